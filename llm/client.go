@@ -1,0 +1,201 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+)
+
+// Client sends requests through a Provider with the retry policy, the model
+// fallback chain and cost metering every kernel needs.
+type Client struct {
+	Provider Provider
+	Retry    RetryPolicy
+	// Fallback is the model chain: when a model is unavailable (404, or
+	// still overloaded after retries) the next one is tried. A request for
+	// a model in the chain continues from its place; a request for another
+	// model tries it first, then the whole chain.
+	Fallback []string
+	Prices   PriceTable // nil means DefaultPrices
+	Observe  func(Event)
+}
+
+// Call is one request's outcome: the response and what it cost.
+type Call struct {
+	Model    string // the model that answered (after any fallback)
+	Response *Response
+	Usage    Usage
+	CostUSD  float64
+	Priced   bool          // false when the model is not in the price table
+	Latency  time.Duration // wall time of Send, retries and fallbacks included
+	Attempts int           // provider calls made
+}
+
+// Event reports progress to Client.Observe and Loop.Observe.
+type Event struct {
+	Kind    string // EventRetry, EventFallback, EventResponse, EventToolCall, EventToolResult, EventNote
+	Model   string
+	Attempt int
+	Wait    time.Duration
+	Err     error
+	Call    *Call
+	Tool    string
+	ToolID  string
+	Input   []byte
+	Result  string
+	IsError bool
+	Note    string
+}
+
+// Event kinds.
+const (
+	EventRetry      = "retry"
+	EventFallback   = "fallback"
+	EventResponse   = "response"
+	EventToolCall   = "tool_call"
+	EventToolResult = "tool_result"
+	EventNote       = "note"
+)
+
+// RetryPolicy retries transient failures with exponential backoff and full
+// jitter, honouring retry-after. Zero fields take the defaults.
+type RetryPolicy struct {
+	MaxAttempts int                                              // per model, first try included; default 4
+	BaseDelay   time.Duration                                    // default 500ms
+	MaxDelay    time.Duration                                    // one wait at most; default 30s
+	MaxWait     time.Duration                                    // all waits together at most; default 90s
+	Sleep       func(ctx context.Context, d time.Duration) error // default waits on a timer; tests replace it
+}
+
+func (p RetryPolicy) withDefaults() RetryPolicy {
+	if p.MaxAttempts <= 0 {
+		p.MaxAttempts = 4
+	}
+	if p.BaseDelay <= 0 {
+		p.BaseDelay = 500 * time.Millisecond
+	}
+	if p.MaxDelay <= 0 {
+		p.MaxDelay = 30 * time.Second
+	}
+	if p.MaxWait <= 0 {
+		p.MaxWait = 90 * time.Second
+	}
+	if p.Sleep == nil {
+		p.Sleep = sleep
+	}
+	return p
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// delay is the wait before retry number n (1 for the first retry): the
+// provider's retry-after when given, else a random point in the upper half
+// of base·2^(n−1), capped at MaxDelay. Half-jitter keeps waits from
+// collapsing to zero while still spreading concurrent clients apart.
+func (p RetryPolicy) delay(n int, retryAfter time.Duration) time.Duration {
+	if retryAfter > 0 {
+		return retryAfter
+	}
+	d := p.BaseDelay << (n - 1)
+	if d <= 0 || d > p.MaxDelay {
+		d = p.MaxDelay
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// Send sends req, retrying and falling back as configured, and meters the
+// answer. req.Model is replaced by the model that is tried.
+func (c *Client) Send(ctx context.Context, req *Request) (*Call, error) {
+	models := c.chain(req.Model)
+	if len(models) == 0 {
+		return nil, errors.New("llm: no model: set the request's model or a fallback chain (--model)")
+	}
+	start := time.Now()
+	attempts := 0
+	var failures []string
+	for i, model := range models {
+		r := req
+		if model != req.Model {
+			r = req.Clone()
+			r.Model = model
+		}
+		resp, n, err := c.sendWithRetry(ctx, r)
+		attempts += n
+		if err == nil {
+			call := &Call{Model: model, Response: resp, Usage: resp.Usage, Latency: time.Since(start), Attempts: attempts}
+			call.CostUSD, call.Priced = c.prices().Cost(model, resp.Usage)
+			c.observe(Event{Kind: EventResponse, Model: model, Call: call})
+			return call, nil
+		}
+		apiErr, ok := AsAPIError(err)
+		if !ok || !apiErr.ModelUnavailable() || ctx.Err() != nil {
+			return nil, err
+		}
+		failures = append(failures, fmt.Sprintf("%s: %v", model, err))
+		if i+1 < len(models) {
+			c.observe(Event{Kind: EventFallback, Model: models[i+1], Err: err})
+		}
+	}
+	return nil, fmt.Errorf("llm: every model in the chain is unavailable; try later or change --model: %s", strings.Join(failures, "; "))
+}
+
+func (c *Client) sendWithRetry(ctx context.Context, req *Request) (*Response, int, error) {
+	p := c.Retry.withDefaults()
+	var waited time.Duration
+	for attempt := 1; ; attempt++ {
+		resp, err := c.Provider.Messages(ctx, req)
+		if err == nil {
+			return resp, attempt, nil
+		}
+		apiErr, ok := AsAPIError(err)
+		if !ok || !apiErr.Retryable() || attempt >= p.MaxAttempts || ctx.Err() != nil {
+			return nil, attempt, err
+		}
+		wait := p.delay(attempt, apiErr.RetryAfter)
+		if waited+wait > p.MaxWait {
+			return nil, attempt, fmt.Errorf("%w (gave up: the next wait of %s would pass the retry budget of %s)", err, wait, p.MaxWait)
+		}
+		c.observe(Event{Kind: EventRetry, Model: req.Model, Attempt: attempt, Wait: wait, Err: err})
+		if err := p.Sleep(ctx, wait); err != nil {
+			return nil, attempt, err
+		}
+		waited += wait
+	}
+}
+
+func (c *Client) chain(model string) []string {
+	if model == "" {
+		return c.Fallback
+	}
+	for i, m := range c.Fallback {
+		if m == model {
+			return c.Fallback[i:]
+		}
+	}
+	return append([]string{model}, c.Fallback...)
+}
+
+func (c *Client) prices() PriceTable {
+	if c.Prices == nil {
+		return DefaultPrices
+	}
+	return c.Prices
+}
+
+func (c *Client) observe(e Event) {
+	if c.Observe != nil {
+		c.Observe(e)
+	}
+}

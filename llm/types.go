@@ -1,0 +1,571 @@
+package llm
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// Roles of a conversation turn.
+const (
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+)
+
+// Content block types the runtime interprets. Every other type is kept as raw
+// JSON (see ContentBlock.Raw).
+const (
+	BlockText             = "text"
+	BlockImage            = "image"
+	BlockToolUse          = "tool_use"
+	BlockToolResult       = "tool_result"
+	BlockThinking         = "thinking"
+	BlockRedactedThinking = "redacted_thinking"
+)
+
+// Stop reasons the Messages API returns.
+const (
+	StopEndTurn                    = "end_turn"
+	StopToolUse                    = "tool_use"
+	StopPauseTurn                  = "pause_turn"
+	StopMaxTokens                  = "max_tokens"
+	StopSequence                   = "stop_sequence"
+	StopRefusal                    = "refusal"
+	StopModelContextWindowExceeded = "model_context_window_exceeded"
+)
+
+// Request is a Messages API request. Its JSON form is the API's wire format,
+// so scripts, the fake server and adapters all speak the same shape.
+type Request struct {
+	Model         string        `json:"model"`
+	MaxTokens     int           `json:"max_tokens"`
+	System        []SystemBlock `json:"system,omitempty"`
+	Messages      []Message     `json:"messages"`
+	Tools         []Tool        `json:"tools,omitempty"`
+	ToolChoice    *ToolChoice   `json:"tool_choice,omitempty"`
+	Thinking      *Thinking     `json:"thinking,omitempty"`
+	Temperature   *float64      `json:"temperature,omitempty"`
+	StopSequences []string      `json:"stop_sequences,omitempty"`
+	Metadata      *Metadata     `json:"metadata,omitempty"`
+	// Container is the code-execution container id from an earlier
+	// response; sending it back keeps the sandbox's files between calls.
+	Container string `json:"container,omitempty"`
+}
+
+// Clone returns a copy of r whose slices can be appended to and edited
+// without touching r. Blocks themselves are shared: they are values.
+func (r *Request) Clone() *Request {
+	c := *r
+	c.System = append([]SystemBlock(nil), r.System...)
+	c.Messages = append([]Message(nil), r.Messages...)
+	c.Tools = append([]Tool(nil), r.Tools...)
+	c.StopSequences = append([]string(nil), r.StopSequences...)
+	if r.ToolChoice != nil {
+		tc := *r.ToolChoice
+		c.ToolChoice = &tc
+	}
+	if r.Thinking != nil {
+		t := *r.Thinking
+		c.Thinking = &t
+	}
+	if r.Temperature != nil {
+		t := *r.Temperature
+		c.Temperature = &t
+	}
+	if r.Metadata != nil {
+		m := *r.Metadata
+		c.Metadata = &m
+	}
+	return &c
+}
+
+// CacheControl marks a prompt-caching breakpoint.
+type CacheControl struct {
+	Type string `json:"type"`          // "ephemeral"
+	TTL  string `json:"ttl,omitempty"` // "5m" or "1h"
+}
+
+// Ephemeral is the cache_control value that marks a cache breakpoint.
+func Ephemeral() *CacheControl { return &CacheControl{Type: "ephemeral"} }
+
+// SystemBlock is one text block of the system prompt.
+type SystemBlock struct {
+	Type         string        `json:"type"` // always "text"
+	Text         string        `json:"text"`
+	CacheControl *CacheControl `json:"cache_control,omitempty"`
+}
+
+// UnmarshalJSON accepts a block object; a plain string is handled by
+// Request's system field through systemList.
+func (s *SystemBlock) UnmarshalJSON(data []byte) error {
+	type plain SystemBlock
+	var p plain
+	if err := json.Unmarshal(data, &p); err != nil {
+		return err
+	}
+	if p.Type == "" {
+		p.Type = BlockText
+	}
+	*s = SystemBlock(p)
+	return nil
+}
+
+// UnmarshalJSON accepts the API's two forms of "system" (a string or a list
+// of text blocks) and of message content (a string or a list of blocks).
+func (r *Request) UnmarshalJSON(data []byte) error {
+	type plain Request
+	var aux struct {
+		plain
+		System json.RawMessage `json:"system,omitempty"`
+	}
+	if err := json.Unmarshal(data, &aux); err != nil {
+		return err
+	}
+	*r = Request(aux.plain)
+	r.System = nil
+	if len(aux.System) == 0 || string(aux.System) == "null" {
+		return nil
+	}
+	var text string
+	if err := json.Unmarshal(aux.System, &text); err == nil {
+		r.System = []SystemBlock{{Type: BlockText, Text: text}}
+		return nil
+	}
+	return json.Unmarshal(aux.System, &r.System)
+}
+
+// Message is one conversation turn.
+type Message struct {
+	Role    string         `json:"role"`
+	Content []ContentBlock `json:"content"`
+}
+
+// UnmarshalJSON accepts content as a string (one text block) or a list.
+func (m *Message) UnmarshalJSON(data []byte) error {
+	var aux struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(data, &aux); err != nil {
+		return err
+	}
+	m.Role = aux.Role
+	m.Content = nil
+	if len(aux.Content) == 0 || string(aux.Content) == "null" {
+		return nil
+	}
+	var text string
+	if err := json.Unmarshal(aux.Content, &text); err == nil {
+		m.Content = []ContentBlock{TextBlock(text)}
+		return nil
+	}
+	return json.Unmarshal(aux.Content, &m.Content)
+}
+
+// UserText is a user message holding one text block.
+func UserText(text string) Message {
+	return Message{Role: RoleUser, Content: []ContentBlock{TextBlock(text)}}
+}
+
+// Text joins the text blocks of the message.
+func (m Message) Text() string { return joinText(m.Content) }
+
+// ContentBlock is one block of message content. The fields used depend on
+// Type; blocks of any type the runtime does not interpret (server_tool_use,
+// web_search_tool_result, code_execution_tool_result, container_upload, …)
+// keep their exact bytes in Raw and are marshalled back unchanged.
+type ContentBlock struct {
+	Type string
+
+	// text
+	Text      string
+	Citations json.RawMessage // kept as given; nil when absent
+
+	// image
+	Source *ImageSource
+
+	// tool_use
+	ID    string
+	Name  string
+	Input json.RawMessage
+
+	// tool_result
+	ToolUseID string
+	Content   ToolResultContent
+	IsError   bool
+
+	// thinking
+	Thinking  string
+	Signature string
+
+	// redacted_thinking
+	Data string
+
+	CacheControl *CacheControl
+
+	// Raw holds the block's original bytes when Type is not one of the
+	// interpreted types above.
+	Raw json.RawMessage
+}
+
+// ImageSource is an image block's source.
+type ImageSource struct {
+	Type      string `json:"type"` // "base64" or "url"
+	MediaType string `json:"media_type,omitempty"`
+	Data      string `json:"data,omitempty"`
+	URL       string `json:"url,omitempty"`
+}
+
+// ToolResultContent is a tool_result's content: a string, or a list of
+// blocks when Blocks is non-nil. The form received is the form sent back.
+type ToolResultContent struct {
+	Text   string
+	Blocks []ContentBlock
+}
+
+// TextBlock returns a text content block.
+func TextBlock(text string) ContentBlock { return ContentBlock{Type: BlockText, Text: text} }
+
+// ToolResultBlock returns a tool_result block answering the tool_use id.
+func ToolResultBlock(toolUseID string, content ToolResultContent, isError bool) ContentBlock {
+	return ContentBlock{Type: BlockToolResult, ToolUseID: toolUseID, Content: content, IsError: isError}
+}
+
+// IsKnownType reports whether the runtime interprets blocks of this type.
+func IsKnownType(t string) bool {
+	switch t {
+	case BlockText, BlockImage, BlockToolUse, BlockToolResult, BlockThinking, BlockRedactedThinking:
+		return true
+	}
+	return false
+}
+
+type textWire struct {
+	Type         string          `json:"type"`
+	Text         string          `json:"text"`
+	Citations    json.RawMessage `json:"citations,omitempty"`
+	CacheControl *CacheControl   `json:"cache_control,omitempty"`
+}
+
+type imageWire struct {
+	Type         string        `json:"type"`
+	Source       *ImageSource  `json:"source"`
+	CacheControl *CacheControl `json:"cache_control,omitempty"`
+}
+
+type toolUseWire struct {
+	Type         string          `json:"type"`
+	ID           string          `json:"id"`
+	Name         string          `json:"name"`
+	Input        json.RawMessage `json:"input"`
+	CacheControl *CacheControl   `json:"cache_control,omitempty"`
+}
+
+type toolResultWire struct {
+	Type         string          `json:"type"`
+	ToolUseID    string          `json:"tool_use_id"`
+	Content      json.RawMessage `json:"content,omitempty"`
+	IsError      bool            `json:"is_error,omitempty"`
+	CacheControl *CacheControl   `json:"cache_control,omitempty"`
+}
+
+type thinkingWire struct {
+	Type      string `json:"type"`
+	Thinking  string `json:"thinking"`
+	Signature string `json:"signature"`
+}
+
+type redactedWire struct {
+	Type string `json:"type"`
+	Data string `json:"data"`
+}
+
+// MarshalJSON writes the block in the API's wire format.
+func (b ContentBlock) MarshalJSON() ([]byte, error) {
+	switch b.Type {
+	case BlockText:
+		return json.Marshal(textWire{b.Type, b.Text, b.Citations, b.CacheControl})
+	case BlockImage:
+		return json.Marshal(imageWire{b.Type, b.Source, b.CacheControl})
+	case BlockToolUse:
+		input := b.Input
+		if len(input) == 0 {
+			input = json.RawMessage("{}")
+		}
+		return json.Marshal(toolUseWire{b.Type, b.ID, b.Name, input, b.CacheControl})
+	case BlockToolResult:
+		content, err := b.Content.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(toolResultWire{b.Type, b.ToolUseID, content, b.IsError, b.CacheControl})
+	case BlockThinking:
+		return json.Marshal(thinkingWire{b.Type, b.Thinking, b.Signature})
+	case BlockRedactedThinking:
+		return json.Marshal(redactedWire{b.Type, b.Data})
+	}
+	if len(b.Raw) == 0 {
+		return nil, fmt.Errorf("content block of type %q has no raw JSON to send", b.Type)
+	}
+	return b.Raw, nil
+}
+
+// UnmarshalJSON reads a block in the API's wire format.
+func (b *ContentBlock) UnmarshalJSON(data []byte) error {
+	var head struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return err
+	}
+	*b = ContentBlock{Type: head.Type}
+	switch head.Type {
+	case "":
+		return fmt.Errorf("content block has no type: %s", truncateForError(data))
+	case BlockText:
+		var w textWire
+		if err := json.Unmarshal(data, &w); err != nil {
+			return err
+		}
+		b.Text, b.Citations, b.CacheControl = w.Text, w.Citations, w.CacheControl
+	case BlockImage:
+		var w imageWire
+		if err := json.Unmarshal(data, &w); err != nil {
+			return err
+		}
+		b.Source, b.CacheControl = w.Source, w.CacheControl
+	case BlockToolUse:
+		var w toolUseWire
+		if err := json.Unmarshal(data, &w); err != nil {
+			return err
+		}
+		b.ID, b.Name, b.Input, b.CacheControl = w.ID, w.Name, w.Input, w.CacheControl
+	case BlockToolResult:
+		var w toolResultWire
+		if err := json.Unmarshal(data, &w); err != nil {
+			return err
+		}
+		b.ToolUseID, b.IsError, b.CacheControl = w.ToolUseID, w.IsError, w.CacheControl
+		if err := b.Content.UnmarshalJSON(w.Content); err != nil {
+			return fmt.Errorf("tool_result %s: %w", w.ToolUseID, err)
+		}
+	case BlockThinking:
+		var w thinkingWire
+		if err := json.Unmarshal(data, &w); err != nil {
+			return err
+		}
+		b.Thinking, b.Signature = w.Thinking, w.Signature
+	case BlockRedactedThinking:
+		var w redactedWire
+		if err := json.Unmarshal(data, &w); err != nil {
+			return err
+		}
+		b.Data = w.Data
+	default:
+		b.Raw = append(json.RawMessage(nil), data...)
+	}
+	return nil
+}
+
+// MarshalJSON writes a string, or a list when Blocks is non-nil.
+func (c ToolResultContent) MarshalJSON() ([]byte, error) {
+	if c.Blocks != nil {
+		return json.Marshal(c.Blocks)
+	}
+	return json.Marshal(c.Text)
+}
+
+// UnmarshalJSON reads a string or a list of blocks; absent content is "".
+func (c *ToolResultContent) UnmarshalJSON(data []byte) error {
+	*c = ToolResultContent{}
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || string(data) == "null" {
+		return nil
+	}
+	if data[0] == '"' {
+		return json.Unmarshal(data, &c.Text)
+	}
+	c.Blocks = []ContentBlock{}
+	return json.Unmarshal(data, &c.Blocks)
+}
+
+// String is the result's text: the string form, or its text blocks joined.
+func (c ToolResultContent) String() string {
+	if c.Blocks != nil {
+		return joinText(c.Blocks)
+	}
+	return c.Text
+}
+
+// Tool declares a tool. A client tool has Name, Description and
+// InputSchema and is run by a Go handler; a server tool (web_search,
+// web_fetch, code_execution, …) has a versioned Type such as
+// "web_search_20260209" and is run by the provider. Options carries a server
+// tool's other settings (max_uses, allowed_domains, …) as given.
+type Tool struct {
+	Type           string
+	Name           string
+	Description    string
+	InputSchema    json.RawMessage
+	CacheControl   *CacheControl
+	AllowedCallers []string
+	Options        map[string]json.RawMessage
+}
+
+// IsServer reports whether the provider, not the caller, runs the tool.
+func (t Tool) IsServer() bool { return t.Type != "" && t.Type != "custom" }
+
+// MarshalJSON writes the API's tool object, Options merged in.
+func (t Tool) MarshalJSON() ([]byte, error) {
+	m := make(map[string]any, len(t.Options)+6)
+	for k, v := range t.Options {
+		m[k] = v
+	}
+	if t.Type != "" {
+		m["type"] = t.Type
+	}
+	m["name"] = t.Name
+	if t.Description != "" {
+		m["description"] = t.Description
+	}
+	if len(t.InputSchema) > 0 {
+		m["input_schema"] = t.InputSchema
+	} else if !t.IsServer() {
+		m["input_schema"] = json.RawMessage(`{"type":"object","properties":{}}`)
+	}
+	if t.CacheControl != nil {
+		m["cache_control"] = t.CacheControl
+	}
+	if len(t.AllowedCallers) > 0 {
+		m["allowed_callers"] = t.AllowedCallers
+	}
+	return json.Marshal(m)
+}
+
+// UnmarshalJSON reads the API's tool object; unknown fields go to Options.
+func (t *Tool) UnmarshalJSON(data []byte) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		return err
+	}
+	*t = Tool{}
+	take := func(key string, into any) error {
+		raw, ok := m[key]
+		if !ok {
+			return nil
+		}
+		delete(m, key)
+		if err := json.Unmarshal(raw, into); err != nil {
+			return fmt.Errorf("tool field %q: %w", key, err)
+		}
+		return nil
+	}
+	for key, into := range map[string]any{
+		"type": &t.Type, "name": &t.Name, "description": &t.Description,
+		"cache_control": &t.CacheControl, "allowed_callers": &t.AllowedCallers,
+	} {
+		if err := take(key, into); err != nil {
+			return err
+		}
+	}
+	if raw, ok := m["input_schema"]; ok {
+		t.InputSchema = raw
+		delete(m, "input_schema")
+	}
+	if len(m) > 0 {
+		t.Options = m
+	}
+	return nil
+}
+
+// ToolChoice says whether and which tool the model must use.
+type ToolChoice struct {
+	Type                   string `json:"type"` // auto, any, tool, none
+	Name                   string `json:"name,omitempty"`
+	DisableParallelToolUse bool   `json:"disable_parallel_tool_use,omitempty"`
+}
+
+// Thinking configures extended thinking: {"type":"enabled","budget_tokens":N}
+// or {"type":"adaptive"}; "disabled" turns it off.
+type Thinking struct {
+	Type         string `json:"type"`
+	BudgetTokens int    `json:"budget_tokens,omitempty"`
+}
+
+// On reports whether thinking is switched on.
+func (t *Thinking) On() bool { return t != nil && (t.Type == "enabled" || t.Type == "adaptive") }
+
+// Metadata is the request's metadata.
+type Metadata struct {
+	UserID string `json:"user_id,omitempty"`
+}
+
+// Response is a Messages API response.
+type Response struct {
+	ID           string         `json:"id"`
+	Type         string         `json:"type"`
+	Role         string         `json:"role"`
+	Model        string         `json:"model"`
+	Content      []ContentBlock `json:"content"`
+	StopReason   string         `json:"stop_reason"`
+	StopSequence *string        `json:"stop_sequence"`
+	Usage        Usage          `json:"usage"`
+	Container    *Container     `json:"container,omitempty"`
+}
+
+// Text joins the response's text blocks.
+func (r *Response) Text() string { return joinText(r.Content) }
+
+// ToolUses returns the client tool_use blocks of the response, in order.
+func (r *Response) ToolUses() []ContentBlock {
+	var uses []ContentBlock
+	for _, b := range r.Content {
+		if b.Type == BlockToolUse {
+			uses = append(uses, b)
+		}
+	}
+	return uses
+}
+
+// Container is the code-execution container a response ran in.
+type Container struct {
+	ID        string `json:"id"`
+	ExpiresAt string `json:"expires_at,omitempty"`
+}
+
+// Usage counts tokens. Input tokens exclude cache reads and writes, as the
+// API reports them.
+type Usage struct {
+	InputTokens              int `json:"input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+}
+
+// Add returns the sum of two usages.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{
+		InputTokens:              u.InputTokens + o.InputTokens,
+		OutputTokens:             u.OutputTokens + o.OutputTokens,
+		CacheCreationInputTokens: u.CacheCreationInputTokens + o.CacheCreationInputTokens,
+		CacheReadInputTokens:     u.CacheReadInputTokens + o.CacheReadInputTokens,
+	}
+}
+
+func joinText(blocks []ContentBlock) string {
+	var buf bytes.Buffer
+	for _, b := range blocks {
+		if b.Type == BlockText {
+			buf.WriteString(b.Text)
+		}
+	}
+	return buf.String()
+}
+
+func truncateForError(data []byte) string {
+	const limit = 200
+	if len(data) > limit {
+		return string(data[:limit]) + "…"
+	}
+	return string(data)
+}
