@@ -116,7 +116,7 @@ func (p RetryPolicy) delay(n int, retryAfter time.Duration) time.Duration {
 }
 
 // Send sends req, retrying and falling back as configured, and meters the
-// answer. req.Model is replaced by the model that is tried.
+// answer. req is not modified: a fallback sends a copy with its model changed.
 func (c *Client) Send(ctx context.Context, req *Request) (*Call, error) {
 	models := c.chain(req.Model)
 	if len(models) == 0 {
@@ -140,15 +140,18 @@ func (c *Client) Send(ctx context.Context, req *Request) (*Call, error) {
 			return call, nil
 		}
 		apiErr, ok := AsAPIError(err)
-		if !ok || !apiErr.ModelUnavailable() || ctx.Err() != nil {
+		if !ok || !apiErr.ModelUnavailable() || ctx.Err() != nil || len(models) == 1 {
 			return nil, err
 		}
-		failures = append(failures, fmt.Sprintf("%s: %v", model, err))
 		if i+1 < len(models) {
+			failures = append(failures, fmt.Sprintf("%s: %v", model, err))
 			c.observe(Event{Kind: EventFallback, Model: models[i+1], Err: err})
+			continue
 		}
+		return nil, fmt.Errorf("llm: every model in the chain is unavailable; try later or change --model: %s; %s: %w",
+			strings.Join(failures, "; "), model, err)
 	}
-	return nil, fmt.Errorf("llm: every model in the chain is unavailable; try later or change --model: %s", strings.Join(failures, "; "))
+	panic("unreachable: the loop returns on its last model")
 }
 
 func (c *Client) sendWithRetry(ctx context.Context, req *Request) (*Response, int, error) {

@@ -569,3 +569,17 @@ func truncateForError(data []byte) string {
 	}
 	return string(data)
 }
+
+// MarshalWire encodes v as the API's wire JSON. Unlike json.Marshal it does
+// not escape <, > and &, so raw blocks keep their exact bytes. Like any
+// encoding/json output it is compact: whitespace between tokens, which the
+// API never sends, is not kept.
+func MarshalWire(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}

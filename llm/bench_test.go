@@ -1,0 +1,53 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+)
+
+// instantProvider answers tool_use for the first rounds-1 calls of a run and
+// end_turn on the last, from prebuilt responses: what is measured is the
+// loop's own work, not a provider's.
+type instantProvider struct {
+	rounds int
+	n      int
+	use    *Response
+	end    *Response
+}
+
+func (p *instantProvider) Messages(context.Context, *Request) (*Response, error) {
+	p.n++
+	if p.n%p.rounds == 0 {
+		return p.end, nil
+	}
+	return p.use, nil
+}
+
+// BenchmarkLoopRoundTrip measures the tool loop's overhead per round trip
+// (check the request, send, meter, dispatch one tool, append the turns) in
+// a run of 10 round trips with an instant provider.
+func BenchmarkLoopRoundTrip(b *testing.B) {
+	const rounds = 10
+	p := &instantProvider{
+		rounds: rounds,
+		use: &Response{Model: "claude-haiku-4-5", StopReason: StopToolUse, Usage: Usage{InputTokens: 100, OutputTokens: 20},
+			Content: []ContentBlock{toolUse("toolu_1", "echo", `{"q":"x"}`)}},
+		end: &Response{Model: "claude-haiku-4-5", StopReason: StopEndTurn, Content: []ContentBlock{TextBlock("done")}},
+	}
+	quiet := ToolHandler{Tool: echoTool.Tool, Run: func(context.Context, json.RawMessage) (ToolOutput, error) {
+		return TextOutput("ok"), nil
+	}}
+	l := &Loop{Client: &Client{Provider: p}, Handlers: []ToolHandler{quiet}}
+	req := &Request{Model: "claude-haiku-4-5", MaxTokens: 1024, Messages: []Message{UserText("go")}}
+	ctx := context.Background()
+	b.ReportAllocs()
+	start := time.Now()
+	for b.Loop() {
+		if _, err := l.Run(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(b.N*rounds), "ns/roundtrip")
+}

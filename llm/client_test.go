@@ -1,0 +1,285 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeProvider answers from a list of steps, one per call, and records the
+// models it was asked for.
+type fakeProvider struct {
+	mu     sync.Mutex
+	steps  []func(*Request) (*Response, error)
+	models []string
+	reqs   []*Request
+}
+
+func (f *fakeProvider) Messages(_ context.Context, req *Request) (*Response, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.models = append(f.models, req.Model)
+	f.reqs = append(f.reqs, req.Clone())
+	if len(f.steps) == 0 {
+		return nil, errors.New("fakeProvider: no step left")
+	}
+	step := f.steps[0]
+	f.steps = f.steps[1:]
+	return step(req)
+}
+
+func answer(text string) func(*Request) (*Response, error) {
+	return func(r *Request) (*Response, error) {
+		return &Response{Model: r.Model, Content: []ContentBlock{TextBlock(text)}, StopReason: StopEndTurn,
+			Usage: Usage{InputTokens: 10, OutputTokens: 5}}, nil
+	}
+}
+
+func fail(status int, typ string) func(*Request) (*Response, error) {
+	return func(*Request) (*Response, error) { return nil, &APIError{Status: status, Type: typ, Message: typ} }
+}
+
+// recordSleeps makes a retry policy that waits for nothing and records the waits.
+func recordSleeps(waits *[]time.Duration) RetryPolicy {
+	return RetryPolicy{Sleep: func(_ context.Context, d time.Duration) error {
+		*waits = append(*waits, d)
+		return nil
+	}}
+}
+
+func simpleRequest(model string) *Request {
+	return &Request{Model: model, MaxTokens: 100, Messages: []Message{UserText("hi")}}
+}
+
+func TestRetryOn529ThenSuccess(t *testing.T) {
+	var waits []time.Duration
+	p := &fakeProvider{steps: []func(*Request) (*Response, error){fail(529, "overloaded_error"), answer("ok")}}
+	c := &Client{Provider: p, Retry: recordSleeps(&waits)}
+	call, err := c.Send(context.Background(), simpleRequest("claude-sonnet-4-5"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if call.Attempts != 2 || len(waits) != 1 || call.Response.Text() != "ok" {
+		t.Fatalf("want 2 attempts and 1 wait, got attempts=%d waits=%v", call.Attempts, waits)
+	}
+	if waits[0] < 250*time.Millisecond || waits[0] > 500*time.Millisecond {
+		t.Fatalf("first backoff %s outside [250ms, 500ms]", waits[0])
+	}
+}
+
+func TestRetryRetriesEveryTransientStatus(t *testing.T) {
+	for _, status := range []int{429, 500, 502, 503, 504, 529, 0} {
+		var waits []time.Duration
+		p := &fakeProvider{steps: []func(*Request) (*Response, error){fail(status, "x"), answer("ok")}}
+		c := &Client{Provider: p, Retry: recordSleeps(&waits)}
+		if _, err := c.Send(context.Background(), simpleRequest("m")); err != nil {
+			t.Fatalf("status %d not retried: %v", status, err)
+		}
+	}
+}
+
+func TestClientErrorsAreNotRetried(t *testing.T) {
+	for _, status := range []int{400, 401, 403, 404} {
+		var waits []time.Duration
+		p := &fakeProvider{steps: []func(*Request) (*Response, error){fail(status, "invalid_request_error"), answer("never")}}
+		c := &Client{Provider: p, Retry: recordSleeps(&waits)}
+		_, err := c.Send(context.Background(), simpleRequest("m"))
+		var apiErr *APIError
+		if !errors.As(err, &apiErr) || apiErr.Status != status {
+			t.Fatalf("status %d: want the APIError back, got %v", status, err)
+		}
+		if len(p.models) != 1 || len(waits) != 0 {
+			t.Fatalf("status %d was retried: %d calls", status, len(p.models))
+		}
+	}
+}
+
+func TestRetryHonoursRetryAfter(t *testing.T) {
+	var waits []time.Duration
+	p := &fakeProvider{steps: []func(*Request) (*Response, error){
+		func(*Request) (*Response, error) {
+			return nil, &APIError{Status: 429, Type: "rate_limit_error", RetryAfter: 7 * time.Second}
+		},
+		answer("ok"),
+	}}
+	c := &Client{Provider: p, Retry: recordSleeps(&waits)}
+	if _, err := c.Send(context.Background(), simpleRequest("m")); err != nil {
+		t.Fatal(err)
+	}
+	if len(waits) != 1 || waits[0] != 7*time.Second {
+		t.Fatalf("want one wait of 7s, got %v", waits)
+	}
+}
+
+func TestRetryStopsAtMaxAttempts(t *testing.T) {
+	var waits []time.Duration
+	p := &fakeProvider{}
+	for range 10 {
+		p.steps = append(p.steps, fail(503, "api_error"))
+	}
+	policy := recordSleeps(&waits)
+	policy.MaxAttempts = 3
+	c := &Client{Provider: p, Retry: policy}
+	if _, err := c.Send(context.Background(), simpleRequest("m")); err == nil {
+		t.Fatal("want an error after the attempts run out")
+	}
+	if len(p.models) != 3 {
+		t.Fatalf("want 3 attempts, got %d", len(p.models))
+	}
+	// Exponential: the second wait's range [500ms,1s] lies above the first's [250ms,500ms].
+	if waits[1] < 500*time.Millisecond || waits[1] > time.Second {
+		t.Fatalf("second backoff %s outside [500ms, 1s]", waits[1])
+	}
+}
+
+func TestRetryStopsAtTotalWaitBudget(t *testing.T) {
+	var waits []time.Duration
+	p := &fakeProvider{steps: []func(*Request) (*Response, error){
+		func(*Request) (*Response, error) {
+			return nil, &APIError{Status: 429, Type: "rate_limit_error", RetryAfter: time.Hour}
+		},
+		answer("never"),
+	}}
+	policy := recordSleeps(&waits)
+	policy.MaxWait = time.Minute
+	c := &Client{Provider: p, Retry: policy}
+	_, err := c.Send(context.Background(), simpleRequest("m"))
+	if err == nil || !strings.Contains(err.Error(), "retry budget") || len(waits) != 0 {
+		t.Fatalf("want a give-up error without waiting an hour, got %v after waits %v", err, waits)
+	}
+}
+
+func TestFallbackChainMovesOnWhenModelUnavailable(t *testing.T) {
+	var waits []time.Duration
+	var events []Event
+	p := &fakeProvider{steps: []func(*Request) (*Response, error){
+		fail(404, "not_found_error"),                                 // opus: not found, not retried
+		fail(529, "overloaded_error"), fail(529, "overloaded_error"), // sonnet: overloaded past retries
+		answer("from haiku"),
+	}}
+	policy := recordSleeps(&waits)
+	policy.MaxAttempts = 2
+	c := &Client{Provider: p, Retry: policy, Fallback: []string{"claude-opus-4-5", "claude-sonnet-4-5", "claude-haiku-4-5"},
+		Observe: func(e Event) { events = append(events, e) }}
+	call, err := c.Send(context.Background(), simpleRequest("claude-opus-4-5"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"claude-opus-4-5", "claude-sonnet-4-5", "claude-sonnet-4-5", "claude-haiku-4-5"}
+	if strings.Join(p.models, ",") != strings.Join(want, ",") {
+		t.Fatalf("models tried %v, want %v", p.models, want)
+	}
+	if call.Model != "claude-haiku-4-5" || call.Attempts != 4 {
+		t.Fatalf("call model %s attempts %d", call.Model, call.Attempts)
+	}
+	fallbacks := 0
+	for _, e := range events {
+		if e.Kind == EventFallback {
+			fallbacks++
+		}
+	}
+	if fallbacks != 2 {
+		t.Fatalf("want 2 fallback events, got %d", fallbacks)
+	}
+}
+
+func TestFallbackChainStartsWithAModelOutsideIt(t *testing.T) {
+	c := &Client{Fallback: []string{"a", "b"}}
+	if got := strings.Join(c.chain("x"), ","); got != "x,a,b" {
+		t.Fatalf("chain for x: %s", got)
+	}
+	if got := strings.Join(c.chain("b"), ","); got != "b" {
+		t.Fatalf("chain for b: %s", got)
+	}
+	if got := strings.Join(c.chain(""), ","); got != "a,b" {
+		t.Fatalf("chain for empty model: %s", got)
+	}
+}
+
+func TestFallbackDoesNotHideARequestError(t *testing.T) {
+	p := &fakeProvider{steps: []func(*Request) (*Response, error){fail(400, "invalid_request_error"), answer("never")}}
+	c := &Client{Provider: p, Fallback: []string{"a", "b"}}
+	if _, err := c.Send(context.Background(), simpleRequest("a")); err == nil || len(p.models) != 1 {
+		t.Fatalf("a 400 must end the call on the first model: err=%v models=%v", err, p.models)
+	}
+}
+
+func TestEveryModelUnavailableSaysSo(t *testing.T) {
+	p := &fakeProvider{steps: []func(*Request) (*Response, error){fail(404, "not_found_error"), fail(404, "not_found_error")}}
+	c := &Client{Provider: p, Fallback: []string{"a", "b"}}
+	_, err := c.Send(context.Background(), simpleRequest("a"))
+	if err == nil || !strings.Contains(err.Error(), "every model in the chain is unavailable") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestCostArithmetic(t *testing.T) {
+	u := Usage{InputTokens: 1_000_000, OutputTokens: 200_000, CacheCreationInputTokens: 400_000, CacheReadInputTokens: 2_000_000}
+	// Sonnet 4.5 at 3 / 15 / 3.75 / 0.30 per MTok:
+	// 3 + 0.2*15 + 0.4*3.75 + 2*0.3 = 3 + 3 + 1.5 + 0.6 = 8.1
+	usd, ok := DefaultPrices.Cost("claude-sonnet-4-5-20250929", u)
+	if !ok || math.Abs(usd-8.1) > 1e-9 {
+		t.Fatalf("cost %v ok=%v, want 8.1", usd, ok)
+	}
+	// The longest family wins: opus 4.5 is not priced as opus 4.
+	usd, _ = DefaultPrices.Cost("claude-opus-4-5", Usage{InputTokens: 1_000_000})
+	if usd != 5 {
+		t.Fatalf("opus 4.5 input priced %v, want 5", usd)
+	}
+	if _, ok := DefaultPrices.Cost("mystery-model", u); ok {
+		t.Fatal("an unknown model must be reported unpriced")
+	}
+}
+
+func TestClientMetersEveryCall(t *testing.T) {
+	p := &fakeProvider{steps: []func(*Request) (*Response, error){answer("ok")}}
+	c := &Client{Provider: p}
+	call, err := c.Send(context.Background(), simpleRequest("claude-haiku-4-5"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 10 input at $1/MTok + 5 output at $5/MTok.
+	if want := 10e-6 + 25e-6; !call.Priced || math.Abs(call.CostUSD-want) > 1e-12 || call.Latency <= 0 {
+		t.Fatalf("call cost %v priced %v latency %v, want %v", call.CostUSD, call.Priced, call.Latency, want)
+	}
+}
+
+func TestLoadPricesOverridesDefaults(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "prices.json")
+	os.WriteFile(path, []byte(`{"claude-sonnet-4":{"input":1,"output":2},"local-llama":{"input":0,"output":0}}`), 0o644)
+	table, err := LoadPrices(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := table.Lookup("claude-sonnet-4-5"); p.Input != 1 || p.Output != 2 {
+		t.Fatalf("override not applied: %+v", p)
+	}
+	if _, ok := table.Cost("local-llama-3", Usage{}); !ok {
+		t.Fatal("new family not added")
+	}
+	if p, _ := table.Lookup("claude-haiku-4-5"); p.Input != 1 {
+		t.Fatal("defaults lost")
+	}
+	os.WriteFile(path, []byte(`{"x":`), 0o644)
+	if _, err := LoadPrices(path); err == nil || !strings.Contains(err.Error(), "want {") {
+		t.Fatalf("bad file must say what is wanted: %v", err)
+	}
+}
+
+func TestCancelledContextStopsRetrying(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &fakeProvider{steps: []func(*Request) (*Response, error){
+		func(*Request) (*Response, error) { cancel(); return nil, ConnectionError(context.Canceled) },
+		answer("never"),
+	}}
+	c := &Client{Provider: p, Fallback: []string{"a", "b"}}
+	if _, err := c.Send(ctx, simpleRequest("a")); err == nil || len(p.models) != 1 {
+		t.Fatalf("want one attempt then the error, got %d attempts, err %v", len(p.models), err)
+	}
+}

@@ -1,0 +1,107 @@
+package llm
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestCheckRequestCatchesEachRule(t *testing.T) {
+	one, half := 1.0, 0.5
+	schema := json.RawMessage(`{"type":"object"}`)
+	use := toolUse("toolu_1", "echo", `{}`)
+	answered := ToolResultBlock("toolu_1", ToolResultContent{Text: "ok"}, false)
+	base := func() *Request {
+		return &Request{Model: "m", MaxTokens: 100, Messages: []Message{UserText("hi")}}
+	}
+	cases := []struct {
+		name string
+		edit func(*Request)
+		want string // "" means valid
+	}{
+		{"valid", func(*Request) {}, ""},
+		{"no model", func(r *Request) { r.Model = "" }, "model: field required"},
+		{"no max_tokens", func(r *Request) { r.MaxTokens = 0 }, "max_tokens: must be at least 1"},
+		{"no messages", func(r *Request) { r.Messages = nil }, "at least one message"},
+		{"assistant first", func(r *Request) { r.Messages[0].Role = RoleAssistant }, "first message must use the user role"},
+		{"roles do not alternate", func(r *Request) { r.Messages = append(r.Messages, UserText("again")) }, "roles must alternate"},
+		{"empty content", func(r *Request) { r.Messages[0].Content = nil }, "non-empty content"},
+		{"empty text", func(r *Request) { r.Messages[0] = UserText("") }, "text content blocks must be non-empty"},
+		{"empty system text", func(r *Request) { r.System = []SystemBlock{{Type: "text"}} }, "system.0: text content blocks must be non-empty"},
+		{"unanswered tool_use", func(r *Request) {
+			r.Messages = append(r.Messages, Message{Role: RoleAssistant, Content: []ContentBlock{use}}, UserText("next"))
+		}, "`tool_use` ids were found without `tool_result` blocks immediately after: toolu_1"},
+		{"tool_use at the end", func(r *Request) {
+			r.Messages = append(r.Messages, Message{Role: RoleAssistant, Content: []ContentBlock{use}})
+		}, "without `tool_result`"},
+		{"answered tool_use", func(r *Request) {
+			r.Messages = append(r.Messages, Message{Role: RoleAssistant, Content: []ContentBlock{use}},
+				Message{Role: RoleUser, Content: []ContentBlock{answered, TextBlock("more")}})
+		}, ""},
+		{"result for no tool_use", func(r *Request) {
+			r.Messages[0] = Message{Role: RoleUser, Content: []ContentBlock{answered}}
+		}, "unexpected `tool_use_id` found in `tool_result` blocks: toolu_1"},
+		{"result after text", func(r *Request) {
+			r.Messages = append(r.Messages, Message{Role: RoleAssistant, Content: []ContentBlock{use}},
+				Message{Role: RoleUser, Content: []ContentBlock{TextBlock("first"), answered}})
+		}, "tool_result blocks must come before any other content"},
+		{"result twice", func(r *Request) {
+			r.Messages = append(r.Messages, Message{Role: RoleAssistant, Content: []ContentBlock{use}},
+				Message{Role: RoleUser, Content: []ContentBlock{answered, answered}})
+		}, "answered twice"},
+		{"tool_use from user", func(r *Request) { r.Messages[0].Content = []ContentBlock{use} }, "tool_use blocks may only appear in assistant messages"},
+		{"duplicate tool names", func(r *Request) {
+			r.Tools = []Tool{{Name: "echo", InputSchema: schema}, {Name: "echo", InputSchema: schema}}
+		}, `duplicate tool name "echo"`},
+		{"bad tool name", func(r *Request) { r.Tools = []Tool{{Name: "block read", InputSchema: schema}} }, "must match"},
+		{"client tool without schema", func(r *Request) { r.Tools = []Tool{{Name: "x"}} }, "input_schema: field required"},
+		{"server tool without schema", func(r *Request) { r.Tools = []Tool{{Type: "web_search_20260209", Name: "web_search"}} }, ""},
+		{"tool_choice names a missing tool", func(r *Request) { r.ToolChoice = &ToolChoice{Type: "tool", Name: "nope"} }, `tool "nope" is not among`},
+		{"thinking budget equal to max_tokens", func(r *Request) {
+			r.MaxTokens = 2048
+			r.Thinking = &Thinking{Type: "enabled", BudgetTokens: 2048}
+		}, "max_tokens: must be greater than thinking.budget_tokens"},
+		{"thinking budget too small", func(r *Request) { r.Thinking = &Thinking{Type: "enabled", BudgetTokens: 10} }, "at least 1024"},
+		{"temperature with thinking", func(r *Request) {
+			r.MaxTokens = 4000
+			r.Thinking = &Thinking{Type: "adaptive"}
+			r.Temperature = &half
+		}, "temperature: may only be set to 1 when thinking is enabled"},
+		{"temperature 1 with thinking", func(r *Request) {
+			r.MaxTokens = 4000
+			r.Thinking = &Thinking{Type: "enabled", BudgetTokens: 2000}
+			r.Temperature = &one
+		}, ""},
+		{"forced tool with thinking", func(r *Request) {
+			r.Thinking = &Thinking{Type: "adaptive"}
+			r.ToolChoice = &ToolChoice{Type: "any"}
+		}, "thinking may not be enabled when tool_choice forces tool use"},
+		{"thinking dropped during tool use", func(r *Request) {
+			r.MaxTokens = 4000
+			r.Thinking = &Thinking{Type: "enabled", BudgetTokens: 2000}
+			r.Messages = append(r.Messages, Message{Role: RoleAssistant, Content: []ContentBlock{use}},
+				Message{Role: RoleUser, Content: []ContentBlock{answered}})
+		}, "expected `thinking` or `redacted_thinking`, but found `tool_use`"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := base()
+			c.edit(r)
+			err := CheckRequest(r)
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("want valid, got %v", err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Fatalf("want an error containing %q, got %v", c.want, err)
+			}
+		})
+	}
+}
+
+func TestCheckRequestListsEveryViolation(t *testing.T) {
+	err := CheckRequest(&Request{})
+	inv, ok := err.(*InvalidRequestError)
+	if !ok || len(inv.Violations) != 3 {
+		t.Fatalf("want model, max_tokens and messages violations, got %v", err)
+	}
+}
