@@ -283,3 +283,13 @@ func TestCancelledContextStopsRetrying(t *testing.T) {
 		t.Fatalf("want one attempt then the error, got %d attempts, err %v", len(p.models), err)
 	}
 }
+
+func TestConnectionErrorsWrapTheirCauseAndContextErrorsAreNotRetried(t *testing.T) {
+	cause := errors.New("connection reset by peer")
+	if err := ConnectionError(cause); !errors.Is(err, cause) || !err.Retryable() {
+		t.Fatalf("connection error must wrap its cause and be retryable: %v", err)
+	}
+	if _, ok := AsAPIError(context.DeadlineExceeded); ok {
+		t.Fatal("a context deadline (which is a net.Error) must not become a retryable connection error")
+	}
+}

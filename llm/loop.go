@@ -139,13 +139,15 @@ func (l *Loop) Run(ctx context.Context, req *Request) (*Result, error) {
 		}
 		l.appendAssistant(r, resp.Content)
 
-		switch resp.StopReason {
-		case StopPauseTurn:
+		uses := resp.ToolUses()
+		switch {
+		case resp.StopReason == StopPauseTurn && len(uses) == 0:
 			// The assistant turn, sent back unchanged as the last message,
 			// lets the provider finish its server tools.
 			continue
-		case StopToolUse:
-			uses := resp.ToolUses()
+		case resp.StopReason == StopToolUse || resp.StopReason == StopPauseTurn:
+			// A paused turn may also carry client tool calls that code
+			// execution made (programmatic tool calling): answer them.
 			if len(uses) == 0 {
 				return res, nil
 			}

@@ -300,3 +300,24 @@ func TestCutResultAcrossBlocks(t *testing.T) {
 		t.Fatalf("got %q", strings.Join(texts, "|"))
 	}
 }
+
+func TestLoopAnswersClientToolCallsInAPausedTurn(t *testing.T) {
+	exec := rawBlock(t, `{"type":"server_tool_use","id":"srvtoolu_05","name":"code_execution","input":{"code":"await block_read()"}}`)
+	ptc := rawBlock(t, blockWire["tool_use from code execution"])
+	p := &fakeProvider{steps: []func(*Request) (*Response, error){
+		respond(StopPauseTurn, exec, ptc),
+		respond(StopEndTurn, TextBlock("read it")),
+	}}
+	blockRead := ToolHandler{Tool: Tool{Name: "block_read", InputSchema: json.RawMessage(`{"type":"object"}`), AllowedCallers: []string{"code_execution_20250825"}},
+		Run: func(context.Context, json.RawMessage) (ToolOutput, error) { return TextOutput("wake text"), nil }}
+	if _, err := newLoop(p, blockRead).Run(context.Background(), simpleRequest("m")); err != nil {
+		t.Fatal(err)
+	}
+	second := p.reqs[1].Messages
+	if len(second) != 3 || second[2].Content[0].ToolUseID != "toolu_02" || second[2].Content[0].Content.Text != "wake text" {
+		t.Fatalf("the programmatic tool call was not answered: %+v", second)
+	}
+	if got := string(second[1].Content[1].Caller); got != `{"type":"code_execution_20250825","tool_id":"srvtoolu_05"}` {
+		t.Fatalf("caller lost from the tool_use: %s", got)
+	}
+}

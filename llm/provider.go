@@ -22,7 +22,11 @@ type APIError struct {
 	Message    string        // provider's message
 	RetryAfter time.Duration // from the retry-after header; 0 when absent
 	RequestID  string        // provider's request id, when it gave one
+	Err        error         // the transport error behind a connection_error
 }
+
+// Unwrap gives the transport error behind a connection error.
+func (e *APIError) Unwrap() error { return e.Err }
 
 func (e *APIError) Error() string {
 	where := fmt.Sprintf("HTTP %d", e.Status)
@@ -55,15 +59,19 @@ func (e *APIError) ModelUnavailable() bool {
 
 // ConnectionError wraps a transport failure as a retryable APIError.
 func ConnectionError(err error) *APIError {
-	return &APIError{Type: "connection_error", Message: err.Error()}
+	return &APIError{Type: "connection_error", Message: err.Error(), Err: err}
 }
 
 // AsAPIError finds an APIError in err's chain. Network errors that are not
-// wrapped yet count as connection errors.
+// wrapped yet count as connection errors; the caller's own cancellation or
+// deadline does not, so it is never retried.
 func AsAPIError(err error) (*APIError, bool) {
 	var apiErr *APIError
 	if errors.As(err, &apiErr) {
 		return apiErr, true
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return nil, false
 	}
 	var netErr net.Error
 	if errors.As(err, &netErr) {

@@ -52,8 +52,10 @@ type Request struct {
 	Container string `json:"container,omitempty"`
 }
 
-// Clone returns a copy of r whose slices can be appended to and edited
-// without touching r. Blocks themselves are shared: they are values.
+// Clone returns a copy of r whose top-level slices (system, messages, tools,
+// stop sequences) and pointed-to settings are its own: appending to them or
+// replacing their elements leaves r alone. A message's content blocks and
+// raw JSON stay shared, so change a message by replacing it whole.
 func (r *Request) Clone() *Request {
 	c := *r
 	c.System = append([]SystemBlock(nil), r.System...)
@@ -188,6 +190,9 @@ type ContentBlock struct {
 	ID    string
 	Name  string
 	Input json.RawMessage
+	// Caller is set on a tool_use that code execution made (programmatic
+	// tool calling); kept as given.
+	Caller json.RawMessage
 
 	// tool_result
 	ToolUseID string
@@ -258,6 +263,7 @@ type toolUseWire struct {
 	ID           string          `json:"id"`
 	Name         string          `json:"name"`
 	Input        json.RawMessage `json:"input"`
+	Caller       json.RawMessage `json:"caller,omitempty"`
 	CacheControl *CacheControl   `json:"cache_control,omitempty"`
 }
 
@@ -292,7 +298,7 @@ func (b ContentBlock) MarshalJSON() ([]byte, error) {
 		if len(input) == 0 {
 			input = json.RawMessage("{}")
 		}
-		return json.Marshal(toolUseWire{b.Type, b.ID, b.Name, input, b.CacheControl})
+		return json.Marshal(toolUseWire{b.Type, b.ID, b.Name, input, b.Caller, b.CacheControl})
 	case BlockToolResult:
 		content, err := b.Content.MarshalJSON()
 		if err != nil {
@@ -339,7 +345,7 @@ func (b *ContentBlock) UnmarshalJSON(data []byte) error {
 		if err := json.Unmarshal(data, &w); err != nil {
 			return err
 		}
-		b.ID, b.Name, b.Input, b.CacheControl = w.ID, w.Name, w.Input, w.CacheControl
+		b.ID, b.Name, b.Input, b.Caller, b.CacheControl = w.ID, w.Name, w.Input, w.Caller, w.CacheControl
 	case BlockToolResult:
 		var w toolResultWire
 		if err := json.Unmarshal(data, &w); err != nil {

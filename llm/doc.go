@@ -1,0 +1,37 @@
+// Package llm is the provider-neutral LLM runtime the kernels share:
+// Anthropic-shaped message types, the Provider interface, a Client that
+// retries, falls back along a model chain and meters cost, the tool Loop,
+// and AskJSON for structured output.
+//
+// Choices made where the API or the specs leave room, each pinned by a test:
+//
+//   - Content blocks of types the runtime does not interpret keep their
+//     bytes in ContentBlock.Raw and are written back unchanged. "Unchanged"
+//     means byte for byte for compact JSON, which is what the API sends:
+//     encoding/json drops whitespace between tokens of any value it writes.
+//     MarshalWire also keeps <, > and & unescaped.
+//   - Retries: 408, 409, 429, 500, 502, 503, 504, 529 and connection
+//     failures, up to RetryPolicy.MaxAttempts per model; the wait is the
+//     provider's retry-after when given, else a random point in the upper
+//     half of base·2^(n−1) (half jitter, never near zero), capped per wait
+//     and in total. Adapters never retry on their own.
+//   - Fallback: a model is unavailable on 404 or on overload (529) that
+//     outlasts the retries; any other error ends the call at once.
+//   - Normalize raises max_tokens to budget+4096 when a thinking budget is
+//     not below it, and drops a temperature other than 1 while thinking is
+//     on; both are reported in Result.Notes. Every other rule the API
+//     enforces (tool_use/tool_result pairing, alternating roles, unique tool
+//     names, …) is an *InvalidRequestError raised before the request is sent.
+//   - pause_turn: the paused assistant turn is sent back as the last message
+//     with no new user text; the continuation's blocks join that same turn,
+//     so the history keeps alternating roles.
+//   - A handler asking to stop (ToolOutput.Stop) ends the loop after the
+//     tool results of that turn are appended, so Result.Messages is always a
+//     history that can be sent again.
+//   - Tool results longer than Loop.MaxResultChars characters are cut at a
+//     character boundary with a note "[output cut: N of M characters omitted]".
+//   - AskJSON puts the schema in the system prompt (it works with every
+//     provider, unlike forced tool use, which thinking forbids), accepts JSON
+//     inside prose or a code fence, and re-asks with the validation errors
+//     quoted.
+package llm
