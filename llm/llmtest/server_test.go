@@ -1,0 +1,218 @@
+package llmtest
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/llmkernels/kernels/llm"
+)
+
+func validHeaders() map[string]string {
+	return map[string]string{"x-api-key": "test-key", "anthropic-version": "2023-06-01", "content-type": "application/json"}
+}
+
+type httpResult struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func post(t *testing.T, srv *Server, headers map[string]string, body string) httpResult {
+	t.Helper()
+	return do(t, http.MethodPost, srv.URL+"/v1/messages", headers, body)
+}
+
+func do(t *testing.T, method, url string, headers map[string]string, body string) httpResult {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	data, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return httpResult{res.StatusCode, res.Header, data}
+}
+
+// wantError checks the API's error shape, status, type and message text.
+func (r httpResult) wantError(t *testing.T, status int, typ, text string) {
+	t.Helper()
+	var body struct {
+		Type  string `json:"type"`
+		Error struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"error"`
+		RequestID string `json:"request_id"`
+	}
+	if err := json.Unmarshal(r.body, &body); err != nil {
+		t.Fatalf("error body %s is not JSON: %v", r.body, err)
+	}
+	if r.status != status || body.Type != "error" || body.Error.Type != typ || !strings.Contains(body.Error.Message, text) {
+		t.Errorf("got %d %s, want %d with {type: error, error: {type: %s, message containing %q}}", r.status, r.body, status, typ, text)
+	}
+	if id := r.header.Get("request-id"); !strings.HasPrefix(id, "req_") || body.RequestID != id {
+		t.Errorf("request-id header %q and body request_id %q must agree and start with req_", id, body.RequestID)
+	}
+	if ct := r.header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type = %q, want application/json", ct)
+	}
+}
+
+const oneAnswer = `{"responses":[{"content":[{"type":"text","text":"hello over HTTP"}]}]}`
+
+func TestServerAnswersInWireFormatAndRecords(t *testing.T) {
+	srv := NewServer(mustParse(t, oneAnswer))
+	defer srv.Close()
+	body := `{"model":"` + testModel + `","max_tokens":64,"system":"be brief","messages":[{"role":"user","content":"hi"}]}`
+	res := post(t, srv, validHeaders(), body)
+	if res.status != 200 || res.header.Get("Content-Type") != "application/json" || !strings.HasPrefix(res.header.Get("request-id"), "req_") {
+		t.Fatalf("got %d, Content-Type %q, request-id %q: %s", res.status, res.header.Get("Content-Type"), res.header.Get("request-id"), res.body)
+	}
+	var resp llm.Response
+	if err := json.Unmarshal(res.body, &resp); err != nil {
+		t.Fatal(err)
+	}
+	if resp.Text() != "hello over HTTP" || resp.Type != "message" || resp.Model != testModel || resp.StopReason != "end_turn" || resp.Usage.InputTokens == 0 {
+		t.Errorf("response = %s", res.body)
+	}
+	got := srv.Received()
+	if len(got) != 1 || got[0].Header.Get("x-api-key") != "test-key" || string(got[0].Body) != body ||
+		got[0].Request == nil || got[0].Request.System[0].Text != "be brief" {
+		t.Errorf("Received = %+v, want the one request with its header, body and decoded request", got)
+	}
+	if srv.Remaining() != 0 {
+		t.Errorf("Remaining = %d, want 0", srv.Remaining())
+	}
+}
+
+func TestServerRejectsMissingAPIKeyWith401(t *testing.T) {
+	srv := NewServer(mustParse(t, oneAnswer))
+	defer srv.Close()
+	h := validHeaders()
+	delete(h, "x-api-key")
+	body, _ := json.Marshal(userRequest("hi"))
+	post(t, srv, h, string(body)).wantError(t, 401, "authentication_error", "x-api-key")
+	if srv.Remaining() != 1 || len(srv.Received()) != 1 {
+		t.Errorf("Remaining = %d, Received %d; want the entry unused and the request recorded", srv.Remaining(), len(srv.Received()))
+	}
+}
+
+func TestServerRejectsMissingVersionHeaderWith400(t *testing.T) {
+	srv := NewServer(mustParse(t, oneAnswer))
+	defer srv.Close()
+	h := validHeaders()
+	delete(h, "anthropic-version")
+	body, _ := json.Marshal(userRequest("hi"))
+	post(t, srv, h, string(body)).wantError(t, 400, "invalid_request_error", "anthropic-version")
+}
+
+func TestServerRejectsBodiesTheAPIRejects(t *testing.T) {
+	cases := []struct {
+		name, body, text string
+	}{
+		{"not JSON", `{"model":`, "not a JSON object"},
+		{"unknown top-level field", `{"model":"m","max_tokens":5,"temprature":0.5,"messages":[{"role":"user","content":"hi"}]}`, "temprature: Extra inputs are not permitted"},
+		{"stream", `{"model":"m","max_tokens":5,"stream":true,"messages":[{"role":"user","content":"hi"}]}`, "stream: Extra inputs are not permitted"},
+		{"rule violation", `{"model":"m","max_tokens":5,"messages":[{"role":"assistant","content":"hi"}]}`, "the first message must use the user role"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			srv := NewServer(mustParse(t, oneAnswer))
+			defer srv.Close()
+			post(t, srv, validHeaders(), c.body).wantError(t, 400, "invalid_request_error", c.text)
+			if srv.Remaining() != 1 {
+				t.Errorf("Remaining = %d, want the entry unused", srv.Remaining())
+			}
+		})
+	}
+}
+
+func TestServerAcceptsEveryFieldOfLLMRequest(t *testing.T) {
+	temp := 1.0
+	req := &llm.Request{
+		Model: testModel, MaxTokens: 4096,
+		System:        []llm.SystemBlock{{Type: llm.BlockText, Text: "sys", CacheControl: llm.Ephemeral()}},
+		Messages:      []llm.Message{llm.UserText("hi")},
+		Tools:         []llm.Tool{{Name: "t", InputSchema: json.RawMessage(`{"type":"object"}`)}},
+		ToolChoice:    &llm.ToolChoice{Type: "auto"},
+		Thinking:      &llm.Thinking{Type: "enabled", BudgetTokens: 2048},
+		Temperature:   &temp,
+		StopSequences: []string{"STOP"},
+		Metadata:      &llm.Metadata{UserID: "u1"},
+		Container:     "container_1",
+	}
+	body, _ := json.Marshal(req)
+	var fields map[string]json.RawMessage
+	json.Unmarshal(body, &fields)
+	if len(fields) != len(requestFields) {
+		t.Fatalf("test request sets %d fields but llm.Request has %d; set them all", len(fields), len(requestFields))
+	}
+	srv := NewServer(mustParse(t, oneAnswer))
+	defer srv.Close()
+	if res := post(t, srv, validHeaders(), string(body)); res.status != 200 {
+		t.Errorf("a request using every llm.Request field got %d: %s", res.status, res.body)
+	}
+}
+
+func TestServerOtherPathsAndMethodsAre404(t *testing.T) {
+	srv := NewServer(mustParse(t, oneAnswer))
+	defer srv.Close()
+	body, _ := json.Marshal(userRequest("hi"))
+	do(t, http.MethodPost, srv.URL+"/v1/complete", validHeaders(), string(body)).wantError(t, 404, "not_found_error", "/v1/complete")
+	do(t, http.MethodGet, srv.URL+"/v1/messages", validHeaders(), "").wantError(t, 404, "not_found_error", "GET /v1/messages")
+	got := srv.Received()
+	if len(got) != 2 || got[0].Path != "/v1/complete" || got[1].Method != http.MethodGet || got[1].Request != nil {
+		t.Errorf("Received = %+v, want both requests recorded in order", got)
+	}
+	if srv.Remaining() != 1 {
+		t.Errorf("Remaining = %d, want the entry unused", srv.Remaining())
+	}
+}
+
+func TestServerErrorEntryHasStatusBodyAndRetryAfter(t *testing.T) {
+	srv := NewServer(mustParse(t, `{"responses":[
+		{"error":{"status":529,"type":"overloaded_error","message":"Overloaded","retry_after":2}},
+		{"error":{"status":500,"type":"api_error"}},
+		{"content":[{"type":"text","text":"ok"}]}]}`))
+	defer srv.Close()
+	body, _ := json.Marshal(userRequest("hi"))
+	res := post(t, srv, validHeaders(), string(body))
+	res.wantError(t, 529, "overloaded_error", "Overloaded")
+	if got := res.header.Get("retry-after"); got != "2" {
+		t.Errorf("retry-after = %q, want 2", got)
+	}
+	res = post(t, srv, validHeaders(), string(body))
+	res.wantError(t, 500, "api_error", "api_error")
+	if got := res.header.Get("retry-after"); got != "" {
+		t.Errorf("retry-after = %q on an entry without retry_after, want none", got)
+	}
+	if res := post(t, srv, validHeaders(), string(body)); res.status != 200 {
+		t.Errorf("third request got %d, want the response entry", res.status)
+	}
+}
+
+func TestServerExhaustionIsNonRetryable400NamingTheRequest(t *testing.T) {
+	srv := NewServer(mustParse(t, oneAnswer))
+	defer srv.Close()
+	body, _ := json.Marshal(userRequest("first"))
+	post(t, srv, validHeaders(), string(body))
+	body, _ = json.Marshal(userRequest("the second question"))
+	res := post(t, srv, validHeaders(), string(body))
+	res.wantError(t, 400, "invalid_request_error", `request 2 (model "`+testModel+`", last user message "the second question")`)
+	if !strings.Contains(string(res.body), "1 entries, 1 used") {
+		t.Errorf("exhaustion body %s does not say how much of the script was used", res.body)
+	}
+}
