@@ -1,0 +1,242 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"fmt"
+
+	sdk "github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/packages/param"
+
+	"github.com/llmkernels/kernels/llm"
+)
+
+// buildParams maps req onto the SDK's params: typed where the typed param
+// holds every field of the value, and the value's own wire JSON (what
+// llm's MarshalJSON writes) through param.Override where it would not.
+func buildParams(req *llm.Request) (sdk.MessageNewParams, error) {
+	p := sdk.MessageNewParams{
+		Model:         req.Model,
+		MaxTokens:     int64(req.MaxTokens),
+		StopSequences: req.StopSequences,
+	}
+	if req.Temperature != nil {
+		p.Temperature = param.NewOpt(*req.Temperature)
+	}
+	if req.Metadata != nil && req.Metadata.UserID != "" {
+		p.Metadata = sdk.MetadataParam{UserID: param.NewOpt(req.Metadata.UserID)}
+	}
+	if req.Container != "" {
+		p.Container = sdk.MessageCreateParamsContainerUnion{OfString: param.NewOpt(req.Container)}
+	}
+	for i, s := range req.System {
+		b, err := systemBlock(s)
+		if err != nil {
+			return p, fmt.Errorf("llm/anthropic: system.%d: %w", i, err)
+		}
+		p.System = append(p.System, b)
+	}
+	for i, m := range req.Messages {
+		msg := sdk.MessageParam{Role: sdk.MessageParamRole(m.Role)}
+		for j, b := range m.Content {
+			cb, err := contentBlock(b)
+			if err != nil {
+				return p, fmt.Errorf("llm/anthropic: messages.%d.content.%d: %w", i, j, err)
+			}
+			msg.Content = append(msg.Content, cb)
+		}
+		p.Messages = append(p.Messages, msg)
+	}
+	for i, t := range req.Tools {
+		tp, err := tool(t)
+		if err != nil {
+			return p, fmt.Errorf("llm/anthropic: tools.%d (%s): %w", i, t.Name, err)
+		}
+		p.Tools = append(p.Tools, tp)
+	}
+	if req.ToolChoice != nil {
+		tc, err := toolChoice(*req.ToolChoice)
+		if err != nil {
+			return p, fmt.Errorf("llm/anthropic: tool_choice: %w", err)
+		}
+		p.ToolChoice = tc
+	}
+	if req.Thinking != nil {
+		th, err := thinking(*req.Thinking)
+		if err != nil {
+			return p, fmt.Errorf("llm/anthropic: thinking: %w", err)
+		}
+		p.Thinking = th
+	}
+	return p, nil
+}
+
+// wire is v's wire JSON, typed json.RawMessage so that param.Override
+// sends it as JSON (a plain []byte would be sent as a base64 string).
+func wire(v any) (json.RawMessage, error) {
+	data, err := json.Marshal(v)
+	return json.RawMessage(data), err
+}
+
+// cacheControl returns the typed cache_control; ok is false when the typed
+// param cannot hold it (a type other than "ephemeral").
+func cacheControl(cc *llm.CacheControl) (sdk.CacheControlEphemeralParam, bool) {
+	if cc == nil {
+		return sdk.CacheControlEphemeralParam{}, true
+	}
+	if cc.Type != "ephemeral" {
+		return sdk.CacheControlEphemeralParam{}, false
+	}
+	return sdk.CacheControlEphemeralParam{Type: "ephemeral", TTL: sdk.CacheControlEphemeralTTL(cc.TTL)}, true
+}
+
+func systemBlock(s llm.SystemBlock) (sdk.TextBlockParam, error) {
+	if cc, ok := cacheControl(s.CacheControl); ok && s.Type == llm.BlockText {
+		return sdk.TextBlockParam{Text: s.Text, CacheControl: cc}, nil
+	}
+	data, err := wire(s)
+	if err != nil {
+		return sdk.TextBlockParam{}, err
+	}
+	return param.Override[sdk.TextBlockParam](data), nil
+}
+
+// contentBlock maps one block. Text without citations, image, tool_use,
+// thinking and redacted_thinking are typed; tool_result (string-or-list
+// content that may nest any block), text with citations (kept as given)
+// and every block type llm keeps raw go as their own JSON.
+func contentBlock(b llm.ContentBlock) (sdk.ContentBlockParamUnion, error) {
+	cc, ccOK := cacheControl(b.CacheControl)
+	switch b.Type {
+	case llm.BlockText:
+		if b.Citations == nil && ccOK {
+			return sdk.ContentBlockParamUnion{OfText: &sdk.TextBlockParam{Text: b.Text, CacheControl: cc}}, nil
+		}
+	case llm.BlockImage:
+		if src, ok := imageSource(b.Source); ok && ccOK {
+			return sdk.ContentBlockParamUnion{OfImage: &sdk.ImageBlockParam{Source: src, CacheControl: cc}}, nil
+		}
+	case llm.BlockToolUse:
+		if ccOK {
+			input := b.Input
+			if len(input) == 0 {
+				input = json.RawMessage("{}")
+			}
+			if !json.Valid(input) {
+				return sdk.ContentBlockParamUnion{}, fmt.Errorf("tool_use %s: input is not valid JSON: %.200s", b.ID, input)
+			}
+			return sdk.ContentBlockParamUnion{OfToolUse: &sdk.ToolUseBlockParam{ID: b.ID, Name: b.Name, Input: input, CacheControl: cc}}, nil
+		}
+	case llm.BlockThinking:
+		return sdk.ContentBlockParamUnion{OfThinking: &sdk.ThinkingBlockParam{Thinking: b.Thinking, Signature: b.Signature}}, nil
+	case llm.BlockRedactedThinking:
+		return sdk.ContentBlockParamUnion{OfRedactedThinking: &sdk.RedactedThinkingBlockParam{Data: b.Data}}, nil
+	case llm.BlockToolResult:
+		// always its own JSON, below
+	default:
+		if !json.Valid(b.Raw) {
+			return sdk.ContentBlockParamUnion{}, fmt.Errorf("block of type %q: its raw JSON is missing or invalid: %.200s", b.Type, b.Raw)
+		}
+		return param.Override[sdk.ContentBlockParamUnion](b.Raw), nil
+	}
+	data, err := wire(b)
+	if err != nil {
+		return sdk.ContentBlockParamUnion{}, fmt.Errorf("%s block: %w", b.Type, err)
+	}
+	return param.Override[sdk.ContentBlockParamUnion](data), nil
+}
+
+func imageSource(s *llm.ImageSource) (sdk.ImageBlockParamSourceUnion, bool) {
+	if s == nil {
+		return sdk.ImageBlockParamSourceUnion{}, false
+	}
+	switch {
+	case s.Type == "base64" && s.URL == "":
+		return sdk.ImageBlockParamSourceUnion{OfBase64: &sdk.Base64ImageSourceParam{
+			Data: s.Data, MediaType: sdk.Base64ImageSourceMediaType(s.MediaType),
+		}}, true
+	case s.Type == "url" && s.Data == "" && s.MediaType == "":
+		return sdk.ImageBlockParamSourceUnion{OfURL: &sdk.URLImageSourceParam{URL: s.URL}}, true
+	}
+	return sdk.ImageBlockParamSourceUnion{}, false
+}
+
+// tool maps a client tool onto the typed ToolParam (input_schema and any
+// Options as given) and sends a server tool as its own JSON: the SDK has
+// one typed param per server tool version, and a version or option it does
+// not know would otherwise be refused or dropped.
+func tool(t llm.Tool) (sdk.ToolUnionParam, error) {
+	cc, ccOK := cacheControl(t.CacheControl)
+	if t.IsServer() || !ccOK {
+		data, err := wire(t)
+		if err != nil {
+			return sdk.ToolUnionParam{}, err
+		}
+		return param.Override[sdk.ToolUnionParam](data), nil
+	}
+	schema := t.InputSchema
+	if len(schema) == 0 {
+		schema = json.RawMessage(`{"type":"object","properties":{}}`)
+	}
+	if !json.Valid(schema) {
+		return sdk.ToolUnionParam{}, fmt.Errorf("input_schema is not valid JSON: %.200s", schema)
+	}
+	tp := &sdk.ToolParam{
+		Name:           t.Name,
+		Type:           sdk.ToolType(t.Type),
+		InputSchema:    param.Override[sdk.ToolInputSchemaParam](schema),
+		CacheControl:   cc,
+		AllowedCallers: t.AllowedCallers,
+	}
+	if t.Description != "" {
+		tp.Description = param.NewOpt(t.Description)
+	}
+	if len(t.Options) > 0 {
+		extra := make(map[string]any, len(t.Options))
+		for k, v := range t.Options {
+			if !json.Valid(v) {
+				return sdk.ToolUnionParam{}, fmt.Errorf("option %q is not valid JSON: %.200s", k, v)
+			}
+			extra[k] = v
+		}
+		tp.SetExtraFields(extra)
+	}
+	return sdk.ToolUnionParam{OfTool: tp}, nil
+}
+
+func toolChoice(tc llm.ToolChoice) (sdk.ToolChoiceUnionParam, error) {
+	var disable param.Opt[bool]
+	if tc.DisableParallelToolUse {
+		disable = param.NewOpt(true)
+	}
+	switch {
+	case tc.Type == "auto" && tc.Name == "":
+		return sdk.ToolChoiceUnionParam{OfAuto: &sdk.ToolChoiceAutoParam{DisableParallelToolUse: disable}}, nil
+	case tc.Type == "any" && tc.Name == "":
+		return sdk.ToolChoiceUnionParam{OfAny: &sdk.ToolChoiceAnyParam{DisableParallelToolUse: disable}}, nil
+	case tc.Type == "tool":
+		return sdk.ToolChoiceUnionParam{OfTool: &sdk.ToolChoiceToolParam{Name: tc.Name, DisableParallelToolUse: disable}}, nil
+	case tc.Type == "none" && tc.Name == "" && !tc.DisableParallelToolUse:
+		return sdk.ToolChoiceUnionParam{OfNone: &sdk.ToolChoiceNoneParam{}}, nil
+	}
+	data, err := wire(tc)
+	if err != nil {
+		return sdk.ToolChoiceUnionParam{}, err
+	}
+	return param.Override[sdk.ToolChoiceUnionParam](data), nil
+}
+
+func thinking(t llm.Thinking) (sdk.ThinkingConfigParamUnion, error) {
+	switch {
+	case t.Type == "enabled" && t.BudgetTokens > 0:
+		return sdk.ThinkingConfigParamUnion{OfEnabled: &sdk.ThinkingConfigEnabledParam{BudgetTokens: int64(t.BudgetTokens)}}, nil
+	case t.Type == "adaptive" && t.BudgetTokens == 0:
+		return sdk.ThinkingConfigParamUnion{OfAdaptive: &sdk.ThinkingConfigAdaptiveParam{}}, nil
+	case t.Type == "disabled" && t.BudgetTokens == 0:
+		return sdk.ThinkingConfigParamUnion{OfDisabled: &sdk.ThinkingConfigDisabledParam{}}, nil
+	}
+	data, err := wire(t)
+	if err != nil {
+		return sdk.ThinkingConfigParamUnion{}, err
+	}
+	return param.Override[sdk.ThinkingConfigParamUnion](data), nil
+}
