@@ -293,3 +293,12 @@ func TestConnectionErrorsWrapTheirCauseAndContextErrorsAreNotRetried(t *testing.
 		t.Fatal("a context deadline (which is a net.Error) must not become a retryable connection error")
 	}
 }
+
+func TestOutOfCreditIsNotRetried(t *testing.T) {
+	if (&APIError{Status: 429, Type: "requests/insufficient_quota"}).Retryable() {
+		t.Fatal("a 429 for an exhausted quota must not be retried")
+	}
+	if !(&APIError{Status: 429, Type: "rate_limit_error"}).Retryable() {
+		t.Fatal("a plain rate limit must be retried")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 )
 
@@ -42,8 +43,12 @@ func (e *APIError) Error() string {
 
 // Retryable reports whether sending the same request again may succeed:
 // rate limits, server errors, overload and connection failures. Client
-// errors (400, 401, 403, 404, 413, …) never are.
+// errors (400, 401, 403, 404, 413, …) never are, nor is a 429 that says the
+// account is out of credit.
 func (e *APIError) Retryable() bool {
+	if strings.Contains(e.Type, "insufficient_quota") {
+		return false // a 429 for an account out of credit: waiting will not help
+	}
 	switch e.Status {
 	case 0, 408, 409, 429, 500, 502, 503, 504, 529:
 		return true
