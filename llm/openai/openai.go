@@ -1,0 +1,135 @@
+package openai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/llmkernels/kernels/llm"
+)
+
+// Environment variables New reads when Config leaves a field empty.
+const (
+	EnvAPIKey  = "OPENAI_API_KEY"
+	EnvBaseURL = "OPENAI_BASE_URL"
+)
+
+// defaultTimeout bounds one request when Config.Timeout is 0, so a server
+// that accepts the connection and never answers cannot hang a call.
+const defaultTimeout = 10 * time.Minute
+
+// placeholderAPIKey is sent when a base URL is set and no key is given:
+// local servers (Ollama, vLLM, llama.cpp) ignore the key, but the SDK and
+// some servers expect an Authorization header to be present.
+const placeholderAPIKey = "no-key"
+
+// ErrUnsupported marks a request this provider refuses to send because
+// Chat Completions cannot express part of it. It is not an *llm.APIError:
+// sending the same request again cannot succeed.
+var ErrUnsupported = errors.New("llm/openai: not supported by Chat Completions")
+
+// Config configures a Provider. Empty fields fall back to the environment.
+type Config struct {
+	APIKey     string        // default $OPENAI_API_KEY; may be empty when a base URL is set
+	BaseURL    string        // default $OPENAI_BASE_URL, else the OpenAI API
+	Timeout    time.Duration // per request; 0 means 10 minutes
+	HTTPClient *http.Client  // nil means the SDK's default client
+}
+
+// Provider is an llm.Provider that sends Messages requests as Chat
+// Completions requests through the official openai-go SDK.
+type Provider struct {
+	client  oai.Client
+	baseURL string
+	timeout time.Duration
+	// legacyMaxTokens sends max_tokens instead of max_completion_tokens,
+	// for servers that are not OpenAI's (see the package doc).
+	legacyMaxTokens bool
+}
+
+var _ llm.Provider = (*Provider)(nil)
+
+// New returns a Provider. The key comes from cfg.APIKey or $OPENAI_API_KEY,
+// the base URL from cfg.BaseURL or $OPENAI_BASE_URL. A base URL without a
+// key is a local server and gets a placeholder key; with neither, New fails.
+func New(cfg Config) (*Provider, error) {
+	key := cfg.APIKey
+	if key == "" {
+		key = os.Getenv(EnvAPIKey)
+	}
+	base, from := cfg.BaseURL, "openai.Config.BaseURL"
+	if base == "" {
+		base, from = os.Getenv(EnvBaseURL), EnvBaseURL
+	}
+	if key == "" && base == "" {
+		return nil, fmt.Errorf("llm/openai: no API key and no base URL: set %s for the OpenAI API, or %s for an OpenAI-compatible server such as Ollama (http://localhost:11434/v1), vLLM or llama.cpp", EnvAPIKey, EnvBaseURL)
+	}
+	if key == "" {
+		key = placeholderAPIKey
+	}
+	opts := []option.RequestOption{
+		option.WithAPIKey(key),
+		option.WithMaxRetries(0), // llm.Client retries; the adapter never does
+	}
+	timeout := cfg.Timeout
+	if timeout <= 0 {
+		timeout = defaultTimeout
+	}
+	p := &Provider{timeout: timeout}
+	if base != "" {
+		u, err := url.Parse(base)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("llm/openai: base URL %q (from %s) is not an absolute http(s) URL; want e.g. http://localhost:11434/v1", base, from)
+		}
+		opts = append(opts, option.WithBaseURL(base))
+		p.baseURL = base
+		p.legacyMaxTokens = !isOpenAIHost(u.Hostname())
+	}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	}
+	opts = append(opts, option.WithRequestTimeout(timeout))
+	p.client = oai.NewClient(opts...)
+	return p, nil
+}
+
+// isOpenAIHost reports whether host serves OpenAI's own models, which take
+// max_completion_tokens (reasoning models reject max_tokens).
+func isOpenAIHost(host string) bool {
+	host = strings.ToLower(host)
+	return host == "api.openai.com" || strings.HasSuffix(host, ".openai.azure.com")
+}
+
+// Messages sends req as one Chat Completions request and maps the answer
+// back. It refuses (ErrUnsupported) what Chat Completions cannot express,
+// and never retries: failures come back as *llm.APIError for llm.Client.
+func (p *Provider) Messages(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	params, err := p.params(req)
+	if err != nil {
+		return nil, err
+	}
+	var httpResp *http.Response
+	sent := false // set once the SDK hands the request to the HTTP client
+	markSent := func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		sent = true
+		return next(r)
+	}
+	completion, err := p.client.Chat.Completions.New(ctx, params,
+		option.WithResponseInto(&httpResp), option.WithMiddleware(markSent))
+	if err != nil {
+		return nil, p.mapError(ctx, err, sent, httpResp)
+	}
+	resp, err := toResponse(completion, req.Model)
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
