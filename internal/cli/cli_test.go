@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/llmkernels/kernels/llm/llmtest"
+)
+
+const pongScript = `{"responses":[{"content":[{"type":"text","text":"pong"}],"stop_reason":"end_turn","usage":{"input_tokens":1000000,"output_tokens":0}}]}`
+
+func run(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	app := New("kernel", "test", "test")
+	var out, errOut bytes.Buffer
+	app.Root.SetOut(&out)
+	app.Root.SetErr(&errOut)
+	app.Root.SetArgs(args)
+	err = app.Root.Execute()
+	return out.String(), errOut.String(), err
+}
+
+func TestPingWithAScriptSaysItIsScripted(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ping.json")
+	os.WriteFile(path, []byte(pongScript), 0o644)
+	out, notice, err := run(t, "ping", "--provider", "script", "--script", path, "--model", "claude-haiku-4-5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, `claude-haiku-4-5 answered`) || !strings.Contains(out, `"pong"`) || !strings.Contains(out, "cost $1.000000") {
+		t.Fatalf("output: %s", out)
+	}
+	if !strings.Contains(notice, "responses are scripted from "+path) {
+		t.Fatalf("the scripted notice is missing: %q", notice)
+	}
+}
+
+func TestPingThroughTheAnthropicSDKIntoTheFakeServer(t *testing.T) {
+	script, err := llmtest.ParseScript([]byte(pongScript))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := llmtest.NewServer(script)
+	defer srv.Close()
+	t.Setenv("ANTHROPIC_API_KEY", "sk-test")
+	out, notice, err := run(t, "ping", "--provider", "anthropic", "--base-url", srv.URL, "--beta", "b1,b2", "say pong")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, `claude-haiku-4-5 answered`) || notice != "" {
+		t.Fatalf("out %q notice %q", out, notice)
+	}
+	got := srv.Received()
+	if len(got) != 1 || got[0].Header.Get("x-api-key") != "sk-test" || got[0].Header.Get("anthropic-beta") != "b1,b2" ||
+		got[0].Request.Messages[0].Text() != "say pong" {
+		t.Fatalf("the server saw %+v", got)
+	}
+}
+
+func TestProviderMistakesAreClearErrors(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	cases := map[string][]string{
+		"unknown --provider":      {"ping", "--provider", "gemini"},
+		"--provider script needs": {"ping", "--provider", "script"},
+		"ANTHROPIC_API_KEY":       {"ping", "--provider", "anthropic"},
+		"--beta is an Anthropic":  {"ping", "--provider", "openai", "--base-url", "http://127.0.0.1:1", "--beta", "x"},
+	}
+	for want, args := range cases {
+		if _, _, err := run(t, args...); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: want an error containing %q, got %v", args, want, err)
+		}
+	}
+}
