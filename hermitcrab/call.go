@@ -1,0 +1,358 @@
+package hermitcrab
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/llmkernels/kernels/hermitcrab/prompt"
+	"github.com/llmkernels/kernels/hermitcrab/store"
+	"github.com/llmkernels/kernels/llm"
+	"github.com/llmkernels/kernels/pscale"
+)
+
+//go:embed prompts/*.md
+var prompts embed.FS
+
+func promptText(name string) string {
+	data, err := prompts.ReadFile("prompts/" + name)
+	if err != nil {
+		panic("hermitcrab: missing embedded prompt " + name) // a build defect, not a runtime condition
+	}
+	return strings.TrimSpace(string(data))
+}
+
+// containerSetting keeps the code-execution container id between calls.
+const containerSetting = "container"
+
+// historySummaryChars is how much of a reply auto-save keeps (§8.4).
+const historySummaryChars = 500
+
+// callState is what one call's tools share: the shell recompile built.
+type callState struct {
+	shell *store.Shell
+}
+
+// CallOptions tune one call.
+type CallOptions struct {
+	Tier int // 1 light, 2 present (default), 3 deep
+}
+
+// CallResult is what a call did.
+type CallResult struct {
+	Text     string          `json:"text"`
+	Messages []llm.Message   `json:"messages"` // the window the call saw, then the turns it added
+	Added    []llm.Message   `json:"added"`    // the turns the call added: replies and tool results
+	Result   *llm.Result     `json:"-"`
+	Params   prompt.Params   `json:"params"`
+	Prompt   prompt.Compiled `json:"prompt"`
+	Shell    *store.Shell    `json:"shell,omitempty"` // set when recompile built a shell
+	Trimmed  int             `json:"trimmed"`         // messages trimmed off the front
+	Notes    []string        `json:"notes,omitempty"`
+}
+
+// Call is callLLM (spec §9.3): it reads the tier's parameters and compiles
+// its system prompt from the blocks, trims the conversation to the tier's
+// window, runs the tool loop with the active tools, and auto-saves a summary
+// of the reply to the history block. Everything is read anew on every call,
+// so the LLM's writes to its wake block steer the next call.
+func (k *Kernel) Call(ctx context.Context, messages []llm.Message, opts CallOptions) (*CallResult, error) {
+	if k.opts.Client == nil {
+		return nil, errors.New("no LLM client configured: pass --provider (and its key) to this command")
+	}
+	if err := k.Ready(ctx); err != nil {
+		return nil, err
+	}
+	tier := opts.Tier
+	if tier == 0 {
+		tier = prompt.Present
+	}
+	src := k.Source(ctx)
+	params, err := k.tierParams(src, tier)
+	if err != nil {
+		return nil, err
+	}
+	compiled, err := prompt.Compile(src, tier)
+	if err != nil {
+		return nil, err
+	}
+	kept, trimmed := Trim(messages, params.MaxMessages)
+	state := &callState{}
+	handlers, server, err := k.toolSet(ctx, state)
+	if err != nil {
+		return nil, err
+	}
+	req := &llm.Request{
+		Model:     params.Model,
+		MaxTokens: params.MaxTokens,
+		Thinking:  params.Thinking,
+		System:    []llm.SystemBlock{{Type: llm.BlockText, Text: compiled.Text, CacheControl: llm.Ephemeral()}},
+		Messages:  kept,
+		Tools:     server,
+	}
+	if c, ok, err := k.store.Setting(ctx, containerSetting); err == nil && ok {
+		req.Container = c
+	}
+	markToolsForCaching(req, handlers)
+	loop := &llm.Loop{Client: k.opts.Client, Handlers: handlers, MaxLoops: params.MaxToolLoops, Observe: k.opts.Observe}
+	res, err := loop.Run(ctx, req)
+	out := &CallResult{Result: res, Params: params, Prompt: compiled, Shell: state.shell, Trimmed: trimmed}
+	out.Notes = append(append(append(out.Notes, params.Notes...), compiled.Problems...), res.Notes...)
+	if res != nil {
+		out.Messages = res.Messages
+		if len(res.Messages) > len(kept) {
+			out.Added = res.Messages[len(kept):]
+		}
+		out.Text = res.Text()
+		k.keepContainer(ctx, res)
+	}
+	if err != nil {
+		return out, err
+	}
+	if note := k.autoSave(ctx, out.Text); note != "" {
+		out.Notes = append(out.Notes, note)
+	}
+	for _, n := range out.Notes {
+		k.log.Info(n)
+	}
+	return out, nil
+}
+
+// tierParams reads a tier's parameters from the wake block, with the
+// --model override applied.
+func (k *Kernel) tierParams(src prompt.Source, tier int) (prompt.Params, error) {
+	p, err := prompt.TierParams(src, tier)
+	if err == nil && k.opts.Model != "" && k.opts.Model != p.Model {
+		p.Notes = append(p.Notes, fmt.Sprintf("model %s (--model) instead of the wake block's %s", k.opts.Model, p.Model))
+		p.Model = k.opts.Model
+	}
+	return p, err
+}
+
+// markToolsForCaching puts a cache breakpoint on the last tool, so the
+// tools and system prompt are billed as cache reads on repeated calls. The
+// loop appends the handlers after the server tools; the last handler is
+// the last tool.
+func markToolsForCaching(req *llm.Request, handlers []llm.ToolHandler) {
+	switch {
+	case len(handlers) > 0:
+		handlers[len(handlers)-1].Tool.CacheControl = llm.Ephemeral()
+	case len(req.Tools) > 0:
+		req.Tools[len(req.Tools)-1].CacheControl = llm.Ephemeral()
+	}
+}
+
+func (k *Kernel) keepContainer(ctx context.Context, res *llm.Result) {
+	for i := len(res.Calls) - 1; i >= 0; i-- {
+		if c := res.Calls[i].Response.Container; c != nil && c.ID != "" {
+			if err := k.store.SetSetting(ctx, containerSetting, c.ID); err != nil {
+				k.log.Warn("keeping the code-execution container id", "err", err)
+			}
+			return
+		}
+	}
+}
+
+// autoSave writes a summary of the reply to the next free digit under the
+// history block's pscale 0 (§8.4). When 1–9 are full it writes nothing and
+// returns a note saying compression is needed.
+func (k *Kernel) autoSave(ctx context.Context, text string) string {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return ""
+	}
+	if r := []rune(text); len(r) > historySummaryChars {
+		text = string(r[:historySummaryChars]) + "…"
+	}
+	_, err := k.WriteEntry(ctx, "history", "0", text)
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, pscale.ErrFull):
+		return "history 0: digits 1-9 are full, so this exchange was not auto-saved; compress history 0 to make room"
+	case errors.Is(err, store.ErrNotFound):
+		return "no history block, so this exchange was not auto-saved"
+	}
+	return "auto-save to history failed: " + err.Error()
+}
+
+// Trim keeps the last max messages of a conversation (§8.5). It never
+// separates a tool_result from the tool_use it answers: the kept part
+// starts at a user turn that is not a tool result. When anything is cut, a
+// notice joins the first kept user turn so the LLM knows context exists in
+// its blocks. It returns the kept messages and how many were cut.
+func Trim(messages []llm.Message, max int) ([]llm.Message, int) {
+	if max <= 0 || len(messages) <= max {
+		return messages, 0
+	}
+	start := len(messages) - max
+	for start < len(messages) && !startsTurn(messages[start]) {
+		start++
+	}
+	if start == len(messages) {
+		// No clean place to cut inside the window: keep the last turn
+		// that starts a user message, however long the tail.
+		for start = len(messages) - 1; start > 0 && !startsTurn(messages[start]); start-- {
+		}
+	}
+	if start == 0 {
+		return messages, 0
+	}
+	kept := make([]llm.Message, 0, len(messages)-start)
+	first := messages[start]
+	notice := llm.TextBlock(fmt.Sprintf(promptText("trim_notice.md"), start))
+	first.Content = append([]llm.ContentBlock{notice}, first.Content...)
+	kept = append(kept, first)
+	kept = append(kept, messages[start+1:]...)
+	return kept, start
+}
+
+// startsTurn reports whether m can open a conversation: a user message
+// that answers no tool_use.
+func startsTurn(m llm.Message) bool {
+	if m.Role != llm.RoleUser {
+		return false
+	}
+	for _, b := range m.Content {
+		if b.Type == llm.BlockToolResult {
+			return false
+		}
+	}
+	return true
+}
+
+// ErrNoShell is Boot's error when the LLM ended without calling recompile.
+var ErrNoShell = errors.New("no shell was built")
+
+// Boot wakes the instance (spec §2): a deep-tier call with the single user
+// message "BOOT" that ends when the LLM calls recompile. It returns the
+// shell that was built; ending any other way is ErrNoShell.
+func (k *Kernel) Boot(ctx context.Context) (*CallResult, error) {
+	res, err := k.Call(ctx, []llm.Message{llm.UserText("BOOT")}, CallOptions{Tier: prompt.Deep})
+	if err != nil {
+		return res, err
+	}
+	if res.Shell == nil {
+		return res, fmt.Errorf("%w: the boot call ended (%s) without calling recompile", ErrNoShell, res.Result.StopReason)
+	}
+	return res, nil
+}
+
+// delegate makes one call with the given tier's model: no tools.
+func (k *Kernel) delegate(ctx context.Context, tier int, system, text string) (*llm.Call, error) {
+	params, err := k.tierParams(k.Source(ctx), tier)
+	if err != nil {
+		return nil, err
+	}
+	req := &llm.Request{Model: params.Model, MaxTokens: params.MaxTokens, Thinking: params.Thinking,
+		System: []llm.SystemBlock{{Type: llm.BlockText, Text: system}}, Messages: []llm.Message{llm.UserText(text)}}
+	llm.Normalize(req)
+	if err := llm.CheckRequest(req); err != nil {
+		return nil, err
+	}
+	return k.opts.Client.Send(ctx, req)
+}
+
+func (k *Kernel) toolCallLLM(ctx context.Context, _ *callState, in json.RawMessage) (llm.ToolOutput, error) {
+	var args struct {
+		Prompt string `json:"prompt"`
+		Model  string `json:"model"`
+		System string `json:"system"`
+	}
+	if err := decode(in, &args); err != nil {
+		return llm.ToolOutput{}, err
+	}
+	tier := prompt.Deep
+	switch args.Model {
+	case "fast":
+		tier = prompt.Light
+	case "", "default":
+	default:
+		return llm.ToolOutput{}, fmt.Errorf("model %q: choose \"fast\" (light tier) or \"default\" (deep tier)", args.Model)
+	}
+	system := args.System
+	if system == "" {
+		system = promptText("delegate_system.md")
+	}
+	call, err := k.delegate(ctx, tier, system, args.Prompt)
+	if err != nil {
+		return llm.ToolOutput{}, err
+	}
+	return llm.TextOutput(call.Response.Text()), nil
+}
+
+// compression is the light tier's judgment on nine entries.
+type compression struct {
+	Mode string `json:"mode" jsonschema:"enum=summary,enum=emergence"`
+	Text string `json:"text" jsonschema:"minLength=1"`
+}
+
+// Compress asks the light tier whether the nine entries under path form a
+// summary or an emergence, and writes its text as the node's own "_" (not
+// the parent's). The nine entries stay.
+func (k *Kernel) Compress(ctx context.Context, name, path string) (mode, text string, err error) {
+	if k.opts.Client == nil {
+		return "", "", errors.New("no LLM client configured: compress asks the light tier")
+	}
+	addr, err := pscale.ParseAddress(path)
+	if err != nil {
+		return "", "", err
+	}
+	b, err := k.Block(ctx, name)
+	if err != nil {
+		return "", "", err
+	}
+	full, err := pscale.NeedsCompression(b, addr)
+	if err != nil {
+		return "", "", fmt.Errorf("block %q: %w", name, err)
+	}
+	if !full {
+		return "", "", fmt.Errorf("block %q path %s: digits 1-9 are not all taken yet; add entries with write_entry until they are", name, addr)
+	}
+	view, err := pscale.Read(b, addr)
+	if err != nil {
+		return "", "", err
+	}
+	var entries strings.Builder
+	fmt.Fprintf(&entries, "Block %q, node %s: %s\n", name, addr, view.Content)
+	for d := 1; d <= 9; d++ {
+		fmt.Fprintf(&entries, "%d: %s\n", d, view.Children[fmt.Sprint(d)])
+	}
+	params, err := k.tierParams(k.Source(ctx), prompt.Light)
+	if err != nil {
+		return "", "", err
+	}
+	req := &llm.Request{Model: params.Model, MaxTokens: params.MaxTokens,
+		System:   []llm.SystemBlock{{Type: llm.BlockText, Text: promptText("compress_system.md")}},
+		Messages: []llm.Message{llm.UserText(entries.String())}}
+	got, _, err := llm.AskJSON[compression](ctx, k.opts.Client, req, llm.JSONOptions{})
+	if err != nil {
+		return "", "", fmt.Errorf("compress %s %s: %w", name, addr, err)
+	}
+	if _, err := k.EditBlock(ctx, name, func(b *pscale.Block) error { return pscale.Write(b, addr, got.Text) }); err != nil {
+		return "", "", err
+	}
+	return got.Mode, got.Text, nil
+}
+
+func (k *Kernel) toolCompress(ctx context.Context, _ *callState, in json.RawMessage) (llm.ToolOutput, error) {
+	var args struct {
+		Name string `json:"name"`
+		Path any    `json:"path"`
+	}
+	if err := decode(in, &args); err != nil {
+		return llm.ToolOutput{}, err
+	}
+	addr, err := address(args.Path, "path")
+	if err != nil {
+		return llm.ToolOutput{}, err
+	}
+	mode, text, err := k.Compress(ctx, args.Name, addr.String())
+	if err != nil {
+		return llm.ToolOutput{}, err
+	}
+	return jsonOutput(map[string]any{"success": true, "block": args.Name, "path": addr.String(), "mode": mode, "text": text})
+}

@@ -1,0 +1,106 @@
+package hermitcrab
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/llmkernels/kernels/hermitcrab/migrate"
+	"github.com/llmkernels/kernels/hermitcrab/shell"
+	"github.com/llmkernels/kernels/llm"
+	"github.com/llmkernels/kernels/pscale"
+)
+
+// ImportResult says what an import did.
+type ImportResult struct {
+	Written []string `json:"written"`
+	Skipped []string `json:"skipped,omitempty"` // existing blocks left alone (import without replace)
+	Notes   []string `json:"notes,omitempty"`   // conversions, migrated G0 files, keys not imported
+}
+
+// Import reads shell files, single block files and browser localStorage
+// dumps (hc:* blocks, and G0 memory files migrated per the clean-build
+// spec) and writes their blocks in one transaction. Existing blocks are
+// kept unless replace is set. G0 memory is migrated into the instance's
+// own history, stash and constitution (the default shell's, in a new data
+// directory), so importing a G0 dump into an existing instance needs
+// replace to write the blocks that received entries. Later files replace
+// earlier files' blocks of the same name. The source files are only read.
+func (k *Kernel) Import(ctx context.Context, files []string, replace bool) (*ImportResult, error) {
+	base, err := k.migrationBase(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res := &ImportResult{}
+	blocks := map[string]*pscale.Block{}
+	from := map[string]string{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("import: %w", err)
+		}
+		got, err := migrate.File(filepath.Base(f), data, base)
+		if err != nil {
+			return nil, fmt.Errorf("import: %w", err)
+		}
+		for _, n := range got.Notes {
+			res.Notes = append(res.Notes, f+": "+n)
+		}
+		for name, b := range got.Blocks {
+			if prev, ok := from[name]; ok {
+				res.Notes = append(res.Notes, fmt.Sprintf("block %q from %s replaces the one from %s", name, f, prev))
+			}
+			blocks[name], from[name] = b, f
+		}
+	}
+	encoded, err := encodeBlocks(blocks)
+	if err != nil {
+		return nil, err
+	}
+	res.Written, res.Skipped, err = k.store.PutMany(ctx, encoded, replace)
+	if err != nil {
+		return nil, fmt.Errorf("import: nothing was written: %w", err)
+	}
+	return res, nil
+}
+
+// migrationBase is what G0 memory is migrated into: the instance's own
+// blocks, or the default shell when the store is still empty.
+func (k *Kernel) migrationBase(ctx context.Context) (map[string]*pscale.Block, error) {
+	recs, err := k.store.Blocks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(recs) == 0 {
+		return shell.Default()
+	}
+	base := make(map[string]*pscale.Block, len(recs))
+	for _, r := range recs {
+		b, _, err := pscale.Parse(r.Data)
+		if err != nil {
+			return nil, fmt.Errorf("block %q is not a pscale block: %w", r.Name, err)
+		}
+		base[r.Name] = b
+	}
+	return base, nil
+}
+
+// Export returns every block as a shell file, {"blocks": {…}}, which
+// Import and --shell read back.
+func (k *Kernel) Export(ctx context.Context) ([]byte, error) {
+	if err := k.Ready(ctx); err != nil {
+		return nil, err
+	}
+	recs, err := k.store.Blocks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// encoding/json writes map keys sorted, so exports are deterministic.
+	blocks := make(map[string]json.RawMessage, len(recs))
+	for _, r := range recs {
+		blocks[r.Name] = r.Data
+	}
+	return llm.MarshalWire(map[string]any{"blocks": blocks})
+}

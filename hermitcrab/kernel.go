@@ -1,0 +1,268 @@
+package hermitcrab
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/llmkernels/kernels/hermitcrab/migrate"
+	"github.com/llmkernels/kernels/hermitcrab/prompt"
+	"github.com/llmkernels/kernels/hermitcrab/shell"
+	"github.com/llmkernels/kernels/hermitcrab/store"
+	"github.com/llmkernels/kernels/llm"
+	"github.com/llmkernels/kernels/pscale"
+)
+
+// Options configure a Kernel. Zero values take the defaults.
+type Options struct {
+	// Client sends LLM requests. Required for calls; block and prompt
+	// commands work without it.
+	Client *llm.Client
+	// Model, when set, replaces the wake block's model on every tier (the
+	// --model flag); the wake block still decides everything else.
+	Model string
+	// ShellFile seeds an empty store from this shell file instead of the
+	// default shell ({"blocks": {…}} or a flat map of blocks).
+	ShellFile string
+	// MaxBlockBytes limits every block write; default 64 KiB.
+	MaxBlockBytes int
+	// ServerTools declares web_search, web_fetch and code_execution, which
+	// only the Anthropic provider runs. Set it false for other providers.
+	ServerTools bool
+	// PTC lets code execution call the read-only tools (programmatic tool
+	// calling): allowed_callers on block_read, block_list, bsp, resolve,
+	// get_datetime and get_source.
+	PTC bool
+	// Browser relays browser tools to an attached page; nil answers them
+	// with an error saying no browser is attached.
+	Browser Browser
+	// CompileShell checks JSX given to recompile (the web shell compiles it
+	// with esbuild); an error goes back to the LLM as the tool result. Nil
+	// only refuses empty JSX.
+	CompileShell func(ctx context.Context, jsx string) error
+	// HTTPClient fetches for fetch_url; default has a 20 s timeout.
+	HTTPClient *http.Client
+	// Observe receives LLM and tool events as they happen (progress lines).
+	Observe func(llm.Event)
+	Log     *slog.Logger
+}
+
+// Browser runs a browser tool (clipboard_write, speak, download, …) in the
+// page attached to the kernel, and returns its answer.
+type Browser interface {
+	Call(ctx context.Context, tool string, input json.RawMessage) (llm.ToolOutput, error)
+}
+
+// Kernel is a hermitcrab instance: its blocks, conversations and shells in
+// one SQLite file, and the calls that animate them.
+type Kernel struct {
+	opts  Options
+	store *store.Store
+	dir   string
+	log   *slog.Logger
+}
+
+// DataDir is the default data directory: $HERMITCRAB_DATA, else
+// $XDG_DATA_HOME/hermitcrab, else ~/.local/share/hermitcrab.
+func DataDir() (string, error) {
+	if d := os.Getenv("HERMITCRAB_DATA"); d != "" {
+		return d, nil
+	}
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "hermitcrab"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("no data directory: set --data, HERMITCRAB_DATA or HOME (%w)", err)
+	}
+	return filepath.Join(home, ".local", "share", "hermitcrab"), nil
+}
+
+// Open opens (creating if needed) the instance in dir.
+func Open(dir string, opts Options) (*Kernel, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("data directory %s: %w", dir, err)
+	}
+	st, err := store.Open(filepath.Join(dir, "hermitcrab.db"), store.Options{MaxBlockBytes: opts.MaxBlockBytes})
+	if err != nil {
+		return nil, err
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{Timeout: 20 * time.Second}
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Kernel{opts: opts, store: st, dir: dir, log: log}, nil
+}
+
+// Close closes the store.
+func (k *Kernel) Close() error { return k.store.Close() }
+
+// Dir is the instance's data directory.
+func (k *Kernel) Dir() string { return k.dir }
+
+// Store gives direct access to the store (the web shell uses it).
+func (k *Kernel) Store() *store.Store { return k.store }
+
+// Ready seeds an empty store (with the default shell, or Options.ShellFile)
+// and keeps the touchstone current: the kernel's embedded touchstone is
+// persisted when missing, and replaces a persisted copy older than it; a
+// copy changed after it (by the LLM evolving the format) wins. Every
+// command that reads blocks calls it first; importing does not, so an
+// import into a new data directory is not mixed with the default shell.
+func (k *Kernel) Ready(ctx context.Context) error {
+	empty, err := k.store.Empty(ctx)
+	if err != nil {
+		return err
+	}
+	if empty {
+		blocks, err := k.seedBlocks()
+		if err != nil {
+			return err
+		}
+		if _, _, err := k.store.PutMany(ctx, blocks, false); err != nil {
+			return fmt.Errorf("seeding the shell: %w", err)
+		}
+		k.log.Info("seeded an empty store", "blocks", len(blocks))
+	}
+	return k.syncTouchstone(ctx)
+}
+
+func (k *Kernel) seedBlocks() (map[string][]byte, error) {
+	var blocks map[string]*pscale.Block
+	if k.opts.ShellFile != "" {
+		data, err := os.ReadFile(k.opts.ShellFile)
+		if err != nil {
+			return nil, fmt.Errorf("--shell: %w", err)
+		}
+		res, err := migrate.File(k.opts.ShellFile, data, nil)
+		if err != nil {
+			return nil, fmt.Errorf("--shell %s: %w", k.opts.ShellFile, err)
+		}
+		blocks = res.Blocks
+	} else {
+		var err error
+		if blocks, err = shell.Default(); err != nil {
+			return nil, err
+		}
+	}
+	return encodeBlocks(blocks)
+}
+
+func (k *Kernel) syncTouchstone(ctx context.Context) error {
+	embedded, err := shell.Touchstone()
+	if err != nil {
+		return err
+	}
+	released, err := time.Parse(time.RFC3339, shell.TouchstoneUpdated)
+	if err != nil {
+		return fmt.Errorf("shell.TouchstoneUpdated %q: %w", shell.TouchstoneUpdated, err)
+	}
+	cur, err := k.store.Block(ctx, "touchstone")
+	expect := int64(0)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return err
+	case cur.Updated.After(released):
+		return nil
+	default:
+		expect = cur.Version
+	}
+	data, err := blockJSON(embedded)
+	if err != nil {
+		return err
+	}
+	if _, err := k.store.Put(ctx, "touchstone", data, expect); err != nil {
+		return fmt.Errorf("persisting the touchstone: %w", err)
+	}
+	return nil
+}
+
+// Source returns the blocks as the prompt compiler reads them. Every read
+// goes to the store, so a write is seen by the very next call.
+func (k *Kernel) Source(ctx context.Context) prompt.Source { return storeSource{ctx, k.store} }
+
+type storeSource struct {
+	ctx   context.Context
+	store *store.Store
+}
+
+func (s storeSource) Block(name string) (*pscale.Block, error) {
+	b, _, err := loadBlock(s.ctx, s.store, name)
+	return b, err
+}
+
+func (s storeSource) Names() ([]string, error) { return s.store.Names(s.ctx) }
+
+// loadBlock reads and parses a block; a missing block wraps both
+// store.ErrNotFound and prompt.ErrNoBlock.
+func loadBlock(ctx context.Context, st *store.Store, name string) (*pscale.Block, int64, error) {
+	rec, err := st.Block(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, 0, fmt.Errorf("%w (%w)", err, prompt.ErrNoBlock)
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	b, _, err := pscale.Parse(rec.Data)
+	if err != nil {
+		return nil, 0, fmt.Errorf("block %q is not a pscale block: %w", name, err)
+	}
+	return b, rec.Version, nil
+}
+
+// Block returns a parsed block.
+func (k *Kernel) Block(ctx context.Context, name string) (*pscale.Block, error) {
+	b, _, err := loadBlock(ctx, k.store, name)
+	return b, err
+}
+
+// EditBlock applies edit to the current block and writes it back, redoing
+// the edit on the newest version if another writer got there first, so no
+// concurrent write is lost.
+func (k *Kernel) EditBlock(ctx context.Context, name string, edit func(*pscale.Block) error) (int64, error) {
+	const attempts = 8
+	for range attempts {
+		b, version, err := loadBlock(ctx, k.store, name)
+		if err != nil {
+			return 0, err
+		}
+		if err := edit(b); err != nil {
+			return 0, fmt.Errorf("block %q: %w", name, err)
+		}
+		data, err := blockJSON(b)
+		if err != nil {
+			return 0, err
+		}
+		v, err := k.store.Put(ctx, name, data, version)
+		if errors.Is(err, store.ErrConflict) {
+			continue
+		}
+		return v, err
+	}
+	return 0, fmt.Errorf("block %q: changed by other writers %d times in a row; try again", name, attempts)
+}
+
+// blockJSON encodes a block canonically, without HTML escaping (blocks hold JSX).
+func blockJSON(b *pscale.Block) ([]byte, error) { return llm.MarshalWire(b) }
+
+func encodeBlocks(blocks map[string]*pscale.Block) (map[string][]byte, error) {
+	out := make(map[string][]byte, len(blocks))
+	for name, b := range blocks {
+		data, err := blockJSON(b)
+		if err != nil {
+			return nil, fmt.Errorf("block %q: %w", name, err)
+		}
+		out[name] = data
+	}
+	return out, nil
+}

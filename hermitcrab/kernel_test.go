@@ -1,0 +1,243 @@
+package hermitcrab
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/llmkernels/kernels/llm"
+	"github.com/llmkernels/kernels/llm/llmtest"
+	"github.com/llmkernels/kernels/pscale"
+)
+
+// newKernel opens a kernel in a temporary directory whose LLM answers from
+// the script; the scripted provider is strict, so every request the kernel
+// makes must keep the API's rules.
+func newKernel(t *testing.T, script string, opts ...func(*Options)) (*Kernel, *llmtest.Scripted) {
+	t.Helper()
+	s, err := llmtest.ParseScript([]byte(script))
+	if err != nil {
+		t.Fatalf("script: %v", err)
+	}
+	p := llmtest.NewScripted(s)
+	o := Options{Client: &llm.Client{Provider: p}, ServerTools: true}
+	for _, f := range opts {
+		f(&o)
+	}
+	k, err := Open(t.TempDir(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Close() })
+	if err := k.Ready(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return k, p
+}
+
+func text(t *testing.T, k *Kernel, block, path string) string {
+	t.Helper()
+	v, err := k.ReadNode(context.Background(), block, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v.Content
+}
+
+func toolUse(id, name string, input any) string {
+	in, _ := json.Marshal(input)
+	return fmt.Sprintf(`{"type":"tool_use","id":%q,"name":%q,"input":%s}`, id, name, in)
+}
+
+func TestBootCallsRecompileAndStoresTheJSX(t *testing.T) {
+	jsx := "function Shell(props) { return <div style={{background: '#0a0a1a'}}>hello</div>; }"
+	k, p := newKernel(t, `{"responses":[
+		{"content":[{"type":"thinking","thinking":"Let me read my purpose.","signature":"sig1"},`+toolUse("t1", "block_read", map[string]string{"name": "purpose"})+`]},
+		{"content":[{"type":"thinking","thinking":"Now the shell.","signature":"sig2"},{"type":"text","text":"Building my face."},`+toolUse("t2", "recompile", map[string]string{"jsx": jsx})+`]}
+	]}`)
+	res, err := k.Boot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Shell == nil || res.Shell.Source != jsx {
+		t.Fatalf("shell not returned: %+v", res.Shell)
+	}
+	stored, err := k.store.LatestShell(context.Background(), "")
+	if err != nil || stored.Source != jsx {
+		t.Fatalf("shell not stored: %+v %v", stored, err)
+	}
+	reqs := p.Requests()
+	if len(reqs) != 2 || p.Remaining() != 0 {
+		t.Fatalf("want exactly 2 requests (recompile ends the boot), got %d", len(reqs))
+	}
+	boot := reqs[0]
+	if boot.Model != "claude-opus-4-6" || boot.MaxTokens != 16000 || boot.Thinking.BudgetTokens != 10000 {
+		t.Fatalf("boot is not the deep tier of the wake block: model %s max_tokens %d thinking %+v", boot.Model, boot.MaxTokens, boot.Thinking)
+	}
+	if len(boot.Messages) != 1 || boot.Messages[0].Text() != "BOOT" {
+		t.Fatalf("boot message: %+v", boot.Messages)
+	}
+	if !strings.HasPrefix(boot.System[0].Text, "[touchstone]") || boot.System[0].CacheControl == nil {
+		t.Fatalf("boot system prompt must start with the whole touchstone and be cached: %.80q", boot.System[0].Text)
+	}
+	if last := boot.Tools[len(boot.Tools)-1]; last.CacheControl == nil {
+		t.Fatalf("the last tool carries no cache breakpoint: %s", last.Name)
+	}
+}
+
+func TestBootWithoutRecompileBuildsNoShell(t *testing.T) {
+	k, _ := newKernel(t, `{"responses":[{"content":[{"type":"text","text":"Hello, I am awake."}]}]}`)
+	_, err := k.Boot(context.Background())
+	if !errors.Is(err, ErrNoShell) || !strings.Contains(err.Error(), "end_turn") {
+		t.Fatalf("want ErrNoShell naming the stop reason, got %v", err)
+	}
+}
+
+func TestAChatTurnPersistsTheBlockWriteAndAHistoryEntry(t *testing.T) {
+	k, p := newKernel(t, `{"responses":[
+		{"content":[{"type":"thinking","thinking":"Note it.","signature":"s"},`+toolUse("t1", "block_write", map[string]string{"name": "purpose", "path": "0.1", "content": "Help Ada finish her thesis."})+`]},
+		{"content":[{"type":"thinking","thinking":"Reply.","signature":"s2"},{"type":"text","text":"I have written that into my purpose, Ada."}]}
+	]}`)
+	ctx := context.Background()
+	res, err := k.Say(ctx, "terminal", "My name is Ada and I need help finishing my thesis.", CallOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Text != "I have written that into my purpose, Ada." {
+		t.Fatalf("reply %q", res.Text)
+	}
+	if got := text(t, k, "purpose", "0.1"); got != "Help Ada finish her thesis." {
+		t.Fatalf("purpose 0.1 = %q", got)
+	}
+	if got := text(t, k, "history", "0.1"); got != "I have written that into my purpose, Ada." {
+		t.Fatalf("history 0.1 = %q (auto-save)", got)
+	}
+	conv, err := k.Conversation(ctx, "terminal")
+	if err != nil || len(conv) != 4 {
+		t.Fatalf("saved conversation has %d messages, want 4 (user, tool_use, tool_result, reply): %v", len(conv), err)
+	}
+	if m := p.Requests()[0]; m.Model != "claude-sonnet-4-6" || !strings.Contains(m.System[0].Text, "[purpose]") {
+		t.Fatalf("chat is the present tier: model %s", m.Model)
+	}
+}
+
+func TestAWakeEditChangesTheNextCallsModelAndPrompt(t *testing.T) {
+	k, p := newKernel(t, `{"responses":[
+		{"content":[{"type":"thinking","thinking":"Edit wake.","signature":"s"},`+toolUse("t1", "block_write", map[string]string{"name": "wake", "path": "0.9.5.1", "content": "model claude-haiku-4-5"})+`,`+
+		toolUse("t2", "block_write", map[string]string{"name": "wake", "path": "0.9.2.1", "content": "relationships"})+`]},
+		{"content":[{"type":"text","text":"Done: cheaper model, and I will see all of relationships."}]},
+		{"content":[{"type":"text","text":"Hello again."}]}
+	]}`)
+	ctx := context.Background()
+	if _, err := k.Say(ctx, "c", "Switch yourself to a cheaper model.", CallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Say(ctx, "c", "Hi.", CallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	reqs := p.Requests()
+	before, after := reqs[0], reqs[2]
+	if before.Model != "claude-sonnet-4-6" || after.Model != "claude-haiku-4-5" {
+		t.Fatalf("model before %s after %s", before.Model, after.Model)
+	}
+	if strings.Contains(before.System[0].Text, "[relationships]\n") || !strings.HasPrefix(after.System[0].Text, "[relationships]\n") {
+		t.Fatalf("the new first instruction did not change the prompt:\n%.200s", after.System[0].Text)
+	}
+}
+
+func TestAThinkingBudgetAtMaxTokensIsFixedBeforeTheRequest(t *testing.T) {
+	k, p := newKernel(t, `{"responses":[{"content":[{"type":"text","text":"ok"}]}]}`)
+	ctx := context.Background()
+	k.EditBlock(ctx, "wake", func(b *pscale.Block) error {
+		addr, _ := pscale.ParseAddress("0.9.5.3")
+		return pscale.Write(b, addr, "thinking enabled 8192")
+	})
+	res, err := k.Call(ctx, []llm.Message{llm.UserText("hi")}, CallOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := p.Requests()[0]
+	if sent.Thinking.BudgetTokens != 8192 || sent.MaxTokens <= 8192 {
+		t.Fatalf("sent thinking %d with max_tokens %d", sent.Thinking.BudgetTokens, sent.MaxTokens)
+	}
+	if !strings.Contains(strings.Join(res.Notes, "\n"), "max_tokens raised from 8192") {
+		t.Fatalf("the fix is not reported: %q", res.Notes)
+	}
+}
+
+func TestCompressWritesToTheNodeWhoseChildrenItCompressed(t *testing.T) {
+	k, p := newKernel(t, `{"responses":[
+		{"content":[{"type":"thinking","thinking":"0.3 is full.","signature":"s"},`+toolUse("t1", "compress", map[string]string{"name": "stash", "path": "0.3"})+`]},
+		{"match":{"system_contains":"You compress memory"},"response":{"content":[{"type":"text","text":"{\"mode\":\"emergence\",\"text\":\"Small notes became a habit of care.\"}"}]}},
+		{"content":[{"type":"text","text":"Compressed."}]}
+	]}`)
+	ctx := context.Background()
+	if _, err := k.WriteEntry(ctx, "stash", "0", "topic three"); err != nil { // 0.1
+		t.Fatal(err)
+	}
+	k.WriteEntry(ctx, "stash", "0", "two") // 0.2
+	k.WriteEntry(ctx, "stash", "0", "three")
+	for i := 1; i <= 9; i++ {
+		if _, err := k.WriteEntry(ctx, "stash", "0.3", fmt.Sprintf("note %d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := k.Call(ctx, []llm.Message{llm.UserText("Tidy the stash.")}, CallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := text(t, k, "stash", "0.3"); got != "Small notes became a habit of care." {
+		t.Fatalf("stash 0.3 = %q, want the compression", got)
+	}
+	if got := text(t, k, "stash", "0"); strings.Contains(got, "habit") {
+		t.Fatalf("compression written to the parent: %q", got)
+	}
+	for i := 1; i <= 9; i++ {
+		if got := text(t, k, "stash", fmt.Sprintf("0.3.%d", i)); got != fmt.Sprintf("note %d", i) {
+			t.Fatalf("entry %d lost: %q", i, got)
+		}
+	}
+	light := p.Requests()[1]
+	if light.Model != "claude-haiku-4-5-20251001" || !strings.Contains(light.Messages[0].Text(), "9: note 9") {
+		t.Fatalf("compress must ask the light tier with the nine entries: %s %q", light.Model, light.Messages[0].Text())
+	}
+}
+
+func TestCompressRefusesANodeThatIsNotFull(t *testing.T) {
+	k, _ := newKernel(t, `{"responses":[]}`)
+	_, _, err := k.Compress(context.Background(), "stash", "0")
+	if err == nil || !strings.Contains(err.Error(), "not all taken") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestAutoSaveStopsWhenHistoryIsFullAndSaysSo(t *testing.T) {
+	k, _ := newKernel(t, `{"responses":[{"content":[{"type":"text","text":"tenth reply"}]}]}`)
+	ctx := context.Background()
+	for i := 1; i <= 9; i++ {
+		k.WriteEntry(ctx, "history", "0", fmt.Sprintf("exchange %d", i))
+	}
+	res, err := k.Call(ctx, []llm.Message{llm.UserText("hi")}, CallOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(res.Notes, "\n"), "history 0: digits 1-9 are full") {
+		t.Fatalf("notes %q", res.Notes)
+	}
+	if got := text(t, k, "history", "0.9"); got != "exchange 9" {
+		t.Fatalf("a full history was overwritten: %q", got)
+	}
+}
+
+func TestAutoSaveKeeps500Characters(t *testing.T) {
+	long := strings.Repeat("é", 600)
+	k, _ := newKernel(t, `{"responses":[{"content":[{"type":"text","text":"`+long+`"}]}]}`)
+	if _, err := k.Call(context.Background(), []llm.Message{llm.UserText("hi")}, CallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := text(t, k, "history", "0.1"); got != strings.Repeat("é", 500)+"…" {
+		t.Fatalf("history entry has %d characters", len([]rune(got)))
+	}
+}

@@ -1,0 +1,177 @@
+package hermitcrab
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/llmkernels/kernels/llm"
+)
+
+// runTool runs one client tool as the loop would and returns its output;
+// a handler error becomes the is_error text the LLM would see.
+func runTool(t *testing.T, k *Kernel, name string, input string) llm.ToolOutput {
+	t.Helper()
+	h, ok := k.catalogue(&callState{})[name]
+	if !ok {
+		t.Fatalf("no tool %s", name)
+	}
+	out, err := h.Run(context.Background(), json.RawMessage(input))
+	if err != nil {
+		return llm.ErrorOutput(err.Error())
+	}
+	return out
+}
+
+func TestBlockToolsSayWhatIsWrong(t *testing.T) {
+	k, _ := newKernel(t, `{"responses":[]}`)
+	cases := []struct{ tool, input, want string }{
+		{"block_read", `{"name":"nosuch"}`, "stash"}, // lists the blocks that exist
+		{"block_read", `{"name":"purpose","path":"0.7"}`, "digit 7 not present"},
+		{"block_read", `{"name":"purpose","path":"0.x"}`, `'x' is not a digit`},
+		{"block_write", `{"name":"purpose","content":"x"}`, "path is required"},
+		{"block_create", `{"name":"purpose","pscale0":"again"}`, "already exists"},
+		{"block_create", `{"name":"../etc","pscale0":"x"}`, "../etc"},
+		{"bsp", `{"name":"wake","spindle":"0.9","point":-5}`, "no pscale -5 on this spindle (pscales: 0,-1)"},
+		{"set_tools", `{"tools":["block_read","teleport"]}`, "unknown tools teleport"},
+		{"clipboard_write", `{"text":"hi"}`, "no web shell page is attached"},
+		{"fetch_url", `{"url":"file:///etc/passwd"}`, "want an absolute http(s) URL"},
+	}
+	for _, c := range cases {
+		out := runTool(t, k, c.tool, c.input)
+		if !out.IsError || !strings.Contains(out.Content.Text, c.want) {
+			t.Errorf("%s %s: is_error=%v %q, want an error containing %q", c.tool, c.input, out.IsError, out.Content.Text, c.want)
+		}
+	}
+}
+
+func TestBlockReadWithANumberKeepsItsDigits(t *testing.T) {
+	k, _ := newKernel(t, `{"responses":[]}`)
+	runTool(t, k, "block_write", `{"name":"stash","path":"0.1","content":"first"}`)
+	out := runTool(t, k, "block_read", `{"name":"stash","path":0.1}`)
+	if out.IsError || !strings.Contains(out.Content.Text, `"content":"first"`) {
+		t.Fatalf("numeric path: %+v", out)
+	}
+}
+
+func TestWriteEntryOnAFullNodeSaysToCompress(t *testing.T) {
+	k, _ := newKernel(t, `{"responses":[]}`)
+	for i := 0; i < 9; i++ {
+		if out := runTool(t, k, "write_entry", `{"name":"stash","content":"n"}`); out.IsError {
+			t.Fatal(out.Content.Text)
+		}
+	}
+	out := runTool(t, k, "write_entry", `{"name":"stash","content":"tenth"}`)
+	if !out.IsError || !strings.Contains(out.Content.Text, "call compress") {
+		t.Fatalf("got %+v", out)
+	}
+}
+
+func TestBlockCreateThenWriteEntry(t *testing.T) {
+	k, _ := newKernel(t, `{"responses":[]}`)
+	if out := runTool(t, k, "block_create", `{"name":"garden","pscale0":"Plants I tend."}`); out.IsError {
+		t.Fatal(out.Content.Text)
+	}
+	out := runTool(t, k, "write_entry", `{"name":"garden","content":"basil"}`)
+	if out.IsError || !strings.Contains(out.Content.Text, `"path":"0.1"`) || text(t, k, "garden", "0.1") != "basil" {
+		t.Fatalf("got %+v", out)
+	}
+}
+
+func TestSetToolsChangesTheNextCallsTools(t *testing.T) {
+	k, p := newKernel(t, `{"responses":[{"content":[{"type":"text","text":"ok"}]}]}`)
+	if out := runTool(t, k, "set_tools", `{"tools":["block_read","speak","web_search"]}`); out.IsError {
+		t.Fatal(out.Content.Text)
+	}
+	if _, err := k.Call(context.Background(), []llm.Message{llm.UserText("hi")}, CallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range p.Requests()[0].Tools {
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	if strings.Join(names, ",") != "block_read,speak,web_search" {
+		t.Fatalf("tools sent: %v", names)
+	}
+}
+
+func TestServerToolsAreLeftOutForOtherProviders(t *testing.T) {
+	k, p := newKernel(t, `{"responses":[{"content":[{"type":"text","text":"ok"}]}]}`, func(o *Options) { o.ServerTools = false })
+	k.Call(context.Background(), []llm.Message{llm.UserText("hi")}, CallOptions{})
+	for _, tool := range p.Requests()[0].Tools {
+		if tool.IsServer() {
+			t.Fatalf("server tool %s sent with ServerTools off", tool.Name)
+		}
+	}
+}
+
+func TestPTCMarksOnlyTheReadOnlyTools(t *testing.T) {
+	k, p := newKernel(t, `{"responses":[{"content":[{"type":"text","text":"ok"}]}]}`, func(o *Options) { o.PTC = true })
+	k.Call(context.Background(), []llm.Message{llm.UserText("hi")}, CallOptions{})
+	for _, tool := range p.Requests()[0].Tools {
+		callable := len(tool.AllowedCallers) == 1 && tool.AllowedCallers[0] == "code_execution_20250825"
+		if callable != slices.Contains(readOnlyTools, tool.Name) {
+			t.Errorf("%s: allowed_callers %v", tool.Name, tool.AllowedCallers)
+		}
+	}
+}
+
+func TestTheCodeExecutionContainerIsKeptAcrossCalls(t *testing.T) {
+	k, p := newKernel(t, `{"responses":[
+		{"content":[{"type":"text","text":"ran code"}],"container":{"id":"cntr_7","expires_at":"2026-12-21T00:00:00Z"}},
+		{"content":[{"type":"text","text":"again"}]}
+	]}`)
+	ctx := context.Background()
+	k.Call(ctx, []llm.Message{llm.UserText("run")}, CallOptions{})
+	k.Call(ctx, []llm.Message{llm.UserText("again")}, CallOptions{})
+	if got := p.Requests()[1].Container; got != "cntr_7" {
+		t.Fatalf("second call's container %q", got)
+	}
+}
+
+func TestFetchURLTruncatesAt50000Characters(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write([]byte(strings.Repeat("a", 60_000)))
+	}))
+	defer srv.Close()
+	k, _ := newKernel(t, `{"responses":[]}`)
+	out := runTool(t, k, "fetch_url", `{"url":"`+srv.URL+`"}`)
+	if out.IsError || !strings.HasPrefix(out.Content.Text, "HTTP 200 (text/plain)\n") || !strings.HasSuffix(out.Content.Text, "[truncated at 50000 characters]") {
+		t.Fatalf("got %.60q…%.60q", out.Content.Text, out.Content.Text[len(out.Content.Text)-60:])
+	}
+	body := strings.TrimSuffix(strings.TrimPrefix(out.Content.Text, "HTTP 200 (text/plain)\n"), "\n[truncated at 50000 characters]")
+	if n := len(body); n != 50_000 || strings.Trim(body, "a") != "" {
+		t.Fatalf("kept %d characters", n)
+	}
+}
+
+func TestRecompileRefusesJSXThatDoesNotCompileAndKeepsTheOldShell(t *testing.T) {
+	k, _ := newKernel(t, `{"responses":[]}`, func(o *Options) {
+		o.CompileShell = func(_ context.Context, jsx string) error {
+			if strings.Contains(jsx, "<div>") && !strings.Contains(jsx, "</div>") {
+				return errCompile
+			}
+			return nil
+		}
+	})
+	good := runTool(t, k, "recompile", `{"jsx":"function A(){return <div></div>}"}`)
+	bad := runTool(t, k, "recompile", `{"jsx":"function A(){return <div>}"}`)
+	if good.IsError || !good.Stop || !bad.IsError || bad.Stop || !strings.Contains(bad.Content.Text, "1:24: unclosed <div>") {
+		t.Fatalf("good %+v bad %+v", good, bad)
+	}
+	if src := runTool(t, k, "get_source", `{}`); src.Content.Text != "function A(){return <div></div>}" {
+		t.Fatalf("get_source %q", src.Content.Text)
+	}
+}
+
+var errCompile = &compileError{"1:24: unclosed <div>"}
+
+type compileError struct{ msg string }
+
+func (e *compileError) Error() string { return e.msg }
