@@ -1,0 +1,402 @@
+// Command hermitcrab runs the Hermitcrab kernel: an LLM that wakes into
+// pscale blocks and builds its own interface (docs/hermitcrab.md).
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llmkernels/kernels/hermitcrab"
+	"github.com/llmkernels/kernels/hermitcrab/prompt"
+	"github.com/llmkernels/kernels/internal/cli"
+	"github.com/llmkernels/kernels/internal/provider"
+	"github.com/llmkernels/kernels/llm"
+)
+
+type flags struct {
+	app           *cli.App
+	data          string
+	shell         string
+	ptc           bool
+	maxBlockBytes int
+}
+
+func main() {
+	f := &flags{app: cli.New("hermitcrab", "An LLM that wakes into pscale blocks and builds its own React interface",
+		`Hermitcrab keeps an LLM instance in pscale JSON blocks (constitution, touchstone,
+capabilities, cook, wake, purpose, relationships, history, stash). Each call compiles
+the system prompt from the blocks as the wake block's recipe says, with the model the
+wake block names; the LLM reads and rewrites its blocks through tools, and builds its
+own React interface with recompile.
+
+Not built yet in this version: the web shell (serve). The kernel works from the
+terminal: blocks, bsp, prompt, boot and chat. See docs/hermitcrab.md.`)}
+	pf := f.app.Root.PersistentFlags()
+	pf.StringVar(&f.data, "data", "", "data directory (default $HERMITCRAB_DATA, else $XDG_DATA_HOME/hermitcrab or ~/.local/share/hermitcrab)")
+	pf.StringVar(&f.shell, "shell", "", "seed an empty store from this shell file ({\"blocks\": {...}} or a map of blocks) instead of the default shell")
+	pf.BoolVar(&f.ptc, "ptc", false, "let code execution call the read-only tools (programmatic tool calling: allowed_callers)")
+	pf.IntVar(&f.maxBlockBytes, "max-block-bytes", 64<<10, "largest block a write may leave, in bytes")
+	f.app.Root.AddCommand(f.blocksCommand(), f.bspCommand(), f.promptCommand(), f.bootCommand(), f.chatCommand())
+	f.app.Run()
+}
+
+// open opens the kernel; withLLM also builds the LLM client from the
+// provider flags.
+func (f *flags) open(cmd *cobra.Command, withLLM bool) (*hermitcrab.Kernel, error) {
+	dir := f.data
+	if dir == "" {
+		var err error
+		if dir, err = hermitcrab.DataDir(); err != nil {
+			return nil, err
+		}
+	}
+	opts := hermitcrab.Options{ShellFile: f.shell, MaxBlockBytes: f.maxBlockBytes, PTC: f.ptc, Model: f.app.Provider.Model,
+		ServerTools: f.app.Provider.Provider != provider.OpenAI}
+	if withLLM {
+		client, err := f.app.Provider.Client(cmd.ErrOrStderr())
+		if err != nil {
+			return nil, err
+		}
+		progress := progressPrinter(cmd.ErrOrStderr())
+		client.Observe = progress
+		opts.Client, opts.Observe = client, progress
+	}
+	return hermitcrab.Open(dir, opts)
+}
+
+func (f *flags) blocksCommand() *cobra.Command {
+	blocks := &cobra.Command{Use: "blocks", Short: "List, show, export and import blocks"}
+	blocks.AddCommand(&cobra.Command{
+		Use: "list", Short: "List every block with its pscale-0 text", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			k, err := f.ready(cmd)
+			if err != nil {
+				return err
+			}
+			defer k.Close()
+			list, err := k.ListBlocks(cmd.Context())
+			if err != nil {
+				return err
+			}
+			for _, b := range list {
+				fmt.Fprintf(cmd.OutOrStdout(), "%-16s %s\n", b.Name, b.Pscale0)
+			}
+			return nil
+		},
+	})
+	blocks.AddCommand(&cobra.Command{
+		Use: "show NAME [ADDRESS]", Short: "Print a block as JSON, or the node at ADDRESS with its children", Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			k, err := f.ready(cmd)
+			if err != nil {
+				return err
+			}
+			defer k.Close()
+			if len(args) == 1 {
+				b, err := k.Block(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				return printJSON(cmd.OutOrStdout(), b)
+			}
+			view, err := k.ReadNode(cmd.Context(), args[0], args[1])
+			if err != nil {
+				return err
+			}
+			return printJSON(cmd.OutOrStdout(), view)
+		},
+	})
+	var out string
+	export := &cobra.Command{
+		Use: "export", Short: "Write every block as a shell file ({\"blocks\": {...}}) that import and --shell read", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			k, err := f.open(cmd, false)
+			if err != nil {
+				return err
+			}
+			defer k.Close()
+			data, err := k.Export(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if out == "" {
+				_, err = fmt.Fprintln(cmd.OutOrStdout(), string(data))
+				return err
+			}
+			return writeFileAtomic(out, append(data, '\n'))
+		},
+	}
+	export.Flags().StringVar(&out, "out", "", "write to this file instead of standard output")
+	var replace bool
+	imp := &cobra.Command{
+		Use:   "import FILE...",
+		Short: "Import shell files, block files or a browser localStorage dump (hc:* blocks; G0 memory is migrated)",
+		Long: `Import blocks from files:
+  - shell files: {"blocks": {NAME: BLOCK, ...}} or a flat map of blocks;
+  - single block files: the block is named after the file (purpose.json -> purpose);
+  - a browser localStorage dump (the object JSON.stringify(localStorage) gives):
+    hc:* keys become blocks; G0 memory files (hcmem:*) are migrated into history,
+    stash and constitution as the clean-build spec says. API keys are never imported.
+Existing blocks are kept unless --replace. The files are only read.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			k, err := f.open(cmd, false)
+			if err != nil {
+				return err
+			}
+			defer k.Close()
+			res, err := k.Import(cmd.Context(), args, replace)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			for _, n := range res.Notes {
+				fmt.Fprintln(w, "note:", n)
+			}
+			fmt.Fprintf(w, "imported %d blocks: %s\n", len(res.Written), strings.Join(res.Written, ", "))
+			if len(res.Skipped) > 0 {
+				fmt.Fprintf(w, "kept %d existing blocks (use --replace to overwrite): %s\n", len(res.Skipped), strings.Join(res.Skipped, ", "))
+			}
+			return nil
+		},
+	}
+	imp.Flags().BoolVar(&replace, "replace", false, "overwrite blocks that already exist")
+	blocks.AddCommand(export, imp)
+	return blocks
+}
+
+// ready opens the kernel without an LLM and seeds an empty store.
+func (f *flags) ready(cmd *cobra.Command) (*hermitcrab.Kernel, error) {
+	k, err := f.open(cmd, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := k.Ready(cmd.Context()); err != nil {
+		k.Close()
+		return nil, err
+	}
+	return k, nil
+}
+
+func (f *flags) bspCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bsp [flags] NAME [SPINDLE [POINT]]",
+		Short: "Block, spindle, point: print a block, the chain to SPINDLE, or the node at pscale POINT on it, as JSON",
+		Long: `Block, spindle, point. With NAME alone: the whole block. With SPINDLE (an address such
+as 0.12): the chain of texts from the root to that node, each with its pscale. With
+POINT (a pscale such as -1): the one node at that pscale on the chain. Flags go before
+NAME, so a negative POINT is read as a number: hermitcrab bsp wake 0.9.6 -2`,
+		Args: cobra.RangeArgs(1, 3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			k, err := f.ready(cmd)
+			if err != nil {
+				return err
+			}
+			defer k.Close()
+			var spindle, point any
+			if len(args) > 1 {
+				spindle = args[1]
+			}
+			if len(args) > 2 {
+				point = args[2]
+			}
+			r, err := k.BSP(cmd.Context(), args[0], spindle, point)
+			if err != nil {
+				return err
+			}
+			return printJSON(cmd.OutOrStdout(), r)
+		},
+	}
+	cmd.Flags().SetInterspersed(false)
+	return cmd
+}
+
+func (f *flags) promptCommand() *cobra.Command {
+	var tier int
+	cmd := &cobra.Command{
+		Use:   "prompt",
+		Short: "Print the system prompt a tier compiles from the blocks, then its size",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			k, err := f.ready(cmd)
+			if err != nil {
+				return err
+			}
+			defer k.Close()
+			c, err := prompt.Compile(k.Source(cmd.Context()), tier)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintln(w, c.Text)
+			fmt.Fprintln(w)
+			for _, p := range c.Problems {
+				fmt.Fprintln(w, "problem:", p)
+			}
+			how := "from the wake block's instructions"
+			if c.Aperture {
+				how = "the aperture: no instructions for this tier"
+			}
+			fmt.Fprintf(w, "tier %d: %d characters, about %d tokens (%s)\n", tier, len([]rune(c.Text)), c.Tokens(), how)
+			return nil
+		},
+	}
+	cmd.Flags().IntVarP(&tier, "tier", "t", prompt.Present, "tier: 1 light, 2 present, 3 deep (boot)")
+	return cmd
+}
+
+func (f *flags) bootCommand() *cobra.Command {
+	var print bool
+	cmd := &cobra.Command{
+		Use:   "boot",
+		Short: "Wake the instance headless: a deep-tier call with BOOT that ends when the LLM builds its shell",
+		Long: `Wake the instance as the page would: a deep-tier call (wake 0.9.3 and 0.9.6) with the
+single message BOOT, with its tools, until the LLM calls recompile. The shell's JSX is
+stored (get_source reads it back); --print writes it to standard output. Ending
+without recompile is an error: no shell was built.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			k, err := f.open(cmd, true)
+			if err != nil {
+				return err
+			}
+			defer k.Close()
+			res, err := k.Boot(cmd.Context())
+			printNotes(cmd.ErrOrStderr(), res)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "shell %d built (%d characters of JSX); cost $%.4f\n", res.Shell.ID, len(res.Shell.Source), res.Result.CostUSD)
+			if print {
+				fmt.Fprintln(cmd.OutOrStdout(), res.Shell.Source)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&print, "print", false, "print the JSX the LLM produced")
+	return cmd
+}
+
+func (f *flags) chatCommand() *cobra.Command {
+	var tier int
+	var fresh bool
+	var id string
+	cmd := &cobra.Command{
+		Use:   "chat",
+		Short: "Talk with the instance in the terminal (same callLLM path as the web shell); Ctrl-D ends",
+		Long: `Talk with the instance: each line you type is a user message sent through callLLM at the
+chosen tier, with the blocks compiled into the system prompt and the active tools.
+Tool calls are shown as they happen. The conversation is saved (under --conversation)
+and continues next time unless --new. Ctrl-D ends.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			k, err := f.open(cmd, true)
+			if err != nil {
+				return err
+			}
+			defer k.Close()
+			ctx := cmd.Context()
+			if fresh {
+				if err := k.SaveConversation(ctx, id, nil); err != nil {
+					return err
+				}
+			}
+			return chat(ctx, k, id, tier, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	cmd.Flags().IntVarP(&tier, "tier", "t", prompt.Present, "tier: 1 light, 2 present, 3 deep")
+	cmd.Flags().BoolVar(&fresh, "new", false, "start a new conversation instead of continuing the saved one")
+	cmd.Flags().StringVar(&id, "conversation", "terminal", "name of the saved conversation")
+	return cmd
+}
+
+func chat(ctx context.Context, k *hermitcrab.Kernel, id string, tier int, in io.Reader, out, errOut io.Writer) error {
+	lines := bufio.NewScanner(in)
+	lines.Buffer(make([]byte, 64<<10), 1<<20)
+	for {
+		fmt.Fprint(errOut, "you> ")
+		if !lines.Scan() {
+			fmt.Fprintln(errOut)
+			return lines.Err()
+		}
+		text := strings.TrimSpace(lines.Text())
+		if text == "" {
+			continue
+		}
+		res, err := k.Say(ctx, id, text, hermitcrab.CallOptions{Tier: tier})
+		printNotes(errOut, res)
+		if err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			fmt.Fprintln(errOut, "error:", err, "(nothing was saved; say it again)")
+			continue
+		}
+		fmt.Fprintln(out, res.Text)
+	}
+}
+
+func printNotes(w io.Writer, res *hermitcrab.CallResult) {
+	if res == nil {
+		return
+	}
+	for _, n := range res.Notes {
+		fmt.Fprintln(w, "note:", n)
+	}
+}
+
+// progressPrinter shows LLM calls and tool calls as they happen.
+func progressPrinter(w io.Writer) func(llm.Event) {
+	return func(e llm.Event) {
+		switch e.Kind {
+		case llm.EventResponse:
+			u := e.Call.Usage
+			fmt.Fprintf(w, "· %s: %d in (+%d cached), %d out, $%.4f, %s\n", e.Model, u.InputTokens, u.CacheReadInputTokens, u.OutputTokens, e.Call.CostUSD, e.Call.Latency.Round(1e6))
+		case llm.EventToolCall:
+			fmt.Fprintf(w, "→ %s %s\n", e.Tool, clip(string(e.Input), 160))
+		case llm.EventToolResult:
+			mark := "←"
+			if e.IsError {
+				mark = "← error:"
+			}
+			fmt.Fprintf(w, "%s %s %s\n", mark, e.Tool, clip(e.Result, 160))
+		case llm.EventRetry:
+			fmt.Fprintf(w, "· retrying %s in %s: %v\n", e.Model, e.Wait.Round(1e6), e.Err)
+		case llm.EventFallback:
+			fmt.Fprintf(w, "· falling back to %s: %v\n", e.Model, e.Err)
+		case llm.EventNote:
+			fmt.Fprintf(w, "· %s\n", clip(e.Note, 300))
+		}
+	}
+}
+
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}
+
+// printJSON writes indented JSON, leaving <, > and & as they are (blocks hold JSX).
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

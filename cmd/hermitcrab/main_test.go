@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var binary string
+
+// TestMain builds the real binary once; every test runs it as a user would.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "hermitcrab-cli")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "hermitcrab")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		panic("building hermitcrab: " + err.Error() + "\n" + string(out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// hc runs the binary with a data directory and optional standard input.
+func hc(t *testing.T, data, stdin string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"--data", data}, args...)...)
+	cmd.Env = append(os.Environ(), "ANTHROPIC_API_KEY=", "HERMITCRAB_DATA=")
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	return out.String(), errOut.String(), err
+}
+
+func mustHC(t *testing.T, data, stdin string, args ...string) (string, string) {
+	t.Helper()
+	out, errOut, err := hc(t, data, stdin, args...)
+	if err != nil {
+		t.Fatalf("hermitcrab %v: %v\nstderr: %s", args, err, errOut)
+	}
+	return out, errOut
+}
+
+func TestBlocksListSeedsTheDefaultShell(t *testing.T) {
+	out, _ := mustHC(t, t.TempDir(), "", "blocks", "list")
+	for _, name := range []string{"capabilities", "constitution", "cook", "history", "purpose", "relationships", "stash", "touchstone", "wake"} {
+		if !strings.Contains(out, name+" ") {
+			t.Errorf("block %s missing from:\n%s", name, out)
+		}
+	}
+}
+
+func TestPromptPrintsTheCompiledPromptAndItsSize(t *testing.T) {
+	out, _ := mustHC(t, t.TempDir(), "", "prompt", "--tier", "3")
+	if !strings.HasPrefix(out, "[touchstone]") || !strings.Contains(out, "tier 3: ") || !strings.Contains(out, "tokens (from the wake block's instructions)") {
+		t.Fatalf("got:\n%s", out)
+	}
+}
+
+func TestBSPPrintsJSONAndPathErrorsExitNonZero(t *testing.T) {
+	data := t.TempDir()
+	out, _ := mustHC(t, data, "", "bsp", "wake", "0.9.6", "-2")
+	var r struct {
+		Mode  string
+		Point struct{ Text string }
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil || r.Mode != "point" || r.Point.Text == "" {
+		t.Fatalf("bsp output %s (%v)", out, err)
+	}
+	_, errOut, err := hc(t, data, "", "blocks", "show", "purpose", "0.7")
+	if err == nil || !strings.Contains(errOut, `block "purpose": path 0.7: digit 7 not present`) {
+		t.Fatalf("err %v stderr %q", err, errOut)
+	}
+}
+
+func TestBootPrintsTheShellTheLLMBuilt(t *testing.T) {
+	data := t.TempDir()
+	out, errOut := mustHC(t, data, "", "boot", "--print", "--provider", "script", "--script", "testdata/boot.json")
+	if !strings.Contains(out, "function Shell(props)") {
+		t.Fatalf("stdout: %s", out)
+	}
+	for _, want := range []string{"responses are scripted from testdata/boot.json", "→ block_read", "→ recompile", "shell 1 built"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+}
+
+func TestChatPersistsAndShowsToolCalls(t *testing.T) {
+	data := t.TempDir()
+	out, errOut := mustHC(t, data, "please remember I like short answers\n", "chat", "--provider", "script", "--script", "testdata/chat.json")
+	if strings.TrimSpace(out) != "Noted in my stash: short answers." || !strings.Contains(errOut, "→ write_entry") {
+		t.Fatalf("stdout %q stderr %s", out, errOut)
+	}
+	shown, _ := mustHC(t, data, "", "blocks", "show", "stash", "0.1")
+	if !strings.Contains(shown, "The person likes short answers.") {
+		t.Fatalf("stash 0.1: %s", shown)
+	}
+	history, _ := mustHC(t, data, "", "blocks", "show", "history", "0.1")
+	if !strings.Contains(history, "Noted in my stash") {
+		t.Fatalf("history 0.1: %s", history)
+	}
+}
+
+func TestExportImportRoundTrip(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	mustHC(t, a, "", "bsp", "purpose") // seeds a
+	file := filepath.Join(t.TempDir(), "shell.json")
+	mustHC(t, a, "", "blocks", "export", "--out", file)
+	out, _ := mustHC(t, b, "", "blocks", "import", file)
+	if !strings.Contains(out, "imported 9 blocks") {
+		t.Fatalf("import: %s", out)
+	}
+	listA, _ := mustHC(t, a, "", "blocks", "list")
+	listB, _ := mustHC(t, b, "", "blocks", "list")
+	if listA != listB {
+		t.Fatalf("round trip changed the blocks:\n%s\n---\n%s", listA, listB)
+	}
+	again, _ := mustHC(t, b, "", "blocks", "import", file)
+	if !strings.Contains(again, "kept 9 existing blocks (use --replace to overwrite)") {
+		t.Fatalf("second import: %s", again)
+	}
+}
+
+func TestImportALocalStorageDumpNeverImportsTheKey(t *testing.T) {
+	data := t.TempDir()
+	out, errOut := mustHC(t, data, "", "blocks", "import", "testdata/localstorage.json")
+	if strings.Contains(out+errOut, "sk-ant-never-import-me") {
+		t.Fatal("the API key was printed")
+	}
+	shown, _ := mustHC(t, data, "", "blocks", "show", "purpose")
+	if !strings.Contains(shown, "Help the person build kernels.") {
+		t.Fatalf("purpose from the dump: %s", shown)
+	}
+	exported, _ := mustHC(t, data, "", "blocks", "export")
+	if strings.Contains(exported, "sk-ant-never-import-me") {
+		t.Fatal("the API key was stored")
+	}
+}
