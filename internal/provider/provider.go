@@ -1,0 +1,97 @@
+// Package provider turns the provider flags every kernel CLI shares
+// (--provider, --model, --fallback, --script, --base-url, --beta, --prices)
+// and the environment into an llm.Client.
+package provider
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/llmkernels/kernels/llm"
+	"github.com/llmkernels/kernels/llm/anthropic"
+	"github.com/llmkernels/kernels/llm/llmtest"
+	"github.com/llmkernels/kernels/llm/openai"
+)
+
+// Names of the providers.
+const (
+	Anthropic = "anthropic"
+	OpenAI    = "openai"
+	Script    = "script"
+)
+
+// Config is what the flags set.
+type Config struct {
+	Provider   string
+	Model      string
+	Fallback   []string
+	Script     string
+	BaseURL    string
+	Betas      []string
+	PricesFile string
+}
+
+// AddFlags declares the shared provider flags on fs.
+func (c *Config) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.Provider, "provider", envOr("LLM_PROVIDER", Anthropic),
+		"LLM provider: anthropic (ANTHROPIC_API_KEY), openai (OPENAI_API_KEY; OPENAI_BASE_URL for Ollama, vLLM, llama.cpp) or script (canned responses from --script, for tests and demos); env LLM_PROVIDER")
+	fs.StringVar(&c.Model, "model", "", "model to use instead of the kernel's own choice")
+	fs.StringSliceVar(&c.Fallback, "fallback", nil, "models tried in order when the model is unavailable (comma-separated)")
+	fs.StringVar(&c.Script, "script", "", "script file of canned responses for --provider script (format: docs/scripts.md)")
+	fs.StringVar(&c.BaseURL, "base-url", "", "API base URL (overrides ANTHROPIC_BASE_URL / OPENAI_BASE_URL): proxies, gateways, local servers")
+	fs.StringSliceVar(&c.Betas, "beta", nil, "extra anthropic-beta header values (comma-separated)")
+	fs.StringVar(&c.PricesFile, "prices", "", "JSON file of model prices per million tokens, overriding the built-in table (docs/configuration.md)")
+}
+
+// Client builds the llm.Client the flags describe. With --provider script
+// it writes a one-line notice to notice, so scripted output is never taken
+// for a model's.
+func (c *Config) Client(notice io.Writer) (*llm.Client, error) {
+	p, err := c.open()
+	if err != nil {
+		return nil, err
+	}
+	if c.Provider == Script {
+		fmt.Fprintf(notice, "note: responses are scripted from %s (--provider script); no model is called\n", c.Script)
+	}
+	client := &llm.Client{Provider: p, Fallback: c.Fallback}
+	if c.PricesFile != "" {
+		if client.Prices, err = llm.LoadPrices(c.PricesFile); err != nil {
+			return nil, err
+		}
+	}
+	return client, nil
+}
+
+func (c *Config) open() (llm.Provider, error) {
+	switch c.Provider {
+	case Anthropic:
+		return anthropic.New(anthropic.Config{BaseURL: c.BaseURL, Betas: c.Betas})
+	case OpenAI:
+		if len(c.Betas) > 0 {
+			return nil, fmt.Errorf("--beta is an Anthropic header; --provider openai cannot send it")
+		}
+		return openai.New(openai.Config{BaseURL: c.BaseURL})
+	case Script:
+		if c.Script == "" {
+			return nil, fmt.Errorf("--provider script needs --script FILE (format: docs/scripts.md)")
+		}
+		s, err := llmtest.LoadScript(c.Script)
+		if err != nil {
+			return nil, err
+		}
+		return llmtest.NewScripted(s), nil
+	}
+	return nil, fmt.Errorf("unknown --provider %q: choose %s", c.Provider, strings.Join([]string{Anthropic, OpenAI, Script}, ", "))
+}
+
+func envOr(key, fallback string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return fallback
+}
