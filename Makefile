@@ -22,12 +22,12 @@ test: build vet fmt-check
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-# Until `hermitcrab serve` exists this says what it will start.
+# Until `hermitcrab serve` exists this boots an instance offline from a script.
 run: build
-	@echo "make run will start the Hermitcrab web server (bin/hermitcrab serve, http://127.0.0.1:8420)."
-	@echo "That server is not built yet. What works now: bin/hermitcrab ping (checks your provider set-up)."
-	@echo "Try it offline: bin/hermitcrab ping --provider script --script docs/examples/ping.json"
-	@bin/hermitcrab ping --provider script --script docs/examples/ping.json
+	@echo "make run will start the Hermitcrab web server (bin/hermitcrab serve); it is not built yet."
+	@echo "Meanwhile: a headless boot in a fresh data directory, with scripted LLM responses."
+	@bin/hermitcrab --data "$$(mktemp -d)" boot --print --provider script --script cmd/hermitcrab/testdata/boot.json
+	@echo "With your key: ANTHROPIC_API_KEY=... bin/hermitcrab boot --print, then bin/hermitcrab chat"
 
 clean:
 	rm -rf bin

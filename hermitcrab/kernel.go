@@ -66,6 +66,9 @@ type Kernel struct {
 	store *store.Store
 	dir   string
 	log   *slog.Logger
+	// touchstoneReleased is when the embedded touchstone was written
+	// (shell.TouchstoneUpdated); a persisted copy changed after it wins.
+	touchstoneReleased time.Time
 }
 
 // DataDir is the default data directory: $HERMITCRAB_DATA, else
@@ -100,7 +103,12 @@ func Open(dir string, opts Options) (*Kernel, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Kernel{opts: opts, store: st, dir: dir, log: log}, nil
+	released, err := time.Parse(time.RFC3339, shell.TouchstoneUpdated)
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("shell.TouchstoneUpdated %q: %w", shell.TouchstoneUpdated, err)
+	}
+	return &Kernel{opts: opts, store: st, dir: dir, log: log, touchstoneReleased: released}, nil
 }
 
 // Close closes the store.
@@ -162,17 +170,13 @@ func (k *Kernel) syncTouchstone(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	released, err := time.Parse(time.RFC3339, shell.TouchstoneUpdated)
-	if err != nil {
-		return fmt.Errorf("shell.TouchstoneUpdated %q: %w", shell.TouchstoneUpdated, err)
-	}
 	cur, err := k.store.Block(ctx, "touchstone")
 	expect := int64(0)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 	case err != nil:
 		return err
-	case cur.Updated.After(released):
+	case cur.Updated.After(k.touchstoneReleased):
 		return nil
 	default:
 		expect = cur.Version

@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/llmkernels/kernels/hermitcrab/shell"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/llm/llmtest"
 	"github.com/llmkernels/kernels/pscale"
@@ -239,5 +243,67 @@ func TestAutoSaveKeeps500Characters(t *testing.T) {
 	}
 	if got := text(t, k, "history", "0.1"); got != strings.Repeat("é", 500)+"…" {
 		t.Fatalf("history entry has %d characters", len([]rune(got)))
+	}
+}
+
+func TestAPersistedTouchstoneChangedAfterTheKernelsWins(t *testing.T) {
+	k, _ := newKernel(t, `{"responses":[]}`)
+	ctx := context.Background()
+	k.EditBlock(ctx, "touchstone", func(b *pscale.Block) error {
+		addr, _ := pscale.ParseAddress("0.9")
+		return pscale.Write(b, addr, "The format evolved: a tenth rule.")
+	})
+	if err := k.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := text(t, k, "touchstone", "0.9"); got != "The format evolved: a tenth rule." {
+		t.Fatalf("the LLM's newer touchstone was replaced: %q", got)
+	}
+}
+
+func TestANewerEmbeddedTouchstoneReplacesAnOlderCopy(t *testing.T) {
+	k, _ := newKernel(t, `{"responses":[]}`)
+	ctx := context.Background()
+	k.EditBlock(ctx, "touchstone", func(b *pscale.Block) error {
+		addr, _ := pscale.ParseAddress("0.9")
+		return pscale.Write(b, addr, "an edit from before the kernel upgrade")
+	})
+	k.touchstoneReleased = time.Now().Add(time.Hour) // the kernel was upgraded after that edit
+	if err := k.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	embedded, _ := shell.Touchstone()
+	got, _ := k.Block(ctx, "touchstone")
+	want, _ := blockJSON(embedded)
+	have, _ := blockJSON(got)
+	if string(have) != string(want) {
+		t.Fatal("the older persisted touchstone was kept over the newer embedded one")
+	}
+}
+
+func TestShellFileSeedsAnEmptyStoreOnly(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(t.TempDir(), "mini.json")
+	os.WriteFile(file, []byte(`{"blocks":{"wake":{"place":1,"tree":{"0":"Wake lightly."}},"purpose":{"decimal":1,"tree":{"0":"Tend the garden."}}}}`), 0o644)
+	k, err := Open(dir, Options{ShellFile: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	ctx := context.Background()
+	if err := k.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	names, _ := k.store.Names(ctx)
+	if strings.Join(names, ",") != "purpose,touchstone,wake" {
+		t.Fatalf("seeded %v, want the shell's blocks and the kernel's touchstone", names)
+	}
+	if got := text(t, k, "purpose", "0"); got != "Tend the garden." {
+		t.Fatalf("purpose 0 = %q", got)
+	}
+	k.store.Delete(ctx, "wake", -1)
+	k.Ready(ctx)
+	if _, err := k.Block(ctx, "wake"); err == nil {
+		t.Fatal("a store that is not empty was seeded again")
 	}
 }

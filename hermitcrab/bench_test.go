@@ -1,0 +1,91 @@
+package hermitcrab
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/llmkernels/kernels/hermitcrab/prompt"
+	"github.com/llmkernels/kernels/hermitcrab/shell"
+	"github.com/llmkernels/kernels/llm"
+)
+
+// BenchmarkCompile compiles each tier's system prompt from the default shell
+// in memory and reports its size (clean-build targets: boot ≤ 1,800 tokens,
+// conversational ≤ 500). Target: under 100 µs per compile.
+func BenchmarkCompile(b *testing.B) {
+	blocks, err := shell.Default()
+	if err != nil {
+		b.Fatal(err)
+	}
+	src := prompt.Blocks(blocks)
+	for tier := prompt.Light; tier <= prompt.Deep; tier++ {
+		b.Run(fmt.Sprintf("tier%d", tier), func(b *testing.B) {
+			var c prompt.Compiled
+			b.ReportAllocs()
+			for b.Loop() {
+				if c, err = prompt.Compile(src, tier); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len([]rune(c.Text))), "prompt_chars")
+			b.ReportMetric(float64(c.Tokens()), "prompt_tokens")
+		})
+	}
+}
+
+// instant answers every request at once with the same reply.
+type instant struct{ last *llm.Request }
+
+func (p *instant) Messages(_ context.Context, req *llm.Request) (*llm.Response, error) {
+	p.last = req.Clone() // the loop appends to its request after the call
+	return &llm.Response{Model: req.Model, StopReason: llm.StopEndTurn, Content: []llm.ContentBlock{llm.TextBlock("Understood.")}}, nil
+}
+
+// BenchmarkConversationalCall makes a present-tier call on the default
+// shell with a full 20-message window of ordinary chat (user turns of about
+// 200 characters, replies of about 600) and reports the estimated input
+// tokens of the request: system prompt, tools and messages (clean-build
+// target: ≤ 5,000). The time per op is the kernel's own work per call,
+// SQLite reads and the history write included.
+func BenchmarkConversationalCall(b *testing.B) {
+	p := &instant{}
+	k, err := Open(b.TempDir(), Options{Client: &llm.Client{Provider: p}, ServerTools: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer k.Close()
+	ctx := context.Background()
+	if err := k.Ready(ctx); err != nil {
+		b.Fatal(err)
+	}
+	var msgs []llm.Message
+	for i := 0; i < 10; i++ {
+		msgs = append(msgs, llm.UserText(strings.Repeat("What should we try next for the garden plan? ", 4)),
+			llm.Message{Role: llm.RoleAssistant, Content: []llm.ContentBlock{llm.TextBlock(strings.Repeat("Let us plant basil near the tomatoes and keep notes in stash. ", 10))}})
+	}
+	// 21 messages: the window of 20 trims the first (and the reply after it,
+	// so the kept part starts with the person).
+	msgs = append(msgs, llm.UserText("And what about watering?"))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := k.Call(ctx, msgs, CallOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		// Keep history from filling up, so every call does the same work.
+		k.store.Delete(ctx, "history", -1)
+		k.Ready(ctx)
+	}
+	sent := p.last
+	size := func(v any) int {
+		data, _ := llm.MarshalWire(v)
+		return prompt.EstimateTokens(string(data))
+	}
+	system, tools, messages := prompt.EstimateTokens(sent.System[0].Text), size(sent.Tools), size(sent.Messages)
+	b.ReportMetric(float64(system), "system_tokens")
+	b.ReportMetric(float64(tools), "tools_tokens")
+	b.ReportMetric(float64(messages), "messages_tokens")
+	b.ReportMetric(float64(system+tools+messages), "input_tokens")
+	b.ReportMetric(float64(len(sent.Messages)), "messages")
+}
