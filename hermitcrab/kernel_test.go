@@ -307,3 +307,22 @@ func TestShellFileSeedsAnEmptyStoreOnly(t *testing.T) {
 		t.Fatal("a store that is not empty was seeded again")
 	}
 }
+
+func TestCallLLMDelegatesToTheChosenTierWithoutTools(t *testing.T) {
+	k, p := newKernel(t, `{"responses":[
+		{"content":[{"type":"thinking","thinking":"Delegate.","signature":"s"},`+toolUse("t1", "call_llm", map[string]string{"prompt": "Format as a list: apples pears", "model": "fast"})+`]},
+		{"match":{"system_contains":"You are a delegate"},"response":{"content":[{"type":"text","text":"- apples\n- pears"}]}},
+		{"content":[{"type":"thinking","thinking":"Done.","signature":"s2"},{"type":"text","text":"Here is your list."}]}
+	]}`)
+	if _, err := k.Call(context.Background(), []llm.Message{llm.UserText("List my fruit.")}, CallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	reqs := p.Requests()
+	delegate := reqs[1]
+	if delegate.Model != "claude-haiku-4-5-20251001" || len(delegate.Tools) != 0 || delegate.Messages[0].Text() != "Format as a list: apples pears" {
+		t.Fatalf("delegate call: model %s, %d tools, %q", delegate.Model, len(delegate.Tools), delegate.Messages[0].Text())
+	}
+	if got := reqs[2].Messages[2].Content[0].Content.Text; got != "- apples\n- pears" {
+		t.Fatalf("the delegate's answer did not come back as the tool result: %q", got)
+	}
+}
