@@ -140,6 +140,42 @@ func (s *Store) Put(ctx context.Context, name string, data []byte, expect int64)
 	return version, nil
 }
 
+// Update changes a block in one transaction: edit gets the current content
+// and returns the new one, which is checked as Put checks it and written as
+// the next version. Writers queue on the database's write lock, so no
+// concurrent update is lost and none has to retry. A missing block is an
+// error wrapping ErrNotFound; an edit error is returned as it is.
+func (s *Store) Update(ctx context.Context, name string, edit func(json.RawMessage) ([]byte, error)) (int64, error) {
+	var version int64
+	missing := false
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		cur, data, err := currentBlock(ctx, tx, name)
+		if err != nil {
+			return err
+		}
+		if cur == 0 {
+			missing = true
+			return ErrNotFound
+		}
+		next, err := edit(data)
+		if err != nil {
+			return err
+		}
+		if err := s.checkBlock(name, next); err != nil {
+			return err
+		}
+		version = cur + 1
+		return putBlock(ctx, tx, name, next, version)
+	})
+	if missing {
+		return 0, s.notFound(ctx, name)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return version, nil
+}
+
 // PutMany writes several blocks in one transaction: all of them or, on any
 // error, none. Every block is checked as Put checks it first, and all faults
 // are reported together. With replace false, blocks that already exist are

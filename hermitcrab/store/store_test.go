@@ -603,3 +603,42 @@ func BenchmarkBlock(b *testing.B) {
 		}
 	}
 }
+
+func TestUpdateLosesNoConcurrentEdit(t *testing.T) {
+	s, _ := openTest(t, Options{})
+	ctx := context.Background()
+	if _, err := s.Put(ctx, "counter", []byte(`{"n":0}`), 0); err != nil {
+		t.Fatal(err)
+	}
+	const writers = 50
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := s.Update(ctx, "counter", func(data json.RawMessage) ([]byte, error) {
+				var c struct{ N int }
+				if err := json.Unmarshal(data, &c); err != nil {
+					return nil, err
+				}
+				return json.Marshal(map[string]int{"n": c.N + 1})
+			})
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, _ := s.Block(ctx, "counter")
+	if string(b.Data) != `{"n":50}` || b.Version != 51 {
+		t.Fatalf("after %d updates: %s at version %d", writers, b.Data, b.Version)
+	}
+	if _, err := s.Update(ctx, "nosuch", nil); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "counter") {
+		t.Fatalf("missing block: %v", err)
+	}
+}
