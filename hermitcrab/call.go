@@ -25,6 +25,8 @@ func promptText(name string) string {
 	return strings.TrimSpace(string(data))
 }
 
+var errNoClient = errors.New("no LLM client configured: give an API key (ANTHROPIC_API_KEY, or the web page's key form) or choose --provider")
+
 // containerSetting keeps the code-execution container id between calls.
 const containerSetting = "container"
 
@@ -60,8 +62,9 @@ type CallResult struct {
 // of the reply to the history block. Everything is read anew on every call,
 // so the LLM's writes to its wake block steer the next call.
 func (k *Kernel) Call(ctx context.Context, messages []llm.Message, opts CallOptions) (*CallResult, error) {
-	if k.opts.Client == nil {
-		return nil, errors.New("no LLM client configured: pass --provider (and its key) to this command")
+	client := k.Client()
+	if client == nil {
+		return nil, errNoClient
 	}
 	if err := k.Ready(ctx); err != nil {
 		return nil, err
@@ -97,7 +100,10 @@ func (k *Kernel) Call(ctx context.Context, messages []llm.Message, opts CallOpti
 		req.Container = c
 	}
 	markToolsForCaching(req, handlers)
-	loop := &llm.Loop{Client: k.opts.Client, Handlers: handlers, MaxLoops: params.MaxToolLoops, Observe: k.opts.Observe}
+	if note := k.shellNotice(ctx); note != "" {
+		req.Messages = withNote(req.Messages, note)
+	}
+	loop := &llm.Loop{Client: client, Handlers: handlers, MaxLoops: params.MaxToolLoops, Observe: k.opts.Observe}
 	res, err := loop.Run(ctx, req)
 	out := &CallResult{Result: res, Params: params, Prompt: compiled, Shell: state.shell, Trimmed: trimmed}
 	out.Notes = append(append(append(out.Notes, params.Notes...), compiled.Problems...), res.Notes...)
@@ -253,7 +259,11 @@ func (k *Kernel) delegate(ctx context.Context, tier int, system, text string) (*
 	if err := llm.CheckRequest(req); err != nil {
 		return nil, err
 	}
-	return k.opts.Client.Send(ctx, req)
+	client := k.Client()
+	if client == nil {
+		return nil, errNoClient
+	}
+	return client.Send(ctx, req)
 }
 
 func (k *Kernel) toolCallLLM(ctx context.Context, _ *callState, in json.RawMessage) (llm.ToolOutput, error) {
@@ -294,8 +304,9 @@ type compression struct {
 // summary or an emergence, and writes its text as the node's own "_" (not
 // the parent's). The nine entries stay.
 func (k *Kernel) Compress(ctx context.Context, name, path string) (mode, text string, err error) {
-	if k.opts.Client == nil {
-		return "", "", errors.New("no LLM client configured: compress asks the light tier")
+	client := k.Client()
+	if client == nil {
+		return "", "", errNoClient
 	}
 	addr, err := pscale.ParseAddress(path)
 	if err != nil {
@@ -328,7 +339,7 @@ func (k *Kernel) Compress(ctx context.Context, name, path string) (mode, text st
 	req := &llm.Request{Model: params.Model, MaxTokens: params.MaxTokens,
 		System:   []llm.SystemBlock{{Type: llm.BlockText, Text: promptText("compress_system.md")}},
 		Messages: []llm.Message{llm.UserText(entries.String())}}
-	got, _, err := llm.AskJSON[compression](ctx, k.opts.Client, req, llm.JSONOptions{})
+	got, _, err := llm.AskJSON[compression](ctx, client, req, llm.JSONOptions{})
 	if err != nil {
 		return "", "", fmt.Errorf("compress %s %s: %w", name, addr, err)
 	}
@@ -355,4 +366,57 @@ func (k *Kernel) toolCompress(ctx context.Context, _ *callState, in json.RawMess
 		return llm.ToolOutput{}, err
 	}
 	return jsonOutput(map[string]any{"success": true, "block": args.Name, "path": addr.String(), "mode": mode, "text": text})
+}
+
+// shellErrorSetting remembers which failed shell the LLM was told about.
+const shellErrorSetting = "shell_error_reported"
+
+// shellNotice tells the LLM, once, that the last shell it built failed to
+// render in the page (the page keeps the previous one on screen).
+func (k *Kernel) shellNotice(ctx context.Context) string {
+	sh, err := k.store.LatestShell(ctx, "")
+	if err != nil || sh.Status != store.ShellFailed {
+		return ""
+	}
+	id := fmt.Sprint(sh.ID)
+	if told, _, _ := k.store.Setting(ctx, shellErrorSetting); told == id {
+		return ""
+	}
+	if err := k.store.SetSetting(ctx, shellErrorSetting, id); err != nil {
+		k.log.Warn("remembering a reported shell error", "err", err)
+	}
+	return fmt.Sprintf(promptText("shell_failed.md"), sh.ID, sh.Error)
+}
+
+// withNote returns messages with a kernel note added to the last (user)
+// message, after any tool results, which must come first.
+func withNote(messages []llm.Message, note string) []llm.Message {
+	out := append([]llm.Message(nil), messages...)
+	last := out[len(out)-1]
+	last.Content = append(append([]llm.ContentBlock(nil), last.Content...), llm.TextBlock(note))
+	out[len(out)-1] = last
+	return out
+}
+
+// ToolLoop runs a caller's own Messages request (props.callWithToolLoop)
+// with the tool loop: client tools named in req.Tools that are the
+// kernel's run here, any others are sent as declared.
+func (k *Kernel) ToolLoop(ctx context.Context, req *llm.Request) (*llm.Result, error) {
+	client := k.Client()
+	if client == nil {
+		return nil, errNoClient
+	}
+	all := k.catalogue(&callState{})
+	r := req.Clone()
+	r.Tools = nil
+	var handlers []llm.ToolHandler
+	for _, t := range req.Tools {
+		if h, ok := all[t.Name]; ok && !t.IsServer() {
+			handlers = append(handlers, h)
+			continue
+		}
+		r.Tools = append(r.Tools, t)
+	}
+	loop := &llm.Loop{Client: client, Handlers: handlers, Observe: k.opts.Observe}
+	return loop.Run(ctx, r)
 }

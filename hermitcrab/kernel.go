@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/llmkernels/kernels/hermitcrab/migrate"
@@ -46,6 +47,12 @@ type Options struct {
 	// with esbuild); an error goes back to the LLM as the tool result. Nil
 	// only refuses empty JSX.
 	CompileShell func(ctx context.Context, jsx string) error
+	// OnShell is told of every shell recompile stores (the web shell pushes
+	// it to the page).
+	OnShell func(store.Shell)
+	// WebRequest is the policy of the web_request tool; the zero value
+	// denies loopback and private addresses.
+	WebRequest WebPolicy
 	// HTTPClient fetches for fetch_url; default has a 20 s timeout.
 	HTTPClient *http.Client
 	// Observe receives LLM and tool events as they happen (progress lines).
@@ -62,10 +69,11 @@ type Browser interface {
 // Kernel is a hermitcrab instance: its blocks, conversations and shells in
 // one SQLite file, and the calls that animate them.
 type Kernel struct {
-	opts  Options
-	store *store.Store
-	dir   string
-	log   *slog.Logger
+	opts   Options
+	client atomic.Pointer[llm.Client]
+	store  *store.Store
+	dir    string
+	log    *slog.Logger
 	// touchstoneReleased is when the embedded touchstone was written
 	// (shell.TouchstoneUpdated); a persisted copy changed after it wins.
 	touchstoneReleased time.Time
@@ -108,8 +116,17 @@ func Open(dir string, opts Options) (*Kernel, error) {
 		st.Close()
 		return nil, fmt.Errorf("shell.TouchstoneUpdated %q: %w", shell.TouchstoneUpdated, err)
 	}
-	return &Kernel{opts: opts, store: st, dir: dir, log: log, touchstoneReleased: released}, nil
+	k := &Kernel{opts: opts, store: st, dir: dir, log: log, touchstoneReleased: released}
+	k.client.Store(opts.Client)
+	return k, nil
 }
+
+// SetClient sets the LLM client, for a server that learns the API key
+// after it started.
+func (k *Kernel) SetClient(c *llm.Client) { k.client.Store(c) }
+
+// Client is the LLM client, nil until one is configured.
+func (k *Kernel) Client() *llm.Client { return k.client.Load() }
 
 // Close closes the store.
 func (k *Kernel) Close() error { return k.store.Close() }
@@ -230,30 +247,20 @@ func (k *Kernel) Block(ctx context.Context, name string) (*pscale.Block, error) 
 	return b, err
 }
 
-// EditBlock applies edit to the current block and writes it back, redoing
-// the edit on the newest version if another writer got there first, so no
-// concurrent write is lost.
+// EditBlock applies edit to the current block and writes it back in one
+// store transaction, so concurrent edits queue and none is lost. It returns
+// the new version.
 func (k *Kernel) EditBlock(ctx context.Context, name string, edit func(*pscale.Block) error) (int64, error) {
-	const attempts = 8
-	for range attempts {
-		b, version, err := loadBlock(ctx, k.store, name)
+	return k.store.Update(ctx, name, func(data json.RawMessage) ([]byte, error) {
+		b, _, err := pscale.Parse(data)
 		if err != nil {
-			return 0, err
+			return nil, fmt.Errorf("block %q is not a pscale block: %w", name, err)
 		}
 		if err := edit(b); err != nil {
-			return 0, fmt.Errorf("block %q: %w", name, err)
+			return nil, fmt.Errorf("block %q: %w", name, err)
 		}
-		data, err := blockJSON(b)
-		if err != nil {
-			return 0, err
-		}
-		v, err := k.store.Put(ctx, name, data, version)
-		if errors.Is(err, store.ErrConflict) {
-			continue
-		}
-		return v, err
-	}
-	return 0, fmt.Errorf("block %q: changed by other writers %d times in a row; try again", name, attempts)
+		return blockJSON(b)
+	})
 }
 
 // blockJSON encodes a block canonically, without HTML escaping (blocks hold JSX).

@@ -31,7 +31,8 @@ var serverTools = []llm.Tool{
 }
 
 // browserTools are run by the page of an attached browser.
-var browserTools = []string{"clipboard_write", "clipboard_read", "speak", "notify", "download", "open_tab", "get_geolocation"}
+var browserTools = []string{"clipboard_write", "clipboard_read", "speak", "notify", "download", "open_tab", "get_geolocation",
+	"listen", "fs_pick_directory", "fs_list", "fs_read", "fs_write", "fs_mkdir", "fs_delete"}
 
 // DefaultTools is the tool set active until the LLM changes it with
 // set_tools: block, pscale, self and utility tools. Browser tools are
@@ -107,6 +108,9 @@ func (k *Kernel) catalogue(c *callState) map[string]llm.ToolHandler {
 	add("get_datetime", "Current date, time, timezone and unix timestamp.", schema(""), k.toolDatetime)
 	add("fetch_url", "Fetch a URL (GET) when the native web_fetch fails; the text is truncated at 50,000 characters.",
 		schema(`"url":{"type":"string"}`, "url"), k.toolFetchURL)
+	add("web_request", "Send an HTTP request (any method) from the kernel: POST, PUT, PATCH, DELETE to an API. Loopback and private addresses are refused unless allowed; the answer is truncated at 50,000 characters.",
+		schema(`"method":{"type":"string"},"url":{"type":"string"},"headers":{"type":"object","additionalProperties":{"type":"string"}},"body":{"type":"string"}`, "url"),
+		k.toolWebRequest)
 	for _, name := range browserTools {
 		add(name, browserDescriptions[name], browserSchemas[name], k.browserTool(name))
 	}
@@ -121,23 +125,37 @@ func (k *Kernel) catalogue(c *callState) map[string]llm.ToolHandler {
 }
 
 var browserDescriptions = map[string]string{
-	"clipboard_write": "Write text to the person's clipboard (needs the web shell page open).",
-	"clipboard_read":  "Read text from the person's clipboard (needs the web shell page open and permission).",
-	"speak":           "Speak text aloud in the page (Web Speech API).",
-	"notify":          "Show a browser notification.",
-	"download":        "Offer a file download in the page.",
-	"open_tab":        "Open a URL in a new browser tab.",
-	"get_geolocation": "The person's location, if they allow it.",
+	"clipboard_write":   "Write text to the person's clipboard (needs the web shell page open).",
+	"clipboard_read":    "Read text from the person's clipboard (needs the web shell page open and permission).",
+	"speak":             "Speak text aloud in the page (Web Speech API).",
+	"notify":            "Show a browser notification.",
+	"download":          "Offer a file download in the page.",
+	"open_tab":          "Open a URL in a new browser tab.",
+	"get_geolocation":   "The person's location, if they allow it.",
+	"listen":            "Listen through the microphone (speech recognition in the page) and return what the person said.",
+	"fs_pick_directory": "Ask the person to pick a local folder (they must click to allow it); the fs_ tools then work inside it.",
+	"fs_list":           "List a folder inside the picked directory (path relative to it; \"\" is its root).",
+	"fs_read":           "Read a text file inside the picked directory.",
+	"fs_write":          "Write a text file inside the picked directory, creating or replacing it.",
+	"fs_mkdir":          "Create a folder inside the picked directory.",
+	"fs_delete":         "Delete a file or empty folder inside the picked directory.",
 }
 
 var browserSchemas = map[string]json.RawMessage{
-	"clipboard_write": schema(`"text":{"type":"string"}`, "text"),
-	"clipboard_read":  schema(""),
-	"speak":           schema(`"text":{"type":"string"}`, "text"),
-	"notify":          schema(`"title":{"type":"string"},"body":{"type":"string"}`, "title"),
-	"download":        schema(`"filename":{"type":"string"},"content":{"type":"string"},"mime_type":{"type":"string"}`, "filename", "content"),
-	"open_tab":        schema(`"url":{"type":"string"}`, "url"),
-	"get_geolocation": schema(""),
+	"clipboard_write":   schema(`"text":{"type":"string"}`, "text"),
+	"clipboard_read":    schema(""),
+	"speak":             schema(`"text":{"type":"string"}`, "text"),
+	"notify":            schema(`"title":{"type":"string"},"body":{"type":"string"}`, "title"),
+	"download":          schema(`"filename":{"type":"string"},"content":{"type":"string"},"mime_type":{"type":"string"}`, "filename", "content"),
+	"open_tab":          schema(`"url":{"type":"string"}`, "url"),
+	"get_geolocation":   schema(""),
+	"listen":            schema(`"lang":{"type":"string","description":"e.g. en-GB"},"seconds":{"type":"integer","minimum":1,"maximum":60}`),
+	"fs_pick_directory": schema(""),
+	"fs_list":           schema(`"path":{"type":"string"}`),
+	"fs_read":           schema(`"path":{"type":"string"}`, "path"),
+	"fs_write":          schema(`"path":{"type":"string"},"content":{"type":"string"}`, "path", "content"),
+	"fs_mkdir":          schema(`"path":{"type":"string"}`, "path"),
+	"fs_delete":         schema(`"path":{"type":"string"}`, "path"),
 }
 
 // KnownTools lists every tool name set_tools accepts.
@@ -273,15 +291,21 @@ func (k *Kernel) toolBlockWrite(ctx context.Context, in json.RawMessage) (llm.To
 	if err := decode(in, &args); err != nil {
 		return llm.ToolOutput{}, err
 	}
-	addr, err := address(args.Path, "path")
+	v, err := k.WriteAt(ctx, args.Name, args.Path, args.Content)
 	if err != nil {
 		return llm.ToolOutput{}, err
 	}
-	v, err := k.EditBlock(ctx, args.Name, func(b *pscale.Block) error { return pscale.Write(b, addr, args.Content) })
+	return jsonOutput(map[string]any{"success": true, "block": args.Name, "path": fmt.Sprint(args.Path), "version": v})
+}
+
+// WriteAt writes text at path (a string or number address) in a block and
+// returns the block's new version.
+func (k *Kernel) WriteAt(ctx context.Context, name string, path any, text string) (int64, error) {
+	addr, err := address(path, "path")
 	if err != nil {
-		return llm.ToolOutput{}, err
+		return 0, err
 	}
-	return jsonOutput(map[string]any{"success": true, "block": args.Name, "path": addr.String(), "version": v})
+	return k.EditBlock(ctx, name, func(b *pscale.Block) error { return pscale.Write(b, addr, text) })
 }
 
 // BlockSummary is a block's name and pscale-0 text.
@@ -422,19 +446,29 @@ func (k *Kernel) toolResolve(ctx context.Context, in json.RawMessage) (llm.ToolO
 	if err := decode(in, &args); err != nil {
 		return llm.ToolOutput{}, err
 	}
-	depth := 0
-	if args.Depth != nil {
-		d, err := pscale.ParsePscale(args.Depth)
-		if err != nil {
-			return llm.ToolOutput{}, fmt.Errorf("depth: %w", err)
-		}
-		depth = d
-	}
-	b, err := k.Block(ctx, args.Name)
+	p, err := k.Resolve(ctx, args.Name, args.Depth)
 	if err != nil {
 		return llm.ToolOutput{}, err
 	}
-	return jsonOutput(pscale.Resolve(b, depth))
+	return jsonOutput(p)
+}
+
+// Resolve is the phrase-level view of a block down to depth (a number or
+// numeric string; nil means the default depth).
+func (k *Kernel) Resolve(ctx context.Context, name string, depth any) (pscale.Phrase, error) {
+	d := 0
+	if depth != nil && depth != "" {
+		n, err := pscale.ParsePscale(depth)
+		if err != nil {
+			return pscale.Phrase{}, fmt.Errorf("depth: %w", err)
+		}
+		d = n
+	}
+	b, err := k.Block(ctx, name)
+	if err != nil {
+		return pscale.Phrase{}, err
+	}
+	return pscale.Resolve(b, d), nil
 }
 
 // WriteEntry adds text at the next free digit under path and returns the
@@ -527,6 +561,9 @@ func (k *Kernel) toolRecompile(ctx context.Context, c *callState, in json.RawMes
 		return llm.ToolOutput{}, err
 	}
 	c.shell = &sh
+	if k.opts.OnShell != nil {
+		k.opts.OnShell(sh)
+	}
 	out := llm.TextOutput(fmt.Sprintf(`{"success":true,"shell":%d}`, sh.ID))
 	out.Stop = true
 	return out, nil

@@ -355,34 +355,10 @@ func printNotes(w io.Writer, res *hermitcrab.CallResult) {
 // progressPrinter shows LLM calls and tool calls as they happen.
 func progressPrinter(w io.Writer) func(llm.Event) {
 	return func(e llm.Event) {
-		switch e.Kind {
-		case llm.EventResponse:
-			u := e.Call.Usage
-			fmt.Fprintf(w, "· %s: %d in (+%d cached), %d out, $%.4f, %s\n", e.Model, u.InputTokens, u.CacheReadInputTokens, u.OutputTokens, e.Call.CostUSD, e.Call.Latency.Round(1e6))
-		case llm.EventToolCall:
-			fmt.Fprintf(w, "→ %s %s\n", e.Tool, clip(string(e.Input), 160))
-		case llm.EventToolResult:
-			mark := "←"
-			if e.IsError {
-				mark = "← error:"
-			}
-			fmt.Fprintf(w, "%s %s %s\n", mark, e.Tool, clip(e.Result, 160))
-		case llm.EventRetry:
-			fmt.Fprintf(w, "· retrying %s in %s: %v\n", e.Model, e.Wait.Round(1e6), e.Err)
-		case llm.EventFallback:
-			fmt.Fprintf(w, "· falling back to %s: %v\n", e.Model, e.Err)
-		case llm.EventNote:
-			fmt.Fprintf(w, "· %s\n", clip(e.Note, 300))
+		if line, _, ok := hermitcrab.Describe(e); ok {
+			fmt.Fprintln(w, line)
 		}
 	}
-}
-
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n]) + "…"
-	}
-	return s
 }
 
 // printJSON writes indented JSON, leaving <, > and & as they are (blocks hold JSX).

@@ -1,0 +1,132 @@
+package hermitcrab
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/llmkernels/kernels/llm"
+)
+
+// WebPolicy says which hosts web_request may reach. Patterns are host
+// names or IP addresses, and "*.example.com" matches any subdomain.
+// Deny always wins. With Allow empty every public host is reachable; with
+// Allow set only the hosts it matches are. Loopback, private, link-local
+// and unspecified addresses are refused unless a host is allowed by name,
+// and the check is made on the address actually dialled, so a public name
+// that resolves to a private address is refused too.
+type WebPolicy struct {
+	Allow []string
+	Deny  []string
+}
+
+func matchHost(patterns []string, host string) bool {
+	host = strings.ToLower(host)
+	for _, p := range patterns {
+		p = strings.ToLower(strings.TrimSpace(p))
+		if p == host {
+			return true
+		}
+		if ok, _ := path.Match(p, host); ok && strings.HasPrefix(p, "*.") {
+			return true
+		}
+	}
+	return false
+}
+
+// check says whether host may be requested, and whether it may resolve to
+// a private address (only when allowed by name).
+func (p WebPolicy) check(host string) (privateOK bool, err error) {
+	if matchHost(p.Deny, host) {
+		return false, fmt.Errorf("host %s is on the web_request deny list", host)
+	}
+	if len(p.Allow) > 0 && !matchHost(p.Allow, host) {
+		return false, fmt.Errorf("host %s is not on the web_request allow list (%s)", host, strings.Join(p.Allow, ", "))
+	}
+	return matchHost(p.Allow, host), nil
+}
+
+func privateIP(ip net.IP) bool {
+	return ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsUnspecified()
+}
+
+// webClient dials only addresses the policy admits for this host.
+func webClient(privateOK bool) *http.Client {
+	dialer := &net.Dialer{Timeout: 10 * time.Second, Control: func(_, address string, _ syscall.RawConn) error {
+		host, _, err := net.SplitHostPort(address)
+		if err != nil {
+			return err
+		}
+		if ip := net.ParseIP(host); ip != nil && privateIP(ip) && !privateOK {
+			return fmt.Errorf("address %s is loopback or private; web_request refuses it unless the host is on the allow list (--web-allow)", ip)
+		}
+		return nil
+	}}
+	return &http.Client{
+		Timeout:   30 * time.Second,
+		Transport: &http.Transport{DialContext: dialer.DialContext, Proxy: nil},
+		// A redirect may lead anywhere: each hop is checked like the first.
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) >= 5 {
+				return errors.New("stopped after 5 redirects")
+			}
+			return nil
+		},
+	}
+}
+
+func (k *Kernel) toolWebRequest(ctx context.Context, in json.RawMessage) (llm.ToolOutput, error) {
+	var args struct {
+		Method  string            `json:"method"`
+		URL     string            `json:"url"`
+		Headers map[string]string `json:"headers"`
+		Body    string            `json:"body"`
+	}
+	if err := decode(in, &args); err != nil {
+		return llm.ToolOutput{}, err
+	}
+	u, err := url.Parse(args.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		return llm.ToolOutput{}, fmt.Errorf("url %q: want an absolute http(s) URL", args.URL)
+	}
+	privateOK, err := k.opts.WebRequest.check(u.Hostname())
+	if err != nil {
+		return llm.ToolOutput{}, err
+	}
+	method := strings.ToUpper(args.Method)
+	if method == "" {
+		method = http.MethodGet
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), strings.NewReader(args.Body))
+	if err != nil {
+		return llm.ToolOutput{}, err
+	}
+	for k, v := range args.Headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := webClient(privateOK).Do(req)
+	if err != nil {
+		return llm.ToolOutput{}, fmt.Errorf("%s %s: %w", method, u, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, fetchLimit*4+4))
+	if err != nil {
+		return llm.ToolOutput{}, fmt.Errorf("reading %s: %w", u, err)
+	}
+	text, note := string(body), ""
+	if r := []rune(text); len(r) > fetchLimit {
+		text, note = string(r[:fetchLimit]), fmt.Sprintf("\n[truncated at %d characters]", fetchLimit)
+	}
+	out := llm.TextOutput(fmt.Sprintf("HTTP %d (%s)\n%s%s", resp.StatusCode, resp.Header.Get("Content-Type"), text, note))
+	out.IsError = resp.StatusCode >= 400
+	return out, nil
+}
