@@ -4,7 +4,19 @@ BINARIES := hermitcrab lumen solve
 
 .PHONY: build test bench run vet fmt-check clean
 
-build:
+REACT_JS := hermitcrab/web/assets/react.js
+
+# npm ci only when node_modules is missing or older than the lock
+# (npm ci writes node_modules/.package-lock.json).
+node_modules/.package-lock.json: package-lock.json package.json
+	npm ci
+	@touch $@
+
+# The React bundle the web shell embeds, built with esbuild's Go API.
+$(REACT_JS): node_modules/.package-lock.json hermitcrab/web/assets/gen.go
+	$(GO) run hermitcrab/web/assets/gen.go
+
+build: $(REACT_JS)
 	@mkdir -p bin
 	$(GO) build -o bin/ $(addprefix ./cmd/,$(BINARIES))
 
@@ -30,4 +42,4 @@ run: build
 	@echo "With your key: ANTHROPIC_API_KEY=... bin/hermitcrab boot --print, then bin/hermitcrab chat"
 
 clean:
-	rm -rf bin
+	rm -rf bin $(REACT_JS)

@@ -1,0 +1,5 @@
+```jsx
+function App() {
+  return <div>{props.model}</div>;
+}
+```
