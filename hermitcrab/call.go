@@ -127,8 +127,12 @@ func (k *Kernel) Call(ctx context.Context, messages []llm.Message, opts CallOpti
 	return out, nil
 }
 
-// tierParams reads a tier's parameters from the wake block, with the
+// TierParams reads a tier's parameters from the wake block, with the
 // --model override applied.
+func (k *Kernel) TierParams(ctx context.Context, tier int) (prompt.Params, error) {
+	return k.tierParams(k.Source(ctx), tier)
+}
+
 func (k *Kernel) tierParams(src prompt.Source, tier int) (prompt.Params, error) {
 	p, err := prompt.TierParams(src, tier)
 	if err == nil && k.opts.Model != "" && k.opts.Model != p.Model {

@@ -13,6 +13,26 @@ import (
 	"github.com/llmkernels/kernels/pscale"
 )
 
+// ImportSource is one file to import: its name (a single block is named
+// after it) and its content.
+type ImportSource struct {
+	Name string
+	Data []byte
+}
+
+// ReadImportFiles reads files for Import.
+func ReadImportFiles(paths []string) ([]ImportSource, error) {
+	out := make([]ImportSource, 0, len(paths))
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("import: %w", err)
+		}
+		out = append(out, ImportSource{Name: p, Data: data})
+	}
+	return out, nil
+}
+
 // ImportResult says what an import did.
 type ImportResult struct {
 	Written []string `json:"written"`
@@ -28,7 +48,7 @@ type ImportResult struct {
 // directory), so importing a G0 dump into an existing instance needs
 // replace to write the blocks that received entries. Later files replace
 // earlier files' blocks of the same name. The source files are only read.
-func (k *Kernel) Import(ctx context.Context, files []string, replace bool) (*ImportResult, error) {
+func (k *Kernel) Import(ctx context.Context, sources []ImportSource, replace bool) (*ImportResult, error) {
 	base, err := k.migrationBase(ctx)
 	if err != nil {
 		return nil, err
@@ -36,12 +56,9 @@ func (k *Kernel) Import(ctx context.Context, files []string, replace bool) (*Imp
 	res := &ImportResult{}
 	blocks := map[string]*pscale.Block{}
 	from := map[string]string{}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("import: %w", err)
-		}
-		got, err := migrate.File(filepath.Base(f), data, base)
+	for _, src := range sources {
+		f := src.Name
+		got, err := migrate.File(filepath.Base(f), src.Data, base)
 		if err != nil {
 			return nil, fmt.Errorf("import: %w", err)
 		}

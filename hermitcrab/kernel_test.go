@@ -78,7 +78,7 @@ func TestBootCallsRecompileAndStoresTheJSX(t *testing.T) {
 		t.Fatalf("want exactly 2 requests (recompile ends the boot), got %d", len(reqs))
 	}
 	boot := reqs[0]
-	if boot.Model != "claude-opus-4-6" || boot.MaxTokens != 16000 || boot.Thinking.BudgetTokens != 10000 {
+	if boot.Model != "claude-opus-4-6" || boot.MaxTokens != 16000 || boot.Thinking.Type != "adaptive" {
 		t.Fatalf("boot is not the deep tier of the wake block: model %s max_tokens %d thinking %+v", boot.Model, boot.MaxTokens, boot.Thinking)
 	}
 	if len(boot.Messages) != 1 || boot.Messages[0].Text() != "BOOT" {

@@ -541,6 +541,31 @@ func (k *Kernel) toolGetSource(ctx context.Context, _ json.RawMessage) (llm.Tool
 	return llm.TextOutput(sh.Source), nil
 }
 
+// ErrShellCompile is wrapped by Recompile's error when the JSX does not compile.
+var ErrShellCompile = errors.New("the shell did not compile, so the previous one stays")
+
+// Recompile checks and stores a new shell, and tells Options.OnShell. JSX
+// that does not compile is an error wrapping ErrShellCompile that carries
+// the compiler's message (line and column) for the LLM.
+func (k *Kernel) Recompile(ctx context.Context, jsx string) (store.Shell, error) {
+	if strings.TrimSpace(jsx) == "" {
+		return store.Shell{}, errors.New("jsx is empty: give the complete source of one React component")
+	}
+	if k.opts.CompileShell != nil {
+		if err := k.opts.CompileShell(ctx, jsx); err != nil {
+			return store.Shell{}, fmt.Errorf("%w: %v", ErrShellCompile, err)
+		}
+	}
+	sh, err := k.store.AddShell(ctx, jsx)
+	if err != nil {
+		return sh, err
+	}
+	if k.opts.OnShell != nil {
+		k.opts.OnShell(sh)
+	}
+	return sh, nil
+}
+
 func (k *Kernel) toolRecompile(ctx context.Context, c *callState, in json.RawMessage) (llm.ToolOutput, error) {
 	var args struct {
 		JSX string `json:"jsx"`
@@ -548,39 +573,26 @@ func (k *Kernel) toolRecompile(ctx context.Context, c *callState, in json.RawMes
 	if err := decode(in, &args); err != nil {
 		return llm.ToolOutput{}, err
 	}
-	if strings.TrimSpace(args.JSX) == "" {
-		return llm.ToolOutput{}, errors.New("jsx is empty: give the complete source of one React component")
+	sh, err := k.Recompile(ctx, args.JSX)
+	if errors.Is(err, ErrShellCompile) {
+		return llm.ErrorOutput(err.Error()), nil
 	}
-	if k.opts.CompileShell != nil {
-		if err := k.opts.CompileShell(ctx, args.JSX); err != nil {
-			return llm.ErrorOutput("the shell did not compile, so the previous one stays: " + err.Error()), nil
-		}
-	}
-	sh, err := k.store.AddShell(ctx, args.JSX)
 	if err != nil {
 		return llm.ToolOutput{}, err
 	}
 	c.shell = &sh
-	if k.opts.OnShell != nil {
-		k.opts.OnShell(sh)
-	}
 	out := llm.TextOutput(fmt.Sprintf(`{"success":true,"shell":%d}`, sh.ID))
 	out.Stop = true
 	return out, nil
 }
 
-func (k *Kernel) toolSetTools(ctx context.Context, in json.RawMessage) (llm.ToolOutput, error) {
-	var args struct {
-		Tools []string `json:"tools"`
-	}
-	if err := decode(in, &args); err != nil {
-		return llm.ToolOutput{}, err
-	}
+// SetTools sets the active tool set for later calls; unknown names are
+// refused with the list of known ones.
+func (k *Kernel) SetTools(ctx context.Context, tools []string) ([]string, error) {
 	known := k.KnownTools()
-	var unknown []string
+	var unknown, names []string
 	seen := map[string]bool{}
-	var names []string
-	for _, n := range args.Tools {
+	for _, n := range tools {
 		if !slices.Contains(known, n) {
 			unknown = append(unknown, n)
 		}
@@ -590,10 +602,21 @@ func (k *Kernel) toolSetTools(ctx context.Context, in json.RawMessage) (llm.Tool
 		}
 	}
 	if len(unknown) > 0 {
-		return llm.ToolOutput{}, fmt.Errorf("unknown tools %s; known: %s", strings.Join(unknown, ", "), strings.Join(known, ", "))
+		return nil, fmt.Errorf("unknown tools %s; known: %s", strings.Join(unknown, ", "), strings.Join(known, ", "))
 	}
 	data, _ := json.Marshal(names)
-	if err := k.store.SetSetting(ctx, toolsSetting, string(data)); err != nil {
+	return names, k.store.SetSetting(ctx, toolsSetting, string(data))
+}
+
+func (k *Kernel) toolSetTools(ctx context.Context, in json.RawMessage) (llm.ToolOutput, error) {
+	var args struct {
+		Tools []string `json:"tools"`
+	}
+	if err := decode(in, &args); err != nil {
+		return llm.ToolOutput{}, err
+	}
+	names, err := k.SetTools(ctx, args.Tools)
+	if err != nil {
 		return llm.ToolOutput{}, err
 	}
 	return jsonOutput(map[string]any{"success": true, "tools": names, "note": "takes effect on your next call"})

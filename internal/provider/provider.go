@@ -51,7 +51,13 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 // it writes a one-line notice to notice, so scripted output is never taken
 // for a model's.
 func (c *Config) Client(notice io.Writer) (*llm.Client, error) {
-	p, err := c.open()
+	return c.ClientWithKey("", notice)
+}
+
+// ClientWithKey is Client with an API key given at run time (the web
+// shell's key form); "" means the environment's key.
+func (c *Config) ClientWithKey(key string, notice io.Writer) (*llm.Client, error) {
+	p, err := c.open(key)
 	if err != nil {
 		return nil, err
 	}
@@ -67,15 +73,15 @@ func (c *Config) Client(notice io.Writer) (*llm.Client, error) {
 	return client, nil
 }
 
-func (c *Config) open() (llm.Provider, error) {
+func (c *Config) open(key string) (llm.Provider, error) {
 	switch c.Provider {
 	case Anthropic:
-		return anthropic.New(anthropic.Config{BaseURL: c.BaseURL, Betas: c.Betas})
+		return anthropic.New(anthropic.Config{APIKey: key, BaseURL: c.BaseURL, Betas: c.Betas})
 	case OpenAI:
 		if len(c.Betas) > 0 {
 			return nil, fmt.Errorf("--beta is an Anthropic header; --provider openai cannot send it")
 		}
-		return openai.New(openai.Config{BaseURL: c.BaseURL})
+		return openai.New(openai.Config{APIKey: key, BaseURL: c.BaseURL})
 	case Script:
 		if c.Script == "" {
 			return nil, fmt.Errorf("--provider script needs --script FILE (format: docs/scripts.md)")
