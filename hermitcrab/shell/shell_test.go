@@ -100,7 +100,7 @@ func TestWakeCarriesTheTierInstructionsAndParameters(t *testing.T) {
 		"0.9.3": {"touchstone", "constitution 0.6", "capabilities 0.3", "cook 0", "wake 0.3", "purpose", "relationships 0", "history", "stash"},
 		"0.9.4": {"model claude-haiku-4-5-20251001", "max_tokens 4096", "max_tool_loops 5", "max_messages 20"},
 		"0.9.5": {"model claude-sonnet-4-6", "max_tokens 8192", "thinking enabled 4000", "max_tool_loops 10", "max_messages 20"},
-		"0.9.6": {"model claude-opus-4-6", "max_tokens 16000", "thinking enabled 10000", "max_tool_loops 12", "max_messages 20"},
+		"0.9.6": {"model claude-opus-4-6", "max_tokens 16000", "thinking adaptive", "max_tool_loops 12", "max_messages 20"},
 	}
 	if got := digitChildren(t, wake, "0.9"); len(got) != len(want) {
 		t.Fatalf("wake 0.9 has children %v, want exactly 1-6", got)
