@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/llmkernels/kernels/hermitcrab"
 	"github.com/llmkernels/kernels/hermitcrab/prompt"
+	"github.com/llmkernels/kernels/hermitcrab/web"
 	"github.com/llmkernels/kernels/internal/cli"
 	"github.com/llmkernels/kernels/internal/provider"
 	"github.com/llmkernels/kernels/llm"
@@ -26,6 +28,8 @@ type flags struct {
 	shell         string
 	ptc           bool
 	maxBlockBytes int
+	webAllow      []string
+	webDeny       []string
 }
 
 func main() {
@@ -36,29 +40,29 @@ the system prompt from the blocks as the wake block's recipe says, with the mode
 wake block names; the LLM reads and rewrites its blocks through tools, and builds its
 own React interface with recompile.
 
-Not built yet in this version: the web shell (serve). The kernel works from the
-terminal: blocks, bsp, prompt, boot and chat. See docs/hermitcrab.md.`)}
+'hermitcrab serve' runs it as a local web server: open the URL it prints, give your
+API key once, and the instance boots and builds its interface in the page. The same
+kernel works from the terminal: blocks, bsp, prompt, boot and chat. See
+docs/hermitcrab.md.`)}
 	pf := f.app.Root.PersistentFlags()
 	pf.StringVar(&f.data, "data", "", "data directory (default $HERMITCRAB_DATA, else $XDG_DATA_HOME/hermitcrab or ~/.local/share/hermitcrab)")
 	pf.StringVar(&f.shell, "shell", "", "seed an empty store from this shell file ({\"blocks\": {...}} or a map of blocks) instead of the default shell")
 	pf.BoolVar(&f.ptc, "ptc", false, "let code execution call the read-only tools (programmatic tool calling: allowed_callers)")
 	pf.IntVar(&f.maxBlockBytes, "max-block-bytes", 64<<10, "largest block a write may leave, in bytes")
-	f.app.Root.AddCommand(f.blocksCommand(), f.bspCommand(), f.promptCommand(), f.bootCommand(), f.chatCommand())
+	pf.StringSliceVar(&f.webAllow, "web-allow", nil, "hosts web_request may reach (comma-separated; *.example.com for subdomains); allowing a host by name also allows its private address")
+	pf.StringSliceVar(&f.webDeny, "web-deny", nil, "hosts web_request may never reach")
+	f.app.Root.AddCommand(f.blocksCommand(), f.bspCommand(), f.promptCommand(), f.bootCommand(), f.chatCommand(), f.serveCommand())
 	f.app.Run()
 }
 
 // open opens the kernel; withLLM also builds the LLM client from the
 // provider flags.
 func (f *flags) open(cmd *cobra.Command, withLLM bool) (*hermitcrab.Kernel, error) {
-	dir := f.data
-	if dir == "" {
-		var err error
-		if dir, err = hermitcrab.DataDir(); err != nil {
-			return nil, err
-		}
+	dir, err := f.dataDir()
+	if err != nil {
+		return nil, err
 	}
-	opts := hermitcrab.Options{ShellFile: f.shell, MaxBlockBytes: f.maxBlockBytes, PTC: f.ptc, Model: f.app.Provider.Model,
-		ServerTools: f.app.Provider.Provider != provider.OpenAI}
+	opts := f.kernelOptions()
 	if withLLM {
 		client, err := f.app.Provider.Client(cmd.ErrOrStderr())
 		if err != nil {
@@ -69,6 +73,64 @@ func (f *flags) open(cmd *cobra.Command, withLLM bool) (*hermitcrab.Kernel, erro
 		opts.Client, opts.Observe = client, progress
 	}
 	return hermitcrab.Open(dir, opts)
+}
+
+func (f *flags) dataDir() (string, error) {
+	if f.data != "" {
+		return f.data, nil
+	}
+	return hermitcrab.DataDir()
+}
+
+func (f *flags) kernelOptions() hermitcrab.Options {
+	return hermitcrab.Options{ShellFile: f.shell, MaxBlockBytes: f.maxBlockBytes, PTC: f.ptc, Model: f.app.Provider.Model,
+		ServerTools: f.app.Provider.Provider != provider.OpenAI,
+		WebRequest:  hermitcrab.WebPolicy{Allow: f.webAllow, Deny: f.webDeny}}
+}
+
+func (f *flags) serveCommand() *cobra.Command {
+	var addr, token string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the web shell: the instance boots and builds its React interface in your browser",
+		Long: `Run the local web server and print the URL to open. Without an API key (ANTHROPIC_API_KEY,
+or a key given earlier) the page asks for one; it is kept in the data directory, readable
+by you only, and never sent back to a browser. The page then boots the instance, which
+builds its interface; reloading restores the last good interface without an API call,
+and ?boot=1 (or the rebuild control) boots again.
+
+Binding to anything but loopback requires --token (one is generated and printed when
+you give none), and every request must carry it.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir, err := f.dataDir()
+			if err != nil {
+				return err
+			}
+			p := f.app.Provider
+			base := p.BaseURL
+			if base == "" {
+				base = os.Getenv("ANTHROPIC_BASE_URL")
+			}
+			errOut := cmd.ErrOrStderr()
+			srv, err := web.New(cmd.Context(), web.Config{
+				Addr: addr, Token: token, DataDir: dir, Kernel: f.kernelOptions(),
+				KeyNeeded: p.Provider == provider.Anthropic, Provider: p.Provider, BaseURL: base, Betas: p.Betas,
+				NewClient: func(key string) (*llm.Client, error) { return p.ClientWithKey(key, errOut) },
+				Log:       slog.New(slog.NewTextHandler(errOut, nil)),
+			})
+			if err != nil {
+				return err
+			}
+			defer srv.Close()
+			return srv.ListenAndServe(cmd.Context(), func(url string) {
+				fmt.Fprintf(cmd.OutOrStdout(), "hermitcrab is serving %s (data: %s); Ctrl-C stops it\n", url, dir)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8420", "address to listen on")
+	cmd.Flags().StringVar(&token, "token", "", "access token every request must carry (required off loopback; generated when empty)")
+	return cmd
 }
 
 func (f *flags) blocksCommand() *cobra.Command {
@@ -152,7 +214,11 @@ Existing blocks are kept unless --replace. The files are only read.`,
 				return err
 			}
 			defer k.Close()
-			res, err := k.Import(cmd.Context(), args, replace)
+			sources, err := hermitcrab.ReadImportFiles(args)
+			if err != nil {
+				return err
+			}
+			res, err := k.Import(cmd.Context(), sources, replace)
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,493 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/llmkernels/kernels/hermitcrab"
+	"github.com/llmkernels/kernels/hermitcrab/prompt"
+	"github.com/llmkernels/kernels/hermitcrab/store"
+	"github.com/llmkernels/kernels/llm"
+)
+
+// Version is what props.version reports.
+const Version = "hermitcrab-g1-go"
+
+func (s *Server) routes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /{$}", s.serveIndex)
+	mux.HandleFunc("GET /assets/{file}", s.serveAsset)
+	mux.HandleFunc("GET /api/state", s.state)
+	mux.HandleFunc("GET /api/events", s.serveEvents)
+	mux.HandleFunc("POST /api/key", s.postKey)
+	mux.HandleFunc("POST /api/boot", s.postBoot)
+	mux.HandleFunc("POST /api/browser/result", s.browserResult)
+	mux.HandleFunc("POST /api/shell/status", s.shellStatus)
+	mux.HandleFunc("POST /api/call", s.call)
+	mux.HandleFunc("POST /api/claude", s.claude)
+	mux.HandleFunc("POST /api/toolloop", s.toolLoop)
+	mux.HandleFunc("GET /api/source", s.source)
+	mux.HandleFunc("POST /api/recompile", s.recompile)
+	mux.HandleFunc("POST /api/tools", s.setTools)
+	mux.HandleFunc("GET /api/blocks", s.listBlocks)
+	mux.HandleFunc("POST /api/blocks", s.createBlock)
+	mux.HandleFunc("GET /api/blocks/{name}", s.readBlock)
+	mux.HandleFunc("POST /api/blocks/{name}", s.writeBlock)
+	mux.HandleFunc("GET /api/bsp/{name}", s.bsp)
+	mux.HandleFunc("GET /api/resolve/{name}", s.resolve)
+	mux.HandleFunc("GET /api/conversation/{id}", s.loadConversation)
+	mux.HandleFunc("POST /api/conversation/{id}", s.saveConversation)
+	mux.HandleFunc("POST /api/import", s.importEntries)
+}
+
+// errStatus maps kernel errors to HTTP statuses: a missing block is 404,
+// a refused write 409/413, anything the caller sent wrong 400.
+func errStatus(err error) int {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, store.ErrConflict):
+		return http.StatusConflict
+	case errors.Is(err, store.ErrTooLarge):
+		return http.StatusRequestEntityTooLarge
+	}
+	return http.StatusBadRequest
+}
+
+func (s *Server) state(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	deep, _ := s.kernel.TierParams(ctx, prompt.Deep)
+	light, _ := s.kernel.TierParams(ctx, prompt.Light)
+	out := map[string]any{
+		"csrf": s.csrf, "has_key": s.hasKey.Load(), "version": Version,
+		"model": deep.Model, "fast_model": light.Model, "shell": nil,
+	}
+	empty, err := s.storeHasOnlyDefaults(ctx)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	out["empty_store"] = empty
+	if sh, ok := s.lastGoodShell(ctx); ok {
+		if code, err := compileShell(sh.Source); err == nil {
+			out["shell"] = map[string]any{"id": sh.ID, "code": code, "source": sh.Source}
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// storeHasOnlyDefaults: a first visit — no shell built, no conversation.
+// The store itself is seeded at start, so "empty" means nothing happened.
+func (s *Server) storeHasOnlyDefaults(ctx context.Context) (bool, error) {
+	shells, err := s.kernel.Store().Shells(ctx, 1)
+	if err != nil {
+		return false, err
+	}
+	convs, err := s.kernel.Store().Conversations(ctx)
+	if err != nil {
+		return false, err
+	}
+	return len(shells) == 0 && len(convs) == 0, nil
+}
+
+// lastGoodShell is the newest shell that did not fail to render.
+func (s *Server) lastGoodShell(ctx context.Context) (store.Shell, bool) {
+	shells, err := s.kernel.Store().Shells(ctx, 50)
+	if err != nil {
+		return store.Shell{}, false
+	}
+	for _, sh := range shells {
+		if sh.Status != store.ShellFailed {
+			return sh, true
+		}
+	}
+	return store.Shell{}, false
+}
+
+func (s *Server) postKey(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Key string `json:"key"`
+	}
+	if err := readJSON(r, &body); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	key := strings.TrimSpace(body.Key)
+	if key == "" || strings.ContainsAny(key, " \t\r\n") {
+		writeError(w, http.StatusBadRequest, errors.New("the key is empty or has spaces in it: paste the whole key"))
+		return
+	}
+	if err := s.saveKey(key); err != nil {
+		writeError(w, http.StatusInternalServerError, fmt.Errorf("storing the key: %w", err))
+		return
+	}
+	if err := s.useKey(key); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	s.log.Info("API key stored", "file", keyFile)
+	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+}
+
+func (s *Server) postBoot(w http.ResponseWriter, _ *http.Request) {
+	if !s.hasKey.Load() {
+		writeError(w, http.StatusBadRequest, errors.New("no API key yet: enter it first"))
+		return
+	}
+	if !s.booting.CompareAndSwap(false, true) {
+		writeError(w, http.StatusConflict, errors.New("a boot is already running"))
+		return
+	}
+	go func() {
+		defer s.booting.Store(false)
+		s.hub.send(event{"type": "status", "text": "waking: a deep-tier call with BOOT", "level": hermitcrab.LevelInfo})
+		res, err := s.kernel.Boot(s.ctx)
+		if err != nil {
+			s.log.Warn("boot failed", "err", err)
+			s.hub.send(event{"type": "boot_error", "error": err.Error()})
+			return
+		}
+		s.hub.send(event{"type": "status", "text": fmt.Sprintf("shell %d built; boot cost $%.4f", res.Shell.ID, res.Result.CostUSD), "level": hermitcrab.LevelSuccess})
+	}()
+	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+}
+
+func (s *Server) browserResult(w http.ResponseWriter, r *http.Request) {
+	var res browserResult
+	if err := readJSON(r, &res); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	if err := s.relay.answer(res); err != nil {
+		writeError(w, http.StatusNotFound, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+}
+
+func (s *Server) shellStatus(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		ID     int64  `json:"id"`
+		Status string `json:"status"`
+		Error  string `json:"error"`
+	}
+	if err := readJSON(r, &body); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	if body.Status != store.ShellRendered && body.Status != store.ShellFailed {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("status %q: want %q or %q", body.Status, store.ShellRendered, store.ShellFailed))
+		return
+	}
+	if err := s.kernel.Store().SetShellStatus(r.Context(), body.ID, body.Status, body.Error); err != nil {
+		writeError(w, errStatus(err), err)
+		return
+	}
+	if body.Status == store.ShellFailed {
+		s.hub.send(event{"type": "status", "text": fmt.Sprintf("shell %d failed to render: %s (the previous shell stays)", body.ID, body.Error), "level": hermitcrab.LevelError})
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+}
+
+func (s *Server) call(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Messages []llm.Message `json:"messages"`
+		Tier     int           `json:"tier"`
+	}
+	if err := readJSON(r, &body); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	if len(body.Messages) == 0 {
+		writeError(w, http.StatusBadRequest, errors.New("messages is empty: send at least one user message"))
+		return
+	}
+	res, err := s.kernel.Call(r.Context(), body.Messages, hermitcrab.CallOptions{Tier: body.Tier})
+	if err != nil {
+		writeError(w, http.StatusBadGateway, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"text": res.Text, "messages": res.Messages, "notes": res.Notes})
+}
+
+// claude is the §7.2 passthrough for props.callAPI: raw Messages API JSON
+// in and out, the key added here. With the Anthropic provider the body goes
+// to the API as it is; with others it runs through the kernel's client.
+func (s *Server) claude(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		writeError(w, http.StatusRequestEntityTooLarge, err)
+		return
+	}
+	if s.cfg.Provider != "anthropic" {
+		s.claudeViaClient(w, r.Context(), body)
+		return
+	}
+	key := s.passKey()
+	if key == "" {
+		writeError(w, http.StatusBadRequest, errors.New("no API key yet: enter it first"))
+		return
+	}
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, strings.TrimSuffix(s.cfg.BaseURL, "/")+"/v1/messages", bytes.NewReader(body))
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("x-api-key", key)
+	req.Header.Set("anthropic-version", "2023-06-01")
+	if len(s.cfg.Betas) > 0 {
+		req.Header.Set("anthropic-beta", strings.Join(s.cfg.Betas, ","))
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		writeError(w, http.StatusBadGateway, fmt.Errorf("reaching the Anthropic API: %w", err))
+		return
+	}
+	defer resp.Body.Close()
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(resp.StatusCode)
+	io.Copy(w, resp.Body)
+}
+
+func (s *Server) claudeViaClient(w http.ResponseWriter, ctx context.Context, body []byte) {
+	client := s.kernel.Client()
+	if client == nil {
+		writeError(w, http.StatusBadRequest, errors.New("no LLM client configured"))
+		return
+	}
+	var req llm.Request
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	if err := llm.CheckRequest(&req); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	call, err := client.Send(ctx, &req)
+	if err != nil {
+		writeError(w, http.StatusBadGateway, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, call.Response)
+}
+
+func (s *Server) toolLoop(w http.ResponseWriter, r *http.Request) {
+	var req llm.Request
+	if err := readJSON(r, &req); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	res, err := s.kernel.ToolLoop(r.Context(), &req)
+	if err != nil {
+		writeError(w, http.StatusBadGateway, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"text": res.Text(), "response": res.Final, "messages": res.Messages, "stop_reason": res.StopReason})
+}
+
+func (s *Server) source(w http.ResponseWriter, r *http.Request) {
+	sh, err := s.kernel.Store().LatestShell(r.Context(), "")
+	if errors.Is(err, store.ErrNotFound) {
+		writeJSON(w, http.StatusOK, map[string]string{"source": ""})
+		return
+	}
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"source": sh.Source})
+}
+
+func (s *Server) recompile(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		JSX string `json:"jsx"`
+	}
+	if err := readJSON(r, &body); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	sh, err := s.kernel.Recompile(r.Context(), body.JSX)
+	if err != nil {
+		writeJSON(w, http.StatusOK, map[string]any{"ok": false, "error": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "id": sh.ID})
+}
+
+func (s *Server) setTools(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Tools []string `json:"tools"`
+	}
+	if err := readJSON(r, &body); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	names, err := s.kernel.SetTools(r.Context(), body.Tools)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "tools": names})
+}
+
+func (s *Server) listBlocks(w http.ResponseWriter, r *http.Request) {
+	list, err := s.kernel.ListBlocks(r.Context())
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"blocks": list})
+}
+
+func (s *Server) createBlock(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Name    string `json:"name"`
+		Pscale0 string `json:"pscale0"`
+		Place   int    `json:"place"`
+	}
+	if err := readJSON(r, &body); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	if err := s.kernel.CreateBlock(r.Context(), body.Name, body.Pscale0, body.Place); err != nil {
+		writeError(w, errStatus(err), err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+}
+
+func (s *Server) readBlock(w http.ResponseWriter, r *http.Request) {
+	ctx, name := r.Context(), r.PathValue("name")
+	if path := r.URL.Query().Get("path"); path != "" {
+		node, err := s.kernel.ReadNode(ctx, name, path)
+		if err != nil {
+			writeError(w, errStatus(err), err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"node": node})
+		return
+	}
+	rec, err := s.kernel.Store().Block(ctx, name)
+	if err != nil {
+		writeError(w, errStatus(err), err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"block": rec.Data, "version": rec.Version})
+}
+
+func (s *Server) writeBlock(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Path    any    `json:"path"`
+		Content string `json:"content"`
+	}
+	if err := readJSON(r, &body); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	v, err := s.kernel.WriteAt(r.Context(), r.PathValue("name"), body.Path, body.Content)
+	if err != nil {
+		writeError(w, errStatus(err), err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "version": v})
+}
+
+func (s *Server) bsp(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	var spindle, point any
+	if v := q.Get("spindle"); v != "" {
+		spindle = v
+	}
+	if v := q.Get("point"); v != "" {
+		point = v
+	}
+	res, err := s.kernel.BSP(r.Context(), r.PathValue("name"), spindle, point)
+	if err != nil {
+		writeError(w, errStatus(err), err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (s *Server) resolve(w http.ResponseWriter, r *http.Request) {
+	var depth any
+	if v := r.URL.Query().Get("depth"); v != "" {
+		depth = v
+	}
+	res, err := s.kernel.Resolve(r.Context(), r.PathValue("name"), depth)
+	if err != nil {
+		writeError(w, errStatus(err), err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+var conversationID = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+
+func (s *Server) loadConversation(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !conversationID.MatchString(id) {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("conversation id %q: use 1-128 of A-Z a-z 0-9 _ . -", id))
+		return
+	}
+	msgs, err := s.kernel.Conversation(r.Context(), id)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	if msgs == nil {
+		msgs = []llm.Message{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"messages": msgs})
+}
+
+func (s *Server) saveConversation(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !conversationID.MatchString(id) {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("conversation id %q: use 1-128 of A-Z a-z 0-9 _ . -", id))
+		return
+	}
+	var body struct {
+		Messages []llm.Message `json:"messages"`
+	}
+	if err := readJSON(r, &body); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	if err := s.kernel.SaveConversation(r.Context(), id, body.Messages); err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+}
+
+// importEntries imports this browser's localStorage (hc:* blocks, G0
+// memory) as a dump, replacing the seeded defaults it covers.
+func (s *Server) importEntries(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Entries map[string]string `json:"entries"`
+	}
+	if err := readJSON(r, &body); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	data, err := json.Marshal(body.Entries)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	res, err := s.kernel.Import(r.Context(), []hermitcrab.ImportSource{{Name: "localStorage.json", Data: data}}, true)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}

@@ -1,0 +1,578 @@
+// host.js: the page side of the Hermitcrab web shell (notes/web-protocol.md).
+// The kernel runs in the Go server; this page only gates the API key, offers
+// the import of this browser's old blocks, shows boot progress, renders the
+// shell the LLM compiled, hands the shell its props (each a call to the
+// server), and runs the browser tools the server relays to it.
+// Plain ES2020, no build step: the server embeds this file as it is.
+'use strict';
+(function () {
+  const CONVERSATION = 'shell';         // the saved conversation props.conversation uses
+  const ERROR_SHOWN_MS = 10000;         // how long an error stays over a running shell
+  const MAX_LINES = 200;                // boot lines kept in the page
+  const RECOMPILE_WAIT_MS = 15000;      // how long recompile() waits for the new shell's render
+  const FS_READ_MAX = 512 * 1024;       // the server takes result bodies up to 1 MiB
+
+  const hc = window.hermitcrab = { state: null, props: null, renderShell, lastRender: null };
+  const statusEl = document.getElementById('hc-status');
+  const lines = document.getElementById('hc-lines');
+  const panels = el('div', { id: 'hc-panels' });
+  statusEl.prepend(panels);
+  lines.textContent = '';
+
+  let csrf = '';
+  let booting = false;
+  let root = null;       // the one React root, on #root
+  let shown = null;      // the shell on screen: {id, Component, live}
+  const results = new Map();  // shell id → its render result, for recompile()
+  const waiting = new Map();  // shell id → the recompile() waiting for it
+  const rebuildBtn = el('button', { id: 'hc-rebuild', type: 'button', title: 'Boot again: the LLM builds a new shell (one deep-tier call)',
+    onclick: () => boot('rebuild: booting again') }, 'rebuild');
+  if (!window.React || !window.ReactDOM || !window.ReactDOM.createRoot) {
+    line('React did not load from /assets/react.js: build it with make build, then reload', 'error');
+    return; // before ErrorBoundary below, which extends React.Component
+  }
+
+  // ---- small helpers
+
+  // el makes an element: attributes (on* become listeners), then children.
+  function el(tag, attrs, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+      else e.setAttribute(k, v);
+    }
+    e.append(...children);
+    return e;
+  }
+
+  const sleep = ms => new Promise(r => setTimeout(r, ms));
+  const describe = e => (e && e.name && e.name !== 'Error' ? e.name + ': ' : '') + (e && e.message ? e.message : String(e));
+
+  // line adds a boot-screen status line. Over a running shell only errors
+  // show, and only for a while: the shell is the person's screen now.
+  function line(text, level) {
+    level = level === 'success' || level === 'error' ? level : 'info';
+    const quiet = shown && !booting;
+    if (quiet && level !== 'error') { console.info('hermitcrab:', text); return; }
+    const time = new Date().toTimeString().slice(0, 8);
+    lines.append(el('div', { class: 'hc-line hc-' + level }, el('span', { class: 'hc-time' }, time), ' ' + text));
+    while (lines.childElementCount > MAX_LINES) lines.firstChild.remove();
+    if (quiet) quietLines();
+  }
+
+  // quietLines clears the boot lines once a shell is showing; errors fade later.
+  function quietLines() {
+    for (const row of [...lines.children]) {
+      if (!row.classList.contains('hc-error')) row.remove();
+      else if (!row.dataset.fading) { row.dataset.fading = '1'; setTimeout(() => row.remove(), ERROR_SHOWN_MS); }
+    }
+  }
+
+  function setBooting(on) {
+    booting = on;
+    rebuildBtn.disabled = on;
+    document.body.classList.toggle('hc-booting', on);
+    if (!on && shown) quietLines();
+  }
+
+  // api is the one way to the server: JSON in and out, the CSRF token on
+  // every POST, and the server's own error text thrown on failure. A 403 on
+  // a POST is retried once with a fresh token: a restarted server has a new one.
+  async function api(method, path, body, retried) {
+    const opts = { method, headers: {}, credentials: 'same-origin' };
+    if (method !== 'GET') {
+      opts.headers['Content-Type'] = 'application/json';
+      opts.headers['X-CSRF-Token'] = csrf;
+      opts.body = JSON.stringify(body === undefined ? {} : body);
+    }
+    const res = await fetch(path, opts);
+    const text = await res.text();
+    let data = null;
+    try { data = JSON.parse(text); } catch (e) { /* reported below */ }
+    if (!res.ok) {
+      if (res.status === 403 && method !== 'GET' && !retried) {
+        await loadState();
+        return api(method, path, body, true);
+      }
+      // /api/claude passes Anthropic's errors through: {"error": {"message": …}}.
+      const err = data && data.error;
+      const msg = typeof err === 'string' ? err : err && err.message ? err.message : `${method} ${path}: HTTP ${res.status} ${text.slice(0, 200)}`;
+      throw Object.assign(new Error(msg), { status: res.status, body: data });
+    }
+    if (data === null) throw new Error(`${method} ${path}: the server's answer is not JSON: ${text.slice(0, 200)}`);
+    return data;
+  }
+
+  async function loadState() {
+    hc.state = await api('GET', '/api/state');
+    csrf = hc.state.csrf;
+  }
+
+  // ---- the event stream: boot progress, new shells, browser tool calls
+
+  let eventsOpened;
+  const eventsReady = new Promise(r => { eventsOpened = r; });
+
+  function openEvents() {
+    const es = new EventSource('/api/events');
+    let lost = false;
+    es.onopen = () => {
+      eventsOpened();
+      if (lost) { lost = false; line('event stream back', 'success'); }
+    };
+    es.onerror = () => {
+      if (es.readyState === EventSource.CLOSED) line('the server refused the event stream: reload the page', 'error');
+      else if (!lost) { lost = true; line('lost the event stream to the server; reconnecting…', 'error'); }
+    };
+    es.onmessage = m => {
+      let ev;
+      try { ev = JSON.parse(m.data); } catch (e) { line('unreadable event from the server: ' + m.data.slice(0, 200), 'error'); return; }
+      switch (ev.type) {
+        case 'status': line(String(ev.text), ev.level); break;
+        case 'shell': setBooting(false); renderShell(ev); break;
+        case 'boot_error': bootFailed(ev.error); break;
+        case 'browser': runBrowserTool(ev); break;
+        default: console.warn('hermitcrab: unknown event', ev);
+      }
+    };
+  }
+
+  // ---- key gate, import offer, boot
+
+  // keyGate shows the key form and resolves once the server has the key.
+  // The key goes to the server once and is kept nowhere in this page.
+  function keyGate() {
+    return new Promise(resolve => {
+      const input = el('input', { id: 'hc-key', type: 'password', autocomplete: 'off', placeholder: 'sk-ant-…', 'aria-label': 'Anthropic API key' });
+      const submit = el('button', { id: 'hc-key-submit', type: 'submit' }, 'Save key');
+      const msg = el('div', { class: 'hc-msg' });
+      const form = el('form', { class: 'hc-panel', onsubmit: async e => {
+        e.preventDefault();
+        if (!input.value.trim()) { msg.textContent = 'Paste an Anthropic API key first.'; return; }
+        submit.disabled = true;
+        try {
+          await api('POST', '/api/key', { key: input.value.trim() });
+          input.value = '';
+          form.remove();
+          line('API key saved on the server', 'success');
+          resolve();
+        } catch (err) {
+          msg.textContent = err.message;
+          submit.disabled = false;
+        }
+      } }, el('p', {}, 'Hermitcrab needs an Anthropic API key. The server keeps it in its data folder; this page never stores it.'),
+      el('div', { class: 'hc-row' }, input, submit), msg);
+      panels.append(form);
+      input.focus();
+    });
+  }
+
+  // browserKeys are this browser's blocks from the in-browser kernels:
+  // hc:NAME (G1) and hcmem:PATH (G0). The prefix filter also keeps the old
+  // hermitcrab_api_key out of any import.
+  const browserKeys = () => Object.keys(localStorage).filter(k => k.startsWith('hc:') || k.startsWith('hcmem:'));
+
+  // importOffer resolves once the person has imported or chosen to start fresh.
+  function importOffer() {
+    const keys = browserKeys();
+    return new Promise(resolve => {
+      const msg = el('div', { class: 'hc-msg' });
+      const importBtn = el('button', { id: 'hc-import', type: 'button', onclick: async () => {
+        importBtn.disabled = true;
+        try {
+          const entries = {};
+          for (const k of browserKeys()) entries[k] = localStorage.getItem(k);
+          const r = await api('POST', '/api/import', { entries });
+          line(`imported ${(r.written || []).length} block(s): ${(r.written || []).join(', ')}`, 'success');
+          for (const n of r.notes || []) line(n);
+          panel.remove();
+          resolve();
+        } catch (err) {
+          msg.textContent = 'Import failed: ' + err.message;
+          importBtn.disabled = false;
+        }
+      } }, 'Import from this browser');
+      const freshBtn = el('button', { id: 'hc-fresh', type: 'button', onclick: () => {
+        line('starting fresh with the default blocks');
+        panel.remove();
+        resolve();
+      } }, 'Start fresh');
+      const panel = el('div', { class: 'hc-panel' },
+        el('p', {}, `This browser holds ${keys.length} key(s) from an earlier Hermitcrab (${keys.slice(0, 4).join(', ')}${keys.length > 4 ? ', …' : ''}) ` +
+          'and this server has no blocks yet. Import them, or start fresh? The keys stay in this browser either way.'),
+        el('div', { class: 'hc-row' }, importBtn, freshBtn), msg);
+      panels.append(panel);
+    });
+  }
+
+  // boot asks the server for a boot; progress, then a shell or boot_error
+  // event, arrive on the event stream, so the stream must be open first.
+  async function boot(why) {
+    if (booting) return;
+    setBooting(true);
+    line(`${why} (a deep-tier call to ${hc.state.model})`);
+    await Promise.race([eventsReady, sleep(3000)]);
+    try {
+      await api('POST', '/api/boot');
+    } catch (e) {
+      bootFailed('the boot did not start: ' + e.message);
+    }
+  }
+
+  function bootFailed(error) {
+    setBooting(false);
+    line(`boot failed: ${error}. Use rebuild to try again.`, 'error');
+    // After ?boot=1 the last good shell was not shown yet: better than nothing.
+    if (!shown && hc.state.shell) renderShell(hc.state.shell);
+  }
+
+  // ---- rendering a shell
+
+  // ErrorBoundary holds one shell. A shell that fails its first render
+  // renders nothing (renderShell then puts the previous shell back); one that
+  // fails later shows its error and a way to try again.
+  class ErrorBoundary extends React.Component {
+    constructor(props) { super(props); this.state = { error: null }; }
+    static getDerivedStateFromError(error) { return { error }; }
+    componentDidCatch(error, info) { this.props.onError(error, info); }
+    render() {
+      const error = this.state.error;
+      if (!error) return this.props.children;
+      if (!this.props.live()) return null;
+      return React.createElement('div', { style: { padding: '96px 24px 24px', color: '#ff7a7a', fontFamily: 'monospace', whiteSpace: 'pre-wrap' } },
+        'This shell stopped with an error: ' + describe(error) + '\n\n',
+        React.createElement('button', { onClick: () => this.setState({ error: null }) }, 'Try again'));
+    }
+  }
+
+  // evaluate runs the compiled shell (CommonJS as esbuild writes it) and
+  // returns its default export.
+  function evaluate(code) {
+    const module = { exports: {} };
+    new Function('React', 'ReactDOM', 'module', 'exports', code)(React, ReactDOM, module, module.exports);
+    const C = module.exports && module.exports.default !== undefined ? module.exports.default : module.exports;
+    if (typeof C !== 'function' && !(C && typeof C === 'object' && C.$$typeof)) {
+      throw new Error(`the shell's code has no default export that is a React component (got ${typeof C})`);
+    }
+    return C;
+  }
+
+  const element = s => React.createElement(ErrorBoundary, { key: s.id, onError: s.onError, live: () => s.live },
+    React.createElement(s.Component, hc.props));
+
+  // renderShell shows {id, code}. The new shell first renders NEXT TO the
+  // shell on screen, inside flushSync so its errors are known before this
+  // returns and before the browser paints. On success the old one goes; on
+  // failure the old one stays mounted with its state, and the server is told.
+  function renderShell(shell) {
+    if (shown && shown.id === shell.id && hc.lastRender && hc.lastRender.id === shell.id) return hc.lastRender;
+    const s = { id: shell.id, Component: null, live: false, error: null };
+    s.onError = (err, info) => {
+      if (!s.live) { s.error = s.error || err || new Error('render failed'); s.where = componentStack(info); return; }
+      line(`shell ${s.id} failed while running: ${describe(err)}`, 'error');
+      report(s.id, 'failed', describe(err) + componentStack(info));
+    };
+    try {
+      s.Component = evaluate(shell.code);
+      root = root || ReactDOM.createRoot(document.getElementById('root'));
+      ReactDOM.flushSync(() => root.render(shown ? [element(shown), element(s)] : element(s)));
+    } catch (e) {
+      s.error = s.error || e;
+    }
+    let result;
+    if (s.error) {
+      try {
+        // Put back the previous shell alone (or nothing, for a first shell).
+        ReactDOM.flushSync(() => root && root.render(shown ? element(shown) : null));
+      } catch (e) { console.error('hermitcrab: the previous shell failed to come back', e); }
+      line(`shell ${s.id} did not render: ${describe(s.error)}` + (shown ? ` (shell ${shown.id} stays)` : ''), 'error');
+      result = { id: s.id, status: 'failed', error: describe(s.error) + (s.where || '') };
+    } else {
+      s.live = true;
+      shown = s;
+      ReactDOM.flushSync(() => root.render(element(s)));
+      document.body.classList.add('hc-shell');
+      quietLines();
+      result = { id: s.id, status: 'rendered', error: '' };
+    }
+    hc.lastRender = result;
+    results.set(s.id, result);
+    if (waiting.has(s.id)) { waiting.get(s.id)(result); waiting.delete(s.id); }
+    report(s.id, result.status, result.error);
+    return result;
+  }
+
+  // componentStack gives the LLM where in its shell a render failed: the
+  // first frames, with the page's own frames and eval noise left out.
+  function componentStack(info) {
+    const frames = String((info && info.componentStack) || '').split('\n')
+      .map(f => f.trim().replace(/\(eval at [^)]*\), <anonymous>(:\d+:\d+)\)/, '(shell code$1)'))
+      .filter(f => f && !f.includes('/assets/')).slice(0, 3);
+    return frames.length ? '\n' + frames.join('\n') : '';
+  }
+
+  function report(id, status, error) {
+    api('POST', '/api/shell/status', status === 'failed' ? { id, status, error } : { id, status })
+      .catch(e => line(`could not report shell ${id} ${status}: ${e.message}`, 'error'));
+  }
+
+  // recompile compiles on the server; the new shell arrives as a shell event
+  // (maybe before this answer), so wait for its render to know the outcome.
+  async function recompile(jsx) {
+    const r = await api('POST', '/api/recompile', { jsx });
+    if (!r.ok) return { success: false, error: r.error };
+    const done = results.get(r.id) || await new Promise(resolve => {
+      waiting.set(r.id, resolve);
+      setTimeout(() => { waiting.delete(r.id); resolve({ status: 'pending' }); }, RECOMPILE_WAIT_MS);
+    });
+    return done.status === 'failed' ? { success: false, error: done.error, id: r.id } : { success: true, id: r.id };
+  }
+
+  // ---- props (architecture §10.2): each calls the server, except browser.
+  // Block calls answer the server's JSON as is; one-field answers are unwrapped.
+
+  function makeProps(st) {
+    const get = path => api('GET', path);
+    const post = (path, body) => api('POST', path, body);
+    const enc = encodeURIComponent;
+    const query = o => {
+      const q = new URLSearchParams();
+      for (const [k, v] of Object.entries(o)) if (v !== undefined && v !== null && v !== '') q.set(k, String(v));
+      return q.toString() ? '?' + q : '';
+    };
+    return {
+      callLLM: async (messages, opts) => (await post('/api/call', {
+        messages: typeof messages === 'string' ? [{ role: 'user', content: messages }] : messages,
+        tier: (opts && opts.tier) || 2,
+      })).text,
+      callAPI: params => post('/api/claude', params),
+      callWithToolLoop: async params => (await post('/api/toolloop', params)).response,
+      model: st.model,
+      fastModel: st.fast_model,
+      React,
+      ReactDOM,
+      getSource: async () => (await get('/api/source')).source,
+      recompile,
+      setTools: names => post('/api/tools', { tools: (names || []).map(t => (typeof t === 'string' ? t : t && t.name)) }),
+      browser: {
+        clipboard: { write: text => tools.clipboard_write({ text }), read: () => tools.clipboard_read({}) },
+        speak: text => tools.speak({ text }),
+        notify: (title, body) => tools.notify({ title, body }),
+        openTab: url => tools.open_tab({ url }),
+        download: (filename, content) => tools.download({ filename, content }),
+      },
+      conversation: {
+        save: messages => post('/api/conversation/' + CONVERSATION, { messages }),
+        load: async () => (await get('/api/conversation/' + CONVERSATION)).messages || [],
+      },
+      blockRead: (name, path) => get('/api/blocks/' + enc(name) + query({ path })),
+      blockWrite: (name, path, content) => post('/api/blocks/' + enc(name), { path, content }),
+      blockList: async () => (await get('/api/blocks')).blocks,
+      blockCreate: (name, pscale0, place) => post('/api/blocks', { name, pscale0, place }),
+      bsp: (name, spindle, point) => get('/api/bsp/' + enc(name) + query({ spindle, point })),
+      resolve: (name, depth) => get('/api/resolve/' + enc(name) + query({ depth })),
+      version: st.version,
+      localStorage: window.localStorage,
+    };
+  }
+
+  // ---- browser tools: what the server relays to this page. Each returns a
+  // short text; a throw becomes an is_error result with the reason.
+
+  const need = (thing, what) => { if (!thing) throw new Error(`not supported: this browser has no ${what}`); };
+  let folder = null; // the FileSystemDirectoryHandle the person picked
+
+  // fsPath splits a path relative to the picked folder.
+  function fsPath(path) {
+    const parts = String(path || '').split('/').filter(p => p && p !== '.');
+    if (parts.includes('..')) throw new Error(`path "${path}" uses "..": paths stay inside the picked folder`);
+    return parts;
+  }
+  async function fsDir(parts, create) {
+    if (!folder) throw new Error('no folder picked: call fs_pick_directory first');
+    let d = folder;
+    for (const p of parts) d = await d.getDirectoryHandle(p, { create });
+    return d;
+  }
+  // fsParent returns the folder holding a path's last part, and that part.
+  async function fsParent(path, create) {
+    const parts = fsPath(path);
+    if (!parts.length) throw new Error(`path "${path}" names the picked folder itself, not an entry in it`);
+    return [await fsDir(parts.slice(0, -1), create), parts[parts.length - 1]];
+  }
+
+  const tools = {
+    async clipboard_write({ text }) {
+      need(navigator.clipboard, 'clipboard access (it needs a secure context such as localhost)');
+      await navigator.clipboard.writeText(String(text ?? ''));
+      return `copied ${String(text ?? '').length} characters to the clipboard`;
+    },
+    async clipboard_read() {
+      need(navigator.clipboard, 'clipboard access (it needs a secure context such as localhost)');
+      return await navigator.clipboard.readText();
+    },
+    async speak({ text }) {
+      need(window.speechSynthesis, 'speech synthesis');
+      speechSynthesis.speak(new SpeechSynthesisUtterance(String(text ?? '')));
+      return `speaking ${String(text ?? '').length} characters`;
+    },
+    async notify({ title, body }) {
+      need(window.Notification, 'notifications');
+      if (Notification.permission === 'default') await Notification.requestPermission();
+      if (Notification.permission !== 'granted') throw new Error('permission denied: notifications are not allowed for this page');
+      new Notification(String(title || 'Hermitcrab'), { body: String(body || '') });
+      return 'notification shown';
+    },
+    async download({ filename, content, mime_type: mime }) {
+      const name = String(filename || 'download.txt').replace(/[\\/]/g, '_');
+      const blob = new Blob([typeof content === 'string' ? content : JSON.stringify(content, null, 2)], { type: mime || 'text/plain' });
+      const a = el('a', { href: URL.createObjectURL(blob), download: name });
+      document.body.append(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(a.href), 60000);
+      return `offered "${name}" (${blob.size} bytes) as a download`;
+    },
+    async open_tab({ url }) {
+      const u = new URL(String(url));
+      if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error(`only http and https URLs open in a tab, not ${u.protocol}`);
+      const w = window.open(u.href, '_blank');
+      if (!w) throw new Error('the browser blocked the new tab (pop-up blocker): the person can allow pop-ups for this page');
+      w.opener = null;
+      return 'opened ' + u.href;
+    },
+    get_geolocation() {
+      need(navigator.geolocation, 'geolocation');
+      return new Promise((resolve, reject) => navigator.geolocation.getCurrentPosition(
+        p => resolve(JSON.stringify({ latitude: p.coords.latitude, longitude: p.coords.longitude, accuracy_m: p.coords.accuracy })),
+        e => reject(new Error(e.code === 1 ? 'permission denied: the person did not allow location' : 'no position: ' + e.message)),
+        { timeout: 20000 }));
+    },
+    listen({ lang, seconds }) {
+      const SR = window.SpeechRecognition || window.webkitSpeechRecognition;
+      need(SR, 'speech recognition');
+      const ms = Math.min(Math.max(Number(seconds) || 10, 1), 120) * 1000;
+      return new Promise((resolve, reject) => {
+        const rec = new SR();
+        const heard = [];
+        let failed = '';
+        rec.lang = lang || navigator.language;
+        rec.continuous = true;
+        rec.onresult = e => {
+          for (let i = e.resultIndex; i < e.results.length; i++) if (e.results[i].isFinal) heard.push(e.results[i][0].transcript.trim());
+        };
+        rec.onerror = e => {
+          if (e.error !== 'no-speech') failed = e.error === 'not-allowed' ? 'permission denied: the microphone is not allowed' : 'speech recognition failed: ' + e.error;
+        };
+        rec.onend = () => { clearTimeout(timer); failed ? reject(new Error(failed)) : resolve(heard.join(' ') || '(nothing was heard)'); };
+        const timer = setTimeout(() => rec.stop(), ms);
+        rec.start();
+        line(`listening for up to ${ms / 1000} s…`);
+      });
+    },
+    // The folder picker needs a user gesture, so ask the person with a button.
+    fs_pick_directory() {
+      need(window.showDirectoryPicker, 'File System Access API (folder access)');
+      return new Promise((resolve, reject) => {
+        const done = (err, text) => { panel.remove(); err ? reject(err) : resolve(text); };
+        const panel = el('div', { class: 'hc-panel' }, el('p', {}, 'Hermitcrab asks for access to a folder on this computer.'),
+          el('div', { class: 'hc-row' },
+            el('button', { id: 'hc-fs-pick', type: 'button', onclick: async () => {
+              try {
+                folder = await window.showDirectoryPicker({ mode: 'readwrite' });
+                done(null, `picked the folder "${folder.name}"; fs_* paths are relative to it`);
+              } catch (e) {
+                done(e.name === 'AbortError' ? new Error('permission denied: the person closed the folder picker') : e);
+              }
+            } }, 'Allow folder access'),
+            el('button', { id: 'hc-fs-deny', type: 'button', onclick: () => done(new Error('permission denied: the person declined folder access')) }, 'Not now')));
+        panels.append(panel);
+      });
+    },
+    async fs_list({ path }) {
+      const d = await fsDir(fsPath(path), false);
+      const names = [];
+      for await (const [name, h] of d.entries()) names.push(h.kind === 'directory' ? name + '/' : name);
+      return names.sort().join('\n') || '(empty folder)';
+    },
+    async fs_read({ path }) {
+      const [d, name] = await fsParent(path, false);
+      const file = await (await d.getFileHandle(name)).getFile();
+      if (file.size > FS_READ_MAX) throw new Error(`"${path}" is ${file.size} bytes; fs_read reads files up to ${FS_READ_MAX} bytes`);
+      return await file.text();
+    },
+    async fs_write({ path, content }) {
+      const [d, name] = await fsParent(path, true);
+      const w = await (await d.getFileHandle(name, { create: true })).createWritable();
+      await w.write(String(content ?? ''));
+      await w.close();
+      return `wrote ${String(content ?? '').length} characters to ${path}`;
+    },
+    async fs_mkdir({ path }) {
+      await fsDir(fsPath(path), true);
+      return `folder ${path} exists`;
+    },
+    async fs_delete({ path }) {
+      const [d, name] = await fsParent(path, false);
+      // Not recursive, so one call never wipes a whole tree.
+      await d.removeEntry(name).catch(e => {
+        throw e.name === 'InvalidModificationError' ? new Error(`folder "${path}" is not empty: delete what is inside it first`) : e;
+      });
+      return 'deleted ' + path;
+    },
+  };
+
+  async function runBrowserTool(ev) {
+    let content;
+    let isError = false;
+    try {
+      if (!Object.prototype.hasOwnProperty.call(tools, ev.tool)) {
+        throw new Error(`this page has no browser tool "${ev.tool}" (it has ${Object.keys(tools).join(', ')})`);
+      }
+      content = String(await tools[ev.tool](ev.input || {}));
+    } catch (e) {
+      isError = true;
+      content = `${ev.tool} failed: ${describe(e)}`;
+    }
+    line(isError ? content : `browser tool ${ev.tool}: done`, isError ? 'error' : 'info');
+    try {
+      await api('POST', '/api/browser/result', { id: ev.id, content, is_error: isError });
+    } catch (e) {
+      line(`could not return the ${ev.tool} result to the server: ${e.message}`, 'error');
+    }
+  }
+
+  // ---- start
+
+  async function start() {
+    try {
+      await loadState();
+      line(`${hc.state.version} · deep ${hc.state.model} · light ${hc.state.fast_model}`);
+      hc.props = makeProps(hc.state); // before any shell event can arrive
+      openEvents();
+      if (!hc.state.has_key) {
+        await keyGate();
+        await loadState();
+      }
+      if (hc.state.empty_store && browserKeys().length) await importOffer();
+    } catch (e) {
+      line('cannot reach the Hermitcrab server: ' + e.message, 'error');
+      return;
+    }
+    document.body.append(rebuildBtn);
+    const url = new URL(location.href);
+    if (url.searchParams.get('boot') === '1') {
+      // Drop ?boot=1 so that a reload restores the new shell instead of booting again.
+      url.searchParams.delete('boot');
+      history.replaceState(null, '', url);
+      boot('?boot=1: booting again');
+    } else if (hc.state.shell) {
+      line(`restoring shell ${hc.state.shell.id}`);
+      renderShell(hc.state.shell);
+    } else {
+      boot('no shell yet: booting');
+    }
+  }
+
+  start();
+})();

@@ -1,0 +1,254 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/llmkernels/kernels/hermitcrab"
+	"github.com/llmkernels/kernels/hermitcrab/store"
+	"github.com/llmkernels/kernels/llm"
+	"github.com/llmkernels/kernels/llm/anthropic"
+	"github.com/llmkernels/kernels/llm/llmtest"
+)
+
+// The shell the scripted LLM builds at boot: a greeting and three buttons
+// that exercise props.callLLM, a browser tool and props.recompile.
+const bootShell = `function Shell(props) {
+  const { useState } = React;
+  const [reply, setReply] = useState('');
+  const ask = async () => setReply(await props.callLLM([{ role: 'user', content: 'ping from the shell' }], { tier: 2 }));
+  const notes = async () => setReply(await props.callLLM([{ role: 'user', content: 'please download my notes' }]));
+  const breakIt = async () => {
+    const r = await props.recompile("function Broken(props) { return <div>{props.missing.field}</div>; }");
+    setReply(r.success ? 'rebuilt' : 'kept the old shell');
+  };
+  return (
+    <div style={{ background: '#0a0a1a', color: '#e0e0ff', fontFamily: 'sans-serif', padding: 40, minHeight: '100vh' }}>
+      <h1 id="greeting" style={{ color: '#67e8f9' }}>Hello. I woke up and built this face myself.</h1>
+      <p>Everything here was written by the LLM at boot, through the recompile tool.</p>
+      <button id="ask" onClick={ask}>Ask me something</button>{' '}
+      <button id="notes" onClick={notes}>Download my notes</button>{' '}
+      <button id="break" onClick={breakIt}>Try a broken shell</button>
+      <p id="reply" style={{ marginTop: 24 }}>{reply}</p>
+    </div>
+  );
+}`
+
+func thinking(text string) map[string]any {
+	return map[string]any{"type": "thinking", "thinking": text, "signature": "sig-" + text}
+}
+
+func textBlock(text string) map[string]any { return map[string]any{"type": "text", "text": text} }
+
+func toolUseBlock(id, name string, input any) map[string]any {
+	return map[string]any{"type": "tool_use", "id": id, "name": name, "input": input}
+}
+
+func entry(match map[string]string, content ...map[string]any) map[string]any {
+	return map[string]any{"match": match, "response": map[string]any{"content": content}}
+}
+
+// browserSession runs a web server whose LLM is the strict fake Anthropic
+// server (reached through the real SDK), and a headless Chromium on it.
+type browserSession struct {
+	fake *llmtest.Server
+	srv  *Server
+	url  string
+	ctx  context.Context
+}
+
+func newBrowserSession(t *testing.T, responses []map[string]any) *browserSession {
+	t.Helper()
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("chromium is not installed; .ci/run installs Debian's chromium")
+		}
+		t.Skip("chromium is not installed (apt-get install chromium); CI runs this test")
+	}
+	data, _ := json.Marshal(map[string]any{"responses": responses})
+	script, err := llmtest.ParseScript(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := llmtest.NewServer(script)
+	t.Cleanup(fake.Close)
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	srv, err := New(context.Background(), Config{
+		DataDir: t.TempDir(), Provider: "anthropic", KeyNeeded: true, BaseURL: fake.URL,
+		Kernel: hermitcrab.Options{ServerTools: true},
+		NewClient: func(key string) (*llm.Client, error) {
+			p, err := anthropic.New(anthropic.Config{APIKey: key, BaseURL: fake.URL})
+			return &llm.Client{Provider: p}, err
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { ts.Close(); srv.Close() })
+
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(chromium), chromedp.Flag("headless", true), chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.Flag("no-first-run", true), chromedp.Flag("disable-quic", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1000, 700))
+	ctx, cancelCtx := chromedp.NewContext(alloc)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
+	return &browserSession{fake: fake, srv: srv, url: ts.URL + "/", ctx: ctx}
+}
+
+func (b *browserSession) do(t *testing.T, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(b.ctx, steps...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func (b *browserSession) text(t *testing.T, id string) string {
+	t.Helper()
+	s, err := chromedp.Run(b.ctx, chromedp.Text(chromedp.ID(id)))
+	if err != nil {
+		t.Fatalf("reading #%s: %v", id, err)
+	}
+	return s
+}
+
+// waitText waits until #id shows want.
+func (b *browserSession) waitText(t *testing.T, id, want string) {
+	t.Helper()
+	js := `(() => { const e = document.getElementById(` + jsString(id) + `); return !!e && e.textContent === ` + jsString(want) + `; })()`
+	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](js)); err != nil {
+		t.Fatalf("waiting for #%s to show %q (it shows %q): %v", id, want, b.text(t, id), err)
+	}
+}
+
+func jsString(s string) string {
+	data, _ := json.Marshal(s)
+	return string(data)
+}
+
+// lastUserText is the text of the last user message of a request the fake
+// server received, tool results included.
+func lastUserText(r llmtest.Received) string {
+	msgs := r.Request.Messages
+	var sb strings.Builder
+	for _, b := range msgs[len(msgs)-1].Content {
+		sb.WriteString(b.Text + b.Content.String())
+	}
+	return sb.String()
+}
+
+func TestWebShellKeyGateBootPropsBrowserToolRenderErrorAndReload(t *testing.T) {
+	b := newBrowserSession(t, []map[string]any{
+		entry(map[string]string{"last_user_contains": "BOOT"},
+			thinking("First boot. Build a face."), textBlock("Building my interface."),
+			toolUseBlock("toolu_boot", "recompile", map[string]string{"jsx": bootShell})),
+		entry(map[string]string{"last_user_contains": "failed to render"},
+			thinking("My shell broke."), textBlock("I see my new shell failed to render; the old one is still here.")),
+		entry(map[string]string{"last_user_contains": "ping from the shell"},
+			thinking("Answer."), textBlock("pong from the LLM")),
+		entry(map[string]string{"last_user_contains": "please download my notes"},
+			thinking("Use the download tool."), toolUseBlock("toolu_dl", "download", map[string]string{"filename": "notes.txt", "content": "basil by the tomatoes"})),
+		entry(map[string]string{"tool_result_for": "download"},
+			thinking("Done."), textBlock("I saved notes.txt for you.")),
+	})
+	ctx := context.Background()
+	if _, err := b.srv.Kernel().SetTools(ctx, append(append([]string{}, hermitcrab.DefaultTools...), "download")); err != nil {
+		t.Fatal(err)
+	}
+
+	// The key gate: no key, so the form shows and nothing reaches the API.
+	b.do(t, "key gate", chromedp.Navigate(b.url), chromedp.WaitVisible(chromedp.ID("hc-key")))
+	if n := len(b.fake.Received()); n != 0 {
+		t.Fatalf("the API was called %d times before a key was given", n)
+	}
+	// Submitting the key hides the form and boots: the LLM's JSX renders.
+	b.do(t, "submit key and boot",
+		chromedp.SendKeys(chromedp.ID("hc-key"), "sk-ant-test-key"), chromedp.Click(chromedp.ID("hc-key-submit")),
+		chromedp.WaitVisible(chromedp.ID("greeting")), chromedp.WaitNotPresent(chromedp.ID("hc-key")))
+	got := b.fake.Received()
+	if len(got) != 1 || got[0].Header.Get("x-api-key") != "sk-ant-test-key" || got[0].Request.Model != "claude-opus-4-6" {
+		t.Fatalf("boot: the fake API saw %d requests", len(got))
+	}
+	shot, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+	if err != nil || len(shot) < 1000 {
+		t.Fatalf("screenshot: %d bytes, %v", len(shot), err)
+	}
+	if path := os.Getenv("HERMITCRAB_SCREENSHOT"); path != "" {
+		os.WriteFile(path, shot, 0o644)
+	}
+
+	// A button in the LLM's shell calls props.callLLM; the reply appears.
+	b.do(t, "ask", chromedp.Click(chromedp.ID("ask")))
+	b.waitText(t, "reply", "pong from the LLM")
+
+	// A browser tool: the LLM calls download, the page runs it and its
+	// result returns to the tool loop.
+	b.do(t, "download", chromedp.Click(chromedp.ID("notes")))
+	b.waitText(t, "reply", "I saved notes.txt for you.")
+	got = b.fake.Received()
+	result := got[len(got)-1].Request.Messages
+	last := result[len(result)-1].Content[0]
+	if last.Type != llm.BlockToolResult || last.IsError || !strings.Contains(last.Content.String(), "notes.txt") {
+		t.Fatalf("the page's download result did not return to the loop: %+v", last)
+	}
+
+	// A shell that throws while rendering keeps the old one on screen, is
+	// reported to the server, and the LLM hears of it on its next call.
+	b.do(t, "break", chromedp.Click(chromedp.ID("break")))
+	b.waitText(t, "reply", "kept the old shell")
+	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](`window.hermitcrab.lastRender.status === 'failed'`)); err != nil {
+		t.Fatalf("render failure not recorded in the page: %v", err)
+	}
+	sh, err := b.srv.Kernel().Store().LatestShell(ctx, "")
+	if err != nil || sh.Status != store.ShellFailed || !strings.Contains(sh.Error, "reading 'field'") {
+		t.Fatalf("the server did not hear of the failed render: %+v %v", sh, err)
+	}
+	b.do(t, "ask after the failure", chromedp.WaitVisible(chromedp.ID("greeting")), chromedp.Click(chromedp.ID("ask")))
+	b.waitText(t, "reply", "I see my new shell failed to render; the old one is still here.")
+
+	// Reloading restores the last good shell without calling the API.
+	before := len(b.fake.Received())
+	b.do(t, "reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("greeting")))
+	time.Sleep(300 * time.Millisecond) // let any stray boot request arrive before counting
+	if after := len(b.fake.Received()); after != before {
+		t.Fatalf("reload made %d API calls", after-before)
+	}
+	if b.fake.Remaining() != 0 {
+		t.Fatalf("%d scripted responses were never used", b.fake.Remaining())
+	}
+}
+
+func TestWebShellCompileErrorGoesBackToTheLLMAndTheFixRenders(t *testing.T) {
+	broken := "function Shell(props) {\n  return <div id=\"greeting\">Hello</span>;\n}"
+	fixed := "function Shell(props) {\n  return <div id=\"greeting\" style={{color: '#e0e0ff'}}>Hello, second try.</div>;\n}"
+	b := newBrowserSession(t, []map[string]any{
+		entry(map[string]string{"last_user_contains": "BOOT"},
+			thinking("Build."), toolUseBlock("toolu_1", "recompile", map[string]string{"jsx": broken})),
+		entry(map[string]string{"tool_result_for": "recompile"},
+			thinking("Fix the closing tag."), toolUseBlock("toolu_2", "recompile", map[string]string{"jsx": fixed})),
+	})
+	b.do(t, "key and boot",
+		chromedp.Navigate(b.url), chromedp.WaitVisible(chromedp.ID("hc-key")),
+		chromedp.SendKeys(chromedp.ID("hc-key"), "sk-ant-test-key"), chromedp.Click(chromedp.ID("hc-key-submit")))
+	b.waitText(t, "greeting", "Hello, second try.")
+	got := b.fake.Received()
+	if len(got) != 2 {
+		t.Fatalf("want 2 API calls (broken, then fixed), got %d", len(got))
+	}
+	feedback := got[1].Request.Messages[2].Content[0]
+	if !feedback.IsError || !strings.Contains(feedback.Content.String(), "line 2, column") {
+		t.Fatalf("the compile error did not reach the LLM with its line and column: %+v", feedback)
+	}
+}

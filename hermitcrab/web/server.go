@@ -1,0 +1,335 @@
+// Package web serves the Hermitcrab web shell: the host page, the kernel's
+// API for the page's props, the LLM-built shell compiled with esbuild, and a
+// server-sent event stream that carries boot progress, new shells and
+// browser-tool calls to the page.
+//
+// The kernel runs here in Go; the browser renders the shell and does what
+// only a browser can (clipboard, speech, notifications, downloads, local
+// folders). The API key is kept server side (environment or a 0600 file in
+// the data directory) and is never sent to a browser or written to a log.
+//
+// Security: every state-changing request needs the page's CSRF token and an
+// Origin equal to this server's; bodies are size-limited; off loopback every
+// request needs the access token. The shell the LLM writes runs with the
+// page's full rights by design: it is the person's own agent.
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/llmkernels/kernels/hermitcrab"
+	"github.com/llmkernels/kernels/hermitcrab/store"
+	"github.com/llmkernels/kernels/llm"
+)
+
+// Config configures a Server.
+type Config struct {
+	Addr    string // default 127.0.0.1:8420
+	Token   string // access token; required (generated when empty) off loopback
+	DataDir string
+	// Kernel is the kernel's base options; the server sets Browser,
+	// CompileShell, OnShell and Observe.
+	Kernel hermitcrab.Options
+	// NewClient builds the LLM client once the API key is known.
+	NewClient func(apiKey string) (*llm.Client, error)
+	// KeyNeeded is false for providers that need no key (scripted, local).
+	KeyNeeded bool
+	// Provider is the provider name: "anthropic" makes /api/claude a raw
+	// passthrough to BaseURL; others answer it through the client.
+	Provider string
+	BaseURL  string   // Anthropic base URL for the passthrough; default https://api.anthropic.com
+	Betas    []string // anthropic-beta values the passthrough adds
+	// BrowserTimeout bounds a browser tool call; default 60 s (listen and
+	// fs_pick_directory wait for a person, so they get 3 minutes).
+	BrowserTimeout time.Duration
+	Log            *slog.Logger
+}
+
+// Server is a running web shell.
+type Server struct {
+	cfg     Config
+	kernel  *hermitcrab.Kernel
+	hub     *hub
+	relay   *relay
+	csrf    string
+	token   string
+	log     *slog.Logger
+	keyMu   sync.Mutex
+	apiKey  string // what the /api/claude passthrough sends; never leaves the server
+	hasKey  atomic.Bool
+	booting atomic.Bool
+	ctx     context.Context // ends when the server stops: boots run under it
+}
+
+const keyFile = "api_key"
+
+// New opens the kernel in cfg.DataDir and prepares the server.
+func New(ctx context.Context, cfg Config) (*Server, error) {
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:8420"
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = "https://api.anthropic.com"
+	}
+	if cfg.BrowserTimeout <= 0 {
+		cfg.BrowserTimeout = 60 * time.Second
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, hub: newHub(), csrf: randomToken(), token: cfg.Token, log: cfg.Log, ctx: ctx}
+	if !loopback(cfg.Addr) && s.token == "" {
+		s.token = randomToken()
+	}
+	s.relay = &relay{hub: s.hub, timeout: cfg.BrowserTimeout, pending: map[string]chan browserResult{}}
+	opts := cfg.Kernel
+	opts.Browser = s.relay
+	opts.CompileShell = func(_ context.Context, source string) error {
+		_, err := compileShell(source)
+		return err
+	}
+	opts.OnShell = s.pushShell
+	opts.Observe = s.progress
+	k, err := hermitcrab.Open(cfg.DataDir, opts)
+	if err != nil {
+		return nil, err
+	}
+	s.kernel = k
+	if err := k.Ready(ctx); err != nil {
+		k.Close()
+		return nil, err
+	}
+	key, err := s.loadKey()
+	if err != nil {
+		k.Close()
+		return nil, err
+	}
+	if key != "" || !cfg.KeyNeeded {
+		if err := s.useKey(key); err != nil {
+			k.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Close closes the kernel.
+func (s *Server) Close() error { return s.kernel.Close() }
+
+// Kernel is the server's kernel.
+func (s *Server) Kernel() *hermitcrab.Kernel { return s.kernel }
+
+// Token is the access token requests must carry, "" on loopback without one.
+func (s *Server) Token() string { return s.token }
+
+// URL is the address to open in a browser, with the token when one is needed.
+func (s *Server) URL(addr string) string {
+	u := "http://" + addr + "/"
+	if s.token != "" {
+		u += "?token=" + s.token
+	}
+	return u
+}
+
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func randomToken() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// loadKey reads the key from the environment or the data directory's key file.
+func (s *Server) loadKey() (string, error) {
+	if k := os.Getenv("ANTHROPIC_API_KEY"); k != "" && s.cfg.Provider == "anthropic" {
+		return k, nil
+	}
+	data, err := os.ReadFile(filepath.Join(s.cfg.DataDir, keyFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading the API key file: %w", err)
+	}
+	return strings.TrimSpace(string(data)), nil
+}
+
+// useKey builds the client with the key.
+func (s *Server) useKey(key string) error {
+	s.keyMu.Lock()
+	defer s.keyMu.Unlock()
+	client, err := s.cfg.NewClient(key)
+	if err != nil {
+		return err
+	}
+	client.Observe = s.progress
+	s.kernel.SetClient(client)
+	s.hasKey.Store(true)
+	s.apiKey = key
+	return nil
+}
+
+// saveKey stores the key in the data directory, readable by its owner only.
+func (s *Server) saveKey(key string) error {
+	path := filepath.Join(s.cfg.DataDir, keyFile)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(key+"\n"), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func (s *Server) passKey() string {
+	s.keyMu.Lock()
+	defer s.keyMu.Unlock()
+	return s.apiKey
+}
+
+// progress sends an LLM or tool event to the page as a status line.
+func (s *Server) progress(e llm.Event) {
+	if line, level, ok := hermitcrab.Describe(e); ok {
+		s.hub.send(event{"type": "status", "text": line, "level": level})
+	}
+}
+
+// pushShell compiles a new shell and sends it to the page.
+func (s *Server) pushShell(sh store.Shell) {
+	code, err := compileShell(sh.Source)
+	if err != nil {
+		s.log.Warn("a stored shell does not compile", "shell", sh.ID, "err", err)
+		return
+	}
+	s.hub.send(event{"type": "shell", "id": sh.ID, "code": code, "source": sh.Source})
+}
+
+// Handler is the server's HTTP handler.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	s.routes(mux)
+	return s.guard(mux)
+}
+
+// guard checks the access token (off loopback), and for every POST the
+// Origin and the CSRF token; it also limits request bodies.
+func (s *Server) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.token != "" && !s.tokenOK(w, r) {
+			writeError(w, http.StatusUnauthorized, errors.New("this server needs its access token: open the URL it printed (…/?token=…)"))
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			if origin := r.Header.Get("Origin"); origin != "http://"+r.Host {
+				writeError(w, http.StatusForbidden, fmt.Errorf("origin %q is not this server's (http://%s)", origin, r.Host))
+				return
+			}
+			if !equal(r.Header.Get("X-CSRF-Token"), s.csrf) {
+				writeError(w, http.StatusForbidden, errors.New("missing or wrong X-CSRF-Token: reload the page"))
+				return
+			}
+			r.Body = http.MaxBytesReader(w, r.Body, bodyLimit(r.URL.Path))
+		}
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// tokenOK accepts the token from the cookie, a header or the query; the
+// query form sets the cookie so the page's own requests carry it.
+func (s *Server) tokenOK(w http.ResponseWriter, r *http.Request) bool {
+	if c, err := r.Cookie("hc_token"); err == nil && equal(c.Value, s.token) {
+		return true
+	}
+	if equal(r.Header.Get("X-HC-Token"), s.token) {
+		return true
+	}
+	if equal(r.URL.Query().Get("token"), s.token) {
+		http.SetCookie(w, &http.Cookie{Name: "hc_token", Value: s.token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		return true
+	}
+	return false
+}
+
+func equal(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
+
+// bodyLimit: imports and raw API calls (which may carry images) get more.
+func bodyLimit(path string) int64 {
+	switch path {
+	case "/api/import", "/api/claude", "/api/toolloop", "/api/call":
+		return 16 << 20
+	}
+	return 1 << 20
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, err error) {
+	writeJSON(w, status, map[string]string{"error": err.Error()})
+}
+
+// readJSON decodes a request body; a body over the limit says so.
+func readJSON(r *http.Request, v any) error {
+	dec := json.NewDecoder(r.Body)
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return fmt.Errorf("request body over %d bytes", tooBig.Limit)
+		}
+		return fmt.Errorf("request body is not the expected JSON: %w", err)
+	}
+	return nil
+}
+
+// ListenAndServe serves until ctx ends, printing the URL to open.
+func (s *Server) ListenAndServe(ctx context.Context, ready func(url string)) error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", s.cfg.Addr, err)
+	}
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	if ready != nil {
+		ready(s.URL(ln.Addr().String()))
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s.hub.close()
+		return srv.Shutdown(shut)
+	case err := <-errc:
+		return err
+	}
+}
