@@ -34,12 +34,10 @@ test: build vet fmt-check
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-# Until `hermitcrab serve` exists this boots an instance offline from a script.
+# The main job: the Hermitcrab web shell on http://127.0.0.1:8420 (open the
+# URL it prints; the page asks for your Anthropic key once).
 run: build
-	@echo "make run will start the Hermitcrab web server (bin/hermitcrab serve); it is not built yet."
-	@echo "Meanwhile: a headless boot in a fresh data directory, with scripted LLM responses."
-	@bin/hermitcrab --data "$$(mktemp -d)" boot --print --provider script --script cmd/hermitcrab/testdata/boot.json
-	@echo "With your key: ANTHROPIC_API_KEY=... bin/hermitcrab boot --print, then bin/hermitcrab chat"
+	bin/hermitcrab serve
 
 clean:
 	rm -rf bin $(REACT_JS)
