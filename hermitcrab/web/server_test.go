@@ -1,0 +1,169 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/llmkernels/kernels/llm"
+	"github.com/llmkernels/kernels/llm/llmtest"
+)
+
+func TestStateChangingRequestsNeedTheCSRFTokenAndOrigin(t *testing.T) {
+	srv, ts := testServer(t, `{"responses":[]}`)
+	body := `{"path":"0.1","content":"x"}`
+	cases := []struct {
+		name, origin, csrf string
+		want             int
+	}{
+		{"no token", ts.URL, "", http.StatusForbidden},
+		{"wrong token", ts.URL, "guess", http.StatusForbidden},
+		{"other origin", "http://evil.example", srv.csrf, http.StatusForbidden},
+		{"no origin", "", srv.csrf, http.StatusForbidden},
+		{"the page", ts.URL, srv.csrf, http.StatusOK},
+	}
+	for _, c := range cases {
+		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/api/blocks/stash", strings.NewReader(body))
+		if c.origin != "" {
+			req.Header.Set("Origin", c.origin)
+		}
+		if c.csrf != "" {
+			req.Header.Set("X-CSRF-Token", c.csrf)
+		}
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("%s: HTTP %d, want %d", c.name, resp.StatusCode, c.want)
+		}
+	}
+}
+
+func TestOffLoopbackEveryRequestNeedsTheAccessToken(t *testing.T) {
+	p := llmtest.NewScripted(mustScript(t, `{"responses":[]}`))
+	srv, err := New(context.Background(), Config{Addr: "0.0.0.0:0", DataDir: t.TempDir(), Provider: "script",
+		NewClient: func(string) (*llm.Client, error) { return &llm.Client{Provider: p}, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	if srv.Token() == "" || !strings.Contains(srv.URL("192.0.2.1:8420"), "?token="+srv.Token()) {
+		t.Fatalf("no token generated off loopback: %q", srv.URL("192.0.2.1:8420"))
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	if code := get(t, ts, "/api/state", nil); code != http.StatusUnauthorized {
+		t.Fatalf("without the token: HTTP %d", code)
+	}
+	resp, err := ts.Client().Get(ts.URL + "/?token=" + srv.Token())
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("with the token: %v %v", resp, err)
+	}
+	cookie := resp.Cookies()
+	resp.Body.Close()
+	if len(cookie) != 1 || !cookie[0].HttpOnly || cookie[0].SameSite != http.SameSiteStrictMode {
+		t.Fatalf("the token cookie: %+v", cookie)
+	}
+	req, _ := http.NewRequest(http.MethodGet, ts.URL+"/api/state", nil)
+	req.AddCookie(cookie[0])
+	if resp, _ := ts.Client().Do(req); resp.StatusCode != http.StatusOK {
+		t.Fatalf("with the cookie: HTTP %d", resp.StatusCode)
+	}
+}
+
+func mustScript(t *testing.T, s string) *llmtest.Script {
+	t.Helper()
+	sc, err := llmtest.ParseScript([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+func TestTheKeyIsStoredPrivatelyAndNeverSentBack(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	dir := t.TempDir()
+	p := llmtest.NewScripted(mustScript(t, `{"responses":[]}`))
+	var gotKey string
+	srv, err := New(context.Background(), Config{DataDir: dir, Provider: "anthropic", KeyNeeded: true,
+		NewClient: func(key string) (*llm.Client, error) { gotKey = key; return &llm.Client{Provider: p}, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	var before map[string]any
+	get(t, ts, "/api/state", &before)
+	if before["has_key"] != false {
+		t.Fatalf("has_key before: %v", before["has_key"])
+	}
+	const key = "sk-ant-secret-123"
+	if code := post(t, ts, srv, "/api/key", map[string]string{"key": key}, nil); code != 200 {
+		t.Fatalf("posting the key: HTTP %d", code)
+	}
+	info, err := os.Stat(filepath.Join(dir, keyFile))
+	if err != nil || info.Mode().Perm() != 0o600 || gotKey != key {
+		t.Fatalf("key file %v %v; client got %q", info, err, gotKey)
+	}
+	for _, path := range []string{"/api/state", "/", "/assets/host.js", "/api/blocks"} {
+		resp, _ := ts.Client().Get(ts.URL + path)
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if bytes.Contains(data, []byte(key)) {
+			t.Fatalf("%s sends the key back", path)
+		}
+	}
+	var after map[string]any
+	get(t, ts, "/api/state", &after)
+	if after["has_key"] != true {
+		t.Fatal("has_key after posting the key")
+	}
+}
+
+func TestRequestBodiesAreLimited(t *testing.T) {
+	srv, ts := testServer(t, `{"responses":[]}`)
+	var out map[string]string
+	code := post(t, ts, srv, "/api/blocks/stash", map[string]string{"path": "0.1", "content": strings.Repeat("x", 2<<20)}, &out)
+	if code != http.StatusBadRequest || !strings.Contains(out["error"], "over 1048576 bytes") {
+		t.Fatalf("HTTP %d %v", code, out)
+	}
+}
+
+func TestABrowserToolWithNoPageAttachedSaysSo(t *testing.T) {
+	srv, _ := testServer(t, `{"responses":[]}`)
+	out, err := srv.relay.Call(context.Background(), "download", json.RawMessage(`{"filename":"a.txt","content":"x"}`))
+	if err != nil || !out.IsError || !strings.Contains(out.Content.Text, "no") {
+		t.Fatalf("%+v %v", out, err)
+	}
+	if err := srv.relay.answer(browserResult{ID: "nobody-asked"}); err == nil {
+		t.Fatal("an answer nobody waits for must be refused")
+	}
+}
+
+func TestRecompileThroughTheAPIReturnsCompileErrorsWithLineAndColumn(t *testing.T) {
+	srv, ts := testServer(t, `{"responses":[]}`)
+	var out map[string]any
+	post(t, ts, srv, "/api/recompile", map[string]string{"jsx": "function App(props) {\n  return <div>;\n}"}, &out)
+	if out["ok"] != false || !strings.Contains(out["error"].(string), "line 2, column") {
+		t.Fatalf("%v", out)
+	}
+	post(t, ts, srv, "/api/recompile", map[string]string{"jsx": "function App(props) { return <div>ok</div>; }"}, &out)
+	if out["ok"] != true {
+		t.Fatalf("%v", out)
+	}
+	var state struct{ Shell struct{ Code string } }
+	get(t, ts, "/api/state", &state)
+	if !strings.Contains(state.Shell.Code, "React.createElement") {
+		t.Fatalf("state does not carry the compiled shell: %q", state.Shell.Code)
+	}
+}
