@@ -21,7 +21,7 @@ func TestStateChangingRequestsNeedTheCSRFTokenAndOrigin(t *testing.T) {
 	body := `{"path":"0.1","content":"x"}`
 	cases := []struct {
 		name, origin, csrf string
-		want             int
+		want               int
 	}{
 		{"no token", ts.URL, "", http.StatusForbidden},
 		{"wrong token", ts.URL, "guess", http.StatusForbidden},
