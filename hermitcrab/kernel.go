@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -50,11 +49,9 @@ type Options struct {
 	// OnShell is told of every shell recompile stores (the web shell pushes
 	// it to the page).
 	OnShell func(store.Shell)
-	// WebRequest is the policy of the web_request tool; the zero value
-	// denies loopback and private addresses.
+	// WebRequest is the host policy of the web_request and fetch_url tools;
+	// the zero value denies loopback and private addresses.
 	WebRequest WebPolicy
-	// HTTPClient fetches for fetch_url; default has a 20 s timeout.
-	HTTPClient *http.Client
 	// Observe receives LLM and tool events as they happen (progress lines).
 	Observe func(llm.Event)
 	Log     *slog.Logger
@@ -103,9 +100,6 @@ func Open(dir string, opts Options) (*Kernel, error) {
 	st, err := store.Open(filepath.Join(dir, "hermitcrab.db"), store.Options{MaxBlockBytes: opts.MaxBlockBytes})
 	if err != nil {
 		return nil, err
-	}
-	if opts.HTTPClient == nil {
-		opts.HTTPClient = &http.Client{Timeout: 20 * time.Second}
 	}
 	log := opts.Log
 	if log == nil {

@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -106,7 +104,7 @@ func (k *Kernel) catalogue(c *callState) map[string]llm.ToolHandler {
 			return k.toolCallLLM(ctx, c, in)
 		})
 	add("get_datetime", "Current date, time, timezone and unix timestamp.", schema(""), k.toolDatetime)
-	add("fetch_url", "Fetch a URL (GET) when the native web_fetch fails; the text is truncated at 50,000 characters.",
+	add("fetch_url", "Fetch a URL (GET) when the native web_fetch fails; the text is truncated at 50,000 characters. Loopback and private addresses are refused unless allowed.",
 		schema(`"url":{"type":"string"}`, "url"), k.toolFetchURL)
 	add("web_request", "Send an HTTP request (any method) from the kernel: POST, PUT, PATCH, DELETE to an API. Loopback and private addresses are refused unless allowed; the answer is truncated at 50,000 characters.",
 		schema(`"method":{"type":"string"},"url":{"type":"string"},"headers":{"type":"object","additionalProperties":{"type":"string"}},"body":{"type":"string"}`, "url"),
@@ -638,33 +636,7 @@ func (k *Kernel) toolFetchURL(ctx context.Context, in json.RawMessage) (llm.Tool
 	if err := decode(in, &args); err != nil {
 		return llm.ToolOutput{}, err
 	}
-	u, err := url.Parse(args.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return llm.ToolOutput{}, fmt.Errorf("url %q: want an absolute http(s) URL", args.URL)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return llm.ToolOutput{}, err
-	}
-	resp, err := k.opts.HTTPClient.Do(req)
-	if err != nil {
-		return llm.ToolOutput{}, fmt.Errorf("fetching %s: %w", u, err)
-	}
-	defer resp.Body.Close()
-	// Read a little past the limit so a cut can be reported.
-	body, err := io.ReadAll(io.LimitReader(resp.Body, fetchLimit*4+4))
-	if err != nil {
-		return llm.ToolOutput{}, fmt.Errorf("reading %s: %w", u, err)
-	}
-	text := string(body)
-	note := ""
-	if r := []rune(text); len(r) > fetchLimit {
-		text = string(r[:fetchLimit])
-		note = fmt.Sprintf("\n[truncated at %d characters]", fetchLimit)
-	}
-	out := llm.TextOutput(fmt.Sprintf("HTTP %d (%s)\n%s%s", resp.StatusCode, resp.Header.Get("Content-Type"), text, note))
-	out.IsError = resp.StatusCode >= 400
-	return out, nil
+	return k.httpRequest(ctx, http.MethodGet, args.URL, nil, "")
 }
 
 func (k *Kernel) browserTool(name string) llm.ToolFunc {

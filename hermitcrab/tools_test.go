@@ -140,7 +140,7 @@ func TestFetchURLTruncatesAt50000Characters(t *testing.T) {
 		w.Write([]byte(strings.Repeat("a", 60_000)))
 	}))
 	defer srv.Close()
-	k, _ := newKernel(t, `{"responses":[]}`)
+	k, _ := newKernel(t, `{"responses":[]}`, func(o *Options) { o.WebRequest = WebPolicy{Allow: []string{"127.0.0.1"}} })
 	out := runTool(t, k, "fetch_url", `{"url":"`+srv.URL+`"}`)
 	if out.IsError || !strings.HasPrefix(out.Content.Text, "HTTP 200 (text/plain)\n") || !strings.HasSuffix(out.Content.Text, "[truncated at 50000 characters]") {
 		t.Fatalf("got %.60q…%.60q", out.Content.Text, out.Content.Text[len(out.Content.Text)-60:])

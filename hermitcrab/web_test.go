@@ -19,9 +19,10 @@ func TestWebRequestRefusesLoopbackUnlessAllowed(t *testing.T) {
 	input := `{"method":"post","url":"` + srv.URL + `/x","body":"{}"}`
 
 	k, _ := newKernel(t, `{"responses":[]}`)
-	out := runTool(t, k, "web_request", input)
-	if !out.IsError || !strings.Contains(out.Content.Text, "loopback or private") {
-		t.Fatalf("default policy: %+v", out)
+	for _, tool := range []string{"web_request", "fetch_url"} {
+		if out := runTool(t, k, tool, input); !out.IsError || !strings.Contains(out.Content.Text, "loopback or private") {
+			t.Fatalf("%s under the default policy: %+v", tool, out)
+		}
 	}
 	allowed, _ := newKernel(t, `{"responses":[]}`, func(o *Options) { o.WebRequest = WebPolicy{Allow: []string{"127.0.0.1"}} })
 	if out := runTool(t, allowed, "web_request", input); out.IsError || !strings.HasSuffix(out.Content.Text, "POST ok") {

@@ -94,35 +94,43 @@ func (k *Kernel) toolWebRequest(ctx context.Context, in json.RawMessage) (llm.To
 	if err := decode(in, &args); err != nil {
 		return llm.ToolOutput{}, err
 	}
-	u, err := url.Parse(args.URL)
+	method := strings.ToUpper(args.Method)
+	if method == "" {
+		method = http.MethodGet
+	}
+	return k.httpRequest(ctx, method, args.URL, args.Headers, args.Body)
+}
+
+// httpRequest is fetch_url and web_request: one request under the host
+// policy, answered as "HTTP status (type)" and the body, truncated at
+// fetchLimit characters. A 4xx or 5xx answer is an error result.
+func (k *Kernel) httpRequest(ctx context.Context, method, rawURL string, headers map[string]string, body string) (llm.ToolOutput, error) {
+	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
-		return llm.ToolOutput{}, fmt.Errorf("url %q: want an absolute http(s) URL", args.URL)
+		return llm.ToolOutput{}, fmt.Errorf("url %q: want an absolute http(s) URL", rawURL)
 	}
 	privateOK, err := k.opts.WebRequest.check(u.Hostname())
 	if err != nil {
 		return llm.ToolOutput{}, err
 	}
-	method := strings.ToUpper(args.Method)
-	if method == "" {
-		method = http.MethodGet
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), strings.NewReader(args.Body))
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), strings.NewReader(body))
 	if err != nil {
 		return llm.ToolOutput{}, err
 	}
-	for k, v := range args.Headers {
-		req.Header.Set(k, v)
+	for name, v := range headers {
+		req.Header.Set(name, v)
 	}
 	resp, err := webClient(privateOK).Do(req)
 	if err != nil {
 		return llm.ToolOutput{}, fmt.Errorf("%s %s: %w", method, u, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, fetchLimit*4+4))
+	// Read a little past the limit so a cut can be reported.
+	data, err := io.ReadAll(io.LimitReader(resp.Body, fetchLimit*4+4))
 	if err != nil {
 		return llm.ToolOutput{}, fmt.Errorf("reading %s: %w", u, err)
 	}
-	text, note := string(body), ""
+	text, note := string(data), ""
 	if r := []rune(text); len(r) > fetchLimit {
 		text, note = string(r[:fetchLimit]), fmt.Sprintf("\n[truncated at %d characters]", fetchLimit)
 	}
