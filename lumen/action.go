@@ -1,0 +1,416 @@
+package lumen
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/llmkernels/kernels/llm"
+	"github.com/llmkernels/kernels/lumen/memory"
+	"github.com/llmkernels/kernels/lumen/skill"
+)
+
+// Candidate is an action THINK proposes, with its predicted outcome.
+type Candidate struct {
+	Action         string          `json:"action" jsonschema:"description=what to do, in one sentence"`
+	Skill          string          `json:"skill" jsonschema:"description=the skill that would do it: an available skill, create-skill to author a new one, or the name a missing skill would have"`
+	Input          json.RawMessage `json:"input" jsonschema:"description=the JSON input for the skill, as its --help describes"`
+	Predicted      string          `json:"predicted_outcome" jsonschema:"description=what you expect to happen if you do this"`
+	Counterfactual string          `json:"counterfactual" jsonschema:"description=what would happen instead if you took another candidate or did nothing"`
+}
+
+// thought is THINK's answer.
+type thought struct {
+	Situation  string      `json:"situation" jsonschema:"description=your model of the situation"`
+	Candidates []Candidate `json:"candidates" jsonschema:"minItems=1,maxItems=5"`
+}
+
+// recordAnswer is RECORD's answer.
+type recordAnswer struct {
+	Outcome          string   `json:"outcome" jsonschema:"description=what actually happened"`
+	Delta            float64  `json:"delta" jsonschema:"minimum=0,maximum=1,description=how far the outcome is from the prediction: 0 exactly as predicted, 1 entirely different"`
+	DeltaExplanation string   `json:"delta_explanation"`
+	Changes          []Change `json:"changes" jsonschema:"description=writes this action calls for, e.g. a goal's status (todo, working, done); empty if none"`
+}
+
+// trigger is what starts an action loop: external input (a chat turn) or
+// the goal the cycle selected.
+type trigger struct {
+	external string
+	goal     *GoalRecord
+}
+
+func (t trigger) describe() string {
+	if t.goal != nil {
+		return fmt.Sprintf("pursue goal %q (weight %.2f, %s)", t.goal.Name, t.goal.Weight, t.goal.Status)
+	}
+	return "external input: " + t.external
+}
+
+func (t trigger) text() string {
+	if t.goal != nil {
+		return t.goal.Name
+	}
+	return t.external
+}
+
+// ActionReport is what one action loop did.
+type ActionReport struct {
+	Trigger     string            `json:"trigger"`
+	Situation   string            `json:"situation,omitempty"`
+	Candidates  []Candidate       `json:"candidates,omitempty"`
+	Verdict     *Verdict          `json:"verdict,omitempty"`
+	CreatedGoal string            `json:"created_goal,omitempty"` // goal to author a missing skill (A = 0)
+	Skill       *skill.Result     `json:"skill,omitempty"`
+	Created     []string          `json:"created_skills,omitempty"`
+	Predicted   string            `json:"predicted,omitempty"`
+	Outcome     string            `json:"outcome,omitempty"`
+	Delta       *float64          `json:"delta,omitempty"`
+	Applied     []AppliedChange   `json:"applied,omitempty"`
+	Refused     []string          `json:"refused,omitempty"`
+	Fired       []Fired           `json:"fired,omitempty"`
+	Reflection  *ReflectionReport `json:"reflection,omitempty"`
+	Stopped     string            `json:"stopped,omitempty"` // the step after which Ctrl-C stopped the loop
+	Usage       Usage             `json:"usage"`
+}
+
+// interrupted reports whether Ctrl-C asked the loop to stop; if so it
+// writes a kernel memory saying after which step, and marks the report.
+func (in *Instance) interrupted(ctx context.Context, step string, stopped *string) bool {
+	if ctx.Err() == nil {
+		return false
+	}
+	*stopped = step
+	in.remember(memory.Kernel, step, "interrupted", fmt.Sprintf("interrupted: stopped after %s at the user's request (Ctrl-C); the cycle ends here", strings.ToUpper(step)), nil)
+	return true
+}
+
+// stepFailed records a failed step as a kernel memory and returns err.
+func (in *Instance) stepFailed(step string, err error) error {
+	in.remember(memory.Kernel, step, "step failed", fmt.Sprintf("%s failed: %v", strings.ToUpper(step), err), map[string]any{"error": err.Error()})
+	return err
+}
+
+// actionLoop runs THINK → DECIDE → ACT → RECORD, then the reflection
+// trigger and, when it fires, the reflection loop. Steps run to completion
+// once started; Ctrl-C (ctx cancelled) stops the loop between steps.
+func (in *Instance) actionLoop(ctx context.Context, tr trigger) (*ActionReport, error) {
+	rep := &ActionReport{Trigger: tr.describe()}
+	step := context.WithoutCancel(ctx)
+
+	// THINK
+	snap, err := in.snapshot()
+	if err != nil {
+		return rep, in.stepFailed("think", err)
+	}
+	ret, err := in.mem.Retrieve(step, memory.Query{Text: tr.text(), Recent: in.opts.Recent, TopK: in.opts.TopK})
+	if err != nil {
+		return rep, in.stepFailed("think", err)
+	}
+	skills, err := in.skillContext(step)
+	if err != nil {
+		return rep, in.stepFailed("think", err)
+	}
+	vars := snap.vars(in.opts.Now())
+	vars["trigger"] = tr.describe()
+	vars["memories"] = formatMemories(ret.Entries)
+	vars["skills"] = skills
+	th, err := ask[thought](step, in, "think", vars, &rep.Usage)
+	if err != nil {
+		return rep, in.stepFailed("think", err)
+	}
+	rep.Situation, rep.Candidates = th.Situation, th.Candidates
+	var preds []string
+	for i, c := range th.Candidates {
+		preds = append(preds, fmt.Sprintf("#%d %s (skill %s) → predicted: %s", i+1, c.Action, c.Skill, c.Predicted))
+	}
+	_, err = in.rememberUsed(memory.Kernel, "think", "action loop: "+tr.describe(),
+		fmt.Sprintf("THINK: loaded soul.md, %d values, %d goals, %d memories (%s). Situation: %s Candidates: %s",
+			len(snap.values), len(snap.goals), len(ret.Entries), ret.Mode, th.Situation, strings.Join(preds, "; ")),
+		map[string]any{"loop": LoopAction, "loaded": snap.loaded(len(ret.Entries)), "retrieval": ret.Mode,
+			"candidates": th.Candidates, "situation": th.Situation, "usage": rep.Usage}, ret.IDs())
+	if err != nil {
+		return rep, err
+	}
+	if in.interrupted(ctx, "think", &rep.Stopped) {
+		return rep, nil
+	}
+
+	// DECIDE
+	vars["situation"] = th.Situation
+	vars["candidates"] = formatCandidates(th.Candidates)
+	before := rep.Usage
+	dec, err := ask[decision](step, in, "decide", vars, &rep.Usage)
+	if err != nil {
+		return rep, in.stepFailed("decide", err)
+	}
+	sc := scoring{values: snap.values, goals: snap.goals, reactive: tr.goal == nil, available: in.skills.Available,
+		now: in.opts.Now()}
+	if sc.lastPursued, err = in.lastPursued(step); err != nil {
+		return rep, in.stepFailed("decide", err)
+	}
+	v := sc.score(th.Candidates, dec)
+	rep.Verdict = &v
+	if err := in.logDecision(tr, v, dec, rep.Usage.CostUSD-before.CostUSD); err != nil {
+		return rep, err
+	}
+	switch v.Outcome {
+	case OutcomeSkip:
+		return rep, in.afterAction(ctx, "decide", tr, rep, nil)
+	case OutcomeGap:
+		if err := in.authorSkillGoal(th.Candidates[v.Chosen-1], v.Scores[v.Chosen-1], rep); err != nil {
+			return rep, err
+		}
+		return rep, in.afterAction(ctx, "decide", tr, rep, nil)
+	}
+	chosen := th.Candidates[v.Chosen-1]
+	score := v.Scores[v.Chosen-1]
+	rep.Predicted = chosen.Predicted
+	for _, g := range score.Goals {
+		if _, err := in.remember(memory.Goal, "decide", "action loop: "+tr.describe(),
+			fmt.Sprintf("Pursuing goal %q by %s (B=%.3f).", g, chosen.Action, score.B),
+			map[string]any{"goal": g, "action": chosen.Action}); err != nil {
+			return rep, err
+		}
+	}
+	if in.interrupted(ctx, "decide", &rep.Stopped) {
+		return rep, nil
+	}
+
+	// ACT
+	outcome, err := in.act(step, tr, chosen, rep)
+	if err != nil {
+		return rep, in.stepFailed("act", err)
+	}
+	if in.interrupted(ctx, "act", &rep.Stopped) {
+		return rep, nil
+	}
+
+	// RECORD
+	vars["action"] = chosen.Action
+	vars["skill"] = chosen.Skill
+	vars["predicted"] = chosen.Predicted
+	vars["counterfactual"] = chosen.Counterfactual
+	vars["outcome"] = outcome
+	rec, err := ask[recordAnswer](step, in, "record", vars, &rep.Usage)
+	if err != nil {
+		return rep, in.stepFailed("record", err)
+	}
+	rep.Outcome, rep.Delta = rec.Outcome, &rec.Delta
+	if _, err := in.remember(memory.Kernel, "record", "action loop: "+tr.describe(),
+		fmt.Sprintf("RECORD: did %q via %s. Predicted: %s Outcome: %s Delta %.2f: %s",
+			chosen.Action, chosen.Skill, chosen.Predicted, rec.Outcome, rec.Delta, rec.DeltaExplanation),
+		map[string]any{"loop": LoopAction, "action": chosen.Action, "skill": chosen.Skill, "predicted": chosen.Predicted,
+			"outcome": rec.Outcome, "delta": rec.Delta, "delta_explanation": rec.DeltaExplanation}); err != nil {
+		return rep, err
+	}
+	for _, c := range rec.Changes {
+		applied, refused := in.applyLogged(step, LoopAction, "record", c)
+		if applied != nil {
+			rep.Applied = append(rep.Applied, *applied)
+		}
+		if refused != "" {
+			rep.Refused = append(rep.Refused, refused)
+		}
+	}
+	return rep, in.afterAction(ctx, "record", tr, rep, &rec.Delta)
+}
+
+// applyLogged applies a change a loop step asked for and logs the result:
+// the file change as a kernel memory, or a refusal (logged by apply), or
+// why it could not be made. It returns the change made or the refusal.
+func (in *Instance) applyLogged(ctx context.Context, loop, step string, c Change) (*AppliedChange, string) {
+	applied, err := in.apply(ctx, loop, step, c)
+	if refused, ok := err.(*RefusedError); ok {
+		return nil, refused.Error()
+	}
+	if err != nil {
+		in.remember(memory.Kernel, step, "change not applied", fmt.Sprintf("%s: change not applied: %v", strings.ToUpper(step), err),
+			map[string]any{"change": c, "error": err.Error()})
+		return nil, ""
+	}
+	in.remember(memory.Kernel, step, "file modified", fmt.Sprintf("%s: %s in %s: %s → %s", strings.ToUpper(step), c, applied.File, applied.Before, applied.After),
+		map[string]any{"loop": loop, "file": applied.File, "target": c.Target, "goal": goalKey(c), "change": c, "before": applied.Before, "after": applied.After})
+	return applied, ""
+}
+
+func goalKey(c Change) string {
+	if c.Target == "goal" {
+		return c.Name
+	}
+	return ""
+}
+
+func (in *Instance) logDecision(tr trigger, v Verdict, dec decision, cost float64) error {
+	var scores []string
+	for _, s := range v.Scores {
+		scores = append(scores, s.String())
+	}
+	desc := fmt.Sprintf("DECIDE: %s: %s. Scores: %s.", v.Outcome, v.Reason, strings.Join(scores, "; "))
+	if v.Outcome == OutcomeAct {
+		s := v.Scores[v.Chosen-1]
+		desc = fmt.Sprintf("DECIDE: chose #%d %q via %s, driven by values [%s] and goals [%s]; %s. Scores: %s. Rationale: %s",
+			s.Candidate, s.Action, s.Skill, strings.Join(s.Values, ", "), strings.Join(s.Goals, ", "), v.Reason, strings.Join(scores, "; "), dec.Rationale)
+	}
+	_, err := in.remember(memory.Kernel, "decide", "action loop: "+tr.describe(), desc,
+		map[string]any{"loop": LoopAction, "verdict": v, "preference": dec.Preference, "rationale": dec.Rationale, "cost_usd": cost})
+	return err
+}
+
+// authorSkillGoal is DECIDE's rule for A = 0: the kernel creates a goal to
+// author the missing skill, weighted by how much the action was wanted.
+func (in *Instance) authorSkillGoal(c Candidate, s Score, rep *ActionReport) error {
+	name := fmt.Sprintf("author skill %s: %s", c.Skill, c.Action)
+	unlock, err := in.lockState()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	goals, err := in.Goals()
+	if err != nil {
+		return err
+	}
+	for _, g := range goals {
+		if strings.HasPrefix(g.Name, fmt.Sprintf("author skill %s:", c.Skill)) && g.Status != GoalDone {
+			rep.CreatedGoal = g.Name
+			_, err := in.remember(memory.Kernel, "decide", "ability gap",
+				fmt.Sprintf("DECIDE: no skill %q (A=0); goal %q already exists, not created again", c.Skill, g.Name),
+				map[string]any{"goal": g.Name, "skill": c.Skill})
+			return err
+		}
+	}
+	year := in.opts.Now().UTC().Year()
+	gs, err := in.readGoalYear(year)
+	if err != nil {
+		return err
+	}
+	g := Goal{Name: name, Weight: clamp01(s.M), Status: GoalTodo}
+	if err := in.writeGoalYear(year, append(gs, g)); err != nil {
+		return err
+	}
+	rep.CreatedGoal = name
+	_, err = in.remember(memory.Kernel, "decide", "ability gap",
+		fmt.Sprintf("DECIDE: no skill %q for %q (A=0, M=%.2f): created goal %q (weight %.2f, todo) in data/goals/%d.json so a skill gets authored",
+			c.Skill, c.Action, s.M, name, g.Weight, year),
+		map[string]any{"goal": name, "skill": c.Skill, "file": fmt.Sprintf("data/goals/%d.json", year), "after": g})
+	return err
+}
+
+func clamp01(x float64) float64 { return max(0, min(1, x)) }
+
+// act invokes the chosen candidate's skill, or runs the create-skill tool.
+func (in *Instance) act(ctx context.Context, tr trigger, c Candidate, rep *ActionReport) (string, error) {
+	if c.Skill == skill.BuiltinCreate {
+		return in.createSkill(ctx, tr, c, rep)
+	}
+	if _, err := in.skills.Help(ctx, c.Skill); err != nil {
+		return "", err
+	}
+	res, err := in.skills.Invoke(ctx, c.Skill, skill.Request{Input: c.Input, Situation: tr.describe()})
+	if err != nil {
+		return "", err
+	}
+	rep.Skill = res
+	outcome := "skill " + c.Skill + " succeeded; output: " + res.Output
+	if !res.OK {
+		outcome = "skill " + c.Skill + " failed: " + res.Error
+	}
+	if res.Display != "" {
+		outcome += "; shown to the user: " + res.Display
+	}
+	_, err = in.remember(memory.Kernel, "act", "action loop: "+tr.describe(),
+		fmt.Sprintf("ACT: invoked skill %s with %s in %s: %s", c.Skill, oneLine(compactJSON(c.Input), 300), res.Duration.Round(time.Millisecond), oneLine(outcome, 600)),
+		map[string]any{"loop": LoopAction, "skill": c.Skill, "input": c.Input, "result": res})
+	return outcome, err
+}
+
+// createSkill runs the create-skill tool loop: the LLM writes a skill
+// directory through the create_skill tool; the kernel writes it, runs its
+// --help and only then makes it available.
+func (in *Instance) createSkill(ctx context.Context, tr trigger, c Candidate, rep *ActionReport) (string, error) {
+	skills, err := in.skillContext(ctx)
+	if err != nil {
+		return "", err
+	}
+	snap, err := in.snapshot()
+	if err != nil {
+		return "", err
+	}
+	vars := snap.vars(in.opts.Now())
+	vars["trigger"], vars["action"], vars["input"], vars["skills"] = tr.describe(), c.Action, compactJSON(c.Input), skills
+	sys, user, err := in.prompt("create-skill", vars)
+	if err != nil {
+		return "", err
+	}
+	toolText, err := in.template("create-skill", "tool.md")
+	if err != nil {
+		return "", err
+	}
+	schema, err := llm.SchemaFor[skill.NewSkill]()
+	if err != nil {
+		return "", err
+	}
+	req, err := in.request(sys, user)
+	if err != nil {
+		return "", err
+	}
+	var outcomes []string
+	loop := &llm.Loop{Client: in.opts.Client, MaxLoops: 6, Handlers: []llm.ToolHandler{{
+		Tool: llm.Tool{Name: "create_skill", Description: strings.TrimSpace(toolText), InputSchema: schema.JSON},
+		Run: func(ctx context.Context, input json.RawMessage) (llm.ToolOutput, error) {
+			var spec skill.NewSkill
+			if _, problems := schema.Check(string(input)); problems != nil {
+				return llm.ErrorOutput("create_skill input does not match its schema: " + strings.Join(problems, "; ")), nil
+			}
+			if err := json.Unmarshal(input, &spec); err != nil {
+				return llm.ErrorOutput("create_skill input: " + err.Error()), nil
+			}
+			help, err := in.skills.Create(ctx, spec)
+			var files []string
+			for f := range spec.Files {
+				files = append(files, f)
+			}
+			if err != nil {
+				in.remember(memory.Kernel, "act", "create-skill", fmt.Sprintf("ACT: create-skill %q refused: %v", spec.Name, err),
+					map[string]any{"skill": spec.Name, "files": files, "error": err.Error()})
+				return llm.ErrorOutput(err.Error()), nil
+			}
+			rep.Created = append(rep.Created, spec.Name)
+			outcomes = append(outcomes, fmt.Sprintf("created skill %s; its --help says: %s", spec.Name, help))
+			in.remember(memory.Kernel, "act", "create-skill",
+				fmt.Sprintf("ACT: create-skill wrote skills/%s (%s) and read its --help: %s", spec.Name, strings.Join(files, ", "), oneLine(help, 400)),
+				map[string]any{"loop": LoopAction, "skill": spec.Name, "description": spec.Description, "files": files, "help": help})
+			return llm.TextOutput(fmt.Sprintf("skill %s created and available; --help:\n%s", spec.Name, help)), nil
+		},
+	}}}
+	res, err := loop.Run(ctx, req)
+	rep.Usage.add(res.Calls)
+	if err != nil {
+		return "", err
+	}
+	if len(outcomes) == 0 {
+		return "no skill was created; the model said: " + oneLine(res.Text(), 400), nil
+	}
+	return strings.Join(outcomes, "; "), nil
+}
+
+// lastPursued maps each goal (lower-cased) to the last time a goal memory
+// named it.
+func (in *Instance) lastPursued(ctx context.Context) (map[string]time.Time, error) {
+	es, err := in.mem.List(ctx, memory.Filter{Authors: []string{memory.Goal}, Limit: 500})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]time.Time{}
+	for _, e := range es {
+		var d struct {
+			Goal string `json:"goal"`
+		}
+		if json.Unmarshal(e.Data, &d) == nil && d.Goal != "" {
+			out[strings.ToLower(d.Goal)] = e.Timestamp
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,87 @@
+package lumen
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"testing"
+
+	"github.com/llmkernels/kernels/llm"
+	"github.com/llmkernels/kernels/llm/llmtest"
+)
+
+// cycleScript repeats one action cycle's answers n times.
+func cycleScript(b *testing.B, n int, alignValues []string, record bool) *llmtest.Scripted {
+	text := func(v any) map[string]any {
+		data, _ := json.Marshal(v)
+		return map[string]any{"content": []map[string]any{{"type": "text", "text": string(data)}}}
+	}
+	var entries []any
+	for i := 0; i < n; i++ {
+		entries = append(entries,
+			text(thought{Situation: "the user may want news of my work", Candidates: []Candidate{{Action: "tell the user what I am working on",
+				Skill: "chat", Input: json.RawMessage(`{"message":"I am working on my essay."}`), Predicted: "the user knows", Counterfactual: "silence"}}}),
+			text(decision{Alignments: []Alignment{{Candidate: 1, Values: alignValues, Goals: []string{"write the essay"}, Direct: true}}, Preference: []int{1}}))
+		if record {
+			entries = append(entries, text(recordAnswer{Outcome: "told", Delta: 0.1, DeltaExplanation: "as predicted", Changes: []Change{}}))
+		}
+	}
+	data, _ := json.Marshal(map[string]any{"responses": entries})
+	s, err := llmtest.ParseScript(data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return llmtest.NewScripted(s)
+}
+
+func benchInstance(b *testing.B, p *llmtest.Scripted) *Instance {
+	root := b.TempDir()
+	if _, err := Init(context.Background(), root); err != nil {
+		b.Fatal(err)
+	}
+	in, err := Open(root, Options{Client: &llm.Client{Provider: p}, Model: "scripted", ReflectEvery: 1 << 30, Python: os.Getenv("LUMEN_PYTHON"),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { in.Close() })
+	if err := in.writeValues([]Value{{"diligence", 0.8, ValueActive}, {"idleness", 0.1, ValueActive}}); err != nil {
+		b.Fatal(err)
+	}
+	if err := in.writeGoalYear(in.opts.Now().UTC().Year(), []Goal{{"write the essay", 0.9, GoalWorking}}); err != nil {
+		b.Fatal(err)
+	}
+	return in
+}
+
+// BenchmarkActionCycle measures one whole action cycle with an instant
+// scripted provider: goal selection, retrieval, THINK, DECIDE, the chat
+// skill as a python3 subprocess, RECORD, the trigger check and every
+// memory write.
+func BenchmarkActionCycle(b *testing.B) {
+	in := benchInstance(b, cycleScript(b, b.N, []string{"diligence"}, true))
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		rep, _, err := in.pursueGoal(ctx)
+		if err != nil || rep.Skill == nil || !rep.Skill.OK {
+			b.Fatalf("cycle %d: %v %+v", i, err, rep)
+		}
+	}
+}
+
+// BenchmarkActionCycleKernelOnly is the kernel's own overhead: a cycle
+// whose DECIDE skips (M < 0.2), so no skill process runs.
+func BenchmarkActionCycleKernelOnly(b *testing.B) {
+	in := benchInstance(b, cycleScript(b, b.N, []string{"idleness"}, false))
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		rep, _, err := in.pursueGoal(ctx)
+		if err != nil || rep.Verdict.Outcome != OutcomeSkip {
+			b.Fatalf("cycle %d: %v %+v", i, err, rep)
+		}
+	}
+}

@@ -1,0 +1,151 @@
+package lumen
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/llmkernels/kernels/llm"
+	"github.com/llmkernels/kernels/llm/llmtest"
+	"github.com/llmkernels/kernels/lumen/memory"
+)
+
+// clock ticks one second per reading, from 2026-02-14 09:00 UTC.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: time.Date(2026, 2, 14, 9, 0, 0, 0, time.UTC)} }
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(time.Second)
+	return c.t
+}
+
+// newInstance initialises an instance in a temporary directory, lets
+// prepare write its state, and opens it with the script as the LLM.
+func newInstance(t *testing.T, script string, prepare func(root string), tune func(*Options)) (*Instance, *llmtest.Scripted) {
+	t.Helper()
+	root := t.TempDir()
+	if _, err := Init(context.Background(), root); err != nil {
+		t.Fatal(err)
+	}
+	if prepare != nil {
+		prepare(root)
+	}
+	var p *llmtest.Scripted
+	opts := Options{Model: "scripted", Now: newClock().now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if script != "" {
+		s, err := llmtest.LoadScript(filepath.Join("testdata", script))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p = llmtest.NewScripted(s)
+		opts.Client = &llm.Client{Provider: p}
+	}
+	if tune != nil {
+		tune(&opts)
+	}
+	in, err := Open(root, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close() })
+	return in, p
+}
+
+func writeJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func state(values []Value, goals []Goal) func(string) {
+	return func(root string) {
+		data, _ := json.Marshal(values)
+		os.WriteFile(filepath.Join(root, "data", "values.json"), data, 0o644)
+		if goals != nil {
+			data, _ = json.Marshal(goals)
+			os.WriteFile(filepath.Join(root, "data", "goals", "2026.json"), data, 0o644)
+		}
+	}
+}
+
+func list(t *testing.T, in *Instance, f memory.Filter) []memory.Entry {
+	t.Helper()
+	es, err := in.Memory().List(context.Background(), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return es
+}
+
+func byAuthor(t *testing.T, in *Instance, author string) []memory.Entry {
+	return list(t, in, memory.Filter{Authors: []string{author}})
+}
+
+func stepsOf(es []memory.Entry) []string {
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Step)
+	}
+	return out
+}
+
+func find(es []memory.Entry, contains string) *memory.Entry {
+	for i := range es {
+		if strings.Contains(es[i].Description, contains) {
+			return &es[i]
+		}
+	}
+	return nil
+}
+
+func allUsed(t *testing.T, p *llmtest.Scripted) {
+	t.Helper()
+	if p.Remaining() != 0 {
+		t.Errorf("%d script entries unused: the kernel made fewer LLM calls than the scenario needs", p.Remaining())
+	}
+}
+
+// requestFor finds the request sent for a step, by its prompt marker.
+func requestFor(p *llmtest.Scripted, step string, nth int) *llm.Request {
+	n := 0
+	for _, r := range p.Requests() {
+		var sys []string
+		for _, b := range r.System {
+			sys = append(sys, b.Text)
+		}
+		if strings.Contains(strings.Join(sys, "\n"), "step: "+step) {
+			if n == nth {
+				return r
+			}
+			n++
+		}
+	}
+	return nil
+}
+
+func dataOf(t *testing.T, e memory.Entry) map[string]any {
+	t.Helper()
+	var d map[string]any
+	if err := json.Unmarshal(e.Data, &d); err != nil {
+		t.Fatalf("memory %s data: %v", e.ID, err)
+	}
+	return d
+}

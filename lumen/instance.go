@@ -1,0 +1,224 @@
+package lumen
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/llmkernels/kernels/llm"
+	"github.com/llmkernels/kernels/lumen/memory"
+	"github.com/llmkernels/kernels/lumen/skill"
+)
+
+// defaults holds what init copies into a new instance: the prompt
+// templates and the default chat skill.
+//
+//go:embed prompts chatskill
+var defaults embed.FS
+
+// steps are the prompt steps, each with prompts/<step>/{system,prompt}.md.
+// create-skill is the built-in tool's authoring prompt.
+var steps = []string{"think", "decide", "record", "trigger", "explore", "review", "ask", "evolve", "summarize", "create-skill"}
+
+// Options configure an open instance. Zero fields take the defaults.
+type Options struct {
+	Client    *llm.Client // required for the loops; views work without it
+	Model     string      // model for every step
+	MaxTokens int         // per LLM call; default 4096
+
+	// Embedder ranks memory relevance by embeddings; nil means full text.
+	Embedder *memory.Embedder
+
+	Python         string        // interpreter for skills' main.py; default python3
+	SkillTimeout   time.Duration // per skill run; default 60s
+	SkillOutputCap int           // bytes of a skill's stdout; default 64 KiB
+
+	Recent int // N most recent memories a step loads; default 20
+	TopK   int // K most relevant memories a step loads; default 10
+
+	ReflectEvery   int     // periodic trigger: action cycles between reflections; default 10
+	StaleAfter     int     // a todo/working goal idle this many action cycles is stale; default 20
+	DeltaThreshold float64 // a prediction delta above this triggers reflection; default 0.5
+
+	DecayEvery   time.Duration // maintenance decays memory weights this often; default 6h
+	HalfLife     time.Duration // an unused memory's weight halves in this time; default 7 days
+	SummaryEvery int           // new self/goal/external memories before a year's summary is updated; default 50
+
+	Now    func() time.Time // clock; default time.Now
+	Logger *slog.Logger     // default slog.Default()
+}
+
+func (o *Options) setDefaults() {
+	if o.MaxTokens <= 0 {
+		o.MaxTokens = 4096
+	}
+	if o.Recent <= 0 {
+		o.Recent = 20
+	}
+	if o.TopK <= 0 {
+		o.TopK = 10
+	}
+	if o.ReflectEvery <= 0 {
+		o.ReflectEvery = 10
+	}
+	if o.StaleAfter <= 0 {
+		o.StaleAfter = 20
+	}
+	if o.DeltaThreshold <= 0 {
+		o.DeltaThreshold = 0.5
+	}
+	if o.DecayEvery <= 0 {
+		o.DecayEvery = 6 * time.Hour
+	}
+	if o.HalfLife <= 0 {
+		o.HalfLife = 7 * 24 * time.Hour
+	}
+	if o.SummaryEvery <= 0 {
+		o.SummaryEvery = 50
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Instance is one Lumen agent kept in a directory.
+type Instance struct {
+	Root   string
+	opts   Options
+	mem    *memory.Store
+	skills *skill.Runner
+}
+
+func (in *Instance) dataDir() string    { return filepath.Join(in.Root, "data") }
+func (in *Instance) soulPath() string   { return filepath.Join(in.Root, "data", "soul.md") }
+func (in *Instance) valuesPath() string { return filepath.Join(in.Root, "data", "values.json") }
+func (in *Instance) goalsDir() string   { return filepath.Join(in.Root, "data", "goals") }
+func (in *Instance) memoryDir() string  { return filepath.Join(in.Root, "data", "memory") }
+func (in *Instance) derivedDir() string { return filepath.Join(in.Root, ".lumen") }
+
+// Open opens the instance at root.
+func Open(root string, opts Options) (*Instance, error) {
+	opts.setDefaults()
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
+	}
+	in := &Instance{Root: abs, opts: opts}
+	if st, err := os.Stat(in.dataDir()); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("no lumen instance at %s (data/ is missing): run `lumen init --dir %s` first, or pass --dir", abs, root)
+	}
+	in.mem, err = memory.Open(in.memoryDir(), filepath.Join(in.derivedDir(), "index.db"),
+		memory.Options{Embedder: opts.Embedder, Logger: opts.Logger})
+	if err != nil {
+		return nil, err
+	}
+	in.skills = &skill.Runner{Dir: filepath.Join(abs, "skills"), Root: abs,
+		CacheFile: filepath.Join(in.derivedDir(), "skill-help.json"),
+		Python:    opts.Python, Timeout: opts.SkillTimeout, OutputCap: opts.SkillOutputCap}
+	return in, nil
+}
+
+// Close releases the memory index.
+func (in *Instance) Close() error { return in.mem.Close() }
+
+// Memory is the instance's memory store.
+func (in *Instance) Memory() *memory.Store { return in.mem }
+
+// Skills is the instance's skill runner.
+func (in *Instance) Skills() *skill.Runner { return in.skills }
+
+// InitReport says what Init made.
+type InitReport struct {
+	Root string `json:"root"`
+	// Git is how version control was set up: "initialized" or why not.
+	Git     string   `json:"git"`
+	Created []string `json:"created"`
+}
+
+// Init scaffolds a new instance at root: data/ (empty soul.md, values.json
+// holding [], goals/, memory/), skills/chat/, prompts/<step>/ with every
+// default template, .gitignore for the derived .lumen/ directory, and a git
+// repository when git is installed. It refuses a directory that already
+// holds an instance.
+func Init(ctx context.Context, root string) (*InitReport, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range []string{"data", "skills", "prompts"} {
+		if _, err := os.Stat(filepath.Join(abs, p)); err == nil {
+			return nil, fmt.Errorf("%s already holds a lumen instance (%s/ exists); init never overwrites one: choose an empty directory with --dir", abs, p)
+		}
+	}
+	rep := &InitReport{Root: abs}
+	mkdir := func(rel string) error {
+		rep.Created = append(rep.Created, rel+"/")
+		return os.MkdirAll(filepath.Join(abs, rel), 0o755)
+	}
+	write := func(rel string, data []byte, perm os.FileMode) error {
+		rep.Created = append(rep.Created, rel)
+		path := filepath.Join(abs, rel)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(path, data, perm)
+	}
+	steps := []func() error{
+		func() error { return mkdir("data/goals") },
+		func() error { return mkdir("data/memory") },
+		func() error { return write("data/soul.md", nil, 0o644) },
+		func() error { return write("data/values.json", []byte("[]\n"), 0o644) },
+		func() error {
+			return write(".gitignore", []byte("# derived by lumen, rebuilt from data/ when deleted\n.lumen/\n"), 0o644)
+		},
+		func() error { return copyTree(defaults, "chatskill", "skills/chat", write) },
+		func() error { return copyTree(defaults, "prompts", "prompts", write) },
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return nil, fmt.Errorf("init %s: %w", abs, err)
+		}
+	}
+	rep.Git = gitInit(ctx, abs)
+	return rep, nil
+}
+
+func copyTree(src fs.FS, from, to string, write func(string, []byte, os.FileMode) error) error {
+	return fs.WalkDir(src, from, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := fs.ReadFile(src, path)
+		if err != nil {
+			return err
+		}
+		perm := os.FileMode(0o644)
+		if strings.HasSuffix(path, ".py") {
+			perm = 0o755
+		}
+		return write(filepath.ToSlash(filepath.Join(to, strings.TrimPrefix(path, from+"/"))), data, perm)
+	})
+}
+
+// gitInit makes root a git repository when git is installed.
+func gitInit(ctx context.Context, root string) string {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		return "git not found: the instance has no version control; install git and run `git init` in " + root
+	}
+	out, err := exec.CommandContext(ctx, git, "init", "-q", root).CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("git init failed: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	return "initialized (commits are yours to make: the kernel never commits)"
+}

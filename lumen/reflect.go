@@ -1,0 +1,451 @@
+package lumen
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/llmkernels/kernels/lumen/memory"
+)
+
+// Tension is something REVIEW found worth questioning, with how strongly
+// the memories support it.
+type Tension struct {
+	Description string   `json:"description"`
+	Evidence    []string `json:"evidence" jsonschema:"description=what in the memories shows it"`
+	Strength    float64  `json:"strength" jsonschema:"minimum=0,maximum=1,description=how strongly the evidence supports it"`
+}
+
+type reviewAnswer struct {
+	Summary  string    `json:"summary" jsonschema:"description=what happened since the last reflection, as you experienced it"`
+	Tensions []Tension `json:"tensions" jsonschema:"description=tensions or failures worth questioning; empty if none"`
+}
+
+// Proposal is a change ASK proposes to the self.
+type Proposal struct {
+	Tension        int    `json:"tension" jsonschema:"minimum=1,description=the number of the tension it answers"`
+	Question       string `json:"question" jsonschema:"description=the question you asked yourself"`
+	Counterfactual string `json:"counterfactual" jsonschema:"description=if you made this change: how past decisions would have gone, and what kind of agent you would become"`
+	Change         Change `json:"change"`
+	Rationale      string `json:"rationale"`
+}
+
+type askAnswer struct {
+	Proposals []Proposal `json:"proposals" jsonschema:"description=proposed changes; empty if nothing should change"`
+}
+
+// ProposalConflict names proposals that contradict each other.
+type ProposalConflict struct {
+	Proposals []int  `json:"proposals" jsonschema:"minItems=2,description=the numbers of the contradicting proposals"`
+	Rationale string `json:"rationale" jsonschema:"description=why they contradict"`
+}
+
+type evolveAnswer struct {
+	Conflicts []ProposalConflict `json:"conflicts" jsonschema:"description=proposals that contradict each other; empty if they are consistent"`
+}
+
+// Resolution is how a conflict between proposals was settled: the one
+// with the strongest evidence from REVIEW is kept.
+type Resolution struct {
+	Proposals []int  `json:"proposals"`
+	Kept      int    `json:"kept"`
+	Dropped   []int  `json:"dropped"`
+	FoundBy   string `json:"found_by"` // "kernel" (same value, goal or soul) or "llm" (the EVOLVE step)
+	Rationale string `json:"rationale"`
+}
+
+// ReflectionReport is what one reflection did.
+type ReflectionReport struct {
+	Fired     []Fired         `json:"fired"`
+	Summary   string          `json:"summary,omitempty"`
+	Tensions  []Tension       `json:"tensions,omitempty"`
+	Proposals []Proposal      `json:"proposals,omitempty"`
+	Conflicts []Resolution    `json:"conflicts,omitempty"`
+	Applied   []AppliedChange `json:"applied,omitempty"`
+	Failed    []string        `json:"failed,omitempty"`
+	Stopped   string          `json:"stopped,omitempty"`
+	Usage     Usage           `json:"usage"`
+}
+
+// Reflect runs the reflection loop now (lumen reflect), without an action
+// loop before it.
+func (in *Instance) Reflect(ctx context.Context) (*ReflectionReport, error) {
+	return in.reflect(ctx, []Fired{{FiredManual, "lumen reflect"}})
+}
+
+// reflect runs REVIEW → ASK → EVOLVE.
+func (in *Instance) reflect(ctx context.Context, fired []Fired) (*ReflectionReport, error) {
+	rep := &ReflectionReport{Fired: fired}
+	step := context.WithoutCancel(ctx)
+	var firedText []string
+	for _, f := range fired {
+		firedText = append(firedText, f.String())
+	}
+
+	// REVIEW: self, goal and external memories only; kernel memories are
+	// the audit trail, not the experience.
+	snap, err := in.snapshot()
+	if err != nil {
+		return rep, in.stepFailed(stepReview, err)
+	}
+	lastReview, _, err := in.reflectionMark(step)
+	if err != nil {
+		return rep, in.stepFailed(stepReview, err)
+	}
+	query := strings.Join(firedText, " ") + " " + valueNames(snap.values)
+	ret, err := in.mem.Retrieve(step, memory.Query{Text: query, Recent: in.opts.Recent, TopK: in.opts.TopK,
+		Authors: []string{memory.Self, memory.Goal, memory.External}})
+	if err != nil {
+		return rep, in.stepFailed(stepReview, err)
+	}
+	deltas, conflicts, err := in.sinceReflection(step, lastReview)
+	if err != nil {
+		return rep, in.stepFailed(stepReview, err)
+	}
+	summaries, err := in.summaries()
+	if err != nil {
+		return rep, in.stepFailed(stepReview, err)
+	}
+	vars := snap.vars(in.opts.Now())
+	vars["fired"] = strings.Join(firedText, "\n")
+	vars["memories"] = formatMemories(ret.Entries)
+	vars["deltas"] = orNone(deltas, "(no actions recorded since the last reflection)")
+	vars["conflicts"] = orNone(conflicts, "(no value conflicts since the last reflection)")
+	vars["summaries"] = summaries
+	rv, err := ask[reviewAnswer](step, in, stepReview, vars, &rep.Usage)
+	if err != nil {
+		return rep, in.stepFailed(stepReview, err)
+	}
+	rep.Summary, rep.Tensions = rv.Summary, rv.Tensions
+	if _, err := in.rememberUsed(memory.Kernel, stepReview, "reflection loop",
+		fmt.Sprintf("REVIEW: triggers fired: %s. Reviewed %d memories (self, goal, external; %s), %d prediction deltas, %d value conflicts, %d goals; found %d tensions.",
+			strings.Join(firedText, "; "), len(ret.Entries), ret.Mode, len(deltas), len(conflicts), len(snap.goals), len(rv.Tensions)),
+		map[string]any{"loop": LoopReflection, "fired": fired, "reviewed": ret.IDs(), "tensions": rv.Tensions, "usage": rep.Usage}, ret.IDs()); err != nil {
+		return rep, err
+	}
+	var tensionText []string
+	for i, t := range rv.Tensions {
+		tensionText = append(tensionText, fmt.Sprintf("%d) %s (strength %.2f)", i+1, t.Description, t.Strength))
+	}
+	if _, err := in.remember(memory.Self, stepReview, "reflection",
+		fmt.Sprintf("I reflected because: %s. What happened: %s Tensions: %s", strings.Join(firedText, "; "), rv.Summary, orNoneJoined(tensionText)),
+		map[string]any{"fired": fired, "tensions": rv.Tensions}); err != nil {
+		return rep, err
+	}
+	if in.interrupted(ctx, stepReview, &rep.Stopped) {
+		return rep, nil
+	}
+
+	// ASK
+	vars["summary"] = rv.Summary
+	vars["tensions"] = formatTensions(rv.Tensions)
+	asked, err := ask[askAnswer](step, in, "ask", vars, &rep.Usage)
+	if err != nil {
+		return rep, in.stepFailed("ask", err)
+	}
+	rep.Proposals = asked.Proposals
+	var questions []string
+	for i, p := range asked.Proposals {
+		questions = append(questions, fmt.Sprintf("#%d %s If I %s: %s", i+1, p.Question, p.Change, p.Counterfactual))
+	}
+	if _, err := in.remember(memory.Kernel, "ask", "reflection loop",
+		fmt.Sprintf("ASK: %d proposals: %s", len(asked.Proposals), orNoneJoined(questions)),
+		map[string]any{"loop": LoopReflection, "proposals": asked.Proposals}); err != nil {
+		return rep, err
+	}
+	if len(asked.Proposals) > 0 {
+		if _, err := in.remember(memory.Self, "ask", "reflection", "I questioned myself: "+strings.Join(questions, " "),
+			map[string]any{"proposals": asked.Proposals}); err != nil {
+			return rep, err
+		}
+	}
+	if in.interrupted(ctx, "ask", &rep.Stopped) {
+		return rep, nil
+	}
+
+	// EVOLVE
+	return rep, in.evolve(step, vars, rv.Tensions, asked.Proposals, rep)
+}
+
+// evolve checks the proposals for consistency, resolves conflicts by the
+// strength of their evidence, and applies the rest.
+func (in *Instance) evolve(ctx context.Context, vars map[string]string, tensions []Tension, proposals []Proposal, rep *ReflectionReport) error {
+	if len(proposals) == 0 {
+		_, err := in.remember(memory.Kernel, "evolve", "reflection loop", "EVOLVE: no changes proposed; no file modified", map[string]any{"loop": LoopReflection})
+		return err
+	}
+	strength := func(p int) float64 {
+		t := proposals[p-1].Tension
+		if t < 1 || t > len(tensions) {
+			return 0
+		}
+		return tensions[t-1].Strength
+	}
+	found := kernelConflicts(proposals)
+	if len(proposals) >= 2 {
+		vars["proposals"] = formatProposals(proposals, tensions)
+		ans, err := ask[evolveAnswer](ctx, in, "evolve", vars, &rep.Usage)
+		if err != nil {
+			return in.stepFailed("evolve", err)
+		}
+		for _, c := range ans.Conflicts {
+			valid := true
+			for _, n := range c.Proposals {
+				valid = valid && n >= 1 && n <= len(proposals)
+			}
+			if valid && len(c.Proposals) >= 2 {
+				found = append(found, foundConflict{proposals: c.Proposals, by: "llm", why: c.Rationale})
+			}
+		}
+	}
+	dropped := map[int]bool{}
+	for _, c := range found {
+		var live []int
+		for _, n := range c.proposals {
+			if !dropped[n] && !contains(live, n) {
+				live = append(live, n)
+			}
+		}
+		if len(live) < 2 {
+			continue
+		}
+		sort.Ints(live)
+		kept := live[0]
+		for _, n := range live[1:] {
+			if strength(n) > strength(kept)+1e-9 {
+				kept = n
+			}
+		}
+		res := Resolution{Proposals: live, Kept: kept, FoundBy: c.by}
+		var parts []string
+		for _, n := range live {
+			parts = append(parts, fmt.Sprintf("#%d (%s; evidence strength %.2f)", n, proposals[n-1].Change, strength(n)))
+			if n != kept {
+				res.Dropped = append(res.Dropped, n)
+				dropped[n] = true
+			}
+		}
+		res.Rationale = fmt.Sprintf("kept #%d: the strongest evidential support from REVIEW among %s", kept, strings.Join(parts, ", "))
+		if c.why != "" {
+			res.Rationale += ". Why they conflict: " + c.why
+		}
+		rep.Conflicts = append(rep.Conflicts, res)
+		if _, err := in.remember(memory.Self, "evolve", "reflection: consistency check",
+			"Two of my proposals contradicted each other; "+res.Rationale+".", map[string]any{"resolution": res}); err != nil {
+			return err
+		}
+		if _, err := in.remember(memory.Kernel, "evolve", "reflection loop",
+			fmt.Sprintf("EVOLVE: consistency check (%s): conflict between %s; %s", c.by, joinInts(live), res.Rationale),
+			map[string]any{"loop": LoopReflection, "resolution": res}); err != nil {
+			return err
+		}
+	}
+	for i, p := range proposals {
+		if dropped[i+1] {
+			continue
+		}
+		applied, err := in.apply(ctx, LoopReflection, "evolve", p.Change)
+		if err != nil {
+			rep.Failed = append(rep.Failed, fmt.Sprintf("#%d %s: %v", i+1, p.Change, err))
+			if _, err := in.remember(memory.Kernel, "evolve", "reflection loop",
+				fmt.Sprintf("EVOLVE: proposal #%d (%s) not applied: %v", i+1, p.Change, err),
+				map[string]any{"loop": LoopReflection, "proposal": p, "error": err.Error()}); err != nil {
+				return err
+			}
+			continue
+		}
+		rep.Applied = append(rep.Applied, *applied)
+		trig := "reflection"
+		if p.Tension >= 1 && p.Tension <= len(tensions) {
+			trig = tensions[p.Tension-1].Description
+		}
+		data := map[string]any{"change": p.Change, "file": applied.File, "before": applied.Before, "after": applied.After, "tension": trig}
+		data[p.Change.Target] = p.Change.Name
+		selfID, err := in.remember(memory.Self, "evolve", "reflection: change",
+			fmt.Sprintf("I changed myself: %s (in %s, %s → %s). What triggered it: %s. Why: %s",
+				p.Change, applied.File, oneLine(string(applied.Before), 200), oneLine(string(applied.After), 200), trig, p.Rationale), data)
+		if err != nil {
+			return err
+		}
+		data["explained_by"] = selfID
+		data["loop"] = LoopReflection
+		if _, err := in.remember(memory.Kernel, "evolve", "reflection loop",
+			fmt.Sprintf("EVOLVE: modified %s: %s; before %s; after %s", applied.File, p.Change, oneLine(string(applied.Before), 300), oneLine(string(applied.After), 300)),
+			data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type foundConflict struct {
+	proposals []int
+	by        string
+	why       string
+}
+
+// kernelConflicts finds proposals that change the same thing in
+// incompatible ways: two different weights or statuses for one value or
+// goal, removing what another proposal changes, or two soul rewrites.
+func kernelConflicts(ps []Proposal) []foundConflict {
+	attr := func(c Change) string {
+		switch c.Op {
+		case "set_weight":
+			return "weight"
+		case "set_status":
+			return "status"
+		case "add", "remove":
+			return "existence"
+		}
+		return "text"
+	}
+	var out []foundConflict
+	for i := range ps {
+		for j := i + 1; j < len(ps); j++ {
+			a, b := ps[i].Change, ps[j].Change
+			if a.Target != b.Target || (a.Target != "soul" && !sameName(a.Name, b.Name)) {
+				continue
+			}
+			conflict := false
+			switch {
+			case a.Target == "soul":
+				conflict = true
+			case a.Op == "remove" || b.Op == "remove":
+				conflict = a.Op != b.Op
+			case attr(a) == attr(b):
+				conflict = string(jsonOf(a)) != string(jsonOf(b))
+			}
+			if conflict {
+				what := a.Target + " " + fmt.Sprintf("%q", a.Name)
+				if a.Target == "soul" {
+					what = "soul.md"
+				}
+				out = append(out, foundConflict{proposals: []int{i + 1, j + 1}, by: "kernel",
+					why: fmt.Sprintf("both change %s: %s vs %s", what, a, b)})
+			}
+		}
+	}
+	return out
+}
+
+func contains(xs []int, x int) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func joinInts(xs []int) string {
+	var s []string
+	for _, x := range xs {
+		s = append(s, fmt.Sprintf("#%d", x))
+	}
+	return strings.Join(s, " and ")
+}
+
+func orNone(lines []string, none string) string {
+	if len(lines) == 0 {
+		return none
+	}
+	return strings.Join(lines, "\n")
+}
+
+func orNoneJoined(parts []string) string {
+	if len(parts) == 0 {
+		return "none."
+	}
+	return strings.Join(parts, " ")
+}
+
+func formatTensions(ts []Tension) string {
+	if len(ts) == 0 {
+		return "(no tensions found)"
+	}
+	var b strings.Builder
+	for i, t := range ts {
+		fmt.Fprintf(&b, "%d. %s (evidence strength %.2f)\n", i+1, t.Description, t.Strength)
+		for _, e := range t.Evidence {
+			fmt.Fprintf(&b, "   - %s\n", e)
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func formatProposals(ps []Proposal, ts []Tension) string {
+	var b strings.Builder
+	for i, p := range ps {
+		strength := 0.0
+		if p.Tension >= 1 && p.Tension <= len(ts) {
+			strength = ts[p.Tension-1].Strength
+		}
+		fmt.Fprintf(&b, "%d. %s (answers tension %d, evidence strength %.2f)\n   rationale: %s\n", i+1, p.Change, p.Tension, strength, p.Rationale)
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// sinceReflection lists the prediction deltas and value conflicts recorded
+// since the last reflection. The kernel reads its own records for these
+// numbers; the memories themselves are not shown to reflection.
+func (in *Instance) sinceReflection(ctx context.Context, lastReview int64) (deltas, conflicts []string, err error) {
+	records, err := in.mem.List(ctx, memory.Filter{Authors: []string{memory.Kernel}, Step: "record", AfterSeq: lastReview})
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, e := range records {
+		var d struct {
+			Action      string   `json:"action"`
+			Predicted   string   `json:"predicted"`
+			Outcome     string   `json:"outcome"`
+			Delta       *float64 `json:"delta"`
+			Explanation string   `json:"delta_explanation"`
+		}
+		if json.Unmarshal(e.Data, &d) != nil || d.Delta == nil {
+			continue
+		}
+		deltas = append(deltas, fmt.Sprintf("- %s: %q predicted %q, got %q: delta %.2f (%s)",
+			e.Timestamp.UTC().Format("2006-01-02 15:04"), d.Action, oneLine(d.Predicted, 200), oneLine(d.Outcome, 200), *d.Delta, d.Explanation))
+	}
+	triggers, err := in.mem.List(ctx, memory.Filter{Authors: []string{memory.Kernel}, Step: stepTrigger, AfterSeq: lastReview})
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, e := range triggers {
+		var d struct {
+			Fired []Fired `json:"fired"`
+		}
+		json.Unmarshal(e.Data, &d)
+		for _, f := range d.Fired {
+			if f.Condition == FiredTension {
+				conflicts = append(conflicts, fmt.Sprintf("- %s: %s", e.Timestamp.UTC().Format("2006-01-02 15:04"), f.Detail))
+			}
+		}
+	}
+	return deltas, conflicts, nil
+}
+
+// summaries joins every year's summary.md, oldest first.
+func (in *Instance) summaries() (string, error) {
+	paths, err := filepath.Glob(filepath.Join(in.memoryDir(), "[0-9][0-9][0-9][0-9]", "summary.md"))
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return "", err
+		}
+		_, body := splitSummary(string(data))
+		fmt.Fprintf(&b, "## %s\n%s\n\n", filepath.Base(filepath.Dir(p)), strings.TrimSpace(body))
+	}
+	if b.Len() == 0 {
+		return "(no yearly summaries yet)", nil
+	}
+	return strings.TrimSpace(b.String()), nil
+}

@@ -1,0 +1,195 @@
+package skill
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func newRunner(t *testing.T) *Runner {
+	t.Helper()
+	root := t.TempDir()
+	dir := filepath.Join(root, "skills")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return &Runner{Dir: dir, Root: root, CacheFile: filepath.Join(root, ".lumen", "skill-help.json")}
+}
+
+func writeSkill(t *testing.T, r *Runner, name, mainPy string) {
+	t.Helper()
+	dir := filepath.Join(r.Dir, name)
+	os.MkdirAll(dir, 0o755)
+	if err := os.WriteFile(filepath.Join(dir, "main.py"), []byte(mainPy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// echo reports what it received and where it ran; --help counts its runs.
+const echo = `import json, os, sys
+if "--help" in sys.argv:
+    with open(os.path.join(os.environ["LUMEN_DIR"], "help-runs"), "a") as f:
+        f.write("x")
+    print("echo: returns its input. Input: any JSON. Output: the same JSON.")
+    sys.exit(0)
+req = json.load(sys.stdin)
+print(json.dumps({"ok": True, "output": {"got": req["input"], "situation": req["situation"], "skill": os.environ["LUMEN_SKILL"]}, "display": "echoed"}))
+`
+
+func TestListShowsEverySkillDirectoryAndWhetherMainPyExists(t *testing.T) {
+	r := newRunner(t)
+	writeSkill(t, r, "echo", echo)
+	os.MkdirAll(filepath.Join(r.Dir, "half-built"), 0o755)
+	got, err := r.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Name != "echo" || !got[0].HasMain || got[1].Name != "half-built" || got[1].HasMain {
+		t.Fatalf("List = %+v", got)
+	}
+	if r.Available("half-built") {
+		t.Error("a directory without main.py counts as available")
+	}
+}
+
+func TestHelpIsCachedUntilMainPyChanges(t *testing.T) {
+	r := newRunner(t)
+	writeSkill(t, r, "echo", echo)
+	ctx := context.Background()
+	runs := func() int {
+		data, _ := os.ReadFile(filepath.Join(r.Root, "help-runs"))
+		return len(data)
+	}
+	for i := 0; i < 3; i++ {
+		help, err := r.Help(ctx, "echo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(help, "echo: returns its input") {
+			t.Fatalf("help = %q", help)
+		}
+	}
+	// A new Runner (another process) reads the same cache file.
+	again := &Runner{Dir: r.Dir, Root: r.Root, CacheFile: r.CacheFile}
+	if _, err := again.Help(ctx, "echo"); err != nil {
+		t.Fatal(err)
+	}
+	if runs() != 1 {
+		t.Fatalf("--help ran %d times, want 1 (cached)", runs())
+	}
+	writeSkill(t, r, "echo", strings.Replace(echo, "returns its input", "returns its input unchanged", 1))
+	help, err := r.Help(ctx, "echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runs() != 2 || !strings.Contains(help, "unchanged") {
+		t.Fatalf("after main.py changed: %d runs, help %q; want a fresh --help", runs(), help)
+	}
+}
+
+func TestInvokeSendsTheRequestOnStdinAndReadsTheJSONAnswer(t *testing.T) {
+	r := newRunner(t)
+	writeSkill(t, r, "echo", echo)
+	res, err := r.Invoke(context.Background(), "echo", Request{Input: json.RawMessage(`{"city":"Paris"}`), Situation: "testing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.OK || res.Display != "echoed" {
+		t.Fatalf("result = %+v", res)
+	}
+	var out map[string]any
+	if err := json.Unmarshal([]byte(res.Output), &out); err != nil {
+		t.Fatalf("output %q: %v", res.Output, err)
+	}
+	if out["situation"] != "testing" || out["skill"] != "echo" || out["got"].(map[string]any)["city"] != "Paris" {
+		t.Fatalf("the skill received %v", out)
+	}
+}
+
+func TestInvokeReportsFailuresAsResults(t *testing.T) {
+	r := newRunner(t)
+	r.OutputCap = 1000
+	writeSkill(t, r, "crash", "import sys\nsys.stderr.write('boom: no network')\nsys.exit(3)\n")
+	writeSkill(t, r, "refuse", `print('{"ok": false, "error": "city unknown"}')`)
+	writeSkill(t, r, "slow", "import time\ntime.sleep(120)\n")
+	writeSkill(t, r, "chatty", "print('x' * 100000)\n")
+	writeSkill(t, r, "plain", "print('just text')\n")
+	cases := map[string]string{
+		"crash":  "boom: no network",
+		"refuse": "city unknown",
+		"slow":   "did not finish within 3s",
+		"chatty": "more than 1000 bytes",
+	}
+	for name, want := range cases {
+		// Only the slow skill gets a short timeout: interpreter start-up
+		// alone can take a good part of a second on a loaded machine.
+		r.Timeout = 0
+		if name == "slow" {
+			r.Timeout = 3 * time.Second
+		}
+		res, err := r.Invoke(context.Background(), name, Request{})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if res.OK || !strings.Contains(res.Error, want) {
+			t.Errorf("%s: result %+v, want a failure containing %q", name, res, want)
+		}
+	}
+	res, err := r.Invoke(context.Background(), "plain", Request{})
+	if err != nil || !res.OK || res.Output != "just text" {
+		t.Fatalf("plain: %+v, %v; want plain stdout as the output", res, err)
+	}
+	if _, err := r.Invoke(context.Background(), "missing", Request{}); err == nil || !strings.Contains(err.Error(), "skills: chatty, crash, plain, refuse, slow") {
+		t.Fatalf("missing skill: err = %v, want the list of skills", err)
+	}
+}
+
+func TestCreateChecksHelpBeforeTheSkillCounts(t *testing.T) {
+	r := newRunner(t)
+	ctx := context.Background()
+	_, err := r.Create(ctx, NewSkill{Name: "weather", Files: map[string]string{"main.py": "import sys\nsys.exit(1)\n"}})
+	if err == nil || !strings.Contains(err.Error(), "--help failed") {
+		t.Fatalf("err = %v, want the failed --help", err)
+	}
+	if r.Available("weather") {
+		t.Fatal("a skill whose --help fails became available")
+	}
+	if entries, _ := os.ReadDir(r.Dir); len(entries) != 0 {
+		t.Fatalf("a failed attempt left %v behind", entries)
+	}
+	help, err := r.Create(ctx, NewSkill{Name: "weather", Files: map[string]string{
+		"main.py":    "import sys\nfrom lib import forecast\nif '--help' in sys.argv:\n    print('weather: ' + forecast())\n",
+		"lib/..":     "",
+		"lib.py":     "def forecast():\n    return 'tells the forecast'\n",
+		"data/x.txt": "kept",
+	}})
+	if err == nil {
+		t.Fatal("a file path of lib/.. was accepted")
+	}
+	help, err = r.Create(ctx, NewSkill{Name: "weather", Files: map[string]string{
+		"main.py":    "import sys\nfrom lib import forecast\nif '--help' in sys.argv:\n    print('weather: ' + forecast())\n",
+		"lib.py":     "def forecast():\n    return 'tells the forecast'\n",
+		"data/x.txt": "kept",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if help != "weather: tells the forecast" || !r.Available("weather") {
+		t.Fatalf("help = %q, available = %v", help, r.Available("weather"))
+	}
+	if data, _ := os.ReadFile(filepath.Join(r.Dir, "weather", "data", "x.txt")); string(data) != "kept" {
+		t.Error("nested file not written")
+	}
+	if _, err := r.Create(ctx, NewSkill{Name: "weather", Files: map[string]string{"main.py": ""}}); err == nil {
+		t.Error("creating over an existing skill succeeded")
+	}
+	for _, bad := range []string{"../up", "Create", BuiltinCreate, ""} {
+		if _, err := r.Create(ctx, NewSkill{Name: bad, Files: map[string]string{"main.py": ""}}); err == nil {
+			t.Errorf("name %q accepted", bad)
+		}
+	}
+}
