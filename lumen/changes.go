@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/llmkernels/kernels/lumen/atomicfile"
+	"github.com/llmkernels/kernels/internal/atomicfile"
 	"github.com/llmkernels/kernels/lumen/memory"
 )
 

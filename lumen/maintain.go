@@ -8,7 +8,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/llmkernels/kernels/lumen/atomicfile"
+	"github.com/llmkernels/kernels/internal/atomicfile"
 	"github.com/llmkernels/kernels/lumen/memory"
 )
 

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/llmkernels/kernels/lumen/atomicfile"
+	"github.com/llmkernels/kernels/internal/atomicfile"
 )
 
 // Value is one entry of data/values.json (a JSON array of them).

@@ -17,6 +17,7 @@ import (
 	"github.com/llmkernels/kernels/hermitcrab"
 	"github.com/llmkernels/kernels/hermitcrab/prompt"
 	"github.com/llmkernels/kernels/hermitcrab/web"
+	"github.com/llmkernels/kernels/internal/atomicfile"
 	"github.com/llmkernels/kernels/internal/cli"
 	"github.com/llmkernels/kernels/internal/provider"
 	"github.com/llmkernels/kernels/llm"
@@ -192,7 +193,7 @@ func (f *flags) blocksCommand() *cobra.Command {
 				_, err = fmt.Fprintln(cmd.OutOrStdout(), string(data))
 				return err
 			}
-			return writeFileAtomic(out, append(data, '\n'))
+			return atomicfile.Write(out, append(data, '\n'), 0o644)
 		},
 	}
 	export.Flags().StringVar(&out, "out", "", "write to this file instead of standard output")
@@ -433,12 +434,4 @@ func printJSON(w io.Writer, v any) error {
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }

@@ -34,6 +34,7 @@ import (
 
 	"github.com/llmkernels/kernels/hermitcrab"
 	"github.com/llmkernels/kernels/hermitcrab/store"
+	"github.com/llmkernels/kernels/internal/atomicfile"
 	"github.com/llmkernels/kernels/llm"
 )
 
@@ -196,12 +197,7 @@ func (s *Server) useKey(key string) error {
 
 // saveKey stores the key in the data directory, readable by its owner only.
 func (s *Server) saveKey(key string) error {
-	path := filepath.Join(s.cfg.DataDir, keyFile)
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(key+"\n"), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.Write(filepath.Join(s.cfg.DataDir, keyFile), []byte(key+"\n"), 0o600)
 }
 
 func (s *Server) passKey() string {

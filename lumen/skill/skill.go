@@ -41,7 +41,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/llmkernels/kernels/lumen/atomicfile"
+	"github.com/llmkernels/kernels/internal/atomicfile"
 )
 
 // BuiltinCreate is the name of the kernel's built-in ability to author a

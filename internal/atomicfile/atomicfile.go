@@ -1,5 +1,6 @@
 // Package atomicfile replaces files atomically and takes exclusive file
-// locks, so that two Lumen processes sharing an instance lose nothing.
+// locks, so that two processes sharing files lose nothing (Lumen instances,
+// Hermitcrab exports and key files).
 package atomicfile
 
 import (
