@@ -353,23 +353,16 @@ func (k *Kernel) Compress(ctx context.Context, name, path string) (mode, text st
 	return got.Mode, got.Text, nil
 }
 
-func (k *Kernel) toolCompress(ctx context.Context, _ *callState, in json.RawMessage) (llm.ToolOutput, error) {
-	var args struct {
-		Name string `json:"name"`
-		Path any    `json:"path"`
-	}
-	if err := decode(in, &args); err != nil {
-		return llm.ToolOutput{}, err
-	}
+func (k *Kernel) toolCompress(ctx context.Context, args pathArgs) (any, error) {
 	addr, err := address(args.Path, "path")
 	if err != nil {
-		return llm.ToolOutput{}, err
+		return nil, err
 	}
 	mode, text, err := k.Compress(ctx, args.Name, addr.String())
 	if err != nil {
-		return llm.ToolOutput{}, err
+		return nil, err
 	}
-	return jsonOutput(map[string]any{"success": true, "block": args.Name, "path": addr.String(), "mode": mode, "text": text})
+	return map[string]any{"success": true, "block": args.Name, "path": addr.String(), "mode": mode, "text": text}, nil
 }
 
 // shellErrorSetting remembers which failed shell the LLM was told about.

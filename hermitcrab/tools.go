@@ -75,35 +75,33 @@ func (k *Kernel) catalogue(c *callState) map[string]llm.ToolHandler {
 	add("block_read", "Read a block: the whole block, or with path the node there and the text of its children. "+pathsNote,
 		schema(nameProp+","+pathProp, "name"), k.toolBlockRead)
 	add("block_write", "Write text at a path in a block, creating the nodes on the way; an existing branch keeps its children. "+pathsNote,
-		schema(nameProp+","+pathProp+`,"content":{"type":"string"}`, "name", "path", "content"), k.toolBlockWrite)
-	add("block_list", "List every block's name with its pscale-0 text.", schema(""), k.toolBlockList)
+		schema(nameProp+","+pathProp+`,"content":{"type":"string"}`, "name", "path", "content"), jsonTool(k.toolBlockWrite))
+	add("block_list", "List every block's name with its pscale-0 text.", schema(""), jsonTool(k.toolBlockList))
 	add("block_create", "Create a new block with its pscale-0 text.",
 		schema(nameProp+`,"pscale0":{"type":"string","description":"the block's root text"},"place":{"type":"integer","minimum":1,"description":"digits before the decimal point; default 1"}`, "name", "pscale0"),
-		k.toolBlockCreate)
+		jsonTool(k.toolBlockCreate))
 	add("bsp", "Block, spindle, point: the whole block; with spindle the chain of texts from the root to that node; with point the one node at that pscale on the chain.",
 		schema(nameProp+`,"spindle":{"type":"string","description":"address, e.g. \"0.12\""},"point":{"type":"integer","description":"pscale level on the spindle, e.g. -1"}`, "name"),
-		k.toolBSP)
+		jsonTool(k.toolBSP))
 	add("resolve", "Phrase-level view of a block: every node's text down to depth (default 3).",
-		schema(nameProp+`,"depth":{"type":"integer","minimum":1}`, "name"), k.toolResolve)
+		schema(nameProp+`,"depth":{"type":"integer","minimum":1}`, "name"), jsonTool(k.toolResolve))
 	add("write_entry", "Add an entry at the next free digit (1-9) under path (default \"0\"). When all nine are taken, call compress first. "+pathsNote,
-		schema(nameProp+","+pathProp+`,"content":{"type":"string"}`, "name", "content"), k.toolWriteEntry)
+		schema(nameProp+","+pathProp+`,"content":{"type":"string"}`, "name", "content"), jsonTool(k.toolWriteEntry))
 	add("compress", "When digits 1-9 under path are all taken: decide (with the light tier) whether they form a summary or an emergence and write it as that node's own text. The nine entries stay.",
-		schema(nameProp+","+pathProp, "name", "path"), func(ctx context.Context, in json.RawMessage) (llm.ToolOutput, error) {
-			return k.toolCompress(ctx, c, in)
-		})
+		schema(nameProp+","+pathProp, "name", "path"), jsonTool(k.toolCompress))
 	add("get_source", "The JSX source of the current shell.", schema(""), k.toolGetSource)
 	add("recompile", "Build your interface: give the whole JSX source of one React component. The kernel stores and compiles it; compile errors come back to you. This ends your turn when it succeeds.",
 		schema(`"jsx":{"type":"string","description":"the complete JSX source"}`, "jsx"), func(ctx context.Context, in json.RawMessage) (llm.ToolOutput, error) {
 			return k.toolRecompile(ctx, c, in)
 		})
 	add("set_tools", "Choose your active tools by name for the calls that follow (server tools included). Unknown names are refused with the list of known ones.",
-		schema(`"tools":{"type":"array","items":{"type":"string"}}`, "tools"), k.toolSetTools)
+		schema(`"tools":{"type":"array","items":{"type":"string"}}`, "tools"), jsonTool(k.toolSetTools))
 	add("call_llm", "Delegate a task to another LLM instance: one call, no tools, a minimal system prompt. model \"fast\" uses the light tier, \"default\" the deep tier.",
 		schema(`"prompt":{"type":"string"},"model":{"type":"string","enum":["fast","default"]},"system":{"type":"string"}`, "prompt"),
 		func(ctx context.Context, in json.RawMessage) (llm.ToolOutput, error) {
 			return k.toolCallLLM(ctx, c, in)
 		})
-	add("get_datetime", "Current date, time, timezone and unix timestamp.", schema(""), k.toolDatetime)
+	add("get_datetime", "Current date, time, timezone and unix timestamp.", schema(""), jsonTool(k.toolDatetime))
 	add("fetch_url", "Fetch a URL (GET) when the native web_fetch fails; the text is truncated at 50,000 characters. Loopback and private addresses are refused unless allowed.",
 		schema(`"url":{"type":"string"}`, "url"), k.toolFetchURL)
 	add("web_request", "Send an HTTP request (any method) from the kernel: POST, PUT, PATCH, DELETE to an API. Loopback and private addresses are refused unless allowed; the answer is truncated at 50,000 characters.",
@@ -228,6 +226,22 @@ func jsonOutput(v any) (llm.ToolOutput, error) {
 	return llm.TextOutput(string(data)), nil
 }
 
+// jsonTool adapts a handler that takes its decoded arguments and returns a
+// value to answer as JSON.
+func jsonTool[A any](run func(context.Context, A) (any, error)) llm.ToolFunc {
+	return func(ctx context.Context, in json.RawMessage) (llm.ToolOutput, error) {
+		var args A
+		if err := decode(in, &args); err != nil {
+			return llm.ToolOutput{}, err
+		}
+		v, err := run(ctx, args)
+		if err != nil {
+			return llm.ToolOutput{}, err
+		}
+		return jsonOutput(v)
+	}
+}
+
 // address reads an address given as a string or a number.
 func address(v any, field string) (pscale.Address, error) {
 	if v == nil {
@@ -280,20 +294,19 @@ func (k *Kernel) ReadNode(ctx context.Context, name string, path any) (pscale.No
 	return view, nil
 }
 
-func (k *Kernel) toolBlockWrite(ctx context.Context, in json.RawMessage) (llm.ToolOutput, error) {
-	var args struct {
-		Name    string `json:"name"`
-		Path    any    `json:"path"`
-		Content string `json:"content"`
-	}
-	if err := decode(in, &args); err != nil {
-		return llm.ToolOutput{}, err
-	}
+// pathArgs name a node: a block and a path (string or number).
+type pathArgs struct {
+	Name    string `json:"name"`
+	Path    any    `json:"path"`
+	Content string `json:"content"`
+}
+
+func (k *Kernel) toolBlockWrite(ctx context.Context, args pathArgs) (any, error) {
 	v, err := k.WriteAt(ctx, args.Name, args.Path, args.Content)
 	if err != nil {
-		return llm.ToolOutput{}, err
+		return nil, err
 	}
-	return jsonOutput(map[string]any{"success": true, "block": args.Name, "path": fmt.Sprint(args.Path), "version": v})
+	return map[string]any{"success": true, "block": args.Name, "path": fmt.Sprint(args.Path), "version": v}, nil
 }
 
 // WriteAt writes text at path (a string or number address) in a block and
@@ -338,12 +351,8 @@ func rootNode(b *pscale.Block) *pscale.Node {
 	return b.Tree.Children[0]
 }
 
-func (k *Kernel) toolBlockList(ctx context.Context, _ json.RawMessage) (llm.ToolOutput, error) {
-	list, err := k.ListBlocks(ctx)
-	if err != nil {
-		return llm.ToolOutput{}, err
-	}
-	return jsonOutput(list)
+func (k *Kernel) toolBlockList(ctx context.Context, _ struct{}) (any, error) {
+	return k.ListBlocks(ctx)
 }
 
 // CreateBlock makes a new block whose root holds pscale0.
@@ -367,27 +376,23 @@ func (k *Kernel) CreateBlock(ctx context.Context, name, pscale0 string, place in
 	return err
 }
 
-func (k *Kernel) toolBlockCreate(ctx context.Context, in json.RawMessage) (llm.ToolOutput, error) {
-	var args struct {
-		Name    string      `json:"name"`
-		Pscale0 string      `json:"pscale0"`
-		Place   json.Number `json:"place"`
-	}
-	if err := decode(in, &args); err != nil {
-		return llm.ToolOutput{}, err
-	}
+func (k *Kernel) toolBlockCreate(ctx context.Context, args struct {
+	Name    string      `json:"name"`
+	Pscale0 string      `json:"pscale0"`
+	Place   json.Number `json:"place"`
+}) (any, error) {
 	place := 1
 	if args.Place != "" {
 		p, err := pscale.ParsePscale(args.Place)
 		if err != nil || p < 1 {
-			return llm.ToolOutput{}, fmt.Errorf("place %s: want a whole number of 1 or more", args.Place)
+			return nil, fmt.Errorf("place %s: want a whole number of 1 or more", args.Place)
 		}
 		place = p
 	}
 	if err := k.CreateBlock(ctx, args.Name, args.Pscale0, place); err != nil {
-		return llm.ToolOutput{}, err
+		return nil, err
 	}
-	return jsonOutput(map[string]any{"success": true, "block": args.Name})
+	return map[string]any{"success": true, "block": args.Name}, nil
 }
 
 // BSP runs block/spindle/point on a named block. spindle and point may be
@@ -420,35 +425,19 @@ func (k *Kernel) BSP(ctx context.Context, name string, spindle, point any) (psca
 	return r, nil
 }
 
-func (k *Kernel) toolBSP(ctx context.Context, in json.RawMessage) (llm.ToolOutput, error) {
-	var args struct {
-		Name    string `json:"name"`
-		Spindle any    `json:"spindle"`
-		Point   any    `json:"point"`
-	}
-	if err := decode(in, &args); err != nil {
-		return llm.ToolOutput{}, err
-	}
-	r, err := k.BSP(ctx, args.Name, args.Spindle, args.Point)
-	if err != nil {
-		return llm.ToolOutput{}, err
-	}
-	return jsonOutput(r)
+func (k *Kernel) toolBSP(ctx context.Context, args struct {
+	Name    string `json:"name"`
+	Spindle any    `json:"spindle"`
+	Point   any    `json:"point"`
+}) (any, error) {
+	return k.BSP(ctx, args.Name, args.Spindle, args.Point)
 }
 
-func (k *Kernel) toolResolve(ctx context.Context, in json.RawMessage) (llm.ToolOutput, error) {
-	var args struct {
-		Name  string `json:"name"`
-		Depth any    `json:"depth"`
-	}
-	if err := decode(in, &args); err != nil {
-		return llm.ToolOutput{}, err
-	}
-	p, err := k.Resolve(ctx, args.Name, args.Depth)
-	if err != nil {
-		return llm.ToolOutput{}, err
-	}
-	return jsonOutput(p)
+func (k *Kernel) toolResolve(ctx context.Context, args struct {
+	Name  string `json:"name"`
+	Depth any    `json:"depth"`
+}) (any, error) {
+	return k.Resolve(ctx, args.Name, args.Depth)
 }
 
 // Resolve is the phrase-level view of a block down to depth (a number or
@@ -501,31 +490,23 @@ func dotted(digits string) string {
 	return digits[:1] + "." + digits[1:]
 }
 
-func (k *Kernel) toolWriteEntry(ctx context.Context, in json.RawMessage) (llm.ToolOutput, error) {
-	var args struct {
-		Name    string `json:"name"`
-		Path    any    `json:"path"`
-		Content string `json:"content"`
-	}
-	if err := decode(in, &args); err != nil {
-		return llm.ToolOutput{}, err
-	}
+func (k *Kernel) toolWriteEntry(ctx context.Context, args pathArgs) (any, error) {
 	path := "0"
 	if args.Path != nil && args.Path != "" {
 		a, err := address(args.Path, "path")
 		if err != nil {
-			return llm.ToolOutput{}, err
+			return nil, err
 		}
 		path = a.String()
 	}
 	at, err := k.WriteEntry(ctx, args.Name, path, args.Content)
 	if errors.Is(err, pscale.ErrFull) {
-		return llm.ToolOutput{}, fmt.Errorf("block %q path %s: digits 1-9 are all taken: call compress with this name and path first, then write_entry again", args.Name, path)
+		return nil, fmt.Errorf("block %q path %s: digits 1-9 are all taken: call compress with this name and path first, then write_entry again", args.Name, path)
 	}
 	if err != nil {
-		return llm.ToolOutput{}, err
+		return nil, err
 	}
-	return jsonOutput(map[string]any{"success": true, "block": args.Name, "path": at})
+	return map[string]any{"success": true, "block": args.Name, "path": at}, nil
 }
 
 func (k *Kernel) toolGetSource(ctx context.Context, _ json.RawMessage) (llm.ToolOutput, error) {
@@ -606,27 +587,23 @@ func (k *Kernel) SetTools(ctx context.Context, tools []string) ([]string, error)
 	return names, k.store.SetSetting(ctx, toolsSetting, string(data))
 }
 
-func (k *Kernel) toolSetTools(ctx context.Context, in json.RawMessage) (llm.ToolOutput, error) {
-	var args struct {
-		Tools []string `json:"tools"`
-	}
-	if err := decode(in, &args); err != nil {
-		return llm.ToolOutput{}, err
-	}
+func (k *Kernel) toolSetTools(ctx context.Context, args struct {
+	Tools []string `json:"tools"`
+}) (any, error) {
 	names, err := k.SetTools(ctx, args.Tools)
 	if err != nil {
-		return llm.ToolOutput{}, err
+		return nil, err
 	}
-	return jsonOutput(map[string]any{"success": true, "tools": names, "note": "takes effect on your next call"})
+	return map[string]any{"success": true, "tools": names, "note": "takes effect on your next call"}, nil
 }
 
-func (k *Kernel) toolDatetime(context.Context, json.RawMessage) (llm.ToolOutput, error) {
+func (k *Kernel) toolDatetime(context.Context, struct{}) (any, error) {
 	now := time.Now()
 	zone, _ := now.Zone()
-	return jsonOutput(map[string]any{
+	return map[string]any{
 		"iso": now.UTC().Format(time.RFC3339), "unix": now.Unix(),
 		"timezone": now.Location().String(), "zone": zone, "local": now.Format("Monday 2 January 2006 15:04:05 MST"),
-	})
+	}, nil
 }
 
 func (k *Kernel) toolFetchURL(ctx context.Context, in json.RawMessage) (llm.ToolOutput, error) {
