@@ -1,7 +1,8 @@
-// Package solve is the SOLVE kernel (specs/solve-kernel-boot-spec.md). This
-// version builds the spec's first iteration, planning mode: `solve plan`
-// and `solve check` (docs/solve.md). The SOLVE loop (`solve run`) builds
-// on the same schema and types.
+// Package solve is the SOLVE kernel (specs/solve-kernel-boot-spec.md):
+// planning mode (`solve plan`, `solve check`) and the SOLVE loop
+// (`solve run`, Kernel.Run and Kernel.Resume: dispatch.go, steps.go,
+// verify.go, grow.go, finalize.go, hire.go). docs/solve.md lists the
+// choices the loop makes where the spec is silent.
 //
 // The model supplies judgment (constraints, tasks, estimates, approaches)
 // through llm.AskJSON; the kernel does every sum, pass and comparison
@@ -12,9 +13,8 @@
 // Where the spec leaves room, this package decides as follows; the
 // differences are deliberate and documented in docs/solve.md:
 //
-//   - kernel.db holds the five tables the first iteration names (nodes,
-//     constraints, resolution_attempts, node_dependencies, logs), created
-//     exactly as §2 defines them; `solve run` adds the other six.
+//   - kernel.db holds the eleven tables exactly as §2 defines them (planning
+//     uses five); nodes gains invalidated_at (schema version 2).
 //   - The goal is the root node. Planning walks it through the spec's
 //     transitions: pending → identifying_constraints → selecting_constraints
 //     → selecting_resolver → resolving ⇄ verifying (one round per

@@ -113,3 +113,113 @@ CREATE TABLE IF NOT EXISTS logs (
 
 CREATE INDEX IF NOT EXISTS idx_logs_tier ON logs(tier, timestamp);
 CREATE INDEX IF NOT EXISTS idx_logs_node ON logs(node_id, tier);
+
+-- kernel.db, SOLVE loop (`solve run`, schema version 2): the other six of
+-- the spec's eleven tables (§2 A–D), exactly as the spec defines them.
+
+-- Canonical artifacts (content lives at uri; lineage is required for auditability)
+CREATE TABLE IF NOT EXISTS artifacts (
+    id          TEXT PRIMARY KEY,
+    node_id     TEXT NOT NULL,               -- producing node
+    type        TEXT NOT NULL,               -- code | doc | data | resolver | tool_plan | ...
+    format      TEXT NOT NULL,               -- python | markdown | json | ...
+    uri         TEXT NOT NULL,               -- e.g. artifact_store/<sha256> or external ref
+    sha256      TEXT NOT NULL,               -- content hash (required for local storage)
+    size_bytes  INTEGER,
+    metadata    JSON NOT NULL DEFAULT '{}',
+    lineage     JSON NOT NULL,               -- {resolver_id, constraint_ids[], input_artifact_ids[]}
+    sigma       REAL,                        -- artifact-local confidence (optional; node-level is authoritative)
+    created_at  TEXT DEFAULT (datetime('now'))
+);
+
+CREATE INDEX IF NOT EXISTS idx_artifacts_node ON artifacts(node_id, created_at);
+CREATE INDEX IF NOT EXISTS idx_artifacts_sha ON artifacts(sha256);
+
+-- Capability request dedupe (enables "never ask twice for the same request")
+-- request_fingerprint = sha256(canonical_json({capability_tag, build_constraints, budget_class}))
+CREATE TABLE IF NOT EXISTS capability_requests (
+    id                  TEXT PRIMARY KEY,
+    root_id             TEXT NOT NULL,
+    capability_tag      TEXT NOT NULL,
+    request_fingerprint TEXT NOT NULL,
+    status              TEXT NOT NULL,       -- requested | delivered | declined
+    resolver_id         TEXT,                -- set when delivered
+    detail              JSON,                -- human-visible context + reasons
+    created_at          TEXT DEFAULT (datetime('now')),
+    UNIQUE (root_id, capability_tag, request_fingerprint)
+);
+
+CREATE INDEX IF NOT EXISTS idx_capreq_lookup ON capability_requests(capability_tag, status);
+
+-- Resolver registry (§2B)
+CREATE TABLE IF NOT EXISTS resolvers (
+    id              TEXT PRIMARY KEY,
+    label           TEXT NOT NULL,            -- human-readable name
+    description     TEXT,                     -- free-text description (non-rigid; used by router at boot)
+    type            TEXT NOT NULL,            -- digital | physical | hybrid
+    capabilities    JSON NOT NULL,            -- ["decompose", "generate_code", ...]
+    cost_per_invocation REAL,
+    cost_per_token  REAL,
+    latency_estimate REAL,                    -- seconds
+
+    -- Quality vector (formalization §4)
+    q_completeness  REAL DEFAULT 0.5,
+    q_executability REAL DEFAULT 0.5,
+    q_optimality    REAL DEFAULT 0.5,
+    q_representation REAL DEFAULT 0.5,
+    q_generalization REAL DEFAULT 0.5,
+    q_efficiency    REAL DEFAULT 0.5,
+
+    input_types     JSON,                     -- ["text", "code", ...]
+    output_types    JSON,                     -- ["text", "code", "structured_data", ...]
+
+    -- Usage stats (updated by resolution logger)
+    usage_count     INTEGER DEFAULT 0,
+    success_count   INTEGER DEFAULT 0,
+    failure_count   INTEGER DEFAULT 0,
+    avg_cost        REAL DEFAULT 0,
+
+    -- Provenance
+    built_by        TEXT,                     -- "boot" | "system" | "human"
+    built_for_node_id TEXT,                   -- node_id that triggered construction
+    metadata        JSON NOT NULL DEFAULT '{}',
+    created_at      TEXT DEFAULT (datetime('now'))
+);
+
+-- Knowledge graph (§2C)
+CREATE TABLE IF NOT EXISTS kg_nodes (
+    id              TEXT PRIMARY KEY,
+    type            TEXT NOT NULL,
+    label           TEXT NOT NULL,            -- human-readable summary
+    properties      JSON,                     -- type-specific data
+    created_at      TEXT DEFAULT (datetime('now'))
+);
+
+CREATE TABLE IF NOT EXISTS kg_edges (
+    id              TEXT PRIMARY KEY,
+    source_id       TEXT NOT NULL REFERENCES kg_nodes(id),
+    target_id       TEXT NOT NULL REFERENCES kg_nodes(id),
+    relation        TEXT NOT NULL,
+    properties      JSON,                     -- edge-specific data (e.g., sigma_v, cost, time_seconds, timestamp)
+    created_at      TEXT DEFAULT (datetime('now'))
+);
+
+CREATE INDEX IF NOT EXISTS idx_kg_edges_source ON kg_edges(source_id, relation);
+CREATE INDEX IF NOT EXISTS idx_kg_edges_target ON kg_edges(target_id, relation);
+CREATE INDEX IF NOT EXISTS idx_kg_edges_relation ON kg_edges(relation);
+CREATE INDEX IF NOT EXISTS idx_kg_nodes_type ON kg_nodes(type);
+CREATE INDEX IF NOT EXISTS idx_kg_nodes_label ON kg_nodes(type, label);
+
+-- Budget ledger (§2D): authoritative; nodes.budget_* / time_* are caches.
+CREATE TABLE IF NOT EXISTS budget_ledger (
+    id              TEXT PRIMARY KEY,
+    node_id         TEXT NOT NULL REFERENCES nodes(id),
+    event_type      TEXT NOT NULL,           -- allocate | spend | refund
+    amount          REAL NOT NULL,
+    time_amount     REAL DEFAULT 0,          -- seconds
+    resolver_id     TEXT,
+    description     TEXT,
+    created_at      TEXT DEFAULT (datetime('now'))
+);
+
+CREATE INDEX IF NOT EXISTS idx_ledger_node ON budget_ledger(node_id, event_type);

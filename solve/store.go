@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -16,19 +17,33 @@ import (
 //go:embed schema.sql
 var schemaSQL string
 
-// schemaVersion is PRAGMA user_version after the planning tables exist.
-const schemaVersion = 1
+// schemaVersion is PRAGMA user_version once all eleven tables exist.
+// Version 1 (planning) had five; migrations lists what each step adds
+// beyond schema.sql's CREATE ... IF NOT EXISTS statements.
+const schemaVersion = 2
+
+// migrations[v] brings a database from user_version v to v+1.
+var migrations = map[int]string{
+	// v1 → v2: the six SOLVE-loop tables come from schema.sql; nodes gains
+	// invalidated_at, set on a subtree superseded by backtracking or a
+	// reopened ancestor (its history is kept, it leaves the live tree).
+	1: "ALTER TABLE nodes ADD COLUMN invalidated_at TEXT",
+}
 
 // Kernel is an open kernel.db. Its methods do what the CLI does.
 type Kernel struct {
 	db   *sql.DB
 	path string
+	// wmu queues this process's write transactions (SQLite has one
+	// writer; a deferred transaction upgrading to a write could otherwise
+	// fail with SQLITE_BUSY when workers commit at once).
+	wmu sync.Mutex
 }
 
 // Open opens (creating if needed) the kernel database at path and makes
 // sure the planning tables exist.
 func Open(ctx context.Context, path string) (*Kernel, error) {
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)")
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)")
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
@@ -41,13 +56,32 @@ func Open(ctx context.Context, path string) (*Kernel, error) {
 		db.Close()
 		return nil, fmt.Errorf("kernel.db %s: %w", path, err)
 	}
-	if v < schemaVersion {
-		if _, err := db.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
+	if v == 0 {
+		v = 1 // a new database: schema.sql made the version-1 tables
+	}
+	for ; v < schemaVersion; v++ {
+		if err := migrate(ctx, db, v); err != nil {
 			db.Close()
-			return nil, fmt.Errorf("kernel.db %s: %w", path, err)
+			return nil, fmt.Errorf("kernel.db %s: migrate schema %d → %d: %w", path, v, v+1, err)
 		}
 	}
 	return &Kernel{db: db, path: path}, nil
+}
+
+// migrate applies one migration and its version in one transaction.
+func migrate(ctx context.Context, db *sql.DB, v int) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", v+1)); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // Close closes the database.

@@ -1,8 +1,12 @@
-// Command solve runs the SOLVE planning kernel (docs/solve.md).
+// Command solve runs the SOLVE kernel: planning and the SOLVE loop (docs/solve.md).
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"os"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -31,9 +35,21 @@ DAG, does all the arithmetic itself (rollups, waterfall, critical path, verdicts
 walls), surveys alternatives and repairs by exact search; 'solve check' re-runs the
 assertion framework on a plan file (docs/solve.md).
 
-Not built yet in this version: the SOLVE loop (run, resume, status, hire).
+The SOLVE loop works: 'solve run' resolves a goal node by node (identify and
+select constraints, select a resolver, resolve, verify, decompose), every
+resolver call budget-gated against the ledger; UNSAT retries with feedback,
+then BUILD (lookup-before-build first) and HIRE (a capability request a human
+answers with 'solve hire'); 'solve resume' continues a stopped or killed run.
+Inspect with status, log, resolvers, kg and artifacts.
+
+Not yet verified by tests in this version: BUILD of a tool and its reuse,
+over-budget HIRE with --add-budget, gating/backtracking, Step 12 coupling
+conflicts, --workers N equivalence, --interactive. --suggest is passed to
+resolvers as an unprivileged input, not scored as an attempt. The loop's
+benchmarks are not built (docs/solve.md).
 Use 'solve ping' to check your provider set-up.`)
-	app.Root.AddCommand(planCommand(app), checkCommand())
+	app.Root.AddCommand(planCommand(app), checkCommand(), runCommand(app), resumeCommand(app), statusCommand(), logCommand(),
+		resolversCommand(), kgCommand(), hireCommand(), artifactsCommand())
 	app.Run()
 }
 
@@ -160,4 +176,350 @@ so a hand-edited plan fails. Prints PASS/FAIL with the numbers; exits 1 on any F
 			return nil
 		},
 	}
+}
+
+func openDB(ctx context.Context, db string) (*solve.Kernel, error) { return solve.Open(ctx, db) }
+
+func dbFlag(cmd *cobra.Command, db *string) {
+	cmd.Flags().StringVar(db, "db", "kernel.db", "kernel database (SQLite); artifact_store/ sits beside it")
+}
+
+// runOptions builds the process options: the LLM client, the live view,
+// the terminal and the crash-test hook (env SOLVE_CRASH_AFTER).
+func runOptions(cmd *cobra.Command, app *cli.App, workers int) (solve.Options, string, error) {
+	client, err := app.Provider.Client(cmd.ErrOrStderr())
+	if err != nil {
+		return solve.Options{}, "", err
+	}
+	model := app.Provider.Model
+	if model == "" {
+		model = defaultModels[app.Provider.Provider]
+	}
+	o := solve.Options{Client: client, Progress: cmd.ErrOrStderr(), In: cmd.InOrStdin(), Workers: workers}
+	if v := os.Getenv("SOLVE_CRASH_AFTER"); v != "" {
+		if o.CrashAfter, err = strconv.Atoi(v); err != nil {
+			return o, "", fmt.Errorf("SOLVE_CRASH_AFTER=%q: give a whole number", v)
+		}
+	}
+	return o, model, nil
+}
+
+func printResult(w io.Writer, r *solve.Result) {
+	fmt.Fprintf(w, "root %s: %s\n", r.RootID, r.Outcome)
+	switch r.Outcome {
+	case solve.OutcomeAchieved:
+		fmt.Fprintf(w, "σ_system %.2f · artifact %s\n%s\n", r.SigmaSystem, r.ArtifactID, r.Summary)
+	case solve.OutcomeWaiting:
+		fmt.Fprintf(w, "%d capability request(s) wait for a human: answer with 'solve hire', then 'solve resume %s'\n", r.OpenRequests, r.RootID)
+	default:
+		fmt.Fprintf(w, "the goal was not achieved; see 'solve status %s' and 'solve log --node ID'\n", r.RootID)
+	}
+	fmt.Fprintf(w, "LLM calls: %d · spent $%.4f of $%.2f · nodes %d\n", r.LLMCalls, r.SpentUSD, r.AllocatedUSD, r.Nodes)
+}
+
+func runCommand(app *cli.App) *cobra.Command {
+	var (
+		req     solve.RunRequest
+		timeCap string
+		db      string
+	)
+	cmd := &cobra.Command{
+		Use:   "run GOAL",
+		Short: "Run the SOLVE loop on a goal: resolve, verify, decompose, BUILD tools, HIRE a human",
+		Long: `Run the SOLVE loop (spec §5). The goal is the root node; each node goes
+pending → identifying_constraints → selecting_constraints → selecting_resolver →
+resolving → verifying, then resolved (SAT leaf), decomposing (SAT, not a leaf),
+gated (σ_path < τ_global: the weakest ancestor is reopened), or back to resolving
+with the violation trace (UNSAT, up to T_max, stopping early on stagnation),
+then BUILD (lookup-before-build first; a built tool is registered only after its
+own tests pass) or HIRE (a capability request; the node waits, others continue).
+
+Every resolver call is budget-gated: estimate → pre_check against the node's
+ledger balance (the parent's reserve may cover it) → run → spend recorded. A
+denied pre_check becomes a HIRE request. Children share 80% of the parent's
+remainder by weight; 20% stays as reserve.
+
+Software goals run for real in --workspace: logic constraints carry a shell
+command (e.g. go test ./...) run by codex-tools-0 with a timeout and an output
+cap; a pass is σ = 1.0. Every step commits in one SQLite transaction, so a run
+stopped at any point, kill -9 included, continues with 'solve resume'.
+
+The live view (node states, budget) goes to stderr; the outcome to stdout.`,
+		Example: `  solve run "Add Mean and Median to package stats, with tests" --workspace ./ws --budget 2 --time 30m
+  solve run "Design a 4-layer PCB for a 48V→12V 10A buck converter" --budget 5 --time 1h --constraint "passes thermal test at 60°C"`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req.Goal = args[0]
+			d, err := time.ParseDuration(timeCap)
+			if err != nil {
+				return fmt.Errorf("--time %q: %v; give a duration such as 30m", timeCap, err)
+			}
+			req.Time = d
+			opts, model, err := runOptions(cmd, app, 0)
+			if err != nil {
+				return err
+			}
+			req.Model = model
+			k, err := openDB(cmd.Context(), db)
+			if err != nil {
+				return err
+			}
+			defer k.Close()
+			r, err := k.Run(cmd.Context(), req, opts)
+			if err != nil {
+				return err
+			}
+			printResult(cmd.OutOrStdout(), r)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&req.Constraints, "constraint", nil, "an irreducible core constraint in words (repeatable)")
+	f.StringArrayVar(&req.Suggest, "suggest", nil, "a human idea, given to resolvers as an unprivileged candidate input (repeatable)")
+	f.Float64Var(&req.BudgetUSD, "budget", 1, "root budget in USD")
+	f.StringVar(&timeCap, "time", "30m", "root wall-time budget (e.g. 30m, 2h)")
+	f.StringVar(&req.Workspace, "workspace", "", "directory where software goals are built and tested")
+	f.IntVar(&req.Workers, "workers", 1, "independent ready nodes run in parallel (same results as 1)")
+	f.IntVar(&req.TMax, "tmax", solve.DefaultTMax, "attempts per resolver before BUILD (T_max)")
+	f.BoolVar(&req.Interactive, "interactive", false, "ask the human on the terminal: the Step 1 extraction dialogue, and HIRE at once")
+	dbFlag(cmd, &db)
+	return cmd
+}
+
+func resumeCommand(app *cli.App) *cobra.Command {
+	var (
+		db      string
+		workers int
+	)
+	cmd := &cobra.Command{
+		Use:   "resume [ROOT]",
+		Short: "Continue a stopped, waiting or killed run (the latest unfinished one without ROOT)",
+		Long: `Continue a run where it stopped: after kill -9, after an error, or after
+'solve hire' answered its requests. No resolver attempt whose output was
+recorded is repeated, and no ledger entry is lost or doubled. ROOT may be a
+prefix of the root node id.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts, _, err := runOptions(cmd, app, workers)
+			if err != nil {
+				return err
+			}
+			k, err := openDB(cmd.Context(), db)
+			if err != nil {
+				return err
+			}
+			defer k.Close()
+			root := ""
+			if len(args) == 1 {
+				root = args[0]
+			}
+			r, err := k.Resume(cmd.Context(), root, opts)
+			if err != nil {
+				return err
+			}
+			printResult(cmd.OutOrStdout(), r)
+			return nil
+		},
+	}
+	dbFlag(cmd, &db)
+	cmd.Flags().IntVar(&workers, "workers", 0, "parallel workers (0 = as the run was started)")
+	return cmd
+}
+
+func statusCommand() *cobra.Command {
+	var db string
+	cmd := &cobra.Command{
+		Use:   "status [ROOT]",
+		Short: "Show a run's tree with states, σ and budget spent/allocated (all runs without ROOT)",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			k, err := openDB(cmd.Context(), db)
+			if err != nil {
+				return err
+			}
+			defer k.Close()
+			root := ""
+			if len(args) == 1 {
+				root = args[0]
+			}
+			out, err := k.Status(cmd.Context(), root)
+			if err != nil {
+				return err
+			}
+			fmt.Fprint(cmd.OutOrStdout(), out)
+			return nil
+		},
+	}
+	dbFlag(cmd, &db)
+	return cmd
+}
+
+func logCommand() *cobra.Command {
+	var (
+		db   string
+		tier int
+		node string
+	)
+	cmd := &cobra.Command{
+		Use:   "log",
+		Short: "Show the tiered log: 1 flow, 2 decisions, 3 resolver I/O metadata",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if tier < 0 || tier > 3 {
+				return fmt.Errorf("--tier %d: give 1, 2 or 3 (0 = all)", tier)
+			}
+			k, err := openDB(cmd.Context(), db)
+			if err != nil {
+				return err
+			}
+			defer k.Close()
+			out, err := k.Logs(cmd.Context(), tier, node)
+			if err != nil {
+				return err
+			}
+			fmt.Fprint(cmd.OutOrStdout(), out)
+			return nil
+		},
+	}
+	dbFlag(cmd, &db)
+	cmd.Flags().IntVar(&tier, "tier", 0, "only this tier (1, 2 or 3; 0 = all)")
+	cmd.Flags().StringVar(&node, "node", "", "only this node (id or prefix)")
+	return cmd
+}
+
+func resolversCommand() *cobra.Command {
+	var db string
+	cmd := &cobra.Command{
+		Use:   "resolvers",
+		Short: "List the resolver registry: boot, built and hired tools with capabilities and record",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			k, err := openDB(cmd.Context(), db)
+			if err != nil {
+				return err
+			}
+			defer k.Close()
+			rs, err := k.Resolvers(cmd.Context())
+			if err != nil {
+				return err
+			}
+			for _, r := range rs {
+				fmt.Fprintf(cmd.OutOrStdout(), "%-28s %-8s built by %-6s used %d (%d ok, %d failed)  %v\n", r.ID, r.Type, r.BuiltBy, r.UsageCount, r.SuccessCount, r.FailureCount, r.Capabilities)
+			}
+			return nil
+		},
+	}
+	dbFlag(cmd, &db)
+	return cmd
+}
+
+func kgCommand() *cobra.Command {
+	var db, goal, capability string
+	cmd := &cobra.Command{
+		Use:   "kg",
+		Short: "Run the knowledge graph's boot-time queries: similar goals, resolver outcomes, failure modes, lookup-before-build",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			k, err := openDB(cmd.Context(), db)
+			if err != nil {
+				return err
+			}
+			defer k.Close()
+			out, err := k.KGReport(cmd.Context(), goal, capability)
+			if err != nil {
+				return err
+			}
+			fmt.Fprint(cmd.OutOrStdout(), out)
+			return nil
+		},
+	}
+	dbFlag(cmd, &db)
+	cmd.Flags().StringVar(&goal, "goal", "", "goal summary whose pattern to query (default: every goal pattern)")
+	cmd.Flags().StringVar(&capability, "capability", "", "also run lookup-before-build for this capability tag")
+	return cmd
+}
+
+func hireCommand() *cobra.Command {
+	var (
+		db, command, label, reason string
+		addUSD                     float64
+		addTime                    time.Duration
+		decline, all               bool
+	)
+	cmd := &cobra.Command{
+		Use:   "hire [REQUEST]",
+		Short: "List open capability requests, or answer one: register a resolver command, add budget, or decline",
+		Long: `Without REQUEST, list the open capability requests with the context a
+human needs: what is needed, what was tried, why it failed, the budget left and
+similar past resolutions. With REQUEST (an id prefix) answer it with exactly one
+of --resolver-command (registered as a reusable resolver providing the
+capability: toolization, never a one-off answer), --add-budget/--add-time, or
+--decline (that request fingerprint is never asked again). Then 'solve resume'.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			k, err := openDB(cmd.Context(), db)
+			if err != nil {
+				return err
+			}
+			defer k.Close()
+			if len(args) == 0 {
+				reqs, err := k.Requests(cmd.Context(), all)
+				if err != nil {
+					return err
+				}
+				if len(reqs) == 0 {
+					fmt.Fprintln(cmd.OutOrStdout(), "no open capability requests")
+				}
+				for _, r := range reqs {
+					fmt.Fprint(cmd.OutOrStdout(), solve.FormatRequest(r))
+				}
+				return nil
+			}
+			msg, err := k.AnswerRequest(cmd.Context(), args[0], solve.HireAnswer{Command: command, Label: label, AddUSD: addUSD,
+				AddSeconds: addTime.Seconds(), Decline: decline, Reason: reason})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), msg)
+			return nil
+		},
+	}
+	dbFlag(cmd, &db)
+	f := cmd.Flags()
+	f.StringVar(&command, "resolver-command", "", "register this shell command (run in the workspace) as a resolver for the capability")
+	f.StringVar(&label, "label", "", "label of the registered resolver")
+	f.Float64Var(&addUSD, "add-budget", 0, "add this many USD to the waiting node's budget")
+	f.DurationVar(&addTime, "add-time", 0, "add this much wall time to the waiting node's budget")
+	f.BoolVar(&decline, "decline", false, "decline: the node becomes infeasible and the request is never asked again")
+	f.StringVar(&reason, "reason", "", "why (kept with a decline)")
+	f.BoolVar(&all, "all", false, "list answered requests too")
+	return cmd
+}
+
+func artifactsCommand() *cobra.Command {
+	var db string
+	cmd := &cobra.Command{
+		Use:   "artifacts [ROOT]",
+		Short: "List artifacts (content-addressed in artifact_store/ by sha256) with type, σ and node",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			k, err := openDB(cmd.Context(), db)
+			if err != nil {
+				return err
+			}
+			defer k.Close()
+			root := ""
+			if len(args) == 1 {
+				root = args[0]
+			}
+			out, err := k.ArtifactList(cmd.Context(), root)
+			if err != nil {
+				return err
+			}
+			fmt.Fprint(cmd.OutOrStdout(), out)
+			return nil
+		},
+	}
+	dbFlag(cmd, &db)
+	return cmd
 }
