@@ -270,7 +270,7 @@ func (k *Kernel) delegate(ctx context.Context, tier int, system, text string) (*
 	return client.Send(ctx, req)
 }
 
-func (k *Kernel) toolCallLLM(ctx context.Context, _ *callState, in json.RawMessage) (llm.ToolOutput, error) {
+func (k *Kernel) toolCallLLM(ctx context.Context, in json.RawMessage) (llm.ToolOutput, error) {
 	var args struct {
 		Prompt string `json:"prompt"`
 		Model  string `json:"model"`

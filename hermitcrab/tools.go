@@ -98,9 +98,7 @@ func (k *Kernel) catalogue(c *callState) map[string]llm.ToolHandler {
 		schema(`"tools":{"type":"array","items":{"type":"string"}}`, "tools"), jsonTool(k.toolSetTools))
 	add("call_llm", "Delegate a task to another LLM instance: one call, no tools, a minimal system prompt. model \"fast\" uses the light tier, \"default\" the deep tier.",
 		schema(`"prompt":{"type":"string"},"model":{"type":"string","enum":["fast","default"]},"system":{"type":"string"}`, "prompt"),
-		func(ctx context.Context, in json.RawMessage) (llm.ToolOutput, error) {
-			return k.toolCallLLM(ctx, c, in)
-		})
+		k.toolCallLLM)
 	add("get_datetime", "Current date, time, timezone and unix timestamp.", schema(""), jsonTool(k.toolDatetime))
 	add("fetch_url", "Fetch a URL (GET) when the native web_fetch fails; the text is truncated at 50,000 characters. Loopback and private addresses are refused unless allowed.",
 		schema(`"url":{"type":"string"}`, "url"), k.toolFetchURL)
