@@ -53,8 +53,15 @@ type result struct {
 
 func runSolve(t *testing.T, dir string, args ...string) result {
 	t.Helper()
+	return runStdin(t, dir, "", args...)
+}
+
+// runStdin runs the binary in dir with stdin piped from the string.
+func runStdin(t *testing.T, dir, stdin string, args ...string) result {
+	t.Helper()
 	cmd := exec.Command(solveBin, args...)
 	cmd.Dir = dir
+	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

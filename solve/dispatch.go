@@ -1,6 +1,7 @@
 package solve
 
 import (
+	"bufio"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -38,7 +39,8 @@ type engine struct {
 	res      map[string]Resolver
 	patterns []patternInfo
 	crashes  atomic.Int64
-	termMu   sync.Mutex // one interactive question at a time
+	termMu   sync.Mutex    // one interactive question at a time
+	term     *bufio.Reader // opts.In, buffered once for every question
 
 	// scheduler state, touched only by the loop goroutine
 	nodes    map[string]*snode
@@ -100,9 +102,10 @@ func (k *Kernel) Run(ctx context.Context, req RunRequest, opts Options) (*Result
 	root := newID()
 	e := k.newEngine(root, cfg, opts)
 	core := req.Constraints
+	var synth *Output // the extraction dialogue's call, recorded with the root
 	if req.Interactive {
 		var err error
-		if core, err = e.extractionDialogue(ctx, req.Goal, core); err != nil {
+		if core, synth, err = e.extractionDialogue(ctx, req.Goal, core, req.BudgetUSD); err != nil {
 			return nil, err
 		}
 	}
@@ -143,6 +146,15 @@ func (k *Kernel) Run(ctx context.Context, req RunRequest, opts Options) (*Result
 		}
 		if err := writeLedger(ctx, tx, ledgerEntry{Node: root, Event: "allocate", Amount: req.BudgetUSD, Time: req.Time.Seconds(), Description: "root budget (--budget, --time)"}); err != nil {
 			return err
+		}
+		if synth != nil {
+			if err := writeLedger(ctx, tx, ledgerEntry{Node: root, Event: "spend", Amount: synth.Cost, Time: synth.Seconds, Resolver: ClaudeCodeID, Description: OpSynthesize}); err != nil {
+				return err
+			}
+			if err := logRow(ctx, tx, 3, root, ClaudeCodeID+" "+OpSynthesize, map[string]any{"resolver": ClaudeCodeID, "op": OpSynthesize,
+				"raw_io_policy": "redacted_by_default", "cost": synth.Cost, "time_seconds": synth.Seconds, "llm_calls": synth.LLMCalls}); err != nil {
+				return err
+			}
 		}
 		return logRow(ctx, tx, 1, root, fmt.Sprintf("Node %s: GOAL %q (budget $%.2f, time %s, workspace %s)", short(root), summary, req.BudgetUSD, req.Time, orNone(req.Workspace)), nil)
 	})
@@ -220,6 +232,9 @@ func (k *Kernel) newEngine(root string, cfg runConfig, opts Options) *engine {
 	}}
 	for id, r := range opts.Resolvers {
 		e.res[id] = r
+	}
+	if opts.In != nil {
+		e.term = bufio.NewReader(opts.In)
 	}
 	return e
 }

@@ -40,6 +40,9 @@ const (
 	SelfModelID  = "self-model-0"
 	ClaudeCodeID = "claude-code-0"
 	CodexToolsID = "codex-tools-0"
+	// CandidateID is the resolver id of an attempt whose output is a
+	// candidate input (--suggest) scored as it stands: no resolver ran.
+	CandidateID = "candidate-input"
 )
 
 // Defaults (spec §0, §2).

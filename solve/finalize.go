@@ -1,11 +1,12 @@
 package solve
 
 import (
-	"bufio"
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strings"
 )
@@ -34,7 +35,20 @@ func (e *engine) finalize(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	s := &stepCtx{e: e, n: rootRow, budget: b}
-	nodes, err := loadNodes(ctx, e.k.db, "root_id = ? AND invalidated_at IS NULL", e.root)
+	// A denied pre_check here is a HIRE on the root like any other: the
+	// run waits, and finishes on resume once budget is added.
+	denied := func(err error, op string) (bool, error) {
+		if errors.Is(err, errDenied) {
+			r, err := s.failed(ctx, err, op)
+			// Answered on the terminal (--interactive): try again at once.
+			return r.waitHire || r.status == StatusInfeasible, err
+		}
+		return false, err
+	}
+	// Build subgoals made tools (registered resolvers), not parts of the
+	// goal's artifact: they are not leaves of the assembly.
+	nodes, err := loadNodes(ctx, e.k.db, `root_id = ? AND invalidated_at IS NULL AND id NOT IN (WITH RECURSIVE b(id) AS (
+		SELECT node_id FROM artifacts WHERE type = 'build_goal' UNION ALL SELECT n.id FROM nodes n JOIN b ON n.parent_id = b.id) SELECT id FROM b)`, e.root)
 	if err != nil {
 		return false, err
 	}
@@ -54,12 +68,12 @@ func (e *engine) finalize(ctx context.Context) (bool, error) {
 			leafRows = append(leafRows, n)
 		}
 	}
-	// Deferred logic checks (decomposed nodes' commands) on the workspace.
+	// Deferred logic checks on the workspace: decomposed nodes' commands,
+	// and a leaf's whose output carried no files (a --suggest text).
 	var checks []ConstraintCheck
 	for _, n := range nodes {
-		if n.Status == StatusResolved {
-			continue
-		}
+		var v Verification
+		_ = json.Unmarshal([]byte(n.Verification), &v)
 		cs, err := constraintViews(ctx, e.k.db, n.Selected, "c")
 		if err != nil {
 			return false, err
@@ -69,12 +83,12 @@ func (e *engine) finalize(ctx context.Context) (bool, error) {
 				Check string `json:"check"`
 			}
 			_ = json.Unmarshal(c.Payload, &p)
-			if c.Type != Logic || p.Check == "" {
+			if c.Type != Logic || p.Check == "" || isLogicChecked(v.Checks, c.id) {
 				continue
 			}
 			o, err := s.call(ctx, CodexToolsID, &Call{Op: OpCheck, Params: map[string]any{commandInvokeID: p.Check}})
 			if err != nil {
-				return false, err
+				return denied(err, OpCheck)
 			}
 			var ca checkAnswer
 			_ = json.Unmarshal(o.Answer, &ca)
@@ -84,7 +98,7 @@ func (e *engine) finalize(ctx context.Context) (bool, error) {
 	}
 	out, err := s.call(ctx, ClaudeCodeID, &Call{Op: OpConsistency, Leaves: leaves, Checks: checks})
 	if err != nil {
-		return false, err
+		return denied(err, OpConsistency)
 	}
 	var ca consistencyAnswer
 	if err := json.Unmarshal(out.Answer, &ca); err != nil {
@@ -113,7 +127,7 @@ func (e *engine) finalize(ctx context.Context) (bool, error) {
 	}
 	out, err = s.call(ctx, ClaudeCodeID, &Call{Op: OpAssemble, Leaves: leaves})
 	if err != nil {
-		return false, err
+		return denied(err, OpAssemble)
 	}
 	var aa assembleAnswer
 	if err := json.Unmarshal(out.Answer, &aa); err != nil {
@@ -221,33 +235,50 @@ func (s *stepCtx) couple(ctx context.Context, ca consistencyAnswer, leaves []Lea
 
 // extractionDialogue is Step 1 with --interactive: candidate constraints
 // are proposed, the human confirms or rejects each, and the irreducible
-// core must not be empty.
-func (e *engine) extractionDialogue(ctx context.Context, goal string, core []string) ([]string, error) {
+// core must not be empty. The call is budget-checked against the root
+// budget and returned so the run records its spend.
+func (e *engine) extractionDialogue(ctx context.Context, goal string, core []string, budget float64) ([]string, *Output, error) {
+	if e.term == nil {
+		return nil, nil, errors.New("--interactive needs a terminal on stdin")
+	}
 	r, err := e.resolver(ctx, ClaudeCodeID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out, err := r.Resolve(ctx, &Call{Op: OpSynthesize, Goal: goal, Summary: goal, Model: e.cfg.Model, Feedback: core})
+	c := &Call{Op: OpSynthesize, Goal: goal, Summary: goal, Model: e.cfg.Model, Feedback: core}
+	if cost, _ := r.Estimate(ctx, c); cost > budget {
+		return nil, nil, fmt.Errorf("%w: the extraction dialogue is estimated at $%.4f, more than --budget %.2f", errDenied, cost, budget)
+	}
+	out, err := r.Resolve(ctx, c)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var a synthesizeAnswer
 	if err := json.Unmarshal(out.Answer, &a); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	in := bufio.NewReader(e.opts.In)
+	w := e.terminal()
 	for _, c := range a.Candidates {
-		fmt.Fprintf(e.opts.Progress, "Candidate constraint (%s, %s): %s — keep? [y/N] ", c.Type, c.Domain, c.Title)
-		line, _ := in.ReadString('\n')
+		fmt.Fprintf(w, "Candidate constraint (%s, %s): %s — keep? [y/N] ", c.Type, c.Domain, c.Title)
+		line, _ := e.term.ReadString('\n')
 		if strings.HasPrefix(strings.ToLower(strings.TrimSpace(line)), "y") {
 			core = append(core, c.Title)
 		}
 	}
 	for _, q := range a.Questions {
-		fmt.Fprintf(e.opts.Progress, "Open question: %s\n", q)
+		fmt.Fprintf(w, "Open question: %s\n", q)
 	}
 	if len(core) == 0 {
-		return nil, fmt.Errorf("the irreducible core is empty: confirm at least one constraint or give --constraint")
+		return nil, nil, fmt.Errorf("the irreducible core is empty: confirm at least one constraint or give --constraint")
 	}
-	return core, nil
+	fmt.Fprintf(w, "Irreducible core: %s\n", strings.Join(core, "; "))
+	return core, out, nil
+}
+
+// terminal is where interactive questions are written.
+func (e *engine) terminal() io.Writer {
+	if e.opts.Progress == nil {
+		return io.Discard
+	}
+	return e.opts.Progress
 }

@@ -184,6 +184,12 @@ func (s *stepCtx) gate(ctx context.Context, resolver string, v Verification, pat
 			}
 			s.n.Status = StatusPending
 		} else {
+			// The weakest ancestor's attempt is the weak link: its retry's
+			// feedback quotes the gating.
+			if _, err := tx.ExecContext(ctx, `UPDATE resolution_attempts SET failure_mode = 'failure:low_confidence'
+				WHERE id = (SELECT last_attempt_id FROM nodes WHERE id = ?)`, weakest.id); err != nil {
+				return err
+			}
 			if err := invalidateSubtree(ctx, tx, weakest.id); err != nil {
 				return err
 			}
@@ -405,7 +411,6 @@ func (s *stepCtx) gap(ctx context.Context) (*gapAnswer, error) {
 		}
 		return s.flow(ctx, tx, "GAP: needs %s (%s)", g.CapabilityTag, g.ResolverType)
 	})
-	s.budget.entries, s.io = nil, nil
 	return &g, err
 }
 

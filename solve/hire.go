@@ -64,14 +64,28 @@ func (s *stepCtx) hire(ctx context.Context, g hireGap, reason string) (stepResul
 	if err != nil {
 		return stepResult{}, err
 	}
-	if s.e.cfg.Interactive && s.e.opts.In != nil {
+	if s.e.cfg.Interactive && s.e.term != nil {
 		s.e.termMu.Lock()
-		err := s.e.k.askHuman(ctx, id, s.e.opts.In, s.e.opts.Progress)
+		err := s.e.k.askHuman(ctx, id, s.e.term, s.e.terminal())
 		s.e.termMu.Unlock()
 		if err != nil {
 			return stepResult{}, err
 		}
-		return stepResult{status: n.Status}, nil
+		if err := s.e.k.db.QueryRowContext(ctx, "SELECT status FROM capability_requests WHERE id = ?", id).Scan(&status); err != nil {
+			return stepResult{}, err
+		}
+		switch status {
+		case "declined":
+			err := s.commit(ctx, func(tx *sql.Tx) error {
+				if err := markInfeasible(ctx, tx, n.ID, n.Status); err != nil {
+					return err
+				}
+				return s.flow(ctx, tx, "INFEASIBLE: capability request %s (%s) declined on the terminal", short(id), g.Tag)
+			})
+			return stepResult{status: StatusInfeasible}, err
+		case "delivered":
+			return stepResult{status: n.Status}, nil // the node goes on with the resolver or budget
+		}
 	}
 	return stepResult{status: n.Status, waitHire: true}, nil
 }
@@ -217,7 +231,7 @@ func (k *Kernel) AnswerRequest(ctx context.Context, prefix string, a HireAnswer)
 }
 
 // askHuman asks on the terminal (--interactive).
-func (k *Kernel) askHuman(ctx context.Context, id string, in io.Reader, out io.Writer) error {
+func (k *Kernel) askHuman(ctx context.Context, id string, in *bufio.Reader, out io.Writer) error {
 	reqs, err := k.Requests(ctx, false)
 	if err != nil {
 		return err
@@ -228,7 +242,7 @@ func (k *Kernel) askHuman(ctx context.Context, id string, in io.Reader, out io.W
 		}
 		fmt.Fprint(out, FormatRequest(r))
 		fmt.Fprint(out, "Answer: [c]ommand to register, [b]udget to add (USD), [d]ecline, or Enter to leave it open: ")
-		line, _ := bufio.NewReader(in).ReadString('\n')
+		line, _ := in.ReadString('\n')
 		kind, arg, _ := strings.Cut(strings.TrimSpace(line), " ")
 		var a HireAnswer
 		switch kind {

@@ -123,6 +123,9 @@ func (k *Kernel) CheckInvariants(ctx context.Context, root string) ([]string, er
 	}
 	rows.Close()
 	for _, a := range atts {
+		if a.resolver == CandidateID {
+			continue // a --suggest candidate scored as it stands: no resolver of the plan ran
+		}
 		if a.plan == "" {
 			add("attempt %s has no plan_artifact_id", a.id)
 			continue

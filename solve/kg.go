@@ -38,7 +38,9 @@ func refreshEdge(ctx context.Context, q interface {
 	querier
 }, source, relation, target string, props any) error {
 	var n int
-	if err := q.QueryRowContext(ctx, "SELECT COUNT(*) FROM kg_edges WHERE source_id = ? AND relation = ? AND target_id = ?", source, relation, target).Scan(&n); err != nil {
+	// +target_id keeps SQLite on the source index: a target such as
+	// capability:generate_code has an edge from every goal pattern.
+	if err := q.QueryRowContext(ctx, "SELECT COUNT(*) FROM kg_edges WHERE source_id = ? AND relation = ? AND +target_id = ?", source, relation, target).Scan(&n); err != nil {
 		return err
 	}
 	if n > 0 {
@@ -132,7 +134,9 @@ type FailureCount struct {
 
 // QueryKG runs the spec's boot-time queries for a goal pattern: similar
 // goal patterns, resolver outcomes on them, and failure modes (of the
-// pattern and its similar patterns).
+// pattern and its similar patterns). CROSS JOIN fixes SQLite's join order
+// so each query starts from the pattern's own edges; left to the planner
+// they scan every edge of a relation, and a run slows as its graph grows.
 func (k *Kernel) QueryKG(ctx context.Context, pattern string) (*KGContext, error) {
 	c := &KGContext{}
 	rows, err := k.db.QueryContext(ctx, `SELECT gp2.id, gp2.label, CAST(e.properties->>'score' AS REAL) AS score
@@ -156,10 +160,9 @@ func (k *Kernel) QueryKG(ctx context.Context, pattern string) (*KGContext, error
 		SUM(CASE WHEN e.relation = 'succeeded_on' THEN 1 ELSE 0 END) AS successes,
 		SUM(CASE WHEN e.relation = 'failed_on' THEN 1 ELSE 0 END) AS failures,
 		COALESCE(MAX(CAST(e.properties->>'sigma_v' AS REAL)), 0) AS best_sigma_v
-		FROM kg_nodes gp
-		JOIN kg_edges sim ON sim.source_id = ? AND sim.relation = 'similar_to' AND sim.target_id = gp.id
-		JOIN kg_edges e ON e.target_id = gp.id AND e.relation IN ('succeeded_on', 'failed_on')
-		JOIN kg_nodes r ON r.id = e.source_id AND r.type = 'resolver'
+		FROM kg_edges sim CROSS JOIN kg_nodes gp CROSS JOIN kg_edges e CROSS JOIN kg_nodes r
+		WHERE sim.source_id = ? AND sim.relation = 'similar_to' AND gp.id = sim.target_id
+		AND e.target_id = gp.id AND e.relation IN ('succeeded_on', 'failed_on') AND r.id = e.source_id AND r.type = 'resolver'
 		GROUP BY r.id ORDER BY successes DESC, best_sigma_v DESC, r.id`, pattern)
 	if err != nil {
 		return nil, err
@@ -180,12 +183,12 @@ func (k *Kernel) QueryKG(ctx context.Context, pattern string) (*KGContext, error
 	counts := map[string]int{}
 	for _, p := range patterns {
 		rows, err = k.db.QueryContext(ctx, `SELECT fm.label, COUNT(*) as occurrences
-			FROM kg_nodes gp
-			JOIN kg_edges e_try ON e_try.target_id = gp.id AND e_try.relation = 'tried_for'
-			JOIN kg_nodes a ON a.id = e_try.source_id AND a.type = 'resolution_attempt'
-			JOIN kg_edges e_fail ON e_fail.source_id = a.id AND e_fail.relation = 'failed_because'
-			JOIN kg_nodes fm ON fm.id = e_fail.target_id AND fm.type = 'failure_mode'
-			WHERE gp.id = ? GROUP BY fm.id`, p)
+			FROM kg_nodes gp CROSS JOIN kg_edges e_try CROSS JOIN kg_nodes a CROSS JOIN kg_edges e_fail CROSS JOIN kg_nodes fm
+			WHERE gp.id = ? AND e_try.target_id = gp.id AND e_try.relation = 'tried_for'
+			AND a.id = e_try.source_id AND a.type = 'resolution_attempt'
+			AND e_fail.source_id = a.id AND e_fail.relation = 'failed_because'
+			AND fm.id = e_fail.target_id AND fm.type = 'failure_mode'
+			GROUP BY fm.id`, p)
 		if err != nil {
 			return nil, err
 		}

@@ -106,8 +106,8 @@ func (s *stepCtx) logIO(resolver, op string, out *Output, err error) {
 	s.io = append(s.io, d)
 }
 
-// commit writes the step's effects, its ledger entries and tier-3 rows in
-// one transaction.
+// commit writes the step's effects and the ledger entries and tier-3 rows
+// not yet committed, in one transaction.
 func (s *stepCtx) commit(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	err := s.e.k.write(ctx, func(tx *sql.Tx) error {
 		if err := s.budget.commit(ctx, tx); err != nil {
@@ -123,6 +123,9 @@ func (s *stepCtx) commit(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if err != nil {
 		return err
 	}
+	// Committed: a later commit of the same step must not write these
+	// spends and call rows again.
+	s.budget.entries, s.io = nil, nil
 	s.e.crashPoint()
 	return nil
 }
@@ -378,6 +381,7 @@ func (s *stepCtx) route(ctx context.Context) (stepResult, error) {
 			return stepResult{}, err
 		}
 		if len(found) > 0 {
+			s.e.progress("Node %s: LOOKUP-BEFORE-BUILD: %s provides %s; skip BUILD", short(n.ID), found[0], a.Gap.CapabilityTag)
 			return s.plan(ctx, routeAnswer{ResolverID: found[0], Capability: a.Gap.CapabilityTag, Rationale: "lookup-before-build: " + found[0] + " provides " + a.Gap.CapabilityTag}, false)
 		}
 		return s.hire(ctx, hireGap{Tag: a.Gap.CapabilityTag, Type: a.Gap.ResolverType, Constraints: a.Gap.BuildConstraints, BudgetClass: "capability", Rationale: a.Gap.Rationale}, "capability_gap")
@@ -432,8 +436,8 @@ func (s *stepCtx) delivered(ctx context.Context) (string, string) {
 	if err == nil {
 		return id, "delivered by HIRE"
 	}
-	err = s.e.k.db.QueryRowContext(ctx, `SELECT r.id FROM nodes b JOIN resolvers r ON r.built_for_node_id = b.id
-		WHERE b.parent_id = ? AND r.id NOT IN (SELECT resolver_id FROM resolution_attempts WHERE node_id = ?) ORDER BY r.rowid DESC LIMIT 1`, s.n.ID, s.n.ID).Scan(&id)
+	err = s.e.k.db.QueryRowContext(ctx, `SELECT id FROM resolvers WHERE built_by = 'system' AND built_for_node_id = ?
+		AND id NOT IN (SELECT resolver_id FROM resolution_attempts WHERE node_id = ?) ORDER BY rowid DESC LIMIT 1`, s.n.ID, s.n.ID).Scan(&id)
 	if err == nil {
 		return id, "built by BUILD for this node"
 	}
@@ -466,6 +470,11 @@ func (s *stepCtx) resolve(ctx context.Context) (stepResult, error) {
 	}
 	feedback := s.feedback(ctx)
 	index := n.AttemptCount + 1
+	if id, text, err := s.untriedSuggestion(ctx); err != nil {
+		return stepResult{}, err
+	} else if id != "" {
+		return s.candidate(ctx, index, id, text, feedback)
+	}
 	final := plan.Steps[len(plan.Steps)-1].ResolverID
 	var out *Output
 	var failure error
@@ -518,6 +527,53 @@ func (s *stepCtx) resolve(ctx context.Context) (stepResult, error) {
 			return err
 		}
 		return s.flow(ctx, tx, "RESOLVE %d/%d using %s → %s", index, n.MaxAttempts, final, trim(ans.Summary, 80))
+	})
+	return stepResult{status: StatusVerifying}, err
+}
+
+// untriedSuggestion is a --suggest input of the node not yet scored as an
+// attempt of its own.
+func (s *stepCtx) untriedSuggestion(ctx context.Context) (string, string, error) {
+	for _, id := range s.n.Inputs {
+		a, data, err := s.e.k.artifact(ctx, s.e.k.db, id)
+		if err != nil {
+			return "", "", err
+		}
+		if a.Type != "suggestion" {
+			continue
+		}
+		var tried int
+		if err := s.e.k.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM resolution_attempts r JOIN artifacts a ON a.id = r.output_artifact_id
+			WHERE r.node_id = ? AND a.metadata->>'candidate_of' = ?`, s.n.ID, id).Scan(&tried); err != nil {
+			return "", "", err
+		}
+		if tried == 0 {
+			return id, string(data), nil
+		}
+	}
+	return "", "", nil
+}
+
+// candidate records a human suggestion as an attempt whose output is the
+// suggestion itself, a plain doc artifact: verify scores it against the
+// constraints like any other output (nothing tells the verifier who wrote
+// it), and an UNSAT verdict feeds the next attempt like any other.
+func (s *stepCtx) candidate(ctx context.Context, index int, suggestion, text string, feedback []string) (stepResult, error) {
+	n := s.n
+	content := jsonText(resolveAnswer{Summary: trim(text, 80), Text: text})
+	err := s.commit(ctx, func(tx *sql.Tx) error {
+		art, err := s.e.k.putArtifact(ctx, tx, artifactIn{Node: n.ID, Type: "doc", Format: "json", Content: []byte(content), ResolverID: CandidateID,
+			ConstraintIDs: n.Selected, InputIDs: []string{suggestion}, Metadata: map[string]any{"summary": trim(text, 80), "candidate_of": suggestion}})
+		if err != nil {
+			return err
+		}
+		if _, err := s.attempt(ctx, tx, index, CandidateID, art, feedback); err != nil {
+			return err
+		}
+		if err := s.move(ctx, tx, StatusResolving, StatusVerifying); err != nil {
+			return err
+		}
+		return s.flow(ctx, tx, "RESOLVE %d/%d: candidate input scored as an attempt → %s", index, n.MaxAttempts, trim(text, 80))
 	})
 	return stepResult{status: StatusVerifying}, err
 }

@@ -42,10 +42,11 @@ func (s *stepCtx) verify(ctx context.Context) (stepResult, error) {
 	out := &outs[0]
 	var ans resolveAnswer
 	_ = json.Unmarshal([]byte(out.Content), &ans)
-	hasFiles := len(ans.Files) > 0
 	// Logic checks with a command run in the workspace (codex-tools-0, σ
-	// = 1.0 on pass) when the output carries files; a decomposition's text
-	// output defers them to the global consistency check (Step 12).
+	// = 1.0 on pass) when the output carries files or came from a tool
+	// that acted on the workspace; a decomposition's text output defers
+	// them to the global consistency check (Step 12).
+	acted := len(ans.Files) > 0 || (resolver != ClaudeCodeID && resolver != CandidateID)
 	var checks []ConstraintCheck
 	var deferred []string
 	for _, c := range cs {
@@ -54,7 +55,7 @@ func (s *stepCtx) verify(ctx context.Context) (stepResult, error) {
 		}
 		_ = json.Unmarshal(c.Payload, &p)
 		switch {
-		case c.Type == Logic && p.Check != "" && hasFiles:
+		case c.Type == Logic && p.Check != "" && acted:
 			o, err := s.call(ctx, CodexToolsID, &Call{Op: OpCheck, Output: out, Params: map[string]any{commandInvokeID: p.Check}})
 			if err != nil {
 				return s.failed(ctx, err, OpCheck)
@@ -195,8 +196,10 @@ func (s *stepCtx) toolSelfTest(ctx context.Context, artifact string, t *toolSpec
 }
 
 // sigmaPath is σ_path = σ_parent_path × σ_v.
+// A build subgoal starts its own chain: it is judged as a goal of its
+// own, not by the attempts that failed on the node that needs the tool.
 func (s *stepCtx) sigmaPath(ctx context.Context, sigma float64) float64 {
-	if s.n.Parent == "" {
+	if s.n.Parent == "" || s.isBuild(ctx) {
 		return sigma
 	}
 	var p sql.NullFloat64

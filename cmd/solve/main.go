@@ -42,11 +42,14 @@ then BUILD (lookup-before-build first) and HIRE (a capability request a human
 answers with 'solve hire'); 'solve resume' continues a stopped or killed run.
 Inspect with status, log, resolvers, kg and artifacts.
 
-Not yet verified by tests in this version: BUILD of a tool and its reuse,
-over-budget HIRE with --add-budget, gating/backtracking, Step 12 coupling
-conflicts, --workers N equivalence, --interactive. --suggest is passed to
-resolvers as an unprivileged input, not scored as an attempt. The loop's
-benchmarks are not built (docs/solve.md).
+Tested end to end through this binary: retry with feedback, BUILD of a tool
+(registered only after its own tests pass) and its reuse by a similar goal via
+lookup-before-build, over-budget HIRE answered with 'solve hire --add-budget'
+then resumed, a declined request never asked again, confidence gating with
+backtracking, Step 12 coupling conflicts reopening the least common ancestor,
+--workers N giving the results of 1, --suggest scored like any candidate,
+--interactive (extraction dialogue, HIRE on the terminal), kill -9 and resume
+(docs/solve.md).
 Use 'solve ping' to check your provider set-up.`)
 	app.Root.AddCommand(planCommand(app), checkCommand(), runCommand(app), resumeCommand(app), statusCommand(), logCommand(),
 		resolversCommand(), kgCommand(), hireCommand(), artifactsCommand())
@@ -244,7 +247,14 @@ command (e.g. go test ./...) run by codex-tools-0 with a timeout and an output
 cap; a pass is σ = 1.0. Every step commits in one SQLite transaction, so a run
 stopped at any point, kill -9 included, continues with 'solve resume'.
 
-The live view (node states, budget) goes to stderr; the outcome to stdout.`,
+--suggest TEXT is scored as an attempt of its own on the root, against the same
+constraints as any resolver's output; used only if it holds. --interactive runs
+the Step 1 extraction dialogue (keep each proposed constraint with y; the core
+must not be empty) and asks HIRE questions on the terminal at once (c CMD,
+b USD, d, or Enter to leave it for 'solve hire').
+
+The live view (node states, budget) goes to stderr; the outcome and the LLM
+call count to stdout.`,
 		Example: `  solve run "Add Mean and Median to package stats, with tests" --workspace ./ws --budget 2 --time 30m
   solve run "Design a 4-layer PCB for a 48V→12V 10A buck converter" --budget 5 --time 1h --constraint "passes thermal test at 60°C"`,
 		Args: cobra.ExactArgs(1),
@@ -275,7 +285,7 @@ The live view (node states, budget) goes to stderr; the outcome to stdout.`,
 	}
 	f := cmd.Flags()
 	f.StringArrayVar(&req.Constraints, "constraint", nil, "an irreducible core constraint in words (repeatable)")
-	f.StringArrayVar(&req.Suggest, "suggest", nil, "a human idea, given to resolvers as an unprivileged candidate input (repeatable)")
+	f.StringArrayVar(&req.Suggest, "suggest", nil, "a human idea: scored against the constraints as an attempt of its own, like any candidate, and given to resolvers as an input (repeatable)")
 	f.Float64Var(&req.BudgetUSD, "budget", 1, "root budget in USD")
 	f.StringVar(&timeCap, "time", "30m", "root wall-time budget (e.g. 30m, 2h)")
 	f.StringVar(&req.Workspace, "workspace", "", "directory where software goals are built and tested")
