@@ -8,13 +8,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/llmkernels/kernels/internal/atomicfile"
 )
 
 // artifactDir is the content-addressed store beside kernel.db.
 func (k *Kernel) artifactDir() string { return filepath.Join(filepath.Dir(k.path), "artifact_store") }
 
-// storeBlob writes content under its sha256 (temp file + rename, so a
-// crash leaves either no file or the whole one) and returns the hash.
+// storeBlob writes content under its sha256 (atomically, so a crash
+// leaves either no file or the whole one) and returns the hash.
 func (k *Kernel) storeBlob(content []byte) (string, error) {
 	sum := sha256.Sum256(content)
 	h := hex.EncodeToString(sum[:])
@@ -26,21 +28,8 @@ func (k *Kernel) storeBlob(content []byte) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("artifact store %s: %w", dir, err)
 	}
-	tmp, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return "", fmt.Errorf("artifact store %s: %w", dir, err)
-	}
-	if _, err := tmp.Write(content); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return "", err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return "", err
-	}
-	if err := os.Rename(tmp.Name(), final); err != nil {
-		return "", err
+	if err := atomicfile.Write(final, content, 0o644); err != nil {
+		return "", fmt.Errorf("artifact store: %w", err)
 	}
 	return h, nil
 }

@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"html"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/llmkernels/kernels/internal/atomicfile"
 )
 
 // VerdictDefinitions is printed in every report.
@@ -45,30 +46,11 @@ func WriteFiles(p *Plan, out string) (Files, error) {
 		path string
 		data []byte
 	}{{f.JSON, append(data, '\n')}, {f.Report, []byte(Report(p, filepath.Base(f.Gantt)))}, {f.Mermaid, []byte(mermaid)}, {f.Gantt, []byte(gantt)}} {
-		if err := writeAtomic(w.path, w.data); err != nil {
+		if err := atomicfile.Write(w.path, w.data, 0o644); err != nil {
 			return f, err
 		}
 	}
 	return f, nil
-}
-
-func writeAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }
 
 // finalPlan is the plan to execute: the revised one when repaired.

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/llmkernels/kernels/internal/atomicfile"
 	"github.com/llmkernels/kernels/llm"
 )
 
@@ -234,11 +235,7 @@ func writeFile(dir string, f fileOut) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
 	}
-	tmp := p + ".solve-tmp"
-	if err := os.WriteFile(tmp, []byte(f.Content), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, p)
+	return atomicfile.Write(p, []byte(f.Content), 0o644)
 }
 
 // commandTool is a built or hired resolver: a command the workspace can
