@@ -336,34 +336,6 @@ prefix of the root node id.`,
 	return cmd
 }
 
-func statusCommand() *cobra.Command {
-	var db string
-	cmd := &cobra.Command{
-		Use:   "status [ROOT]",
-		Short: "Show a run's tree with states, σ and budget spent/allocated (all runs without ROOT)",
-		Args:  cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			k, err := openDB(cmd.Context(), db)
-			if err != nil {
-				return err
-			}
-			defer k.Close()
-			root := ""
-			if len(args) == 1 {
-				root = args[0]
-			}
-			out, err := k.Status(cmd.Context(), root)
-			if err != nil {
-				return err
-			}
-			fmt.Fprint(cmd.OutOrStdout(), out)
-			return nil
-		},
-	}
-	dbFlag(cmd, &db)
-	return cmd
-}
-
 func logCommand() *cobra.Command {
 	var (
 		db   string
@@ -506,11 +478,22 @@ capability: toolization, never a one-off answer), --add-budget/--add-time, or
 	return cmd
 }
 
+func statusCommand() *cobra.Command {
+	return reportCommand("status [ROOT]", "Show a run's tree with states, σ and budget spent/allocated (all runs without ROOT)",
+		(*solve.Kernel).Status)
+}
+
 func artifactsCommand() *cobra.Command {
+	return reportCommand("artifacts [ROOT]", "List artifacts (content-addressed in artifact_store/ by sha256) with type, σ and node",
+		(*solve.Kernel).ArtifactList)
+}
+
+// reportCommand prints a report of one run, or of all runs without ROOT.
+func reportCommand(use, short string, report func(*solve.Kernel, context.Context, string) (string, error)) *cobra.Command {
 	var db string
 	cmd := &cobra.Command{
-		Use:   "artifacts [ROOT]",
-		Short: "List artifacts (content-addressed in artifact_store/ by sha256) with type, σ and node",
+		Use:   use,
+		Short: short,
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			k, err := openDB(cmd.Context(), db)
@@ -522,7 +505,7 @@ func artifactsCommand() *cobra.Command {
 			if len(args) == 1 {
 				root = args[0]
 			}
-			out, err := k.ArtifactList(cmd.Context(), root)
+			out, err := report(k, cmd.Context(), root)
 			if err != nil {
 				return err
 			}
