@@ -280,17 +280,14 @@ func statusCommand(o *options) *cobra.Command {
 		Short: "Show the soul summary, top values, active goals, memory counts by author and the retrieval mode",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			in, err := o.open(nil, nil)
-			if err != nil {
-				return err
-			}
-			defer in.Close()
-			st, err := in.Status(cmd.Context())
-			if err != nil {
-				return err
-			}
-			fmt.Fprint(cmd.OutOrStdout(), st.Text())
-			return nil
+			return o.withInstance(func(in *lumen.Instance) error {
+				st, err := in.Status(cmd.Context())
+				if err != nil {
+					return err
+				}
+				fmt.Fprint(cmd.OutOrStdout(), st.Text())
+				return nil
+			})
 		},
 	}
 }
@@ -304,20 +301,17 @@ func memoryCommand(o *options) *cobra.Command {
 [step], situation — description. Defaults to the last 20.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			in, err := o.open(nil, nil)
-			if err != nil {
-				return err
-			}
-			defer in.Close()
-			es, err := in.Memories(cmd.Context(), q)
-			if err != nil {
-				return err
-			}
-			if len(es) == 0 {
-				fmt.Fprintln(cmd.OutOrStdout(), "(no memories match)")
-			}
-			fmt.Fprint(cmd.OutOrStdout(), lumen.MemoryText(es))
-			return nil
+			return o.withInstance(func(in *lumen.Instance) error {
+				es, err := in.Memories(cmd.Context(), q)
+				if err != nil {
+					return err
+				}
+				if len(es) == 0 {
+					fmt.Fprintln(cmd.OutOrStdout(), "(no memories match)")
+				}
+				fmt.Fprint(cmd.OutOrStdout(), lumen.MemoryText(es))
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&q.Author, "author", "", "only this author: self, kernel, goal or external")
@@ -332,22 +326,19 @@ func valuesCommand(o *options) *cobra.Command {
 		Short: "List all values with weight and status, heaviest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			in, err := o.open(nil, nil)
-			if err != nil {
-				return err
-			}
-			defer in.Close()
-			vs, err := in.SortedValues()
-			if err != nil {
-				return err
-			}
-			if len(vs) == 0 {
-				fmt.Fprintln(cmd.OutOrStdout(), "(no values yet: reflection sets them)")
-			}
-			for _, v := range vs {
-				fmt.Fprintf(cmd.OutOrStdout(), "%.2f  %-10s  %s\n", v.Weight, v.Status, v.Name)
-			}
-			return nil
+			return o.withInstance(func(in *lumen.Instance) error {
+				vs, err := in.SortedValues()
+				if err != nil {
+					return err
+				}
+				if len(vs) == 0 {
+					fmt.Fprintln(cmd.OutOrStdout(), "(no values yet: reflection sets them)")
+				}
+				for _, v := range vs {
+					fmt.Fprintf(cmd.OutOrStdout(), "%.2f  %-10s  %s\n", v.Weight, v.Status, v.Name)
+				}
+				return nil
+			})
 		},
 	}
 }
@@ -360,22 +351,19 @@ func goalsCommand(o *options) *cobra.Command {
 		Short: "List goals with weight, status and year, heaviest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			in, err := o.open(nil, nil)
-			if err != nil {
-				return err
-			}
-			defer in.Close()
-			gs, err := in.FilteredGoals(year, status)
-			if err != nil {
-				return err
-			}
-			if len(gs) == 0 {
-				fmt.Fprintln(cmd.OutOrStdout(), "(no goals match)")
-			}
-			for _, g := range gs {
-				fmt.Fprintf(cmd.OutOrStdout(), "%.2f  %-9s  %d  %s\n", g.Weight, g.Status, g.Year, g.Name)
-			}
-			return nil
+			return o.withInstance(func(in *lumen.Instance) error {
+				gs, err := in.FilteredGoals(year, status)
+				if err != nil {
+					return err
+				}
+				if len(gs) == 0 {
+					fmt.Fprintln(cmd.OutOrStdout(), "(no goals match)")
+				}
+				for _, g := range gs {
+					fmt.Fprintf(cmd.OutOrStdout(), "%.2f  %-9s  %d  %s\n", g.Weight, g.Status, g.Year, g.Name)
+				}
+				return nil
+			})
 		},
 	}
 	cmd.Flags().IntVar(&year, "year", 0, "only goals created in this year (data/goals/YEAR.json)")
@@ -389,22 +377,19 @@ func skillsCommand(o *options) *cobra.Command {
 		Short: "List the directories under skills/ and whether each has its main.py",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			in, err := o.open(nil, nil)
-			if err != nil {
-				return err
-			}
-			defer in.Close()
-			list, err := in.Skills().List()
-			if err != nil {
-				return err
-			}
-			if len(list) == 0 {
-				fmt.Fprintln(cmd.OutOrStdout(), "(no skills)")
-			}
-			for _, s := range list {
-				fmt.Fprintf(cmd.OutOrStdout(), "%-20s main.py: %s\n", s.Name, yesNo(s.HasMain))
-			}
-			return nil
+			return o.withInstance(func(in *lumen.Instance) error {
+				list, err := in.Skills().List()
+				if err != nil {
+					return err
+				}
+				if len(list) == 0 {
+					fmt.Fprintln(cmd.OutOrStdout(), "(no skills)")
+				}
+				for _, s := range list {
+					fmt.Fprintf(cmd.OutOrStdout(), "%-20s main.py: %s\n", s.Name, yesNo(s.HasMain))
+				}
+				return nil
+			})
 		},
 	}
 }
@@ -422,17 +407,24 @@ the deltas between predicted and actual outcomes shrinking over time (per day,
 with a least-squares trend).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			in, err := o.open(nil, nil)
-			if err != nil {
-				return err
-			}
-			defer in.Close()
-			rep, err := in.Audit(cmd.Context())
-			if err != nil {
-				return err
-			}
-			fmt.Fprint(cmd.OutOrStdout(), rep.Text())
-			return nil
+			return o.withInstance(func(in *lumen.Instance) error {
+				rep, err := in.Audit(cmd.Context())
+				if err != nil {
+					return err
+				}
+				fmt.Fprint(cmd.OutOrStdout(), rep.Text())
+				return nil
+			})
 		},
 	}
+}
+
+// withInstance opens the instance without an LLM, runs f and closes it.
+func (o *options) withInstance(f func(*lumen.Instance) error) error {
+	in, err := o.open(nil, nil)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	return f(in)
 }
