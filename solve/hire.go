@@ -32,13 +32,7 @@ func (s *stepCtx) hire(ctx context.Context, g hireGap, reason string) (stepResul
 	}
 	switch status {
 	case "declined":
-		err := s.commit(ctx, func(tx *sql.Tx) error {
-			if err := markInfeasible(ctx, tx, n.ID, n.Status); err != nil {
-				return err
-			}
-			return s.flow(ctx, tx, "INFEASIBLE: capability request %s (%s) was declined before; not asking again", short(reqID), g.Tag)
-		})
-		return stepResult{status: StatusInfeasible}, err
+		return s.declined(ctx, fmt.Sprintf("capability request %s (%s) was declined before; not asking again", short(reqID), g.Tag))
 	case "requested":
 		return stepResult{status: n.Status, waitHire: true}, nil
 	case "delivered":
@@ -76,18 +70,25 @@ func (s *stepCtx) hire(ctx context.Context, g hireGap, reason string) (stepResul
 		}
 		switch status {
 		case "declined":
-			err := s.commit(ctx, func(tx *sql.Tx) error {
-				if err := markInfeasible(ctx, tx, n.ID, n.Status); err != nil {
-					return err
-				}
-				return s.flow(ctx, tx, "INFEASIBLE: capability request %s (%s) declined on the terminal", short(id), g.Tag)
-			})
-			return stepResult{status: StatusInfeasible}, err
+			return s.declined(ctx, fmt.Sprintf("capability request %s (%s) declined on the terminal", short(id), g.Tag))
 		case "delivered":
 			return stepResult{status: n.Status}, nil // the node goes on with the resolver or budget
 		}
 	}
 	return stepResult{status: n.Status, waitHire: true}, nil
+}
+
+// declined ends a node whose capability request a person declined: it
+// becomes infeasible, and the flow log says why.
+func (s *stepCtx) declined(ctx context.Context, why string) (stepResult, error) {
+	n := s.n
+	err := s.commit(ctx, func(tx *sql.Tx) error {
+		if err := markInfeasible(ctx, tx, n.ID, n.Status); err != nil {
+			return err
+		}
+		return s.flow(ctx, tx, "INFEASIBLE: %s", why)
+	})
+	return stepResult{status: StatusInfeasible}, err
 }
 
 // markInfeasible: a declined HIRE ends the node (spec §5 escalate_to_hire
