@@ -181,7 +181,15 @@ so a hand-edited plan fails. Prints PASS/FAIL with the numbers; exits 1 on any F
 	}
 }
 
-func openDB(ctx context.Context, db string) (*solve.Kernel, error) { return solve.Open(ctx, db) }
+// withKernel opens kernel.db, runs f and closes it.
+func withKernel(ctx context.Context, db string, f func(*solve.Kernel) error) error {
+	k, err := solve.Open(ctx, db)
+	if err != nil {
+		return err
+	}
+	defer k.Close()
+	return f(k)
+}
 
 func dbFlag(cmd *cobra.Command, db *string) {
 	cmd.Flags().StringVar(db, "db", "kernel.db", "kernel database (SQLite); artifact_store/ sits beside it")
@@ -270,17 +278,14 @@ call count to stdout.`,
 				return err
 			}
 			req.Model = model
-			k, err := openDB(cmd.Context(), db)
-			if err != nil {
-				return err
-			}
-			defer k.Close()
-			r, err := k.Run(cmd.Context(), req, opts)
-			if err != nil {
-				return err
-			}
-			printResult(cmd.OutOrStdout(), r)
-			return nil
+			return withKernel(cmd.Context(), db, func(k *solve.Kernel) error {
+				r, err := k.Run(cmd.Context(), req, opts)
+				if err != nil {
+					return err
+				}
+				printResult(cmd.OutOrStdout(), r)
+				return nil
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -314,21 +319,18 @@ prefix of the root node id.`,
 			if err != nil {
 				return err
 			}
-			k, err := openDB(cmd.Context(), db)
-			if err != nil {
-				return err
-			}
-			defer k.Close()
-			root := ""
-			if len(args) == 1 {
-				root = args[0]
-			}
-			r, err := k.Resume(cmd.Context(), root, opts)
-			if err != nil {
-				return err
-			}
-			printResult(cmd.OutOrStdout(), r)
-			return nil
+			return withKernel(cmd.Context(), db, func(k *solve.Kernel) error {
+				root := ""
+				if len(args) == 1 {
+					root = args[0]
+				}
+				r, err := k.Resume(cmd.Context(), root, opts)
+				if err != nil {
+					return err
+				}
+				printResult(cmd.OutOrStdout(), r)
+				return nil
+			})
 		},
 	}
 	dbFlag(cmd, &db)
@@ -350,17 +352,14 @@ func logCommand() *cobra.Command {
 			if tier < 0 || tier > 3 {
 				return fmt.Errorf("--tier %d: give 1, 2 or 3 (0 = all)", tier)
 			}
-			k, err := openDB(cmd.Context(), db)
-			if err != nil {
-				return err
-			}
-			defer k.Close()
-			out, err := k.Logs(cmd.Context(), tier, node)
-			if err != nil {
-				return err
-			}
-			fmt.Fprint(cmd.OutOrStdout(), out)
-			return nil
+			return withKernel(cmd.Context(), db, func(k *solve.Kernel) error {
+				out, err := k.Logs(cmd.Context(), tier, node)
+				if err != nil {
+					return err
+				}
+				fmt.Fprint(cmd.OutOrStdout(), out)
+				return nil
+			})
 		},
 	}
 	dbFlag(cmd, &db)
@@ -376,19 +375,16 @@ func resolversCommand() *cobra.Command {
 		Short: "List the resolver registry: boot, built and hired tools with capabilities and record",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			k, err := openDB(cmd.Context(), db)
-			if err != nil {
-				return err
-			}
-			defer k.Close()
-			rs, err := k.Resolvers(cmd.Context())
-			if err != nil {
-				return err
-			}
-			for _, r := range rs {
-				fmt.Fprintf(cmd.OutOrStdout(), "%-28s %-8s built by %-6s used %d (%d ok, %d failed)  %v\n", r.ID, r.Type, r.BuiltBy, r.UsageCount, r.SuccessCount, r.FailureCount, r.Capabilities)
-			}
-			return nil
+			return withKernel(cmd.Context(), db, func(k *solve.Kernel) error {
+				rs, err := k.Resolvers(cmd.Context())
+				if err != nil {
+					return err
+				}
+				for _, r := range rs {
+					fmt.Fprintf(cmd.OutOrStdout(), "%-28s %-8s built by %-6s used %d (%d ok, %d failed)  %v\n", r.ID, r.Type, r.BuiltBy, r.UsageCount, r.SuccessCount, r.FailureCount, r.Capabilities)
+				}
+				return nil
+			})
 		},
 	}
 	dbFlag(cmd, &db)
@@ -402,17 +398,14 @@ func kgCommand() *cobra.Command {
 		Short: "Run the knowledge graph's boot-time queries: similar goals, resolver outcomes, failure modes, lookup-before-build",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			k, err := openDB(cmd.Context(), db)
-			if err != nil {
-				return err
-			}
-			defer k.Close()
-			out, err := k.KGReport(cmd.Context(), goal, capability)
-			if err != nil {
-				return err
-			}
-			fmt.Fprint(cmd.OutOrStdout(), out)
-			return nil
+			return withKernel(cmd.Context(), db, func(k *solve.Kernel) error {
+				out, err := k.KGReport(cmd.Context(), goal, capability)
+				if err != nil {
+					return err
+				}
+				fmt.Fprint(cmd.OutOrStdout(), out)
+				return nil
+			})
 		},
 	}
 	dbFlag(cmd, &db)
@@ -439,31 +432,28 @@ capability: toolization, never a one-off answer), --add-budget/--add-time, or
 --decline (that request fingerprint is never asked again). Then 'solve resume'.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			k, err := openDB(cmd.Context(), db)
-			if err != nil {
-				return err
-			}
-			defer k.Close()
-			if len(args) == 0 {
-				reqs, err := k.Requests(cmd.Context(), all)
+			return withKernel(cmd.Context(), db, func(k *solve.Kernel) error {
+				if len(args) == 0 {
+					reqs, err := k.Requests(cmd.Context(), all)
+					if err != nil {
+						return err
+					}
+					if len(reqs) == 0 {
+						fmt.Fprintln(cmd.OutOrStdout(), "no open capability requests")
+					}
+					for _, r := range reqs {
+						fmt.Fprint(cmd.OutOrStdout(), solve.FormatRequest(r))
+					}
+					return nil
+				}
+				msg, err := k.AnswerRequest(cmd.Context(), args[0], solve.HireAnswer{Command: command, Label: label, AddUSD: addUSD,
+					AddSeconds: addTime.Seconds(), Decline: decline, Reason: reason})
 				if err != nil {
 					return err
 				}
-				if len(reqs) == 0 {
-					fmt.Fprintln(cmd.OutOrStdout(), "no open capability requests")
-				}
-				for _, r := range reqs {
-					fmt.Fprint(cmd.OutOrStdout(), solve.FormatRequest(r))
-				}
+				fmt.Fprintln(cmd.OutOrStdout(), msg)
 				return nil
-			}
-			msg, err := k.AnswerRequest(cmd.Context(), args[0], solve.HireAnswer{Command: command, Label: label, AddUSD: addUSD,
-				AddSeconds: addTime.Seconds(), Decline: decline, Reason: reason})
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), msg)
-			return nil
+			})
 		},
 	}
 	dbFlag(cmd, &db)
@@ -496,21 +486,18 @@ func reportCommand(use, short string, report func(*solve.Kernel, context.Context
 		Short: short,
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			k, err := openDB(cmd.Context(), db)
-			if err != nil {
-				return err
-			}
-			defer k.Close()
-			root := ""
-			if len(args) == 1 {
-				root = args[0]
-			}
-			out, err := report(k, cmd.Context(), root)
-			if err != nil {
-				return err
-			}
-			fmt.Fprint(cmd.OutOrStdout(), out)
-			return nil
+			return withKernel(cmd.Context(), db, func(k *solve.Kernel) error {
+				root := ""
+				if len(args) == 1 {
+					root = args[0]
+				}
+				out, err := report(k, cmd.Context(), root)
+				if err != nil {
+					return err
+				}
+				fmt.Fprint(cmd.OutOrStdout(), out)
+				return nil
+			})
 		},
 	}
 	dbFlag(cmd, &db)
