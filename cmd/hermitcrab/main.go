@@ -139,41 +139,35 @@ func (f *flags) blocksCommand() *cobra.Command {
 	blocks.AddCommand(&cobra.Command{
 		Use: "list", Short: "List every block with its pscale-0 text", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			k, err := f.ready(cmd)
-			if err != nil {
-				return err
-			}
-			defer k.Close()
-			list, err := k.ListBlocks(cmd.Context())
-			if err != nil {
-				return err
-			}
-			for _, b := range list {
-				fmt.Fprintf(cmd.OutOrStdout(), "%-16s %s\n", b.Name, b.Pscale0)
-			}
-			return nil
+			return f.withReady(cmd, func(k *hermitcrab.Kernel) error {
+				list, err := k.ListBlocks(cmd.Context())
+				if err != nil {
+					return err
+				}
+				for _, b := range list {
+					fmt.Fprintf(cmd.OutOrStdout(), "%-16s %s\n", b.Name, b.Pscale0)
+				}
+				return nil
+			})
 		},
 	})
 	blocks.AddCommand(&cobra.Command{
 		Use: "show NAME [ADDRESS]", Short: "Print a block as JSON, or the node at ADDRESS with its children", Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			k, err := f.ready(cmd)
-			if err != nil {
-				return err
-			}
-			defer k.Close()
-			if len(args) == 1 {
-				b, err := k.Block(cmd.Context(), args[0])
+			return f.withReady(cmd, func(k *hermitcrab.Kernel) error {
+				if len(args) == 1 {
+					b, err := k.Block(cmd.Context(), args[0])
+					if err != nil {
+						return err
+					}
+					return printJSON(cmd.OutOrStdout(), b)
+				}
+				view, err := k.ReadNode(cmd.Context(), args[0], args[1])
 				if err != nil {
 					return err
 				}
-				return printJSON(cmd.OutOrStdout(), b)
-			}
-			view, err := k.ReadNode(cmd.Context(), args[0], args[1])
-			if err != nil {
-				return err
-			}
-			return printJSON(cmd.OutOrStdout(), view)
+				return printJSON(cmd.OutOrStdout(), view)
+			})
 		},
 	})
 	var out string
@@ -239,17 +233,18 @@ Existing blocks are kept unless --replace. The files are only read.`,
 	return blocks
 }
 
-// ready opens the kernel without an LLM and seeds an empty store.
-func (f *flags) ready(cmd *cobra.Command) (*hermitcrab.Kernel, error) {
+// withReady opens the kernel without an LLM, seeds an empty store, runs
+// fn and closes the kernel.
+func (f *flags) withReady(cmd *cobra.Command, fn func(*hermitcrab.Kernel) error) error {
 	k, err := f.open(cmd, false)
 	if err != nil {
-		return nil, err
+		return err
 	}
+	defer k.Close()
 	if err := k.Ready(cmd.Context()); err != nil {
-		k.Close()
-		return nil, err
+		return err
 	}
-	return k, nil
+	return fn(k)
 }
 
 func (f *flags) bspCommand() *cobra.Command {
@@ -262,23 +257,20 @@ POINT (a pscale such as -1): the one node at that pscale on the chain. Flags go 
 NAME, so a negative POINT is read as a number: hermitcrab bsp wake 0.9.6 -2`,
 		Args: cobra.RangeArgs(1, 3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			k, err := f.ready(cmd)
-			if err != nil {
-				return err
-			}
-			defer k.Close()
-			var spindle, point any
-			if len(args) > 1 {
-				spindle = args[1]
-			}
-			if len(args) > 2 {
-				point = args[2]
-			}
-			r, err := k.BSP(cmd.Context(), args[0], spindle, point)
-			if err != nil {
-				return err
-			}
-			return printJSON(cmd.OutOrStdout(), r)
+			return f.withReady(cmd, func(k *hermitcrab.Kernel) error {
+				var spindle, point any
+				if len(args) > 1 {
+					spindle = args[1]
+				}
+				if len(args) > 2 {
+					point = args[2]
+				}
+				r, err := k.BSP(cmd.Context(), args[0], spindle, point)
+				if err != nil {
+					return err
+				}
+				return printJSON(cmd.OutOrStdout(), r)
+			})
 		},
 	}
 	cmd.Flags().SetInterspersed(false)
@@ -292,27 +284,24 @@ func (f *flags) promptCommand() *cobra.Command {
 		Short: "Print the system prompt a tier compiles from the blocks, then its size",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			k, err := f.ready(cmd)
-			if err != nil {
-				return err
-			}
-			defer k.Close()
-			c, err := prompt.Compile(k.Source(cmd.Context()), tier)
-			if err != nil {
-				return err
-			}
-			w := cmd.OutOrStdout()
-			fmt.Fprintln(w, c.Text)
-			fmt.Fprintln(w)
-			for _, p := range c.Problems {
-				fmt.Fprintln(w, "problem:", p)
-			}
-			how := "from the wake block's instructions"
-			if c.Aperture {
-				how = "the aperture: no instructions for this tier"
-			}
-			fmt.Fprintf(w, "tier %d: %d characters, about %d tokens (%s)\n", tier, len([]rune(c.Text)), c.Tokens(), how)
-			return nil
+			return f.withReady(cmd, func(k *hermitcrab.Kernel) error {
+				c, err := prompt.Compile(k.Source(cmd.Context()), tier)
+				if err != nil {
+					return err
+				}
+				w := cmd.OutOrStdout()
+				fmt.Fprintln(w, c.Text)
+				fmt.Fprintln(w)
+				for _, p := range c.Problems {
+					fmt.Fprintln(w, "problem:", p)
+				}
+				how := "from the wake block's instructions"
+				if c.Aperture {
+					how = "the aperture: no instructions for this tier"
+				}
+				fmt.Fprintf(w, "tier %d: %d characters, about %d tokens (%s)\n", tier, len([]rune(c.Text)), c.Tokens(), how)
+				return nil
+			})
 		},
 	}
 	cmd.Flags().IntVarP(&tier, "tier", "t", prompt.Present, "tier: 1 light, 2 present, 3 deep (boot)")
