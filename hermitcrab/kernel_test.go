@@ -13,20 +13,20 @@ import (
 
 	"github.com/llmkernels/kernels/hermitcrab/shell"
 	"github.com/llmkernels/kernels/llm"
-	"github.com/llmkernels/kernels/llm/llmtest"
+	"github.com/llmkernels/kernels/llm/script"
 	"github.com/llmkernels/kernels/pscale"
 )
 
 // newKernel opens a kernel in a temporary directory whose LLM answers from
 // the script; the scripted provider is strict, so every request the kernel
 // makes must keep the API's rules.
-func newKernel(t *testing.T, script string, opts ...func(*Options)) (*Kernel, *llmtest.Scripted) {
+func newKernel(t *testing.T, scriptJSON string, opts ...func(*Options)) (*Kernel, *script.Provider) {
 	t.Helper()
-	s, err := llmtest.ParseScript([]byte(script))
+	s, err := script.Parse([]byte(scriptJSON))
 	if err != nil {
 		t.Fatalf("script: %v", err)
 	}
-	p := llmtest.NewScripted(s)
+	p := script.New(s)
 	o := Options{Client: &llm.Client{Provider: p}, ServerTools: true}
 	for _, f := range opts {
 		f(&o)

@@ -9,11 +9,11 @@ import (
 	"testing"
 
 	"github.com/llmkernels/kernels/llm"
-	"github.com/llmkernels/kernels/llm/llmtest"
+	"github.com/llmkernels/kernels/llm/script"
 )
 
 // cycleScript repeats one action cycle's answers n times.
-func cycleScript(b *testing.B, n int, alignValues []string, record bool) *llmtest.Scripted {
+func cycleScript(b *testing.B, n int, alignValues []string, record bool) *script.Provider {
 	text := func(v any) map[string]any {
 		data, _ := json.Marshal(v)
 		return map[string]any{"content": []map[string]any{{"type": "text", "text": string(data)}}}
@@ -29,14 +29,14 @@ func cycleScript(b *testing.B, n int, alignValues []string, record bool) *llmtes
 		}
 	}
 	data, _ := json.Marshal(map[string]any{"responses": entries})
-	s, err := llmtest.ParseScript(data)
+	s, err := script.Parse(data)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return llmtest.NewScripted(s)
+	return script.New(s)
 }
 
-func benchInstance(b *testing.B, p *llmtest.Scripted) *Instance {
+func benchInstance(b *testing.B, p *script.Provider) *Instance {
 	root := b.TempDir()
 	if _, err := Init(context.Background(), root); err != nil {
 		b.Fatal(err)

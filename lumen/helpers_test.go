@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/llmkernels/kernels/llm"
-	"github.com/llmkernels/kernels/llm/llmtest"
+	"github.com/llmkernels/kernels/llm/script"
 	"github.com/llmkernels/kernels/lumen/memory"
 )
 
@@ -34,7 +34,7 @@ func (c *clock) now() time.Time {
 
 // newInstance initialises an instance in a temporary directory, lets
 // prepare write its state, and opens it with the script as the LLM.
-func newInstance(t *testing.T, script string, prepare func(root string), tune func(*Options)) (*Instance, *llmtest.Scripted) {
+func newInstance(t *testing.T, scriptFile string, prepare func(root string), tune func(*Options)) (*Instance, *script.Provider) {
 	t.Helper()
 	root := t.TempDir()
 	if _, err := Init(context.Background(), root); err != nil {
@@ -43,14 +43,14 @@ func newInstance(t *testing.T, script string, prepare func(root string), tune fu
 	if prepare != nil {
 		prepare(root)
 	}
-	var p *llmtest.Scripted
+	var p *script.Provider
 	opts := Options{Model: "scripted", Now: newClock().now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	if script != "" {
-		s, err := llmtest.LoadScript(filepath.Join("testdata", script))
+	if scriptFile != "" {
+		s, err := script.Load(filepath.Join("testdata", scriptFile))
 		if err != nil {
 			t.Fatal(err)
 		}
-		p = llmtest.NewScripted(s)
+		p = script.New(s)
 		opts.Client = &llm.Client{Provider: p}
 	}
 	if tune != nil {
@@ -116,7 +116,7 @@ func find(es []memory.Entry, contains string) *memory.Entry {
 	return nil
 }
 
-func allUsed(t *testing.T, p *llmtest.Scripted) {
+func allUsed(t *testing.T, p *script.Provider) {
 	t.Helper()
 	if p.Remaining() != 0 {
 		t.Errorf("%d script entries unused: the kernel made fewer LLM calls than the scenario needs", p.Remaining())
@@ -124,7 +124,7 @@ func allUsed(t *testing.T, p *llmtest.Scripted) {
 }
 
 // requestFor finds the request sent for a step, by its prompt marker.
-func requestFor(p *llmtest.Scripted, step string, nth int) *llm.Request {
+func requestFor(p *script.Provider, step string, nth int) *llm.Request {
 	n := 0
 	for _, r := range p.Requests() {
 		var sys []string

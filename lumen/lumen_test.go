@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/llmkernels/kernels/llm"
-	"github.com/llmkernels/kernels/llm/llmtest"
+	"github.com/llmkernels/kernels/llm/script"
 	"github.com/llmkernels/kernels/lumen/memory"
 )
 
@@ -595,11 +595,11 @@ func TestDocsWalkThroughScriptsPlay(t *testing.T) {
 	if st.Soul.Name != "Lumen" || len(st.Values) != 2 || len(st.Goals) != 2 {
 		t.Fatalf("after the chat: %+v", st)
 	}
-	s, err := llmtest.LoadScript("testdata/demo-run.json")
+	s, err := script.Load("testdata/demo-run.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := llmtest.NewScripted(s)
+	run := script.New(s)
 	opts := in.opts
 	opts.Client = &llm.Client{Provider: run}
 	again, err := Open(in.Root, opts)

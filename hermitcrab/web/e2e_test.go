@@ -17,6 +17,7 @@ import (
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/llm/anthropic"
 	"github.com/llmkernels/kernels/llm/llmtest"
+	"github.com/llmkernels/kernels/llm/script"
 )
 
 // The shell the scripted LLM builds at boot: a greeting and three buttons
@@ -75,7 +76,7 @@ func newBrowserSession(t *testing.T, responses []map[string]any) *browserSession
 		t.Skip("chromium is not installed (apt-get install chromium); CI runs this test")
 	}
 	data, _ := json.Marshal(map[string]any{"responses": responses})
-	script, err := llmtest.ParseScript(data)
+	script, err := script.Parse(data)
 	if err != nil {
 		t.Fatal(err)
 	}

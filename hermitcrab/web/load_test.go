@@ -15,17 +15,17 @@ import (
 	"time"
 
 	"github.com/llmkernels/kernels/llm"
-	"github.com/llmkernels/kernels/llm/llmtest"
+	"github.com/llmkernels/kernels/llm/script"
 )
 
 // testServer starts a server on loopback with a scripted LLM.
-func testServer(t testing.TB, script string) (*Server, *httptest.Server) {
+func testServer(t testing.TB, scriptJSON string) (*Server, *httptest.Server) {
 	t.Helper()
-	s, err := llmtest.ParseScript([]byte(script))
+	s, err := script.Parse([]byte(scriptJSON))
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := llmtest.NewScripted(s)
+	p := script.New(s)
 	srv, err := New(context.Background(), Config{
 		DataDir: t.TempDir(), Provider: "script",
 		NewClient: func(string) (*llm.Client, error) { return &llm.Client{Provider: p}, nil },

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/llmkernels/kernels/llm"
-	"github.com/llmkernels/kernels/llm/llmtest"
+	"github.com/llmkernels/kernels/llm/script"
 )
 
 func TestStateChangingRequestsNeedTheCSRFTokenAndOrigin(t *testing.T) {
@@ -49,7 +49,7 @@ func TestStateChangingRequestsNeedTheCSRFTokenAndOrigin(t *testing.T) {
 }
 
 func TestOffLoopbackEveryRequestNeedsTheAccessToken(t *testing.T) {
-	p := llmtest.NewScripted(mustScript(t, `{"responses":[]}`))
+	p := script.New(mustScript(t, `{"responses":[]}`))
 	srv, err := New(context.Background(), Config{Addr: "0.0.0.0:0", DataDir: t.TempDir(), Provider: "script",
 		NewClient: func(string) (*llm.Client, error) { return &llm.Client{Provider: p}, nil }})
 	if err != nil {
@@ -80,9 +80,9 @@ func TestOffLoopbackEveryRequestNeedsTheAccessToken(t *testing.T) {
 	}
 }
 
-func mustScript(t *testing.T, s string) *llmtest.Script {
+func mustScript(t *testing.T, s string) *script.Script {
 	t.Helper()
-	sc, err := llmtest.ParseScript([]byte(s))
+	sc, err := script.Parse([]byte(s))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func mustScript(t *testing.T, s string) *llmtest.Script {
 func TestTheKeyIsStoredPrivatelyAndNeverSentBack(t *testing.T) {
 	t.Setenv("ANTHROPIC_API_KEY", "")
 	dir := t.TempDir()
-	p := llmtest.NewScripted(mustScript(t, `{"responses":[]}`))
+	p := script.New(mustScript(t, `{"responses":[]}`))
 	var gotKey string
 	srv, err := New(context.Background(), Config{DataDir: dir, Provider: "anthropic", KeyNeeded: true,
 		NewClient: func(key string) (*llm.Client, error) { gotKey = key; return &llm.Client{Provider: p}, nil }})

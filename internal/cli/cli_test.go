@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/llmkernels/kernels/llm/llmtest"
+	"github.com/llmkernels/kernels/llm/script"
 )
 
 const pongScript = `{"responses":[{"content":[{"type":"text","text":"pong"}],"stop_reason":"end_turn","usage":{"input_tokens":1000000,"output_tokens":0}}]}`
@@ -39,11 +40,11 @@ func TestPingWithAScriptSaysItIsScripted(t *testing.T) {
 }
 
 func TestPingThroughTheAnthropicSDKIntoTheFakeServer(t *testing.T) {
-	script, err := llmtest.ParseScript([]byte(pongScript))
+	sc, err := script.Parse([]byte(pongScript))
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := llmtest.NewServer(script)
+	srv := llmtest.NewServer(sc)
 	defer srv.Close()
 	t.Setenv("ANTHROPIC_API_KEY", "sk-test")
 	out, notice, err := run(t, "ping", "--provider", "anthropic", "--base-url", srv.URL, "--beta", "b1,b2", "say pong")

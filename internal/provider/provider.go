@@ -13,8 +13,8 @@ import (
 
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/llm/anthropic"
-	"github.com/llmkernels/kernels/llm/llmtest"
 	"github.com/llmkernels/kernels/llm/openai"
+	"github.com/llmkernels/kernels/llm/script"
 )
 
 // Names of the providers.
@@ -86,11 +86,11 @@ func (c *Config) open(key string) (llm.Provider, error) {
 		if c.Script == "" {
 			return nil, fmt.Errorf("--provider script needs --script FILE (format: docs/scripts.md)")
 		}
-		s, err := llmtest.LoadScript(c.Script)
+		s, err := script.Load(c.Script)
 		if err != nil {
 			return nil, err
 		}
-		return llmtest.NewScripted(s), nil
+		return script.New(s), nil
 	}
 	return nil, fmt.Errorf("unknown --provider %q: choose %s", c.Provider, strings.Join([]string{Anthropic, OpenAI, Script}, ", "))
 }

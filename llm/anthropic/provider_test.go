@@ -16,15 +16,16 @@ import (
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/llm/anthropic"
 	"github.com/llmkernels/kernels/llm/llmtest"
+	"github.com/llmkernels/kernels/llm/script"
 )
 
 const model = "claude-sonnet-4-5"
 
 // serve starts the strict fake API playing script and returns it with a
 // provider pointed at it.
-func serve(t *testing.T, script string, cfg anthropic.Config) (*llmtest.Server, *anthropic.Provider) {
+func serve(t *testing.T, scriptJSON string, cfg anthropic.Config) (*llmtest.Server, *anthropic.Provider) {
 	t.Helper()
-	s, err := llmtest.ParseScript([]byte(script))
+	s, err := script.Parse([]byte(scriptJSON))
 	if err != nil {
 		t.Fatalf("script: %v", err)
 	}
@@ -478,7 +479,7 @@ func TestInvalidRequestIsA400NotRetryable(t *testing.T) {
 }
 
 func TestBaseURLAndKeyFromEnvironment(t *testing.T) {
-	s, err := llmtest.ParseScript([]byte(`{"responses":[{"content":[{"type":"text","text":"via env"}]}]}`))
+	s, err := script.Parse([]byte(`{"responses":[{"content":[{"type":"text","text":"via env"}]}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -531,7 +532,7 @@ func TestMalformedBaseURLIsRejectedByNew(t *testing.T) {
 }
 
 func TestUnreachableServerIsAConnectionError(t *testing.T) {
-	s, _ := llmtest.ParseScript([]byte(`{"responses":[]}`))
+	s, _ := script.Parse([]byte(`{"responses":[]}`))
 	srv := llmtest.NewServer(s)
 	url := srv.URL
 	srv.Close()

@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/llmkernels/kernels/llm"
+	"github.com/llmkernels/kernels/llm/script"
 )
 
 // Server is a strict fake of the Anthropic Messages API over HTTP, for
@@ -24,7 +25,7 @@ type Server struct {
 	URL string // base URL, e.g. http://127.0.0.1:41234; the API is at URL + "/v1/messages"
 
 	ts     *httptest.Server
-	player *player
+	player *script.Player
 
 	mu       sync.Mutex
 	received []Received
@@ -41,12 +42,12 @@ type Received struct {
 
 // requestFields are the top-level fields the server accepts: the JSON
 // fields of llm.Request, so the two cannot drift apart.
-var requestFields = jsonFields(reflect.TypeFor[llm.Request]())
+var requestFields = script.JSONFields(reflect.TypeFor[llm.Request]())
 
 // NewServer starts a server playing s from its first entry. Close it when
 // done.
-func NewServer(s *Script) *Server {
-	srv := &Server{player: newPlayer(s)}
+func NewServer(s *script.Script) *Server {
+	srv := &Server{player: script.NewPlayer(s)}
 	srv.ts = httptest.NewServer(http.HandlerFunc(srv.serve))
 	srv.URL = srv.ts.URL
 	return srv
@@ -55,29 +56,35 @@ func NewServer(s *Script) *Server {
 // Close shuts the server down, waiting for requests in flight.
 func (s *Server) Close() { s.ts.Close() }
 
-// Received returns a copy of every request received, in order.
+// Received returns a copy of every request received, in order. Each
+// Request is decoded afresh from the stored body, so callers share no memory
+// with the server or with each other.
 func (s *Server) Received() []Received {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]Received, len(s.received))
 	for i, r := range s.received {
-		out[i] = deepCopy(r)
+		out[i] = Received{Method: r.Method, Path: r.Path, Header: r.Header.Clone(), Body: slices.Clone(r.Body), Request: decodeRequest(r.Body)}
 	}
 	return out
 }
 
+// decodeRequest is body as a Messages request, or nil when it is not one.
+func decodeRequest(body []byte) *llm.Request {
+	var req llm.Request
+	if json.Unmarshal(body, &req) != nil {
+		return nil
+	}
+	return &req
+}
+
 // Remaining is the number of script entries not used yet.
-func (s *Server) Remaining() int { return s.player.remaining() }
+func (s *Server) Remaining() int { return s.player.Remaining() }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, readErr := io.ReadAll(r.Body)
-	rec := Received{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
-	var req llm.Request
-	if readErr == nil && json.Unmarshal(body, &req) == nil {
-		rec.Request = &req
-	}
 	s.mu.Lock()
-	s.received = append(s.received, deepCopy(rec))
+	s.received = append(s.received, Received{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
 	number := len(s.received)
 	s.mu.Unlock()
 	reply := responder{w: w, requestID: fmt.Sprintf("req_llmtest_%d", number)}
@@ -100,16 +107,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		reply.error(http.StatusBadRequest, "invalid_request_error", msg, 0)
 		return
 	}
-	if err := llm.CheckRequest(&req); err != nil {
-		reply.error(http.StatusBadRequest, "invalid_request_error", invalidRequest(err).Message, 0)
+	req := decodeRequest(body) // checkBody has made sure it decodes
+	if err := llm.CheckRequest(req); err != nil {
+		reply.error(http.StatusBadRequest, "invalid_request_error", script.InvalidRequest(err).Message, 0)
 		return
 	}
-	encoded, err := json.Marshal(&req)
+	encoded, err := json.Marshal(req)
 	if err != nil {
 		reply.error(http.StatusBadRequest, "invalid_request_error", "request does not re-encode: "+err.Error(), 0)
 		return
 	}
-	resp, se, err := s.player.answer(&req, number, encoded)
+	resp, se, err := s.player.Answer(req, number, encoded)
 	switch {
 	case err != nil:
 		// Not retryable (400), so a client gives up at once and shows why.

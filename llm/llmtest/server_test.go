@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/llmkernels/kernels/llm"
+	"github.com/llmkernels/kernels/llm/script"
 )
 
 func validHeaders() map[string]string {
@@ -215,4 +216,37 @@ func TestServerExhaustionIsNonRetryable400NamingTheRequest(t *testing.T) {
 	if !strings.Contains(string(res.body), "1 entries, 1 used") {
 		t.Errorf("exhaustion body %s does not say how much of the script was used", res.body)
 	}
+}
+
+func TestServerRejectsUnansweredToolUseWithAPIMessage(t *testing.T) {
+	const apiText = "`tool_use` ids were found without `tool_result` blocks immediately after: toolu_1"
+	script := mustParse(t, `{"responses":[{"content":[{"type":"text","text":"should not be used"}]}]}`)
+	srv := NewServer(script)
+	defer srv.Close()
+	body, _ := json.Marshal(&llm.Request{Model: testModel, MaxTokens: 256, Messages: []llm.Message{
+		llm.UserText("weather?"),
+		{Role: llm.RoleAssistant, Content: []llm.ContentBlock{{Type: llm.BlockToolUse, ID: "toolu_1", Name: "get_weather", Input: json.RawMessage(`{}`)}}},
+		llm.UserText("and?"),
+	}})
+	res := post(t, srv, validHeaders(), string(body))
+	res.wantError(t, 400, "invalid_request_error", apiText)
+	if srv.Remaining() != 1 {
+		t.Errorf("Remaining = %d, want the entry unused", srv.Remaining())
+	}
+}
+
+func mustParse(t *testing.T, s string) *script.Script {
+	t.Helper()
+	sc, err := script.Parse([]byte(s))
+	if err != nil {
+		t.Fatalf("script.Parse: %v", err)
+	}
+	return sc
+}
+
+const testModel = "claude-sonnet-4-5"
+
+// userRequest is a valid one-turn request.
+func userRequest(text string) *llm.Request {
+	return &llm.Request{Model: testModel, MaxTokens: 256, Messages: []llm.Message{llm.UserText(text)}}
 }

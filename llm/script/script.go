@@ -1,4 +1,4 @@
-package llmtest
+package script
 
 import (
 	"encoding/json"
@@ -35,7 +35,7 @@ type entry struct {
 	match    match
 	response json.RawMessage // the response object as written; nil for an error entry
 	hasUsage bool            // the response gave "usage"; otherwise usage is estimated
-	err      *scriptError
+	err      *ErrorEntry
 }
 
 // match holds the conditions of an entry; empty fields are not conditions,
@@ -47,31 +47,31 @@ type match struct {
 	Model            string `json:"model,omitempty"`
 }
 
-// scriptError is an error entry: answered as an *llm.APIError by Scripted
+// ErrorEntry is an error entry: answered as an *llm.APIError by Provider
 // and as the API's error response by Server.
-type scriptError struct {
+type ErrorEntry struct {
 	Status     int     `json:"status"`
 	Type       string  `json:"type"`
 	Message    string  `json:"message"`
 	RetryAfter float64 `json:"retry_after,omitempty"` // seconds
 }
 
-func (e *scriptError) retryAfter() time.Duration {
+func (e *ErrorEntry) RetryAfterDuration() time.Duration {
 	return time.Duration(e.RetryAfter * float64(time.Second))
 }
 
-// ErrScriptExhausted is wrapped by the error returned when no unused entry
+// ErrExhausted is wrapped by the error returned when no unused entry
 // of the script answers a request. It is a plain error, not an
 // *llm.APIError, so nothing retries it.
-var ErrScriptExhausted = errors.New("llmtest: script has no answer")
+var ErrExhausted = errors.New("script: no entry answers the request")
 
-// LoadScript reads and parses a script file.
-func LoadScript(path string) (*Script, error) {
+// Load reads and parses a script file.
+func Load(path string) (*Script, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("llmtest: script: %w", err)
+		return nil, fmt.Errorf("script: %w", err)
 	}
-	s, err := ParseScript(data)
+	s, err := Parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -83,9 +83,9 @@ func LoadScript(path string) (*Script, error) {
 var (
 	scriptFields   = []string{"responses"}
 	entryFields    = []string{"match", "response", "error"}
-	matchFields    = jsonFields(reflect.TypeFor[match]())
-	errorFields    = jsonFields(reflect.TypeFor[scriptError]())
-	responseFields = jsonFields(reflect.TypeFor[llm.Response]())
+	matchFields    = JSONFields(reflect.TypeFor[match]())
+	errorFields    = JSONFields(reflect.TypeFor[ErrorEntry]())
+	responseFields = JSONFields(reflect.TypeFor[llm.Response]())
 )
 
 var stopReasons = []string{
@@ -93,31 +93,31 @@ var stopReasons = []string{
 	llm.StopSequence, llm.StopRefusal, llm.StopModelContextWindowExceeded,
 }
 
-// ParseScript parses a script: {"responses": [entry, …]}. See
+// Parse parses a script: {"responses": [entry, …]}. See
 // docs/scripts.md for the entry forms. Unknown fields anywhere the format
 // is defined (the script, an entry, "match", "error", a response's top
 // level) are errors naming the entry, to catch typos.
-func ParseScript(data []byte) (*Script, error) {
+func Parse(data []byte) (*Script, error) {
 	obj, err := objectFields(data)
 	if err != nil {
-		return nil, fmt.Errorf("llmtest: script: %w (want {\"responses\": [...]})", err)
+		return nil, fmt.Errorf("script: %w (want {\"responses\": [...]})", err)
 	}
 	if err := unknownFields(obj, scriptFields); err != nil {
-		return nil, fmt.Errorf("llmtest: script: %w", err)
+		return nil, fmt.Errorf("script: %w", err)
 	}
 	raw, ok := obj["responses"]
 	if !ok {
-		return nil, errors.New(`llmtest: script: no "responses" list (want {"responses": [...]})`)
+		return nil, errors.New(`script: no "responses" list (want {"responses": [...]})`)
 	}
 	var list []json.RawMessage
 	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, fmt.Errorf("llmtest: script: responses: %w (want a list of entries)", err)
+		return nil, fmt.Errorf("script: responses: %w (want a list of entries)", err)
 	}
 	s := &Script{entries: make([]entry, 0, len(list))}
 	for i, r := range list {
 		e, err := parseEntry(r)
 		if err != nil {
-			return nil, fmt.Errorf("llmtest: script responses[%d]: %w", i, err)
+			return nil, fmt.Errorf("script: responses[%d]: %w", i, err)
 		}
 		s.entries = append(s.entries, e)
 	}
@@ -201,7 +201,7 @@ func parseResponse(data json.RawMessage, obj map[string]json.RawMessage) (entry,
 	return entry{response: data, hasUsage: hasUsage}, nil
 }
 
-func parseError(data json.RawMessage) (*scriptError, error) {
+func parseError(data json.RawMessage) (*ErrorEntry, error) {
 	obj, err := objectFields(data)
 	if err != nil {
 		return nil, err
@@ -209,7 +209,7 @@ func parseError(data json.RawMessage) (*scriptError, error) {
 	if err := unknownFields(obj, errorFields); err != nil {
 		return nil, err
 	}
-	var se scriptError
+	var se ErrorEntry
 	if err := json.Unmarshal(data, &se); err != nil {
 		return nil, err
 	}
@@ -255,9 +255,9 @@ func unknownFields(obj map[string]json.RawMessage, known []string) error {
 	return fmt.Errorf("unknown field %s (known: %s)", strings.Join(unknown, ", "), strings.Join(known, ", "))
 }
 
-// jsonFields lists the JSON names of a struct type's fields, as
+// JSONFields lists the JSON names of a struct type's fields, as
 // encoding/json names them.
-func jsonFields(t reflect.Type) []string {
+func JSONFields(t reflect.Type) []string {
 	var names []string
 	for i := range t.NumField() {
 		f := t.Field(i)
@@ -270,7 +270,7 @@ func jsonFields(t reflect.Type) []string {
 		}
 		name, _, _ := strings.Cut(tag, ",")
 		if name == "" && f.Anonymous && f.Type.Kind() == reflect.Struct {
-			names = append(names, jsonFields(f.Type)...)
+			names = append(names, JSONFields(f.Type)...)
 			continue
 		}
 		if !f.IsExported() {
@@ -284,32 +284,34 @@ func jsonFields(t reflect.Type) []string {
 	return names
 }
 
-// player hands a script's entries out to requests. Scripted and Server
+// Player hands a script's entries out to requests. Provider and llmtest.Server
 // each own one; it is the single implementation of matching.
-type player struct {
+type Player struct {
 	script *Script
 	mu     sync.Mutex
 	used   []bool
 	nUsed  int
 }
 
-func newPlayer(s *Script) *player {
+// NewPlayer returns a player of s with no entry used yet.
+func NewPlayer(s *Script) *Player {
 	if s == nil {
 		s = &Script{}
 	}
-	return &player{script: s, used: make([]bool, len(s.entries))}
+	return &Player{script: s, used: make([]bool, len(s.entries))}
 }
 
-func (p *player) remaining() int {
+// Remaining is the number of entries not used yet.
+func (p *Player) Remaining() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.used) - p.nUsed
 }
 
-// answer takes the first unused entry whose match holds for req, the
+// Answer takes the first unused entry whose match holds for req, the
 // number-th request its owner received, and returns its response (defaults
 // filled) or its error. encoded is req's JSON, for usage estimation.
-func (p *player) answer(req *llm.Request, number int, encoded []byte) (*llm.Response, *scriptError, error) {
+func (p *Player) Answer(req *llm.Request, number int, encoded []byte) (*llm.Response, *ErrorEntry, error) {
 	v := viewOf(req)
 	p.mu.Lock()
 	idx := -1
@@ -343,7 +345,7 @@ func exhausted(v requestView, number, total, used int) error {
 		unmatched = fmt.Sprintf("; the %d unused do not match it", total-used)
 	}
 	return fmt.Errorf("%w for request %d (model %q, last user message %q): the script has %d entries, %d used%s; add an entry that answers it",
-		ErrScriptExhausted, number, v.model, excerpt(v.lastUser, 60), total, used, unmatched)
+		ErrExhausted, number, v.model, excerpt(v.lastUser, 60), total, used, unmatched)
 }
 
 // build decodes a fresh copy of the entry's response, so no two answers
@@ -351,7 +353,7 @@ func exhausted(v requestView, number, total, used int) error {
 func (e entry) build(idx int, req *llm.Request, encoded []byte) (*llm.Response, error) {
 	var r llm.Response
 	if err := json.Unmarshal(e.response, &r); err != nil {
-		return nil, fmt.Errorf("llmtest: script responses[%d]: %w", idx, err) // checked at load; cannot happen
+		return nil, fmt.Errorf("script: responses[%d]: %w", idx, err) // checked at load; cannot happen
 	}
 	if r.ID == "" {
 		r.ID = fmt.Sprintf("msg_script_%d", idx)
@@ -386,7 +388,7 @@ func (e entry) build(idx int, req *llm.Request, encoded []byte) (*llm.Response, 
 	if !e.hasUsage {
 		content, err := json.Marshal(r.Content)
 		if err != nil {
-			return nil, fmt.Errorf("llmtest: script responses[%d]: content: %w", idx, err)
+			return nil, fmt.Errorf("script: responses[%d]: content: %w", idx, err)
 		}
 		r.Usage = llm.Usage{InputTokens: estimateTokens(len(encoded)), OutputTokens: estimateTokens(len(content))}
 	}

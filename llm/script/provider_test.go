@@ -1,4 +1,4 @@
-package llmtest
+package script
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/llmkernels/kernels/llm"
 )
 
-func ask(t *testing.T, p *Scripted, req *llm.Request) string {
+func ask(t *testing.T, p *Provider, req *llm.Request) string {
 	t.Helper()
 	resp, err := p.Messages(context.Background(), req)
 	if err != nil {
@@ -23,7 +23,7 @@ func ask(t *testing.T, p *Scripted, req *llm.Request) string {
 }
 
 func TestScriptedPlainEntriesAnswerInOrder(t *testing.T) {
-	p := NewScripted(mustParse(t, `{"responses":[
+	p := New(mustParse(t, `{"responses":[
 		{"content":[{"type":"text","text":"one"}]},
 		{"content":[{"type":"text","text":"two"}]},
 		{"content":[{"type":"text","text":"three"}]}]}`))
@@ -38,7 +38,7 @@ func TestScriptedPlainEntriesAnswerInOrder(t *testing.T) {
 }
 
 func TestScriptedFirstUnusedMatchingEntryWins(t *testing.T) {
-	p := NewScripted(mustParse(t, `{"responses":[
+	p := New(mustParse(t, `{"responses":[
 		{"match":{"last_user_contains":"apple"},"response":{"content":[{"type":"text","text":"A1"}]}},
 		{"match":{"last_user_contains":"apple"},"response":{"content":[{"type":"text","text":"A2"}]}},
 		{"content":[{"type":"text","text":"ANY"}]},
@@ -60,8 +60,8 @@ func TestScriptedFirstUnusedMatchingEntryWins(t *testing.T) {
 			t.Errorf("request %d: answer = %q, want %q", i+1, got, s.want)
 		}
 	}
-	if _, err := p.Messages(context.Background(), userRequest("apple")); !errors.Is(err, ErrScriptExhausted) {
-		t.Errorf("fifth request: err = %v, want ErrScriptExhausted", err)
+	if _, err := p.Messages(context.Background(), userRequest("apple")); !errors.Is(err, ErrExhausted) {
+		t.Errorf("fifth request: err = %v, want ErrExhausted", err)
 	}
 }
 
@@ -88,7 +88,7 @@ func TestScriptedMatchConditions(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p := NewScripted(mustParse(t, `{"responses":[
+			p := New(mustParse(t, `{"responses":[
 				{"match":`+c.match+`,"response":{"content":[{"type":"text","text":"matched"}]}},
 				{"content":[{"type":"text","text":"fallback"}]}]}`))
 			got := ask(t, p, c.req)
@@ -105,7 +105,7 @@ func TestScriptedConcurrentCallersEachGetTheirOwnMatch(t *testing.T) {
 	for i := callers - 1; i >= 0; i-- { // reverse order: taking entries in order would give wrong answers
 		entries = append(entries, fmt.Sprintf(`{"match":{"last_user_contains":"marker-%d."},"response":{"content":[{"type":"text","text":"answer for %d"}]}}`, i, i))
 	}
-	p := NewScripted(mustParse(t, `{"responses":[`+strings.Join(entries, ",")+`]}`))
+	p := New(mustParse(t, `{"responses":[`+strings.Join(entries, ",")+`]}`))
 
 	start := make(chan struct{})
 	got := make([]string, callers)
@@ -135,7 +135,7 @@ func TestScriptedConcurrentCallersEachGetTheirOwnMatch(t *testing.T) {
 }
 
 func TestScriptedErrorEntryIsAPIErrorWithRetryAfter(t *testing.T) {
-	p := NewScripted(mustParse(t, `{"responses":[
+	p := New(mustParse(t, `{"responses":[
 		{"error":{"status":529,"type":"overloaded_error","message":"Overloaded","retry_after":2}},
 		{"content":[{"type":"text","text":"after the storm"}]}]}`))
 	_, err := p.Messages(context.Background(), userRequest("hi"))
@@ -148,7 +148,7 @@ func TestScriptedErrorEntryIsAPIErrorWithRetryAfter(t *testing.T) {
 	}
 
 	// Through llm.Client the error is retried after the scripted wait.
-	p = NewScripted(mustParse(t, `{"responses":[
+	p = New(mustParse(t, `{"responses":[
 		{"error":{"status":529,"type":"overloaded_error","retry_after":2}},
 		{"content":[{"type":"text","text":"after the storm"}]}]}`))
 	var waits []time.Duration
@@ -166,7 +166,7 @@ func TestScriptedErrorEntryIsAPIErrorWithRetryAfter(t *testing.T) {
 }
 
 func TestScriptedExhaustionIsPlainErrorNamingTheRequest(t *testing.T) {
-	p := NewScripted(mustParse(t, `{"responses":[
+	p := New(mustParse(t, `{"responses":[
 		{"content":[{"type":"text","text":"only"}]},
 		{"match":{"model":"claude-never"},"response":{"content":[{"type":"text","text":"never"}]}}]}`))
 	ask(t, p, userRequest("first"))
@@ -178,8 +178,8 @@ func TestScriptedExhaustionIsPlainErrorNamingTheRequest(t *testing.T) {
 	if _, isAPI := llm.AsAPIError(err); isAPI {
 		t.Errorf("exhaustion error %v is an APIError; it must not be retried", err)
 	}
-	if !errors.Is(err, ErrScriptExhausted) {
-		t.Errorf("err = %v, want it to wrap ErrScriptExhausted", err)
+	if !errors.Is(err, ErrExhausted) {
+		t.Errorf("err = %v, want it to wrap ErrExhausted", err)
 	}
 	msg := err.Error()
 	for _, want := range []string{"request 2", `model "` + testModel + `"`, `"please summarise the quarterly report`, "…", "2 entries, 1 used", "1 unused do not match"} {
@@ -197,7 +197,7 @@ func TestStrictRejectsUnansweredToolUseWithAPIMessage(t *testing.T) {
 	script := mustParse(t, `{"responses":[{"content":[{"type":"text","text":"should not be used"}]}]}`)
 
 	t.Run("provider", func(t *testing.T) {
-		p := NewScripted(script)
+		p := New(script)
 		_, err := p.Messages(context.Background(), unansweredToolUseRequest())
 		var apiErr *llm.APIError
 		if !errors.As(err, &apiErr) || apiErr.Status != 400 || apiErr.Type != "invalid_request_error" || !strings.Contains(apiErr.Message, apiText) {
@@ -207,20 +207,10 @@ func TestStrictRejectsUnansweredToolUseWithAPIMessage(t *testing.T) {
 			t.Errorf("Remaining = %d, recorded %d; want the entry unused and the request recorded", p.Remaining(), len(p.Requests()))
 		}
 	})
-	t.Run("server", func(t *testing.T) {
-		srv := NewServer(script)
-		defer srv.Close()
-		body, _ := json.Marshal(unansweredToolUseRequest())
-		res := post(t, srv, validHeaders(), string(body))
-		res.wantError(t, 400, "invalid_request_error", apiText)
-		if srv.Remaining() != 1 {
-			t.Errorf("Remaining = %d, want the entry unused", srv.Remaining())
-		}
-	})
 }
 
 func TestScriptedFillsDefaultsAndEstimatesUsage(t *testing.T) {
-	p := NewScripted(mustParse(t, `{"responses":[
+	p := New(mustParse(t, `{"responses":[
 		{"content":[{"type":"text","text":"a plain answer of some length"}]},
 		{"content":[{"type":"text","text":"let me look"},{"type":"tool_use","name":"get_weather","input":{"city":"Paris"}}]},
 		{"id":"msg_given","model":"claude-given","stop_reason":"max_tokens","content":[{"type":"text","text":"x"}],
@@ -263,7 +253,7 @@ func TestScriptedFillsDefaultsAndEstimatesUsage(t *testing.T) {
 }
 
 func TestScriptedRecordsDeepCopiesOfRequests(t *testing.T) {
-	p := NewScripted(mustParse(t, `{"responses":[{"content":[{"type":"text","text":"ok"}]}]}`))
+	p := New(mustParse(t, `{"responses":[{"content":[{"type":"text","text":"ok"}]}]}`))
 	req := toolResultRequest("")
 	req.Messages[2].Content[0].Content = llm.ToolResultContent{Blocks: []llm.ContentBlock{llm.TextBlock("sunny")}}
 	before, _ := json.Marshal(req)

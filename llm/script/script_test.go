@@ -1,4 +1,4 @@
-package llmtest
+package script
 
 import (
 	"context"
@@ -17,9 +17,9 @@ const testModel = "claude-sonnet-4-5"
 
 func mustParse(t *testing.T, script string) *Script {
 	t.Helper()
-	s, err := ParseScript([]byte(script))
+	s, err := Parse([]byte(script))
 	if err != nil {
-		t.Fatalf("ParseScript: %v", err)
+		t.Fatalf("Parse: %v", err)
 	}
 	return s
 }
@@ -70,9 +70,9 @@ func TestParseScriptRejectsUnknownFieldsNamingTheEntry(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := ParseScript([]byte(`{"responses":[` + ok + `,` + c.entry + `]}`))
+			_, err := Parse([]byte(`{"responses":[` + ok + `,` + c.entry + `]}`))
 			if err == nil {
-				t.Fatalf("ParseScript accepted %s", c.entry)
+				t.Fatalf("Parse accepted %s", c.entry)
 			}
 			if !strings.Contains(err.Error(), "responses[1]") || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("error %q should name responses[1] and the field %s", err, c.want)
@@ -98,9 +98,9 @@ func TestParseScriptRejectsMalformedScripts(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := ParseScript([]byte(c.script))
+			_, err := Parse([]byte(c.script))
 			if err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Errorf("ParseScript(%s) = %v, want an error containing %s", c.script, err, c.want)
+				t.Errorf("Parse(%s) = %v, want an error containing %s", c.script, err, c.want)
 			}
 		})
 	}
@@ -116,21 +116,21 @@ func TestLoadScriptReadsFileAndNamesItInErrors(t *testing.T) {
 	if err := os.WriteFile(bad, []byte(`{"responses":[{"match":{"modle":"x"},"response":{"content":[]}}]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := LoadScript(good)
+	s, err := Load(good)
 	if err != nil || s.Len() != 1 {
-		t.Fatalf("LoadScript(good) = %v entries, %v; want 1 entry", s.Len(), err)
+		t.Fatalf("Load(good) = %v entries, %v; want 1 entry", s.Len(), err)
 	}
-	if _, err := LoadScript(bad); err == nil || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), `"modle"`) {
-		t.Errorf("LoadScript(bad) error = %v, want it to name %s and the field \"modle\"", err, bad)
+	if _, err := Load(bad); err == nil || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), `"modle"`) {
+		t.Errorf("Load(bad) error = %v, want it to name %s and the field \"modle\"", err, bad)
 	}
-	if _, err := LoadScript(filepath.Join(dir, "missing.json")); err == nil || !strings.Contains(err.Error(), "missing.json") {
-		t.Errorf("LoadScript(missing) error = %v, want it to name the file", err)
+	if _, err := Load(filepath.Join(dir, "missing.json")); err == nil || !strings.Contains(err.Error(), "missing.json") {
+		t.Errorf("Load(missing) error = %v, want it to name the file", err)
 	}
 }
 
 func TestScriptEachProviderKeepsItsOwnUsedState(t *testing.T) {
 	s := mustParse(t, `{"responses":[{"content":[{"type":"text","text":"one"}]},{"content":[{"type":"text","text":"two"}]}]}`)
-	a, b := NewScripted(s), NewScripted(s)
+	a, b := New(s), New(s)
 	ra, err := a.Messages(context.Background(), userRequest("hi"))
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +159,7 @@ func TestDocExamplePlaysAsDocumented(t *testing.T) {
 	if !ok || !ok2 {
 		t.Fatal("docs/scripts.md has no ```json example")
 	}
-	p := NewScripted(mustParse(t, example))
+	p := New(mustParse(t, example))
 	var waits []time.Duration
 	c := &llm.Client{Provider: p, Retry: llm.RetryPolicy{Sleep: func(_ context.Context, d time.Duration) error {
 		waits = append(waits, d)
@@ -186,7 +186,7 @@ func TestDocExamplePlaysAsDocumented(t *testing.T) {
 	if call, err = c.Send(context.Background(), req); err != nil || call.Response.Text() != "Anything else?" || call.Usage.InputTokens != 120 {
 		t.Fatalf("last call: %v, %v; want \"Anything else?\" with 120 input tokens", call, err)
 	}
-	if _, err := c.Send(context.Background(), req); !errors.Is(err, ErrScriptExhausted) {
+	if _, err := c.Send(context.Background(), req); !errors.Is(err, ErrExhausted) {
 		t.Errorf("fifth request: %v, want the script exhausted", err)
 	}
 }

@@ -1,4 +1,4 @@
-package llmtest
+package script
 
 import (
 	"context"
@@ -12,29 +12,29 @@ import (
 	"github.com/llmkernels/kernels/llm"
 )
 
-// Scripted is an llm.Provider that answers from a Script. It is strict: a
+// Provider is an llm.Provider that answers from a Script. It is strict: a
 // request that breaks the API's rules (llm.CheckRequest) is answered with
 // the API's 400 invalid_request_error and uses no entry. It is safe for
 // concurrent use.
-type Scripted struct {
-	player *player
+type Provider struct {
+	player *Player
 
 	mu       sync.Mutex
 	requests []*llm.Request
 }
 
-// NewScripted returns a provider playing s from its first entry.
-func NewScripted(s *Script) *Scripted {
-	return &Scripted{player: newPlayer(s)}
+// New returns a provider playing s from its first entry.
+func New(s *Script) *Provider {
+	return &Provider{player: NewPlayer(s)}
 }
 
 // Messages records req, checks it, and answers it with the first unused
 // entry of the script whose match holds: a response, or an error entry as
 // an *llm.APIError. When no entry answers, the error wraps
-// ErrScriptExhausted and is not an *llm.APIError.
-func (p *Scripted) Messages(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+// ErrExhausted and is not an *llm.APIError.
+func (p *Provider) Messages(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	if req == nil {
-		return nil, errors.New("llmtest: Messages called with a nil request")
+		return nil, errors.New("script: Messages called with a nil request")
 	}
 	p.mu.Lock()
 	p.requests = append(p.requests, deepCopy(req))
@@ -45,25 +45,25 @@ func (p *Scripted) Messages(ctx context.Context, req *llm.Request) (*llm.Respons
 		return nil, err
 	}
 	if err := llm.CheckRequest(req); err != nil {
-		return nil, invalidRequest(err)
+		return nil, InvalidRequest(err)
 	}
 	encoded, err := json.Marshal(req)
 	if err != nil {
-		return nil, fmt.Errorf("llmtest: request %d cannot be encoded as JSON, so no API could receive it: %w", number, err)
+		return nil, fmt.Errorf("script: request %d cannot be encoded as JSON, so no API could receive it: %w", number, err)
 	}
-	resp, se, err := p.player.answer(req, number, encoded)
+	resp, se, err := p.player.Answer(req, number, encoded)
 	if err != nil {
 		return nil, err
 	}
 	if se != nil {
-		return nil, &llm.APIError{Status: se.Status, Type: se.Type, Message: se.Message, RetryAfter: se.retryAfter()}
+		return nil, &llm.APIError{Status: se.Status, Type: se.Type, Message: se.Message, RetryAfter: se.RetryAfterDuration()}
 	}
 	return resp, nil
 }
 
 // Requests returns a deep copy of every request received, in order,
 // including those rejected as invalid.
-func (p *Scripted) Requests() []*llm.Request {
+func (p *Provider) Requests() []*llm.Request {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := make([]*llm.Request, len(p.requests))
@@ -75,10 +75,10 @@ func (p *Scripted) Requests() []*llm.Request {
 
 // Remaining is the number of script entries not used yet; a test asserts
 // it is 0 to know the whole script was played.
-func (p *Scripted) Remaining() int { return p.player.remaining() }
+func (p *Provider) Remaining() int { return p.player.Remaining() }
 
 // invalidRequest turns llm.CheckRequest's error into the API's 400.
-func invalidRequest(err error) *llm.APIError {
+func InvalidRequest(err error) *llm.APIError {
 	msg := err.Error()
 	var inv *llm.InvalidRequestError
 	if errors.As(err, &inv) {

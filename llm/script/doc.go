@@ -1,0 +1,16 @@
+// Package script plays a script of canned Messages API responses (see
+// docs/scripts.md). Provider is the in-process llm.Provider behind
+// `--provider script`, a user feature for demos and offline runs; the
+// strict fake HTTP server in llm/llmtest plays the same scripts for tests
+// and is never linked into a binary.
+//
+// Both are strict on purpose: every request is checked with
+// llm.CheckRequest and a violation is answered the way the API answers it,
+// a 400 invalid_request_error, so a kernel that breaks the API's rules
+// fails its tests instead of failing later against the real API.
+//
+// A Script is immutable. Each Provider and each server built from it keeps
+// its own record (a Player) of which entries it has used: the first unused
+// entry whose match holds answers a request, so concurrent callers whose
+// requests are told apart by "match" get deterministic answers.
+package script
