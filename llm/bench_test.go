@@ -3,6 +3,7 @@ package llm
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 )
@@ -50,4 +51,34 @@ func BenchmarkLoopRoundTrip(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(b.N*rounds), "ns/roundtrip")
+}
+
+// BenchmarkMarshalDecodedConversation measures writing back a decoded
+// conversation of 100 turns (thinking, text with citations, tool_use with
+// a caller, tool_result): each decoded block is compared with its raw
+// bytes before they are reused, the price of the byte-for-byte guarantee.
+func BenchmarkMarshalDecodedConversation(b *testing.B) {
+	var msgs []Message
+	for range 50 {
+		msgs = append(msgs,
+			Message{Role: RoleAssistant, Content: []ContentBlock{
+				mustBlock(b, `{"type":"thinking","thinking":"`+strings.Repeat("reasoning ", 200)+`","signature":"EqQBCkYIBxgCKkBsig=="}`),
+				mustBlock(b, blockWire["text with citations"]),
+				mustBlock(b, blockWire["tool_use from code execution"])}},
+			Message{Role: RoleUser, Content: []ContentBlock{mustBlock(b, `{"type":"tool_result","tool_use_id":"toolu_02","content":"`+strings.Repeat("result ", 100)+`"}`)}})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := MarshalWire(msgs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func mustBlock(b *testing.B, wire string) ContentBlock {
+	var c ContentBlock
+	if err := json.Unmarshal([]byte(wire), &c); err != nil {
+		b.Fatal(err)
+	}
+	return c
 }

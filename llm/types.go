@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"slices"
+	"strings"
 )
 
 // Roles of a conversation turn.
@@ -173,9 +176,17 @@ func UserText(text string) Message {
 func (m Message) Text() string { return joinText(m.Content) }
 
 // ContentBlock is one block of message content. The fields used depend on
-// Type; blocks of any type the runtime does not interpret (server_tool_use,
+// Type. Blocks of types the runtime does not interpret (server_tool_use,
 // web_search_tool_result, code_execution_tool_result, container_upload, …)
-// keep their exact bytes in Raw and are marshalled back unchanged.
+// have only Raw, and are marshalled back as its bytes.
+//
+// A block decoded from JSON keeps the bytes it was decoded from in Raw,
+// whatever its type, so that every block the API sent goes back byte for
+// byte, fields the runtime does not know included (a tool_use's
+// toolset_name, or a field added to the API later). MarshalJSON writes Raw
+// while the block's fields still hold what Raw holds; once a field has been
+// changed, it writes the fields, and keeps the members of Raw that no field
+// holds. A block built in Go has no Raw and is written from its fields.
 type ContentBlock struct {
 	Type string
 
@@ -208,8 +219,8 @@ type ContentBlock struct {
 
 	CacheControl *CacheControl
 
-	// Raw holds the block's original bytes when Type is not one of the
-	// interpreted types above.
+	// Raw holds the bytes the block was decoded from; for a type the
+	// runtime does not interpret it is the whole block.
 	Raw json.RawMessage
 }
 
@@ -286,8 +297,36 @@ type redactedWire struct {
 	Data string `json:"data"`
 }
 
-// MarshalJSON writes the block in the API's wire format.
+// MarshalJSON writes the block in the API's wire format: Raw while the
+// fields still hold what Raw holds, else the fields with the members of Raw
+// that no field holds.
 func (b ContentBlock) MarshalJSON() ([]byte, error) {
+	if !IsKnownType(b.Type) {
+		if len(b.Raw) == 0 {
+			return nil, fmt.Errorf("content block of type %q has no raw JSON to send", b.Type)
+		}
+		return b.Raw, nil
+	}
+	if len(b.Raw) == 0 {
+		return b.marshalFields()
+	}
+	var orig ContentBlock
+	if err := orig.decodeFields(b.Raw); err != nil {
+		return nil, fmt.Errorf("%s block: its raw JSON does not decode: %w", b.Type, err)
+	}
+	if sameBlock(b, orig) {
+		return b.Raw, nil
+	}
+	fields, err := b.marshalFields()
+	if err != nil || orig.Type != b.Type {
+		// A block whose type was changed keeps nothing of its old self.
+		return fields, err
+	}
+	return withUnknownMembers(fields, b.Raw, wireMembers[b.Type])
+}
+
+// marshalFields writes the block from its fields alone.
+func (b ContentBlock) marshalFields() ([]byte, error) {
 	switch b.Type {
 	case BlockText:
 		return json.Marshal(textWire{b.Type, b.Text, b.Citations, b.CacheControl})
@@ -310,14 +349,102 @@ func (b ContentBlock) MarshalJSON() ([]byte, error) {
 	case BlockRedactedThinking:
 		return json.Marshal(redactedWire{b.Type, b.Data})
 	}
-	if len(b.Raw) == 0 {
-		return nil, fmt.Errorf("content block of type %q has no raw JSON to send", b.Type)
-	}
-	return b.Raw, nil
+	return nil, fmt.Errorf("content block of type %q is not written from fields", b.Type)
 }
 
-// UnmarshalJSON reads a block in the API's wire format.
+// wireMembers names, per interpreted block type, the JSON members its
+// fields hold; any other member of Raw is kept as received.
+var wireMembers = map[string][]string{
+	BlockText:             jsonNames(reflect.TypeFor[textWire]()),
+	BlockImage:            jsonNames(reflect.TypeFor[imageWire]()),
+	BlockToolUse:          jsonNames(reflect.TypeFor[toolUseWire]()),
+	BlockToolResult:       jsonNames(reflect.TypeFor[toolResultWire]()),
+	BlockThinking:         jsonNames(reflect.TypeFor[thinkingWire]()),
+	BlockRedactedThinking: jsonNames(reflect.TypeFor[redactedWire]()),
+}
+
+func jsonNames(t reflect.Type) []string {
+	names := make([]string, 0, t.NumField())
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		names = append(names, name)
+	}
+	return names
+}
+
+// withUnknownMembers appends to the JSON object fields the members of raw
+// whose names are not in known, in name order.
+func withUnknownMembers(fields, raw []byte, known []string) ([]byte, error) {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &members); err != nil {
+		return nil, err
+	}
+	var extra []string
+	for name := range members {
+		if !slices.Contains(known, name) {
+			extra = append(extra, name)
+		}
+	}
+	if len(extra) == 0 {
+		return fields, nil
+	}
+	slices.Sort(extra)
+	out := bytes.TrimSuffix(bytes.TrimSpace(fields), []byte("}"))
+	for _, name := range extra {
+		key, err := json.Marshal(name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(append(append(append(out, ','), key...), ':'), members[name]...)
+	}
+	return append(out, '}'), nil
+}
+
+// sameBlock reports whether a and b say the same thing: the same fields,
+// and for a type the runtime does not interpret the same raw bytes.
+func sameBlock(a, b ContentBlock) bool {
+	if a.Type != b.Type {
+		return false
+	}
+	if !IsKnownType(a.Type) {
+		return bytes.Equal(a.Raw, b.Raw)
+	}
+	return a.Text == b.Text && bytes.Equal(a.Citations, b.Citations) &&
+		ptrEqual(a.Source, b.Source) &&
+		a.ID == b.ID && a.Name == b.Name && bytes.Equal(a.Input, b.Input) && bytes.Equal(a.Caller, b.Caller) &&
+		a.ToolUseID == b.ToolUseID && a.IsError == b.IsError && sameResult(a.Content, b.Content) &&
+		a.Thinking == b.Thinking && a.Signature == b.Signature && a.Data == b.Data &&
+		ptrEqual(a.CacheControl, b.CacheControl)
+}
+
+func sameResult(a, b ToolResultContent) bool {
+	if a.Text != b.Text || (a.Blocks == nil) != (b.Blocks == nil) || len(a.Blocks) != len(b.Blocks) {
+		return false
+	}
+	for i := range a.Blocks {
+		if !sameBlock(a.Blocks[i], b.Blocks[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func ptrEqual[T comparable](a, b *T) bool {
+	return a == b || (a != nil && b != nil && *a == *b)
+}
+
+// UnmarshalJSON reads a block in the API's wire format and keeps its bytes
+// in Raw.
 func (b *ContentBlock) UnmarshalJSON(data []byte) error {
+	if err := b.decodeFields(data); err != nil {
+		return err
+	}
+	b.Raw = append(json.RawMessage(nil), data...)
+	return nil
+}
+
+// decodeFields sets the block's fields from data, leaving Raw empty.
+func (b *ContentBlock) decodeFields(data []byte) error {
 	var head struct {
 		Type string `json:"type"`
 	}
@@ -367,8 +494,6 @@ func (b *ContentBlock) UnmarshalJSON(data []byte) error {
 			return err
 		}
 		b.Data = w.Data
-	default:
-		b.Raw = append(json.RawMessage(nil), data...)
 	}
 	return nil
 }
@@ -492,13 +617,17 @@ type ToolChoice struct {
 }
 
 // Thinking configures extended thinking: {"type":"enabled","budget_tokens":N}
-// or {"type":"adaptive"}; "disabled" turns it off.
+// (manual: every answer starts with thinking) or {"type":"adaptive"} (the
+// model decides per turn whether to think); "disabled" turns it off, and
+// "between_tools" is passed on as the API defines it. Display ("summarized"
+// or "omitted") says how thinking text comes back.
 type Thinking struct {
 	Type         string `json:"type"`
 	BudgetTokens int    `json:"budget_tokens,omitempty"`
+	Display      string `json:"display,omitempty"`
 }
 
-// On reports whether thinking is switched on.
+// On reports whether thinking is switched on (enabled or adaptive).
 func (t *Thinking) On() bool { return t != nil && (t.Type == "enabled" || t.Type == "adaptive") }
 
 // Metadata is the request's metadata.

@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// Each block type, as the API writes it. Known types must come back with the
-// same meaning; unknown types must come back byte for byte.
+// Each block type, as the API writes it. Every block must come back byte
+// for byte.
 var blockWire = map[string]string{
 	"text":                         `{"type":"text","text":"hello"}`,
 	"text with citations":          `{"type":"text","text":"cited","citations":[{"type":"web_search_result_location","url":"https://example.com","title":"Ex","cited_text":"x","encrypted_index":"abc"}]}`,
@@ -28,10 +28,13 @@ var blockWire = map[string]string{
 	"web_fetch_tool_result":        `{"type":"web_fetch_tool_result","tool_use_id":"srvtoolu_02","content":{"type":"web_fetch_result","url":"https://a.b","content":{"type":"document","source":{"type":"text","media_type":"text/plain","data":"hi"}},"retrieved_at":"2026-11-01T00:00:00Z"}}`,
 	"code_execution_tool_result":   `{"type":"code_execution_tool_result","tool_use_id":"srvtoolu_03","content":{"type":"code_execution_result","stdout":"4\n","stderr":"","return_code":0,"content":[]}}`,
 	"container_upload":             `{"type":"container_upload","file_id":"file_011"}`,
+	"tool_use from a toolset":      `{"type":"tool_use","id":"toolu_03","name":"click","input":{"x":1},"toolset_name":"browser"}`,
+	"thinking with a future field": `{"type":"thinking","thinking":"hm","signature":"EqQB","summary_of":{"turns":[1,2]}}`,
+	"API key order and spacing":    `{"signature":"EqQB", "type":"thinking","thinking":"a<b"}`,
 	"future block":                 `{"type":"mcp_tool_use","id":"mcptoolu_1","name":"x","server_name":"s","input":{"n":1.50,"big":12345678901234567890}}`,
 }
 
-func TestContentBlocksRoundTrip(t *testing.T) {
+func TestContentBlocksRoundTripByteForByte(t *testing.T) {
 	for name, wire := range blockWire {
 		t.Run(name, func(t *testing.T) {
 			var b ContentBlock
@@ -42,19 +45,65 @@ func TestContentBlocksRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatalf("marshal: %v", err)
 			}
-			if IsKnownType(b.Type) {
-				if !jsonEqual(t, wire, string(out)) {
-					t.Fatalf("round trip changed the block:\n in: %s\nout: %s", wire, out)
-				}
-				if b.Raw != nil {
-					t.Fatalf("known type %s kept raw bytes", b.Type)
-				}
-				return
+			// MarshalWire compacts, as every encoding/json output is.
+			var want bytes.Buffer
+			if err := json.Compact(&want, []byte(wire)); err != nil {
+				t.Fatal(err)
 			}
-			if !bytes.Equal([]byte(wire), out) {
-				t.Fatalf("raw block not byte-identical:\n in: %s\nout: %s", wire, out)
+			if !bytes.Equal(want.Bytes(), out) {
+				t.Fatalf("block not byte-identical:\n in: %s\nout: %s", wire, out)
 			}
 		})
+	}
+}
+
+func TestAChangedBlockIsWrittenFromItsFieldsAndKeepsUnknownMembers(t *testing.T) {
+	var b ContentBlock
+	if err := json.Unmarshal([]byte(`{"type":"tool_use","id":"toolu_1","name":"n","input":{},"toolset_name":"browser","zeta":[1]}`), &b); err != nil {
+		t.Fatal(err)
+	}
+	b.CacheControl = Ephemeral()
+	out, err := MarshalWire(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"type":"tool_use","id":"toolu_1","name":"n","input":{},"cache_control":{"type":"ephemeral"},"toolset_name":"browser","zeta":[1]}`
+	if string(out) != want {
+		t.Fatalf("changed block:\n got  %s\n want %s", out, want)
+	}
+
+	// A field changed back to what Raw says: the raw bytes again.
+	b.CacheControl = nil
+	if out, _ := MarshalWire(b); string(out) != `{"type":"tool_use","id":"toolu_1","name":"n","input":{},"toolset_name":"browser","zeta":[1]}` {
+		t.Fatalf("unchanged again: %s", out)
+	}
+
+	// A block whose type was changed keeps nothing of its old members.
+	b.Type, b.Text = BlockText, "now text"
+	if out, _ := MarshalWire(b); string(out) != `{"type":"text","text":"now text"}` {
+		t.Fatalf("retyped block: %s", out)
+	}
+}
+
+func TestAChangeInsideAToolResultIsSeen(t *testing.T) {
+	var b ContentBlock
+	if err := json.Unmarshal([]byte(blockWire["tool_result blocks"]), &b); err != nil {
+		t.Fatal(err)
+	}
+	b.Content.Blocks = []ContentBlock{TextBlock("replaced")}
+	out, err := MarshalWire(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"type":"tool_result","tool_use_id":"toolu_01","content":[{"type":"text","text":"replaced"}]}`; string(out) != want {
+		t.Fatalf("got %s, want %s", out, want)
+	}
+}
+
+func TestAKnownBlockWithBrokenRawFailsToMarshal(t *testing.T) {
+	_, err := json.Marshal(ContentBlock{Type: BlockText, Text: "x", Raw: json.RawMessage(`{"type":`)})
+	if err == nil || !strings.Contains(err.Error(), "raw JSON") {
+		t.Fatalf("want an error about the raw JSON, got %v", err)
 	}
 }
 
