@@ -5,11 +5,21 @@
 //
 // Choices made where the API or the specs leave room, each pinned by a test:
 //
-//   - Content blocks of types the runtime does not interpret keep their
-//     bytes in ContentBlock.Raw and are written back unchanged. "Unchanged"
-//     means byte for byte for compact JSON, which is what the API sends:
+//   - Every content block decoded from JSON keeps its bytes in
+//     ContentBlock.Raw, whatever its type, and is written back as those
+//     bytes while its fields still hold what they hold; a changed block is
+//     written from its fields plus the members of Raw no field holds. So
+//     every block the API sends comes back byte for byte (a tool_use's
+//     caller, members added to the API later, the API's member order)
+//     where the JSON is compact, which is what the API sends:
 //     encoding/json drops whitespace between tokens of any value it writes.
 //     MarshalWire also keeps <, > and & unescaped.
+//   - Thinking: CheckRequest keeps manual thinking's rules ("enabled": a
+//     continued tool turn starts with thinking, no forced tool_choice) and
+//     applies neither to adaptive thinking, where the model may answer a
+//     turn without thinking and a forced tool_choice is accepted. Whether
+//     the thinking the API sent came back unchanged only whoever served it
+//     can tell; llm/script checks it against what it served.
 //   - Retries: 408, 409, 429, 500, 502, 503, 504, 529 and connection
 //     failures, up to RetryPolicy.MaxAttempts per model; the wait is the
 //     provider's retry-after when given, else a random point in the upper

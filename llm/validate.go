@@ -55,15 +55,18 @@ func CheckRequest(req *Request) error {
 			if t.BudgetTokens >= req.MaxTokens {
 				add("max_tokens: must be greater than thinking.budget_tokens (%d >= %d)", t.BudgetTokens, req.MaxTokens)
 			}
-		case "adaptive", "disabled":
+			// Manual thinking starts every answer with a thinking block, so
+			// it cannot also be forced to start with a tool call; adaptive
+			// thinking can, since the model may answer without thinking.
+			if tc := req.ToolChoice; tc != nil && (tc.Type == "any" || tc.Type == "tool") {
+				add("tool_choice: thinking may not be enabled when tool_choice forces tool use (%q); use adaptive thinking or tool_choice auto", tc.Type)
+			}
+		case "adaptive", "disabled", "between_tools":
 		default:
-			add("thinking.type: must be enabled, adaptive or disabled, got %q", t.Type)
+			add("thinking.type: must be enabled, adaptive, disabled or between_tools, got %q", t.Type)
 		}
 		if t.On() && req.Temperature != nil && *req.Temperature != 1 {
 			add("temperature: may only be set to 1 when thinking is enabled, got %g", *req.Temperature)
-		}
-		if t.On() && req.ToolChoice != nil && (req.ToolChoice.Type == "any" || req.ToolChoice.Type == "tool") {
-			add("tool_choice: thinking may not be enabled when tool_choice forces tool use (%q)", req.ToolChoice.Type)
 		}
 	}
 	v = append(v, checkTools(req)...)
@@ -144,7 +147,7 @@ func checkMessages(req *Request) []string {
 			v = append(v, checkAnswered(req.Messages, i)...)
 		}
 	}
-	if req.Thinking.On() {
+	if t := req.Thinking; t != nil && t.Type == "enabled" {
 		v = append(v, checkThinkingKept(req.Messages)...)
 	}
 	return v
@@ -216,9 +219,13 @@ func checkToolResults(msgs []Message, i int) []string {
 	return v
 }
 
-// checkThinkingKept: with thinking on, an assistant turn that used a tool
-// and is being continued must still start with its thinking block. A loop
-// that dropped thinking blocks from the history is caught here.
+// checkThinkingKept: with manual thinking ("enabled"), every answer starts
+// with a thinking block, so an assistant turn that used a tool and is being
+// continued must still start with it; a loop that dropped thinking blocks
+// is caught here. Adaptive thinking has no such rule: the model decides per
+// turn whether to think, and a turn without thinking is sent back as it
+// came (whether the thinking blocks the API did send came back unchanged
+// is something only whoever served them can know; llm/script checks it).
 func checkThinkingKept(msgs []Message) []string {
 	last := len(msgs) - 1
 	if msgs[last].Role != RoleUser {

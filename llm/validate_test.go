@@ -72,10 +72,29 @@ func TestCheckRequestCatchesEachRule(t *testing.T) {
 			r.Thinking = &Thinking{Type: "enabled", BudgetTokens: 2000}
 			r.Temperature = &one
 		}, ""},
-		{"forced tool with thinking", func(r *Request) {
-			r.Thinking = &Thinking{Type: "adaptive"}
+		{"forced tool with manual thinking", func(r *Request) {
+			r.MaxTokens = 4000
+			r.Thinking = &Thinking{Type: "enabled", BudgetTokens: 2000}
 			r.ToolChoice = &ToolChoice{Type: "any"}
 		}, "thinking may not be enabled when tool_choice forces tool use"},
+		{"forced named tool with manual thinking", func(r *Request) {
+			r.MaxTokens = 4000
+			r.Thinking = &Thinking{Type: "enabled", BudgetTokens: 2000}
+			r.Tools = []Tool{{Name: "echo", InputSchema: schema}}
+			r.ToolChoice = &ToolChoice{Type: "tool", Name: "echo"}
+		}, "thinking may not be enabled when tool_choice forces tool use"},
+		{"forced tool with adaptive thinking", func(r *Request) {
+			r.Thinking = &Thinking{Type: "adaptive"}
+			r.ToolChoice = &ToolChoice{Type: "any"}
+		}, ""},
+		{"adaptive thinking, a tool turn answered without thinking", func(r *Request) {
+			r.Thinking = &Thinking{Type: "adaptive"}
+			r.Messages = append(r.Messages, Message{Role: RoleAssistant, Content: []ContentBlock{use}},
+				Message{Role: RoleUser, Content: []ContentBlock{answered}})
+		}, ""},
+		{"adaptive thinking with display omitted", func(r *Request) { r.Thinking = &Thinking{Type: "adaptive", Display: "omitted"} }, ""},
+		{"between_tools thinking", func(r *Request) { r.Thinking = &Thinking{Type: "between_tools"} }, ""},
+		{"unknown thinking type", func(r *Request) { r.Thinking = &Thinking{Type: "always"} }, `thinking.type: must be enabled, adaptive, disabled or between_tools, got "always"`},
 		{"thinking dropped during tool use", func(r *Request) {
 			r.MaxTokens = 4000
 			r.Thinking = &Thinking{Type: "enabled", BudgetTokens: 2000}
