@@ -7,7 +7,12 @@
 // Both are strict on purpose: every request is checked with
 // llm.CheckRequest and a violation is answered the way the API answers it,
 // a 400 invalid_request_error, so a kernel that breaks the API's rules
-// fails its tests instead of failing later against the real API.
+// fails its tests instead of failing later against the real API. With
+// thinking on, a Player also holds requests to the thinking it served: a
+// thinking block comes back with the text it was signed with, and the turn
+// a request continues keeps every thinking and redacted_thinking block it
+// was served with, in order (see echoes, and docs/scripts.md). Turns that
+// are not continued may lose their thinking, as the API allows.
 //
 // A Script is immutable. Each Provider and each server built from it keeps
 // its own record (a Player) of which entries it has used: the first unused

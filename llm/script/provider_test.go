@@ -281,3 +281,59 @@ func TestScriptedRecordsDeepCopiesOfRequests(t *testing.T) {
 		t.Error("record lost the list form of the tool_result content")
 	}
 }
+
+// The provider holds thinking to the API's rules in-process too: a paused
+// turn resumed without the thinking it had is refused; with thinking off,
+// or resumed whole, it is not.
+func TestScriptedThinkingOfAPausedTurnMustComeBack(t *testing.T) {
+	const pausedScript = `{"responses":[
+		{"content":[{"type":"thinking","thinking":"Search.","signature":"sig-p"},{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{"query":"q"}}],"stop_reason":"pause_turn"},
+		{"content":[{"type":"text","text":"found"}]}]}`
+	resume := func(p *Provider, thinking *llm.Thinking, keep func([]llm.ContentBlock) []llm.ContentBlock) error {
+		req := userRequest("Search.")
+		req.MaxTokens, req.Thinking = 4096, thinking
+		first, err := p.Messages(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleAssistant, Content: keep(first.Content)})
+		_, err = p.Messages(context.Background(), req)
+		return err
+	}
+	dropThinking := func(b []llm.ContentBlock) []llm.ContentBlock { return b[1:] }
+	whole := func(b []llm.ContentBlock) []llm.ContentBlock { return b }
+
+	err := resume(New(mustParse(t, pausedScript)), &llm.Thinking{Type: "adaptive"}, dropThinking)
+	var apiErr *llm.APIError
+	if !errors.As(err, &apiErr) || apiErr.Status != 400 || !strings.Contains(apiErr.Message, "messages.1: the thinking the API sent in this turn") {
+		t.Fatalf("resumed without its thinking: err = %v, want the API's 400 naming messages.1", err)
+	}
+	if err := resume(New(mustParse(t, pausedScript)), &llm.Thinking{Type: "adaptive"}, whole); err != nil {
+		t.Fatalf("resumed whole: %v", err)
+	}
+	if err := resume(New(mustParse(t, pausedScript)), nil, dropThinking); err != nil {
+		t.Fatalf("thinking off: %v", err)
+	}
+}
+
+func TestScriptedRefusedEchoUsesNoEntry(t *testing.T) {
+	p := New(mustParse(t, `{"responses":[
+		{"content":[{"type":"thinking","thinking":"A.","signature":"sig"},{"type":"tool_use","id":"toolu_1","name":"f","input":{}}]},
+		{"content":[{"type":"text","text":"done"}]}]}`))
+	req := userRequest("go")
+	req.MaxTokens, req.Thinking = 4096, &llm.Thinking{Type: "adaptive"}
+	req.Tools = []llm.Tool{{Name: "f", InputSchema: json.RawMessage(`{"type":"object"}`)}}
+	first, err := p.Messages(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := []llm.ContentBlock{{Type: llm.BlockThinking, Thinking: "B.", Signature: "sig"}, first.Content[1]}
+	req.Messages = append(req.Messages, llm.Message{Role: llm.RoleAssistant, Content: changed},
+		llm.Message{Role: llm.RoleUser, Content: []llm.ContentBlock{llm.ToolResultBlock("toolu_1", llm.ToolResultContent{Text: "ok"}, false)}})
+	if _, err := p.Messages(context.Background(), req); err == nil || !strings.Contains(err.Error(), "Invalid `signature`") {
+		t.Fatalf("changed thinking: err = %v", err)
+	}
+	if p.Remaining() != 1 {
+		t.Fatalf("Remaining = %d, want the refused request to use no entry", p.Remaining())
+	}
+}

@@ -291,6 +291,7 @@ type Player struct {
 	mu     sync.Mutex
 	used   []bool
 	nUsed  int
+	echoes echoes // the thinking served, to check it comes back unchanged
 }
 
 // NewPlayer returns a player of s with no entry used yet.
@@ -310,10 +311,17 @@ func (p *Player) Remaining() int {
 
 // Answer takes the first unused entry whose match holds for req, the
 // number-th request its owner received, and returns its response (defaults
-// filled) or its error. encoded is req's JSON, for usage estimation.
+// filled) or its error. encoded is req's JSON, for usage estimation. A
+// request that does not send back the thinking this player served as the
+// API requires (see echoes) is answered with the API's 400 and uses no
+// entry.
 func (p *Player) Answer(req *llm.Request, number int, encoded []byte) (*llm.Response, *ErrorEntry, error) {
 	v := viewOf(req)
 	p.mu.Lock()
+	if problems := p.echoes.check(req); len(problems) > 0 {
+		p.mu.Unlock()
+		return nil, &ErrorEntry{Status: 400, Type: "invalid_request_error", Message: strings.Join(problems, "; ")}, nil
+	}
 	idx := -1
 	for i, e := range p.script.entries {
 		if !p.used[i] && e.match.holds(v) {
@@ -336,7 +344,13 @@ func (p *Player) Answer(req *llm.Request, number int, encoded []byte) (*llm.Resp
 		return nil, &se, nil
 	}
 	resp, err := e.build(idx, req, encoded)
-	return resp, nil, err
+	if err != nil {
+		return nil, nil, err
+	}
+	p.mu.Lock()
+	p.echoes.record(resp)
+	p.mu.Unlock()
+	return resp, nil, nil
 }
 
 func exhausted(v requestView, number, total, used int) error {
