@@ -12,7 +12,8 @@
 // own credential chain (ANTHROPIC_AUTH_TOKEN, profiles,
 // ANTHROPIC_CUSTOM_HEADERS) is switched off so that these two variables are
 // the whole story. Config.Betas go out as one anthropic-beta header,
-// comma-separated. The SDK's retries are off: each Messages call is one
+// comma-separated, with the values the request's tools need (see
+// Betas). The SDK's retries are off: each Messages call is one
 // HTTP request, and llm.Client does the retrying.
 //
 // Without Config.Timeout the SDK picks a per-request timeout from max_tokens
@@ -23,32 +24,44 @@
 //
 // # Requests
 //
-// An llm.Request is mapped onto anthropic.MessageNewParams. A value goes
-// through the SDK's typed param when that param holds all of it, and as its
-// own wire JSON (what package llm's MarshalJSON writes) through
-// param.Override when a typed param would lose something:
+// An llm.Request is mapped onto anthropic.MessageNewParams. The top-level
+// settings go through the SDK's typed params when they hold all of the
+// value (the SDK reads model and max_tokens to pick its timeout), and as
+// their own wire JSON through param.Override when they would not:
 //
 //   - typed: model, max_tokens, temperature, stop_sequences,
 //     metadata.user_id, container, system text blocks, tool_choice,
-//     thinking (enabled with budget_tokens, adaptive, disabled),
-//     cache_control, client tools (input_schema and Options passed as given,
-//     allowed_callers), and the blocks text, image (base64 or url),
-//     tool_use, thinking (with signature) and redacted_thinking.
-//   - raw JSON: every block type llm keeps raw (server_tool_use,
-//     web_search_tool_result, code_execution_tool_result, container_upload,
-//     …, their bytes as received); tool_result, because its content is a
-//     string or a list that may hold any block and the typed param only has
-//     the list; text carrying citations, kept exactly as given; and server
-//     tools (web_search_…, web_fetch_…, code_execution_…), because the SDK
-//     has one typed param per dated version and would refuse a version, or
-//     drop an option, it does not know. Anything else a typed param cannot
-//     express (an unknown tool_choice or thinking type) also goes raw.
+//     thinking (enabled with budget_tokens, adaptive, disabled,
+//     between_tools, with display), cache_control, and client tools
+//     (input_schema and Options passed as given, allowed_callers).
+//   - raw JSON: server tools (web_search_…, web_fetch_…, code_execution_…),
+//     because the SDK has one typed param per dated version and would
+//     refuse a version, or drop an option, it does not know; and anything
+//     else a typed param cannot express (an unknown tool_choice or thinking
+//     type).
+//
+// Message content blocks always go as their own wire JSON, what package
+// llm's MarshalJSON writes: for a block that came from the API, the bytes
+// it came as (see llm.ContentBlock). The SDK's typed block params would
+// re-encode a block and drop what they do not hold; they dropped the caller
+// of a tool_use made by code execution.
 //
 // The SDK's encoder compacts the JSON it sends and escapes <, > and & (and
 // U+2028/U+2029) in strings as \u003c and so on, exactly as encoding/json
-// does when package llm marshals a Request. Raw blocks therefore reach the
+// does when package llm marshals a Request. Blocks therefore reach the
 // wire byte for byte when they are compact and free of those characters,
 // and as the same JSON value otherwise.
+//
+// # Beta headers
+//
+// The anthropic-beta header is Config.Betas followed by the value each of
+// the request's tools needs (RequiredBeta), every value once; no header
+// when there is none. Which tool needs which value is read from this SDK
+// version (v1.84.0): the server tools the kernels use (web search, web
+// fetch, code execution in all their versions) and programmatic tool
+// calling are part of its generally available Messages API and need none;
+// only the tool versions it has on its beta surface alone (computer use,
+// the advisor tool) do. See docs/llm.md#beta-headers for the table.
 //
 // # Responses
 //

@@ -26,9 +26,11 @@ const (
 
 // Config configures a Provider. Zero fields take the defaults.
 type Config struct {
-	APIKey  string   // default: env ANTHROPIC_API_KEY; required
-	BaseURL string   // default: env ANTHROPIC_BASE_URL, else the SDK's https://api.anthropic.com
-	Betas   []string // sent as one anthropic-beta header, comma-separated
+	APIKey  string // default: env ANTHROPIC_API_KEY; required
+	BaseURL string // default: env ANTHROPIC_BASE_URL, else the SDK's https://api.anthropic.com
+	// Betas are sent in the anthropic-beta header of every request, with
+	// the values the request's tools need (see RequiredBeta), each once.
+	Betas []string
 	// Timeout caps one request; default 10 minutes. Setting it also lets
 	// the SDK send large max_tokens without streaming, which it otherwise
 	// refuses above about 21k tokens.
@@ -44,6 +46,7 @@ const defaultTimeout = 10 * time.Minute
 // exactly one HTTP request per call: retries belong to llm.Client.
 type Provider struct {
 	client sdk.Client
+	betas  []string // Config.Betas
 }
 
 var _ llm.Provider = (*Provider)(nil)
@@ -77,15 +80,6 @@ func New(cfg Config) (*Provider, error) {
 		}
 		opts = append(opts, option.WithBaseURL(base))
 	}
-	var betas []string
-	for _, b := range cfg.Betas {
-		if b = strings.TrimSpace(b); b != "" {
-			betas = append(betas, b)
-		}
-	}
-	if len(betas) > 0 {
-		opts = append(opts, option.WithHeader("anthropic-beta", strings.Join(betas, ",")))
-	}
 	timeout := cfg.Timeout
 	if timeout <= 0 {
 		timeout = defaultTimeout
@@ -94,7 +88,7 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	}
-	return &Provider{client: sdk.NewClient(opts...)}, nil
+	return &Provider{client: sdk.NewClient(opts...), betas: Betas(cfg.Betas, nil)}, nil
 }
 
 // Messages sends req with the SDK's Messages.New and returns the response
@@ -104,8 +98,12 @@ func (p *Provider) Messages(ctx context.Context, req *llm.Request) (*llm.Respons
 	if err != nil {
 		return nil, err
 	}
+	var opts []option.RequestOption
+	if betas := Betas(p.betas, req.Tools); len(betas) > 0 {
+		opts = append(opts, option.WithHeader("anthropic-beta", strings.Join(betas, ",")))
+	}
 	sent := new(atomic.Bool)
-	msg, err := p.client.Messages.New(context.WithValue(ctx, sentKey{}, sent), params)
+	msg, err := p.client.Messages.New(context.WithValue(ctx, sentKey{}, sent), params, opts...)
 	if err != nil {
 		return nil, mapError(ctx, err, sent.Load())
 	}

@@ -100,64 +100,18 @@ func systemBlock(s llm.SystemBlock) (sdk.TextBlockParam, error) {
 	return param.Override[sdk.TextBlockParam](data), nil
 }
 
-// contentBlock maps one block. Text without citations, image, tool_use,
-// thinking and redacted_thinking are typed; tool_result (string-or-list
-// content that may nest any block), text with citations (kept as given)
-// and every block type llm keeps raw go as their own JSON.
+// contentBlock sends a block as its own wire JSON, what llm's MarshalJSON
+// writes: the bytes the API sent for a block that came from it, whatever
+// its type. A typed SDK param would re-encode the block and drop what it
+// does not hold (a tool_use's caller before this was written, a field added
+// to the API later), and a dropped field breaks the round trip the API
+// relies on.
 func contentBlock(b llm.ContentBlock) (sdk.ContentBlockParamUnion, error) {
-	cc, ccOK := cacheControl(b.CacheControl)
-	switch b.Type {
-	case llm.BlockText:
-		if b.Citations == nil && ccOK {
-			return sdk.ContentBlockParamUnion{OfText: &sdk.TextBlockParam{Text: b.Text, CacheControl: cc}}, nil
-		}
-	case llm.BlockImage:
-		if src, ok := imageSource(b.Source); ok && ccOK {
-			return sdk.ContentBlockParamUnion{OfImage: &sdk.ImageBlockParam{Source: src, CacheControl: cc}}, nil
-		}
-	case llm.BlockToolUse:
-		if ccOK {
-			input := b.Input
-			if len(input) == 0 {
-				input = json.RawMessage("{}")
-			}
-			if !json.Valid(input) {
-				return sdk.ContentBlockParamUnion{}, fmt.Errorf("tool_use %s: input is not valid JSON: %.200s", b.ID, input)
-			}
-			return sdk.ContentBlockParamUnion{OfToolUse: &sdk.ToolUseBlockParam{ID: b.ID, Name: b.Name, Input: input, CacheControl: cc}}, nil
-		}
-	case llm.BlockThinking:
-		return sdk.ContentBlockParamUnion{OfThinking: &sdk.ThinkingBlockParam{Thinking: b.Thinking, Signature: b.Signature}}, nil
-	case llm.BlockRedactedThinking:
-		return sdk.ContentBlockParamUnion{OfRedactedThinking: &sdk.RedactedThinkingBlockParam{Data: b.Data}}, nil
-	case llm.BlockToolResult:
-		// always its own JSON, below
-	default:
-		if !json.Valid(b.Raw) {
-			return sdk.ContentBlockParamUnion{}, fmt.Errorf("block of type %q: its raw JSON is missing or invalid: %.200s", b.Type, b.Raw)
-		}
-		return param.Override[sdk.ContentBlockParamUnion](b.Raw), nil
-	}
 	data, err := wire(b)
 	if err != nil {
 		return sdk.ContentBlockParamUnion{}, fmt.Errorf("%s block: %w", b.Type, err)
 	}
 	return param.Override[sdk.ContentBlockParamUnion](data), nil
-}
-
-func imageSource(s *llm.ImageSource) (sdk.ImageBlockParamSourceUnion, bool) {
-	if s == nil {
-		return sdk.ImageBlockParamSourceUnion{}, false
-	}
-	switch {
-	case s.Type == "base64" && s.URL == "":
-		return sdk.ImageBlockParamSourceUnion{OfBase64: &sdk.Base64ImageSourceParam{
-			Data: s.Data, MediaType: sdk.Base64ImageSourceMediaType(s.MediaType),
-		}}, true
-	case s.Type == "url" && s.Data == "" && s.MediaType == "":
-		return sdk.ImageBlockParamSourceUnion{OfURL: &sdk.URLImageSourceParam{URL: s.URL}}, true
-	}
-	return sdk.ImageBlockParamSourceUnion{}, false
 }
 
 // tool maps a client tool onto the typed ToolParam (input_schema and any
@@ -228,11 +182,13 @@ func toolChoice(tc llm.ToolChoice) (sdk.ToolChoiceUnionParam, error) {
 func thinking(t llm.Thinking) (sdk.ThinkingConfigParamUnion, error) {
 	switch {
 	case t.Type == "enabled" && t.BudgetTokens > 0:
-		return sdk.ThinkingConfigParamUnion{OfEnabled: &sdk.ThinkingConfigEnabledParam{BudgetTokens: int64(t.BudgetTokens)}}, nil
+		return sdk.ThinkingConfigParamUnion{OfEnabled: &sdk.ThinkingConfigEnabledParam{BudgetTokens: int64(t.BudgetTokens), Display: sdk.ThinkingConfigEnabledDisplay(t.Display)}}, nil
 	case t.Type == "adaptive" && t.BudgetTokens == 0:
-		return sdk.ThinkingConfigParamUnion{OfAdaptive: &sdk.ThinkingConfigAdaptiveParam{}}, nil
-	case t.Type == "disabled" && t.BudgetTokens == 0:
+		return sdk.ThinkingConfigParamUnion{OfAdaptive: &sdk.ThinkingConfigAdaptiveParam{Display: sdk.ThinkingConfigAdaptiveDisplay(t.Display)}}, nil
+	case t.Type == "disabled" && t.BudgetTokens == 0 && t.Display == "":
 		return sdk.ThinkingConfigParamUnion{OfDisabled: &sdk.ThinkingConfigDisabledParam{}}, nil
+	case t.Type == "between_tools" && t.BudgetTokens == 0 && t.Display == "":
+		return sdk.ThinkingConfigParamUnion{OfBetweenTools: &sdk.ThinkingConfigBetweenToolsParam{}}, nil
 	}
 	data, err := wire(t)
 	if err != nil {
