@@ -5,8 +5,15 @@
 // is only ever imported by tests, so no release binary links it.
 //
 // The server is strict on purpose: every request is checked with
-// llm.CheckRequest and for the headers and fields the API insists on, and
-// a violation is answered the way the API answers it, a 400
-// invalid_request_error, so a kernel that breaks the API's rules fails its
-// tests instead of failing later against the real API.
+// llm.CheckRequest, for the headers and fields the API insists on (an
+// anthropic-beta value only for a tool the API accepts only with it), and
+// for the thinking it served coming back as the API requires (see
+// package script); a violation is answered the way the API answers it, a
+// 400 invalid_request_error, so a kernel that breaks the API's rules fails
+// its tests instead of failing later against the real API. It refuses
+// nothing the API accepts: an edited assistant turn goes through.
+//
+// The server keeps every request and its answer (Received). Tests of the
+// round-trip guarantee call CheckRoundTrips, which fails when a block the
+// server served came back changed in a later request.
 package llmtest

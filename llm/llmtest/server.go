@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/llmkernels/kernels/llm"
+	"github.com/llmkernels/kernels/llm/anthropic"
 	"github.com/llmkernels/kernels/llm/script"
 )
 
@@ -38,6 +39,10 @@ type Received struct {
 	Header  http.Header
 	Body    []byte
 	Request *llm.Request // the body decoded; nil when it is not a Messages request
+	// Status and Response are the server's answer: its HTTP status and the
+	// body exactly as written.
+	Status   int
+	Response []byte
 }
 
 // requestFields are the top-level fields the server accepts: the JSON
@@ -64,7 +69,8 @@ func (s *Server) Received() []Received {
 	defer s.mu.Unlock()
 	out := make([]Received, len(s.received))
 	for i, r := range s.received {
-		out[i] = Received{Method: r.Method, Path: r.Path, Header: r.Header.Clone(), Body: slices.Clone(r.Body), Request: decodeRequest(r.Body)}
+		out[i] = Received{Method: r.Method, Path: r.Path, Header: r.Header.Clone(), Body: slices.Clone(r.Body), Request: decodeRequest(r.Body),
+			Status: r.Status, Response: slices.Clone(r.Response)}
 	}
 	return out
 }
@@ -87,7 +93,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.received = append(s.received, Received{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
 	number := len(s.received)
 	s.mu.Unlock()
-	reply := responder{w: w, requestID: fmt.Sprintf("req_llmtest_%d", number)}
+	reply := responder{w: w, requestID: fmt.Sprintf("req_llmtest_%d", number), keep: func(status int, body []byte) {
+		s.mu.Lock()
+		s.received[number-1].Status, s.received[number-1].Response = status, body
+		s.mu.Unlock()
+	}}
 
 	switch {
 	case r.Method != http.MethodPost || r.URL.Path != "/v1/messages":
@@ -110,6 +120,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	req := decodeRequest(body) // checkBody has made sure it decodes
 	if err := llm.CheckRequest(req); err != nil {
 		reply.error(http.StatusBadRequest, "invalid_request_error", script.InvalidRequest(err).Message, 0)
+		return
+	}
+	if msg := missingBetas(r.Header, req.Tools); msg != "" {
+		reply.error(http.StatusBadRequest, "invalid_request_error", msg, 0)
 		return
 	}
 	encoded, err := json.Marshal(req)
@@ -157,9 +171,29 @@ func checkBody(body []byte) string {
 	return ""
 }
 
+// missingBetas names the tools whose type the API accepts only with an
+// anthropic-beta value the request did not send, or "". Server tools that
+// are generally available need none, so none is insisted on for them.
+func missingBetas(h http.Header, tools []llm.Tool) string {
+	var sent []string
+	for _, v := range h.Values("anthropic-beta") {
+		for _, b := range strings.Split(v, ",") {
+			sent = append(sent, strings.TrimSpace(b))
+		}
+	}
+	var missing []string
+	for i, t := range tools {
+		if beta := anthropic.RequiredBeta(t.Type); beta != "" && !slices.Contains(sent, beta) {
+			missing = append(missing, fmt.Sprintf("tools.%d: tool type %q requires the anthropic-beta header %q", i, t.Type, beta))
+		}
+	}
+	return strings.Join(missing, "; ")
+}
+
 type responder struct {
 	w         http.ResponseWriter
 	requestID string
+	keep      func(status int, body []byte) // records the answer
 }
 
 func (r responder) json(status int, v any) {
@@ -172,6 +206,7 @@ func (r responder) json(status int, v any) {
 	r.w.Header().Set("request-id", r.requestID)
 	r.w.WriteHeader(status)
 	r.w.Write(data)
+	r.keep(status, data)
 }
 
 func (r responder) error(status int, typ, message string, retryAfter float64) {
