@@ -1,0 +1,110 @@
+package hermitcrab
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/llmkernels/kernels/llm"
+	"github.com/llmkernels/kernels/llm/anthropic"
+	"github.com/llmkernels/kernels/llm/llmtest"
+	"github.com/llmkernels/kernels/llm/script"
+)
+
+// newKernelOverHTTP opens a kernel whose LLM is the Anthropic provider, on
+// the real SDK, talking to the strict fake API playing the script.
+func newKernelOverHTTP(t *testing.T, scriptJSON string) (*Kernel, *llmtest.Server) {
+	t.Helper()
+	s, err := script.Parse([]byte(scriptJSON))
+	if err != nil {
+		t.Fatalf("script: %v", err)
+	}
+	srv := llmtest.NewServer(s)
+	t.Cleanup(srv.Close)
+	p, err := anthropic.New(anthropic.Config{APIKey: "test-key", BaseURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := Open(t.TempDir(), Options{Client: &llm.Client{Provider: p}, ServerTools: true, PTC: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Close() })
+	if err := k.Ready(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return k, srv
+}
+
+// everyRequestAcceptedAndEchoed fails unless the server answered every
+// request and every block it served came back byte for byte.
+func everyRequestAcceptedAndEchoed(t *testing.T, srv *llmtest.Server, want int) {
+	t.Helper()
+	got := srv.Received()
+	if len(got) != want || srv.Remaining() != 0 {
+		t.Errorf("server received %d requests with %d entries unused, want %d and 0", len(got), srv.Remaining(), want)
+	}
+	for i, r := range got {
+		if r.Status != 200 {
+			t.Errorf("request %d refused: %d %s", i+1, r.Status, r.Response)
+		}
+		if b := r.Header.Values("anthropic-beta"); b != nil {
+			t.Errorf("request %d sent anthropic-beta %q; its tools need none", i+1, b)
+		}
+	}
+	if err := srv.CheckRoundTrips(); err != nil {
+		t.Errorf("blocks did not come back byte for byte:\n%v", err)
+	}
+}
+
+// The deep tier thinks adaptively: the model may answer a tool turn
+// without thinking, and the boot goes on. A read made from code execution
+// (programmatic tool calling) goes back with its caller.
+func TestDeepTierBootGoesOnWhenATurnHasNoThinking(t *testing.T) {
+	jsx := "function Shell(props) { return <div>awake</div>; }"
+	k, srv := newKernelOverHTTP(t, `{"responses":[
+		{"content":[{"type":"thinking","thinking":"Purpose first.","signature":"sig-boot"},`+toolUse("t1", "block_read", map[string]string{"name": "purpose"})+`]},
+		{"content":[
+			{"type":"server_tool_use","id":"srvtoolu_1","name":"code_execution","input":{"code":"print(await block_read(name='wake'))"}},
+			{"type":"tool_use","id":"t2","name":"block_read","input":{"name":"wake"},"caller":{"type":"code_execution_20250825","tool_id":"srvtoolu_1"}}],
+		 "stop_reason":"tool_use","container":{"id":"container_boot"}},
+		{"content":[
+			{"type":"code_execution_tool_result","tool_use_id":"srvtoolu_1","content":{"type":"code_execution_result","stdout":"wake read","stderr":"","return_code":0,"content":[]}},
+			`+toolUse("t3", "recompile", map[string]string{"jsx": jsx})+`]}
+	]}`)
+	res, err := k.Boot(context.Background())
+	if err != nil {
+		t.Fatalf("boot: %v", err)
+	}
+	if res.Shell == nil || res.Shell.Source != jsx {
+		t.Fatalf("boot built no shell: %+v", res.Shell)
+	}
+	everyRequestAcceptedAndEchoed(t, srv, 3)
+	third := srv.Received()[2]
+	if th := third.Request.Thinking; th == nil || th.Type != "adaptive" {
+		t.Errorf("boot was not the adaptive deep tier: thinking %+v", th)
+	}
+	if !strings.Contains(string(third.Body), `"caller":{"type":"code_execution_20250825","tool_id":"srvtoolu_1"}`) {
+		t.Errorf("the programmatic call went back without its caller:\n%s", third.Body)
+	}
+}
+
+// A saved conversation is sent again as the API sent it, across calls and
+// through the database: members llm does not interpret included.
+func TestASavedConversationGoesBackByteForByte(t *testing.T) {
+	k, srv := newKernelOverHTTP(t, `{"responses":[
+		{"content":[{"signature":"sig-1","type":"thinking","thinking":"Greet <warmly> & briefly."},{"type":"text","text":"Hello, Ada.","future_member":[1,2]}]},
+		{"content":[{"type":"thinking","thinking":"Again.","signature":"sig-2"},{"type":"text","text":"Still here."}]}
+	]}`)
+	ctx := context.Background()
+	if _, err := k.Say(ctx, "c", "Hi, I am Ada.", CallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Say(ctx, "c", "Still there?", CallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	everyRequestAcceptedAndEchoed(t, srv, 2)
+	if body := string(srv.Received()[1].Body); !strings.Contains(body, `{"type":"text","text":"Hello, Ada.","future_member":[1,2]}`) {
+		t.Errorf("the saved reply lost a member:\n%s", body)
+	}
+}
