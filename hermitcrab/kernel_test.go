@@ -31,6 +31,13 @@ func newKernel(t *testing.T, scriptJSON string, opts ...func(*Options)) (*Kernel
 	for _, f := range opts {
 		f(&o)
 	}
+	return openKernel(t, o), p
+}
+
+// openKernel opens a ready kernel in a temporary directory, closed when
+// the test ends.
+func openKernel(t *testing.T, o Options) *Kernel {
+	t.Helper()
 	k, err := Open(t.TempDir(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +46,7 @@ func newKernel(t *testing.T, scriptJSON string, opts ...func(*Options)) (*Kernel
 	if err := k.Ready(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	return k, p
+	return k
 }
 
 func text(t *testing.T, k *Kernel, block, path string) string {

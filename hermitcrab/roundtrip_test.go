@@ -25,15 +25,7 @@ func newKernelOverHTTP(t *testing.T, scriptJSON string) (*Kernel, *llmtest.Serve
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := Open(t.TempDir(), Options{Client: &llm.Client{Provider: p}, ServerTools: true, PTC: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { k.Close() })
-	if err := k.Ready(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return k, srv
+	return openKernel(t, Options{Client: &llm.Client{Provider: p}, ServerTools: true, PTC: true}), srv
 }
 
 // everyRequestAcceptedAndEchoed fails unless the server answered every
