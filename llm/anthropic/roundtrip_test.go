@@ -3,6 +3,7 @@ package anthropic_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -224,5 +225,40 @@ func TestEveryBlockComesBackByteForByteIncludingTheCaller(t *testing.T) {
 	}
 	if got := second.Request.Container; got != "container_1" {
 		t.Errorf("container = %q", got)
+	}
+}
+
+// A long run: 100 tool turns, thinking on every third, a programmatic call
+// on every fifth, all through the SDK; every request is accepted and every
+// served block comes back byte for byte in every later request.
+func TestAHundredTurnAdaptiveLoopKeepsEveryBlock(t *testing.T) {
+	const turns = 100
+	var entries []string
+	for i := range turns {
+		var blocks []string
+		if i%3 == 0 {
+			blocks = append(blocks, fmt.Sprintf(`{"type":"thinking","thinking":"step %d <think> & go","signature":"sig-%d"}`, i, i))
+		}
+		caller := ""
+		if i%5 == 0 {
+			blocks = append(blocks, fmt.Sprintf(`{"type":"server_tool_use","id":"srvtoolu_%d","name":"code_execution","input":{"code":"lookup()"}}`, i))
+			caller = fmt.Sprintf(`,"caller":{"type":"code_execution_20250825","tool_id":"srvtoolu_%d"}`, i)
+		}
+		blocks = append(blocks, fmt.Sprintf(`{"type":"tool_use","id":"toolu_%d","name":"lookup","input":{"key":"k%d"}%s}`, i, i, caller))
+		entries = append(entries, `{"content":[`+strings.Join(blocks, ",")+`],"stop_reason":"tool_use"}`)
+	}
+	entries = append(entries, `{"content":[{"type":"text","text":"all found"}]}`)
+	srv, p := serve(t, `{"responses":[`+strings.Join(entries, ",")+`]}`, anthropic.Config{})
+	loop := &llm.Loop{Client: &llm.Client{Provider: p}, Handlers: []llm.ToolHandler{lookup}, MaxLoops: turns + 1}
+	res, err := loop.Run(context.Background(), &llm.Request{Model: model, MaxTokens: 4096, Thinking: &llm.Thinking{Type: "adaptive"},
+		Tools: []llm.Tool{{Type: "code_execution_20250825", Name: "code_execution"}}, Messages: []llm.Message{llm.UserText("Look everything up.")}})
+	if err != nil {
+		t.Fatalf("loop: %v", err)
+	}
+	if res.Text() != "all found" || len(res.Calls) != turns+1 || srv.Remaining() != 0 {
+		t.Fatalf("loop ended %s after %d calls with %d entries left", res.StopReason, len(res.Calls), srv.Remaining())
+	}
+	if err := srv.CheckRoundTrips(); err != nil {
+		t.Fatalf("blocks did not come back byte for byte:\n%v", err)
 	}
 }
