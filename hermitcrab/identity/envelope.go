@@ -1,0 +1,321 @@
+package identity
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Domain starts the signed bytes of every envelope, so a signature made for
+// something else (another program, another version of this format) never
+// verifies as an envelope, and the kind inside it keeps a signed mark from
+// passing as a message.
+const Domain = "hermitcrab-envelope-v1"
+
+// TimeFormat is how Sign writes times: UTC with milliseconds.
+const TimeFormat = "2006-01-02T15:04:05.000Z"
+
+// Envelope is a signed statement: Agent says Body, of Kind, at Time, once
+// (Nonce). Sig is the ed25519 signature, by the key Agent encodes, over
+// SignedBytes.
+type Envelope struct {
+	Kind  string          `json:"kind"`
+	Agent string          `json:"agent"`
+	Time  string          `json:"time"`
+	Nonce string          `json:"nonce"`
+	Body  json.RawMessage `json:"body"`
+	Sig   string          `json:"sig"`
+}
+
+var (
+	kindPattern  = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
+	noncePattern = regexp.MustCompile(`^[0-9a-f]{32}$`)
+)
+
+// Sign makes an envelope of kind with body (any value encoding/json
+// accepts; it is stored in canonical form), the current time and a fresh
+// 128-bit nonce.
+func (id *Identity) Sign(kind string, body any, now time.Time) (*Envelope, error) {
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("sign %s: body: %w", kind, err)
+	}
+	canon, err := Canonical(raw)
+	if err != nil {
+		return nil, fmt.Errorf("sign %s: body: %w", kind, err)
+	}
+	nonce := make([]byte, 16)
+	if _, err := io.ReadFull(rand.Reader, nonce); err != nil {
+		return nil, fmt.Errorf("sign %s: nonce: %w", kind, err)
+	}
+	e := &Envelope{Kind: kind, Agent: id.agent, Time: now.UTC().Format(TimeFormat), Nonce: hex.EncodeToString(nonce), Body: canon}
+	msg, err := e.SignedBytes()
+	if err != nil {
+		return nil, fmt.Errorf("sign %s: %w", kind, err)
+	}
+	e.Sig = base64.RawURLEncoding.EncodeToString(ed25519.Sign(id.priv, msg))
+	return e, nil
+}
+
+// SignedBytes is what the signature covers: netstrings (len ":" bytes ",")
+// of Domain, Kind, Agent, Time, Nonce and the canonical JSON of Body, one
+// after the other. Field boundaries are explicit, so no two different
+// envelopes share signed bytes.
+func (e *Envelope) SignedBytes() ([]byte, error) {
+	body, err := Canonical(e.Body)
+	if err != nil {
+		return nil, fmt.Errorf("body: %w", err)
+	}
+	var b bytes.Buffer
+	for _, f := range [][]byte{[]byte(Domain), []byte(e.Kind), []byte(e.Agent), []byte(e.Time), []byte(e.Nonce), body} {
+		b.WriteString(strconv.Itoa(len(f)))
+		b.WriteByte(':')
+		b.Write(f)
+		b.WriteByte(',')
+	}
+	return b.Bytes(), nil
+}
+
+// Refusal is why an envelope was not accepted. Reason is one of the
+// Reason* constants, for programs; Detail says it for people.
+type Refusal struct {
+	Reason string
+	Detail string
+}
+
+// Reasons an envelope is refused.
+const (
+	ReasonMalformed = "malformed"     // a field is missing or not in its form
+	ReasonBadAgent  = "bad_agent"     // Agent is not an agent id
+	ReasonSignature = "bad_signature" // the signature is not Agent's over this envelope
+	ReasonKind      = "wrong_kind"    // a valid envelope of another kind
+	ReasonStale     = "stale"         // Time is outside the accepted window
+	ReasonReplay    = "replayed"      // this agent already used this nonce
+)
+
+func (r *Refusal) Error() string { return "refused (" + r.Reason + "): " + r.Detail }
+
+func refuse(reason, format string, args ...any) *Refusal {
+	return &Refusal{Reason: reason, Detail: fmt.Sprintf(format, args...)}
+}
+
+// AsRefusal finds a Refusal in err's chain.
+func AsRefusal(err error) (*Refusal, bool) {
+	var r *Refusal
+	ok := errors.As(err, &r)
+	return r, ok
+}
+
+// Verify checks that e is a well-formed envelope of kind signed by the key
+// its Agent names, and returns its time. It does not judge the time or the
+// nonce; see CheckTime and the beach's nonce store. Every failure is a
+// *Refusal.
+func (e *Envelope) Verify(kind string) (time.Time, error) {
+	if e == nil {
+		return time.Time{}, refuse(ReasonMalformed, "no envelope")
+	}
+	if !kindPattern.MatchString(e.Kind) {
+		return time.Time{}, refuse(ReasonMalformed, "kind %q is not 1-32 of [a-z0-9_] starting with a letter", clip(e.Kind))
+	}
+	pub, err := ParseAgent(e.Agent)
+	if err != nil {
+		return time.Time{}, refuse(ReasonBadAgent, "%v", err)
+	}
+	t, err := time.Parse(time.RFC3339Nano, e.Time)
+	if err != nil {
+		return time.Time{}, refuse(ReasonMalformed, "time %q is not an RFC 3339 time", clip(e.Time))
+	}
+	if !noncePattern.MatchString(e.Nonce) {
+		return time.Time{}, refuse(ReasonMalformed, "nonce %q is not 32 lower-case hex digits", clip(e.Nonce))
+	}
+	sig, err := base64.RawURLEncoding.DecodeString(e.Sig)
+	if err != nil || len(sig) != ed25519.SignatureSize {
+		return time.Time{}, refuse(ReasonMalformed, "sig is not a base64url (unpadded) ed25519 signature")
+	}
+	msg, err := e.SignedBytes()
+	if err != nil {
+		return time.Time{}, refuse(ReasonMalformed, "%v", err)
+	}
+	if !ed25519.Verify(pub, msg, sig) {
+		return time.Time{}, refuse(ReasonSignature, "the signature on this %s is not by %s's key (forged, altered, or signed by another key)", clip(e.Kind), e.Agent)
+	}
+	// The kind is checked after the signature so that a valid envelope of
+	// the wrong kind says so, instead of looking like a forgery.
+	if e.Kind != kind {
+		return time.Time{}, refuse(ReasonKind, "a signed %s where a %s was expected", e.Kind, kind)
+	}
+	return t, nil
+}
+
+// CheckTime refuses a signed time more than window away from now, in
+// either direction (clock skew is allowed for, replays of old envelopes are
+// not).
+func CheckTime(t, now time.Time, window time.Duration) error {
+	if d := now.Sub(t); d > window || d < -window {
+		return refuse(ReasonStale, "signed at %s, %s from this clock's %s; accepted: within %s", t.UTC().Format(TimeFormat), d.Round(time.Second), now.UTC().Format(TimeFormat), window)
+	}
+	return nil
+}
+
+// Canonical rewrites JSON in the canonical form RFC 8785 (JCS) gives it for
+// the values envelopes use: object members sorted by their keys' UTF-16
+// code units, no insignificant space, strings escaped minimally (only ",
+// \ and control characters). Numbers must be integers within ±2^53 (JCS
+// and JSON agree on those); other numbers, duplicate keys, invalid UTF-8
+// and trailing data are errors, so that no two parsers can read one signed
+// body two ways.
+func Canonical(raw []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if !utf8.Valid(raw) {
+		return nil, errors.New("JSON is not valid UTF-8")
+	}
+	var out bytes.Buffer
+	if err := canonValue(dec, &out, 0); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("data after the JSON value")
+	}
+	return out.Bytes(), nil
+}
+
+const maxDepth = 32
+
+func canonValue(dec *json.Decoder, out *bytes.Buffer, depth int) error {
+	if depth > maxDepth {
+		return fmt.Errorf("JSON nested deeper than %d", maxDepth)
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return fmt.Errorf("JSON: %w", err)
+	}
+	switch v := tok.(type) {
+	case json.Delim:
+		switch v {
+		case '{':
+			type member struct {
+				key string
+				val []byte
+			}
+			var members []member
+			seen := map[string]bool{}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return fmt.Errorf("JSON: %w", err)
+				}
+				key := kt.(string)
+				if seen[key] {
+					return fmt.Errorf("JSON object has the key %q twice", clip(key))
+				}
+				seen[key] = true
+				var val bytes.Buffer
+				if err := canonValue(dec, &val, depth+1); err != nil {
+					return err
+				}
+				members = append(members, member{key, val.Bytes()})
+			}
+			if _, err := dec.Token(); err != nil {
+				return fmt.Errorf("JSON: %w", err)
+			}
+			slices.SortFunc(members, func(a, b member) int {
+				return slices.Compare(utf16.Encode([]rune(a.key)), utf16.Encode([]rune(b.key)))
+			})
+			out.WriteByte('{')
+			for i, m := range members {
+				if i > 0 {
+					out.WriteByte(',')
+				}
+				canonString(out, m.key)
+				out.WriteByte(':')
+				out.Write(m.val)
+			}
+			out.WriteByte('}')
+		case '[':
+			out.WriteByte('[')
+			for i := 0; dec.More(); i++ {
+				if i > 0 {
+					out.WriteByte(',')
+				}
+				if err := canonValue(dec, out, depth+1); err != nil {
+					return err
+				}
+			}
+			if _, err := dec.Token(); err != nil {
+				return fmt.Errorf("JSON: %w", err)
+			}
+			out.WriteByte(']')
+		}
+	case string:
+		canonString(out, v)
+	case json.Number:
+		n, err := strconv.ParseInt(string(v), 10, 64)
+		if err != nil || n > 1<<53 || n < -(1<<53) {
+			return fmt.Errorf("JSON number %s: only integers within ±2^53 are allowed in signed bodies (send others as strings)", clip(string(v)))
+		}
+		out.WriteString(strconv.FormatInt(n, 10))
+	case bool:
+		out.WriteString(strconv.FormatBool(v))
+	case nil:
+		out.WriteString("null")
+	}
+	return nil
+}
+
+// canonString writes s as RFC 8785 does: only the quote, the backslash and
+// control characters are escaped.
+func canonString(out *bytes.Buffer, s string) {
+	const hexDigits = "0123456789abcdef"
+	out.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"':
+			out.WriteString(`\"`)
+		case c == '\\':
+			out.WriteString(`\\`)
+		case c == '\b':
+			out.WriteString(`\b`)
+		case c == '\f':
+			out.WriteString(`\f`)
+		case c == '\n':
+			out.WriteString(`\n`)
+		case c == '\r':
+			out.WriteString(`\r`)
+		case c == '\t':
+			out.WriteString(`\t`)
+		case c < 0x20:
+			out.WriteString(`\u00`)
+			out.WriteByte(hexDigits[c>>4])
+			out.WriteByte(hexDigits[c&0xf])
+		default:
+			out.WriteByte(c)
+		}
+	}
+	out.WriteByte('"')
+}
+
+// Decode decodes an envelope's body into v, refusing fields v does not
+// have, so a body is read exactly as it was signed.
+func (e *Envelope) Decode(v any) error {
+	dec := json.NewDecoder(bytes.NewReader(e.Body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return refuse(ReasonMalformed, "%s body: %v", e.Kind, strings.TrimPrefix(err.Error(), "json: "))
+	}
+	return nil
+}

@@ -1,0 +1,193 @@
+// Package identity gives a hermitcrab instance a key of its own and lets
+// anyone check what it signed.
+//
+// Each instance has an ed25519 key pair, made on first use (Load) and kept
+// in its data directory as identity.key: PKCS#8 PEM, mode 0600, written
+// atomically under a file lock so two processes starting together end up
+// with one key. A key file that group or others can read is refused, as ssh
+// does, with the chmod that fixes it. The private key never leaves the
+// instance: nothing in this package sends, logs or prints it.
+//
+// The agent id is the public key itself, so a signature can be checked from
+// the id alone, with no key directory to trust:
+//
+//	agent id = "hc" + base32(public key), RFC 4648 alphabet, lower case, no padding
+//
+// 54 characters in all.
+// ParseAgent accepts only that exact form (it re-encodes and compares), so
+// one key has exactly one id.
+//
+// Signed statements travel as an Envelope (see envelope.go): a kind, the
+// signer, a time, a nonce, a JSON body, and an ed25519 signature over a
+// canonical encoding of all five with a domain prefix.
+package identity
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/base32"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/llmkernels/kernels/internal/atomicfile"
+)
+
+// KeyFile is the key's file name inside the data directory.
+const KeyFile = "identity.key"
+
+// agentPrefix starts every agent id.
+const agentPrefix = "hc"
+
+var agentEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// Identity is an instance's key pair. Its zero value is not usable; get one
+// from Load, Generate or FromSeed.
+type Identity struct {
+	priv  ed25519.PrivateKey
+	agent string
+}
+
+// Generate makes a new random identity (not saved anywhere).
+func Generate() (*Identity, error) {
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generating an ed25519 key: %w", err)
+	}
+	return fromPrivate(priv), nil
+}
+
+// FromSeed makes the identity of a 32-byte ed25519 seed.
+func FromSeed(seed []byte) (*Identity, error) {
+	if len(seed) != ed25519.SeedSize {
+		return nil, fmt.Errorf("ed25519 seed of %d bytes: want %d", len(seed), ed25519.SeedSize)
+	}
+	return fromPrivate(ed25519.NewKeyFromSeed(seed)), nil
+}
+
+func fromPrivate(priv ed25519.PrivateKey) *Identity {
+	return &Identity{priv: priv, agent: AgentID(priv.Public().(ed25519.PublicKey))}
+}
+
+// Agent is the agent id (derived from the public key).
+func (id *Identity) Agent() string { return id.agent }
+
+// Public is the public key.
+func (id *Identity) Public() ed25519.PublicKey { return id.priv.Public().(ed25519.PublicKey) }
+
+// Seed is the private key's 32-byte seed. Only key derivation inside the
+// instance uses it (the save point's encryption key); never send it.
+func (id *Identity) Seed() []byte { return id.priv.Seed() }
+
+// String shows the agent id only, so printing an Identity by mistake never
+// prints the key.
+func (id *Identity) String() string { return id.agent }
+
+// AgentID encodes a public key as an agent id.
+func AgentID(pub ed25519.PublicKey) string {
+	return agentPrefix + agentEncoding.EncodeToString(pub)
+}
+
+// ParseAgent returns the public key an agent id encodes, or an error saying
+// why the text is not an agent id.
+func ParseAgent(agent string) (ed25519.PublicKey, error) {
+	rest, ok := strings.CutPrefix(agent, agentPrefix)
+	if !ok {
+		return nil, fmt.Errorf("agent id %q: does not start with %q", clip(agent), agentPrefix)
+	}
+	raw, err := agentEncoding.DecodeString(rest)
+	if err != nil || len(raw) != ed25519.PublicKeySize {
+		return nil, fmt.Errorf("agent id %q: not %q followed by the 52-character base32 of an ed25519 public key", clip(agent), agentPrefix)
+	}
+	pub := ed25519.PublicKey(raw)
+	if AgentID(pub) != agent { // non-canonical trailing bits
+		return nil, fmt.Errorf("agent id %q: not in canonical form (did you mean %s?)", clip(agent), AgentID(pub))
+	}
+	return pub, nil
+}
+
+// Load reads the identity kept in dir, making and saving a new one on first
+// use. The key file is written 0600; one that group or others can read is
+// refused.
+func Load(dir string) (*Identity, error) {
+	path := filepath.Join(dir, KeyFile)
+	if id, err := Read(path); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return id, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("identity: data directory %s: %w", dir, err)
+	}
+	// Two processes making the first key at once: the lock makes the second
+	// read the first one's key instead of replacing it.
+	unlock, err := atomicfile.Lock(path + ".lock")
+	if err != nil {
+		return nil, fmt.Errorf("identity: %w", err)
+	}
+	defer unlock()
+	if id, err := Read(path); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return id, err
+	}
+	id, err := Generate()
+	if err != nil {
+		return nil, err
+	}
+	if err := id.Save(path); err != nil {
+		return nil, err
+	}
+	return id, nil
+}
+
+// Read reads a key file written by Save. A missing file wraps fs.ErrNotExist.
+func Read(path string) (*Identity, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("identity: %w", err)
+	}
+	if info.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("identity: key file %s is readable by others (mode %04o): run chmod 600 %s", path, info.Mode().Perm(), path)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("identity: %w", err)
+	}
+	blk, _ := pem.Decode(data)
+	if blk == nil || blk.Type != "PRIVATE KEY" {
+		return nil, fmt.Errorf("identity: key file %s: not a PEM \"PRIVATE KEY\" block", path)
+	}
+	key, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("identity: key file %s: %w", path, err)
+	}
+	priv, ok := key.(ed25519.PrivateKey)
+	if !ok {
+		return nil, fmt.Errorf("identity: key file %s holds a %T, want an ed25519 key", path, key)
+	}
+	return fromPrivate(priv), nil
+}
+
+// Save writes the key to path (PKCS#8 PEM, mode 0600) atomically.
+func (id *Identity) Save(path string) error {
+	der, err := x509.MarshalPKCS8PrivateKey(id.priv)
+	if err != nil {
+		return fmt.Errorf("identity: encoding the key: %w", err)
+	}
+	data := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
+	if err := atomicfile.Write(path, data, 0o600); err != nil {
+		return fmt.Errorf("identity: %w", err)
+	}
+	return nil
+}
+
+// clip keeps error messages short when the input is long or hostile.
+func clip(s string) string {
+	const max = 80
+	if len(s) > max {
+		return s[:max] + "…"
+	}
+	return s
+}

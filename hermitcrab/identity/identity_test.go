@@ -1,0 +1,171 @@
+package identity
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestLoadMakesOneKeyOnFirstUseAndKeepsIt0600(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	// Eight processes' worth of first uses at once end up with one key.
+	ids := make([]*Identity, 8)
+	var wg sync.WaitGroup
+	for i := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id, err := Load(dir)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			ids[i] = id
+		}()
+	}
+	wg.Wait()
+	for _, id := range ids[1:] {
+		if id == nil || id.Agent() != ids[0].Agent() {
+			t.Fatalf("concurrent first use made different keys: %v vs %v", id, ids[0])
+		}
+	}
+	info, err := os.Stat(filepath.Join(dir, KeyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Mode().Perm() != 0o600 {
+		t.Fatalf("key file mode %04o, want 0600", info.Mode().Perm())
+	}
+	again, err := Load(dir)
+	if err != nil || again.Agent() != ids[0].Agent() {
+		t.Fatalf("reload: %v %v", again, err)
+	}
+	if s := again.String(); !strings.HasPrefix(s, "hc") || len(s) != 54 {
+		t.Fatalf("String() = %q, want the 54-character agent id", s)
+	}
+}
+
+func TestAKeyFileOthersCanReadIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Load(dir); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, KeyFile)
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(dir)
+	if err == nil || !strings.Contains(err.Error(), "chmod 600") {
+		t.Fatalf("a 0644 key file: err = %v, want a refusal naming chmod 600", err)
+	}
+}
+
+func TestAgentIDsAreCanonical(t *testing.T) {
+	id, err := Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := ParseAgent(id.Agent())
+	if err != nil || !pub.Equal(id.Public()) {
+		t.Fatalf("round trip: %v", err)
+	}
+	a := id.Agent()
+	// The last character carries one bit of the key and four padding bits;
+	// a set padding bit spells the same key a second way, which must fail.
+	const alphabet = "abcdefghijklmnopqrstuvwxyz234567"
+	twin := a[:len(a)-1] + string(alphabet[strings.IndexByte(alphabet, a[len(a)-1])^1])
+	if d, err := agentEncoding.DecodeString(twin[2:]); err != nil || string(d) != string(pub) {
+		t.Fatalf("the twin spelling should decode to the same key (%v)", err)
+	}
+	if _, err := ParseAgent(twin); err == nil {
+		t.Fatal("a non-canonical spelling of an agent id was accepted")
+	}
+	for _, bad := range []string{"", "hc", "xx" + a[2:], a + "a", a[:len(a)-1], strings.ToUpper(a)} {
+		if _, err := ParseAgent(bad); err == nil {
+			t.Errorf("ParseAgent(%q) accepted", bad)
+		}
+	}
+}
+
+func TestSignedEnvelopesVerifyAndRefuseWithAReason(t *testing.T) {
+	alice, _ := Generate()
+	mallory, _ := Generate()
+	now := time.Now()
+	env, err := alice.Sign("message", map[string]any{"to": "b", "content": "hi <there> & \u2028"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Verify("message"); err != nil {
+		t.Fatalf("a good envelope: %v", err)
+	}
+	// Re-encoding the body (other key order, spaces, escapes), as an MCP
+	// SDK or a proxy might, keeps the signature valid.
+	reordered := *env
+	reordered.Body = json.RawMessage(`{ "content" : "hi \u003cthere\u003e \u0026 \u2028", "to":"b" }`)
+	if _, err := reordered.Verify("message"); err != nil {
+		t.Fatalf("a re-encoded body: %v", err)
+	}
+	cases := map[string]struct {
+		edit   func(e *Envelope)
+		kind   string
+		reason string
+	}{
+		"altered body": {func(e *Envelope) { e.Body = json.RawMessage(`{"to":"b","content":"pay me"}`) }, "message", ReasonSignature},
+		"signed by another key": {func(e *Envelope) {
+			f, _ := mallory.Sign("message", map[string]any{"to": "b", "content": "hi"}, now)
+			f.Agent = alice.Agent()
+			*e = *f
+		}, "message", ReasonSignature},
+		"another time":     {func(e *Envelope) { e.Time = now.Add(time.Second).UTC().Format(TimeFormat) }, "message", ReasonSignature},
+		"another nonce":    {func(e *Envelope) { e.Nonce = strings.Repeat("0", 32) }, "message", ReasonSignature},
+		"wrong kind":       {func(e *Envelope) {}, "passport", ReasonKind},
+		"kind relabelled":  {func(e *Envelope) { e.Kind = "mark" }, "mark", ReasonSignature},
+		"bad agent":        {func(e *Envelope) { e.Agent = "alice" }, "message", ReasonBadAgent},
+		"no signature":     {func(e *Envelope) { e.Sig = "" }, "message", ReasonMalformed},
+		"short nonce":      {func(e *Envelope) { e.Nonce = "abc" }, "message", ReasonMalformed},
+		"duplicate key":    {func(e *Envelope) { e.Body = json.RawMessage(`{"to":"b","to":"c"}`) }, "message", ReasonMalformed},
+		"float in body":    {func(e *Envelope) { e.Body = json.RawMessage(`{"n":1.5}`) }, "message", ReasonMalformed},
+		"trailing garbage": {func(e *Envelope) { e.Body = json.RawMessage(`{} {}`) }, "message", ReasonMalformed},
+	}
+	for name, c := range cases {
+		e := *env
+		c.edit(&e)
+		_, err := e.Verify(c.kind)
+		r, ok := AsRefusal(err)
+		if !ok || r.Reason != c.reason {
+			t.Errorf("%s: err = %v, want reason %s", name, err, c.reason)
+		}
+	}
+}
+
+func TestCheckTimeWindow(t *testing.T) {
+	now := time.Now()
+	for _, d := range []time.Duration{0, 4 * time.Minute, -4 * time.Minute} {
+		if err := CheckTime(now.Add(d), now, 5*time.Minute); err != nil {
+			t.Errorf("%s: %v", d, err)
+		}
+	}
+	for _, d := range []time.Duration{6 * time.Minute, -6 * time.Minute, -24 * time.Hour} {
+		r, ok := AsRefusal(CheckTime(now.Add(d), now, 5*time.Minute))
+		if !ok || r.Reason != ReasonStale {
+			t.Errorf("%s off: want a stale refusal, got %v", d, r)
+		}
+	}
+}
+
+func TestCanonicalMatchesRFC8785ForStringsAndKeys(t *testing.T) {
+	got, err := Canonical([]byte(`{"b":[1, true,null],"a":"\u00e9\n\u0001<", "\u20ac":{}, "\ud83d\ude00":0}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// U+20AC sorts after U+1F600 in UTF-16 (0x20ac > 0xd83d is false:
+	// 0xd83d > 0x20ac), so the euro sign comes first among the two.
+	want := "{\"a\":\"é\\n\\u0001<\",\"b\":[1,true,null],\"€\":{},\"😀\":0}"
+	if string(got) != want {
+		t.Fatalf("Canonical:\n got %s\nwant %s", got, want)
+	}
+}
