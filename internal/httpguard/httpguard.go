@@ -1,0 +1,218 @@
+// Package httpguard is the first handler of every HTTP server in the
+// project: it refuses a request whose Host header is not a name the server
+// is reachable by, and caps request bodies, before any handler runs.
+//
+// The Host rule stops DNS rebinding: a page on an attacker's domain can
+// make that domain resolve to 127.0.0.1 and then talk to a loopback server
+// with the browser's blessing (same origin, Origin checks pass, a CSRF token
+// fetched from the server is readable). What it cannot change is the Host
+// header, which carries the attacker's name. So a request is served only
+// when its Host (port ignored, case ignored, a trailing dot ignored) is one
+// of:
+//   - a loopback name: localhost, or a loopback IP (127.0.0.0/8, ::1);
+//   - the host of the bound address (Options.Addr); when that is an
+//     unspecified address (0.0.0.0, ::, or empty), any IP address of this
+//     machine's interfaces, read once when the guard is made;
+//   - a name in Options.AllowHosts: an exact name ("beach.example.org"), a
+//     subdomain pattern ("*.example.org", which does not match the bare
+//     domain), or an IP. Servers expose these as a repeatable --allow-host
+//     flag, for a reverse proxy or a DNS name.
+//
+// Everything else, a missing Host included, gets 421 Misdirected Request
+// with a JSON body {"error": "..."} that names the flag to use.
+//
+// Bodies: a request whose Content-Length is over its limit is refused with
+// 413 at once; any other body is wrapped in http.MaxBytesReader, so a
+// handler reading past the limit gets an *http.MaxBytesError (TooLarge
+// recognises it) and the connection is closed after the response.
+package httpguard
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+)
+
+// DefaultMaxBody is the body limit when Options leaves it 0: 1 MiB.
+const DefaultMaxBody = 1 << 20
+
+// Options configure a Guard.
+type Options struct {
+	// Addr is the address the server listens on (host:port or host).
+	Addr string
+	// AllowHosts are further names the server is reachable by.
+	AllowHosts []string
+	// MaxBody is the body limit in bytes; 0 means DefaultMaxBody.
+	MaxBody int64
+	// BodyLimit, when set, gives a request's limit instead of MaxBody (for
+	// routes that take uploads); it returns 0 to use MaxBody.
+	BodyLimit func(*http.Request) int64
+}
+
+// Guard is the Host rule and the body limit. It is safe for concurrent use.
+type Guard struct {
+	exact    map[string]bool
+	suffixes []string // ".example.org" for "*.example.org"
+	maxBody  int64
+	limit    func(*http.Request) int64
+}
+
+// New makes a guard. It fails on an allowed name that is not a host name or
+// an IP, so a typo in a flag is caught at start-up.
+func New(opts Options) (*Guard, error) {
+	g := &Guard{exact: map[string]bool{"localhost": true}, maxBody: opts.MaxBody, limit: opts.BodyLimit}
+	if g.maxBody == 0 {
+		g.maxBody = DefaultMaxBody
+	}
+	if g.maxBody < 0 {
+		return nil, fmt.Errorf("httpguard: body limit %d: want a positive number of bytes", opts.MaxBody)
+	}
+	host := opts.Addr
+	if h, _, err := net.SplitHostPort(opts.Addr); err == nil {
+		host = h
+	}
+	host = normalize(host)
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		addrs, err := net.InterfaceAddrs()
+		if err != nil {
+			return nil, fmt.Errorf("httpguard: listing this machine's addresses for %q: %w", opts.Addr, err)
+		}
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok {
+				g.exact[n.IP.String()] = true
+			}
+		}
+	} else {
+		g.exact[canonicalIP(host)] = true
+	}
+	for _, name := range opts.AllowHosts {
+		n := normalize(strings.TrimSpace(name))
+		if h, _, err := net.SplitHostPort(n); err == nil {
+			n = h
+		}
+		switch {
+		case strings.HasPrefix(n, "*.") && validName(n[2:]):
+			g.suffixes = append(g.suffixes, n[1:])
+		case net.ParseIP(n) != nil:
+			g.exact[canonicalIP(n)] = true
+		case validName(n):
+			g.exact[n] = true
+		default:
+			return nil, fmt.Errorf("httpguard: allowed host %q is not a host name, *.domain or an IP address", name)
+		}
+	}
+	return g, nil
+}
+
+// Allowed reports whether a Host header value names this server.
+func (g *Guard) Allowed(hostHeader string) bool {
+	h := hostHeader
+	if hh, _, err := net.SplitHostPort(h); err == nil {
+		h = hh
+	} else if strings.HasPrefix(h, "[") && strings.HasSuffix(h, "]") {
+		h = h[1 : len(h)-1]
+	}
+	h = normalize(h)
+	if h == "" {
+		return false
+	}
+	if ip := net.ParseIP(h); ip != nil {
+		return ip.IsLoopback() || g.exact[ip.String()]
+	}
+	if g.exact[h] {
+		return true
+	}
+	for _, s := range g.suffixes {
+		if strings.HasSuffix(h, s) && validName(h) {
+			return true
+		}
+	}
+	return false
+}
+
+// Handler wraps next with the Host rule and the body limit.
+func (g *Guard) Handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !g.Allowed(r.Host) {
+			writeError(w, http.StatusMisdirectedRequest, fmt.Sprintf("host %q is not a name this server answers to; if it is yours, start the server with --allow-host %s", clip(r.Host), clip(hostOnly(r.Host))))
+			return
+		}
+		limit := g.maxBody
+		if g.limit != nil {
+			if l := g.limit(r); l > 0 {
+				limit = l
+			}
+		}
+		if r.ContentLength > limit {
+			w.Header().Set("Connection", "close")
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body of %d bytes is over this route's limit of %d bytes", r.ContentLength, limit))
+			return
+		}
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, limit)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// TooLarge reports whether err (from reading a guarded body) is the body
+// limit, and the limit.
+func TooLarge(err error) (int64, bool) {
+	var e *http.MaxBytesError
+	if errors.As(err, &e) {
+		return e.Limit, true
+	}
+	return 0, false
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}
+
+func normalize(h string) string { return strings.TrimSuffix(strings.ToLower(h), ".") }
+
+func canonicalIP(s string) string {
+	if ip := net.ParseIP(s); ip != nil {
+		return ip.String()
+	}
+	return s
+}
+
+func hostOnly(h string) string {
+	if hh, _, err := net.SplitHostPort(h); err == nil {
+		return hh
+	}
+	return h
+}
+
+// validName: DNS labels of letters, digits and hyphens (underscores too,
+// which some internal names use), 1-63 each, 253 in all.
+func validName(s string) bool {
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(s, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for _, c := range label {
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func clip(s string) string {
+	if len(s) > 100 {
+		return s[:100] + "…"
+	}
+	return s
+}

@@ -1,0 +1,142 @@
+package httpguard
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// serve runs a guarded server on loopback; the handler counts the requests
+// that reached it and echoes the body length it could read.
+func serve(t *testing.T, opts Options) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	var reached atomic.Int64
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		n, err := io.Copy(io.Discard, r.Body)
+		if limit, ok := TooLarge(err); ok {
+			http.Error(w, fmt.Sprintf("too large: %d", limit), http.StatusRequestEntityTooLarge)
+			return
+		}
+		fmt.Fprintf(w, "read %d", n)
+	})
+	srv := httptest.NewUnstartedServer(nil)
+	if opts.Addr == "" {
+		opts.Addr = srv.Listener.Addr().String()
+	}
+	g, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Config.Handler = g.Handler(inner)
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv, &reached
+}
+
+func do(t *testing.T, srv *httptest.Server, host string, body io.Reader) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, srv.URL+"/any/route", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = host
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+func TestHostRule(t *testing.T) {
+	srv, reached := serve(t, Options{AllowHosts: []string{"beach.example.org", "*.hermit.test", "192.0.2.7"}})
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	ok := []string{"localhost", fmt.Sprintf("localhost:%d", port), "LOCALHOST.", "127.0.0.1", "127.0.0.2:9", "[::1]:80", "[::1]",
+		"beach.example.org", "Beach.Example.Org:443", "a.hermit.test", "x.y.hermit.test", "192.0.2.7"}
+	for _, h := range ok {
+		if resp := do(t, srv, h, nil); resp.StatusCode != http.StatusOK {
+			t.Errorf("Host %q: status %d, want 200", h, resp.StatusCode)
+		}
+	}
+	before := reached.Load()
+	refused := []string{"evil.example", "evil.example:" + fmt.Sprint(port), "localhost.evil.example", "hermit.test", "xhermit.test",
+		"beach.example.org.evil.example", "192.0.2.8", "10.0.0.1", "0.0.0.0", "bad host", "example.org@localhost"}
+	for _, h := range refused {
+		resp := do(t, srv, h, nil)
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusMisdirectedRequest || !strings.Contains(string(body), "--allow-host") {
+			t.Errorf("Host %q: status %d %s, want 421 naming --allow-host", h, resp.StatusCode, body)
+		}
+	}
+	if reached.Load() != before {
+		t.Fatalf("%d refused requests reached the handler", reached.Load()-before)
+	}
+}
+
+func TestARequestWithoutHostIsRefused(t *testing.T) {
+	srv, reached := serve(t, Options{})
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprint(conn, "GET / HTTP/1.0\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusMisdirectedRequest || reached.Load() != 0 {
+		t.Fatalf("HTTP/1.0 without Host: status %d, reached %d", resp.StatusCode, reached.Load())
+	}
+}
+
+func TestTheBoundNameIsAllowed(t *testing.T) {
+	g, err := New(Options{Addr: "beach.internal:8421"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !g.Allowed("beach.internal:8421") || g.Allowed("other.internal") {
+		t.Fatal("the bound host name should be allowed, and only it")
+	}
+	if _, err := New(Options{AllowHosts: []string{"not a host"}}); err == nil {
+		t.Fatal("a malformed --allow-host was accepted")
+	}
+}
+
+func TestBodyLimits(t *testing.T) {
+	srv, reached := serve(t, Options{MaxBody: 100, BodyLimit: func(r *http.Request) int64 {
+		if r.URL.Query().Get("big") != "" {
+			return 1000
+		}
+		return 0
+	}})
+	// Content-Length over the limit: refused before the handler.
+	if resp := do(t, srv, "localhost", strings.NewReader(strings.Repeat("x", 101))); resp.StatusCode != http.StatusRequestEntityTooLarge || reached.Load() != 0 {
+		t.Fatalf("101 bytes: status %d, reached %d", resp.StatusCode, reached.Load())
+	}
+	// A chunked body (no length) is cut at the limit while the handler reads.
+	resp := do(t, srv, "localhost", io.MultiReader(strings.NewReader(strings.Repeat("x", 150))))
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), "too large: 100") {
+		t.Fatalf("chunked 150 bytes: %d %s", resp.StatusCode, body)
+	}
+	if resp := do(t, srv, "localhost", strings.NewReader(strings.Repeat("x", 100))); resp.StatusCode != http.StatusOK {
+		t.Fatalf("100 bytes: status %d", resp.StatusCode)
+	}
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/?big=1", strings.NewReader(strings.Repeat("x", 900)))
+	r2, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2.Body.Close()
+	if r2.StatusCode != http.StatusOK {
+		t.Fatalf("a route with a larger limit: status %d", r2.StatusCode)
+	}
+}
