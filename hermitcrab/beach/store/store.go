@@ -1,0 +1,412 @@
+// Package store keeps a beach: passports, marks, messages, save points and
+// the nonces that stop replays, in SQLite (one file, the default) or in
+// PostgreSQL (a beach many servers share). Both run the same SQL; what
+// differs (driver, the identity column, the schema lock, the check that a
+// SQLite file is a beach) is in dialect.go.
+//
+// The store keeps each statement as the exact signed envelope it was given
+// (canonical JSON), beside the few columns it is looked up by; readers get
+// the envelope back and verify it themselves. It checks nothing about
+// signatures: that is the server's job (package beach/server). What it
+// does guarantee, in one transaction per write:
+//   - a nonce is used once per agent (ErrReplay), for every kind of write
+//     and for the signed inbox and save point reads;
+//   - a passport, a mark (per agent and URL) or a save point replaces the
+//     stored one only when its signed time is later (ErrStale otherwise);
+//   - taking an inbox returns each unread message once, even to two
+//     concurrent readers, and marks it read in the same statement.
+//
+// Tables are prefixed beach_ so a shared PostgreSQL database can hold them
+// beside others. Times are stored as fixed-width UTC text, which sorts.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// schemaVersion is the layout this code writes; a database with a higher
+// one was made by a newer hermitcrab and is refused rather than misread.
+const schemaVersion = 1
+
+// timeFormat is fixed width so stored times compare as text.
+const timeFormat = "2006-01-02T15:04:05.000000000Z"
+
+// Errors a write or read can wrap.
+var (
+	ErrReplay   = errors.New("this nonce was already used by this agent")
+	ErrStale    = errors.New("an entry signed at the same time or later is already stored")
+	ErrNotFound = errors.New("not found")
+)
+
+// Statement is a verified envelope to store: who signed it, when, its
+// nonce, and the envelope itself (canonical JSON).
+type Statement struct {
+	Agent    string
+	Time     time.Time
+	Nonce    string
+	Envelope json.RawMessage
+}
+
+// Stored is a statement read back.
+type Stored struct {
+	ID       int64           `json:"id,omitempty"` // messages only
+	Agent    string          `json:"agent"`
+	Time     string          `json:"time"`     // signed time
+	Received string          `json:"received"` // when the beach stored it
+	Envelope json.RawMessage `json:"envelope"`
+}
+
+// Store is an open beach database. It is safe for concurrent use.
+type Store struct {
+	db *sql.DB
+	d  dialect
+	// writeMu queues this process's SQLite writers in Go rather than in
+	// SQLite's sleep-and-poll busy handler; PostgreSQL needs no queue.
+	writeMu sync.Mutex
+	now     func() time.Time
+}
+
+// Open opens (creating if needed) the beach database: a postgres:// or
+// postgresql:// URL opens PostgreSQL, anything else is a SQLite file path.
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	d, err := dialectFor(dsn)
+	if err != nil {
+		return nil, err
+	}
+	db, err := d.open(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("beach store %s: %w", d.describe(dsn), err)
+	}
+	s := &Store{db: db, d: d, now: time.Now}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("beach store %s: %w", d.describe(dsn), err)
+	}
+	if d.afterMigrate != "" {
+		if _, err := db.ExecContext(ctx, d.afterMigrate); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("beach store %s: %w", d.describe(dsn), err)
+		}
+	}
+	return s, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Dialect is "sqlite" or "postgres".
+func (s *Store) Dialect() string { return s.d.name }
+
+func (s *Store) migrate(ctx context.Context) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		if s.d.lockSchema != "" {
+			if _, err := tx.ExecContext(ctx, s.d.lockSchema); err != nil {
+				return err
+			}
+		}
+		if s.d.foreign != nil {
+			if err := s.d.foreign(ctx, tx); err != nil {
+				return err
+			}
+		}
+		for _, stmt := range strings.Split(strings.ReplaceAll(schema, "{{id}}", s.d.idColumn), ";") {
+			if strings.TrimSpace(stmt) == "" {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("creating the schema: %w", err)
+			}
+		}
+		var v int
+		err := tx.QueryRowContext(ctx, `SELECT value FROM beach_meta WHERE key = 'schema'`).Scan(&v)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			_, err = tx.ExecContext(ctx, `INSERT INTO beach_meta (key, value) VALUES ('schema', $1)`, schemaVersion)
+			return err
+		case err != nil:
+			return err
+		case v > schemaVersion:
+			return fmt.Errorf("schema version %d was written by a newer hermitcrab (this one knows %d): upgrade hermitcrab", v, schemaVersion)
+		}
+		return nil
+	})
+}
+
+const schema = `
+CREATE TABLE IF NOT EXISTS beach_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS beach_nonces (
+	agent TEXT NOT NULL,
+	nonce TEXT NOT NULL,
+	time  TEXT NOT NULL,
+	PRIMARY KEY (agent, nonce)
+);
+CREATE INDEX IF NOT EXISTS beach_nonces_time ON beach_nonces (time);
+CREATE TABLE IF NOT EXISTS beach_passports (
+	agent    TEXT PRIMARY KEY,
+	name     TEXT NOT NULL,
+	time     TEXT NOT NULL,
+	received TEXT NOT NULL,
+	envelope TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS beach_passports_received ON beach_passports (received);
+CREATE TABLE IF NOT EXISTS beach_marks (
+	agent    TEXT NOT NULL,
+	url_hash TEXT NOT NULL,
+	time     TEXT NOT NULL,
+	received TEXT NOT NULL,
+	envelope TEXT NOT NULL,
+	PRIMARY KEY (agent, url_hash)
+);
+CREATE INDEX IF NOT EXISTS beach_marks_url ON beach_marks (url_hash, time);
+CREATE TABLE IF NOT EXISTS beach_messages (
+	id        {{id}},
+	sender    TEXT NOT NULL,
+	recipient TEXT NOT NULL,
+	type      TEXT NOT NULL,
+	time      TEXT NOT NULL,
+	received  TEXT NOT NULL,
+	read_at   TEXT,
+	envelope  TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS beach_messages_inbox ON beach_messages (recipient, read_at, id);
+CREATE TABLE IF NOT EXISTS beach_savepoints (
+	agent    TEXT PRIMARY KEY,
+	time     TEXT NOT NULL,
+	received TEXT NOT NULL,
+	envelope TEXT NOT NULL
+);`
+
+func ts(t time.Time) string { return t.UTC().Format(timeFormat) }
+
+// write runs fn in a transaction, queued behind this process's other
+// writers on SQLite.
+func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
+	if s.d.serialWrites {
+		s.writeMu.Lock()
+		defer s.writeMu.Unlock()
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// useNonce records the statement's nonce, or fails with ErrReplay.
+func useNonce(ctx context.Context, tx *sql.Tx, st Statement) error {
+	res, err := tx.ExecContext(ctx, `INSERT INTO beach_nonces (agent, nonce, time) VALUES ($1, $2, $3) ON CONFLICT (agent, nonce) DO NOTHING`,
+		st.Agent, st.Nonce, ts(st.Time))
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		return ErrReplay
+	}
+	return nil
+}
+
+// replaced fails with ErrStale when an upsert changed nothing.
+func replaced(res sql.Result, err error) error {
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return ErrStale
+	}
+	return nil
+}
+
+// PutPassport stores an agent's passport, replacing an older one.
+func (s *Store) PutPassport(ctx context.Context, st Statement, name string) error {
+	return s.wrap("passport", s.write(ctx, func(tx *sql.Tx) error {
+		if err := useNonce(ctx, tx, st); err != nil {
+			return err
+		}
+		return replaced(tx.ExecContext(ctx, `INSERT INTO beach_passports (agent, name, time, received, envelope) VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (agent) DO UPDATE SET name = excluded.name, time = excluded.time, received = excluded.received, envelope = excluded.envelope
+			WHERE excluded.time > beach_passports.time`, st.Agent, name, ts(st.Time), ts(s.now()), string(st.Envelope)))
+	}))
+}
+
+// Passport reads an agent's passport.
+func (s *Store) Passport(ctx context.Context, agent string) (*Stored, error) {
+	r := &Stored{}
+	var env string
+	err := s.db.QueryRowContext(ctx, `SELECT agent, time, received, envelope FROM beach_passports WHERE agent = $1`, agent).
+		Scan(&r.Agent, &r.Time, &r.Received, &env)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("passport of %s: %w", agent, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("passport of %s: %w", agent, err)
+	}
+	r.Envelope = json.RawMessage(env)
+	return r, nil
+}
+
+// Passports lists the passports most recently published, newest first.
+func (s *Store) Passports(ctx context.Context, limit int) ([]Stored, error) {
+	return s.list(ctx, "passports", `SELECT 0, agent, time, received, envelope FROM beach_passports ORDER BY received DESC, agent LIMIT $1`, limit)
+}
+
+// PutMark stores an agent's mark on a URL, replacing its older mark there.
+func (s *Store) PutMark(ctx context.Context, st Statement, urlHash string) error {
+	return s.wrap("mark", s.write(ctx, func(tx *sql.Tx) error {
+		if err := useNonce(ctx, tx, st); err != nil {
+			return err
+		}
+		return replaced(tx.ExecContext(ctx, `INSERT INTO beach_marks (agent, url_hash, time, received, envelope) VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (agent, url_hash) DO UPDATE SET time = excluded.time, received = excluded.received, envelope = excluded.envelope
+			WHERE excluded.time > beach_marks.time`, st.Agent, urlHash, ts(st.Time), ts(s.now()), string(st.Envelope)))
+	}))
+}
+
+// Marks lists the latest marks on a URL hash, newest first.
+func (s *Store) Marks(ctx context.Context, urlHash string, limit int) ([]Stored, error) {
+	return s.list(ctx, "marks", `SELECT 0, agent, time, received, envelope FROM beach_marks WHERE url_hash = $2 ORDER BY time DESC, agent LIMIT $1`, limit, urlHash)
+}
+
+// PutMessage stores a message for its recipient and returns its id.
+func (s *Store) PutMessage(ctx context.Context, st Statement, to, typ string) (int64, error) {
+	var id int64
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		if err := useNonce(ctx, tx, st); err != nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, `INSERT INTO beach_messages (sender, recipient, type, time, received, envelope) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
+			st.Agent, to, typ, ts(st.Time), ts(s.now()), string(st.Envelope)).Scan(&id)
+	})
+	return id, s.wrap("message", err)
+}
+
+// TakeInbox uses the signed request's nonce, then returns up to limit of
+// the agent's unread messages, oldest first, marking them read.
+func (s *Store) TakeInbox(ctx context.Context, req Statement, limit int) ([]Stored, error) {
+	var out []Stored
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		if err := useNonce(ctx, tx, req); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `UPDATE beach_messages SET read_at = $1
+			WHERE read_at IS NULL AND id IN (SELECT id FROM beach_messages WHERE recipient = $2 AND read_at IS NULL ORDER BY id LIMIT $3)
+			RETURNING id, sender, time, received, envelope`, ts(s.now()), req.Agent, limit)
+		if err != nil {
+			return err
+		}
+		out, err = scan(rows)
+		return err
+	})
+	if err != nil {
+		return nil, s.wrap("inbox", err)
+	}
+	slices.SortFunc(out, func(a, b Stored) int { return int(a.ID - b.ID) })
+	return out, nil
+}
+
+// Unread counts an agent's unread messages.
+func (s *Store) Unread(ctx context.Context, agent string) (int, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM beach_messages WHERE recipient = $1 AND read_at IS NULL`, agent).Scan(&n)
+	return n, s.wrap("inbox", err)
+}
+
+// PutSavePoint stores an agent's save point, replacing an older one.
+func (s *Store) PutSavePoint(ctx context.Context, st Statement) error {
+	return s.wrap("save point", s.write(ctx, func(tx *sql.Tx) error {
+		if err := useNonce(ctx, tx, st); err != nil {
+			return err
+		}
+		return replaced(tx.ExecContext(ctx, `INSERT INTO beach_savepoints (agent, time, received, envelope) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (agent) DO UPDATE SET time = excluded.time, received = excluded.received, envelope = excluded.envelope
+			WHERE excluded.time > beach_savepoints.time`, st.Agent, ts(st.Time), ts(s.now()), string(st.Envelope)))
+	}))
+}
+
+// TakeSavePoint uses the signed request's nonce and returns the agent's
+// save point.
+func (s *Store) TakeSavePoint(ctx context.Context, req Statement) (*Stored, error) {
+	r := &Stored{}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		if err := useNonce(ctx, tx, req); err != nil {
+			return err
+		}
+		var env string
+		err := tx.QueryRowContext(ctx, `SELECT agent, time, received, envelope FROM beach_savepoints WHERE agent = $1`, req.Agent).
+			Scan(&r.Agent, &r.Time, &r.Received, &env)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNotFound
+		}
+		r.Envelope = json.RawMessage(env)
+		return err
+	})
+	if err != nil {
+		return nil, s.wrap("save point", err)
+	}
+	return r, nil
+}
+
+// PruneNonces forgets nonces signed before cutoff; the server refuses
+// envelopes that old anyway, so their nonces cannot be replayed.
+func (s *Store) PruneNonces(ctx context.Context, cutoff time.Time) (int64, error) {
+	var n int64
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM beach_nonces WHERE time < $1`, ts(cutoff))
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return n, s.wrap("pruning nonces", err)
+}
+
+func (s *Store) list(ctx context.Context, what, query string, limit int, args ...any) ([]Stored, error) {
+	rows, err := s.db.QueryContext(ctx, query, append([]any{limit}, args...)...)
+	if err != nil {
+		return nil, s.wrap(what, err)
+	}
+	out, err := scan(rows)
+	return out, s.wrap(what, err)
+}
+
+func scan(rows *sql.Rows) ([]Stored, error) {
+	defer rows.Close()
+	out := []Stored{}
+	for rows.Next() {
+		var r Stored
+		var env string
+		if err := rows.Scan(&r.ID, &r.Agent, &r.Time, &r.Received, &env); err != nil {
+			return nil, err
+		}
+		r.Envelope = json.RawMessage(env)
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// wrap names the operation; ErrReplay, ErrStale and ErrNotFound stay
+// visible to errors.Is.
+func (s *Store) wrap(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("beach store: %s: %w", what, err)
+}

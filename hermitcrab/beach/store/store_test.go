@@ -1,0 +1,259 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/llmkernels/kernels/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// both runs a test against a fresh SQLite file and a fresh PostgreSQL
+// database.
+func both(t *testing.T, fn func(t *testing.T, s *Store, dsn string)) {
+	for _, name := range []string{"sqlite", "postgres"} {
+		t.Run(name, func(t *testing.T) {
+			dsn := filepath.Join(t.TempDir(), "beach.db")
+			if name == "postgres" {
+				dsn = pgtest.New(t)
+			}
+			s, err := Open(context.Background(), dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			if s.Dialect() != name {
+				t.Fatalf("dialect %s, want %s", s.Dialect(), name)
+			}
+			fn(t, s, dsn)
+		})
+	}
+}
+
+var t0 = time.Date(2026, 11, 3, 12, 0, 0, 0, time.UTC)
+
+func stmt(agent string, n int, at time.Time) Statement {
+	return Statement{Agent: agent, Time: at, Nonce: fmt.Sprintf("%032x", n), Envelope: []byte(fmt.Sprintf(`{"agent":%q,"n":%d}`, agent, n))}
+}
+
+func TestANonceIsUsedOncePerAgentAcrossKinds(t *testing.T) {
+	both(t, func(t *testing.T, s *Store, _ string) {
+		ctx := context.Background()
+		if err := s.PutMark(ctx, stmt("a", 1, t0), "0123456789abcdef"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.PutMessage(ctx, stmt("a", 1, t0.Add(time.Second)), "b", "general"); !errors.Is(err, ErrReplay) {
+			t.Fatalf("the same nonce as a message: %v, want ErrReplay", err)
+		}
+		if _, err := s.TakeInbox(ctx, stmt("a", 1, t0), 10); !errors.Is(err, ErrReplay) {
+			t.Fatalf("the same nonce as an inbox read: %v, want ErrReplay", err)
+		}
+		// Another agent may use the same nonce.
+		if _, err := s.PutMessage(ctx, stmt("b", 1, t0), "a", "general"); err != nil {
+			t.Fatal(err)
+		}
+		n, err := s.PruneNonces(ctx, t0.Add(time.Millisecond))
+		if err != nil || n != 2 {
+			t.Fatalf("prune: %d %v, want 2", n, err)
+		}
+	})
+}
+
+func TestPassportsReplaceOnlyWithNewer(t *testing.T) {
+	both(t, func(t *testing.T, s *Store, _ string) {
+		ctx := context.Background()
+		if _, err := s.Passport(ctx, "a"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("missing passport: %v", err)
+		}
+		if err := s.PutPassport(ctx, stmt("a", 1, t0), "first"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.PutPassport(ctx, stmt("a", 2, t0.Add(-time.Second)), "older"); !errors.Is(err, ErrStale) {
+			t.Fatalf("older passport: %v, want ErrStale", err)
+		}
+		if err := s.PutPassport(ctx, stmt("a", 3, t0.Add(time.Second)), "newer"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.PutPassport(ctx, stmt("b", 1, t0), "bee"); err != nil {
+			t.Fatal(err)
+		}
+		p, err := s.Passport(ctx, "a")
+		if err != nil || !strings.Contains(string(p.Envelope), `"n":3`) {
+			t.Fatalf("passport a: %+v %v", p, err)
+		}
+		list, err := s.Passports(ctx, 10)
+		if err != nil || len(list) != 2 {
+			t.Fatalf("list: %v %v", list, err)
+		}
+	})
+}
+
+func TestMarksKeepTheLatestPerAgentAndURL(t *testing.T) {
+	both(t, func(t *testing.T, s *Store, _ string) {
+		ctx := context.Background()
+		const u, other = "00000000000000aa", "00000000000000bb"
+		for i, m := range []struct {
+			agent string
+			at    time.Duration
+			url   string
+		}{{"a", 0, u}, {"a", time.Minute, u}, {"b", 2 * time.Minute, u}, {"c", 0, other}} {
+			if err := s.PutMark(ctx, stmt(m.agent, i, t0.Add(m.at)), m.url); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.PutMark(ctx, stmt("a", 9, t0), u); !errors.Is(err, ErrStale) {
+			t.Fatalf("an older mark: %v", err)
+		}
+		marks, err := s.Marks(ctx, u, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(marks) != 2 || marks[0].Agent != "b" || marks[1].Agent != "a" || !strings.Contains(string(marks[1].Envelope), `"n":1`) {
+			t.Fatalf("marks: %+v", marks)
+		}
+		if one, _ := s.Marks(ctx, u, 1); len(one) != 1 {
+			t.Fatalf("limit 1: %d marks", len(one))
+		}
+	})
+}
+
+func TestInboxGivesEachMessageOnceEvenToConcurrentReaders(t *testing.T) {
+	both(t, func(t *testing.T, s *Store, _ string) {
+		ctx := context.Background()
+		const n = 60
+		for i := range n {
+			if _, err := s.PutMessage(ctx, stmt("sender", i, t0), "me", "general"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.PutMessage(ctx, stmt("sender", n, t0), "someone-else", "general"); err != nil {
+			t.Fatal(err)
+		}
+		if u, err := s.Unread(ctx, "me"); err != nil || u != n {
+			t.Fatalf("unread %d %v", u, err)
+		}
+		var mu sync.Mutex
+		seen := map[int64]int{}
+		var wg sync.WaitGroup
+		for r := range 6 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for k := 0; ; k++ {
+					got, err := s.TakeInbox(ctx, stmt("me", 1000+r*100+k, t0), 7)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if len(got) == 0 {
+						return
+					}
+					mu.Lock()
+					for i, m := range got {
+						seen[m.ID]++
+						if i > 0 && got[i-1].ID >= m.ID {
+							t.Error("inbox not oldest first")
+						}
+					}
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		if len(seen) != n {
+			t.Fatalf("%d distinct messages taken, want %d", len(seen), n)
+		}
+		for id, c := range seen {
+			if c != 1 {
+				t.Fatalf("message %d taken %d times", id, c)
+			}
+		}
+	})
+}
+
+func TestSavePoints(t *testing.T) {
+	both(t, func(t *testing.T, s *Store, _ string) {
+		ctx := context.Background()
+		if _, err := s.TakeSavePoint(ctx, stmt("a", 1, t0)); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("no save point: %v", err)
+		}
+		if err := s.PutSavePoint(ctx, stmt("a", 2, t0)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.PutSavePoint(ctx, stmt("a", 3, t0)); !errors.Is(err, ErrStale) {
+			t.Fatalf("same time: %v", err)
+		}
+		sp, err := s.TakeSavePoint(ctx, stmt("a", 4, t0))
+		if err != nil || !strings.Contains(string(sp.Envelope), `"n":2`) {
+			t.Fatalf("take: %+v %v", sp, err)
+		}
+	})
+}
+
+func TestReopeningKeepsEverythingAndTwoServersCanCreateTheSchemaAtOnce(t *testing.T) {
+	both(t, func(t *testing.T, s *Store, dsn string) {
+		ctx := context.Background()
+		if err := s.PutPassport(ctx, stmt("a", 1, t0), "a"); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s2, err := Open(ctx, dsn)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer s2.Close()
+				if _, err := s2.Passport(ctx, "a"); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+	})
+}
+
+func TestAForeignSQLiteFileIsRefusedUntouched(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "other.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE blocks (name TEXT)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	before, _ := os.ReadFile(path)
+	if _, err := Open(context.Background(), path); err == nil || !strings.Contains(err.Error(), "no beach") {
+		t.Fatalf("a foreign SQLite file: %v", err)
+	}
+	if after, _ := os.ReadFile(path); string(after) != string(before) {
+		t.Fatal("the foreign file was changed")
+	}
+	if _, err := Open(context.Background(), "mysql://x"); err == nil {
+		t.Fatal("an unknown URL scheme was accepted")
+	}
+}
+
+func TestANewerSchemaIsRefused(t *testing.T) {
+	both(t, func(t *testing.T, s *Store, dsn string) {
+		if _, err := s.db.Exec(`UPDATE beach_meta SET value = 99 WHERE key = 'schema'`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Open(context.Background(), dsn); err == nil || !strings.Contains(err.Error(), "newer hermitcrab") {
+			t.Fatalf("schema 99: %v", err)
+		}
+	})
+}
