@@ -108,14 +108,19 @@ func URLHash(url string) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// body is a decoded envelope body that can check its own fields.
-type body interface {
+// ValidURLHash reports whether s has URLHash's form.
+func ValidURLHash(s string) bool {
+	return len(s) == 16 && strings.Trim(s, "0123456789abcdef") == ""
+}
+
+// Body is the set of envelope bodies Open decodes and checks.
+type Body interface {
 	Passport | Mark | Message | Audience | SavePoint
 }
 
 // Open verifies an envelope of kind and decodes its body into a T, checking
 // the body's fields. Every failure is an *identity.Refusal.
-func Open[T body](e *identity.Envelope, kind string) (*T, time.Time, error) {
+func Open[T Body](e *identity.Envelope, kind string) (*T, time.Time, error) {
 	t, err := e.Verify(kind)
 	if err != nil {
 		return nil, time.Time{}, err
@@ -150,7 +155,7 @@ func validate(v any) error {
 			}
 		}
 	case *Mark:
-		if len(b.URLHash) != 16 || strings.Trim(b.URLHash, "0123456789abcdef") != "" {
+		if !ValidURLHash(b.URLHash) {
 			return fmt.Errorf("url_hash %q: want 16 lower-case hex digits (beach.URLHash of the URL)", clip(b.URLHash))
 		}
 		return text("purpose", b.Purpose, 0, MaxPurpose)

@@ -1,0 +1,173 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/llmkernels/kernels/hermitcrab/identity"
+	"github.com/llmkernels/kernels/internal/httpguard"
+)
+
+// Routes of the HTTP API (docs/hermitcrab-network.md has the table).
+var routes = []string{
+	"GET /v1/info",
+	"POST /v1/passports", "GET /v1/passports", "GET /v1/passports/{agent}",
+	"POST /v1/marks", "GET /v1/marks?url=|url_hash=",
+	"POST /v1/messages", "POST /v1/inbox",
+	"POST /v1/savepoints", "POST /v1/savepoints/get",
+	"POST /mcp (MCP, streamable HTTP)",
+}
+
+// Handler is the beach's HTTP handler: the Host rule and body limits, the
+// per-address rate limit, then the API and /mcp.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/info", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, s.Info()) })
+	mux.HandleFunc("POST /v1/passports", s.submit(func(ctx context.Context, e *identity.Envelope, _ *http.Request) (any, error) {
+		return s.PublishPassport(ctx, e)
+	}))
+	mux.HandleFunc("GET /v1/passports", func(w http.ResponseWriter, r *http.Request) {
+		list, err := s.Passports(r.Context(), intParam(r, "limit"))
+		s.reply(w, map[string]any{"passports": list}, err)
+	})
+	mux.HandleFunc("GET /v1/passports/{agent}", func(w http.ResponseWriter, r *http.Request) {
+		p, err := s.Passport(r.Context(), r.PathValue("agent"))
+		s.reply(w, p, err)
+	})
+	mux.HandleFunc("POST /v1/marks", s.submit(func(ctx context.Context, e *identity.Envelope, _ *http.Request) (any, error) {
+		return s.Mark(ctx, e)
+	}))
+	mux.HandleFunc("GET /v1/marks", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		hash, marks, err := s.Marks(r.Context(), q.Get("url"), q.Get("url_hash"), intParam(r, "limit"))
+		s.reply(w, map[string]any{"url_hash": hash, "marks": marks}, err)
+	})
+	mux.HandleFunc("POST /v1/messages", s.submit(func(ctx context.Context, e *identity.Envelope, _ *http.Request) (any, error) {
+		return s.Send(ctx, e)
+	}))
+	mux.HandleFunc("POST /v1/inbox", s.submit(func(ctx context.Context, e *identity.Envelope, r *http.Request) (any, error) {
+		msgs, err := s.Inbox(ctx, e, intParam(r, "limit"))
+		return map[string]any{"messages": msgs}, err
+	}))
+	mux.HandleFunc("POST /v1/savepoints", s.submit(func(ctx context.Context, e *identity.Envelope, _ *http.Request) (any, error) {
+		return s.PutSavePoint(ctx, e)
+	}))
+	mux.HandleFunc("POST /v1/savepoints/get", s.submit(func(ctx context.Context, e *identity.Envelope, _ *http.Request) (any, error) {
+		return s.SavePoint(ctx, e)
+	}))
+	mux.Handle("/mcp", s.mcpHandler())
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": fmt.Sprintf("no route %s %s", r.Method, r.URL.Path), "reason": "not_found", "routes": routes})
+	})
+	return s.guard.Handler(s.limitAddrs(mux))
+}
+
+// limitAddrs applies the per-address rate limit to every request.
+func (s *Server) limitAddrs(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, err := net.SplitHostPort(r.RemoteAddr)
+		if err != nil {
+			host = r.RemoteAddr
+		}
+		if ok, wait := s.addrs.allow(host, s.now()); !ok {
+			s.writeError(w, &apiError{http.StatusTooManyRequests, "rate_limited",
+				fmt.Sprintf("%s is over %g requests a minute; retry in %s", host, s.cfg.AddrPerMinute, wait.Round(time.Millisecond)), wait})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// submit decodes a signed envelope from the body and runs op on it.
+func (s *Server) submit(op func(context.Context, *identity.Envelope, *http.Request) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		dec := json.NewDecoder(r.Body)
+		dec.DisallowUnknownFields()
+		var e identity.Envelope
+		if err := dec.Decode(&e); err != nil {
+			if limit, ok := httpguard.TooLarge(err); ok {
+				s.writeError(w, &apiError{http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("request body over %d bytes", limit), 0})
+				return
+			}
+			s.writeError(w, &apiError{http.StatusBadRequest, identity.ReasonMalformed, "the body is not a signed envelope {kind, agent, time, nonce, body, sig}: " + err.Error(), 0})
+			return
+		}
+		if dec.More() {
+			s.writeError(w, &apiError{http.StatusBadRequest, identity.ReasonMalformed, "data after the envelope", 0})
+			return
+		}
+		out, err := op(r.Context(), &e, r)
+		s.reply(w, out, err)
+	}
+}
+
+func (s *Server) reply(w http.ResponseWriter, v any, err error) {
+	if err != nil {
+		s.writeError(w, s.classify(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (s *Server) writeError(w http.ResponseWriter, e *apiError) {
+	if e.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(e.retryAfter.Seconds())+1))
+	}
+	writeJSON(w, e.status, map[string]string{"error": e.msg, "reason": e.reason})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+func intParam(r *http.Request, name string) int {
+	n, _ := strconv.Atoi(r.URL.Query().Get(name))
+	return n
+}
+
+// ListenAndServe serves on cfg.Addr until ctx ends, pruning old nonces
+// every minute. ready gets the base URL once the port is bound.
+func (s *Server) ListenAndServe(ctx context.Context, ready func(url string)) error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", s.cfg.Addr, err)
+	}
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute}
+	if ready != nil {
+		ready("http://" + ln.Addr().String())
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	tick := time.NewTicker(time.Minute)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			return srv.Shutdown(shut)
+		case err := <-errc:
+			if errors.Is(err, http.ErrServerClosed) {
+				return nil
+			}
+			return err
+		case <-tick.C:
+			if n, err := s.PruneNonces(ctx); err != nil {
+				s.log.Warn("pruning nonces", "err", err)
+			} else if n > 0 {
+				s.log.Debug("pruned nonces", "count", n)
+			}
+		}
+	}
+}

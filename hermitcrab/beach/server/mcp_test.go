@@ -1,0 +1,110 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/llmkernels/kernels/hermitcrab/beach"
+	"github.com/llmkernels/kernels/hermitcrab/identity"
+)
+
+// envelopeArgs turns an envelope into MCP tool arguments, as an MCP client
+// holding a `hermitcrab beach sign` output would send them.
+func envelopeArgs(t *testing.T, e *identity.Envelope) map[string]any {
+	t.Helper()
+	data, _ := json.Marshal(e)
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestAnMCPClientListsTheToolsAndSendsASignedMessage(t *testing.T) {
+	b := startBeach(t, "sqlite", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, nil)
+	session, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b.URL + "/mcp", DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer session.Close()
+
+	tools, err := session.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+	}
+	for _, want := range []string{"beach_info", "passport_publish", "passport_read", "passport_list", "beach_mark", "beach_read",
+		"inbox_send", "inbox_check", "savepoint_put", "savepoint_get"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("tool %s missing from %v", want, names)
+		}
+	}
+
+	alice, _ := identity.Generate()
+	bob, bc := newAgent(t, b)
+	call := func(name string, args any) (*mcp.CallToolResult, string) {
+		t.Helper()
+		res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var text strings.Builder
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				text.WriteString(tc.Text)
+			}
+		}
+		return res, text.String()
+	}
+
+	// Send a signed message through MCP; bob's instance receives it verified.
+	msg, _ := alice.Sign(beach.KindMessage, beach.Message{To: bob.Agent(), Type: beach.TypeGrainProbe, Content: "probe <via> MCP & co", Spindle: "purpose 0.2"}, time.Now())
+	if res, text := call("inbox_send", envelopeArgs(t, msg)); res.IsError {
+		t.Fatalf("inbox_send: %s", text)
+	}
+	got, refused, err := bc.Inbox(ctx, 10)
+	if err != nil || len(refused) != 0 || len(got) != 1 || got[0].Body.Content != "probe <via> MCP & co" || got[0].Agent != alice.Agent() {
+		t.Fatalf("bob's inbox after an MCP send: %+v %+v %v", got, refused, err)
+	}
+	// The same envelope again is a replay; a forged one does not verify.
+	if res, text := call("inbox_send", envelopeArgs(t, msg)); !res.IsError || !strings.Contains(text, identity.ReasonReplay) {
+		t.Fatalf("replayed through MCP: %v %s", res.IsError, text)
+	}
+	mallory, _ := identity.Generate()
+	forged, _ := mallory.Sign(beach.KindPassport, beach.Passport{Name: "alice"}, time.Now())
+	forged.Agent = alice.Agent()
+	if res, text := call("passport_publish", envelopeArgs(t, forged)); !res.IsError || !strings.Contains(text, identity.ReasonSignature) {
+		t.Fatalf("forged passport through MCP: %v %s", res.IsError, text)
+	}
+
+	// Publish and read back a passport and a mark.
+	pp, _ := alice.Sign(beach.KindPassport, beach.Passport{Name: "alice", Offers: []string{"0.3"}}, time.Now())
+	if res, text := call("passport_publish", envelopeArgs(t, pp)); res.IsError {
+		t.Fatalf("passport_publish: %s", text)
+	}
+	if res, text := call("passport_read", map[string]any{"agent": alice.Agent()}); res.IsError || !strings.Contains(text, `"body":{"name":"alice"`) {
+		t.Fatalf("passport_read: %s", text)
+	}
+	mk, _ := alice.Sign(beach.KindMark, beach.Mark{URLHash: beach.URLHash(" HTTPS://Example.org/Page "), Purpose: "reading"}, time.Now())
+	if res, text := call("beach_mark", envelopeArgs(t, mk)); res.IsError {
+		t.Fatalf("beach_mark: %s", text)
+	}
+	if res, text := call("beach_read", map[string]any{"url": "https://example.org/page"}); res.IsError || !strings.Contains(text, alice.Agent()) {
+		t.Fatalf("beach_read: %s", text)
+	}
+	if res, text := call("beach_info", map[string]any{}); res.IsError || !strings.Contains(text, identity.Domain) {
+		t.Fatalf("beach_info: %s", text)
+	}
+}

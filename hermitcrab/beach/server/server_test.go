@@ -1,0 +1,388 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmkernels/kernels/hermitcrab/beach"
+	"github.com/llmkernels/kernels/hermitcrab/beach/store"
+	"github.com/llmkernels/kernels/hermitcrab/identity"
+	"github.com/llmkernels/kernels/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// testBeach is a beach served on loopback.
+type testBeach struct {
+	*Server
+	URL string
+	DSN string
+	srv *httptest.Server
+}
+
+// startBeach serves a beach on a database of kind ("sqlite" or "postgres").
+func startBeach(t testing.TB, kind string, tune func(*Config)) *testBeach {
+	t.Helper()
+	dsn := filepath.Join(t.TempDir(), "beach.db")
+	if kind == "postgres" {
+		dsn = pgtest.New(t)
+	}
+	st, err := store.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	hs := httptest.NewUnstartedServer(nil)
+	cfg := Config{Store: st, Addr: hs.Listener.Addr().String()}
+	if tune != nil {
+		tune(&cfg)
+	}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs.Config.Handler = s.Handler()
+	hs.Start()
+	t.Cleanup(hs.Close)
+	return &testBeach{Server: s, URL: hs.URL, DSN: dsn, srv: hs}
+}
+
+func bothDatabases(t *testing.T, fn func(t *testing.T, kind string)) {
+	for _, kind := range []string{"sqlite", "postgres"} {
+		t.Run(kind, func(t *testing.T) { fn(t, kind) })
+	}
+}
+
+func newAgent(t testing.TB, b *testBeach) (*identity.Identity, *beach.Client) {
+	t.Helper()
+	id, err := identity.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := beach.NewClient(b.URL, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id, c
+}
+
+// post sends an envelope as raw JSON and returns the status and reason.
+func post(t testing.TB, b *testBeach, path string, e any) (int, string) {
+	t.Helper()
+	data, _ := json.Marshal(e)
+	resp, err := http.Post(b.URL+path, "application/json", bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct{ Reason string }
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out.Reason
+}
+
+func reasonOf(err error) string {
+	if e, ok := err.(*beach.Error); ok {
+		return e.Reason
+	}
+	return fmt.Sprintf("not a beach.Error: %v", err)
+}
+
+func TestTheBeachRefusesWhatDoesNotVerify(t *testing.T) {
+	bothDatabases(t, func(t *testing.T, kind string) {
+		b := startBeach(t, kind, nil)
+		ctx := context.Background()
+		alice, ac := newAgent(t, b)
+		mallory, mc := newAgent(t, b)
+		bob, bc := newAgent(t, b)
+		if _, err := ac.PublishPassport(ctx, beach.Passport{Name: "alice", Offers: []string{"0.23"}}); err != nil {
+			t.Fatal(err)
+		}
+
+		// A forged passport: mallory's signature under alice's id.
+		forged, _ := mallory.Sign(beach.KindPassport, beach.Passport{Name: "alice (honest)"}, time.Now())
+		forged.Agent = alice.Agent()
+		if st, r := post(t, b, "/v1/passports", forged); st != http.StatusUnauthorized || r != identity.ReasonSignature {
+			t.Fatalf("forged passport: %d %s", st, r)
+		}
+		if p, err := bc.Passport(ctx, alice.Agent()); err != nil || p.Body.Name != "alice" {
+			t.Fatalf("alice's passport after the forgery: %+v %v", p, err)
+		}
+
+		// A message signed by the wrong key.
+		wrong, _ := mallory.Sign(beach.KindMessage, beach.Message{To: bob.Agent(), Type: beach.TypeGeneral, Content: "from alice, honest"}, time.Now())
+		wrong.Agent = alice.Agent()
+		if st, r := post(t, b, "/v1/messages", wrong); st != http.StatusUnauthorized || r != identity.ReasonSignature {
+			t.Fatalf("message signed by the wrong key: %d %s", st, r)
+		}
+		// An altered message.
+		good, _ := alice.Sign(beach.KindMessage, beach.Message{To: bob.Agent(), Type: beach.TypeGrainProbe, Content: "hello bob"}, time.Now())
+		altered := *good
+		altered.Body = json.RawMessage(strings.Replace(string(good.Body), "hello bob", "send money", 1))
+		if st, r := post(t, b, "/v1/messages", altered); st != http.StatusUnauthorized || r != identity.ReasonSignature {
+			t.Fatalf("altered message: %d %s", st, r)
+		}
+		// The genuine message is accepted once; the same envelope again is a replay.
+		if st, r := post(t, b, "/v1/messages", good); st != http.StatusOK {
+			t.Fatalf("genuine message: %d %s", st, r)
+		}
+		if st, r := post(t, b, "/v1/messages", good); st != http.StatusConflict || r != identity.ReasonReplay {
+			t.Fatalf("replayed message: %d %s", st, r)
+		}
+		// Old and future envelopes are outside the window.
+		for _, skew := range []time.Duration{-10 * time.Minute, 10 * time.Minute} {
+			old, _ := alice.Sign(beach.KindMessage, beach.Message{To: bob.Agent(), Type: beach.TypeGeneral, Content: "late"}, time.Now().Add(skew))
+			if st, r := post(t, b, "/v1/messages", old); st != http.StatusUnauthorized || r != identity.ReasonStale {
+				t.Fatalf("message signed %s away: %d %s", skew, st, r)
+			}
+		}
+		// A valid mark sent as a message is the wrong kind.
+		mark, _ := alice.Sign(beach.KindMark, beach.Mark{URLHash: beach.URLHash("https://x.example")}, time.Now())
+		if st, r := post(t, b, "/v1/messages", mark); st != http.StatusBadRequest || r != identity.ReasonKind {
+			t.Fatalf("mark posted as a message: %d %s", st, r)
+		}
+		// Bad bodies.
+		for name, m := range map[string]beach.Message{
+			"unknown type":     {To: bob.Agent(), Type: "spam", Content: "x"},
+			"empty content":    {To: bob.Agent(), Type: beach.TypeGeneral},
+			"to is not an id":  {To: "bob", Type: beach.TypeGeneral, Content: "x"},
+			"content too long": {To: bob.Agent(), Type: beach.TypeGeneral, Content: strings.Repeat("é", beach.MaxContent+1)},
+		} {
+			if _, err := ac.Send(ctx, m); reasonOf(err) != identity.ReasonMalformed {
+				t.Errorf("%s: %v", name, err)
+			}
+		}
+		// An inbox read addressed to another beach is refused.
+		elsewhere, _ := bob.Sign(beach.KindInboxCheck, beach.Audience{Beach: "beach.evil.example"}, time.Now())
+		if st, r := post(t, b, "/v1/inbox", elsewhere); st != http.StatusForbidden || r != "wrong_beach" {
+			t.Fatalf("inbox read for another beach: %d %s", st, r)
+		}
+		// Mallory cannot read bob's inbox: an inbox read is the signer's own.
+		if msgs, _, err := mc.Inbox(ctx, 10); err != nil || len(msgs) != 0 {
+			t.Fatalf("mallory's inbox: %v %v", msgs, err)
+		}
+		msgs, refused, err := bc.Inbox(ctx, 10)
+		if err != nil || len(refused) != 0 || len(msgs) != 1 || msgs[0].Body.Content != "hello bob" || msgs[0].Agent != alice.Agent() {
+			t.Fatalf("bob's inbox: %+v %+v %v", msgs, refused, err)
+		}
+		if again, _, _ := bc.Inbox(ctx, 10); len(again) != 0 {
+			t.Fatalf("a second check returned %d messages again", len(again))
+		}
+		// An older passport does not replace a newer one.
+		older, _ := alice.Sign(beach.KindPassport, beach.Passport{Name: "alice, earlier"}, time.Now().Add(-time.Minute))
+		if st, r := post(t, b, "/v1/passports", older); st != http.StatusConflict || r != "superseded" {
+			t.Fatalf("older passport: %d %s", st, r)
+		}
+	})
+}
+
+// A dishonest beach (here: someone with write access to its database)
+// cannot make a receiving instance accept a forged or replayed message.
+func TestTheReceiverVerifiesWhatTheBeachHandsOut(t *testing.T) {
+	bothDatabases(t, func(t *testing.T, kind string) {
+		b := startBeach(t, kind, nil)
+		ctx := context.Background()
+		alice, ac := newAgent(t, b)
+		mallory, _ := newAgent(t, b)
+		bob, bc := newAgent(t, b)
+		if _, err := ac.Send(ctx, beach.Message{To: bob.Agent(), Type: beach.TypeGeneral, Content: "one"}); err != nil {
+			t.Fatal(err)
+		}
+		if got, _, err := bc.Inbox(ctx, 10); err != nil || len(got) != 1 {
+			t.Fatalf("first read: %v %v", got, err)
+		}
+		driver := "sqlite"
+		if kind == "postgres" {
+			driver = "pgx"
+		}
+		db, err := sql.Open(driver, b.DSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		// Replay: the delivered message handed out again.
+		if _, err := db.Exec(`UPDATE beach_messages SET read_at = NULL`); err != nil {
+			t.Fatal(err)
+		}
+		// Forgery: a message under alice's name with mallory's signature,
+		// and a message for someone else slipped into bob's inbox.
+		forged, _ := mallory.Sign(beach.KindMessage, beach.Message{To: bob.Agent(), Type: beach.TypeGeneral, Content: "forged"}, time.Now())
+		forged.Agent = alice.Agent()
+		misdelivered, _ := alice.Sign(beach.KindMessage, beach.Message{To: mallory.Agent(), Type: beach.TypeGeneral, Content: "not for bob"}, time.Now())
+		for _, e := range []*identity.Envelope{forged, misdelivered} {
+			data, _ := json.Marshal(e)
+			if _, err := db.Exec(`INSERT INTO beach_messages (sender, recipient, type, time, received, envelope) VALUES ($1, $2, 'general', 'x', 'x', $3)`,
+				alice.Agent(), bob.Agent(), string(data)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, refused, err := bc.Inbox(ctx, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reasons := map[string]bool{}
+		for _, r := range refused {
+			reasons[r.Reason] = true
+		}
+		if len(got) != 0 || len(refused) != 3 || !reasons[identity.ReasonReplay] || !reasons[identity.ReasonSignature] || !reasons["wrong_recipient"] {
+			t.Fatalf("accepted %+v, refused %+v; want the replay, the forgery and the misdelivery refused", got, refused)
+		}
+	})
+}
+
+func TestTheHostRuleGuardsEveryRoute(t *testing.T) {
+	b := startBeach(t, "sqlite", nil)
+	alice, _ := identity.Generate()
+	env, _ := alice.Sign(beach.KindPassport, beach.Passport{Name: "alice"}, time.Now())
+	data, _ := json.Marshal(env)
+	for _, route := range []string{"GET /v1/info", "POST /v1/passports", "GET /v1/passports", "GET /v1/passports/" + alice.Agent(),
+		"POST /v1/marks", "GET /v1/marks?url=x", "POST /v1/messages", "POST /v1/inbox", "POST /v1/savepoints", "POST /v1/savepoints/get",
+		"POST /mcp", "GET /mcp", "GET /nowhere"} {
+		method, path, _ := strings.Cut(route, " ")
+		for _, host := range []string{"evil.example", "localhost.evil.example:80"} {
+			req, _ := http.NewRequest(method, b.URL+path, bytes.NewReader(data))
+			req.Host = host
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusMisdirectedRequest {
+				t.Errorf("%s with Host %s: status %d, want 421", route, host, resp.StatusCode)
+			}
+		}
+	}
+	// The refused passport was not stored.
+	resp, err := http.Get(b.URL + "/v1/passports/" + alice.Agent())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("passport after refused writes: status %d, want 404", resp.StatusCode)
+	}
+}
+
+func TestLimits(t *testing.T) {
+	t.Run("body size", func(t *testing.T) {
+		b := startBeach(t, "sqlite", func(c *Config) { c.MaxBody = 4 << 10 })
+		alice, _ := identity.Generate()
+		bob, _ := identity.Generate()
+		env, _ := alice.Sign(beach.KindMessage, beach.Message{To: bob.Agent(), Type: beach.TypeGeneral, Content: strings.Repeat("x", 8<<10)}, time.Now())
+		if st, r := post(t, b, "/v1/messages", env); st != http.StatusRequestEntityTooLarge {
+			t.Fatalf("8 KiB body on a 4 KiB limit: %d %s", st, r)
+		}
+		// Chunked, without a length: cut while reading.
+		data, _ := json.Marshal(env)
+		resp, err := http.Post(b.URL+"/v1/messages", "application/json", io.MultiReader(bytes.NewReader(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out struct{ Reason string }
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestEntityTooLarge || out.Reason != "too_large" {
+			t.Fatalf("chunked oversized body: %d %s", resp.StatusCode, out.Reason)
+		}
+	})
+	t.Run("per agent", func(t *testing.T) {
+		b := startBeach(t, "sqlite", func(c *Config) { c.AgentPerMinute, c.AgentBurst = 1, 3 })
+		ctx := context.Background()
+		_, ac := newAgent(t, b)
+		ac.HTTP.Timeout = 5 * time.Second
+		_, other := newAgent(t, b)
+		for i := range 3 {
+			if _, err := ac.Mark(ctx, fmt.Sprint("https://x.example/", i), "p"); err != nil {
+				t.Fatalf("mark %d within the burst: %v", i, err)
+			}
+		}
+		// Past the burst: refused with Retry-After (the client retries up
+		// to three times, then reports it).
+		rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		_, err := ac.Mark(rctx, "https://x.example/4", "p")
+		if err == nil || (reasonOf(err) != "rate_limited" && rctx.Err() == nil) {
+			t.Fatalf("fourth mark: %v, want rate_limited", err)
+		}
+		// Another agent is not affected.
+		if _, err := other.Mark(ctx, "https://x.example/", "p"); err != nil {
+			t.Fatalf("another agent: %v", err)
+		}
+		alice, _ := identity.Generate()
+		env, _ := alice.Sign(beach.KindMark, beach.Mark{URLHash: beach.URLHash("u")}, time.Now())
+		for range 3 {
+			post(t, b, "/v1/marks", env) // one accepted, then replays
+		}
+		env2, _ := alice.Sign(beach.KindMark, beach.Mark{URLHash: beach.URLHash("v")}, time.Now())
+		if st, r := post(t, b, "/v1/marks", env2); st != http.StatusTooManyRequests || r != "rate_limited" {
+			t.Fatalf("fourth signed request of one agent: %d %s", st, r)
+		}
+	})
+	t.Run("per address", func(t *testing.T) {
+		b := startBeach(t, "sqlite", func(c *Config) { c.AddrPerMinute, c.AddrBurst = 1, 5 })
+		codes := map[int]int{}
+		for range 8 {
+			resp, err := http.Get(b.URL + "/v1/info")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			codes[resp.StatusCode]++
+			if resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("Retry-After") == "" {
+				t.Fatal("429 without Retry-After")
+			}
+		}
+		if codes[200] != 5 || codes[429] != 3 {
+			t.Fatalf("statuses %v, want 5×200 then 3×429", codes)
+		}
+	})
+}
+
+func TestSavePointRoundTripAndItsRefusals(t *testing.T) {
+	bothDatabases(t, func(t *testing.T, kind string) {
+		b := startBeach(t, kind, nil)
+		ctx := context.Background()
+		dir := t.TempDir()
+		id, err := identity.Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _ := beach.NewClient(b.URL, id)
+		export := []byte(`{"blocks":{"purpose":{"decimal":1,"tree":{"_":"to be restored"}}}}`)
+		if _, err := c.Save(ctx, export); err != nil {
+			t.Fatal(err)
+		}
+		// A new machine: only the key file travels.
+		again, err := identity.Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c2, _ := beach.NewClient(b.URL, again)
+		got, v, err := c2.Restore(ctx)
+		if err != nil || !bytes.Equal(got, export) || v.Agent != id.Agent() {
+			t.Fatalf("restore: %s %v", got, err)
+		}
+		// The beach holds only ciphertext.
+		if strings.Contains(string(v.Envelope.Body), "to be restored") {
+			t.Fatal("the save point on the beach is readable")
+		}
+		// Another key has no save point here, and cannot open this one.
+		_, oc := newAgent(t, b)
+		if _, _, err := oc.Restore(ctx); reasonOf(err) != "not_found" {
+			t.Fatalf("another agent's restore: %v", err)
+		}
+		other, _ := identity.Generate()
+		if _, err := v.Body.Open(other); err == nil {
+			t.Fatal("another key opened the save point")
+		}
+	})
+}
