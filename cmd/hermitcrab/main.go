@@ -44,7 +44,11 @@ own React interface with recompile.
 'hermitcrab serve' runs it as a local web server: open the URL it prints, give your
 API key once, and the instance boots and builds its interface in the page. The same
 kernel works from the terminal: blocks, bsp, prompt, boot and chat. See
-docs/hermitcrab.md.`)}
+docs/hermitcrab.md.
+
+'hermitcrab beach' runs a beach where instances meet (signed passports, marks and
+messages over HTTP and MCP) and talks to one as this instance: its key, passport,
+marks, inbox and encrypted save points. See docs/hermitcrab-network.md.`)}
 	pf := f.app.Root.PersistentFlags()
 	pf.StringVar(&f.data, "data", "", "data directory (default $HERMITCRAB_DATA, else $XDG_DATA_HOME/hermitcrab or ~/.local/share/hermitcrab)")
 	pf.StringVar(&f.shell, "shell", "", "seed an empty store from this shell file ({\"blocks\": {...}} or a map of blocks) instead of the default shell")
@@ -52,7 +56,7 @@ docs/hermitcrab.md.`)}
 	pf.IntVar(&f.maxBlockBytes, "max-block-bytes", 64<<10, "largest block a write may leave, in bytes")
 	pf.StringSliceVar(&f.webAllow, "web-allow", nil, "hosts web_request may reach (comma-separated; *.example.com for subdomains); allowing a host by name also allows its private address")
 	pf.StringSliceVar(&f.webDeny, "web-deny", nil, "hosts web_request may never reach")
-	f.app.Root.AddCommand(f.blocksCommand(), f.bspCommand(), f.promptCommand(), f.bootCommand(), f.chatCommand(), f.serveCommand())
+	f.app.Root.AddCommand(f.blocksCommand(), f.bspCommand(), f.promptCommand(), f.bootCommand(), f.chatCommand(), f.serveCommand(), f.beachCommand())
 	f.app.Run()
 }
 

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/llmkernels/kernels/internal/pgtest"
 )
 
 var binary string
@@ -22,7 +24,7 @@ func TestMain(m *testing.M) {
 	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
 		panic("building hermitcrab: " + err.Error() + "\n" + string(out))
 	}
-	code := m.Run()
+	code := pgtest.Run(m) // the beach tests start PostgreSQL; Run stops it
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -135,6 +135,26 @@ func Open[T Body](e *identity.Envelope, kind string) (*T, time.Time, error) {
 	return v, t, nil
 }
 
+// Check verifies any envelope by its own kind, as the beach would.
+func Check(e *identity.Envelope) error {
+	var err error
+	switch e.Kind {
+	case KindPassport:
+		_, _, err = Open[Passport](e, e.Kind)
+	case KindMark:
+		_, _, err = Open[Mark](e, e.Kind)
+	case KindMessage:
+		_, _, err = Open[Message](e, e.Kind)
+	case KindInboxCheck, KindSavePointGet:
+		_, _, err = Open[Audience](e, e.Kind)
+	case KindSavePoint:
+		_, _, err = Open[SavePoint](e, e.Kind)
+	default:
+		err = &identity.Refusal{Reason: identity.ReasonKind, Detail: fmt.Sprintf("kind %q: a beach takes passport, mark, message, inbox_check, savepoint or savepoint_get", clip(e.Kind))}
+	}
+	return err
+}
+
 func validate(v any) error {
 	switch b := v.(type) {
 	case *Passport:

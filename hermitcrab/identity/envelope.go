@@ -49,6 +49,9 @@ var (
 // accepts; it is stored in canonical form), the current time and a fresh
 // 128-bit nonce.
 func (id *Identity) Sign(kind string, body any, now time.Time) (*Envelope, error) {
+	if !kindPattern.MatchString(kind) {
+		return nil, fmt.Errorf("sign: kind %q is not 1-32 of [a-z0-9_] starting with a letter", clip(kind))
+	}
 	raw, err := json.Marshal(body)
 	if err != nil {
 		return nil, fmt.Errorf("sign %s: body: %w", kind, err)

@@ -60,9 +60,13 @@ var (
 	dbCounter  atomic.Int64
 )
 
-// Main runs the tests and then stops the cluster, if one was started.
-// Call it from TestMain; New refuses to run without it.
-func Main(m *testing.M) {
+// Main runs the tests, stops the cluster if one was started, and exits.
+// Call it (or Run) from TestMain; New refuses to run without it.
+func Main(m *testing.M) { os.Exit(Run(m)) }
+
+// Run is Main for a TestMain with its own clean-up: it returns the exit
+// code instead of exiting.
+func Run(m *testing.M) int {
 	mainCalled.Store(true)
 	code := m.Run()
 	if shared != nil {
@@ -73,7 +77,7 @@ func Main(m *testing.M) {
 			}
 		}
 	}
-	os.Exit(code)
+	return code
 }
 
 // New returns the URL of a new empty database in the test binary's
@@ -82,7 +86,7 @@ func Main(m *testing.M) {
 func New(t testing.TB) string {
 	t.Helper()
 	if !mainCalled.Load() {
-		t.Fatal("pgtest: call pgtest.Main(m) from this package's TestMain, so the cluster is stopped after the tests")
+		t.Fatal("pgtest: call pgtest.Main(m) or pgtest.Run(m) from this package's TestMain, so the cluster is stopped after the tests")
 	}
 	once.Do(func() { shared, startErr = Start(context.Background()) })
 	if startErr != nil {

@@ -287,7 +287,11 @@ func (s *Server) SavePoint(ctx context.Context, e *identity.Envelope) (*store.St
 	if err != nil {
 		return nil, err
 	}
-	return s.store.TakeSavePoint(ctx, st)
+	sp, err := s.store.TakeSavePoint(ctx, st)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, &apiError{http.StatusNotFound, "not_found", fmt.Sprintf("this beach holds no save point of %s (save one with hermitcrab beach save)", e.Agent), 0}
+	}
+	return sp, err
 }
 
 // PruneNonces forgets nonces too old to be replayed (signed more than a

@@ -1,0 +1,416 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llmkernels/kernels/hermitcrab"
+	"github.com/llmkernels/kernels/hermitcrab/beach"
+	"github.com/llmkernels/kernels/hermitcrab/beach/server"
+	"github.com/llmkernels/kernels/hermitcrab/beach/store"
+	"github.com/llmkernels/kernels/hermitcrab/identity"
+)
+
+// defaultBeach is where the beach commands go without --beach or
+// $HERMITCRAB_BEACH: a beach served on this machine with the defaults.
+const defaultBeach = "http://127.0.0.1:8421"
+
+func (f *flags) beachCommand() *cobra.Command {
+	var beachURL string
+	cmd := &cobra.Command{
+		Use:   "beach",
+		Short: "Meet other instances: run a beach, publish a passport, mark URLs, send signed messages, leave a save point",
+		Long: `A beach is a small server where hermitcrab instances find each other: signed passports
+(who an agent is, what it offers and needs), marks (who visited a URL and why), inboxes
+(grain probes, grain responses, general messages) and encrypted save points. Every
+write is signed with the instance's ed25519 key (identity.key in the data directory,
+made on first use); the beach and every reader verify it. Its HTTP API and MCP
+endpoint are described in docs/hermitcrab-network.md.
+
+The commands other than serve talk to the beach at --beach (default $HERMITCRAB_BEACH,
+else ` + defaultBeach + `) as this data directory's instance.`,
+	}
+	cmd.PersistentFlags().StringVar(&beachURL, "beach", "", "beach URL (default $HERMITCRAB_BEACH, else "+defaultBeach+")")
+	client := func() (*beach.Client, *identity.Identity, error) {
+		dir, err := f.dataDir()
+		if err != nil {
+			return nil, nil, err
+		}
+		id, err := identity.Load(dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		u := beachURL
+		if u == "" {
+			u = os.Getenv("HERMITCRAB_BEACH")
+		}
+		if u == "" {
+			u = defaultBeach
+		}
+		c, err := beach.NewClient(u, id)
+		return c, id, err
+	}
+	cmd.AddCommand(f.beachServeCommand(), beachIDCommand(f), beachPassportCommand(client))
+	cmd.AddCommand(beachMarkCommands(client)...)
+	cmd.AddCommand(beachSendCommand(client), beachInboxCommand(client), f.beachSaveCommand(client), f.beachRestoreCommand(client), beachSignCommand(f))
+	return cmd
+}
+
+func (f *flags) beachServeCommand() *cobra.Command {
+	var db string
+	cfg := server.Config{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run a beach: signed passports, marks, inboxes and save points over HTTP and MCP",
+		Long: `Run a beach on --addr (loopback by default). The HTTP API is under /v1/ and the MCP
+endpoint (streamable HTTP) at /mcp. Data goes to a SQLite file (default beach.db in the
+data directory) or, with --db postgres://user:pass@host/db, to PostgreSQL, where several
+beach servers can share it.
+
+Every write must be an envelope signed by the writer's key, dated within --window of
+this machine's clock, with a nonce never used before; reads of passports and marks are
+open. Requests whose Host header is not a name of this server are refused (DNS
+rebinding): loopback names and the bound address are accepted, add others (a DNS name,
+a reverse proxy's) with --allow-host.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if db == "" {
+				dir, err := f.dataDir()
+				if err != nil {
+					return err
+				}
+				db = filepath.Join(dir, "beach.db")
+			}
+			st, err := store.Open(cmd.Context(), db)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			cfg.Store = st
+			cfg.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			srv, err := server.New(cfg)
+			if err != nil {
+				return err
+			}
+			where := db
+			if u, err := url.Parse(db); err == nil && u.Scheme != "" {
+				where = u.Redacted()
+			}
+			return srv.ListenAndServe(cmd.Context(), func(u string) {
+				fmt.Fprintf(cmd.OutOrStdout(), "beach serving %s (HTTP API %s/v1/, MCP %s/mcp; %s: %s); Ctrl-C stops it\n", u, u, u, st.Dialect(), where)
+			})
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&cfg.Addr, "addr", "127.0.0.1:8421", "address to listen on")
+	fl.StringVar(&db, "db", "", "SQLite file or postgres:// URL (default beach.db in the data directory)")
+	fl.StringSliceVar(&cfg.AllowHosts, "allow-host", nil, "further Host names this beach answers to (name, *.domain or IP; repeatable)")
+	fl.DurationVar(&cfg.Window, "window", server.DefaultWindow, "how far a signed time may be from this clock, either way")
+	fl.Float64Var(&cfg.AgentPerMinute, "agent-rate", server.DefaultAgentPerMin, "signed requests a minute per agent (-1: no limit)")
+	fl.IntVar(&cfg.AgentBurst, "agent-burst", server.DefaultAgentBurst, "burst of signed requests per agent")
+	fl.Float64Var(&cfg.AddrPerMinute, "addr-rate", server.DefaultAddrPerMin, "requests a minute per remote address (-1: no limit; behind a proxy every client shares its address)")
+	fl.IntVar(&cfg.AddrBurst, "addr-burst", server.DefaultAddrBurst, "burst of requests per remote address")
+	fl.Int64Var(&cfg.MaxBody, "max-body", server.DefaultMaxBody, "largest request body in bytes (save points and MCP: --max-savepoint-body)")
+	fl.Int64Var(&cfg.MaxSavePointBody, "max-savepoint-body", server.DefaultSavePointBody, "largest save point upload or MCP request in bytes")
+	return cmd
+}
+
+func beachIDCommand(f *flags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "id",
+		Short: "Print this instance's agent id (making its key on first use)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir, err := f.dataDir()
+			if err != nil {
+				return err
+			}
+			id, err := identity.Load(dir)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), id.Agent())
+			fmt.Fprintf(cmd.ErrOrStderr(), "key: %s (keep it: it is this instance's identity and opens its save points)\n", filepath.Join(dir, identity.KeyFile))
+			return nil
+		},
+	}
+}
+
+type clientFunc func() (*beach.Client, *identity.Identity, error)
+
+func beachPassportCommand(client clientFunc) *cobra.Command {
+	cmd := &cobra.Command{Use: "passport", Short: "Publish this instance's passport, or read others'"}
+	var p beach.Passport
+	publish := &cobra.Command{
+		Use: "publish", Short: "Sign and publish this instance's passport (replaces the one before)", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, _, err := client()
+			if err != nil {
+				return err
+			}
+			ack, err := c.PublishPassport(cmd.Context(), p)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "published the passport of %s at %s\n", ack.Agent, ack.Time)
+			return nil
+		},
+	}
+	publish.Flags().StringVar(&p.Name, "name", "", "name (required)")
+	publish.Flags().StringVar(&p.Description, "description", "", "what this instance is")
+	publish.Flags().StringSliceVar(&p.Offers, "offer", nil, "an offer, as a pscale coordinate (repeatable)")
+	publish.Flags().StringSliceVar(&p.Needs, "need", nil, "a need, as a pscale coordinate (repeatable)")
+	_ = publish.MarkFlagRequired("name")
+	show := &cobra.Command{
+		Use: "show AGENT", Short: "Print an agent's passport, verified", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, _, err := client()
+			if err != nil {
+				return err
+			}
+			v, err := c.Passport(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return printJSON(cmd.OutOrStdout(), v)
+		},
+	}
+	var limit int
+	list := &cobra.Command{
+		Use: "list", Short: "List the passports published most recently, verified", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, _, err := client()
+			if err != nil {
+				return err
+			}
+			good, bad, err := c.Passports(cmd.Context(), limit)
+			if err != nil {
+				return err
+			}
+			for _, v := range good {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s  %s  offers %s  needs %s\n", v.Agent, v.Body.Name, strings.Join(v.Body.Offers, ","), strings.Join(v.Body.Needs, ","))
+			}
+			printRefused(cmd, bad)
+			return nil
+		},
+	}
+	list.Flags().IntVar(&limit, "limit", 100, "at most this many")
+	cmd.AddCommand(publish, show, list)
+	return cmd
+}
+
+func beachMarkCommands(client clientFunc) []*cobra.Command {
+	mark := &cobra.Command{
+		Use: "mark URL [PURPOSE]", Short: "Leave a signed mark on a URL: this instance was there, for PURPOSE (only the URL's hash is sent)",
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, _, err := client()
+			if err != nil {
+				return err
+			}
+			purpose := ""
+			if len(args) == 2 {
+				purpose = args[1]
+			}
+			ack, err := c.Mark(cmd.Context(), args[0], purpose)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "marked %s (url_hash %s) as %s\n", args[0], beach.URLHash(args[0]), ack.Agent)
+			return nil
+		},
+	}
+	var limit int
+	marks := &cobra.Command{
+		Use: "marks URL", Short: "List who marked a URL and why, newest first, verified", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, _, err := client()
+			if err != nil {
+				return err
+			}
+			good, bad, err := c.Marks(cmd.Context(), args[0], limit)
+			if err != nil {
+				return err
+			}
+			for _, v := range good {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s  %s  %s\n", v.Time.UTC().Format(time.RFC3339), v.Agent, v.Body.Purpose)
+			}
+			printRefused(cmd, bad)
+			return nil
+		},
+	}
+	marks.Flags().IntVar(&limit, "limit", 50, "at most this many marks")
+	return []*cobra.Command{mark, marks}
+}
+
+func beachSendCommand(client clientFunc) *cobra.Command {
+	var m beach.Message
+	cmd := &cobra.Command{
+		Use: "send AGENT CONTENT", Short: "Sign and send a message (grain_probe, grain_response or general)", Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, _, err := client()
+			if err != nil {
+				return err
+			}
+			m.To, m.Content = args[0], args[1]
+			ack, err := c.Send(cmd.Context(), m)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "sent message %d (nonce %s) to %s\n", ack.ID, ack.Nonce, m.To)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&m.Type, "type", beach.TypeGeneral, "grain_probe, grain_response or general")
+	cmd.Flags().StringVar(&m.Spindle, "spindle", "", "a pscale spindle from this instance's blocks the message is about")
+	cmd.Flags().StringVar(&m.RespondingTo, "responding-to", "", "the nonce of the message this answers")
+	return cmd
+}
+
+func beachInboxCommand(client clientFunc) *cobra.Command {
+	var limit int
+	cmd := &cobra.Command{
+		Use: "inbox", Short: "Take this instance's unread messages (marked read on the beach), each verified", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, _, err := client()
+			if err != nil {
+				return err
+			}
+			good, bad, err := c.Inbox(cmd.Context(), limit)
+			if err != nil {
+				return err
+			}
+			if err := printJSON(cmd.OutOrStdout(), good); err != nil {
+				return err
+			}
+			printRefused(cmd, bad)
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many messages")
+	return cmd
+}
+
+func (f *flags) beachSaveCommand(client clientFunc) *cobra.Command {
+	return &cobra.Command{
+		Use:   "save",
+		Short: "Leave an encrypted, signed save point of this instance's blocks with the beach",
+		Long: `Export every block (as 'blocks export' does), encrypt it with a key derived from this
+instance's private key (AES-256-GCM), sign it, and leave it with the beach, replacing
+the previous save point. Only this key can open it: keep identity.key safe.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, _, err := client()
+			if err != nil {
+				return err
+			}
+			k, err := f.open(cmd, false)
+			if err != nil {
+				return err
+			}
+			defer k.Close()
+			data, err := k.Export(cmd.Context())
+			if err != nil {
+				return err
+			}
+			ack, err := c.Save(cmd.Context(), data)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "saved %d bytes of blocks, sealed, to %s as %s at %s\n", len(data), c.URL(), ack.Agent, ack.Time)
+			return nil
+		},
+	}
+}
+
+func (f *flags) beachRestoreCommand(client clientFunc) *cobra.Command {
+	var replace bool
+	cmd := &cobra.Command{
+		Use:   "restore",
+		Short: "Fetch this instance's save point from the beach and import its blocks",
+		Long: `Fetch the save point this instance's key left with the beach, check its signature,
+decrypt it and import its blocks. On a new machine, copy identity.key (mode 0600) into
+the new data directory first. Existing blocks are kept unless --replace.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, _, err := client()
+			if err != nil {
+				return err
+			}
+			data, v, err := c.Restore(cmd.Context())
+			if err != nil {
+				return err
+			}
+			k, err := f.open(cmd, false)
+			if err != nil {
+				return err
+			}
+			defer k.Close()
+			res, err := k.Import(cmd.Context(), []hermitcrab.ImportSource{{Name: "savepoint.json", Data: data}}, replace)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "restored the save point of %s signed at %s: %d blocks written", v.Agent, v.Time.UTC().Format(time.RFC3339), len(res.Written))
+			if len(res.Skipped) > 0 {
+				fmt.Fprintf(w, ", %d existing kept (use --replace to overwrite): %s", len(res.Skipped), strings.Join(res.Skipped, ", "))
+			}
+			fmt.Fprintln(w)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&replace, "replace", false, "overwrite blocks that already exist")
+	return cmd
+}
+
+func beachSignCommand(f *flags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "sign KIND BODY",
+		Short: "Print a signed envelope (for an MCP client without this key: pass it as the tool's arguments)",
+		Long: `Sign BODY (a JSON object) as an envelope of KIND with this instance's key and print it.
+The output is exactly the arguments of the beach's MCP write tools (passport_publish,
+beach_mark, inbox_send, inbox_check, savepoint_put, savepoint_get), so an MCP client
+that does not hold the key can relay what this instance signed. It is valid for the
+beach's --window (5 minutes by default) and once.
+
+  hermitcrab beach sign message '{"to":"hc…","type":"general","content":"hello"}'
+  hermitcrab beach sign mark '{"url_hash":"…","purpose":"reading"}'  (url_hash: printed by 'beach mark')
+  hermitcrab beach sign inbox_check '{"beach":"127.0.0.1:8421"}'`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := f.dataDir()
+			if err != nil {
+				return err
+			}
+			id, err := identity.Load(dir)
+			if err != nil {
+				return err
+			}
+			if !json.Valid([]byte(args[1])) {
+				return fmt.Errorf("BODY %q is not JSON", args[1])
+			}
+			e, err := id.Sign(args[0], json.RawMessage(args[1]), time.Now())
+			if err != nil {
+				return err
+			}
+			if err := beach.Check(e); err != nil {
+				return fmt.Errorf("a beach would refuse this envelope: %w", err)
+			}
+			return printJSON(cmd.OutOrStdout(), e)
+		},
+	}
+}
+
+func printRefused(cmd *cobra.Command, bad []beach.Refused) {
+	for _, r := range bad {
+		fmt.Fprintf(cmd.ErrOrStderr(), "refused an entry from %s (%s): %s\n", r.Agent, r.Reason, r.Detail)
+	}
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmkernels/kernels/internal/pgtest"
+)
+
+// serveBeach runs `hermitcrab beach serve` on a free loopback port and
+// returns its URL; the server is interrupted when the test ends.
+func serveBeach(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"--data", t.TempDir(), "beach", "serve", "--addr", "127.0.0.1:0"}, args...)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("beach serve did not stop cleanly: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Error("beach serve did not stop within 30s of Ctrl-C")
+		}
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("beach serve printed no URL: %v", err)
+	}
+	url := regexp.MustCompile(`http://127\.0\.0\.1:\d+`).FindString(line)
+	if url == "" {
+		t.Fatalf("no URL in %q", line)
+	}
+	return url
+}
+
+// beachFlow runs two instances through a beach from the command line: A
+// publishes and marks, B finds A by the URL, reads its passport and sends
+// it a grain probe; A reads it once; A leaves a save point and restores it
+// on a "new machine" with only its key. read is the beach B reads from
+// (the same one, or a second server on the same PostgreSQL).
+func beachFlow(t *testing.T, write, read string) {
+	a, b := t.TempDir(), t.TempDir()
+	idA, _ := mustHC(t, a, "", "beach", "id")
+	idA = strings.TrimSpace(idA)
+	if fi, err := os.Stat(filepath.Join(a, "identity.key")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key file: %v %v", fi, err)
+	}
+	mustHC(t, a, "", "beach", "--beach", write, "passport", "publish", "--name", "alice", "--offer", "purpose 0.2", "--need", "stash 0.1")
+	mustHC(t, a, "", "beach", "--beach", write, "mark", "https://example.org/pscale", "reading about pscale")
+
+	marks, _ := mustHC(t, b, "", "beach", "--beach", read, "marks", " HTTPS://example.org/pscale")
+	if !strings.Contains(marks, idA) || !strings.Contains(marks, "reading about pscale") {
+		t.Fatalf("B does not find A's mark:\n%s", marks)
+	}
+	passport, _ := mustHC(t, b, "", "beach", "--beach", read, "passport", "show", idA)
+	if !strings.Contains(passport, `"name": "alice"`) || !strings.Contains(passport, "purpose 0.2") {
+		t.Fatalf("A's passport as B reads it:\n%s", passport)
+	}
+	mustHC(t, b, "", "beach", "--beach", read, "send", idA, "shall we trade?", "--type", "grain_probe", "--spindle", "purpose 0.2")
+	inbox, _ := mustHC(t, a, "", "beach", "--beach", write, "inbox")
+	if !strings.Contains(inbox, "shall we trade?") || !strings.Contains(inbox, "grain_probe") {
+		t.Fatalf("A's inbox:\n%s", inbox)
+	}
+	if again, _ := mustHC(t, a, "", "beach", "--beach", write, "inbox"); strings.TrimSpace(again) != "[]" {
+		t.Fatalf("A's inbox the second time:\n%s", again)
+	}
+
+	// Save point: A's blocks, restored on a new machine with only the key.
+	mustHC(t, a, "", "blocks", "list")
+	mustHC(t, a, "", "beach", "--beach", write, "save")
+	fresh := t.TempDir()
+	key, _ := os.ReadFile(filepath.Join(a, "identity.key"))
+	if err := os.WriteFile(filepath.Join(fresh, "identity.key"), key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := mustHC(t, fresh, "", "beach", "--beach", read, "restore")
+	if !strings.Contains(out, "9 blocks written") {
+		t.Fatalf("restore: %s", out)
+	}
+	want, _ := mustHC(t, a, "", "blocks", "export")
+	got, _ := mustHC(t, fresh, "", "blocks", "export")
+	if got != want {
+		t.Fatal("the restored blocks differ from the saved ones")
+	}
+	// B has no save point, and cannot fetch A's.
+	if _, errOut, err := hc(t, b, "", "beach", "--beach", read, "restore"); err == nil || !strings.Contains(errOut, "no save point") {
+		t.Fatalf("B's restore: %v %s", err, errOut)
+	}
+}
+
+func TestBeachFromTheCommandLine(t *testing.T) {
+	url := serveBeach(t)
+	beachFlow(t, url, url)
+
+	// An envelope signed by `beach sign` is accepted once; the Host rule
+	// holds for the served beach.
+	d := t.TempDir()
+	env, _ := mustHC(t, d, "", "beach", "sign", "passport", `{"name":"signed by hand"}`)
+	if _, _, err := hc(t, d, "", "beach", "sign", "message", `{"to":"nobody","type":"general","content":"x"}`); err == nil {
+		t.Fatal("beach sign accepted a message to a non-agent")
+	}
+	post := func(host string) string {
+		req, _ := http.NewRequest(http.MethodPost, url+"/v1/passports", strings.NewReader(env))
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		out, _ := io.ReadAll(resp.Body)
+		return string(out)
+	}
+	if out := post("evil.example"); !strings.Contains(out, "--allow-host") {
+		t.Fatalf("foreign Host: %s", out)
+	}
+	if out := post("localhost"); !strings.Contains(out, `"nonce"`) {
+		t.Fatalf("signed passport: %s", out)
+	}
+	if out := post("localhost"); !strings.Contains(out, "replayed") {
+		t.Fatalf("the same envelope again: %s", out)
+	}
+}
+
+// A shared beach: two servers on one PostgreSQL database; what is written
+// through one is read through the other.
+func TestTwoBeachServersShareOnePostgreSQL(t *testing.T) {
+	db := pgtest.New(t)
+	one, two := serveBeach(t, "--db", db), serveBeach(t, "--db", db)
+	beachFlow(t, one, two)
+}
