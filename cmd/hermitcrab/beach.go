@@ -56,7 +56,13 @@ else ` + defaultBeach + `) as this data directory's instance.`,
 			u = defaultBeach
 		}
 		c, err := beach.NewClient(u, id)
-		return c, id, err
+		if err != nil {
+			return nil, nil, err
+		}
+		// Messages accepted from any beach, kept so a replay is refused even
+		// after this process ends.
+		c.Nonces = beach.FileNonces{Path: filepath.Join(dir, "beach-received")}
+		return c, id, nil
 	}
 	cmd.AddCommand(f.beachServeCommand(), beachIDCommand(f), beachPassportCommand(client))
 	cmd.AddCommand(beachMarkCommands(client)...)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -9,15 +11,24 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/llmkernels/kernels/hermitcrab/beach"
+	"github.com/llmkernels/kernels/hermitcrab/identity"
 	"github.com/llmkernels/kernels/internal/pgtest"
 )
 
 // serveBeach runs `hermitcrab beach serve` on a free loopback port and
 // returns its URL; the server is interrupted when the test ends.
 func serveBeach(t *testing.T, args ...string) string {
+	url, _ := startBeachProcess(t, args...)
+	return url
+}
+
+func startBeachProcess(t *testing.T, args ...string) (string, *exec.Cmd) {
 	t.Helper()
 	cmd := exec.Command(binary, append([]string{"--data", t.TempDir(), "beach", "serve", "--addr", "127.0.0.1:0"}, args...)...)
 	stdout, err := cmd.StdoutPipe()
@@ -29,6 +40,9 @@ func serveBeach(t *testing.T, args ...string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		if cmd.ProcessState != nil {
+			return // killed and reaped by the test
+		}
 		_ = cmd.Process.Signal(os.Interrupt)
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
@@ -50,7 +64,75 @@ func serveBeach(t *testing.T, args ...string) string {
 	if url == "" {
 		t.Fatalf("no URL in %q", line)
 	}
-	return url
+	return url, cmd
+}
+
+// A beach killed with SIGKILL in the middle of concurrent writes keeps
+// every write it acknowledged, three times over.
+func TestABeachKilledMidWriteKeepsEveryAcknowledgedWrite(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "beach.db")
+	to, err := identity.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	acked := map[string]bool{}
+	for round := range 3 {
+		url, cmd := startBeachProcess(t, "--db", db, "--addr-rate", "-1", "--agent-rate", "-1")
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		var count atomic.Int64
+		for range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				id, _ := identity.Generate()
+				c, _ := beach.NewClient(url, id)
+				for i := 0; ; i++ {
+					content := fmt.Sprintf("round %d from %s #%d", round, id.Agent()[:8], i)
+					if _, err := c.Send(context.Background(), beach.Message{To: to.Agent(), Type: beach.TypeGeneral, Content: content}); err != nil {
+						return // the server is gone
+					}
+					mu.Lock()
+					acked[content] = true
+					mu.Unlock()
+					count.Add(1)
+				}
+			}()
+		}
+		deadline := time.Now().Add(2 * time.Minute)
+		for count.Load() < int64(50+round*37) { // a different point each round
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: only %d writes acknowledged in 2 minutes", round, count.Load())
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if err := cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Wait()
+		wg.Wait()
+	}
+	url := serveBeach(t, "--db", db)
+	c, _ := beach.NewClient(url, to)
+	got := map[string]bool{}
+	for {
+		msgs, refused, err := c.Inbox(context.Background(), 500)
+		if err != nil || len(refused) > 0 {
+			t.Fatalf("inbox after the kills: %v %v", refused, err)
+		}
+		if len(msgs) == 0 {
+			break
+		}
+		for _, m := range msgs {
+			got[m.Body.Content] = true
+		}
+	}
+	for content := range acked {
+		if !got[content] {
+			t.Fatalf("an acknowledged message was lost to kill -9: %q (%d acknowledged, %d found)", content, len(acked), len(got))
+		}
+	}
+	t.Logf("%d acknowledged writes over 3 kills, all found", len(acked))
 }
 
 // beachFlow runs two instances through a beach from the command line: A

@@ -9,12 +9,14 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/llmkernels/kernels/hermitcrab/identity"
+	"github.com/llmkernels/kernels/internal/atomicfile"
 )
 
 // Client talks to a beach for one instance: it signs what the instance
@@ -32,7 +34,8 @@ type Client struct {
 	HTTP *http.Client
 	// Nonces remembers the messages this instance has accepted, so a
 	// message a beach hands out twice is refused the second time. NewClient
-	// sets an in-memory one; an instance keeps its own across restarts.
+	// sets an in-memory one; an instance sets a FileNonces in its data
+	// directory (as the CLI does) or its own store.
 	Nonces Nonces
 	// Now is the signing clock.
 	Now func() time.Time
@@ -63,6 +66,46 @@ func (m *MemoryNonces) Use(_ context.Context, agent, nonce string) (bool, error)
 	}
 	m.seen[k] = true
 	return true, nil
+}
+
+// FileNonces is a Nonces kept in a file (one "agent nonce" line per
+// message accepted), so a replay is caught across restarts and between
+// processes sharing a data directory: each Use holds an exclusive lock on
+// path.lock while it reads and appends.
+type FileNonces struct{ Path string }
+
+// Use implements Nonces.
+func (f FileNonces) Use(_ context.Context, agent, nonce string) (bool, error) {
+	unlock, err := atomicfile.Lock(f.Path + ".lock")
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	line := agent + " " + nonce + "\n"
+	data, err := os.ReadFile(f.Path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return false, fmt.Errorf("received nonces: %w", err)
+	}
+	for rest := string(data); rest != ""; {
+		var l string
+		l, rest, _ = strings.Cut(rest, "\n")
+		if l+"\n" == line {
+			return false, nil
+		}
+	}
+	file, err := os.OpenFile(f.Path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return false, fmt.Errorf("received nonces: %w", err)
+	}
+	if _, err := file.WriteString(line); err != nil {
+		file.Close()
+		return false, fmt.Errorf("received nonces: %w", err)
+	}
+	if err := file.Sync(); err != nil {
+		file.Close()
+		return false, fmt.Errorf("received nonces: %w", err)
+	}
+	return true, file.Close()
 }
 
 // NewClient makes a client for the beach at baseURL (http or https). id
