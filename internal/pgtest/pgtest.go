@@ -13,7 +13,8 @@
 // are skipped (-run) pays nothing, and Main stops it and removes its
 // directory after the tests. The server is a child of the test binary with
 // a parent-death signal, so a test binary killed outright takes its server
-// with it (its temporary directory then stays behind).
+// with it; its temporary directory is removed by a later run (after ten
+// minutes, when no server is running in it).
 //
 // initdb refuses to run as root, so as root the cluster runs as the
 // "postgres" user (Debian's package makes it), else "nobody". It listens on
@@ -146,6 +147,7 @@ func Start(ctx context.Context) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	sweep()
 	dir, err := os.MkdirTemp("", "pgtest-")
 	if err != nil {
 		return nil, fmt.Errorf("temporary directory: %w", err)
@@ -289,6 +291,28 @@ func (c *Cluster) Stop() error {
 		return fmt.Errorf("removing the cluster directory: %w", err)
 	}
 	return nil
+}
+
+// sweep removes the directories of clusters whose test binary was killed
+// (their server died with it): no live postmaster and untouched for ten
+// minutes, so a cluster another test binary is still making is left alone.
+func sweep() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "pgtest-*"))
+	for _, d := range dirs {
+		info, err := os.Stat(d)
+		if err != nil || !info.IsDir() || time.Since(info.ModTime()) < 10*time.Minute {
+			continue
+		}
+		if pidText, err := os.ReadFile(filepath.Join(d, "data", "postmaster.pid")); err == nil {
+			first, _, _ := strings.Cut(string(pidText), "\n")
+			if pid, err := strconv.Atoi(strings.TrimSpace(first)); err == nil {
+				if err := syscall.Kill(pid, 0); err == nil || errors.Is(err, syscall.EPERM) {
+					continue // still running
+				}
+			}
+		}
+		_ = os.RemoveAll(d)
+	}
 }
 
 // credential is the user the cluster runs as: nil (this user) unless root.
