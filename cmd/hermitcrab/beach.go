@@ -39,14 +39,10 @@ The commands other than serve talk to the beach at --beach (default $HERMITCRAB_
 else ` + defaultBeach + `) as this data directory's instance.`,
 	}
 	cmd.PersistentFlags().StringVar(&beachURL, "beach", "", "beach URL (default $HERMITCRAB_BEACH, else "+defaultBeach+")")
-	client := func() (*beach.Client, *identity.Identity, error) {
-		dir, err := f.dataDir()
+	client := func() (*beach.Client, error) {
+		dir, id, err := f.identity()
 		if err != nil {
-			return nil, nil, err
-		}
-		id, err := identity.Load(dir)
-		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		u := beachURL
 		if u == "" {
@@ -57,12 +53,12 @@ else ` + defaultBeach + `) as this data directory's instance.`,
 		}
 		c, err := beach.NewClient(u, id)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		// Messages accepted from any beach, kept so a replay is refused even
 		// after this process ends.
 		c.Nonces = beach.FileNonces{Path: filepath.Join(dir, "beach-received")}
-		return c, id, nil
+		return c, nil
 	}
 	cmd.AddCommand(f.beachServeCommand(), beachIDCommand(f), beachPassportCommand(client))
 	cmd.AddCommand(beachMarkCommands(client)...)
@@ -135,11 +131,7 @@ func beachIDCommand(f *flags) *cobra.Command {
 		Short: "Print this instance's agent id (making its key on first use)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir, err := f.dataDir()
-			if err != nil {
-				return err
-			}
-			id, err := identity.Load(dir)
+			dir, id, err := f.identity()
 			if err != nil {
 				return err
 			}
@@ -150,25 +142,43 @@ func beachIDCommand(f *flags) *cobra.Command {
 	}
 }
 
-type clientFunc func() (*beach.Client, *identity.Identity, error)
+// identity loads (making on first use) the instance's key.
+func (f *flags) identity() (string, *identity.Identity, error) {
+	dir, err := f.dataDir()
+	if err != nil {
+		return "", nil, err
+	}
+	id, err := identity.Load(dir)
+	return dir, id, err
+}
+
+// clientFunc makes the beach client of the instance.
+type clientFunc func() (*beach.Client, error)
+
+// run makes a command's RunE that gets the client first.
+func (cf clientFunc) run(fn func(cmd *cobra.Command, args []string, c *beach.Client) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		c, err := cf()
+		if err != nil {
+			return err
+		}
+		return fn(cmd, args, c)
+	}
+}
 
 func beachPassportCommand(client clientFunc) *cobra.Command {
 	cmd := &cobra.Command{Use: "passport", Short: "Publish this instance's passport, or read others'"}
 	var p beach.Passport
 	publish := &cobra.Command{
 		Use: "publish", Short: "Sign and publish this instance's passport (replaces the one before)", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, _, err := client()
-			if err != nil {
-				return err
-			}
+		RunE: client.run(func(cmd *cobra.Command, _ []string, c *beach.Client) error {
 			ack, err := c.PublishPassport(cmd.Context(), p)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "published the passport of %s at %s\n", ack.Agent, ack.Time)
 			return nil
-		},
+		}),
 	}
 	publish.Flags().StringVar(&p.Name, "name", "", "name (required)")
 	publish.Flags().StringVar(&p.Description, "description", "", "what this instance is")
@@ -177,26 +187,18 @@ func beachPassportCommand(client clientFunc) *cobra.Command {
 	_ = publish.MarkFlagRequired("name")
 	show := &cobra.Command{
 		Use: "show AGENT", Short: "Print an agent's passport, verified", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, _, err := client()
-			if err != nil {
-				return err
-			}
+		RunE: client.run(func(cmd *cobra.Command, args []string, c *beach.Client) error {
 			v, err := c.Passport(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
 			return printJSON(cmd.OutOrStdout(), v)
-		},
+		}),
 	}
 	var limit int
 	list := &cobra.Command{
 		Use: "list", Short: "List the passports published most recently, verified", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, _, err := client()
-			if err != nil {
-				return err
-			}
+		RunE: client.run(func(cmd *cobra.Command, _ []string, c *beach.Client) error {
 			good, bad, err := c.Passports(cmd.Context(), limit)
 			if err != nil {
 				return err
@@ -206,7 +208,7 @@ func beachPassportCommand(client clientFunc) *cobra.Command {
 			}
 			printRefused(cmd, bad)
 			return nil
-		},
+		}),
 	}
 	list.Flags().IntVar(&limit, "limit", 100, "at most this many")
 	cmd.AddCommand(publish, show, list)
@@ -217,11 +219,7 @@ func beachMarkCommands(client clientFunc) []*cobra.Command {
 	mark := &cobra.Command{
 		Use: "mark URL [PURPOSE]", Short: "Leave a signed mark on a URL: this instance was there, for PURPOSE (only the URL's hash is sent)",
 		Args: cobra.RangeArgs(1, 2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, _, err := client()
-			if err != nil {
-				return err
-			}
+		RunE: client.run(func(cmd *cobra.Command, args []string, c *beach.Client) error {
 			purpose := ""
 			if len(args) == 2 {
 				purpose = args[1]
@@ -232,16 +230,12 @@ func beachMarkCommands(client clientFunc) []*cobra.Command {
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "marked %s (url_hash %s) as %s\n", args[0], beach.URLHash(args[0]), ack.Agent)
 			return nil
-		},
+		}),
 	}
 	var limit int
 	marks := &cobra.Command{
 		Use: "marks URL", Short: "List who marked a URL and why, newest first, verified", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, _, err := client()
-			if err != nil {
-				return err
-			}
+		RunE: client.run(func(cmd *cobra.Command, args []string, c *beach.Client) error {
 			good, bad, err := c.Marks(cmd.Context(), args[0], limit)
 			if err != nil {
 				return err
@@ -251,7 +245,7 @@ func beachMarkCommands(client clientFunc) []*cobra.Command {
 			}
 			printRefused(cmd, bad)
 			return nil
-		},
+		}),
 	}
 	marks.Flags().IntVar(&limit, "limit", 50, "at most this many marks")
 	return []*cobra.Command{mark, marks}
@@ -261,11 +255,7 @@ func beachSendCommand(client clientFunc) *cobra.Command {
 	var m beach.Message
 	cmd := &cobra.Command{
 		Use: "send AGENT CONTENT", Short: "Sign and send a message (grain_probe, grain_response or general)", Args: cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, _, err := client()
-			if err != nil {
-				return err
-			}
+		RunE: client.run(func(cmd *cobra.Command, args []string, c *beach.Client) error {
 			m.To, m.Content = args[0], args[1]
 			ack, err := c.Send(cmd.Context(), m)
 			if err != nil {
@@ -273,7 +263,7 @@ func beachSendCommand(client clientFunc) *cobra.Command {
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "sent message %d (nonce %s) to %s\n", ack.ID, ack.Nonce, m.To)
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().StringVar(&m.Type, "type", beach.TypeGeneral, "grain_probe, grain_response or general")
 	cmd.Flags().StringVar(&m.Spindle, "spindle", "", "a pscale spindle from this instance's blocks the message is about")
@@ -285,11 +275,7 @@ func beachInboxCommand(client clientFunc) *cobra.Command {
 	var limit int
 	cmd := &cobra.Command{
 		Use: "inbox", Short: "Take this instance's unread messages (marked read on the beach), each verified", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, _, err := client()
-			if err != nil {
-				return err
-			}
+		RunE: client.run(func(cmd *cobra.Command, _ []string, c *beach.Client) error {
 			good, bad, err := c.Inbox(cmd.Context(), limit)
 			if err != nil {
 				return err
@@ -299,7 +285,7 @@ func beachInboxCommand(client clientFunc) *cobra.Command {
 			}
 			printRefused(cmd, bad)
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many messages")
 	return cmd
@@ -313,11 +299,7 @@ func (f *flags) beachSaveCommand(client clientFunc) *cobra.Command {
 instance's private key (AES-256-GCM), sign it, and leave it with the beach, replacing
 the previous save point. Only this key can open it: keep identity.key safe.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, _, err := client()
-			if err != nil {
-				return err
-			}
+		RunE: client.run(func(cmd *cobra.Command, _ []string, c *beach.Client) error {
 			k, err := f.open(cmd, false)
 			if err != nil {
 				return err
@@ -333,7 +315,7 @@ the previous save point. Only this key can open it: keep identity.key safe.`,
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "saved %d bytes of blocks, sealed, to %s as %s at %s\n", len(data), c.URL(), ack.Agent, ack.Time)
 			return nil
-		},
+		}),
 	}
 }
 
@@ -346,11 +328,7 @@ func (f *flags) beachRestoreCommand(client clientFunc) *cobra.Command {
 decrypt it and import its blocks. On a new machine, copy identity.key (mode 0600) into
 the new data directory first. Existing blocks are kept unless --replace.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, _, err := client()
-			if err != nil {
-				return err
-			}
+		RunE: client.run(func(cmd *cobra.Command, _ []string, c *beach.Client) error {
 			data, v, err := c.Restore(cmd.Context())
 			if err != nil {
 				return err
@@ -371,7 +349,7 @@ the new data directory first. Existing blocks are kept unless --replace.`,
 			}
 			fmt.Fprintln(w)
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&replace, "replace", false, "overwrite blocks that already exist")
 	return cmd
@@ -392,11 +370,7 @@ beach's --window (5 minutes by default) and once.
   hermitcrab beach sign inbox_check '{"beach":"127.0.0.1:8421"}'`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, err := f.dataDir()
-			if err != nil {
-				return err
-			}
-			id, err := identity.Load(dir)
+			_, id, err := f.identity()
 			if err != nil {
 				return err
 			}
