@@ -273,10 +273,14 @@ func beachSendCommand(client clientFunc) *cobra.Command {
 
 func beachInboxCommand(client clientFunc) *cobra.Command {
 	var limit int
+	var after int64
 	cmd := &cobra.Command{
 		Use: "inbox", Short: "Take this instance's unread messages (marked read on the beach), each verified", Args: cobra.NoArgs,
 		RunE: client.run(func(cmd *cobra.Command, _ []string, c *beach.Client) error {
 			good, bad, err := c.Inbox(cmd.Context(), limit)
+			if cmd.Flags().Changed("after") {
+				good, bad, err = c.InboxAfter(cmd.Context(), after, limit)
+			}
 			if err != nil {
 				return err
 			}
@@ -288,6 +292,7 @@ func beachInboxCommand(client clientFunc) *cobra.Command {
 		}),
 	}
 	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many messages")
+	cmd.Flags().Int64Var(&after, "after", 0, "instead, the messages with ids above this one, read or not (when an answer was lost on the way); those already received are refused as replays")
 	return cmd
 }
 

@@ -9,7 +9,7 @@
 //	passport       Passport   who the agent is, what it offers and needs (pscale coordinates)
 //	mark           Mark       "I was at this URL, for this purpose" (the URL as a hash)
 //	message        Message    a grain probe, grain response or general message to another agent
-//	inbox_check    Audience   "give me my unread messages" (and mark them read)
+//	inbox_check    InboxCheck "give me my unread messages" (and mark them read)
 //	savepoint      SavePoint  an encrypted export of the agent's blocks
 //	savepoint_get  Audience   "give me my save point"
 //
@@ -100,6 +100,23 @@ type Audience struct {
 	Beach string `json:"beach"`
 }
 
+// InboxCheck asks for the signer's messages. Without After: the unread
+// ones, which are then marked read. With After: every message with an id
+// above it, read or not, so an instance whose answer was lost on the way
+// (the beach had already marked those messages read) can fetch them again
+// from the last id it processed; the receiver's nonce check refuses any
+// it had in fact already accepted.
+type InboxCheck struct {
+	Beach string `json:"beach"`
+	After *int64 `json:"after,omitempty"`
+}
+
+// Audience returns the beach the check is meant for.
+func (c *InboxCheck) Audience() string { return c.Beach }
+
+// Audience returns the beach the read is meant for.
+func (a *Audience) Audience() string { return a.Beach }
+
 // URLHash is how marks name a URL: the first 16 hex digits of the SHA-256
 // of the URL trimmed of spaces and lower-cased (as the original pscale
 // server did, so both hash a URL alike).
@@ -115,7 +132,7 @@ func ValidURLHash(s string) bool {
 
 // Body is the set of envelope bodies Open decodes and checks.
 type Body interface {
-	Passport | Mark | Message | Audience | SavePoint
+	Passport | Mark | Message | Audience | InboxCheck | SavePoint
 }
 
 // Open verifies an envelope of kind and decodes its body into a T, checking
@@ -145,7 +162,9 @@ func Check(e *identity.Envelope) error {
 		_, _, err = Open[Mark](e, e.Kind)
 	case KindMessage:
 		_, _, err = Open[Message](e, e.Kind)
-	case KindInboxCheck, KindSavePointGet:
+	case KindInboxCheck:
+		_, _, err = Open[InboxCheck](e, e.Kind)
+	case KindSavePointGet:
 		_, _, err = Open[Audience](e, e.Kind)
 	case KindSavePoint:
 		_, _, err = Open[SavePoint](e, e.Kind)
@@ -196,6 +215,11 @@ func validate(v any) error {
 		}
 		return text("responding_to", b.RespondingTo, 0, 64)
 	case *Audience:
+		return text("beach", b.Beach, 1, 300)
+	case *InboxCheck:
+		if b.After != nil && *b.After < 0 {
+			return fmt.Errorf("after %d: want a message id (0 or more)", *b.After)
+		}
 		return text("beach", b.Beach, 1, 300)
 	case *SavePoint:
 		return b.validate()

@@ -243,7 +243,18 @@ func (c *Client) Send(ctx context.Context, m Message) (*Ack, error) {
 // and verifies each: signed by its sender, addressed to this instance, and
 // not seen before (Nonces).
 func (c *Client) Inbox(ctx context.Context, limit int) ([]Verified[Message], []Refused, error) {
-	e, err := c.Sign(KindInboxCheck, Audience{Beach: c.base.Host})
+	return c.inbox(ctx, InboxCheck{Beach: c.base.Host}, limit)
+}
+
+// InboxAfter is Inbox for the messages with ids above after, read or not:
+// to fetch again what a lost answer carried. Messages this instance
+// already accepted come back refused as replays.
+func (c *Client) InboxAfter(ctx context.Context, after int64, limit int) ([]Verified[Message], []Refused, error) {
+	return c.inbox(ctx, InboxCheck{Beach: c.base.Host, After: &after}, limit)
+}
+
+func (c *Client) inbox(ctx context.Context, check InboxCheck, limit int) ([]Verified[Message], []Refused, error) {
+	e, err := c.Sign(KindInboxCheck, check)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -102,7 +102,7 @@ func (s *Server) mcpHandler() http.Handler {
 		})
 	signed("inbox_send", "Send a message: a signed envelope of kind message whose body is {to, type (grain_probe | grain_response | general), content, spindle, responding_to}.",
 		func(ctx context.Context, e *identity.Envelope, _ int) (any, error) { return s.Send(ctx, e) })
-	signed("inbox_check", "Take your unread messages (they are marked read): a signed envelope of kind inbox_check whose body is {beach: this beach's host}.",
+	signed("inbox_check", "Take your unread messages (they are marked read): a signed envelope of kind inbox_check whose body is {beach: this beach's host, after?: a message id, to fetch again the messages above it, read or not}.",
 		func(ctx context.Context, e *identity.Envelope, limit int) (any, error) {
 			msgs, err := s.Inbox(ctx, e, limit)
 			return map[string]any{"messages": msgs}, err

@@ -179,9 +179,9 @@ func accept[T beach.Body](s *Server, e *identity.Envelope, kind string) (*T, sto
 	if err := identity.CheckTime(t, now, s.cfg.Window); err != nil {
 		return nil, store.Statement{}, err
 	}
-	if a, ok := any(body).(*beach.Audience); ok && !s.guard.Allowed(a.Beach) {
+	if a, ok := any(body).(interface{ Audience() string }); ok && !s.guard.Allowed(a.Audience()) {
 		return nil, store.Statement{}, &apiError{http.StatusForbidden, "wrong_beach",
-			fmt.Sprintf("this %s is addressed to the beach at %q, not to this one", kind, a.Beach), 0}
+			fmt.Sprintf("this %s is addressed to the beach at %q, not to this one", kind, a.Audience()), 0}
 	}
 	if ok, wait := s.agents.allow(e.Agent, now); !ok {
 		return nil, store.Statement{}, &apiError{http.StatusTooManyRequests, "rate_limited",
@@ -260,13 +260,18 @@ func (s *Server) Send(ctx context.Context, e *identity.Envelope) (*Ack, error) {
 }
 
 // Inbox returns the signer's unread messages (oldest first, at most limit)
-// and marks them read.
+// and marks them read; with the check's After, its messages above that id,
+// read or not.
 func (s *Server) Inbox(ctx context.Context, e *identity.Envelope, limit int) ([]store.Stored, error) {
-	_, st, err := accept[beach.Audience](s, e, beach.KindInboxCheck)
+	check, st, err := accept[beach.InboxCheck](s, e, beach.KindInboxCheck)
 	if err != nil {
 		return nil, err
 	}
-	return s.store.TakeInbox(ctx, st, clampLimit(limit, DefaultInboxLimit))
+	after := store.Unread
+	if check.After != nil {
+		after = *check.After
+	}
+	return s.store.TakeInbox(ctx, st, after, clampLimit(limit, DefaultInboxLimit))
 }
 
 // PutSavePoint stores a signed, encrypted save point.

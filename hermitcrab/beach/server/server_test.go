@@ -177,6 +177,17 @@ func TestTheBeachRefusesWhatDoesNotVerify(t *testing.T) {
 		if again, _, _ := bc.Inbox(ctx, 10); len(again) != 0 {
 			t.Fatalf("a second check returned %d messages again", len(again))
 		}
+		// Fetching again after a lost answer: the message comes back, and
+		// a receiver that had in fact accepted it refuses it as a replay,
+		// while a receiver that had not (a fresh client: the answer was
+		// lost) accepts it.
+		if got, refused, err := bc.InboxAfter(ctx, msgs[0].ID-1, 10); err != nil || len(got) != 0 || len(refused) != 1 || refused[0].Reason != identity.ReasonReplay {
+			t.Fatalf("re-fetch by the same receiver: %+v %+v %v", got, refused, err)
+		}
+		fresh, _ := beach.NewClient(b.URL, bob)
+		if got, _, err := fresh.InboxAfter(ctx, msgs[0].ID-1, 10); err != nil || len(got) != 1 {
+			t.Fatalf("re-fetch after a lost answer: %+v %v", got, err)
+		}
 		// An older passport does not replace a newer one.
 		older, _ := alice.Sign(beach.KindPassport, beach.Passport{Name: "alice, earlier"}, time.Now().Add(-time.Minute))
 		if st, r := post(t, b, "/v1/passports", older); st != http.StatusConflict || r != "superseded" {

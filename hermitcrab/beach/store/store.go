@@ -46,6 +46,9 @@ var (
 	ErrNotFound = errors.New("not found")
 )
 
+// Unread is TakeInbox's after for "the unread messages".
+const Unread int64 = -1
+
 // Statement is a verified envelope to store: who signed it, when, its
 // nonce, and the envelope itself (canonical JSON).
 type Statement struct {
@@ -298,16 +301,26 @@ func (s *Store) PutMessage(ctx context.Context, st Statement, to, typ string) (i
 }
 
 // TakeInbox uses the signed request's nonce, then returns up to limit of
-// the agent's unread messages, oldest first, marking them read.
-func (s *Store) TakeInbox(ctx context.Context, req Statement, limit int) ([]Stored, error) {
+// the agent's unread messages, oldest first, marking them read. With after
+// 0 or more (not Unread) it returns the agent's messages with ids above
+// after, read or not (marking the unread ones read).
+func (s *Store) TakeInbox(ctx context.Context, req Statement, after int64, limit int) ([]Stored, error) {
 	var out []Stored
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		if err := useNonce(ctx, tx, req); err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, `UPDATE beach_messages SET read_at = $1
+		query := `UPDATE beach_messages SET read_at = $1
 			WHERE read_at IS NULL AND id IN (SELECT id FROM beach_messages WHERE recipient = $2 AND read_at IS NULL ORDER BY id LIMIT $3)
-			RETURNING id, sender, time, received, envelope`, ts(s.now()), req.Agent, limit)
+			RETURNING id, sender, time, received, envelope`
+		args := []any{ts(s.now()), req.Agent, limit}
+		if after != Unread {
+			query = `UPDATE beach_messages SET read_at = COALESCE(read_at, $1)
+			WHERE id IN (SELECT id FROM beach_messages WHERE recipient = $2 AND id > $4 ORDER BY id LIMIT $3)
+			RETURNING id, sender, time, received, envelope`
+			args = append(args, after)
+		}
+		rows, err := tx.QueryContext(ctx, query, args...)
 		if err != nil {
 			return err
 		}

@@ -54,7 +54,7 @@ func TestANonceIsUsedOncePerAgentAcrossKinds(t *testing.T) {
 		if _, err := s.PutMessage(ctx, stmt("a", 1, t0.Add(time.Second)), "b", "general"); !errors.Is(err, ErrReplay) {
 			t.Fatalf("the same nonce as a message: %v, want ErrReplay", err)
 		}
-		if _, err := s.TakeInbox(ctx, stmt("a", 1, t0), 10); !errors.Is(err, ErrReplay) {
+		if _, err := s.TakeInbox(ctx, stmt("a", 1, t0), Unread, 10); !errors.Is(err, ErrReplay) {
 			t.Fatalf("the same nonce as an inbox read: %v, want ErrReplay", err)
 		}
 		// Another agent may use the same nonce.
@@ -149,7 +149,7 @@ func TestInboxGivesEachMessageOnceEvenToConcurrentReaders(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for k := 0; ; k++ {
-					got, err := s.TakeInbox(ctx, stmt("me", 1000+r*100+k, t0), 7)
+					got, err := s.TakeInbox(ctx, stmt("me", 1000+r*100+k, t0), Unread, 7)
 					if err != nil {
 						t.Error(err)
 						return
@@ -176,6 +176,12 @@ func TestInboxGivesEachMessageOnceEvenToConcurrentReaders(t *testing.T) {
 			if c != 1 {
 				t.Fatalf("message %d taken %d times", id, c)
 			}
+		}
+		// An answer lost on the way: the messages above an id come back,
+		// read or not, and only the recipient's.
+		again, err := s.TakeInbox(ctx, stmt("me", 5000, t0), 10, 100)
+		if err != nil || len(again) != n-10 || again[0].ID != 11 {
+			t.Fatalf("after 10: %d messages (first %v), %v; want %d from id 11", len(again), again, err, n-10)
 		}
 	})
 }
