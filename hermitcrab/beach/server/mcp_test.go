@@ -31,7 +31,7 @@ func TestAnMCPClientListsTheToolsAndSendsASignedMessage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, nil)
-	session, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b.URL + "/mcp", DisableStandaloneSSE: true}, nil)
+	session, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b.URL + "/mcp"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
