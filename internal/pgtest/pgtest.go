@@ -122,9 +122,18 @@ type Cluster struct {
 	waitErr  error
 }
 
+// initdbGlob is where Debian installs initdb; PGTEST_INITDB_GLOB replaces
+// it (pgtest's own tests point it at nothing to see the skip rule).
+func initdbGlob() string {
+	if g := os.Getenv("PGTEST_INITDB_GLOB"); g != "" {
+		return g
+	}
+	return "/usr/lib/postgresql/*/bin/initdb"
+}
+
 // BinDir finds the newest installed PostgreSQL's server binaries.
 func BinDir() (string, error) {
-	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+	matches, _ := filepath.Glob(initdbGlob())
 	if len(matches) == 0 {
 		return "", ErrNoPostgres
 	}

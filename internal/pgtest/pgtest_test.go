@@ -2,6 +2,9 @@ package pgtest
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -34,6 +37,28 @@ func TestEachTestGetsAFreshDatabase(t *testing.T) {
 	}
 	if err := ca.QueryRow(ctx, "SELECT v FROM x").Scan(&n); err != nil || n != 1 {
 		t.Fatalf("read back: %d %v", n, err)
+	}
+}
+
+// Without the binaries a test skips, except in CI, where it fails.
+func TestMissingPostgreSQLSkipsOutsideCIAndFailsInCI(t *testing.T) {
+	if os.Getenv("PGTEST_CHILD") != "" {
+		New(t)
+		return
+	}
+	run := func(ci string) (string, error) {
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestMissingPostgreSQLSkipsOutsideCIAndFailsInCI$", "-test.v")
+		cmd.Env = append(os.Environ(), "PGTEST_CHILD=1", "PGTEST_INITDB_GLOB=/nonexistent/*/initdb", "CI="+ci)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := run("")
+	if err != nil || !strings.Contains(out, "--- SKIP") || !strings.Contains(out, "apt-get install postgresql") {
+		t.Fatalf("outside CI: %v\n%s", err, out)
+	}
+	out, err = run("true")
+	if err == nil || !strings.Contains(out, "--- FAIL") {
+		t.Fatalf("in CI: %v\n%s", err, out)
 	}
 }
 
