@@ -25,7 +25,9 @@ var routes = []string{
 }
 
 // Handler is the beach's HTTP handler: the Host rule and body limits, the
-// per-address rate limit, then the API and /mcp.
+// per-address rate limit, then the API and /mcp. ListenAndServe also prunes
+// old nonces every minute; a program serving Handler itself calls
+// PruneNonces now and then.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/info", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, s.Info()) })
