@@ -1,0 +1,469 @@
+// Package sqlite is the one way the kernels open their SQLite files
+// (modernc.org/sqlite): hermitcrab's store, lumen's memory index and solve's
+// kernel.db.
+//
+// What every file opened here gets:
+//
+//   - The DSN is built with net/url, so a path with '#', '?', '%' or spaces
+//     opens exactly that file.
+//   - A marker: PRAGMA application_id is set to the kernel's constant when
+//     the file is created (HermitcrabID "HCRB", LumenID "LUMN", SolveID
+//     "SOLV", readable in the file header at offset 68). A file that is not
+//     ours is refused before anything is written to it: not SQLite, another
+//     application_id, or no application_id with tables the kernel does not
+//     recognise (Schema.Legacy recognises the files written before the
+//     marker existed, which are adopted). The header is read as a plain file
+//     first; when SQLite has to look inside, it does so through a read-only
+//     connection, immutable when there is no WAL file, so not even SQLite's
+//     side files appear beside a foreign database.
+//   - One migration scheme: PRAGMA user_version counts the Schema.Steps
+//     applied; each step runs in its own transaction together with the
+//     version bump, so a crash leaves the file at a step boundary and the
+//     next open continues. A file from a newer kernel (more steps than this
+//     one knows) is refused rather than misread.
+//   - WAL journal mode (set only once the file is known to be ours),
+//     synchronous=NORMAL (a crash loses no committed transaction's
+//     consistency; a power cut may lose the last ones), foreign keys on,
+//     and one busy timeout (BusyTimeout) on every connection.
+//   - One transaction mode: every transaction begun with BeginTx on a
+//     read-write handle is BEGIN IMMEDIATE. It takes the write lock at once
+//     (waiting up to the busy timeout), so a transaction that reads and then
+//     writes can never fail half-way with SQLITE_BUSY because another
+//     process wrote in between, which a deferred transaction upgrading its
+//     lock does in WAL mode. Plain queries outside a transaction are not
+//     serialised.
+//   - Two processes creating the same new file at once both succeed: every
+//     step re-reads the marker and version under the write lock.
+//
+// Read-only opening (OpenReadOnly) never creates a file and never migrates:
+// a missing file is an error wrapping fs.ErrNotExist, and a file at an
+// older version asks for a command that writes. The connection is opened
+// with mode=ro and query_only. In a directory the process can write, SQLite
+// may add its usual -wal and -shm side files (they let a reader see a
+// concurrent writer's commits consistently). In a directory it cannot
+// write, SQLite cannot create them: when there is no -wal file the file is
+// opened immutable=1 (no locks, no side files; the main file is complete,
+// since a writer that closes cleanly checkpoints and removes its WAL), and
+// when a -wal file exists it is read with mode=ro so its commits are seen.
+// Immutable means SQLite assumes no one writes the file meanwhile: a writer
+// with more rights than the reader (another user, or root) that starts
+// while a read-only command runs in such a directory can make that command
+// read an inconsistent page and fail; it never damages the file.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	msqlite "modernc.org/sqlite" // driver "sqlite": pure Go, JSON1, FTS5
+)
+
+// The application_id of each kernel's file: four ASCII letters, so the
+// header says whose file it is to anyone who looks (xxd -s 68 -l 4 FILE).
+const (
+	HermitcrabID int32 = 0x48435242 // "HCRB": hermitcrab's store (DATA_DIR/hermitcrab.db)
+	LumenID      int32 = 0x4C554D4E // "LUMN": lumen's memory index (.lumen/index.db)
+	SolveID      int32 = 0x534F4C56 // "SOLV": solve's kernel.db
+)
+
+// known names the kernels' files, for the error that refuses one of them
+// opened as another.
+var known = map[int32]string{
+	HermitcrabID: "a hermitcrab store",
+	LumenID:      "a lumen memory index",
+	SolveID:      "a solve kernel.db",
+}
+
+// BusyTimeout is how long a connection waits for another's lock before
+// failing with "database is locked". Lumen rebuilding a large index holds
+// the write lock longest; other writers' transactions take milliseconds.
+const BusyTimeout = 30 * time.Second
+
+// ErrForeign is wrapped by the error that refuses a file that is not the
+// kernel's.
+var ErrForeign = errors.New("not this kernel's file")
+
+// Schema is what one kernel keeps in its file.
+type Schema struct {
+	// Name says what the file is, in errors: "solve kernel.db".
+	Name string
+	// ID is the application_id written when the file is created.
+	ID int32
+	// Steps[i] is the SQL that brings the file from user_version i to i+1.
+	// Steps are only ever appended: a released step never changes.
+	Steps []string
+	// Legacy recognises a file this kernel wrote before it set an
+	// application_id, and returns the user_version it corresponds to
+	// (its content is then exactly what Steps[:version] makes). ok false
+	// means the file is not the kernel's. Nil: no such files exist.
+	Legacy func(ctx context.Context, q Querier) (version int, ok bool, err error)
+}
+
+// Querier is what Legacy may read through: a *sql.DB, *sql.Conn or *sql.Tx.
+type Querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// Open opens the kernel's file at path for reading and writing, creating it
+// when it does not exist (its directory must exist), refusing a file that
+// is not the kernel's, and applying the steps it lacks.
+func Open(ctx context.Context, path string, s *Schema) (*sql.DB, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open %s %s: %w", s.Name, path, err)
+	}
+	fail := func(err error) (*sql.DB, error) { return nil, fmt.Errorf("open %s %s: %w", s.Name, abs, err) }
+	h, err := readHeader(abs)
+	if err != nil {
+		return fail(err)
+	}
+	if h.size > 0 {
+		if err := precheck(ctx, abs, h, s); err != nil {
+			return fail(err)
+		}
+	}
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", dsn(abs, q))
+	if err != nil {
+		return fail(err)
+	}
+	// The file is ours, or new: only now may anything be written to it.
+	// journal_mode is persistent, so once set every connection is in WAL.
+	if err := setWAL(ctx, db); err != nil {
+		db.Close()
+		if _, statErr := os.Stat(filepath.Dir(abs)); statErr != nil {
+			return fail(fmt.Errorf("its directory: %w", statErr))
+		}
+		return fail(fmt.Errorf("setting WAL mode: %w", err))
+	}
+	if err := migrate(ctx, db, s); err != nil {
+		db.Close()
+		return fail(err)
+	}
+	return db, nil
+}
+
+// setWAL puts the file in WAL mode (a no-op when it is). Changing the mode
+// needs every other connection's lock released, and SQLite answers
+// SQLITE_BUSY at once instead of calling the busy handler when two
+// connections wait for each other (two processes creating the file
+// together): so it retries here, up to BusyTimeout.
+func setWAL(ctx context.Context, db *sql.DB) error {
+	deadline := time.Now().Add(BusyTimeout)
+	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
+		var mode string
+		err := db.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode)
+		if err == nil {
+			if mode != "wal" {
+				return fmt.Errorf("SQLite kept journal mode %q: is the file on a file system without shared memory?", mode)
+			}
+			return nil
+		}
+		var se *msqlite.Error
+		if !errors.As(err, &se) || se.Code()&0xff != sqliteBusy || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
+// sqliteBusy is SQLITE_BUSY, the primary result code of "database is locked".
+const sqliteBusy = 5
+
+// OpenReadOnly opens the kernel's existing file at path for reading only.
+// It never creates, migrates or writes the file; see the package doc for
+// how it reads in a directory it cannot write.
+func OpenReadOnly(ctx context.Context, path string, s *Schema) (*sql.DB, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open %s %s read-only: %w", s.Name, path, err)
+	}
+	fail := func(err error) (*sql.DB, error) {
+		return nil, fmt.Errorf("open %s %s read-only: %w", s.Name, abs, err)
+	}
+	h, err := readHeader(abs)
+	if err != nil {
+		return fail(err)
+	}
+	if !h.exists || h.size == 0 {
+		return fail(fmt.Errorf("%w: nothing has been written here yet", fs.ErrNotExist))
+	}
+	if err := precheck(ctx, abs, h, s); err != nil {
+		return fail(err)
+	}
+	db, err := sql.Open("sqlite", readOnlyDSN(abs, dirWritable(filepath.Dir(abs))))
+	if err != nil {
+		return fail(err)
+	}
+	st, err := identify(ctx, db, s)
+	if err != nil {
+		db.Close()
+		return fail(err)
+	}
+	switch {
+	case st.version > len(s.Steps):
+		err = newerError(s, st.version)
+	case st.version < len(s.Steps):
+		err = fmt.Errorf("it was written by an older %s (schema %d; this one reads %d): run a command that writes once to update it", kernelOf(s), st.version, len(s.Steps))
+	}
+	if err != nil {
+		db.Close()
+		return fail(err)
+	}
+	return db, nil
+}
+
+// Tables lists the names of the tables in the file, for Legacy.
+func Tables(ctx context.Context, q Querier) (map[string]bool, error) {
+	rows, err := q.QueryContext(ctx, `SELECT name FROM sqlite_schema WHERE type = 'table'`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	names := map[string]bool{}
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		names[n] = true
+	}
+	return names, rows.Err()
+}
+
+// dsn is the file: URI of abs with query q. The path is escaped by
+// net/url, so '#', '?', '%' and spaces are part of the name.
+func dsn(abs string, q url.Values) string {
+	p := filepath.ToSlash(abs)
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p // a Windows drive: file:///C:/dir/kernel.db
+	}
+	return (&url.URL{Scheme: "file", Path: p, RawQuery: q.Encode()}).String()
+}
+
+// readOnlyDSN opens abs read-only. Where the directory cannot be written
+// and there is no WAL, SQLite could not create its -shm file: immutable=1
+// reads the main file alone, which then holds every commit.
+func readOnlyDSN(abs string, writableDir bool) string {
+	q := url.Values{}
+	q.Set("mode", "ro")
+	if !writableDir && !hasWAL(abs) {
+		q.Set("immutable", "1")
+	}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
+	q.Add("_pragma", "query_only(1)")
+	return dsn(abs, q)
+}
+
+func hasWAL(abs string) bool {
+	st, err := os.Stat(abs + "-wal")
+	return err == nil && st.Size() > 0
+}
+
+// header is what the first 100 bytes of a file say, read without SQLite.
+type header struct {
+	exists bool
+	size   int64
+	appID  int32
+}
+
+// readHeader reads path's SQLite header. A missing file is no error; a
+// file that is not SQLite is.
+func readHeader(path string) (header, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return header{}, nil
+	}
+	if err != nil {
+		return header{}, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return header{}, err
+	}
+	if st.IsDir() {
+		return header{}, errors.New("it is a directory: give the path of the database file")
+	}
+	h := header{exists: true, size: st.Size()}
+	if h.size == 0 {
+		return h, nil // an empty file is an empty database: SQLite makes it
+	}
+	var b [100]byte
+	if _, err := io.ReadFull(f, b[:]); err != nil || string(b[:16]) != "SQLite format 3\x00" {
+		return h, fmt.Errorf("%w: it is not a SQLite database (its first bytes are not \"SQLite format 3\"); refused, the file was not changed", ErrForeign)
+	}
+	h.appID = int32(binary.BigEndian.Uint32(b[68:72]))
+	return h, nil
+}
+
+// check refuses a header marked by another application.
+func (h header) check(s *Schema) error {
+	if h.appID != 0 && h.appID != s.ID {
+		return foreignID(s, h.appID)
+	}
+	return nil
+}
+
+func foreignID(s *Schema, id int32) error {
+	what, ok := known[id]
+	if !ok {
+		what = "another program's database"
+	}
+	return fmt.Errorf("%w: its application_id %#08x marks %s, where a %s was expected; refused, the file was not changed", ErrForeign, uint32(id), what, s.Name)
+}
+
+func newerError(s *Schema, version int) error {
+	return fmt.Errorf("it was written by a newer %s (schema %d; this one knows %d): use that version, or another file", kernelOf(s), version, len(s.Steps))
+}
+
+func kernelOf(s *Schema) string { return strings.Fields(s.Name + " kernel")[0] }
+
+// precheck makes sure an existing file is the kernel's (or empty) before
+// the read-write connection writes anything to it. The header settles most
+// cases; otherwise a read-only connection looks inside, immutable when
+// there is no WAL so that SQLite leaves no side file either.
+func precheck(ctx context.Context, abs string, h header, s *Schema) error {
+	if err := h.check(s); err != nil || h.appID == s.ID {
+		return err
+	}
+	db, err := sql.Open("sqlite", readOnlyDSN(abs, false))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	st, err := identify(ctx, db, s)
+	if err != nil {
+		return err
+	}
+	if st.version > len(s.Steps) {
+		return newerError(s, st.version)
+	}
+	return nil
+}
+
+// state is what identify found.
+type state struct {
+	marked  bool // the application_id is the kernel's
+	version int  // user_version, or Legacy's version
+}
+
+// identify decides whether the file behind q is the kernel's: marked, new
+// (nothing in it), or recognised by Legacy. Anything else is refused.
+func identify(ctx context.Context, q Querier, s *Schema) (state, error) {
+	var id int32
+	var version, objects int
+	if err := q.QueryRowContext(ctx, `PRAGMA application_id`).Scan(&id); err != nil {
+		return state{}, err
+	}
+	if err := q.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
+		return state{}, err
+	}
+	switch {
+	case id == s.ID:
+		return state{marked: true, version: version}, nil
+	case id != 0:
+		return state{}, foreignID(s, id)
+	}
+	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&objects); err != nil {
+		return state{}, err
+	}
+	if objects == 0 && version == 0 {
+		return state{}, nil // a new file
+	}
+	if s.Legacy != nil {
+		v, ok, err := s.Legacy(ctx, q)
+		if err != nil {
+			return state{}, fmt.Errorf("reading its tables: %w", err)
+		}
+		if ok {
+			return state{version: v}, nil
+		}
+	}
+	if objects == 0 {
+		return state{}, fmt.Errorf("%w: it is empty but another program set its user_version to %d; refused, the file was not changed", ErrForeign, version)
+	}
+	tables, err := Tables(ctx, q)
+	if err != nil {
+		return state{}, err
+	}
+	names := make([]string, 0, len(tables))
+	for n := range tables {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	if len(names) > 5 {
+		names = append(names[:5], "…")
+	}
+	return state{}, fmt.Errorf("%w: it has no %s marker and holds tables this kernel does not know (%s); refused, the file was not changed", ErrForeign, s.Name, strings.Join(names, ", "))
+}
+
+// migrate marks the file and applies the steps it lacks, one transaction
+// (BEGIN IMMEDIATE) per step. Each transaction reads the marker and the
+// version again under the write lock, so processes opening the file at the
+// same time apply each step once.
+func migrate(ctx context.Context, db *sql.DB, s *Schema) error {
+	for {
+		done, err := migrateStep(ctx, db, s)
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+func migrateStep(ctx context.Context, db *sql.DB, s *Schema) (done bool, err error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback() // a no-op after Commit
+	st, err := identify(ctx, tx, s)
+	if err != nil {
+		return false, err
+	}
+	v := st.version
+	switch {
+	case v > len(s.Steps):
+		return false, newerError(s, v)
+	case v == len(s.Steps) && st.marked:
+		return true, nil
+	}
+	if !st.marked {
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d", s.ID)); err != nil {
+			return false, fmt.Errorf("marking it: %w", err)
+		}
+	}
+	if v < len(s.Steps) {
+		if _, err := tx.ExecContext(ctx, s.Steps[v]); err != nil {
+			return false, fmt.Errorf("migrate schema %d → %d: %w", v, v+1, err)
+		}
+		v++
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", v)); err != nil {
+		return false, fmt.Errorf("migrate schema to %d: %w", v, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("migrate schema to %d: %w", v, err)
+	}
+	return false, nil
+}
