@@ -1,0 +1,270 @@
+// Package proc is the one way the kernels run a subprocess: solve's
+// resolvers and checks, the z3 solver, lumen's skills and git. Model-written
+// code runs in these processes, so the runner assumes nothing of them.
+//
+// On Linux, every command runs under a small supervisor: the kernel's own
+// executable started again in a hidden mode (selected by an environment
+// variable that this package's init checks, so it works in test binaries
+// too). The supervisor leads a new process group and starts the command in
+// it, passing stdin, stdout and stderr straight through. It ends the whole
+// group, and every descendant that left the group (setsid), with SIGKILL:
+//
+//   - when the context is cancelled or its deadline passes (the runner
+//     asks it with SIGTERM, and kills the group itself if the supervisor
+//     has not done so within half a second);
+//   - when the command exits: whatever it left running in the background is
+//     not allowed to outlive it;
+//   - when the kernel dies, even by kill -9: the supervisor holds the read
+//     end of a pipe whose write end only the kernel holds, so it reads EOF
+//     the moment the kernel is gone; Pdeathsig is armed as well. (Pdeathsig
+//     alone is not enough: it reaches only the direct child, is not
+//     inherited across fork, and fires when the thread that started the
+//     child ends, which is why the supervisor checks that its parent really
+//     changed before acting on it.)
+//
+// The supervisor is a child subreaper, so a descendant whose parent exits
+// is re-parented to it and stays findable; the descendants are found
+// through /proc.
+//
+// There is no grace period: SIGKILL at once. The kernel has already decided
+// the command's time is over, and a SIGTERM handler in model-written code
+// could only delay that.
+//
+// Output is captured with caps (Cmd.MaxOutput): the first bytes of stdout,
+// which hold the answer, and the last bytes of stderr, which hold the
+// error. After the command exits the runner waits at most Cmd.WaitDelay
+// for the pipes to close, so a descendant holding stdout open cannot hold
+// the kernel, and an answer written before the exit is kept.
+//
+// The command's environment is the kernel's minus provider secrets (see
+// Environ): ANTHROPIC_API_KEY, OPENAI_API_KEY, any *_API_KEY or
+// *_AUTH_TOKEN, LUMEN_EMBEDDING_KEY, and any variable holding the same value
+// as one of those. A user passes one on by naming it in LLMKERNELS_PASS_ENV
+// (comma-separated names).
+//
+// On macOS the supervisor works the same way except that there is no
+// Pdeathsig (the pipe still ends the group when the kernel dies), no
+// subreaper and no /proc: a descendant that left the process group
+// (setsid) survives. On Windows there are no process groups: the runner
+// kills the command itself on cancel or deadline, its children may
+// survive it, and nothing ends the command when the kernel is killed.
+// Output caps, WaitDelay and the environment scrub work everywhere.
+package proc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// Defaults for the zero fields of Cmd.
+const (
+	DefaultMaxOutput = 1 << 20
+	DefaultWaitDelay = 2 * time.Second
+)
+
+// PassEnvVar names the environment variable in which a user lists,
+// comma-separated, the secret variables a command may see after all.
+const PassEnvVar = "LLMKERNELS_PASS_ENV"
+
+// ErrOutputLimit is Result.Stopped when the command was stopped for
+// writing more than MaxOutput bytes to stdout (Cmd.StopOnOverflow).
+var ErrOutputLimit = errors.New("stdout passed the output cap")
+
+// Cmd is a command to run.
+type Cmd struct {
+	// Name is the program: looked up in PATH unless it holds a path
+	// separator (then it is relative to Dir).
+	Name string
+	Args []string
+	// Dir is the working directory; empty means the kernel's.
+	Dir string
+	// Env is added to the scrubbed environment (KEY=VALUE); it is what the
+	// kernel means the command to have, and is not scrubbed.
+	Env   []string
+	Stdin io.Reader
+	// MaxOutput is how many bytes of stdout (the first) and of stderr (the
+	// last) are kept; 0 means DefaultMaxOutput.
+	MaxOutput int
+	// MergeStderr sends stderr to stdout, interleaved as written, as a
+	// shell's 2>&1 does; Result.Stderr is then empty.
+	MergeStderr bool
+	// StopOnOverflow kills the command once stdout passes MaxOutput,
+	// instead of letting it run on with the rest dropped.
+	StopOnOverflow bool
+	// WaitDelay bounds the wait for the output pipes after the command
+	// exits; 0 means DefaultWaitDelay.
+	WaitDelay time.Duration
+}
+
+// Result is how a command ended and what it wrote.
+type Result struct {
+	// Stdout is the first MaxOutput bytes written to stdout (and stderr,
+	// with MergeStderr); StdoutDropped counts the bytes after them.
+	Stdout        []byte
+	StdoutDropped int64
+	// Stderr is the last MaxOutput bytes written to stderr.
+	Stderr []byte
+	// ExitCode is the command's exit status; -1 when a signal ended it.
+	ExitCode int
+	// Signal names the signal that ended the command, if one did.
+	Signal string
+	// Stopped is why the runner ended the command, nil if it ended by
+	// itself: the context's error (or cause), or ErrOutputLimit.
+	Stopped  error
+	Duration time.Duration
+}
+
+// OK reports whether the command exited with status 0 by itself.
+func (r *Result) OK() bool { return r.ExitCode == 0 && r.Signal == "" && r.Stopped == nil }
+
+// Err says why the command did not succeed; nil when OK.
+func (r *Result) Err() error {
+	switch {
+	case r.Stopped != nil:
+		return fmt.Errorf("stopped by the kernel: %w", r.Stopped)
+	case r.Signal != "":
+		return fmt.Errorf("ended by signal: %s", r.Signal)
+	case r.ExitCode != 0:
+		return fmt.Errorf("exit status %d", r.ExitCode)
+	}
+	return nil
+}
+
+// outcome is how the process ended, as the platform saw it.
+type outcome struct {
+	exitCode int
+	signal   string
+	stopped  bool // the runner ended it
+}
+
+// Run runs c and waits for it and its descendants to end. The error is
+// non-nil only when the command could not be started; how a started
+// command ended is in the Result.
+func Run(ctx context.Context, c Cmd) (*Result, error) {
+	if c.MaxOutput <= 0 {
+		c.MaxOutput = DefaultMaxOutput
+	}
+	if c.WaitDelay <= 0 {
+		c.WaitDelay = DefaultWaitDelay
+	}
+	path := c.Name
+	if !strings.ContainsRune(c.Name, os.PathSeparator) && !strings.ContainsRune(c.Name, '/') {
+		p, err := exec.LookPath(c.Name)
+		if err != nil {
+			return nil, fmt.Errorf("run %s: %w", c.Name, err)
+		}
+		path = p
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stdout := &head{limit: c.MaxOutput}
+	if c.StopOnOverflow {
+		stdout.overflow = func() { cancel(ErrOutputLimit) }
+	}
+	stderr := &tail{keep: c.MaxOutput}
+	cmd := &exec.Cmd{Path: path, Args: append([]string{c.Name}, c.Args...), Dir: c.Dir,
+		Env: append(Environ(os.Environ()), c.Env...), Stdin: c.Stdin, Stdout: stdout, Stderr: stderr, WaitDelay: c.WaitDelay}
+	if c.MergeStderr {
+		cmd.Stderr = stdout
+	}
+	began := time.Now()
+	out, err := run(ctx, cmd)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", c.Name, err)
+	}
+	res := &Result{Stdout: stdout.buf.Bytes(), StdoutDropped: stdout.dropped, Stderr: stderr.bytes(),
+		ExitCode: out.exitCode, Signal: out.signal, Duration: time.Since(began)}
+	if out.stopped {
+		res.Stopped = context.Cause(ctx)
+	}
+	return res, nil
+}
+
+// head keeps the first limit bytes written and counts the rest; it never
+// blocks the writer.
+type head struct {
+	buf      bytes.Buffer
+	limit    int
+	dropped  int64
+	overflow func()
+}
+
+func (w *head) Write(p []byte) (int, error) {
+	room := w.limit - w.buf.Len()
+	if room >= len(p) {
+		return w.buf.Write(p)
+	}
+	if room > 0 {
+		w.buf.Write(p[:room])
+	}
+	w.dropped += int64(len(p) - max(room, 0))
+	if w.overflow != nil {
+		w.overflow()
+		w.overflow = nil
+	}
+	return len(p), nil
+}
+
+// tail keeps the last keep bytes written.
+type tail struct {
+	buf  []byte
+	keep int
+}
+
+func (w *tail) Write(p []byte) (int, error) {
+	w.buf = append(w.buf, p...)
+	if len(w.buf) > 2*w.keep {
+		w.buf = append([]byte(nil), w.buf[len(w.buf)-w.keep:]...)
+	}
+	return len(p), nil
+}
+
+func (w *tail) bytes() []byte {
+	if len(w.buf) > w.keep {
+		return w.buf[len(w.buf)-w.keep:]
+	}
+	return w.buf
+}
+
+// Environ is env without provider secrets: variables named ANTHROPIC_API_KEY,
+// OPENAI_API_KEY or anything ending in _API_KEY or _AUTH_TOKEN (case
+// insensitive), LUMEN_EMBEDDING_KEY, and any variable whose value is one of
+// theirs (a copy under another name). Variables named in PassEnvVar (in env)
+// are kept.
+func Environ(env []string) []string {
+	pass := map[string]bool{}
+	secrets := map[string]bool{}
+	for _, kv := range env {
+		if k, v, _ := strings.Cut(kv, "="); strings.EqualFold(k, PassEnvVar) {
+			for _, name := range strings.Split(v, ",") {
+				pass[strings.ToUpper(strings.TrimSpace(name))] = true
+			}
+		}
+	}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		if secret(k) && !pass[strings.ToUpper(k)] && len(v) >= 8 {
+			secrets[v] = true
+		}
+	}
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		if pass[strings.ToUpper(k)] || !secret(k) && !secrets[v] {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+func secret(name string) bool {
+	n := strings.ToUpper(name)
+	return strings.HasSuffix(n, "_API_KEY") || strings.HasSuffix(n, "_AUTH_TOKEN") || n == "LUMEN_EMBEDDING_KEY"
+}

@@ -1,0 +1,177 @@
+//go:build linux || darwin
+
+package proc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// superviseVar, when set (to the parent's pid), makes this executable a
+// supervisor instead of whatever it usually is.
+const superviseVar = "LLMKERNELS_PROC_SUPERVISOR"
+
+// killBackstop is how long the runner lets the supervisor take to end the
+// group on cancel before it kills the group itself.
+const killBackstop = 500 * time.Millisecond
+
+// deathSignal is what the kernel arms as the supervisor's Pdeathsig
+// (Linux); the supervisor acts on it only if its parent really changed.
+const deathSignal = syscall.SIGUSR1
+
+// The supervisor's extra file descriptors.
+const (
+	statusFD   = 3 // supervisor → runner: one line saying how the command ended
+	lifelineFD = 4 // runner → supervisor: never written; EOF means the runner died
+)
+
+func init() {
+	if ppid := os.Getenv(superviseVar); ppid != "" {
+		os.Exit(supervise(ppid))
+	}
+}
+
+// run starts the supervisor for cmd and waits for it.
+func run(ctx context.Context, cmd *exec.Cmd) (outcome, error) {
+	exe, err := self()
+	if err != nil {
+		return outcome{}, fmt.Errorf("cannot find this program to supervise the command: %w", err)
+	}
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		return outcome{}, err
+	}
+	defer statusR.Close()
+	lifeR, lifeW, err := os.Pipe()
+	if err != nil {
+		statusW.Close()
+		return outcome{}, err
+	}
+	// The write end must stay open until the supervisor is gone: its EOF
+	// tells the supervisor that this process died.
+	defer lifeW.Close()
+
+	sup := exec.CommandContext(ctx, exe, append([]string{"--", cmd.Path}, cmd.Args[1:]...)...)
+	sup.Args[0] = cmd.Args[0] + " (supervisor)"
+	sup.Dir, sup.Stdin, sup.Stdout, sup.Stderr, sup.WaitDelay = cmd.Dir, cmd.Stdin, cmd.Stdout, cmd.Stderr, cmd.WaitDelay
+	sup.Env = append(cmd.Env, superviseVar+"="+strconv.Itoa(os.Getpid()))
+	sup.ExtraFiles = []*os.File{statusW, lifeR}
+	sup.SysProcAttr = sysProcAttr()
+	var waited atomic.Bool
+	sup.Cancel = func() error {
+		pid := sup.Process.Pid
+		time.AfterFunc(killBackstop, func() {
+			if !waited.Load() {
+				syscall.Kill(-pid, syscall.SIGKILL)
+			}
+		})
+		return syscall.Kill(pid, syscall.SIGTERM)
+	}
+	err = sup.Start()
+	statusW.Close()
+	lifeR.Close()
+	if err != nil {
+		return outcome{}, err
+	}
+	werr := sup.Wait()
+	waited.Store(true)
+	// Every copy of the status pipe's write end is closed by now (the
+	// supervisor's is close-on-exec for the command); the deadline only
+	// guards against the impossible.
+	statusR.SetReadDeadline(time.Now().Add(time.Second))
+	line, _ := io.ReadAll(io.LimitReader(statusR, 4096))
+	status := strings.TrimSpace(string(line))
+	verb, arg, _ := strings.Cut(status, " ")
+	switch verb {
+	case "exit":
+		code, _ := strconv.Atoi(arg)
+		return outcome{exitCode: code}, nil
+	case "signal":
+		n, _ := strconv.Atoi(arg)
+		return outcome{exitCode: -1, signal: syscall.Signal(n).String()}, nil
+	case "start":
+		return outcome{}, errors.New(arg)
+	case "stopped":
+		return outcome{exitCode: -1, signal: syscall.SIGKILL.String(), stopped: true}, nil
+	}
+	// No status: the supervisor was killed before it could say (by the
+	// backstop, or from outside).
+	if ctx.Err() != nil {
+		return outcome{exitCode: -1, signal: syscall.SIGKILL.String(), stopped: true}, nil
+	}
+	return outcome{}, fmt.Errorf("its supervisor ended without saying how the command ended (%v)", werr)
+}
+
+// supervise is the supervisor's whole life: start the command, wait for
+// it, the runner's request or the runner's death, then end the group.
+func supervise(ppidText string) int {
+	ppid, _ := strconv.Atoi(ppidText)
+	os.Unsetenv(superviseVar)
+	syscall.CloseOnExec(statusFD)
+	syscall.CloseOnExec(lifelineFD)
+	status := os.NewFile(statusFD, "status")
+	lifeline := os.NewFile(lifelineFD, "lifeline")
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, deathSignal)
+	becomeSubreaper()
+	if os.Getppid() != ppid {
+		endGroup() // the runner died before the supervisor could watch it
+	}
+	if len(os.Args) < 3 || os.Args[1] != "--" {
+		fmt.Fprintf(status, "start the supervisor was started without a command")
+		return 2
+	}
+	cmd := exec.Command(os.Args[2], os.Args[3:]...)
+	cmd.Args[0] = strings.TrimSuffix(os.Args[0], " (supervisor)")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(status, "start %v", err)
+		return 127
+	}
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(exited)
+	}()
+	orphaned := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, lifeline)
+		close(orphaned)
+	}()
+	for {
+		select {
+		case <-exited:
+			ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+			if ws.Signaled() {
+				fmt.Fprintf(status, "signal %d", ws.Signal())
+			} else {
+				fmt.Fprintf(status, "exit %d", ws.ExitStatus())
+			}
+		case sig := <-signals:
+			if sig == deathSignal && os.Getppid() == ppid {
+				continue // a thread of the runner ended, not the runner
+			}
+			fmt.Fprintf(status, "stopped")
+		case <-orphaned:
+		}
+		endGroup()
+	}
+}
+
+// endGroup kills every descendant that left the process group, then the
+// group, the supervisor included.
+func endGroup() {
+	killEscaped()
+	syscall.Kill(0, syscall.SIGKILL)
+	os.Exit(1) // not reached
+}
