@@ -64,6 +64,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	msqlite "modernc.org/sqlite" // driver "sqlite": pure Go, JSON1, FTS5
@@ -232,6 +233,35 @@ func OpenReadOnly(ctx context.Context, path string, s *Schema) (*sql.DB, error) 
 	}
 	return db, nil
 }
+
+// OpenMemory opens a new database in memory, private to this call, with
+// every step applied: for a read-only command that shows what a new file
+// would hold (hermitcrab's default shell) without creating one. It is gone
+// when closed. Its journal is in memory, so a writer waits for readers.
+func OpenMemory(ctx context.Context, s *Schema) (*sql.DB, error) {
+	q := url.Values{}
+	q.Set("vfs", "memdb") // one database shared by the handle's connections
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Set("_txlock", "immediate")
+	name := fmt.Sprintf("/%s-%d-%d", kernelOf(s), os.Getpid(), memories.Add(1))
+	db, err := sql.Open("sqlite", (&url.URL{Scheme: "file", Path: name, RawQuery: q.Encode()}).String())
+	if err != nil {
+		return nil, fmt.Errorf("open %s in memory: %w", s.Name, err)
+	}
+	// The database lives while one of its connections is open: keep every
+	// connection the pool opens.
+	db.SetMaxOpenConns(4)
+	db.SetMaxIdleConns(4)
+	if err := migrate(ctx, db, s); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open %s in memory: %w", s.Name, err)
+	}
+	return db, nil
+}
+
+// memories numbers the in-memory databases of this process.
+var memories atomic.Int64
 
 // Tables lists the names of the tables in the file, for Legacy.
 func Tables(ctx context.Context, q Querier) (map[string]bool, error) {

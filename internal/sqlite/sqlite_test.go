@@ -423,3 +423,40 @@ func startChild(t *testing.T, mode, path string) *childProc {
 	t.Cleanup(func() { c.cmd.Process.Kill() })
 	return c
 }
+
+// TestOpenMemory pins that an in-memory database has the schema, is shared
+// by the handle's connections, is private to each call and creates no
+// file.
+func TestOpenMemory(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	t.Chdir(dir)
+	a, err := OpenMemory(ctx, testSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if _, err := a.Exec(`INSERT INTO notes (body, author) VALUES ('x', 'y')`); err != nil {
+		t.Fatal(err)
+	}
+	c1, _ := a.Conn(ctx)
+	c2, _ := a.Conn(ctx)
+	for _, c := range []*sql.Conn{c1, c2} {
+		var n int
+		if err := c.QueryRowContext(ctx, `SELECT count(*) FROM notes`).Scan(&n); err != nil || n != 1 {
+			t.Fatalf("a second connection sees %d notes, %v", n, err)
+		}
+		c.Close()
+	}
+	b, err := OpenMemory(ctx, testSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if n := countNotes(t, b); n != 0 {
+		t.Fatalf("a second in-memory database sees %d notes of the first", n)
+	}
+	if got := names(t, dir); len(got) != 0 {
+		t.Fatalf("OpenMemory created %q", got)
+	}
+}
