@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -32,6 +33,10 @@ type Options struct {
 	ShellFile string
 	// MaxBlockBytes limits every block write; default 64 KiB.
 	MaxBlockBytes int
+	// ReadOnly opens the store read-only: nothing in the data directory is
+	// created or written (Ready writes nothing). Without a store file yet,
+	// the kernel holds a store in memory seeded as a new one would be.
+	ReadOnly bool
 	// ServerTools declares web_search, web_fetch and code_execution, which
 	// only the Anthropic provider runs. Set it false for other providers.
 	ServerTools bool
@@ -92,12 +97,10 @@ func DataDir() (string, error) {
 	return filepath.Join(home, ".local", "share", "hermitcrab"), nil
 }
 
-// Open opens (creating if needed) the instance in dir.
+// Open opens (creating if needed, unless Options.ReadOnly) the instance in
+// dir.
 func Open(dir string, opts Options) (*Kernel, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("data directory %s: %w", dir, err)
-	}
-	st, err := store.Open(filepath.Join(dir, "hermitcrab.db"), store.Options{MaxBlockBytes: opts.MaxBlockBytes})
+	st, err := openStore(dir, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -113,6 +116,21 @@ func Open(dir string, opts Options) (*Kernel, error) {
 	k := &Kernel{opts: opts, store: st, dir: dir, log: log, touchstoneReleased: released}
 	k.client.Store(opts.Client)
 	return k, nil
+}
+
+func openStore(dir string, opts Options) (*store.Store, error) {
+	path, so := filepath.Join(dir, "hermitcrab.db"), store.Options{MaxBlockBytes: opts.MaxBlockBytes}
+	if !opts.ReadOnly {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("data directory %s: %w", dir, err)
+		}
+		return store.Open(path, so)
+	}
+	st, err := store.OpenReadOnly(path, so)
+	if errors.Is(err, fs.ErrNotExist) {
+		return store.OpenMemory(so)
+	}
+	return st, err
 }
 
 // SetClient sets the LLM client, for a server that learns the API key
@@ -137,7 +155,12 @@ func (k *Kernel) Store() *store.Store { return k.store }
 // copy changed after it (by the LLM evolving the format) wins. Every
 // command that reads blocks calls it first; importing does not, so an
 // import into a new data directory is not mixed with the default shell.
+// On a store opened with Options.ReadOnly it writes nothing (a store held
+// in memory is seeded).
 func (k *Kernel) Ready(ctx context.Context) error {
+	if k.opts.ReadOnly && !k.store.InMemory() {
+		return nil // the blocks as stored; the next command that writes syncs them
+	}
 	empty, err := k.store.Empty(ctx)
 	if err != nil {
 		return err

@@ -139,11 +139,15 @@ you give none), and every request must carry it.`,
 }
 
 func (f *flags) blocksCommand() *cobra.Command {
-	blocks := &cobra.Command{Use: "blocks", Short: "List, show, export and import blocks"}
+	blocks := &cobra.Command{Use: "blocks", Short: "List, show, export and import blocks",
+		Long: `List, show, export and import blocks. list and show (and bsp) only read: they open
+the store read-only, never create or change anything in the data directory, and work
+where it cannot be written. Before anything was stored they show the shell a new
+instance starts with.`}
 	blocks.AddCommand(&cobra.Command{
 		Use: "list", Short: "List every block with its pscale-0 text", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return f.withReady(cmd, func(k *hermitcrab.Kernel) error {
+			return f.withReady(cmd, true, func(k *hermitcrab.Kernel) error {
 				list, err := k.ListBlocks(cmd.Context())
 				if err != nil {
 					return err
@@ -158,7 +162,7 @@ func (f *flags) blocksCommand() *cobra.Command {
 	blocks.AddCommand(&cobra.Command{
 		Use: "show NAME [ADDRESS]", Short: "Print a block as JSON, or the node at ADDRESS with its children", Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return f.withReady(cmd, func(k *hermitcrab.Kernel) error {
+			return f.withReady(cmd, true, func(k *hermitcrab.Kernel) error {
 				if len(args) == 1 {
 					b, err := k.Block(cmd.Context(), args[0])
 					if err != nil {
@@ -238,13 +242,24 @@ Existing blocks are kept unless --replace. The files are only read.`,
 }
 
 // withReady opens the kernel without an LLM, seeds an empty store, runs
-// fn and closes the kernel.
-func (f *flags) withReady(cmd *cobra.Command, fn func(*hermitcrab.Kernel) error) error {
-	k, err := f.open(cmd, false)
+// fn and closes the kernel. readOnly opens it read-only: nothing in the
+// data directory is created or written, and without a store yet fn sees
+// the shell a new instance starts with, held in memory.
+func (f *flags) withReady(cmd *cobra.Command, readOnly bool, fn func(*hermitcrab.Kernel) error) error {
+	dir, err := f.dataDir()
+	if err != nil {
+		return err
+	}
+	opts := f.kernelOptions()
+	opts.ReadOnly = readOnly
+	k, err := hermitcrab.Open(dir, opts)
 	if err != nil {
 		return err
 	}
 	defer k.Close()
+	if k.Store().InMemory() {
+		fmt.Fprintf(cmd.ErrOrStderr(), "note: no store in %s yet: showing the shell a new instance starts with (nothing was written)\n", dir)
+	}
 	if err := k.Ready(cmd.Context()); err != nil {
 		return err
 	}
@@ -258,10 +273,11 @@ func (f *flags) bspCommand() *cobra.Command {
 		Long: `Block, spindle, point. With NAME alone: the whole block. With SPINDLE (an address such
 as 0.12): the chain of texts from the root to that node, each with its pscale. With
 POINT (a pscale such as -1): the one node at that pscale on the chain. Flags go before
-NAME, so a negative POINT is read as a number: hermitcrab bsp wake 0.9.6 -2`,
+NAME, so a negative POINT is read as a number: hermitcrab bsp wake 0.9.6 -2
+It only reads: the store is opened read-only.`,
 		Args: cobra.RangeArgs(1, 3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return f.withReady(cmd, func(k *hermitcrab.Kernel) error {
+			return f.withReady(cmd, true, func(k *hermitcrab.Kernel) error {
 				var spindle, point any
 				if len(args) > 1 {
 					spindle = args[1]
@@ -288,7 +304,7 @@ func (f *flags) promptCommand() *cobra.Command {
 		Short: "Print the system prompt a tier compiles from the blocks, then its size",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return f.withReady(cmd, func(k *hermitcrab.Kernel) error {
+			return f.withReady(cmd, false, func(k *hermitcrab.Kernel) error {
 				c, err := prompt.Compile(k.Source(cmd.Context()), tier)
 				if err != nil {
 					return err

@@ -50,12 +50,22 @@ func mustHC(t *testing.T, data, stdin string, args ...string) (string, string) {
 	return out, errOut
 }
 
-func TestBlocksListSeedsTheDefaultShell(t *testing.T) {
-	out, _ := mustHC(t, t.TempDir(), "", "blocks", "list")
+// TestBlocksListShowsTheDefaultShellWithoutWriting pins that blocks list
+// on a new data directory shows the shell a new instance starts with, says
+// so, and creates nothing (it only reads).
+func TestBlocksListShowsTheDefaultShellWithoutWriting(t *testing.T) {
+	data := t.TempDir()
+	out, errOut := mustHC(t, data, "", "blocks", "list")
 	for _, name := range []string{"capabilities", "constitution", "cook", "history", "purpose", "relationships", "stash", "touchstone", "wake"} {
 		if !strings.Contains(out, name+" ") {
 			t.Errorf("block %s missing from:\n%s", name, out)
 		}
+	}
+	if !strings.Contains(errOut, "nothing was written") {
+		t.Errorf("stderr does not say the shell is not stored: %q", errOut)
+	}
+	if es, _ := os.ReadDir(data); len(es) != 0 {
+		t.Fatalf("blocks list wrote %v into the data directory", es)
 	}
 }
 

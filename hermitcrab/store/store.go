@@ -17,24 +17,16 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
-	_ "modernc.org/sqlite" // driver "sqlite"
+	"github.com/llmkernels/kernels/internal/sqlite"
 )
 
 // DefaultMaxBlockBytes is the block size limit when Options leaves it 0.
 const DefaultMaxBlockBytes = 64 << 10
-
-// schemaVersion is the layout this code writes; a file with a higher version
-// was written by a newer hermitcrab and is refused rather than misread.
-const schemaVersion = 1
-
-// busyTimeout is how long a writer waits for another writer's transaction.
-const busyTimeout = 10 * time.Second
 
 // timeFormat is fixed width so that stored times sort as text.
 const timeFormat = "2006-01-02T15:04:05.000000000Z"
@@ -54,6 +46,7 @@ type Options struct {
 type Store struct {
 	db       *sql.DB
 	maxBytes int
+	memory   bool // OpenMemory: nothing is kept
 	// writeMu queues this process's writers in Go. SQLite's busy handler
 	// makes waiting writers sleep and poll, which under many concurrent
 	// writes costs far more than the writes; other processes still wait
@@ -61,30 +54,47 @@ type Store struct {
 	writeMu sync.Mutex
 }
 
-const schema = `
-CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS blocks (
+// schema is the store's file: application_id "HCRB", one step so far.
+// Files from before the marker carried a schema_version table at version 1,
+// which is step 1's tables; that table is left in them, unused.
+var schema = &sqlite.Schema{
+	Name: "hermitcrab store",
+	ID:   sqlite.HermitcrabID,
+	Steps: []string{`
+CREATE TABLE blocks (
 	name    TEXT PRIMARY KEY,
 	data    TEXT NOT NULL,
 	version INTEGER NOT NULL,
 	updated TEXT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS conversations (
+CREATE TABLE conversations (
 	id       TEXT PRIMARY KEY,
 	messages TEXT NOT NULL,
 	updated  TEXT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS shells (
+CREATE TABLE shells (
 	id      INTEGER PRIMARY KEY AUTOINCREMENT,
 	source  TEXT NOT NULL,
 	status  TEXT NOT NULL,
 	error   TEXT NOT NULL,
 	created TEXT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS settings (
+CREATE TABLE settings (
 	key   TEXT PRIMARY KEY,
 	value TEXT NOT NULL
-);`
+);`},
+	Legacy: func(ctx context.Context, q sqlite.Querier) (int, bool, error) {
+		tables, err := sqlite.Tables(ctx, q)
+		if err != nil || !tables["schema_version"] || !tables["blocks"] {
+			return 0, false, err
+		}
+		var v int
+		if err := q.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&v); err != nil || v != 1 {
+			return 0, false, nil
+		}
+		return 1, true, nil
+	},
+}
 
 // Open opens the store file at path, creating it (and its directory) and the
 // schema when they do not exist.
@@ -92,11 +102,9 @@ func Open(path string, opts Options) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("store path is empty: give the SQLite file to open, e.g. DATA_DIR/hermitcrab.db")
 	}
-	if opts.MaxBlockBytes < 0 {
-		return nil, fmt.Errorf("MaxBlockBytes %d: want 0 (the default, %d) or a positive number of bytes", opts.MaxBlockBytes, DefaultMaxBlockBytes)
-	}
-	if opts.MaxBlockBytes == 0 {
-		opts.MaxBlockBytes = DefaultMaxBlockBytes
+	maxBytes, err := opts.maxBytes()
+	if err != nil {
+		return nil, err
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -105,45 +113,53 @@ func Open(path string, opts Options) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return nil, fmt.Errorf("store %s: cannot create its directory: %w", abs, err)
 	}
-	q := url.Values{}
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
-	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "foreign_keys(1)")
-	q.Add("_pragma", "synchronous(NORMAL)")
-	q.Set("_txlock", "immediate")
-	dsn := (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: q.Encode()}).String()
-	db, err := sql.Open("sqlite", dsn)
+	db, err := sqlite.Open(context.Background(), abs, schema)
 	if err != nil {
-		return nil, fmt.Errorf("store %s: %w", abs, err)
+		return nil, err
 	}
-	s := &Store{db: db, maxBytes: opts.MaxBlockBytes}
-	if err := s.migrate(context.Background()); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("store %s: %w", abs, err)
-	}
-	return s, nil
+	return &Store{db: db, maxBytes: maxBytes}, nil
 }
 
-// migrate creates the schema and records its version, or refuses a file
-// written by a newer schema.
-func (s *Store) migrate(ctx context.Context) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, schema); err != nil {
-			return fmt.Errorf("creating the schema: %w", err)
-		}
-		var v int
-		err := tx.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&v)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			_, err = tx.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (?)`, schemaVersion)
-			return err
-		case err != nil:
-			return err
-		case v > schemaVersion:
-			return fmt.Errorf("schema version %d is newer than this hermitcrab understands (%d): use a newer hermitcrab, or another data dir", v, schemaVersion)
-		}
-		return nil
-	})
+// OpenReadOnly opens the existing store file at path for reading only: it
+// creates nothing, and every write fails. A missing file is an error
+// wrapping fs.ErrNotExist.
+func OpenReadOnly(path string, opts Options) (*Store, error) {
+	maxBytes, err := opts.maxBytes()
+	if err != nil {
+		return nil, err
+	}
+	db, err := sqlite.OpenReadOnly(context.Background(), path, schema)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{db: db, maxBytes: maxBytes}, nil
+}
+
+// OpenMemory opens an empty store in memory, gone when closed: what a
+// read-only command shows when there is no store file yet.
+func OpenMemory(opts Options) (*Store, error) {
+	maxBytes, err := opts.maxBytes()
+	if err != nil {
+		return nil, err
+	}
+	db, err := sqlite.OpenMemory(context.Background(), schema)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{db: db, maxBytes: maxBytes, memory: true}, nil
+}
+
+// InMemory reports whether the store was opened by OpenMemory.
+func (s *Store) InMemory() bool { return s.memory }
+
+func (o Options) maxBytes() (int, error) {
+	switch {
+	case o.MaxBlockBytes < 0:
+		return 0, fmt.Errorf("MaxBlockBytes %d: want 0 (the default, %d) or a positive number of bytes", o.MaxBlockBytes, DefaultMaxBlockBytes)
+	case o.MaxBlockBytes == 0:
+		return DefaultMaxBlockBytes, nil
+	}
+	return o.MaxBlockBytes, nil
 }
 
 // Close closes the store file.

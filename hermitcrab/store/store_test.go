@@ -2,9 +2,11 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -565,13 +567,93 @@ func TestReopenKeepsData(t *testing.T) {
 
 func TestOpenRefusesNewerSchema(t *testing.T) {
 	s, path := openTest(t, Options{})
-	if _, err := s.db.Exec(`UPDATE schema_version SET version = 99`); err != nil {
+	if _, err := s.db.Exec(`PRAGMA user_version = 99`); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
 	_, err := Open(path, Options{})
-	if err == nil || !strings.Contains(err.Error(), "schema version 99") {
+	if err == nil || !strings.Contains(err.Error(), "newer hermitcrab (schema 99") {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// TestOpenAdoptsAFileFromBeforeTheMarker pins that a store written before
+// the application_id existed (its schema_version table at 1) opens with
+// its blocks, read-only without a write and read-write marked.
+func TestOpenAdoptsAFileFromBeforeTheMarker(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hermitcrab.db")
+	old, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{schema.Steps[0], `CREATE TABLE schema_version (version INTEGER NOT NULL)`, `INSERT INTO schema_version VALUES (1)`,
+		`INSERT INTO blocks VALUES ('purpose', '{"place":1}', 4, '2026-01-01T00:00:00.000000000Z')`} {
+		if _, err := old.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old.Close()
+	ctx := context.Background()
+	for _, open := range []func(string, Options) (*Store, error){OpenReadOnly, Open} {
+		s, err := open(path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, err := s.Block(ctx, "purpose"); err != nil || b.Version != 4 {
+			t.Fatalf("the old block: %+v, %v", b, err)
+		}
+		s.Close()
+	}
+	data, _ := os.ReadFile(path)
+	if string(data[68:72]) != "HCRB" {
+		t.Fatalf("application_id after a read-write open: %q", data[68:72])
+	}
+}
+
+// TestOpenRefusesAnotherProgramsFile pins that a SQLite file of another
+// program is refused, unchanged.
+func TestOpenRefusesAnotherProgramsFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hermitcrab.db")
+	other, _ := sql.Open("sqlite", "file:"+path)
+	if _, err := other.Exec(`CREATE TABLE blocks (x)`); err != nil {
+		t.Fatal(err)
+	}
+	other.Close()
+	before, _ := os.ReadFile(path)
+	if _, err := Open(path, Options{}); err == nil || !strings.Contains(err.Error(), "not changed") {
+		t.Fatalf("err %v", err)
+	}
+	if after, _ := os.ReadFile(path); string(after) != string(before) {
+		t.Fatal("the other program's file changed")
+	}
+}
+
+// TestOpenReadOnly pins the read-only store: a missing file is not
+// created, writes fail, reads work.
+func TestOpenReadOnly(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "hermitcrab.db")
+	if _, err := OpenReadOnly(path, Options{}); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("missing file: %v", err)
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 0 {
+		t.Fatal("a read-only open created a file")
+	}
+	s, path := openTest(t, Options{})
+	if _, err := s.Put(ctx, "purpose", []byte(`{"place":1}`), 0); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := OpenReadOnly(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if _, err := ro.Block(ctx, "purpose"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ro.Put(ctx, "purpose", []byte(`{}`), 1); err == nil {
+		t.Fatal("a read-only store accepted a write")
 	}
 }
 

@@ -1,0 +1,49 @@
+//go:build unix
+
+package main
+
+import (
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/llmkernels/kernels/internal/rodir"
+)
+
+// TestReadCommandsOnAReadOnlyDataDir pins that blocks list, blocks show and
+// bsp work in a data directory the process cannot write (as root, the
+// binary runs as an unprivileged user) and change nothing there, for an
+// instance and for a directory with no store yet.
+func TestReadCommandsOnAReadOnlyDataDir(t *testing.T) {
+	bin := rodir.Executable(t, binary)
+	base := rodir.TempDir(t)
+	data := filepath.Join(base, "data")
+	mustHC(t, data, "", "blocks", "import", "testdata/localstorage.json")
+	empty := filepath.Join(base, "empty")
+	os.Mkdir(empty, 0o755)
+	rodir.Lock(t, base)
+	before := rodir.Snapshot(t, base)
+	for _, c := range []struct {
+		dir  string
+		args []string
+		want string
+	}{
+		{data, []string{"blocks", "list"}, "purpose"},
+		{data, []string{"blocks", "show", "purpose"}, "Help the person build kernels."},
+		{data, []string{"bsp", "purpose"}, "Help the person build kernels."},
+		{empty, []string{"blocks", "list"}, "touchstone"},
+		{empty, []string{"blocks", "show", "wake", "0.9"}, "tier"},
+	} {
+		cmd := rodir.Command(t, bin, append([]string{"--data", c.dir}, c.args...)...)
+		cmd.Env = append(os.Environ(), "HERMITCRAB_DATA=")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), c.want) {
+			t.Errorf("hermitcrab %v in a read-only %s: %v\n%s", c.args, filepath.Base(c.dir), err, out)
+		}
+	}
+	if after := rodir.Snapshot(t, base); !maps.Equal(before, after) {
+		t.Fatalf("the read-only directory changed:\nbefore %v\nafter  %v", before, after)
+	}
+}
