@@ -93,6 +93,21 @@ func (k *Kernel) boot(ctx context.Context) error {
 
 // Resolvers lists the registry.
 func (k *Kernel) Resolvers(ctx context.Context) ([]ResolverEntry, error) {
+	if k.readOnly {
+		// Nothing may be written: boot resolvers not registered yet are
+		// listed as a run would register them.
+		stored, err := k.resolvers(ctx, k.db, "")
+		if err != nil {
+			return nil, err
+		}
+		var out []ResolverEntry
+		for _, b := range bootResolvers {
+			if !slices.ContainsFunc(stored, func(r ResolverEntry) bool { return r.ID == b.ID }) {
+				out = append(out, b)
+			}
+		}
+		return append(out, stored...), nil
+	}
 	if err := k.boot(ctx); err != nil {
 		return nil, err
 	}

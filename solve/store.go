@@ -5,83 +5,90 @@ import (
 	"database/sql"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
-	_ "modernc.org/sqlite" // driver "sqlite"
+
+	"github.com/llmkernels/kernels/internal/sqlite"
 )
 
 //go:embed schema.sql
 var schemaSQL string
 
-// schemaVersion is PRAGMA user_version once all eleven tables exist.
-// Version 1 (planning) had five; migrations lists what each step adds
-// beyond schema.sql's CREATE ... IF NOT EXISTS statements.
-const schemaVersion = 2
-
-// migrations[v] brings a database from user_version v to v+1.
-var migrations = map[int]string{
-	// v1 → v2: the six SOLVE-loop tables come from schema.sql; nodes gains
-	// invalidated_at, set on a subtree superseded by backtracking or a
-	// reopened ancestor (its history is kept, it leaves the live tree).
-	1: "ALTER TABLE nodes ADD COLUMN invalidated_at TEXT",
+// schema is kernel.db: application_id "SOLV", user_version counting the
+// steps. Files from before the marker used the same user_version
+// numbering (0 or 1 for the five planning tables, 2 for all eleven), so
+// they are adopted at that step.
+var schema = &sqlite.Schema{
+	Name: "solve kernel.db",
+	ID:   sqlite.SolveID,
+	Steps: []string{
+		// 0 → 1: schema.sql, the spec's eleven tables (CREATE ... IF NOT
+		// EXISTS: a planning-era file already holds five of them).
+		schemaSQL,
+		// 1 → 2: nodes gains invalidated_at, set on a subtree superseded by
+		// backtracking or a reopened ancestor (its history is kept, it
+		// leaves the live tree).
+		"ALTER TABLE nodes ADD COLUMN invalidated_at TEXT",
+	},
+	Legacy: func(ctx context.Context, q sqlite.Querier) (int, bool, error) {
+		tables, err := sqlite.Tables(ctx, q)
+		if err != nil || !tables["nodes"] || !tables["constraints"] {
+			return 0, false, err
+		}
+		var v int
+		if err := q.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+			return 0, false, err
+		}
+		switch v {
+		case 0, 1:
+			return 0, true, nil // step 1 adds the tables a planning-era file lacks
+		case 2:
+			return 2, true, nil
+		}
+		return 0, false, nil
+	},
 }
 
 // Kernel is an open kernel.db. Its methods do what the CLI does.
 type Kernel struct {
 	db   *sql.DB
 	path string
+	// readOnly: opened by OpenReadOnly, nothing may be written.
+	readOnly bool
 	// wmu queues this process's write transactions (SQLite has one
 	// writer; a deferred transaction upgrading to a write could otherwise
 	// fail with SQLITE_BUSY when workers commit at once).
 	wmu sync.Mutex
 }
 
-// Open opens (creating if needed) the kernel database at path and makes
-// sure the planning tables exist.
+// Open opens (creating if needed) the kernel database at path and brings
+// its tables up to date.
 func Open(ctx context.Context, path string) (*Kernel, error) {
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)")
+	db, err := sqlite.Open(ctx, path, schema)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	if _, err := db.ExecContext(ctx, schemaSQL); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("kernel.db %s: create tables: %w (is it a SQLite file?)", path, err)
-	}
-	var v int
-	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("kernel.db %s: %w", path, err)
-	}
-	if v == 0 {
-		v = 1 // a new database: schema.sql made the version-1 tables
-	}
-	for ; v < schemaVersion; v++ {
-		if err := migrate(ctx, db, v); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("kernel.db %s: migrate schema %d → %d: %w", path, v, v+1, err)
-		}
+		return nil, err
 	}
 	return &Kernel{db: db, path: path}, nil
 }
 
-// migrate applies one migration and its version in one transaction.
-func migrate(ctx context.Context, db *sql.DB, v int) error {
-	tx, err := db.BeginTx(ctx, nil)
+// OpenReadOnly opens the existing kernel database at path for the commands
+// that only read (status, log, kg, artifacts, resolvers): it never creates
+// or changes a file, and works where the directory cannot be written.
+func OpenReadOnly(ctx context.Context, path string) (*Kernel, error) {
+	db, err := sqlite.OpenReadOnly(ctx, path, schema)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no kernel.db at %s: nothing has been planned or run here yet ('solve plan' or 'solve run' creates it; --db names another): %w", path, err)
+	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", v+1)); err != nil {
-		return err
-	}
-	return tx.Commit()
+	return &Kernel{db: db, path: path, readOnly: true}, nil
 }
 
 // Close closes the database.

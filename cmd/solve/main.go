@@ -40,7 +40,8 @@ select constraints, select a resolver, resolve, verify, decompose), every
 resolver call budget-gated against the ledger; UNSAT retries with feedback,
 then BUILD (lookup-before-build first) and HIRE (a capability request a human
 answers with 'solve hire'); 'solve resume' continues a stopped or killed run.
-Inspect with status, log, resolvers, kg and artifacts.
+Inspect with status, log, resolvers, kg and artifacts: they only read (kernel.db is
+opened read-only, never created or changed, and may sit in a read-only directory).
 
 Tested end to end through this binary: retry with feedback, BUILD of a tool
 (registered only after its own tests pass) and its reuse by a similar goal via
@@ -181,9 +182,14 @@ so a hand-edited plan fails. Prints PASS/FAIL with the numbers; exits 1 on any F
 	}
 }
 
-// withKernel opens kernel.db, runs f and closes it.
-func withKernel(ctx context.Context, db string, f func(*solve.Kernel) error) error {
-	k, err := solve.Open(ctx, db)
+// withKernel opens kernel.db, runs f and closes it. readOnly is for the
+// commands that only read: they never create or change a file.
+func withKernel(ctx context.Context, db string, readOnly bool, f func(*solve.Kernel) error) error {
+	open := solve.Open
+	if readOnly {
+		open = solve.OpenReadOnly
+	}
+	k, err := open(ctx, db)
 	if err != nil {
 		return err
 	}
@@ -278,7 +284,7 @@ call count to stdout.`,
 				return err
 			}
 			req.Model = model
-			return withKernel(cmd.Context(), db, func(k *solve.Kernel) error {
+			return withKernel(cmd.Context(), db, false, func(k *solve.Kernel) error {
 				r, err := k.Run(cmd.Context(), req, opts)
 				if err != nil {
 					return err
@@ -319,7 +325,7 @@ prefix of the root node id.`,
 			if err != nil {
 				return err
 			}
-			return withKernel(cmd.Context(), db, func(k *solve.Kernel) error {
+			return withKernel(cmd.Context(), db, false, func(k *solve.Kernel) error {
 				root := ""
 				if len(args) == 1 {
 					root = args[0]
@@ -352,7 +358,7 @@ func logCommand() *cobra.Command {
 			if tier < 0 || tier > 3 {
 				return fmt.Errorf("--tier %d: give 1, 2 or 3 (0 = all)", tier)
 			}
-			return withKernel(cmd.Context(), db, func(k *solve.Kernel) error {
+			return withKernel(cmd.Context(), db, true, func(k *solve.Kernel) error {
 				out, err := k.Logs(cmd.Context(), tier, node)
 				if err != nil {
 					return err
@@ -375,7 +381,7 @@ func resolversCommand() *cobra.Command {
 		Short: "List the resolver registry: boot, built and hired tools with capabilities and record",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withKernel(cmd.Context(), db, func(k *solve.Kernel) error {
+			return withKernel(cmd.Context(), db, true, func(k *solve.Kernel) error {
 				rs, err := k.Resolvers(cmd.Context())
 				if err != nil {
 					return err
@@ -398,7 +404,7 @@ func kgCommand() *cobra.Command {
 		Short: "Run the knowledge graph's boot-time queries: similar goals, resolver outcomes, failure modes, lookup-before-build",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withKernel(cmd.Context(), db, func(k *solve.Kernel) error {
+			return withKernel(cmd.Context(), db, true, func(k *solve.Kernel) error {
 				out, err := k.KGReport(cmd.Context(), goal, capability)
 				if err != nil {
 					return err
@@ -432,7 +438,7 @@ capability: toolization, never a one-off answer), --add-budget/--add-time, or
 --decline (that request fingerprint is never asked again). Then 'solve resume'.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withKernel(cmd.Context(), db, func(k *solve.Kernel) error {
+			return withKernel(cmd.Context(), db, false, func(k *solve.Kernel) error {
 				if len(args) == 0 {
 					reqs, err := k.Requests(cmd.Context(), all)
 					if err != nil {
@@ -486,7 +492,7 @@ func reportCommand(use, short string, report func(*solve.Kernel, context.Context
 		Short: short,
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withKernel(cmd.Context(), db, func(k *solve.Kernel) error {
+			return withKernel(cmd.Context(), db, true, func(k *solve.Kernel) error {
 				root := ""
 				if len(args) == 1 {
 					root = args[0]

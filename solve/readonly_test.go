@@ -1,0 +1,150 @@
+//go:build unix
+
+package solve_test
+
+import (
+	"crypto/sha256"
+	"database/sql"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/llmkernels/kernels/internal/rodir"
+)
+
+var readCommands = [][]string{{"status"}, {"log"}, {"kg"}, {"artifacts"}, {"resolvers"}}
+
+// TestReadCommandsNeverCreateKernelDB pins that the read commands in a
+// directory without kernel.db say so and create nothing, also for a --db
+// path with URI characters (it once created runs/e for runs/e#f/kernel.db).
+func TestReadCommandsNeverCreateKernelDB(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "runs", "e#f"), 0o755)
+	for _, args := range readCommands {
+		for _, db := range []string{"kernel.db", "runs/e#f/kernel.db"} {
+			r := runSolve(t, dir, append(args, "--db", db)...)
+			if r.code == 0 || !strings.Contains(r.stderr, "no kernel.db at "+db) {
+				t.Errorf("solve %v --db %s: exit %d, stderr %q; want a clear error", args, db, r.code, r.stderr)
+			}
+		}
+	}
+	var files []string
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		files = append(files, strings.TrimPrefix(p, dir))
+		return nil
+	})
+	if want := []string{"", "/runs", "/runs/e#f"}; !slicesEqual(files, want) {
+		t.Fatalf("the read commands left %q, want only %q", files, want)
+	}
+}
+
+func slicesEqual(a, b []string) bool { return strings.Join(a, "\n") == strings.Join(b, "\n") }
+
+// TestReadCommandsOnAReadOnlyDirectory pins that status, log, kg,
+// artifacts and resolvers read a run's kernel.db in a directory the
+// process cannot write (as root, the binary runs as an unprivileged user)
+// and change nothing there.
+func TestReadCommandsOnAReadOnlyDirectory(t *testing.T) {
+	bin := rodir.Executable(t, solveBin)
+	dir := filepath.Join(rodir.TempDir(t), "run")
+	os.Mkdir(dir, 0o755)
+	sc := writeScript(t, dir, gatingSteps()...)
+	if r := runSolve(t, dir, "run", runbookGoal, "--provider", "script", "--script", sc, "--budget", "5", "--time", "1h"); r.code != 0 {
+		t.Fatalf("solve run: exit %d\n%s", r.code, r.stderr)
+	}
+	rodir.Lock(t, dir)
+	before := rodir.Snapshot(t, dir)
+	want := map[string]string{"status": "achieved", "log": "Goal achieved", "kg": "edges:", "artifacts": "artifact_store/", "resolvers": "codex-tools-0"}
+	for _, args := range readCommands {
+		cmd := rodir.Command(t, bin, args...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), want[args[0]]) {
+			t.Errorf("solve %v in a read-only directory: %v\n%s", args, err, out)
+		}
+	}
+	if after := rodir.Snapshot(t, dir); !maps.Equal(before, after) {
+		t.Fatalf("the read-only directory changed:\nbefore %v\nafter  %v", before, after)
+	}
+}
+
+// TestAnotherProgramsDatabaseIsRefusedUnchanged pins that --db naming
+// another program's SQLite file is refused by read and write commands
+// alike, and the file keeps every byte (it once gained 11 tables).
+func TestAnotherProgramsDatabaseIsRefusedUnchanged(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "other-program.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL); INSERT INTO invoices (total) VALUES (12.5)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	hash := func() [32]byte {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sha256.Sum256(data)
+	}
+	sc := writeScript(t, t.TempDir(), gatingSteps()...)
+	before, files := hash(), names(t, dir)
+	for _, args := range append(readCommands, []string{"hire"}, []string{"run", runbookGoal, "--provider", "script", "--script", sc}) {
+		r := runSolve(t, dir, append(args, "--db", "other-program.db")...)
+		if r.code == 0 || !strings.Contains(r.stderr, "refused, the file was not changed") {
+			t.Errorf("solve %v on another program's database: exit %d, stderr %q", args, r.code, r.stderr)
+		}
+	}
+	if hash() != before || !maps.Equal(names(t, dir), files) {
+		t.Fatal("another program's database, or its directory, changed")
+	}
+}
+
+func names(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, e := range es {
+		out[e.Name()] = true
+	}
+	return out
+}
+
+// TestKernelDBFromBeforeTheMarkerIsAdopted pins that a kernel.db written
+// by the previous solve (no application_id, user_version 2) still opens:
+// read-only without a write, and marked by the first command that writes.
+func TestKernelDBFromBeforeTheMarkerIsAdopted(t *testing.T) {
+	dir := t.TempDir()
+	schemaSQL, err := os.ReadFile("schema.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "kernel.db")+"?_pragma=journal_mode(WAL)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{string(schemaSQL), "ALTER TABLE nodes ADD COLUMN invalidated_at TEXT", "PRAGMA user_version = 2"} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	before := names(t, dir)
+	if r := runSolve(t, dir, "status"); r.code != 0 {
+		t.Fatalf("solve status on the previous solve's kernel.db: exit %d: %s", r.code, r.stderr)
+	}
+	if r := runSolve(t, dir, "hire"); r.code != 0 || !strings.Contains(r.stdout, "no open capability requests") {
+		t.Fatalf("solve hire: exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, "kernel.db"))
+	if string(data[68:72]) != "SOLV" || !maps.Equal(names(t, dir), before) {
+		t.Fatalf("after a command that writes: application_id %q, files %v", data[68:72], names(t, dir))
+	}
+}
