@@ -36,6 +36,10 @@ type Options struct {
 	// Embedder ranks memory relevance by embeddings; nil means full text.
 	Embedder *memory.Embedder
 
+	// ReadOnly opens the instance for the views: nothing under it is
+	// created or written (see memory.Options.ReadOnly).
+	ReadOnly bool
+
 	Python         string        // interpreter for skills' main.py; default python3
 	SkillTimeout   time.Duration // per skill run; default 60s
 	SkillOutputCap int           // bytes of a skill's stdout; default 64 KiB
@@ -118,7 +122,7 @@ func Open(root string, opts Options) (*Instance, error) {
 		return nil, fmt.Errorf("no lumen instance at %s (data/ is missing): run `lumen init --dir %s` first, or pass --dir", abs, root)
 	}
 	in.mem, err = memory.Open(in.memoryDir(), filepath.Join(in.derivedDir(), "index.db"),
-		memory.Options{Embedder: opts.Embedder, Logger: opts.Logger})
+		memory.Options{Embedder: opts.Embedder, Logger: opts.Logger, ReadOnly: opts.ReadOnly})
 	if err != nil {
 		return nil, err
 	}

@@ -49,6 +49,10 @@ soul. The kernel enforces who may write what and logs every step it runs as a
 kernel memory; lumen audit checks the record. Every prompt is a file under
 prompts/ that you can read and edit.
 
+The views (status, memory, values, goals, skills, audit) only read: they create
+and change nothing in the instance, and work where it cannot be written (a
+memory index that is missing or behind the files is built in memory).
+
 Start with: lumen init --dir mind && lumen chat --dir mind
 Docs: docs/lumen.md. Provider flags: docs/configuration.md.`)
 	o := &options{}
@@ -85,8 +89,10 @@ func envOr(key, fallback string) string {
 }
 
 // open opens the instance; with app set it also builds the LLM client.
-func (o *options) open(app *cli.App, stderr io.Writer) (*lumen.Instance, error) {
-	opts := lumen.Options{Python: o.python, SkillTimeout: o.skillTimeout, SkillOutputCap: o.skillOutputCap, ReflectEvery: o.reflectEvery}
+// readOnly is for the views: nothing in the instance is created or written.
+func (o *options) open(app *cli.App, stderr io.Writer, readOnly bool) (*lumen.Instance, error) {
+	opts := lumen.Options{Python: o.python, SkillTimeout: o.skillTimeout, SkillOutputCap: o.skillOutputCap, ReflectEvery: o.reflectEvery,
+		ReadOnly: readOnly}
 	if o.embeddingURL != "" {
 		key := envOr("LUMEN_EMBEDDING_KEY", os.Getenv("OPENAI_API_KEY"))
 		opts.Embedder = &memory.Embedder{URL: o.embeddingURL, Model: o.embeddingModel, Key: key}
@@ -161,7 +167,7 @@ What the chosen skill shows you, normally the chat skill's reply, is printed as
 input exits; during a turn, Ctrl-C lets the current step finish first.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			in, err := o.open(app, cmd.ErrOrStderr())
+			in, err := o.open(app, cmd.ErrOrStderr(), false)
 			if err != nil {
 				return err
 			}
@@ -234,7 +240,7 @@ weight decay, yearly summaries) runs when due. Prints one block per cycle.
 Runs until interrupted, or --cycles N; Ctrl-C finishes the current step and stops.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			in, err := o.open(app, cmd.ErrOrStderr())
+			in, err := o.open(app, cmd.ErrOrStderr(), false)
 			if err != nil {
 				return err
 			}
@@ -259,7 +265,7 @@ the self and propose changes, EVOLVE: check them for consistency and apply them
 to values.json, goals and soul.md. Prints the tensions, conflicts and changes.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			in, err := o.open(app, cmd.ErrOrStderr())
+			in, err := o.open(app, cmd.ErrOrStderr(), false)
 			if err != nil {
 				return err
 			}
@@ -419,9 +425,12 @@ with a least-squares trend).`,
 	}
 }
 
-// withInstance opens the instance without an LLM, runs f and closes it.
+// withInstance opens the instance without an LLM and read-only (the views
+// only read: nothing under the instance is created or written, and a
+// memory index that is missing or behind the files is built in memory),
+// runs f and closes it.
 func (o *options) withInstance(f func(*lumen.Instance) error) error {
-	in, err := o.open(nil, nil)
+	in, err := o.open(nil, nil, true)
 	if err != nil {
 		return err
 	}

@@ -6,25 +6,34 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
-	_ "modernc.org/sqlite" // the "sqlite" driver: pure Go, FTS5, JSON1
+	"github.com/llmkernels/kernels/internal/sqlite"
 )
 
-// schemaVersion changes whenever the index's tables do; an index of another
-// version is rebuilt from the files.
-const schemaVersion = "3"
-
-const schema = `
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS files (day TEXT PRIMARY KEY, size INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS memories (
+// schema is the index: application_id "LUMN". It is derived from the day
+// files, so a new layout is a step that drops the old tables and creates
+// the new ones; the next Sync refills them. Indexes from before the marker
+// kept their layout's number in meta ('schema'): layout 3 is step 1's.
+var schema = &sqlite.Schema{
+	Name: "lumen memory index",
+	ID:   sqlite.LumenID,
+	Steps: []string{`
+DROP TABLE IF EXISTS meta;
+DROP TABLE IF EXISTS files;
+DROP TABLE IF EXISTS memories;
+DROP TABLE IF EXISTS memories_fts;
+DROP TABLE IF EXISTS terms;
+DROP TABLE IF EXISTS vectors;
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE files (day TEXT PRIMARY KEY, size INTEGER NOT NULL);
+CREATE TABLE memories (
 	seq INTEGER PRIMARY KEY,
 	id TEXT NOT NULL UNIQUE,
 	day TEXT NOT NULL,
@@ -39,15 +48,33 @@ CREATE TABLE IF NOT EXISTS memories (
 	description TEXT NOT NULL,
 	line TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS memories_author ON memories (author, seq);
-CREATE INDEX IF NOT EXISTS memories_step ON memories (step, seq);
-CREATE INDEX IF NOT EXISTS memories_day ON memories (day, seq);
-CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5 (
+CREATE INDEX memories_author ON memories (author, seq);
+CREATE INDEX memories_step ON memories (step, seq);
+CREATE INDEX memories_day ON memories (day, seq);
+CREATE VIRTUAL TABLE memories_fts USING fts5 (
 	situation, description, content='memories', content_rowid='seq', tokenize='unicode61 remove_diacritics 2'
 );
-CREATE TABLE IF NOT EXISTS terms (term TEXT PRIMARY KEY, docs INTEGER NOT NULL) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS vectors (seq INTEGER NOT NULL, model TEXT NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (seq, model));
-`
+CREATE TABLE terms (term TEXT PRIMARY KEY, docs INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE vectors (seq INTEGER NOT NULL, model TEXT NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (seq, model));
+`},
+	Legacy: func(ctx context.Context, q sqlite.Querier) (int, bool, error) {
+		tables, err := sqlite.Tables(ctx, q)
+		if err != nil || !tables["meta"] || !tables["memories"] {
+			return 0, false, err
+		}
+		var layout string
+		err = q.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'schema'`).Scan(&layout)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return 0, true, nil
+		case err != nil:
+			return 0, false, err
+		case layout == "3":
+			return 1, true, nil
+		}
+		return 0, true, nil // an older layout: step 1 replaces it
+	},
+}
 
 // Tuning of weights; zero fields take the defaults.
 type Options struct {
@@ -59,6 +86,10 @@ type Options struct {
 	// Embedder, when set, ranks relevance by embeddings instead of full text.
 	Embedder *Embedder
 	Logger   *slog.Logger
+	// ReadOnly opens the index read-only: nothing under its directory is
+	// created or written. An index that is missing, unreadable or behind
+	// the day files is built in memory instead, for this process only.
+	ReadOnly bool
 }
 
 // Store is the memory of one instance: the day files under Dir and the
@@ -68,11 +99,15 @@ type Store struct {
 	db   *sql.DB
 	opts Options
 	mu   sync.Mutex // one Sync at a time in this process
+	// readOnly: db is the index file opened read-only; a Sync that would
+	// write moves to an index in memory.
+	readOnly bool
 }
 
 // Open opens the memory under dir (data/memory) with its index at
 // indexPath, creating the index if needed and rebuilding it when its schema
-// is outdated. The index is not synced until the first read.
+// is outdated (unless Options.ReadOnly). The index is not synced until the
+// first read.
 func Open(dir, indexPath string, opts Options) (*Store, error) {
 	if opts.Strengthen == 0 {
 		opts.Strengthen = 0.05
@@ -86,52 +121,32 @@ func Open(dir, indexPath string, opts Options) (*Store, error) {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("memory directory %s is missing: is this a lumen instance? (lumen init creates it)", dir)
 	}
-	if err := os.MkdirAll(filepath.Dir(indexPath), 0o755); err != nil {
-		return nil, fmt.Errorf("memory index: %w", err)
+	ctx := context.Background()
+	s := &Store{dir: dir, opts: opts, readOnly: opts.ReadOnly}
+	var err error
+	if opts.ReadOnly {
+		s.db, err = sqlite.OpenReadOnly(ctx, indexPath, schema)
+		if err != nil && !errors.Is(err, sqlite.ErrForeign) {
+			if !errors.Is(err, fs.ErrNotExist) {
+				opts.Logger.Warn("memory: the index cannot be read as it is: building it in memory from the files", "err", err)
+			}
+			s.readOnly = false
+			s.db, err = sqlite.OpenMemory(ctx, schema)
+		}
+	} else {
+		if err = os.MkdirAll(filepath.Dir(indexPath), 0o755); err != nil {
+			return nil, fmt.Errorf("memory index: %w", err)
+		}
+		s.db, err = sqlite.Open(ctx, indexPath, schema)
 	}
-	dsn := "file:" + indexPath + "?_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"
-	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
-		return nil, fmt.Errorf("memory index %s: %w", indexPath, err)
-	}
-	s := &Store{dir: dir, db: db, opts: opts}
-	if err := s.migrate(); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("memory index %s: %w (the index is derived: delete it and it is rebuilt from the files)", indexPath, err)
+		return nil, fmt.Errorf("%w (the index is derived: delete it and it is rebuilt from the files)", err)
 	}
 	return s, nil
 }
 
 // Close closes the index.
 func (s *Store) Close() error { return s.db.Close() }
-
-func (s *Store) migrate() error {
-	ctx := context.Background()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	var version string
-	err = tx.QueryRow(`SELECT value FROM meta WHERE key = 'schema'`).Scan(&version)
-	if err != nil && !strings.Contains(err.Error(), "no such table") && !errors.Is(err, sql.ErrNoRows) {
-		return err
-	}
-	if version != "" && version != schemaVersion {
-		for _, t := range []string{"meta", "files", "memories", "memories_fts", "terms", "vectors"} {
-			if _, err := tx.Exec(`DROP TABLE IF EXISTS ` + t); err != nil {
-				return err
-			}
-		}
-	}
-	if _, err := tx.Exec(schema); err != nil {
-		return err
-	}
-	if _, err := tx.Exec(`INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)`, schemaVersion); err != nil {
-		return err
-	}
-	return tx.Commit()
-}
 
 // Append writes m as one line of its day's file (the timestamp is taken
 // now when zero) and returns its id. The index learns of it at the next
@@ -188,6 +203,9 @@ func (s *Store) sync(ctx context.Context) error {
 	}
 	for day, size := range known {
 		if cur, ok := sizes[day]; !ok || cur < size {
+			if s.readOnly {
+				return s.inMemory(ctx)
+			}
 			s.opts.Logger.Warn("memory: a day file shrank or vanished (a rollback?): rebuilding the index from the files", "day", day)
 			if err := s.reset(ctx); err != nil {
 				return err
@@ -198,6 +216,9 @@ func (s *Store) sync(ctx context.Context) error {
 	}
 	if len(stale) == 0 {
 		return nil
+	}
+	if s.readOnly {
+		return s.inMemory(ctx)
 	}
 	tx, err := s.db.BeginTx(ctx, nil) // immediate: one process indexes at a time
 	if err != nil {
@@ -233,6 +254,19 @@ func (s *Store) sync(ctx context.Context) error {
 		return fmt.Errorf("memory index: %w", err)
 	}
 	return tx.Commit()
+}
+
+// inMemory replaces a read-only index that is behind the files with one in
+// memory, private to this process, built from the files: nothing is
+// written beside them.
+func (s *Store) inMemory(ctx context.Context) error {
+	db, err := sqlite.OpenMemory(ctx, schema)
+	if err != nil {
+		return err
+	}
+	s.db.Close()
+	s.db, s.readOnly = db, false
+	return s.sync(ctx)
 }
 
 // Rebuild empties the index and reads every file again.
