@@ -1,19 +1,17 @@
 package solve
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/llmkernels/kernels/internal/atomicfile"
+	"github.com/llmkernels/kernels/internal/proc"
 	"github.com/llmkernels/kernels/llm"
 )
 
@@ -160,56 +158,28 @@ func (c *codexTools) Resolve(ctx context.Context, t *Call) (*Output, error) {
 	return out, nil
 }
 
-// runCommand runs sh -c command in dir in its own process group, killed
-// with its children at the timeout; output (stdout+stderr) is capped.
+// runCommand runs sh -c command in dir through the one subprocess runner
+// (internal/proc): its whole process group is killed at the timeout and
+// with the kernel, output (stdout+stderr) is capped, and provider secrets
+// are not passed on.
 func runCommand(ctx context.Context, dir, command string, env []string) checkAnswer {
 	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "sh", "-c", command)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	var buf capped
-	cmd.Stdout, cmd.Stderr = &buf, &buf
-	began := time.Now()
-	err := cmd.Run()
-	res := checkAnswer{Passed: err == nil, Output: buf.String(), Seconds: time.Since(began).Seconds()}
-	if cmd.ProcessState != nil {
-		res.ExitCode = cmd.ProcessState.ExitCode()
+	r, err := proc.Run(ctx, proc.Cmd{Name: "sh", Args: []string{"-c", command}, Dir: dir, Env: env, MergeStderr: true, MaxOutput: outputCapBytes})
+	if err != nil {
+		return checkAnswer{ExitCode: -1, Output: err.Error()}
 	}
-	if ctx.Err() == context.DeadlineExceeded {
+	res := checkAnswer{Passed: r.OK(), ExitCode: r.ExitCode, Output: string(r.Stdout), Seconds: r.Duration.Seconds()}
+	if r.StdoutDropped > 0 {
+		res.Output += fmt.Sprintf("\n[output cut: %d more bytes]", r.StdoutDropped)
+	}
+	switch {
+	case errors.Is(r.Stopped, context.DeadlineExceeded):
 		res.Output += fmt.Sprintf("\n[killed after the %s timeout]", commandTimeout)
-	} else if err != nil && res.ExitCode == 0 {
-		res.ExitCode, res.Output = -1, res.Output+"\n"+err.Error()
+	case r.Signal != "":
+		res.Output += "\n[" + r.Err().Error() + "]"
 	}
 	return res
-}
-
-// capped keeps the first outputCapBytes of output and counts the rest.
-type capped struct {
-	b       bytes.Buffer
-	dropped int
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	room := outputCapBytes - c.b.Len()
-	if room >= len(p) {
-		return c.b.Write(p)
-	}
-	if room > 0 {
-		c.b.Write(p[:room])
-	}
-	c.dropped += len(p) - max(room, 0)
-	return len(p), nil
-}
-
-func (c *capped) String() string {
-	if c.dropped > 0 {
-		return c.b.String() + fmt.Sprintf("\n[output cut: %d more bytes]", c.dropped)
-	}
-	return c.b.String()
 }
 
 // writeFiles writes an output artifact's files into the workspace, each

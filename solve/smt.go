@@ -1,7 +1,6 @@
 package solve
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/llmkernels/kernels/internal/proc"
 	"github.com/llmkernels/kernels/solve/expr"
 )
 
@@ -41,11 +41,14 @@ func Z3(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", errors.New("--smt z3: the z3 binary is not on PATH; install it (Debian: apt-get install z3) or drop --smt")
 	}
-	out, err := exec.CommandContext(ctx, path, "--version").Output()
+	r, err := proc.Run(ctx, proc.Cmd{Name: path, Args: []string{"--version"}})
+	if err == nil {
+		err = r.Err()
+	}
 	if err != nil {
 		return "", fmt.Errorf("--smt z3: %s --version: %w", path, err)
 	}
-	return strings.TrimSpace(string(out)), nil
+	return strings.TrimSpace(string(r.Stdout)), nil
 }
 
 // question is one (check-sat) in a script, with the kernel's answer.
@@ -64,14 +67,14 @@ func runZ3(ctx context.Context, prelude string, qs []question) ([]string, error)
 	for _, q := range qs {
 		fmt.Fprintf(&b, "(push)\n%s(check-sat)\n(pop)\n", q.body)
 	}
-	cmd := exec.CommandContext(ctx, "z3", "-in", "-smt2", "-T:30")
-	cmd.Stdin = strings.NewReader(b.String())
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	r, err := proc.Run(ctx, proc.Cmd{Name: "z3", Args: []string{"-in", "-smt2", "-T:30"}, Stdin: strings.NewReader(b.String())})
+	if err != nil {
+		return nil, fmt.Errorf("z3 failed: %w", err)
+	}
+	out := r.Stdout
 	answers := strings.Fields(string(out))
-	if err != nil && len(answers) < len(qs) {
-		return nil, fmt.Errorf("z3 failed: %v: %s %s", err, strings.TrimSpace(string(out)), strings.TrimSpace(stderr.String()))
+	if err := r.Err(); err != nil && len(answers) < len(qs) {
+		return nil, fmt.Errorf("z3 failed: %v: %s %s", err, strings.TrimSpace(string(out)), strings.TrimSpace(string(r.Stderr)))
 	}
 	if len(answers) != len(qs) {
 		return nil, fmt.Errorf("z3 answered %d of %d questions: %s", len(answers), len(qs), strings.TrimSpace(string(out)))

@@ -1,0 +1,66 @@
+//go:build linux
+
+package solve_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestKill9LeavesNoCheckRunning pins that a check command (model-written
+// shell, with a background child) sees no provider key, and that kill -9 of
+// `solve run` while it runs leaves neither the check nor its child alive.
+func TestKill9LeavesNoCheckRunning(t *testing.T) {
+	dir := t.TempDir()
+	ws := workspace(t, dir, "example.com/mathx")
+	pids := filepath.Join(dir, "check.pids")
+	steps := clampSteps()
+	steps[0].answer = m{"constraints": []any{m{"type": "logic", "domain": "software", "title": "the check passes",
+		"check": `sleep 60 & echo "$$ $! ${ANTHROPIC_API_KEY:-none}" > ` + pids + `.tmp; mv ` + pids + `.tmp ` + pids + `; wait`}},
+		"required_capabilities": []string{"generate_code"}, "rationale": "a check that takes its time"}
+	sc := writeScript(t, dir, steps...)
+	cmd := exec.Command(solveBin, "run", clampGoal, "--provider", "script", "--script", sc, "--workspace", ws, "--budget", "5", "--time", "30m")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "ANTHROPIC_API_KEY=sk-ant-kill-test-0123456789")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	var fields []string
+	for deadline := time.Now().Add(60 * time.Second); len(fields) != 3; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the check never started")
+		}
+		data, _ := os.ReadFile(pids)
+		fields = strings.Fields(string(data))
+	}
+	if fields[2] != "none" {
+		t.Errorf("the check saw ANTHROPIC_API_KEY=%s", fields[2])
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	for _, f := range fields[:2] {
+		pid, _ := strconv.Atoi(f)
+		for deadline := time.Now().Add(10 * time.Second); alive(pid); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				syscall.Kill(pid, syscall.SIGKILL)
+				t.Fatalf("process %d of the check outlived kill -9 of solve", pid)
+			}
+		}
+	}
+}
+
+func alive(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	return f[0] != "Z" && f[0] != "X"
+}
