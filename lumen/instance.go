@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmkernels/kernels/internal/proc"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/lumen/memory"
 	"github.com/llmkernels/kernels/lumen/skill"
@@ -220,9 +221,12 @@ func gitInit(ctx context.Context, root string) string {
 	if err != nil {
 		return "git not found: the instance has no version control; install git and run `git init` in " + root
 	}
-	out, err := exec.CommandContext(ctx, git, "init", "-q", root).CombinedOutput()
+	r, err := proc.Run(ctx, proc.Cmd{Name: git, Args: []string{"init", "-q", root}, MergeStderr: true})
 	if err != nil {
-		return fmt.Sprintf("git init failed: %v: %s", err, strings.TrimSpace(string(out)))
+		return fmt.Sprintf("git init failed: %v", err)
+	}
+	if err := r.Err(); err != nil {
+		return fmt.Sprintf("git init failed: %v: %s", err, strings.TrimSpace(string(r.Stdout)))
 	}
 	return "initialized (commits are yours to make: the kernel never commits)"
 }

@@ -32,16 +32,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/llmkernels/kernels/internal/atomicfile"
+	"github.com/llmkernels/kernels/internal/proc"
 )
 
 // BuiltinCreate is the name of the kernel's built-in ability to author a
@@ -289,84 +288,40 @@ func (e *startError) Error() string { return e.err.Error() }
 func (e *startError) Unwrap() error { return e.err }
 
 // run starts main.py in dir with args, feeding stdin, under the timeout
-// and output cap.
+// and output cap, through the one subprocess runner (internal/proc): the
+// skill's whole process group is killed at the timeout, on overflow and
+// with the kernel, and provider secrets are not passed on.
 func (r *Runner) run(ctx context.Context, name, dir string, stdin []byte, args ...string) (*runOutput, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout())
 	defer cancel()
-	overflow := false
-	stdout := &capWriter{limit: r.outputCap(), onOverflow: func() { overflow = true; cancel() }}
-	stderr := &tailWriter{keep: 2000}
-	cmd := exec.CommandContext(ctx, r.python(), append([]string{"main.py"}, args...)...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "LUMEN_DIR="+r.Root, "LUMEN_SKILL="+name)
-	cmd.Stdin = bytes.NewReader(stdin)
-	cmd.Stdout = stdout
-	cmd.Stderr = stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 2 * time.Second
-	if err := cmd.Start(); err != nil {
+	res, err := proc.Run(ctx, proc.Cmd{Name: r.python(), Args: append([]string{"main.py"}, args...), Dir: dir,
+		Env: []string{"LUMEN_DIR=" + r.Root, "LUMEN_SKILL=" + name}, Stdin: bytes.NewReader(stdin),
+		MaxOutput: r.outputCap(), StopOnOverflow: true})
+	if err != nil {
 		return nil, &startError{fmt.Errorf("skill %s: cannot start %s main.py: %w (is %s installed? set the interpreter with --python)", name, r.python(), err, r.python())}
 	}
-	err := cmd.Wait()
-	out := &runOutput{stdout: stdout.buf.Bytes(), stderr: stderr.bytes()}
+	stderr := res.Stderr
+	if len(stderr) > stderrKeep {
+		stderr = stderr[len(stderr)-stderrKeep:]
+	}
+	out := &runOutput{stdout: res.Stdout, stderr: stderr}
 	switch {
-	case overflow:
+	case errors.Is(res.Stopped, proc.ErrOutputLimit):
 		return out, fmt.Errorf("skill %s wrote more than %d bytes to stdout and was stopped (the output cap, --skill-output-cap)", name, r.outputCap())
-	case ctx.Err() == context.DeadlineExceeded:
+	case errors.Is(res.Stopped, context.DeadlineExceeded):
 		return out, fmt.Errorf("skill %s did not finish within %s and was killed (the timeout, --skill-timeout)", name, r.timeout())
-	case err != nil:
+	case !res.OK():
 		msg := strings.TrimSpace(string(out.stderr))
 		if msg == "" {
 			msg = "no stderr"
 		}
-		return out, fmt.Errorf("skill %s failed: %v: %s", name, err, msg)
+		return out, fmt.Errorf("skill %s failed: %v: %s", name, res.Err(), msg)
 	}
 	return out, nil
 }
 
-// capWriter keeps up to limit bytes and calls onOverflow once past it;
-// later writes are drained and dropped so the child never blocks.
-type capWriter struct {
-	buf        bytes.Buffer
-	limit      int
-	over       bool
-	onOverflow func()
-}
-
-func (w *capWriter) Write(p []byte) (int, error) {
-	if w.over {
-		return len(p), nil
-	}
-	if w.buf.Len()+len(p) > w.limit {
-		w.buf.Write(p[:w.limit-w.buf.Len()])
-		w.over = true
-		w.onOverflow()
-		return len(p), nil
-	}
-	return w.buf.Write(p)
-}
-
-// tailWriter keeps the last keep bytes written.
-type tailWriter struct {
-	buf  []byte
-	keep int
-}
-
-func (w *tailWriter) Write(p []byte) (int, error) {
-	w.buf = append(w.buf, p...)
-	if len(w.buf) > 2*w.keep {
-		w.buf = append([]byte(nil), w.buf[len(w.buf)-w.keep:]...)
-	}
-	return len(p), nil
-}
-
-func (w *tailWriter) bytes() []byte {
-	if len(w.buf) > w.keep {
-		return w.buf[len(w.buf)-w.keep:]
-	}
-	return w.buf
-}
+// stderrKeep is how much of a failing skill's stderr (its end) is quoted.
+const stderrKeep = 2000
 
 var validName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,39}$`)
 
