@@ -83,7 +83,7 @@ func Open(ctx context.Context, path string) (*Kernel, error) {
 func OpenReadOnly(ctx context.Context, path string) (*Kernel, error) {
 	db, err := sqlite.OpenReadOnly(ctx, path, schema)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("no kernel.db at %s: nothing has been planned or run here yet ('solve plan' or 'solve run' creates it; --db names another): %w", path, err)
+		return nil, fmt.Errorf("no kernel.db at %s (%w): nothing has been planned or run here yet ('solve plan' or 'solve run' creates it; --db names another)", path, fs.ErrNotExist)
 	}
 	if err != nil {
 		return nil, err

@@ -49,6 +49,10 @@ soul. The kernel enforces who may write what and logs every step it runs as a
 kernel memory; lumen audit checks the record. Every prompt is a file under
 prompts/ that you can read and edit.
 
+Skills run in a process group killed whole at --skill-timeout and when lumen
+dies, without provider keys in their environment (LLMKERNELS_PASS_ENV=NAME,...
+passes some on; docs/configuration.md).
+
 The views (status, memory, values, goals, skills, audit) only read: they create
 and change nothing in the instance, and work where it cannot be written (a
 memory index that is missing or behind the files is built in memory).

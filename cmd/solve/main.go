@@ -258,7 +258,9 @@ remainder by weight; 20% stays as reserve.
 
 Software goals run for real in --workspace: logic constraints carry a shell
 command (e.g. go test ./...) run by codex-tools-0 with a timeout and an output
-cap; a pass is σ = 1.0. Every step commits in one SQLite transaction, so a run
+cap, in a process group killed whole at the timeout or when solve dies, and
+without provider keys in its environment (LLMKERNELS_PASS_ENV=NAME,... passes
+some on; docs/configuration.md); a pass is σ = 1.0. Every step commits in one SQLite transaction, so a run
 stopped at any point, kill -9 included, continues with 'solve resume'.
 
 --suggest TEXT is scored as an attempt of its own on the root, against the same
