@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/llmkernels/kernels/internal/proc/proctest"
 )
 
 // TestKill9LeavesNoCheckRunning pins that a check command (model-written
@@ -45,22 +47,15 @@ func TestKill9LeavesNoCheckRunning(t *testing.T) {
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
+	var check []int
 	for _, f := range fields[:2] {
 		pid, _ := strconv.Atoi(f)
-		for deadline := time.Now().Add(10 * time.Second); alive(pid); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				syscall.Kill(pid, syscall.SIGKILL)
-				t.Fatalf("process %d of the check outlived kill -9 of solve", pid)
-			}
+		check = append(check, pid)
+	}
+	if left := proctest.WaitGone(check, time.Now().Add(10*time.Second)); len(left) > 0 {
+		for _, pid := range left {
+			syscall.Kill(pid, syscall.SIGKILL)
 		}
+		t.Fatalf("processes %v of the check outlived kill -9 of solve", left)
 	}
-}
-
-func alive(pid int) bool {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
-	return f[0] != "Z" && f[0] != "X"
 }

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/llmkernels/kernels/internal/proc/proctest"
 )
 
 // TestMain lets this test binary play the processes the tests need
@@ -93,34 +95,6 @@ func waitPids(t *testing.T, file string) []int {
 	return nil
 }
 
-// alive reports whether pid is a running process (a zombie is dead).
-func alive(pid int) bool {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(data, ')')
-	state := strings.Fields(string(data[i+1:]))[0]
-	return state != "Z" && state != "X"
-}
-
-// waitGone waits until every pid is dead or the deadline passes, and
-// returns those still alive.
-func waitGone(pids []int, deadline time.Time) []int {
-	for {
-		var left []int
-		for _, p := range pids {
-			if alive(p) {
-				left = append(left, p)
-			}
-		}
-		if len(left) == 0 || time.Now().After(deadline) {
-			return left
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // TestCancelEndsTheWholeGroup pins that cancelling the context ends a
 // command that ignores SIGTERM, its grandchild in the group and the one
 // that left the group (setsid), all within 1 s.
@@ -146,7 +120,7 @@ func TestCancelEndsTheWholeGroup(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("Run did not return within 30 s of cancel")
 	}
-	if left := waitGone(pids, at.Add(time.Second)); len(left) > 0 {
+	if left := proctest.WaitGone(pids, at.Add(time.Second)); len(left) > 0 {
 		t.Fatalf("alive 1 s after cancel: %v of %v (command, grandchild, setsid grandchild)", left, pids)
 	}
 	t.Logf("Run returned %v after cancel", time.Since(at))
@@ -196,7 +170,7 @@ func TestKill9OfTheKernelLeavesNoDescendant(t *testing.T) {
 	}
 	kernel.Process.Signal(syscall.SIGKILL)
 	kernel.Wait()
-	if left := waitGone(all, time.Now().Add(10*time.Second)); len(left) > 0 {
+	if left := proctest.WaitGone(all, time.Now().Add(10*time.Second)); len(left) > 0 {
 		for _, p := range left {
 			syscall.Kill(p, syscall.SIGKILL)
 		}
@@ -260,7 +234,7 @@ func TestAnswerKeptWhenABackgroundChildHoldsStdout(t *testing.T) {
 		t.Fatalf("Run waited %v for the background child", res.Duration)
 	}
 	pid, _ := strconv.Atoi(lines[0])
-	if left := waitGone([]int{pid}, time.Now().Add(10*time.Second)); len(left) > 0 {
+	if left := proctest.WaitGone([]int{pid}, time.Now().Add(10*time.Second)); len(left) > 0 {
 		syscall.Kill(pid, syscall.SIGKILL)
 		t.Fatalf("the background child %d outlived the command", pid)
 	}

@@ -4,11 +4,12 @@ package skill
 
 import (
 	"context"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmkernels/kernels/internal/proc/proctest"
 )
 
 // TestSkillsRunWithoutSecretsAndLeaveNoChild pins that a skill (model-written
@@ -32,20 +33,7 @@ print(os.environ.get("ANTHROPIC_API_KEY", "none"), os.environ.get("WEATHER_API_K
 		t.Fatalf("the skill saw %q; want no Anthropic key and the passed weather key", res.Output)
 	}
 	pid, _ := strconv.Atoi(f[2])
-	deadline := time.Now().Add(10 * time.Second)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the skill's child %d outlived it", pid)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if left := proctest.WaitGone([]int{pid}, time.Now().Add(10*time.Second)); len(left) > 0 {
+		t.Fatalf("the skill's child %d outlived it", pid)
 	}
-}
-
-func alive(pid int) bool {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
-	return f[0] != "Z" && f[0] != "X"
 }
