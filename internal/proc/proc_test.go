@@ -303,3 +303,22 @@ func sleepForever() {
 		time.Sleep(time.Hour)
 	}
 }
+
+// BenchmarkRun measures a short command through the runner (supervisor
+// included); BenchmarkExec the same command started directly, for the
+// supervisor's cost.
+func BenchmarkRun(b *testing.B) {
+	for b.Loop() {
+		if res, err := Run(context.Background(), Cmd{Name: "true"}); err != nil || !res.OK() {
+			b.Fatal(err, res.Err())
+		}
+	}
+}
+
+func BenchmarkExec(b *testing.B) {
+	for b.Loop() {
+		if err := exec.Command("true").Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
