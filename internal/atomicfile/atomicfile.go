@@ -1,13 +1,18 @@
 // Package atomicfile replaces files atomically and takes exclusive file
 // locks, so that two processes sharing files lose nothing (Lumen instances,
 // Hermitcrab exports and key files).
+//
+// Locks are advisory on Unix (flock) and taken with LockFileEx on Windows,
+// where they cover one byte far past any real data so that readers of the
+// file are never blocked (Windows locks are mandatory). On other systems
+// LockFile returns an error saying so.
 package atomicfile
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 )
 
 // Write replaces path with data: it writes a temporary file in the same
@@ -19,26 +24,29 @@ func Write(path string, data []byte, perm os.FileMode) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	defer os.Remove(tmp.Name()) // a no-op once renamed
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Chmod(perm); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
+	if err := fill(tmp, data, perm); err != nil {
+		// The temporary file is ours and half written: removing it is all
+		// that is left to do, and the write error is the one to report.
+		_ = os.Remove(tmp.Name())
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
+		_ = os.Remove(tmp.Name()) // as above: the rename error is the news
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// fill writes, chmods, syncs and closes tmp.
+func fill(tmp *os.File, data []byte, perm os.FileMode) error {
+	_, err := tmp.Write(data)
+	if err == nil {
+		err = tmp.Chmod(perm)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	return errors.Join(err, tmp.Close())
 }
 
 // Lock takes an exclusive flock on path (created if missing), waiting for
@@ -49,9 +57,10 @@ func Lock(path string) (unlock func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("lock %s: %w", path, err)
+	if err := LockFile(f); err != nil {
+		return nil, errors.Join(fmt.Errorf("lock %s: %w", path, err), f.Close())
 	}
-	return func() { f.Close() }, nil // closing the file releases the lock
+	// Closing the file releases the lock; a close error on a lock file we
+	// never wrote to has nothing to report.
+	return func() { _ = f.Close() }, nil
 }

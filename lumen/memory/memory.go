@@ -24,8 +24,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/llmkernels/kernels/internal/atomicfile"
 )
 
 // Authors of memories.
@@ -113,7 +114,7 @@ func (m *Memory) Validate() error {
 }
 
 // appendLine appends m as one line to its day file under dir and returns
-// its id. The file is locked (flock) for the write, so lines from several
+// its id. The file is locked (atomicfile.LockFile) for the write, so lines from several
 // processes never interleave; a torn last line left by a killed writer is
 // closed with a newline first, so it cannot swallow this one.
 func appendLine(dir string, m Memory) (string, error) {
@@ -136,7 +137,7 @@ func appendLine(dir string, m Memory) (string, error) {
 		return "", fmt.Errorf("memory: %w", err)
 	}
 	defer f.Close() // closing releases the lock
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+	if err := atomicfile.LockFile(f); err != nil {
 		return "", fmt.Errorf("memory: lock %s: %w", path, err)
 	}
 	st, err := f.Stat()
