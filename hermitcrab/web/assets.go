@@ -2,17 +2,17 @@ package web
 
 import (
 	"embed"
-	"errors"
-	"io/fs"
 	"mime"
 	"net/http"
 	"path"
 )
 
-// assets holds the host page, its script and the React bundle that
-// `make build` generates (assets/react.js, not committed).
+// assets holds the host page, its script and the React bundle. The bundle
+// (assets/react.js, built by assets/gen.go from package-lock.json) is
+// committed and named on its own below, so a build without it fails instead
+// of serving a page that cannot run.
 //
-//go:embed assets/*.html assets/*.js
+//go:embed assets/*.html assets/*.js assets/react.js
 var assets embed.FS
 
 func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request) {
@@ -25,14 +25,6 @@ func (s *Server) serveAsset(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) serveFile(w http.ResponseWriter, name string) {
 	data, err := assets.ReadFile("assets/" + name)
-	if errors.Is(err, fs.ErrNotExist) {
-		if name == "react.js" {
-			http.Error(w, "React bundle not built: run make build", http.StatusInternalServerError)
-			return
-		}
-		http.NotFound(w, nil)
-		return
-	}
 	if err != nil {
 		http.NotFound(w, nil)
 		return

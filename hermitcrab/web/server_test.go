@@ -167,3 +167,22 @@ func TestRecompileThroughTheAPIReturnsCompileErrorsWithLineAndColumn(t *testing.
 		t.Fatalf("state does not carry the compiled shell: %q", state.Shell.Code)
 	}
 }
+
+// The React bundle is committed and embedded, so any build of the binary
+// (go build, go install) serves a page that can run.
+func TestTheReactBundleIsEmbedded(t *testing.T) {
+	_, ts := testServer(t, `{"responses":[]}`)
+	resp, err := ts.Client().Get(ts.URL + "/assets/react.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || !strings.Contains(resp.Header.Get("Content-Type"), "javascript") ||
+		!bytes.Contains(body, []byte("createRoot")) || len(body) < 100<<10 {
+		t.Fatalf("GET /assets/react.js: HTTP %d, %s, %d bytes", resp.StatusCode, resp.Header.Get("Content-Type"), len(body))
+	}
+}

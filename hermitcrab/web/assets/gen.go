@@ -5,24 +5,35 @@
 // with esbuild's Go API: one minified production IIFE that sets window.React
 // and window.ReactDOM, where ReactDOM is react-dom merged with
 // react-dom/client (createRoot and hydrateRoot beside createPortal and
-// flushSync). The bundle is a build output and is not committed.
+// flushSync).
 //
-// Run it from the repository root (make build does):
+// The bundle is committed, so that `go build ./...` and `go install` on a
+// fresh clone give a working hermitcrab without Node.js. It is reproducible:
+// the same package-lock.json gives the same bytes, and `make test` runs gen
+// with -check, which fails when the committed file differs from a fresh
+// build. After changing package.json or the lock, regenerate and commit it.
 //
-//	npm ci && go run hermitcrab/web/assets/gen.go
+// Run it from the repository root (make react does):
+//
+//	npm ci && go run hermitcrab/web/assets/gen.go [-check]
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/evanw/esbuild/pkg/api"
+
+	"github.com/llmkernels/kernels/internal/atomicfile"
 )
 
 // out is where the bundle goes, relative to the repository root.
@@ -34,13 +45,15 @@ window.ReactDOM = Object.assign({}, require("react-dom"), require("react-dom/cli
 `
 
 func main() {
-	if err := run(); err != nil {
+	check := flag.Bool("check", false, "compare the committed bundle with a fresh build instead of writing it; exit 1 when they differ")
+	flag.Parse()
+	if err := run(*check); err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
+func run(check bool) error {
 	root, err := os.Getwd()
 	if err != nil {
 		return err
@@ -77,7 +90,18 @@ func run() error {
 		return fmt.Errorf("esbuild produced %d files, want 1 (%s)", len(res.OutputFiles), out)
 	}
 	code := res.OutputFiles[0].Contents
-	if err := writeAtomic(filepath.Join(root, out), code); err != nil {
+	if check {
+		committed, err := os.ReadFile(filepath.Join(root, out))
+		if err != nil {
+			return fmt.Errorf("%w: regenerate it with make react and commit it", err)
+		}
+		if !bytes.Equal(committed, code) {
+			return fmt.Errorf("%s (%d bytes) differs from a fresh build from package-lock.json (%d bytes, %s): regenerate it with make react and commit it", out, len(committed), len(code), pins)
+		}
+		fmt.Printf("gen: %s is a fresh build (%s)\n", out, pins)
+		return nil
+	}
+	if err := atomicfile.Write(filepath.Join(root, out), code, 0o644); err != nil {
 		return err
 	}
 	fmt.Printf("gen: wrote %s: %d bytes (%s; production, minified)\n", out, len(code), pins)
@@ -100,13 +124,8 @@ func checkInstalled(root string) (string, error) {
 	if err := json.Unmarshal(raw, &pkg); err != nil {
 		return "", fmt.Errorf("package.json in %s: %v", root, err)
 	}
-	names := make([]string, 0, len(pkg.Dependencies))
-	for name := range pkg.Dependencies {
-		names = append(names, name)
-	}
-	sort.Strings(names)
 	var pins []string
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(pkg.Dependencies)) {
 		want := pkg.Dependencies[name]
 		raw, err := os.ReadFile(filepath.Join(root, "node_modules", name, "package.json"))
 		if errors.Is(err, fs.ErrNotExist) {
@@ -130,24 +149,4 @@ func checkInstalled(root string) (string, error) {
 		return "", fmt.Errorf("package.json in %s lists no dependencies: it should pin react and react-dom", root)
 	}
 	return strings.Join(pins, ", "), nil
-}
-
-// writeAtomic writes data to path through a temporary file and a rename.
-func writeAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".react-*.js")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
