@@ -10,6 +10,7 @@ import (
 
 	"github.com/llmkernels/kernels/hermitcrab/prompt"
 	"github.com/llmkernels/kernels/hermitcrab/store"
+	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/pscale"
 )
@@ -174,9 +175,7 @@ func (k *Kernel) autoSave(ctx context.Context, text string) string {
 	if text == "" {
 		return ""
 	}
-	if r := []rune(text); len(r) > historySummaryChars {
-		text = string(r[:historySummaryChars]) + "…"
-	}
+	text = clip.Text(text, historySummaryChars)
 	_, err := k.WriteEntry(ctx, "history", "0", text)
 	switch {
 	case err == nil:

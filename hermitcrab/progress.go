@@ -2,9 +2,9 @@ package hermitcrab
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
+	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/llm"
 )
 
@@ -24,27 +24,18 @@ func Describe(e llm.Event) (line, level string, ok bool) {
 		return fmt.Sprintf("· %s: %d in (+%d cached), %d out, $%.4f, %s", e.Model, u.InputTokens, u.CacheReadInputTokens,
 			u.OutputTokens, e.Call.CostUSD, e.Call.Latency.Round(time.Millisecond)), LevelInfo, true
 	case llm.EventToolCall:
-		return fmt.Sprintf("→ %s %s", e.Tool, clip(string(e.Input), 160)), LevelInfo, true
+		return fmt.Sprintf("→ %s %s", e.Tool, clip.Line(string(e.Input), 160)), LevelInfo, true
 	case llm.EventToolResult:
 		if e.IsError {
-			return fmt.Sprintf("← error: %s %s", e.Tool, clip(e.Result, 160)), LevelError, true
+			return fmt.Sprintf("← error: %s %s", e.Tool, clip.Line(e.Result, 160)), LevelError, true
 		}
-		return fmt.Sprintf("← %s %s", e.Tool, clip(e.Result, 160)), LevelSuccess, true
+		return fmt.Sprintf("← %s %s", e.Tool, clip.Line(e.Result, 160)), LevelSuccess, true
 	case llm.EventRetry:
 		return fmt.Sprintf("· retrying %s in %s: %v", e.Model, e.Wait.Round(time.Millisecond), e.Err), LevelError, true
 	case llm.EventFallback:
 		return fmt.Sprintf("· falling back to %s: %v", e.Model, e.Err), LevelError, true
 	case llm.EventNote:
-		return "· " + clip(e.Note, 300), LevelInfo, true
+		return "· " + clip.Line(e.Note, 300), LevelInfo, true
 	}
 	return "", "", false
-}
-
-// clip folds white space and keeps at most n characters.
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n]) + "…"
-	}
-	return s
 }

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/llmkernels/kernels/internal/clip"
 )
 
 // Roles of a conversation turn.
@@ -454,7 +456,7 @@ func (b *ContentBlock) decodeFields(data []byte) error {
 	*b = ContentBlock{Type: head.Type}
 	switch head.Type {
 	case "":
-		return fmt.Errorf("content block has no type: %s", truncateForError(data))
+		return fmt.Errorf("content block has no type: %s", clip.Text(string(data), 200))
 	case BlockText:
 		var w textWire
 		if err := json.Unmarshal(data, &w); err != nil {
@@ -695,14 +697,6 @@ func joinText(blocks []ContentBlock) string {
 		}
 	}
 	return buf.String()
-}
-
-func truncateForError(data []byte) string {
-	const limit = 200
-	if len(data) > limit {
-		return string(data[:limit]) + "…"
-	}
-	return string(data)
 }
 
 // MarshalWire encodes v as the API's wire JSON. Unlike json.Marshal it does

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/lumen/memory"
 	"github.com/llmkernels/kernels/lumen/skill"
@@ -321,7 +322,7 @@ func (in *Instance) act(ctx context.Context, tr trigger, c Candidate, rep *Actio
 		outcome += "; shown to the user: " + res.Display
 	}
 	_, err = in.remember(memory.Kernel, "act", "action loop: "+tr.describe(),
-		fmt.Sprintf("ACT: invoked skill %s with %s in %s: %s", c.Skill, oneLine(compactJSON(c.Input), 300), res.Duration.Round(time.Millisecond), oneLine(outcome, 600)),
+		fmt.Sprintf("ACT: invoked skill %s with %s in %s: %s", c.Skill, clip.Line(compactJSON(c.Input), 300), res.Duration.Round(time.Millisecond), clip.Line(outcome, 600)),
 		map[string]any{"loop": LoopAction, "skill": c.Skill, "input": c.Input, "result": res})
 	return outcome, err
 }
@@ -380,7 +381,7 @@ func (in *Instance) createSkill(ctx context.Context, tr trigger, c Candidate, re
 			rep.Created = append(rep.Created, spec.Name)
 			outcomes = append(outcomes, fmt.Sprintf("created skill %s; its --help says: %s", spec.Name, help))
 			in.remember(memory.Kernel, "act", "create-skill",
-				fmt.Sprintf("ACT: create-skill wrote skills/%s (%s) and read its --help: %s", spec.Name, strings.Join(files, ", "), oneLine(help, 400)),
+				fmt.Sprintf("ACT: create-skill wrote skills/%s (%s) and read its --help: %s", spec.Name, strings.Join(files, ", "), clip.Line(help, 400)),
 				map[string]any{"loop": LoopAction, "skill": spec.Name, "description": spec.Description, "files": files, "help": help})
 			return llm.TextOutput(fmt.Sprintf("skill %s created and available; --help:\n%s", spec.Name, help)), nil
 		},
@@ -391,7 +392,7 @@ func (in *Instance) createSkill(ctx context.Context, tr trigger, c Candidate, re
 		return "", err
 	}
 	if len(outcomes) == 0 {
-		return "no skill was created; the model said: " + oneLine(res.Text(), 400), nil
+		return "no skill was created; the model said: " + clip.Line(res.Text(), 400), nil
 	}
 	return strings.Join(outcomes, "; "), nil
 }

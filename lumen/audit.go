@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/lumen/memory"
 )
 
@@ -67,7 +68,7 @@ func (in *Instance) Audit(ctx context.Context) (*AuditReport, error) {
 		}
 		c := AuditChange{When: e.Timestamp, MemoryID: e.ID, File: d.File, What: d.Change.String(), ExplainedBy: d.ExplainedBy}
 		if d.File == "data/values.json" {
-			c.What = fmt.Sprintf("%s (%s → %s)", d.Change, oneLine(string(d.Before), 120), oneLine(string(d.After), 120))
+			c.What = fmt.Sprintf("%s (%s → %s)", d.Change, clip.Line(string(d.Before), 120), clip.Line(string(d.After), 120))
 			expectValues[strings.ToLower(d.Change.Name)] = d.After
 		} else {
 			json.Unmarshal(d.After, &expectSoul)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/lumen/memory"
 	"github.com/llmkernels/kernels/lumen/skill"
 )
@@ -93,18 +94,9 @@ func formatMemories(es []memory.Entry) string {
 		if e.Situation != "" {
 			fmt.Fprintf(&b, " %s —", e.Situation)
 		}
-		fmt.Fprintf(&b, " %s\n", oneLine(e.Description, 600))
+		fmt.Fprintf(&b, " %s\n", clip.Line(e.Description, 600))
 	}
 	return strings.TrimRight(b.String(), "\n")
-}
-
-// oneLine folds text onto one line and cuts it to n characters.
-func oneLine(text string, n int) string {
-	s := strings.Join(strings.Fields(text), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n]) + "…"
-	}
-	return s
 }
 
 // skillContext describes every available skill by its --help (cached),

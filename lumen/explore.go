@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/lumen/memory"
 	"github.com/llmkernels/kernels/lumen/skill"
 )
@@ -84,7 +85,7 @@ func (in *Instance) Explore(ctx context.Context) (*ExploreReport, error) {
 	}
 	method := "no skill"
 	if ex.Skill != "" {
-		method = "skill " + ex.Skill + " with " + oneLine(compactJSON(ex.Input), 300)
+		method = "skill " + ex.Skill + " with " + clip.Line(compactJSON(ex.Input), 300)
 	}
 	if _, err := in.rememberUsed(memory.Kernel, "explore", "explore loop",
 		fmt.Sprintf("EXPLORE: loaded soul.md, %d values, %d perpetual goals, %d memories (%s). Considered %s. Question: %q. Method: %s.",
@@ -120,13 +121,13 @@ func (in *Instance) Explore(ctx context.Context) (*ExploreReport, error) {
 			rep.Found = "the skill failed: " + res.Error
 		}
 		if _, err := in.remember(memory.Kernel, "explore", "explore loop",
-			fmt.Sprintf("EXPLORE: invoked skill %s in %s; returned: %s", ex.Skill, res.Duration.Round(1e6), oneLine(rep.Found, 600)),
+			fmt.Sprintf("EXPLORE: invoked skill %s in %s; returned: %s", ex.Skill, res.Duration.Round(1e6), clip.Line(rep.Found, 600)),
 			map[string]any{"loop": LoopExplore, "skill": ex.Skill, "input": ex.Input, "result": res}); err != nil {
 			return rep, err
 		}
 	}
 	_, err = in.remember(memory.Self, "explore", "exploring",
-		fmt.Sprintf("I asked myself: %s Why: %s Method: %s. Found: %s", ex.Question, ex.Why, method, oneLine(rep.Found, 800)),
+		fmt.Sprintf("I asked myself: %s Why: %s Method: %s. Found: %s", ex.Question, ex.Why, method, clip.Line(rep.Found, 800)),
 		map[string]any{"question": ex.Question, "skill": ex.Skill})
 	return rep, err
 }

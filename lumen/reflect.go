@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/lumen/memory"
 )
 
@@ -267,14 +268,14 @@ func (in *Instance) evolve(ctx context.Context, vars map[string]string, tensions
 		data[p.Change.Target] = p.Change.Name
 		selfID, err := in.remember(memory.Self, "evolve", "reflection: change",
 			fmt.Sprintf("I changed myself: %s (in %s, %s → %s). What triggered it: %s. Why: %s",
-				p.Change, applied.File, oneLine(string(applied.Before), 200), oneLine(string(applied.After), 200), trig, p.Rationale), data)
+				p.Change, applied.File, clip.Line(string(applied.Before), 200), clip.Line(string(applied.After), 200), trig, p.Rationale), data)
 		if err != nil {
 			return err
 		}
 		data["explained_by"] = selfID
 		data["loop"] = LoopReflection
 		if _, err := in.remember(memory.Kernel, "evolve", "reflection loop",
-			fmt.Sprintf("EVOLVE: modified %s: %s; before %s; after %s", applied.File, p.Change, oneLine(string(applied.Before), 300), oneLine(string(applied.After), 300)),
+			fmt.Sprintf("EVOLVE: modified %s: %s; before %s; after %s", applied.File, p.Change, clip.Line(string(applied.Before), 300), clip.Line(string(applied.After), 300)),
 			data); err != nil {
 			return err
 		}
@@ -409,7 +410,7 @@ func (in *Instance) sinceReflection(ctx context.Context, lastReview int64) (delt
 			continue
 		}
 		deltas = append(deltas, fmt.Sprintf("- %s: %q predicted %q, got %q: delta %.2f (%s)",
-			e.Timestamp.UTC().Format("2006-01-02 15:04"), d.Action, oneLine(d.Predicted, 200), oneLine(d.Outcome, 200), *d.Delta, d.Explanation))
+			e.Timestamp.UTC().Format("2006-01-02 15:04"), d.Action, clip.Line(d.Predicted, 200), clip.Line(d.Outcome, 200), *d.Delta, d.Explanation))
 	}
 	triggers, err := in.mem.List(ctx, memory.Filter{Authors: []string{memory.Kernel}, Step: stepTrigger, AfterSeq: lastReview})
 	if err != nil {

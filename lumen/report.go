@@ -3,6 +3,8 @@ package lumen
 import (
 	"fmt"
 	"strings"
+
+	"github.com/llmkernels/kernels/internal/clip"
 )
 
 // Text renders what init made.
@@ -60,7 +62,7 @@ func (r *ActionReport) Text() string {
 		fmt.Fprintf(&b, "\n  created skill %s (its --help was read)", s)
 	}
 	if r.Delta != nil {
-		fmt.Fprintf(&b, "\n  outcome: %s (delta %.2f)", oneLine(r.Outcome, 200), *r.Delta)
+		fmt.Fprintf(&b, "\n  outcome: %s (delta %.2f)", clip.Line(r.Outcome, 200), *r.Delta)
 	}
 	for _, a := range r.Applied {
 		fmt.Fprintf(&b, "\n  %s (%s)", a.Change, a.File)
@@ -86,7 +88,7 @@ func (r *ReflectionReport) Text() string {
 	}
 	fmt.Fprintf(&b, "reflection: %s", strings.Join(fired, "; "))
 	if r.Summary != "" {
-		fmt.Fprintf(&b, "\n  review: %s", oneLine(r.Summary, 300))
+		fmt.Fprintf(&b, "\n  review: %s", clip.Line(r.Summary, 300))
 	}
 	fmt.Fprintf(&b, "\n  %d tensions, %d proposals, %d conflicts, %d changes applied", len(r.Tensions), len(r.Proposals), len(r.Conflicts), len(r.Applied))
 	for _, c := range r.Conflicts {
@@ -112,7 +114,7 @@ func (r *ExploreReport) Text() string {
 		fmt.Fprintf(&b, "\n  investigated with skill %s", r.Skill.Skill)
 	}
 	if r.Found != "" {
-		fmt.Fprintf(&b, "\n  found: %s", oneLine(r.Found, 300))
+		fmt.Fprintf(&b, "\n  found: %s", clip.Line(r.Found, 300))
 	}
 	for _, s := range r.Refused {
 		fmt.Fprintf(&b, "\n  %s", s)

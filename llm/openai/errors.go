@@ -11,10 +11,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	oai "github.com/openai/openai-go/v3"
 
+	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/llm"
 )
 
@@ -131,7 +131,7 @@ func parseErrorBody(body []byte) (errType, code, message string) {
 		Error json.RawMessage `json:"error"`
 	}
 	if err := json.Unmarshal(body, &outer); err != nil {
-		return "", "", truncate(text, 500)
+		return "", "", clip.Text(text, 500)
 	}
 	f := outer.fields
 	var s string
@@ -139,7 +139,7 @@ func parseErrorBody(body []byte) (errType, code, message string) {
 		f.Message = s
 	}
 	if f.Message == "" {
-		f.Message = truncate(text, 500)
+		f.Message = clip.Text(text, 500)
 	}
 	return f.Type, codeString(f.Code), f.Message
 }
@@ -179,15 +179,4 @@ func retryAfter(h http.Header, now time.Time) time.Duration {
 		return t.Sub(now)
 	}
 	return 0
-}
-
-// truncate cuts s to at most n bytes at a character boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/llm"
 )
 
@@ -359,7 +360,7 @@ func exhausted(v requestView, number, total, used int) error {
 		unmatched = fmt.Sprintf("; the %d unused do not match it", total-used)
 	}
 	return fmt.Errorf("%w for request %d (model %q, last user message %q): the script has %d entries, %d used%s; add an entry that answers it",
-		ErrExhausted, number, v.model, excerpt(v.lastUser, 60), total, used, unmatched)
+		ErrExhausted, number, v.model, clip.Line(v.lastUser, 60), total, used, unmatched)
 }
 
 // build decodes a fresh copy of the entry's response, so no two answers
@@ -470,13 +471,4 @@ func (m match) holds(v requestView) bool {
 		strings.Contains(v.lastUser, m.LastUserContains) &&
 		(m.ToolResultFor == "" || slices.Contains(v.toolsAnswered, m.ToolResultFor)) &&
 		(m.Model == "" || m.Model == v.model)
-}
-
-// excerpt shortens s to at most n runes, on one line.
-func excerpt(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n]) + "…"
-	}
-	return s
 }

@@ -10,6 +10,8 @@ import (
 	"math"
 	"net/http"
 	"strings"
+
+	"github.com/llmkernels/kernels/internal/clip"
 )
 
 // Embedder calls an OpenAI-compatible embeddings endpoint:
@@ -74,7 +76,7 @@ func (e *Embedder) embedBatch(ctx context.Context, texts []string) ([][]float32,
 	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("embeddings: %s answered HTTP %d: %s (check --embedding-url, --embedding-model and the key)",
-			url, resp.StatusCode, truncate(string(data), 300))
+			url, resp.StatusCode, clip.Text(string(data), 300))
 	}
 	var parsed struct {
 		Data []struct {
@@ -83,7 +85,7 @@ func (e *Embedder) embedBatch(ctx context.Context, texts []string) ([][]float32,
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(data, &parsed); err != nil {
-		return nil, fmt.Errorf("embeddings: %s: answer is not the OpenAI embeddings shape: %w: %s", url, err, truncate(string(data), 300))
+		return nil, fmt.Errorf("embeddings: %s: answer is not the OpenAI embeddings shape: %w: %s", url, err, clip.Text(string(data), 300))
 	}
 	out := make([][]float32, len(texts))
 	for _, d := range parsed.Data {

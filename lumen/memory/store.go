@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/internal/sqlite"
 )
 
@@ -340,7 +341,7 @@ func (g *ingester) close() {
 func (g *ingester) add(ctx context.Context, day string, l line) error {
 	m, err := decode(l.text)
 	if err != nil {
-		g.opts.Logger.Warn("memory: skipping a malformed line", "id", MakeID(day, l.offset), "err", err, "line", truncate(string(l.text), 200))
+		g.opts.Logger.Warn("memory: skipping a malformed line", "id", MakeID(day, l.offset), "err", err, "line", clip.Text(string(l.text), 200))
 		return nil
 	}
 	unix := float64(m.Timestamp.UnixNano()) / 1e9
@@ -413,13 +414,6 @@ func (s *Store) LastDecay(ctx context.Context) (time.Time, error) {
 	}
 	sec, frac := math.Modf(v.Float64)
 	return time.Unix(int64(sec), int64(frac*1e9)).UTC(), nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // decodeEntry turns an index row back into an Entry.
