@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/llmkernels/kernels/internal/clip"
+	"github.com/llmkernels/kernels/internal/plainjson"
 )
 
 // Roles of a conversation turn.
@@ -703,12 +704,4 @@ func joinText(blocks []ContentBlock) string {
 // not escape <, > and &, so raw blocks keep their exact bytes. Like any
 // encoding/json output it is compact: whitespace between tokens, which the
 // API never sends, is not kept.
-func MarshalWire(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
+func MarshalWire(v any) ([]byte, error) { return plainjson.Marshal(v) }

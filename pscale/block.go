@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/llmkernels/kernels/internal/plainjson"
 )
 
 // Block is a pscale block in its canonical shape, {"place": N, "tree": {"0": …}}.
@@ -234,7 +236,7 @@ func extraFields(obj map[string]any) (map[string]json.RawMessage, error) {
 		if k == "place" || k == "decimal" || k == "tree" {
 			continue
 		}
-		raw, err := marshalText(obj[k])
+		raw, err := plainjson.Marshal(obj[k])
 		if err != nil {
 			return nil, fmt.Errorf("block field %q: %w", k, err)
 		}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/llmkernels/kernels/internal/plainjson"
 )
 
 // Node is one node of a block's tree. In JSON a node is either a string (a
@@ -88,22 +90,11 @@ func appendNode(buf *bytes.Buffer, n *Node) {
 }
 
 func appendString(buf *bytes.Buffer, s string) {
-	b, _ := marshalText(s) // a Go string always marshals
+	// Without HTML escaping: blocks hold JSX and prose, and a spindle
+	// showing a branch as JSON should show "<div>", not "\u003cdiv\u003e".
+	// (json.Marshal of a whole Block still escapes; plainjson does not.)
+	b, _ := plainjson.Marshal(s) // a Go string always marshals
 	buf.Write(b)
-}
-
-// marshalText is json.Marshal without HTML escaping: blocks hold JSX and
-// prose, and a spindle showing a branch as JSON should show "<div>", not
-// "\u003cdiv\u003e". (json.Marshal of a whole Block still escapes; use an
-// Encoder with SetEscapeHTML(false) to avoid that.)
-func marshalText(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // decodeValue reads one JSON value, keeping numbers as json.Number so that
@@ -146,7 +137,7 @@ func decodeNode(v any, path string) (*Node, error) {
 				}
 				n.Children[k[0]-'0'] = child
 			default:
-				raw, err := marshalText(cv)
+				raw, err := plainjson.Marshal(cv)
 				if err != nil {
 					return nil, fmt.Errorf("%s: key %q: %w", where(path), k, err)
 				}

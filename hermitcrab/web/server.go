@@ -35,6 +35,7 @@ import (
 	"github.com/llmkernels/kernels/hermitcrab"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/internal/atomicfile"
+	"github.com/llmkernels/kernels/internal/plainjson"
 	"github.com/llmkernels/kernels/llm"
 )
 
@@ -281,12 +282,17 @@ func bodyLimit(path string) int64 {
 	return 1 << 20
 }
 
+// writeJSON answers with v as JSON (blocks hold JSX: <, > and & unescaped).
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	data, err := plainjson.Marshal(v)
+	if err != nil { // a value the server built would not encode: say so, not a half body
+		http.Error(w, "encoding the response: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.Encode(v)
+	// A failed write means the client has gone; there is no one left to tell.
+	_, _ = w.Write(append(data, '\n'))
 }
 
 func writeError(w http.ResponseWriter, status int, err error) {
