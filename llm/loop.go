@@ -4,8 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"runtime/debug"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -227,12 +228,7 @@ func (l *Loop) observe(e Event) {
 }
 
 func handlerNames(handlers map[string]ToolFunc) []string {
-	names := make([]string, 0, len(handlers))
-	for n := range handlers {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(handlers))
 }
 
 // cutResult keeps at most limit characters of a result's text, across its

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -141,11 +143,7 @@ func (in *Instance) drift(expectValues map[string]json.RawMessage, expectSoul st
 			names[key] = key
 		}
 	}
-	var keys []string
-	for k := range names {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(names))
 	since := func(file string) string {
 		if t, ok := lastLogged[file]; ok {
 			return "since the last logged change at " + t.UTC().Format(time.RFC3339)

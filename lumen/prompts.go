@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/llmkernels/kernels/llm"
@@ -50,10 +51,9 @@ func render(where, tmpl string, vars map[string]string) (string, error) {
 	})
 	if len(missing) > 0 {
 		var names []string
-		for k := range vars {
+		for _, k := range slices.Sorted(maps.Keys(vars)) {
 			names = append(names, "{{"+k+"}}")
 		}
-		sort.Strings(names)
 		return "", fmt.Errorf("prompt %s uses {{%s}}, which this step does not provide; it may use %s", where, strings.Join(missing, "}}, {{"), strings.Join(names, " "))
 	}
 	return out, nil

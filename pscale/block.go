@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/llmkernels/kernels/internal/plainjson"
@@ -70,7 +72,7 @@ func (b *Block) MarshalJSON() ([]byte, error) {
 	}
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, `{"place":%d`, b.Place)
-	for _, k := range sortedKeys(b.Extra) {
+	for _, k := range slices.Sorted(maps.Keys(b.Extra)) {
 		if k == "place" || k == "decimal" || k == "tree" {
 			continue
 		}
@@ -96,7 +98,7 @@ func fromObject(obj map[string]any) (*Block, string, error) {
 			return nil, "", errors.New(`block has no "tree" field: put the nodes under "tree", e.g. {"place": 1, "tree": {"0": {"_": "…"}}}`)
 		}
 		if !hasTreeKeys(obj) {
-			return nil, "", fmt.Errorf(`not a pscale block: no "tree" field and no "_" or digit keys (keys: %s)`, strings.Join(sortedKeys(obj), ", "))
+			return nil, "", fmt.Errorf(`not a pscale block: no "tree" field and no "_" or digit keys (keys: %s)`, strings.Join(slices.Sorted(maps.Keys(obj)), ", "))
 		}
 		b, note, err := noPlace(obj, nil)
 		if err != nil {
@@ -232,7 +234,7 @@ func hasTreeKeys(obj map[string]any) bool {
 
 func extraFields(obj map[string]any) (map[string]json.RawMessage, error) {
 	var extra map[string]json.RawMessage
-	for _, k := range sortedKeys(obj) {
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		if k == "place" || k == "decimal" || k == "tree" {
 			continue
 		}

@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/llmkernels/kernels/internal/plainjson"
@@ -82,7 +83,7 @@ func appendNode(buf *bytes.Buffer, n *Node) {
 			appendNode(buf, c)
 		}
 	}
-	for _, k := range sortedKeys(n.Extra) {
+	for _, k := range slices.Sorted(maps.Keys(n.Extra)) {
 		key(k)
 		buf.Write(n.Extra[k])
 	}
@@ -121,7 +122,7 @@ func decodeNode(v any, path string) (*Node, error) {
 	case map[string]any:
 		n := &Node{}
 		// Sorted so that, of several faults, the same one is always reported.
-		for _, k := range sortedKeys(x) {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			cv := x[k]
 			switch {
 			case k == "_":
@@ -212,15 +213,6 @@ func kind(v any) string {
 		return "an object"
 	}
 	return fmt.Sprintf("a %T", v)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func joinInts(ds []int) string {

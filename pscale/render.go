@@ -2,6 +2,8 @@ package pscale
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -73,7 +75,7 @@ func renderTree(n *Node) string {
 			lines = append(lines, indent+digitKey(d)+":")
 			render(c, depth+1)
 		}
-		for _, k := range sortedKeys(n.Extra) {
+		for _, k := range slices.Sorted(maps.Keys(n.Extra)) {
 			lines = append(lines, indent+k+": "+extraText(n.Extra[k]))
 		}
 	}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -61,7 +63,7 @@ func (r *Result) migrateG0(files []memFile, defaults map[string]*pscale.Block) e
 		name, e := classify(f)
 		byBlock[name] = append(byBlock[name], e)
 	}
-	for _, name := range sortedKeys(byBlock) {
+	for _, name := range slices.Sorted(maps.Keys(byBlock)) {
 		entries := byBlock[name]
 		sort.SliceStable(entries, func(i, j int) bool { return entries[i].less(entries[j]) })
 		b, err := r.startBlock(name, defaults, texts)
@@ -79,7 +81,7 @@ func (r *Result) migrateG0(files []memFile, defaults map[string]*pscale.Block) e
 			return err
 		}
 	}
-	for _, name := range sortedKeys(defaults) {
+	for _, name := range slices.Sorted(maps.Keys(defaults)) {
 		if _, ok := r.Blocks[name]; ok || defaults[name] == nil {
 			continue
 		}

@@ -50,8 +50,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/llmkernels/kernels/hermitcrab/store"
@@ -165,7 +166,7 @@ func allOfKind(obj map[string]json.RawMessage, first byte) bool {
 
 func unknownShape(top map[string]json.RawMessage) error {
 	var str, obj string
-	for _, k := range sortedKeys(top) {
+	for _, k := range slices.Sorted(maps.Keys(top)) {
 		switch kd := kind(top[k]); kd {
 		case "a string":
 			str = k
@@ -184,7 +185,7 @@ func (r *Result) shellFile(top map[string]json.RawMessage) error {
 		return fmt.Errorf(`"blocks": %w`, err)
 	}
 	r.note(`file kind: shell file ({"blocks": …}) with %d blocks`, len(blocks))
-	for _, k := range sortedKeys(top) {
+	for _, k := range slices.Sorted(maps.Keys(top)) {
 		if k != "blocks" {
 			r.note(`top-level field %q ignored: a shell file's blocks are under "blocks"`, k)
 		}
@@ -194,7 +195,7 @@ func (r *Result) shellFile(top map[string]json.RawMessage) error {
 
 // blockMap adds every NAME: BLOCK of m; where formats the name for messages.
 func (r *Result) blockMap(m map[string]json.RawMessage, where string) error {
-	for _, name := range sortedKeys(m) {
+	for _, name := range slices.Sorted(maps.Keys(m)) {
 		if err := r.addBlock(name, m[name], fmt.Sprintf(where, name)); err != nil {
 			return err
 		}
@@ -239,7 +240,7 @@ func (r *Result) localStorage(top map[string]json.RawMessage, defaults map[strin
 		g0 []memFile
 		hc int
 	)
-	for _, key := range sortedKeys(top) {
+	for _, key := range slices.Sorted(maps.Keys(top)) {
 		if isSecretKey(key) {
 			r.note("key %q skipped: it holds an API key, which is never imported (give hermitcrab the key through its provider settings instead)", key)
 			continue
@@ -269,7 +270,7 @@ func (r *Result) localStorage(top map[string]json.RawMessage, defaults map[strin
 	case len(g0) > 0:
 		return r.migrateG0(g0, defaults)
 	}
-	return fmt.Errorf("the localStorage dump has no hc:NAME blocks and no hcmem: G0 memory files (keys: %s): nothing to import", strings.Join(sortedKeys(top), ", "))
+	return fmt.Errorf("the localStorage dump has no hc:NAME blocks and no hcmem: G0 memory files (keys: %s): nothing to import", strings.Join(slices.Sorted(maps.Keys(top)), ", "))
 }
 
 // kind names the JSON type of a raw value for messages.
@@ -291,13 +292,4 @@ func kind(raw []byte) string {
 		return "null"
 	}
 	return "a number"
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -21,6 +21,8 @@ package prompt
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -230,10 +232,5 @@ func (m Blocks) Block(name string) (*pscale.Block, error) {
 
 // Names lists the blocks.
 func (m Blocks) Names() ([]string, error) {
-	names := make([]string, 0, len(m))
-	for n := range m {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names, nil
+	return slices.Sorted(maps.Keys(m)), nil
 }

@@ -25,7 +25,8 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/llmkernels/kernels/pscale"
 )
@@ -52,12 +53,7 @@ func Names() []string {
 	if err != nil {
 		return nil
 	}
-	names := make([]string, 0, len(f.Blocks))
-	for name := range f.Blocks {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(f.Blocks))
 }
 
 // Default returns the default blocks by name, freshly parsed on every call,
