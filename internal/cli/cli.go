@@ -1,14 +1,29 @@
 // Package cli is what the three kernel commands share: a root command
-// carrying the provider flags, and `ping`, which checks a provider set-up
-// with one small request.
+// carrying the provider flags and --version, `ping`, which checks a provider
+// set-up with one small request, and the conventions every command keeps:
+//
+//   - exit statuses (ExitOK … ExitStopped): 0 success, 1 failure, 2 usage
+//     error, 3 infeasible, 4 waiting for a human, 5 stopped before the end.
+//     Every error cobra finds in the command line exits 2 (StatusOf); a
+//     command ends with another status by returning Exit(status, err).
+//   - SIGINT (Ctrl-C) and SIGTERM both cancel the command's context; the
+//     command stops cleanly. One that fails because of it exits 5; one whose
+//     normal end is a signal (a server, a REPL) returns nil and exits 0. A
+//     second signal ends the process at once.
+//   - --json on read commands: one JSON document on stdout (JSONFlag,
+//     PrintJSON).
+//   - standard output is checked: a failed write (a full disk, a closed
+//     pipe) makes a command that otherwise succeeded exit 1.
 package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -20,33 +35,173 @@ import (
 type App struct {
 	Root     *cobra.Command
 	Provider provider.Config
+	prepared bool
 }
 
-// New makes the root command of a kernel CLI with the shared provider flags
-// and the ping command.
+// New makes the root command of a kernel CLI with the shared provider flags,
+// --version and the ping command.
 func New(name, short, long string) *App {
 	a := &App{Root: &cobra.Command{
 		Use:           name,
 		Short:         short,
 		Long:          long,
+		Version:       Version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}}
+	a.Root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
+	a.Root.Flags().Bool("version", false, "print the version (release or VCS commit, Go version, platform) and exit")
 	a.Provider.AddFlags(a.Root.PersistentFlags())
 	a.Root.AddCommand(a.pingCommand())
 	return a
 }
 
-// Run executes the command line and exits: 0 on success, 1 on error (the
-// error printed as "name: message"). Ctrl-C cancels the context.
+// Run executes the command line in os.Args with SIGINT and SIGTERM
+// cancelling the context, and exits with the status StatusOf gives (5 when
+// a signal stopped a command that then failed; 1 when standard output could
+// not be written).
 func (a *App) Run() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	err := a.Root.ExecuteContext(ctx)
+	stdout := &checkedWriter{w: os.Stdout}
+	a.Root.SetOut(stdout)
+	a.Root.SetErr(os.Stderr)
+	ctx, stop := notifySignals(context.Background(), a.Root.Name(), os.Stderr)
+	status := a.Execute(ctx, os.Args[1:])
 	stop()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "%s: %v\n", a.Root.Name(), err)
-		os.Exit(1)
+	if status == ExitOK && stdout.err != nil {
+		fmt.Fprintf(os.Stderr, "%s: writing standard output: %v\n", a.Root.Name(), stdout.err)
+		status = ExitFailure
 	}
+	os.Exit(status)
+}
+
+// Execute runs the command line args with ctx, prints any error on the
+// root's error writer as "name: message" (with a pointer to --help for a
+// usage error), and returns the exit status.
+func (a *App) Execute(ctx context.Context, args []string) int {
+	a.prepare()
+	a.Root.SetArgs(args)
+	cmd, err := a.Root.ExecuteContextC(ctx)
+	status := StatusOf(err)
+	sig := signalOf(ctx)
+	if status == ExitFailure && sig != "" {
+		status = ExitStopped
+	}
+	w, name := a.Root.ErrOrStderr(), a.Root.Name()
+	exit, carries := errors.AsType[*ExitError](err)
+	switch {
+	case err == nil:
+	case carries && exit.Err == nil:
+		// the command has said what happened
+	case status == ExitUsage:
+		fmt.Fprintf(w, "%s: %v\nRun '%s --help' for usage.\n", name, err, cmd.CommandPath())
+	case status == ExitStopped && sig != "":
+		fmt.Fprintf(w, "%s: stopped by %s: %v\n", name, sig, err)
+	default:
+		fmt.Fprintf(w, "%s: %v\n", name, err)
+	}
+	return status
+}
+
+// prepare makes every error cobra finds in the command line a usage error:
+// errors a command's RunE returns are marked as its own (exit 1 unless they
+// carry a status), and everything else cobra returns is about the command
+// line. A group such as "blocks" refuses an unknown subcommand (cobra would
+// print its help and exit 0).
+func (a *App) prepare() {
+	if a.prepared {
+		return
+	}
+	a.prepared = true
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.HasParent() && c.HasSubCommands() && c.Run == nil && c.RunE == nil {
+			c.RunE = func(cmd *cobra.Command, args []string) error {
+				if len(args) > 0 {
+					return Usagef("unknown command %q for %q", args[0], cmd.CommandPath())
+				}
+				return cmd.Help()
+			}
+		}
+		if run := c.RunE; run != nil {
+			c.RunE = func(cmd *cobra.Command, args []string) error {
+				if err := run(cmd, args); err != nil {
+					return &runError{err}
+				}
+				return nil
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(a.Root)
+}
+
+// stoppedBy is the cancellation cause notifySignals records.
+type stoppedBy struct{ signal string }
+
+func (s *stoppedBy) Error() string { return "stopped by " + s.signal }
+
+// notifySignals returns a context cancelled by the first SIGINT or SIGTERM
+// (on Windows: Ctrl-C, and closing the console window), with a line on w
+// saying so. Default handling is then restored, so a second signal ends the
+// process at once, for a user whose command is slow to stop.
+func notifySignals(parent context.Context, name string, w io.Writer) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			signal.Stop(sigs)
+			n := signalName(s)
+			fmt.Fprintf(w, "%s: %s: stopping cleanly (send it again to quit at once)\n", name, n)
+			cancel(&stoppedBy{n})
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel(nil)
+	}
+}
+
+func signalName(s os.Signal) string {
+	switch s {
+	case os.Interrupt:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return s.String()
+}
+
+// signalOf names the signal that cancelled ctx, or "".
+func signalOf(ctx context.Context) string {
+	if s, ok := errors.AsType[*stoppedBy](context.Cause(ctx)); ok {
+		return s.signal
+	}
+	return ""
+}
+
+// checkedWriter remembers the first write error, so that a command whose
+// output was lost cannot exit 0. Later writes fail with the same error.
+type checkedWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (c *checkedWriter) Write(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	n, err := c.w.Write(p)
+	if err != nil {
+		c.err = err
+	}
+	return n, err
 }
 
 // defaultPingModels are cheap models for ping when --model is not given.

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,9 +25,23 @@ func run(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	return out.String(), errOut.String(), err
 }
 
+// execute runs args through App.Execute, as Run does, with the test
+// commands of testApp.
+func execute(t *testing.T, ctx context.Context, args ...string) (status int, stdout, stderr string) {
+	t.Helper()
+	app := testApp()
+	var out, errOut bytes.Buffer
+	app.Root.SetOut(&out)
+	app.Root.SetErr(&errOut)
+	status = app.Execute(ctx, args)
+	return status, out.String(), errOut.String()
+}
+
 func TestPingWithAScriptSaysItIsScripted(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ping.json")
-	os.WriteFile(path, []byte(pongScript), 0o644)
+	if err := os.WriteFile(path, []byte(pongScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	out, notice, err := run(t, "ping", "--provider", "script", "--script", path, "--model", "claude-haiku-4-5")
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,32 @@
+package cli
+
+import (
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llmkernels/kernels/internal/plainjson"
+)
+
+// JSONFlag declares --json on a read command and returns where its value
+// lands. The convention (docs/configuration.md): with --json the command
+// writes exactly one JSON document to stdout, written by PrintJSON, and
+// nothing else; notes and progress go to stderr as always; an error prints
+// nothing on stdout and exits non-zero. Field names are snake_case JSON tags
+// on plain types, never Go field names; they are part of the CLI's contract
+// and documented with the command.
+func JSONFlag(cmd *cobra.Command) *bool {
+	return cmd.Flags().Bool("json", false, "print one JSON document on stdout instead of text (shapes: docs/configuration.md)")
+}
+
+// PrintJSON writes v to w as one JSON document: indented by two spaces,
+// with <, > and & as they are (blocks and summaries hold JSX and prose),
+// and a newline at the end. Nothing is written when v does not encode.
+func PrintJSON(w io.Writer, v any) error {
+	data, err := plainjson.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(data, '\n'))
+	return err
+}
