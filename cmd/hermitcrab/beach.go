@@ -17,6 +17,7 @@ import (
 	"github.com/llmkernels/kernels/hermitcrab/beach/server"
 	"github.com/llmkernels/kernels/hermitcrab/beach/store"
 	"github.com/llmkernels/kernels/hermitcrab/identity"
+	"github.com/llmkernels/kernels/internal/cli"
 )
 
 // defaultBeach is where the beach commands go without --beach or
@@ -192,7 +193,7 @@ func beachPassportCommand(client clientFunc) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printJSON(cmd.OutOrStdout(), v)
+			return cli.PrintJSON(cmd.OutOrStdout(), v)
 		}),
 	}
 	var limit int
@@ -284,7 +285,7 @@ func beachInboxCommand(client clientFunc) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := printJSON(cmd.OutOrStdout(), good); err != nil {
+			if err := cli.PrintJSON(cmd.OutOrStdout(), good); err != nil {
 				return err
 			}
 			printRefused(cmd, bad)
@@ -389,7 +390,7 @@ beach's --window (5 minutes by default) and once.
 			if err := beach.Check(e); err != nil {
 				return fmt.Errorf("a beach would refuse this envelope: %w", err)
 			}
-			return printJSON(cmd.OutOrStdout(), e)
+			return cli.PrintJSON(cmd.OutOrStdout(), e)
 		},
 	}
 }

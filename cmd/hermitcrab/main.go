@@ -5,7 +5,7 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -105,7 +105,8 @@ builds its interface; reloading restores the last good interface without an API 
 and ?boot=1 (or the rebuild control) boots again.
 
 Binding to anything but loopback requires --token (one is generated and printed when
-you give none), and every request must carry it.`,
+you give none), and every request must carry it. Ctrl-C or SIGTERM shuts the server
+down gracefully (requests in flight finish, within 5 s) and exits 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dir, err := f.dataDir()
@@ -127,10 +128,12 @@ you give none), and every request must carry it.`,
 			if err != nil {
 				return err
 			}
-			defer srv.Close()
-			return srv.ListenAndServe(cmd.Context(), func(url string) {
-				fmt.Fprintf(cmd.OutOrStdout(), "hermitcrab is serving %s (data: %s); Ctrl-C stops it\n", url, dir)
+			// Ctrl-C and SIGTERM cancel the context: the server finishes the
+			// requests in flight, closes the event streams and the store.
+			err = srv.ListenAndServe(cmd.Context(), func(url string) {
+				fmt.Fprintf(cmd.OutOrStdout(), "hermitcrab is serving %s (data: %s); Ctrl-C or SIGTERM stops it\n", url, dir)
 			})
+			return errors.Join(err, srv.Close())
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8420", "address to listen on")
@@ -144,13 +147,19 @@ func (f *flags) blocksCommand() *cobra.Command {
 the store read-only, never create or change anything in the data directory, and work
 where it cannot be written. Before anything was stored they show the shell a new
 instance starts with.`}
-	blocks.AddCommand(&cobra.Command{
+	var listJSON *bool
+	list := &cobra.Command{
 		Use: "list", Short: "List every block with its pscale-0 text", Args: cobra.NoArgs,
+		Long: `List every block with its pscale-0 text, one a line, by name. With --json: an
+array of {"name", "pscale0"} objects (docs/configuration.md).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withReady(cmd, true, func(k *hermitcrab.Kernel) error {
 				list, err := k.ListBlocks(cmd.Context())
 				if err != nil {
 					return err
+				}
+				if *listJSON {
+					return cli.PrintJSON(cmd.OutOrStdout(), list)
 				}
 				for _, b := range list {
 					fmt.Fprintf(cmd.OutOrStdout(), "%-16s %s\n", b.Name, b.Pscale0)
@@ -158,9 +167,13 @@ instance starts with.`}
 				return nil
 			})
 		},
-	})
-	blocks.AddCommand(&cobra.Command{
+	}
+	listJSON = cli.JSONFlag(list)
+	show := &cobra.Command{
 		Use: "show NAME [ADDRESS]", Short: "Print a block as JSON, or the node at ADDRESS with its children", Args: cobra.RangeArgs(1, 2),
+		Long: `Print a block as JSON ({"place", "tree"}, as stored), or with ADDRESS the node
+there as {"path", "content", "children"}. The output is JSON either way; --json is
+accepted so that every read command takes it (docs/configuration.md).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.withReady(cmd, true, func(k *hermitcrab.Kernel) error {
 				if len(args) == 1 {
@@ -168,34 +181,33 @@ instance starts with.`}
 					if err != nil {
 						return err
 					}
-					return printJSON(cmd.OutOrStdout(), b)
+					return cli.PrintJSON(cmd.OutOrStdout(), b)
 				}
 				view, err := k.ReadNode(cmd.Context(), args[0], args[1])
 				if err != nil {
 					return err
 				}
-				return printJSON(cmd.OutOrStdout(), view)
+				return cli.PrintJSON(cmd.OutOrStdout(), view)
 			})
 		},
-	})
+	}
+	cli.JSONFlag(show) // the output is JSON already
+	blocks.AddCommand(list, show)
 	var out string
 	export := &cobra.Command{
 		Use: "export", Short: "Write every block as a shell file ({\"blocks\": {...}}) that import and --shell read", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			k, err := f.open(cmd, false)
-			if err != nil {
-				return err
-			}
-			defer k.Close()
-			data, err := k.Export(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if out == "" {
-				_, err = fmt.Fprintln(cmd.OutOrStdout(), string(data))
-				return err
-			}
-			return atomicfile.Write(out, append(data, '\n'), 0o644)
+			return f.withKernel(cmd, false, func(k *hermitcrab.Kernel) error {
+				data, err := k.Export(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if out == "" {
+					_, err = fmt.Fprintln(cmd.OutOrStdout(), string(data))
+					return err
+				}
+				return atomicfile.Write(out, append(data, '\n'), 0o644)
+			})
 		},
 	}
 	export.Flags().StringVar(&out, "out", "", "write to this file instead of standard output")
@@ -212,28 +224,25 @@ instance starts with.`}
 Existing blocks are kept unless --replace. The files are only read.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			k, err := f.open(cmd, false)
-			if err != nil {
-				return err
-			}
-			defer k.Close()
-			sources, err := hermitcrab.ReadImportFiles(args)
-			if err != nil {
-				return err
-			}
-			res, err := k.Import(cmd.Context(), sources, replace)
-			if err != nil {
-				return err
-			}
-			w := cmd.OutOrStdout()
-			for _, n := range res.Notes {
-				fmt.Fprintln(w, "note:", n)
-			}
-			fmt.Fprintf(w, "imported %d blocks: %s\n", len(res.Written), strings.Join(res.Written, ", "))
-			if len(res.Skipped) > 0 {
-				fmt.Fprintf(w, "kept %d existing blocks (use --replace to overwrite): %s\n", len(res.Skipped), strings.Join(res.Skipped, ", "))
-			}
-			return nil
+			return f.withKernel(cmd, false, func(k *hermitcrab.Kernel) error {
+				sources, err := hermitcrab.ReadImportFiles(args)
+				if err != nil {
+					return err
+				}
+				res, err := k.Import(cmd.Context(), sources, replace)
+				if err != nil {
+					return err
+				}
+				w := cmd.OutOrStdout()
+				for _, n := range res.Notes {
+					fmt.Fprintln(w, "note:", n)
+				}
+				fmt.Fprintf(w, "imported %d blocks: %s\n", len(res.Written), strings.Join(res.Written, ", "))
+				if len(res.Skipped) > 0 {
+					fmt.Fprintf(w, "kept %d existing blocks (use --replace to overwrite): %s\n", len(res.Skipped), strings.Join(res.Skipped, ", "))
+				}
+				return nil
+			})
 		},
 	}
 	imp.Flags().BoolVar(&replace, "replace", false, "overwrite blocks that already exist")
@@ -241,11 +250,23 @@ Existing blocks are kept unless --replace. The files are only read.`,
 	return blocks
 }
 
+// withKernel opens the kernel (withLLM: with the LLM client the provider
+// flags describe), runs fn and closes the kernel, reporting a failed close
+// too.
+func (f *flags) withKernel(cmd *cobra.Command, withLLM bool, fn func(*hermitcrab.Kernel) error) (err error) {
+	k, err := f.open(cmd, withLLM)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, k.Close()) }()
+	return fn(k)
+}
+
 // withReady opens the kernel without an LLM, seeds an empty store, runs
 // fn and closes the kernel. readOnly opens it read-only: nothing in the
 // data directory is created or written, and without a store yet fn sees
 // the shell a new instance starts with, held in memory.
-func (f *flags) withReady(cmd *cobra.Command, readOnly bool, fn func(*hermitcrab.Kernel) error) error {
+func (f *flags) withReady(cmd *cobra.Command, readOnly bool, fn func(*hermitcrab.Kernel) error) (err error) {
 	dir, err := f.dataDir()
 	if err != nil {
 		return err
@@ -256,7 +277,7 @@ func (f *flags) withReady(cmd *cobra.Command, readOnly bool, fn func(*hermitcrab
 	if err != nil {
 		return err
 	}
-	defer k.Close()
+	defer func() { err = errors.Join(err, k.Close()) }()
 	if k.Store().InMemory() {
 		fmt.Fprintf(cmd.ErrOrStderr(), "note: no store in %s yet: showing the shell a new instance starts with (nothing was written)\n", dir)
 	}
@@ -274,7 +295,10 @@ func (f *flags) bspCommand() *cobra.Command {
 as 0.12): the chain of texts from the root to that node, each with its pscale. With
 POINT (a pscale such as -1): the one node at that pscale on the chain. Flags go before
 NAME, so a negative POINT is read as a number: hermitcrab bsp wake 0.9.6 -2
-It only reads: the store is opened read-only.`,
+It only reads: the store is opened read-only.
+
+The output is JSON: {"mode", "address", "tree" | "nodes" | "point"}, each node
+{"pscale", "digit", "text"}; --json is accepted as on every read command.`,
 		Args: cobra.RangeArgs(1, 3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.withReady(cmd, true, func(k *hermitcrab.Kernel) error {
@@ -289,25 +313,40 @@ It only reads: the store is opened read-only.`,
 				if err != nil {
 					return err
 				}
-				return printJSON(cmd.OutOrStdout(), r)
+				return cli.PrintJSON(cmd.OutOrStdout(), r)
 			})
 		},
 	}
+	cli.JSONFlag(cmd) // the output is JSON already
 	cmd.Flags().SetInterspersed(false)
 	return cmd
 }
 
+// promptJSON is prompt --json: the compiled prompt with its size.
+type promptJSON struct {
+	prompt.Compiled
+	Characters int `json:"characters"`
+	Tokens     int `json:"tokens"` // estimated: characters / 4
+}
+
 func (f *flags) promptCommand() *cobra.Command {
 	var tier int
+	var asJSON *bool
 	cmd := &cobra.Command{
 		Use:   "prompt",
 		Short: "Print the system prompt a tier compiles from the blocks, then its size",
-		Args:  cobra.NoArgs,
+		Long: `Print the system prompt a tier compiles from the blocks, any problems met, then
+its size. With --json: {"tier", "text", "sections": [{"instruction", "text", "error"}],
+"aperture", "problems", "characters", "tokens"} (docs/configuration.md).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withReady(cmd, false, func(k *hermitcrab.Kernel) error {
 				c, err := prompt.Compile(k.Source(cmd.Context()), tier)
 				if err != nil {
 					return err
+				}
+				if *asJSON {
+					return cli.PrintJSON(cmd.OutOrStdout(), promptJSON{Compiled: c, Characters: len([]rune(c.Text)), Tokens: c.Tokens()})
 				}
 				w := cmd.OutOrStdout()
 				fmt.Fprintln(w, c.Text)
@@ -325,6 +364,7 @@ func (f *flags) promptCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().IntVarP(&tier, "tier", "t", prompt.Present, "tier: 1 light, 2 present, 3 deep (boot)")
+	asJSON = cli.JSONFlag(cmd)
 	return cmd
 }
 
@@ -339,21 +379,18 @@ stored (get_source reads it back); --print writes it to standard output. Ending
 without recompile is an error: no shell was built.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			k, err := f.open(cmd, true)
-			if err != nil {
-				return err
-			}
-			defer k.Close()
-			res, err := k.Boot(cmd.Context())
-			printNotes(cmd.ErrOrStderr(), res)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "shell %d built (%d characters of JSX); cost $%.4f\n", res.Shell.ID, len(res.Shell.Source), res.Result.CostUSD)
-			if print {
-				fmt.Fprintln(cmd.OutOrStdout(), res.Shell.Source)
-			}
-			return nil
+			return f.withKernel(cmd, true, func(k *hermitcrab.Kernel) error {
+				res, err := k.Boot(cmd.Context())
+				printNotes(cmd.ErrOrStderr(), res)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "shell %d built (%d characters of JSX); cost $%.4f\n", res.Shell.ID, len(res.Shell.Source), res.Result.CostUSD)
+				if print {
+					fmt.Fprintln(cmd.OutOrStdout(), res.Shell.Source)
+				}
+				return nil
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&print, "print", false, "print the JSX the LLM produced")
@@ -373,18 +410,15 @@ Tool calls are shown as they happen. The conversation is saved (under --conversa
 and continues next time unless --new. Ctrl-D ends.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			k, err := f.open(cmd, true)
-			if err != nil {
-				return err
-			}
-			defer k.Close()
-			ctx := cmd.Context()
-			if fresh {
-				if err := k.SaveConversation(ctx, id, nil); err != nil {
-					return err
+			return f.withKernel(cmd, true, func(k *hermitcrab.Kernel) error {
+				ctx := cmd.Context()
+				if fresh {
+					if err := k.SaveConversation(ctx, id, nil); err != nil {
+						return err
+					}
 				}
-			}
-			return chat(ctx, k, id, tier, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+				return chat(ctx, k, id, tier, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			})
 		},
 	}
 	cmd.Flags().IntVarP(&tier, "tier", "t", prompt.Present, "tier: 1 light, 2 present, 3 deep")
@@ -435,12 +469,4 @@ func progressPrinter(w io.Writer) func(llm.Event) {
 			fmt.Fprintln(w, line)
 		}
 	}
-}
-
-// printJSON writes indented JSON, leaving <, > and & as they are (blocks hold JSX).
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

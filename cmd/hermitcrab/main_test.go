@@ -156,3 +156,66 @@ func TestImportALocalStorageDumpNeverImportsTheKey(t *testing.T) {
 		t.Fatal("the API key was stored")
 	}
 }
+
+func TestReadCommandsPrintOneJSONDocumentWithJSON(t *testing.T) {
+	data := t.TempDir()
+	out, _ := mustHC(t, data, "", "blocks", "list", "--json")
+	var list []struct {
+		Name    string `json:"name"`
+		Pscale0 string `json:"pscale0"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list) != 9 || list[0].Name != "capabilities" || list[0].Pscale0 == "" {
+		t.Fatalf("blocks list --json: %v\n%s", err, out)
+	}
+	out, _ = mustHC(t, data, "", "prompt", "--tier", "3", "--json")
+	var p struct {
+		Tier       int    `json:"tier"`
+		Text       string `json:"text"`
+		Characters int    `json:"characters"`
+		Tokens     int    `json:"tokens"`
+		Sections   []struct {
+			Instruction string `json:"instruction"`
+		} `json:"sections"`
+	}
+	if err := json.Unmarshal([]byte(out), &p); err != nil || p.Tier != 3 || p.Characters != len([]rune(p.Text)) || p.Tokens == 0 || len(p.Sections) == 0 {
+		t.Fatalf("prompt --json: %v\n%.300s", err, out)
+	}
+	for _, args := range [][]string{{"blocks", "show", "wake", "--json"}, {"blocks", "show", "wake", "0.9", "--json"}, {"bsp", "--json", "wake", "0.9.6", "-2"}} {
+		out, _ := mustHC(t, data, "", args...)
+		if !json.Valid([]byte(out)) || strings.Contains(out, `\u003c`) {
+			t.Errorf("%v: not one plain JSON document:\n%.300s", args, out)
+		}
+	}
+	// An error prints nothing on stdout.
+	out, _, err := hc(t, data, "", "blocks", "show", "nosuch", "--json")
+	if err == nil || out != "" {
+		t.Fatalf("stdout %q, err %v", out, err)
+	}
+}
+
+func TestExitStatusesAndVersion(t *testing.T) {
+	data := t.TempDir()
+	cases := map[int][][]string{
+		0: {{"blocks", "list"}, {"--version"}, {"blocks", "--help"}},
+		1: {{"blocks", "show", "nosuch"}, {"boot", "--provider", "anthropic"}},
+		2: {{"blocks", "show"}, {"blocks", "bogus"}, {"bogus"}, {"blocks", "list", "--bogus"}, {"prompt", "--tier", "x"}, {"serve", "extra"}},
+	}
+	for want, list := range cases {
+		for _, args := range list {
+			_, stderr, err := hc(t, data, "", args...)
+			got := 0
+			if e, ok := err.(*exec.ExitError); ok {
+				got = e.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if got != want {
+				t.Errorf("%v: exit %d, want %d (stderr %q)", args, got, want, stderr)
+			}
+		}
+	}
+	out, _ := mustHC(t, data, "", "--version")
+	if !strings.HasPrefix(out, "hermitcrab ") || !strings.Contains(out, "go1.") {
+		t.Fatalf("--version: %q", out)
+	}
+}
