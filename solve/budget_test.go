@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/llmkernels/kernels/internal/cli"
 )
 
 const clampGoal = "Add Clamp(x, lo, hi float64) float64 to package mathx, with a test"
@@ -33,7 +35,7 @@ func TestOverBudgetHiresAndAddedBudgetLetsResumeComplete(t *testing.T) {
 	ws := workspace(t, dir, "example.com/mathx")
 	sc := writeScript(t, dir, clampSteps()...)
 	r := runSolve(t, dir, "run", clampGoal, "--provider", "script", "--script", sc, "--workspace", ws, "--budget", "0.05", "--time", "30m")
-	if r.code != 0 || !strings.Contains(r.stdout, ": waiting_for_human") || !strings.Contains(r.stderr, "HIRE (over_budget)") {
+	if r.code != cli.ExitWaiting || !strings.Contains(r.stdout, ": waiting_for_human") || !strings.Contains(r.stderr, "HIRE (over_budget)") {
 		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	root := rootOf(t, r.stdout)
@@ -83,7 +85,7 @@ func TestDeclinedSoftwareHireIsNotAskedTwice(t *testing.T) {
 	sc := writeScript(t, dir, clampSteps()...)
 	args := []string{"run", clampGoal, "--provider", "script", "--script", sc, "--workspace", ws, "--budget", "0.05", "--time", "30m"}
 	r := runSolve(t, dir, args...)
-	if r.code != 0 || !strings.Contains(r.stdout, ": waiting_for_human") {
+	if r.code != cli.ExitWaiting || !strings.Contains(r.stdout, ": waiting_for_human") {
 		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	root := rootOf(t, r.stdout)
@@ -93,12 +95,12 @@ func TestDeclinedSoftwareHireIsNotAskedTwice(t *testing.T) {
 		t.Fatalf("decline: %s%s", d.stdout, d.stderr)
 	}
 	res := runSolve(t, dir, "resume", root, "--provider", "script", "--script", sc)
-	if res.code != 0 || !strings.Contains(res.stdout, ": infeasible") || !strings.Contains(res.stderr, "was declined before; not asking again") {
+	if res.code != cli.ExitInfeasible || !strings.Contains(res.stdout, ": infeasible") || !strings.Contains(res.stderr, "was declined before; not asking again") {
 		t.Fatalf("resume after decline:\n%s\n%s", res.stdout, res.stderr)
 	}
 	invariants(t, dir, root)
 	r2 := runSolve(t, dir, args...)
-	if r2.code != 0 || !strings.Contains(r2.stdout, ": infeasible") || strings.Contains(r2.stderr, "HIRE (") {
+	if r2.code != cli.ExitInfeasible || !strings.Contains(r2.stdout, ": infeasible") || strings.Contains(r2.stderr, "HIRE (") {
 		t.Fatalf("second run asked again or did not end infeasible:\n%s\n%s", r2.stdout, r2.stderr)
 	}
 	invariants(t, dir, rootOf(t, r2.stdout))

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/llmkernels/kernels/internal/cli"
 )
 
 const pcbGoal = "Design a 4-layer PCB for a 48V to 12V 10A buck converter that passes a 60C thermal soak"
@@ -30,7 +32,7 @@ func TestNonSoftwareGoalBottomsOutAtHireAndADeclineIsNotAskedTwice(t *testing.T)
 	dir := t.TempDir()
 	sc := writeScript(t, dir, pcbSteps()...)
 	r := runSolve(t, dir, "run", pcbGoal, "--provider", "script", "--script", sc, "--budget", "5", "--time", "1h")
-	if r.code != 0 || !strings.Contains(r.stdout, "waiting_for_human") {
+	if r.code != cli.ExitWaiting || !strings.Contains(r.stdout, "waiting_for_human") {
 		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	root := rootOf(t, r.stdout)
@@ -46,13 +48,13 @@ func TestNonSoftwareGoalBottomsOutAtHireAndADeclineIsNotAskedTwice(t *testing.T)
 		t.Fatalf("decline: %s%s", d.stdout, d.stderr)
 	}
 	res := runSolve(t, dir, "resume", root, "--provider", "script", "--script", sc)
-	if res.code != 0 || !strings.Contains(res.stdout, ": infeasible") || !strings.Contains(res.stderr, "was declined before; not asking again") {
+	if res.code != cli.ExitInfeasible || !strings.Contains(res.stdout, ": infeasible") || !strings.Contains(res.stderr, "was declined before; not asking again") {
 		t.Fatalf("resume after decline:\n%s\n%s", res.stdout, res.stderr)
 	}
 	invariants(t, dir, root)
 	// A second run of the same goal meets the same gap: no new request.
 	r2 := runSolve(t, dir, "run", pcbGoal, "--provider", "script", "--script", sc, "--budget", "5", "--time", "1h")
-	if r2.code != 0 || !strings.Contains(r2.stdout, ": infeasible") {
+	if r2.code != cli.ExitInfeasible || !strings.Contains(r2.stdout, ": infeasible") {
 		t.Fatalf("second run:\n%s\n%s", r2.stdout, r2.stderr)
 	}
 	db, err := sql.Open("sqlite", filepath.Join(dir, "kernel.db"))

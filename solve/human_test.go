@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmkernels/kernels/internal/cli"
 	"github.com/llmkernels/kernels/solve"
 )
 
@@ -84,7 +85,7 @@ func TestInteractiveRunsTheExtractionDialogueAndAsksHireOnTheTerminal(t *testing
 		"questions": []string{"Is forced air available in the enclosure?"}}}}, pcbSteps()...)
 	sc := writeScript(t, dir, steps...)
 	r := runStdin(t, dir, "y\nn\nd\n", "run", pcbGoal, "--interactive", "--provider", "script", "--script", sc, "--budget", "5", "--time", "1h")
-	if r.code != 0 || !strings.Contains(r.stdout, ": infeasible") {
+	if r.code != cli.ExitInfeasible || !strings.Contains(r.stdout, ": infeasible") {
 		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	root := rootOf(t, r.stdout)

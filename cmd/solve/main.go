@@ -3,6 +3,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -113,21 +114,18 @@ Everything is also stored in kernel.db (--db). Progress lines go to stderr.`,
 				req.Model = defaultModels[app.Provider.Provider]
 			}
 			req.Progress = cmd.ErrOrStderr()
-			k, err := solve.Open(cmd.Context(), db)
-			if err != nil {
-				return err
-			}
-			defer k.Close()
-			p, err := k.Plan(cmd.Context(), client, req)
-			if err != nil {
-				return err
-			}
-			files, err := solve.WriteFiles(p, out)
-			if err != nil {
-				return err
-			}
-			fmt.Fprint(cmd.OutOrStdout(), solve.Summary(p, files))
-			return nil
+			return withKernel(cmd.Context(), db, false, func(k *solve.Kernel) error {
+				p, err := k.Plan(cmd.Context(), client, req)
+				if err != nil {
+					return err
+				}
+				files, err := solve.WriteFiles(p, out)
+				if err != nil {
+					return err
+				}
+				fmt.Fprint(cmd.OutOrStdout(), solve.Summary(p, files))
+				return nil
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -182,9 +180,10 @@ so a hand-edited plan fails. Prints PASS/FAIL with the numbers; exits 1 on any F
 	}
 }
 
-// withKernel opens kernel.db, runs f and closes it. readOnly is for the
-// commands that only read: they never create or change a file.
-func withKernel(ctx context.Context, db string, readOnly bool, f func(*solve.Kernel) error) error {
+// withKernel opens kernel.db, runs f and closes it, reporting a failed
+// close too. readOnly is for the commands that only read: they never
+// create or change a file.
+func withKernel(ctx context.Context, db string, readOnly bool, f func(*solve.Kernel) error) (err error) {
 	open := solve.Open
 	if readOnly {
 		open = solve.OpenReadOnly
@@ -193,7 +192,7 @@ func withKernel(ctx context.Context, db string, readOnly bool, f func(*solve.Ker
 	if err != nil {
 		return err
 	}
-	defer k.Close()
+	defer func() { err = errors.Join(err, k.Close()) }()
 	return f(k)
 }
 
@@ -234,6 +233,19 @@ func printResult(w io.Writer, r *solve.Result) {
 	fmt.Fprintf(w, "LLM calls: %d · spent $%.4f of $%.2f · nodes %d\n", r.LLMCalls, r.SpentUSD, r.AllocatedUSD, r.Nodes)
 }
 
+// outcomeStatus ends solve run and solve resume with the outcome's exit
+// status: 0 achieved, 3 infeasible, 4 waiting for a human. (A run stopped by
+// Ctrl-C or SIGTERM fails with the context's error and exits 5.)
+func outcomeStatus(r *solve.Result) error {
+	switch r.Outcome {
+	case solve.OutcomeInfeasible:
+		return cli.Exit(cli.ExitInfeasible, nil)
+	case solve.OutcomeWaiting:
+		return cli.Exit(cli.ExitWaiting, nil)
+	}
+	return nil
+}
+
 func runCommand(app *cli.App) *cobra.Command {
 	var (
 		req     solve.RunRequest
@@ -270,7 +282,11 @@ must not be empty) and asks HIRE questions on the terminal at once (c CMD,
 b USD, d, or Enter to leave it for 'solve hire').
 
 The live view (node states, budget) goes to stderr; the outcome and the LLM
-call count to stdout.`,
+call count to stdout.
+
+Exit status: 0 achieved, 3 infeasible, 4 waiting for a human (answer with
+'solve hire', then 'solve resume'), 5 stopped by Ctrl-C or SIGTERM (resume it),
+1 any other failure, 2 a mistake on the command line.`,
 		Example: `  solve run "Add Mean and Median to package stats, with tests" --workspace ./ws --budget 2 --time 30m
   solve run "Design a 4-layer PCB for a 48V→12V 10A buck converter" --budget 5 --time 1h --constraint "passes thermal test at 60°C"`,
 		Args: cobra.ExactArgs(1),
@@ -278,7 +294,7 @@ call count to stdout.`,
 			req.Goal = args[0]
 			d, err := time.ParseDuration(timeCap)
 			if err != nil {
-				return fmt.Errorf("--time %q: %v; give a duration such as 30m", timeCap, err)
+				return cli.Usagef("--time %q: %v; give a duration such as 30m", timeCap, err)
 			}
 			req.Time = d
 			opts, model, err := runOptions(cmd, app, 0)
@@ -292,7 +308,7 @@ call count to stdout.`,
 					return err
 				}
 				printResult(cmd.OutOrStdout(), r)
-				return nil
+				return outcomeStatus(r)
 			})
 		},
 	}
@@ -320,7 +336,8 @@ func resumeCommand(app *cli.App) *cobra.Command {
 		Long: `Continue a run where it stopped: after kill -9, after an error, or after
 'solve hire' answered its requests. No resolver attempt whose output was
 recorded is repeated, and no ledger entry is lost or doubled. ROOT may be a
-prefix of the root node id.`,
+prefix of the root node id. Exit status as for 'solve run': 0 achieved,
+3 infeasible, 4 waiting for a human, 5 stopped by a signal.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts, _, err := runOptions(cmd, app, workers)
@@ -337,7 +354,7 @@ prefix of the root node id.`,
 					return err
 				}
 				printResult(cmd.OutOrStdout(), r)
-				return nil
+				return outcomeStatus(r)
 			})
 		},
 	}
