@@ -4,11 +4,9 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -115,29 +113,6 @@ func (o *options) open(app *cli.App, stderr io.Writer, readOnly bool) (*lumen.In
 	return lumen.Open(o.dir, opts)
 }
 
-// forceQuit lets a second Ctrl-C end the process while the first one waits
-// for the current step to finish. Call the returned function when the
-// command is done.
-func forceQuit(ctx context.Context, stderr io.Writer) (done func()) {
-	finished := make(chan struct{})
-	go func() {
-		select {
-		case <-finished:
-			return
-		case <-ctx.Done():
-		}
-		fmt.Fprintln(stderr, "lumen: stopping after the current step (Ctrl-C again to quit now)")
-		sig := make(chan os.Signal, 1)
-		signal.Notify(sig, os.Interrupt)
-		select {
-		case <-finished:
-		case <-sig:
-			os.Exit(130)
-		}
-	}()
-	return func() { close(finished) }
-}
-
 func initCommand(o *options) *cobra.Command {
 	return &cobra.Command{
 		Use:   "init",
@@ -167,8 +142,9 @@ func chatCommand(app *cli.App, o *options) *cobra.Command {
 		Long: `Start a conversation (a REPL). Each line you type is stored as an external memory
 and runs the action loop (THINK, DECIDE, ACT, RECORD, then the reflection trigger).
 What the chosen skill shows you, normally the chat skill's reply, is printed as
-"lumen> …"; the decision and its B=MAP scores go to stderr. Ctrl-C or end of
-input exits; during a turn, Ctrl-C lets the current step finish first.`,
+"lumen> …"; the decision and its B=MAP scores go to stderr. Ctrl-C, SIGTERM or
+end of input exits; during a turn, Ctrl-C or SIGTERM lets the current step
+finish first, and a second one quits at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			in, err := o.open(app, cmd.ErrOrStderr(), false)
@@ -177,7 +153,6 @@ input exits; during a turn, Ctrl-C lets the current step finish first.`,
 			}
 			defer in.Close()
 			ctx, out, errw := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
-			defer forceQuit(ctx, errw)()
 			lines := make(chan string)
 			go func() {
 				sc := bufio.NewScanner(cmd.InOrStdin())
@@ -241,7 +216,8 @@ func runCommand(app *cli.App, o *options) *cobra.Command {
 active goal) or an explore loop (one open-ended question), alternating; the
 reflection trigger is checked after every action loop, and maintenance (memory
 weight decay, yearly summaries) runs when due. Prints one block per cycle.
-Runs until interrupted, or --cycles N; Ctrl-C finishes the current step and stops.`,
+Runs until interrupted, or --cycles N; Ctrl-C or SIGTERM finishes the current
+step and stops (a second one quits at once).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			in, err := o.open(app, cmd.ErrOrStderr(), false)
@@ -249,7 +225,6 @@ Runs until interrupted, or --cycles N; Ctrl-C finishes the current step and stop
 				return err
 			}
 			defer in.Close()
-			defer forceQuit(cmd.Context(), cmd.ErrOrStderr())()
 			return in.Run(cmd.Context(), lumen.RunOptions{Cycles: cycles, Interval: interval,
 				OnCycle: func(r *lumen.CycleReport) { fmt.Fprintln(cmd.OutOrStdout(), r.Text()) }})
 		},
@@ -274,7 +249,6 @@ to values.json, goals and soul.md. Prints the tensions, conflicts and changes.`,
 				return err
 			}
 			defer in.Close()
-			defer forceQuit(cmd.Context(), cmd.ErrOrStderr())()
 			rep, err := in.Reflect(cmd.Context())
 			if rep != nil {
 				fmt.Fprintln(cmd.OutOrStdout(), rep.Text())
