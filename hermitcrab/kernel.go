@@ -110,8 +110,7 @@ func Open(dir string, opts Options) (*Kernel, error) {
 	}
 	released, err := time.Parse(time.RFC3339, shell.TouchstoneUpdated)
 	if err != nil {
-		st.Close()
-		return nil, fmt.Errorf("shell.TouchstoneUpdated %q: %w", shell.TouchstoneUpdated, err)
+		return nil, errors.Join(fmt.Errorf("shell.TouchstoneUpdated %q: %w", shell.TouchstoneUpdated, err), st.Close())
 	}
 	k := &Kernel{opts: opts, store: st, dir: dir, log: log, touchstoneReleased: released}
 	k.client.Store(opts.Client)

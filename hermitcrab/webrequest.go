@@ -124,7 +124,7 @@ func (k *Kernel) httpRequest(ctx context.Context, method, rawURL string, headers
 	if err != nil {
 		return llm.ToolOutput{}, fmt.Errorf("%s %s: %w", method, u, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // what was read is the answer; closing has nothing to add
 	// Read a little past the limit so a cut can be reported.
 	data, err := io.ReadAll(io.LimitReader(resp.Body, fetchLimit*4+4))
 	if err != nil {

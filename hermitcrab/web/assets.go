@@ -33,5 +33,5 @@ func (s *Server) serveFile(w http.ResponseWriter, name string) {
 		w.Header().Set("Content-Type", ct)
 	}
 	w.Header().Set("Cache-Control", "no-cache")
-	w.Write(data)
+	_, _ = w.Write(data) // a failed write means the browser has gone; no one is left to tell
 }

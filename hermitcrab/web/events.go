@@ -94,21 +94,28 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 	defer s.hub.unsubscribe(ch)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
-	fmt.Fprint(w, ": attached\n\n")
+	// A failed write means the page has gone: stop streaming to it.
+	if _, err := fmt.Fprint(w, ": attached\n\n"); err != nil {
+		return
+	}
 	flusher.Flush()
 	ping := time.NewTicker(15 * time.Second)
 	defer ping.Stop()
 	for {
+		var err error
 		select {
 		case <-r.Context().Done():
 			return
 		case <-ping.C:
-			fmt.Fprint(w, ": ping\n\n")
+			_, err = fmt.Fprint(w, ": ping\n\n")
 		case data, ok := <-ch:
 			if !ok {
 				return
 			}
-			fmt.Fprintf(w, "data: %s\n\n", data)
+			_, err = fmt.Fprintf(w, "data: %s\n\n", data)
+		}
+		if err != nil {
+			return
 		}
 		flusher.Flush()
 	}

@@ -113,18 +113,15 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.kernel = k
 	if err := k.Ready(ctx); err != nil {
-		k.Close()
-		return nil, err
+		return nil, errors.Join(err, k.Close())
 	}
 	key, err := s.loadKey()
 	if err != nil {
-		k.Close()
-		return nil, err
+		return nil, errors.Join(err, k.Close())
 	}
 	if key != "" || !cfg.KeyNeeded {
 		if err := s.useKey(key); err != nil {
-			k.Close()
-			return nil, err
+			return nil, errors.Join(err, k.Close())
 		}
 	}
 	return s, nil
