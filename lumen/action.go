@@ -3,6 +3,7 @@ package lumen
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -77,20 +78,25 @@ type ActionReport struct {
 	Usage       Usage             `json:"usage"`
 }
 
-// interrupted reports whether Ctrl-C asked the loop to stop; if so it
-// writes a kernel memory saying after which step, and marks the report.
-func (in *Instance) interrupted(ctx context.Context, step string, stopped *string) bool {
+// interrupted reports whether Ctrl-C (or SIGTERM) asked the loop to stop;
+// if so it writes a kernel memory saying after which step, marks the
+// report, and returns the error of that write: a stop the record does not
+// show is a gap in the audit trail, and the caller returns it.
+func (in *Instance) interrupted(ctx context.Context, step string, stopped *string) (bool, error) {
 	if ctx.Err() == nil {
-		return false
+		return false, nil
 	}
 	*stopped = step
-	in.remember(memory.Kernel, step, "interrupted", fmt.Sprintf("interrupted: stopped after %s at the user's request (Ctrl-C); the cycle ends here", strings.ToUpper(step)), nil)
-	return true
+	_, err := in.remember(memory.Kernel, step, "interrupted", fmt.Sprintf("interrupted: stopped after %s at the user's request (Ctrl-C); the cycle ends here", strings.ToUpper(step)), nil)
+	return true, err
 }
 
-// stepFailed records a failed step as a kernel memory and returns err.
+// stepFailed records a failed step as a kernel memory and returns err,
+// with the recording's own failure joined to it.
 func (in *Instance) stepFailed(step string, err error) error {
-	in.remember(memory.Kernel, step, "step failed", fmt.Sprintf("%s failed: %v", strings.ToUpper(step), err), map[string]any{"error": err.Error()})
+	if _, rerr := in.remember(memory.Kernel, step, "step failed", fmt.Sprintf("%s failed: %v", strings.ToUpper(step), err), map[string]any{"error": err.Error()}); rerr != nil {
+		return errors.Join(err, fmt.Errorf("recording that %s failed: %w", step, rerr))
+	}
 	return err
 }
 
@@ -135,8 +141,8 @@ func (in *Instance) actionLoop(ctx context.Context, tr trigger) (*ActionReport, 
 	if err != nil {
 		return rep, err
 	}
-	if in.interrupted(ctx, "think", &rep.Stopped) {
-		return rep, nil
+	if stop, err := in.interrupted(ctx, "think", &rep.Stopped); stop {
+		return rep, err
 	}
 
 	// DECIDE
@@ -176,8 +182,8 @@ func (in *Instance) actionLoop(ctx context.Context, tr trigger) (*ActionReport, 
 			return rep, err
 		}
 	}
-	if in.interrupted(ctx, "decide", &rep.Stopped) {
-		return rep, nil
+	if stop, err := in.interrupted(ctx, "decide", &rep.Stopped); stop {
+		return rep, err
 	}
 
 	// ACT
@@ -185,8 +191,8 @@ func (in *Instance) actionLoop(ctx context.Context, tr trigger) (*ActionReport, 
 	if err != nil {
 		return rep, in.stepFailed("act", err)
 	}
-	if in.interrupted(ctx, "act", &rep.Stopped) {
-		return rep, nil
+	if stop, err := in.interrupted(ctx, "act", &rep.Stopped); stop {
+		return rep, err
 	}
 
 	// RECORD
@@ -208,7 +214,10 @@ func (in *Instance) actionLoop(ctx context.Context, tr trigger) (*ActionReport, 
 		return rep, err
 	}
 	for _, c := range rec.Changes {
-		applied, refused := in.applyLogged(step, LoopAction, "record", c)
+		applied, refused, err := in.applyLogged(step, LoopAction, "record", c)
+		if err != nil {
+			return rep, err
+		}
 		if applied != nil {
 			rep.Applied = append(rep.Applied, *applied)
 		}
@@ -221,20 +230,24 @@ func (in *Instance) actionLoop(ctx context.Context, tr trigger) (*ActionReport, 
 
 // applyLogged applies a change a loop step asked for and logs the result:
 // the file change as a kernel memory, or a refusal (logged by apply), or
-// why it could not be made. It returns the change made or the refusal.
-func (in *Instance) applyLogged(ctx context.Context, loop, step string, c Change) (*AppliedChange, string) {
+// why it could not be made. It returns the change made or the refusal; its
+// error is a failure to log, which leaves the audit trail short of a step.
+func (in *Instance) applyLogged(ctx context.Context, loop, step string, c Change) (*AppliedChange, string, error) {
 	applied, err := in.apply(ctx, loop, step, c)
 	if refused, ok := err.(*RefusedError); ok {
-		return nil, refused.Error()
+		return nil, refused.Error(), nil
 	}
 	if err != nil {
-		in.remember(memory.Kernel, step, "change not applied", fmt.Sprintf("%s: change not applied: %v", strings.ToUpper(step), err),
+		_, rerr := in.remember(memory.Kernel, step, "change not applied", fmt.Sprintf("%s: change not applied: %v", strings.ToUpper(step), err),
 			map[string]any{"change": c, "error": err.Error()})
-		return nil, ""
+		return nil, "", rerr
 	}
-	in.remember(memory.Kernel, step, "file modified", fmt.Sprintf("%s: %s in %s: %s → %s", strings.ToUpper(step), c, applied.File, applied.Before, applied.After),
+	_, err = in.remember(memory.Kernel, step, "file modified", fmt.Sprintf("%s: %s in %s: %s → %s", strings.ToUpper(step), c, applied.File, applied.Before, applied.After),
 		map[string]any{"loop": loop, "file": applied.File, "target": c.Target, "goal": goalKey(c), "change": c, "before": applied.Before, "after": applied.After})
-	return applied, ""
+	if err != nil {
+		return applied, "", fmt.Errorf("%s in %s was made but not logged: %w", c, applied.File, err)
+	}
+	return applied, "", nil
 }
 
 func goalKey(c Change) string {
@@ -374,15 +387,21 @@ func (in *Instance) createSkill(ctx context.Context, tr trigger, c Candidate, re
 				files = append(files, f)
 			}
 			if err != nil {
-				in.remember(memory.Kernel, "act", "create-skill", fmt.Sprintf("ACT: create-skill %q refused: %v", spec.Name, err),
-					map[string]any{"skill": spec.Name, "files": files, "error": err.Error()})
+				// An error returned from here ends the step: the record
+				// would otherwise miss what the model tried.
+				if _, rerr := in.remember(memory.Kernel, "act", "create-skill", fmt.Sprintf("ACT: create-skill %q refused: %v", spec.Name, err),
+					map[string]any{"skill": spec.Name, "files": files, "error": err.Error()}); rerr != nil {
+					return llm.ToolOutput{}, rerr
+				}
 				return llm.ErrorOutput(err.Error()), nil
 			}
 			rep.Created = append(rep.Created, spec.Name)
 			outcomes = append(outcomes, fmt.Sprintf("created skill %s; its --help says: %s", spec.Name, help))
-			in.remember(memory.Kernel, "act", "create-skill",
+			if _, err := in.remember(memory.Kernel, "act", "create-skill",
 				fmt.Sprintf("ACT: create-skill wrote skills/%s (%s) and read its --help: %s", spec.Name, strings.Join(files, ", "), clip.Line(help, 400)),
-				map[string]any{"loop": LoopAction, "skill": spec.Name, "description": spec.Description, "files": files, "help": help})
+				map[string]any{"loop": LoopAction, "skill": spec.Name, "description": spec.Description, "files": files, "help": help}); err != nil {
+				return llm.ToolOutput{}, fmt.Errorf("skill %s was created but not logged: %w", spec.Name, err)
+			}
 			return llm.TextOutput(fmt.Sprintf("skill %s created and available; --help:\n%s", spec.Name, help)), nil
 		},
 	}}}

@@ -69,11 +69,14 @@ func (in *Instance) Audit(ctx context.Context) (*AuditReport, error) {
 			continue
 		}
 		c := AuditChange{When: e.Timestamp, MemoryID: e.ID, File: d.File, What: d.Change.String(), ExplainedBy: d.ExplainedBy}
+		var damaged string
 		if d.File == "data/values.json" {
 			c.What = fmt.Sprintf("%s (%s → %s)", d.Change, clip.Line(string(d.Before), 120), clip.Line(string(d.After), 120))
 			expectValues[strings.ToLower(d.Change.Name)] = d.After
-		} else {
-			json.Unmarshal(d.After, &expectSoul)
+		} else if err := json.Unmarshal(d.After, &expectSoul); err != nil {
+			// A hand-edited record: soul.md is then compared with the
+			// last text logged intact, and this change is listed.
+			damaged = fmt.Sprintf("the logged soul.md text is damaged (%v)", err)
 		}
 		lastLogged[d.File] = e.Timestamp
 		switch self, err := in.mem.Get(ctx, d.ExplainedBy); {
@@ -83,6 +86,9 @@ func (in *Instance) Audit(ctx context.Context) (*AuditReport, error) {
 			c.Problem = "no self-authored memory explains it"
 		case self[0].Author != memory.Self:
 			c.Problem = fmt.Sprintf("the memory %s it points to is by %s, not self", d.ExplainedBy, self[0].Author)
+		}
+		if damaged != "" {
+			c.Problem = strings.TrimPrefix(c.Problem+"; "+damaged, "; ")
 		}
 		rep.Changes = append(rep.Changes, c)
 		if c.Problem != "" {

@@ -94,8 +94,8 @@ func (in *Instance) Explore(ctx context.Context) (*ExploreReport, error) {
 			"question": ex.Question, "skill": ex.Skill, "input": ex.Input, "usage": rep.Usage}, ret.IDs()); err != nil {
 		return rep, err
 	}
-	if in.interrupted(ctx, "explore", &rep.Stopped) {
-		return rep, nil
+	if stop, err := in.interrupted(ctx, "explore", &rep.Stopped); stop {
+		return rep, err
 	}
 
 	switch {
@@ -103,7 +103,9 @@ func (in *Instance) Explore(ctx context.Context) (*ExploreReport, error) {
 		// The explore loop may read and invoke skills, never write them.
 		msg := "refused: the explore loop may not write skills (asked to use create-skill); only the action loop may, through a goal"
 		rep.Refused = append(rep.Refused, msg)
-		in.remember(memory.Kernel, "explore", "permission check", msg, map[string]any{"refused": true, "loop": LoopExplore, "file": "skills"})
+		if _, err := in.remember(memory.Kernel, "explore", "permission check", msg, map[string]any{"refused": true, "loop": LoopExplore, "file": "skills"}); err != nil {
+			return rep, err
+		}
 		rep.Found = "nothing: no skill could investigate, and the explore loop cannot create one"
 	case ex.Skill == "" || !in.skills.Available(ex.Skill):
 		rep.Found = fmt.Sprintf("nothing yet: no available skill can investigate it (asked for %q)", ex.Skill)

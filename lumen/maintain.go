@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/llmkernels/kernels/internal/atomicfile"
@@ -83,8 +84,10 @@ func (in *Instance) summaryDue(ctx context.Context) (map[int][]memory.Entry, err
 	}
 	due := map[int][]memory.Entry{}
 	for _, dir := range years {
-		var year int
-		fmt.Sscanf(filepath.Base(dir), "%d", &year)
+		year, err := strconv.Atoi(filepath.Base(dir)) // four digits, by the glob
+		if err != nil {
+			return nil, fmt.Errorf("memory year directory %s: %w", dir, err)
+		}
 		var after int64
 		if data, err := os.ReadFile(in.summaryPath(year)); err == nil {
 			through, _ := splitSummary(string(data))

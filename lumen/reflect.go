@@ -137,8 +137,8 @@ func (in *Instance) reflect(ctx context.Context, fired []Fired) (*ReflectionRepo
 		map[string]any{"fired": fired, "tensions": rv.Tensions}); err != nil {
 		return rep, err
 	}
-	if in.interrupted(ctx, stepReview, &rep.Stopped) {
-		return rep, nil
+	if stop, err := in.interrupted(ctx, stepReview, &rep.Stopped); stop {
+		return rep, err
 	}
 
 	// ASK
@@ -164,8 +164,8 @@ func (in *Instance) reflect(ctx context.Context, fired []Fired) (*ReflectionRepo
 			return rep, err
 		}
 	}
-	if in.interrupted(ctx, "ask", &rep.Stopped) {
-		return rep, nil
+	if stop, err := in.interrupted(ctx, "ask", &rep.Stopped); stop {
+		return rep, err
 	}
 
 	// EVOLVE
@@ -420,7 +420,9 @@ func (in *Instance) sinceReflection(ctx context.Context, lastReview int64) (delt
 		var d struct {
 			Fired []Fired `json:"fired"`
 		}
-		json.Unmarshal(e.Data, &d)
+		if err := json.Unmarshal(e.Data, &d); err != nil {
+			continue // a hand-edited trigger record: it names no tension we can quote
+		}
 		for _, f := range d.Fired {
 			if f.Condition == FiredTension {
 				conflicts = append(conflicts, fmt.Sprintf("- %s: %s", e.Timestamp.UTC().Format("2006-01-02 15:04"), f.Detail))

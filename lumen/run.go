@@ -97,7 +97,9 @@ func (in *Instance) nextLoop(ctx context.Context) (string, error) {
 	var d struct {
 		Loop string `json:"loop"`
 	}
-	json.Unmarshal(last[0].Data, &d)
+	if err := json.Unmarshal(last[0].Data, &d); err != nil {
+		return LoopAction, nil // a hand-edited cycle record only restarts the alternation
+	}
 	if d.Loop == LoopAction {
 		return LoopExplore, nil
 	}
@@ -126,7 +128,11 @@ func (in *Instance) pursueGoal(ctx context.Context) (*ActionReport, string, erro
 	}
 	var moved *AppliedChange
 	if g.Status == GoalTodo {
-		moved, _ = in.applyLogged(context.WithoutCancel(ctx), LoopAction, "select", Change{Target: "goal", Op: "set_status", Name: g.Name, Status: GoalWorking})
+		// A refusal only leaves the goal as it was; the loop pursues it anyway.
+		var err error
+		if moved, _, err = in.applyLogged(context.WithoutCancel(ctx), LoopAction, "select", Change{Target: "goal", Op: "set_status", Name: g.Name, Status: GoalWorking}); err != nil {
+			return nil, "", err
+		}
 		if moved != nil {
 			g.Status = GoalWorking
 		}

@@ -43,8 +43,8 @@ type triggerAnswer struct {
 // afterAction runs the reflection trigger after an action loop and, when
 // a condition fires, the reflection loop.
 func (in *Instance) afterAction(ctx context.Context, after string, tr trigger, rep *ActionReport, delta *float64) error {
-	if in.interrupted(ctx, after, &rep.Stopped) {
-		return nil
+	if stop, err := in.interrupted(ctx, after, &rep.Stopped); stop {
+		return err
 	}
 	step := context.WithoutCancel(ctx)
 	fired, err := in.checkTrigger(step, tr, rep, delta)
@@ -52,8 +52,11 @@ func (in *Instance) afterAction(ctx context.Context, after string, tr trigger, r
 		return in.stepFailed(stepTrigger, err)
 	}
 	rep.Fired = fired
-	if len(fired) == 0 || in.interrupted(ctx, stepTrigger, &rep.Stopped) {
+	if len(fired) == 0 {
 		return nil
+	}
+	if stop, err := in.interrupted(ctx, stepTrigger, &rep.Stopped); stop {
+		return err
 	}
 	rep.Reflection, err = in.reflect(ctx, fired)
 	return err

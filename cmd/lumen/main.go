@@ -4,6 +4,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -146,12 +147,12 @@ What the chosen skill shows you, normally the chat skill's reply, is printed as
 end of input exits; during a turn, Ctrl-C or SIGTERM lets the current step
 finish first, and a second one quits at once.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			in, err := o.open(app, cmd.ErrOrStderr(), false)
 			if err != nil {
 				return err
 			}
-			defer in.Close()
+			defer func() { err = errors.Join(err, in.Close()) }()
 			ctx, out, errw := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 			lines := make(chan string)
 			go func() {
@@ -219,12 +220,12 @@ weight decay, yearly summaries) runs when due. Prints one block per cycle.
 Runs until interrupted, or --cycles N; Ctrl-C or SIGTERM finishes the current
 step and stops (a second one quits at once).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			in, err := o.open(app, cmd.ErrOrStderr(), false)
 			if err != nil {
 				return err
 			}
-			defer in.Close()
+			defer func() { err = errors.Join(err, in.Close()) }()
 			return in.Run(cmd.Context(), lumen.RunOptions{Cycles: cycles, Interval: interval,
 				OnCycle: func(r *lumen.CycleReport) { fmt.Fprintln(cmd.OutOrStdout(), r.Text()) }})
 		},
@@ -243,12 +244,12 @@ external memories since the last reflection, ASK counterfactual questions about
 the self and propose changes, EVOLVE: check them for consistency and apply them
 to values.json, goals and soul.md. Prints the tensions, conflicts and changes.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			in, err := o.open(app, cmd.ErrOrStderr(), false)
 			if err != nil {
 				return err
 			}
-			defer in.Close()
+			defer func() { err = errors.Join(err, in.Close()) }()
 			rep, err := in.Reflect(cmd.Context())
 			if rep != nil {
 				fmt.Fprintln(cmd.OutOrStdout(), rep.Text())
@@ -407,11 +408,11 @@ with a least-squares trend).`,
 // only read: nothing under the instance is created or written, and a
 // memory index that is missing or behind the files is built in memory),
 // runs f and closes it.
-func (o *options) withInstance(f func(*lumen.Instance) error) error {
+func (o *options) withInstance(f func(*lumen.Instance) error) (err error) {
 	in, err := o.open(nil, nil, true)
 	if err != nil {
 		return err
 	}
-	defer in.Close()
+	defer func() { err = errors.Join(err, in.Close()) }()
 	return f(in)
 }

@@ -117,7 +117,7 @@ func (m *Memory) Validate() error {
 // its id. The file is locked (atomicfile.LockFile) for the write, so lines from several
 // processes never interleave; a torn last line left by a killed writer is
 // closed with a newline first, so it cannot swallow this one.
-func appendLine(dir string, m Memory) (string, error) {
+func appendLine(dir string, m Memory) (id string, err error) {
 	if err := m.Validate(); err != nil {
 		return "", err
 	}
@@ -136,7 +136,13 @@ func appendLine(dir string, m Memory) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("memory: %w", err)
 	}
-	defer f.Close() // closing releases the lock
+	// Closing releases the lock, and may be where a failed write shows:
+	// then the line is not reported as written.
+	defer func() {
+		if cerr := f.Close(); cerr != nil && err == nil {
+			id, err = "", fmt.Errorf("memory: append to %s: %w", path, cerr)
+		}
+	}()
 	if err := atomicfile.LockFile(f); err != nil {
 		return "", fmt.Errorf("memory: lock %s: %w", path, err)
 	}
@@ -175,7 +181,7 @@ func readLines(path string, offset int64) ([]line, int64, error) {
 	if err != nil {
 		return nil, offset, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: what was read is the answer
 	data, err := io.ReadAll(io.NewSectionReader(f, offset, 1<<62))
 	if err != nil {
 		return nil, offset, err

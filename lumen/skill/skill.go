@@ -164,7 +164,9 @@ func (r *Runner) names() string {
 func (r *Runner) readCache() map[string]cacheEntry {
 	cache := map[string]cacheEntry{}
 	if data, err := os.ReadFile(r.CacheFile); err == nil {
-		json.Unmarshal(data, &cache) // a damaged cache is only re-read from the skills
+		if err := json.Unmarshal(data, &cache); err != nil {
+			return map[string]cacheEntry{} // a damaged cache is only re-read from the skills
+		}
 	}
 	return cache
 }
@@ -174,9 +176,12 @@ func (r *Runner) remember(name, sum, help string) {
 	defer r.mu.Unlock()
 	cache := r.readCache()
 	cache[name] = cacheEntry{SHA256: sum, Help: help}
-	data, _ := json.MarshalIndent(cache, "", "  ")
-	os.MkdirAll(filepath.Dir(r.CacheFile), 0o755)
-	atomicfile.Write(r.CacheFile, data, 0o644) // a lost cache write costs one --help run later
+	data, _ := json.MarshalIndent(cache, "", "  ") // strings only: always encodes
+	// The cache is derived: a lost write costs one --help run later, which
+	// is no reason to fail the skill run that produced it.
+	if err := os.MkdirAll(filepath.Dir(r.CacheFile), 0o755); err == nil {
+		_ = atomicfile.Write(r.CacheFile, data, 0o644)
+	}
 }
 
 func fileHash(path string) (string, error) {
@@ -350,7 +355,10 @@ func (r *Runner) Create(ctx context.Context, spec NewSkill) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("skill %q: %w", spec.Name, err)
 	}
-	defer os.RemoveAll(tmp) // gone once renamed; cleans up a failed attempt
+	// Gone once renamed; cleans up a failed attempt. A leftover .new-*
+	// directory is skipped by List and changes nothing, so there is no
+	// error to report here.
+	defer func() { _ = os.RemoveAll(tmp) }()
 	for rel, content := range spec.Files {
 		clean := filepath.Clean(rel)
 		if filepath.IsAbs(rel) || clean == "." || clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
