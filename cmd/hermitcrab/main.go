@@ -322,11 +322,29 @@ The output is JSON: {"mode", "address", "tree" | "nodes" | "point"}, each node
 	return cmd
 }
 
-// promptJSON is prompt --json: the compiled prompt with its size.
+// promptJSON is prompt --json: the compiled prompt with its size, every
+// field always present (docs/configuration.md).
 type promptJSON struct {
-	prompt.Compiled
-	Characters int `json:"characters"`
-	Tokens     int `json:"tokens"` // estimated: characters / 4
+	Tier       int              `json:"tier"`
+	Text       string           `json:"text"`
+	Sections   []prompt.Section `json:"sections"`
+	Aperture   bool             `json:"aperture"` // no instructions for the tier: the pscale-0 aperture was used
+	Problems   []string         `json:"problems"`
+	Characters int              `json:"characters"`
+	Tokens     int              `json:"tokens"` // estimated: characters / 4
+}
+
+func newPromptJSON(c prompt.Compiled) promptJSON {
+	return promptJSON{Tier: c.Tier, Text: c.Text, Sections: nonNil(c.Sections), Aperture: c.Aperture,
+		Problems: nonNil(c.Problems), Characters: len([]rune(c.Text)), Tokens: c.Tokens()}
+}
+
+// nonNil makes an empty list [] in JSON, never null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
 
 func (f *flags) promptCommand() *cobra.Command {
@@ -346,7 +364,7 @@ its size. With --json: {"tier", "text", "sections": [{"instruction", "text", "er
 					return err
 				}
 				if *asJSON {
-					return cli.PrintJSON(cmd.OutOrStdout(), promptJSON{Compiled: c, Characters: len([]rune(c.Text)), Tokens: c.Tokens()})
+					return cli.PrintJSON(cmd.OutOrStdout(), newPromptJSON(c))
 				}
 				w := cmd.OutOrStdout()
 				fmt.Fprintln(w, c.Text)
@@ -428,15 +446,37 @@ and continues next time unless --new. Ctrl-D ends.`,
 }
 
 func chat(ctx context.Context, k *hermitcrab.Kernel, id string, tier int, in io.Reader, out, errOut io.Writer) error {
-	lines := bufio.NewScanner(in)
-	lines.Buffer(make([]byte, 64<<10), 1<<20)
+	// Lines are read in their own goroutine so that Ctrl-C or SIGTERM ends
+	// a chat waiting for input at once: a read from a terminal cannot be
+	// cancelled.
+	type input struct {
+		text string
+		err  error
+		eof  bool
+	}
+	lines := make(chan input)
+	go func() {
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			lines <- input{text: sc.Text()}
+		}
+		lines <- input{err: sc.Err(), eof: true}
+	}()
 	for {
 		fmt.Fprint(errOut, "you> ")
-		if !lines.Scan() {
+		var line input
+		select {
+		case <-ctx.Done():
 			fmt.Fprintln(errOut)
-			return lines.Err()
+			return nil // the conversation so far is saved: a signal is a normal end
+		case line = <-lines:
 		}
-		text := strings.TrimSpace(lines.Text())
+		if line.eof {
+			fmt.Fprintln(errOut)
+			return line.err
+		}
+		text := strings.TrimSpace(line.text)
 		if text == "" {
 			continue
 		}

@@ -64,3 +64,50 @@ func TestServeStopsGracefullyOnSIGTERM(t *testing.T) {
 	}
 	mustHC(t, data, "", "blocks", "list") // the store was closed cleanly
 }
+
+// A chat waiting for the next line ends at once on SIGTERM, exit 0, as on
+// Ctrl-C (a read from a terminal cannot be cancelled; the chat does not
+// wait for it).
+func TestChatWaitingForInputStopsOnSIGTERM(t *testing.T) {
+	data := t.TempDir()
+	cmd := exec.Command(binary, "--data", data, "chat", "--provider", "script", "--script", "testdata/chat.json")
+	cmd.Env = append(os.Environ(), "ANTHROPIC_API_KEY=", "HERMITCRAB_DATA=")
+	stdin, err := cmd.StdinPipe() // held open: no line comes
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	errOut, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }() // gone already when the test passes
+	stderr := bufio.NewReader(errOut)
+	// The prompt "you> " is written once the chat waits for a line.
+	for seen := ""; !strings.HasSuffix(seen, "you> "); {
+		b, err := stderr.ReadByte()
+		if err != nil {
+			t.Fatalf("stderr ended before the prompt: %q (%v)", seen, err)
+		}
+		seen += string(b)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	rest := make(chan string, 1)
+	go func() {
+		s, _ := stderr.ReadString(0) // to EOF: the process has exited
+		rest <- s
+	}()
+	select {
+	case tail := <-rest:
+		if err := cmd.Wait(); err != nil || !strings.Contains(tail, "hermitcrab: SIGTERM: stopping cleanly") {
+			t.Fatalf("chat ended with %v; stderr %q", err, tail)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("chat did not stop within a minute of SIGTERM")
+	}
+}
