@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -96,20 +97,20 @@ a reverse proxy's) with --allow-host.`,
 			if err != nil {
 				return err
 			}
-			defer st.Close()
 			cfg.Store = st
 			cfg.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			srv, err := server.New(cfg)
 			if err != nil {
-				return err
+				return errors.Join(err, st.Close())
 			}
 			where := db
 			if u, err := url.Parse(db); err == nil && u.Scheme != "" {
 				where = u.Redacted()
 			}
-			return srv.ListenAndServe(cmd.Context(), func(u string) {
-				fmt.Fprintf(cmd.OutOrStdout(), "beach serving %s (HTTP API %s/v1/, MCP %s/mcp; %s: %s); Ctrl-C stops it\n", u, u, u, st.Dialect(), where)
+			err = srv.ListenAndServe(cmd.Context(), func(u string) {
+				fmt.Fprintf(cmd.OutOrStdout(), "beach serving %s (HTTP API %s/v1/, MCP %s/mcp; %s: %s); Ctrl-C or SIGTERM stops it\n", u, u, u, st.Dialect(), where)
 			})
+			return errors.Join(err, st.Close())
 		},
 	}
 	fl := cmd.Flags()
@@ -306,21 +307,18 @@ instance's private key (AES-256-GCM), sign it, and leave it with the beach, repl
 the previous save point. Only this key can open it: keep identity.key safe.`,
 		Args: cobra.NoArgs,
 		RunE: client.run(func(cmd *cobra.Command, _ []string, c *beach.Client) error {
-			k, err := f.open(cmd, false)
-			if err != nil {
-				return err
-			}
-			defer k.Close()
-			data, err := k.Export(cmd.Context())
-			if err != nil {
-				return err
-			}
-			ack, err := c.Save(cmd.Context(), data)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "saved %d bytes of blocks, sealed, to %s as %s at %s\n", len(data), c.URL(), ack.Agent, ack.Time)
-			return nil
+			return f.withKernel(cmd, false, func(k *hermitcrab.Kernel) error {
+				data, err := k.Export(cmd.Context())
+				if err != nil {
+					return err
+				}
+				ack, err := c.Save(cmd.Context(), data)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "saved %d bytes of blocks, sealed, to %s as %s at %s\n", len(data), c.URL(), ack.Agent, ack.Time)
+				return nil
+			})
 		}),
 	}
 }
@@ -339,22 +337,19 @@ the new data directory first. Existing blocks are kept unless --replace.`,
 			if err != nil {
 				return err
 			}
-			k, err := f.open(cmd, false)
-			if err != nil {
-				return err
-			}
-			defer k.Close()
-			res, err := k.Import(cmd.Context(), []hermitcrab.ImportSource{{Name: "savepoint.json", Data: data}}, replace)
-			if err != nil {
-				return err
-			}
-			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "restored the save point of %s signed at %s: %d blocks written", v.Agent, v.Time.UTC().Format(time.RFC3339), len(res.Written))
-			if len(res.Skipped) > 0 {
-				fmt.Fprintf(w, ", %d existing kept (use --replace to overwrite): %s", len(res.Skipped), strings.Join(res.Skipped, ", "))
-			}
-			fmt.Fprintln(w)
-			return nil
+			return f.withKernel(cmd, false, func(k *hermitcrab.Kernel) error {
+				res, err := k.Import(cmd.Context(), []hermitcrab.ImportSource{{Name: "savepoint.json", Data: data}}, replace)
+				if err != nil {
+					return err
+				}
+				w := cmd.OutOrStdout()
+				fmt.Fprintf(w, "restored the save point of %s signed at %s: %d blocks written", v.Agent, v.Time.UTC().Format(time.RFC3339), len(res.Written))
+				if len(res.Skipped) > 0 {
+					fmt.Fprintf(w, ", %d existing kept (use --replace to overwrite): %s", len(res.Skipped), strings.Join(res.Skipped, ", "))
+				}
+				fmt.Fprintln(w)
+				return nil
+			})
 		}),
 	}
 	cmd.Flags().BoolVar(&replace, "replace", false, "overwrite blocks that already exist")

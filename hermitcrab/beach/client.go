@@ -98,12 +98,10 @@ func (f FileNonces) Use(_ context.Context, agent, nonce string) (bool, error) {
 		return false, fmt.Errorf("received nonces: %w", err)
 	}
 	if _, err := file.WriteString(line); err != nil {
-		file.Close()
-		return false, fmt.Errorf("received nonces: %w", err)
+		return false, errors.Join(fmt.Errorf("received nonces: %w", err), file.Close())
 	}
 	if err := file.Sync(); err != nil {
-		file.Close()
-		return false, fmt.Errorf("received nonces: %w", err)
+		return false, errors.Join(fmt.Errorf("received nonces: %w", err), file.Close())
 	}
 	return true, file.Close()
 }
@@ -353,7 +351,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 			return fmt.Errorf("beach %s: %w", c.base, err)
 		}
 		data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-		resp.Body.Close()
+		_ = resp.Body.Close() // what was read is the answer; closing has nothing to add
 		if err != nil {
 			return fmt.Errorf("beach %s: reading the answer: %w", c.base, err)
 		}

@@ -163,8 +163,7 @@ func Start(ctx context.Context) (*Cluster, error) {
 	}
 	c := &Cluster{dir: dir, password: randomHex(16), exited: make(chan struct{})}
 	fail := func(err error) (*Cluster, error) {
-		os.RemoveAll(dir)
-		return nil, err
+		return nil, errors.Join(err, os.RemoveAll(dir))
 	}
 	pwfile := filepath.Join(dir, "pwfile")
 	if err := os.WriteFile(pwfile, []byte(c.password+"\n"), 0o600); err != nil {
@@ -205,7 +204,8 @@ func (c *Cluster) start(ctx context.Context, bin, data string, cred *syscall.Cre
 	if err != nil {
 		return err
 	}
-	defer logFile.Close()
+	// postgres holds its own descriptor of the log; ours only has to go.
+	defer func() { _ = logFile.Close() }()
 	c.exited = make(chan struct{})
 	c.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(c.port), "-k", c.dir,
 		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off",
@@ -222,8 +222,7 @@ func (c *Cluster) start(ctx context.Context, bin, data string, cred *syscall.Cre
 	for {
 		conn, err := pgx.Connect(ctx, c.URL("postgres"))
 		if err == nil {
-			conn.Close(ctx)
-			return nil
+			return conn.Close(ctx)
 		}
 		select {
 		case <-c.exited:
@@ -276,12 +275,12 @@ func (c *Cluster) DropDatabase(ctx context.Context, dbURL string) error {
 	return nil
 }
 
-func (c *Cluster) admin(ctx context.Context, sql string) error {
+func (c *Cluster) admin(ctx context.Context, sql string) (err error) {
 	conn, err := pgx.Connect(ctx, c.URL("postgres"))
 	if err != nil {
 		return err
 	}
-	defer conn.Close(ctx)
+	defer func() { err = errors.Join(err, conn.Close(ctx)) }()
 	_, err = conn.Exec(ctx, sql)
 	return err
 }
@@ -346,8 +345,8 @@ func freePort() (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("finding a free port: %w", err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	port := l.Addr().(*net.TCPAddr).Port
+	return port, l.Close()
 }
 
 func randomHex(n int) string {

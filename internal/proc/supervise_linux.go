@@ -18,7 +18,9 @@ func sysProcAttr() *syscall.SysProcAttr {
 // own parent exits, so killEscaped finds it.
 func becomeSubreaper() {
 	const prSetChildSubreaper = 36
-	syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0)
+	// Linux has had it since 3.4. Without it an orphaned descendant goes to
+	// init, where only the group kill can reach it: nothing to do but go on.
+	_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0)
 }
 
 // killEscaped kills, with SIGKILL, every live descendant of this process
@@ -31,7 +33,7 @@ func killEscaped() {
 		found := false
 		for _, p := range descendants(me) {
 			if p.pgrp != group {
-				syscall.Kill(p.pid, syscall.SIGKILL)
+				_ = syscall.Kill(p.pid, syscall.SIGKILL) // it may have exited meanwhile: the next pass sees
 				found = true
 			}
 		}

@@ -51,15 +51,16 @@ func run(ctx context.Context, cmd *exec.Cmd) (outcome, error) {
 	if err != nil {
 		return outcome{}, err
 	}
-	defer statusR.Close()
+	defer func() { _ = statusR.Close() }() // a pipe's read end: what it held is read below
 	lifeR, lifeW, err := os.Pipe()
 	if err != nil {
-		statusW.Close()
+		_ = statusW.Close() // the pipe's error is the one to report
 		return outcome{}, err
 	}
 	// The write end must stay open until the supervisor is gone: its EOF
-	// tells the supervisor that this process died.
-	defer lifeW.Close()
+	// tells the supervisor that this process died. Closing it afterwards
+	// can report nothing that matters.
+	defer func() { _ = lifeW.Close() }()
 
 	sup := exec.CommandContext(ctx, exe, append([]string{"--", cmd.Path}, cmd.Args[1:]...)...)
 	sup.Args[0] = cmd.Args[0] + " (supervisor)"
@@ -72,14 +73,16 @@ func run(ctx context.Context, cmd *exec.Cmd) (outcome, error) {
 		pid := sup.Process.Pid
 		time.AfterFunc(killBackstop, func() {
 			if !waited.Load() {
-				syscall.Kill(-pid, syscall.SIGKILL)
+				_ = syscall.Kill(-pid, syscall.SIGKILL) // ESRCH: the group is gone already, which is the aim
 			}
 		})
 		return syscall.Kill(pid, syscall.SIGTERM)
 	}
 	err = sup.Start()
-	statusW.Close()
-	lifeR.Close()
+	// The supervisor has its own copies; ours only have to go, so that its
+	// exit shows as EOF.
+	_ = statusW.Close()
+	_ = lifeR.Close()
 	if err != nil {
 		return outcome{}, err
 	}
@@ -88,7 +91,7 @@ func run(ctx context.Context, cmd *exec.Cmd) (outcome, error) {
 	// Every copy of the status pipe's write end is closed by now (the
 	// supervisor's is close-on-exec for the command); the deadline only
 	// guards against the impossible.
-	statusR.SetReadDeadline(time.Now().Add(time.Second))
+	_ = statusR.SetReadDeadline(time.Now().Add(time.Second)) // pipes take deadlines; see above
 	line, _ := io.ReadAll(io.LimitReader(statusR, 4096))
 	status := strings.TrimSpace(string(line))
 	verb, arg, _ := strings.Cut(status, " ")
@@ -116,7 +119,7 @@ func run(ctx context.Context, cmd *exec.Cmd) (outcome, error) {
 // it, the runner's request or the runner's death, then end the group.
 func supervise(ppidText string) int {
 	ppid, _ := strconv.Atoi(ppidText)
-	os.Unsetenv(superviseVar)
+	_ = os.Unsetenv(superviseVar) // fails only for an invalid name, and this one is valid
 	syscall.CloseOnExec(statusFD)
 	syscall.CloseOnExec(lifelineFD)
 	status := os.NewFile(statusFD, "status")
@@ -127,25 +130,27 @@ func supervise(ppidText string) int {
 	if os.Getppid() != ppid {
 		endGroup() // the runner died before the supervisor could watch it
 	}
+	// A status the runner cannot read is reported there as a supervisor
+	// that said nothing: the writes below have no one else to tell.
 	if len(os.Args) < 3 || os.Args[1] != "--" {
-		fmt.Fprintf(status, "start the supervisor was started without a command")
+		_, _ = fmt.Fprintf(status, "start the supervisor was started without a command")
 		return 2
 	}
 	cmd := exec.Command(os.Args[2], os.Args[3:]...)
 	cmd.Args[0] = strings.TrimSuffix(os.Args[0], " (supervisor)")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(status, "start %v", err)
+		_, _ = fmt.Fprintf(status, "start %v", err)
 		return 127
 	}
 	exited := make(chan struct{})
 	go func() {
-		cmd.Wait()
+		_ = cmd.Wait() // how it ended is read from cmd.ProcessState
 		close(exited)
 	}()
 	orphaned := make(chan struct{})
 	go func() {
-		io.Copy(io.Discard, lifeline)
+		_, _ = io.Copy(io.Discard, lifeline) // EOF or an error: the runner is gone either way
 		close(orphaned)
 	}()
 	for {
@@ -153,15 +158,15 @@ func supervise(ppidText string) int {
 		case <-exited:
 			ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
 			if ws.Signaled() {
-				fmt.Fprintf(status, "signal %d", ws.Signal())
+				_, _ = fmt.Fprintf(status, "signal %d", ws.Signal())
 			} else {
-				fmt.Fprintf(status, "exit %d", ws.ExitStatus())
+				_, _ = fmt.Fprintf(status, "exit %d", ws.ExitStatus())
 			}
 		case sig := <-signals:
 			if sig == deathSignal && os.Getppid() == ppid {
 				continue // a thread of the runner ended, not the runner
 			}
-			fmt.Fprintf(status, "stopped")
+			_, _ = fmt.Fprintf(status, "stopped")
 		case <-orphaned:
 		}
 		endGroup()
@@ -172,6 +177,7 @@ func supervise(ppidText string) int {
 // group, the supervisor included.
 func endGroup() {
 	killEscaped()
-	syscall.Kill(0, syscall.SIGKILL)
-	os.Exit(1) // not reached
+	// This kills the supervisor too; should it fail, os.Exit ends it.
+	_ = syscall.Kill(0, syscall.SIGKILL)
+	os.Exit(1)
 }

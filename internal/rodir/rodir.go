@@ -35,13 +35,17 @@ func TempDir(t testing.TB) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		// Give write permission back everywhere; a directory this misses
+		// makes RemoveAll fail, and that is reported.
+		_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 			if err == nil && d.IsDir() {
-				os.Chmod(p, 0o755)
+				_ = os.Chmod(p, 0o755)
 			}
 			return nil
 		})
-		os.RemoveAll(dir)
+		if err := os.RemoveAll(dir); err != nil {
+			t.Errorf("rodir: removing %s: %v", dir, err)
+		}
 	})
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -86,7 +90,9 @@ func Lock(t testing.TB, dir string) {
 	}
 	t.Cleanup(func() {
 		for _, d := range dirs {
-			os.Chmod(d, 0o755)
+			if err := os.Chmod(d, 0o755); err != nil {
+				t.Errorf("rodir: giving write permission back to %s: %v", d, err)
+			}
 		}
 	})
 	for _, d := range dirs {
@@ -96,7 +102,7 @@ func Lock(t testing.TB, dir string) {
 	}
 	probe := Command(t, "sh", "-c", `: > "$1/.rodir-probe"`, "sh", dir)
 	if out, err := probe.CombinedOutput(); err == nil {
-		os.Remove(filepath.Join(dir, ".rodir-probe"))
+		_ = os.Remove(filepath.Join(dir, ".rodir-probe")) // the test fails below either way
 		t.Fatalf("rodir: the child could create a file in %s after chmod -w (%s): the test would prove nothing", dir, out)
 	}
 }
@@ -131,7 +137,7 @@ func Snapshot(t testing.TB, dir string) map[string]string {
 		if err != nil {
 			return err
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }() // read only: what was read is the answer
 		h := sha256.New()
 		if _, err := io.Copy(h, f); err != nil {
 			return err

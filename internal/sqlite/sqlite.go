@@ -147,15 +147,14 @@ func Open(ctx context.Context, path string, s *Schema) (*sql.DB, error) {
 	// The file is ours, or new: only now may anything be written to it.
 	// journal_mode is persistent, so once set every connection is in WAL.
 	if err := setWAL(ctx, db); err != nil {
-		db.Close()
+		closeErr := db.Close()
 		if _, statErr := os.Stat(filepath.Dir(abs)); statErr != nil {
-			return fail(fmt.Errorf("its directory: %w", statErr))
+			return fail(errors.Join(fmt.Errorf("its directory: %w", statErr), closeErr))
 		}
-		return fail(fmt.Errorf("setting WAL mode: %w", err))
+		return fail(errors.Join(fmt.Errorf("setting WAL mode: %w", err), closeErr))
 	}
 	if err := migrate(ctx, db, s); err != nil {
-		db.Close()
-		return fail(err)
+		return fail(errors.Join(err, db.Close()))
 	}
 	return db, nil
 }
@@ -218,8 +217,7 @@ func OpenReadOnly(ctx context.Context, path string, s *Schema) (*sql.DB, error) 
 	}
 	st, err := identify(ctx, db, s)
 	if err != nil {
-		db.Close()
-		return fail(err)
+		return fail(errors.Join(err, db.Close()))
 	}
 	switch {
 	case st.version > len(s.Steps):
@@ -228,8 +226,7 @@ func OpenReadOnly(ctx context.Context, path string, s *Schema) (*sql.DB, error) 
 		err = fmt.Errorf("it was written by an older %s (schema %d; this one reads %d): run a command that writes once to update it", kernelOf(s), st.version, len(s.Steps))
 	}
 	if err != nil {
-		db.Close()
-		return fail(err)
+		return fail(errors.Join(err, db.Close()))
 	}
 	return db, nil
 }
@@ -254,8 +251,7 @@ func OpenMemory(ctx context.Context, s *Schema) (*sql.DB, error) {
 	db.SetMaxOpenConns(4)
 	db.SetMaxIdleConns(4)
 	if err := migrate(ctx, db, s); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open %s in memory: %w", s.Name, err)
+		return nil, errors.Join(fmt.Errorf("open %s in memory: %w", s.Name, err), db.Close())
 	}
 	return db, nil
 }
@@ -327,7 +323,7 @@ func readHeader(path string) (header, error) {
 	if err != nil {
 		return header{}, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: what was read is the answer
 	st, err := f.Stat()
 	if err != nil {
 		return header{}, err
@@ -373,7 +369,7 @@ func kernelOf(s *Schema) string { return strings.Fields(s.Name + " kernel")[0] }
 // the read-write connection writes anything to it. The header settles most
 // cases; otherwise a read-only connection looks inside, immutable when
 // there is no WAL so that SQLite leaves no side file either.
-func precheck(ctx context.Context, abs string, h header, s *Schema) error {
+func precheck(ctx context.Context, abs string, h header, s *Schema) (err error) {
 	if err := h.check(s); err != nil || h.appID == s.ID {
 		return err
 	}
@@ -381,7 +377,7 @@ func precheck(ctx context.Context, abs string, h header, s *Schema) error {
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer func() { err = errors.Join(err, db.Close()) }()
 	st, err := identify(ctx, db, s)
 	if err != nil {
 		return err

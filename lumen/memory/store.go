@@ -265,7 +265,9 @@ func (s *Store) inMemory(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.db.Close()
+	// The file index was only read: closing it has nothing to report
+	// that matters now that the in-memory one replaces it.
+	_ = s.db.Close()
 	s.db, s.readOnly = db, false
 	return s.sync(ctx)
 }

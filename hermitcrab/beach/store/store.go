@@ -90,13 +90,11 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	}
 	s := &Store{db: db, d: d, now: time.Now}
 	if err := s.migrate(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("beach store %s: %w", d.describe(dsn), err)
+		return nil, errors.Join(fmt.Errorf("beach store %s: %w", d.describe(dsn), err), db.Close())
 	}
 	if d.afterMigrate != "" {
 		if _, err := db.ExecContext(ctx, d.afterMigrate); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("beach store %s: %w", d.describe(dsn), err)
+			return nil, errors.Join(fmt.Errorf("beach store %s: %w", d.describe(dsn), err), db.Close())
 		}
 	}
 	return s, nil
