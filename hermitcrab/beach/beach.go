@@ -34,6 +34,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/llmkernels/kernels/hermitcrab/identity"
+	"github.com/llmkernels/kernels/internal/clip"
 )
 
 // Envelope kinds.
@@ -169,7 +170,7 @@ func Check(e *identity.Envelope) error {
 	case KindSavePoint:
 		_, _, err = Open[SavePoint](e, e.Kind)
 	default:
-		err = &identity.Refusal{Reason: identity.ReasonKind, Detail: fmt.Sprintf("kind %q: a beach takes passport, mark, message, inbox_check, savepoint or savepoint_get", clip(e.Kind))}
+		err = &identity.Refusal{Reason: identity.ReasonKind, Detail: fmt.Sprintf("kind %q: a beach takes passport, mark, message, inbox_check, savepoint or savepoint_get", clip.Text(e.Kind, 80))}
 	}
 	return err
 }
@@ -195,7 +196,7 @@ func validate(v any) error {
 		}
 	case *Mark:
 		if !ValidURLHash(b.URLHash) {
-			return fmt.Errorf("url_hash %q: want 16 lower-case hex digits (beach.URLHash of the URL)", clip(b.URLHash))
+			return fmt.Errorf("url_hash %q: want 16 lower-case hex digits (beach.URLHash of the URL)", clip.Text(b.URLHash, 80))
 		}
 		return text("purpose", b.Purpose, 0, MaxPurpose)
 	case *Message:
@@ -205,7 +206,7 @@ func validate(v any) error {
 		switch b.Type {
 		case TypeGrainProbe, TypeGrainResponse, TypeGeneral:
 		default:
-			return fmt.Errorf("type %q: want grain_probe, grain_response or general", clip(b.Type))
+			return fmt.Errorf("type %q: want grain_probe, grain_response or general", clip.Text(b.Type, 80))
 		}
 		if err := text("content", b.Content, 1, MaxContent); err != nil {
 			return err
@@ -239,11 +240,4 @@ func text(field, s string, min, max int) error {
 		return fmt.Errorf("%s has %d characters, at most %d", field, n, max)
 	}
 	return nil
-}
-
-func clip(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
-	}
-	return s
 }

@@ -14,6 +14,7 @@ import (
 	"io"
 
 	"github.com/llmkernels/kernels/hermitcrab/identity"
+	"github.com/llmkernels/kernels/internal/clip"
 )
 
 // SavePointFormat names the save point's encryption scheme.
@@ -77,7 +78,7 @@ func Seal(id *identity.Identity, export []byte) (*SavePoint, error) {
 // Open decrypts a save point with the key that sealed it.
 func (sp *SavePoint) Open(id *identity.Identity) ([]byte, error) {
 	if sp.Format != SavePointFormat {
-		return nil, fmt.Errorf("save point format %q: this hermitcrab reads %s", clip(sp.Format), SavePointFormat)
+		return nil, fmt.Errorf("save point format %q: this hermitcrab reads %s", clip.Text(sp.Format, 80), SavePointFormat)
 	}
 	sealed, err := base64.StdEncoding.DecodeString(sp.Ciphertext)
 	if err != nil {
@@ -110,7 +111,7 @@ func (sp *SavePoint) Open(id *identity.Identity) ([]byte, error) {
 
 func (sp *SavePoint) validate() error {
 	if sp.Format != SavePointFormat {
-		return fmt.Errorf("format %q: want %s", clip(sp.Format), SavePointFormat)
+		return fmt.Errorf("format %q: want %s", clip.Text(sp.Format, 80), SavePointFormat)
 	}
 	if n := base64.StdEncoding.DecodedLen(len(sp.Ciphertext)); n > MaxSavePoint {
 		return fmt.Errorf("ciphertext of about %d bytes: at most %d", n, MaxSavePoint)

@@ -17,6 +17,8 @@ import (
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/llmkernels/kernels/internal/clip"
 )
 
 // Domain starts the signed bytes of every envelope, so a signature made for
@@ -50,7 +52,7 @@ var (
 // 128-bit nonce.
 func (id *Identity) Sign(kind string, body any, now time.Time) (*Envelope, error) {
 	if !kindPattern.MatchString(kind) {
-		return nil, fmt.Errorf("sign: kind %q is not 1-32 of [a-z0-9_] starting with a letter", clip(kind))
+		return nil, fmt.Errorf("sign: kind %q is not 1-32 of [a-z0-9_] starting with a letter", clip.Text(kind, 80))
 	}
 	raw, err := json.Marshal(body)
 	if err != nil {
@@ -131,7 +133,7 @@ func (e *Envelope) Verify(kind string) (time.Time, error) {
 		return time.Time{}, refuse(ReasonMalformed, "no envelope")
 	}
 	if !kindPattern.MatchString(e.Kind) {
-		return time.Time{}, refuse(ReasonMalformed, "kind %q is not 1-32 of [a-z0-9_] starting with a letter", clip(e.Kind))
+		return time.Time{}, refuse(ReasonMalformed, "kind %q is not 1-32 of [a-z0-9_] starting with a letter", clip.Text(e.Kind, 80))
 	}
 	pub, err := ParseAgent(e.Agent)
 	if err != nil {
@@ -139,10 +141,10 @@ func (e *Envelope) Verify(kind string) (time.Time, error) {
 	}
 	t, err := time.Parse(time.RFC3339Nano, e.Time)
 	if err != nil {
-		return time.Time{}, refuse(ReasonMalformed, "time %q is not an RFC 3339 time", clip(e.Time))
+		return time.Time{}, refuse(ReasonMalformed, "time %q is not an RFC 3339 time", clip.Text(e.Time, 80))
 	}
 	if !noncePattern.MatchString(e.Nonce) {
-		return time.Time{}, refuse(ReasonMalformed, "nonce %q is not 32 lower-case hex digits", clip(e.Nonce))
+		return time.Time{}, refuse(ReasonMalformed, "nonce %q is not 32 lower-case hex digits", clip.Text(e.Nonce, 80))
 	}
 	sig, err := base64.RawURLEncoding.DecodeString(e.Sig)
 	if err != nil || len(sig) != ed25519.SignatureSize {
@@ -153,7 +155,7 @@ func (e *Envelope) Verify(kind string) (time.Time, error) {
 		return time.Time{}, refuse(ReasonMalformed, "%v", err)
 	}
 	if !ed25519.Verify(pub, msg, sig) {
-		return time.Time{}, refuse(ReasonSignature, "the signature on this %s is not by %s's key (forged, altered, or signed by another key)", clip(e.Kind), e.Agent)
+		return time.Time{}, refuse(ReasonSignature, "the signature on this %s is not by %s's key (forged, altered, or signed by another key)", clip.Text(e.Kind, 80), e.Agent)
 	}
 	// The kind is checked after the signature so that a valid envelope of
 	// the wrong kind says so, instead of looking like a forgery.
@@ -223,7 +225,7 @@ func canonValue(dec *json.Decoder, out *bytes.Buffer, depth int) error {
 				}
 				key := kt.(string)
 				if seen[key] {
-					return fmt.Errorf("JSON object has the key %q twice", clip(key))
+					return fmt.Errorf("JSON object has the key %q twice", clip.Text(key, 80))
 				}
 				seen[key] = true
 				var val bytes.Buffer
@@ -268,7 +270,7 @@ func canonValue(dec *json.Decoder, out *bytes.Buffer, depth int) error {
 	case json.Number:
 		n, err := strconv.ParseInt(string(v), 10, 64)
 		if err != nil || n > 1<<53 || n < -(1<<53) {
-			return fmt.Errorf("JSON number %s: only integers within ±2^53 are allowed in signed bodies (send others as strings)", clip(string(v)))
+			return fmt.Errorf("JSON number %s: only integers within ±2^53 are allowed in signed bodies (send others as strings)", clip.Text(string(v), 80))
 		}
 		out.WriteString(strconv.FormatInt(n, 10))
 	case bool:

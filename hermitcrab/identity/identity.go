@@ -36,6 +36,7 @@ import (
 	"strings"
 
 	"github.com/llmkernels/kernels/internal/atomicfile"
+	"github.com/llmkernels/kernels/internal/clip"
 )
 
 // KeyFile is the key's file name inside the data directory.
@@ -98,15 +99,15 @@ func AgentID(pub ed25519.PublicKey) string {
 func ParseAgent(agent string) (ed25519.PublicKey, error) {
 	rest, ok := strings.CutPrefix(agent, agentPrefix)
 	if !ok {
-		return nil, fmt.Errorf("agent id %q: does not start with %q", clip(agent), agentPrefix)
+		return nil, fmt.Errorf("agent id %q: does not start with %q", clip.Text(agent, 80), agentPrefix)
 	}
 	raw, err := agentEncoding.DecodeString(rest)
 	if err != nil || len(raw) != ed25519.PublicKeySize {
-		return nil, fmt.Errorf("agent id %q: not %q followed by the 52-character base32 of an ed25519 public key", clip(agent), agentPrefix)
+		return nil, fmt.Errorf("agent id %q: not %q followed by the 52-character base32 of an ed25519 public key", clip.Text(agent, 80), agentPrefix)
 	}
 	pub := ed25519.PublicKey(raw)
 	if AgentID(pub) != agent { // non-canonical trailing bits
-		return nil, fmt.Errorf("agent id %q: not in canonical form (did you mean %s?)", clip(agent), AgentID(pub))
+		return nil, fmt.Errorf("agent id %q: not in canonical form (did you mean %s?)", clip.Text(agent, 80), AgentID(pub))
 	}
 	return pub, nil
 }
@@ -181,13 +182,4 @@ func (id *Identity) Save(path string) error {
 		return fmt.Errorf("identity: %w", err)
 	}
 	return nil
-}
-
-// clip keeps error messages short when the input is long or hostile.
-func clip(s string) string {
-	const max = 80
-	if len(s) > max {
-		return s[:max] + "…"
-	}
-	return s
 }

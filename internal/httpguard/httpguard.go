@@ -34,6 +34,8 @@ import (
 	"net"
 	"net/http"
 	"strings"
+
+	"github.com/llmkernels/kernels/internal/clip"
 )
 
 // DefaultMaxBody is the body limit when Options leaves it 0: 1 MiB.
@@ -137,7 +139,7 @@ func (g *Guard) Allowed(hostHeader string) bool {
 func (g *Guard) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !g.Allowed(r.Host) {
-			writeError(w, http.StatusMisdirectedRequest, fmt.Sprintf("host %q is not a name this server answers to; if it is yours, start the server with --allow-host %s", clip(r.Host), clip(hostOnly(r.Host))))
+			writeError(w, http.StatusMisdirectedRequest, fmt.Sprintf("host %q is not a name this server answers to; if it is yours, start the server with --allow-host %s", clip.Text(r.Host, 100), clip.Text(hostOnly(r.Host), 100)))
 			return
 		}
 		limit := g.maxBody
@@ -208,11 +210,4 @@ func validName(s string) bool {
 		}
 	}
 	return true
-}
-
-func clip(s string) string {
-	if len(s) > 100 {
-		return s[:100] + "…"
-	}
-	return s
 }

@@ -59,6 +59,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -433,11 +434,7 @@ func identify(ctx context.Context, q Querier, s *Schema) (state, error) {
 	if err != nil {
 		return state{}, err
 	}
-	names := make([]string, 0, len(tables))
-	for n := range tables {
-		names = append(names, n)
-	}
-	slices.Sort(names)
+	names := slices.Sorted(maps.Keys(tables))
 	if len(names) > 5 {
 		names = append(names[:5], "…")
 	}

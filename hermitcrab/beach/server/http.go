@@ -12,6 +12,7 @@ import (
 
 	"github.com/llmkernels/kernels/hermitcrab/identity"
 	"github.com/llmkernels/kernels/internal/httpguard"
+	"github.com/llmkernels/kernels/internal/plainjson"
 )
 
 // Routes of the HTTP API (docs/hermitcrab-network.md has the table).
@@ -124,13 +125,17 @@ func (s *Server) writeError(w http.ResponseWriter, e *apiError) {
 	writeJSON(w, e.status, map[string]string{"error": e.msg, "reason": e.reason})
 }
 
+// writeJSON answers with v as JSON, <, > and & unescaped (plainjson).
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	data, err := plainjson.Marshal(v)
+	if err != nil { // a value the server built would not encode: say so, not a half body
+		http.Error(w, "encoding the response: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
+	_, _ = w.Write(append(data, '\n')) // a failed write means the client has gone; no one is left to tell
 }
 
 func intParam(r *http.Request, name string) int {
