@@ -188,7 +188,7 @@ func beachPassportCommand(client clientFunc) *cobra.Command {
 	publish.Flags().StringSliceVar(&p.Needs, "need", nil, "a need, as a pscale coordinate (repeatable)")
 	_ = publish.MarkFlagRequired("name")
 	show := &cobra.Command{
-		Use: "show AGENT", Short: "Print an agent's passport, verified", Args: cobra.ExactArgs(1),
+		Use: "show AGENT", Short: "Print an agent's passport, verified, as JSON", Args: cobra.ExactArgs(1),
 		RunE: client.run(func(cmd *cobra.Command, args []string, c *beach.Client) error {
 			v, err := c.Passport(cmd.Context(), args[0])
 			if err != nil {
@@ -197,7 +197,9 @@ func beachPassportCommand(client clientFunc) *cobra.Command {
 			return cli.PrintJSON(cmd.OutOrStdout(), v)
 		}),
 	}
+	cli.JSONFlag(show) // the output is JSON already
 	var limit int
+	var listJSON *bool
 	list := &cobra.Command{
 		Use: "list", Short: "List the passports published most recently, verified", Args: cobra.NoArgs,
 		RunE: client.run(func(cmd *cobra.Command, _ []string, c *beach.Client) error {
@@ -205,14 +207,18 @@ func beachPassportCommand(client clientFunc) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			printRefused(cmd, bad)
+			if *listJSON {
+				return cli.PrintJSON(cmd.OutOrStdout(), nonNil(good))
+			}
 			for _, v := range good {
 				fmt.Fprintf(cmd.OutOrStdout(), "%s  %s  offers %s  needs %s\n", v.Agent, v.Body.Name, strings.Join(v.Body.Offers, ","), strings.Join(v.Body.Needs, ","))
 			}
-			printRefused(cmd, bad)
 			return nil
 		}),
 	}
 	list.Flags().IntVar(&limit, "limit", 100, "at most this many")
+	listJSON = cli.JSONFlag(list)
 	cmd.AddCommand(publish, show, list)
 	return cmd
 }
@@ -235,6 +241,7 @@ func beachMarkCommands(client clientFunc) []*cobra.Command {
 		}),
 	}
 	var limit int
+	var marksJSON *bool
 	marks := &cobra.Command{
 		Use: "marks URL", Short: "List who marked a URL and why, newest first, verified", Args: cobra.ExactArgs(1),
 		RunE: client.run(func(cmd *cobra.Command, args []string, c *beach.Client) error {
@@ -242,14 +249,18 @@ func beachMarkCommands(client clientFunc) []*cobra.Command {
 			if err != nil {
 				return err
 			}
+			printRefused(cmd, bad)
+			if *marksJSON {
+				return cli.PrintJSON(cmd.OutOrStdout(), nonNil(good))
+			}
 			for _, v := range good {
 				fmt.Fprintf(cmd.OutOrStdout(), "%s  %s  %s\n", v.Time.UTC().Format(time.RFC3339), v.Agent, v.Body.Purpose)
 			}
-			printRefused(cmd, bad)
 			return nil
 		}),
 	}
 	marks.Flags().IntVar(&limit, "limit", 50, "at most this many marks")
+	marksJSON = cli.JSONFlag(marks)
 	return []*cobra.Command{mark, marks}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -153,6 +154,22 @@ func beachFlow(t *testing.T, write, read string) {
 	marks, _ := mustHC(t, b, "", "beach", "--beach", read, "marks", " HTTPS://example.org/pscale")
 	if !strings.Contains(marks, idA) || !strings.Contains(marks, "reading about pscale") {
 		t.Fatalf("B does not find A's mark:\n%s", marks)
+	}
+	var marksJSON []struct {
+		Agent string `json:"agent"`
+		Body  struct {
+			URLHash string `json:"url_hash"`
+			Purpose string `json:"purpose"`
+		} `json:"body"`
+	}
+	listed, _ := mustHC(t, b, "", "beach", "--beach", read, "marks", "https://example.org/pscale", "--json")
+	if err := json.Unmarshal([]byte(listed), &marksJSON); err != nil || len(marksJSON) != 1 || marksJSON[0].Agent != idA ||
+		marksJSON[0].Body.Purpose != "reading about pscale" || marksJSON[0].Body.URLHash == "" {
+		t.Fatalf("marks --json: %v\n%s", err, listed)
+	}
+	listed, _ = mustHC(t, b, "", "beach", "--beach", read, "passport", "list", "--json")
+	if !json.Valid([]byte(listed)) || !strings.Contains(listed, `"name": "alice"`) {
+		t.Fatalf("passport list --json:\n%s", listed)
 	}
 	passport, _ := mustHC(t, b, "", "beach", "--beach", read, "passport", "show", idA)
 	if !strings.Contains(passport, `"name": "alice"`) || !strings.Contains(passport, "purpose 0.2") {
