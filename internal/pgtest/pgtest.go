@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package pgtest runs a throwaway PostgreSQL for tests: Debian's server
 // binaries (/usr/lib/postgresql/N/bin, the newest N), one cluster per test
 // binary in a temporary directory on a free loopback port, and a fresh
