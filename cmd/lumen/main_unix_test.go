@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"os"
 	"os/exec"
@@ -11,7 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
+
+	"github.com/llmkernels/kernels/internal/cli/clitest"
 )
 
 // lumenBinary builds the real binary once per test.
@@ -40,43 +40,13 @@ func TestChatStopsCleanlyOnSIGTERMAndUsageErrorsExit2(t *testing.T) {
 		}
 	}
 
-	chat := exec.Command(bin, "chat", "--dir", dir, "--provider", "script", "--script", "../../docs/examples/ping.json")
-	stdin, err := chat.StdinPipe() // held open: the chat waits for a line
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stdin.Close()
-	stderr, err := chat.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := chat.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = chat.Process.Kill() }() // gone already when the test passes
-	errs := bufio.NewReader(stderr)
+	chat := clitest.Start(t, exec.Command(bin, "chat", "--dir", dir, "--provider", "script", "--script", "../../docs/examples/ping.json"))
 	// The scripted provider's notice comes once the command runs, after
 	// the signal handling is in place.
-	if line, err := errs.ReadString('\n'); err != nil || !strings.Contains(line, "responses are scripted") {
-		t.Fatalf("first stderr line %q (%v)", line, err)
-	}
-	if err := chat.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	// Read stderr to its end (the process exiting closes it), then Wait:
-	// Wait closes the pipe, so it must come after the reads.
-	rest := make(chan string, 1)
-	go func() {
-		b, _ := errs.ReadString(0) // up to EOF: there is no NUL byte
-		rest <- b
-	}()
-	select {
-	case tail := <-rest:
-		if err := chat.Wait(); err != nil || !strings.Contains(tail, "lumen: SIGTERM: stopping cleanly") {
-			t.Fatalf("chat ended with %v after SIGTERM; stderr %q", err, tail)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("chat did not stop within a minute of SIGTERM")
+	clitest.Until(t, chat.Stderr, "no model is called\n")
+	stderr, _, err := chat.Stop(t, syscall.SIGTERM)
+	if err != nil || !strings.Contains(stderr, "lumen: SIGTERM: stopping cleanly") {
+		t.Fatalf("chat ended with %v after SIGTERM; stderr %q", err, stderr)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "data", "soul.md")); err != nil {
 		t.Fatal(err)
