@@ -44,7 +44,7 @@ func Start(t testing.TB, cmd *exec.Cmd) *Process {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = stdin.Close() // nothing was written to it: closing has nothing to report
+		_ = stdin.Close()            // nothing was written to it: closing has nothing to report
 		if cmd.ProcessState == nil { // not stopped by the test: it failed before
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait() // killed: the error says so, and the test has failed already
