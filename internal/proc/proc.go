@@ -24,7 +24,16 @@
 //
 // The supervisor is a child subreaper, so a descendant whose parent exits
 // is re-parented to it and stays findable; the descendants are found
-// through /proc.
+// through /proc, and killed pass after pass until none is alive to start
+// another.
+//
+// A command can kill its supervisor (kill -9 $PPID): the runner then kills
+// the group itself once the supervisor is gone, but a descendant that had
+// already left the group (setsid) is beyond its reach.
+//
+// The hidden mode needs more than its environment variable: a command
+// after "--", a process group of its own and the two pipes the runner
+// passes. A program that only inherited the variable runs as itself.
 //
 // There is no grace period: SIGKILL at once. The kernel has already decided
 // the command's time is over, and a SIGTERM handler in model-written code
@@ -38,8 +47,8 @@
 //
 // The command's environment is the kernel's minus provider secrets (see
 // Environ): ANTHROPIC_API_KEY, OPENAI_API_KEY, any *_API_KEY or
-// *_AUTH_TOKEN, LUMEN_EMBEDDING_KEY, and any variable holding the same value
-// as one of those. A user passes one on by naming it in LLMKERNELS_PASS_ENV
+// *_AUTH_TOKEN, LUMEN_EMBEDDING_KEY, and any variable whose value holds the
+// value of one of those. A user passes one on by naming it in LLMKERNELS_PASS_ENV
 // (comma-separated names).
 //
 // On macOS the supervisor works the same way except that there is no
@@ -59,6 +68,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 )
@@ -146,7 +156,8 @@ type outcome struct {
 
 // Run runs c and waits for it and its descendants to end. The error is
 // non-nil only when the command could not be started; how a started
-// command ended is in the Result.
+// command ended is in the Result, and so is a context that was done
+// before it started (Stopped).
 func Run(ctx context.Context, c Cmd) (*Result, error) {
 	if c.MaxOutput <= 0 {
 		c.MaxOutput = DefaultMaxOutput
@@ -176,6 +187,11 @@ func Run(ctx context.Context, c Cmd) (*Result, error) {
 	}
 	began := time.Now()
 	out, err := run(ctx, cmd)
+	if err != nil && ctx.Err() != nil {
+		// Stopped before it started (a cancel racing the start, a deadline
+		// already past): said the way a stop a moment later is.
+		return &Result{ExitCode: -1, Stopped: context.Cause(ctx), Duration: time.Since(began)}, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", c.Name, err)
 	}
@@ -235,12 +251,12 @@ func (w *tail) bytes() []byte {
 
 // Environ is env without provider secrets: variables named ANTHROPIC_API_KEY,
 // OPENAI_API_KEY or anything ending in _API_KEY or _AUTH_TOKEN (case
-// insensitive), LUMEN_EMBEDDING_KEY, and any variable whose value is one of
-// theirs (a copy under another name). Variables named in PassEnvVar (in env)
-// are kept.
+// insensitive), LUMEN_EMBEDDING_KEY, and any variable whose value holds one
+// of theirs (a copy under another name, a header or URL built with it).
+// Secrets shorter than 8 bytes are not looked for in other values. Variables
+// named in PassEnvVar (in env) are kept.
 func Environ(env []string) []string {
 	pass := map[string]bool{}
-	secrets := map[string]bool{}
 	for _, kv := range env {
 		if k, v, _ := strings.Cut(kv, "="); strings.EqualFold(k, PassEnvVar) {
 			for _, name := range strings.Split(v, ",") {
@@ -248,16 +264,20 @@ func Environ(env []string) []string {
 			}
 		}
 	}
+	var secrets []string
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
 		if secret(k) && !pass[strings.ToUpper(k)] && len(v) >= 8 {
-			secrets[v] = true
+			secrets = append(secrets, v)
 		}
+	}
+	holdsSecret := func(v string) bool {
+		return slices.ContainsFunc(secrets, func(s string) bool { return strings.Contains(v, s) })
 	}
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
-		if pass[strings.ToUpper(k)] || !secret(k) && !secrets[v] {
+		if pass[strings.ToUpper(k)] || !secret(k) && !holdsSecret(v) {
 			out = append(out, kv)
 		}
 	}

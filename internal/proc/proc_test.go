@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -31,6 +32,13 @@ func TestMain(m *testing.M) {
 	case "sleeper":
 		signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 		sleepForever()
+	case "spawner":
+		spawner()
+	case "hello":
+		os.Stdout.WriteString("hello from the test binary\n")
+		os.Exit(0)
+	case "reaper":
+		reaper()
 	case "kernel":
 		// A kernel running a stubborn command, until it is killed.
 		res, err := Run(context.Background(), Cmd{Name: os.Args[0], Env: []string{"PROC_TEST_ROLE=stubborn"}})
@@ -60,6 +68,69 @@ func stubborn() {
 	os.WriteFile(file+".tmp", []byte(strings.Join(pids, " ")), 0o644)
 	os.Rename(file+".tmp", file) // whole or absent
 	sleepForever()
+}
+
+// spawner starts sleepers that leave the process group (setsid) as fast as
+// it can, forever, to race the supervisor's sweep of escaped descendants.
+func spawner() {
+	for {
+		c := exec.Command(os.Args[0])
+		c.Env = append(os.Environ(), "PROC_TEST_ROLE=sleeper")
+		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		c.Start()
+	}
+}
+
+// reaper is a kernel that adopts orphans, as PID 1 in a container does (a
+// subreaper here): it runs commands that leave background children, one
+// ending by itself and one stopped, and prints how many of the processes
+// they started were left to it as zombies.
+func reaper() {
+	const prSetChildSubreaper = 36
+	syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0)
+	Run(context.Background(), Cmd{Name: "sh", Args: []string{"-c", "sleep 300 & sleep 300 & exit 0"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	Run(ctx, Cmd{Name: "sh", Args: []string{"-c", "sleep 300 & sleep 300"}})
+	cancel()
+	time.Sleep(200 * time.Millisecond)
+	zombies := 0
+	for _, p := range descendantsAll(os.Getpid()) {
+		if p.zombie {
+			zombies++
+		}
+	}
+	os.Stdout.WriteString(strconv.Itoa(zombies) + "\n")
+	os.Exit(0)
+}
+
+// descendantsAll lists every descendant of pid, zombies included.
+func descendantsAll(pid int) []struct {
+	pid    int
+	zombie bool
+} {
+	var out []struct {
+		pid    int
+		zombie bool
+	}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			out = append(out, struct {
+				pid    int
+				zombie bool
+			}{n, f[0] == "Z"})
+		}
+	}
+	return out
 }
 
 func errString(err error) string {
@@ -178,6 +249,159 @@ func TestKill9OfTheKernelLeavesNoDescendant(t *testing.T) {
 	}
 }
 
+// marked lists the live processes whose environment holds PROC_TEST_MARK=mark.
+func marked(mark string) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err == nil && bytes.Contains(env, []byte("\x00PROC_TEST_MARK="+mark+"\x00")) && proctest.Alive(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// TestNoEscapeWhileTheGroupEnds pins that a command starting setsid'd
+// processes as fast as it can leaves none behind, whether it is stopped
+// (deadline) or its own command ends while the spawner runs on in the
+// background: no process of the group may outlive the sweep to escape
+// after it.
+func TestNoEscapeWhileTheGroupEnds(t *testing.T) {
+	mark := strconv.Itoa(os.Getpid())
+	env := []string{"PROC_TEST_ROLE=spawner", "PROC_TEST_MARK=" + mark}
+	for round := range 6 {
+		if round%2 == 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+			Run(ctx, Cmd{Name: os.Args[0], Env: env})
+			cancel()
+		} else {
+			Run(context.Background(), Cmd{Name: "sh", Args: []string{"-c", `"$0" & sleep 0.4`, os.Args[0]}, Env: env})
+		}
+		var left []int
+		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if left = marked(mark); len(left) == 0 {
+				break
+			}
+		}
+		if len(left) > 0 {
+			for _, p := range left {
+				syscall.Kill(p, syscall.SIGKILL)
+			}
+			t.Fatalf("round %d: %d processes of the command survived it: %v", round, len(left), left)
+		}
+	}
+}
+
+// TestACommandThatKillsItsSupervisorTakesItsGroupAlong pins that a command
+// which kills its supervisor (kill -9 $PPID) does not escape that way: the
+// runner ends the group itself, and says how the command ended.
+func TestACommandThatKillsItsSupervisorTakesItsGroupAlong(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "pid")
+	res, err := Run(context.Background(), Cmd{Name: "sh", Args: []string{"-c", `sleep 300 & echo $! >"$0"; kill -9 $PPID; sleep 300`, file}, WaitDelay: 200 * time.Millisecond})
+	data, _ := os.ReadFile(file)
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	if pid == 0 {
+		t.Fatalf("no pid in %s (%v, %s)", file, err, resultString(res))
+	}
+	if left := proctest.WaitGone([]int{pid}, time.Now().Add(10*time.Second)); len(left) > 0 {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Errorf("the background child %d outlived its supervisor", pid)
+	}
+	if err != nil || res.OK() || res.Signal != "killed" {
+		t.Errorf("Run: %v, %s; want a command ended by SIGKILL", err, resultString(res))
+	}
+}
+
+// TestSupervisorModeOnlyUnderTheRunner pins that the supervisor's marker in
+// the environment of a program the runner did not start (exported by
+// mistake, or set by a skill) does not turn that program into a
+// supervisor: it runs as itself, and its process group (here a shell
+// without job control and its background job) is left alone.
+func TestSupervisorModeOnlyUnderTheRunner(t *testing.T) {
+	sh := exec.Command("sh", "-c", `sleep 30 & pid=$!; "$0"; echo "status $?"; kill $pid && echo "the group lives"`, os.Args[0])
+	sh.Env = append(os.Environ(), superviseVar+"=1", "PROC_TEST_ROLE=hello")
+	sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := sh.CombinedOutput()
+	if err != nil || string(out) != "hello from the test binary\nstatus 0\nthe group lives\n" {
+		t.Fatalf("sh: %v: %q; want the program run as itself and the group alive", err, out)
+	}
+}
+
+// TestNoZombiesLeftToAKernelThatReaps pins that the supervisor reaps what
+// it killed: a kernel that adopts orphans (PID 1 in a container) is not
+// left a zombie per background child, which would pile up over a long run.
+func TestNoZombiesLeftToAKernelThatReaps(t *testing.T) {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "PROC_TEST_ROLE=reaper")
+	out, err := cmd.CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "0" {
+		t.Fatalf("zombies left to the kernel: %v %q; want 0", err, out)
+	}
+}
+
+// TestStoppedBeforeItStarted pins that a context already done (a 1 ns
+// deadline, a cancel racing the start) gives a Result saying the command
+// was stopped, like a stop a moment later, not a start error: callers
+// tell "cannot start" (a missing interpreter) from "stopped" by it.
+func TestStoppedBeforeItStarted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res, err := Run(ctx, Cmd{Name: "true"})
+	if err != nil || !errors.Is(res.Stopped, context.Canceled) || res.OK() {
+		t.Fatalf("cancelled: %v, %s; want Stopped = Canceled", err, resultString(res))
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), time.Nanosecond)
+	defer cancel()
+	<-ctx.Done()
+	res, err = Run(ctx, Cmd{Name: "true"})
+	if err != nil || !errors.Is(res.Stopped, context.DeadlineExceeded) {
+		t.Fatalf("1 ns deadline: %v, %s; want Stopped = DeadlineExceeded", err, resultString(res))
+	}
+	if _, err := Run(ctx, Cmd{Name: "no-such-command-here"}); err == nil {
+		t.Fatal("a missing command is a start error even when the context is done")
+	}
+}
+
+// TestManyConcurrentRunsRacingTheirDeadlines pins that a hundred runs at
+// once, with deadlines from 1 ms (often past before the start) to 20 ms
+// (during it), each end as done or stopped, never as an error, and leave
+// no file descriptor open in the kernel.
+func TestManyConcurrentRunsRacingTheirDeadlines(t *testing.T) {
+	openFDs := func() int {
+		entries, _ := os.ReadDir("/proc/self/fd")
+		return len(entries)
+	}
+	before := openFDs()
+	var wg sync.WaitGroup
+	problems := make(chan string, 100)
+	for i := range 100 {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(1+i%20)*time.Millisecond)
+			defer cancel()
+			res, err := Run(ctx, Cmd{Name: "sh", Args: []string{"-c", "sleep 1 & echo hi; sleep 0.01"}})
+			switch {
+			case err != nil:
+				problems <- err.Error()
+			case !res.OK() && !errors.Is(res.Stopped, context.DeadlineExceeded):
+				problems <- resultString(res)
+			}
+		})
+	}
+	wg.Wait()
+	close(problems)
+	for p := range problems {
+		t.Error(p)
+	}
+	if after := openFDs(); after > before {
+		t.Errorf("%d file descriptors open before the runs, %d after", before, after)
+	}
+}
+
 // TestEnvironmentScrubbed pins that the command sees no provider secret,
 // nor a copy of one under another name, unless the user passes it on by
 // name, and that it sees what the kernel sets and everything else.
@@ -188,6 +412,8 @@ func TestEnvironmentScrubbed(t *testing.T) {
 	t.Setenv("ANTHROPIC_AUTH_TOKEN", "token-test-0123456789")
 	t.Setenv("LUMEN_EMBEDDING_KEY", "embed-test-0123456789")
 	t.Setenv("MY_COPY", "sk-ant-test-0123456789")
+	t.Setenv("CURL_HEADER", "x-api-key: sk-ant-test-0123456789")
+	t.Setenv("PROXY_URL", "https://me:sk-openai-test-0123456789@proxy.example")
 	t.Setenv("MISTRAL_API_KEY", "mistral-test-0123456789")
 	t.Setenv("HARMLESS", "kept")
 	t.Setenv(PassEnvVar, "mistral_api_key, GITHUB_TOKEN")
@@ -200,7 +426,7 @@ func TestEnvironmentScrubbed(t *testing.T) {
 		k, v, _ := strings.Cut(line, "=")
 		got[k] = v
 	}
-	for _, k := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GROQ_API_KEY", "ANTHROPIC_AUTH_TOKEN", "LUMEN_EMBEDDING_KEY", "MY_COPY"} {
+	for _, k := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GROQ_API_KEY", "ANTHROPIC_AUTH_TOKEN", "LUMEN_EMBEDDING_KEY", "MY_COPY", "CURL_HEADER", "PROXY_URL"} {
 		if v, ok := got[k]; ok {
 			t.Errorf("the command sees %s=%s", k, v)
 		}
@@ -215,6 +441,33 @@ func TestEnvironmentScrubbed(t *testing.T) {
 	}
 	if _, ok := got[superviseVar]; ok {
 		t.Error("the supervisor's marker reached the command")
+	}
+}
+
+// TestEnvironOddInput pins the scrub on names and lists a user may write
+// oddly: lower-case names, spaces and empty items in the pass list, a
+// secret too short to look for elsewhere, and a name passed that is not
+// set.
+func TestEnvironOddInput(t *testing.T) {
+	got := Environ([]string{
+		"anthropic_api_key=sk-lower-0123456789",
+		"Groq_Api_Key=gsk-mixed-0123456789",
+		"weather_api_key=wk-0123456789",
+		"llmkernels_pass_env= , weather_API_KEY ,,NOT_SET,",
+		"SHORT_API_KEY=abc",
+		"TERM=abc",
+		"NOTE=the key is gsk-mixed-0123456789, keep it safe",
+		"EMPTY_AUTH_TOKEN=",
+		"PATH=/usr/bin",
+	})
+	want := []string{
+		"weather_api_key=wk-0123456789",
+		"llmkernels_pass_env= , weather_API_KEY ,,NOT_SET,",
+		"TERM=abc",
+		"PATH=/usr/bin",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Environ kept\n%q\nwant\n%q", got, want)
 	}
 }
 

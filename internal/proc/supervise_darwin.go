@@ -14,6 +14,6 @@ func sysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: t
 // becomeSubreaper: macOS has no subreaper.
 func becomeSubreaper() {}
 
-// killEscaped: without /proc, a descendant that left the process group is
+// killDescendants: without /proc, a descendant that left the process group is
 // not found; only the group is killed.
-func killEscaped() {}
+func killDescendants() {}

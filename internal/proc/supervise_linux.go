@@ -15,7 +15,7 @@ func sysProcAttr() *syscall.SysProcAttr {
 }
 
 // becomeSubreaper makes the supervisor the parent of any descendant whose
-// own parent exits, so killEscaped finds it.
+// own parent exits, so killDescendants finds it.
 func becomeSubreaper() {
 	const prSetChildSubreaper = 36
 	// Linux has had it since 3.4. Without it an orphaned descendant goes to
@@ -23,27 +23,38 @@ func becomeSubreaper() {
 	_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0)
 }
 
-// killEscaped kills, with SIGKILL, every live descendant of this process
-// outside its process group (a setsid'd daemon), and their descendants,
-// until none is left: a process forked meanwhile is found on the next pass.
-func killEscaped() {
+// killDescendants kills, with SIGKILL, every live descendant of this process,
+// in the process group or out of it (a setsid'd daemon), until none is
+// left. Killing only those outside the group, then the group, would let a
+// member still running between the two start one more that leaves it;
+// here each pass kills everything it sees, so whatever a process forked
+// before it died is found by the next pass (it is re-parented to this
+// subreaper), and the passes end once nothing is alive to fork.
+func killDescendants() {
 	me := os.Getpid()
-	group := syscall.Getpgrp()
 	for pass := 0; pass < 1000; pass++ {
 		found := false
 		for _, p := range descendants(me) {
-			if p.pgrp != group {
-				_ = syscall.Kill(p.pid, syscall.SIGKILL) // it may have exited meanwhile: the next pass sees
-				found = true
-			}
+			_ = syscall.Kill(p.pid, syscall.SIGKILL) // it may have exited meanwhile: the next pass sees
+			found = true
 		}
 		if !found {
+			break
+		}
+	}
+	// Every one of them is now a zombie and, the supervisor being their
+	// subreaper, its child: reap them, or they would go to whoever adopts
+	// the supervisor's orphans (the kernel itself when it is PID 1 in a
+	// container, which never reaps them).
+	for {
+		var ws syscall.WaitStatus
+		if pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil); pid <= 0 || err != nil {
 			return
 		}
 	}
 }
 
-type procInfo struct{ pid, ppid, pgrp int }
+type procInfo struct{ pid, ppid int }
 
 // descendants lists the live (not zombie) descendants of pid, from /proc.
 func descendants(pid int) []procInfo {
@@ -61,18 +72,17 @@ func descendants(pid int) []procInfo {
 		if err != nil {
 			continue // gone meanwhile
 		}
-		// pid (comm) state ppid pgrp ...: comm may hold spaces and ')'.
+		// pid (comm) state ppid ...: comm may hold spaces and ')'.
 		i := strings.LastIndexByte(string(data), ')')
 		if i < 0 {
 			continue
 		}
 		f := strings.Fields(string(data[i+1:]))
-		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
+		if len(f) < 2 || f[0] == "Z" || f[0] == "X" {
 			continue
 		}
 		ppid, _ := strconv.Atoi(f[1])
-		pgrp, _ := strconv.Atoi(f[2])
-		children[ppid] = append(children[ppid], procInfo{n, ppid, pgrp})
+		children[ppid] = append(children[ppid], procInfo{n, ppid})
 	}
 	var out []procInfo
 	queue := []int{pid}

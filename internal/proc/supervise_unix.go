@@ -36,9 +36,31 @@ const (
 )
 
 func init() {
-	if ppid := os.Getenv(superviseVar); ppid != "" {
+	ppid := os.Getenv(superviseVar)
+	switch {
+	case ppid == "":
+	case startedByRunner():
 		os.Exit(supervise(ppid))
+	default:
+		// The marker reached a program the runner did not start (exported
+		// by mistake, or set by a command): it runs as itself, and the
+		// marker goes no further.
+		_ = os.Unsetenv(superviseVar) // fails only for an invalid name, and this one is valid
 	}
+}
+
+// startedByRunner reports whether this process has what run gives the
+// supervisor and nothing else has by chance: a command after "--", a
+// process group of its own (so that ending the group ends no one else's),
+// and the status and lifeline pipes.
+func startedByRunner() bool {
+	return len(os.Args) >= 3 && os.Args[1] == "--" && syscall.Getpgrp() == os.Getpid() &&
+		isPipe(statusFD) && isPipe(lifelineFD)
+}
+
+func isPipe(fd int) bool {
+	var st syscall.Stat_t
+	return syscall.Fstat(fd, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFIFO
 }
 
 // run starts the supervisor for cmd and waits for it.
@@ -88,6 +110,11 @@ func run(ctx context.Context, cmd *exec.Cmd) (outcome, error) {
 	}
 	werr := sup.Wait()
 	waited.Store(true)
+	// The supervisor ends the group before it exits, unless it was killed
+	// from outside (a command can kill -9 its parent): then the group
+	// lives on, and only this process can still end it. The group's id
+	// stays reserved while any member lives, so this reaches no one else.
+	_ = syscall.Kill(-sup.Process.Pid, syscall.SIGKILL) // ESRCH: the supervisor had ended it
 	// Every copy of the status pipe's write end is closed by now (the
 	// supervisor's is close-on-exec for the command); the deadline only
 	// guards against the impossible.
@@ -108,9 +135,12 @@ func run(ctx context.Context, cmd *exec.Cmd) (outcome, error) {
 		return outcome{exitCode: -1, signal: syscall.SIGKILL.String(), stopped: true}, nil
 	}
 	// No status: the supervisor was killed before it could say (by the
-	// backstop, or from outside).
+	// backstop, or from outside), and the group with it.
 	if ctx.Err() != nil {
 		return outcome{exitCode: -1, signal: syscall.SIGKILL.String(), stopped: true}, nil
+	}
+	if ws, ok := sup.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return outcome{exitCode: -1, signal: ws.Signal().String()}, nil
 	}
 	return outcome{}, fmt.Errorf("its supervisor ended without saying how the command ended (%v)", werr)
 }
@@ -129,12 +159,6 @@ func supervise(ppidText string) int {
 	becomeSubreaper()
 	if os.Getppid() != ppid {
 		endGroup() // the runner died before the supervisor could watch it
-	}
-	// A status the runner cannot read is reported there as a supervisor
-	// that said nothing: the writes below have no one else to tell.
-	if len(os.Args) < 3 || os.Args[1] != "--" {
-		_, _ = fmt.Fprintf(status, "start the supervisor was started without a command")
-		return 2
 	}
 	cmd := exec.Command(os.Args[2], os.Args[3:]...)
 	cmd.Args[0] = strings.TrimSuffix(os.Args[0], " (supervisor)")
@@ -173,10 +197,10 @@ func supervise(ppidText string) int {
 	}
 }
 
-// endGroup kills every descendant that left the process group, then the
-// group, the supervisor included.
+// endGroup kills every descendant, in the process group or out of it, then
+// the group, the supervisor included.
 func endGroup() {
-	killEscaped()
+	killDescendants()
 	// This kills the supervisor too; should it fail, os.Exit ends it.
 	_ = syscall.Kill(0, syscall.SIGKILL)
 	os.Exit(1)
