@@ -317,21 +317,26 @@ type header struct {
 // readHeader reads path's SQLite header. A missing file is no error; a
 // file that is not SQLite is.
 func readHeader(path string) (header, error) {
-	f, err := os.Open(path)
+	// Stat before opening: opening a FIFO would wait for a writer forever,
+	// and a device (/dev/null) is no place for a database.
+	st, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return header{}, nil
 	}
 	if err != nil {
 		return header{}, err
 	}
-	defer func() { _ = f.Close() }() // read only: what was read is the answer
-	st, err := f.Stat()
+	switch {
+	case st.IsDir():
+		return header{}, errors.New("it is a directory: give the path of the database file")
+	case !st.Mode().IsRegular():
+		return header{}, fmt.Errorf("it is not a regular file (%s): give the path of the database file", st.Mode().Type())
+	}
+	f, err := os.Open(path)
 	if err != nil {
 		return header{}, err
 	}
-	if st.IsDir() {
-		return header{}, errors.New("it is a directory: give the path of the database file")
-	}
+	defer func() { _ = f.Close() }() // read only: what was read is the answer
 	h := header{exists: true, size: st.Size()}
 	if h.size == 0 {
 		return h, nil // an empty file is an empty database: SQLite makes it
