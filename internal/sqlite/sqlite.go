@@ -14,7 +14,7 @@
 //     recognise (Schema.Legacy recognises the files written before the
 //     marker existed, which are adopted). The header is read as a plain file
 //     first; when SQLite has to look inside, it does so through a read-only
-//     connection, immutable when there is no WAL file, so not even SQLite's
+//     connection, immutable when no WAL is in use, so not even SQLite's
 //     side files appear beside a foreign database.
 //   - One migration scheme: PRAGMA user_version counts the Schema.Steps
 //     applied; each step runs in its own transaction together with the
@@ -41,14 +41,19 @@
 // with mode=ro and query_only. In a directory the process can write, SQLite
 // may add its usual -wal and -shm side files (they let a reader see a
 // concurrent writer's commits consistently). In a directory it cannot
-// write, SQLite cannot create them: when there is no -wal file the file is
-// opened immutable=1 (no locks, no side files; the main file is complete,
-// since a writer that closes cleanly checkpoints and removes its WAL), and
-// when a -wal file exists it is read with mode=ro so its commits are seen.
+// write, SQLite cannot create them: when there is neither a -shm file nor
+// a non-empty -wal file the file is opened immutable=1 (no locks, no side
+// files; the main file is complete, since a writer that closes cleanly
+// checkpoints and removes both), and otherwise (a writer has it open, or
+// crashed) it is read with mode=ro through the WAL so its commits are seen.
 // Immutable means SQLite assumes no one writes the file meanwhile: a writer
 // with more rights than the reader (another user, or root) that starts
-// while a read-only command runs in such a directory can make that command
-// read an inconsistent page and fail; it never damages the file.
+// while a read-only command runs in such a directory, and checkpoints its
+// WAL into the main file during a read, can make that read fail or return
+// a mix of old and new rows without any error (seen in a test: counts off
+// while a writer rewrote and checkpointed). It never damages the file. A
+// writer that already has the file open when the command starts is read
+// through its WAL, safely.
 package sqlite
 
 import (
@@ -289,12 +294,13 @@ func dsn(abs string, q url.Values) string {
 }
 
 // readOnlyDSN opens abs read-only. Where the directory cannot be written
-// and there is no WAL, SQLite could not create its -shm file: immutable=1
-// reads the main file alone, which then holds every commit.
+// and no connection has the file open in WAL mode, SQLite could not create
+// its -shm file: immutable=1 reads the main file alone, which then holds
+// every commit.
 func readOnlyDSN(abs string, writableDir bool) string {
 	q := url.Values{}
 	q.Set("mode", "ro")
-	if !writableDir && !hasWAL(abs) {
+	if !writableDir && !walInUse(abs) {
 		q.Set("immutable", "1")
 	}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
@@ -302,9 +308,21 @@ func readOnlyDSN(abs string, writableDir bool) string {
 	return dsn(abs, q)
 }
 
-func hasWAL(abs string) bool {
-	st, err := os.Stat(abs + "-wal")
-	return err == nil && st.Size() > 0
+// walInUse reports whether abs's WAL may hold commits or be written next:
+// its -wal file is not empty, or it is empty beside a -shm file, as it is
+// while a connection has the file open and has not written since its last
+// checkpoint (its next commit goes there). A -wal or -shm file alone is
+// what a crash between the two deletions of a clean close leaves.
+func walInUse(abs string) bool {
+	wal, err := os.Stat(abs + "-wal")
+	if err != nil {
+		return false
+	}
+	if wal.Size() > 0 {
+		return true
+	}
+	_, err = os.Stat(abs + "-shm")
+	return err == nil
 }
 
 // header is what the first 100 bytes of a file say, read without SQLite.
@@ -373,8 +391,8 @@ func kernelOf(s *Schema) string { return strings.Fields(s.Name + " kernel")[0] }
 
 // precheck makes sure an existing file is the kernel's (or empty) before
 // the read-write connection writes anything to it. The header settles most
-// cases; otherwise a read-only connection looks inside, immutable when
-// there is no WAL so that SQLite leaves no side file either.
+// cases; otherwise a read-only connection looks inside, immutable when no
+// WAL is in use so that SQLite leaves no side file either.
 func precheck(ctx context.Context, abs string, h header, s *Schema) (err error) {
 	if err := h.check(s); err != nil || h.appID == s.ID {
 		return err

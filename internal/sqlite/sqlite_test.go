@@ -51,7 +51,7 @@ func TestMain(m *testing.M) {
 // child is this test binary run as another process: "create" waits for a
 // byte on stdin (so that two children start together), opens the file
 // read-write and adds a note; "read" opens it read-only and prints the
-// number of notes.
+// number of notes; "read twice" counts them again after a byte on stdin.
 func child(mode, path string) int {
 	ctx := context.Background()
 	var db *sql.DB
@@ -66,6 +66,20 @@ func child(mode, path string) int {
 		if db, err = OpenReadOnly(ctx, path, testSchema); err == nil {
 			var n int
 			if err = db.QueryRowContext(ctx, `SELECT count(*) FROM notes`).Scan(&n); err == nil {
+				fmt.Println(n)
+			}
+		}
+	case "read twice":
+		// Counts, waits for a byte on stdin, counts again.
+		if db, err = OpenReadOnly(ctx, path, testSchema); err == nil {
+			for i := range 2 {
+				if i == 1 {
+					os.Stdin.Read(make([]byte, 1))
+				}
+				var n int
+				if err = db.QueryRowContext(ctx, `SELECT count(*) FROM notes`).Scan(&n); err != nil {
+					break
+				}
 				fmt.Println(n)
 			}
 		}
