@@ -327,9 +327,10 @@ func walInUse(abs string) bool {
 
 // header is what the first 100 bytes of a file say, read without SQLite.
 type header struct {
-	exists bool
-	size   int64
-	appID  int32
+	exists  bool
+	size    int64
+	appID   int32
+	version int32 // user_version
 }
 
 // readHeader reads path's SQLite header. A missing file is no error; a
@@ -363,16 +364,29 @@ func readHeader(path string) (header, error) {
 	if _, err := io.ReadFull(f, b[:]); err != nil || string(b[:16]) != "SQLite format 3\x00" {
 		return h, fmt.Errorf("%w: it is not a SQLite database (its first bytes are not \"SQLite format 3\"); refused, the file was not changed", ErrForeign)
 	}
+	h.version = int32(binary.BigEndian.Uint32(b[60:64]))
 	h.appID = int32(binary.BigEndian.Uint32(b[68:72]))
 	return h, nil
 }
 
-// check refuses a header marked by another application.
+// check refuses a header marked by another application, or whose
+// user_version no kernel writes, or that a newer kernel wrote.
 func (h header) check(s *Schema) error {
-	if h.appID != 0 && h.appID != s.ID {
+	switch {
+	case h.appID != 0 && h.appID != s.ID:
 		return foreignID(s, h.appID)
+	case h.version < 0:
+		return badVersion(int(h.version))
+	case h.appID == s.ID && int(h.version) > len(s.Steps):
+		return newerError(s, int(h.version))
 	}
 	return nil
+}
+
+// badVersion refuses a negative user_version: no kernel counts steps below
+// zero, so the header is damaged or another program's.
+func badVersion(v int) error {
+	return fmt.Errorf("%w: its user_version is %d, which no kernel writes; refused, the file was not changed", ErrForeign, v)
 }
 
 func foreignID(s *Schema, id int32) error {
@@ -430,6 +444,8 @@ func identify(ctx context.Context, q Querier, s *Schema) (state, error) {
 		return state{}, err
 	}
 	switch {
+	case version < 0:
+		return state{}, badVersion(version)
 	case id == s.ID:
 		return state{marked: true, version: version}, nil
 	case id != 0:

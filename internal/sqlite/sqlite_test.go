@@ -200,6 +200,10 @@ func TestForeignFilesRefusedUnchanged(t *testing.T) {
 		"an unknown application_id": func(t *testing.T, path string) {
 			foreign(t, path, `PRAGMA application_id = 7`)
 		},
+		"our marker with a negative user_version": func(t *testing.T, path string) {
+			// Index -1 of the steps: this panicked.
+			foreign(t, path, fmt.Sprintf("PRAGMA application_id = %d", testSchema.ID), `PRAGMA user_version = -1`)
+		},
 		"empty SQLite with a user_version": func(t *testing.T, path string) {
 			foreign(t, path, `PRAGMA user_version = 12`)
 		},
@@ -342,8 +346,12 @@ func TestMigrationSteps(t *testing.T) {
 	}
 	db.Close()
 
+	before := snapshot(t, filepath.Dir(path))
 	if _, err := Open(ctx, path, v1); err == nil || !strings.Contains(err.Error(), "newer") {
 		t.Fatalf("a version-2 file opened by a version-1 kernel: %v; want it refused as newer", err)
+	}
+	if after := snapshot(t, filepath.Dir(path)); !maps.Equal(before, after) {
+		t.Fatalf("refusing a newer file changed its directory:\nbefore %v\nafter  %v", before, after)
 	}
 	if _, err := OpenReadOnly(ctx, path, v1); err == nil || !strings.Contains(err.Error(), "newer") {
 		t.Fatalf("read-only: %v; want it refused as newer", err)
