@@ -8,7 +8,9 @@
 //   - Every content block decoded from JSON keeps its bytes in
 //     ContentBlock.Raw, whatever its type, and is written back as those
 //     bytes while its fields still hold what they hold; a changed block is
-//     written from its fields plus the members of Raw no field holds. So
+//     written from its fields plus the members of Raw no field holds (for a
+//     type the runtime does not interpret, the fields are its type, which
+//     cannot change, and cache_control). No edit is lost to stale bytes. So
 //     every block the API sends comes back byte for byte (a tool_use's
 //     caller, members added to the API later, the API's member order)
 //     where the JSON is compact, which is what the API sends:

@@ -180,8 +180,10 @@ func (m Message) Text() string { return joinText(m.Content) }
 
 // ContentBlock is one block of message content. The fields used depend on
 // Type. Blocks of types the runtime does not interpret (server_tool_use,
-// web_search_tool_result, code_execution_tool_result, container_upload, …)
-// have only Raw, and are marshalled back as its bytes.
+// web_search_tool_result, code_execution_tool_result, document, …) have
+// only Raw and CacheControl, and are marshalled back as Raw's bytes with
+// CacheControl's value in its cache_control member; their type cannot be
+// changed.
 //
 // A block decoded from JSON keeps the bytes it was decoded from in Raw,
 // whatever its type, so that every block the API sent goes back byte for
@@ -229,10 +231,11 @@ type ContentBlock struct {
 
 // ImageSource is an image block's source.
 type ImageSource struct {
-	Type      string `json:"type"` // "base64" or "url"
+	Type      string `json:"type"` // "base64", "url" or "file"
 	MediaType string `json:"media_type,omitempty"`
 	Data      string `json:"data,omitempty"`
 	URL       string `json:"url,omitempty"`
+	FileID    string `json:"file_id,omitempty"` // Files API
 }
 
 // ToolResultContent is a tool_result's content: a string, or a list of
@@ -300,16 +303,17 @@ type redactedWire struct {
 	Data string `json:"data"`
 }
 
+// unknownWire is what the fields of a block of a type the runtime does not
+// interpret hold; the rest of it is in Raw.
+type unknownWire struct {
+	Type         string        `json:"type"`
+	CacheControl *CacheControl `json:"cache_control,omitempty"`
+}
+
 // MarshalJSON writes the block in the API's wire format: Raw while the
 // fields still hold what Raw holds, else the fields with the members of Raw
 // that no field holds.
 func (b ContentBlock) MarshalJSON() ([]byte, error) {
-	if !IsKnownType(b.Type) {
-		if len(b.Raw) == 0 {
-			return nil, fmt.Errorf("content block of type %q has no raw JSON to send", b.Type)
-		}
-		return b.Raw, nil
-	}
 	if len(b.Raw) == 0 {
 		return b.marshalFields()
 	}
@@ -317,8 +321,21 @@ func (b ContentBlock) MarshalJSON() ([]byte, error) {
 	if err := orig.decodeFields(b.Raw); err != nil {
 		return nil, fmt.Errorf("%s block: its raw JSON does not decode: %w", b.Type, err)
 	}
+	orig.Raw = b.Raw
 	if sameBlock(b, orig) {
 		return b.Raw, nil
+	}
+	if !IsKnownType(b.Type) || !IsKnownType(orig.Type) {
+		// Only Raw says what such a block holds: it keeps its type, and
+		// CacheControl is the one field written over it.
+		if orig.Type != b.Type {
+			return nil, fmt.Errorf("a %s block cannot be sent as %s: its raw JSON holds a %s", orig.Type, b.Type, orig.Type)
+		}
+		head, err := json.Marshal(unknownWire{b.Type, b.CacheControl})
+		if err != nil {
+			return nil, err
+		}
+		return withUnknownMembers(head, b.Raw, jsonNames(reflect.TypeFor[unknownWire]()))
 	}
 	fields, err := b.marshalFields()
 	if err != nil || orig.Type != b.Type {
@@ -352,7 +369,7 @@ func (b ContentBlock) marshalFields() ([]byte, error) {
 	case BlockRedactedThinking:
 		return json.Marshal(redactedWire{b.Type, b.Data})
 	}
-	return nil, fmt.Errorf("content block of type %q is not written from fields", b.Type)
+	return nil, fmt.Errorf("content block of type %q has no raw JSON to send", b.Type)
 }
 
 // wireMembers names, per interpreted block type, the JSON members its
@@ -410,7 +427,7 @@ func sameBlock(a, b ContentBlock) bool {
 		return false
 	}
 	if !IsKnownType(a.Type) {
-		return bytes.Equal(a.Raw, b.Raw)
+		return bytes.Equal(a.Raw, b.Raw) && ptrEqual(a.CacheControl, b.CacheControl)
 	}
 	return a.Text == b.Text && bytes.Equal(a.Citations, b.Citations) &&
 		ptrEqual(a.Source, b.Source) &&
@@ -497,6 +514,14 @@ func (b *ContentBlock) decodeFields(data []byte) error {
 			return err
 		}
 		b.Data = w.Data
+	default:
+		// Nothing else of such a block is read, so nothing else can fail:
+		// a cache_control of a shape CacheControl does not hold stays in
+		// Raw as it is.
+		var w unknownWire
+		if json.Unmarshal(data, &w) == nil {
+			b.CacheControl = w.CacheControl
+		}
 	}
 	return nil
 }

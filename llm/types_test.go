@@ -189,3 +189,53 @@ func jsonEqual(t *testing.T, a, b string) bool {
 	ya, _ := json.Marshal(y)
 	return bytes.Equal(xa, ya)
 }
+
+// TestEditsOfBlocksTheRuntimeDoesNotInterpret pins that no edit of a
+// decoded block is lost to its stale raw bytes: cache_control set on (or
+// removed from) a block kept only as raw JSON (a document, a server tool
+// result) is sent, with the block's other members; and a block whose type
+// was changed is refused rather than sent as its old self.
+func TestEditsOfBlocksTheRuntimeDoesNotInterpret(t *testing.T) {
+	var blocks []ContentBlock
+	in := `[{"type":"document","source":{"type":"text","media_type":"text/plain","data":"x"},"title":"T"},` +
+		`{"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[],"cache_control":{"type":"ephemeral"}}]`
+	if err := json.Unmarshal([]byte(in), &blocks); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := MarshalWire(blocks); string(out) != in {
+		t.Fatalf("unchanged blocks came out as %s", out)
+	}
+	blocks[0].CacheControl = Ephemeral()
+	blocks[1].CacheControl = nil
+	out, err := MarshalWire(blocks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"type":"document","cache_control":{"type":"ephemeral"},"source":{"type":"text","media_type":"text/plain","data":"x"},"title":"T"},` +
+		`{"type":"web_search_tool_result","content":[],"tool_use_id":"srvtoolu_1"}]`
+	if string(out) != want {
+		t.Fatalf("edited blocks came out as\n%s\nwant\n%s", out, want)
+	}
+
+	var text ContentBlock
+	json.Unmarshal([]byte(`{"type":"text","text":"a"}`), &text)
+	text.Type = "server_tool_use"
+	if out, err := json.Marshal(text); err == nil {
+		t.Fatalf("a text block retyped as server_tool_use was sent as %s", out)
+	}
+}
+
+// TestAnEditedImageKeepsItsFileSource pins that an image given by a Files
+// API id keeps it when the block is changed (cache_control added): its
+// source used to come back as {"type":"file"} alone.
+func TestAnEditedImageKeepsItsFileSource(t *testing.T) {
+	var b ContentBlock
+	if err := json.Unmarshal([]byte(`{"type":"image","source":{"type":"file","file_id":"file_011"}}`), &b); err != nil {
+		t.Fatal(err)
+	}
+	b.CacheControl = Ephemeral()
+	out, err := MarshalWire(b)
+	if want := `{"type":"image","source":{"type":"file","file_id":"file_011"},"cache_control":{"type":"ephemeral"}}`; err != nil || string(out) != want {
+		t.Fatalf("got %s, %v; want %s", out, err, want)
+	}
+}
