@@ -32,8 +32,11 @@
 //   - Normalize raises max_tokens to budget+4096 when a thinking budget is
 //     not below it, and drops a temperature other than 1 while thinking is
 //     on; both are reported in Result.Notes. Every other rule the API
-//     enforces (tool_use/tool_result pairing, alternating roles, unique tool
+//     enforces (tool_use/tool_result pairing, non-empty content, unique tool
 //     names, …) is an *InvalidRequestError raised before the request is sent.
+//     Never a rule the API does not have: consecutive messages of one role
+//     are one turn to the API (it combines them), so they are checked as
+//     one, and the final assistant message may be empty.
 //   - pause_turn: the paused assistant turn is sent back as the last message
 //     with no new user text; the continuation's blocks join that same turn,
 //     so the history keeps alternating roles.

@@ -3,6 +3,7 @@ package llm
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -118,15 +119,13 @@ func checkMessages(req *Request) []string {
 	if req.Messages[0].Role != RoleUser {
 		add("messages.0.role: the first message must use the user role, got %q", req.Messages[0].Role)
 	}
+	last := len(req.Messages) - 1
 	for i, m := range req.Messages {
 		if m.Role != RoleUser && m.Role != RoleAssistant {
 			add("messages.%d.role: must be user or assistant, got %q", i, m.Role)
 		}
-		if i > 0 && m.Role == req.Messages[i-1].Role {
-			add("messages.%d: roles must alternate between user and assistant, got two %q turns in a row", i, m.Role)
-		}
-		if len(m.Content) == 0 {
-			add("messages.%d: all messages must have non-empty content", i)
+		if len(m.Content) == 0 && (i != last || m.Role != RoleAssistant) {
+			add("messages.%d: all messages must have non-empty content except for the optional final assistant message", i)
 		}
 		for j, b := range m.Content {
 			switch {
@@ -140,79 +139,106 @@ func checkMessages(req *Request) []string {
 				add("messages.%d.content.%d: %s blocks may only appear in assistant messages", i, j, b.Type)
 			}
 		}
-		if m.Role == RoleUser {
-			v = append(v, checkToolResults(req.Messages, i)...)
-		}
-		if m.Role == RoleAssistant {
-			v = append(v, checkAnswered(req.Messages, i)...)
+	}
+	turns := combine(req.Messages)
+	for t, turn := range turns {
+		switch turn.role {
+		case RoleUser:
+			v = append(v, checkToolResults(turns, t)...)
+		case RoleAssistant:
+			v = append(v, checkAnswered(turns, t)...)
 		}
 	}
 	if t := req.Thinking; t != nil && t.Type == "enabled" {
-		v = append(v, checkThinkingKept(req.Messages)...)
+		v = append(v, checkThinkingKept(turns)...)
 	}
 	return v
 }
 
-// checkAnswered: every tool_use in assistant message i needs a tool_result
-// with its id in message i+1.
-func checkAnswered(msgs []Message, i int) []string {
-	var ids []string
-	for _, b := range msgs[i].Content {
-		if b.Type == BlockToolUse {
-			ids = append(ids, b.ID)
+// turn is a run of consecutive messages of one role: the API combines them
+// into a single turn, so the rules that pair one turn with the next apply
+// to the run as a whole.
+type turn struct {
+	role   string
+	blocks []turnBlock
+}
+
+// turnBlock is a block of a turn, with where it stands in the request.
+type turnBlock struct {
+	msg, index int
+	block      ContentBlock
+}
+
+func combine(msgs []Message) []turn {
+	var turns []turn
+	for i, m := range msgs {
+		if len(turns) == 0 || turns[len(turns)-1].role != m.Role {
+			turns = append(turns, turn{role: m.Role})
+		}
+		t := &turns[len(turns)-1]
+		for j, b := range m.Content {
+			t.blocks = append(t.blocks, turnBlock{i, j, b})
 		}
 	}
-	if len(ids) == 0 {
-		return nil
-	}
+	return turns
+}
+
+// checkAnswered: every tool_use in assistant turn t needs a tool_result
+// with its id in turn t+1.
+func checkAnswered(turns []turn, t int) []string {
 	answered := map[string]bool{}
-	if i+1 < len(msgs) && msgs[i+1].Role == RoleUser {
-		for _, b := range msgs[i+1].Content {
-			if b.Type == BlockToolResult {
-				answered[b.ToolUseID] = true
+	if t+1 < len(turns) && turns[t+1].role == RoleUser {
+		for _, b := range turns[t+1].blocks {
+			if b.block.Type == BlockToolResult {
+				answered[b.block.ToolUseID] = true
 			}
 		}
 	}
 	var missing []string
-	for _, id := range ids {
-		if !answered[id] {
-			missing = append(missing, id)
+	msg := -1
+	for _, b := range turns[t].blocks {
+		if b.block.Type == BlockToolUse && !answered[b.block.ID] {
+			missing = append(missing, b.block.ID)
+			if msg < 0 {
+				msg = b.msg
+			}
 		}
 	}
 	if len(missing) == 0 {
 		return nil
 	}
 	return []string{fmt.Sprintf("messages.%d: `tool_use` ids were found without `tool_result` blocks immediately after: %s. Each `tool_use` block must have a corresponding `tool_result` block in the next message",
-		i, strings.Join(missing, ", "))}
+		msg, strings.Join(missing, ", "))}
 }
 
-// checkToolResults: the tool_result blocks of user message i come first and
-// each answers a tool_use of message i−1, once.
-func checkToolResults(msgs []Message, i int) []string {
+// checkToolResults: the tool_result blocks of user turn t come first and
+// each answers a tool_use of turn t−1, once.
+func checkToolResults(turns []turn, t int) []string {
 	var v []string
 	uses := map[string]bool{}
-	if i > 0 {
-		for _, b := range msgs[i-1].Content {
-			if b.Type == BlockToolUse {
-				uses[b.ID] = true
+	if t > 0 {
+		for _, b := range turns[t-1].blocks {
+			if b.block.Type == BlockToolUse {
+				uses[b.block.ID] = true
 			}
 		}
 	}
 	seenOther := false
 	answered := map[string]bool{}
-	for j, b := range msgs[i].Content {
+	for _, tb := range turns[t].blocks {
+		b := tb.block
 		if b.Type != BlockToolResult {
 			seenOther = true
 			continue
 		}
 		if seenOther {
-			v = append(v, fmt.Sprintf("messages.%d.content.%d: tool_result blocks must come before any other content in the message", i, j))
+			v = append(v, fmt.Sprintf("messages.%d.content.%d: tool_result blocks must come before any other content in the message", tb.msg, tb.index))
 		}
 		if !uses[b.ToolUseID] {
-			v = append(v, fmt.Sprintf("messages.%d.content.%d: unexpected `tool_use_id` found in `tool_result` blocks: %s. Each `tool_result` block must have a corresponding `tool_use` block in the previous message", i, j, b.ToolUseID))
+			v = append(v, fmt.Sprintf("messages.%d.content.%d: unexpected `tool_use_id` found in `tool_result` blocks: %s. Each `tool_result` block must have a corresponding `tool_use` block in the previous message", tb.msg, tb.index, b.ToolUseID))
 		}
 		if answered[b.ToolUseID] {
-			v = append(v, fmt.Sprintf("messages.%d.content.%d: `tool_use_id` %s is answered twice", i, j, b.ToolUseID))
+			v = append(v, fmt.Sprintf("messages.%d.content.%d: `tool_use_id` %s is answered twice", tb.msg, tb.index, b.ToolUseID))
 		}
 		answered[b.ToolUseID] = true
 	}
@@ -226,26 +252,20 @@ func checkToolResults(msgs []Message, i int) []string {
 // turn whether to think, and a turn without thinking is sent back as it
 // came (whether the thinking blocks the API did send came back unchanged
 // is something only whoever served them can know; llm/script checks it).
-func checkThinkingKept(msgs []Message) []string {
-	last := len(msgs) - 1
-	if msgs[last].Role != RoleUser {
+func checkThinkingKept(turns []turn) []string {
+	last := len(turns) - 1
+	if last < 1 || turns[last].role != RoleUser || turns[last-1].role != RoleAssistant {
 		return nil
 	}
-	hasResult := false
-	for _, b := range msgs[last].Content {
-		if b.Type == BlockToolResult {
-			hasResult = true
-		}
-	}
-	if !hasResult || last == 0 {
+	if !slices.ContainsFunc(turns[last].blocks, func(b turnBlock) bool { return b.block.Type == BlockToolResult }) {
 		return nil
 	}
-	prev := msgs[last-1]
-	if len(prev.Content) == 0 {
+	prev := turns[last-1].blocks
+	if len(prev) == 0 {
 		return nil
 	}
-	if t := prev.Content[0].Type; t != BlockThinking && t != BlockRedactedThinking {
-		return []string{fmt.Sprintf("messages.%d.content.0: expected `thinking` or `redacted_thinking`, but found `%s`. When thinking is enabled, an assistant message that used tools must start with its thinking block; keep thinking blocks in the history during a tool loop", last-1, t)}
+	if first := prev[0]; first.block.Type != BlockThinking && first.block.Type != BlockRedactedThinking {
+		return []string{fmt.Sprintf("messages.%d.content.%d: expected `thinking` or `redacted_thinking`, but found `%s`. When thinking is enabled, an assistant message that used tools must start with its thinking block; keep thinking blocks in the history during a tool loop", first.msg, first.index, first.block.Type)}
 	}
 	return nil
 }

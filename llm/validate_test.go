@@ -24,8 +24,33 @@ func TestCheckRequestCatchesEachRule(t *testing.T) {
 		{"no max_tokens", func(r *Request) { r.MaxTokens = 0 }, "max_tokens: must be at least 1"},
 		{"no messages", func(r *Request) { r.Messages = nil }, "at least one message"},
 		{"assistant first", func(r *Request) { r.Messages[0].Role = RoleAssistant }, "first message must use the user role"},
-		{"roles do not alternate", func(r *Request) { r.Messages = append(r.Messages, UserText("again")) }, "roles must alternate"},
+		// The API combines consecutive turns of one role into one turn.
+		{"two user turns in a row", func(r *Request) { r.Messages = append(r.Messages, UserText("again")) }, ""},
+		{"tool results split over two user messages", func(r *Request) {
+			r.Messages = append(r.Messages, Message{Role: RoleAssistant, Content: []ContentBlock{use, toolUse("toolu_2", "echo", `{}`)}},
+				Message{Role: RoleUser, Content: []ContentBlock{answered}},
+				Message{Role: RoleUser, Content: []ContentBlock{ToolResultBlock("toolu_2", ToolResultContent{Text: "ok"}, false), TextBlock("and?")}})
+		}, ""},
+		{"a tool call answered after a second assistant message", func(r *Request) {
+			r.Messages = append(r.Messages, Message{Role: RoleAssistant, Content: []ContentBlock{use}},
+				Message{Role: RoleAssistant, Content: []ContentBlock{TextBlock("calling")}},
+				Message{Role: RoleUser, Content: []ContentBlock{answered}})
+		}, ""},
+		{"text before a result in the combined user turn", func(r *Request) {
+			r.Messages = append(r.Messages, Message{Role: RoleAssistant, Content: []ContentBlock{use}},
+				UserText("first"), Message{Role: RoleUser, Content: []ContentBlock{answered}})
+		}, "messages.3.content.0: tool_result blocks must come before any other content"},
+		{"a result answering a call two turns back", func(r *Request) {
+			r.Messages = append(r.Messages, Message{Role: RoleAssistant, Content: []ContentBlock{use}},
+				Message{Role: RoleUser, Content: []ContentBlock{answered}},
+				Message{Role: RoleAssistant, Content: []ContentBlock{TextBlock("done")}},
+				Message{Role: RoleUser, Content: []ContentBlock{answered}})
+		}, "messages.4.content.0: unexpected `tool_use_id`"},
 		{"empty content", func(r *Request) { r.Messages[0].Content = nil }, "non-empty content"},
+		{"empty final assistant message", func(r *Request) { r.Messages = append(r.Messages, Message{Role: RoleAssistant}) }, ""},
+		{"empty assistant message before the end", func(r *Request) {
+			r.Messages = append(r.Messages, Message{Role: RoleAssistant}, UserText("again"))
+		}, "messages.1: all messages must have non-empty content"},
 		{"empty text", func(r *Request) { r.Messages[0] = UserText("") }, "text content blocks must be non-empty"},
 		{"empty system text", func(r *Request) { r.System = []SystemBlock{{Type: "text"}} }, "system.0: text content blocks must be non-empty"},
 		{"unanswered tool_use", func(r *Request) {
@@ -95,6 +120,20 @@ func TestCheckRequestCatchesEachRule(t *testing.T) {
 		{"adaptive thinking with display omitted", func(r *Request) { r.Thinking = &Thinking{Type: "adaptive", Display: "omitted"} }, ""},
 		{"between_tools thinking", func(r *Request) { r.Thinking = &Thinking{Type: "between_tools"} }, ""},
 		{"unknown thinking type", func(r *Request) { r.Thinking = &Thinking{Type: "always"} }, `thinking.type: must be enabled, adaptive, disabled or between_tools, got "always"`},
+		{"manual thinking, the continued turn split over two messages", func(r *Request) {
+			r.MaxTokens = 4000
+			r.Thinking = &Thinking{Type: "enabled", BudgetTokens: 2000}
+			r.Messages = append(r.Messages, Message{Role: RoleAssistant, Content: []ContentBlock{{Type: BlockThinking, Thinking: "t", Signature: "s"}}},
+				Message{Role: RoleAssistant, Content: []ContentBlock{use}},
+				Message{Role: RoleUser, Content: []ContentBlock{answered}})
+		}, ""},
+		{"manual thinking, the combined turn starts without it", func(r *Request) {
+			r.MaxTokens = 4000
+			r.Thinking = &Thinking{Type: "enabled", BudgetTokens: 2000}
+			r.Messages = append(r.Messages, Message{Role: RoleAssistant, Content: []ContentBlock{TextBlock("hm")}},
+				Message{Role: RoleAssistant, Content: []ContentBlock{{Type: BlockThinking, Thinking: "t", Signature: "s"}, use}},
+				Message{Role: RoleUser, Content: []ContentBlock{answered}}, UserText("go on"))
+		}, "messages.1.content.0: expected `thinking` or `redacted_thinking`, but found `text`"},
 		{"thinking dropped during tool use", func(r *Request) {
 			r.MaxTokens = 4000
 			r.Thinking = &Thinking{Type: "enabled", BudgetTokens: 2000}
