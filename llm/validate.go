@@ -245,27 +245,35 @@ func checkToolResults(turns []turn, t int) []string {
 	return v
 }
 
-// checkThinkingKept: with manual thinking ("enabled"), every answer starts
-// with a thinking block, so an assistant turn that used a tool and is being
-// continued must still start with it; a loop that dropped thinking blocks
-// is caught here. Adaptive thinking has no such rule: the model decides per
-// turn whether to think, and a turn without thinking is sent back as it
-// came (whether the thinking blocks the API did send came back unchanged
-// is something only whoever served them can know; llm/script checks it).
+// checkThinkingKept: with manual thinking ("enabled"), the model thinks at
+// the start of its turn, and a tool loop is one turn: so the assistant
+// message that began the loop being continued (answered with tool results,
+// the results answered by the next call, and so on back) must still start
+// with its thinking block; a loop that dropped thinking blocks is caught
+// here. The answers after tool results need not start with thinking: without
+// interleaved thinking the model does not think again within its turn.
+// Adaptive thinking has no such rule: the model decides per turn whether to
+// think, and a turn without thinking is sent back as it came (whether the
+// thinking blocks the API did send came back unchanged is something only
+// whoever served them can know; llm/script checks it).
 func checkThinkingKept(turns []turn) []string {
-	last := len(turns) - 1
-	if last < 1 || turns[last].role != RoleUser || turns[last-1].role != RoleAssistant {
+	continues := func(t int) bool { // user turn t answers the assistant turn before it
+		return t >= 1 && turns[t].role == RoleUser && turns[t-1].role == RoleAssistant &&
+			slices.ContainsFunc(turns[t].blocks, func(b turnBlock) bool { return b.block.Type == BlockToolResult })
+	}
+	t := len(turns) - 1
+	if !continues(t) {
 		return nil
 	}
-	if !slices.ContainsFunc(turns[last].blocks, func(b turnBlock) bool { return b.block.Type == BlockToolResult }) {
+	for continues(t - 2) {
+		t -= 2
+	}
+	start := turns[t-1].blocks
+	if len(start) == 0 {
 		return nil
 	}
-	prev := turns[last-1].blocks
-	if len(prev) == 0 {
-		return nil
-	}
-	if first := prev[0]; first.block.Type != BlockThinking && first.block.Type != BlockRedactedThinking {
-		return []string{fmt.Sprintf("messages.%d.content.%d: expected `thinking` or `redacted_thinking`, but found `%s`. When thinking is enabled, an assistant message that used tools must start with its thinking block; keep thinking blocks in the history during a tool loop", first.msg, first.index, first.block.Type)}
+	if first := start[0]; first.block.Type != BlockThinking && first.block.Type != BlockRedactedThinking {
+		return []string{fmt.Sprintf("messages.%d.content.%d: expected `thinking` or `redacted_thinking`, but found `%s`. When thinking is enabled, the assistant message that starts a tool loop must start with its thinking block; keep thinking blocks in the history during a tool loop", first.msg, first.index, first.block.Type)}
 	}
 	return nil
 }

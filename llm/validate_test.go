@@ -134,6 +134,33 @@ func TestCheckRequestCatchesEachRule(t *testing.T) {
 				Message{Role: RoleAssistant, Content: []ContentBlock{{Type: BlockThinking, Thinking: "t", Signature: "s"}, use}},
 				Message{Role: RoleUser, Content: []ContentBlock{answered}}, UserText("go on"))
 		}, "messages.1.content.0: expected `thinking` or `redacted_thinking`, but found `text`"},
+		{"manual thinking, a second tool round without thinking", func(r *Request) {
+			// Without interleaved thinking the model thinks once, at the
+			// start of its turn; a tool loop is one turn, so the answers
+			// after tool results carry no thinking, and the API takes them.
+			r.MaxTokens = 4000
+			r.Thinking = &Thinking{Type: "enabled", BudgetTokens: 2000}
+			r.Messages = append(r.Messages, Message{Role: RoleAssistant, Content: []ContentBlock{{Type: BlockThinking, Thinking: "t", Signature: "s"}, use}},
+				Message{Role: RoleUser, Content: []ContentBlock{answered}},
+				Message{Role: RoleAssistant, Content: []ContentBlock{toolUse("toolu_2", "echo", `{}`)}},
+				Message{Role: RoleUser, Content: []ContentBlock{ToolResultBlock("toolu_2", ToolResultContent{Text: "ok"}, false)}})
+		}, ""},
+		{"manual thinking dropped from the start of a tool loop", func(r *Request) {
+			r.MaxTokens = 4000
+			r.Thinking = &Thinking{Type: "enabled", BudgetTokens: 2000}
+			r.Messages = append(r.Messages, Message{Role: RoleAssistant, Content: []ContentBlock{use}},
+				Message{Role: RoleUser, Content: []ContentBlock{answered}},
+				Message{Role: RoleAssistant, Content: []ContentBlock{{Type: BlockThinking, Thinking: "t", Signature: "s"}, toolUse("toolu_2", "echo", `{}`)}},
+				Message{Role: RoleUser, Content: []ContentBlock{ToolResultBlock("toolu_2", ToolResultContent{Text: "ok"}, false)}})
+		}, "messages.1.content.0: expected `thinking` or `redacted_thinking`, but found `tool_use`"},
+		{"manual thinking, a new question starts a new turn", func(r *Request) {
+			r.MaxTokens = 4000
+			r.Thinking = &Thinking{Type: "enabled", BudgetTokens: 2000}
+			r.Messages = append(r.Messages, Message{Role: RoleAssistant, Content: []ContentBlock{TextBlock("hello")}},
+				UserText("now use the tool"),
+				Message{Role: RoleAssistant, Content: []ContentBlock{{Type: BlockThinking, Thinking: "t", Signature: "s"}, use}},
+				Message{Role: RoleUser, Content: []ContentBlock{answered}})
+		}, ""},
 		{"thinking dropped during tool use", func(r *Request) {
 			r.MaxTokens = 4000
 			r.Thinking = &Thinking{Type: "enabled", BudgetTokens: 2000}
