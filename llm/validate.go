@@ -155,52 +155,60 @@ func checkMessages(req *Request) []string {
 	return v
 }
 
-// turn is a run of consecutive messages of one role: the API combines them
-// into a single turn, so the rules that pair one turn with the next apply
-// to the run as a whole.
+// turn is a run of consecutive messages of one role, msgs: the API
+// combines them into a single turn, so the rules that pair one turn with
+// the next apply to the run as a whole.
 type turn struct {
-	role   string
-	blocks []turnBlock
-}
-
-// turnBlock is a block of a turn, with where it stands in the request.
-type turnBlock struct {
-	msg, index int
-	block      ContentBlock
+	role  string
+	first int // index of msgs[0] in the request
+	msgs  []Message
 }
 
 func combine(msgs []Message) []turn {
-	var turns []turn
+	turns := make([]turn, 0, len(msgs))
 	for i, m := range msgs {
-		if len(turns) == 0 || turns[len(turns)-1].role != m.Role {
-			turns = append(turns, turn{role: m.Role})
+		if n := len(turns); n > 0 && turns[n-1].role == m.Role {
+			turns[n-1].msgs = msgs[turns[n-1].first : i+1]
+			continue
 		}
-		t := &turns[len(turns)-1]
-		for j, b := range m.Content {
-			t.blocks = append(t.blocks, turnBlock{i, j, b})
-		}
+		turns = append(turns, turn{role: m.Role, first: i, msgs: msgs[i : i+1]})
 	}
 	return turns
+}
+
+// holds reports whether the turn has a block of this type whose id (a
+// tool_use's ID, a tool_result's ToolUseID) is id, or any id when id is "".
+func (t turn) holds(typ, id string) bool {
+	for _, m := range t.msgs {
+		for _, b := range m.Content {
+			if b.Type != typ {
+				continue
+			}
+			switch {
+			case id == "", typ == BlockToolUse && b.ID == id, typ == BlockToolResult && b.ToolUseID == id:
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // checkAnswered: every tool_use in assistant turn t needs a tool_result
 // with its id in turn t+1.
 func checkAnswered(turns []turn, t int) []string {
-	answered := map[string]bool{}
+	next := turn{}
 	if t+1 < len(turns) && turns[t+1].role == RoleUser {
-		for _, b := range turns[t+1].blocks {
-			if b.block.Type == BlockToolResult {
-				answered[b.block.ToolUseID] = true
-			}
-		}
+		next = turns[t+1]
 	}
 	var missing []string
 	msg := -1
-	for _, b := range turns[t].blocks {
-		if b.block.Type == BlockToolUse && !answered[b.block.ID] {
-			missing = append(missing, b.block.ID)
-			if msg < 0 {
-				msg = b.msg
+	for i, m := range turns[t].msgs {
+		for _, b := range m.Content {
+			if b.Type == BlockToolUse && !next.holds(BlockToolResult, b.ID) {
+				missing = append(missing, b.ID)
+				if msg < 0 {
+					msg = turns[t].first + i
+				}
 			}
 		}
 	}
@@ -215,32 +223,30 @@ func checkAnswered(turns []turn, t int) []string {
 // each answers a tool_use of turn t−1, once.
 func checkToolResults(turns []turn, t int) []string {
 	var v []string
-	uses := map[string]bool{}
+	prev := turn{}
 	if t > 0 {
-		for _, b := range turns[t-1].blocks {
-			if b.block.Type == BlockToolUse {
-				uses[b.block.ID] = true
-			}
-		}
+		prev = turns[t-1]
 	}
+	var answered []string
 	seenOther := false
-	answered := map[string]bool{}
-	for _, tb := range turns[t].blocks {
-		b := tb.block
-		if b.Type != BlockToolResult {
-			seenOther = true
-			continue
+	for i, m := range turns[t].msgs {
+		i += turns[t].first
+		for j, b := range m.Content {
+			if b.Type != BlockToolResult {
+				seenOther = true
+				continue
+			}
+			if seenOther {
+				v = append(v, fmt.Sprintf("messages.%d.content.%d: tool_result blocks must come before any other content in the message", i, j))
+			}
+			if prev.role != RoleAssistant || !prev.holds(BlockToolUse, b.ToolUseID) {
+				v = append(v, fmt.Sprintf("messages.%d.content.%d: unexpected `tool_use_id` found in `tool_result` blocks: %s. Each `tool_result` block must have a corresponding `tool_use` block in the previous message", i, j, b.ToolUseID))
+			}
+			if slices.Contains(answered, b.ToolUseID) {
+				v = append(v, fmt.Sprintf("messages.%d.content.%d: `tool_use_id` %s is answered twice", i, j, b.ToolUseID))
+			}
+			answered = append(answered, b.ToolUseID)
 		}
-		if seenOther {
-			v = append(v, fmt.Sprintf("messages.%d.content.%d: tool_result blocks must come before any other content in the message", tb.msg, tb.index))
-		}
-		if !uses[b.ToolUseID] {
-			v = append(v, fmt.Sprintf("messages.%d.content.%d: unexpected `tool_use_id` found in `tool_result` blocks: %s. Each `tool_result` block must have a corresponding `tool_use` block in the previous message", tb.msg, tb.index, b.ToolUseID))
-		}
-		if answered[b.ToolUseID] {
-			v = append(v, fmt.Sprintf("messages.%d.content.%d: `tool_use_id` %s is answered twice", tb.msg, tb.index, b.ToolUseID))
-		}
-		answered[b.ToolUseID] = true
 	}
 	return v
 }
@@ -258,8 +264,7 @@ func checkToolResults(turns []turn, t int) []string {
 // whoever served them can know; llm/script checks it).
 func checkThinkingKept(turns []turn) []string {
 	continues := func(t int) bool { // user turn t answers the assistant turn before it
-		return t >= 1 && turns[t].role == RoleUser && turns[t-1].role == RoleAssistant &&
-			slices.ContainsFunc(turns[t].blocks, func(b turnBlock) bool { return b.block.Type == BlockToolResult })
+		return t >= 1 && turns[t].role == RoleUser && turns[t-1].role == RoleAssistant && turns[t].holds(BlockToolResult, "")
 	}
 	t := len(turns) - 1
 	if !continues(t) {
@@ -268,12 +273,12 @@ func checkThinkingKept(turns []turn) []string {
 	for continues(t - 2) {
 		t -= 2
 	}
-	start := turns[t-1].blocks
-	if len(start) == 0 {
+	start := turns[t-1]
+	if len(start.msgs[0].Content) == 0 {
 		return nil
 	}
-	if first := start[0]; first.block.Type != BlockThinking && first.block.Type != BlockRedactedThinking {
-		return []string{fmt.Sprintf("messages.%d.content.%d: expected `thinking` or `redacted_thinking`, but found `%s`. When thinking is enabled, the assistant message that starts a tool loop must start with its thinking block; keep thinking blocks in the history during a tool loop", first.msg, first.index, first.block.Type)}
+	if typ := start.msgs[0].Content[0].Type; typ != BlockThinking && typ != BlockRedactedThinking {
+		return []string{fmt.Sprintf("messages.%d.content.0: expected `thinking` or `redacted_thinking`, but found `%s`. When thinking is enabled, the assistant message that starts a tool loop must start with its thinking block; keep thinking blocks in the history during a tool loop", start.first, typ)}
 	}
 	return nil
 }
