@@ -262,3 +262,16 @@ func TestAHundredTurnAdaptiveLoopKeepsEveryBlock(t *testing.T) {
 		t.Fatalf("blocks did not come back byte for byte:\n%v", err)
 	}
 }
+
+// TestUnusualJSONComesBackByteForByte: big numbers, exponent forms, line
+// separators, emoji, escaped slashes and unknown members in odd key order, as
+// an API may send them, come back as sent (runLoop checks every block).
+func TestUnusualJSONComesBackByteForByte(t *testing.T) {
+	odd := `{"caller":{"type":"direct"},"input":{"key":"a","n":123456789012345678901234567890,"f":1.0e+2,"u":"\u00e9\u2028 é😀","esc":"a\/b<&>"},"zzz":{"b":1,"a":[]},"name":"lookup","id":"toolu_1","type":"tool_use"}`
+	th := `{"type":"thinking","thinking":"line\u2028sep \"q\" \\ ","signature":"s\/1"}`
+	_, srv := runLoop(t, `{"responses":[{"content":[`+th+`,`+odd+`]},{"content":[{"type":"text","text":"ok"}]}]}`,
+		&llm.Request{Model: model, MaxTokens: 4096, Thinking: &llm.Thinking{Type: "adaptive"}, Messages: []llm.Message{llm.UserText("x")}})
+	if body := string(srv.Received()[1].Body); !strings.Contains(body, `"n":123456789012345678901234567890`) || !strings.Contains(body, `"zzz":{"b":1,"a":[]}`) {
+		t.Errorf("the second request lost the unusual members of the tool_use block:\n%s", body)
+	}
+}
