@@ -17,6 +17,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/llmkernels/kernels/solve"
+	"github.com/llmkernels/kernels/solve/planning"
 )
 
 // These tests drive the real `solve` binary, built once, through its flags,
@@ -88,7 +89,7 @@ func plan(t *testing.T, goal, script string, extra ...string) (string, result) {
 }
 
 // planOK runs a plan that must succeed and pass `solve check`.
-func planOK(t *testing.T, goal, script string, extra ...string) (string, *solve.Plan) {
+func planOK(t *testing.T, goal, script string, extra ...string) (string, *planning.Plan) {
 	t.Helper()
 	dir, r := plan(t, goal, script, extra...)
 	if r.code != 0 {
@@ -98,14 +99,14 @@ func planOK(t *testing.T, goal, script string, extra ...string) (string, *solve.
 	if c.code != 0 || strings.Contains(c.stdout, "FAIL ") {
 		t.Fatalf("solve check exit %d:\n%s%s", c.code, c.stdout, c.stderr)
 	}
-	p, err := solve.ReadPlan(filepath.Join(dir, "plan.json"))
+	p, err := planning.Read(filepath.Join(dir, "plan.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return dir, p
 }
 
-func verdict(a *solve.Analysis, id string) string {
+func verdict(a *planning.Analysis, id string) string {
 	for _, v := range a.Verdicts {
 		if v.ConstraintID == id {
 			return v.Verdict
@@ -114,13 +115,13 @@ func verdict(a *solve.Analysis, id string) string {
 	return ""
 }
 
-func task(p *solve.Plan, id string) solve.Task {
+func task(p *planning.Plan, id string) planning.Task {
 	for _, t := range p.Tasks {
 		if t.ID == id {
 			return t
 		}
 	}
-	return solve.Task{}
+	return planning.Task{}
 }
 
 func count(t *testing.T, db *sql.DB, query string, args ...any) int {
@@ -162,7 +163,7 @@ func TestSWEAgentExampleFlagsCostUNSATAndRepairsItToSAT(t *testing.T) {
 	if len(p.Tasks) < 7 || len(p.Tasks) > 11 || !types["research"] || !types["build"] || !types["evaluation"] {
 		t.Errorf("tasks: %d of types %v", len(p.Tasks), types)
 	}
-	if verdict(p.Analysis, "c3") != solve.UNSAT || p.Analysis.Cost.Mid <= 500 {
+	if verdict(p.Analysis, "c3") != planning.UNSAT || p.Analysis.Cost.Mid <= 500 {
 		t.Errorf("c3 = %s at mid $%.2f; want UNSAT above $500", verdict(p.Analysis, "c3"), p.Analysis.Cost.Mid)
 	}
 	for _, s := range p.Surveys {
@@ -177,7 +178,7 @@ func TestSWEAgentExampleFlagsCostUNSATAndRepairsItToSAT(t *testing.T) {
 			t.Errorf("survey of %s has no cheaper approach", s.TaskID)
 		}
 	}
-	if len(p.Surveys) == 0 || p.Repair.Status != solve.RepairRepaired || verdict(p.Repair.Revised, "c3") != solve.SAT || p.Repair.Revised.Cost.Mid >= 500 {
+	if len(p.Surveys) == 0 || p.Repair.Status != planning.RepairRepaired || verdict(p.Repair.Revised, "c3") != planning.SAT || p.Repair.Revised.Cost.Mid >= 500 {
 		t.Fatalf("repair %s, revised c3 %v", p.Repair.Status, p.Repair.Revised)
 	}
 	if p.Usage.Calls != 3 || p.Usage.CostUSD <= 0 || p.Usage.InputTokens == 0 {
@@ -234,17 +235,17 @@ func TestSWEAgentExampleFlagsCostUNSATAndRepairsItToSAT(t *testing.T) {
 
 func TestTradingExampleReplacesLLMSearchWithDeterministicBacktests(t *testing.T) {
 	_, p := planOK(t, tradingGoal, "trading_strategy.json")
-	lookahead := slices.ContainsFunc(p.Constraints, func(c solve.Constraint) bool {
+	lookahead := slices.ContainsFunc(p.Constraints, func(c planning.Constraint) bool {
 		return strings.Contains(strings.ToLower(c.Title), "lookahead")
 	})
 	if !lookahead {
 		t.Error("no lookahead-bias constraint")
 	}
-	byType := map[string][]solve.Task{}
+	byType := map[string][]planning.Task{}
 	for _, tk := range p.Tasks {
 		byType[tk.Type] = append(byType[tk.Type], tk)
 	}
-	dependsOnType := func(tk solve.Task, typ string) bool {
+	dependsOnType := func(tk planning.Task, typ string) bool {
 		return slices.ContainsFunc(tk.DependsOn, func(d string) bool { return task(p, d).Type == typ })
 	}
 	for _, tk := range byType["data"] {
@@ -271,10 +272,10 @@ func TestTradingExampleReplacesLLMSearchWithDeterministicBacktests(t *testing.T)
 		t.Fatalf("task types = %v", byType)
 	}
 	opt := byType["optimization"][0]
-	if verdict(p.Analysis, "c6") != solve.UNSAT || p.Analysis.Cost.Mid <= 100 {
+	if verdict(p.Analysis, "c6") != planning.UNSAT || p.Analysis.Cost.Mid <= 100 {
 		t.Errorf("LLM-heavy plan: c6 %s at $%.2f", verdict(p.Analysis, "c6"), p.Analysis.Cost.Mid)
 	}
-	if p.Repair.Status != solve.RepairRepaired || p.Repair.Revised.Cost.Mid >= 100 {
+	if p.Repair.Status != planning.RepairRepaired || p.Repair.Revised.Cost.Mid >= 100 {
 		t.Fatalf("repair = %+v", p.Repair)
 	}
 	var chosen string
@@ -306,11 +307,11 @@ func TestDocumentClassificationExampleRepairsBothBudgetsAndFlagsLatencyTIGHT(t *
 	if hosting == "" || compute == "" || hosting == compute {
 		t.Fatalf("hosting %q and compute %q must be separate constraints", hosting, compute)
 	}
-	if verdict(p.Analysis, hosting) != solve.UNSAT || verdict(p.Analysis, compute) != solve.UNSAT {
+	if verdict(p.Analysis, hosting) != planning.UNSAT || verdict(p.Analysis, compute) != planning.UNSAT {
 		t.Errorf("the large-model plan should break both: hosting %s, compute %s", verdict(p.Analysis, hosting), verdict(p.Analysis, compute))
 	}
 	rev := p.Repair.Revised
-	if p.Repair.Status != solve.RepairRepaired || verdict(rev, hosting) == solve.UNSAT || verdict(rev, compute) == solve.UNSAT {
+	if p.Repair.Status != planning.RepairRepaired || verdict(rev, hosting) == planning.UNSAT || verdict(rev, compute) == planning.UNSAT {
 		t.Fatalf("repair %s: hosting %s, compute %s", p.Repair.Status, verdict(rev, hosting), verdict(rev, compute))
 	}
 	var latency string
@@ -319,7 +320,7 @@ func TestDocumentClassificationExampleRepairsBothBudgetsAndFlagsLatencyTIGHT(t *
 			latency = c.ID
 		}
 	}
-	if verdict(rev, latency) != solve.TIGHT {
+	if verdict(rev, latency) != planning.TIGHT {
 		t.Errorf("CPU serving latency %s = %s, want TIGHT", latency, verdict(rev, latency))
 	}
 	// Training cost reflects model size and hardware: ViT-L on an A100 costs more than DiT-base on an A10G.
@@ -412,7 +413,7 @@ func TestRejectedAttemptsAreRecordedWithTheirViolations(t *testing.T) {
 	if err := db.QueryRow(`SELECT verdict, failure_mode, verification->>'$.checks[0].detail' FROM resolution_attempts WHERE node_id = ? AND attempt_index = 2`, p.RootID).Scan(&verdict, &failure, &feedback); err != nil {
 		t.Fatal(err)
 	}
-	if verdict != solve.UNSAT || failure != "failure:invalid_decompose" || !strings.Contains(feedback, "cycle: t6 → t7 → t6") {
+	if verdict != planning.UNSAT || failure != "failure:invalid_decompose" || !strings.Contains(feedback, "cycle: t6 → t7 → t6") {
 		t.Fatalf("attempt 2: %s %s %q", verdict, failure, feedback)
 	}
 	var answer string
@@ -509,7 +510,7 @@ func TestPlanLibraryRejectsBadRequestsBeforeCallingTheModel(t *testing.T) {
 	}
 	defer k.Close()
 	neg := -5.0
-	for _, req := range []solve.Request{{Goal: " "}, {Goal: "x", BudgetUSD: &neg}} {
+	for _, req := range []planning.Request{{Goal: " "}, {Goal: "x", BudgetUSD: &neg}} {
 		if _, err := k.Plan(context.Background(), nil, req); err == nil {
 			t.Errorf("%+v accepted", req)
 		}

@@ -1,35 +1,32 @@
-// Package solve is the SOLVE kernel (specs/solve-kernel-boot-spec.md):
-// planning mode (`solve plan`, `solve check`) and the SOLVE loop
-// (`solve run`, Kernel.Run and Kernel.Resume: dispatch.go, steps.go,
-// verify.go, grow.go, finalize.go, hire.go). docs/solve.md lists the
-// choices the loop makes where the spec is silent.
+// Package solve is the SOLVE kernel (specs/solve-kernel-boot-spec.md) as
+// a library: a thin facade over its packages, whose methods do what the
+// CLI does and return plain result structs.
 //
-// The model supplies judgment (constraints, tasks, estimates, approaches)
-// through llm.AskJSON; the kernel does every sum, pass and comparison
-// itself and never uses a number the model computed (a stated total is
-// compared and reported, see Claim). Pure maths lives in solve/dag (graph,
-// critical path, waves) and solve/expr (logic-constraint expressions).
+//	k, err := solve.Open(ctx, "kernel.db")
+//	p, err := k.Plan(ctx, client, planning.Request{Goal: …})  // solve plan
+//	r, err := solve.Check(ctx, "plan.json")                   // solve check
+//	res, err := k.Run(ctx, loop.Request{Goal: …}, opts)       // solve run
+//	res, err = k.Resume(ctx, "", opts)                        // solve resume
+//	st, err := k.Status(ctx, root)                            // solve status
 //
-// Where the spec leaves room, this package decides as follows; the
-// differences are deliberate and documented in docs/solve.md:
+// The packages, each with one job (dependencies point down this list):
 //
-//   - kernel.db holds the eleven tables exactly as §2 defines them (planning
-//     uses five); nodes gains invalidated_at (schema version 2).
-//   - The goal is the root node. Planning walks it through the spec's
-//     transitions: pending → identifying_constraints → selecting_constraints
-//     → selecting_resolver → resolving ⇄ verifying (one round per
-//     decomposition answer) → decomposing → pending, with one child node
-//     per task of the final plan and its node_dependencies. A run that
-//     stops moves the root to "failed" (the first iteration's extra state).
-//     Parsimony selection belongs to `solve run`: selected = eligible.
-//   - Every LLM answer (extraction, each decomposition attempt, survey) is a
-//     resolution_attempts row of the root, resolver claude-code-0, with the
-//     kernel's validation as its Verification (plus a "stage" field) and
-//     the previous violations as its feedback.
-//   - A logic constraint's payload is an expression over plan metrics,
-//     evaluated by the kernel at the low, mid and high estimates. Outcome
-//     targets that only the work can show (a benchmark score, F1) are
-//     semantic at planning time, σ judged by the model.
-//   - The spec's "constraint feasibility check" and "approach selection /
-//     repair" prompt types are deterministic kernel code here, not prompts.
+//   - solve (this package): Open, the read side (Runs, Status, Logs,
+//     Artifacts, KG, Resolvers, Requests) and the wiring of resolver
+//     implementations into the loop.
+//   - solve/resolver/claudecode, codex, selfmodel, tool: the resolvers
+//     claude-code-0, codex-tools-0, self-model-0 and built or hired tools.
+//   - solve/loop: the SOLVE loop (dispatch, steps, verify, grow, HIRE,
+//     finalize, registry, invariants) and the Resolver contract.
+//   - solve/planning (+ planning/smt): solve plan and solve check —
+//     constraint extraction, decomposition, the kernel's arithmetic,
+//     survey, exact repair, the z3 cross-check, reports.
+//   - solve/kg: the knowledge graph's ids, similarity and boot-time queries.
+//   - solve/workspace: files into a directory, commands run in it.
+//   - solve/store: kernel.db and artifact_store/; every SQL statement.
+//   - solve/dag, solve/expr: pure maths (graph passes, constraint
+//     expressions).
+//
+// docs/solve.md describes the behaviour and the choices made where the
+// spec is silent.
 package solve

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/llmkernels/kernels/internal/cli"
-	"github.com/llmkernels/kernels/solve"
+	"github.com/llmkernels/kernels/solve/loop"
 )
 
 const queueGoal = "Name the new message queue of the billing service"
@@ -79,7 +79,7 @@ func TestSuggestionsAreScoredAgainstConstraintsLikeAnyCandidate(t *testing.T) {
 // the node ends infeasible in the same process, with no request left open.
 func TestInteractiveRunsTheExtractionDialogueAndAsksHireOnTheTerminal(t *testing.T) {
 	dir := t.TempDir()
-	steps := append([]step{{solve.OpSynthesize, pcbGoal, 0, m{"candidates": []any{
+	steps := append([]step{{loop.OpSynthesize, pcbGoal, 0, m{"candidates": []any{
 		m{"type": "logic", "domain": "thermal", "title": "hot spot below 85C at 10A in a 60C soak"},
 		m{"type": "semantic", "domain": "cost", "title": "bill of materials under $40 at 100 units"}},
 		"questions": []string{"Is forced air available in the enclosure?"}}}}, pcbSteps()...)

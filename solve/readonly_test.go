@@ -122,7 +122,7 @@ func names(t *testing.T, dir string) map[string]bool {
 // read-only without a write, and marked by the first command that writes.
 func TestKernelDBFromBeforeTheMarkerIsAdopted(t *testing.T) {
 	dir := t.TempDir()
-	schemaSQL, err := os.ReadFile("schema.sql")
+	schemaSQL, err := os.ReadFile(filepath.Join("store", "schema.sql"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/llmkernels/kernels/solve"
+	"github.com/llmkernels/kernels/solve/loop"
 )
 
 // treeResolver stands in for claude-code-0 in the loop's benchmarks: it
@@ -27,11 +28,11 @@ type treeResolver struct {
 	begun []time.Time
 }
 
-func (r *treeResolver) Estimate(ctx context.Context, c *solve.Call) (float64, float64) {
+func (r *treeResolver) Estimate(ctx context.Context, c *loop.Call) (float64, float64) {
 	return 1e-6, 1
 }
 
-func (r *treeResolver) Resolve(ctx context.Context, c *solve.Call) (*solve.Output, error) {
+func (r *treeResolver) Resolve(ctx context.Context, c *loop.Call) (*loop.Output, error) {
 	r.mu.Lock()
 	r.begun = append(r.begun, time.Now())
 	r.mu.Unlock()
@@ -41,17 +42,17 @@ func (r *treeResolver) Resolve(ctx context.Context, c *solve.Call) (*solve.Outpu
 	fan := strings.Fields(c.Goal)[1:]
 	var a any
 	switch c.Op {
-	case solve.OpIdentify:
+	case loop.OpIdentify:
 		a = m{"constraints": []any{m{"type": "semantic", "domain": "quality", "title": "complete", "rubric": "nothing missing"}}, "required_capabilities": []string{"generate_code"}, "rationale": "bench"}
-	case solve.OpSelect:
+	case loop.OpSelect:
 		a = m{"selected": []string{"c1"}, "rationale": "bench"}
-	case solve.OpRoute:
-		a = m{"resolver_id": solve.ClaudeCodeID, "capability": "generate_code", "rationale": "bench"}
-	case solve.OpResolve:
+	case loop.OpRoute:
+		a = m{"resolver_id": loop.ClaudeCodeID, "capability": "generate_code", "rationale": "bench"}
+	case loop.OpResolve:
 		a = m{"summary": "done: " + c.Summary, "text": c.Goal}
-	case solve.OpVerify:
+	case loop.OpVerify:
 		a = m{"checks": []any{m{"ref": "c1", "passed": true, "sigma": 0.99, "detail": "ok"}}, "is_leaf": len(fan) == 0, "leaf_kind": "atomic", "leaf_reason": "bench"}
-	case solve.OpDecompose:
+	case loop.OpDecompose:
 		n, _ := strconv.Atoi(fan[0])
 		rest := strings.Join(append([]string{"tree"}, fan[1:]...), " ")
 		var children []any
@@ -59,9 +60,9 @@ func (r *treeResolver) Resolve(ctx context.Context, c *solve.Call) (*solve.Outpu
 			children = append(children, m{"ref": fmt.Sprintf("k%d", i), "goal": rest, "summary": fmt.Sprintf("%s · %s/%d", c.Summary, rest, i), "weight": 1, "depends_on": []string{}})
 		}
 		a = m{"children": children, "rationale": "bench"}
-	case solve.OpConsistency:
+	case loop.OpConsistency:
 		a = m{"verdict": "SAT", "conflicts": []any{}}
-	case solve.OpAssemble:
+	case loop.OpAssemble:
 		a = m{"summary": "assembled"}
 	default:
 		return nil, fmt.Errorf("bench resolver: operation %s", c.Op)
@@ -70,11 +71,11 @@ func (r *treeResolver) Resolve(ctx context.Context, c *solve.Call) (*solve.Outpu
 	r.mu.Lock()
 	r.ends = append(r.ends, time.Now())
 	r.mu.Unlock()
-	return &solve.Output{Answer: data, Cost: 1e-6, Seconds: r.sleep.Seconds()}, nil
+	return &loop.Output{Answer: data, Cost: 1e-6, Seconds: r.sleep.Seconds()}, nil
 }
 
 // runTree runs a goal to completion with the tree resolver in a fresh kernel.db.
-func runTree(b *testing.B, goal string, r *treeResolver, workers int) *solve.Result {
+func runTree(b *testing.B, goal string, r *treeResolver, workers int) *loop.Result {
 	b.Helper()
 	ctx := context.Background()
 	k, err := solve.Open(ctx, filepath.Join(b.TempDir(), "kernel.db"))
@@ -82,12 +83,12 @@ func runTree(b *testing.B, goal string, r *treeResolver, workers int) *solve.Res
 		b.Fatal(err)
 	}
 	defer k.Close()
-	res, err := k.Run(ctx, solve.RunRequest{Goal: goal, BudgetUSD: 1000, Time: 1000 * time.Hour, Workers: workers, Model: "bench"},
-		solve.Options{Resolvers: map[string]solve.Resolver{solve.ClaudeCodeID: r}})
+	res, err := k.Run(ctx, loop.Request{Goal: goal, BudgetUSD: 1000, Time: 1000 * time.Hour, Workers: workers, Model: "bench"},
+		solve.Options{Resolvers: map[string]loop.Resolver{loop.ClaudeCodeID: r}})
 	if err != nil {
 		b.Fatal(err)
 	}
-	if res.Outcome != solve.OutcomeAchieved {
+	if res.Outcome != loop.OutcomeAchieved {
 		b.Fatalf("outcome %s", res.Outcome)
 	}
 	return res

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/llmkernels/kernels/solve"
+	"github.com/llmkernels/kernels/solve/loop"
 )
 
 // step is one scripted LLM answer: the operation, the goal it answers
@@ -99,15 +100,15 @@ func statsSteps() []step {
 }
 
 const (
-	OpIdentify    = solve.OpIdentify
-	OpSelect      = solve.OpSelect
-	OpRoute       = solve.OpRoute
-	OpResolve     = solve.OpResolve
-	OpVerify      = solve.OpVerify
-	OpDecompose   = solve.OpDecompose
-	OpGap         = solve.OpGap
-	OpConsistency = solve.OpConsistency
-	OpAssemble    = solve.OpAssemble
+	OpIdentify    = loop.OpIdentify
+	OpSelect      = loop.OpSelect
+	OpRoute       = loop.OpRoute
+	OpResolve     = loop.OpResolve
+	OpVerify      = loop.OpVerify
+	OpDecompose   = loop.OpDecompose
+	OpGap         = loop.OpGap
+	OpConsistency = loop.OpConsistency
+	OpAssemble    = loop.OpAssemble
 )
 
 func workspace(t *testing.T, dir, module string) string {

@@ -3,11 +3,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,6 +18,10 @@ import (
 	"github.com/llmkernels/kernels/internal/cli"
 	"github.com/llmkernels/kernels/internal/provider"
 	"github.com/llmkernels/kernels/solve"
+	"github.com/llmkernels/kernels/solve/loop"
+	"github.com/llmkernels/kernels/solve/planning"
+	"github.com/llmkernels/kernels/solve/planning/smt"
+	"github.com/llmkernels/kernels/solve/store"
 )
 
 // defaultModels are the planning models when --model is not given; the
@@ -60,11 +67,11 @@ Use 'solve ping' to check your provider set-up.`)
 
 func planCommand(app *cli.App) *cobra.Command {
 	var (
-		req     solve.Request
+		req     planning.Request
 		budget  float64
 		timeCap string
 		out, db string
-		smt     string
+		solver  string
 	)
 	cmd := &cobra.Command{
 		Use:   "plan GOAL",
@@ -87,7 +94,13 @@ Everything is also stored in kernel.db (--db). Progress lines go to stderr.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Goal = args[0]
+			if strings.TrimSpace(req.Goal) == "" {
+				return errors.New(`the goal is empty: give it as the first argument, e.g. solve plan "Build X within 24h for <$500"`)
+			}
 			if cmd.Flags().Changed("budget") {
+				if !(budget > 0) {
+					return fmt.Errorf("--budget %v: give a positive amount in USD", budget)
+				}
 				req.BudgetUSD = &budget
 			}
 			if timeCap != "" {
@@ -95,15 +108,21 @@ Everything is also stored in kernel.db (--db). Progress lines go to stderr.`,
 				if err != nil {
 					return fmt.Errorf("--time %q: %v; give a duration such as 24h or 90m", timeCap, err)
 				}
+				if d <= 0 {
+					return fmt.Errorf("--time %s: give a positive duration such as 24h", timeCap)
+				}
 				h := d.Hours()
 				req.TimeHours = &h
 			}
-			switch smt {
+			switch solver {
 			case "":
 			case "z3":
+				if _, err := smt.Version(cmd.Context()); err != nil {
+					return fmt.Errorf("--smt z3: %w or drop --smt", err)
+				}
 				req.SMT = true
 			default:
-				return fmt.Errorf("--smt %q: the only solver is z3", smt)
+				return fmt.Errorf("--smt %q: the only solver is z3", solver)
 			}
 			client, err := app.Provider.Client(cmd.ErrOrStderr())
 			if err != nil {
@@ -116,14 +135,19 @@ Everything is also stored in kernel.db (--db). Progress lines go to stderr.`,
 			req.Progress = cmd.ErrOrStderr()
 			return withKernel(cmd.Context(), db, false, func(k *solve.Kernel) error {
 				p, err := k.Plan(cmd.Context(), client, req)
+				var stopped *planning.StoppedError
+				if errors.As(err, &stopped) {
+					return fmt.Errorf("planning stopped by --max-wall %s during stage %s (%d LLM calls, $%.4f): %w (root node %s in %s is marked failed; its logs and attempts are kept)",
+						stopped.MaxWall, stopped.Stage, stopped.Calls, stopped.CostUSD, stopped.Err, stopped.Root, db)
+				}
 				if err != nil {
 					return err
 				}
-				files, err := solve.WriteFiles(p, out)
+				files, err := planning.WriteFiles(p, out)
 				if err != nil {
 					return err
 				}
-				fmt.Fprint(cmd.OutOrStdout(), solve.Summary(p, files))
+				fmt.Fprint(cmd.OutOrStdout(), planning.Summary(p, files))
 				return nil
 			})
 		},
@@ -137,12 +161,13 @@ Everything is also stored in kernel.db (--db). Progress lines go to stderr.`,
 	f.DurationVar(&req.MaxWall, "max-wall", 10*time.Minute, "wall-clock cap for the whole planning run (0 = none)")
 	f.IntVar(&req.Retries, "retries", 2, "re-asks, with the violations quoted, when the kernel rejects an answer (0 = none)")
 	f.BoolVar(&req.LogRaw, "log-raw", false, "keep raw prompts and answers in the tier-3 logs (redacted by default)")
-	f.StringVar(&smt, "smt", "", "cross-check feasibility and repair with an SMT solver: z3 (needs the z3 binary)")
+	f.StringVar(&solver, "smt", "", "cross-check feasibility and repair with an SMT solver: z3 (needs the z3 binary)")
 	return cmd
 }
 
 func checkCommand() *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "check FILE",
 		Short: "Run the assertion framework on a plan file, recomputing every figure from its tasks",
 		Long: `Run the spec's six groups of assertions (constraint completeness, decomposition
@@ -152,32 +177,38 @@ constraints, surveys and repair choices, never read from the plan's own totals,
 so a hand-edited plan fails. Prints PASS/FAIL with the numbers; exits 1 on any FAIL.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := solve.ReadPlan(args[0])
+			rep, err := solve.Check(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
-			results := solve.Check(cmd.Context(), p)
 			w := cmd.OutOrStdout()
-			group := 0
-			for _, r := range results {
-				if r.Group != group {
-					group = r.Group
-					fmt.Fprintf(w, "%d %s\n", group, solve.CheckGroups[group])
+			if asJSON {
+				if err := writeJSON(w, rep); err != nil {
+					return err
 				}
-				status := "PASS"
-				if !r.Pass {
-					status = "FAIL"
+			} else {
+				group := 0
+				for _, r := range rep.Assertions {
+					if r.Group != group {
+						group = r.Group
+						fmt.Fprintf(w, "%d %s\n", group, planning.AssertionGroups[group])
+					}
+					status := "PASS"
+					if !r.Pass {
+						status = "FAIL"
+					}
+					fmt.Fprintf(w, "  %s %s %s: %s\n", status, r.ID, r.Name, r.Detail)
 				}
-				fmt.Fprintf(w, "  %s %s %s: %s\n", status, r.ID, r.Name, r.Detail)
+				fmt.Fprintf(w, "%d checks: %d PASS, %d FAIL\n", len(rep.Assertions), rep.Passed, rep.Failed)
 			}
-			failed := solve.Failed(results)
-			fmt.Fprintf(w, "%d checks: %d PASS, %d FAIL\n", len(results), len(results)-failed, failed)
-			if failed > 0 {
-				return fmt.Errorf("%s: %d of %d checks failed", args[0], failed, len(results))
+			if rep.Failed > 0 {
+				return fmt.Errorf("%s: %d of %d checks failed", args[0], rep.Failed, len(rep.Assertions))
 			}
 			return nil
 		},
 	}
+	jsonFlag(cmd, &asJSON)
+	return cmd
 }
 
 // withKernel opens kernel.db, runs f and closes it, reporting a failed
@@ -189,6 +220,9 @@ func withKernel(ctx context.Context, db string, readOnly bool, f func(*solve.Ker
 		open = solve.OpenReadOnly
 	}
 	k, err := open(ctx, db)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w ('solve plan' or 'solve run' creates it; --db names another)", err)
+	}
 	if err != nil {
 		return err
 	}
@@ -220,12 +254,12 @@ func runOptions(cmd *cobra.Command, app *cli.App, workers int) (solve.Options, s
 	return o, model, nil
 }
 
-func printResult(w io.Writer, r *solve.Result) {
+func printResult(w io.Writer, r *loop.Result) {
 	fmt.Fprintf(w, "root %s: %s\n", r.RootID, r.Outcome)
 	switch r.Outcome {
-	case solve.OutcomeAchieved:
+	case loop.OutcomeAchieved:
 		fmt.Fprintf(w, "σ_system %.2f · artifact %s\n%s\n", r.SigmaSystem, r.ArtifactID, r.Summary)
-	case solve.OutcomeWaiting:
+	case loop.OutcomeWaiting:
 		fmt.Fprintf(w, "%d capability request(s) wait for a human: answer with 'solve hire', then 'solve resume %s'\n", r.OpenRequests, r.RootID)
 	default:
 		fmt.Fprintf(w, "the goal was not achieved; see 'solve status %s' and 'solve log --node ID'\n", r.RootID)
@@ -236,11 +270,11 @@ func printResult(w io.Writer, r *solve.Result) {
 // outcomeStatus ends solve run and solve resume with the outcome's exit
 // status: 0 achieved, 3 infeasible, 4 waiting for a human. (A run stopped by
 // Ctrl-C or SIGTERM fails with the context's error and exits 5.)
-func outcomeStatus(r *solve.Result) error {
+func outcomeStatus(r *loop.Result) error {
 	switch r.Outcome {
-	case solve.OutcomeInfeasible:
+	case loop.OutcomeInfeasible:
 		return cli.Exit(cli.ExitInfeasible, nil)
-	case solve.OutcomeWaiting:
+	case loop.OutcomeWaiting:
 		return cli.Exit(cli.ExitWaiting, nil)
 	}
 	return nil
@@ -248,7 +282,7 @@ func outcomeStatus(r *solve.Result) error {
 
 func runCommand(app *cli.App) *cobra.Command {
 	var (
-		req     solve.RunRequest
+		req     loop.Request
 		timeCap string
 		db      string
 	)
@@ -292,9 +326,18 @@ Exit status: 0 achieved, 3 infeasible, 4 waiting for a human (answer with
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Goal = args[0]
+			if strings.TrimSpace(req.Goal) == "" {
+				return errors.New(`the goal is empty: give it as the first argument, e.g. solve run "Add a Median function with tests" --workspace ./ws`)
+			}
+			if !(req.BudgetUSD > 0) {
+				return fmt.Errorf("--budget %v: give a positive budget in USD", req.BudgetUSD)
+			}
 			d, err := time.ParseDuration(timeCap)
 			if err != nil {
 				return cli.Usagef("--time %q: %v; give a duration such as 30m", timeCap, err)
+			}
+			if d <= 0 {
+				return fmt.Errorf("--time %s: give a positive duration such as 30m", timeCap)
 			}
 			req.Time = d
 			opts, model, err := runOptions(cmd, app, 0)
@@ -304,6 +347,9 @@ Exit status: 0 achieved, 3 infeasible, 4 waiting for a human (answer with
 			req.Model = model
 			return withKernel(cmd.Context(), db, false, func(k *solve.Kernel) error {
 				r, err := k.Run(cmd.Context(), req, opts)
+				if errors.Is(err, loop.ErrEmptyCore) {
+					return fmt.Errorf("%w: confirm at least one constraint or give --constraint", loop.ErrEmptyCore)
+				}
 				if err != nil {
 					return err
 				}
@@ -319,7 +365,7 @@ Exit status: 0 achieved, 3 infeasible, 4 waiting for a human (answer with
 	f.StringVar(&timeCap, "time", "30m", "root wall-time budget (e.g. 30m, 2h)")
 	f.StringVar(&req.Workspace, "workspace", "", "directory where software goals are built and tested")
 	f.IntVar(&req.Workers, "workers", 1, "independent ready nodes run in parallel (same results as 1)")
-	f.IntVar(&req.TMax, "tmax", solve.DefaultTMax, "attempts per resolver before BUILD (T_max)")
+	f.IntVar(&req.TMax, "tmax", loop.DefaultTMax, "attempts per resolver before BUILD (T_max)")
 	f.BoolVar(&req.Interactive, "interactive", false, "ask the human on the terminal: the Step 1 extraction dialogue, and HIRE at once")
 	dbFlag(cmd, &db)
 	return cmd
@@ -365,9 +411,10 @@ prefix of the root node id. Exit status as for 'solve run': 0 achieved,
 
 func logCommand() *cobra.Command {
 	var (
-		db   string
-		tier int
-		node string
+		db     string
+		tier   int
+		node   string
+		asJSON bool
 	)
 	cmd := &cobra.Command{
 		Use:   "log",
@@ -378,23 +425,37 @@ func logCommand() *cobra.Command {
 				return fmt.Errorf("--tier %d: give 1, 2 or 3 (0 = all)", tier)
 			}
 			return withKernel(cmd.Context(), db, true, func(k *solve.Kernel) error {
-				out, err := k.Logs(cmd.Context(), tier, node)
+				rows, err := k.Logs(cmd.Context(), tier, node)
 				if err != nil {
 					return err
 				}
-				fmt.Fprint(cmd.OutOrStdout(), out)
+				w := cmd.OutOrStdout()
+				if asJSON {
+					return writeJSON(w, rows)
+				}
+				for _, l := range rows {
+					fmt.Fprintf(w, "[%s] T%d %s", l.Time, l.Tier, l.Summary)
+					if l.Tier > 1 && len(l.Detail) > 0 {
+						fmt.Fprintf(w, " %s", clip(string(l.Detail), 300))
+					}
+					fmt.Fprintln(w)
+				}
 				return nil
 			})
 		},
 	}
 	dbFlag(cmd, &db)
+	jsonFlag(cmd, &asJSON)
 	cmd.Flags().IntVar(&tier, "tier", 0, "only this tier (1, 2 or 3; 0 = all)")
 	cmd.Flags().StringVar(&node, "node", "", "only this node (id or prefix)")
 	return cmd
 }
 
 func resolversCommand() *cobra.Command {
-	var db string
+	var (
+		db     string
+		asJSON bool
+	)
 	cmd := &cobra.Command{
 		Use:   "resolvers",
 		Short: "List the resolver registry: boot, built and hired tools with capabilities and record",
@@ -405,6 +466,9 @@ func resolversCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
+				if asJSON {
+					return writeJSON(cmd.OutOrStdout(), rs)
+				}
 				for _, r := range rs {
 					fmt.Fprintf(cmd.OutOrStdout(), "%-28s %-8s built by %-6s used %d (%d ok, %d failed)  %v\n", r.ID, r.Type, r.BuiltBy, r.UsageCount, r.SuccessCount, r.FailureCount, r.Capabilities)
 				}
@@ -413,27 +477,50 @@ func resolversCommand() *cobra.Command {
 		},
 	}
 	dbFlag(cmd, &db)
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
 func kgCommand() *cobra.Command {
-	var db, goal, capability string
+	var (
+		db, goal, capability string
+		asJSON               bool
+	)
 	cmd := &cobra.Command{
 		Use:   "kg",
 		Short: "Run the knowledge graph's boot-time queries: similar goals, resolver outcomes, failure modes, lookup-before-build",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withKernel(cmd.Context(), db, true, func(k *solve.Kernel) error {
-				out, err := k.KGReport(cmd.Context(), goal, capability)
+				r, err := k.KG(cmd.Context(), goal, capability)
 				if err != nil {
 					return err
 				}
-				fmt.Fprint(cmd.OutOrStdout(), out)
+				w := cmd.OutOrStdout()
+				if asJSON {
+					return writeJSON(w, r)
+				}
+				fmt.Fprint(w, "edges:")
+				for _, e := range r.Edges {
+					fmt.Fprintf(w, " %s=%d", e.Relation, e.Count)
+				}
+				fmt.Fprintln(w)
+				for _, p := range r.Patterns {
+					if p.History.Empty() {
+						fmt.Fprintf(w, "[no history for %q]\n", p.Goal)
+					} else {
+						fmt.Fprintln(w, p.History.Render(p.Goal))
+					}
+				}
+				if r.Lookup != nil {
+					fmt.Fprintf(w, "lookup-before-build %s: %s\n", r.Lookup.Capability, strings.Join(r.Lookup.Resolvers, ", "))
+				}
 				return nil
 			})
 		},
 	}
 	dbFlag(cmd, &db)
+	jsonFlag(cmd, &asJSON)
 	cmd.Flags().StringVar(&goal, "goal", "", "goal summary whose pattern to query (default: every goal pattern)")
 	cmd.Flags().StringVar(&capability, "capability", "", "also run lookup-before-build for this capability tag")
 	return cmd
@@ -444,7 +531,7 @@ func hireCommand() *cobra.Command {
 		db, command, label, reason string
 		addUSD                     float64
 		addTime                    time.Duration
-		decline, all               bool
+		decline, all, asJSON       bool
 	)
 	cmd := &cobra.Command{
 		Use:   "hire [REQUEST]",
@@ -463,15 +550,30 @@ capability: toolization, never a one-off answer), --add-budget/--add-time, or
 					if err != nil {
 						return err
 					}
+					if asJSON {
+						if reqs == nil {
+							reqs = []store.CapabilityRequest{}
+						}
+						return writeJSON(cmd.OutOrStdout(), reqs)
+					}
 					if len(reqs) == 0 {
 						fmt.Fprintln(cmd.OutOrStdout(), "no open capability requests")
 					}
 					for _, r := range reqs {
-						fmt.Fprint(cmd.OutOrStdout(), solve.FormatRequest(r))
+						fmt.Fprint(cmd.OutOrStdout(), loop.FormatRequest(r))
 					}
 					return nil
 				}
-				msg, err := k.AnswerRequest(cmd.Context(), args[0], solve.HireAnswer{Command: command, Label: label, AddUSD: addUSD,
+				set := 0
+				for _, b := range []bool{command != "", addUSD > 0 || addTime > 0, decline} {
+					if b {
+						set++
+					}
+				}
+				if set != 1 {
+					return errors.New("answer with exactly one of --resolver-command CMD, --add-budget USD (and/or --add-time), or --decline")
+				}
+				msg, err := k.Answer(cmd.Context(), args[0], loop.HireAnswer{Command: command, Label: label, AddUSD: addUSD,
 					AddSeconds: addTime.Seconds(), Decline: decline, Reason: reason})
 				if err != nil {
 					return err
@@ -490,22 +592,81 @@ capability: toolization, never a one-off answer), --add-budget/--add-time, or
 	f.BoolVar(&decline, "decline", false, "decline: the node becomes infeasible and the request is never asked again")
 	f.StringVar(&reason, "reason", "", "why (kept with a decline)")
 	f.BoolVar(&all, "all", false, "list answered requests too")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
 func statusCommand() *cobra.Command {
 	return reportCommand("status [ROOT]", "Show a run's tree with states, σ and budget spent/allocated (all runs without ROOT)",
-		(*solve.Kernel).Status)
+		func(ctx context.Context, k *solve.Kernel, w io.Writer, root string, asJSON bool) error {
+			if root == "" {
+				runs, err := k.Runs(ctx)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return writeJSON(w, runs)
+				}
+				if len(runs) == 0 {
+					fmt.Fprintln(w, "no runs in this kernel.db; start one with solve run")
+				}
+				for _, r := range runs {
+					fmt.Fprintf(w, "%s  %-17s  σ_system %.2f  $%.4f of $%.2f  %d nodes  %q\n", r.RootID, r.Outcome, r.SigmaSystem, r.SpentUSD, r.AllocatedUSD, r.Nodes, clip(r.Goal, 60))
+				}
+				return nil
+			}
+			st, err := k.Status(ctx, root)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(w, st)
+			}
+			for _, n := range st.Nodes {
+				sigma := "σ -"
+				if n.SigmaV != nil {
+					sigma = fmt.Sprintf("σ_v %.2f σ_path %.2f", *n.SigmaV, *n.SigmaPath)
+				}
+				state := n.Status
+				if n.Invalidated {
+					state += " (invalidated)"
+				}
+				fmt.Fprintf(w, "%s%s %-24s %s  $%.4f/$%.4f  attempts %d/%d  %s\n", strings.Repeat("  ", n.Depth), store.Short(n.ID), state, sigma,
+					n.SpentUSD, n.AllocatedUSD, n.Attempts, n.MaxAttempts, clip(n.Summary, 70))
+			}
+			r := st.Result
+			fmt.Fprintf(w, "outcome %s · σ_system %.2f · spent $%.4f of $%.2f · LLM calls %d · open requests %d\n", r.Outcome, r.SigmaSystem, r.SpentUSD, r.AllocatedUSD, r.LLMCalls, r.OpenRequests)
+			return nil
+		})
 }
 
 func artifactsCommand() *cobra.Command {
 	return reportCommand("artifacts [ROOT]", "List artifacts (content-addressed in artifact_store/ by sha256) with type, σ and node",
-		(*solve.Kernel).ArtifactList)
+		func(ctx context.Context, k *solve.Kernel, w io.Writer, root string, asJSON bool) error {
+			arts, err := k.Artifacts(ctx, root)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(w, arts)
+			}
+			for _, a := range arts {
+				s := "-"
+				if a.Sigma != nil {
+					s = fmt.Sprintf("%.2f", *a.Sigma)
+				}
+				fmt.Fprintf(w, "%s  %-14s %-5s σ %-4s %6dB  artifact_store/%s  node %s\n", a.ID, a.Type, a.Format, s, a.Size, a.SHA256[:16], store.Short(a.Node))
+			}
+			return nil
+		})
 }
 
 // reportCommand prints a report of one run, or of all runs without ROOT.
-func reportCommand(use, short string, report func(*solve.Kernel, context.Context, string) (string, error)) *cobra.Command {
-	var db string
+func reportCommand(use, short string, report func(ctx context.Context, k *solve.Kernel, w io.Writer, root string, asJSON bool) error) *cobra.Command {
+	var (
+		db     string
+		asJSON bool
+	)
 	cmd := &cobra.Command{
 		Use:   use,
 		Short: short,
@@ -516,15 +677,32 @@ func reportCommand(use, short string, report func(*solve.Kernel, context.Context
 				if len(args) == 1 {
 					root = args[0]
 				}
-				out, err := report(k, cmd.Context(), root)
-				if err != nil {
-					return err
-				}
-				fmt.Fprint(cmd.OutOrStdout(), out)
-				return nil
+				return report(cmd.Context(), k, cmd.OutOrStdout(), root, asJSON)
 			})
 		},
 	}
 	dbFlag(cmd, &db)
+	jsonFlag(cmd, &asJSON)
 	return cmd
+}
+
+func jsonFlag(cmd *cobra.Command, asJSON *bool) {
+	cmd.Flags().BoolVar(asJSON, "json", false, "print one JSON document on stdout instead of text (shapes in docs/solve.md)")
+}
+
+// writeJSON prints v as one indented JSON document, HTML characters kept.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// clip collapses whitespace and cuts s to n runes (… marks the cut).
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }

@@ -1,0 +1,151 @@
+package solve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+
+	"github.com/llmkernels/kernels/llm"
+	"github.com/llmkernels/kernels/solve/loop"
+	"github.com/llmkernels/kernels/solve/planning"
+	"github.com/llmkernels/kernels/solve/resolver/claudecode"
+	"github.com/llmkernels/kernels/solve/resolver/codex"
+	"github.com/llmkernels/kernels/solve/resolver/selfmodel"
+	"github.com/llmkernels/kernels/solve/resolver/tool"
+	"github.com/llmkernels/kernels/solve/store"
+)
+
+// Kernel is an open kernel.db (and its artifact_store/). Its methods do
+// what the CLI does.
+type Kernel struct {
+	st *store.Store
+}
+
+// Open opens (creating if needed) the kernel database at path.
+func Open(ctx context.Context, path string) (*Kernel, error) {
+	st, err := store.Open(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	return &Kernel{st: st}, nil
+}
+
+// OpenReadOnly opens the existing kernel database at path for the read
+// side (Runs, Status, Logs, Artifacts, KG, Resolvers, Requests): it never
+// creates or changes a file, and works where the directory cannot be
+// written. A missing file is an error wrapping fs.ErrNotExist.
+func OpenReadOnly(ctx context.Context, path string) (*Kernel, error) {
+	st, err := store.OpenReadOnly(ctx, path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no kernel.db at %s (%w): nothing has been planned or run here yet", path, fs.ErrNotExist)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Kernel{st: st}, nil
+}
+
+// Close closes the database.
+func (k *Kernel) Close() error { return k.st.Close() }
+
+// Plan runs the planning pipeline on a goal (solve plan) and stores it in
+// kernel.db; see planning.Make.
+func (k *Kernel) Plan(ctx context.Context, client *llm.Client, req planning.Request) (*planning.Plan, error) {
+	return planning.Make(ctx, k.st, client, req)
+}
+
+// CheckReport is the assertion framework run on a plan file (solve check).
+type CheckReport struct {
+	File       string               `json:"file"`
+	Assertions []planning.Assertion `json:"assertions"`
+	Passed     int                  `json:"passed"`
+	Failed     int                  `json:"failed"`
+}
+
+// Check reads a plan file and runs the spec's assertion framework on it,
+// recomputing every figure from the raw tasks.
+func Check(ctx context.Context, path string) (*CheckReport, error) {
+	p, err := planning.Read(path)
+	if err != nil {
+		return nil, err
+	}
+	as := planning.Check(ctx, p)
+	failed := planning.Failed(as)
+	return &CheckReport{File: path, Assertions: as, Passed: len(as) - failed, Failed: failed}, nil
+}
+
+// Options are how this process runs the SOLVE loop (not stored with the run).
+type Options struct {
+	Client *llm.Client // claude-code-0's LLM
+	// Resolvers replace or add resolver implementations by id (tests,
+	// benchmarks); the boot resolvers are claude-code-0 on Client,
+	// codex-tools-0 and self-model-0.
+	Resolvers  map[string]loop.Resolver
+	Progress   io.Writer // live view lines; nil = none
+	In         io.Reader // the terminal for an interactive run
+	Workers    int       // overrides the stored worker count when > 0 (resume)
+	CrashAfter int       // fault injection: SIGKILL at the N-th crash point (loop.Options)
+}
+
+// loopOptions wires the resolver implementations into the loop.
+func (k *Kernel) loopOptions(o Options) loop.Options {
+	res := map[string]loop.Resolver{
+		loop.SelfModelID:  selfmodel.New(k.st),
+		loop.ClaudeCodeID: claudecode.New(o.Client),
+		loop.CodexToolsID: codex.New(),
+	}
+	for id, r := range o.Resolvers {
+		res[id] = r
+	}
+	return loop.Options{Resolvers: res, Progress: o.Progress, In: o.In, Workers: o.Workers, CrashAfter: o.CrashAfter,
+		Tool: func(e store.Resolver) (loop.Resolver, error) {
+			if cmd, _ := e.Metadata["command"].(string); cmd == "" {
+				return nil, loop.Permanent("capability_mismatch", errNoCommand(e.ID))
+			}
+			return tool.New(k.st, e), nil
+		}}
+}
+
+// Run starts a new SOLVE-loop run (solve run) and dispatches until the
+// goal is achieved, waits for a human, or cannot move.
+func (k *Kernel) Run(ctx context.Context, req loop.Request, o Options) (*loop.Result, error) {
+	return loop.Run(ctx, k.st, req, k.loopOptions(o))
+}
+
+// Resume continues a run (the latest unfinished one when root is "");
+// root may be a unique prefix.
+func (k *Kernel) Resume(ctx context.Context, root string, o Options) (*loop.Result, error) {
+	return loop.Resume(ctx, k.st, root, k.loopOptions(o))
+}
+
+// Resolvers lists the registry, the boot resolvers first. Opened for
+// writing, it registers them if a run has not; read-only, it lists those
+// not registered yet as a run would register them.
+func (k *Kernel) Resolvers(ctx context.Context) ([]store.Resolver, error) {
+	if k.st.ReadOnly() {
+		return loop.Registry(ctx, k.st)
+	}
+	if err := loop.Boot(ctx, k.st); err != nil {
+		return nil, err
+	}
+	return k.st.Resolvers(ctx, "")
+}
+
+// Requests lists the capability requests waiting for a human (all of
+// them with all).
+func (k *Kernel) Requests(ctx context.Context, all bool) ([]store.CapabilityRequest, error) {
+	return k.st.Requests(ctx, all)
+}
+
+// Answer records a human's answer to a capability request (an id
+// prefix); the run continues with Resume.
+func (k *Kernel) Answer(ctx context.Context, request string, a loop.HireAnswer) (string, error) {
+	return loop.Answer(ctx, k.st, request, a)
+}
+
+// CheckInvariants checks the spec §2 invariants on a run (none is nil).
+func (k *Kernel) CheckInvariants(ctx context.Context, root string) ([]string, error) {
+	return loop.CheckInvariants(ctx, k.st, root)
+}

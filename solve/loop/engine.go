@@ -1,0 +1,602 @@
+package loop
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/llmkernels/kernels/solve/store"
+)
+
+// Defaults (spec §0, §2).
+const (
+	DefaultTMax       = store.DefaultMaxAttempts
+	ReserveShare      = 0.20 // kept by a parent when it allocates to children
+	StagnationEpsilon = 0.05 // Δσ below this over two consecutive attempts is stagnation
+)
+
+// Request is a new run: the goal and its limits, stored with the run.
+type Request struct {
+	Goal        string
+	Constraints []string      // the human-seeded irreducible core
+	Suggest     []string      // human ideas, unprivileged candidate artifacts
+	BudgetUSD   float64       // root budget
+	Time        time.Duration // root wall-time budget
+	Workspace   string        // directory where software goals run for real
+	Workers     int           // parallel dispatch workers (default 1)
+	TMax        int           // attempts before BUILD (default DefaultTMax)
+	Interactive bool          // ask the human on Options.In at Step 1 and Step 11
+	Model       string
+}
+
+// Options are how this process runs (not stored with the run).
+type Options struct {
+	// Resolvers are the implementations by resolver id: the boot resolvers
+	// and any replacement (tests, benchmarks).
+	Resolvers map[string]Resolver
+	// Tool makes the implementation of a registered resolver that is not
+	// in Resolvers (a built or hired tool); nil = none can run.
+	Tool     func(store.Resolver) (Resolver, error)
+	Progress io.Writer // live view lines; nil = none
+	In       io.Reader // the terminal for Request.Interactive
+	Workers  int       // overrides the stored worker count when > 0 (resume)
+	// CrashAfter, when > 0, makes the process kill itself with SIGKILL at
+	// the CrashAfter-th crash point (after a resolver call returns and after
+	// each commit). Fault injection for the crash tests.
+	CrashAfter int
+}
+
+// Result is where a run stands when the dispatch loop stops.
+type Result struct {
+	RootID       string  `json:"root_id"`
+	Outcome      string  `json:"outcome"` // achieved | waiting_for_human | infeasible
+	SigmaSystem  float64 `json:"sigma_system"`
+	ArtifactID   string  `json:"artifact_id,omitempty"`
+	Summary      string  `json:"summary,omitempty"`
+	LLMCalls     int     `json:"llm_calls"`
+	SpentUSD     float64 `json:"spent_usd"`
+	AllocatedUSD float64 `json:"allocated_usd"`
+	OpenRequests int     `json:"open_requests"`
+	Nodes        int     `json:"nodes"`
+}
+
+// Outcomes.
+const (
+	OutcomeAchieved   = "achieved"
+	OutcomeWaiting    = "waiting_for_human"
+	OutcomeInfeasible = "infeasible"
+)
+
+// runConfig is stored with the run (a run_config artifact of the root) so
+// a resumed run continues with the same settings.
+type runConfig struct {
+	Goal        string  `json:"goal"`
+	Workspace   string  `json:"workspace"`
+	Model       string  `json:"model"`
+	Workers     int     `json:"workers"`
+	TMax        int     `json:"t_max"`
+	Interactive bool    `json:"interactive"`
+	BudgetUSD   float64 `json:"budget_usd"`
+	TimeSeconds float64 `json:"time_seconds"`
+}
+
+// engine is one dispatch loop over one root's tree.
+type engine struct {
+	st       *store.Store
+	opts     Options
+	cfg      runConfig
+	root     string
+	rmu      sync.Mutex
+	res      map[string]Resolver
+	patterns []store.Pattern
+	crashes  atomic.Int64
+	termMu   sync.Mutex    // one interactive question at a time
+	term     *bufio.Reader // opts.In, buffered once for every question
+
+	// scheduler state, touched only by the loop goroutine
+	nodes    map[string]*snode
+	queued   map[string]bool
+	inflight map[string]bool
+	queue    []string
+}
+
+// snode is a node as the scheduler sees it.
+type snode struct {
+	id, parent, status string
+	seq                int
+	children           []string // decomposition children (build subgoals are dependencies)
+	deps, dependents   []string
+	build, waitHire    bool
+	invalidated        bool
+}
+
+// stepResult is what a node step reports to the scheduler.
+type stepResult struct {
+	node     string
+	status   string
+	children []*snode
+	waitHire bool
+	reload   bool
+	err      error
+}
+
+// ErrEmptyCore is the refusal of an interactive run whose irreducible
+// core is empty.
+var ErrEmptyCore = errors.New("the irreducible core is empty")
+
+// Run starts a new run for the goal and dispatches until the goal is
+// achieved, every remaining node waits for a human, or nothing can move.
+func Run(ctx context.Context, st *store.Store, req Request, opts Options) (*Result, error) {
+	if strings.TrimSpace(req.Goal) == "" {
+		return nil, errors.New("Request.Goal is empty: give the goal to solve")
+	}
+	if !(req.BudgetUSD > 0) {
+		return nil, fmt.Errorf("Request.BudgetUSD %v: give a positive budget in USD", req.BudgetUSD)
+	}
+	if !(req.Time > 0) {
+		return nil, fmt.Errorf("Request.Time %v: give a positive duration", req.Time)
+	}
+	if req.Workspace != "" {
+		abs, err := absDir(req.Workspace)
+		if err != nil {
+			return nil, err
+		}
+		req.Workspace = abs
+	}
+	if req.TMax <= 0 {
+		req.TMax = DefaultTMax
+	}
+	if req.Workers <= 0 {
+		req.Workers = 1
+	}
+	if err := Boot(ctx, st); err != nil {
+		return nil, err
+	}
+	cfg := runConfig{Goal: req.Goal, Workspace: req.Workspace, Model: req.Model, Workers: req.Workers, TMax: req.TMax,
+		Interactive: req.Interactive, BudgetUSD: req.BudgetUSD, TimeSeconds: req.Time.Seconds()}
+	e := newEngine(st, store.NewID(), cfg, opts)
+	core := req.Constraints
+	var synth *Output // the extraction dialogue's call, recorded with the root
+	if req.Interactive {
+		var err error
+		if core, synth, err = e.extractionDialogue(ctx, req.Goal, core, req.BudgetUSD); err != nil {
+			return nil, err
+		}
+	}
+	root := e.root
+	err := st.Write(ctx, func(tx *store.Tx) error {
+		var coreIDs []string
+		for _, c := range core {
+			id, err := insertConstraint(ctx, &tx.Conn, NewConstraint{Type: store.Semantic, Domain: "goal", Title: c, Rubric: c}, "human", "", nil)
+			if err != nil {
+				return err
+			}
+			coreIDs = append(coreIDs, id)
+		}
+		summary := req.Goal
+		if r := []rune(summary); len(r) > 120 {
+			summary = string(r[:119]) + "…"
+		}
+		if _, err := tx.InsertNode(ctx, store.NewNode{ID: root, Goal: req.Goal, Summary: summary, Core: coreIDs,
+			TauLocal: store.TauLocal, TauGlobal: store.TauGlobal, MaxAttempts: req.TMax}); err != nil {
+			return err
+		}
+		var inputs []string
+		for _, s := range req.Suggest {
+			// A human idea is an unprivileged candidate: its author is not
+			// recorded anywhere a resolver or verifier can see it.
+			id, err := tx.PutArtifact(ctx, store.NewArtifact{Node: root, Type: "suggestion", Format: "text", Content: []byte(s),
+				Metadata: map[string]any{"candidate": true}})
+			if err != nil {
+				return err
+			}
+			inputs = append(inputs, id)
+		}
+		if err := tx.SetInputs(ctx, root, inputs); err != nil {
+			return err
+		}
+		if _, err := tx.PutArtifact(ctx, store.NewArtifact{Node: root, Type: "run_config", Format: "json", Content: []byte(store.JSONText(cfg))}); err != nil {
+			return err
+		}
+		if err := tx.WriteLedger(ctx, store.LedgerEntry{Node: root, Event: store.Allocate, Amount: req.BudgetUSD, Time: req.Time.Seconds(), Description: "root budget (--budget, --time)"}); err != nil {
+			return err
+		}
+		if synth != nil {
+			if err := tx.WriteLedger(ctx, store.LedgerEntry{Node: root, Event: store.Spend, Amount: synth.Cost, Time: synth.Seconds, Resolver: ClaudeCodeID, Description: OpSynthesize}); err != nil {
+				return err
+			}
+			if err := tx.Log(ctx, 3, root, ClaudeCodeID+" "+OpSynthesize, map[string]any{"resolver": ClaudeCodeID, "op": OpSynthesize,
+				"raw_io_policy": "redacted_by_default", "cost": synth.Cost, "time_seconds": synth.Seconds, "llm_calls": synth.LLMCalls}); err != nil {
+				return err
+			}
+		}
+		return tx.Log(ctx, 1, root, fmt.Sprintf("Node %s: GOAL %q (budget $%.2f, time %s, workspace %s)", store.Short(root), summary, req.BudgetUSD, req.Time, orNone(req.Workspace)), nil)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("kernel.db %s: start the run: %w", st.Path(), err)
+	}
+	return e.dispatch(ctx)
+}
+
+// Resume continues a run (the latest unfinished one when root is "").
+func Resume(ctx context.Context, st *store.Store, root string, opts Options) (*Result, error) {
+	if err := Boot(ctx, st); err != nil {
+		return nil, err
+	}
+	if root == "" {
+		latest, err := st.LatestUnfinishedRun(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if latest == "" {
+			return nil, fmt.Errorf("kernel.db %s has no unfinished run to resume; start one with solve run", st.Path())
+		}
+		root = latest
+	}
+	root, err := FindRoot(ctx, st, root)
+	if err != nil {
+		return nil, err
+	}
+	a, err := st.LatestArtifact(ctx, root, "run_config")
+	if err != nil {
+		return nil, err
+	}
+	if a == nil {
+		return nil, fmt.Errorf("node %s is not the root of a solve run (no run_config)", root)
+	}
+	_, data, err := st.Artifact(ctx, a.ID)
+	if err != nil {
+		return nil, err
+	}
+	var cfg runConfig
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		return nil, fmt.Errorf("run %s: run_config: %w", root, err)
+	}
+	e := newEngine(st, root, cfg, opts)
+	if err := st.Log(ctx, 1, root, fmt.Sprintf("Node %s: RESUME", store.Short(root)), nil); err != nil {
+		return nil, err
+	}
+	return e.dispatch(ctx)
+}
+
+// FindRoot accepts a full root id or a unique prefix.
+func FindRoot(ctx context.Context, st *store.Store, prefix string) (string, error) {
+	ids, err := st.RootsWithPrefix(ctx, prefix)
+	if err != nil {
+		return "", err
+	}
+	switch len(ids) {
+	case 0:
+		return "", fmt.Errorf("no root node %q in %s; list runs with solve status", prefix, st.Path())
+	case 1:
+		return ids[0], nil
+	}
+	return "", fmt.Errorf("root %q is ambiguous (%d roots start with it); give more characters", prefix, len(ids))
+}
+
+func newEngine(st *store.Store, root string, cfg runConfig, opts Options) *engine {
+	e := &engine{st: st, opts: opts, cfg: cfg, root: root, res: map[string]Resolver{}}
+	for id, r := range opts.Resolvers {
+		e.res[id] = r
+	}
+	if opts.In != nil {
+		e.term = bufio.NewReader(opts.In)
+	}
+	return e
+}
+
+// resolver returns the implementation of a registered resolver.
+func (e *engine) resolver(ctx context.Context, id string) (Resolver, error) {
+	e.rmu.Lock()
+	defer e.rmu.Unlock()
+	if r, ok := e.res[id]; ok {
+		return r, nil
+	}
+	entries, err := e.st.Resolvers(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(entries) == 0 {
+		return nil, Permanent("capability_mismatch", fmt.Errorf("resolver %q is not in the registry (see solve resolvers)", id))
+	}
+	if e.opts.Tool == nil {
+		return nil, Permanent("capability_mismatch", fmt.Errorf("resolver %q has no implementation in this process", id))
+	}
+	r, err := e.opts.Tool(entries[0])
+	if err != nil {
+		return nil, err
+	}
+	e.res[id] = r
+	return r, nil
+}
+
+// crashPoint is the fault injection of Options.CrashAfter.
+func (e *engine) crashPoint() {
+	if e.opts.CrashAfter > 0 && e.crashes.Add(1) == int64(e.opts.CrashAfter) {
+		// os.Process.Kill is SIGKILL on Unix and TerminateProcess on
+		// Windows: the process dies as abruptly as a kill -9.
+		if p, err := os.FindProcess(os.Getpid()); err == nil {
+			_ = p.Kill() // should it fail, select{} below hangs and the crash test times out
+		}
+		select {}
+	}
+}
+
+func (e *engine) progress(format string, args ...any) {
+	if e.opts.Progress != nil {
+		fmt.Fprintf(e.opts.Progress, "solve: "+format+"\n", args...)
+	}
+}
+
+// load reads the root's live tree into the scheduler.
+func (e *engine) load(ctx context.Context) error {
+	e.nodes, e.queued, e.queue = map[string]*snode{}, map[string]bool{}, nil
+	tree, err := e.st.Tree(ctx, e.root)
+	if err != nil {
+		return err
+	}
+	var order []*snode
+	for _, t := range tree {
+		n := &snode{seq: len(order), id: t.ID, parent: t.Parent, status: t.Status, invalidated: t.Invalidated, build: t.Build, waitHire: t.WaitHire}
+		e.nodes[n.id] = n
+		order = append(order, n)
+	}
+	for _, n := range order {
+		if p := e.nodes[n.parent]; p != nil && !n.invalidated && !n.build {
+			p.children = append(p.children, n.id)
+		}
+	}
+	deps, err := e.st.Dependencies(ctx, e.root)
+	if err != nil {
+		return err
+	}
+	for _, d := range deps {
+		if na, nb := e.nodes[d.Node], e.nodes[d.DependsOn]; na != nil && nb != nil {
+			na.deps = append(na.deps, d.DependsOn)
+			nb.dependents = append(nb.dependents, d.Node)
+		}
+	}
+	for _, n := range order {
+		e.recheck(n.id)
+	}
+	return nil
+}
+
+// done: resolved, or decomposed with every live child done.
+func (e *engine) done(id string) bool {
+	n := e.nodes[id]
+	if n == nil || n.invalidated {
+		return false
+	}
+	if n.status == store.StatusResolved {
+		return true
+	}
+	if n.status != store.StatusPending || len(n.children) == 0 {
+		return false
+	}
+	for _, c := range n.children {
+		if !e.done(c) {
+			return false
+		}
+	}
+	return true
+}
+
+func (e *engine) ready(n *snode) bool {
+	if n.invalidated || n.waitHire || e.inflight[n.id] || e.queued[n.id] {
+		return false
+	}
+	switch n.status {
+	case store.StatusResolved, store.StatusInfeasible, store.StatusGated, store.StatusFailed:
+		return false
+	case store.StatusPending:
+		if len(n.children) > 0 {
+			return false
+		}
+	}
+	for _, d := range n.deps {
+		if !e.done(d) {
+			return false
+		}
+	}
+	return true
+}
+
+func (e *engine) recheck(id string) {
+	if n := e.nodes[id]; n != nil && e.ready(n) {
+		e.queued[id] = true
+		e.queue = append(e.queue, id)
+	}
+}
+
+// settled re-examines what a node's change may have unblocked: itself,
+// and up its ancestors, everything depending on a node now done.
+func (e *engine) settled(id string) {
+	e.recheck(id)
+	for cur := id; cur != ""; cur = e.nodes[cur].parent {
+		if !e.done(cur) {
+			break
+		}
+		for _, d := range e.nodes[cur].dependents {
+			e.recheck(d)
+		}
+	}
+}
+
+// dispatch is the dispatch loop (spec §5) with Workers parallel workers.
+func (e *engine) dispatch(ctx context.Context) (*Result, error) {
+	workers := e.cfg.Workers
+	if e.opts.Workers > 0 {
+		workers = e.opts.Workers
+	}
+	var err error
+	if e.patterns, err = e.st.GoalPatterns(ctx, e.root); err != nil {
+		return nil, err
+	}
+	e.inflight = map[string]bool{}
+	if err := e.load(ctx); err != nil {
+		return nil, err
+	}
+	results := make(chan stepResult)
+	var firstErr error
+	for {
+		for firstErr == nil && len(e.queue) > 0 && len(e.inflight) < workers {
+			id := e.queue[0]
+			e.queue = e.queue[1:]
+			delete(e.queued, id)
+			e.inflight[id] = true
+			go func() { results <- e.step(ctx, id) }()
+		}
+		if len(e.inflight) == 0 {
+			if firstErr != nil {
+				return nil, firstErr
+			}
+			if !e.done(e.root) {
+				break
+			}
+			finished, err := e.finalize(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if finished {
+				break
+			}
+			if err := e.load(ctx); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		r := <-results
+		delete(e.inflight, r.node)
+		if r.err != nil {
+			if firstErr == nil {
+				firstErr = r.err
+			}
+			continue
+		}
+		if r.reload {
+			if err := e.load(ctx); err != nil {
+				return nil, err
+			}
+			e.live(ctx)
+			continue
+		}
+		n := e.nodes[r.node]
+		n.status, n.waitHire = r.status, r.waitHire
+		for _, c := range r.children {
+			c.seq = len(e.nodes)
+			e.nodes[c.id] = c
+			if c.build {
+				n.deps = append(n.deps, c.id)
+				c.dependents = append(c.dependents, n.id)
+			} else {
+				n.children = append(n.children, c.id)
+			}
+		}
+		for _, c := range r.children {
+			for _, d := range c.deps {
+				e.nodes[d].dependents = append(e.nodes[d].dependents, c.id)
+			}
+		}
+		for _, c := range r.children {
+			e.recheck(c.id)
+		}
+		e.settled(r.node)
+		e.live(ctx)
+	}
+	return Outcome(ctx, e.st, e.root)
+}
+
+// live prints the live view line: node states and budget.
+func (e *engine) live(ctx context.Context) {
+	if e.opts.Progress == nil {
+		return
+	}
+	counts := map[string]int{}
+	for _, n := range e.nodes {
+		if !n.invalidated {
+			counts[n.status]++
+		}
+	}
+	var parts []string
+	for _, s := range store.Statuses {
+		if counts[s] > 0 && s != store.StatusFailed {
+			parts = append(parts, fmt.Sprintf("%s %d", s, counts[s]))
+		}
+	}
+	budget := "budget unknown"
+	if spent, alloc, err := e.st.TreeBudget(ctx, e.root); err == nil {
+		budget = fmt.Sprintf("spent $%.4f of $%.2f", spent, alloc)
+	}
+	e.progress("live: %s · running %d · %s", strings.Join(parts, ", "), len(e.inflight), budget)
+}
+
+// Outcome reports where a run stands.
+func Outcome(ctx context.Context, st *store.Store, root string) (*Result, error) {
+	r := &Result{RootID: root}
+	var err error
+	if r.SpentUSD, r.AllocatedUSD, err = st.TreeBudget(ctx, root); err != nil {
+		return nil, err
+	}
+	if r.LLMCalls, err = st.LLMCalls(ctx, root); err != nil {
+		return nil, err
+	}
+	if r.Nodes, err = st.LiveNodeCount(ctx, root); err != nil {
+		return nil, err
+	}
+	if r.OpenRequests, err = st.OpenRequestCount(ctx, root); err != nil {
+		return nil, err
+	}
+	a, err := st.LatestArtifact(ctx, root, "assembly")
+	switch {
+	case err != nil:
+		return nil, err
+	case a != nil:
+		r.Outcome, r.ArtifactID = OutcomeAchieved, a.ID
+		var m struct {
+			SigmaSystem float64 `json:"sigma_system"`
+			Summary     string  `json:"summary"`
+		}
+		if err := json.Unmarshal([]byte(a.Metadata), &m); err != nil {
+			return nil, fmt.Errorf("run %s: assembly %s metadata: %w", root, a.ID, err)
+		}
+		r.SigmaSystem, r.Summary = m.SigmaSystem, m.Summary
+	default:
+		r.Outcome = OutcomeInfeasible
+		if r.OpenRequests > 0 {
+			r.Outcome = OutcomeWaiting
+		}
+	}
+	return r, nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+func absDir(dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("Request.Workspace %s: %w", dir, err)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("Request.Workspace %s: %w", dir, err)
+	}
+	return abs, nil
+}
+
+// retryWait is the pause before repeating a resolver call that failed
+// with a retryable error.
+const retryWait = 200 * time.Millisecond

@@ -1,0 +1,276 @@
+package loop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"github.com/llmkernels/kernels/solve/store"
+)
+
+// maxCouplingRounds bounds Step 12's reopen loop per root.
+const maxCouplingRounds = 2
+
+// finalize is Steps 12 and 13 on a done tree: deferred logic checks on the
+// assembled workspace, the global consistency check, then assembly with
+// σ_system. It reports whether the run is finished (false: a subtree was
+// reopened and the loop continues).
+func (e *engine) finalize(ctx context.Context) (bool, error) {
+	if a, err := e.st.LatestArtifact(ctx, e.root, "assembly"); err != nil || a != nil {
+		return a != nil, err
+	}
+	rootRow, err := e.st.Node(ctx, e.root)
+	if err != nil {
+		return false, err
+	}
+	b, err := newBudget(ctx, e.st, e.root, "")
+	if err != nil {
+		return false, err
+	}
+	s := &stepCtx{e: e, st: e.st, n: rootRow, budget: b}
+	// A denied pre_check here is a HIRE on the root like any other: the
+	// run waits, and finishes on resume once budget is added.
+	denied := func(err error, op string) (bool, error) {
+		if errors.Is(err, errDenied) {
+			r, err := s.failed(ctx, err, op)
+			// Answered on the terminal (--interactive): try again at once.
+			return r.waitHire || r.status == store.StatusInfeasible, err
+		}
+		return false, err
+	}
+	// Build subgoals made tools (registered resolvers), not parts of the
+	// goal's artifact: they are not leaves of the assembly.
+	nodes, err := e.st.AssemblyNodes(ctx, e.root)
+	if err != nil {
+		return false, err
+	}
+	var leaves []LeafView
+	var leafRows []*store.Node
+	for _, n := range nodes {
+		if n.Status == store.StatusResolved {
+			outs, err := artifactViews(ctx, &e.st.Conn, []string{n.Output})
+			if err != nil {
+				return false, err
+			}
+			leaves = append(leaves, LeafView{Ref: fmt.Sprintf("l%d", len(leaves)+1), Summary: n.Summary, Output: clip(outs[0].Content, 1500), Sigma: n.SigmaPath.Float64, ID: n.ID})
+			leafRows = append(leafRows, n)
+		}
+	}
+	// Deferred logic checks on the workspace: decomposed nodes' commands,
+	// and a leaf's whose output carried no files (a --suggest text).
+	var checks []ConstraintCheck
+	for _, n := range nodes {
+		var v Verification
+		if n.Verification != "" {
+			if err := json.Unmarshal([]byte(n.Verification), &v); err != nil {
+				return false, fmt.Errorf("node %s: verification: %w", n.ID, err)
+			}
+		}
+		cs, err := constraintViews(ctx, &e.st.Conn, n.Selected, "c")
+		if err != nil {
+			return false, err
+		}
+		for _, c := range cs {
+			command, err := checkCommand(c)
+			if err != nil {
+				return false, err
+			}
+			if c.Type != store.Logic || command == "" || checked(v.Checks, c.ID) {
+				continue
+			}
+			ca, err := s.runCheck(ctx, command, nil)
+			if err != nil {
+				return denied(err, OpRunCheck)
+			}
+			checks = append(checks, ConstraintCheck{ConstraintID: c.ID, Ref: c.Ref, Passed: ca.Passed, SigmaI: 1,
+				Detail: map[string]any{"node": n.Summary, "command": command, "exit_code": ca.ExitCode, "output": tail(ca.Output)}})
+		}
+	}
+	out, err := s.call(ctx, ClaudeCodeID, &Call{Op: OpConsistency, Leaves: leaves, Checks: checks})
+	if err != nil {
+		return denied(err, OpConsistency)
+	}
+	var ca ConsistencyAnswer
+	if err := json.Unmarshal(out.Answer, &ca); err != nil {
+		return false, fmt.Errorf("%s answer: %w", OpConsistency, err)
+	}
+	failed := false
+	for _, c := range checks {
+		failed = failed || !c.Passed
+	}
+	rounds, err := e.st.CountLogs(ctx, e.root, "COUPLING")
+	if err != nil {
+		return false, err
+	}
+	if (ca.Verdict == store.UNSAT && len(ca.Conflicts) > 0) && rounds < maxCouplingRounds {
+		return false, s.couple(ctx, ca, leaves, nodes)
+	}
+	if failed || ca.Verdict == store.UNSAT {
+		err := s.commit(ctx, func(tx *store.Tx) error {
+			return s.flow(ctx, tx, "GLOBAL CONSISTENCY → UNSAT and no reopen left (%d coupling rounds); the goal is not achieved: %s", rounds, store.JSONText(checks))
+		})
+		return true, err
+	}
+	sigma := 1.0
+	var manifest []map[string]any
+	for i, l := range leaves {
+		sigma = math.Min(sigma, l.Sigma)
+		manifest = append(manifest, map[string]any{"node_id": l.ID, "summary": l.Summary, "artifact_id": leafRows[i].Output, "sigma_path": l.Sigma})
+	}
+	out, err = s.call(ctx, ClaudeCodeID, &Call{Op: OpAssemble, Leaves: leaves})
+	if err != nil {
+		return denied(err, OpAssemble)
+	}
+	var aa AssembleAnswer
+	if err := json.Unmarshal(out.Answer, &aa); err != nil {
+		return false, fmt.Errorf("%s answer: %w", OpAssemble, err)
+	}
+	if checks == nil {
+		checks = []ConstraintCheck{}
+	}
+	err = s.commit(ctx, func(tx *store.Tx) error {
+		content := store.JSONText(map[string]any{"goal": rootRow.Goal, "summary": aa.Summary, "sigma_system": sigma, "leaves": manifest, "checks": checks})
+		var inputs []string
+		for _, l := range leafRows {
+			inputs = append(inputs, l.Output)
+		}
+		id, err := tx.PutArtifact(ctx, store.NewArtifact{Node: e.root, Type: "assembly", Format: "json", Content: []byte(content), ResolverID: ClaudeCodeID,
+			InputIDs: inputs, Sigma: &sigma, Metadata: map[string]any{"sigma_system": sigma, "summary": aa.Summary}})
+		if err != nil {
+			return err
+		}
+		if err := tx.EnsureKGNode(ctx, "artifact:"+id, "artifact", "assembly: "+clip(rootRow.Summary, 80), map[string]any{"sigma_system": sigma}); err != nil {
+			return err
+		}
+		if err := tx.AddEdge(ctx, "resolver:"+ClaudeCodeID, "produced", "artifact:"+id, nil); err != nil {
+			return err
+		}
+		return s.flow(ctx, tx, "Goal achieved. sigma_system=%.2f (%d leaves). %s", sigma, len(leaves), aa.Summary)
+	})
+	return true, err
+}
+
+// couple persists coupling constraints and reopens the least common
+// ancestor of each conflict (monotonic backtracking, §5).
+func (s *stepCtx) couple(ctx context.Context, ca ConsistencyAnswer, leaves []LeafView, nodes []*store.Node) error {
+	parent := map[string]string{}
+	for _, n := range nodes {
+		parent[n.ID] = n.Parent
+	}
+	path := func(id string) []string {
+		var p []string
+		for ; id != ""; id = parent[id] {
+			p = append([]string{id}, p...)
+		}
+		return p
+	}
+	return s.commit(ctx, func(tx *store.Tx) error {
+		for _, c := range ca.Conflicts {
+			var lca []string
+			for i, ref := range c.Leaves {
+				var id string
+				for _, l := range leaves {
+					if l.Ref == ref {
+						id = l.ID
+					}
+				}
+				p := path(id)
+				if i == 0 {
+					lca = p
+					continue
+				}
+				k := 0
+				for k < len(lca) && k < len(p) && lca[k] == p[k] {
+					k++
+				}
+				lca = lca[:k]
+			}
+			if len(lca) == 0 {
+				lca = []string{s.e.root}
+			}
+			u := lca[len(lca)-1]
+			var ids []string
+			for _, nc := range c.Coupling {
+				id, err := insertConstraint(ctx, &tx.Conn, nc, "derived", ClaudeCodeID, nil)
+				if err != nil {
+					return err
+				}
+				ids = append(ids, id)
+			}
+			un, err := tx.Node(ctx, u)
+			if err != nil {
+				return err
+			}
+			if err := tx.SetEligible(ctx, u, union(un.Eligible, ids)); err != nil {
+				return err
+			}
+			if err := invalidateSubtree(ctx, tx, u); err != nil {
+				return err
+			}
+			if err := reopen(ctx, tx, u, store.StatusSelectingCons); err != nil {
+				return err
+			}
+			if err := tx.Log(ctx, 1, u, fmt.Sprintf("Node %s: COUPLING conflict (%s): %d coupling constraint(s); reopened at the least common ancestor", store.Short(u), c.Reason, len(ids)), nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// extractionDialogue is Step 1 with Request.Interactive: candidate
+// constraints are proposed, the human confirms or rejects each, and the
+// irreducible core must not be empty. The call is budget-checked against
+// the root budget and returned so the run records its spend.
+func (e *engine) extractionDialogue(ctx context.Context, goal string, core []string, budget float64) ([]string, *Output, error) {
+	if e.term == nil {
+		return nil, nil, errors.New("Request.Interactive needs Options.In: the terminal the human answers on")
+	}
+	r, err := e.resolver(ctx, ClaudeCodeID)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := &Call{Op: OpSynthesize, Goal: goal, Summary: goal, Model: e.cfg.Model, Feedback: core}
+	if cost, _ := r.Estimate(ctx, c); cost > budget {
+		return nil, nil, fmt.Errorf("%w: the extraction dialogue is estimated at $%.4f, more than the budget $%.2f", errDenied, cost, budget)
+	}
+	out, err := r.Resolve(ctx, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	var a SynthesizeAnswer
+	if err := json.Unmarshal(out.Answer, &a); err != nil {
+		return nil, nil, fmt.Errorf("%s answer: %w", OpSynthesize, err)
+	}
+	w := e.terminal()
+	for _, c := range a.Candidates {
+		fmt.Fprintf(w, "Candidate constraint (%s, %s): %s — keep? [y/N] ", c.Type, c.Domain, c.Title)
+		line, err := e.term.ReadString('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, nil, fmt.Errorf("read the answer: %w", err)
+		}
+		if strings.HasPrefix(strings.ToLower(strings.TrimSpace(line)), "y") {
+			core = append(core, c.Title)
+		}
+	}
+	for _, q := range a.Questions {
+		fmt.Fprintf(w, "Open question: %s\n", q)
+	}
+	if len(core) == 0 {
+		return nil, nil, fmt.Errorf("%w: confirm at least one candidate constraint, or give core constraints (Request.Constraints)", ErrEmptyCore)
+	}
+	fmt.Fprintf(w, "Irreducible core: %s\n", strings.Join(core, "; "))
+	return core, out, nil
+}
+
+// terminal is where interactive questions are written.
+func (e *engine) terminal() io.Writer {
+	if e.opts.Progress == nil {
+		return io.Discard
+	}
+	return e.opts.Progress
+}

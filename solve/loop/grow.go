@@ -1,0 +1,420 @@
+package loop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/llmkernels/kernels/solve/kg"
+	"github.com/llmkernels/kernels/solve/store"
+)
+
+// ── Step 8: decompose ──
+func (s *stepCtx) decompose(ctx context.Context) (stepResult, error) {
+	n := s.n
+	cs, err := constraintViews(ctx, &s.st.Conn, n.Selected, "c")
+	if err != nil {
+		return stepResult{}, err
+	}
+	outs, err := artifactViews(ctx, &s.st.Conn, []string{n.Output})
+	if err != nil {
+		return stepResult{}, err
+	}
+	out, err := s.call(ctx, ClaudeCodeID, &Call{Op: OpDecompose, Constraints: cs, Output: &outs[0], History: s.history(ctx)})
+	if err != nil {
+		return s.failed(ctx, err, OpDecompose)
+	}
+	var a DecomposeAnswer
+	if err := json.Unmarshal(out.Answer, &a); err != nil {
+		return stepResult{}, fmt.Errorf("%s answer: %w", OpDecompose, err)
+	}
+	if problems := checkChildren(a.Children); len(problems) > 0 {
+		return s.failed(ctx, Permanent("invalid_decomposition", errors.New(strings.Join(problems, "; "))), OpDecompose)
+	}
+	// ALLOCATE: 20% of the parent's remainder is kept as reserve, the rest
+	// shared by the children's relative complexity weights.
+	remCost, remTime := s.budget.own.RemainingCost(), s.budget.own.RemainingTime()
+	total := 0.0
+	for _, c := range a.Children {
+		total += c.Weight
+	}
+	inherited := union(n.Inherited, n.Resolved)
+	var children []*snode
+	err = s.commit(ctx, func(tx *store.Tx) error {
+		ids := map[string]string{}
+		for _, c := range a.Children {
+			id, err := tx.InsertNode(ctx, store.NewNode{Parent: n.ID, Root: n.Root, Goal: c.Goal, Summary: clip(c.Summary, 120), Inherited: inherited,
+				Inputs: []string{n.Output}, TauLocal: n.TauLocal, TauGlobal: n.TauGlobal, MaxAttempts: s.e.cfg.TMax})
+			if err != nil {
+				return err
+			}
+			ids[c.Ref] = id
+			w := c.Weight / total
+			cost, secs := (remCost*(1-ReserveShare))*w, (remTime*(1-ReserveShare))*w
+			if err := tx.WriteLedger(ctx, store.LedgerEntry{Node: n.ID, Event: store.Spend, Amount: cost, Time: secs, Description: "allocated to child " + id}); err != nil {
+				return err
+			}
+			if err := tx.WriteLedger(ctx, store.LedgerEntry{Node: id, Event: store.Allocate, Amount: cost, Time: secs, Description: fmt.Sprintf("weight %.3f of parent's 80%%", w)}); err != nil {
+				return err
+			}
+			children = append(children, &snode{id: id, parent: n.ID, status: store.StatusPending})
+		}
+		for i, c := range a.Children {
+			for _, d := range c.DependsOn {
+				if err := tx.AddDependency(ctx, ids[c.Ref], ids[d]); err != nil {
+					return err
+				}
+				children[i].deps = append(children[i].deps, ids[d])
+			}
+		}
+		if err := tx.Log(ctx, 2, n.ID, "decomposition", map[string]any{"decision": "decomposition", "children": a.Children, "rationale": a.Rationale,
+			"reserve_cost": remCost * ReserveShare, "reserve_time": remTime * ReserveShare}); err != nil {
+			return err
+		}
+		if err := s.move(ctx, tx, store.StatusDecomposing, store.StatusPending); err != nil {
+			return err
+		}
+		return s.flow(ctx, tx, "DECOMPOSE → %d children (reserve $%.4f kept)", len(a.Children), remCost*ReserveShare)
+	})
+	return stepResult{status: store.StatusPending, children: children}, err
+}
+
+// checkChildren: refs unique, dependencies known, no cycle, weights > 0.
+func checkChildren(cs []Child) []string {
+	var problems []string
+	if len(cs) == 0 {
+		problems = append(problems, "no children: a node that is not a leaf needs at least one subgoal")
+	}
+	refs := map[string][]string{}
+	for _, c := range cs {
+		if _, dup := refs[c.Ref]; dup || c.Ref == "" {
+			problems = append(problems, fmt.Sprintf("child ref %q is empty or used twice", c.Ref))
+		}
+		refs[c.Ref] = c.DependsOn
+		if !(c.Weight > 0) {
+			problems = append(problems, fmt.Sprintf("child %s has weight %v; give a positive relative complexity", c.Ref, c.Weight))
+		}
+	}
+	for _, c := range cs {
+		for _, d := range c.DependsOn {
+			if _, ok := refs[d]; !ok {
+				problems = append(problems, fmt.Sprintf("child %s depends on %q, which is not a sibling", c.Ref, d))
+			}
+		}
+	}
+	state := map[string]int{}
+	var visit func(string) bool
+	visit = func(r string) bool {
+		if state[r] == 1 {
+			return true
+		}
+		if state[r] == 2 {
+			return false
+		}
+		state[r] = 1
+		for _, d := range refs[r] {
+			if _, ok := refs[d]; ok && visit(d) {
+				return true
+			}
+		}
+		state[r] = 2
+		return false
+	}
+	for _, c := range cs {
+		if visit(c.Ref) {
+			problems = append(problems, fmt.Sprintf("the dependencies have a cycle through %s", c.Ref))
+			break
+		}
+	}
+	return problems
+}
+
+// gate is confidence gating (B7): σ_path < τ_global blocks decomposition;
+// the weakest ancestor is reopened and its subtree invalidated.
+func (s *stepCtx) gate(ctx context.Context, resolver string, v Verification, path float64) (stepResult, error) {
+	n := s.n
+	// Path root → v with σ_v (v's own σ is the new one).
+	type pv struct {
+		id    string
+		sigma float64
+	}
+	chain := []pv{{n.ID, v.SigmaV}}
+	for p := n.Parent; p != ""; {
+		sg, err := s.st.NodeSigmas(ctx, p)
+		if err != nil {
+			return stepResult{}, err
+		}
+		if sg.SigmaV.Valid {
+			chain = append(chain, pv{p, sg.SigmaV.Float64})
+		}
+		p = sg.Parent
+	}
+	weakest := chain[0] // chain runs deepest first: ties keep the deepest
+	for _, c := range chain[1:] {
+		if c.sigma < weakest.sigma {
+			weakest = c
+		}
+	}
+	err := s.commit(ctx, func(tx *store.Tx) error {
+		if err := s.recordVerification(ctx, tx, resolver, v, path); err != nil {
+			return err
+		}
+		if err := tx.SetAttemptFailure(ctx, n.LastAttempt, "failure:low_confidence"); err != nil {
+			return err
+		}
+		if err := tx.EnsureKGNode(ctx, "failure:low_confidence", "failure_mode", "low_confidence", nil); err != nil {
+			return err
+		}
+		if err := tx.AddEdge(ctx, "attempt:"+n.LastAttempt, "failed_because", "failure:low_confidence", nil); err != nil {
+			return err
+		}
+		if err := s.move(ctx, tx, store.StatusVerifying, store.StatusGated); err != nil {
+			return err
+		}
+		if err := s.flow(ctx, tx, "GATED: sigma_path %.2f < tau_global %.2f; backtrack to weakest ancestor %s (sigma_v %.2f)", path, n.TauGlobal, store.Short(weakest.id), weakest.sigma); err != nil {
+			return err
+		}
+		if weakest.id == n.ID {
+			if err := s.move(ctx, tx, store.StatusGated, store.StatusPending); err != nil {
+				return err
+			}
+			s.n.Status = store.StatusPending
+		} else {
+			// The weakest ancestor's attempt is the weak link: its retry's
+			// feedback quotes the gating.
+			w, err := tx.Node(ctx, weakest.id)
+			if err != nil {
+				return err
+			}
+			if w.LastAttempt != "" {
+				if err := tx.SetAttemptFailure(ctx, w.LastAttempt, "failure:low_confidence"); err != nil {
+					return err
+				}
+			}
+			if err := invalidateSubtree(ctx, tx, weakest.id); err != nil {
+				return err
+			}
+		}
+		return reopen(ctx, tx, weakest.id, store.StatusSelectingResolve)
+	})
+	return stepResult{reload: true}, err
+}
+
+// invalidateSubtree marks u's descendants invalidated (history kept) and
+// logs each.
+func invalidateSubtree(ctx context.Context, tx *store.Tx, u string) error {
+	ids, err := tx.InvalidateSubtree(ctx, u)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if err := tx.Log(ctx, 1, id, fmt.Sprintf("Node %s: INVALIDATED (ancestor %s reopened); history kept", store.Short(id), store.Short(u)), nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reopen walks a pending node through the pass-through transitions to
+// `to` (selecting_resolver after gating, selecting_constraints after a
+// coupling conflict), clearing its plan and output.
+func reopen(ctx context.Context, tx *store.Tx, id, to string) error {
+	node, err := tx.Node(ctx, id)
+	if err != nil {
+		return err
+	}
+	status := node.Status
+	for i := 0; i < len(passChain)-1 && passChain[i] != to; i++ {
+		if passChain[i] != status {
+			continue
+		}
+		if err := tx.Transition(ctx, id, passChain[i], passChain[i+1]); err != nil {
+			return err
+		}
+		status = passChain[i+1]
+	}
+	if err := tx.ClearResult(ctx, id, to == store.StatusSelectingCons); err != nil {
+		return err
+	}
+	return tx.Log(ctx, 1, id, fmt.Sprintf("Node %s: REOPENED to %s", store.Short(id), to), nil)
+}
+
+// hireGap is a capability gap as HIRE records it.
+type hireGap struct {
+	Tag, Type, BudgetClass, Rationale string
+	Constraints                       []string
+}
+
+// ── Step 10: BUILD (lookup-before-build first) ──
+func (s *stepCtx) buildOrHire(ctx context.Context) (stepResult, error) {
+	n := s.n
+	gap, err := s.gap(ctx)
+	if err != nil {
+		return s.failed(ctx, err, OpGap)
+	}
+	// Lookup-before-build (B4): a resolver that provides the capability and
+	// was not tried on this node is used directly.
+	found, err := kg.LookupBeforeBuild(ctx, &s.st.Conn, gap.CapabilityTag)
+	if err != nil {
+		return stepResult{}, err
+	}
+	atts, err := s.st.Attempts(ctx, n.ID)
+	if err != nil {
+		return stepResult{}, err
+	}
+	for _, r := range found {
+		tried := false
+		for _, a := range atts {
+			tried = tried || a.Resolver == r
+		}
+		if tried {
+			continue
+		}
+		err := s.commit(ctx, func(tx *store.Tx) error {
+			if err := s.move(ctx, tx, store.StatusVerifying, store.StatusSelectingResolve); err != nil {
+				return err
+			}
+			return s.flow(ctx, tx, "LOOKUP-BEFORE-BUILD: %s provides %s; skip BUILD", r, gap.CapabilityTag)
+		})
+		if err != nil {
+			return stepResult{}, err
+		}
+		s.n.Status = store.StatusSelectingResolve
+		return s.plan(ctx, RouteAnswer{ResolverID: r, Capability: gap.CapabilityTag, Rationale: "lookup-before-build"}, true)
+	}
+	if gap.ResolverType != "digital" {
+		return s.hire(ctx, hireGap{Tag: gap.CapabilityTag, Type: gap.ResolverType, Constraints: gap.BuildConstraints, BudgetClass: "capability", Rationale: gap.Rationale}, "not_buildable")
+	}
+	built, err := s.st.CountChildren(ctx, n.ID, "Build resolver: "+gap.CapabilityTag)
+	if err != nil {
+		return stepResult{}, err
+	}
+	if built > 0 {
+		// A build subgoal for this capability already ran under the node.
+		return s.hire(ctx, hireGap{Tag: gap.CapabilityTag, Type: gap.ResolverType, Constraints: gap.BuildConstraints, BudgetClass: "capability", Rationale: "a built tool did not resolve the node: " + gap.Rationale}, "build_failed")
+	}
+	// The build's cost: a subtree of one leaf, about six LLM operations.
+	c, secs := s.estimateOps(ctx, 6)
+	if !s.budget.preCheck(c, secs) {
+		return s.hire(ctx, hireGap{Tag: gap.CapabilityTag, Type: gap.ResolverType, Constraints: gap.BuildConstraints, BudgetClass: "over_budget",
+			Rationale: fmt.Sprintf("BUILD estimated $%.4f / %.0fs exceeds the remaining budget", c, secs)}, "over_budget")
+	}
+	var child *snode
+	err = s.commit(ctx, func(tx *store.Tx) error {
+		var core []string
+		for _, bc := range gap.BuildConstraints {
+			cid, err := insertConstraint(ctx, &tx.Conn, NewConstraint{Type: store.Semantic, Domain: "tooling", Title: bc, Rubric: bc}, "derived", ClaudeCodeID, nil)
+			if err != nil {
+				return err
+			}
+			core = append(core, cid)
+		}
+		id, err := tx.InsertNode(ctx, store.NewNode{Parent: n.ID, Root: n.Root, Goal: "Build resolver with capability: " + gap.CapabilityTag + "\n" + gap.Rationale,
+			Summary: "Build resolver: " + gap.CapabilityTag, Core: core, Inherited: n.Inherited, TauLocal: n.TauLocal, TauGlobal: n.TauGlobal, MaxAttempts: s.e.cfg.TMax})
+		if err != nil {
+			return err
+		}
+		gapID, err := tx.PutArtifact(ctx, store.NewArtifact{Node: id, Type: "build_goal", Format: "json", Content: []byte(store.JSONText(gap)), ResolverID: ClaudeCodeID})
+		if err != nil {
+			return err
+		}
+		if err := tx.SetInputs(ctx, id, []string{gapID}); err != nil {
+			return err
+		}
+		half, halfT := s.budget.own.RemainingCost()*0.5, s.budget.own.RemainingTime()*0.5
+		if err := tx.WriteLedger(ctx, store.LedgerEntry{Node: n.ID, Event: store.Spend, Amount: half, Time: halfT, Description: "allocated to build subgoal " + id}); err != nil {
+			return err
+		}
+		if err := tx.WriteLedger(ctx, store.LedgerEntry{Node: id, Event: store.Allocate, Amount: half, Time: halfT, Description: "half the node's remainder for BUILD"}); err != nil {
+			return err
+		}
+		if err := tx.AddDependency(ctx, n.ID, id); err != nil {
+			return err
+		}
+		if err := s.move(ctx, tx, store.StatusVerifying, store.StatusPending); err != nil {
+			return err
+		}
+		child = &snode{id: id, parent: n.ID, status: store.StatusPending, build: true}
+		return s.flow(ctx, tx, "BUILD: no resolver provides %s; build subgoal %s created", gap.CapabilityTag, store.Short(id))
+	})
+	if err != nil {
+		return stepResult{}, err
+	}
+	return stepResult{status: store.StatusPending, children: []*snode{child}}, nil
+}
+
+// estimateOps is claude-code-0's estimate for ops resolve operations on
+// the node (0 when it cannot be asked).
+func (s *stepCtx) estimateOps(ctx context.Context, ops int) (float64, float64) {
+	r, err := s.e.resolver(ctx, ClaudeCodeID)
+	if err != nil {
+		return 0, 0
+	}
+	c, secs := r.Estimate(ctx, &Call{Op: OpResolve, Goal: s.n.Goal, Summary: s.n.Summary, Model: s.e.cfg.Model})
+	return c * float64(ops), secs * float64(ops)
+}
+
+// gap is the node's capability gap for its current attempt count: the
+// recorded one, or detect_gap asked now (recorded on the node).
+func (s *stepCtx) gap(ctx context.Context) (*GapAnswer, error) {
+	n := s.n
+	id, err := s.st.CapabilityGap(ctx, n.ID, n.AttemptCount)
+	if err != nil {
+		return nil, err
+	}
+	if id != "" {
+		_, data, err := s.st.Artifact(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		var g GapAnswer
+		if err := json.Unmarshal(data, &g); err != nil {
+			return nil, fmt.Errorf("capability gap %s: %w", id, err)
+		}
+		return &g, nil
+	}
+	cs, err := constraintViews(ctx, &s.st.Conn, n.Selected, "c")
+	if err != nil {
+		return nil, err
+	}
+	history, err := s.attemptHistory(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.call(ctx, ClaudeCodeID, &Call{Op: OpGap, Constraints: cs, Feedback: history, History: s.history(ctx)})
+	if err != nil {
+		return nil, err
+	}
+	var g GapAnswer
+	if err := json.Unmarshal(out.Answer, &g); err != nil {
+		return nil, fmt.Errorf("%s answer: %w", OpGap, err)
+	}
+	if g.CapabilityTag == "" {
+		return nil, Permanent("invalid_format", errNoCapability)
+	}
+	// The gap is recorded with the step's spend, before anything acts on it.
+	// (This artifact's node is the gap's node; build subgoals carry their own copy.)
+	err = s.commit(ctx, func(tx *store.Tx) error {
+		if _, err := tx.PutArtifact(ctx, store.NewArtifact{Node: n.ID, Type: "capability_gap", Format: "json", Content: []byte(store.JSONText(g)),
+			ResolverID: ClaudeCodeID, Metadata: map[string]any{"attempt_count": n.AttemptCount, "gap_of_node": true}}); err != nil {
+			return err
+		}
+		return s.flow(ctx, tx, "GAP: needs %s (%s)", g.CapabilityTag, g.ResolverType)
+	})
+	return &g, err
+}
+
+// attemptHistory summarizes the node's attempts for gap detection and HIRE.
+func (s *stepCtx) attemptHistory(ctx context.Context) ([]string, error) {
+	atts, err := s.st.Attempts(ctx, s.n.ID)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, a := range atts {
+		out = append(out, fmt.Sprintf("attempt %d: %s → %s (sigma_v=%.2f) %s", a.Index, a.Resolver, a.Verdict.String, a.SigmaV.Float64, a.FailureMode))
+	}
+	return out, nil
+}

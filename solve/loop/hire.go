@@ -1,0 +1,248 @@
+package loop
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/llmkernels/kernels/solve/kg"
+	"github.com/llmkernels/kernels/solve/store"
+)
+
+// ── Step 11: HIRE ──
+// Headless by default: the request is recorded (fingerprint dedupe), the
+// node waits and other nodes continue; `solve hire` answers it. A
+// fingerprint that was declined is never asked again: the node becomes
+// infeasible. With Request.Interactive the human is asked on the terminal now.
+func (s *stepCtx) hire(ctx context.Context, g hireGap, reason string) (stepResult, error) {
+	n := s.n
+	if g.BudgetClass == "over_budget" {
+		// A new denial after a top-up is a new request.
+		g.Constraints = append(g.Constraints, fmt.Sprintf("allocated $%.4f", s.budget.own.Allocated))
+	}
+	fp := fingerprint(g.Tag, g.Constraints, g.BudgetClass)
+	reqID, status, err := s.st.PriorRequest(ctx, n.Root, g.Tag, fp)
+	if err != nil {
+		return stepResult{}, err
+	}
+	switch status {
+	case store.Declined:
+		return s.declined(ctx, fmt.Sprintf("capability request %s (%s) was declined before; not asking again", store.Short(reqID), g.Tag))
+	case store.Requested:
+		return stepResult{status: n.Status, waitHire: true}, nil
+	case store.Delivered:
+		return stepResult{}, fmt.Errorf("capability request %s (%s) was answered, yet the node needs it again; answer differently (solve hire) or add a resolver", store.Short(reqID), g.Tag)
+	}
+	var similar []string
+	if k, err := kg.Query(ctx, &s.st.Conn, kg.PatternID(n.Summary)); err == nil {
+		for _, sg := range k.Similar {
+			similar = append(similar, sg.Label)
+		}
+	}
+	tried, err := s.attemptHistory(ctx)
+	if err != nil {
+		return stepResult{}, err
+	}
+	detail := map[string]any{"node_id": n.ID, "node_status": n.Status, "goal": n.Summary, "reason": reason, "resolver_type": g.Type,
+		"need": g.Tag, "build_constraints": nonNil(g.Constraints), "tried": nonNil(tried), "failed_because": g.Rationale,
+		"budget_remaining":         map[string]float64{"cost_usd": s.budget.own.RemainingCost(), "time_seconds": s.budget.own.RemainingTime()},
+		"similar_past_resolutions": nonNil(similar), "budget_class": g.BudgetClass}
+	var id string
+	err = s.commit(ctx, func(tx *store.Tx) error {
+		var err error
+		if id, err = tx.AddRequest(ctx, n.Root, g.Tag, fp, detail); err != nil {
+			return err
+		}
+		return s.flow(ctx, tx, "HIRE (%s): need a human for %s; request %s waits (solve hire)", reason, g.Tag, store.Short(id))
+	})
+	if err != nil {
+		return stepResult{}, err
+	}
+	if s.e.cfg.Interactive && s.e.term != nil {
+		s.e.termMu.Lock()
+		err := askHuman(ctx, s.st, id, s.e.term, s.e.terminal())
+		s.e.termMu.Unlock()
+		if err != nil {
+			return stepResult{}, err
+		}
+		status, err := s.st.RequestStatus(ctx, id)
+		if err != nil {
+			return stepResult{}, err
+		}
+		switch status {
+		case store.Declined:
+			return s.declined(ctx, fmt.Sprintf("capability request %s (%s) declined on the terminal", store.Short(id), g.Tag))
+		case store.Delivered:
+			return stepResult{status: n.Status}, nil // the node goes on with the resolver or budget
+		}
+	}
+	return stepResult{status: n.Status, waitHire: true}, nil
+}
+
+// declined ends a node whose capability request a person declined: it
+// becomes infeasible, and the flow log says why.
+func (s *stepCtx) declined(ctx context.Context, why string) (stepResult, error) {
+	n := s.n
+	err := s.commit(ctx, func(tx *store.Tx) error {
+		if err := tx.EndInfeasible(ctx, n.ID, n.Status); err != nil {
+			return err
+		}
+		return s.flow(ctx, tx, "INFEASIBLE: %s", why)
+	})
+	return stepResult{status: store.StatusInfeasible}, err
+}
+
+// HireAnswer answers a capability request: exactly one of Command (a
+// resolver command to register, toolized), AddUSD/AddSeconds (budget), or
+// Decline.
+type HireAnswer struct {
+	Command    string
+	Label      string
+	AddUSD     float64
+	AddSeconds float64
+	Decline    bool
+	Reason     string
+}
+
+// Answer records a human's answer to the capability request whose id
+// starts with prefix. The run continues with Resume.
+func Answer(ctx context.Context, st *store.Store, prefix string, a HireAnswer) (string, error) {
+	reqs, err := st.Requests(ctx, true)
+	if err != nil {
+		return "", err
+	}
+	var r *store.CapabilityRequest
+	for i := range reqs {
+		if strings.HasPrefix(reqs[i].ID, prefix) {
+			if r != nil {
+				return "", fmt.Errorf("request %q is ambiguous; give more characters", prefix)
+			}
+			r = &reqs[i]
+		}
+	}
+	if r == nil || prefix == "" {
+		return "", fmt.Errorf("no capability request %q; list them with solve hire", prefix)
+	}
+	if r.Status != store.Requested {
+		return "", fmt.Errorf("request %s is already %s", store.Short(r.ID), r.Status)
+	}
+	node, _ := r.Detail["node_id"].(string)
+	set := 0
+	for _, b := range []bool{a.Command != "", a.AddUSD > 0 || a.AddSeconds > 0, a.Decline} {
+		if b {
+			set++
+		}
+	}
+	if set != 1 {
+		return "", errors.New("answer with exactly one of HireAnswer.Command, HireAnswer.AddUSD (and/or AddSeconds), or HireAnswer.Decline")
+	}
+	var msg string
+	err = st.Write(ctx, func(tx *store.Tx) error {
+		d := r.Detail
+		switch {
+		case a.Decline:
+			d["answer"] = map[string]any{"kind": "decline", "reason": a.Reason}
+			msg = fmt.Sprintf("declined %s (%s); it will not be asked again", store.Short(r.ID), r.Capability)
+			if err := tx.AnswerRequest(ctx, r.ID, store.Declined, "", d); err != nil {
+				return err
+			}
+		case a.Command != "":
+			// Toolization (B8): the human's answer is a registered resolver.
+			n, err := tx.CountResolvers(ctx, "human")
+			if err != nil {
+				return err
+			}
+			id := fmt.Sprintf("human-%s-%d", slug(r.Capability), n+1)
+			typ, _ := d["resolver_type"].(string)
+			if typ == "" {
+				typ = "digital"
+			}
+			label := a.Label
+			if label == "" {
+				label = "Human-provided " + r.Capability
+			}
+			if err := register(ctx, &tx.Conn, store.Resolver{ID: id, Label: label, Type: typ, Capabilities: []string{r.Capability}, BuiltBy: "human",
+				BuiltForNode: node, LatencyEstimate: 10, Metadata: map[string]any{"command": a.Command}}); err != nil {
+				return err
+			}
+			if err := tx.EnsureKGNode(ctx, "actor:human", "actor", "human", nil); err != nil {
+				return err
+			}
+			if err := tx.AddEdge(ctx, "resolver:"+id, "built_by", "actor:human", nil); err != nil {
+				return err
+			}
+			d["answer"] = map[string]any{"kind": "resolver", "resolver_id": id}
+			msg = fmt.Sprintf("registered resolver %s providing %s for request %s", id, r.Capability, store.Short(r.ID))
+			if err := tx.AnswerRequest(ctx, r.ID, store.Delivered, id, d); err != nil {
+				return err
+			}
+		default:
+			if err := tx.WriteLedger(ctx, store.LedgerEntry{Node: node, Event: store.Allocate, Amount: a.AddUSD, Time: a.AddSeconds, Description: "HIRE: budget added by a human"}); err != nil {
+				return err
+			}
+			d["answer"] = map[string]any{"kind": "increase_budget", "add_cost": a.AddUSD, "add_time_seconds": a.AddSeconds}
+			msg = fmt.Sprintf("added $%.2f and %.0fs to node %s for request %s", a.AddUSD, a.AddSeconds, store.Short(node), store.Short(r.ID))
+			if err := tx.AnswerRequest(ctx, r.ID, store.Delivered, "", d); err != nil {
+				return err
+			}
+		}
+		return tx.Log(ctx, 1, node, "HIRE answered: "+msg, nil)
+	})
+	return msg, err
+}
+
+// askHuman asks on the terminal (Request.Interactive).
+func askHuman(ctx context.Context, st *store.Store, id string, in *bufio.Reader, out io.Writer) error {
+	reqs, err := st.Requests(ctx, false)
+	if err != nil {
+		return err
+	}
+	for _, r := range reqs {
+		if r.ID != id {
+			continue
+		}
+		fmt.Fprint(out, FormatRequest(r))
+		fmt.Fprint(out, "Answer: [c]ommand to register, [b]udget to add (USD), [d]ecline, or Enter to leave it open: ")
+		line, err := in.ReadString('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("read the answer: %w", err)
+		}
+		kind, arg, _ := strings.Cut(strings.TrimSpace(line), " ")
+		var a HireAnswer
+		switch kind {
+		case "c":
+			a.Command = arg
+		case "b":
+			if a.AddUSD, err = strconv.ParseFloat(arg, 64); err != nil {
+				fmt.Fprintf(out, "%q is not an amount in USD; the request stays open\n", arg)
+				return nil
+			}
+		case "d":
+			a.Decline = true
+		default:
+			return nil
+		}
+		msg, err := Answer(ctx, st, id, a)
+		if err == nil {
+			fmt.Fprintln(out, msg)
+		}
+		return err
+	}
+	return nil
+}
+
+// FormatRequest renders a request with the context the spec lists: need,
+// tried, failed because, budget remaining, similar past resolutions.
+func FormatRequest(r store.CapabilityRequest) string {
+	var b strings.Builder
+	d := r.Detail
+	fmt.Fprintf(&b, "request %s  [%s]  root %s\n", store.Short(r.ID), r.Status, store.Short(r.RootID))
+	fmt.Fprintf(&b, "  Goal:   %v\n  Need:   %s (%v, %v)\n", d["goal"], r.Capability, d["resolver_type"], d["reason"])
+	fmt.Fprintf(&b, "  Tried:  %v\n  Failed because: %v\n", d["tried"], d["failed_because"])
+	fmt.Fprintf(&b, "  Build constraints: %v\n  Budget remaining: %v\n  Similar past resolutions: %v\n", d["build_constraints"], d["budget_remaining"], d["similar_past_resolutions"])
+	return b.String()
+}

@@ -1,0 +1,132 @@
+package planning
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// completed returns the fixture with the kernel's analysis and repair, as
+// `solve plan` would write it.
+func completed(t *testing.T) *Plan {
+	t.Helper()
+	p := fixture()
+	p.Analysis = analyse(t, p)
+	var err error
+	if p.Repair, err = repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, p.Analysis); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// roundTrip writes and reads the plan as JSON, like a plan file.
+func roundTrip(t *testing.T, p *Plan) *Plan {
+	t.Helper()
+	data, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out Plan
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatal(err)
+	}
+	return &out
+}
+
+func failures(results []Assertion) []string {
+	var out []string
+	for _, r := range results {
+		if !r.Pass {
+			out = append(out, r.ID+" "+r.Name+": "+r.Detail)
+		}
+	}
+	return out
+}
+
+func TestCheckPassesAKernelMadePlanInAllSixGroups(t *testing.T) {
+	results := Check(context.Background(), roundTrip(t, completed(t)))
+	if f := failures(results); len(f) > 0 {
+		t.Fatalf("failures:\n%s", strings.Join(f, "\n"))
+	}
+	groups := map[int]bool{}
+	for _, r := range results {
+		groups[r.Group] = true
+	}
+	if len(groups) != 6 {
+		t.Fatalf("groups covered: %v", groups)
+	}
+}
+
+func TestCheckCatchesHandEdits(t *testing.T) {
+	cases := []struct {
+		name string
+		edit func(p *Plan)
+		want string // ID of the failing check
+	}{
+		{"changed total", func(p *Plan) { p.Analysis.Cost.Mid = 400 }, "3.1"},
+		{"changed task estimate", func(p *Plan) { p.Tasks[1].CostUSD.Mid = 60 }, "3.1"},
+		{"cycle", func(p *Plan) { p.Tasks[0].DependsOn = []string{"d"} }, "2.2"},
+		{"dangling dependency", func(p *Plan) { p.Tasks[3].DependsOn = append(p.Tasks[3].DependsOn, "zz") }, "2.1"},
+		{"survey without a cheaper approach", func(p *Plan) {
+			for i := range p.Surveys[1].Approaches {
+				p.Surveys[1].Approaches[i].CostUSD = est(300, 350, 400)
+			}
+		}, "4.3"},
+		{"verdict flipped", func(p *Plan) { p.Analysis.Verdicts[0].Verdict = TIGHT }, "3.4"},
+		{"waterfall edited", func(p *Plan) { p.Analysis.Waterfall[1].Cumulative = 10 }, "3.2"},
+		{"remaining edited", func(p *Plan) { r := 999.0; p.Analysis.Waterfall[2].Remaining = &r }, "3.3"},
+		{"critical path edited", func(p *Plan) { p.Analysis.CriticalPaths = [][]string{{"a", "c", "d"}} }, "6.1"},
+		{"float edited", func(p *Plan) { p.Analysis.Schedule[2].TotalFloat = 0 }, "6.3"},
+		{"costlier repair", func(p *Plan) { p.Repair.Choices[0].ApproachID = "y2" }, "5.5"},
+		{"repair that does not repair", func(p *Plan) { p.Repair.Choices[1].ApproachID = OriginalApproach }, "5.2"},
+		{"repair revised total edited", func(p *Plan) { p.Repair.Revised.Cost.Mid = 100 }, "5.4"},
+		{"untriggered survey", func(p *Plan) {
+			p.Surveys = append(p.Surveys, Survey{TaskID: "a", Approaches: p.Surveys[0].Approaches})
+		}, "4.1"},
+		{"triggered task not surveyed", func(p *Plan) { p.Surveys = p.Surveys[1:]; p.Repair.Choices = p.Repair.Choices[1:] }, "4.5"},
+		{"implicit constraint removed", func(p *Plan) { p.Constraints = p.Constraints[:2] }, "1.3"},
+		{"explicit constraint dropped", func(p *Plan) { p.Goal += " With 3 reviewers." }, "1.1"},
+		{"logic constraint with σ < 1", func(p *Plan) { p.Constraints[0].Sigma = 0.9 }, "1.4"},
+		{"quote not in goal", func(p *Plan) { p.Constraints[1].Quote = "within 48h" }, "1.2"},
+		{"status edited", func(p *Plan) { p.Repair.Status = RepairInfeasible; p.Repair.UnsatCore = []string{"c1"} }, "5.1"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := roundTrip(t, completed(t))
+			tc.edit(p)
+			f := failures(Check(context.Background(), p))
+			if !slices.ContainsFunc(f, func(s string) bool { return strings.HasPrefix(s, tc.want+" ") }) {
+				t.Fatalf("no %s failure; failures:\n%s", tc.want, strings.Join(f, "\n"))
+			}
+		})
+	}
+}
+
+func TestCheckPrintsTheNumbersBehindEachCheck(t *testing.T) {
+	results := Check(context.Background(), roundTrip(t, completed(t)))
+	byID := map[string]string{}
+	for _, r := range results {
+		byID[r.ID] += r.Detail + "\n"
+	}
+	for id, want := range map[string]string{
+		"3.1": "recomputed mid $460.00",
+		"3.3": "budget $400.00 counts down to $-60.00",
+		"5.4": "revised mid total $310.00",
+		"6.1": "longest path by mid hours 12h",
+		"1.1": "goal figures: 14h, <$400",
+	} {
+		if !strings.Contains(byID[id], want) {
+			t.Errorf("%s detail %q lacks %q", id, byID[id], want)
+		}
+	}
+}
+
+func TestGoalFiguresIgnoreNumbersInsideWords(t *testing.T) {
+	got := GoalFigures("Deploy a model achieving >88% F1 on a 50-class subset of RVL-CDIP to a REST endpoint handling 10,000 requests/week with p99 latency <500ms, hosted for <$50/month, for <$50 total compute, within 8h dev time, better than GPT-5.")
+	want := []string{">88%", "50", "10,000", "<500ms", "<$50/month", "<$50", "8h"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("figures = %q\nwant %q", got, want)
+	}
+}

@@ -1,0 +1,131 @@
+// Package claudecode is claude-code-0, the SOLVE loop's LLM resolver:
+// one prompt template per operation (prompts/op_<operation>.md, first
+// line "SOLVE kernel · operation: <op>"), the user turn rendered from the
+// loop.Call by op_user.md (goal, constraints as c1…, inputs, KG history
+// block, feedback), and a structured JSON answer per operation through
+// llm.AskJSON, metered in USD.
+package claudecode
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/llmkernels/kernels/llm"
+	"github.com/llmkernels/kernels/solve/loop"
+)
+
+//go:embed prompts/*.md
+var promptFS embed.FS
+
+var prompts = template.Must(template.New("prompts").Funcs(template.FuncMap{"join": strings.Join}).ParseFS(promptFS, "prompts/*.md"))
+
+// render fills a prompt template.
+func render(name string, data any) (string, error) {
+	var b strings.Builder
+	if err := prompts.ExecuteTemplate(&b, name, data); err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(b.String()), nil
+}
+
+// Resolver is claude-code-0 over an LLM client.
+type Resolver struct {
+	client *llm.Client
+}
+
+// New is claude-code-0 asking client (nil: every call fails with a
+// permanent no_llm error).
+func New(client *llm.Client) *Resolver { return &Resolver{client: client} }
+
+// outputTokensEstimate is the answer size assumed by estimate_cost_time.
+const outputTokensEstimate = 1000
+
+func (c *Resolver) prompt(t *loop.Call) (sys, user string, err error) {
+	if sys, err = render("op_"+t.Op+".md", nil); err != nil {
+		return "", "", fmt.Errorf("claude-code-0: no prompt template for operation %q: %w", t.Op, err)
+	}
+	user, err = render("op_user.md", t)
+	return sys, user, err
+}
+
+// Estimate prices the prompt at the model's input rate plus a typical
+// answer.
+func (c *Resolver) Estimate(ctx context.Context, t *loop.Call) (float64, float64) {
+	sys, user, err := c.prompt(t)
+	if err != nil {
+		return 0, 0
+	}
+	prices := llm.DefaultPrices
+	if c.client != nil && c.client.Prices != nil {
+		prices = c.client.Prices
+	}
+	cost, _ := prices.Cost(t.Model, llm.Usage{InputTokens: (len(sys) + len(user) + 2000) / 4, OutputTokens: outputTokensEstimate})
+	return cost, 30
+}
+
+// Resolve asks the model for the operation's answer.
+func (c *Resolver) Resolve(ctx context.Context, t *loop.Call) (*loop.Output, error) {
+	if c.client == nil {
+		return nil, loop.Permanent("no_llm", errors.New("claude-code-0 has no LLM client (Options.Client)"))
+	}
+	sys, user, err := c.prompt(t)
+	if err != nil {
+		return nil, loop.Permanent("invalid_format", err)
+	}
+	req := &llm.Request{Model: t.Model, MaxTokens: 8000, System: []llm.SystemBlock{{Type: llm.BlockText, Text: sys}}, Messages: []llm.Message{llm.UserText(user)}}
+	switch t.Op {
+	case loop.OpIdentify:
+		return ask[loop.IdentifyAnswer](ctx, c.client, req)
+	case loop.OpSelect:
+		return ask[loop.SelectAnswer](ctx, c.client, req)
+	case loop.OpRoute:
+		return ask[loop.RouteAnswer](ctx, c.client, req)
+	case loop.OpResolve:
+		return ask[loop.ResolveAnswer](ctx, c.client, req)
+	case loop.OpVerify:
+		return ask[loop.VerifyAnswer](ctx, c.client, req)
+	case loop.OpDecompose:
+		return ask[loop.DecomposeAnswer](ctx, c.client, req)
+	case loop.OpGap:
+		return ask[loop.GapAnswer](ctx, c.client, req)
+	case loop.OpConsistency:
+		return ask[loop.ConsistencyAnswer](ctx, c.client, req)
+	case loop.OpAssemble:
+		return ask[loop.AssembleAnswer](ctx, c.client, req)
+	case loop.OpSynthesize:
+		return ask[loop.SynthesizeAnswer](ctx, c.client, req)
+	}
+	return nil, loop.Permanent("capability_mismatch", fmt.Errorf("claude-code-0 does not do operation %q", t.Op))
+}
+
+// ask is one structured answer of type T, with its cost; a malformed
+// answer or a request the API refuses is permanent, anything else (an
+// overloaded or unreachable API) retryable.
+func ask[T any](ctx context.Context, c *llm.Client, req *llm.Request) (*loop.Output, error) {
+	began := time.Now()
+	v, calls, err := llm.AskJSON[T](ctx, c, req, llm.JSONOptions{})
+	out := &loop.Output{Seconds: time.Since(began).Seconds(), LLMCalls: len(calls)}
+	for _, call := range calls {
+		out.Cost += call.CostUSD
+	}
+	if err != nil {
+		var soe *llm.StructuredOutputError
+		if errors.As(err, &soe) {
+			return nil, &loop.ResolverError{Permanent: true, Mode: "malformed_json", Err: err, Cost: out.Cost, Seconds: out.Seconds}
+		}
+		if ae, ok := llm.AsAPIError(err); ok && !ae.Retryable() {
+			return nil, &loop.ResolverError{Permanent: true, Mode: "llm_error", Err: err, Cost: out.Cost, Seconds: out.Seconds}
+		}
+		return nil, &loop.ResolverError{Mode: "llm_unavailable", Err: err, Cost: out.Cost, Seconds: out.Seconds}
+	}
+	if out.Answer, err = json.Marshal(v); err != nil {
+		return nil, &loop.ResolverError{Permanent: true, Mode: "malformed_json", Err: err, Cost: out.Cost, Seconds: out.Seconds}
+	}
+	return out, nil
+}

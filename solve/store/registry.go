@@ -1,0 +1,194 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Resolver is a resolvers row (spec §2B).
+type Resolver struct {
+	ID                string         `json:"id"`
+	Label             string         `json:"label"`
+	Description       string         `json:"description"`
+	Type              string         `json:"type"`
+	Capabilities      []string       `json:"capabilities"`
+	CostPerInvocation float64        `json:"cost_per_invocation"`
+	CostPerToken      float64        `json:"cost_per_token"`
+	LatencyEstimate   float64        `json:"latency_estimate"`
+	UsageCount        int            `json:"usage_count"`
+	SuccessCount      int            `json:"success_count"`
+	FailureCount      int            `json:"failure_count"`
+	AvgCost           float64        `json:"avg_cost"`
+	BuiltBy           string         `json:"built_by"`
+	BuiltForNode      string         `json:"built_for_node_id,omitempty"`
+	Metadata          map[string]any `json:"metadata"`
+}
+
+// UpsertResolver registers a resolver, or updates the label, description,
+// capabilities and metadata of one registered before.
+func (c *Conn) UpsertResolver(ctx context.Context, r Resolver) error {
+	meta := r.Metadata
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	if _, err := c.exec(ctx, `INSERT INTO resolvers (id, label, description, type, capabilities, cost_per_invocation, cost_per_token,
+		latency_estimate, built_by, built_for_node_id, metadata, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT(id) DO UPDATE SET label = excluded.label, description = excluded.description, capabilities = excluded.capabilities,
+		metadata = excluded.metadata`,
+		r.ID, r.Label, r.Description, r.Type, JSONText(nonNil(r.Capabilities)), r.CostPerInvocation, r.CostPerToken, r.LatencyEstimate,
+		r.BuiltBy, nullStr(r.BuiltForNode), JSONText(meta), now()); err != nil {
+		return fmt.Errorf("register resolver %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// Resolvers lists the registry in registration order; with id, only that
+// resolver (none when it is not registered).
+func (c *Conn) Resolvers(ctx context.Context, id string) ([]Resolver, error) {
+	rows, err := c.query(ctx, `SELECT id, label, COALESCE(description, ''), type, capabilities, COALESCE(cost_per_invocation, 0),
+		COALESCE(cost_per_token, 0), COALESCE(latency_estimate, 0), usage_count, success_count, failure_count, avg_cost,
+		COALESCE(built_by, ''), COALESCE(built_for_node_id, ''), metadata FROM resolvers WHERE ? = '' OR id = ? ORDER BY {seq}`, id, id)
+	if err != nil {
+		return nil, fmt.Errorf("list resolvers: %w", err)
+	}
+	out, err := scanAll(rows, func(r *sql.Rows) (Resolver, error) {
+		var v Resolver
+		var caps, meta string
+		if err := r.Scan(&v.ID, &v.Label, &v.Description, &v.Type, &caps, &v.CostPerInvocation, &v.CostPerToken, &v.LatencyEstimate,
+			&v.UsageCount, &v.SuccessCount, &v.FailureCount, &v.AvgCost, &v.BuiltBy, &v.BuiltForNode, &meta); err != nil {
+			return v, err
+		}
+		if err := json.Unmarshal([]byte(caps), &v.Capabilities); err != nil {
+			return v, fmt.Errorf("resolver %s: capabilities %q: %w", v.ID, caps, err)
+		}
+		if err := json.Unmarshal([]byte(meta), &v.Metadata); err != nil {
+			return v, fmt.Errorf("resolver %s: metadata %q: %w", v.ID, meta, err)
+		}
+		return v, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list resolvers: %w", err)
+	}
+	return out, nil
+}
+
+// CountResolvers counts the resolvers built by boot, system or human.
+func (c *Conn) CountResolvers(ctx context.Context, builtBy string) (int, error) {
+	var n int
+	if err := c.row(ctx, "SELECT COUNT(*) FROM resolvers WHERE built_by = ?", builtBy).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count resolvers built by %s: %w", builtBy, err)
+	}
+	return n, nil
+}
+
+// RecordResolverUse updates a resolver's usage stats with one verified attempt.
+func (c *Conn) RecordResolverUse(ctx context.Context, id string, succeeded bool, cost float64) error {
+	ok := 0
+	if succeeded {
+		ok = 1
+	}
+	if _, err := c.exec(ctx, `UPDATE resolvers SET usage_count = usage_count + 1, success_count = success_count + ?, failure_count = failure_count + 1 - ?,
+		avg_cost = (avg_cost * usage_count + ?) / (usage_count + 1) WHERE id = ?`, ok, ok, cost, id); err != nil {
+		return fmt.Errorf("resolver %s: record use: %w", id, err)
+	}
+	return nil
+}
+
+// Capability request statuses.
+const (
+	Requested = "requested"
+	Delivered = "delivered"
+	Declined  = "declined"
+)
+
+// CapabilityRequest is a capability_requests row (a HIRE request).
+type CapabilityRequest struct {
+	ID          string         `json:"id"`
+	RootID      string         `json:"root_id"`
+	Capability  string         `json:"capability_tag"`
+	Fingerprint string         `json:"request_fingerprint"`
+	Status      string         `json:"status"`
+	ResolverID  string         `json:"resolver_id,omitempty"`
+	Detail      map[string]any `json:"detail"`
+}
+
+// AddRequest inserts a requested capability request and returns its id.
+func (c *Conn) AddRequest(ctx context.Context, root, tag, fingerprint string, detail map[string]any) (string, error) {
+	id := NewID()
+	if _, err := c.exec(ctx, `INSERT INTO capability_requests (id, root_id, capability_tag, request_fingerprint, status, detail, created_at)
+		VALUES (?, ?, ?, ?, 'requested', ?, ?)`, id, root, tag, fingerprint, JSONText(detail), now()); err != nil {
+		return "", fmt.Errorf("insert capability request %s: %w", tag, err)
+	}
+	return id, nil
+}
+
+// PriorRequest finds the request with this tag and fingerprint asked in
+// the run, or declined in any run (a declined one first); status "" when
+// there is none.
+func (c *Conn) PriorRequest(ctx context.Context, root, tag, fingerprint string) (id, status string, err error) {
+	err = c.row(ctx, `SELECT id, status FROM capability_requests WHERE capability_tag = ? AND request_fingerprint = ? AND (root_id = ? OR status = 'declined')
+		ORDER BY status = 'declined' DESC LIMIT 1`, tag, fingerprint, root).Scan(&id, &status)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", nil
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("look up capability request %s: %w", tag, err)
+	}
+	return id, status, nil
+}
+
+// Requests lists capability requests in the order they were asked: the
+// open ones, or all with all.
+func (c *Conn) Requests(ctx context.Context, all bool) ([]CapabilityRequest, error) {
+	rows, err := c.query(ctx, `SELECT id, root_id, capability_tag, request_fingerprint, status, COALESCE(resolver_id, ''), COALESCE(detail, '{}')
+		FROM capability_requests WHERE ? OR status = 'requested' ORDER BY {seq}`, all)
+	if err != nil {
+		return nil, fmt.Errorf("list capability requests: %w", err)
+	}
+	out, err := scanAll(rows, func(r *sql.Rows) (CapabilityRequest, error) {
+		var q CapabilityRequest
+		var d string
+		if err := r.Scan(&q.ID, &q.RootID, &q.Capability, &q.Fingerprint, &q.Status, &q.ResolverID, &d); err != nil {
+			return q, err
+		}
+		if err := json.Unmarshal([]byte(d), &q.Detail); err != nil {
+			return q, fmt.Errorf("capability request %s: detail %q: %w", q.ID, d, err)
+		}
+		return q, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list capability requests: %w", err)
+	}
+	return out, nil
+}
+
+// RequestStatus reads a capability request's status.
+func (c *Conn) RequestStatus(ctx context.Context, id string) (string, error) {
+	var status string
+	if err := c.row(ctx, "SELECT status FROM capability_requests WHERE id = ?", id).Scan(&status); err != nil {
+		return "", fmt.Errorf("read capability request %s: %w", id, err)
+	}
+	return status, nil
+}
+
+// AnswerRequest records a human's answer: the status, the resolver it
+// delivered ("" = none) and the detail with the answer.
+func (c *Conn) AnswerRequest(ctx context.Context, id, status, resolver string, detail map[string]any) error {
+	if _, err := c.exec(ctx, "UPDATE capability_requests SET status = ?, resolver_id = COALESCE(?, resolver_id), detail = ? WHERE id = ?",
+		status, nullStr(resolver), JSONText(detail), id); err != nil {
+		return fmt.Errorf("answer capability request %s: %w", id, err)
+	}
+	return nil
+}
+
+// OpenRequestCount counts a run's requests that wait for a human.
+func (c *Conn) OpenRequestCount(ctx context.Context, root string) (int, error) {
+	var n int
+	if err := c.row(ctx, "SELECT COUNT(*) FROM capability_requests WHERE root_id = ? AND status = 'requested'", root).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count the open requests of %s: %w", root, err)
+	}
+	return n, nil
+}

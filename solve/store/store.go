@@ -1,0 +1,254 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/llmkernels/kernels/internal/sqlite"
+)
+
+//go:embed schema.sql
+var schemaSQL string
+
+// schema is kernel.db for internal/sqlite: application_id "SOLV",
+// user_version counting the steps. Files from before the marker used the
+// same user_version numbering (0 or 1 for the five planning tables, 2 for
+// all eleven), so they are adopted at that step.
+var schema = &sqlite.Schema{
+	Name: "solve kernel.db",
+	ID:   sqlite.SolveID,
+	Steps: []string{
+		// 0 → 1: schema.sql, the spec's eleven tables (CREATE ... IF NOT
+		// EXISTS: a planning-era file already holds five of them).
+		schemaSQL,
+		// 1 → 2: nodes gains invalidated_at, set on a subtree superseded by
+		// backtracking or a reopened ancestor (its history is kept, it
+		// leaves the live tree).
+		"ALTER TABLE nodes ADD COLUMN invalidated_at TEXT",
+	},
+	Legacy: func(ctx context.Context, q sqlite.Querier) (int, bool, error) {
+		tables, err := sqlite.Tables(ctx, q)
+		if err != nil || !tables["nodes"] || !tables["constraints"] {
+			return 0, false, err
+		}
+		var v int
+		if err := q.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+			return 0, false, err
+		}
+		switch v {
+		case 0, 1:
+			return 0, true, nil // step 1 adds the tables a planning-era file lacks
+		case 2:
+			return 2, true, nil
+		}
+		return 0, false, nil
+	},
+}
+
+// Store is an open kernel.db and its artifact_store/ directory. Its
+// embedded Conn runs statements outside any transaction; Write runs a
+// function in one write transaction.
+type Store struct {
+	Conn
+	db       *sql.DB
+	path     string
+	readOnly bool
+	// wmu queues this process's write transactions (SQLite has one
+	// writer; a deferred transaction upgrading to a write could otherwise
+	// fail with SQLITE_BUSY when workers commit at once).
+	wmu sync.Mutex
+}
+
+// Tx is a write transaction: every Conn method, inside it.
+type Tx struct {
+	Conn
+	tx *sql.Tx
+}
+
+// Conn runs the kernel's statements on the database or in a transaction.
+type Conn struct {
+	q     dbtx
+	d     *dialect
+	blobs *blobs
+}
+
+type dbtx interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// Open opens (creating if needed) the kernel database at path and brings
+// its tables up to date (internal/sqlite: another program's file is
+// refused unchanged).
+func Open(ctx context.Context, path string) (*Store, error) {
+	db, err := sqlite.Open(ctx, path, schema)
+	if err != nil {
+		return nil, err
+	}
+	return newStore(db, path, false), nil
+}
+
+// OpenReadOnly opens the existing kernel database at path for reading
+// only: it never creates or changes a file, and works where the directory
+// cannot be written. A missing file is an error wrapping fs.ErrNotExist.
+func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
+	db, err := sqlite.OpenReadOnly(ctx, path, schema)
+	if err != nil {
+		return nil, err
+	}
+	return newStore(db, path, true), nil
+}
+
+func newStore(db *sql.DB, path string, readOnly bool) *Store {
+	s := &Store{db: db, path: path, readOnly: readOnly}
+	s.Conn = Conn{q: db, d: sqliteDialect, blobs: &blobs{dir: filepath.Join(filepath.Dir(path), "artifact_store")}}
+	return s
+}
+
+// ReadOnly reports whether the store was opened by OpenReadOnly.
+func (s *Store) ReadOnly() bool { return s.readOnly }
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Path is the kernel.db path the store was opened with.
+func (s *Store) Path() string { return s.path }
+
+// Write runs fn in a write transaction, queued behind this process's
+// other writers; fn's error rolls everything back.
+func (s *Store) Write(ctx context.Context, fn func(tx *Tx) error) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("kernel.db %s: begin transaction: %w", s.path, err)
+	}
+	defer tx.Rollback()
+	if err := fn(&Tx{Conn: Conn{q: tx, d: s.d, blobs: s.blobs}, tx: tx}); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("kernel.db %s: commit: %w", s.path, err)
+	}
+	return nil
+}
+
+// dialect is what this package's SQL says differently per database
+// engine. Statements are written once, in the subset SQLite and
+// PostgreSQL share, with ? placeholders and these marks:
+//
+//	{seq}      the column that orders a table's rows by insertion
+//	{noindex}  before a column the planner must not use an index for
+//	{float}    the 64-bit floating point type in a CAST
+//
+// A PostgreSQL dialect also numbers the placeholders ($1, $2, …), keeps
+// JSON columns as jsonb (->> reads both), declares a seq column and
+// replaces PRAGMA user_version with a version table; schema.sql and the
+// migrations are SQLite's.
+type dialect struct {
+	name    string
+	marks   *strings.Replacer
+	rewrite sync.Map // statement as written → as sent
+}
+
+var sqliteDialect = &dialect{name: "sqlite", marks: strings.NewReplacer("{seq}", "rowid", "{noindex}", "+", "{float}", "REAL")}
+
+// sql is a statement as this dialect sends it (rewritten once, then cached).
+func (d *dialect) sql(q string) string {
+	if s, ok := d.rewrite.Load(q); ok {
+		return s.(string)
+	}
+	s := d.marks.Replace(q)
+	d.rewrite.Store(q, s)
+	return s
+}
+
+func (c *Conn) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return c.q.ExecContext(ctx, c.d.sql(q), args...)
+}
+
+func (c *Conn) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return c.q.QueryContext(ctx, c.d.sql(q), args...)
+}
+
+func (c *Conn) row(ctx context.Context, q string, args ...any) *sql.Row {
+	return c.q.QueryRowContext(ctx, c.d.sql(q), args...)
+}
+
+// scanAll reads every row with scan, then the iteration's error.
+func scanAll[T any](rows *sql.Rows, scan func(*sql.Rows) (T, error)) ([]T, error) {
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// NewID is a fresh primary id (a UUID, spec §0).
+func NewID() string { return uuid.NewString() }
+
+// JSONText is v as the JSON text the store writes (plain data always
+// marshals; a value that does not is a programming error).
+func JSONText(v any) string {
+	data, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("solve/store: marshal %T: %v", v, err))
+	}
+	return string(data)
+}
+
+// Short is an id's first eight characters, as logs and progress show it.
+func Short(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+func now() string { return time.Now().UTC().Format("2006-01-02 15:04:05.000") }
+
+func nullStr(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// nullJSON is v as JSON text, or NULL for nil.
+func nullJSON(v any) any {
+	if v == nil {
+		return nil
+	}
+	return JSONText(v)
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// idList decodes a JSON array of ids.
+func idList(node, text string) ([]string, error) {
+	var out []string
+	if err := json.Unmarshal([]byte(text), &out); err != nil {
+		return nil, fmt.Errorf("node %s: id list %q is not a JSON array: %w", node, text, err)
+	}
+	return out, nil
+}
