@@ -2,12 +2,15 @@ package solve_test
 
 import (
 	"database/sql"
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/llmkernels/kernels/internal/cli"
+	"github.com/llmkernels/kernels/solve"
 	"github.com/llmkernels/kernels/solve/loop"
+	"github.com/llmkernels/kernels/solve/store"
 )
 
 const queueGoal = "Name the new message queue of the billing service"
@@ -116,5 +119,51 @@ func TestInteractiveRunsTheExtractionDialogueAndAsksHireOnTheTerminal(t *testing
 	e := runStdin(t, dir, "n\nn\n", "run", pcbGoal, "--interactive", "--provider", "script", "--script", sc, "--budget", "5", "--time", "1h")
 	if e.code == 0 || !strings.Contains(e.stderr, "the irreducible core is empty") {
 		t.Errorf("an empty core was accepted: exit %d\n%s", e.code, e.stderr)
+	}
+}
+
+// --json on the read commands: one JSON document on stdout in the shapes
+// of docs/solve.md, HTML characters as they are.
+func TestReadCommandsPrintOneJSONDocument(t *testing.T) {
+	dir := t.TempDir()
+	steps := queueSteps()
+	steps[len(steps)-1] = step{OpAssemble, queueGoal, 0, m{"summary": "queue name: <billing-invoices-queue> & done"}}
+	sc := writeScript(t, dir, steps...)
+	r := runSolve(t, dir, "run", queueGoal, "--suggest", "BillingQueue", "--suggest", "billing-invoices-queue", "--provider", "script", "--script", sc, "--budget", "5", "--time", "30m")
+	if r.code != 0 {
+		t.Fatalf("run: %s", r.stderr)
+	}
+	root := rootOf(t, r.stdout)
+	get := func(v any, args ...string) string {
+		t.Helper()
+		res := runSolve(t, dir, append(args, "--json")...)
+		if res.code != 0 {
+			t.Fatalf("%v: exit %d %s", args, res.code, res.stderr)
+		}
+		dec := json.NewDecoder(strings.NewReader(res.stdout))
+		if err := dec.Decode(v); err != nil || dec.More() {
+			t.Fatalf("%v: not one JSON document (%v):\n%s", args, err, res.stdout)
+		}
+		return res.stdout
+	}
+	var runs []solve.RunSummary
+	get(&runs, "status")
+	var st solve.RunStatus
+	out := get(&st, "status", root[:8])
+	if len(runs) != 1 || runs[0].Outcome != "achieved" || st.Result.Summary != "queue name: <billing-invoices-queue> & done" || len(st.Nodes) != 1 || !strings.Contains(out, "<billing-invoices-queue> & done") {
+		t.Errorf("runs %+v, status %+v", runs, st)
+	}
+	var logs []store.LogRow
+	get(&logs, "log", "--tier", "2")
+	var rs []store.Resolver
+	get(&rs, "resolvers")
+	var kg solve.KGReport
+	get(&kg, "kg", "--capability", "naming")
+	var arts []solve.ArtifactInfo
+	get(&arts, "artifacts", root)
+	var reqs []store.CapabilityRequest
+	get(&reqs, "hire", "--all")
+	if len(logs) == 0 || logs[0].Tier != 2 || len(rs) != 3 || len(kg.Patterns) != 1 || kg.Lookup == nil || len(arts) == 0 || reqs == nil {
+		t.Errorf("logs %d, resolvers %d, kg %+v, artifacts %d, requests %v", len(logs), len(rs), kg, len(arts), reqs)
 	}
 }

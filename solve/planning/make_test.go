@@ -1,0 +1,93 @@
+package planning
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmkernels/kernels/llm"
+	"github.com/llmkernels/kernels/llm/script"
+	"github.com/llmkernels/kernels/solve/store"
+)
+
+const sweGoal = "Build an autonomous SWE agent achieving 80% on SWE-bench Lite, within 24h, for <$500 compute."
+
+func scripted(t *testing.T, name string) *llm.Client {
+	t.Helper()
+	s, err := script.Load(filepath.Join("..", "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &llm.Client{Provider: script.New(s), Retry: llm.RetryPolicy{BaseDelay: time.Millisecond, Sleep: func(context.Context, time.Duration) error { return nil }}}
+}
+
+func openStore(t *testing.T) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "kernel.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// The planning pipeline in process: the plan it makes passes the whole
+// assertion framework, and kernel.db holds the root, its children and an
+// attempt per model answer.
+func TestMakeProducesAPlanThatPassesEveryCheck(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	var progress strings.Builder
+	p, err := Make(ctx, st, scripted(t, "swe_agent.json"), Request{Goal: sweGoal, Model: "claude-opus-4-6", Retries: 2, Progress: &progress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := Failed(Check(ctx, p)); f != 0 {
+		t.Errorf("%d checks fail on a kernel-made plan", f)
+	}
+	if p.Repair.Status != RepairRepaired || p.Usage.Calls != 3 || !strings.Contains(progress.String(), "solve: [repair]") {
+		t.Errorf("repair %s, %d calls, progress:\n%s", p.Repair.Status, p.Usage.Calls, progress.String())
+	}
+	root, err := st.Node(ctx, p.RootID)
+	if err != nil || root.Status != store.StatusPending || root.AttemptCount != 3 {
+		t.Fatalf("root %+v %v", root, err)
+	}
+	nodes, _ := st.TreeNodes(ctx, p.RootID)
+	if len(nodes) != len(p.Tasks)+1 {
+		t.Errorf("%d nodes for %d tasks", len(nodes), len(p.Tasks))
+	}
+}
+
+// A run stopped by its wall-clock cap says so with the figures, names the
+// field, and leaves the root failed.
+func TestMakeStoppedByItsWallClockCapMarksTheRootFailed(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	_, err := Make(ctx, st, scripted(t, "swe_agent.json"), Request{Goal: sweGoal, Model: "claude-opus-4-6", MaxWall: time.Nanosecond})
+	var stopped *StoppedError
+	if !errors.As(err, &stopped) || stopped.Stage != StageConstraints || !strings.Contains(err.Error(), "(MaxWall 1ns) during stage constraints") {
+		t.Fatalf("error %v", err)
+	}
+	if n, err := st.Node(ctx, stopped.Root); err != nil || n.Status != store.StatusFailed {
+		t.Errorf("root %+v %v", n, err)
+	}
+}
+
+func TestMakeRefusesBadRequestsNamingTheField(t *testing.T) {
+	st := openStore(t)
+	neg := -1.0
+	for _, tc := range []struct {
+		req  Request
+		want string
+	}{{Request{Goal: " "}, "Request.Goal is empty"}, {Request{Goal: "x", BudgetUSD: &neg}, "Request.BudgetUSD -1"}, {Request{Goal: "x", TimeHours: &neg}, "Request.TimeHours -1"}} {
+		if _, err := Make(context.Background(), st, nil, tc.req); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v", tc.req, err)
+		}
+	}
+	if roots, _ := st.RootsWithPrefix(context.Background(), ""); len(roots) != 0 {
+		t.Errorf("%d roots written for refused requests", len(roots))
+	}
+}

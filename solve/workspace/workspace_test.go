@@ -1,0 +1,72 @@
+package workspace
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A path is taken inside the workspace whatever it says (.. and a
+// leading / cannot leave it); a path naming the workspace itself is refused.
+func TestWriteKeepsEveryPathInsideTheDirectory(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "ws")
+	for _, p := range []string{"", "/", ".", "a/.."} {
+		if err := Write(dir, []File{{Path: p, Content: "x"}}); err == nil || !strings.Contains(err.Error(), "leaves the workspace") {
+			t.Errorf("path %q: %v", p, err)
+		}
+	}
+	if err := Write(dir, []File{{Path: "../escape.txt", Content: "1"}, {Path: "a/../../../escape2.txt", Content: "2"}, {Path: "/sub/ok.txt", Content: "ok"}}); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]string{"escape.txt": "1", "escape2.txt": "2", "sub/ok.txt": "ok"} {
+		if data, err := os.ReadFile(filepath.Join(dir, p)); err != nil || string(data) != want {
+			t.Errorf("%s = %q %v", p, data, err)
+		}
+	}
+	if entries, _ := os.ReadDir(parent); len(entries) != 1 {
+		t.Errorf("%d entries beside the workspace, want none but it", len(entries)-1)
+	}
+}
+
+func TestRunReportsExitOutputAndEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	r := Run(context.Background(), dir, `echo "$GREETING from $(pwd)"; exit 3`, []string{"GREETING=hello"})
+	if r.Passed || r.ExitCode != 3 || !strings.Contains(r.Output, "hello from "+dir) {
+		t.Errorf("result %+v", r)
+	}
+	if r := Run(context.Background(), dir, "true", nil); !r.Passed || r.ExitCode != 0 {
+		t.Errorf("true: %+v", r)
+	}
+}
+
+func TestRunCapsOutput(t *testing.T) {
+	r := Run(context.Background(), t.TempDir(), "head -c 100000 /dev/zero | tr '\\0' x", nil)
+	if len(r.Output) > OutputCap+100 || !strings.Contains(r.Output, "[output cut: 83616 more bytes]") {
+		t.Errorf("output of %d bytes ends %q", len(r.Output), r.Output[len(r.Output)-40:])
+	}
+}
+
+// Cancelling the context kills the command's whole process group, a
+// background child included, at once.
+func TestRunKillsTheProcessGroupOnCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan Result)
+	began := time.Now()
+	go func() { done <- Run(ctx, t.TempDir(), "sleep 60 & sleep 60; echo survived", nil) }()
+	time.AfterFunc(200*time.Millisecond, cancel)
+	select {
+	case r := <-done:
+		if r.Passed || strings.Contains(r.Output, "survived") {
+			t.Errorf("result %+v", r)
+		}
+		if time.Since(began) > 30*time.Second {
+			t.Errorf("took %s to stop", time.Since(began))
+		}
+	case <-time.After(50 * time.Second):
+		t.Fatal("the command outlived its cancelled context")
+	}
+}
