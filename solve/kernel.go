@@ -102,7 +102,7 @@ func (k *Kernel) loopOptions(o Options) loop.Options {
 	return loop.Options{Resolvers: res, Progress: o.Progress, In: o.In, Workers: o.Workers, CrashAfter: o.CrashAfter,
 		Tool: func(e store.Resolver) (loop.Resolver, error) {
 			if cmd, _ := e.Metadata["command"].(string); cmd == "" {
-				return nil, loop.Permanent("capability_mismatch", errNoCommand(e.ID))
+				return nil, loop.Permanent("capability_mismatch", fmt.Errorf("resolver %q has no command to run in this kernel", e.ID))
 			}
 			return tool.New(k.st, e), nil
 		}}

@@ -14,10 +14,6 @@ import (
 // as text or as JSON (solve status|log|artifacts|kg --json; the shapes are
 // documented in docs/solve.md).
 
-func errNoCommand(id string) error {
-	return fmt.Errorf("resolver %q has no command to run in this kernel", id)
-}
-
 // RunSummary is one run in the list of runs.
 type RunSummary struct {
 	loop.Result
