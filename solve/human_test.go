@@ -159,7 +159,7 @@ func TestReadCommandsPrintOneJSONDocument(t *testing.T) {
 	get(&rs, "resolvers")
 	var kg solve.KGReport
 	get(&kg, "kg", "--capability", "naming")
-	var arts []solve.ArtifactInfo
+	var arts []store.Artifact
 	get(&arts, "artifacts", root)
 	var reqs []store.CapabilityRequest
 	get(&reqs, "hire", "--all")

@@ -2,7 +2,6 @@ package solve
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/llmkernels/kernels/solve/kg"
@@ -125,36 +124,14 @@ func (k *Kernel) Logs(ctx context.Context, tier int, node string) ([]store.LogRo
 	return rows, err
 }
 
-// ArtifactInfo is one artifact, content-addressed in artifact_store/.
-type ArtifactInfo struct {
-	ID       string          `json:"id"`
-	Node     string          `json:"node_id"`
-	Type     string          `json:"type"`
-	Format   string          `json:"format"`
-	URI      string          `json:"uri"`
-	SHA256   string          `json:"sha256"`
-	Size     int             `json:"size_bytes"`
-	Sigma    *float64        `json:"sigma"` // null when none was recorded
-	Metadata json.RawMessage `json:"metadata"`
-}
-
 // Artifacts lists the artifacts of the runs whose root id starts with
 // root ("" = every run), oldest first.
-func (k *Kernel) Artifacts(ctx context.Context, root string) ([]ArtifactInfo, error) {
+func (k *Kernel) Artifacts(ctx context.Context, root string) ([]store.Artifact, error) {
 	arts, err := k.st.Artifacts(ctx, root)
-	if err != nil {
-		return nil, err
+	if arts == nil && err == nil {
+		arts = []store.Artifact{}
 	}
-	out := []ArtifactInfo{}
-	for _, a := range arts {
-		ai := ArtifactInfo{ID: a.ID, Node: a.Node, Type: a.Type, Format: a.Format, URI: a.URI, SHA256: a.SHA256, Size: a.Size, Metadata: json.RawMessage(a.Metadata)}
-		if a.Sigma >= 0 {
-			s := a.Sigma
-			ai.Sigma = &s
-		}
-		out = append(out, ai)
-	}
-	return out, nil
+	return arts, err
 }
 
 // PatternHistory is what the boot-time queries know of one goal pattern.

@@ -49,7 +49,8 @@ resolver call budget-gated against the ledger; UNSAT retries with feedback,
 then BUILD (lookup-before-build first) and HIRE (a capability request a human
 answers with 'solve hire'); 'solve resume' continues a stopped or killed run.
 Inspect with status, log, resolvers, kg and artifacts: they only read (kernel.db is
-opened read-only, never created or changed, and may sit in a read-only directory).
+opened read-only, never created or changed, and may sit in a read-only directory);
+with hire they take --json for one JSON document (shapes in docs/solve.md).
 
 Tested end to end through this binary: retry with feedback, BUILD of a tool
 (registered only after its own tests pass) and its reuse by a similar goal via

@@ -566,7 +566,7 @@ func Outcome(ctx context.Context, st *store.Store, root string) (*Result, error)
 			SigmaSystem float64 `json:"sigma_system"`
 			Summary     string  `json:"summary"`
 		}
-		if err := json.Unmarshal([]byte(a.Metadata), &m); err != nil {
+		if err := json.Unmarshal(a.Metadata, &m); err != nil {
 			return nil, fmt.Errorf("run %s: assembly %s metadata: %w", root, a.ID, err)
 		}
 		r.SigmaSystem, r.Summary = m.SigmaSystem, m.Summary

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -87,25 +88,31 @@ func (c *Conn) PutArtifact(ctx context.Context, a NewArtifact) (string, error) {
 	return id, nil
 }
 
-// Artifact is an artifacts row. Sigma is -1 when none was recorded.
+// Artifact is an artifacts row (its content is in the artifact store).
 type Artifact struct {
-	ID       string  `json:"id"`
-	Node     string  `json:"node_id"`
-	Type     string  `json:"type"`
-	Format   string  `json:"format"`
-	URI      string  `json:"uri"`
-	SHA256   string  `json:"sha256"`
-	Size     int     `json:"size_bytes"`
-	Metadata string  `json:"metadata"`
-	Lineage  string  `json:"lineage"`
-	Sigma    float64 `json:"sigma"`
+	ID       string          `json:"id"`
+	Node     string          `json:"node_id"`
+	Type     string          `json:"type"`
+	Format   string          `json:"format"`
+	URI      string          `json:"uri"`
+	SHA256   string          `json:"sha256"`
+	Size     int             `json:"size_bytes"`
+	Metadata json.RawMessage `json:"metadata"`
+	Lineage  json.RawMessage `json:"lineage"`
+	Sigma    *float64        `json:"sigma"` // nil when none was recorded
 }
 
-const artifactCols = "a.id, a.node_id, a.type, a.format, a.uri, a.sha256, COALESCE(a.size_bytes, 0), a.metadata, a.lineage, COALESCE(a.sigma, -1)"
+const artifactCols = "a.id, a.node_id, a.type, a.format, a.uri, a.sha256, COALESCE(a.size_bytes, 0), a.metadata, a.lineage, a.sigma"
 
 func scanArtifact(r interface{ Scan(...any) error }) (Artifact, error) {
 	var a Artifact
-	err := r.Scan(&a.ID, &a.Node, &a.Type, &a.Format, &a.URI, &a.SHA256, &a.Size, &a.Metadata, &a.Lineage, &a.Sigma)
+	var meta, lineage string
+	var sigma sql.NullFloat64
+	err := r.Scan(&a.ID, &a.Node, &a.Type, &a.Format, &a.URI, &a.SHA256, &a.Size, &meta, &lineage, &sigma)
+	a.Metadata, a.Lineage = json.RawMessage(meta), json.RawMessage(lineage)
+	if sigma.Valid {
+		a.Sigma = &sigma.Float64
+	}
 	return a, err
 }
 

@@ -213,7 +213,7 @@ func TestArtifactContentIsCheckedAgainstItsHash(t *testing.T) {
 		t.Fatal(err)
 	}
 	info, data, err := st.Artifact(ctx, a)
-	if err != nil || string(data) != "hello" || info.Sigma != -1 || !st.BlobExists(info.SHA256) {
+	if err != nil || string(data) != "hello" || info.Sigma != nil || !st.BlobExists(info.SHA256) {
 		t.Fatalf("artifact %+v %q %v", info, data, err)
 	}
 	if err := os.WriteFile(filepath.Join(st.blobs.dir, info.SHA256), []byte("tampered"), 0o644); err != nil {
