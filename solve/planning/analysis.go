@@ -502,6 +502,8 @@ func (m *model) verdict(c Constraint, e *expr.Expr, vals [3]map[string]float64) 
 	if v.HoldsHigh, err = e.Eval(vals[2]); err != nil {
 		return v, fmt.Errorf("constraint %s: %w", c.ID, err)
 	}
+	// Slack evaluates the same expression on the same values that Eval
+	// just accepted, so it cannot fail here.
 	v.SlackMid, _ = e.Slack(vals[1])
 	v.SlackHigh, _ = e.Slack(vals[2])
 	switch {

@@ -181,6 +181,7 @@ func (r *run) flow(summary string) {
 	_ = r.st.Log(context.Background(), 1, r.plan.RootID, summary, nil)
 }
 
+// decision writes a tier-2 row, best effort like flow.
 func (r *run) decision(summary string, detail any) {
 	_ = r.st.Log(context.Background(), 2, r.plan.RootID, summary, detail)
 }
@@ -486,7 +487,9 @@ func (r *run) decompose(ctx context.Context) error {
 	}
 	r.flow(fmt.Sprintf("Node %s: DECOMPOSE using %s", store.Short(r.plan.RootID), ResolverID))
 	ans, err := ask(ctx, r, user, 16000, func(a decompositionAnswer) []string {
-		// Each answer is one RESOLVE → VERIFY round on the root.
+		// Each answer is one RESOLVE → VERIFY round on the root. The
+		// status only records the round; a refused move (kept as it was)
+		// changes nothing the answer is judged on.
 		if r.status == store.StatusVerifying {
 			_ = r.move(ctx, store.StatusResolving)
 		}
