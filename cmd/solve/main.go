@@ -3,7 +3,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmkernels/kernels/internal/cli"
+	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/internal/provider"
 	"github.com/llmkernels/kernels/solve"
 	"github.com/llmkernels/kernels/solve/loop"
@@ -96,21 +96,21 @@ Everything is also stored in kernel.db (--db). Progress lines go to stderr.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Goal = args[0]
 			if strings.TrimSpace(req.Goal) == "" {
-				return errors.New(`the goal is empty: give it as the first argument, e.g. solve plan "Build X within 24h for <$500"`)
+				return cli.Usagef(`the goal is empty: give it as the first argument, e.g. solve plan "Build X within 24h for <$500"`)
 			}
 			if cmd.Flags().Changed("budget") {
 				if !(budget > 0) {
-					return fmt.Errorf("--budget %v: give a positive amount in USD", budget)
+					return cli.Usagef("--budget %v: give a positive amount in USD", budget)
 				}
 				req.BudgetUSD = &budget
 			}
 			if timeCap != "" {
 				d, err := time.ParseDuration(timeCap)
 				if err != nil {
-					return fmt.Errorf("--time %q: %v; give a duration such as 24h or 90m", timeCap, err)
+					return cli.Usagef("--time %q: %v; give a duration such as 24h or 90m", timeCap, err)
 				}
 				if d <= 0 {
-					return fmt.Errorf("--time %s: give a positive duration such as 24h", timeCap)
+					return cli.Usagef("--time %s: give a positive duration such as 24h", timeCap)
 				}
 				h := d.Hours()
 				req.TimeHours = &h
@@ -123,7 +123,7 @@ Everything is also stored in kernel.db (--db). Progress lines go to stderr.`,
 				}
 				req.SMT = true
 			default:
-				return fmt.Errorf("--smt %q: the only solver is z3", solver)
+				return cli.Usagef("--smt %q: the only solver is z3", solver)
 			}
 			client, err := app.Provider.Client(cmd.ErrOrStderr())
 			if err != nil {
@@ -167,7 +167,7 @@ Everything is also stored in kernel.db (--db). Progress lines go to stderr.`,
 }
 
 func checkCommand() *cobra.Command {
-	var asJSON bool
+	var asJSON *bool
 	cmd := &cobra.Command{
 		Use:   "check FILE",
 		Short: "Run the assertion framework on a plan file, recomputing every figure from its tasks",
@@ -183,8 +183,8 @@ so a hand-edited plan fails. Prints PASS/FAIL with the numbers; exits 1 on any F
 				return err
 			}
 			w := cmd.OutOrStdout()
-			if asJSON {
-				if err := writeJSON(w, rep); err != nil {
+			if *asJSON {
+				if err := cli.PrintJSON(w, rep); err != nil {
 					return err
 				}
 			} else {
@@ -208,7 +208,7 @@ so a hand-edited plan fails. Prints PASS/FAIL with the numbers; exits 1 on any F
 			return nil
 		},
 	}
-	jsonFlag(cmd, &asJSON)
+	asJSON = cli.JSONFlag(cmd)
 	return cmd
 }
 
@@ -328,17 +328,17 @@ Exit status: 0 achieved, 3 infeasible, 4 waiting for a human (answer with
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Goal = args[0]
 			if strings.TrimSpace(req.Goal) == "" {
-				return errors.New(`the goal is empty: give it as the first argument, e.g. solve run "Add a Median function with tests" --workspace ./ws`)
+				return cli.Usagef(`the goal is empty: give it as the first argument, e.g. solve run "Add a Median function with tests" --workspace ./ws`)
 			}
 			if !(req.BudgetUSD > 0) {
-				return fmt.Errorf("--budget %v: give a positive budget in USD", req.BudgetUSD)
+				return cli.Usagef("--budget %v: give a positive budget in USD", req.BudgetUSD)
 			}
 			d, err := time.ParseDuration(timeCap)
 			if err != nil {
 				return cli.Usagef("--time %q: %v; give a duration such as 30m", timeCap, err)
 			}
 			if d <= 0 {
-				return fmt.Errorf("--time %s: give a positive duration such as 30m", timeCap)
+				return cli.Usagef("--time %s: give a positive duration such as 30m", timeCap)
 			}
 			req.Time = d
 			opts, model, err := runOptions(cmd, app, 0)
@@ -415,7 +415,7 @@ func logCommand() *cobra.Command {
 		db     string
 		tier   int
 		node   string
-		asJSON bool
+		asJSON *bool
 	)
 	cmd := &cobra.Command{
 		Use:   "log",
@@ -423,7 +423,7 @@ func logCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if tier < 0 || tier > 3 {
-				return fmt.Errorf("--tier %d: give 1, 2 or 3 (0 = all)", tier)
+				return cli.Usagef("--tier %d: give 1, 2 or 3 (0 = all)", tier)
 			}
 			return withKernel(cmd.Context(), db, true, func(k *solve.Kernel) error {
 				rows, err := k.Logs(cmd.Context(), tier, node)
@@ -431,13 +431,13 @@ func logCommand() *cobra.Command {
 					return err
 				}
 				w := cmd.OutOrStdout()
-				if asJSON {
-					return writeJSON(w, rows)
+				if *asJSON {
+					return cli.PrintJSON(w, rows)
 				}
 				for _, l := range rows {
 					fmt.Fprintf(w, "[%s] T%d %s", l.Time, l.Tier, l.Summary)
 					if l.Tier > 1 && len(l.Detail) > 0 {
-						fmt.Fprintf(w, " %s", clip(string(l.Detail), 300))
+						fmt.Fprintf(w, " %s", clip.Line(string(l.Detail), 300))
 					}
 					fmt.Fprintln(w)
 				}
@@ -446,7 +446,7 @@ func logCommand() *cobra.Command {
 		},
 	}
 	dbFlag(cmd, &db)
-	jsonFlag(cmd, &asJSON)
+	asJSON = cli.JSONFlag(cmd)
 	cmd.Flags().IntVar(&tier, "tier", 0, "only this tier (1, 2 or 3; 0 = all)")
 	cmd.Flags().StringVar(&node, "node", "", "only this node (id or prefix)")
 	return cmd
@@ -455,7 +455,7 @@ func logCommand() *cobra.Command {
 func resolversCommand() *cobra.Command {
 	var (
 		db     string
-		asJSON bool
+		asJSON *bool
 	)
 	cmd := &cobra.Command{
 		Use:   "resolvers",
@@ -467,8 +467,8 @@ func resolversCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if asJSON {
-					return writeJSON(cmd.OutOrStdout(), rs)
+				if *asJSON {
+					return cli.PrintJSON(cmd.OutOrStdout(), rs)
 				}
 				for _, r := range rs {
 					fmt.Fprintf(cmd.OutOrStdout(), "%-28s %-8s built by %-6s used %d (%d ok, %d failed)  %v\n", r.ID, r.Type, r.BuiltBy, r.UsageCount, r.SuccessCount, r.FailureCount, r.Capabilities)
@@ -478,14 +478,14 @@ func resolversCommand() *cobra.Command {
 		},
 	}
 	dbFlag(cmd, &db)
-	jsonFlag(cmd, &asJSON)
+	asJSON = cli.JSONFlag(cmd)
 	return cmd
 }
 
 func kgCommand() *cobra.Command {
 	var (
 		db, goal, capability string
-		asJSON               bool
+		asJSON               *bool
 	)
 	cmd := &cobra.Command{
 		Use:   "kg",
@@ -498,8 +498,8 @@ func kgCommand() *cobra.Command {
 					return err
 				}
 				w := cmd.OutOrStdout()
-				if asJSON {
-					return writeJSON(w, r)
+				if *asJSON {
+					return cli.PrintJSON(w, r)
 				}
 				fmt.Fprint(w, "edges:")
 				for _, e := range r.Edges {
@@ -521,7 +521,7 @@ func kgCommand() *cobra.Command {
 		},
 	}
 	dbFlag(cmd, &db)
-	jsonFlag(cmd, &asJSON)
+	asJSON = cli.JSONFlag(cmd)
 	cmd.Flags().StringVar(&goal, "goal", "", "goal summary whose pattern to query (default: every goal pattern)")
 	cmd.Flags().StringVar(&capability, "capability", "", "also run lookup-before-build for this capability tag")
 	return cmd
@@ -532,7 +532,8 @@ func hireCommand() *cobra.Command {
 		db, command, label, reason string
 		addUSD                     float64
 		addTime                    time.Duration
-		decline, all, asJSON       bool
+		decline, all               bool
+		asJSON                     *bool
 	)
 	cmd := &cobra.Command{
 		Use:   "hire [REQUEST]",
@@ -551,11 +552,11 @@ capability: toolization, never a one-off answer), --add-budget/--add-time, or
 					if err != nil {
 						return err
 					}
-					if asJSON {
+					if *asJSON {
 						if reqs == nil {
 							reqs = []store.CapabilityRequest{}
 						}
-						return writeJSON(cmd.OutOrStdout(), reqs)
+						return cli.PrintJSON(cmd.OutOrStdout(), reqs)
 					}
 					if len(reqs) == 0 {
 						fmt.Fprintln(cmd.OutOrStdout(), "no open capability requests")
@@ -572,7 +573,7 @@ capability: toolization, never a one-off answer), --add-budget/--add-time, or
 					}
 				}
 				if set != 1 {
-					return errors.New("answer with exactly one of --resolver-command CMD, --add-budget USD (and/or --add-time), or --decline")
+					return cli.Usagef("answer with exactly one of --resolver-command CMD, --add-budget USD (and/or --add-time), or --decline")
 				}
 				msg, err := k.Answer(cmd.Context(), args[0], loop.HireAnswer{Command: command, Label: label, AddUSD: addUSD,
 					AddSeconds: addTime.Seconds(), Decline: decline, Reason: reason})
@@ -585,6 +586,7 @@ capability: toolization, never a one-off answer), --add-budget/--add-time, or
 		},
 	}
 	dbFlag(cmd, &db)
+	asJSON = cli.JSONFlag(cmd)
 	f := cmd.Flags()
 	f.StringVar(&command, "resolver-command", "", "register this shell command (run in the workspace) as a resolver for the capability")
 	f.StringVar(&label, "label", "", "label of the registered resolver")
@@ -593,7 +595,6 @@ capability: toolization, never a one-off answer), --add-budget/--add-time, or
 	f.BoolVar(&decline, "decline", false, "decline: the node becomes infeasible and the request is never asked again")
 	f.StringVar(&reason, "reason", "", "why (kept with a decline)")
 	f.BoolVar(&all, "all", false, "list answered requests too")
-	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
@@ -606,13 +607,13 @@ func statusCommand() *cobra.Command {
 					return err
 				}
 				if asJSON {
-					return writeJSON(w, runs)
+					return cli.PrintJSON(w, runs)
 				}
 				if len(runs) == 0 {
 					fmt.Fprintln(w, "no runs in this kernel.db; start one with solve run")
 				}
 				for _, r := range runs {
-					fmt.Fprintf(w, "%s  %-17s  σ_system %.2f  $%.4f of $%.2f  %d nodes  %q\n", r.RootID, r.Outcome, r.SigmaSystem, r.SpentUSD, r.AllocatedUSD, r.Nodes, clip(r.Goal, 60))
+					fmt.Fprintf(w, "%s  %-17s  σ_system %.2f  $%.4f of $%.2f  %d nodes  %q\n", r.RootID, r.Outcome, r.SigmaSystem, r.SpentUSD, r.AllocatedUSD, r.Nodes, clip.Line(r.Goal, 60))
 				}
 				return nil
 			}
@@ -621,7 +622,7 @@ func statusCommand() *cobra.Command {
 				return err
 			}
 			if asJSON {
-				return writeJSON(w, st)
+				return cli.PrintJSON(w, st)
 			}
 			for _, n := range st.Nodes {
 				sigma := "σ -"
@@ -633,7 +634,7 @@ func statusCommand() *cobra.Command {
 					state += " (invalidated)"
 				}
 				fmt.Fprintf(w, "%s%s %-24s %s  $%.4f/$%.4f  attempts %d/%d  %s\n", strings.Repeat("  ", n.Depth), store.Short(n.ID), state, sigma,
-					n.SpentUSD, n.AllocatedUSD, n.Attempts, n.MaxAttempts, clip(n.Summary, 70))
+					n.SpentUSD, n.AllocatedUSD, n.Attempts, n.MaxAttempts, clip.Line(n.Summary, 70))
 			}
 			r := st.Result
 			fmt.Fprintf(w, "outcome %s · σ_system %.2f · spent $%.4f of $%.2f · LLM calls %d · open requests %d\n", r.Outcome, r.SigmaSystem, r.SpentUSD, r.AllocatedUSD, r.LLMCalls, r.OpenRequests)
@@ -649,7 +650,7 @@ func artifactsCommand() *cobra.Command {
 				return err
 			}
 			if asJSON {
-				return writeJSON(w, arts)
+				return cli.PrintJSON(w, arts)
 			}
 			for _, a := range arts {
 				s := "-"
@@ -666,7 +667,7 @@ func artifactsCommand() *cobra.Command {
 func reportCommand(use, short string, report func(ctx context.Context, k *solve.Kernel, w io.Writer, root string, asJSON bool) error) *cobra.Command {
 	var (
 		db     string
-		asJSON bool
+		asJSON *bool
 	)
 	cmd := &cobra.Command{
 		Use:   use,
@@ -678,32 +679,11 @@ func reportCommand(use, short string, report func(ctx context.Context, k *solve.
 				if len(args) == 1 {
 					root = args[0]
 				}
-				return report(cmd.Context(), k, cmd.OutOrStdout(), root, asJSON)
+				return report(cmd.Context(), k, cmd.OutOrStdout(), root, *asJSON)
 			})
 		},
 	}
 	dbFlag(cmd, &db)
-	jsonFlag(cmd, &asJSON)
+	asJSON = cli.JSONFlag(cmd)
 	return cmd
-}
-
-func jsonFlag(cmd *cobra.Command, asJSON *bool) {
-	cmd.Flags().BoolVar(asJSON, "json", false, "print one JSON document on stdout instead of text (shapes in docs/solve.md)")
-}
-
-// writeJSON prints v as one indented JSON document, HTML characters kept.
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
-// clip collapses whitespace and cuts s to n runes (… marks the cut).
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }

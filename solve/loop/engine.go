@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/solve/store"
 )
 
@@ -182,10 +183,7 @@ func Run(ctx context.Context, st *store.Store, req Request, opts Options) (*Resu
 			}
 			coreIDs = append(coreIDs, id)
 		}
-		summary := req.Goal
-		if r := []rune(summary); len(r) > 120 {
-			summary = string(r[:119]) + "…"
-		}
+		summary := clip.Text(req.Goal, 119) // goal_summary: at most 120 characters
 		if _, err := tx.InsertNode(ctx, store.NewNode{ID: root, Goal: req.Goal, Summary: summary, Core: coreIDs,
 			TauLocal: store.TauLocal, TauGlobal: store.TauGlobal, MaxAttempts: req.TMax}); err != nil {
 			return err

@@ -9,6 +9,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/solve/store"
 )
 
@@ -56,7 +57,7 @@ func (e *engine) finalize(ctx context.Context) (bool, error) {
 			if err != nil {
 				return false, err
 			}
-			leaves = append(leaves, LeafView{Ref: fmt.Sprintf("l%d", len(leaves)+1), Summary: n.Summary, Output: clip(outs[0].Content, 1500), Sigma: n.SigmaPath.Float64, ID: n.ID})
+			leaves = append(leaves, LeafView{Ref: fmt.Sprintf("l%d", len(leaves)+1), Summary: n.Summary, Output: clip.Line(outs[0].Content, 1500), Sigma: n.SigmaPath.Float64, ID: n.ID})
 			leafRows = append(leafRows, n)
 		}
 	}
@@ -143,7 +144,7 @@ func (e *engine) finalize(ctx context.Context) (bool, error) {
 		if err != nil {
 			return err
 		}
-		if err := tx.EnsureKGNode(ctx, "artifact:"+id, "artifact", "assembly: "+clip(rootRow.Summary, 80), map[string]any{"sigma_system": sigma}); err != nil {
+		if err := tx.EnsureKGNode(ctx, "artifact:"+id, "artifact", "assembly: "+clip.Line(rootRow.Summary, 80), map[string]any{"sigma_system": sigma}); err != nil {
 			return err
 		}
 		if err := tx.AddEdge(ctx, "resolver:"+ClaudeCodeID, "produced", "artifact:"+id, nil); err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/solve/kg"
 	"github.com/llmkernels/kernels/solve/store"
 )
@@ -45,7 +46,7 @@ func (s *stepCtx) decompose(ctx context.Context) (stepResult, error) {
 	err = s.commit(ctx, func(tx *store.Tx) error {
 		ids := map[string]string{}
 		for _, c := range a.Children {
-			id, err := tx.InsertNode(ctx, store.NewNode{Parent: n.ID, Root: n.Root, Goal: c.Goal, Summary: clip(c.Summary, 120), Inherited: inherited,
+			id, err := tx.InsertNode(ctx, store.NewNode{Parent: n.ID, Root: n.Root, Goal: c.Goal, Summary: clip.Line(c.Summary, 119), Inherited: inherited,
 				Inputs: []string{n.Output}, TauLocal: n.TauLocal, TauGlobal: n.TauGlobal, MaxAttempts: s.e.cfg.TMax})
 			if err != nil {
 				return err

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/solve/kg"
 	"github.com/llmkernels/kernels/solve/store"
 )
@@ -497,7 +498,7 @@ func (s *stepCtx) resolve(ctx context.Context) (stepResult, error) {
 		if err := s.move(ctx, tx, store.StatusResolving, store.StatusVerifying); err != nil {
 			return err
 		}
-		return s.flow(ctx, tx, "RESOLVE %d/%d using %s → %s", index, n.MaxAttempts, final, clip(ans.Summary, 80))
+		return s.flow(ctx, tx, "RESOLVE %d/%d using %s → %s", index, n.MaxAttempts, final, clip.Line(ans.Summary, 80))
 	})
 	return stepResult{status: store.StatusVerifying}, err
 }
@@ -530,10 +531,10 @@ func (s *stepCtx) untriedSuggestion(ctx context.Context) (string, string, error)
 // it), and an UNSAT verdict feeds the next attempt like any other.
 func (s *stepCtx) candidate(ctx context.Context, index int, suggestion, text string, feedback []string) (stepResult, error) {
 	n := s.n
-	content := store.JSONText(ResolveAnswer{Summary: clip(text, 80), Text: text})
+	content := store.JSONText(ResolveAnswer{Summary: clip.Line(text, 80), Text: text})
 	err := s.commit(ctx, func(tx *store.Tx) error {
 		art, err := tx.PutArtifact(ctx, store.NewArtifact{Node: n.ID, Type: "doc", Format: "json", Content: []byte(content), ResolverID: CandidateID,
-			ConstraintIDs: n.Selected, InputIDs: []string{suggestion}, Metadata: map[string]any{"summary": clip(text, 80), "candidate_of": suggestion}})
+			ConstraintIDs: n.Selected, InputIDs: []string{suggestion}, Metadata: map[string]any{"summary": clip.Line(text, 80), "candidate_of": suggestion}})
 		if err != nil {
 			return err
 		}
@@ -543,7 +544,7 @@ func (s *stepCtx) candidate(ctx context.Context, index int, suggestion, text str
 		if err := s.move(ctx, tx, store.StatusResolving, store.StatusVerifying); err != nil {
 			return err
 		}
-		return s.flow(ctx, tx, "RESOLVE %d/%d: candidate input scored as an attempt → %s", index, n.MaxAttempts, clip(text, 80))
+		return s.flow(ctx, tx, "RESOLVE %d/%d: candidate input scored as an attempt → %s", index, n.MaxAttempts, clip.Line(text, 80))
 	})
 	return stepResult{status: store.StatusVerifying}, err
 }
@@ -565,7 +566,7 @@ func (s *stepCtx) attempt(ctx context.Context, tx *store.Tx, index int, resolver
 	if err := tx.EnsureKGNode(ctx, gp, "goal_pattern", n.Summary, map[string]any{"root_id": s.e.root}); err != nil {
 		return "", err
 	}
-	if err := tx.EnsureKGNode(ctx, "attempt:"+id, "resolution_attempt", fmt.Sprintf("%s attempt %d", clip(n.Summary, 60), index), nil); err != nil {
+	if err := tx.EnsureKGNode(ctx, "attempt:"+id, "resolution_attempt", fmt.Sprintf("%s attempt %d", clip.Line(n.Summary, 60), index), nil); err != nil {
 		return "", err
 	}
 	if err := tx.AddEdge(ctx, "attempt:"+id, "tried_for", gp, nil); err != nil {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/solve/kg"
 	"github.com/llmkernels/kernels/solve/store"
 	"github.com/llmkernels/kernels/solve/workspace"
@@ -338,7 +339,7 @@ func (s *stepCtx) sat(ctx context.Context, resolver, output string, v Verificati
 		if err := tx.SetArtifactSigma(ctx, output, v.SigmaV); err != nil {
 			return err
 		}
-		if err := tx.EnsureKGNode(ctx, "artifact:"+output, "artifact", clip(n.Summary, 80), map[string]any{"node_id": n.ID}); err != nil {
+		if err := tx.EnsureKGNode(ctx, "artifact:"+output, "artifact", clip.Line(n.Summary, 80), map[string]any{"node_id": n.ID}); err != nil {
 			return err
 		}
 		if err := tx.AddEdge(ctx, "resolver:"+resolver, "produced", "artifact:"+output, nil); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/llmkernels/kernels/solve/store"
 )
@@ -71,15 +70,6 @@ func union(a, b []string) []string {
 func nonNil(s []string) []string {
 	if s == nil {
 		return []string{}
-	}
-	return s
-}
-
-// clip collapses whitespace and cuts s to n runes (… marks the cut).
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
 	}
 	return s
 }

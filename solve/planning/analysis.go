@@ -188,23 +188,14 @@ func workProblems(who string, cost, hours Estimate, confidence float64, qs map[s
 	if confidence < 0 || confidence > 1 || math.IsNaN(confidence) {
 		out = append(out, fmt.Sprintf("%s confidence is %s; it must be within 0..1", who, num(confidence)))
 	}
-	for _, name := range sortedKeys(qs) {
+	for _, name := range slices.Sorted(maps.Keys(qs)) {
 		if !declared[name] {
-			out = append(out, fmt.Sprintf("%s estimates quantity %q, which is not declared (declared: %s)", who, name, strings.Join(sortedKeys(declared), ", ")))
+			out = append(out, fmt.Sprintf("%s estimates quantity %q, which is not declared (declared: %s)", who, name, strings.Join(slices.Sorted(maps.Keys(declared)), ", ")))
 			continue
 		}
 		check("quantities."+name, qs[name], false)
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // num formats a figure for messages: no trailing zeros.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -621,7 +622,7 @@ func (r *run) checkSurvey(a surveyAnswer, triggers map[string][]string) []string
 			problems = append(problems, fmt.Sprintf("survey for %q: no such task", s.TaskID))
 			continue
 		case len(triggers[s.TaskID]) == 0:
-			problems = append(problems, fmt.Sprintf("survey for %s was not asked for; survey only %s", s.TaskID, strings.Join(sortedKeys(triggers), ", ")))
+			problems = append(problems, fmt.Sprintf("survey for %s was not asked for; survey only %s", s.TaskID, strings.Join(slices.Sorted(maps.Keys(triggers)), ", ")))
 			continue
 		case seen[s.TaskID]:
 			problems = append(problems, fmt.Sprintf("%s is surveyed twice; give one survey per task", s.TaskID))
@@ -650,7 +651,7 @@ func (r *run) checkSurvey(a surveyAnswer, triggers map[string][]string) []string
 			}
 			for _, ef := range ap.ConstraintEffects {
 				if !semantic[ef.ConstraintID] {
-					problems = append(problems, fmt.Sprintf("%s has an effect on %q, which is not a semantic constraint (semantic: %s)", who, ef.ConstraintID, strings.Join(sortedKeys(semantic), ", ")))
+					problems = append(problems, fmt.Sprintf("%s has an effect on %q, which is not a semantic constraint (semantic: %s)", who, ef.ConstraintID, strings.Join(slices.Sorted(maps.Keys(semantic)), ", ")))
 				}
 				if ef.Sigma < 0 || ef.Sigma > 1 {
 					problems = append(problems, fmt.Sprintf("%s gives σ %s for %s; σ must be within 0..1", who, num(ef.Sigma), ef.ConstraintID))
@@ -664,7 +665,7 @@ func (r *run) checkSurvey(a surveyAnswer, triggers map[string][]string) []string
 			problems = append(problems, fmt.Sprintf("%s: no approach is cheaper than the task as planned (mid cost_usd %s); add one that costs less, e.g. by narrowing scope or replacing LLM calls with deterministic tooling", s.TaskID, money(t.CostUSD.Mid)))
 		}
 	}
-	for _, id := range sortedKeys(triggers) {
+	for _, id := range slices.Sorted(maps.Keys(triggers)) {
 		if !seen[id] {
 			problems = append(problems, fmt.Sprintf("%s was not surveyed (%s)", id, strings.Join(triggers[id], "; ")))
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/solve/store"
 )
 
@@ -13,10 +14,7 @@ import (
 
 // createRoot inserts the goal's root node.
 func createRoot(ctx context.Context, st *store.Store, id, goal string, budgetUSD, timeSeconds float64) error {
-	summary := goal
-	if r := []rune(goal); len(r) > 120 {
-		summary = string(r[:119]) + "…"
-	}
+	summary := clip.Text(goal, 119) // goal_summary: at most 120 characters
 	_, err := st.InsertNode(ctx, store.NewNode{ID: id, Goal: goal, Summary: summary, TauLocal: store.TauLocal, TauGlobal: store.TauGlobal,
 		BudgetAllocated: budgetUSD, TimeAllocated: timeSeconds})
 	return err

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/llmkernels/kernels/internal/atomicfile"
+	"github.com/llmkernels/kernels/internal/clip"
 )
 
 // VerdictDefinitions is printed in every report.
@@ -377,10 +378,7 @@ func Gantt(goal string, tasks []Task, a *Analysis) string {
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	w(`<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="12">`+"\n", width, height, width, height)
 	w(`<rect width="100%%" height="100%%" fill="white"/>` + "\n")
-	title := goal
-	if r := []rune(title); len(r) > 120 {
-		title = string(r[:119]) + "…"
-	}
+	title := clip.Text(goal, 119) // at most 120 characters
 	w(`<text x="10" y="20" font-size="14" font-weight="bold">%s</text>`+"\n", html.EscapeString(title))
 	w(`<text x="10" y="38" fill="#555">Schedule at mid estimates: %sh critical path. Red: critical tasks. Pale: total float.</text>`+"\n", num(a.Time.Mid))
 	step := niceStep(span)
