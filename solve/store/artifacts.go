@@ -176,13 +176,5 @@ func (c *Conn) SetArtifactSigma(ctx context.Context, id string, sigma float64) e
 // Artifacts lists the artifacts of the runs whose root id starts with
 // rootPrefix ("" = every run), oldest first.
 func (c *Conn) Artifacts(ctx context.Context, rootPrefix string) ([]Artifact, error) {
-	rows, err := c.query(ctx, "SELECT "+artifactCols+" FROM artifacts a JOIN nodes n ON n.id = a.node_id WHERE ? = '' OR n.root_id LIKE ? || '%' ORDER BY a.{seq}", rootPrefix, rootPrefix)
-	if err != nil {
-		return nil, fmt.Errorf("list artifacts: %w", err)
-	}
-	out, err := scanAll(rows, func(r *sql.Rows) (Artifact, error) { return scanArtifact(r) })
-	if err != nil {
-		return nil, fmt.Errorf("list artifacts: %w", err)
-	}
-	return out, nil
+	return list(ctx, c, "list artifacts", func(r *sql.Rows) (Artifact, error) { return scanArtifact(r) }, "SELECT "+artifactCols+" FROM artifacts a JOIN nodes n ON n.id = a.node_id WHERE ? = '' OR n.root_id LIKE ? || '%' ORDER BY a.{seq}", rootPrefix, rootPrefix)
 }

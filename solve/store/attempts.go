@@ -144,15 +144,7 @@ func (c *Conn) Attempt(ctx context.Context, id string) (*Attempt, error) {
 
 // Attempts lists a node's attempts by index.
 func (c *Conn) Attempts(ctx context.Context, node string) ([]Attempt, error) {
-	rows, err := c.query(ctx, "SELECT "+attemptCols+" FROM resolution_attempts WHERE node_id = ? ORDER BY attempt_index", node)
-	if err != nil {
-		return nil, fmt.Errorf("list the attempts of node %s: %w", node, err)
-	}
-	out, err := scanAll(rows, func(r *sql.Rows) (Attempt, error) { return scanAttempt(r) })
-	if err != nil {
-		return nil, fmt.Errorf("list the attempts of node %s: %w", node, err)
-	}
-	return out, nil
+	return list(ctx, c, fmt.Sprintf("list the attempts of node %s", node), func(r *sql.Rows) (Attempt, error) { return scanAttempt(r) }, "SELECT "+attemptCols+" FROM resolution_attempts WHERE node_id = ? ORDER BY attempt_index", node)
 }
 
 // SuggestionTried reports whether a --suggest input of the node was

@@ -49,20 +49,12 @@ type Pattern struct{ ID, Label string }
 // GoalPatterns lists goal patterns, oldest first, leaving out those
 // recorded by the run exceptRoot ("" = none left out).
 func (c *Conn) GoalPatterns(ctx context.Context, exceptRoot string) ([]Pattern, error) {
-	rows, err := c.query(ctx, `SELECT id, label FROM kg_nodes WHERE type = 'goal_pattern' AND (? = '' OR COALESCE(properties->>'root_id', '') != ?)
-		ORDER BY created_at, id`, exceptRoot, exceptRoot)
-	if err != nil {
-		return nil, fmt.Errorf("kg: list goal patterns: %w", err)
-	}
-	out, err := scanAll(rows, func(r *sql.Rows) (Pattern, error) {
+	return list(ctx, c, "kg: list goal patterns", func(r *sql.Rows) (Pattern, error) {
 		var p Pattern
 		err := r.Scan(&p.ID, &p.Label)
 		return p, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("kg: list goal patterns: %w", err)
-	}
-	return out, nil
+	}, `SELECT id, label FROM kg_nodes WHERE type = 'goal_pattern' AND (? = '' OR COALESCE(properties->>'root_id', '') != ?)
+		ORDER BY created_at, id`, exceptRoot, exceptRoot)
 }
 
 // SimilarGoal is a similar_to neighbour of a goal pattern.
@@ -93,29 +85,25 @@ type FailureCount struct {
 
 // SimilarGoals lists a pattern's similar_to neighbours, best first (at most 10).
 func (c *Conn) SimilarGoals(ctx context.Context, pattern string) ([]SimilarGoal, error) {
-	rows, err := c.query(ctx, `SELECT gp2.id, gp2.label, CAST(e.properties->>'score' AS {float}) AS score
+	return list(ctx, c, fmt.Sprintf("kg: similar goals of %s", pattern), func(r *sql.Rows) (SimilarGoal, error) {
+		var s SimilarGoal
+		err := r.Scan(&s.ID, &s.Label, &s.Score)
+		return s, err
+	}, `SELECT gp2.id, gp2.label, CAST(e.properties->>'score' AS {float}) AS score
 		FROM kg_nodes gp1
 		JOIN kg_edges e ON e.source_id = gp1.id AND e.relation = 'similar_to'
 		JOIN kg_nodes gp2 ON gp2.id = e.target_id AND gp2.type = 'goal_pattern'
 		WHERE gp1.id = ? ORDER BY score DESC, gp2.id LIMIT 10`, pattern)
-	if err != nil {
-		return nil, fmt.Errorf("kg: similar goals of %s: %w", pattern, err)
-	}
-	out, err := scanAll(rows, func(r *sql.Rows) (SimilarGoal, error) {
-		var s SimilarGoal
-		err := r.Scan(&s.ID, &s.Label, &s.Score)
-		return s, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("kg: similar goals of %s: %w", pattern, err)
-	}
-	return out, nil
 }
 
 // ResolverOutcomes lists the resolvers' records on a pattern's similar
 // patterns, most successes first.
 func (c *Conn) ResolverOutcomes(ctx context.Context, pattern string) ([]ResolverOutcome, error) {
-	rows, err := c.query(ctx, `SELECT r.id, r.label,
+	return list(ctx, c, fmt.Sprintf("kg: resolver outcomes on %s", pattern), func(r *sql.Rows) (ResolverOutcome, error) {
+		var o ResolverOutcome
+		err := r.Scan(&o.ID, &o.Label, &o.Successes, &o.Failures, &o.BestSigma)
+		return o, err
+	}, `SELECT r.id, r.label,
 		SUM(CASE WHEN e.relation = 'succeeded_on' THEN 1 ELSE 0 END) AS successes,
 		SUM(CASE WHEN e.relation = 'failed_on' THEN 1 ELSE 0 END) AS failures,
 		COALESCE(MAX(CAST(e.properties->>'sigma_v' AS {float})), 0) AS best_sigma_v
@@ -123,73 +111,37 @@ func (c *Conn) ResolverOutcomes(ctx context.Context, pattern string) ([]Resolver
 		WHERE sim.source_id = ? AND sim.relation = 'similar_to' AND gp.id = sim.target_id
 		AND e.target_id = gp.id AND e.relation IN ('succeeded_on', 'failed_on') AND r.id = e.source_id AND r.type = 'resolver'
 		GROUP BY r.id ORDER BY successes DESC, best_sigma_v DESC, r.id`, pattern)
-	if err != nil {
-		return nil, fmt.Errorf("kg: resolver outcomes on %s: %w", pattern, err)
-	}
-	out, err := scanAll(rows, func(r *sql.Rows) (ResolverOutcome, error) {
-		var o ResolverOutcome
-		err := r.Scan(&o.ID, &o.Label, &o.Successes, &o.Failures, &o.BestSigma)
-		return o, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("kg: resolver outcomes on %s: %w", pattern, err)
-	}
-	return out, nil
 }
 
 // FailureModes counts the failure modes of the attempts tried for a pattern.
 func (c *Conn) FailureModes(ctx context.Context, pattern string) ([]FailureCount, error) {
-	rows, err := c.query(ctx, `SELECT fm.label, COUNT(*) as occurrences
+	return list(ctx, c, fmt.Sprintf("kg: failure modes of %s", pattern), func(r *sql.Rows) (FailureCount, error) {
+		var f FailureCount
+		err := r.Scan(&f.Label, &f.Occurrences)
+		return f, err
+	}, `SELECT fm.label, COUNT(*) as occurrences
 		FROM kg_nodes gp CROSS JOIN kg_edges e_try CROSS JOIN kg_nodes a CROSS JOIN kg_edges e_fail CROSS JOIN kg_nodes fm
 		WHERE gp.id = ? AND e_try.target_id = gp.id AND e_try.relation = 'tried_for'
 		AND a.id = e_try.source_id AND a.type = 'resolution_attempt'
 		AND e_fail.source_id = a.id AND e_fail.relation = 'failed_because'
 		AND fm.id = e_fail.target_id AND fm.type = 'failure_mode'
 		GROUP BY fm.id`, pattern)
-	if err != nil {
-		return nil, fmt.Errorf("kg: failure modes of %s: %w", pattern, err)
-	}
-	out, err := scanAll(rows, func(r *sql.Rows) (FailureCount, error) {
-		var f FailureCount
-		err := r.Scan(&f.Label, &f.Occurrences)
-		return f, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("kg: failure modes of %s: %w", pattern, err)
-	}
-	return out, nil
 }
 
 // Providers lists the resolver graph ids that provide a capability graph
 // id, oldest first (the lookup-before-build query, §2C).
 func (c *Conn) Providers(ctx context.Context, capability string) ([]string, error) {
-	rows, err := c.query(ctx, `SELECT r.id
+	return list(ctx, c, fmt.Sprintf("kg: providers of %s", capability), scanString, `SELECT r.id
 		FROM kg_nodes cap
 		JOIN kg_edges p ON p.target_id = cap.id AND p.relation = 'provides'
 		JOIN kg_nodes r ON r.id = p.source_id AND r.type = 'resolver'
 		WHERE cap.id = ? GROUP BY r.id ORDER BY MIN(r.created_at), r.id`, capability)
-	if err != nil {
-		return nil, fmt.Errorf("kg: providers of %s: %w", capability, err)
-	}
-	out, err := scanAll(rows, scanString)
-	if err != nil {
-		return nil, fmt.Errorf("kg: providers of %s: %w", capability, err)
-	}
-	return out, nil
 }
 
 // Targets lists the labels of the nodes a source points at by relation,
 // in label order.
 func (c *Conn) Targets(ctx context.Context, source, relation string) ([]string, error) {
-	rows, err := c.query(ctx, "SELECT k.label FROM kg_edges e JOIN kg_nodes k ON k.id = e.target_id WHERE e.source_id = ? AND e.relation = ? ORDER BY k.label", source, relation)
-	if err != nil {
-		return nil, fmt.Errorf("kg: %s targets of %s: %w", relation, source, err)
-	}
-	out, err := scanAll(rows, scanString)
-	if err != nil {
-		return nil, fmt.Errorf("kg: %s targets of %s: %w", relation, source, err)
-	}
-	return out, nil
+	return list(ctx, c, fmt.Sprintf("kg: %s targets of %s", relation, source), scanString, "SELECT k.label FROM kg_edges e JOIN kg_nodes k ON k.id = e.target_id WHERE e.source_id = ? AND e.relation = ? ORDER BY k.label", source, relation)
 }
 
 // RelationCount is how many edges a relation has.
@@ -200,19 +152,11 @@ type RelationCount struct {
 
 // EdgeCounts counts the graph's edges by relation.
 func (c *Conn) EdgeCounts(ctx context.Context) ([]RelationCount, error) {
-	rows, err := c.query(ctx, "SELECT relation, COUNT(*) FROM kg_edges GROUP BY relation ORDER BY relation")
-	if err != nil {
-		return nil, fmt.Errorf("kg: count edges: %w", err)
-	}
-	out, err := scanAll(rows, func(r *sql.Rows) (RelationCount, error) {
+	return list(ctx, c, "kg: count edges", func(r *sql.Rows) (RelationCount, error) {
 		var rc RelationCount
 		err := r.Scan(&rc.Relation, &rc.Count)
 		return rc, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("kg: count edges: %w", err)
-	}
-	return out, nil
+	}, "SELECT relation, COUNT(*) FROM kg_edges GROUP BY relation ORDER BY relation")
 }
 
 // DanglingEdges counts edges that point at a missing graph node.

@@ -100,12 +100,7 @@ type LogRow struct {
 // Logs lists log rows, oldest first, of one tier (0 = all) and of the
 // nodes whose id starts with nodePrefix ("" = all).
 func (c *Conn) Logs(ctx context.Context, tier int, nodePrefix string) ([]LogRow, error) {
-	rows, err := c.query(ctx, `SELECT tier, COALESCE(node_id, ''), timestamp, COALESCE(summary, ''), COALESCE(detail, '') FROM logs
-		WHERE (? = 0 OR tier = ?) AND (? = '' OR node_id LIKE ? || '%') ORDER BY {seq}`, tier, tier, nodePrefix, nodePrefix)
-	if err != nil {
-		return nil, fmt.Errorf("list logs: %w", err)
-	}
-	out, err := scanAll(rows, func(r *sql.Rows) (LogRow, error) {
+	return list(ctx, c, "list logs", func(r *sql.Rows) (LogRow, error) {
 		var l LogRow
 		var d string
 		err := r.Scan(&l.Tier, &l.Node, &l.Time, &l.Summary, &d)
@@ -113,11 +108,8 @@ func (c *Conn) Logs(ctx context.Context, tier int, nodePrefix string) ([]LogRow,
 			l.Detail = json.RawMessage(d)
 		}
 		return l, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list logs: %w", err)
-	}
-	return out, nil
+	}, `SELECT tier, COALESCE(node_id, ''), timestamp, COALESCE(summary, ''), COALESCE(detail, '') FROM logs
+		WHERE (? = 0 OR tier = ?) AND (? = '' OR node_id LIKE ? || '%') ORDER BY {seq}`, tier, tier, nodePrefix, nodePrefix)
 }
 
 // LLMCalls sums the LLM calls the tier-3 rows of a root's tree record.

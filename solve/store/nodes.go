@@ -114,15 +114,7 @@ func (c *Conn) Node(ctx context.Context, id string) (*Node, error) {
 }
 
 func (c *Conn) nodes(ctx context.Context, op, where string, args ...any) ([]*Node, error) {
-	rows, err := c.query(ctx, "SELECT "+nodeCols+" FROM nodes WHERE "+where+" ORDER BY {seq}", args...)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
-	}
-	out, err := scanAll(rows, func(r *sql.Rows) (*Node, error) { return scanNode(r) })
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
-	}
-	return out, nil
+	return list(ctx, c, fmt.Sprintf("%s", op), func(r *sql.Rows) (*Node, error) { return scanNode(r) }, "SELECT "+nodeCols+" FROM nodes WHERE "+where+" ORDER BY {seq}", args...)
 }
 
 // TreeNodes loads every node of a root's tree, invalidated ones included,
@@ -266,14 +258,10 @@ func (c *Conn) ClearResult(ctx context.Context, node string, clearSelected bool)
 // rows, attempts and logs are kept): outputs cleared, status pending,
 // dependencies deleted. It returns their ids.
 func (c *Conn) InvalidateSubtree(ctx context.Context, u string) ([]string, error) {
-	rows, err := c.query(ctx, `WITH RECURSIVE d(id) AS (SELECT id FROM nodes WHERE parent_id = ? AND invalidated_at IS NULL
+	ids, err := list(ctx, c, "list the subtree of "+u, scanString, `WITH RECURSIVE d(id) AS (SELECT id FROM nodes WHERE parent_id = ? AND invalidated_at IS NULL
 		UNION ALL SELECT n.id FROM nodes n JOIN d ON n.parent_id = d.id WHERE n.invalidated_at IS NULL) SELECT id FROM d`, u)
 	if err != nil {
-		return nil, fmt.Errorf("list the subtree of %s: %w", u, err)
-	}
-	ids, err := scanAll(rows, scanString)
-	if err != nil {
-		return nil, fmt.Errorf("list the subtree of %s: %w", u, err)
+		return nil, err
 	}
 	for _, id := range ids {
 		if err := c.setNode(ctx, "invalidate", id, `status = 'pending', invalidated_at = ?, output_artifact_id = NULL, verification = NULL,
@@ -306,19 +294,11 @@ type Dependency struct{ Node, DependsOn string }
 
 // Dependencies lists the dependencies of a root's tree.
 func (c *Conn) Dependencies(ctx context.Context, root string) ([]Dependency, error) {
-	rows, err := c.query(ctx, "SELECT d.node_id, d.depends_on FROM node_dependencies d JOIN nodes n ON n.id = d.node_id WHERE n.root_id = ?", root)
-	if err != nil {
-		return nil, fmt.Errorf("list the dependencies of %s: %w", root, err)
-	}
-	out, err := scanAll(rows, func(r *sql.Rows) (Dependency, error) {
+	return list(ctx, c, fmt.Sprintf("list the dependencies of %s", root), func(r *sql.Rows) (Dependency, error) {
 		var d Dependency
 		err := r.Scan(&d.Node, &d.DependsOn)
 		return d, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list the dependencies of %s: %w", root, err)
-	}
-	return out, nil
+	}, "SELECT d.node_id, d.depends_on FROM node_dependencies d JOIN nodes n ON n.id = d.node_id WHERE n.root_id = ?", root)
 }
 
 // TreeNode is a node as the scheduler sees it.
@@ -331,22 +311,14 @@ type TreeNode struct {
 
 // Tree lists a root's nodes for the scheduler, in creation order.
 func (c *Conn) Tree(ctx context.Context, root string) ([]TreeNode, error) {
-	rows, err := c.query(ctx, `SELECT n.id, COALESCE(n.parent_id, ''), n.status, n.invalidated_at IS NOT NULL,
-		EXISTS (SELECT 1 FROM artifacts a WHERE a.node_id = n.id AND a.type = 'build_goal'),
-		EXISTS (SELECT 1 FROM capability_requests c WHERE c.status = 'requested' AND c.detail->>'node_id' = n.id)
-		FROM nodes n WHERE n.root_id = ? ORDER BY n.{seq}`, root)
-	if err != nil {
-		return nil, fmt.Errorf("load the schedule of %s: %w", root, err)
-	}
-	out, err := scanAll(rows, func(r *sql.Rows) (TreeNode, error) {
+	return list(ctx, c, fmt.Sprintf("load the schedule of %s", root), func(r *sql.Rows) (TreeNode, error) {
 		var n TreeNode
 		err := r.Scan(&n.ID, &n.Parent, &n.Status, &n.Invalidated, &n.Build, &n.WaitHire)
 		return n, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("load the schedule of %s: %w", root, err)
-	}
-	return out, nil
+	}, `SELECT n.id, COALESCE(n.parent_id, ''), n.status, n.invalidated_at IS NOT NULL,
+		EXISTS (SELECT 1 FROM artifacts a WHERE a.node_id = n.id AND a.type = 'build_goal'),
+		EXISTS (SELECT 1 FROM capability_requests c WHERE c.status = 'requested' AND c.detail->>'node_id' = n.id)
+		FROM nodes n WHERE n.root_id = ? ORDER BY n.{seq}`, root)
 }
 
 // Sigmas are a node's σ_v and σ_path and its parent.
@@ -400,28 +372,12 @@ func (c *Conn) LiveNodeCount(ctx context.Context, root string) (int, error) {
 // RunRoots lists the roots of SOLVE-loop runs (those with a run_config),
 // oldest first.
 func (c *Conn) RunRoots(ctx context.Context) ([]string, error) {
-	rows, err := c.query(ctx, "SELECT n.id FROM nodes n JOIN artifacts a ON a.node_id = n.id AND a.type = 'run_config' WHERE n.parent_id IS NULL ORDER BY n.{seq}")
-	if err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
-	}
-	out, err := scanAll(rows, scanString)
-	if err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
-	}
-	return out, nil
+	return list(ctx, c, "list runs", scanString, "SELECT n.id FROM nodes n JOIN artifacts a ON a.node_id = n.id AND a.type = 'run_config' WHERE n.parent_id IS NULL ORDER BY n.{seq}")
 }
 
 // RootsWithPrefix lists the root nodes whose id starts with prefix.
 func (c *Conn) RootsWithPrefix(ctx context.Context, prefix string) ([]string, error) {
-	rows, err := c.query(ctx, "SELECT id FROM nodes WHERE parent_id IS NULL AND id LIKE ? || '%'", prefix)
-	if err != nil {
-		return nil, fmt.Errorf("find root %q: %w", prefix, err)
-	}
-	out, err := scanAll(rows, scanString)
-	if err != nil {
-		return nil, fmt.Errorf("find root %q: %w", prefix, err)
-	}
-	return out, nil
+	return list(ctx, c, fmt.Sprintf("find root %q", prefix), scanString, "SELECT id FROM nodes WHERE parent_id IS NULL AND id LIKE ? || '%'", prefix)
 }
 
 // LatestUnfinishedRun is the root of the newest run without an assembly

@@ -48,13 +48,7 @@ func (c *Conn) UpsertResolver(ctx context.Context, r Resolver) error {
 // Resolvers lists the registry in registration order; with id, only that
 // resolver (none when it is not registered).
 func (c *Conn) Resolvers(ctx context.Context, id string) ([]Resolver, error) {
-	rows, err := c.query(ctx, `SELECT id, label, COALESCE(description, ''), type, capabilities, COALESCE(cost_per_invocation, 0),
-		COALESCE(cost_per_token, 0), COALESCE(latency_estimate, 0), usage_count, success_count, failure_count, avg_cost,
-		COALESCE(built_by, ''), COALESCE(built_for_node_id, ''), metadata FROM resolvers WHERE ? = '' OR id = ? ORDER BY {seq}`, id, id)
-	if err != nil {
-		return nil, fmt.Errorf("list resolvers: %w", err)
-	}
-	out, err := scanAll(rows, func(r *sql.Rows) (Resolver, error) {
+	return list(ctx, c, "list resolvers", func(r *sql.Rows) (Resolver, error) {
 		var v Resolver
 		var caps, meta string
 		if err := r.Scan(&v.ID, &v.Label, &v.Description, &v.Type, &caps, &v.CostPerInvocation, &v.CostPerToken, &v.LatencyEstimate,
@@ -68,11 +62,9 @@ func (c *Conn) Resolvers(ctx context.Context, id string) ([]Resolver, error) {
 			return v, fmt.Errorf("resolver %s: metadata %q: %w", v.ID, meta, err)
 		}
 		return v, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list resolvers: %w", err)
-	}
-	return out, nil
+	}, `SELECT id, label, COALESCE(description, ''), type, capabilities, COALESCE(cost_per_invocation, 0),
+		COALESCE(cost_per_token, 0), COALESCE(latency_estimate, 0), usage_count, success_count, failure_count, avg_cost,
+		COALESCE(built_by, ''), COALESCE(built_for_node_id, ''), metadata FROM resolvers WHERE ? = '' OR id = ? ORDER BY {seq}`, id, id)
 }
 
 // CountResolvers counts the resolvers built by boot, system or human.
@@ -143,12 +135,7 @@ func (c *Conn) PriorRequest(ctx context.Context, root, tag, fingerprint string) 
 // Requests lists capability requests in the order they were asked: the
 // open ones, or all with all.
 func (c *Conn) Requests(ctx context.Context, all bool) ([]CapabilityRequest, error) {
-	rows, err := c.query(ctx, `SELECT id, root_id, capability_tag, request_fingerprint, status, COALESCE(resolver_id, ''), COALESCE(detail, '{}')
-		FROM capability_requests WHERE ? OR status = 'requested' ORDER BY {seq}`, all)
-	if err != nil {
-		return nil, fmt.Errorf("list capability requests: %w", err)
-	}
-	out, err := scanAll(rows, func(r *sql.Rows) (CapabilityRequest, error) {
+	return list(ctx, c, "list capability requests", func(r *sql.Rows) (CapabilityRequest, error) {
 		var q CapabilityRequest
 		var d string
 		if err := r.Scan(&q.ID, &q.RootID, &q.Capability, &q.Fingerprint, &q.Status, &q.ResolverID, &d); err != nil {
@@ -158,11 +145,8 @@ func (c *Conn) Requests(ctx context.Context, all bool) ([]CapabilityRequest, err
 			return q, fmt.Errorf("capability request %s: detail %q: %w", q.ID, d, err)
 		}
 		return q, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list capability requests: %w", err)
-	}
-	return out, nil
+	}, `SELECT id, root_id, capability_tag, request_fingerprint, status, COALESCE(resolver_id, ''), COALESCE(detail, '{}')
+		FROM capability_requests WHERE ? OR status = 'requested' ORDER BY {seq}`, all)
 }
 
 // RequestStatus reads a capability request's status.

@@ -185,18 +185,26 @@ func (c *Conn) row(ctx context.Context, q string, args ...any) *sql.Row {
 	return c.q.QueryRowContext(ctx, c.d.sql(q), args...)
 }
 
-// scanAll reads every row with scan, then the iteration's error.
-func scanAll[T any](rows *sql.Rows, scan func(*sql.Rows) (T, error)) ([]T, error) {
+// list runs a query and scans every row (then the iteration's error);
+// its errors name the operation.
+func list[T any](ctx context.Context, c *Conn, op string, scan func(*sql.Rows) (T, error), q string, args ...any) ([]T, error) {
+	rows, err := c.query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
 	defer rows.Close()
 	var out []T
 	for rows.Next() {
 		v, err := scan(rows)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s: %w", op, err)
 		}
 		out = append(out, v)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	return out, nil
 }
 
 // NewID is a fresh primary id (a UUID, spec §0).
