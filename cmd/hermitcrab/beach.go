@@ -290,9 +290,16 @@ func beachInboxCommand(client clientFunc) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "inbox", Short: "Take this instance's unread messages (marked read on the beach), each verified", Args: cobra.NoArgs,
 		RunE: client.run(func(cmd *cobra.Command, _ []string, c *beach.Client) error {
-			good, bad, err := c.Inbox(cmd.Context(), limit)
+			// One request or the other: taking the unread messages first
+			// would record their nonces, and the fetch that follows would
+			// refuse them as replays.
+			var good []beach.Verified[beach.Message]
+			var bad []beach.Refused
+			var err error
 			if cmd.Flags().Changed("after") {
 				good, bad, err = c.InboxAfter(cmd.Context(), after, limit)
+			} else {
+				good, bad, err = c.Inbox(cmd.Context(), limit)
 			}
 			if err != nil {
 				return err

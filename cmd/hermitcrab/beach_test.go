@@ -247,3 +247,24 @@ func TestTwoBeachServersShareOnePostgreSQL(t *testing.T) {
 	one, two := serveBeach(t, "--db", db), serveBeach(t, "--db", db)
 	beachFlow(t, one, two)
 }
+
+// `beach inbox --after ID` fetches the messages above ID, read or not,
+// and nothing else: it must not first take the unread ones (which would
+// mark them read and remember their nonces, so the fetch that follows
+// refuses them as replays and they are lost).
+func TestInboxAfterFetchesUnreadMessagesWithoutLosingThem(t *testing.T) {
+	url := serveBeach(t)
+	a, b := t.TempDir(), t.TempDir()
+	idA, _ := mustHC(t, a, "", "beach", "id")
+	idA = strings.TrimSpace(idA)
+	mustHC(t, b, "", "beach", "--beach", url, "send", idA, "first")
+	mustHC(t, b, "", "beach", "--beach", url, "send", idA, "second")
+	out, errOut := mustHC(t, a, "", "beach", "--beach", url, "inbox", "--after", "0")
+	if !strings.Contains(out, "first") || !strings.Contains(out, "second") || strings.Contains(errOut, "refused") {
+		t.Fatalf("inbox --after 0 with two unread messages:\n%s\n%s", out, errOut)
+	}
+	// They were handed out (and are now read): a plain inbox is empty.
+	if again, _ := mustHC(t, a, "", "beach", "--beach", url, "inbox"); strings.TrimSpace(again) != "[]" {
+		t.Fatalf("inbox after --after:\n%s", again)
+	}
+}
