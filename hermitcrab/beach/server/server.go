@@ -9,10 +9,12 @@
 //     beach's clock, either way;
 //  3. for a private read, its audience names this beach (a host the Host
 //     rule accepts);
-//  4. the agent is within its rate limit (checked after the signature, so
+//  4. its nonce is new for this agent (asked before step 5, so a stranger
+//     replaying an agent's public envelopes cannot spend its allowance);
+//  5. the agent is within its rate limit (checked after the signature, so
 //     nobody can spend another agent's allowance);
-//  5. its nonce is new for this agent (the store records it in the same
-//     transaction as the write).
+//  6. the store records the nonce in the same transaction as the write,
+//     refusing it if a concurrent request used it first.
 //
 // Nonces are kept until their envelopes are too old to pass step 2, then
 // pruned, so replay protection costs bounded storage.
@@ -168,9 +170,9 @@ type Ack struct {
 	ID    int64  `json:"id,omitempty"` // messages
 }
 
-// accept runs steps 1-4 of the package doc on an envelope and returns its
+// accept runs steps 1-5 of the package doc on an envelope and returns its
 // decoded body and the statement to store (whose nonce the store checks).
-func accept[T beach.Body](s *Server, e *identity.Envelope, kind string) (*T, store.Statement, error) {
+func accept[T beach.Body](ctx context.Context, s *Server, e *identity.Envelope, kind string) (*T, store.Statement, error) {
 	body, t, err := beach.Open[T](e, kind)
 	if err != nil {
 		return nil, store.Statement{}, err
@@ -182,6 +184,13 @@ func accept[T beach.Body](s *Server, e *identity.Envelope, kind string) (*T, sto
 	if a, ok := any(body).(interface{ Audience() string }); ok && !s.guard.Allowed(a.Audience()) {
 		return nil, store.Statement{}, &apiError{http.StatusForbidden, "wrong_beach",
 			fmt.Sprintf("this %s is addressed to the beach at %q, not to this one", kind, a.Audience()), 0}
+	}
+	// A replay is refused before it can spend the agent's allowance:
+	// anyone can read an agent's passport and marks and post them again.
+	if used, err := s.store.NonceUsed(ctx, e.Agent, e.Nonce); err != nil {
+		return nil, store.Statement{}, err
+	} else if used {
+		return nil, store.Statement{}, store.ErrReplay
 	}
 	if ok, wait := s.agents.allow(e.Agent, now); !ok {
 		return nil, store.Statement{}, &apiError{http.StatusTooManyRequests, "rate_limited",
@@ -196,7 +205,7 @@ func accept[T beach.Body](s *Server, e *identity.Envelope, kind string) (*T, sto
 
 // PublishPassport stores a signed passport.
 func (s *Server) PublishPassport(ctx context.Context, e *identity.Envelope) (*Ack, error) {
-	p, st, err := accept[beach.Passport](s, e, beach.KindPassport)
+	p, st, err := accept[beach.Passport](ctx, s, e, beach.KindPassport)
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +230,7 @@ func (s *Server) Passports(ctx context.Context, limit int) ([]store.Stored, erro
 
 // Mark stores a signed mark.
 func (s *Server) Mark(ctx context.Context, e *identity.Envelope) (*Ack, error) {
-	m, st, err := accept[beach.Mark](s, e, beach.KindMark)
+	m, st, err := accept[beach.Mark](ctx, s, e, beach.KindMark)
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +257,7 @@ func (s *Server) Marks(ctx context.Context, url, urlHash string, limit int) (str
 
 // Send stores a signed message for its recipient.
 func (s *Server) Send(ctx context.Context, e *identity.Envelope) (*Ack, error) {
-	m, st, err := accept[beach.Message](s, e, beach.KindMessage)
+	m, st, err := accept[beach.Message](ctx, s, e, beach.KindMessage)
 	if err != nil {
 		return nil, err
 	}
@@ -263,7 +272,7 @@ func (s *Server) Send(ctx context.Context, e *identity.Envelope) (*Ack, error) {
 // and marks them read; with the check's After, its messages above that id,
 // read or not.
 func (s *Server) Inbox(ctx context.Context, e *identity.Envelope, limit int) ([]store.Stored, error) {
-	check, st, err := accept[beach.InboxCheck](s, e, beach.KindInboxCheck)
+	check, st, err := accept[beach.InboxCheck](ctx, s, e, beach.KindInboxCheck)
 	if err != nil {
 		return nil, err
 	}
@@ -276,7 +285,7 @@ func (s *Server) Inbox(ctx context.Context, e *identity.Envelope, limit int) ([]
 
 // PutSavePoint stores a signed, encrypted save point.
 func (s *Server) PutSavePoint(ctx context.Context, e *identity.Envelope) (*Ack, error) {
-	_, st, err := accept[beach.SavePoint](s, e, beach.KindSavePoint)
+	_, st, err := accept[beach.SavePoint](ctx, s, e, beach.KindSavePoint)
 	if err != nil {
 		return nil, err
 	}
@@ -288,7 +297,7 @@ func (s *Server) PutSavePoint(ctx context.Context, e *identity.Envelope) (*Ack, 
 
 // SavePoint returns the signer's save point.
 func (s *Server) SavePoint(ctx context.Context, e *identity.Envelope) (*store.Stored, error) {
-	_, st, err := accept[beach.Audience](s, e, beach.KindSavePointGet)
+	_, st, err := accept[beach.Audience](ctx, s, e, beach.KindSavePointGet)
 	if err != nil {
 		return nil, err
 	}

@@ -328,14 +328,24 @@ func TestLimits(t *testing.T) {
 		if _, err := other.Mark(ctx, "https://x.example/", "p"); err != nil {
 			t.Fatalf("another agent: %v", err)
 		}
+		// Replays are refused without spending the allowance (see
+		// TestReplaysDoNotSpendTheSignersAllowance); new envelopes spend it.
 		alice, _ := identity.Generate()
 		env, _ := alice.Sign(beach.KindMark, beach.Mark{URLHash: beach.URLHash("u")}, time.Now())
-		for range 3 {
-			post(t, b, "/v1/marks", env) // one accepted, then replays
+		for i := range 3 {
+			if st, r := post(t, b, "/v1/marks", env); i > 0 && r != identity.ReasonReplay {
+				t.Fatalf("replay %d: %d %s", i, st, r)
+			}
 		}
-		env2, _ := alice.Sign(beach.KindMark, beach.Mark{URLHash: beach.URLHash("v")}, time.Now())
-		if st, r := post(t, b, "/v1/marks", env2); st != http.StatusTooManyRequests || r != "rate_limited" {
-			t.Fatalf("fourth signed request of one agent: %d %s", st, r)
+		for i, u := range []string{"v", "w", "x"} {
+			e, _ := alice.Sign(beach.KindMark, beach.Mark{URLHash: beach.URLHash(u)}, time.Now())
+			st, r := post(t, b, "/v1/marks", e)
+			if i < 2 && st != http.StatusOK {
+				t.Fatalf("signed request %d of one agent, within the burst: %d %s", i+2, st, r)
+			}
+			if i == 2 && (st != http.StatusTooManyRequests || r != "rate_limited") {
+				t.Fatalf("fourth signed request of one agent: %d %s", st, r)
+			}
 		}
 	})
 	t.Run("per address", func(t *testing.T) {
@@ -394,6 +404,39 @@ func TestSavePointRoundTripAndItsRefusals(t *testing.T) {
 		other, _ := identity.Generate()
 		if _, err := v.Body.Open(other); err == nil {
 			t.Fatal("another key opened the save point")
+		}
+	})
+}
+
+// Anyone can read an agent's public envelopes (its passport, its marks)
+// and post them again. Those replays are refused, and must not spend the
+// agent's rate allowance: otherwise a stranger locks any agent out of the
+// beach by replaying what it just published.
+func TestReplaysDoNotSpendTheSignersAllowance(t *testing.T) {
+	bothDatabases(t, func(t *testing.T, kind string) {
+		b := startBeach(t, kind, func(c *Config) { c.AgentPerMinute, c.AgentBurst = 1, 3 })
+		ctx := context.Background()
+		alice, ac := newAgent(t, b)
+		ac.HTTP.Timeout = 5 * time.Second
+		if _, err := ac.PublishPassport(ctx, beach.Passport{Name: "alice"}); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.Get(b.URL + "/v1/passports/" + alice.Agent())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stored struct{ Envelope json.RawMessage }
+		_ = json.NewDecoder(resp.Body).Decode(&stored)
+		resp.Body.Close()
+		for range 10 {
+			if st, r := post(t, b, "/v1/passports", stored.Envelope); st != http.StatusConflict || r != identity.ReasonReplay {
+				t.Fatalf("a stranger's replay of alice's passport: %d %s, want 409 replayed", st, r)
+			}
+		}
+		rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		if _, err := ac.Mark(rctx, "https://example.org/", "still here"); err != nil {
+			t.Fatalf("alice's own write after a stranger replayed her passport: %v", err)
 		}
 	})
 }

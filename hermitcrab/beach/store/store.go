@@ -220,6 +220,17 @@ func useNonce(ctx context.Context, tx *sql.Tx, st Statement) error {
 	return nil
 }
 
+// NonceUsed reports whether agent has already used nonce. The server asks
+// before it spends the agent's rate allowance, so a stranger replaying an
+// agent's public envelopes cannot spend it; the write itself still records
+// the nonce in its own transaction (useNonce), which is what makes a nonce
+// good once.
+func (s *Store) NonceUsed(ctx context.Context, agent, nonce string) (bool, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM beach_nonces WHERE agent = $1 AND nonce = $2`, agent, nonce).Scan(&n)
+	return n > 0, s.wrap("nonce", err)
+}
+
 // replaced fails with ErrStale when an upsert changed nothing.
 func replaced(res sql.Result, err error) error {
 	if err != nil {
