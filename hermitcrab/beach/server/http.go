@@ -1,14 +1,18 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
 	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/llmkernels/kernels/hermitcrab/identity"
 	"github.com/llmkernels/kernels/internal/httpguard"
@@ -64,7 +68,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/savepoints/get", s.submit(func(ctx context.Context, e *identity.Envelope, _ *http.Request) (any, error) {
 		return s.SavePoint(ctx, e)
 	}))
-	mux.Handle("/mcp", s.mcpHandler())
+	mux.Handle("/mcp", s.chargeBatches(s.mcpHandler()))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": fmt.Sprintf("no route %s %s", r.Method, r.URL.Path), "reason": "not_found", "routes": routes})
 	})
@@ -74,10 +78,7 @@ func (s *Server) Handler() http.Handler {
 // limitAddrs applies the per-address rate limit to every request.
 func (s *Server) limitAddrs(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host, _, err := net.SplitHostPort(r.RemoteAddr)
-		if err != nil {
-			host = r.RemoteAddr
-		}
+		host := remoteHost(r)
 		if ok, wait := s.addrs.allow(host, s.now()); !ok {
 			s.writeError(w, &apiError{http.StatusTooManyRequests, "rate_limited",
 				fmt.Sprintf("%s is over %g requests a minute; retry in %s", host, s.cfg.AddrPerMinute, wait.Round(time.Millisecond)), wait})
@@ -85,6 +86,61 @@ func (s *Server) limitAddrs(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// maxBatch is the most calls one JSON-RPC batch may hold, whatever the
+// rate limits. MCP clients do not batch (the protocol dropped batches in
+// 2025-06-18); the SDK still serves them to requests of older versions.
+const maxBatch = 100
+
+// chargeBatches charges each call of a JSON-RPC batch to the per-address
+// limit (limitAddrs charged the request as one), so one HTTP request cannot
+// carry a thousand tool calls, each a database read or write, past it.
+func (s *Server) chargeBatches(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.Body == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			if limit, ok := httpguard.TooLarge(err); ok {
+				s.writeError(w, &apiError{http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("request body over %d bytes", limit), 0})
+				return
+			}
+			s.writeError(w, &apiError{http.StatusBadRequest, identity.ReasonMalformed, "reading the request body: " + err.Error(), 0})
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var batch []json.RawMessage
+		if t := bytes.TrimLeft(body, " \t\r\n"); len(t) == 0 || t[0] != '[' || json.Unmarshal(body, &batch) != nil {
+			next.ServeHTTP(w, r) // one message, or not JSON: the SDK answers
+			return
+		}
+		if len(batch) > maxBatch {
+			s.writeError(w, &apiError{http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("a JSON-RPC batch of %d messages: at most %d", len(batch), maxBatch), 0})
+			return
+		}
+		if ok, wait := s.addrs.allowN(remoteHost(r), s.now(), len(batch)-1); !ok {
+			msg := fmt.Sprintf("a batch of %d calls is over this address's limit of %g requests a minute", len(batch), s.cfg.AddrPerMinute)
+			if wait == rate.InfDuration {
+				wait = 0
+				msg = fmt.Sprintf("a batch of %d calls is over this address's burst of %d requests", len(batch), s.cfg.AddrBurst)
+			}
+			s.writeError(w, &apiError{http.StatusTooManyRequests, "rate_limited", msg, wait})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// remoteHost is the address a request came from, without its port.
+func remoteHost(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
 }
 
 // submit decodes a signed envelope from the body and runs op on it.

@@ -35,7 +35,13 @@ func newLimiter(perMinute float64, burst int) *limiter {
 
 // allow takes a token for key, or says how long until one is free.
 func (l *limiter) allow(key string, now time.Time) (bool, time.Duration) {
-	if l == nil {
+	return l.allowN(key, now, 1)
+}
+
+// allowN takes n tokens for key at once, or says how long until they are
+// free (forever, when n is over the burst).
+func (l *limiter) allowN(key string, now time.Time, n int) (bool, time.Duration) {
+	if l == nil || n <= 0 {
 		return true, 0
 	}
 	l.mu.Lock()
@@ -56,7 +62,10 @@ func (l *limiter) allow(key string, now time.Time) (bool, time.Duration) {
 		l.buckets[key] = b
 	}
 	b.used = now
-	r := b.lim.ReserveN(now, 1)
+	r := b.lim.ReserveN(now, n)
+	if !r.OK() {
+		return false, rate.InfDuration
+	}
 	if d := r.DelayFrom(now); d > 0 {
 		r.CancelAt(now)
 		return false, d

@@ -3,6 +3,9 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -106,5 +109,43 @@ func TestAnMCPClientListsTheToolsAndSendsASignedMessage(t *testing.T) {
 	}
 	if res, text := call("beach_info", map[string]any{}); res.IsError || !strings.Contains(text, identity.Domain) {
 		t.Fatalf("beach_info: %s", text)
+	}
+}
+
+// A JSON-RPC batch (MCP before 2025-06-18 allows them, and the SDK serves
+// them to a request without a protocol version header) is as many calls as
+// it holds: each is charged to the per-address limit, so one HTTP request
+// cannot carry a thousand tool calls past it.
+func TestAnMCPBatchIsChargedPerCall(t *testing.T) {
+	b := startBeach(t, "sqlite", func(c *Config) { c.AddrPerMinute, c.AddrBurst = 1, 5 })
+	batch := func(n int) (int, string) {
+		var calls []string
+		for i := range n {
+			calls = append(calls, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"beach_info","arguments":{}}}`, i+1))
+		}
+		req, _ := http.NewRequest(http.MethodPost, b.URL+"/mcp", strings.NewReader("["+strings.Join(calls, ",")+"]"))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(data)
+	}
+	if st, body := batch(1000); st != http.StatusRequestEntityTooLarge || !strings.Contains(body, "too_large") {
+		t.Fatalf("a batch of 1,000 calls (over the cap on batches): %d %.200s", st, body)
+	}
+	if st, body := batch(50); st != http.StatusTooManyRequests || !strings.Contains(body, "rate_limited") {
+		t.Fatalf("a batch of 50 calls on a burst of 5: %d %.200s", st, body)
+	}
+	if st, body := batch(3); st != http.StatusOK || strings.Count(body, `"result"`) != 3 {
+		t.Fatalf("a batch of 3 calls within the burst: %d %.200s", st, body)
+	}
+	// The refused batches spent one token each (the request), the three
+	// calls three: none is left of the five.
+	if st, _ := batch(1); st != http.StatusTooManyRequests {
+		t.Fatalf("a call with no token left: %d", st)
 	}
 }
