@@ -440,3 +440,42 @@ func TestReplaysDoNotSpendTheSignersAllowance(t *testing.T) {
 		}
 	})
 }
+
+// An open read must not answer with tens of megabytes: 500 passports of
+// the largest size (each field at its limit, in characters JSON escapes
+// six bytes wide) would make one unauthenticated GET cost the beach ~45 MB
+// to read, encode and send, twenty times a second per address.
+func TestListsAreBoundedInBytes(t *testing.T) {
+	b := startBeach(t, "sqlite", func(c *Config) { c.AgentPerMinute, c.AddrPerMinute = -1, -1 })
+	ctx := context.Background()
+	wide := func(n int) string { return strings.Repeat("\x01", n) }
+	var coords []string
+	for range beach.MaxCoordinates {
+		coords = append(coords, wide(beach.MaxCoordinate))
+	}
+	big := beach.Passport{Name: wide(beach.MaxName), Description: wide(beach.MaxDescription), Offers: coords, Needs: coords}
+	hash := beach.URLHash("https://example.org/")
+	for range 500 {
+		id, _ := identity.Generate()
+		e, _ := id.Sign(beach.KindPassport, big, time.Now())
+		if _, err := b.PublishPassport(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		m, _ := id.Sign(beach.KindMark, beach.Mark{URLHash: hash, Purpose: wide(beach.MaxPurpose)}, time.Now())
+		if _, err := b.Mark(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, path := range []string{"/v1/passports?limit=500", "/v1/marks?limit=500&url_hash=" + hash} {
+		resp, err := http.Get(b.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || len(data) > store.MaxListBytes+256<<10 || !bytes.Contains(data, []byte(`"envelope"`)) {
+			t.Fatalf("GET %s: %d, %d bytes (at most %d of envelopes wanted)", path, resp.StatusCode, len(data), store.MaxListBytes)
+		}
+		t.Logf("GET %s: %d bytes", path, len(data))
+	}
+}

@@ -46,6 +46,13 @@ var (
 	ErrNotFound = errors.New("not found")
 )
 
+// MaxListBytes bounds a list read (Passports, Marks) by the size of the
+// envelopes it returns, besides its count: passports may be ~90 KB each, so
+// 500 of them in one open read would cost the beach ~45 MB per request.
+// A list stops at the first entry that passes the bound (one entry is
+// always returned).
+const MaxListBytes = 4 << 20
+
 // Unread is TakeInbox's after for "the unread messages".
 const Unread int64 = -1
 
@@ -333,7 +340,7 @@ func (s *Store) TakeInbox(ctx context.Context, req Statement, after int64, limit
 		if err != nil {
 			return err
 		}
-		out, err = scan(rows)
+		out, err = scan(rows, 0) // every message taken is marked read: return them all
 		return err
 	})
 	if err != nil {
@@ -405,13 +412,16 @@ func (s *Store) list(ctx context.Context, what, query string, limit int, args ..
 	if err != nil {
 		return nil, s.wrap(what, err)
 	}
-	out, err := scan(rows)
+	out, err := scan(rows, MaxListBytes)
 	return out, s.wrap(what, err)
 }
 
-func scan(rows *sql.Rows) ([]Stored, error) {
+// scan reads rows of Stored until they end or, when maxBytes > 0, until
+// their envelopes have passed maxBytes.
+func scan(rows *sql.Rows, maxBytes int) ([]Stored, error) {
 	defer rows.Close()
 	out := []Stored{}
+	total := 0
 	for rows.Next() {
 		var r Stored
 		var env string
@@ -420,6 +430,9 @@ func scan(rows *sql.Rows) ([]Stored, error) {
 		}
 		r.Envelope = json.RawMessage(env)
 		out = append(out, r)
+		if total += len(env); maxBytes > 0 && total >= maxBytes {
+			break
+		}
 	}
 	return out, rows.Err()
 }
