@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -179,14 +180,17 @@ func CheckTime(t, now time.Time, window time.Duration) error {
 // the values envelopes use: object members sorted by their keys' UTF-16
 // code units, no insignificant space, strings escaped minimally (only ",
 // \ and control characters). Numbers must be integers within ±2^53 (JCS
-// and JSON agree on those); other numbers, duplicate keys, invalid UTF-8
-// and trailing data are errors, so that no two parsers can read one signed
-// body two ways.
+// and JSON agree on those); other numbers, duplicate keys, invalid UTF-8,
+// escaped lone surrogates and trailing data are errors, so that no two
+// parsers can read one signed body two ways.
 func Canonical(raw []byte) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if !utf8.Valid(raw) {
 		return nil, errors.New("JSON is not valid UTF-8")
+	}
+	if err := checkSurrogates(raw); err != nil {
+		return nil, err
 	}
 	var out bytes.Buffer
 	if err := canonValue(dec, &out, 0); err != nil {
@@ -199,6 +203,49 @@ func Canonical(raw []byte) ([]byte, error) {
 }
 
 const maxDepth = 32
+
+// checkSurrogates refuses a \u escape of a lone UTF-16 surrogate, as RFC
+// 8785 (3.2.2.2) requires: encoding/json reads one as U+FFFD, other readers
+// keep it, so two bodies that different readers read apart would share a
+// signature. raw is scanned as JSON text; the decoder judges the rest.
+func checkSurrogates(raw []byte) error {
+	inString := false
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; {
+		case c == '"':
+			inString = !inString
+		case c == '\\' && inString && i+1 < len(raw):
+			i++
+			if raw[i] != 'u' {
+				continue
+			}
+			r, ok := hex4(raw, i+1)
+			switch {
+			case !ok:
+				continue // malformed: the decoder says so
+			case r >= 0xd800 && r < 0xdc00:
+				if lo, ok := hex4(raw, i+7); ok && i+6 < len(raw) && raw[i+5] == '\\' && raw[i+6] == 'u' && lo >= 0xdc00 && lo < 0xe000 {
+					i += 10 // the pair
+					continue
+				}
+				return fmt.Errorf("JSON string escapes a lone surrogate (\\u%04x): not Unicode text", r)
+			case r >= 0xdc00 && r < 0xe000:
+				return fmt.Errorf("JSON string escapes a lone surrogate (\\u%04x): not Unicode text", r)
+			}
+			i += 4
+		}
+	}
+	return nil
+}
+
+// hex4 reads four hex digits at raw[i:].
+func hex4(raw []byte, i int) (rune, bool) {
+	if i+4 > len(raw) {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(raw[i:i+4]), 16, 16)
+	return rune(n), err == nil
+}
 
 func canonValue(dec *json.Decoder, out *bytes.Buffer, depth int) error {
 	if depth > maxDepth {
@@ -315,12 +362,50 @@ func canonString(out *bytes.Buffer, s string) {
 }
 
 // Decode decodes an envelope's body into v, refusing fields v does not
-// have, so a body is read exactly as it was signed.
+// have, so a body is read exactly as it was signed. When v is a pointer to
+// a struct, the body's keys must be its fields' JSON names exactly:
+// encoding/json alone would also take "TO" or "To" for "to", which other
+// JSON readers do not.
 func (e *Envelope) Decode(v any) error {
+	if err := exactKeys(e.Body, v); err != nil {
+		return refuse(ReasonMalformed, "%s body: %v", e.Kind, err)
+	}
 	dec := json.NewDecoder(bytes.NewReader(e.Body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return refuse(ReasonMalformed, "%s body: %v", e.Kind, strings.TrimPrefix(err.Error(), "json: "))
+	}
+	return nil
+}
+
+// exactKeys checks that the keys of the JSON object body are JSON names of
+// the fields of the struct v points to, spelled exactly. It checks nothing
+// when v is not a pointer to a struct, or body is not an object (Decode's
+// decoder says why).
+func exactKeys(body []byte, v any) error {
+	t := reflect.TypeOf(v)
+	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	var members map[string]json.RawMessage
+	if json.Unmarshal(body, &members) != nil {
+		return nil
+	}
+	names := map[string]bool{}
+	for f := range t.Elem().Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case !f.IsExported() || name == "-":
+		case name == "":
+			names[f.Name] = true
+		default:
+			names[name] = true
+		}
+	}
+	for key := range members {
+		if !names[key] {
+			return fmt.Errorf("unknown field %q", clip(key))
+		}
 	}
 	return nil
 }

@@ -169,3 +169,54 @@ func TestCanonicalMatchesRFC8785ForStringsAndKeys(t *testing.T) {
 		t.Fatalf("Canonical:\n got %s\nwant %s", got, want)
 	}
 }
+
+// Decode reads a body exactly as it was signed: encoding/json matches keys
+// case-insensitively (and folds "K" and "ſ"), so without an exact check a
+// signed {"to":"A","To":"B"} reads as B in Go and as A in every other JSON
+// reader, and {"NAME": …} passes as a name.
+func TestDecodeTakesOnlyTheExactFieldNames(t *testing.T) {
+	type body struct {
+		To      string `json:"to"`
+		Content string `json:"content,omitempty"`
+		Skip    string `json:"-"`
+		Untaged string
+	}
+	alice, _ := Generate()
+	for _, raw := range []string{
+		`{"to":"a","To":"b"}`,
+		`{"TO":"b"}`,
+		`{"to":"a","conte\u017Ft":"x"}`, // ſ (U+017F) folds to s
+		`{"to":"a","-":"x"}`,
+	} {
+		e, err := alice.Sign("message", json.RawMessage(raw), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b body
+		err = e.Decode(&b)
+		if r, ok := AsRefusal(err); !ok || r.Reason != ReasonMalformed {
+			t.Errorf("body %s: decoded as %+v (err %v), want a malformed refusal", raw, b, err)
+		}
+	}
+	e, _ := alice.Sign("message", json.RawMessage(`{"content":"x","to":"a","Untaged":"u"}`), time.Now())
+	var b body
+	if err := e.Decode(&b); err != nil || b.To != "a" || b.Content != "x" || b.Untaged != "u" {
+		t.Fatalf("exact keys: %+v %v", b, err)
+	}
+}
+
+// Bodies that differ only in how a value is spelled share a signature
+// (that is the point of canonical JSON); a lone surrogate escape, which
+// Go reads as U+FFFD but other readers keep, must not be one of them.
+func TestCanonicalRefusesLoneSurrogates(t *testing.T) {
+	for _, raw := range []string{`{"a":"\ud800"}`, `{"a":"x\udc00y"}`, `{"\ud83d":1}`, `["\ud83d\u0041"]`} {
+		if got, err := Canonical([]byte(raw)); err == nil {
+			t.Errorf("Canonical(%s) = %s, want an error", raw, got)
+		}
+	}
+	for _, raw := range []string{`{"a":"\ud83d\ude00"}`, `{"a":"\uFFFD"}`, `"\\ud800"`} {
+		if _, err := Canonical([]byte(raw)); err != nil {
+			t.Errorf("Canonical(%s): %v", raw, err)
+		}
+	}
+}

@@ -29,6 +29,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -196,11 +197,19 @@ func accept[T beach.Body](ctx context.Context, s *Server, e *identity.Envelope, 
 		return nil, store.Statement{}, &apiError{http.StatusTooManyRequests, "rate_limited",
 			fmt.Sprintf("agent %s is over %g signed requests a minute; retry in %s", e.Agent, s.cfg.AgentPerMinute, wait.Round(time.Millisecond)), wait}
 	}
-	canon, err := json.Marshal(e)
-	if err != nil {
+	// Keep the envelope as signed: its body in canonical form (the bytes
+	// the signature covers), written without HTML escapes.
+	signed := *e
+	if signed.Body, err = identity.Canonical(e.Body); err != nil {
 		return nil, store.Statement{}, err
 	}
-	return body, store.Statement{Agent: e.Agent, Time: t, Nonce: e.Nonce, Envelope: canon}, nil
+	var canon bytes.Buffer
+	enc := json.NewEncoder(&canon)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(&signed); err != nil {
+		return nil, store.Statement{}, err
+	}
+	return body, store.Statement{Agent: e.Agent, Time: t, Nonce: e.Nonce, Envelope: bytes.TrimSuffix(canon.Bytes(), []byte("\n"))}, nil
 }
 
 // PublishPassport stores a signed passport.

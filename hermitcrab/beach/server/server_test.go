@@ -479,3 +479,26 @@ func TestListsAreBoundedInBytes(t *testing.T) {
 		t.Logf("GET %s: %d bytes", path, len(data))
 	}
 }
+
+// The beach keeps and hands out the body exactly as it was signed: in
+// canonical JSON, however the writer spelled it on the way.
+func TestTheBeachStoresTheCanonicalBody(t *testing.T) {
+	b := startBeach(t, "sqlite", nil)
+	alice, _ := identity.Generate()
+	e, _ := alice.Sign(beach.KindPassport, beach.Passport{Name: "é <b> & co"}, time.Now())
+	e.Body = json.RawMessage(`{ "name" : "\u00e9 \u003cb\u003e \u0026 co" }`)
+	if st, r := post(t, b, "/v1/passports", e); st != http.StatusOK {
+		t.Fatalf("re-spelled body: %d %s", st, r)
+	}
+	p, err := b.Passport(context.Background(), alice.Agent())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored identity.Envelope
+	if err := json.Unmarshal(p.Envelope, &stored); err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"name":"é <b> & co"}`; string(stored.Body) != want {
+		t.Fatalf("stored body %s, want %s", stored.Body, want)
+	}
+}
