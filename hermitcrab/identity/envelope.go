@@ -147,8 +147,10 @@ func (e *Envelope) Verify(kind string) (time.Time, error) {
 	if !noncePattern.MatchString(e.Nonce) {
 		return time.Time{}, refuse(ReasonMalformed, "nonce %q is not 32 lower-case hex digits", clip.Text(e.Nonce, 80))
 	}
+	// Re-encoding and comparing gives a signature one spelling (decoders
+	// skip line breaks and ignore the last character's spare bits).
 	sig, err := base64.RawURLEncoding.DecodeString(e.Sig)
-	if err != nil || len(sig) != ed25519.SignatureSize {
+	if err != nil || len(sig) != ed25519.SignatureSize || base64.RawURLEncoding.EncodeToString(sig) != e.Sig {
 		return time.Time{}, refuse(ReasonMalformed, "sig is not a base64url (unpadded) ed25519 signature")
 	}
 	msg, err := e.SignedBytes()

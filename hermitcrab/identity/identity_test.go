@@ -220,3 +220,24 @@ func TestCanonicalRefusesLoneSurrogates(t *testing.T) {
 		}
 	}
 }
+
+// One signature has one spelling: base64 decoders skip line breaks and
+// ignore the last character's spare bits, which would give an envelope
+// many spellings that all verify.
+func TestASignatureHasOneSpelling(t *testing.T) {
+	alice, _ := Generate()
+	e, _ := alice.Sign("message", map[string]any{"to": "b"}, time.Now())
+	last := e.Sig[len(e.Sig)-1]
+	spare := strings.IndexByte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", last) ^ 1 // 64 bytes: the last character carries 2 bits and 4 spare
+	for name, sig := range map[string]string{
+		"line break":      e.Sig[:40] + "\n" + e.Sig[40:],
+		"carriage return": e.Sig + "\r",
+		"spare bits":      e.Sig[:len(e.Sig)-1] + string("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"[spare]),
+	} {
+		f := *e
+		f.Sig = sig
+		if _, err := f.Verify("message"); err == nil {
+			t.Errorf("%s: another spelling of the signature verified", name)
+		}
+	}
+}
