@@ -20,7 +20,8 @@ import (
 // SavePointFormat names the save point's encryption scheme.
 const SavePointFormat = "hermitcrab-savepoint-v1"
 
-// maxRestored caps what a save point may decompress to.
+// maxRestored caps what a save point may decompress to; Seal refuses a
+// larger export, so no save point is made that could not be opened.
 const maxRestored = 64 << 20
 
 // SavePoint is an instance's blocks, sealed so that only its own key opens
@@ -51,6 +52,9 @@ func savePointAD(agent string) []byte { return []byte(SavePointFormat + "\x00" +
 
 // Seal encrypts an export (the kernel's Export) into a save point.
 func Seal(id *identity.Identity, export []byte) (*SavePoint, error) {
+	if len(export) > maxRestored {
+		return nil, fmt.Errorf("save point: the export is %d bytes; a save point holds at most %d (Open refuses more)", len(export), maxRestored)
+	}
 	var zipped bytes.Buffer
 	zw := gzip.NewWriter(&zipped)
 	if _, err := zw.Write(export); err != nil {
