@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/url"
 	"os"
@@ -194,7 +196,7 @@ func beachPassportCommand(client clientFunc) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return cli.PrintJSON(cmd.OutOrStdout(), v)
+			return printPeerJSON(cmd.OutOrStdout(), v)
 		}),
 	}
 	cli.JSONFlag(show) // the output is JSON already
@@ -209,10 +211,12 @@ func beachPassportCommand(client clientFunc) *cobra.Command {
 			}
 			printRefused(cmd, bad)
 			if *listJSON {
-				return cli.PrintJSON(cmd.OutOrStdout(), nonNil(good))
+				return printPeerJSON(cmd.OutOrStdout(), nonNil(good))
 			}
 			for _, v := range good {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s  %s  offers %s  needs %s\n", v.Agent, v.Body.Name, strings.Join(v.Body.Offers, ","), strings.Join(v.Body.Needs, ","))
+				// Names and coordinates are a stranger's text: inert on a terminal.
+				fmt.Fprintf(cmd.OutOrStdout(), "%s  %s  offers %s  needs %s\n", v.Agent, beach.Inert(v.Body.Name),
+					beach.Inert(strings.Join(v.Body.Offers, ",")), beach.Inert(strings.Join(v.Body.Needs, ",")))
 			}
 			return nil
 		}),
@@ -251,10 +255,10 @@ func beachMarkCommands(client clientFunc) []*cobra.Command {
 			}
 			printRefused(cmd, bad)
 			if *marksJSON {
-				return cli.PrintJSON(cmd.OutOrStdout(), nonNil(good))
+				return printPeerJSON(cmd.OutOrStdout(), nonNil(good))
 			}
 			for _, v := range good {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s  %s  %s\n", v.Time.UTC().Format(time.RFC3339), v.Agent, v.Body.Purpose)
+				fmt.Fprintf(cmd.OutOrStdout(), "%s  %s  %s\n", v.Time.UTC().Format(time.RFC3339), v.Agent, beach.Inert(v.Body.Purpose))
 			}
 			return nil
 		}),
@@ -304,7 +308,7 @@ func beachInboxCommand(client clientFunc) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := cli.PrintJSON(cmd.OutOrStdout(), good); err != nil {
+			if err := printPeerJSON(cmd.OutOrStdout(), good); err != nil {
 				return err
 			}
 			printRefused(cmd, bad)
@@ -408,8 +412,35 @@ beach's --window (5 minutes by default) and once.
 	}
 }
 
+// printPeerJSON prints JSON holding peers' text. encoding/json escapes C0
+// controls but leaves C1 controls (U+009B is CSI on some terminals) and
+// bidirectional overrides raw; they are escaped too (\uXXXX: they can only
+// be inside strings, so the JSON reads the same).
+func printPeerJSON(w io.Writer, v any) error {
+	var b bytes.Buffer
+	if err := cli.PrintJSON(&b, v); err != nil {
+		return err
+	}
+	out := b.String()
+	escape := func(r rune) bool { return r != '\n' && beach.ControlRune(r) }
+	if strings.ContainsFunc(out, escape) {
+		var e strings.Builder
+		for _, r := range out {
+			if escape(r) {
+				fmt.Fprintf(&e, "\\u%04x", r)
+				continue
+			}
+			e.WriteRune(r)
+		}
+		out = e.String()
+	}
+	_, err := io.WriteString(w, out)
+	return err
+}
+
 func printRefused(cmd *cobra.Command, bad []beach.Refused) {
 	for _, r := range bad {
-		fmt.Fprintf(cmd.ErrOrStderr(), "refused an entry from %s (%s): %s\n", r.Agent, r.Reason, r.Detail)
+		// The agent is the beach's unverified word, the detail may quote it.
+		fmt.Fprintf(cmd.ErrOrStderr(), "refused an entry from %s (%s): %s\n", beach.Inert(r.Agent), beach.Inert(r.Reason), beach.Inert(r.Detail))
 	}
 }

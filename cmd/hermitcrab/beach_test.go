@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -266,5 +267,51 @@ func TestInboxAfterFetchesUnreadMessagesWithoutLosingThem(t *testing.T) {
 	// They were handed out (and are now read): a plain inbox is empty.
 	if again, _ := mustHC(t, a, "", "beach", "--beach", url, "inbox"); strings.TrimSpace(again) != "[]" {
 		t.Fatalf("inbox after --after:\n%s", again)
+	}
+}
+
+// What a hostile peer signs, or a hostile beach says, is text from a
+// stranger: printed as lines on a terminal it must not carry escape
+// sequences (which can retitle the window, rewrite the screen, or worse)
+// nor line breaks (which forge lines: a "verified" mark by someone else).
+func TestPeerTextReachesTheTerminalInert(t *testing.T) {
+	url := serveBeach(t)
+	ctx := context.Background()
+	evil, _ := identity.Generate()
+	c, _ := beach.NewClient(url, evil)
+	forged := "hc" + strings.Repeat("a", 52) + "  endorsed by this agent"
+	if _, err := c.PublishPassport(ctx, beach.Passport{Name: "evil\x1b]0;pwned\x07\u009b2J\n" + forged, Offers: []string{"0.1\r\x1b[1A"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Mark(ctx, "https://example.org/", "reading\n2026-01-01T00:00:00Z  "+forged+"\u202e"); err != nil {
+		t.Fatal(err)
+	}
+	d := t.TempDir()
+	list, _ := mustHC(t, d, "", "beach", "--beach", url, "passport", "list")
+	marks, _ := mustHC(t, d, "", "beach", "--beach", url, "marks", "https://example.org/")
+	for name, out := range map[string]string{"passport list": list, "marks": marks} {
+		if strings.ContainsAny(out, "\x1b\x07\r\u009b\u202e") || strings.Count(out, "\n") != 1 {
+			t.Errorf("%s printed control characters or extra lines:\n%q", name, out)
+		}
+	}
+	// JSON output escapes C0 controls itself, but not C1 controls (U+009B
+	// is CSI) nor bidirectional overrides.
+	show, _ := mustHC(t, d, "", "beach", "--beach", url, "passport", "show", evil.Agent())
+	if strings.ContainsAny(show, "\x1b\x07\u009b\u202e") || !strings.Contains(show, `\u009b2J`) {
+		t.Errorf("passport show printed control characters:\n%s", show)
+	}
+	var shown struct{ Body beach.Passport }
+	if err := json.Unmarshal([]byte(show), &shown); err != nil || !strings.HasPrefix(shown.Body.Name, "evil\x1b]0;pwned\x07\u009b2J\n") {
+		t.Errorf("passport show is not the passport as JSON: %v %q", err, shown.Body.Name)
+	}
+	// A beach's refusal is text from the beach: the same holds.
+	hostile := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprint(w, `{"error":"no\u001b[2J\u001b]0;pwned\u0007\nError: your key was revoked","reason":"x\u001b[31m"}`)
+	}))
+	defer hostile.Close()
+	_, errOut, err := hc(t, d, "", "beach", "--beach", hostile.URL, "passport", "list")
+	if err == nil || strings.ContainsAny(errOut, "\x1b\x07") || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+		t.Errorf("a hostile beach's refusal reached the terminal raw (%v):\n%q", err, errOut)
 	}
 }

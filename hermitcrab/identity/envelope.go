@@ -406,7 +406,7 @@ func exactKeys(body []byte, v any) error {
 	}
 	for key := range members {
 		if !names[key] {
-			return fmt.Errorf("unknown field %q", clip(key))
+			return fmt.Errorf("unknown field %q", clip.Text(key, 80))
 		}
 	}
 	return nil
