@@ -123,7 +123,7 @@ a reverse proxy's) with --allow-host.`,
 	fl.Float64Var(&cfg.AgentPerMinute, "agent-rate", server.DefaultAgentPerMin, "signed requests a minute per agent (-1: no limit)")
 	fl.IntVar(&cfg.AgentBurst, "agent-burst", server.DefaultAgentBurst, "burst of signed requests per agent")
 	fl.Float64Var(&cfg.AddrPerMinute, "addr-rate", server.DefaultAddrPerMin, "requests a minute per remote address (-1: no limit; behind a proxy every client shares its address)")
-	fl.IntVar(&cfg.AddrBurst, "addr-burst", server.DefaultAddrBurst, "burst of requests per remote address")
+	fl.IntVar(&cfg.AddrBurst, "addr-burst", server.DefaultAddrBurst, "burst of requests per remote address, and the most connections it may hold open")
 	fl.Int64Var(&cfg.MaxBody, "max-body", server.DefaultMaxBody, "largest request body in bytes (save points and MCP: --max-savepoint-body)")
 	fl.Int64Var(&cfg.MaxSavePointBody, "max-savepoint-body", server.DefaultSavePointBody, "largest save point upload or MCP request in bytes")
 	return cmd

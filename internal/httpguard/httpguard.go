@@ -21,6 +21,10 @@
 // Everything else, a missing Host included, gets 421 Misdirected Request
 // with a JSON body {"error": "..."} that names the flag to use.
 //
+// Connections: LimitConns caps the connections one client (an IPv4
+// address, an IPv6 /64) may hold open, which no per-request limit can do
+// against a client that never finishes a request (slowloris).
+//
 // Bodies: a request whose Content-Length is over its limit is refused with
 // 413 at once; any other body is wrapped in http.MaxBytesReader, so a
 // handler reading past the limit gets an *http.MaxBytesError (TooLarge
@@ -34,6 +38,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/llmkernels/kernels/internal/clip"
 )
@@ -158,6 +163,83 @@ func (g *Guard) Handler(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// ClientKey names the client a remote address ("host:port") belongs to,
+// for per-client limits: the IP for IPv4, the /64 network for IPv6 (one
+// host is routinely given a whole /64, so keying by full address would
+// give it 2^64 allowances).
+func ClientKey(remoteAddr string) string {
+	host, _, err := net.SplitHostPort(remoteAddr)
+	if err != nil {
+		host = remoteAddr
+	}
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return host
+	}
+	if ip.To4() != nil {
+		return ip.String()
+	}
+	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
+}
+
+// LimitConns wraps a listener so that one client (ClientKey) holds at most
+// perClient open connections; a connection over that is closed as soon as
+// it is accepted. A server's rate limits see requests, and a slowloris
+// client never finishes one: it opens connections, sends half a header,
+// and holds a socket and a goroutine each until the header timeout, as
+// many as it likes. perClient <= 0 means no limit.
+func LimitConns(ln net.Listener, perClient int) net.Listener {
+	if perClient <= 0 {
+		return ln
+	}
+	return &connLimiter{Listener: ln, max: perClient, open: map[string]int{}}
+}
+
+type connLimiter struct {
+	net.Listener
+	max  int
+	mu   sync.Mutex
+	open map[string]int
+}
+
+func (l *connLimiter) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		key := ClientKey(c.RemoteAddr().String())
+		l.mu.Lock()
+		full := l.open[key] >= l.max
+		if !full {
+			l.open[key]++
+		}
+		l.mu.Unlock()
+		if full {
+			c.Close()
+			continue
+		}
+		return &limitedConn{Conn: c, release: func() {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			if l.open[key]--; l.open[key] <= 0 {
+				delete(l.open, key)
+			}
+		}}, nil
+	}
+}
+
+type limitedConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitedConn) Close() error {
+	c.once.Do(c.release)
+	return c.Conn.Close()
 }
 
 // TooLarge reports whether err (from reading a guarded body) is the body

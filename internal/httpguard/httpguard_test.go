@@ -2,14 +2,17 @@ package httpguard
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // serve runs a guarded server on loopback; the handler counts the requests
@@ -139,4 +142,72 @@ func TestBodyLimits(t *testing.T) {
 	if r2.StatusCode != http.StatusOK {
 		t.Fatalf("a route with a larger limit: status %d", r2.StatusCode)
 	}
+}
+
+func TestClientKeyGroupsAnIPv6NetworkAndKeepsIPv4Addresses(t *testing.T) {
+	for addr, want := range map[string]string{
+		"127.0.0.1:80":               "127.0.0.1",
+		"[2001:db8:1:2:aaaa::1]:443": "2001:db8:1:2::/64",
+		"[2001:db8:1:2:ffff::9]:1":   "2001:db8:1:2::/64",
+		"[2001:db8:1:3::1]:1":        "2001:db8:1:3::/64",
+		"[::ffff:192.0.2.1]:1":       "192.0.2.1",
+		"not an address":             "not an address",
+	} {
+		if got := ClientKey(addr); got != want {
+			t.Errorf("ClientKey(%q) = %q, want %q", addr, got, want)
+		}
+	}
+}
+
+// A client at its cap gets its extra connections closed at once; closing
+// one of its connections (twice, even) frees exactly one place.
+func TestLimitConnsCapsOpenConnectionsPerClient(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := LimitConns(ln, 2)
+	defer l.Close()
+	accepted := make(chan net.Conn, 10)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	// closedByServer reads until the server closes c (a generous deadline
+	// keeps a broken cap from hanging the test).
+	closedByServer := func(c net.Conn) bool {
+		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		_, err := c.Read(make([]byte, 1))
+		return err != nil && !errors.Is(err, os.ErrDeadlineExceeded)
+	}
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	first, _ := dial(), dial()
+	a1, a2 := <-accepted, <-accepted
+	third := dial()
+	if !closedByServer(third) {
+		t.Fatal("a third connection from one client was kept open")
+	}
+	a1.Close()
+	a1.Close()
+	_ = first
+	dial()
+	a3 := <-accepted
+	fifth := dial()
+	if !closedByServer(fifth) {
+		t.Fatal("a connection over the cap was kept open after one was freed")
+	}
+	a2.Close()
+	a3.Close()
 }

@@ -134,14 +134,8 @@ func (s *Server) chargeBatches(next http.Handler) http.Handler {
 	})
 }
 
-// remoteHost is the address a request came from, without its port.
-func remoteHost(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
+// remoteHost is the client a request came from (httpguard.ClientKey).
+func remoteHost(r *http.Request) string { return httpguard.ClientKey(r.RemoteAddr) }
 
 // submit decodes a signed envelope from the body and runs op on it.
 func (s *Server) submit(op func(context.Context, *identity.Envelope, *http.Request) (any, error)) http.HandlerFunc {
@@ -206,7 +200,15 @@ func (s *Server) ListenAndServe(ctx context.Context, ready func(url string)) err
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", s.cfg.Addr, err)
 	}
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute}
+	if s.addrs != nil {
+		// One address holds at most its burst of connections (slowloris).
+		ln = httpguard.LimitConns(ln, s.cfg.AddrBurst)
+	}
+	// WriteTimeout (counted from the end of the header, so it spans the
+	// body's ReadTimeout too) frees a request whose client stops reading
+	// its answer; without it the goroutine and the answer wait forever.
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 2 * time.Minute,
+		WriteTimeout: 3 * time.Minute, IdleTimeout: 2 * time.Minute}
 	if ready != nil {
 		ready("http://" + ln.Addr().String())
 	}

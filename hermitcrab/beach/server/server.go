@@ -67,9 +67,11 @@ type Config struct {
 	// Window is how far a signed time may be from the beach's clock.
 	Window time.Duration
 	// AgentPerMinute and AgentBurst limit each agent's signed requests;
-	// AddrPerMinute and AddrBurst every request per remote address (behind a
-	// reverse proxy that is the proxy: raise or disable it there). A
-	// negative rate disables the limit.
+	// AddrPerMinute and AddrBurst every request per remote address (an IPv4
+	// address or an IPv6 /64; behind a reverse proxy that is the proxy:
+	// raise or disable it there), and ListenAndServe lets one address hold
+	// at most AddrBurst connections open. A negative rate disables the
+	// limit.
 	AgentPerMinute float64
 	AgentBurst     int
 	AddrPerMinute  float64

@@ -5,12 +5,17 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -500,5 +505,78 @@ func TestTheBeachStoresTheCanonicalBody(t *testing.T) {
 	}
 	if want := `{"name":"é <b> & co"}`; string(stored.Body) != want {
 		t.Fatalf("stored body %s, want %s", stored.Body, want)
+	}
+}
+
+// Slowloris: connections that send half a request header hold a socket
+// and a goroutine each until ReadHeaderTimeout, and are opened before any
+// rate limit can see a request. One address may hold at most its burst of
+// connections; the rest are closed at once, and another address is served.
+func TestOneAddressCannotHoldEveryConnection(t *testing.T) {
+	dsn := filepath.Join(t.TempDir(), "beach.db")
+	st, err := store.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s, err := New(Config{Store: st, Addr: "127.0.0.1:0", AddrBurst: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	urlc := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- s.ListenAndServe(ctx, func(u string) { urlc <- u }) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	base := <-urlc
+	addr := strings.TrimPrefix(base, "http://")
+	const opened = 40
+	conns := make([]net.Conn, 0, opened)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range opened {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprint(c, "GET /v1/info HTTP/1.1\r\nHost: localhost\r\nX-Slow: ") // and never the rest
+		conns = append(conns, c)
+	}
+	// Well before ReadHeaderTimeout (10 s) would close them all.
+	deadline := time.Now().Add(3 * time.Second)
+	var closed atomic.Int64
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = c.SetReadDeadline(deadline)
+			if _, err := c.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+				closed.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if closed.Load() < opened-8 {
+		t.Fatalf("%d of %d half-open connections from one address were closed; want all but 8", closed.Load(), opened)
+	}
+	// Another address is still served.
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+	client := &http.Client{Transport: &http.Transport{DialContext: d.DialContext}, Timeout: 30 * time.Second}
+	resp, err := client.Get(base + "/v1/info")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("another address: %d", resp.StatusCode)
 	}
 }
