@@ -364,6 +364,8 @@ func (s *Server) classify(err error) *apiError {
 	switch {
 	case errors.Is(err, store.ErrReplay):
 		return &apiError{http.StatusConflict, identity.ReasonReplay, "this envelope's nonce was already used by its agent: a replay (sign a new envelope to say it again)", 0}
+	case errors.Is(err, store.ErrForgotten):
+		return &apiError{http.StatusUnauthorized, identity.ReasonStale, "signed before this beach's replay memory begins (nonces signed that early are forgotten, so it cannot tell a replay): sign it again", 0}
 	case errors.Is(err, store.ErrStale):
 		return &apiError{http.StatusConflict, "superseded", "the beach holds one signed at the same time or later", 0}
 	case errors.Is(err, store.ErrNotFound):

@@ -580,3 +580,60 @@ func TestOneAddressCannotHoldEveryConnection(t *testing.T) {
 		t.Fatalf("another address: %d", resp.StatusCode)
 	}
 }
+
+// Nonces are pruned by the pruning server's window and clock. Another
+// server on the same database with a longer window (or the same beach
+// restarted with one), or a pruning server whose clock runs ahead, must
+// not then accept an envelope whose nonce was forgotten.
+func TestAPrunedNonceCannotBeReplayedThroughAnotherWindowOrClock(t *testing.T) {
+	bothDatabases(t, func(t *testing.T, kind string) {
+		// Two servers on one (new) database.
+		pair := func(prunerWindow, prunerSkew, window time.Duration) [2]*Server {
+			dsn := filepath.Join(t.TempDir(), "beach.db")
+			if kind == "postgres" {
+				dsn = pgtest.New(t)
+			}
+			return [2]*Server{openServer(t, dsn, prunerWindow, prunerSkew), openServer(t, dsn, window, 0)}
+		}
+		ctx := context.Background()
+		alice, _ := identity.Generate()
+		bob, _ := identity.Generate()
+		for name, c := range map[string][2]*Server{
+			"a shorter window prunes": pair(time.Minute, 0, 10*time.Minute),
+			"a clock ahead prunes":    pair(5*time.Minute, 3*time.Minute, 5*time.Minute),
+		} {
+			pruner, acceptor := c[0], c[1]
+			e, _ := alice.Sign(beach.KindMessage, beach.Message{To: bob.Agent(), Type: beach.TypeGeneral, Content: name}, time.Now().Add(-4*time.Minute-30*time.Second))
+			if _, err := acceptor.Send(ctx, e); err != nil {
+				t.Fatalf("%s: first delivery: %v", name, err)
+			}
+			if _, err := pruner.PruneNonces(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := acceptor.Send(ctx, e); err == nil || acceptor.classify(err).reason != identity.ReasonStale {
+				t.Fatalf("%s: the same envelope after its nonce was pruned: %v, want it refused as stale", name, err)
+			}
+			// A new envelope within every window is still accepted.
+			fresh, _ := alice.Sign(beach.KindMessage, beach.Message{To: bob.Agent(), Type: beach.TypeGeneral, Content: name}, time.Now())
+			if _, err := acceptor.Send(ctx, fresh); err != nil {
+				t.Fatalf("%s: a fresh envelope: %v", name, err)
+			}
+		}
+	})
+}
+
+// openServer makes a beach server (not served) with a window and a clock skew
+// on the database dsn.
+func openServer(t *testing.T, dsn string, window, skew time.Duration) *Server {
+	t.Helper()
+	st, err := store.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	s, err := New(Config{Store: st, Addr: "127.0.0.1:8421", Window: window, Now: func() time.Time { return time.Now().Add(skew) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}

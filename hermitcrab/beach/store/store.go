@@ -10,7 +10,8 @@
 // signatures: that is the server's job (package beach/server). What it
 // does guarantee, in one transaction per write:
 //   - a nonce is used once per agent (ErrReplay), for every kind of write
-//     and for the signed inbox and save point reads;
+//     and for the signed inbox and save point reads, and a statement signed
+//     before the horizon of pruned nonces is refused (ErrForgotten);
 //   - a passport, a mark (per agent and URL) or a save point replaces the
 //     stored one only when its signed time is later (ErrStale otherwise);
 //   - taking an inbox returns each unread message once, even to two
@@ -44,6 +45,9 @@ var (
 	ErrReplay   = errors.New("this nonce was already used by this agent")
 	ErrStale    = errors.New("an entry signed at the same time or later is already stored")
 	ErrNotFound = errors.New("not found")
+	// ErrForgotten is an envelope signed before the horizon: nonces signed
+	// that early may have been pruned, so its nonce cannot be checked.
+	ErrForgotten = errors.New("signed before the beach's replay memory begins")
 )
 
 // MaxListBytes bounds a list read (Passports, Marks) by the size of the
@@ -157,6 +161,7 @@ CREATE TABLE IF NOT EXISTS beach_nonces (
 	PRIMARY KEY (agent, nonce)
 );
 CREATE INDEX IF NOT EXISTS beach_nonces_time ON beach_nonces (time);
+CREATE TABLE IF NOT EXISTS beach_horizon (id INTEGER PRIMARY KEY CHECK (id = 1), pruned_before TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS beach_passports (
 	agent    TEXT PRIMARY KEY,
 	name     TEXT NOT NULL,
@@ -212,7 +217,12 @@ func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
 	return tx.Commit()
 }
 
-// useNonce records the statement's nonce, or fails with ErrReplay.
+// useNonce records the statement's nonce, or fails with ErrReplay, or
+// with ErrForgotten when the statement was signed before the horizon
+// (PruneNonces may have forgotten its nonce). The horizon is read after
+// the insert: on PostgreSQL an insert that meets a nonce a concurrent
+// prune is deleting waits for that prune to commit, and the read that
+// follows then sees its horizon.
 func useNonce(ctx context.Context, tx *sql.Tx, st Statement) error {
 	res, err := tx.ExecContext(ctx, `INSERT INTO beach_nonces (agent, nonce, time) VALUES ($1, $2, $3) ON CONFLICT (agent, nonce) DO NOTHING`,
 		st.Agent, st.Nonce, ts(st.Time))
@@ -223,6 +233,13 @@ func useNonce(ctx context.Context, tx *sql.Tx, st Statement) error {
 		return err
 	} else if n == 0 {
 		return ErrReplay
+	}
+	var early int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM beach_horizon WHERE pruned_before > $1`, ts(st.Time)).Scan(&early); err != nil {
+		return err
+	}
+	if early > 0 {
+		return ErrForgotten
 	}
 	return nil
 }
@@ -392,11 +409,19 @@ func (s *Store) TakeSavePoint(ctx context.Context, req Statement) (*Stored, erro
 	return r, nil
 }
 
-// PruneNonces forgets nonces signed before cutoff; the server refuses
-// envelopes that old anyway, so their nonces cannot be replayed.
+// PruneNonces forgets nonces signed before cutoff and moves the horizon
+// there (it never moves back), so from then on every write signed before
+// cutoff fails with ErrForgotten, whatever window or clock the server
+// that sends it has: a server on the same database with a longer window,
+// or this one restarted with one, cannot accept a replay whose nonce was
+// forgotten.
 func (s *Store) PruneNonces(ctx context.Context, cutoff time.Time) (int64, error) {
 	var n int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO beach_horizon (id, pruned_before) VALUES (1, $1)
+			ON CONFLICT (id) DO UPDATE SET pruned_before = excluded.pruned_before WHERE excluded.pruned_before > beach_horizon.pruned_before`, ts(cutoff)); err != nil {
+			return err
+		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM beach_nonces WHERE time < $1`, ts(cutoff))
 		if err != nil {
 			return err
