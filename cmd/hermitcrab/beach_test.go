@@ -72,7 +72,11 @@ func startBeachProcess(t *testing.T, args ...string) (string, *exec.Cmd) {
 // A beach killed with SIGKILL in the middle of concurrent writes keeps
 // every write it acknowledged, three times over.
 func TestABeachKilledMidWriteKeepsEveryAcknowledgedWrite(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "beach.db")
+	t.Run("sqlite", func(t *testing.T) { killMidWrite(t, filepath.Join(t.TempDir(), "beach.db")) })
+	t.Run("postgres", func(t *testing.T) { killMidWrite(t, pgtest.New(t)) })
+}
+
+func killMidWrite(t *testing.T, db string) {
 	to, err := identity.Generate()
 	if err != nil {
 		t.Fatal(err)
