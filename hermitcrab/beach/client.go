@@ -26,8 +26,9 @@ import (
 // beside the good ones, with the reason.
 //
 // It never follows redirects (a signed request goes only where it was
-// addressed), and retries a request the beach rate-limited up to three
-// times, waiting as long as the beach's Retry-After says (at most 10 s).
+// addressed), and retries a request the beach rate-limited (429) or was
+// too busy for (503 with Retry-After) up to three times, waiting as long as
+// the beach's Retry-After says (at most 10 s).
 type Client struct {
 	base *url.URL
 	id   *identity.Identity
@@ -398,7 +399,10 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 				e.Error = e.Error[:300] + "…"
 			}
 		}
-		if resp.StatusCode == http.StatusTooManyRequests && attempt < 3 {
+		// 429: over a rate limit; 503 with Retry-After: busy (too many large
+		// uploads at once). Both say when to come back.
+		busy := resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") != ""
+		if (resp.StatusCode == http.StatusTooManyRequests || busy) && attempt < 3 {
 			wait, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
 			select {
 			case <-time.After(time.Duration(min(max(wait, 1), 10)) * time.Second):

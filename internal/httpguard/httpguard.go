@@ -26,7 +26,8 @@
 // against a client that never finishes a request (slowloris).
 //
 // Bodies: a request whose Content-Length is over its limit is refused with
-// 413 at once; any other body is wrapped in http.MaxBytesReader, so a
+// 413 at once; with Options.MaxLarge, only that many bodies larger than
+// MaxBody are read at once (503 and Retry-After for another); any other body is wrapped in http.MaxBytesReader, so a
 // handler reading past the limit gets an *http.MaxBytesError (TooLarge
 // recognises it) and the connection is closed after the response.
 package httpguard
@@ -57,6 +58,12 @@ type Options struct {
 	// BodyLimit, when set, gives a request's limit instead of MaxBody (for
 	// routes that take uploads); it returns 0 to use MaxBody.
 	BodyLimit func(*http.Request) int64
+	// MaxLarge, when over 0, is how many requests whose body may be larger
+	// than MaxBody (a larger BodyLimit, and a Content-Length over MaxBody
+	// or none) are served at once; another is refused with 503 and a
+	// Retry-After. Reading and decoding large bodies costs memory before a
+	// handler can refuse them; this bounds how much at once.
+	MaxLarge int
 }
 
 // Guard is the Host rule and the body limit. It is safe for concurrent use.
@@ -65,6 +72,7 @@ type Guard struct {
 	suffixes []string // ".example.org" for "*.example.org"
 	maxBody  int64
 	limit    func(*http.Request) int64
+	large    chan struct{} // a slot per large body being served; nil: no cap
 }
 
 // New makes a guard. It fails on an allowed name that is not a host name or
@@ -76,6 +84,9 @@ func New(opts Options) (*Guard, error) {
 	}
 	if g.maxBody < 0 {
 		return nil, fmt.Errorf("httpguard: body limit %d: want a positive number of bytes", opts.MaxBody)
+	}
+	if opts.MaxLarge > 0 {
+		g.large = make(chan struct{}, opts.MaxLarge)
 	}
 	host := opts.Addr
 	if h, _, err := net.SplitHostPort(opts.Addr); err == nil {
@@ -157,6 +168,17 @@ func (g *Guard) Handler(next http.Handler) http.Handler {
 			w.Header().Set("Connection", "close")
 			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body of %d bytes is over this route's limit of %d bytes", r.ContentLength, limit))
 			return
+		}
+		if g.large != nil && limit > g.maxBody && (r.ContentLength > g.maxBody || r.ContentLength < 0) {
+			select {
+			case g.large <- struct{}{}:
+				defer func() { <-g.large }()
+			default:
+				w.Header().Set("Retry-After", "5")
+				w.Header().Set("Connection", "close")
+				writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("%d large uploads are being read already; retry in a few seconds", cap(g.large)))
+				return
+			}
 		}
 		if r.Body != nil {
 			r.Body = http.MaxBytesReader(w, r.Body, limit)

@@ -211,3 +211,46 @@ func TestLimitConnsCapsOpenConnectionsPerClient(t *testing.T) {
 	a2.Close()
 	a3.Close()
 }
+
+// MaxLarge bounds the bodies over MaxBody served at once; bodies within
+// MaxBody, on the same route, never wait for a slot.
+func TestMaxLargeBoundsLargeBodiesAtOnce(t *testing.T) {
+	entered, release := make(chan struct{}, 8), make(chan struct{})
+	g, err := New(Options{Addr: "127.0.0.1:0", MaxBody: 10, MaxLarge: 1, BodyLimit: func(*http.Request) int64 { return 1000 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(g.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > 10 {
+			entered <- struct{}{}
+			<-release
+		}
+		fmt.Fprint(w, "ok")
+	})))
+	defer srv.Close()
+	post := func(n int) *http.Response {
+		resp, err := http.Post(srv.URL, "text/plain", strings.NewReader(strings.Repeat("x", n)))
+		if err != nil {
+			t.Error(err)
+			return nil
+		}
+		resp.Body.Close()
+		return resp
+	}
+	done := make(chan *http.Response)
+	go func() { done <- post(500) }()
+	<-entered // the first large body holds the one slot
+	if resp := post(500); resp == nil || resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("a second large body: %+v, want 503 with Retry-After", resp)
+	}
+	if resp := post(5); resp == nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("a small body: %+v", resp)
+	}
+	close(release)
+	if resp := <-done; resp == nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("the first large body: %+v", resp)
+	}
+	if resp := post(500); resp == nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("a large body once the slot is free: %+v", resp)
+	}
+}

@@ -55,6 +55,11 @@ const (
 	DefaultSavePointBody = 12 << 20
 	DefaultInboxLimit    = 100
 	maxListLimit         = 500
+	// MaxLargeBodies is how many requests with a body over MaxBody (save
+	// point uploads, large MCP calls) are read at once; reading and
+	// checking a 12 MiB one costs ~80 MB before its signature can be
+	// refused. Another gets 503 with Retry-After.
+	MaxLargeBodies = 4
 )
 
 // Config configures a beach server.
@@ -129,7 +134,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	big := cfg.MaxSavePointBody
-	guard, err := httpguard.New(httpguard.Options{Addr: cfg.Addr, AllowHosts: cfg.AllowHosts, MaxBody: cfg.MaxBody,
+	guard, err := httpguard.New(httpguard.Options{Addr: cfg.Addr, AllowHosts: cfg.AllowHosts, MaxBody: cfg.MaxBody, MaxLarge: MaxLargeBodies,
 		BodyLimit: func(r *http.Request) int64 {
 			if r.URL.Path == "/v1/savepoints" || r.URL.Path == "/mcp" {
 				return big

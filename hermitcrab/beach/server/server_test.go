@@ -637,3 +637,45 @@ func openServer(t *testing.T, dsn string, window, skew time.Duration) *Server {
 	}
 	return s
 }
+
+// A save point upload may be 12 MiB, and reading, decoding and checking
+// one costs the beach ~80 MB before its signature can be refused: forty
+// junk uploads at once took a beach to 3.2 GB. Only a few large bodies are
+// read at once; another is refused at once with 503 and Retry-After (the
+// client retries), while small requests go on being served.
+func TestOnlyAFewLargeBodiesAreReadAtOnce(t *testing.T) {
+	b := startBeach(t, "sqlite", nil)
+	addr := strings.TrimPrefix(b.URL, "http://")
+	// Uploads that announce 5 MB and then stall, holding their slots.
+	for range MaxLargeBodies {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "POST /v1/savepoints HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{", 5<<20)
+	}
+	client := &http.Client{Timeout: 20 * time.Second}
+	var resp *http.Response
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		// The stalled uploads take their slots as the server reads their
+		// headers: until then another upload may still get one.
+		req, _ := http.NewRequest(http.MethodPost, b.URL+"/v1/savepoints", bytes.NewReader(bytes.Repeat([]byte(" "), 1<<20)))
+		var err error
+		if resp, err = client.Do(req); err != nil {
+			t.Fatalf("a large upload while %d stall: %v (it should be refused at once)", MaxLargeBodies, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusServiceUnavailable || time.Now().After(deadline) {
+			break
+		}
+	}
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("a large upload while %d stall: %d (Retry-After %q), want 503 with Retry-After", MaxLargeBodies, resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	// Small requests, and small MCP calls, do not wait for a slot.
+	_, c := newAgent(t, b)
+	if _, err := c.Mark(context.Background(), "https://example.org/", "small"); err != nil {
+		t.Fatalf("a small write while the large ones stall: %v", err)
+	}
+}
