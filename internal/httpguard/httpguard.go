@@ -240,7 +240,7 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 		}
 		l.mu.Unlock()
 		if full {
-			c.Close()
+			_ = c.Close() // refused: the client only sees the connection end
 			continue
 		}
 		return &limitedConn{Conn: c, release: func() {
