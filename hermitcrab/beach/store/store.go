@@ -35,7 +35,10 @@ import (
 
 // schemaVersion is the layout this code writes; a database with a higher
 // one was made by a newer hermitcrab and is refused rather than misread.
-const schemaVersion = 1
+// 2 added beach_horizon (made by CREATE ... IF NOT EXISTS on a version 1
+// database): a hermitcrab that does not record the horizon must not prune
+// the nonces of one that checks it.
+const schemaVersion = 2
 
 // timeFormat is fixed width so stored times compare as text.
 const timeFormat = "2006-01-02T15:04:05.000000000Z"
@@ -149,6 +152,12 @@ func (s *Store) migrate(ctx context.Context) error {
 			return err
 		case v > schemaVersion:
 			return fmt.Errorf("schema version %d was written by a newer hermitcrab (this one knows %d): upgrade hermitcrab", v, schemaVersion)
+		}
+		// Written even when unchanged: a database the beach cannot write
+		// (a read-only file or mount, a read-only replica) is refused here,
+		// not at the first write a client sends.
+		if _, err := tx.ExecContext(ctx, `UPDATE beach_meta SET value = $1 WHERE key = 'schema'`, schemaVersion); err != nil {
+			return fmt.Errorf("the database cannot be written (a beach writes every signed request): %w", err)
 		}
 		return nil
 	})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -260,6 +261,75 @@ func TestANewerSchemaIsRefused(t *testing.T) {
 		}
 		if _, err := Open(context.Background(), dsn); err == nil || !strings.Contains(err.Error(), "newer hermitcrab") {
 			t.Fatalf("schema 99: %v", err)
+		}
+	})
+}
+
+// A beach whose database it cannot write would start, serve reads, and
+// answer every write with 500: it is refused at start instead, saying so.
+func TestADatabaseTheBeachCannotWriteIsRefusedAtStart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "beach.db")
+	s, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	readOnly(t, path)
+	if s, err := Open(context.Background(), path); err == nil {
+		s.Close()
+		t.Fatal("a read-only beach database was opened for serving")
+	} else if !strings.Contains(err.Error(), "readonly") && !strings.Contains(err.Error(), "read-only") {
+		t.Fatalf("a read-only beach database: %v (want it to say read-only)", err)
+	}
+}
+
+// readOnly makes path unwritable even for root (chattr +i), or by mode for
+// other users; the test is skipped where neither works.
+func readOnly(t *testing.T, path string) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		if out, err := exec.Command("chattr", "+i", path).CombinedOutput(); err != nil {
+			t.Skipf("running as root and chattr +i failed (%v: %s): no way to make a read-only file here", err, out)
+		}
+		t.Cleanup(func() { _ = exec.Command("chattr", "-i", path).Run() })
+	} else if err := os.Chmod(path, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := os.OpenFile(path, os.O_WRONLY, 0); err == nil {
+		f.Close()
+		t.Skip("the file is still writable")
+	}
+}
+
+// A version 1 beach (before the horizon) is brought to version 2 on open,
+// keeping what it holds.
+func TestAVersion1BeachIsUpgraded(t *testing.T) {
+	both(t, func(t *testing.T, s *Store, dsn string) {
+		ctx := context.Background()
+		if err := s.PutPassport(ctx, stmt("a", 1, t0), "alice"); err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []string{`DROP TABLE beach_horizon`, `UPDATE beach_meta SET value = 1 WHERE key = 'schema'`} {
+			if _, err := s.db.Exec(q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s2, err := Open(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s2.Close()
+		var v int
+		if err := s2.db.QueryRow(`SELECT value FROM beach_meta WHERE key = 'schema'`).Scan(&v); err != nil || v != schemaVersion {
+			t.Fatalf("schema after the upgrade: %d %v", v, err)
+		}
+		if _, err := s2.PruneNonces(ctx, t0); err != nil {
+			t.Fatalf("pruning (the horizon table): %v", err)
+		}
+		if _, err := s2.Passport(ctx, "a"); err != nil {
+			t.Fatal(err)
 		}
 	})
 }
