@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,10 +104,7 @@ a reverse proxy's) with --allow-host.`,
 			if err != nil {
 				return errors.Join(err, st.Close())
 			}
-			where := db
-			if u, err := url.Parse(db); err == nil && u.Scheme != "" {
-				where = u.Redacted()
-			}
+			where := store.Redact(db) // no password, from the user part or the query
 			err = srv.ListenAndServe(cmd.Context(), func(u string) {
 				fmt.Fprintf(cmd.OutOrStdout(), "beach serving %s (HTTP API %s/v1/, MCP %s/mcp; %s: %s); Ctrl-C or SIGTERM stops it\n", u, u, u, st.Dialect(), where)
 			})

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -317,5 +318,35 @@ func TestPeerTextReachesTheTerminalInert(t *testing.T) {
 	_, errOut, err := hc(t, d, "", "beach", "--beach", hostile.URL, "passport", "list")
 	if err == nil || strings.ContainsAny(errOut, "\x1b\x07") || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
 		t.Errorf("a hostile beach's refusal reached the terminal raw (%v):\n%q", err, errOut)
+	}
+}
+
+// `beach serve` names its database on start; a PostgreSQL password given
+// in the URL's query (?password=, which pgx reads) is not printed.
+func TestBeachServeDoesNotPrintThePassword(t *testing.T) {
+	u, err := neturl.Parse(pgtest.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	password, _ := u.User.Password()
+	u.User = neturl.User(u.User.Username())
+	q := u.Query()
+	q.Set("password", password)
+	u.RawQuery = q.Encode()
+	cmd := exec.Command(binary, "--data", t.TempDir(), "beach", "serve", "--addr", "127.0.0.1:0", "--db", u.String())
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	_ = cmd.Process.Signal(os.Interrupt)
+	_ = cmd.Wait()
+	if !strings.Contains(line, "beach serving") || strings.Contains(line+stderr.String(), password) {
+		t.Fatalf("beach serve printed:\n%s%s", line, stderr.String())
 	}
 }

@@ -57,15 +57,38 @@ var postgres = dialect{
 		db.SetMaxIdleConns(32)
 		return db, nil
 	},
-	describe: func(dsn string) string {
-		u, err := url.Parse(dsn)
-		if err != nil {
-			return "(a PostgreSQL URL that does not parse)"
-		}
-		return u.Redacted()
-	},
+	describe: redactURL,
 	idColumn:   "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
 	lockSchema: "SELECT pg_advisory_xact_lock(7297654183)", // any fixed number: "the beach schema"
+}
+
+// Redact names a database (a SQLite path or a PostgreSQL URL) without its
+// secrets, for messages and logs.
+func Redact(dsn string) string {
+	d, err := dialectFor(dsn)
+	if err != nil {
+		return "(not a database name)"
+	}
+	return d.describe(dsn)
+}
+
+// secretParams are the URL query parameters libpq and pgx read secrets
+// from, besides the password in the URL's user part.
+var secretParams = []string{"password", "sslpassword"}
+
+func redactURL(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "(a PostgreSQL URL that does not parse)"
+	}
+	q := u.Query()
+	for _, p := range secretParams {
+		if q.Has(p) {
+			q.Set(p, "xxxxx")
+		}
+	}
+	u.RawQuery = q.Encode()
+	return u.Redacted()
 }
 
 // The SQLite opener below is deliberately minimal and temporary: the shared

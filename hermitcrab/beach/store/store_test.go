@@ -333,3 +333,26 @@ func TestAVersion1BeachIsUpgraded(t *testing.T) {
 		}
 	})
 }
+
+// A PostgreSQL password may come in the URL's user part or, as libpq and
+// pgx also read it, in its query (?password=, ?sslpassword=): neither may
+// reach an error message.
+func TestAPasswordInThePostgreSQLURLIsNeverPrinted(t *testing.T) {
+	for _, dsn := range []string{
+		"postgres://beach:S3cretUser@127.0.0.1:1/beach?sslmode=disable",
+		"postgres://beach@127.0.0.1:1/beach?password=S3cretQuery&sslmode=disable",
+		"postgresql://beach@127.0.0.1:1/beach?sslmode=disable&sslpassword=S3cretKey",
+		"postgres://beach@127.0.0.1:1/beach?password=S3cret%zzBad",
+	} {
+		_, err := Open(context.Background(), dsn)
+		if err == nil {
+			t.Fatalf("%s: opened", dsn)
+		}
+		if strings.Contains(err.Error(), "S3cret") {
+			t.Errorf("the error shows the password: %v", err)
+		}
+		if d := Redact(dsn); strings.Contains(d, "S3cret") || !strings.Contains(d, "127.0.0.1:1") {
+			t.Errorf("Redact(%s) = %s", dsn, d)
+		}
+	}
+}
