@@ -57,7 +57,7 @@ var postgres = dialect{
 		db.SetMaxIdleConns(32)
 		return db, nil
 	},
-	describe: redactURL,
+	describe:   redactURL,
 	idColumn:   "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
 	lockSchema: "SELECT pg_advisory_xact_lock(7297654183)", // any fixed number: "the beach schema"
 }
