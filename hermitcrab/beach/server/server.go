@@ -14,18 +14,27 @@
 //  5. the agent is within its rate limit (checked after the signature, so
 //     nobody can spend another agent's allowance);
 //  6. the store records the nonce in the same transaction as the write,
-//     refusing it if a concurrent request used it first.
+//     refusing it if a concurrent request used it first, or if the
+//     envelope was signed before the horizon of pruned nonces.
 //
 // Nonces are kept until their envelopes are too old to pass step 2, then
-// pruned, so replay protection costs bounded storage.
+// pruned, so replay protection costs bounded storage. The store remembers
+// how far it pruned (the horizon) and refuses anything signed before it,
+// so a server with a longer window or a slower clock on the same database
+// cannot accept a replay whose nonce was forgotten.
 //
 // Reads of passports and marks are open to anyone: passports are public by
 // design ("anyone can read your passport"), and marks are found only by
-// the hash of a URL the reader already knows.
+// the hash of a URL the reader already knows. A list stops at
+// store.MaxListBytes of envelopes.
 //
-// In front of everything: httpguard's Host rule and body limits, then a
-// per-address rate limit on every request. Refusals are JSON
-// {"error": "...", "reason": "..."} with the status the reason implies.
+// In front of everything: httpguard's Host rule and body limits (at most
+// MaxLargeBodies bodies over MaxBody read at once), then a per-address
+// rate limit on every request, each call of an MCP JSON-RPC batch counted
+// as a request. ListenAndServe also caps the connections one address may
+// hold open (httpguard.LimitConns) and times out slow readers and writers.
+// Refusals are JSON {"error": "...", "reason": "..."} with the status the
+// reason implies.
 package server
 
 import (
