@@ -16,8 +16,10 @@ import (
 )
 
 // Write replaces path with data: it writes a temporary file in the same
-// directory, syncs it and renames it over path, so a reader sees the old
-// content or the new, never a mix, and a crash leaves the old file whole.
+// directory, syncs it, renames it over path and syncs the directory, so a
+// reader sees the old content or the new, never a mix, a crash leaves the
+// old file whole, and once Write returns the new file survives a power loss
+// (the rename itself is only durable after the directory is synced).
 func Write(path string, data []byte, perm os.FileMode) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
@@ -33,6 +35,9 @@ func Write(path string, data []byte, perm os.FileMode) error {
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		_ = os.Remove(tmp.Name()) // as above: the rename error is the news
 		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("write %s: sync directory: %w", path, err)
 	}
 	return nil
 }
