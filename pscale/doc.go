@@ -59,6 +59,15 @@
 //   - Write creates missing nodes as text-less branches, turns a leaf on the
 //     way into {"_": old}, and on an existing branch sets that node's own "_"
 //     (so a compression summary lands on the node whose children it sums).
+//   - Growth (AppendEntry, Grow): entries sit at pscale −1 on the live edge
+//     (the newest, highest digit at each level). A full node is passed only
+//     once it has text (its compression); a full top node grows the block:
+//     a new top keeps the description, the old top becomes its digit 1 with
+//     the compression as its text, place rises by one, and every node keeps
+//     its pscale (old addresses gain a 1 after their first digit). A leaf
+//     met on the edge is closed; a block with nodes beside its top cannot
+//     grow. RenderNarrative shows a grown block at a size that does not grow
+//     with its entries.
 //   - Resolve: the tree root is level 0 with path "", tree["0"] is level 1;
 //     depth ≤ 0 means 3, as in the original. Generated paths put a dot
 //     between every digit ("0.1.2"), which reads the same at any place.

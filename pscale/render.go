@@ -2,6 +2,7 @@ package pscale
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -92,4 +93,84 @@ func extraText(raw json.RawMessage) string {
 		return s
 	}
 	return string(raw)
+}
+
+// Sizes of the narrative view: how many of the newest entries it shows, and
+// where it cuts a line (the whole text stays in the block, for BSP).
+const (
+	NarrativeEntries   = 3
+	narrativeEntryClip = 500
+	narrativeLineClip  = 300
+)
+
+// RenderNarrative formats a block that grows by compression (see
+// AppendEntry) as one system-prompt section whose size does not grow with
+// the number of entries: "[name]", the top node's text, then along the live
+// edge each level's older nodes as their compressed text, and at the end
+// the newest NarrativeEntries entries, with a line saying where the earlier
+// ones are. Long lines are cut with "…"; BSP reads every node in full.
+func RenderNarrative(name string, b *Block) string {
+	if b == nil || b.Tree == nil || b.Tree.Leaf || b.Tree.Children[0] == nil {
+		return "[" + name + "]"
+	}
+	top := b.Tree.Children[0]
+	lines := []string{"[" + name + "]"}
+	if top.Text != "" {
+		lines = append(lines, clipLine(top.Text, narrativeEntryClip))
+	}
+	n, digits := top, TopAddress
+	for level := 0; !n.Leaf; level++ {
+		d := newest(n)
+		if d == 0 {
+			break
+		}
+		indent := strings.Repeat("  ", level)
+		ds := n.digits()
+		if level >= b.Place-1 || n.Children[d].Leaf {
+			// The node whose children are entries: the newest few.
+			var entries []int
+			for _, c := range ds {
+				if c != 0 {
+					entries = append(entries, c)
+				}
+			}
+			if skip := len(entries) - NarrativeEntries; skip > 0 {
+				what := "entries"
+				if skip == 1 {
+					what = "entry"
+				}
+				lines = append(lines, fmt.Sprintf("%s(%d earlier %s: bsp %s %s)", indent, skip, what, name, placed(b.Place, digits)))
+				entries = entries[skip:]
+			}
+			for _, c := range entries {
+				lines = append(lines, indent+digitKey(c)+": "+clipLine(nodeText(n.Children[c]), narrativeEntryClip))
+			}
+			break
+		}
+		for _, c := range ds {
+			if c == 0 || c == d {
+				continue
+			}
+			text := n.Children[c].Text
+			if text == "" {
+				text = fmt.Sprintf("(not compressed yet: bsp %s %s)", name, placed(b.Place, digits+digitKey(c)))
+			}
+			lines = append(lines, indent+digitKey(c)+": "+clipLine(text, narrativeLineClip))
+		}
+		lines = append(lines, indent+digitKey(d)+":")
+		n, digits = n.Children[d], digits+digitKey(d)
+		if n.Text != "" {
+			lines = append(lines, indent+"  "+clipLine(n.Text, narrativeLineClip))
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// clipLine folds a text onto one line and cuts it at n characters.
+func clipLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
 }

@@ -14,6 +14,12 @@
 //     tree, a malformed line) does not stop the call: its section says what
 //     failed, so the LLM that wrote it can see the problem and repair its
 //     wake block, and Compiled.Problems lists it for the kernel's log.
+//   - Block mode ("history") on a block of place 2 or more renders its
+//     narrative (pscale.RenderNarrative): the top text, each level's
+//     compressions along the live edge and the newest entries. A block
+//     that grows by compression (the kernel grows history as it fills)
+//     would otherwise put every entry it ever held into every prompt; place
+//     1 blocks, which every block of the original shell is, render whole.
 //   - Tokens are estimated as characters / 4, rounded up: the budgets of the
 //     clean-build spec are stated in those terms, and it needs no tokenizer.
 package prompt
@@ -142,6 +148,12 @@ func execute(src Source, line string) Section {
 	b, err := src.Block(in.Block)
 	if err != nil {
 		return fail(err)
+	}
+	if in.Address == nil && b.Place > 1 {
+		// A block that has grown: its narrative, whose size does not grow
+		// with its entries, instead of the whole tree.
+		s.Text = pscale.RenderNarrative(in.Block, b)
+		return s
 	}
 	r, err := pscale.BSP(b, in.Address, in.Point)
 	if err != nil {

@@ -180,3 +180,24 @@ func TestEstimateTokens(t *testing.T) {
 		t.Fatal("estimate is characters / 4 rounded up")
 	}
 }
+
+func TestBlockModeOfAGrownBlockIsItsNarrative(t *testing.T) {
+	blocks := testBlocks(t)
+	hist := block(t, `{"place":1,"tree":{"0":{"_":"What happened."}}}`)
+	for n := 1; n <= 40; n++ {
+		if _, err := pscale.AppendEntry(hist, "exchange "+strconv.Itoa(n), func(a pscale.Address, _ *pscale.Node) string { return "summary " + a.String() }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	blocks["history"] = hist
+	blocks["wake"] = block(t, `{"place":1,"tree":{"0":{"9":{"1":{"1":"history","2":"stash"}}}}}`)
+	c, err := Compile(blocks, Light)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "[history]\nWhat happened.\n1: summary 0\n2: summary 02\n3: summary 03\n4: summary 04\n5:\n  (1 earlier entry: bsp history 05)\n  2: exchange 38\n  3: exchange 39\n  4: exchange 40" +
+		"\n\n[stash]\n0: Notes between activations."
+	if c.Text != want {
+		t.Fatalf("compiled:\n%s\nwant:\n%s", c.Text, want)
+	}
+}
