@@ -1,6 +1,7 @@
 package hermitcrab
 
 import (
+	"bytes"
 	"context"
 	"embed"
 	"encoding/json"
@@ -10,9 +11,7 @@ import (
 
 	"github.com/llmkernels/kernels/hermitcrab/prompt"
 	"github.com/llmkernels/kernels/hermitcrab/store"
-	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/llm"
-	"github.com/llmkernels/kernels/pscale"
 )
 
 //go:embed prompts/*.md
@@ -30,9 +29,6 @@ var errNoClient = errors.New("no LLM client configured: give an API key (ANTHROP
 
 // containerSetting keeps the code-execution container id between calls.
 const containerSetting = "container"
-
-// historySummaryChars is how much of a reply auto-save keeps (§8.4).
-const historySummaryChars = 500
 
 // callState is what one call's tools share: the shell recompile built.
 type callState struct {
@@ -54,7 +50,11 @@ type CallResult struct {
 	Prompt   prompt.Compiled `json:"prompt"`
 	Shell    *store.Shell    `json:"shell,omitempty"` // set when recompile built a shell
 	Trimmed  int             `json:"trimmed"`         // messages trimmed off the front
-	Notes    []string        `json:"notes,omitempty"`
+	// Limit says why the tool loop stopped before the LLM finished its
+	// turn (the tier's max_tool_loops), "" when it finished. The
+	// conversation stays valid: the next message continues it.
+	Limit string   `json:"limit,omitempty"`
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Call is callLLM (spec §9.3): it reads the tier's parameters and compiles
@@ -83,7 +83,7 @@ func (k *Kernel) Call(ctx context.Context, messages []llm.Message, opts CallOpti
 	if err != nil {
 		return nil, err
 	}
-	kept, trimmed := Trim(messages, params.MaxMessages)
+	kept, trimmed := Trim(continuable(messages), params.MaxMessages)
 	state := &callState{}
 	handlers, server, err := k.toolSet(ctx, state)
 	if err != nil {
@@ -119,9 +119,11 @@ func (k *Kernel) Call(ctx context.Context, messages []llm.Message, opts CallOpti
 	if err != nil {
 		return out, err
 	}
-	if note := k.autoSave(ctx, out.Text); note != "" {
-		out.Notes = append(out.Notes, note)
+	if res.StopReason == llm.StopMaxLoops {
+		out.Limit = fmt.Sprintf("the tool loop stopped after %d API calls, the tier's max_tool_loops (wake 0.9.%d), before the LLM finished its turn; the conversation is kept, and your next message lets it go on", len(res.Calls), tier+3)
+		out.Notes = append(out.Notes, out.Limit)
 	}
+	out.Notes = append(out.Notes, k.autoSave(ctx, out.Text)...)
 	for _, n := range out.Notes {
 		k.log.Info(n)
 	}
@@ -165,27 +167,6 @@ func (k *Kernel) keepContainer(ctx context.Context, res *llm.Result) {
 			return
 		}
 	}
-}
-
-// autoSave writes a summary of the reply to the next free digit under the
-// history block's pscale 0 (§8.4). When 1–9 are full it writes nothing and
-// returns a note saying compression is needed.
-func (k *Kernel) autoSave(ctx context.Context, text string) string {
-	text = strings.TrimSpace(text)
-	if text == "" {
-		return ""
-	}
-	text = clip.Text(text, historySummaryChars)
-	_, err := k.WriteEntry(ctx, "history", "0", text)
-	switch {
-	case err == nil:
-		return ""
-	case errors.Is(err, pscale.ErrFull):
-		return "history 0: digits 1-9 are full, so this exchange was not auto-saved; compress history 0 to make room"
-	case errors.Is(err, store.ErrNotFound):
-		return "no history block, so this exchange was not auto-saved"
-	}
-	return "auto-save to history failed: " + err.Error()
 }
 
 // Trim keeps the last max messages of a conversation (§8.5). It never
@@ -297,93 +278,6 @@ func (k *Kernel) toolCallLLM(ctx context.Context, in json.RawMessage) (llm.ToolO
 	return llm.TextOutput(call.Response.Text()), nil
 }
 
-// compression is the light tier's judgment on nine entries.
-type compression struct {
-	Mode string `json:"mode" jsonschema:"enum=summary,enum=emergence"`
-	Text string `json:"text" jsonschema:"minLength=1"`
-}
-
-// Compress asks the light tier whether the nine entries under path form a
-// summary or an emergence, and writes its text as the node's own "_" (not
-// the parent's). The nine entries stay.
-func (k *Kernel) Compress(ctx context.Context, name, path string) (mode, text string, err error) {
-	client := k.Client()
-	if client == nil {
-		return "", "", errNoClient
-	}
-	addr, err := pscale.ParseAddress(path)
-	if err != nil {
-		return "", "", err
-	}
-	b, err := k.Block(ctx, name)
-	if err != nil {
-		return "", "", err
-	}
-	full, err := pscale.NeedsCompression(b, addr)
-	if err != nil {
-		return "", "", fmt.Errorf("block %q: %w", name, err)
-	}
-	if !full {
-		return "", "", fmt.Errorf("block %q path %s: digits 1-9 are not all taken yet; add entries with write_entry until they are", name, addr)
-	}
-	view, err := pscale.Read(b, addr)
-	if err != nil {
-		return "", "", err
-	}
-	var entries strings.Builder
-	fmt.Fprintf(&entries, "Block %q, node %s: %s\n", name, addr, view.Content)
-	for d := 1; d <= 9; d++ {
-		fmt.Fprintf(&entries, "%d: %s\n", d, view.Children[fmt.Sprint(d)])
-	}
-	params, err := k.tierParams(k.Source(ctx), prompt.Light)
-	if err != nil {
-		return "", "", err
-	}
-	req := &llm.Request{Model: params.Model, MaxTokens: params.MaxTokens,
-		System:   []llm.SystemBlock{{Type: llm.BlockText, Text: promptText("compress_system.md")}},
-		Messages: []llm.Message{llm.UserText(entries.String())}}
-	got, _, err := llm.AskJSON[compression](ctx, client, req, llm.JSONOptions{})
-	if err != nil {
-		return "", "", fmt.Errorf("compress %s %s: %w", name, addr, err)
-	}
-	if _, err := k.EditBlock(ctx, name, func(b *pscale.Block) error { return pscale.Write(b, addr, got.Text) }); err != nil {
-		return "", "", err
-	}
-	return got.Mode, got.Text, nil
-}
-
-func (k *Kernel) toolCompress(ctx context.Context, args pathArgs) (any, error) {
-	addr, err := address(args.Path, "path")
-	if err != nil {
-		return nil, err
-	}
-	mode, text, err := k.Compress(ctx, args.Name, addr.String())
-	if err != nil {
-		return nil, err
-	}
-	return map[string]any{"success": true, "block": args.Name, "path": addr.String(), "mode": mode, "text": text}, nil
-}
-
-// shellErrorSetting remembers which failed shell the LLM was told about.
-const shellErrorSetting = "shell_error_reported"
-
-// shellNotice tells the LLM, once, that the last shell it built failed to
-// render in the page (the page keeps the previous one on screen).
-func (k *Kernel) shellNotice(ctx context.Context) string {
-	sh, err := k.store.LatestShell(ctx, "")
-	if err != nil || sh.Status != store.ShellFailed {
-		return ""
-	}
-	id := fmt.Sprint(sh.ID)
-	if told, _, _ := k.store.Setting(ctx, shellErrorSetting); told == id {
-		return ""
-	}
-	if err := k.store.SetSetting(ctx, shellErrorSetting, id); err != nil {
-		k.log.Warn("remembering a reported shell error", "err", err)
-	}
-	return fmt.Sprintf(promptText("shell_failed.md"), sh.ID, sh.Error)
-}
-
 // withNote returns messages with a kernel note added to the last (user)
 // message, after any tool results, which must come first.
 func withNote(messages []llm.Message, note string) []llm.Message {
@@ -415,4 +309,50 @@ func (k *Kernel) ToolLoop(ctx context.Context, req *llm.Request) (*llm.Result, e
 	}
 	loop := &llm.Loop{Client: client, Handlers: handlers, Observe: k.opts.Observe}
 	return loop.Run(ctx, r)
+}
+
+// CleanAPIRequest applies §7.1 to a raw Messages API request from the
+// shell (props.callAPI): fields that are null are dropped, a request
+// without a model gets the deep tier's (the fallback model when the wake
+// block names none), and a temperature other than 1 beside thinking
+// (enabled or adaptive) is dropped, since the API refuses it. It returns
+// the request as JSON, its tools (for the beta headers they need) and a
+// note for each change.
+func (k *Kernel) CleanAPIRequest(ctx context.Context, body []byte) ([]byte, []llm.Tool, []string, error) {
+	var req map[string]json.RawMessage
+	if err := json.Unmarshal(body, &req); err != nil || req == nil {
+		return nil, nil, nil, fmt.Errorf("the request is not a JSON object of Messages API fields: %v", err)
+	}
+	var notes []string
+	for key, v := range req {
+		if string(bytes.TrimSpace(v)) == "null" {
+			delete(req, key)
+			notes = append(notes, key+" was null: dropped")
+		}
+	}
+	var model string
+	if raw, ok := req["model"]; !ok || json.Unmarshal(raw, &model) != nil || model == "" {
+		p, err := k.TierParams(ctx, prompt.Deep)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		req["model"], _ = json.Marshal(p.Model)
+		notes = append(notes, "no model given: "+p.Model+", the deep tier's")
+	}
+	var thinking llm.Thinking
+	if raw, ok := req["thinking"]; ok && json.Unmarshal(raw, &thinking) == nil && thinking.On() {
+		var temp float64
+		if raw, ok := req["temperature"]; ok && (json.Unmarshal(raw, &temp) != nil || temp != 1) {
+			delete(req, "temperature")
+			notes = append(notes, "temperature dropped: with thinking on, the API takes only 1")
+		}
+	}
+	var tools []llm.Tool
+	if raw, ok := req["tools"]; ok {
+		if err := json.Unmarshal(raw, &tools); err != nil {
+			return nil, nil, nil, fmt.Errorf("tools: %w", err)
+		}
+	}
+	out, err := llm.MarshalWire(req)
+	return out, tools, notes, err
 }

@@ -43,11 +43,64 @@ func (k *Kernel) Say(ctx context.Context, id, text string, opts CallOptions) (*C
 	if err != nil {
 		return nil, err
 	}
-	msgs = append(msgs, llm.UserText(text))
+	msgs = continuable(append(msgs, llm.UserText(text)))
 	res, err := k.Call(ctx, msgs, opts)
 	if err != nil {
 		return res, err
 	}
 	// The call saw a trimmed window; the saved conversation keeps it all.
 	return res, k.SaveConversation(ctx, id, append(msgs, res.Added...))
+}
+
+// continuable makes a conversation one the API takes, the way a person
+// continuing it means it: consecutive turns of one role become one turn
+// (the API itself combines them), so a line typed after a tool loop that
+// stopped at its limit joins the pending tool results; and a tool_use left
+// unanswered (a turn cut off by max_tokens) is answered with an error
+// result saying it did not run. The input is not changed.
+func continuable(msgs []llm.Message) []llm.Message {
+	out := make([]llm.Message, 0, len(msgs))
+	for _, m := range msgs {
+		last := len(out) - 1
+		if last >= 0 && out[last].Role == m.Role && !hasToolResult(m) {
+			merged := out[last]
+			merged.Content = append(append([]llm.ContentBlock(nil), merged.Content...), m.Content...)
+			out[last] = merged
+			continue
+		}
+		out = append(out, m)
+	}
+	for i := 0; i+1 < len(out); i++ {
+		if out[i].Role != llm.RoleAssistant || out[i+1].Role != llm.RoleUser {
+			continue
+		}
+		answered := map[string]bool{}
+		for _, b := range out[i+1].Content {
+			if b.Type == llm.BlockToolResult {
+				answered[b.ToolUseID] = true
+			}
+		}
+		var missing []llm.ContentBlock
+		for _, b := range out[i].Content {
+			if b.Type == llm.BlockToolUse && !answered[b.ID] {
+				r := llm.ToolResultBlock(b.ID, llm.ToolResultContent{Text: "not run: the turn ended before this tool could run"}, true)
+				missing = append(missing, r)
+			}
+		}
+		if len(missing) > 0 {
+			next := out[i+1]
+			next.Content = append(missing, next.Content...)
+			out[i+1] = next
+		}
+	}
+	return out
+}
+
+func hasToolResult(m llm.Message) bool {
+	for _, b := range m.Content {
+		if b.Type == llm.BlockToolResult {
+			return true
+		}
+	}
+	return false
 }

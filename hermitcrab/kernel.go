@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/llmkernels/kernels/hermitcrab/migrate"
-	"github.com/llmkernels/kernels/hermitcrab/prompt"
 	"github.com/llmkernels/kernels/hermitcrab/shell"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/llm"
@@ -40,10 +39,11 @@ type Options struct {
 	// ServerTools declares web_search, web_fetch and code_execution, which
 	// only the Anthropic provider runs. Set it false for other providers.
 	ServerTools bool
-	// PTC lets code execution call the read-only tools (programmatic tool
-	// calling): allowed_callers on block_read, block_list, bsp, resolve,
-	// get_datetime and get_source.
-	PTC bool
+	// NoPTC stops code execution from calling the read-only tools. By
+	// default (§8.3) block_read, block_list, bsp, resolve, get_datetime and
+	// get_source carry allowed_callers whenever code_execution is active
+	// (programmatic tool calling).
+	NoPTC bool
 	// Browser relays browser tools to an attached page; nil answers them
 	// with an error saying no browser is attached.
 	Browser Browser
@@ -145,8 +145,9 @@ func (k *Kernel) Close() error { return k.store.Close() }
 // Dir is the instance's data directory.
 func (k *Kernel) Dir() string { return k.dir }
 
-// Store gives direct access to the store (the web shell uses it).
-func (k *Kernel) Store() *store.Store { return k.store }
+// InMemory tells whether the kernel was opened read-only on a data
+// directory that has no store yet: it holds the default shell in memory.
+func (k *Kernel) InMemory() bool { return k.store.InMemory() }
 
 // Ready seeds an empty store (with the default shell, or Options.ShellFile)
 // and keeps the touchstone current: the kernel's embedded touchstone is
@@ -222,74 +223,4 @@ func (k *Kernel) syncTouchstone(ctx context.Context) error {
 		return fmt.Errorf("persisting the touchstone: %w", err)
 	}
 	return nil
-}
-
-// Source returns the blocks as the prompt compiler reads them. Every read
-// goes to the store, so a write is seen by the very next call.
-func (k *Kernel) Source(ctx context.Context) prompt.Source { return storeSource{ctx, k.store} }
-
-type storeSource struct {
-	ctx   context.Context
-	store *store.Store
-}
-
-func (s storeSource) Block(name string) (*pscale.Block, error) {
-	b, _, err := loadBlock(s.ctx, s.store, name)
-	return b, err
-}
-
-func (s storeSource) Names() ([]string, error) { return s.store.Names(s.ctx) }
-
-// loadBlock reads and parses a block; a missing block wraps both
-// store.ErrNotFound and prompt.ErrNoBlock.
-func loadBlock(ctx context.Context, st *store.Store, name string) (*pscale.Block, int64, error) {
-	rec, err := st.Block(ctx, name)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, 0, fmt.Errorf("%w (%w)", err, prompt.ErrNoBlock)
-	}
-	if err != nil {
-		return nil, 0, err
-	}
-	b, _, err := pscale.Parse(rec.Data)
-	if err != nil {
-		return nil, 0, fmt.Errorf("block %q is not a pscale block: %w", name, err)
-	}
-	return b, rec.Version, nil
-}
-
-// Block returns a parsed block.
-func (k *Kernel) Block(ctx context.Context, name string) (*pscale.Block, error) {
-	b, _, err := loadBlock(ctx, k.store, name)
-	return b, err
-}
-
-// EditBlock applies edit to the current block and writes it back in one
-// store transaction, so concurrent edits queue and none is lost. It returns
-// the new version.
-func (k *Kernel) EditBlock(ctx context.Context, name string, edit func(*pscale.Block) error) (int64, error) {
-	return k.store.Update(ctx, name, func(data json.RawMessage) ([]byte, error) {
-		b, _, err := pscale.Parse(data)
-		if err != nil {
-			return nil, fmt.Errorf("block %q is not a pscale block: %w", name, err)
-		}
-		if err := edit(b); err != nil {
-			return nil, fmt.Errorf("block %q: %w", name, err)
-		}
-		return blockJSON(b)
-	})
-}
-
-// blockJSON encodes a block canonically, without HTML escaping (blocks hold JSX).
-func blockJSON(b *pscale.Block) ([]byte, error) { return llm.MarshalWire(b) }
-
-func encodeBlocks(blocks map[string]*pscale.Block) (map[string][]byte, error) {
-	out := make(map[string][]byte, len(blocks))
-	for name, b := range blocks {
-		data, err := blockJSON(b)
-		if err != nil {
-			return nil, fmt.Errorf("block %q: %w", name, err)
-		}
-		out[name] = data
-	}
-	return out, nil
 }

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/llmkernels/kernels/hermitcrab/prompt"
 	"github.com/llmkernels/kernels/hermitcrab/shell"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/llm/script"
@@ -186,6 +188,7 @@ func TestCompressWritesToTheNodeWhoseChildrenItCompressed(t *testing.T) {
 		{"content":[{"type":"text","text":"Compressed."}]}
 	]}`)
 	ctx := context.Background()
+	useTools(t, k, "compress")
 	if _, err := k.WriteEntry(ctx, "stash", "0", "topic three"); err != nil { // 0.1
 		t.Fatal(err)
 	}
@@ -218,27 +221,112 @@ func TestCompressWritesToTheNodeWhoseChildrenItCompressed(t *testing.T) {
 
 func TestCompressRefusesANodeThatIsNotFull(t *testing.T) {
 	k, _ := newKernel(t, `{"responses":[]}`)
-	_, _, err := k.Compress(context.Background(), "stash", "0")
+	_, err := k.Compress(context.Background(), "stash", "0")
 	if err == nil || !strings.Contains(err.Error(), "not all taken") {
 		t.Fatalf("got %v", err)
 	}
 }
 
-func TestAutoSaveStopsWhenHistoryIsFullAndSaysSo(t *testing.T) {
-	k, _ := newKernel(t, `{"responses":[{"content":[{"type":"text","text":"tenth reply"}]}]}`)
+// compressReply is a scripted light-tier answer to a compress request.
+func compressReply(text string) string {
+	return `{"match":{"system_contains":"You compress memory"},"response":{"content":[{"type":"text","text":` +
+		strconv.Quote(`{"mode":"summary","text":"`+text+`"}`) + `}]}}`
+}
+
+func TestAutoSaveGrowsAFullHistoryAndKeepsItsDescription(t *testing.T) {
+	k, p := newKernel(t, `{"responses":[{"content":[{"type":"text","text":"tenth reply"}]},`+compressReply("Nine exchanges about the garden.")+`]}`)
 	ctx := context.Background()
 	for i := 1; i <= 9; i++ {
-		k.WriteEntry(ctx, "history", "0", fmt.Sprintf("exchange %d", i))
+		k.WriteEntry(ctx, "history", nil, fmt.Sprintf("exchange %d", i))
+	}
+	desc := text(t, k, "history", "0")
+	res, err := k.Call(ctx, []llm.Message{llm.UserText("hi")}, CallOptions{})
+	if err != nil || len(res.Notes) != 0 {
+		t.Fatalf("%v, notes %q", err, res.Notes)
+	}
+	for path, want := range map[string]string{"0": desc, "01": "Nine exchanges about the garden.", "01.9": "exchange 9", "02.1": "tenth reply"} {
+		if got := text(t, k, "history", path); got != want {
+			t.Errorf("history %s = %q, want %q", path, got, want)
+		}
+	}
+	if light := p.Requests()[1]; light.Model != "claude-haiku-4-5-20251001" || !strings.Contains(light.Messages[0].Text(), "9: exchange 9") {
+		t.Fatalf("the compression must go to the light tier with the nine entries: %s", light.Model)
+	}
+}
+
+func TestAutoSaveSavesPastANodeItCannotCompressAndCompressesItLater(t *testing.T) {
+	k, _ := newKernel(t, `{"responses":[
+		{"content":[{"type":"text","text":"tenth reply"}]},
+		{"match":{"system_contains":"You compress memory"},"error":{"status":400,"type":"invalid_request_error","message":"no"}},
+		{"content":[{"type":"text","text":"eleventh reply"}]},
+		`+compressReply("Caught up.")+`
+	]}`)
+	ctx := context.Background()
+	for i := 1; i <= 9; i++ {
+		k.WriteEntry(ctx, "history", nil, fmt.Sprintf("exchange %d", i))
 	}
 	res, err := k.Call(ctx, []llm.Message{llm.UserText("hi")}, CallOptions{})
+	if err != nil || !strings.Contains(strings.Join(res.Notes, "\n"), "could not be compressed") {
+		t.Fatalf("%v, notes %q", err, res.Notes)
+	}
+	if got := text(t, k, "history", "02.1"); got != "tenth reply" {
+		t.Fatalf("the exchange was not saved past the full node: %q", got)
+	}
+	if _, err := k.Call(ctx, []llm.Message{llm.UserText("again")}, CallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := text(t, k, "history", "01"); got != "Caught up." {
+		t.Fatalf("the next exchange did not compress the node left behind: %q", got)
+	}
+}
+
+func TestAHundredExchangesAreAllSavedAndTheHistoryPromptStaysBounded(t *testing.T) {
+	var entries []string
+	for n := 1; n <= 100; n++ {
+		entries = append(entries, fmt.Sprintf(`{"match":{"last_user_contains":"[message %d]"},"response":{"content":[{"type":"text","text":"reply %d: %s"}]}}`, n, n, strings.Repeat("words ", 60)))
+	}
+	for n := 1; n <= 12; n++ {
+		entries = append(entries, compressReply(fmt.Sprintf("compression %d", n)))
+	}
+	k, p := newKernel(t, `{"responses":[`+strings.Join(entries, ",")+`]}`)
+	ctx := context.Background()
+	for n := 1; n <= 100; n++ {
+		res, err := k.Say(ctx, "long", fmt.Sprintf("[message %d]", n), CallOptions{})
+		if err != nil {
+			t.Fatalf("exchange %d: %v", n, err)
+		}
+		if len(res.Notes) != 0 {
+			t.Fatalf("exchange %d: notes %q", n, res.Notes)
+		}
+	}
+	if p.Remaining() != 0 {
+		t.Fatalf("%d scripted answers unused: the compressions did not all happen", p.Remaining())
+	}
+	b, err := k.Block(ctx, "history")
+	if err != nil || b.Place != 3 {
+		t.Fatalf("history after 100 exchanges: place %d, %v", b.Place, err)
+	}
+	for n := 1; n <= 100; n++ {
+		// Entry n sits at 0, then the base-9 digits of n−1 (each plus one).
+		v := n - 1
+		addr := fmt.Sprintf("0%d%d.%d", v/81+1, v/9%9+1, v%9+1)
+		r, err := k.BSP(ctx, "history", addr, -1)
+		if err != nil || !strings.HasPrefix(r.Point.Text, fmt.Sprintf("reply %d: ", n)) {
+			t.Fatalf("exchange %d at history %s: %+v %v", n, addr, r.Point, err)
+		}
+	}
+	deep, err := prompt.Compile(k.Source(ctx), prompt.Deep)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(strings.Join(res.Notes, "\n"), "history 0: digits 1-9 are full") {
-		t.Fatalf("notes %q", res.Notes)
+	var section string
+	for _, s := range deep.Sections {
+		if s.Instruction == "history" {
+			section = s.Text
+		}
 	}
-	if got := text(t, k, "history", "0.9"); got != "exchange 9" {
-		t.Fatalf("a full history was overwritten: %q", got)
+	if len(section) > 4000 || !strings.Contains(section, "reply 100: ") || strings.Contains(section, "reply 97: ") || !strings.Contains(section, "compression") {
+		t.Fatalf("the deep prompt's history section (%d characters):\n%s", len(section), section)
 	}
 }
 
@@ -321,6 +409,7 @@ func TestCallLLMDelegatesToTheChosenTierWithoutTools(t *testing.T) {
 		{"match":{"system_contains":"You are a delegate"},"response":{"content":[{"type":"text","text":"- apples\n- pears"}]}},
 		{"content":[{"type":"thinking","thinking":"Done.","signature":"s2"},{"type":"text","text":"Here is your list."}]}
 	]}`)
+	useTools(t, k, "call_llm")
 	if _, err := k.Call(context.Background(), []llm.Message{llm.UserText("List my fruit.")}, CallOptions{}); err != nil {
 		t.Fatal(err)
 	}

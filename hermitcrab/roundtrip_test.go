@@ -25,7 +25,7 @@ func newKernelOverHTTP(t *testing.T, scriptJSON string) (*Kernel, *llmtest.Serve
 	if err != nil {
 		t.Fatal(err)
 	}
-	return openKernel(t, Options{Client: &llm.Client{Provider: p}, ServerTools: true, PTC: true}), srv
+	return openKernel(t, Options{Client: &llm.Client{Provider: p}, ServerTools: true}), srv
 }
 
 // everyRequestAcceptedAndEchoed fails unless the server answered every

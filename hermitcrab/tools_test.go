@@ -82,21 +82,82 @@ func TestBlockCreateThenWriteEntry(t *testing.T) {
 	}
 }
 
-func TestSetToolsChangesTheNextCallsTools(t *testing.T) {
+// sentTools is the names of the tools a request carried, sorted.
+func sentTools(req *llm.Request) string {
+	var names []string
+	for _, tool := range req.Tools {
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	return strings.Join(names, ",")
+}
+
+func TestTheFirstCallsSendTheBootToolsOnly(t *testing.T) {
 	k, p := newKernel(t, `{"responses":[{"content":[{"type":"text","text":"ok"}]}]}`)
-	if out := runTool(t, k, "set_tools", `{"tools":["block_read","speak","web_search"]}`); out.IsError {
+	if _, err := k.Call(context.Background(), []llm.Message{llm.UserText("hi")}, CallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Sorted(slices.Values(BootTools))
+	if got := sentTools(p.Requests()[0]); got != strings.Join(want, ",") {
+		t.Fatalf("tools sent: %s", got)
+	}
+}
+
+func TestSetToolsChangesTheNextCallsToolsAndAlwaysKeepsItself(t *testing.T) {
+	k, p := newKernel(t, `{"responses":[{"content":[{"type":"text","text":"ok"}]}]}`)
+	out := runTool(t, k, "set_tools", `{"tools":["block_read","speak","web_search"]}`)
+	if out.IsError || !strings.Contains(out.Content.Text, `"set_tools"`) {
 		t.Fatal(out.Content.Text)
 	}
 	if _, err := k.Call(context.Background(), []llm.Message{llm.UserText("hi")}, CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	for _, tool := range p.Requests()[0].Tools {
-		names = append(names, tool.Name)
+	if got := sentTools(p.Requests()[0]); got != "block_read,set_tools,speak,web_search" {
+		t.Fatalf("tools sent: %s", got)
 	}
-	slices.Sort(names)
-	if strings.Join(names, ",") != "block_read,speak,web_search" {
-		t.Fatalf("tools sent: %v", names)
+}
+
+func TestSetToolsTakesDefinitions(t *testing.T) {
+	k, p := newKernel(t, `{"responses":[{"content":[{"type":"text","text":"ok"}]}]}`)
+	out := runTool(t, k, "set_tools", `{"tools":[
+		{"name":"bsp","description":"Walk a block."},
+		{"type":"web_search_20260209","name":"web_search","max_uses":2,"allowed_domains":["example.org"]},
+		"code_execution"]}`)
+	if out.IsError {
+		t.Fatal(out.Content.Text)
+	}
+	if _, err := k.Call(context.Background(), []llm.Message{llm.UserText("hi")}, CallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sent := map[string]llm.Tool{}
+	for _, tool := range p.Requests()[0].Tools {
+		sent[tool.Name] = tool
+	}
+	if bsp := sent["bsp"]; bsp.Description != "Walk a block." || len(bsp.InputSchema) == 0 || len(bsp.AllowedCallers) != 1 {
+		t.Fatalf("bsp as defined, run by the kernel, callable from code: %+v", bsp)
+	}
+	ws := sent["web_search"]
+	if ws.Type != "web_search_20260209" || string(ws.Options["max_uses"]) != "2" || string(ws.Options["allowed_domains"]) != `["example.org"]` {
+		t.Fatalf("web_search as defined: %+v", ws)
+	}
+	if sent["code_execution"].Type != "code_execution_20250825" || sent["set_tools"].Name == "" {
+		t.Fatalf("by name: %+v", sent)
+	}
+	for _, bad := range []struct{ tools, says string }{
+		{`[{"name":"my_tool","input_schema":{"type":"object"}}]`, "unknown tools my_tool"},
+		{`[{"type":"web_search_20260209","name":"web_search","max_uses":"many"}]`, `option "max_uses" is "many", want a number`},
+		{`[{"type":"web_search_20260209","name":"web_search","bogus":1}]`, `unknown option "bogus"`},
+		{`[{"type":"web_fetch_20260209","name":"web_search"}]`, "is not a version of web_search"},
+		{`[{"type":"bash_20250124","name":"bsp"}]`, "one of the kernel's own tools"},
+		{`[42]`, "give a tool's name or its definition"},
+	} {
+		out := runTool(t, k, "set_tools", `{"tools":`+bad.tools+`}`)
+		if !out.IsError || !strings.Contains(out.Content.Text, bad.says) {
+			t.Errorf("set_tools %s: %+v, want an error saying %q", bad.tools, out, bad.says)
+		}
+	}
+	if got, _ := k.ActiveTools(context.Background()); len(got) != 4 {
+		t.Fatalf("a refused set_tools changed the tools: %+v", got)
 	}
 }
 
@@ -110,13 +171,24 @@ func TestServerToolsAreLeftOutForOtherProviders(t *testing.T) {
 	}
 }
 
-func TestPTCMarksOnlyTheReadOnlyTools(t *testing.T) {
-	k, p := newKernel(t, `{"responses":[{"content":[{"type":"text","text":"ok"}]}]}`, func(o *Options) { o.PTC = true })
+func TestPTCIsOnForTheReadOnlyToolsUnlessTurnedOff(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		k, p := newKernel(t, `{"responses":[{"content":[{"type":"text","text":"ok"}]}]}`, func(o *Options) { o.NoPTC = off })
+		useTools(t, k, "bsp", "resolve", "write_entry")
+		k.Call(context.Background(), []llm.Message{llm.UserText("hi")}, CallOptions{})
+		for _, tool := range p.Requests()[0].Tools {
+			callable := len(tool.AllowedCallers) == 1 && tool.AllowedCallers[0] == "code_execution_20250825"
+			if callable != (!off && slices.Contains(readOnlyTools, tool.Name)) {
+				t.Errorf("NoPTC %v: %s has allowed_callers %v", off, tool.Name, tool.AllowedCallers)
+			}
+		}
+	}
+	// Without code execution there is nothing to call the tools from.
+	k, p := newKernel(t, `{"responses":[{"content":[{"type":"text","text":"ok"}]}]}`, func(o *Options) { o.ServerTools = false })
 	k.Call(context.Background(), []llm.Message{llm.UserText("hi")}, CallOptions{})
 	for _, tool := range p.Requests()[0].Tools {
-		callable := len(tool.AllowedCallers) == 1 && tool.AllowedCallers[0] == "code_execution_20250825"
-		if callable != slices.Contains(readOnlyTools, tool.Name) {
-			t.Errorf("%s: allowed_callers %v", tool.Name, tool.AllowedCallers)
+		if len(tool.AllowedCallers) > 0 {
+			t.Errorf("%s callable from code with no code execution", tool.Name)
 		}
 	}
 }
@@ -175,3 +247,15 @@ var errCompile = &compileError{"1:24: unclosed <div>"}
 type compileError struct{ msg string }
 
 func (e *compileError) Error() string { return e.msg }
+
+// useTools adds tools to the boot set, as the LLM would with set_tools.
+func useTools(t *testing.T, k *Kernel, names ...string) {
+	t.Helper()
+	var tools []llm.Tool
+	for _, n := range append(slices.Clone(BootTools), names...) {
+		tools = append(tools, llm.Tool{Name: n})
+	}
+	if _, err := k.SetTools(context.Background(), tools); err != nil {
+		t.Fatal(err)
+	}
+}

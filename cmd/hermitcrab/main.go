@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -27,7 +28,7 @@ type flags struct {
 	app           *cli.App
 	data          string
 	shell         string
-	ptc           bool
+	noPTC         bool
 	maxBlockBytes int
 	webAllow      []string
 	webDeny       []string
@@ -52,11 +53,11 @@ marks, inbox and encrypted save points. See docs/hermitcrab-network.md.`)}
 	pf := f.app.Root.PersistentFlags()
 	pf.StringVar(&f.data, "data", "", "data directory (default $HERMITCRAB_DATA, else $XDG_DATA_HOME/hermitcrab or ~/.local/share/hermitcrab)")
 	pf.StringVar(&f.shell, "shell", "", "seed an empty store from this shell file ({\"blocks\": {...}} or a map of blocks) instead of the default shell")
-	pf.BoolVar(&f.ptc, "ptc", false, "let code execution call the read-only tools (programmatic tool calling: allowed_callers)")
+	pf.BoolVar(&f.noPTC, "no-ptc", false, "stop code execution from calling the read-only tools (programmatic tool calling is on by default)")
 	pf.IntVar(&f.maxBlockBytes, "max-block-bytes", 64<<10, "largest block a write may leave, in bytes")
 	pf.StringSliceVar(&f.webAllow, "web-allow", nil, "hosts web_request may reach (comma-separated; *.example.com for subdomains); allowing a host by name also allows its private address")
 	pf.StringSliceVar(&f.webDeny, "web-deny", nil, "hosts web_request may never reach")
-	f.app.Root.AddCommand(f.blocksCommand(), f.bspCommand(), f.promptCommand(), f.bootCommand(), f.chatCommand(), f.serveCommand(), f.beachCommand())
+	f.app.Root.AddCommand(f.blocksCommand(), f.bspCommand(), f.promptCommand(), f.bootCommand(), f.chatCommand(), f.serveCommand(), f.beachCommand(), f.keyCommand())
 	f.app.Run()
 }
 
@@ -68,16 +69,31 @@ func (f *flags) open(cmd *cobra.Command, withLLM bool) (*hermitcrab.Kernel, erro
 		return nil, err
 	}
 	opts := f.kernelOptions()
+	progress := progressPrinter(cmd.ErrOrStderr())
 	if withLLM {
-		client, err := f.app.Provider.Client(cmd.ErrOrStderr())
-		if err != nil {
+		opts.Observe = progress
+	}
+	k, err := hermitcrab.Open(dir, opts)
+	if err != nil || !withLLM {
+		return k, err
+	}
+	// ANTHROPIC_API_KEY wins; without it, the key stored with `key set` or
+	// the web page.
+	key := ""
+	if f.app.Provider.Provider == provider.Anthropic && os.Getenv("ANTHROPIC_API_KEY") == "" {
+		if key, err = k.StoredKey(); err != nil {
+			k.Close()
 			return nil, err
 		}
-		progress := progressPrinter(cmd.ErrOrStderr())
-		client.Observe = progress
-		opts.Client, opts.Observe = client, progress
 	}
-	return hermitcrab.Open(dir, opts)
+	client, err := f.app.Provider.ClientWithKey(key, cmd.ErrOrStderr())
+	if err != nil {
+		k.Close()
+		return nil, err
+	}
+	client.Observe = progress
+	k.SetClient(client)
+	return k, nil
 }
 
 func (f *flags) dataDir() (string, error) {
@@ -88,7 +104,7 @@ func (f *flags) dataDir() (string, error) {
 }
 
 func (f *flags) kernelOptions() hermitcrab.Options {
-	return hermitcrab.Options{ShellFile: f.shell, MaxBlockBytes: f.maxBlockBytes, PTC: f.ptc, Model: f.app.Provider.Model,
+	return hermitcrab.Options{ShellFile: f.shell, MaxBlockBytes: f.maxBlockBytes, NoPTC: f.noPTC, Model: f.app.Provider.Model,
 		ServerTools: f.app.Provider.Provider != provider.OpenAI,
 		WebRequest:  hermitcrab.WebPolicy{Allow: f.webAllow, Deny: f.webDeny}}
 }
@@ -278,7 +294,7 @@ func (f *flags) withReady(cmd *cobra.Command, readOnly bool, fn func(*hermitcrab
 		return err
 	}
 	defer func() { err = errors.Join(err, k.Close()) }()
-	if k.Store().InMemory() {
+	if k.InMemory() {
 		fmt.Fprintf(cmd.ErrOrStderr(), "note: no store in %s yet: showing the shell a new instance starts with (nothing was written)\n", dir)
 	}
 	if err := k.Ready(cmd.Context()); err != nil {
@@ -489,7 +505,14 @@ func chat(ctx context.Context, k *hermitcrab.Kernel, id string, tier int, in io.
 			fmt.Fprintln(errOut, "error:", err, "(nothing was saved; say it again)")
 			continue
 		}
-		fmt.Fprintln(out, res.Text)
+		switch {
+		case res.Text != "":
+			fmt.Fprintln(out, res.Text)
+		case res.Limit != "":
+			fmt.Fprintln(out, "(no reply yet: "+res.Limit+")")
+		default:
+			fmt.Fprintln(out, "(no reply: the LLM answered without text)")
+		}
 	}
 }
 
@@ -509,4 +532,57 @@ func progressPrinter(w io.Writer) func(llm.Event) {
 			fmt.Fprintln(w, line)
 		}
 	}
+}
+
+func (f *flags) keyCommand() *cobra.Command {
+	key := &cobra.Command{Use: "key", Short: "Store or remove the API key that serve, boot and chat use",
+		Long: `The API key is kept in the data directory as api_key, readable by you only; the web
+page's key form writes the same file. ANTHROPIC_API_KEY, when set, wins over it.
+A running 'hermitcrab serve' picks up a key stored or removed here on its next
+request (unless it runs on ANTHROPIC_API_KEY).`}
+	key.AddCommand(&cobra.Command{
+		Use: "set", Short: "Store the key read from standard input (one line), replacing any stored key", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			k, err := f.open(cmd, false)
+			if err != nil {
+				return err
+			}
+			defer k.Close()
+			fmt.Fprint(cmd.ErrOrStderr(), "API key (one line; it is not echoed back): ")
+			line, err := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
+			fmt.Fprintln(cmd.ErrOrStderr())
+			if err != nil && (err != io.EOF || strings.TrimSpace(line) == "") {
+				return fmt.Errorf("reading the key from standard input: %w", err)
+			}
+			if err := k.SetKey(line); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "key stored in %s\n", filepath.Join(k.Dir(), "api_key"))
+			return nil
+		},
+	})
+	key.AddCommand(&cobra.Command{
+		Use: "clear", Short: "Remove the stored key", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			k, err := f.open(cmd, false)
+			if err != nil {
+				return err
+			}
+			defer k.Close()
+			had, err := k.ClearKey()
+			if err != nil {
+				return err
+			}
+			if had {
+				fmt.Fprintln(cmd.OutOrStdout(), "stored key removed")
+			} else {
+				fmt.Fprintln(cmd.OutOrStdout(), "no key was stored")
+			}
+			if os.Getenv("ANTHROPIC_API_KEY") != "" {
+				fmt.Fprintln(cmd.OutOrStdout(), "note: ANTHROPIC_API_KEY is set in this environment and is used where it is set")
+			}
+			return nil
+		},
+	})
+	return key
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/llmkernels/kernels/internal/pgtest"
+	"github.com/llmkernels/kernels/llm/llmtest"
+	"github.com/llmkernels/kernels/llm/script"
 )
 
 var binary string
@@ -108,7 +110,7 @@ func TestBootPrintsTheShellTheLLMBuilt(t *testing.T) {
 func TestChatPersistsAndShowsToolCalls(t *testing.T) {
 	data := t.TempDir()
 	out, errOut := mustHC(t, data, "please remember I like short answers\n", "chat", "--provider", "script", "--script", "testdata/chat.json")
-	if strings.TrimSpace(out) != "Noted in my stash: short answers." || !strings.Contains(errOut, "→ write_entry") {
+	if strings.TrimSpace(out) != "Noted in my stash: short answers." || !strings.Contains(errOut, "→ block_write") {
 		t.Fatalf("stdout %q stderr %s", out, errOut)
 	}
 	shown, _ := mustHC(t, data, "", "blocks", "show", "stash", "0.1")
@@ -217,5 +219,39 @@ func TestExitStatusesAndVersion(t *testing.T) {
 	out, _ := mustHC(t, data, "", "--version")
 	if !strings.HasPrefix(out, "hermitcrab ") || !strings.Contains(out, "go1.") {
 		t.Fatalf("--version: %q", out)
+	}
+}
+
+func TestKeySetIsUsedByChatAndKeyClearRemovesIt(t *testing.T) {
+	data := t.TempDir()
+	s, err := script.Parse([]byte(`{"responses":[{"content":[{"type":"thinking","thinking":"hi","signature":"s"},{"type":"text","text":"hello with the stored key"}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := llmtest.NewServer(s)
+	defer fake.Close()
+	out, errOut := mustHC(t, data, "sk-ant-stored-key\n", "key", "set")
+	if !strings.Contains(out, "key stored") || strings.Contains(out+errOut, "sk-ant-stored-key") {
+		t.Fatalf("key set: %q %q", out, errOut)
+	}
+	if info, err := os.Stat(filepath.Join(data, "api_key")); err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("the key file: %v %v", info, err)
+	}
+	out, _ = mustHC(t, data, "hello\n", "chat", "--base-url", fake.URL)
+	got := fake.Received()
+	if strings.TrimSpace(out) != "hello with the stored key" || len(got) != 1 || got[0].Header.Get("x-api-key") != "sk-ant-stored-key" {
+		t.Fatalf("chat with the stored key: %q, %d requests", out, len(got))
+	}
+	if out, _ := mustHC(t, data, "", "key", "clear"); !strings.Contains(out, "stored key removed") {
+		t.Fatalf("key clear: %q", out)
+	}
+	if _, err := os.Stat(filepath.Join(data, "api_key")); !os.IsNotExist(err) {
+		t.Fatalf("the key file is still there: %v", err)
+	}
+	if out, _ := mustHC(t, data, "", "key", "clear"); !strings.Contains(out, "no key was stored") {
+		t.Fatalf("key clear again: %q", out)
+	}
+	if _, _, err := hc(t, data, "", "key", "set"); err == nil {
+		t.Fatal("key set with no key given succeeded")
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/llmkernels/kernels/hermitcrab/prompt"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/llm"
+	"github.com/llmkernels/kernels/llm/anthropic"
 )
 
 // Version is what props.version reports.
@@ -26,6 +27,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/state", s.state)
 	mux.HandleFunc("GET /api/events", s.serveEvents)
 	mux.HandleFunc("POST /api/key", s.postKey)
+	mux.HandleFunc("DELETE /api/key", s.deleteKey)
 	mux.HandleFunc("POST /api/boot", s.postBoot)
 	mux.HandleFunc("POST /api/browser/result", s.browserResult)
 	mux.HandleFunc("POST /api/shell/status", s.shellStatus)
@@ -60,21 +62,50 @@ func errStatus(err error) int {
 	return http.StatusBadRequest
 }
 
+// authError tells whether err is the provider refusing the API key, so the
+// page can offer the key form again.
+func authError(err error) bool {
+	var apiErr *llm.APIError
+	return errors.As(err, &apiErr) && apiErr.Status == http.StatusUnauthorized
+}
+
+// writeCallError answers a failed call: a refused key is 401 with "auth"
+// set (the page then asks for another key), anything else 502.
+func writeCallError(w http.ResponseWriter, err error) {
+	if authError(err) {
+		writeJSON(w, http.StatusUnauthorized, map[string]any{"error": err.Error(), "auth": true})
+		return
+	}
+	writeError(w, http.StatusBadGateway, err)
+}
+
 func (s *Server) state(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
+	if err := s.syncKey(); err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
 	deep, _ := s.kernel.TierParams(ctx, prompt.Deep)
 	light, _ := s.kernel.TierParams(ctx, prompt.Light)
+	s.keyMu.Lock()
+	from := s.keyFrom
+	s.keyMu.Unlock()
 	out := map[string]any{
-		"csrf": s.csrf, "has_key": s.hasKey.Load(), "version": Version,
+		"csrf": s.csrf, "has_key": s.hasKey(), "key_needed": s.cfg.KeyNeeded, "key_from": from, "version": Version,
 		"model": deep.Model, "fast_model": light.Model, "shell": nil,
 	}
-	empty, err := s.storeHasOnlyDefaults(ctx)
+	untouched, err := s.kernel.Untouched(ctx)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err)
 		return
 	}
-	out["empty_store"] = empty
-	if sh, ok := s.lastGoodShell(ctx); ok {
+	out["empty_store"] = untouched
+	sh, ok, err := s.kernel.LastGoodShell(ctx)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	if ok {
 		if code, err := compileShell(sh.Source); err == nil {
 			out["shell"] = map[string]any{"id": sh.ID, "code": code, "source": sh.Source}
 		}
@@ -82,34 +113,8 @@ func (s *Server) state(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// storeHasOnlyDefaults: a first visit — no shell built, no conversation.
-// The store itself is seeded at start, so "empty" means nothing happened.
-func (s *Server) storeHasOnlyDefaults(ctx context.Context) (bool, error) {
-	shells, err := s.kernel.Store().Shells(ctx, 1)
-	if err != nil {
-		return false, err
-	}
-	convs, err := s.kernel.Store().Conversations(ctx)
-	if err != nil {
-		return false, err
-	}
-	return len(shells) == 0 && len(convs) == 0, nil
-}
-
-// lastGoodShell is the newest shell that did not fail to render.
-func (s *Server) lastGoodShell(ctx context.Context) (store.Shell, bool) {
-	shells, err := s.kernel.Store().Shells(ctx, 50)
-	if err != nil {
-		return store.Shell{}, false
-	}
-	for _, sh := range shells {
-		if sh.Status != store.ShellFailed {
-			return sh, true
-		}
-	}
-	return store.Shell{}, false
-}
-
+// postKey stores a key given on the page and uses it from now on, in place
+// of any key before (the environment's included, for this run).
 func (s *Server) postKey(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Key string `json:"key"`
@@ -118,25 +123,40 @@ func (s *Server) postKey(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	key := strings.TrimSpace(body.Key)
-	if key == "" || strings.ContainsAny(key, " \t\r\n") {
-		writeError(w, http.StatusBadRequest, errors.New("the key is empty or has spaces in it: paste the whole key"))
-		return
-	}
-	if err := s.saveKey(key); err != nil {
-		writeError(w, http.StatusInternalServerError, fmt.Errorf("storing the key: %w", err))
-		return
-	}
-	if err := s.useKey(key); err != nil {
+	if err := s.kernel.SetKey(body.Key); err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	s.log.Info("API key stored", "file", keyFile)
+	if err := s.useKey(strings.TrimSpace(body.Key), keyFromStored); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	s.log.Info("API key stored", "file", "api_key in the data directory")
 	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
 }
 
+// deleteKey removes the stored key and stops using it.
+func (s *Server) deleteKey(w http.ResponseWriter, _ *http.Request) {
+	if _, err := s.kernel.ClearKey(); err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	s.dropKey()
+	note := "the key was removed: enter a key to go on"
+	if !s.cfg.KeyNeeded {
+		note = "the key was removed (this provider needs none)"
+		s.startKey()
+	}
+	s.log.Info("API key removed")
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "has_key": s.hasKey(), "note": note})
+}
+
 func (s *Server) postBoot(w http.ResponseWriter, _ *http.Request) {
-	if !s.hasKey.Load() {
+	if err := s.syncKey(); err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	if !s.hasKey() {
 		writeError(w, http.StatusBadRequest, errors.New("no API key yet: enter it first"))
 		return
 	}
@@ -150,7 +170,7 @@ func (s *Server) postBoot(w http.ResponseWriter, _ *http.Request) {
 		res, err := s.kernel.Boot(s.ctx)
 		if err != nil {
 			s.log.Warn("boot failed", "err", err)
-			s.hub.send(event{"type": "boot_error", "error": err.Error()})
+			s.hub.send(event{"type": "boot_error", "error": err.Error(), "auth": authError(err)})
 			return
 		}
 		s.hub.send(event{"type": "status", "text": fmt.Sprintf("shell %d built; boot cost $%.4f", res.Shell.ID, res.Result.CostUSD), "level": hermitcrab.LevelSuccess})
@@ -181,11 +201,7 @@ func (s *Server) shellStatus(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	if body.Status != store.ShellRendered && body.Status != store.ShellFailed {
-		writeError(w, http.StatusBadRequest, fmt.Errorf("status %q: want %q or %q", body.Status, store.ShellRendered, store.ShellFailed))
-		return
-	}
-	if err := s.kernel.Store().SetShellStatus(r.Context(), body.ID, body.Status, body.Error); err != nil {
+	if err := s.kernel.ShellRendered(r.Context(), body.ID, body.Status, body.Error); err != nil {
 		writeError(w, errStatus(err), err)
 		return
 	}
@@ -208,22 +224,40 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, errors.New("messages is empty: send at least one user message"))
 		return
 	}
-	res, err := s.kernel.Call(r.Context(), body.Messages, hermitcrab.CallOptions{Tier: body.Tier})
-	if err != nil {
-		writeError(w, http.StatusBadGateway, err)
+	if err := s.syncKey(); err != nil {
+		writeError(w, http.StatusInternalServerError, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"text": res.Text, "messages": res.Messages, "notes": res.Notes})
+	res, err := s.kernel.Call(r.Context(), body.Messages, hermitcrab.CallOptions{Tier: body.Tier})
+	if err != nil {
+		writeCallError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"text": res.Text, "messages": res.Messages, "notes": res.Notes, "limit": res.Limit})
 }
 
 // claude is the §7.2 passthrough for props.callAPI: raw Messages API JSON
-// in and out, the key added here. With the Anthropic provider the body goes
-// to the API as it is; with others it runs through the kernel's client.
+// in and out, the key added here, after the §7.1 clean-up
+// (Kernel.CleanAPIRequest). With the Anthropic provider the request goes to
+// the API with the anthropic-beta values its tools need and the --beta
+// values; with others it runs through the kernel's client.
 func (s *Server) claude(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
+	raw, err := io.ReadAll(r.Body)
 	if err != nil {
 		writeError(w, http.StatusRequestEntityTooLarge, err)
 		return
+	}
+	if err := s.syncKey(); err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	body, tools, notes, err := s.kernel.CleanAPIRequest(r.Context(), raw)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	for _, n := range notes {
+		s.log.Info("callAPI: " + n)
 	}
 	if s.cfg.Provider != "anthropic" {
 		s.claudeViaClient(w, r.Context(), body)
@@ -231,7 +265,7 @@ func (s *Server) claude(w http.ResponseWriter, r *http.Request) {
 	}
 	key := s.passKey()
 	if key == "" {
-		writeError(w, http.StatusBadRequest, errors.New("no API key yet: enter it first"))
+		writeJSON(w, http.StatusUnauthorized, map[string]any{"error": "no API key yet: enter it first", "auth": true})
 		return
 	}
 	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, strings.TrimSuffix(s.cfg.BaseURL, "/")+"/v1/messages", bytes.NewReader(body))
@@ -242,8 +276,8 @@ func (s *Server) claude(w http.ResponseWriter, r *http.Request) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("x-api-key", key)
 	req.Header.Set("anthropic-version", "2023-06-01")
-	if len(s.cfg.Betas) > 0 {
-		req.Header.Set("anthropic-beta", strings.Join(s.cfg.Betas, ","))
+	if betas := anthropic.Betas(s.cfg.Betas, tools); len(betas) > 0 {
+		req.Header.Set("anthropic-beta", strings.Join(betas, ","))
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -276,7 +310,7 @@ func (s *Server) claudeViaClient(w http.ResponseWriter, ctx context.Context, bod
 	}
 	call, err := client.Send(ctx, &req)
 	if err != nil {
-		writeError(w, http.StatusBadGateway, err)
+		writeCallError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, call.Response)
@@ -288,25 +322,25 @@ func (s *Server) toolLoop(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
+	if err := s.syncKey(); err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
 	res, err := s.kernel.ToolLoop(r.Context(), &req)
 	if err != nil {
-		writeError(w, http.StatusBadGateway, err)
+		writeCallError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"text": res.Text(), "response": res.Final, "messages": res.Messages, "stop_reason": res.StopReason})
 }
 
 func (s *Server) source(w http.ResponseWriter, r *http.Request) {
-	sh, err := s.kernel.Store().LatestShell(r.Context(), "")
-	if errors.Is(err, store.ErrNotFound) {
-		writeJSON(w, http.StatusOK, map[string]string{"source": ""})
-		return
-	}
+	src, err := s.kernel.ShellSource(r.Context())
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"source": sh.Source})
+	writeJSON(w, http.StatusOK, map[string]string{"source": src})
 }
 
 func (s *Server) recompile(w http.ResponseWriter, r *http.Request) {
@@ -327,13 +361,18 @@ func (s *Server) recompile(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) setTools(w http.ResponseWriter, r *http.Request) {
 	var body struct {
-		Tools []string `json:"tools"`
+		Tools []json.RawMessage `json:"tools"`
 	}
 	if err := readJSON(r, &body); err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	names, err := s.kernel.SetTools(r.Context(), body.Tools)
+	tools, err := hermitcrab.ParseToolEntries(body.Tools)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	names, err := s.kernel.SetTools(r.Context(), tools)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return
@@ -378,12 +417,12 @@ func (s *Server) readBlock(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"node": node})
 		return
 	}
-	rec, err := s.kernel.Store().Block(ctx, name)
+	b, err := s.kernel.RawBlock(ctx, name)
 	if err != nil {
 		writeError(w, errStatus(err), err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"block": rec.Data, "version": rec.Version})
+	writeJSON(w, http.StatusOK, b)
 }
 
 func (s *Server) writeBlock(w http.ResponseWriter, r *http.Request) {

@@ -165,7 +165,11 @@ func TestWebShellKeyGateBootPropsBrowserToolRenderErrorAndReload(t *testing.T) {
 			thinking("Done."), textBlock("I saved notes.txt for you.")),
 	})
 	ctx := context.Background()
-	if _, err := b.srv.Kernel().SetTools(ctx, append(append([]string{}, hermitcrab.DefaultTools...), "download")); err != nil {
+	var tools []llm.Tool
+	for _, name := range append(append([]string{}, hermitcrab.BootTools...), "download") {
+		tools = append(tools, llm.Tool{Name: name})
+	}
+	if _, err := b.srv.Kernel().SetTools(ctx, tools); err != nil {
 		t.Fatal(err)
 	}
 
@@ -212,7 +216,7 @@ func TestWebShellKeyGateBootPropsBrowserToolRenderErrorAndReload(t *testing.T) {
 	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](`window.hermitcrab.lastRender.status === 'failed'`)); err != nil {
 		t.Fatalf("render failure not recorded in the page: %v", err)
 	}
-	sh, err := b.srv.Kernel().Store().LatestShell(ctx, "")
+	sh, err := b.srv.Kernel().LatestShell(ctx)
 	if err != nil || sh.Status != store.ShellFailed || !strings.Contains(sh.Error, "reading 'field'") {
 		t.Fatalf("the server did not hear of the failed render: %+v %v", sh, err)
 	}

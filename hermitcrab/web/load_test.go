@@ -16,6 +16,7 @@ import (
 
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/llm/script"
+	"github.com/llmkernels/kernels/pscale"
 )
 
 // testServer starts a server on loopback with a scripted LLM.
@@ -146,7 +147,11 @@ func BenchmarkBlockReadWriteUnderLoad(b *testing.B) {
 		_, lat := hammer(b, srv, ts, 200)
 		all = append(all, lat...)
 		// Start each round from a fresh stash so every round does the same work.
-		srv.kernel.Store().Put(context.Background(), "stash", []byte(`{"place":1,"tree":{"0":"notes"}}`), -1)
+		srv.kernel.EditBlock(context.Background(), "stash", func(bl *pscale.Block) error {
+			bl.Tree = &pscale.Node{}
+			bl.Tree.Children[0] = &pscale.Node{Leaf: true, Text: "notes"}
+			return nil
+		})
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
 	pct := func(p float64) float64 { return float64(all[int(p*float64(len(all)-1))].Microseconds()) / 1000 }

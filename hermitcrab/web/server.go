@@ -26,15 +26,12 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/llmkernels/kernels/hermitcrab"
 	"github.com/llmkernels/kernels/hermitcrab/store"
-	"github.com/llmkernels/kernels/internal/atomicfile"
 	"github.com/llmkernels/kernels/internal/plainjson"
 	"github.com/llmkernels/kernels/llm"
 )
@@ -71,14 +68,22 @@ type Server struct {
 	csrf    string
 	token   string
 	log     *slog.Logger
-	keyMu   sync.Mutex
-	apiKey  string // what the /api/claude passthrough sends; never leaves the server
-	hasKey  atomic.Bool
 	booting atomic.Bool
 	ctx     context.Context // ends when the server stops: boots run under it
+
+	keyMu  sync.Mutex
+	apiKey string // the key in use; what the /api/claude passthrough sends; never leaves the server
+	// keyFrom says where apiKey came from: "environment" (ANTHROPIC_API_KEY
+	// at start), "stored" (the data directory's key file, given through the
+	// page or `hermitcrab key set`), or "" for none.
+	keyFrom string
 }
 
-const keyFile = "api_key"
+// Where the key in use came from.
+const (
+	keyFromEnv    = "environment"
+	keyFromStored = "stored"
+)
 
 // New opens the kernel in cfg.DataDir and prepares the server.
 func New(ctx context.Context, cfg Config) (*Server, error) {
@@ -115,14 +120,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err := k.Ready(ctx); err != nil {
 		return nil, errors.Join(err, k.Close())
 	}
-	key, err := s.loadKey()
-	if err != nil {
+	if err := s.startKey(); err != nil {
 		return nil, errors.Join(err, k.Close())
-	}
-	if key != "" || !cfg.KeyNeeded {
-		if err := s.useKey(key); err != nil {
-			return nil, errors.Join(err, k.Close())
-		}
 	}
 	return s, nil
 }
@@ -163,39 +162,67 @@ func randomToken() string {
 	return hex.EncodeToString(b)
 }
 
-// loadKey reads the key from the environment or the data directory's key file.
-func (s *Server) loadKey() (string, error) {
+// startKey uses ANTHROPIC_API_KEY when it is set (for the Anthropic
+// provider), else the key stored in the data directory.
+func (s *Server) startKey() error {
 	if k := os.Getenv("ANTHROPIC_API_KEY"); k != "" && s.cfg.Provider == "anthropic" {
-		return k, nil
+		return s.useKey(k, keyFromEnv)
 	}
-	data, err := os.ReadFile(filepath.Join(s.cfg.DataDir, keyFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return "", nil
+	if !s.cfg.KeyNeeded {
+		return s.useKey("", "")
 	}
-	if err != nil {
-		return "", fmt.Errorf("reading the API key file: %w", err)
+	return s.syncKey()
+}
+
+// syncKey follows the stored key: unless the environment's key is in use,
+// a key stored or removed since (by the page or `hermitcrab key set|clear`
+// in another terminal) takes effect on the next request.
+func (s *Server) syncKey() error {
+	s.keyMu.Lock()
+	from, current := s.keyFrom, s.apiKey
+	s.keyMu.Unlock()
+	if from == keyFromEnv || !s.cfg.KeyNeeded {
+		return nil
 	}
-	return strings.TrimSpace(string(data)), nil
+	stored, err := s.kernel.StoredKey()
+	if err != nil || (stored == current && (stored != "") == (from == keyFromStored)) {
+		return err
+	}
+	if stored == "" {
+		s.dropKey()
+		return nil
+	}
+	return s.useKey(stored, keyFromStored)
 }
 
 // useKey builds the client with the key.
-func (s *Server) useKey(key string) error {
-	s.keyMu.Lock()
-	defer s.keyMu.Unlock()
+func (s *Server) useKey(key, from string) error {
 	client, err := s.cfg.NewClient(key)
 	if err != nil {
 		return err
 	}
 	client.Observe = s.progress
+	s.keyMu.Lock()
+	defer s.keyMu.Unlock()
 	s.kernel.SetClient(client)
-	s.hasKey.Store(true)
-	s.apiKey = key
+	s.apiKey, s.keyFrom = key, from
 	return nil
 }
 
-// saveKey stores the key in the data directory, readable by its owner only.
-func (s *Server) saveKey(key string) error {
-	return atomicfile.Write(filepath.Join(s.cfg.DataDir, keyFile), []byte(key+"\n"), 0o600)
+// dropKey stops using any key: calls fail with "no API key" until one is given.
+func (s *Server) dropKey() {
+	s.keyMu.Lock()
+	defer s.keyMu.Unlock()
+	s.kernel.SetClient(nil)
+	s.apiKey, s.keyFrom = "", ""
+}
+
+// hasKey says whether calls can be made: a key is in use, or the provider
+// needs none.
+func (s *Server) hasKey() bool {
+	s.keyMu.Lock()
+	defer s.keyMu.Unlock()
+	return s.kernel.Client() != nil
 }
 
 func (s *Server) passKey() string {

@@ -111,7 +111,7 @@ func TestTheKeyIsStoredPrivatelyAndNeverSentBack(t *testing.T) {
 	if code := post(t, ts, srv, "/api/key", map[string]string{"key": key}, nil); code != 200 {
 		t.Fatalf("posting the key: HTTP %d", code)
 	}
-	info, err := os.Stat(filepath.Join(dir, keyFile))
+	info, err := os.Stat(filepath.Join(dir, "api_key"))
 	if err != nil || info.Mode().Perm() != 0o600 || gotKey != key {
 		t.Fatalf("key file %v %v; client got %q", info, err, gotKey)
 	}

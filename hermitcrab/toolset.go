@@ -1,0 +1,255 @@
+package hermitcrab
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/llmkernels/kernels/llm"
+)
+
+// Server tools: run by the provider, declared with their versioned types.
+var serverTools = []llm.Tool{
+	{Type: "web_search_20260209", Name: "web_search", Options: map[string]json.RawMessage{"max_uses": json.RawMessage("5")}},
+	{Type: "web_fetch_20260209", Name: "web_fetch", Options: map[string]json.RawMessage{"max_uses": json.RawMessage("10")}},
+	{Type: "code_execution_20250825", Name: "code_execution"},
+}
+
+// serverToolOptions are the fields a server tool definition given to
+// set_tools may carry besides type and name, with the JSON kind each
+// takes. A definition the API would refuse would make every later call
+// fail before the LLM could change it back, so set_tools checks them.
+var serverToolOptions = map[string]map[string]byte{
+	"web_search":     {"max_uses": '0', "allowed_domains": '[', "blocked_domains": '[', "user_location": '{'},
+	"web_fetch":      {"max_uses": '0', "allowed_domains": '[', "blocked_domains": '[', "citations": '{', "max_content_tokens": '0'},
+	"code_execution": {},
+}
+
+// BootTools is the tool set active until the LLM changes it with
+// set_tools: the clean-build spec's boot tools, set_tools itself, and the
+// server tools. Their definitions are measured against the spec's budget
+// of about 500 tokens (BenchmarkBootTools). Every other tool is one
+// set_tools away, and the capabilities block says what each does.
+var BootTools = []string{
+	"block_read", "block_write", "block_list", "block_create",
+	"get_source", "recompile", "get_datetime", "set_tools",
+	"web_search", "web_fetch", "code_execution",
+}
+
+// readOnlyTools may be called by code execution (programmatic tool
+// calling, §8.3) unless Options.NoPTC.
+var readOnlyTools = []string{"block_read", "block_list", "bsp", "resolve", "get_datetime", "get_source"}
+
+// toolsSetting keeps the active tool set: a JSON array of tool names and
+// tool definitions, as set_tools was given them.
+const toolsSetting = "tools"
+
+// KnownTools lists every tool name set_tools accepts: the kernel's client
+// tools and the server tools.
+func (k *Kernel) KnownTools() []string {
+	names := make([]string, 0, 40)
+	for name := range k.catalogue(&callState{}) {
+		names = append(names, name)
+	}
+	for _, t := range serverTools {
+		names = append(names, t.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// ParseToolEntries reads set_tools' entries: each a tool name, or a tool
+// definition (the API's tool object).
+func ParseToolEntries(raw []json.RawMessage) ([]llm.Tool, error) {
+	out := make([]llm.Tool, 0, len(raw))
+	for i, r := range raw {
+		r = bytes.TrimSpace(r)
+		var t llm.Tool
+		switch {
+		case len(r) > 0 && r[0] == '"':
+			if err := json.Unmarshal(r, &t.Name); err != nil {
+				return nil, fmt.Errorf("tools[%d]: %w", i, err)
+			}
+		case len(r) > 0 && r[0] == '{':
+			if err := json.Unmarshal(r, &t); err != nil {
+				return nil, fmt.Errorf("tools[%d]: %w", i, err)
+			}
+		default:
+			return nil, fmt.Errorf("tools[%d] is %s: give a tool's name or its definition ({\"name\": …})", i, r)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// SetTools sets the active tool set for later calls and returns its names.
+// Each entry is a tool name, or a definition: of one of the kernel's tools
+// (its description or input schema replace the kernel's; the kernel still
+// runs it), or of a server tool (web_search, web_fetch, code_execution with
+// its type and options, e.g. a version or allowed_domains). Unknown names,
+// definitions of tools the kernel cannot run, and server tool options the
+// API would refuse are errors that change nothing. set_tools itself always
+// stays active, so the LLM can always change its tools again.
+func (k *Kernel) SetTools(ctx context.Context, tools []llm.Tool) ([]string, error) {
+	known := k.KnownTools()
+	var unknown, names []string
+	var entries []any
+	seen := map[string]bool{}
+	for _, t := range tools {
+		if t.Name == "" {
+			return nil, fmt.Errorf("a tool entry has no name: give a name such as \"bsp\" or a definition with \"name\"")
+		}
+		if !slices.Contains(known, t.Name) {
+			unknown = append(unknown, t.Name)
+			continue
+		}
+		if err := checkToolDefinition(t); err != nil {
+			return nil, err
+		}
+		if seen[t.Name] {
+			continue
+		}
+		seen[t.Name] = true
+		names = append(names, t.Name)
+		entries = append(entries, toolEntry(t))
+	}
+	if len(unknown) > 0 {
+		return nil, fmt.Errorf("unknown tools %s: the kernel runs only its own tools and the server tools; known: %s", strings.Join(unknown, ", "), strings.Join(known, ", "))
+	}
+	if !seen["set_tools"] {
+		names = append(names, "set_tools")
+		entries = append(entries, "set_tools")
+	}
+	data, err := json.Marshal(entries)
+	if err != nil {
+		return nil, err
+	}
+	return names, k.store.SetSetting(ctx, toolsSetting, string(data))
+}
+
+// toolEntry is what the setting keeps for t: its name alone when it is
+// only a name, else its definition.
+func toolEntry(t llm.Tool) any {
+	if t.Type == "" && t.Description == "" && len(t.InputSchema) == 0 && len(t.Options) == 0 && len(t.AllowedCallers) == 0 && t.CacheControl == nil {
+		return t.Name
+	}
+	return t
+}
+
+// checkToolDefinition refuses a definition the kernel cannot honour.
+func checkToolDefinition(t llm.Tool) error {
+	opts, server := serverToolOptions[t.Name]
+	switch {
+	case server && t.Type == "" && (t.Description != "" || len(t.InputSchema) > 0):
+		return fmt.Errorf("tool %q is a server tool: define it with its \"type\" (e.g. %q), not a description or input_schema", t.Name, serverType(t.Name))
+	case !server && t.IsServer():
+		return fmt.Errorf("tool %q is one of the kernel's own tools: its definition has no \"type\"", t.Name)
+	case !server:
+		if len(t.Options) > 0 {
+			return fmt.Errorf("tool %q: unknown fields %s (a definition has name, description and input_schema)", t.Name, strings.Join(slices.Sorted(maps.Keys(t.Options)), ", "))
+		}
+		return nil
+	}
+	if t.Type != "" && !strings.HasPrefix(t.Type, t.Name+"_") {
+		return fmt.Errorf("tool %q: type %q is not a version of %s (e.g. %q)", t.Name, t.Type, t.Name, serverType(t.Name))
+	}
+	for key, raw := range t.Options {
+		want, ok := opts[key]
+		if !ok {
+			return fmt.Errorf("tool %q: unknown option %q (known: %s)", t.Name, key, strings.Join(slices.Sorted(maps.Keys(opts)), ", "))
+		}
+		got := bytes.TrimSpace(raw)
+		if len(got) == 0 || (want == '0' && !(got[0] >= '0' && got[0] <= '9')) || (want != '0' && got[0] != want) {
+			return fmt.Errorf("tool %q: option %q is %s, want %s", t.Name, key, got, map[byte]string{'0': "a number", '[': "an array", '{': "an object"}[want])
+		}
+	}
+	return nil
+}
+
+func serverType(name string) string {
+	for _, t := range serverTools {
+		if t.Name == name {
+			return t.Type
+		}
+	}
+	return ""
+}
+
+// ActiveTools is the tool set the LLM chose with set_tools, or BootTools,
+// each as a name or a definition.
+func (k *Kernel) ActiveTools(ctx context.Context) ([]llm.Tool, error) {
+	boot := func() []llm.Tool {
+		out := make([]llm.Tool, len(BootTools))
+		for i, n := range BootTools {
+			out[i] = llm.Tool{Name: n}
+		}
+		return out
+	}
+	v, ok, err := k.store.Setting(ctx, toolsSetting)
+	if err != nil || !ok {
+		return boot(), err
+	}
+	var raw []json.RawMessage
+	if err := json.Unmarshal([]byte(v), &raw); err != nil {
+		k.log.Warn("the stored tool set is damaged; using the boot tools", "err", err)
+		return boot(), nil
+	}
+	tools, err := ParseToolEntries(raw)
+	if err != nil {
+		k.log.Warn("the stored tool set is damaged; using the boot tools", "err", err)
+		return boot(), nil
+	}
+	return tools, nil
+}
+
+// toolSet returns the handlers and server-tool declarations of the active
+// set. Server tools are left out when Options.ServerTools is off; the
+// read-only tools get allowed_callers when code execution is among them
+// (programmatic tool calling) unless Options.NoPTC.
+func (k *Kernel) toolSet(ctx context.Context, c *callState) ([]llm.ToolHandler, []llm.Tool, error) {
+	active, err := k.ActiveTools(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	all := k.catalogue(c)
+	var handlers []llm.ToolHandler
+	var server []llm.Tool
+	for _, t := range active {
+		if h, ok := all[t.Name]; ok {
+			if t.Description != "" {
+				h.Tool.Description = t.Description
+			}
+			if len(t.InputSchema) > 0 {
+				h.Tool.InputSchema = t.InputSchema
+			}
+			handlers = append(handlers, h)
+			continue
+		}
+		if !k.opts.ServerTools {
+			continue
+		}
+		if t.Type == "" {
+			t.Type = serverType(t.Name)
+			for _, s := range serverTools {
+				if s.Name == t.Name && len(t.Options) == 0 {
+					t.Options = s.Options
+				}
+			}
+		}
+		if t.Type != "" {
+			server = append(server, t)
+		}
+	}
+	if i := slices.IndexFunc(server, func(t llm.Tool) bool { return t.Name == "code_execution" }); i >= 0 && !k.opts.NoPTC {
+		for j := range handlers {
+			if slices.Contains(readOnlyTools, handlers[j].Tool.Name) {
+				handlers[j].Tool.AllowedCallers = []string{server[i].Type}
+			}
+		}
+	}
+	return handlers, server, nil
+}
