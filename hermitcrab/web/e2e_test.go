@@ -57,6 +57,9 @@ func entry(match map[string]string, content ...map[string]any) map[string]any {
 	return map[string]any{"match": match, "response": map[string]any{"content": content}}
 }
 
+// testKey is the key the fake API accepts; any other is refused with 401.
+const testKey = "sk-ant-test-key"
+
 // browserSession runs a web server whose LLM is the strict fake Anthropic
 // server (reached through the real SDK), and a headless Chromium on it.
 type browserSession struct {
@@ -82,12 +85,13 @@ func newBrowserSession(t *testing.T, responses []map[string]any) *browserSession
 	}
 	fake := llmtest.NewServer(script)
 	t.Cleanup(fake.Close)
+	api := keyedAPI(t, fake, testKey)
 	t.Setenv("ANTHROPIC_API_KEY", "")
 	srv, err := New(context.Background(), Config{
-		DataDir: t.TempDir(), Provider: "anthropic", KeyNeeded: true, BaseURL: fake.URL,
+		DataDir: t.TempDir(), Provider: "anthropic", KeyNeeded: true, BaseURL: api.URL,
 		Kernel: hermitcrab.Options{ServerTools: true},
 		NewClient: func(key string) (*llm.Client, error) {
-			p, err := anthropic.New(anthropic.Config{APIKey: key, BaseURL: fake.URL})
+			p, err := anthropic.New(anthropic.Config{APIKey: key, BaseURL: api.URL})
 			return &llm.Client{Provider: p}, err
 		},
 	})
@@ -180,7 +184,7 @@ func TestWebShellKeyGateBootPropsBrowserToolRenderErrorAndReload(t *testing.T) {
 	}
 	// Submitting the key hides the form and boots: the LLM's JSX renders.
 	b.do(t, "submit key and boot",
-		chromedp.SendKeys(chromedp.ID("hc-key"), "sk-ant-test-key"), chromedp.Click(chromedp.ID("hc-key-submit")),
+		chromedp.SendKeys(chromedp.ID("hc-key"), testKey), chromedp.Click(chromedp.ID("hc-key-submit")),
 		chromedp.WaitVisible(chromedp.ID("greeting")), chromedp.WaitNotPresent(chromedp.ID("hc-key")))
 	got := b.fake.Received()
 	if len(got) != 1 || got[0].Header.Get("x-api-key") != "sk-ant-test-key" || got[0].Request.Model != "claude-opus-4-6" {
@@ -220,6 +224,15 @@ func TestWebShellKeyGateBootPropsBrowserToolRenderErrorAndReload(t *testing.T) {
 	if err != nil || sh.Status != store.ShellFailed || !strings.Contains(sh.Error, "reading 'field'") {
 		t.Fatalf("the server did not hear of the failed render: %+v %v", sh, err)
 	}
+	// The error is in a strip of its own above the shell, not over it, and
+	// the person can dismiss it.
+	covered := `(() => { const s = document.getElementById('hc-status').getBoundingClientRect();
+		const g = document.getElementById('greeting').getBoundingClientRect();
+		return s.height > 0 && getComputedStyle(document.getElementById('hc-status')).display !== 'none' && g.top >= s.bottom; })()`
+	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](covered)); err != nil {
+		t.Fatalf("the error strip covers the shell or is not shown: %v", err)
+	}
+	b.do(t, "dismiss the strip", chromedp.Click(chromedp.ID("hc-dismiss")), chromedp.WaitNotVisible(chromedp.ID("hc-status")))
 	b.do(t, "ask after the failure", chromedp.WaitVisible(chromedp.ID("greeting")), chromedp.Click(chromedp.ID("ask")))
 	b.waitText(t, "reply", "I see my new shell failed to render; the old one is still here.")
 
@@ -246,7 +259,7 @@ func TestWebShellCompileErrorGoesBackToTheLLMAndTheFixRenders(t *testing.T) {
 	})
 	b.do(t, "key and boot",
 		chromedp.Navigate(b.url), chromedp.WaitVisible(chromedp.ID("hc-key")),
-		chromedp.SendKeys(chromedp.ID("hc-key"), "sk-ant-test-key"), chromedp.Click(chromedp.ID("hc-key-submit")))
+		chromedp.SendKeys(chromedp.ID("hc-key"), testKey), chromedp.Click(chromedp.ID("hc-key-submit")))
 	b.waitText(t, "greeting", "Hello, second try.")
 	got := b.fake.Received()
 	if len(got) != 2 {
@@ -255,5 +268,39 @@ func TestWebShellCompileErrorGoesBackToTheLLMAndTheFixRenders(t *testing.T) {
 	feedback := got[1].Request.Messages[2].Content[0]
 	if !feedback.IsError || !strings.Contains(feedback.Content.String(), "line 2, column") {
 		t.Fatalf("the compile error did not reach the LLM with its line and column: %+v", feedback)
+	}
+}
+
+func TestAWrongKeyAtBootAsksForAnotherAndTheNextBootWorks(t *testing.T) {
+	b := newBrowserSession(t, []map[string]any{
+		entry(map[string]string{"last_user_contains": "BOOT"},
+			thinking("Build."), toolUseBlock("toolu_1", "recompile", map[string]string{"jsx": "function Shell(props) { return <h1 id=\"greeting\">Hello with the right key.</h1>; }"})),
+	})
+	b.do(t, "a wrong key",
+		chromedp.Navigate(b.url), chromedp.WaitVisible(chromedp.ID("hc-key")),
+		chromedp.SendKeys(chromedp.ID("hc-key"), "sk-ant-wrong"), chromedp.Click(chromedp.ID("hc-key-submit")))
+	// The boot is refused (401): the page offers the key form again.
+	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](`(() => { const m = document.getElementById('hc-key-msg');
+		return !!m && m.textContent.includes('refused') && !!document.getElementById('hc-key'); })()`)); err != nil {
+		t.Fatalf("no key form after a 401 boot: %v", err)
+	}
+	if n := len(b.fake.Received()); n != 0 {
+		t.Fatalf("the wrong key reached the API behind the key check %d times", n)
+	}
+	b.do(t, "the right key",
+		chromedp.SendKeys(chromedp.ID("hc-key"), testKey), chromedp.Click(chromedp.ID("hc-key-submit")),
+		chromedp.WaitVisible(chromedp.ID("greeting")))
+	if got := b.fake.Received(); len(got) != 1 || got[0].Header.Get("x-api-key") != testKey {
+		t.Fatalf("boot with the new key: %d requests", len(got))
+	}
+	// The key control replaces or removes the key: removing it shows the
+	// form, and the server has no key.
+	b.do(t, "remove the key", chromedp.Click(chromedp.ID("hc-key-button")), chromedp.WaitVisible(chromedp.ID("hc-key-remove")),
+		chromedp.Click(chromedp.ID("hc-key-remove")))
+	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](`document.getElementById('hc-key-msg').textContent.includes('removed')`)); err != nil {
+		t.Fatalf("removing the key: %v", err)
+	}
+	if b.srv.passKey() != "" {
+		t.Fatal("the server still uses the removed key")
 	}
 }

@@ -27,6 +27,15 @@
   const waiting = new Map();  // shell id → the recompile() waiting for it
   const rebuildBtn = el('button', { id: 'hc-rebuild', type: 'button', title: 'Boot again: the LLM builds a new shell (one deep-tier call)',
     onclick: () => boot('rebuild: booting again') }, 'rebuild');
+  const keyBtn = el('button', { id: 'hc-key-button', type: 'button', title: 'Replace or remove the API key',
+    onclick: () => keyPanel('Replace the API key, or remove it from the server.') }, 'key');
+  const controls = el('div', { id: 'hc-controls' }, keyBtn, rebuildBtn);
+  // Over a shell, the status area is a strip of its own above it (the
+  // page moves down by its height, so it never covers the shell's face),
+  // and the person can dismiss it.
+  const dismissBtn = el('button', { id: 'hc-dismiss', type: 'button', title: 'Dismiss these messages', 'aria-label': 'Dismiss',
+    onclick: () => { lines.textContent = ''; stripChanged(); } }, '×');
+  statusEl.append(dismissBtn);
   if (!window.React || !window.ReactDOM || !window.ReactDOM.createRoot) {
     line('React did not load from /assets/react.js: build it with make build, then reload', 'error');
     return; // before ErrorBoundary below, which extends React.Component
@@ -48,8 +57,18 @@
   const sleep = ms => new Promise(r => setTimeout(r, ms));
   const describe = e => (e && e.name && e.name !== 'Error' ? e.name + ': ' : '') + (e && e.message ? e.message : String(e));
 
+  // stripChanged keeps the page's top padding equal to the status strip's
+  // height while a shell is on screen, and hides the strip when it is empty.
+  function stripChanged() {
+    const empty = !lines.childElementCount && !panels.childElementCount;
+    document.body.classList.toggle('hc-strip-empty', empty);
+    document.body.style.paddingTop = shown && !empty ? statusEl.offsetHeight + 'px' : '';
+  }
+  new MutationObserver(stripChanged).observe(statusEl, { childList: true, subtree: true });
+  window.addEventListener('resize', stripChanged);
+
   // line adds a boot-screen status line. Over a running shell only errors
-  // show, and only for a while: the shell is the person's screen now.
+  // show, in the strip, and only for a while: the shell is the person's screen now.
   function line(text, level) {
     level = level === 'success' || level === 'error' ? level : 'info';
     const quiet = shown && !booting;
@@ -96,6 +115,9 @@
       }
       // /api/claude passes Anthropic's errors through: {"error": {"message": …}}.
       const err = data && data.error;
+      if (res.status === 401 && data && (data.auth || (err && err.type === 'authentication_error'))) {
+        keyPanel('The API key was refused (' + (typeof err === 'string' ? err : err && err.message || 'HTTP 401') + '). Enter another key.');
+      }
       const msg = typeof err === 'string' ? err : err && err.message ? err.message : `${method} ${path}: HTTP ${res.status} ${text.slice(0, 200)}`;
       throw Object.assign(new Error(msg), { status: res.status, body: data });
     }
@@ -130,7 +152,7 @@
       switch (ev.type) {
         case 'status': line(String(ev.text), ev.level); break;
         case 'shell': setBooting(false); renderShell(ev); break;
-        case 'boot_error': bootFailed(ev.error); break;
+        case 'boot_error': bootFailed(ev.error, ev.auth); break;
         case 'browser': runBrowserTool(ev); break;
         default: console.warn('hermitcrab: unknown event', ev);
       }
@@ -139,32 +161,48 @@
 
   // ---- key gate, import offer, boot
 
-  // keyGate shows the key form and resolves once the server has the key.
-  // The key goes to the server once and is kept nowhere in this page.
-  function keyGate() {
-    return new Promise(resolve => {
-      const input = el('input', { id: 'hc-key', type: 'password', autocomplete: 'off', placeholder: 'sk-ant-…', 'aria-label': 'Anthropic API key' });
-      const submit = el('button', { id: 'hc-key-submit', type: 'submit' }, 'Save key');
-      const msg = el('div', { class: 'hc-msg' });
-      const form = el('form', { class: 'hc-panel', onsubmit: async e => {
-        e.preventDefault();
-        if (!input.value.trim()) { msg.textContent = 'Paste an Anthropic API key first.'; return; }
-        submit.disabled = true;
-        try {
-          await api('POST', '/api/key', { key: input.value.trim() });
-          input.value = '';
-          form.remove();
-          line('API key saved on the server', 'success');
-          resolve();
-        } catch (err) {
-          msg.textContent = err.message;
-          submit.disabled = false;
-        }
-      } }, el('p', {}, 'Hermitcrab needs an Anthropic API key. The server keeps it in its data folder; this page never stores it.'),
-      el('div', { class: 'hc-row' }, input, submit), msg);
-      panels.append(form);
-      input.focus();
-    });
+  // keyPanel shows the key form (once: a second call only updates its
+  // message) and resolves once the server has a key. The key goes to the
+  // server once and is kept nowhere in this page. "Remove key" deletes the
+  // key stored on the server.
+  let keyForm = null;
+  const keyWaiters = [];
+  function keyPanel(message) {
+    const done = new Promise(r => keyWaiters.push(r));
+    if (keyForm) { keyForm.msg.textContent = message || ''; return done; }
+    const input = el('input', { id: 'hc-key', type: 'password', autocomplete: 'off', placeholder: 'sk-ant-…', 'aria-label': 'Anthropic API key' });
+    const submit = el('button', { id: 'hc-key-submit', type: 'submit' }, 'Save key');
+    const msg = el('div', { class: 'hc-msg', id: 'hc-key-msg' }, message || '');
+    const close = () => { form.remove(); keyForm = null; };
+    const remove = el('button', { id: 'hc-key-remove', type: 'button', onclick: async () => {
+      try {
+        const r = await api('DELETE', '/api/key');
+        msg.textContent = r.note;
+        await loadState();
+      } catch (err) { msg.textContent = err.message; }
+    } }, 'Remove key');
+    const cancel = el('button', { id: 'hc-key-close', type: 'button', onclick: close }, 'Close');
+    const form = el('form', { class: 'hc-panel', onsubmit: async e => {
+      e.preventDefault();
+      if (!input.value.trim()) { msg.textContent = 'Paste an Anthropic API key first.'; return; }
+      submit.disabled = true;
+      try {
+        await api('POST', '/api/key', { key: input.value.trim() });
+        input.value = '';
+        close();
+        line('API key saved on the server', 'success');
+        await loadState();
+        keyWaiters.splice(0).forEach(r => r());
+      } catch (err) {
+        msg.textContent = err.message;
+        submit.disabled = false;
+      }
+    } }, el('p', {}, 'Hermitcrab needs an Anthropic API key. The server keeps it in its data folder; this page never stores it.'),
+    el('div', { class: 'hc-row' }, input, submit, remove, cancel), msg);
+    keyForm = { msg };
+    panels.append(form);
+    input.focus();
+    return done;
   }
 
   // browserKeys are this browser's blocks from the in-browser kernels:
@@ -219,8 +257,14 @@
     }
   }
 
-  function bootFailed(error) {
+  function bootFailed(error, auth) {
     setBooting(false);
+    if (auth) {
+      // A refused key: ask for another, then boot with it.
+      line(`boot failed: ${error}`, 'error');
+      keyPanel(`The API key was refused (${error}). Enter another key to boot.`).then(() => boot('new key: booting'));
+      return;
+    }
     line(`boot failed: ${error}. Use rebuild to try again.`, 'error');
     // After ?boot=1 the last good shell was not shown yet: better than nothing.
     if (!shown && hc.state.shell) renderShell(hc.state.shell);
@@ -292,6 +336,7 @@
       shown = s;
       ReactDOM.flushSync(() => root.render(element(s)));
       document.body.classList.add('hc-shell');
+      stripChanged();
       quietLines();
       result = { id: s.id, status: 'rendered', error: '' };
     }
@@ -550,16 +595,13 @@
       line(`${hc.state.version} · deep ${hc.state.model} · light ${hc.state.fast_model}`);
       hc.props = makeProps(hc.state); // before any shell event can arrive
       openEvents();
-      if (!hc.state.has_key) {
-        await keyGate();
-        await loadState();
-      }
+      if (!hc.state.has_key) await keyPanel('');
       if (hc.state.empty_store && browserKeys().length) await importOffer();
     } catch (e) {
       line('cannot reach the Hermitcrab server: ' + e.message, 'error');
       return;
     }
-    document.body.append(rebuildBtn);
+    document.body.append(controls);
     const url = new URL(location.href);
     if (url.searchParams.get('boot') === '1') {
       // Drop ?boot=1 so that a reload restores the new shell instead of booting again.

@@ -1,0 +1,151 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/llmkernels/kernels/hermitcrab"
+	"github.com/llmkernels/kernels/llm"
+	"github.com/llmkernels/kernels/llm/anthropic"
+	"github.com/llmkernels/kernels/llm/llmtest"
+	"github.com/llmkernels/kernels/llm/script"
+)
+
+// keyedAPI is the fake Anthropic API behind a key check, as the real API
+// does it: any key but good is answered 401 authentication_error.
+func keyedAPI(t testing.TB, fake *llmtest.Server, good string) *httptest.Server {
+	u, err := url.Parse(fake.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("x-api-key") != good {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			w.Write([]byte(`{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`))
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(api.Close)
+	return api
+}
+
+// anthropicServer is a web server on the Anthropic provider whose API is
+// the strict fake behind a check for the key "sk-ant-good".
+func anthropicServer(t testing.TB, responses string, opts hermitcrab.Options) (*Server, *httptest.Server, *llmtest.Server) {
+	t.Helper()
+	s, err := script.Parse([]byte(responses))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := llmtest.NewServer(s)
+	t.Cleanup(fake.Close)
+	api := keyedAPI(t, fake, "sk-ant-good")
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	srv, err := New(context.Background(), Config{
+		DataDir: t.TempDir(), Provider: "anthropic", KeyNeeded: true, BaseURL: api.URL, Kernel: opts,
+		NewClient: func(key string) (*llm.Client, error) {
+			p, err := anthropic.New(anthropic.Config{APIKey: key, BaseURL: api.URL})
+			return &llm.Client{Provider: p}, err
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { ts.Close(); srv.Close() })
+	return srv, ts, fake
+}
+
+func TestCallAPIWithoutAModelIsCleanedUpAndGetsTheBetasItsToolsNeed(t *testing.T) {
+	srv, ts, fake := anthropicServer(t, `{"responses":[{"content":[{"type":"text","text":"hi from the raw API"}]}]}`, hermitcrab.Options{})
+	if code := post(t, ts, srv, "/api/key", map[string]string{"key": "sk-ant-good"}, nil); code != http.StatusOK {
+		t.Fatalf("key: HTTP %d", code)
+	}
+	var resp llm.Response
+	code := post(t, ts, srv, "/api/claude", map[string]any{
+		"max_tokens": 2000, "system": nil, "temperature": 0.3, "thinking": map[string]any{"type": "adaptive"},
+		"messages": []any{map[string]any{"role": "user", "content": "hello"}},
+		"tools":    []any{map[string]any{"type": "computer_20250124", "name": "computer", "display_width_px": 800, "display_height_px": 600}},
+	}, &resp)
+	if code != http.StatusOK || resp.Text() != "hi from the raw API" {
+		t.Fatalf("HTTP %d %+v", code, resp)
+	}
+	got := fake.Received()[0]
+	var sent map[string]json.RawMessage
+	json.Unmarshal(got.Body, &sent)
+	if string(sent["model"]) != `"claude-opus-4-6"` || sent["temperature"] != nil || sent["system"] != nil || sent["thinking"] == nil {
+		t.Fatalf("sent %s", got.Body)
+	}
+	if beta := got.Header.Get("anthropic-beta"); beta != "computer-use-2025-01-24" {
+		t.Fatalf("anthropic-beta %q", beta)
+	}
+}
+
+func TestCallAPIWithoutAModelThroughAnotherProvider(t *testing.T) {
+	srv, ts := testServer(t, `{"responses":[{"match":{"model":"claude-opus-4-6"},"response":{"content":[{"type":"text","text":"fallback model used"}]}}]}`)
+	var resp llm.Response
+	code := post(t, ts, srv, "/api/claude", map[string]any{"max_tokens": 100, "temperature": 1, "thinking": nil,
+		"messages": []any{map[string]any{"role": "user", "content": "hello"}}}, &resp)
+	if code != http.StatusOK || resp.Text() != "fallback model used" {
+		t.Fatalf("HTTP %d %+v", code, resp)
+	}
+}
+
+func TestAWrongKeyIsReportedAsAuthAndTheNextKeyIsUsed(t *testing.T) {
+	srv, ts, _ := anthropicServer(t, `{"responses":[{"content":[{"type":"thinking","thinking":"hi","signature":"s"},{"type":"text","text":"now it works"}]}]}`, hermitcrab.Options{})
+	post(t, ts, srv, "/api/key", map[string]string{"key": "sk-ant-wrong"}, nil)
+	var out map[string]any
+	msgs := map[string]any{"messages": []any{map[string]any{"role": "user", "content": "hi"}}}
+	if code := post(t, ts, srv, "/api/call", msgs, &out); code != http.StatusUnauthorized || out["auth"] != true {
+		t.Fatalf("a refused key: HTTP %d %v", code, out)
+	}
+	post(t, ts, srv, "/api/key", map[string]string{"key": "sk-ant-good"}, nil)
+	if code := post(t, ts, srv, "/api/call", msgs, &out); code != http.StatusOK || out["text"] != "now it works" {
+		t.Fatalf("with the new key: HTTP %d %v", code, out)
+	}
+}
+
+func TestTheKeyCanBeRemovedFromThePageOrReplacedFromTheCLI(t *testing.T) {
+	srv, ts, _ := anthropicServer(t, `{"responses":[]}`, hermitcrab.Options{})
+	post(t, ts, srv, "/api/key", map[string]string{"key": "sk-ant-good"}, nil)
+	req, _ := http.NewRequest(http.MethodDelete, ts.URL+"/api/key", nil)
+	req.Header.Set("Origin", ts.URL)
+	req.Header.Set("X-CSRF-Token", srv.csrf)
+	resp, err := ts.Client().Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("DELETE /api/key: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	var state map[string]any
+	get(t, ts, "/api/state", &state)
+	if state["has_key"] != false {
+		t.Fatalf("after removing the key: %v", state)
+	}
+	// `hermitcrab key set` in another terminal writes the file; the
+	// running server uses it on its next request.
+	if err := srv.Kernel().SetKey("sk-ant-from-the-cli"); err != nil {
+		t.Fatal(err)
+	}
+	get(t, ts, "/api/state", &state)
+	if state["has_key"] != true || state["key_from"] != "stored" || srv.passKey() != "sk-ant-from-the-cli" {
+		t.Fatalf("after key set: %v", state)
+	}
+	if _, err := srv.Kernel().ClearKey(); err != nil {
+		t.Fatal(err)
+	}
+	if get(t, ts, "/api/state", &state); state["has_key"] != false {
+		t.Fatalf("after key clear: %v", state)
+	}
+	if strings.Contains(srv.passKey(), "sk-ant") {
+		t.Fatal("the removed key is still in use")
+	}
+}
