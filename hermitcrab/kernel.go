@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -76,6 +77,8 @@ type Kernel struct {
 	store  *store.Store
 	dir    string
 	log    *slog.Logger
+	// isPrivate classifies addresses for web_request and fetch_url.
+	isPrivate func(net.IP) bool
 	// touchstoneReleased is when the embedded touchstone was written
 	// (shell.TouchstoneUpdated); a persisted copy changed after it wins.
 	touchstoneReleased time.Time
@@ -112,7 +115,7 @@ func Open(dir string, opts Options) (*Kernel, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("shell.TouchstoneUpdated %q: %w", shell.TouchstoneUpdated, err), st.Close())
 	}
-	k := &Kernel{opts: opts, store: st, dir: dir, log: log, touchstoneReleased: released}
+	k := &Kernel{opts: opts, store: st, dir: dir, log: log, touchstoneReleased: released, isPrivate: privateIP}
 	k.client.Store(opts.Client)
 	return k, nil
 }

@@ -2,9 +2,13 @@ package hermitcrab
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/llmkernels/kernels/hermitcrab/store"
@@ -85,5 +89,93 @@ func TestDescribeGivesOneLinePerEvent(t *testing.T) {
 	}
 	if _, _, ok := Describe(llm.Event{Kind: "other"}); ok {
 		t.Fatal("unknown events get no line")
+	}
+}
+
+// redirectChain serves, on 127.0.0.2, /chain → /hop → http://127.0.0.1:T/secret,
+// and /loop/N → /loop/N+1 for ever; it returns its base URL and the hits
+// the loopback target at 127.0.0.1 took.
+func redirectChain(t *testing.T) (string, *atomic.Int32) {
+	t.Helper()
+	var hits atomic.Int32
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Write([]byte("the secret"))
+	}))
+	t.Cleanup(target.Close)
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Skipf("no second loopback address to stand for a public host: %v", err)
+	}
+	r := &httptest.Server{Listener: ln, Config: &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/chain":
+			http.Redirect(w, r, "/hop", http.StatusFound)
+		case r.URL.Path == "/hop":
+			http.Redirect(w, r, target.URL+"/secret", http.StatusTemporaryRedirect)
+		case strings.HasPrefix(r.URL.Path, "/loop/"):
+			n, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/loop/"))
+			http.Redirect(w, r, fmt.Sprintf("/loop/%d", n+1), http.StatusFound)
+		default:
+			w.Write([]byte("public page"))
+		}
+	})}}
+	r.Start()
+	t.Cleanup(r.Close)
+	return r.URL, &hits
+}
+
+// asPublic counts 127.0.0.2 as a public address, so that the redirector on
+// it stands for a public site; every other address is classed as usual.
+func asPublic(k *Kernel) {
+	k.isPrivate = func(ip net.IP) bool { return privateIP(ip) && !ip.Equal(net.ParseIP("127.0.0.2")) }
+}
+
+func TestARedirectChainIntoLoopbackIsRefusedUnderEveryPolicy(t *testing.T) {
+	base, hits := redirectChain(t)
+	policies := []struct {
+		name   string
+		policy WebPolicy
+		says   string
+	}{
+		{"default", WebPolicy{}, "loopback or private"},
+		{"allow list without the target", WebPolicy{Allow: []string{"127.0.0.2"}}, "not on the web_request allow list"},
+		{"deny list with the target", WebPolicy{Allow: []string{"127.0.0.2", "127.0.0.1"}, Deny: []string{"127.0.0.1"}}, "deny list"},
+		{"deny list only", WebPolicy{Deny: []string{"127.0.0.1"}}, "deny list"},
+	}
+	for _, pc := range policies {
+		k, _ := newKernel(t, `{"responses":[]}`, func(o *Options) { o.WebRequest = pc.policy })
+		asPublic(k)
+		if out := runTool(t, k, "fetch_url", `{"url":"`+base+`/"}`); out.IsError || !strings.Contains(out.Content.Text, "public page") {
+			t.Fatalf("%s: the public page itself: %+v", pc.name, out)
+		}
+		for _, tool := range []string{"fetch_url", "web_request"} {
+			out := runTool(t, k, tool, `{"url":"`+base+`/chain"}`)
+			if !out.IsError || !strings.Contains(out.Content.Text, pc.says) {
+				t.Errorf("%s, %s: %+v, want an error saying %q", pc.name, tool, out, pc.says)
+			}
+		}
+	}
+	if n := hits.Load(); n != 0 {
+		t.Fatalf("the loopback target was reached %d times", n)
+	}
+}
+
+func TestDenyWinsOnTheAddressDialledAndRedirectsAreCapped(t *testing.T) {
+	base, hits := redirectChain(t)
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer target.Close()
+	_, port, _ := net.SplitHostPort(target.Listener.Addr().String())
+	k, _ := newKernel(t, `{"responses":[]}`, func(o *Options) {
+		o.WebRequest = WebPolicy{Allow: []string{"localhost", "127.0.0.2"}, Deny: []string{"127.0.0.1"}}
+	})
+	if out := runTool(t, k, "fetch_url", `{"url":"http://localhost:`+port+`/"}`); !out.IsError || !strings.Contains(out.Content.Text, "address 127.0.0.1 (of localhost) is on the web_request deny list") {
+		t.Fatalf("a name allowed, its address denied: %+v", out)
+	}
+	if out := runTool(t, k, "fetch_url", `{"url":"`+base+`/loop/0"}`); !out.IsError || !strings.Contains(out.Content.Text, "stopped after 5 redirects") {
+		t.Fatalf("an endless redirect: %+v", out)
+	}
+	if n := hits.Load(); n != 0 {
+		t.Fatalf("the denied address was reached %d times", n)
 	}
 }

@@ -3,7 +3,6 @@ package hermitcrab
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -17,20 +16,29 @@ import (
 	"github.com/llmkernels/kernels/llm"
 )
 
-// WebPolicy says which hosts web_request may reach. Patterns are host
-// names or IP addresses, and "*.example.com" matches any subdomain.
-// Deny always wins. With Allow empty every public host is reachable; with
-// Allow set only the hosts it matches are. Loopback, private, link-local
-// and unspecified addresses are refused unless a host is allowed by name,
-// and the check is made on the address actually dialled, so a public name
-// that resolves to a private address is refused too.
+// WebPolicy says which hosts web_request and fetch_url may reach. Patterns
+// are host names or IP addresses, and "*.example.com" matches any
+// subdomain. Deny always wins. With Allow empty every public host is
+// reachable; with Allow set only the hosts it matches are. Loopback,
+// private, link-local and unspecified addresses are refused unless a host
+// is allowed by name.
+//
+// Every hop is checked, redirects included, and on the address actually
+// dialled: a redirect's host must pass the deny and allow lists like the
+// first URL's; each connection's IP address must not be on the deny list,
+// and must not be private unless the host being dialled is allowed by
+// name, so a public name that resolves (or is rebound) to a private
+// address is refused too. At most maxRedirects redirects are followed.
 type WebPolicy struct {
 	Allow []string
 	Deny  []string
 }
 
+// maxRedirects is how many redirects one request may follow.
+const maxRedirects = 5
+
 func matchHost(patterns []string, host string) bool {
-	host = strings.ToLower(host)
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
 	for _, p := range patterns {
 		p = strings.ToLower(strings.TrimSpace(p))
 		if p == host {
@@ -59,25 +67,52 @@ func privateIP(ip net.IP) bool {
 	return ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsUnspecified()
 }
 
-// webClient dials only addresses the policy admits for this host.
-func webClient(privateOK bool) *http.Client {
-	dialer := &net.Dialer{Timeout: 10 * time.Second, Control: func(_, address string, _ syscall.RawConn) error {
-		host, _, err := net.SplitHostPort(address)
+// webClient makes one request's client: every connection it dials and
+// every redirect it follows is checked against the policy (see WebPolicy).
+// private classifies addresses (privateIP; tests may count one loopback
+// address as public, to stand for a public host).
+func webClient(policy WebPolicy, private func(net.IP) bool) *http.Client {
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, _, err := net.SplitHostPort(addr)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if ip := net.ParseIP(host); ip != nil && privateIP(ip) && !privateOK {
-			return fmt.Errorf("address %s is loopback or private; web_request refuses it unless the host is on the allow list (--web-allow)", ip)
+		privateOK, err := policy.check(host)
+		if err != nil {
+			return nil, err
 		}
-		return nil
-	}}
+		d := &net.Dialer{Timeout: 10 * time.Second, Control: func(_, address string, _ syscall.RawConn) error {
+			ipText, _, err := net.SplitHostPort(address)
+			if err != nil {
+				return err
+			}
+			ip := net.ParseIP(ipText)
+			switch {
+			case ip == nil:
+				return fmt.Errorf("dialling %q: not an IP address", address)
+			case matchHost(policy.Deny, ip.String()):
+				return fmt.Errorf("address %s (of %s) is on the web_request deny list", ip, host)
+			case private(ip) && !privateOK:
+				return fmt.Errorf("address %s (of %s) is loopback or private; web_request refuses it unless the host is on the allow list (--web-allow)", ip, host)
+			}
+			return nil
+		}}
+		return d.DialContext(ctx, network, addr)
+	}
 	return &http.Client{
 		Timeout:   30 * time.Second,
-		Transport: &http.Transport{DialContext: dialer.DialContext, Proxy: nil},
-		// A redirect may lead anywhere: each hop is checked like the first.
+		Transport: &http.Transport{DialContext: dial, Proxy: nil},
+		// A redirect may lead anywhere: each hop's host passes the lists
+		// here, and its address the checks in dial.
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if len(via) >= 5 {
-				return errors.New("stopped after 5 redirects")
+			if len(via) >= maxRedirects {
+				return fmt.Errorf("stopped after %d redirects", maxRedirects)
+			}
+			if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
+				return fmt.Errorf("redirect to %s refused: only http and https", req.URL)
+			}
+			if _, err := policy.check(req.URL.Hostname()); err != nil {
+				return fmt.Errorf("redirect to %s refused: %w", req.URL, err)
 			}
 			return nil
 		},
@@ -109,8 +144,7 @@ func (k *Kernel) httpRequest(ctx context.Context, method, rawURL string, headers
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 		return llm.ToolOutput{}, fmt.Errorf("url %q: want an absolute http(s) URL", rawURL)
 	}
-	privateOK, err := k.opts.WebRequest.check(u.Hostname())
-	if err != nil {
+	if _, err := k.opts.WebRequest.check(u.Hostname()); err != nil {
 		return llm.ToolOutput{}, err
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), strings.NewReader(body))
@@ -120,7 +154,7 @@ func (k *Kernel) httpRequest(ctx context.Context, method, rawURL string, headers
 	for name, v := range headers {
 		req.Header.Set(name, v)
 	}
-	resp, err := webClient(privateOK).Do(req)
+	resp, err := webClient(k.opts.WebRequest, k.isPrivate).Do(req)
 	if err != nil {
 		return llm.ToolOutput{}, fmt.Errorf("%s %s: %w", method, u, err)
 	}
