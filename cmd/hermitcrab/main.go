@@ -111,6 +111,7 @@ func (f *flags) kernelOptions() hermitcrab.Options {
 
 func (f *flags) serveCommand() *cobra.Command {
 	var addr, token string
+	var allowHosts []string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the web shell: the instance boots and builds its React interface in your browser",
@@ -120,9 +121,13 @@ by you only, and never sent back to a browser. The page then boots the instance,
 builds its interface; reloading restores the last good interface without an API call,
 and ?boot=1 (or the rebuild control) boots again.
 
-Binding to anything but loopback requires --token (one is generated and printed when
-you give none), and every request must carry it. Ctrl-C or SIGTERM shuts the server
-down gracefully (requests in flight finish, within 5 s) and exits 0.`,
+Only requests whose Host header names this server are served (against DNS
+rebinding): localhost, loopback addresses and the address it listens on; give
+any other name it is reached by (a DNS name, a reverse proxy's) with
+--allow-host. Binding to anything but loopback requires --token (one is
+generated and printed when you give none), and every request must carry it.
+Ctrl-C or SIGTERM shuts the server down gracefully (requests in flight
+finish, within 5 s) and exits 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dir, err := f.dataDir()
@@ -136,7 +141,7 @@ down gracefully (requests in flight finish, within 5 s) and exits 0.`,
 			}
 			errOut := cmd.ErrOrStderr()
 			srv, err := web.New(cmd.Context(), web.Config{
-				Addr: addr, Token: token, DataDir: dir, Kernel: f.kernelOptions(),
+				Addr: addr, Token: token, AllowHosts: allowHosts, DataDir: dir, Kernel: f.kernelOptions(),
 				KeyNeeded: p.Provider == provider.Anthropic, Provider: p.Provider, BaseURL: base, Betas: p.Betas,
 				NewClient: func(key string) (*llm.Client, error) { return p.ClientWithKey(key, errOut) },
 				Log:       slog.New(slog.NewTextHandler(errOut, nil)),
@@ -154,6 +159,7 @@ down gracefully (requests in flight finish, within 5 s) and exits 0.`,
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8420", "address to listen on")
 	cmd.Flags().StringVar(&token, "token", "", "access token every request must carry (required off loopback; generated when empty)")
+	cmd.Flags().StringSliceVar(&allowHosts, "allow-host", nil, "further Host names the server answers to (name, *.domain or IP; repeatable); loopback names and the bound address always work")
 	return cmd
 }
 

@@ -21,31 +21,46 @@ import (
 // Version is what props.version reports.
 const Version = "hermitcrab-g1-go"
 
+// route is one route of the server: a ServeMux pattern and its handler.
+type route struct {
+	pattern string
+	handler http.HandlerFunc
+}
+
+// routeTable is every route the server has.
+func (s *Server) routeTable() []route {
+	return []route{
+		{"GET /{$}", s.serveIndex},
+		{"GET /assets/{file}", s.serveAsset},
+		{"GET /api/state", s.state},
+		{"GET /api/events", s.serveEvents},
+		{"POST /api/key", s.postKey},
+		{"DELETE /api/key", s.deleteKey},
+		{"POST /api/boot", s.postBoot},
+		{"POST /api/browser/result", s.browserResult},
+		{"POST /api/shell/status", s.shellStatus},
+		{"POST /api/call", s.call},
+		{"POST /api/claude", s.claude},
+		{"POST /api/toolloop", s.toolLoop},
+		{"GET /api/source", s.source},
+		{"POST /api/recompile", s.recompile},
+		{"POST /api/tools", s.setTools},
+		{"GET /api/blocks", s.listBlocks},
+		{"POST /api/blocks", s.createBlock},
+		{"GET /api/blocks/{name}", s.readBlock},
+		{"POST /api/blocks/{name}", s.writeBlock},
+		{"GET /api/bsp/{name}", s.bsp},
+		{"GET /api/resolve/{name}", s.resolve},
+		{"GET /api/conversation/{id}", s.loadConversation},
+		{"POST /api/conversation/{id}", s.saveConversation},
+		{"POST /api/import", s.importEntries},
+	}
+}
+
 func (s *Server) routes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /{$}", s.serveIndex)
-	mux.HandleFunc("GET /assets/{file}", s.serveAsset)
-	mux.HandleFunc("GET /api/state", s.state)
-	mux.HandleFunc("GET /api/events", s.serveEvents)
-	mux.HandleFunc("POST /api/key", s.postKey)
-	mux.HandleFunc("DELETE /api/key", s.deleteKey)
-	mux.HandleFunc("POST /api/boot", s.postBoot)
-	mux.HandleFunc("POST /api/browser/result", s.browserResult)
-	mux.HandleFunc("POST /api/shell/status", s.shellStatus)
-	mux.HandleFunc("POST /api/call", s.call)
-	mux.HandleFunc("POST /api/claude", s.claude)
-	mux.HandleFunc("POST /api/toolloop", s.toolLoop)
-	mux.HandleFunc("GET /api/source", s.source)
-	mux.HandleFunc("POST /api/recompile", s.recompile)
-	mux.HandleFunc("POST /api/tools", s.setTools)
-	mux.HandleFunc("GET /api/blocks", s.listBlocks)
-	mux.HandleFunc("POST /api/blocks", s.createBlock)
-	mux.HandleFunc("GET /api/blocks/{name}", s.readBlock)
-	mux.HandleFunc("POST /api/blocks/{name}", s.writeBlock)
-	mux.HandleFunc("GET /api/bsp/{name}", s.bsp)
-	mux.HandleFunc("GET /api/resolve/{name}", s.resolve)
-	mux.HandleFunc("GET /api/conversation/{id}", s.loadConversation)
-	mux.HandleFunc("POST /api/conversation/{id}", s.saveConversation)
-	mux.HandleFunc("POST /api/import", s.importEntries)
+	for _, r := range s.routeTable() {
+		mux.HandleFunc(r.pattern, r.handler)
+	}
 }
 
 // errStatus maps kernel errors to HTTP statuses: a missing block is 404,

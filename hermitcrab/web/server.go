@@ -8,10 +8,14 @@
 // folders). The API key is kept server side (environment or a 0600 file in
 // the data directory) and is never sent to a browser or written to a log.
 //
-// Security: every state-changing request needs the page's CSRF token and an
-// Origin equal to this server's; bodies are size-limited; off loopback every
-// request needs the access token. The shell the LLM writes runs with the
-// page's full rights by design: it is the person's own agent.
+// Security: before any handler runs, a request whose Host is not a name
+// this server is reachable by is refused (internal/httpguard: the loopback
+// names, the bound address, and names given with --allow-host), which stops
+// DNS rebinding, and bodies are size-limited. Every state-changing request
+// then needs the page's CSRF token and an Origin equal to this server's;
+// off loopback every request needs the access token. The shell the LLM
+// writes runs with the page's full rights by design: it is the person's own
+// agent.
 package web
 
 import (
@@ -33,14 +37,19 @@ import (
 	"github.com/llmkernels/kernels/hermitcrab"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/internal/plainjson"
+	"github.com/llmkernels/kernels/internal/httpguard"
 	"github.com/llmkernels/kernels/llm"
 )
 
 // Config configures a Server.
 type Config struct {
-	Addr    string // default 127.0.0.1:8420
-	Token   string // access token; required (generated when empty) off loopback
-	DataDir string
+	Addr  string // default 127.0.0.1:8420
+	Token string // access token; required (generated when empty) off loopback
+	// AllowHosts are further Host names the server answers to (a DNS name
+	// or a reverse proxy's): names, *.domain patterns or IP addresses. The
+	// loopback names and the bound address are always accepted.
+	AllowHosts []string
+	DataDir    string
 	// Kernel is the kernel's base options; the server sets Browser,
 	// CompileShell, OnShell and Observe.
 	Kernel hermitcrab.Options
@@ -61,15 +70,16 @@ type Config struct {
 
 // Server is a running web shell.
 type Server struct {
-	cfg     Config
-	kernel  *hermitcrab.Kernel
-	hub     *hub
-	relay   *relay
-	csrf    string
-	token   string
-	log     *slog.Logger
-	booting atomic.Bool
-	ctx     context.Context // ends when the server stops: boots run under it
+	cfg       Config
+	guardHost *httpguard.Guard
+	kernel    *hermitcrab.Kernel
+	hub       *hub
+	relay     *relay
+	csrf      string
+	token     string
+	log       *slog.Logger
+	booting   atomic.Bool
+	ctx       context.Context // ends when the server stops: boots run under it
 
 	keyMu  sync.Mutex
 	apiKey string // the key in use; what the /api/claude passthrough sends; never leaves the server
@@ -99,7 +109,12 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, hub: newHub(), csrf: randomToken(), token: cfg.Token, log: cfg.Log, ctx: ctx}
+	guard, err := httpguard.New(httpguard.Options{Addr: cfg.Addr, AllowHosts: cfg.AllowHosts,
+		BodyLimit: func(r *http.Request) int64 { return bodyLimit(r.URL.Path) }})
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, guardHost: guard, hub: newHub(), csrf: randomToken(), token: cfg.Token, log: cfg.Log, ctx: ctx}
 	if !loopback(cfg.Addr) && s.token == "" {
 		s.token = randomToken()
 	}
@@ -252,11 +267,12 @@ func (s *Server) pushShell(sh store.Shell) {
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	s.routes(mux)
-	return s.guard(mux)
+	return s.guardHost.Handler(s.guard(mux))
 }
 
-// guard checks the access token (off loopback), and for every POST the
-// Origin and the CSRF token; it also limits request bodies.
+// guard checks the access token (off loopback), and for every request that
+// is not a GET the Origin and the CSRF token. The Host rule and the body
+// limits come before it (httpguard).
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.token != "" && !s.tokenOK(w, r) {
@@ -272,7 +288,6 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				writeError(w, http.StatusForbidden, errors.New("missing or wrong X-CSRF-Token: reload the page"))
 				return
 			}
-			r.Body = http.MaxBytesReader(w, r.Body, bodyLimit(r.URL.Path))
 		}
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		next.ServeHTTP(w, r)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -134,8 +135,106 @@ func TestRequestBodiesAreLimited(t *testing.T) {
 	srv, ts := testServer(t, `{"responses":[]}`)
 	var out map[string]string
 	code := post(t, ts, srv, "/api/blocks/stash", map[string]string{"path": "0.1", "content": strings.Repeat("x", 2<<20)}, &out)
-	if code != http.StatusBadRequest || !strings.Contains(out["error"], "over 1048576 bytes") {
+	if code != http.StatusRequestEntityTooLarge || !strings.Contains(out["error"], "over this route's limit of 1048576 bytes") {
 		t.Fatalf("HTTP %d %v", code, out)
+	}
+	// A body sent without its length is cut at the limit while it is read.
+	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/api/blocks/stash", io.MultiReader(strings.NewReader(`{"path":"0.1","content":"`), strings.NewReader(strings.Repeat("x", 2<<20))))
+	req.ContentLength = -1
+	req.Header.Set("Origin", ts.URL)
+	req.Header.Set("X-CSRF-Token", srv.csrf)
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	json.NewDecoder(resp.Body).Decode(&out)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(out["error"], "over 1048576 bytes") {
+		t.Fatalf("a chunked body: HTTP %d %v", resp.StatusCode, out)
+	}
+}
+
+// concrete fills a route pattern's wildcards with real values.
+func concrete(pattern string) (method, path string) {
+	method, path, _ = strings.Cut(pattern, " ")
+	path = strings.NewReplacer("{$}", "", "{file}", "host.js", "{name}", "stash", "{id}", "shell").Replace(path)
+	return method, path
+}
+
+func TestAForeignHostIsRefusedOnEveryRouteBeforeAnyHandler(t *testing.T) {
+	srv, ts := testServer(t, `{"responses":[]}`)
+	before, err := srv.Kernel().RawBlock(context.Background(), "stash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	routes := srv.routeTable()
+	if len(routes) < 20 {
+		t.Fatalf("only %d routes", len(routes))
+	}
+	for _, rt := range routes {
+		method, path := concrete(rt.pattern)
+		for _, host := range []string{"evil.example", "evil.example:80", "127.0.0.1.nip.io", "localhost.evil.example", "LOCALHOST.evil.example."} {
+			// The rebinding page's own origin and a CSRF token it read
+			// would pass every later check: only the Host rule stops it.
+			req, _ := http.NewRequest(method, ts.URL+path, strings.NewReader(`{"path":"0.1","content":"pwned","key":"sk-ant-attacker","messages":[{"role":"user","content":"hi"}]}`))
+			req.Host = host
+			req.Header.Set("Origin", "http://"+host)
+			req.Header.Set("X-CSRF-Token", srv.csrf)
+			resp, err := ts.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusMisdirectedRequest || bytes.Contains(data, []byte(srv.csrf)) {
+				t.Errorf("%s with Host %q: HTTP %d %s", rt.pattern, host, resp.StatusCode, data)
+			}
+		}
+	}
+	after, _ := srv.Kernel().RawBlock(context.Background(), "stash")
+	if after.Version != before.Version {
+		t.Fatal("a refused request wrote a block")
+	}
+	_, port, _ := net.SplitHostPort(ts.Listener.Addr().String())
+	for _, host := range []string{"localhost:" + port, "LOCALHOST:" + port, "127.0.0.1:" + port, "127.0.0.2:" + port, "[::1]:" + port, "localhost."} {
+		req, _ := http.NewRequest(http.MethodGet, ts.URL+"/api/state", nil)
+		req.Host = host
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("loopback Host %q: HTTP %d", host, resp.StatusCode)
+		}
+	}
+}
+
+func TestANameGivenWithAllowHostIsServed(t *testing.T) {
+	p := script.New(mustScript(t, `{"responses":[]}`))
+	srv, err := New(context.Background(), Config{DataDir: t.TempDir(), Provider: "script", AllowHosts: []string{"crab.example.org"},
+		NewClient: func(string) (*llm.Client, error) { return &llm.Client{Provider: p}, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	for host, want := range map[string]int{"crab.example.org": http.StatusOK, "crab.example.org:8420": http.StatusOK, "other.example.org": http.StatusMisdirectedRequest} {
+		req, _ := http.NewRequest(http.MethodGet, ts.URL+"/api/state", nil)
+		req.Host = host
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("Host %q: HTTP %d, want %d", host, resp.StatusCode, want)
+		}
+	}
+	if _, err := New(context.Background(), Config{DataDir: t.TempDir(), Provider: "script", AllowHosts: []string{"not a host"},
+		NewClient: func(string) (*llm.Client, error) { return &llm.Client{Provider: p}, nil }}); err == nil {
+		t.Fatal("a bad --allow-host was accepted")
 	}
 }
 
