@@ -38,6 +38,9 @@ type ImportResult struct {
 	Written []string `json:"written"`
 	Skipped []string `json:"skipped,omitempty"` // existing blocks left alone (import without replace)
 	Notes   []string `json:"notes,omitempty"`   // conversions, migrated G0 files, keys not imported
+	// Unreadable lists the localStorage keys skipped because their value
+	// could not be read (the notes say why); the rest was imported.
+	Unreadable []string `json:"unreadable,omitempty"`
 }
 
 // Import reads shell files, single block files and browser localStorage
@@ -64,6 +67,9 @@ func (k *Kernel) Import(ctx context.Context, sources []ImportSource, replace boo
 		}
 		for _, n := range got.Notes {
 			res.Notes = append(res.Notes, f+": "+n)
+		}
+		for _, key := range got.Unreadable {
+			res.Unreadable = append(res.Unreadable, f+": "+key)
 		}
 		for name, b := range got.Blocks {
 			if prev, ok := from[name]; ok {

@@ -263,6 +263,9 @@ Existing blocks are kept unless --replace. The files are only read.`,
 				if len(res.Skipped) > 0 {
 					fmt.Fprintf(w, "kept %d existing blocks (use --replace to overwrite): %s\n", len(res.Skipped), strings.Join(res.Skipped, ", "))
 				}
+				if len(res.Unreadable) > 0 {
+					fmt.Fprintf(w, "skipped %d unreadable keys (the notes say why): %s\n", len(res.Unreadable), strings.Join(res.Unreadable, ", "))
+				}
 				return nil
 			})
 		},

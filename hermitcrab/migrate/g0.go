@@ -41,7 +41,9 @@ type memEntry struct {
 	fraction string // digits after the point
 }
 
-const maxEntries = 9 * 9
+// maxNamingEntries is how many identity and name files the Naming node
+// takes: nine groups of nine. (History and stash grow instead.)
+const maxNamingEntries = 9 * 9
 
 // Where G0 files go (clean-build spec, "Migration from G0").
 const (
@@ -70,14 +72,16 @@ func (r *Result) migrateG0(files []memFile, defaults map[string]*pscale.Block) e
 		if err != nil {
 			return err
 		}
-		parent := "0"
-		if name == constitutionBlock {
-			parent = namingNode
-			if err := r.ensureNode(b, name, parent, texts.Naming); err != nil {
+		if name != constitutionBlock {
+			if err := r.appendAll(b, name, entries, texts.Group); err != nil {
 				return err
 			}
+			continue
 		}
-		if err := r.place(b, name, parent, entries, texts.Group); err != nil {
+		if err := r.ensureNode(b, name, namingNode, texts.Naming); err != nil {
+			return err
+		}
+		if err := r.place(b, name, namingNode, entries, texts.Group); err != nil {
 			return err
 		}
 	}
@@ -111,7 +115,7 @@ func classify(f memFile) (string, memEntry) {
 		return stashBlock, e
 	}
 	lower := strings.ToLower(base)
-	if strings.Contains(lower, "identity") || strings.Contains(lower, "name") {
+	if strings.Contains(lower, "identity") || strings.Contains(lower, "name") || strings.Contains(lower, "naming") {
 		return constitutionBlock, e
 	}
 	return stashBlock, e
@@ -199,11 +203,68 @@ func (r *Result) ensureNode(b *pscale.Block, name, addr, text string) error {
 	return nil
 }
 
+// appendAll adds entries as the block's newest (pscale.AppendEntry), growing
+// it as it fills; a node that fills is labelled with the G0 files it holds,
+// since no LLM compresses them here.
+func (r *Result) appendAll(b *pscale.Block, name string, entries []memEntry, groupText string) error {
+	label := func(_ pscale.Address, n *pscale.Node) string {
+		return strings.NewReplacer("{first}", entryPath(n, 1), "{last}", entryPath(n, -1)).Replace(groupText)
+	}
+	for _, e := range entries {
+		addr, err := pscale.AppendEntry(b, entryText(e), label)
+		if err != nil {
+			return fmt.Errorf("block %q: G0 file %s: %w", name, e.path, err)
+		}
+		r.note("G0 file %s (key %q) → block %q at %s", e.path, e.key, name, addr)
+	}
+	if b.Place > 1 {
+		r.note("block %q grew to place %d to take its %d G0 files; earlier notes give addresses as they were when written (each old address gains a 1 after its first digit per growth)", name, b.Place, len(entries))
+	}
+	return nil
+}
+
+// entryText is a G0 file as an entry: "[G0 PATH] content".
+func entryText(e memEntry) string {
+	text := "[" + e.path + "]"
+	if c := strings.TrimSpace(e.content); c != "" {
+		text += " " + c
+	}
+	return text
+}
+
+// entryPath is the G0 path heading the first (dir 1) or last (dir −1)
+// entry below n.
+func entryPath(n *pscale.Node, dir int) string {
+	for !n.Leaf {
+		var next *pscale.Node
+		for i := 1; i <= 9; i++ {
+			d := i
+			if dir < 0 {
+				d = 10 - i
+			}
+			if c := n.Children[d]; c != nil {
+				next = c
+				break
+			}
+		}
+		if next == nil {
+			break
+		}
+		n = next
+	}
+	if rest, ok := strings.CutPrefix(n.Text, "["); ok {
+		if p, _, ok := strings.Cut(rest, "]"); ok {
+			return p
+		}
+	}
+	return "?"
+}
+
 // place writes entries at the free digits under parent: directly when there
 // are nine or fewer, else in groups of nine under new group nodes.
 func (r *Result) place(b *pscale.Block, name, parent string, entries []memEntry, groupText string) error {
-	if len(entries) > maxEntries {
-		return fmt.Errorf("block %q: %d G0 files go under %s, more than the %d (9 groups of 9) one node can take: split the dump into smaller dumps, or merge related files before migrating", name, len(entries), parent, maxEntries)
+	if len(entries) > maxNamingEntries {
+		return fmt.Errorf("block %q: %d G0 identity and name files go under %s, more than the %d (9 groups of 9) it takes: merge some before migrating", name, len(entries), parent, maxNamingEntries)
 	}
 	if len(entries) <= 9 {
 		return r.placeUnder(b, name, parent, entries)
@@ -231,11 +292,7 @@ func (r *Result) placeUnder(b *pscale.Block, name, parent string, entries []memE
 		if err != nil {
 			return fmt.Errorf("G0 file %s: %w", e.path, err)
 		}
-		text := "[" + e.path + "]"
-		if c := strings.TrimSpace(e.content); c != "" {
-			text += " " + c
-		}
-		if err := pscale.Write(b, mustAddress(addr), text); err != nil {
+		if err := pscale.Write(b, mustAddress(addr), entryText(e)); err != nil {
 			return fmt.Errorf("block %q: %w", name, err)
 		}
 		r.note("G0 file %s (key %q) → block %q at %s", e.path, e.key, name, addr)

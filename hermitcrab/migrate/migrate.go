@@ -28,11 +28,14 @@
 // digits after the point as a decimal fraction, so M-2 precedes M-10 and
 // M-0.14 sits between M-0.1 and M-0.2); S-numbered files become stash
 // entries in the same order; files whose base name contains "identity" or
-// "name" become entries under constitution 0.5 (Naming); any other file
-// becomes a stash entry after the S-numbered ones. Entries take the free
-// digits 1–9 under their node (pscale.NextDigit); more than nine are grouped
-// under group nodes 0.1, 0.2, … of nine each, so at most 81 fit. Each
-// entry's text is "[G0 PATH] content".
+// "name" (naming.md included) become entries under constitution 0.5
+// (Naming); any other file becomes a stash entry after the S-numbered
+// ones. History and stash entries are appended as each block's newest
+// (pscale.AppendEntry), so a dump of any size imports whole: the block
+// grows as it fills, and each node that fills is labelled with the G0
+// files it holds ("G0 files FIRST to LAST, …", since no LLM compresses
+// them here). Naming entries take the free digits under 0.5, in groups of
+// nine past nine, at most 81. Each entry's text is "[G0 PATH] content".
 //
 // Blocks that receive entries start from a deep copy of defaults[name] when
 // there is one, else from a new block whose pscale 0 says it came from G0
@@ -40,6 +43,11 @@
 // seeding step does. When a dump has hc: keys as well, G1 has already run
 // there: the hc: blocks are imported, the G0 keys are not, and each is
 // noted.
+//
+// A key whose value cannot be read (an hc: block that is not valid JSON or
+// not a block, a bad block name, a value that is not a string) is skipped,
+// named in Result.Unreadable and in a note, and the rest imports; only a
+// dump with nothing readable is an error.
 //
 // Keys naming an API key (containing "api_key", "api-key" or "apikey", any
 // case) are never imported; their notes never show the value.
@@ -64,6 +72,10 @@ import (
 type Result struct {
 	Blocks map[string]*pscale.Block `json:"blocks"`
 	Notes  []string                 `json:"notes"`
+	// Unreadable lists the localStorage keys skipped because their value
+	// is not what their prefix promises (a damaged block, a value that is
+	// not a string); the notes say what was wrong with each.
+	Unreadable []string `json:"unreadable,omitempty"`
 }
 
 func (r *Result) note(format string, args ...any) {
@@ -92,7 +104,7 @@ func file(filename string, data []byte, defaults map[string]*pscale.Block) (*Res
 		err = r.shellFile(top)
 	case isBlockShape(top):
 		err = r.singleBlock(filename, data)
-	case allOfKind(top, '"'):
+	case isLocalStorage(top):
 		err = r.localStorage(top, defaults)
 	case allOfKind(top, '{'):
 		r.note("file kind: block map ({NAME: BLOCK, …}) with %d blocks", len(top))
@@ -153,6 +165,21 @@ func isShellFile(obj map[string]json.RawMessage) bool {
 		return false
 	}
 	return !isBlockShape(inner)
+}
+
+// isLocalStorage says whether obj is a localStorage dump: every value a
+// string, or keys of the hermitcrabs (hc:, hcmem:), which no block name can
+// be, with a damaged value among them.
+func isLocalStorage(obj map[string]json.RawMessage) bool {
+	if allOfKind(obj, '"') {
+		return true
+	}
+	for k := range obj {
+		if strings.HasPrefix(k, "hc:") || strings.HasPrefix(k, "hcmem:") {
+			return true
+		}
+	}
+	return false
 }
 
 func allOfKind(obj map[string]json.RawMessage, first byte) bool {
@@ -247,12 +274,16 @@ func (r *Result) localStorage(top map[string]json.RawMessage, defaults map[strin
 		}
 		var val string
 		if err := json.Unmarshal(top[key], &val); err != nil {
-			return fmt.Errorf("key %q: %w", key, err)
+			r.unreadable(key, fmt.Errorf("its value is %s, not a string", kind(top[key])))
+			continue
 		}
 		switch {
 		case strings.HasPrefix(key, "hc:"):
+			// One damaged block must not cost the others: it is skipped
+			// and named, and the rest imports.
 			if err := r.addBlock(strings.TrimPrefix(key, "hc:"), []byte(val), fmt.Sprintf("key %q", key)); err != nil {
-				return err
+				r.unreadable(key, err)
+				continue
 			}
 			hc++
 		case strings.HasPrefix(key, "hcmem:"):
@@ -262,6 +293,8 @@ func (r *Result) localStorage(top map[string]json.RawMessage, defaults map[strin
 		}
 	}
 	switch {
+	case hc == 0 && len(g0) == 0 && len(r.Unreadable) > 0:
+		return fmt.Errorf("no key of the localStorage dump could be read: %s", strings.Join(r.Unreadable, ", "))
 	case hc > 0:
 		for _, f := range g0 {
 			r.note("key %q (G0 file %s) not migrated: this dump has G1 blocks (hc:*), so G1 already ran here and its blocks win", f.key, f.path)
@@ -271,6 +304,12 @@ func (r *Result) localStorage(top map[string]json.RawMessage, defaults map[strin
 		return r.migrateG0(g0, defaults)
 	}
 	return fmt.Errorf("the localStorage dump has no hc:NAME blocks and no hcmem: G0 memory files (keys: %s): nothing to import", strings.Join(slices.Sorted(maps.Keys(top)), ", "))
+}
+
+// unreadable skips a localStorage key whose value cannot be imported.
+func (r *Result) unreadable(key string, err error) {
+	r.Unreadable = append(r.Unreadable, key)
+	r.note("key %q skipped: %v", key, err)
 }
 
 // kind names the JSON type of a raw value for messages.

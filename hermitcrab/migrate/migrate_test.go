@@ -207,19 +207,21 @@ func TestG0DumpMigratesPerCleanBuildSpec(t *testing.T) {
 	if got := names(r); !reflect.DeepEqual(got, []string{"capabilities", "constitution", "history", "stash", "wake"}) {
 		t.Fatalf("blocks %v", got)
 	}
-	// Eleven M-files: two groups, in numeric order (M-10 after M-9, not after M-1).
+	// Eleven M-files, in numeric order (M-10 after M-9, not after M-1):
+	// nine fill history's top, which grows (the old top becomes 01), and
+	// the last two open 02.
 	for i := 1; i <= 11; i++ {
-		addr := fmt.Sprintf("0.%d.%d", (i-1)/9+1, (i-1)%9+1)
+		addr := fmt.Sprintf("0%d.%d", (i-1)/9+1, (i-1)%9+1)
 		want := fmt.Sprintf("[/memories/M-%d.md] # Session %d\n", i, i)
 		if got := text(t, r, "history", addr); !strings.HasPrefix(got, want) {
 			t.Errorf("history %s = %q; want it to start %q", addr, got, want)
 		}
 	}
-	if got := text(t, r, "history", "0.1"); !strings.Contains(got, "/memories/M-1.md to /memories/M-9.md") {
-		t.Errorf("group 0.1 label %q", got)
+	if got := text(t, r, "history", "01"); !strings.Contains(got, "/memories/M-1.md to /memories/M-9.md") {
+		t.Errorf("group 01 label %q", got)
 	}
-	if got := text(t, r, "history", "0.2"); !strings.Contains(got, "/memories/M-10.md to /memories/M-11.md") {
-		t.Errorf("group 0.2 label %q", got)
+	if got := text(t, r, "history", "02"); got != "" {
+		t.Errorf("group 02 is still open and has no label yet: %q", got)
 	}
 	if got := text(t, r, "history", "0"); got != "What happened, oldest first." {
 		t.Errorf("history 0 = %q: should keep the default's text", got)
@@ -238,7 +240,7 @@ func TestG0DumpMigratesPerCleanBuildSpec(t *testing.T) {
 			t.Errorf("stash 0.%d = %q, want %q", i+1, got, want)
 		}
 	}
-	if !hasNote(r, "/memories/M-10.md", `"history"`, "0.2.1") || !hasNote(r, `block "wake"`, "seeded from the defaults") {
+	if !hasNote(r, "/memories/M-10.md", `"history"`, "02.1") || !hasNote(r, `block "wake"`, "seeded from the defaults") {
 		t.Errorf("notes %q", r.Notes)
 	}
 	if !hasNote(r, `"theme"`, "skipped") || !hasNote(r, `"hermitcrab_api_key"`, "never imported") {
@@ -291,23 +293,63 @@ func TestG0NumberedFilesSortByNumber(t *testing.T) {
 	}
 }
 
-func TestG0MoreThan81FilesIsError(t *testing.T) {
+func TestAHundredG0MemoriesImportWhole(t *testing.T) {
 	dump := map[string]string{}
-	for i := 1; i <= 82; i++ {
-		dump[fmt.Sprintf("hcmem:/memories/M-%d.md", i)] = "x"
+	for i := 1; i <= 100; i++ {
+		dump[fmt.Sprintf("hcmem:/memories/M-%d.md", i)] = fmt.Sprintf("session %d", i)
 	}
 	data, _ := json.Marshal(dump)
-	_, err := File("dump.json", data, nil)
-	if err == nil || !strings.Contains(err.Error(), "82 G0 files") || !strings.Contains(err.Error(), "81") || !strings.Contains(err.Error(), "split") {
-		t.Fatalf("err %v", err)
+	r, err := File("dump.json", data, testDefaults(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := r.Blocks["history"]
+	if h.Place != 3 {
+		t.Fatalf("history place %d, want 3 (100 entries need two growths)", h.Place)
+	}
+	for i := 1; i <= 100; i++ {
+		v := i - 1
+		addr := fmt.Sprintf("0%d%d.%d", v/81+1, v/9%9+1, v%9+1)
+		if got := text(t, r, "history", addr); got != fmt.Sprintf("[/memories/M-%d.md] session %d", i, i) {
+			t.Fatalf("history %s = %q", addr, got)
+		}
+	}
+	if got := text(t, r, "history", "01"); !strings.Contains(got, "/memories/M-1.md to /memories/M-81.md") {
+		t.Errorf("the first 81 are labelled: %q", got)
+	}
+	if got := text(t, r, "history", "0"); got != "What happened, oldest first." {
+		t.Errorf("history's description: %q", got)
 	}
 }
 
-func TestMalformedHCValueIsErrorNamingTheKey(t *testing.T) {
-	dump := `{"hc:purpose": "{\"place\": 1, \"tree\": ", "hc:wake": "{\"place\":1,\"tree\":{\"0\":\"w\"}}"}`
-	_, err := File("dump.json", []byte(dump), nil)
-	if err == nil || !strings.Contains(err.Error(), `key "hc:purpose"`) || !strings.Contains(err.Error(), "not valid JSON") {
-		t.Fatalf("err %v", err)
+func TestANamingFileGoesToConstitutionNaming(t *testing.T) {
+	r, err := File("dump.json", []byte(`{"hcmem:/memories/naming.md": "I chose Tidepool.", "hcmem:/memories/M-1.md": "one"}`), testDefaults(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := text(t, r, "constitution", "0.5.1"); got != "[/memories/naming.md] I chose Tidepool." {
+		t.Fatalf("constitution 0.5.1 = %q", got)
+	}
+}
+
+func TestACorruptKeyIsSkippedAndNamedAndTheRestImports(t *testing.T) {
+	dump := `{"hc:purpose": "{\"place\": 1, \"tree\": ", "hc:Bad Name": "{\"place\":1,\"tree\":{\"0\":\"x\"}}", "hc:stash": 7,
+		"hc:wake": "{\"place\":1,\"tree\":{\"0\":\"w\"}}"}`
+	r, err := File("dump.json", []byte(dump), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(r); !reflect.DeepEqual(got, []string{"wake"}) {
+		t.Fatalf("blocks %v", got)
+	}
+	if !reflect.DeepEqual(r.Unreadable, []string{"hc:Bad Name", "hc:purpose", "hc:stash"}) {
+		t.Fatalf("unreadable %v", r.Unreadable)
+	}
+	if !hasNote(r, `key "hc:purpose" skipped`, "not valid JSON") || !hasNote(r, `key "hc:stash" skipped`, "a number, not a string") {
+		t.Fatalf("notes %q", r.Notes)
+	}
+	if _, err := File("dump.json", []byte(`{"hc:purpose": "{"}`), nil); err == nil || !strings.Contains(err.Error(), "no key of the localStorage dump could be read: hc:purpose") {
+		t.Fatalf("nothing readable: %v", err)
 	}
 }
 
