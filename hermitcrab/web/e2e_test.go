@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -302,5 +303,34 @@ func TestAWrongKeyAtBootAsksForAnotherAndTheNextBootWorks(t *testing.T) {
 	}
 	if b.srv.passKey() != "" {
 		t.Fatal("the server still uses the removed key")
+	}
+}
+
+func TestTheShellFormsTheLLMWritesRenderInTheBrowser(t *testing.T) {
+	b := newBrowserSession(t, nil)
+	b.do(t, "open the page", chromedp.Navigate(b.url), chromedp.WaitVisible(chromedp.ID("hc-key")))
+	cases := []struct{ name, src, want string }{
+		{"a bare return", "return function Shell(props) { return <p id=\"out\">{props.version}</p>; }", Version},
+		{"a bare return beside an import", "import { useState } from 'react';\nreturn function Shell() {\n  const [n] = useState(2);\n  return <p id=\"out\">{n} {props.fastModel}</p>;\n}", "2 claude-haiku-4-5-20251001"},
+		{"a bare return of a name", "function Shell() { return <p id=\"out\">named</p>; }\nreturn Shell;", "named"},
+		{"no parameters and no export", "function App() { return <p id=\"out\">{props.model}</p> }", "claude-opus-4-6"},
+		{"export default arrow with a fragment", "export default () => <><p id=\"out\">{typeof props.callLLM}</p></>;", "function"},
+		{"imports of React, ReactDOM and a module the page lacks",
+			"import * as R from 'react';\nimport { createPortal } from 'react-dom';\nimport PropTypes from 'prop-types';\nconst App = () => { const [s] = R.useState(typeof createPortal); return <p id=\"out\">{s} {typeof PropTypes}</p>; };\nexport { App as default };", "function object"},
+		{"the source declares props itself", "const props = { who: 'its own' };\nexport default function App() { return <p id=\"out\">{props.who}</p> }", "its own"},
+		{"CommonJS", "function App(p) { return <p id=\"out\">{p.version}</p> }\nmodule.exports = App;", Version},
+		{"a class", "export default class Shell extends React.Component { render() { return <p id=\"out\">{this.props.model}</p>; } }", "claude-opus-4-6"},
+	}
+	for i, tc := range cases {
+		code, err := compileShell(tc.src)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		js := fmt.Sprintf(`(() => { const r = window.hermitcrab.renderShell({id: %d, code: %s});
+			const out = document.getElementById('out'); return r.status + ': ' + (out ? out.textContent : '(no #out)') + (r.error ? ' ' + r.error : ''); })()`, 1000+i, jsString(code))
+		got, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](js))
+		if err != nil || got != "rendered: "+tc.want {
+			t.Errorf("%s: %q %v\n%s", tc.name, got, err, code)
+		}
 	}
 }

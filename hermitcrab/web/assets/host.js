@@ -289,15 +289,23 @@
     }
   }
 
-  // evaluate runs the compiled shell (CommonJS as esbuild writes it) and
-  // returns its default export.
+  // shellRequire is the shell's require: esbuild turns each import into one.
+  // The page has React and ReactDOM; any other module is an empty object
+  // (the compiler warned the LLM about it).
+  const shellRequire = name => name === 'react' ? React : name === 'react-dom' || name === 'react-dom/client' ? ReactDOM : {};
+
+  // evaluate runs the compiled shell (CommonJS as esbuild writes it, see
+  // package web/jsx) and returns its component: the default export,
+  // module.exports itself, or what a top-level return gave. props is in
+  // scope for a component written without a props parameter.
   function evaluate(code) {
     const module = { exports: {} };
-    new Function('React', 'ReactDOM', 'module', 'exports', code)(React, ReactDOM, module, module.exports);
-    const C = module.exports && module.exports.default !== undefined ? module.exports.default : module.exports;
-    if (typeof C !== 'function' && !(C && typeof C === 'object' && C.$$typeof)) {
-      throw new Error(`the shell's code has no default export that is a React component (got ${typeof C})`);
-    }
+    const returned = new Function('React', 'ReactDOM', 'module', 'exports', 'require', 'props', code)(
+      React, ReactDOM, module, module.exports, shellRequire, hc.props);
+    const ex = module.exports;
+    const isComponent = c => typeof c === 'function' || !!(c && typeof c === 'object' && c.$$typeof);
+    const C = [ex && ex.default, ex, returned].find(isComponent);
+    if (!C) throw new Error(`the shell's code has no default export that is a React component (got ${typeof (ex && ex.default)})`);
     return C;
   }
 

@@ -1,32 +1,33 @@
 // Package jsx compiles the JSX of an LLM-written Hermitcrab shell into the
-// JavaScript that the host page evaluates with
-// new Function('React', 'ReactDOM', 'module', 'exports', code) and renders as
-// module.exports.default.
+// JavaScript that the host page runs as the body of
+// new Function('React', 'ReactDOM', 'module', 'exports', 'require', 'props', code)
+// and renders as its component.
 //
-// Compile does §10.1 of the G1 architecture (prepareJSX, then the JSX
-// transform) in the other order. First esbuild's Transform parses the source
-// as an ES module with JSX and turns the JSX into React.createElement and
-// React.Fragment calls (target ES2020, not minified); its syntax errors are
-// positions in the source as the LLM wrote it, so they go back to the LLM as
-// they are. Then the preparation works on esbuild's output, plain JavaScript
-// with no JSX text and no comments, so "Don't", "import" or "export default"
-// inside JSX text, a string or a template literal cannot mislead it:
+// §10.1 of the G1 architecture prepares the source (imports stripped,
+// exports fixed, a props parameter added) and then compiles it. Here
+// esbuild does nearly all of that: its Transform parses the source as JSX
+// (its syntax errors are positions in the source as the LLM wrote it, so
+// they go back to the LLM as they are) and, with the CommonJS output
+// format, rewrites every import into a require and every export onto
+// module.exports. The page's require gives React for "react" and ReactDOM
+// for "react-dom" and "react-dom/client", and an empty object for any
+// other module (each such import is a warning). What esbuild cannot do is
+// done on its output, plain JavaScript with no JSX text and no comments:
 //
-//   - Imports are removed. Names imported from react become
-//     const { useState, … } = React; names imported from react-dom or
-//     react-dom/client are read from ReactDOM (the page's ReactDOM has both);
-//     an import of anything else is dropped with a warning.
-//   - The default export (export default function X, export default X,
-//     export default <expression>, export { X as default }, or
-//     module.exports = X) becomes module.exports.default = …; other export
-//     keywords are removed. A named default function or class stays a
-//     declaration and module.exports.default = X; is appended.
-//   - Without a default export, the component is the top-level function,
-//     arrow or class with a capitalised name that no other such component
-//     uses (the last one if several qualify), and
+//   - A source that hands over no component (no default export, no
+//     module.exports assignment, no top-level return) gets one: the
+//     top-level function, arrow or class with a capitalised name that no
+//     other such component uses (the last one if several qualify), and
 //     module.exports.default = Name; is appended.
-//   - The component, when it is a function or arrow without parameters, gets
-//     a props parameter (unless its body declares props itself).
+//   - A bare top-level return (return function Shell(props) {…}, written as
+//     if inside a wrapper, as the original's preparation allowed) is kept:
+//     the page's function returns the component. When the source also
+//     imports or exports, esbuild refuses a top-level return in a module,
+//     so the return becomes export default.
+//   - props is a parameter of the page's function, so a component written
+//     without a props parameter (function App() { … props.callLLM … })
+//     still reaches the shell's props. The code runs inside a block, so
+//     the source may declare its own props.
 //
 // A Markdown code fence around the whole source (```jsx … ```) is blanked
 // first, keeping line numbers.
@@ -42,13 +43,15 @@ import (
 
 // Result is a compiled shell.
 type Result struct {
-	// Code is the JavaScript for new Function('React', 'ReactDOM', 'module', 'exports', code);
-	// it sets module.exports.default to the component.
+	// Code is the JavaScript for
+	// new Function('React', 'ReactDOM', 'module', 'exports', 'require', 'props', code);
+	// the component is module.exports.default, module.exports itself, or
+	// what the function returns.
 	Code string `json:"code"`
 	// Component is the name of the component, "" when it is anonymous.
 	Component string `json:"component"`
 	// Warnings are esbuild's warnings (positioned in the source) and the
-	// imports that were dropped.
+	// imports of modules the page does not have.
 	Warnings []Problem `json:"warnings,omitempty"`
 }
 
@@ -131,23 +134,64 @@ func Compile(source string) (Result, error) {
 		return Result{}, errorf("the shell source is empty: send the JSX of a React component, " +
 			"e.g. function App(props) { return <div>…</div> } export default App;")
 	}
-	out := api.Transform(src, api.TransformOptions{
+	out := transform(src)
+	if lines, ok := topLevelReturns(out.Errors); ok {
+		out = transform(returnAsExport(src, lines))
+	}
+	if len(out.Errors) > 0 {
+		return Result{}, &Error{Problems: problems(out.Errors)}
+	}
+	code, component, unknown, err := prepare(string(out.Code))
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{Code: "{\n" + code + "}\n", Component: component, Warnings: append(problems(out.Warnings), unknown...)}, nil
+}
+
+func transform(src string) api.TransformResult {
+	return api.Transform(src, api.TransformOptions{
 		Loader:         api.LoaderJSX,
 		Target:         api.ES2020,
+		Format:         api.FormatCommonJS,
 		JSX:            api.JSXTransform,
 		JSXFactory:     "React.createElement",
 		JSXFragment:    "React.Fragment",
 		JSXSideEffects: true, // no /* @__PURE__ */ annotations: nothing tree-shakes this code
 		Sourcefile:     "shell.jsx",
 	})
-	if len(out.Errors) > 0 {
-		return Result{}, &Error{Problems: problems(out.Errors)}
+}
+
+// topLevelReturn is esbuild's error for a top-level return in a source that
+// also imports or exports.
+const topLevelReturn = "Top-level return cannot be used inside an ECMAScript module"
+
+// topLevelReturns tells whether every error is a top-level return in a
+// module, and where each is.
+func topLevelReturns(errs []api.Message) ([]api.Location, bool) {
+	var at []api.Location
+	for _, e := range errs {
+		if e.Text != topLevelReturn || e.Location == nil {
+			return nil, false
+		}
+		at = append(at, *e.Location)
 	}
-	code, component, dropped, err := prepare(string(out.Code))
-	if err != nil {
-		return Result{}, err
+	return at, len(at) > 0
+}
+
+// returnAsExport turns the top-level returns at these places into export
+// default. (Only the rest of the same line moves, by eight columns.)
+func returnAsExport(src string, at []api.Location) string {
+	lines := strings.Split(src, "\n")
+	for i := len(at) - 1; i >= 0; i-- {
+		l := at[i]
+		if l.Line < 1 || l.Line > len(lines) || l.Column < 0 || l.Column > len(lines[l.Line-1]) {
+			continue
+		}
+		if line := lines[l.Line-1]; strings.HasPrefix(line[l.Column:], "return") {
+			lines[l.Line-1] = line[:l.Column] + "export default" + line[l.Column+len("return"):]
+		}
 	}
-	return Result{Code: code, Component: component, Warnings: append(problems(out.Warnings), dropped...)}, nil
+	return strings.Join(lines, "\n")
 }
 
 // blankFences empties a Markdown fence line (```jsx) that opens the source

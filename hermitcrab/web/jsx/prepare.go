@@ -2,26 +2,29 @@ package jsx
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 )
 
-// globals are the modules the page provides, by the parameter that holds them.
+// globals are the modules the page's require gives, by the parameter that
+// holds them; any other module is an empty object.
 var globals = map[string]string{"react": "React", "react-dom": "ReactDOM", "react-dom/client": "ReactDOM"}
 
-// code is esbuild's output with its tokens and the edits the preparation makes.
+// code is esbuild's CommonJS output with its tokens.
 type code struct {
-	src   string
-	toks  []token
-	edits []edit
+	src  string
+	toks []token
 }
 
-// edit replaces src[start:end] with text.
-type edit struct {
-	start, end int
-	text       string
+// anonymousDefault is the name esbuild gives an anonymous default export
+// (the source file's name, "shell.jsx", then "_default").
+const anonymousDefault = "shell_default"
+
+// exported is how the code hands over its component, as esbuild left it.
+type exported struct {
+	found bool
+	name  string // the component's name, "" when anonymous
 }
 
 // decl is a top-level declaration of a capitalised name: a function, an
@@ -30,83 +33,47 @@ type decl struct {
 	name       string
 	nameTok    int // index of the name token
 	first, end int // token range of the declaration, end exclusive
-	params     int // index of the '(' of an empty-or-not parameter list; -1 for a class or x => …
 }
 
-// defaultExport is what the source exports as default.
-type defaultExport struct {
-	found  bool
-	name   string // the exported identifier; "" for an expression or an anonymous function or class
-	params int    // index of the '(' of an anonymous function's parameters, or -1
-	append bool   // a named declaration stayed in place: append module.exports.default = name;
-}
-
-// prepare rewrites esbuild's output for new Function: see the package doc.
-// It returns the code, the component's name and a warning for each import
-// it dropped.
+// prepare reads esbuild's CommonJS output for what esbuild cannot settle:
+// whether the source hands over a component at all (a default export, an
+// assignment to module.exports, or a top-level return), which component to
+// take when it does not, and which modules it requires. It returns the
+// code to run, with module.exports.default = Name; appended when a
+// component had to be chosen, the component's name, and a warning for each
+// module the page does not have.
 func prepare(src string) (string, string, []Problem, error) {
 	c := &code{src: src, toks: lex(src)}
-	var dropped []Problem
-	var decls []decl
-	def := defaultExport{params: -1}
-	for i := 0; i < len(c.toks); i++ {
-		if c.toks[i].depth != 0 || !c.statementStart(i) {
-			continue
-		}
-		switch c.text(i) {
-		case "import":
-			if c.is(i+1, "(") || c.is(i+1, ".") {
-				continue
-			}
-			end, warning := c.importDecl(i)
-			if warning != "" {
-				dropped = append(dropped, Problem{Text: warning})
-			}
-			i = end
-		case "export":
-			i = c.exportDecl(i, &def)
-		case "module":
-			if !def.found {
-				i = c.moduleExports(i, &def)
-			}
+	var warnings []Problem
+	for _, m := range c.requires() {
+		if _, ok := globals[m]; !ok {
+			warnings = append(warnings, Problem{Text: fmt.Sprintf("import from %q: a shell has only React and ReactDOM, so it is an empty object here "+
+				"(React's hooks as React.useState or const { useState } = React); define anything else in the shell itself", m)})
 		}
 	}
+	if e := c.export(); e.found {
+		return src, e.name, warnings, nil
+	}
+	var decls []decl
 	for i := range c.toks {
-		if c.declarationStart(i) {
+		if c.toks[i].depth == 0 && c.statementStart(i) {
 			if d, ok := c.declaration(i); ok {
 				decls = append(decls, d)
 			}
 		}
 	}
-
-	component := def.name
-	params := def.params
-	switch {
-	case def.found && def.name != "":
-		for _, d := range decls {
-			if d.name == def.name {
-				params = d.params
-			}
-		}
-	case !def.found:
-		d, ok := chooseComponent(c, decls)
-		if !ok {
-			return "", "", nil, errorf("no component found: the shell needs a React function component, " +
-				"e.g. function App(props) { return <div>…</div> } export default App;")
-		}
-		component, params, def.append = d.name, d.params, true
+	d, ok := chooseComponent(c, decls)
+	if !ok {
+		return "", "", nil, errorf("no component found: the shell needs a React function component, " +
+			"e.g. function App(props) { return <div>…</div> } export default App;")
 	}
-	c.ensureProps(params)
-
 	var b strings.Builder
-	b.WriteString(c.apply())
-	if def.append {
-		if !strings.HasSuffix(src, "\n") {
-			b.WriteByte('\n')
-		}
-		fmt.Fprintf(&b, "module.exports.default = %s;\n", component)
+	b.WriteString(src)
+	if !strings.HasSuffix(src, "\n") {
+		b.WriteByte('\n')
 	}
-	return b.String(), component, dropped, nil
+	fmt.Fprintf(&b, "module.exports.default = %s;\n", d.name)
+	return b.String(), d.name, warnings, nil
 }
 
 func (c *code) text(i int) string { return c.src[c.toks[i].start:c.toks[i].end] }
@@ -120,13 +87,6 @@ func (c *code) isIdent(i int) bool { return i >= 0 && i < len(c.toks) && c.toks[
 // statementStart tells whether token i can begin a statement: it is first,
 // or follows a semicolon or a closing brace.
 func (c *code) statementStart(i int) bool { return i == 0 || c.is(i-1, ";") || c.is(i-1, "}") }
-
-// declarationStart tells whether top-level token i can begin a declaration:
-// at a statement's start or after "export" or "export default".
-func (c *code) declarationStart(i int) bool {
-	return c.toks[i].depth == 0 && (c.statementStart(i) || c.is(i-1, "export") ||
-		c.is(i-1, "default") && c.is(i-2, "export"))
-}
 
 // match is the index of the bracket that closes the one at i, or the last
 // token when it is not closed.
@@ -151,86 +111,16 @@ func (c *code) statementEnd(i int) int {
 	return len(c.toks) - 1
 }
 
-// replace replaces tokens first..last (inclusive) with text.
-func (c *code) replace(first, last int, text string) {
-	c.edits = append(c.edits, edit{c.toks[first].start, c.toks[last].end, text})
-}
-
-// rewrite replaces tokens first..last-1 and the space after them with text.
-func (c *code) rewrite(first, last int, text string) {
-	c.edits = append(c.edits, edit{c.toks[first].start, c.toks[last].start, text})
-}
-
-func (c *code) apply() string {
-	sort.SliceStable(c.edits, func(a, b int) bool { return c.edits[a].start < c.edits[b].start })
-	var b strings.Builder
-	at := 0
-	for _, e := range c.edits {
-		b.WriteString(c.src[at:e.start])
-		b.WriteString(e.text)
-		at = e.end
-	}
-	b.WriteString(c.src[at:])
-	return b.String()
-}
-
-// importDecl replaces the import at token i with const bindings read from
-// React or ReactDOM, or with nothing. It returns the index of the import's
-// last token and a warning when the import was dropped.
-func (c *code) importDecl(i int) (int, string) {
-	end := c.statementEnd(i)
-	var bindings []string
-	var specs []string
-	module := ""
-	for j := i + 1; j <= end; j++ {
-		switch {
-		case c.toks[j].kind == stringTok:
-			module = unquote(c.text(j))
-		case c.is(j, "*") && c.is(j+1, "as"):
-			bindings = append(bindings, c.text(j+2))
-			j += 2
-		case c.is(j, "{"):
-			close := c.match(j)
-			for k := j + 1; k < close; k++ {
-				if c.is(k, ",") {
-					continue
-				}
-				imported, local := unquote(c.text(k)), c.text(k)
-				if c.is(k+1, "as") {
-					local = c.text(k + 2)
-					k += 2
-				}
-				switch {
-				case imported == "default":
-					bindings = append(bindings, local)
-				case imported == local:
-					specs = append(specs, local)
-				default:
-					specs = append(specs, imported+": "+local)
-				}
-			}
-			j = close
-		case c.isIdent(j) && !c.is(j, "from") && !c.is(j, "with") && !c.is(j, "assert"):
-			bindings = append(bindings, c.text(j)) // the default import
+// requires lists the modules the code requires: esbuild's rewrite of each
+// import, and any require the source wrote itself.
+func (c *code) requires() []string {
+	var mods []string
+	for i := range c.toks {
+		if c.is(i, "require") && !c.is(i-1, ".") && c.is(i+1, "(") && i+3 < len(c.toks) && c.toks[i+2].kind == stringTok && c.is(i+3, ")") {
+			mods = append(mods, unquote(c.text(i+2)))
 		}
 	}
-	global, ok := globals[module]
-	if !ok {
-		c.replace(i, end, "")
-		return end, fmt.Sprintf("import from %q removed: a shell has only React and ReactDOM "+
-			"(React's hooks as React.useState or const { useState } = React); define anything else in the shell itself", module)
-	}
-	var out []string
-	for _, b := range bindings {
-		if b != global {
-			out = append(out, fmt.Sprintf("const %s = %s;", b, global))
-		}
-	}
-	if len(specs) > 0 {
-		out = append(out, fmt.Sprintf("const { %s } = %s;", strings.Join(specs, ", "), global))
-	}
-	c.replace(i, end, strings.Join(out, " "))
-	return end, ""
+	return mods
 }
 
 // unquote strips the quotes of a string token; other text stays as it is.
@@ -241,133 +131,78 @@ func unquote(s string) string {
 	return s
 }
 
-// exportDecl rewrites the export at token i and records a default export in
-// def. It returns the index of the last token it read.
-func (c *code) exportDecl(i int, def *defaultExport) int {
-	switch {
-	case c.is(i+1, "default"):
-		v := i + 2
-		fn := v
-		if c.is(v, "async") {
-			fn = v + 1
-		}
-		name := fn + 1
-		if c.is(name, "*") {
-			name++
+// export finds how the code hands over its component: a default export
+// (esbuild writes __export(shell_exports, { …, default: () => Name })),
+// an assignment to module.exports or module.exports.default, or a
+// top-level return (the new Function the page runs returns it).
+func (c *code) export() exported {
+	for i := range c.toks {
+		if c.toks[i].depth != 0 {
+			continue
 		}
 		switch {
-		case c.is(fn, "function") || c.is(v, "class"):
-			if c.is(v, "class") {
-				name = v + 1
-			}
-			if c.isIdent(name) && !c.is(name, "extends") {
-				// A named declaration stays one (hoisted, usable by name); the
-				// assignment is appended.
-				c.rewrite(i, v, "")
-				*def = defaultExport{found: true, name: c.text(name), params: -1, append: true}
-				return v
-			}
-			c.rewrite(i, v, "module.exports.default = ")
-			body := c.bodyEnd(v)
-			c.edits = append(c.edits, edit{c.toks[body].end, c.toks[body].end, ";"})
-			params, _ := c.function(v)
-			*def = defaultExport{found: true, params: params}
-		default:
-			c.rewrite(i, v, "module.exports.default = ")
-			c.expressionExport(v, def)
-		}
-		return v
-	case c.is(i+1, "{"):
-		end := c.statementEnd(i)
-		close := c.match(i + 1)
-		text := ""
-		if !c.is(close+1, "from") {
-			for k := i + 2; k < close; k++ {
-				if c.is(k+1, "as") && c.is(k+2, "default") {
-					text = fmt.Sprintf("module.exports.default = %s;", c.text(k))
-					*def = defaultExport{found: true, name: c.text(k), params: -1}
+		case c.is(i, "__export") && c.is(i+1, "(") && c.statementStart(i):
+			for j := i + 2; j < c.match(i+1); j++ {
+				if c.toks[j].depth == 2 && c.is(j, "default") && c.is(j+1, ":") {
+					name := ""
+					if c.is(j+2, "(") && c.is(j+3, ")") && c.is(j+4, "=>") && c.isIdent(j+5) {
+						name = c.text(j + 5)
+					}
+					if name == anonymousDefault {
+						name = c.defaultValue()
+					}
+					return exported{found: true, name: name}
 				}
 			}
-		}
-		c.replace(i, end, text)
-		return end
-	case c.is(i+1, "*"):
-		end := c.statementEnd(i)
-		c.replace(i, end, "")
-		return end
-	default: // export const/let/var/function/class/async
-		c.rewrite(i, i+1, "")
-		return i
-	}
-}
-
-// moduleExports reads a CommonJS export at token i: module.exports = X
-// becomes module.exports.default = X; module.exports.default = X is kept.
-func (c *code) moduleExports(i int, def *defaultExport) int {
-	if !c.is(i+1, ".") || !c.is(i+2, "exports") {
-		return i
-	}
-	switch {
-	case c.is(i+3, "="):
-		c.replace(i, i+2, "module.exports.default")
-		c.expressionExport(i+4, def)
-		return i + 3
-	case c.is(i+3, ".") && c.is(i+4, "default") && c.is(i+5, "="):
-		c.expressionExport(i+6, def)
-		return i + 5
-	}
-	return i
-}
-
-// expressionExport records the default export whose expression starts at v.
-func (c *code) expressionExport(v int, def *defaultExport) {
-	*def = defaultExport{found: true, params: -1}
-	if c.isIdent(v) && c.is(v+1, ";") {
-		def.name = c.text(v)
-		return
-	}
-	def.params, _ = c.function(v)
-}
-
-// function tells whether the expression at v is a function or an arrow; for
-// one, params is the index of its parameter list's '(' (-1 for x => …).
-func (c *code) function(v int) (params int, ok bool) {
-	if c.is(v, "async") && (c.is(v+1, "function") || c.is(v+1, "(") || c.isIdent(v+1) && c.is(v+2, "=>")) {
-		v++
-	}
-	switch {
-	case c.is(v, "function"):
-		p := v + 1
-		for p < len(c.toks) && !c.is(p, "(") {
-			p++
-		}
-		return p, p < len(c.toks)
-	case c.is(v, "("):
-		if c.is(c.match(v)+1, "=>") {
-			return v, true
-		}
-	case c.isIdent(v) && c.is(v+1, "=>"):
-		return -1, true
-	}
-	return -1, false
-}
-
-// bodyEnd is the index of the '}' that ends the function or class whose
-// keyword is at v (the first top-level-of-statement '{' after it).
-func (c *code) bodyEnd(v int) int {
-	for j := v; j < len(c.toks); j++ {
-		if c.toks[j].depth == c.toks[v].depth && c.is(j, "{") {
-			return c.match(j)
+		case c.is(i, "module") && c.is(i+1, ".") && c.is(i+2, "exports") && c.statementStart(i):
+			v := i + 4
+			switch {
+			case c.is(i+3, "=") && !c.is(v, "__toCommonJS"):
+			case c.is(i+3, ".") && c.is(i+4, "default") && c.is(i+5, "="):
+				v = i + 6
+			default:
+				continue
+			}
+			return exported{found: true, name: c.valueName(v)}
+		case c.is(i, "return") && c.statementStart(i):
+			v := i + 1
+			if c.is(v, "async") {
+				v++
+			}
+			if c.is(v, "function") || c.is(v, "class") {
+				if c.isIdent(v+1) && !c.is(v+1, "extends") {
+					return exported{found: true, name: c.text(v + 1)}
+				}
+				return exported{found: true}
+			}
+			return exported{found: true, name: c.valueName(v)}
 		}
 	}
-	return len(c.toks) - 1
+	return exported{}
+}
+
+// defaultValue is the name esbuild's anonymous default stands for, as in
+// var shell_default = App; (from export { App as default }), or "".
+func (c *code) defaultValue() string {
+	for i := range c.toks {
+		if c.toks[i].depth == 0 && c.is(i, "var") && c.is(i+1, anonymousDefault) && c.is(i+2, "=") {
+			return c.valueName(i + 3)
+		}
+	}
+	return ""
+}
+
+// valueName is the name a statement's value at v hands over: an identifier
+// followed by the statement's end, else "".
+func (c *code) valueName(v int) string {
+	if c.isIdent(v) && (c.is(v+1, ";") || v+1 == len(c.toks)) {
+		return c.text(v)
+	}
+	return ""
 }
 
 // declaration reads a top-level declaration of a capitalised name at token i.
 func (c *code) declaration(i int) (decl, bool) {
-	if c.toks[i].depth != 0 {
-		return decl{}, false
-	}
 	v := i
 	if c.is(v, "async") {
 		v++
@@ -378,30 +213,50 @@ func (c *code) declaration(i int) (decl, bool) {
 		if c.is(name, "*") {
 			name++
 		}
-		params, _ := c.function(v)
-		return c.newDecl(name, i, c.bodyEnd(v)+1, params)
+		return c.newDecl(name, i, c.bodyEnd(v)+1)
 	case c.is(i, "class"):
-		return c.newDecl(i+1, i, c.bodyEnd(i)+1, -1)
+		return c.newDecl(i+1, i, c.bodyEnd(i)+1)
 	case c.is(i, "const") || c.is(i, "let") || c.is(i, "var"):
 		if !c.is(i+2, "=") {
 			return decl{}, false
 		}
-		end := c.statementEnd(i) + 1
-		if c.is(i+3, "class") {
-			return c.newDecl(i+1, i, end, -1)
-		}
-		if params, ok := c.function(i + 3); ok {
-			return c.newDecl(i+1, i, end, params)
+		if c.is(i+3, "class") || c.function(i+3) {
+			return c.newDecl(i+1, i, c.statementEnd(i)+1)
 		}
 	}
 	return decl{}, false
 }
 
-func (c *code) newDecl(name, first, end, params int) (decl, bool) {
+// function tells whether the expression at v is a function or an arrow.
+func (c *code) function(v int) bool {
+	if c.is(v, "async") && (c.is(v+1, "function") || c.is(v+1, "(") || c.isIdent(v+1) && c.is(v+2, "=>")) {
+		v++
+	}
+	switch {
+	case c.is(v, "function"):
+		return true
+	case c.is(v, "("):
+		return c.is(c.match(v)+1, "=>")
+	}
+	return c.isIdent(v) && c.is(v+1, "=>")
+}
+
+// bodyEnd is the index of the '}' that ends the function or class whose
+// keyword is at v (the first '{' at its depth after it).
+func (c *code) bodyEnd(v int) int {
+	for j := v; j < len(c.toks); j++ {
+		if c.toks[j].depth == c.toks[v].depth && c.is(j, "{") {
+			return c.match(j)
+		}
+	}
+	return len(c.toks) - 1
+}
+
+func (c *code) newDecl(name, first, end int) (decl, bool) {
 	if !c.isIdent(name) || !componentName(c.text(name)) {
 		return decl{}, false
 	}
-	return decl{name: c.text(name), nameTok: name, first: first, end: end, params: params}, true
+	return decl{name: c.text(name), nameTok: name, first: first, end: end}, true
 }
 
 // componentName tells whether name reads like a component: a capital first
@@ -440,27 +295,4 @@ func usedByOther(c *code, decls []decl, k int) bool {
 		}
 	}
 	return false
-}
-
-// ensureProps adds a props parameter to the empty parameter list at params,
-// unless the function body declares props itself.
-func (c *code) ensureProps(params int) {
-	if params < 0 || !c.is(params+1, ")") {
-		return
-	}
-	bodyStart := params + 2
-	if c.is(bodyStart, "=>") {
-		bodyStart++
-	}
-	bodyEnd := bodyStart
-	if c.is(bodyStart, "{") {
-		bodyEnd = c.match(bodyStart)
-	}
-	for j := bodyStart; j < bodyEnd; j++ {
-		if (c.is(j, "const") || c.is(j, "let") || c.is(j, "var")) && c.is(j+1, "props") {
-			return
-		}
-	}
-	at := c.toks[params].end
-	c.edits = append(c.edits, edit{at, at, "props"})
 }
