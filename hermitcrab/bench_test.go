@@ -9,6 +9,7 @@ import (
 	"github.com/llmkernels/kernels/hermitcrab/prompt"
 	"github.com/llmkernels/kernels/hermitcrab/shell"
 	"github.com/llmkernels/kernels/llm"
+	"github.com/llmkernels/kernels/pscale"
 )
 
 // BenchmarkCompile compiles each tier's system prompt from the default shell
@@ -33,6 +34,53 @@ func BenchmarkCompile(b *testing.B) {
 			b.ReportMetric(float64(c.Tokens()), "prompt_tokens")
 		})
 	}
+}
+
+// resetHistory empties the history block, so that every call of a
+// benchmark does the same work (no compressions).
+func resetHistory(ctx context.Context, k *Kernel) {
+	k.EditBlock(ctx, "history", func(h *pscale.Block) error {
+		h.Place, h.Tree.Children[0].Children = 1, [10]*pscale.Node{}
+		return nil
+	})
+}
+
+// wireTokens estimates the tokens of v as sent: its JSON, characters / 4.
+func wireTokens(v any) int {
+	data, _ := llm.MarshalWire(v)
+	return prompt.EstimateTokens(string(data))
+}
+
+// BenchmarkBootTools makes the boot call (deep tier, BOOT) on the default
+// shell and reports the tool definitions it sends, in estimated tokens
+// (characters of their JSON / 4): the boot set, with allowed_callers for
+// programmatic tool calling and the cache breakpoint, against the
+// clean-build spec's budget of about 500 tokens of tools. all_tool_tokens
+// is every tool the kernel has, for comparison.
+func BenchmarkBootTools(b *testing.B) {
+	p := &instant{}
+	k, err := Open(b.TempDir(), Options{Client: &llm.Client{Provider: p}, ServerTools: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer k.Close()
+	ctx := context.Background()
+	if err := k.Ready(ctx); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := k.Call(ctx, []llm.Message{llm.UserText("BOOT")}, CallOptions{Tier: prompt.Deep}); err != nil {
+			b.Fatal(err)
+		}
+		resetHistory(ctx, k)
+	}
+	var all []llm.Tool
+	for _, h := range k.catalogue(&callState{}) {
+		all = append(all, h.Tool)
+	}
+	b.ReportMetric(float64(wireTokens(p.last.Tools)), "boot_tool_tokens")
+	b.ReportMetric(float64(len(p.last.Tools)), "boot_tools")
+	b.ReportMetric(float64(wireTokens(append(all, serverTools...))), "all_tool_tokens")
 }
 
 // instant answers every request at once with the same reply.
@@ -73,16 +121,10 @@ func BenchmarkConversationalCall(b *testing.B) {
 		if _, err := k.Call(ctx, msgs, CallOptions{}); err != nil {
 			b.Fatal(err)
 		}
-		// Keep history from filling up, so every call does the same work.
-		k.store.Delete(ctx, "history", -1)
-		k.Ready(ctx)
+		resetHistory(ctx, k)
 	}
 	sent := p.last
-	size := func(v any) int {
-		data, _ := llm.MarshalWire(v)
-		return prompt.EstimateTokens(string(data))
-	}
-	system, tools, messages := prompt.EstimateTokens(sent.System[0].Text), size(sent.Tools), size(sent.Messages)
+	system, tools, messages := prompt.EstimateTokens(sent.System[0].Text), wireTokens(sent.Tools), wireTokens(sent.Messages)
 	b.ReportMetric(float64(system), "system_tokens")
 	b.ReportMetric(float64(tools), "tools_tokens")
 	b.ReportMetric(float64(messages), "messages_tokens")

@@ -25,16 +25,16 @@ const fetchLimit = 50_000
 
 // schema builds an object schema from property JSON and required names.
 func schema(props string, required ...string) json.RawMessage {
-	req, _ := json.Marshal(required)
 	if len(required) == 0 {
-		req = []byte("[]")
+		return json.RawMessage(`{"type":"object","properties":{` + props + `}}`)
 	}
+	req, _ := json.Marshal(required)
 	return json.RawMessage(`{"type":"object","properties":{` + props + `},"required":` + string(req) + `}`)
 }
 
 const (
 	nameProp = `"name":{"type":"string"}`
-	pathProp = `"path":{"type":"string","description":"address as a string, e.g. \"0.12\""}`
+	pathProp = `"path":{"type":"string","description":"e.g. \"0.12\""}`
 	textProp = `"content":{"type":"string"}`
 )
 
@@ -44,9 +44,9 @@ func (k *Kernel) catalogue(c *callState) map[string]llm.ToolHandler {
 	add := func(name, desc string, in json.RawMessage, run llm.ToolFunc) {
 		h[name] = llm.ToolHandler{Tool: llm.Tool{Name: name, Description: desc, InputSchema: in}, Run: run}
 	}
-	add("block_read", "Read a block whole, or with path the node there and its children's texts.",
+	add("block_read", "A block whole, or the node at path with its children's texts.",
 		schema(nameProp+","+pathProp, "name"), k.toolBlockRead)
-	add("block_write", "Write text at path in a block, creating nodes on the way; a branch keeps its children.",
+	add("block_write", "Write text at path, creating nodes on the way; a branch keeps its children.",
 		schema(nameProp+","+pathProp+","+textProp, "name", "path", "content"), jsonTool(k.toolBlockWrite))
 	add("block_list", "Every block's name and pscale-0 text.", schema(""), jsonTool(k.toolBlockList))
 	add("block_create", "Create a block with its pscale-0 text.",
@@ -62,16 +62,16 @@ func (k *Kernel) catalogue(c *callState) map[string]llm.ToolHandler {
 	add("compress", "When digits 1-9 under path are full: the light tier writes their summary or emergence as that node's text (the nine stay). Compressing a block's top (\"0\") grows the block.",
 		schema(nameProp+","+pathProp, "name", "path"), jsonTool(k.toolCompress))
 	add("get_source", "The JSX of the shell running now.", schema(""), k.toolGetSource)
-	add("recompile", "Build your interface from the whole JSX of one React component. Errors come back to you; success ends your turn.",
+	add("recompile", "Show a new interface: the whole JSX of one React component. Errors come back; success ends your turn.",
 		schema(`"jsx":{"type":"string"}`, "jsx"), func(ctx context.Context, in json.RawMessage) (llm.ToolOutput, error) {
 			return k.toolRecompile(ctx, c, in)
 		})
-	add("set_tools", "Choose your tools for later calls: names, or tool definitions. The capabilities block lists every tool.",
-		schema(`"tools":{"type":"array","items":{"type":["string","object"]}}`, "tools"), jsonTool(k.toolSetTools))
+	add("set_tools", "Choose your tools for later calls: names or definitions (capabilities lists them).",
+		schema(`"tools":{"type":"array"}`, "tools"), jsonTool(k.toolSetTools))
 	add("call_llm", "Delegate a task to another LLM: one call, no tools. model \"fast\" is the light tier, \"default\" the deep tier.",
 		schema(`"prompt":{"type":"string"},"model":{"type":"string","enum":["fast","default"]},"system":{"type":"string"}`, "prompt"),
 		k.toolCallLLM)
-	add("get_datetime", "Current date, time, timezone and unix time.", schema(""), jsonTool(k.toolDatetime))
+	add("get_datetime", "Date, time, timezone, unix time.", schema(""), jsonTool(k.toolDatetime))
 	add("fetch_url", "GET a URL when web_fetch fails; text cut at 50,000 characters. Loopback and private addresses are refused unless allowed.",
 		schema(`"url":{"type":"string"}`, "url"), k.toolFetchURL)
 	add("web_request", "Send an HTTP request (any method) from the kernel; the answer is cut at 50,000 characters. Loopback and private addresses are refused unless allowed.",
