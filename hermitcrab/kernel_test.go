@@ -422,3 +422,66 @@ func TestCallLLMDelegatesToTheChosenTierWithoutTools(t *testing.T) {
 		t.Fatalf("the delegate's answer did not come back as the tool result: %q", got)
 	}
 }
+
+func TestHistoryMovesItsOldestEntriesOutAtTheSizeLimitAndKeepsSaving(t *testing.T) {
+	var entries []string
+	for n := 1; n <= 250; n++ {
+		entries = append(entries, fmt.Sprintf(`{"match":{"last_user_contains":"[message %d]"},"response":{"content":[{"type":"text","text":"reply %d: %s"}]}}`, n, n, strings.Repeat("words ", 30)))
+	}
+	for n := 1; n <= 40; n++ {
+		entries = append(entries, compressReply(fmt.Sprintf("compression %d", n)))
+	}
+	k, _ := newKernel(t, `{"responses":[`+strings.Join(entries, ",")+`]}`, func(o *Options) { o.MaxBlockBytes = 16 << 10 })
+	ctx := context.Background()
+	moved := 0
+	for n := 1; n <= 250; n++ {
+		res, err := k.Call(ctx, []llm.Message{llm.UserText(fmt.Sprintf("[message %d]", n))}, CallOptions{})
+		if err != nil {
+			t.Fatalf("exchange %d: %v", n, err)
+		}
+		for _, note := range res.Notes {
+			if !strings.Contains(note, "its oldest compressed entries moved to block history-") {
+				t.Fatalf("exchange %d: %q", n, note)
+			}
+			moved++
+		}
+	}
+	if moved == 0 {
+		t.Fatal("250 exchanges in 16 KiB moved nothing out")
+	}
+	// Every exchange is an entry, at pscale -1, in history or in a block
+	// moved out of it.
+	names, _ := k.store.Names(ctx)
+	where := map[string]string{}
+	var walk func(block string, p pscale.Phrase)
+	walk = func(block string, p pscale.Phrase) {
+		if strings.HasPrefix(p.Text, "reply ") {
+			where[strings.SplitN(p.Text, ":", 2)[0]] = block + " " + p.Path
+		}
+		for _, c := range p.Children {
+			walk(block, c)
+		}
+	}
+	for _, name := range names {
+		if name == "history" || strings.HasPrefix(name, "history-") {
+			r, err := k.Resolve(ctx, name, 9)
+			if err != nil {
+				t.Fatal(err)
+			}
+			walk(name, r)
+		}
+	}
+	for n := 1; n <= 250; n++ {
+		at, ok := where[fmt.Sprintf("reply %d", n)]
+		if !ok {
+			t.Fatalf("exchange %d is in no history block (%v)", n, names)
+		}
+		block, path, _ := strings.Cut(at, " ")
+		if r, err := k.BSP(ctx, block, path, -1); err != nil || !strings.HasPrefix(r.Point.Text, fmt.Sprintf("reply %d: ", n)) {
+			t.Fatalf("exchange %d at %s %s, pscale -1: %+v %v", n, block, path, r.Point, err)
+		}
+	}
+	if b, _ := k.RawBlock(ctx, "history"); len(b.Data) > 16<<10 {
+		t.Fatalf("history is %d bytes", len(b.Data))
+	}
+}

@@ -2,8 +2,10 @@ package hermitcrab
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/llmkernels/kernels/hermitcrab/prompt"
@@ -181,7 +183,7 @@ func (k *Kernel) autoSave(ctx context.Context, text string) []string {
 		return nil
 	}
 	text = clip.Text(text, historySummaryChars)
-	var notes []string
+	notes := k.makeRoom(ctx, historyBlock)
 	for range maxCompressions {
 		_, err := k.WriteEntry(ctx, historyBlock, nil, text)
 		var full *pscale.FullError
@@ -193,6 +195,12 @@ func (k *Kernel) autoSave(ctx context.Context, text string) []string {
 				notes = append(notes, fmt.Sprintf("history %s is full and could not be compressed (%v): this exchange is saved after it; a later exchange compresses it", full.Path, cerr))
 				return append(notes, k.savePast(ctx, text)...)
 			}
+		case errors.Is(err, store.ErrTooLarge):
+			moved, aerr := k.archive(ctx, historyBlock)
+			if aerr != nil {
+				return append(notes, "auto-save to history failed: "+err.Error()+"; and moving old entries out failed: "+aerr.Error())
+			}
+			notes = append(notes, fmt.Sprintf("history reached the block size limit: its oldest compressed entries moved to block %s, at the same addresses", moved))
 		case errors.Is(err, store.ErrNotFound):
 			return append(notes, "no history block, so this exchange was not auto-saved")
 		default:
@@ -229,4 +237,144 @@ func (k *Kernel) compressPending(ctx context.Context) []string {
 		return []string{fmt.Sprintf("history %s is still not compressed: %v", pending[0], err)}
 	}
 	return nil
+}
+
+// roomMargin is the room makeRoom keeps free in a growing block: enough for
+// an entry, a compression and a growth.
+const roomMargin = 4 << 10
+
+// makeRoom moves a growing block's oldest compressed entries out (archive)
+// while it is within roomMargin of the size limit, so the writes of an
+// auto-save fit. It returns a note for each move.
+func (k *Kernel) makeRoom(ctx context.Context, name string) []string {
+	limit := k.maxBlockBytes()
+	margin := min(roomMargin, limit/2)
+	var notes []string
+	for range maxCompressions {
+		b, err := k.RawBlock(ctx, name)
+		if err != nil || len(b.Data) <= limit-margin {
+			return notes
+		}
+		moved, err := k.archive(ctx, name)
+		if err != nil {
+			return append(notes, fmt.Sprintf("%s is near the block size limit and nothing could move out: %v", name, err))
+		}
+		notes = append(notes, fmt.Sprintf("%s reached the block size limit: its oldest compressed entries moved to block %s, at the same addresses", name, moved))
+	}
+	return notes
+}
+
+func (k *Kernel) maxBlockBytes() int {
+	if k.opts.MaxBlockBytes > 0 {
+		return k.opts.MaxBlockBytes
+	}
+	return store.DefaultMaxBlockBytes
+}
+
+// archive keeps a growing block under the size limit: it moves the oldest
+// compressed node that fits into a new block of its own, NAME-N, at the
+// address it has now and with the same place (so every entry keeps its
+// pscale and stays reachable by BSP, in that block), and leaves a leaf with
+// its compression in its place that names the new block. It returns the
+// new block's name.
+func (k *Kernel) archive(ctx context.Context, name string) (string, error) {
+	limit := k.maxBlockBytes()
+	var moved string
+	_, err := k.store.UpdateCreating(ctx, name, func(data json.RawMessage, taken func(string) (bool, error)) ([]byte, map[string][]byte, error) {
+		b, _, err := pscale.Parse(data)
+		if err != nil {
+			return nil, nil, fmt.Errorf("block %q is not a pscale block: %w", name, err)
+		}
+		path, ok := oldestClosed(b, limit*9/10)
+		if !ok {
+			return nil, nil, fmt.Errorf("block %q is over the size limit and has no compressed node that could move out", name)
+		}
+		for n := 1; ; n++ {
+			moved = fmt.Sprintf("%s-%d", name, n)
+			if t, err := taken(moved); err != nil || !t {
+				if err != nil {
+					return nil, nil, err
+				}
+				break
+			}
+		}
+		archive := &pscale.Block{Place: b.Place, Tree: &pscale.Node{}}
+		at, err := pscale.PlacedAddress(b.Place, digitsOf(path))
+		if err != nil {
+			return nil, nil, err
+		}
+		archive.Tree.Children[0] = &pscale.Node{Text: fmt.Sprintf("Entries moved out of block %q to keep it under the size limit: its node %s, at the address it had then (place %d).", name, at, b.Place), HasText: true}
+		src, dst := b.Tree.Children[0], archive.Tree.Children[0]
+		for i, n := range path {
+			if i == len(path)-1 {
+				dst.Children[n] = src.Children[n]
+				src.Children[n] = &pscale.Node{Leaf: true, Text: strings.TrimSpace(src.Children[n].Text + fmt.Sprintf(" [its entries moved to block %s]", moved))}
+				break
+			}
+			src = src.Children[n]
+			dst.Children[n] = &pscale.Node{Text: src.Text, HasText: src.Text != ""}
+			dst = dst.Children[n]
+		}
+		next, err := blockJSON(b)
+		if err != nil {
+			return nil, nil, err
+		}
+		arch, err := blockJSON(archive)
+		if err != nil {
+			return nil, nil, err
+		}
+		return next, map[string][]byte{moved: arch}, nil
+	})
+	return moved, err
+}
+
+// oldestClosed finds, below a block's top, the oldest compressed node (its
+// digits 1–9 full and its text written: nothing is added to it again)
+// whose JSON is at most max bytes: depth first in digit order, so a node
+// too big to move is looked into before anything newer. It returns the
+// digits from the top.
+func oldestClosed(b *pscale.Block, max int) ([]int, bool) {
+	if b.Tree == nil || b.Tree.Leaf || b.Tree.Children[0] == nil {
+		return nil, false
+	}
+	var visit func(n *pscale.Node, path []int) ([]int, bool)
+	visit = func(n *pscale.Node, path []int) ([]int, bool) {
+		for d := 1; d <= 9; d++ {
+			c := n.Children[d]
+			if c == nil || c.Leaf {
+				continue
+			}
+			at := append(slices.Clone(path), d)
+			if c.Text != "" && full(c) {
+				if data, err := c.MarshalJSON(); err == nil && len(data) <= max {
+					return at, true
+				}
+			}
+			if found, ok := visit(c, at); ok {
+				return found, true
+			}
+		}
+		return nil, false
+	}
+	return visit(b.Tree.Children[0], nil)
+}
+
+// digitsOf writes a path below the top as address digits, "0" first.
+func digitsOf(path []int) string {
+	var sb strings.Builder
+	sb.WriteString(pscale.TopAddress)
+	for _, d := range path {
+		sb.WriteByte(byte('0' + d))
+	}
+	return sb.String()
+}
+
+// full tells whether digits 1–9 of n are all taken.
+func full(n *pscale.Node) bool {
+	for d := 1; d <= 9; d++ {
+		if n.Children[d] == nil {
+			return false
+		}
+	}
+	return true
 }

@@ -146,6 +146,18 @@ func (s *Store) Put(ctx context.Context, name string, data []byte, expect int64)
 // concurrent update is lost and none has to retry. A missing block is an
 // error wrapping ErrNotFound; an edit error is returned as it is.
 func (s *Store) Update(ctx context.Context, name string, edit func(json.RawMessage) ([]byte, error)) (int64, error) {
+	return s.UpdateCreating(ctx, name, func(data json.RawMessage, _ func(string) (bool, error)) ([]byte, map[string][]byte, error) {
+		next, err := edit(data)
+		return next, nil, err
+	})
+}
+
+// UpdateCreating is Update whose edit may also create new blocks in the same
+// transaction (a block moving part of itself into another): edit gets the
+// current content and a test of whether a name is taken, and returns the
+// new content and the blocks to create, each checked as Put checks it and
+// refused if it exists. All is written, or on any error nothing.
+func (s *Store) UpdateCreating(ctx context.Context, name string, edit func(data json.RawMessage, taken func(string) (bool, error)) ([]byte, map[string][]byte, error)) (int64, error) {
 	var version int64
 	missing := false
 	err := s.write(ctx, func(tx *sql.Tx) error {
@@ -157,12 +169,30 @@ func (s *Store) Update(ctx context.Context, name string, edit func(json.RawMessa
 			missing = true
 			return ErrNotFound
 		}
-		next, err := edit(data)
+		taken := func(n string) (bool, error) {
+			v, _, err := currentBlock(ctx, tx, n)
+			return v > 0, err
+		}
+		next, created, err := edit(data, taken)
 		if err != nil {
 			return err
 		}
 		if err := s.checkBlock(name, next); err != nil {
 			return err
+		}
+		for n, d := range created {
+			if err := s.checkBlock(n, d); err != nil {
+				return err
+			}
+			switch v, _, err := currentBlock(ctx, tx, n); {
+			case err != nil:
+				return err
+			case v > 0:
+				return &ConflictError{Name: n, Current: v}
+			}
+			if err := putBlock(ctx, tx, n, d, 1); err != nil {
+				return err
+			}
 		}
 		version = cur + 1
 		return putBlock(ctx, tx, name, next, version)
