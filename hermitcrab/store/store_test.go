@@ -724,3 +724,30 @@ func TestUpdateLosesNoConcurrentEdit(t *testing.T) {
 		t.Fatalf("missing block: %v", err)
 	}
 }
+
+func TestUpdateCreatingWritesAllOrNothing(t *testing.T) {
+	s, _ := openTest(t, Options{})
+	ctx := context.Background()
+	mustPut(t, s, "history", `{"a":1,"b":2}`, 0)
+	mustPut(t, s, "history-1", `{"x":1}`, 0)
+	split := func(name string) func(json.RawMessage, func(string) (bool, error)) ([]byte, map[string][]byte, error) {
+		return func(_ json.RawMessage, taken func(string) (bool, error)) ([]byte, map[string][]byte, error) {
+			if t1, err := taken("history-1"); err != nil || !t1 {
+				return nil, nil, fmt.Errorf("taken(history-1) = %v, %v", t1, err)
+			}
+			return []byte(`{"a":1}`), map[string][]byte{name: []byte(`{"b":2}`)}, nil
+		}
+	}
+	if _, err := s.UpdateCreating(ctx, "history", split("history-1")); !errors.Is(err, ErrConflict) {
+		t.Fatalf("creating a block that exists: %v", err)
+	}
+	if b, _ := s.Block(ctx, "history"); string(b.Data) != `{"a":1,"b":2}` || b.Version != 1 {
+		t.Fatalf("a refused split changed the block: %s v%d", b.Data, b.Version)
+	}
+	if v, err := s.UpdateCreating(ctx, "history", split("history-2")); err != nil || v != 2 {
+		t.Fatalf("split: v%d %v", v, err)
+	}
+	if b, err := s.Block(ctx, "history-2"); err != nil || string(b.Data) != `{"b":2}` || b.Version != 1 {
+		t.Fatalf("the new block: %+v %v", b, err)
+	}
+}
