@@ -1,6 +1,6 @@
 // Package pscale reads, walks, edits and renders pscale blocks: the JSON trees
 // a hermitcrab instance keeps its constitution, purpose, history and prompt
-// recipe in. It is pure: no I/O, standard library only.
+// recipe in. It is pure: no I/O; besides the standard library it uses only internal/clip.
 //
 // A block is {"place": N, "tree": {"0": …}}. Each tree node is a string (a
 // leaf) or an object with its text at "_" and children at the digit keys.

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/llmkernels/kernels/internal/clip"
 )
 
 // RenderSection formats a BSP result as one system-prompt section, in the
@@ -116,7 +118,7 @@ func RenderNarrative(name string, b *Block) string {
 	top := b.Tree.Children[0]
 	lines := []string{"[" + name + "]"}
 	if top.Text != "" {
-		lines = append(lines, clipLine(top.Text, narrativeEntryClip))
+		lines = append(lines, clip.Line(top.Text, narrativeEntryClip))
 	}
 	n, digits := top, TopAddress
 	for level := 0; !n.Leaf; level++ {
@@ -143,7 +145,7 @@ func RenderNarrative(name string, b *Block) string {
 				entries = entries[skip:]
 			}
 			for _, c := range entries {
-				lines = append(lines, indent+digitKey(c)+": "+clipLine(nodeText(n.Children[c]), narrativeEntryClip))
+				lines = append(lines, indent+digitKey(c)+": "+clip.Line(nodeText(n.Children[c]), narrativeEntryClip))
 			}
 			break
 		}
@@ -155,22 +157,13 @@ func RenderNarrative(name string, b *Block) string {
 			if text == "" {
 				text = fmt.Sprintf("(not compressed yet: bsp %s %s)", name, placed(b.Place, digits+digitKey(c)))
 			}
-			lines = append(lines, indent+digitKey(c)+": "+clipLine(text, narrativeLineClip))
+			lines = append(lines, indent+digitKey(c)+": "+clip.Line(text, narrativeLineClip))
 		}
 		lines = append(lines, indent+digitKey(d)+":")
 		n, digits = n.Children[d], digits+digitKey(d)
 		if n.Text != "" {
-			lines = append(lines, indent+"  "+clipLine(n.Text, narrativeLineClip))
+			lines = append(lines, indent+"  "+clip.Line(n.Text, narrativeLineClip))
 		}
 	}
 	return strings.Join(lines, "\n")
-}
-
-// clipLine folds a text onto one line and cuts it at n characters.
-func clipLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n]) + "…"
-	}
-	return s
 }

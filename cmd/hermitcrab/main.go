@@ -82,14 +82,12 @@ func (f *flags) open(cmd *cobra.Command, withLLM bool) (*hermitcrab.Kernel, erro
 	key := ""
 	if f.app.Provider.Provider == provider.Anthropic && os.Getenv("ANTHROPIC_API_KEY") == "" {
 		if key, err = k.StoredKey(); err != nil {
-			k.Close()
-			return nil, err
+			return nil, errors.Join(err, k.Close())
 		}
 	}
 	client, err := f.app.Provider.ClientWithKey(key, cmd.ErrOrStderr())
 	if err != nil {
-		k.Close()
-		return nil, err
+		return nil, errors.Join(err, k.Close())
 	}
 	client.Observe = progress
 	k.SetClient(client)
@@ -552,45 +550,39 @@ request (unless it runs on ANTHROPIC_API_KEY).`}
 	key.AddCommand(&cobra.Command{
 		Use: "set", Short: "Store the key read from standard input (one line), replacing any stored key", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			k, err := f.open(cmd, false)
-			if err != nil {
-				return err
-			}
-			defer k.Close()
-			fmt.Fprint(cmd.ErrOrStderr(), "API key (one line; it is not echoed back): ")
-			line, err := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
-			fmt.Fprintln(cmd.ErrOrStderr())
-			if err != nil && (err != io.EOF || strings.TrimSpace(line) == "") {
-				return fmt.Errorf("reading the key from standard input: %w", err)
-			}
-			if err := k.SetKey(line); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "key stored in %s\n", filepath.Join(k.Dir(), "api_key"))
-			return nil
+			return f.withKernel(cmd, false, func(k *hermitcrab.Kernel) error {
+				fmt.Fprint(cmd.ErrOrStderr(), "API key (one line; it is not echoed back): ")
+				line, err := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
+				fmt.Fprintln(cmd.ErrOrStderr())
+				if err != nil && (err != io.EOF || strings.TrimSpace(line) == "") {
+					return fmt.Errorf("reading the key from standard input: %w", err)
+				}
+				if err := k.SetKey(line); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "key stored in %s\n", filepath.Join(k.Dir(), "api_key"))
+				return nil
+			})
 		},
 	})
 	key.AddCommand(&cobra.Command{
 		Use: "clear", Short: "Remove the stored key", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			k, err := f.open(cmd, false)
-			if err != nil {
-				return err
-			}
-			defer k.Close()
-			had, err := k.ClearKey()
-			if err != nil {
-				return err
-			}
-			if had {
-				fmt.Fprintln(cmd.OutOrStdout(), "stored key removed")
-			} else {
-				fmt.Fprintln(cmd.OutOrStdout(), "no key was stored")
-			}
-			if os.Getenv("ANTHROPIC_API_KEY") != "" {
-				fmt.Fprintln(cmd.OutOrStdout(), "note: ANTHROPIC_API_KEY is set in this environment and is used where it is set")
-			}
-			return nil
+			return f.withKernel(cmd, false, func(k *hermitcrab.Kernel) error {
+				had, err := k.ClearKey()
+				if err != nil {
+					return err
+				}
+				if had {
+					fmt.Fprintln(cmd.OutOrStdout(), "stored key removed")
+				} else {
+					fmt.Fprintln(cmd.OutOrStdout(), "no key was stored")
+				}
+				if os.Getenv("ANTHROPIC_API_KEY") != "" {
+					fmt.Fprintln(cmd.OutOrStdout(), "note: ANTHROPIC_API_KEY is set in this environment and is used where it is set")
+				}
+				return nil
+			})
 		},
 	})
 	return key

@@ -156,11 +156,11 @@ func (s *Server) deleteKey(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusInternalServerError, err)
 		return
 	}
-	s.dropKey()
 	note := "the key was removed: enter a key to go on"
-	if !s.cfg.KeyNeeded {
+	if s.cfg.KeyNeeded {
+		s.dropKey()
+	} else {
 		note = "the key was removed (this provider needs none)"
-		s.startKey()
 	}
 	s.log.Info("API key removed")
 	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "has_key": s.hasKey(), "note": note})
