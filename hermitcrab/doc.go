@@ -8,6 +8,16 @@
 // (package store); a browser is only needed for what only a browser can do
 // (rendering the shell, and the browser tools relayed to its page).
 //
+// The kernel's own operations are one plain API, which the LLM's tool
+// adapters (tools.go), the CLI and the web server all call, so a rule lives
+// in one place: blocks (blocks.go: Block, RawBlock, ReadNode, WriteAt, BSP,
+// Resolve, ListBlocks, CreateBlock, EditBlock), memory (memory.go:
+// WriteEntry, Compress, and auto-save's growth), shells (shells.go:
+// Recompile, ShellSource, LastGoodShell, ShellRendered), tools
+// (toolset.go: SetTools, ActiveTools, KnownTools), the key (key.go:
+// StoredKey, SetKey, ClearKey), and calls (call.go, conversation.go: Call,
+// Boot, Say, ToolLoop, CleanAPIRequest). Nothing outside reaches the store.
+//
 // Every call reads the blocks anew: the tier's parameters from wake
 // 0.9.4–6 and its system prompt compiled from the instructions at wake
 // 0.9.1–3 (package prompt). So a write to wake 0.9.6.1 changes the next deep
@@ -35,16 +45,41 @@
 //     turn. The stored conversation keeps everything.
 //   - compress writes the light tier's summary or emergence to the "_" of
 //     the node whose nine children it read (the original wrote to the
-//     parent); the children stay.
-//   - Auto-save (§8.4) writes at most 500 characters of each reply to the
-//     next free digit under history 0; when 1–9 are full it writes nothing
-//     and says so in the call's notes and the log.
+//     parent); the children stay. Compressing a block's top, whose text is
+//     the block's description, grows the block instead (pscale.Grow), so
+//     the description is never overwritten.
+//   - Auto-save (§8.4) writes at most 500 characters of each reply as the
+//     newest entry of history (pscale.AppendEntry). A full node is
+//     compressed by the light tier and the next opens; a full top grows the
+//     block (the clean-build spec's Memory block), so saving never stops. A
+//     compression that fails does not lose the entry (it is saved past the
+//     node, which a later exchange compresses). Near the block size limit
+//     the oldest compressed node moves to a block of its own, history-N.
+//   - write_entry without a path appends the same way, but asks the LLM to
+//     compress a full node instead of doing it.
+//   - A conversation is made continuable before each call: consecutive
+//     turns of one role become one (as the API itself does), and a tool_use
+//     left unanswered gets an error result. So a line typed after the tool
+//     loop stopped at max_tool_loops joins the pending tool results, and
+//     the stop is said in CallResult.Limit instead of an empty reply.
+//   - props.callAPI gets §7.1's clean-up (CleanAPIRequest): the deep tier's
+//     model when none is given, nulls dropped, temperature dropped beside
+//     thinking.
 //   - The touchstone (the keystone) is embedded and persisted; a persisted
 //     copy changed after the embedded one was released wins, an older one
 //     is replaced (a kernel upgrade).
-//   - The active tool set (set_tools) is persisted. Server tools are sent
-//     only to the Anthropic provider. Browser tools with no page attached
-//     answer an error saying so.
+//   - Calls start with a small tool set (BootTools, the clean-build spec's
+//     seven plus set_tools and the server tools, about 500 tokens); the
+//     rest is one set_tools away. set_tools takes names or definitions (a
+//     kernel tool re-described, a server tool with options, checked so the
+//     API takes them) and always keeps itself. The set is persisted. Server
+//     tools are sent only to the Anthropic provider. Browser tools with no
+//     page attached answer an error saying so.
+//   - Programmatic tool calling is on by default (§8.3): the read-only tools
+//     carry allowed_callers whenever code_execution is active; NoPTC turns
+//     it off.
+//   - The API key is the environment's, else the one stored in the data
+//     directory (0600) by the page or `hermitcrab key set`.
 //   - The code-execution container id is kept in the store and sent on
 //     every later call, so the sandbox's files persist across calls.
 //   - The system prompt and the last tool carry cache_control, so repeated

@@ -36,8 +36,8 @@ import (
 
 	"github.com/llmkernels/kernels/hermitcrab"
 	"github.com/llmkernels/kernels/hermitcrab/store"
-	"github.com/llmkernels/kernels/internal/plainjson"
 	"github.com/llmkernels/kernels/internal/httpguard"
+	"github.com/llmkernels/kernels/internal/plainjson"
 	"github.com/llmkernels/kernels/llm"
 )
 

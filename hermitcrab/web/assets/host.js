@@ -406,7 +406,7 @@
       ReactDOM,
       getSource: async () => (await get('/api/source')).source,
       recompile,
-      setTools: names => post('/api/tools', { tools: (names || []).map(t => (typeof t === 'string' ? t : t && t.name)) }),
+      setTools: tools => post('/api/tools', { tools: tools || [] }),
       browser: {
         clipboard: { write: text => tools.clipboard_write({ text }), read: () => tools.clipboard_read({}) },
         speak: text => tools.speak({ text }),
