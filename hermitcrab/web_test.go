@@ -93,11 +93,11 @@ func TestDescribeGivesOneLinePerEvent(t *testing.T) {
 }
 
 // redirectChain serves, on 127.0.0.2, /chain → /hop → http://127.0.0.1:T/secret,
-// and /loop/N → /loop/N+1 for ever; it returns its base URL and the hits
-// the loopback target at 127.0.0.1 took.
-func redirectChain(t *testing.T) (string, *atomic.Int32) {
+// and /loop/N → /loop/N+1 for ever; it returns its base URL, the hits the
+// loopback target at 127.0.0.1 took and the requests /loop/ took.
+func redirectChain(t *testing.T) (string, *atomic.Int32, *atomic.Int32) {
 	t.Helper()
-	var hits atomic.Int32
+	var hits, loops atomic.Int32
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
 		w.Write([]byte("the secret"))
@@ -114,6 +114,7 @@ func redirectChain(t *testing.T) (string, *atomic.Int32) {
 		case r.URL.Path == "/hop":
 			http.Redirect(w, r, target.URL+"/secret", http.StatusTemporaryRedirect)
 		case strings.HasPrefix(r.URL.Path, "/loop/"):
+			loops.Add(1)
 			n, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/loop/"))
 			http.Redirect(w, r, fmt.Sprintf("/loop/%d", n+1), http.StatusFound)
 		default:
@@ -122,7 +123,7 @@ func redirectChain(t *testing.T) (string, *atomic.Int32) {
 	})}}
 	r.Start()
 	t.Cleanup(r.Close)
-	return r.URL, &hits
+	return r.URL, &hits, &loops
 }
 
 // asPublic counts 127.0.0.2 as a public address, so that the redirector on
@@ -132,7 +133,7 @@ func asPublic(k *Kernel) {
 }
 
 func TestARedirectChainIntoLoopbackIsRefusedUnderEveryPolicy(t *testing.T) {
-	base, hits := redirectChain(t)
+	base, hits, _ := redirectChain(t)
 	policies := []struct {
 		name   string
 		policy WebPolicy
@@ -162,7 +163,7 @@ func TestARedirectChainIntoLoopbackIsRefusedUnderEveryPolicy(t *testing.T) {
 }
 
 func TestDenyWinsOnTheAddressDialledAndRedirectsAreCapped(t *testing.T) {
-	base, hits := redirectChain(t)
+	base, hits, loops := redirectChain(t)
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
 	defer target.Close()
 	_, port, _ := net.SplitHostPort(target.Listener.Addr().String())
@@ -172,8 +173,8 @@ func TestDenyWinsOnTheAddressDialledAndRedirectsAreCapped(t *testing.T) {
 	if out := runTool(t, k, "fetch_url", `{"url":"http://localhost:`+port+`/"}`); !out.IsError || !strings.Contains(out.Content.Text, "address 127.0.0.1 (of localhost) is on the web_request deny list") {
 		t.Fatalf("a name allowed, its address denied: %+v", out)
 	}
-	if out := runTool(t, k, "fetch_url", `{"url":"`+base+`/loop/0"}`); !out.IsError || !strings.Contains(out.Content.Text, "stopped after 5 redirects") {
-		t.Fatalf("an endless redirect: %+v", out)
+	if out := runTool(t, k, "fetch_url", `{"url":"`+base+`/loop/0"}`); !out.IsError || !strings.Contains(out.Content.Text, "stopped after 5 redirects") || loops.Load() != 6 {
+		t.Fatalf("an endless redirect: %d requests, %+v", loops.Load(), out)
 	}
 	if n := hits.Load(); n != 0 {
 		t.Fatalf("the denied address was reached %d times", n)

@@ -105,7 +105,7 @@ func webClient(policy WebPolicy, private func(net.IP) bool) *http.Client {
 		// A redirect may lead anywhere: each hop's host passes the lists
 		// here, and its address the checks in dial.
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if len(via) >= maxRedirects {
+			if len(via) > maxRedirects {
 				return fmt.Errorf("stopped after %d redirects", maxRedirects)
 			}
 			if req.URL.Scheme != "http" && req.URL.Scheme != "https" {

@@ -228,7 +228,7 @@ func TestWebShellKeyGateBootPropsBrowserToolRenderErrorAndReload(t *testing.T) {
 	// The error is in a strip of its own above the shell, not over it, and
 	// the person can dismiss it.
 	covered := `(() => { const s = document.getElementById('hc-status').getBoundingClientRect();
-		const g = document.getElementById('greeting').getBoundingClientRect();
+		const g = document.getElementById('root').getBoundingClientRect();
 		return s.height > 0 && getComputedStyle(document.getElementById('hc-status')).display !== 'none' && g.top >= s.bottom; })()`
 	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](covered)); err != nil {
 		t.Fatalf("the error strip covers the shell or is not shown: %v", err)
