@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -483,5 +484,81 @@ func TestHistoryMovesItsOldestEntriesOutAtTheSizeLimitAndKeepsSaving(t *testing.
 	}
 	if b, _ := k.RawBlock(ctx, "history"); len(b.Data) > 16<<10 {
 		t.Fatalf("history is %d bytes", len(b.Data))
+	}
+}
+
+func TestConcurrentExchangesAreAllSavedOnceWhileHistoryGrows(t *testing.T) {
+	const n = 40
+	var entries []string
+	for i := 1; i <= n; i++ {
+		entries = append(entries, fmt.Sprintf(`{"match":{"last_user_contains":"[message %d]"},"response":{"content":[{"type":"text","text":"reply %d"}]}}`, i, i))
+	}
+	for i := 1; i <= 3*n; i++ {
+		entries = append(entries, compressReply(fmt.Sprintf("compression %d", i)))
+	}
+	k, _ := newKernel(t, `{"responses":[`+strings.Join(entries, ",")+`]}`)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := 1; i <= n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := k.Call(ctx, []llm.Message{llm.UserText(fmt.Sprintf("[message %d]", i))}, CallOptions{})
+			if err == nil && len(res.Notes) > 0 {
+				err = fmt.Errorf("message %d: notes %q", i, res.Notes)
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := k.Resolve(ctx, "history", 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	var walk func(p pscale.Phrase)
+	walk = func(p pscale.Phrase) {
+		if strings.HasPrefix(p.Text, "reply ") {
+			seen[p.Text]++
+		}
+		for _, c := range p.Children {
+			walk(c)
+		}
+	}
+	walk(r)
+	for i := 1; i <= n; i++ {
+		if c := seen[fmt.Sprintf("reply %d", i)]; c != 1 {
+			t.Errorf("reply %d saved %d times", i, c)
+		}
+	}
+	b, _ := k.Block(ctx, "history")
+	if b.Place != 2 || len(pscale.Uncompressed(b)) != 0 {
+		t.Fatalf("history after %d concurrent exchanges: place %d, uncompressed %v", n, b.Place, pscale.Uncompressed(b))
+	}
+}
+
+func TestWriteEntryAndCompressRefuseMalformedPaths(t *testing.T) {
+	k, _ := newKernel(t, `{"responses":[]}`)
+	ctx := context.Background()
+	for _, path := range []any{"0.x", "-1", "0..9.", "１", 1.5e300, "0.9.9"} {
+		if _, err := k.WriteEntry(ctx, "stash", path, "x"); err == nil {
+			t.Errorf("write_entry at %v succeeded", path)
+		}
+		if _, err := k.Compress(ctx, "stash", path); err == nil {
+			t.Errorf("compress at %v succeeded", path)
+		}
+	}
+	if _, err := k.Compress(ctx, "no-such-block", "0"); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("compress of a missing block: %v", err)
+	}
+	if at, err := k.WriteEntry(ctx, "stash", "", "x"); err != nil || at != "0.1" {
+		t.Errorf("an empty path appends: %q %v", at, err)
 	}
 }
