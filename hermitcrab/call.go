@@ -179,13 +179,13 @@ func Trim(messages []llm.Message, max int) ([]llm.Message, int) {
 		return messages, 0
 	}
 	start := len(messages) - max
-	for start < len(messages) && !startsTurn(messages[start]) {
+	for start < len(messages) && !startsTurn(messages, start) {
 		start++
 	}
 	if start == len(messages) {
 		// No clean place to cut inside the window: keep the last turn
 		// that starts a user message, however long the tail.
-		for start = len(messages) - 1; start > 0 && !startsTurn(messages[start]); start-- {
+		for start = len(messages) - 1; start > 0 && !startsTurn(messages, start); start-- {
 		}
 	}
 	if start == 0 {
@@ -200,10 +200,13 @@ func Trim(messages []llm.Message, max int) ([]llm.Message, int) {
 	return kept, start
 }
 
-// startsTurn reports whether m can open a conversation: a user message
-// that answers no tool_use.
-func startsTurn(m llm.Message) bool {
-	if m.Role != llm.RoleUser {
+// startsTurn reports whether messages[i] can open a conversation: a user
+// message that answers no tool_use and does not continue a user turn (the
+// API combines consecutive turns of one role, so a cut there would split
+// one turn, and leave a line typed after a tool loop without its results).
+func startsTurn(messages []llm.Message, i int) bool {
+	m := messages[i]
+	if m.Role != llm.RoleUser || (i > 0 && messages[i-1].Role == llm.RoleUser) {
 		return false
 	}
 	for _, b := range m.Content {

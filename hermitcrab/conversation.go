@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/llm"
@@ -53,23 +54,13 @@ func (k *Kernel) Say(ctx context.Context, id, text string, opts CallOptions) (*C
 }
 
 // continuable makes a conversation one the API takes, the way a person
-// continuing it means it: consecutive turns of one role become one turn
-// (the API itself combines them), so a line typed after a tool loop that
-// stopped at its limit joins the pending tool results; and a tool_use left
-// unanswered (a turn cut off by max_tokens) is answered with an error
-// result saying it did not run. The input is not changed.
+// continuing it means it: a tool_use left unanswered (a turn cut off by
+// max_tokens) is answered with an error result saying it did not run.
+// (Consecutive turns of one role need nothing: the API combines them, and
+// so a line typed after a tool loop that stopped at its limit joins the
+// pending tool results.) The input is not changed.
 func continuable(msgs []llm.Message) []llm.Message {
-	out := make([]llm.Message, 0, len(msgs))
-	for _, m := range msgs {
-		last := len(out) - 1
-		if last >= 0 && out[last].Role == m.Role && !hasToolResult(m) {
-			merged := out[last]
-			merged.Content = append(append([]llm.ContentBlock(nil), merged.Content...), m.Content...)
-			out[last] = merged
-			continue
-		}
-		out = append(out, m)
-	}
+	out := slices.Clone(msgs)
 	for i := 0; i+1 < len(out); i++ {
 		if out[i].Role != llm.RoleAssistant || out[i+1].Role != llm.RoleUser {
 			continue
@@ -83,8 +74,7 @@ func continuable(msgs []llm.Message) []llm.Message {
 		var missing []llm.ContentBlock
 		for _, b := range out[i].Content {
 			if b.Type == llm.BlockToolUse && !answered[b.ID] {
-				r := llm.ToolResultBlock(b.ID, llm.ToolResultContent{Text: "not run: the turn ended before this tool could run"}, true)
-				missing = append(missing, r)
+				missing = append(missing, llm.ToolResultBlock(b.ID, llm.ToolResultContent{Text: "not run: the turn ended before this tool could run"}, true))
 			}
 		}
 		if len(missing) > 0 {
@@ -94,13 +84,4 @@ func continuable(msgs []llm.Message) []llm.Message {
 		}
 	}
 	return out
-}
-
-func hasToolResult(m llm.Message) bool {
-	for _, b := range m.Content {
-		if b.Type == llm.BlockToolResult {
-			return true
-		}
-	}
-	return false
 }

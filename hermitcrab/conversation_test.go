@@ -36,9 +36,9 @@ func TestChatGoesOnAfterTheToolLoopLimit(t *testing.T) {
 		t.Fatalf("the next line after the limit: %v %+v", err, res)
 	}
 	last := p.Requests()[10].Messages
-	turn := last[len(last)-1]
-	if turn.Role != llm.RoleUser || turn.Content[0].Type != llm.BlockToolResult || turn.Content[1].Text != "go on" {
-		t.Fatalf("the line should join the pending tool results: %+v", turn)
+	results, line := last[len(last)-2], last[len(last)-1]
+	if results.Role != llm.RoleUser || results.Content[0].Type != llm.BlockToolResult || line.Role != llm.RoleUser || line.Text() != "go on" {
+		t.Fatalf("the line should follow the pending tool results: %+v %+v", results, line)
 	}
 }
 
@@ -53,7 +53,7 @@ func TestContinuableAnswersAToolUseLeftOpen(t *testing.T) {
 	if err := llm.CheckRequest(&llm.Request{Model: "m", MaxTokens: 1, Messages: got}); err != nil {
 		t.Fatalf("still invalid: %v", err)
 	}
-	if len(got) != 3 || !got[2].Content[0].IsError || got[2].Content[2].Text != "are you there?" {
+	if len(got) != 4 || !got[2].Content[0].IsError || got[2].Content[1].Text != "hello?" || got[3].Text() != "are you there?" {
 		t.Fatalf("got %+v", got)
 	}
 	if len(msgs) != 4 || len(msgs[2].Content) != 1 {

@@ -57,11 +57,11 @@
 //     the oldest compressed node moves to a block of its own, history-N.
 //   - write_entry without a path appends the same way, but asks the LLM to
 //     compress a full node instead of doing it.
-//   - A conversation is made continuable before each call: consecutive
-//     turns of one role become one (as the API itself does), and a tool_use
-//     left unanswered gets an error result. So a line typed after the tool
-//     loop stopped at max_tool_loops joins the pending tool results, and
-//     the stop is said in CallResult.Limit instead of an empty reply.
+//   - A conversation is made continuable before each call: a tool_use left
+//     unanswered gets an error result. A line typed after the tool loop
+//     stopped at max_tool_loops follows the pending tool results (the API
+//     combines consecutive turns of one role), and the stop is said in
+//     CallResult.Limit instead of an empty reply.
 //   - props.callAPI gets §7.1's clean-up (CleanAPIRequest): the deep tier's
 //     model when none is given, nulls dropped, temperature dropped beside
 //     thinking.

@@ -75,3 +75,15 @@ func TestAFullWindowCallSendsAValidTrimmedConversation(t *testing.T) {
 		t.Fatalf("sent %d messages; first %.80q", len(sent), sent[0].Text())
 	}
 }
+
+func TestTrimNeverCutsInsideACombinedUserTurn(t *testing.T) {
+	// A tool loop stopped at its limit, then a line typed after it: the
+	// line and the tool results before it are one turn to the API.
+	msgs := append(conversation("uatttt"), llm.UserText("go on"))
+	for max := 1; max < len(msgs); max++ {
+		kept, _ := Trim(msgs, max)
+		if len(kept) < 2 || kept[len(kept)-2].Role != llm.RoleUser {
+			t.Fatalf("max %d: the line lost the tool results it follows: %d kept", max, len(kept))
+		}
+	}
+}
