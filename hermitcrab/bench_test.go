@@ -58,16 +58,8 @@ func wireTokens(v any) int {
 // clean-build spec's budget of about 500 tokens of tools. all_tool_tokens
 // is every tool the kernel has, for comparison.
 func BenchmarkBootTools(b *testing.B) {
-	p := &instant{}
-	k, err := Open(b.TempDir(), Options{Client: &llm.Client{Provider: p}, ServerTools: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer k.Close()
+	k, p := benchKernel(b)
 	ctx := context.Background()
-	if err := k.Ready(ctx); err != nil {
-		b.Fatal(err)
-	}
 	for b.Loop() {
 		if _, err := k.Call(ctx, []llm.Message{llm.UserText("BOOT")}, CallOptions{Tier: prompt.Deep}); err != nil {
 			b.Fatal(err)
@@ -81,6 +73,21 @@ func BenchmarkBootTools(b *testing.B) {
 	b.ReportMetric(float64(wireTokens(p.last.Tools)), "boot_tool_tokens")
 	b.ReportMetric(float64(len(p.last.Tools)), "boot_tools")
 	b.ReportMetric(float64(wireTokens(append(all, serverTools...))), "all_tool_tokens")
+}
+
+// benchKernel opens a ready kernel on the default shell whose LLM answers
+// at once.
+func benchKernel(b *testing.B) (*Kernel, *instant) {
+	p := &instant{}
+	k, err := Open(b.TempDir(), Options{Client: &llm.Client{Provider: p}, ServerTools: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { k.Close() })
+	if err := k.Ready(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	return k, p
 }
 
 // instant answers every request at once with the same reply.
@@ -98,16 +105,8 @@ func (p *instant) Messages(_ context.Context, req *llm.Request) (*llm.Response, 
 // target: ≤ 5,000). The time per op is the kernel's own work per call,
 // SQLite reads and the history write included.
 func BenchmarkConversationalCall(b *testing.B) {
-	p := &instant{}
-	k, err := Open(b.TempDir(), Options{Client: &llm.Client{Provider: p}, ServerTools: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer k.Close()
+	k, p := benchKernel(b)
 	ctx := context.Background()
-	if err := k.Ready(ctx); err != nil {
-		b.Fatal(err)
-	}
 	var msgs []llm.Message
 	for i := 0; i < 10; i++ {
 		msgs = append(msgs, llm.UserText(strings.Repeat("What should we try next for the garden plan? ", 4)),

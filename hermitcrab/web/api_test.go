@@ -39,7 +39,7 @@ func keyedAPI(t testing.TB, fake *llmtest.Server, good string) *httptest.Server 
 }
 
 // anthropicServer is a web server on the Anthropic provider whose API is
-// the strict fake behind a check for the key "sk-ant-good".
+// the strict fake behind a check for the key testKey.
 func anthropicServer(t testing.TB, responses string, opts hermitcrab.Options) (*Server, *httptest.Server, *llmtest.Server) {
 	t.Helper()
 	s, err := script.Parse([]byte(responses))
@@ -48,7 +48,7 @@ func anthropicServer(t testing.TB, responses string, opts hermitcrab.Options) (*
 	}
 	fake := llmtest.NewServer(s)
 	t.Cleanup(fake.Close)
-	api := keyedAPI(t, fake, "sk-ant-good")
+	api := keyedAPI(t, fake, testKey)
 	t.Setenv("ANTHROPIC_API_KEY", "")
 	srv, err := New(context.Background(), Config{
 		DataDir: t.TempDir(), Provider: "anthropic", KeyNeeded: true, BaseURL: api.URL, Kernel: opts,
@@ -67,7 +67,7 @@ func anthropicServer(t testing.TB, responses string, opts hermitcrab.Options) (*
 
 func TestCallAPIWithoutAModelIsCleanedUpAndGetsTheBetasItsToolsNeed(t *testing.T) {
 	srv, ts, fake := anthropicServer(t, `{"responses":[{"content":[{"type":"text","text":"hi from the raw API"}]}]}`, hermitcrab.Options{})
-	if code := post(t, ts, srv, "/api/key", map[string]string{"key": "sk-ant-good"}, nil); code != http.StatusOK {
+	if code := post(t, ts, srv, "/api/key", map[string]string{"key": testKey}, nil); code != http.StatusOK {
 		t.Fatalf("key: HTTP %d", code)
 	}
 	var resp llm.Response
@@ -108,7 +108,7 @@ func TestAWrongKeyIsReportedAsAuthAndTheNextKeyIsUsed(t *testing.T) {
 	if code := post(t, ts, srv, "/api/call", msgs, &out); code != http.StatusUnauthorized || out["auth"] != true {
 		t.Fatalf("a refused key: HTTP %d %v", code, out)
 	}
-	post(t, ts, srv, "/api/key", map[string]string{"key": "sk-ant-good"}, nil)
+	post(t, ts, srv, "/api/key", map[string]string{"key": testKey}, nil)
 	if code := post(t, ts, srv, "/api/call", msgs, &out); code != http.StatusOK || out["text"] != "now it works" {
 		t.Fatalf("with the new key: HTTP %d %v", code, out)
 	}
@@ -116,7 +116,7 @@ func TestAWrongKeyIsReportedAsAuthAndTheNextKeyIsUsed(t *testing.T) {
 
 func TestTheKeyCanBeRemovedFromThePageOrReplacedFromTheCLI(t *testing.T) {
 	srv, ts, _ := anthropicServer(t, `{"responses":[]}`, hermitcrab.Options{})
-	post(t, ts, srv, "/api/key", map[string]string{"key": "sk-ant-good"}, nil)
+	post(t, ts, srv, "/api/key", map[string]string{"key": testKey}, nil)
 	req, _ := http.NewRequest(http.MethodDelete, ts.URL+"/api/key", nil)
 	req.Header.Set("Origin", ts.URL)
 	req.Header.Set("X-CSRF-Token", srv.csrf)

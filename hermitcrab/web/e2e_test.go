@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
@@ -16,9 +15,7 @@ import (
 	"github.com/llmkernels/kernels/hermitcrab"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/llm"
-	"github.com/llmkernels/kernels/llm/anthropic"
 	"github.com/llmkernels/kernels/llm/llmtest"
-	"github.com/llmkernels/kernels/llm/script"
 )
 
 // The shell the scripted LLM builds at boot: a greeting and three buttons
@@ -79,28 +76,8 @@ func newBrowserSession(t *testing.T, responses []map[string]any) *browserSession
 		}
 		t.Skip("chromium is not installed (apt-get install chromium); CI runs this test")
 	}
-	data, _ := json.Marshal(map[string]any{"responses": responses})
-	script, err := script.Parse(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fake := llmtest.NewServer(script)
-	t.Cleanup(fake.Close)
-	api := keyedAPI(t, fake, testKey)
-	t.Setenv("ANTHROPIC_API_KEY", "")
-	srv, err := New(context.Background(), Config{
-		DataDir: t.TempDir(), Provider: "anthropic", KeyNeeded: true, BaseURL: api.URL,
-		Kernel: hermitcrab.Options{ServerTools: true},
-		NewClient: func(key string) (*llm.Client, error) {
-			p, err := anthropic.New(anthropic.Config{APIKey: key, BaseURL: api.URL})
-			return &llm.Client{Provider: p}, err
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { ts.Close(); srv.Close() })
+	data, _ := json.Marshal(map[string]any{"responses": append([]map[string]any{}, responses...)})
+	srv, ts, fake := anthropicServer(t, string(data), hermitcrab.Options{ServerTools: true})
 
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
 		chromedp.ExecPath(chromium), chromedp.Flag("headless", true), chromedp.Flag("no-sandbox", true),

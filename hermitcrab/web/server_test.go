@@ -197,17 +197,23 @@ func TestAForeignHostIsRefusedOnEveryRouteBeforeAnyHandler(t *testing.T) {
 	}
 	_, port, _ := net.SplitHostPort(ts.Listener.Addr().String())
 	for _, host := range []string{"localhost:" + port, "LOCALHOST:" + port, "127.0.0.1:" + port, "127.0.0.2:" + port, "[::1]:" + port, "localhost."} {
-		req, _ := http.NewRequest(http.MethodGet, ts.URL+"/api/state", nil)
-		req.Host = host
-		resp, err := ts.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Errorf("loopback Host %q: HTTP %d", host, resp.StatusCode)
+		if code := stateWithHost(t, ts, host); code != http.StatusOK {
+			t.Errorf("loopback Host %q: HTTP %d", host, code)
 		}
 	}
+}
+
+// stateWithHost asks for /api/state with this Host header and returns the status.
+func stateWithHost(t *testing.T, ts *httptest.Server, host string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, ts.URL+"/api/state", nil)
+	req.Host = host
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }
 
 func TestANameGivenWithAllowHostIsServed(t *testing.T) {
@@ -221,15 +227,8 @@ func TestANameGivenWithAllowHostIsServed(t *testing.T) {
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 	for host, want := range map[string]int{"crab.example.org": http.StatusOK, "crab.example.org:8420": http.StatusOK, "other.example.org": http.StatusMisdirectedRequest} {
-		req, _ := http.NewRequest(http.MethodGet, ts.URL+"/api/state", nil)
-		req.Host = host
-		resp, err := ts.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != want {
-			t.Errorf("Host %q: HTTP %d, want %d", host, resp.StatusCode, want)
+		if code := stateWithHost(t, ts, host); code != want {
+			t.Errorf("Host %q: HTTP %d, want %d", host, code, want)
 		}
 	}
 	if _, err := New(context.Background(), Config{DataDir: t.TempDir(), Provider: "script", AllowHosts: []string{"not a host"},
