@@ -54,6 +54,10 @@ marks, inbox and encrypted save points. See docs/hermitcrab-network.md.`)}
 	pf.StringVar(&f.data, "data", "", "data directory (default $HERMITCRAB_DATA, else $XDG_DATA_HOME/hermitcrab or ~/.local/share/hermitcrab)")
 	pf.StringVar(&f.shell, "shell", "", "seed an empty store from this shell file ({\"blocks\": {...}} or a map of blocks) instead of the default shell")
 	pf.BoolVar(&f.noPTC, "no-ptc", false, "stop code execution from calling the read-only tools (programmatic tool calling is on by default)")
+	pf.Bool("ptc", true, "programmatic tool calling (now on by default; --no-ptc turns it off)")
+	if err := pf.MarkDeprecated("ptc", "programmatic tool calling is on by default; use --no-ptc to turn it off"); err != nil {
+		panic(err) // the flag is declared just above: a build defect
+	}
 	pf.IntVar(&f.maxBlockBytes, "max-block-bytes", 64<<10, "largest block a write may leave, in bytes")
 	pf.StringSliceVar(&f.webAllow, "web-allow", nil, "hosts web_request may reach (comma-separated; *.example.com for subdomains); allowing a host by name also allows its private address")
 	pf.StringSliceVar(&f.webDeny, "web-deny", nil, "hosts web_request may never reach")
