@@ -19,10 +19,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -46,10 +44,15 @@ func ValidAuthor(a string) bool {
 	return false
 }
 
-// Memory is one line of a memory file. The first five fields are the spec's;
-// the rest are optional and carry what the kernel needs to replay weights
-// and audit itself.
+// Memory is one line of a memory file. The spec's five fields, then the
+// stable id, then optional fields that carry what the kernel needs to
+// replay weights, account for spend and audit itself.
 type Memory struct {
+	// ID is a ULID given when the line is written; references to the
+	// memory (Used, Judged, explained_by in data, summary markers) use it.
+	// Lines written before ids existed have none: the index derives one
+	// (see legacyID).
+	ID          string    `json:"id,omitempty"`
 	Timestamp   time.Time `json:"timestamp"`
 	Author      string    `json:"author"`
 	Weight      float64   `json:"weight"`
@@ -60,12 +63,42 @@ type Memory struct {
 	// Used lists the ids of memories this step retrieved and used; each is
 	// strengthened when this line is indexed.
 	Used []string `json:"used,omitempty"`
+	// Judged gives the importance (0..1) the model judged for earlier
+	// memories, by id: an input is stored before the model reads it, and
+	// its importance comes with the model's answer.
+	Judged map[string]float64 `json:"judged,omitempty"`
 	// Decay marks a maintenance pass that decays every earlier memory.
 	Decay *Decay `json:"decay,omitempty"`
+	// Model is the provider and model ("anthropic/claude-sonnet-4-5") whose
+	// answer this memory records, when a model was involved.
+	Model string `json:"model,omitempty"`
+	// Usage is the LLM spend not yet recorded when this line was written:
+	// every call is accounted on exactly one line, so spend per day is a
+	// sum over the files.
+	Usage *Usage `json:"usage,omitempty"`
 	// Data holds the step's structured details (scores, deltas, before and
 	// after states) for audits.
 	Data json.RawMessage `json:"data,omitempty"`
 }
+
+// Usage is what LLM calls cost.
+type Usage struct {
+	Calls        int     `json:"calls"`
+	InputTokens  int     `json:"input_tokens"`
+	OutputTokens int     `json:"output_tokens"`
+	CostUSD      float64 `json:"cost_usd"`
+}
+
+// Add adds o to u.
+func (u *Usage) Add(o Usage) {
+	u.Calls += o.Calls
+	u.InputTokens += o.InputTokens
+	u.OutputTokens += o.OutputTokens
+	u.CostUSD += o.CostUSD
+}
+
+// Zero reports whether u records no call.
+func (u Usage) Zero() bool { return u.Calls == 0 && u.CostUSD == 0 }
 
 // Decay is a maintenance pass: at the memory's timestamp, every earlier
 // memory's weight is multiplied by 0.5^(idle/half-life), idle being the time
@@ -76,13 +109,24 @@ type Decay struct {
 
 // Entry is a memory as the index knows it.
 type Entry struct {
-	// ID is "[year]-[month]-[day]@[byte offset]": the day file and where the
-	// line starts in it. Stable, because the files are append-only.
+	// ID is the memory's id (its line's, or the one derived for a line
+	// written without one).
 	ID string `json:"id"`
 	Memory
-	// Current is the weight now: the written weight after every use and
-	// decay replayed.
+	// Day and Offset are where the line is now: its day file and the byte
+	// offset of its start.
+	Day    string `json:"day"`
+	Offset int64  `json:"offset"`
+	// Importance is what the memory was judged worth when written (its
+	// line's weight, or the model's later judgment); Strength adds every
+	// use to it (capped at 1).
+	Importance float64 `json:"importance"`
+	Strength   float64 `json:"strength"`
+	// Current is the spec's weight now: the written weight after every use
+	// and decay pass replayed.
 	Current float64 `json:"current_weight"`
+	// LastAccess is when the memory was written or last used.
+	LastAccess time.Time `json:"last_access"`
 	// Seq orders entries as the index read them (day file, then offset).
 	Seq int64 `json:"-"`
 }
@@ -95,9 +139,6 @@ func dayPath(dir, day string) string {
 	return filepath.Join(dir, day[:4], day+".jsonl")
 }
 
-// MakeID is the id of the line starting at offset in day's file.
-func MakeID(day string, offset int64) string { return day + "@" + strconv.FormatInt(offset, 10) }
-
 // Validate says what is wrong with m, if anything.
 func (m *Memory) Validate() error {
 	switch {
@@ -109,12 +150,20 @@ func (m *Memory) Validate() error {
 		return fmt.Errorf("memory by %s at step %q has an empty description: say what happened", m.Author, m.Step)
 	case m.Decay != nil && m.Decay.HalfLifeHours <= 0:
 		return fmt.Errorf("memory decay half-life %v hours: must be positive", m.Decay.HalfLifeHours)
+	case strings.ContainsAny(m.ID, " \t\r\n"):
+		return fmt.Errorf("memory id %q: must not contain spaces", m.ID)
+	}
+	for id, v := range m.Judged {
+		if v < 0 || v > 1 {
+			return fmt.Errorf("memory judges the importance of %s as %v: must be within 0..1", id, v)
+		}
 	}
 	return nil
 }
 
 // appendLine appends m as one line to its day file under dir and returns
-// its id. The file is locked (atomicfile.LockFile) for the write, so lines from several
+// its id (a new ULID unless m carries one). The file is locked
+// (atomicfile.LockFile) for the write, so lines from several
 // processes never interleave; a torn last line left by a killed writer is
 // closed with a newline first, so it cannot swallow this one.
 func appendLine(dir string, m Memory) (id string, err error) {
@@ -122,6 +171,9 @@ func appendLine(dir string, m Memory) (id string, err error) {
 		return "", err
 	}
 	m.Timestamp = m.Timestamp.UTC()
+	if m.ID == "" {
+		m.ID = NewID(m.Timestamp)
+	}
 	line, err := json.Marshal(m)
 	if err != nil {
 		return "", fmt.Errorf("memory: encode: %w", err)
@@ -150,21 +202,19 @@ func appendLine(dir string, m Memory) (id string, err error) {
 	if err != nil {
 		return "", fmt.Errorf("memory: %w", err)
 	}
-	offset := st.Size()
-	if offset > 0 {
+	if offset := st.Size(); offset > 0 {
 		last := make([]byte, 1)
 		if _, err := f.ReadAt(last, offset-1); err != nil {
 			return "", fmt.Errorf("memory: read %s: %w", path, err)
 		}
 		if last[0] != '\n' {
 			line = append([]byte{'\n'}, line...)
-			offset++
 		}
 	}
 	if _, err := f.Write(line); err != nil {
 		return "", fmt.Errorf("memory: append to %s: %w", path, err)
 	}
-	return MakeID(day, offset), nil
+	return m.ID, nil
 }
 
 // line is one complete line read from a day file.
@@ -173,32 +223,24 @@ type line struct {
 	text   []byte
 }
 
-// readLines reads the complete lines of path from offset on, and returns
-// them with the offset just past the last newline: a line still being
-// written (no newline yet) is left for the next read.
-func readLines(path string, offset int64) ([]line, int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, offset, err
-	}
-	defer func() { _ = f.Close() }() // read only: what was read is the answer
-	data, err := io.ReadAll(io.NewSectionReader(f, offset, 1<<62))
-	if err != nil {
-		return nil, offset, err
-	}
+// splitLines cuts data, a day file's bytes, into its complete lines from
+// offset from on, and returns them with the offset just past the last
+// newline: a line still being written (no newline yet) is left for the
+// next read.
+func splitLines(data []byte, from int64) ([]line, int64) {
 	var lines []line
-	pos := 0
+	pos := from
 	for {
 		nl := bytes.IndexByte(data[pos:], '\n')
 		if nl < 0 {
 			break
 		}
 		if nl > 0 {
-			lines = append(lines, line{offset: offset + int64(pos), text: data[pos : pos+nl]})
+			lines = append(lines, line{offset: pos, text: data[pos : pos+int64(nl)]})
 		}
-		pos += nl + 1
+		pos += int64(nl) + 1
 	}
-	return lines, offset + int64(pos), nil
+	return lines, pos
 }
 
 // decode parses one line; a line that is not a valid memory is reported

@@ -29,6 +29,9 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	cleanupFixture()
+	if agedFixture.dir != "" {
+		os.RemoveAll(agedFixture.dir)
+	}
 	os.Exit(code)
 }
 
@@ -150,8 +153,8 @@ func TestAppendWritesTheSpecFieldsToTheDayFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if id != "2026-02-14@0" {
-		t.Errorf("id = %q, want 2026-02-14@0", id)
+	if len(id) != 26 || !strings.HasPrefix(id, NewID(t0)[:10]) {
+		t.Errorf("id = %q, want a ULID whose time part is the memory's timestamp", id)
 	}
 	data, err := os.ReadFile(filepath.Join(dir, "2026", "2026-02-14.jsonl"))
 	if err != nil {
@@ -161,18 +164,18 @@ func TestAppendWritesTheSpecFieldsToTheDayFile(t *testing.T) {
 	if err := json.Unmarshal(data, &fields); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]any{"timestamp": "2026-02-14T09:30:00Z", "author": "external", "weight": 0.8, "situation": "chat", "description": "hello"}
+	want := map[string]any{"id": id, "timestamp": "2026-02-14T09:30:00Z", "author": "external", "weight": 0.8, "situation": "chat", "description": "hello"}
 	for k, v := range want {
 		if fields[k] != v {
 			t.Errorf("%s = %v, want %v", k, fields[k], v)
 		}
 	}
 	if len(fields) != len(want) {
-		t.Errorf("line has fields %v, want only the spec's five when nothing else is set", fields)
+		t.Errorf("line has fields %v, want the id and the spec's five when nothing else is set", fields)
 	}
 	id2, _ := s.Append(Memory{Timestamp: t0, Author: Self, Weight: 0.5, Description: "second"})
-	if id2 != MakeID("2026-02-14", int64(len(data))) {
-		t.Errorf("second id = %q, want the offset after the first line (%d)", id2, len(data))
+	if id2 == id || len(id2) != 26 {
+		t.Errorf("second id = %q, want another ULID", id2)
 	}
 }
 
@@ -353,7 +356,7 @@ func TestRetrieveRanksByEmbeddingsWhenAnEndpointIsSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Relevant) != 1 || r.Relevant[0] != catID {
+	if len(r.Relevant) != 1 || r.Relevant[0].ID != catID {
 		t.Fatalf("relevant = %v, want the cat memory %s", r.Relevant, catID)
 	}
 	if !strings.HasPrefix(r.Mode, ModeEmbeddings) {

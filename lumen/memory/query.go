@@ -3,8 +3,11 @@ package memory
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Filter selects memories. Zero fields select everything.
@@ -56,6 +59,9 @@ func (f Filter) where() (string, []any, error) {
 	return " WHERE " + strings.Join(conds, " AND "), args, nil
 }
 
+// entryColumns are what scanEntry reads, in order.
+const entryColumns = `seq, id, day, offset, line, importance, strength, weight, touched, mset`
+
 // List returns the memories f selects, oldest first, after a Sync.
 func (s *Store) List(ctx context.Context, f Filter) ([]Entry, error) {
 	if err := s.Sync(ctx); err != nil {
@@ -65,9 +71,9 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	q := `SELECT seq, id, line, weight FROM memories` + where + ` ORDER BY seq`
+	q := `SELECT ` + entryColumns + ` FROM memories` + where + ` ORDER BY seq`
 	if f.Limit > 0 {
-		q = `SELECT * FROM (SELECT seq, id, line, weight FROM memories` + where + ` ORDER BY seq DESC LIMIT ?) ORDER BY seq`
+		q = `SELECT * FROM (SELECT ` + entryColumns + ` FROM memories` + where + ` ORDER BY seq DESC LIMIT ?) ORDER BY seq`
 		args = append(args, f.Limit)
 	}
 	return s.query(ctx, q, args...)
@@ -108,22 +114,126 @@ func (s *Store) CountByAuthor(ctx context.Context) (map[string]int, error) {
 		}
 		counts[a] = n
 	}
-	return counts, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("memory index: %w", err)
+	}
+	return counts, nil
 }
 
 // Get returns the entries with these ids, in the order given; unknown ids
-// are left out.
+// are left out. An old-style reference ("DAY@OFFSET", written before
+// memories carried ids) finds the line it named.
 func (s *Store) Get(ctx context.Context, ids ...string) ([]Entry, error) {
 	if err := s.Sync(ctx); err != nil {
 		return nil, err
 	}
 	var out []Entry
-	for _, id := range ids {
-		es, err := s.query(ctx, `SELECT seq, id, line, weight FROM memories WHERE id = ?`, id)
+	for _, ref := range ids {
+		id, err := s.resolve(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		es, err := s.query(ctx, `SELECT `+entryColumns+` FROM memories WHERE id = ?`, id)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, es...)
+	}
+	return out, nil
+}
+
+// resolve turns an old-style reference into the id it names.
+func (s *Store) resolve(ctx context.Context, ref string) (string, error) {
+	if !LegacyRef(ref) {
+		return ref, nil
+	}
+	var id string
+	err := s.db.QueryRowContext(ctx, `SELECT id FROM aliases WHERE alias = ?`, ref).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ref, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("memory index: %w", err)
+	}
+	return id, nil
+}
+
+// Spend is the LLM cost the memories of a UTC day record, in US dollars:
+// every call is accounted on one line, so this holds across processes and
+// restarts.
+func (s *Store) Spend(ctx context.Context, day string) (float64, error) {
+	if err := s.Sync(ctx); err != nil {
+		return 0, err
+	}
+	var v float64
+	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(sum(cost), 0) FROM memories WHERE day = ?`, day).Scan(&v); err != nil {
+		return 0, fmt.Errorf("memory index: %w", err)
+	}
+	return v, nil
+}
+
+// GoalMark is what the memory says of one goal.
+type GoalMark struct {
+	// Pursued is when a goal memory last named it (zero if never).
+	Pursued time.Time
+	// PursuedSeq and TouchedSeq are the last goal memory, and the last
+	// memory of any author, whose data names it (0 if none).
+	PursuedSeq, TouchedSeq int64
+}
+
+// GoalMarks maps each goal named in memory data (lower-cased) to its marks.
+func (s *Store) GoalMarks(ctx context.Context) (map[string]GoalMark, error) {
+	if err := s.Sync(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT goal, pursued, pursued_seq, touched_seq FROM goals`)
+	if err != nil {
+		return nil, fmt.Errorf("memory index: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]GoalMark{}
+	for rows.Next() {
+		var goal string
+		var pursued float64
+		var m GoalMark
+		if err := rows.Scan(&goal, &pursued, &m.PursuedSeq, &m.TouchedSeq); err != nil {
+			return nil, fmt.Errorf("memory index: %w", err)
+		}
+		m.Pursued = unixTime(pursued)
+		out[goal] = m
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("memory index: %w", err)
+	}
+	return out, nil
+}
+
+// LegacyDays lists the day files holding lines written without an id
+// whose old references no migrate memory has pinned yet, with those
+// references and the ids they name.
+func (s *Store) LegacyDays(ctx context.Context) (map[string]map[string]string, error) {
+	if err := s.Sync(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT alias, id FROM aliases WHERE pinned = 0`)
+	if err != nil {
+		return nil, fmt.Errorf("memory index: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]map[string]string{}
+	for rows.Next() {
+		var ref, id string
+		if err := rows.Scan(&ref, &id); err != nil {
+			return nil, fmt.Errorf("memory index: %w", err)
+		}
+		day, _, _ := strings.Cut(ref, "@")
+		if out[day] == nil {
+			out[day] = map[string]string{}
+		}
+		out[day][ref] = id
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("memory index: %w", err)
 	}
 	return out, nil
 }
@@ -134,19 +244,9 @@ func (s *Store) query(ctx context.Context, q string, args ...any) ([]Entry, erro
 		return nil, fmt.Errorf("memory index: %w", err)
 	}
 	defer rows.Close()
-	return scanEntries(rows)
-}
-
-func scanEntries(rows *sql.Rows) ([]Entry, error) {
 	var out []Entry
 	for rows.Next() {
-		var seq int64
-		var id, text string
-		var w float64
-		if err := rows.Scan(&seq, &id, &text, &w); err != nil {
-			return nil, fmt.Errorf("memory index: %w", err)
-		}
-		e, err := decodeEntry(seq, id, text, w)
+		e, err := s.scanEntry(rows)
 		if err != nil {
 			return nil, err
 		}
@@ -156,4 +256,23 @@ func scanEntries(rows *sql.Rows) ([]Entry, error) {
 		return nil, fmt.Errorf("memory index: %w", err)
 	}
 	return out, nil
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+// scanEntry reads the entryColumns of one row.
+func (s *Store) scanEntry(row scanner, extra ...any) (Entry, error) {
+	var e Entry
+	var text string
+	var weight, touched, mset float64
+	dest := append([]any{&e.Seq, &e.ID, &e.Day, &e.Offset, &text, &e.Importance, &e.Strength, &weight, &touched, &mset}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return e, fmt.Errorf("memory index: %w", err)
+	}
+	if err := json.Unmarshal([]byte(text), &e.Memory); err != nil {
+		return e, fmt.Errorf("memory index: %s: %w", e.ID, err)
+	}
+	e.Current = s.decay.currentWeight(weight, touched, mset, s.opts.Floor)
+	e.LastAccess = unixTime(touched)
+	return e, nil
 }

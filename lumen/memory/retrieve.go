@@ -3,10 +3,13 @@ package memory
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
+	"time"
 	"unicode"
 )
 
@@ -16,12 +19,51 @@ const (
 	ModeEmbeddings = "embeddings"
 )
 
+// Scoring weighs the three components of a memory's retrieval score, as
+// Generative Agents does: each component is min-max normalised over the
+// candidates, then score = Recency×recency + Importance×importance +
+// Relevance×relevance.
+type Scoring struct {
+	Recency    float64 `json:"recency"`
+	Importance float64 `json:"importance"`
+	Relevance  float64 `json:"relevance"`
+}
+
+// DefaultScoring weighs relevance most, then importance, then recency (the
+// weights of Generative Agents' reference code). Because the components are
+// added, not multiplied, a memory faded by two years of decay still comes
+// back when it is the one that matches.
+var DefaultScoring = Scoring{Recency: 0.5, Importance: 2, Relevance: 3}
+
+// RecencyPerHour is Generative Agents' recency decay: 0.995 per hour since
+// the memory was last accessed (written or used).
+const RecencyPerHour = 0.995
+
 // Query asks for the context of one loop step.
 type Query struct {
-	Text    string   // what the step is about: relevant memories match it
-	Recent  int      // how many most recent memories
-	TopK    int      // how many most relevant memories
-	Authors []string // only these authors; empty means all
+	Text   string // what the step is about: relevant memories match it
+	Recent int    // how many most recent memories
+	TopK   int    // how many most relevant memories
+	// Authors limits the relevant memories (and, when RecentAuthors is
+	// empty, the recent ones) to these authors; empty means all.
+	Authors []string
+	// RecentAuthors limits the recent window to these authors.
+	RecentAuthors []string
+	// Now is the time recency is measured from; zero means now.
+	Now time.Time
+}
+
+// Scored is a relevant memory with its score and the normalised
+// components that make it up.
+type Scored struct {
+	Entry
+	Score      float64 `json:"score"`
+	Recency    float64 `json:"recency"`
+	Importance float64 `json:"importance_score"`
+	Relevance  float64 `json:"relevance"`
+	// Raw is the relevance before normalising: bm25 (higher is better) or
+	// cosine similarity.
+	Raw float64 `json:"raw_relevance"`
 }
 
 // Retrieval is the N most recent memories united with the top-K relevant
@@ -29,7 +71,7 @@ type Query struct {
 type Retrieval struct {
 	Entries  []Entry  // the union, oldest first
 	Recent   []string // ids of the most recent, newest first
-	Relevant []string // ids of the most relevant, best first
+	Relevant []Scored // the most relevant, best first
 	Mode     string
 }
 
@@ -50,14 +92,25 @@ func (s *Store) Mode() string {
 	return ModeFullText
 }
 
+// candidatePool is how many candidates relevance ranking rescores.
+func candidatePool(k int) int { return max(50, 5*k) }
+
 // Retrieve returns the N most recent memories and the top-K relevant to
-// q.Text, deduplicated. Relevance is embedding similarity when an Embedder
-// is set, else FTS5 bm25; either is multiplied by the memory's current
-// weight, so strong memories surface and faded ones sink.
+// q.Text, deduplicated. Candidates come from full-text search (bm25) or,
+// with an Embedder, from cosine similarity; each is scored on recency,
+// importance (its strength: judged worth plus use) and relevance, each
+// normalised over the candidates, summed with the Scoring weights.
 func (s *Store) Retrieve(ctx context.Context, q Query) (*Retrieval, error) {
+	if err := s.Sync(ctx); err != nil {
+		return nil, err
+	}
 	res := &Retrieval{Mode: s.Mode()}
 	if q.Recent > 0 {
-		recent, err := s.List(ctx, Filter{Authors: q.Authors, Limit: q.Recent})
+		authors := q.RecentAuthors
+		if len(authors) == 0 {
+			authors = q.Authors
+		}
+		recent, err := s.List(ctx, Filter{Authors: authors, Limit: q.Recent})
 		if err != nil {
 			return nil, err
 		}
@@ -65,26 +118,33 @@ func (s *Store) Retrieve(ctx context.Context, q Query) (*Retrieval, error) {
 			res.Recent = append(res.Recent, recent[i].ID)
 		}
 		res.Entries = recent
-	} else if err := s.Sync(ctx); err != nil {
-		return nil, err
 	}
 	if q.TopK > 0 && strings.TrimSpace(q.Text) != "" {
-		var relevant []scored
+		var cands []Scored
 		var err error
 		if s.opts.Embedder != nil {
-			relevant, err = s.byEmbedding(ctx, q)
+			cands, err = s.byEmbedding(ctx, q)
+			if err != nil {
+				s.opts.Logger.Warn("memory: embeddings failed; ranking by full text instead", "err", err)
+				res.Mode = ModeFullText + " (embeddings failed: " + truncate(err.Error(), 200) + ")"
+				cands, err = s.byFullText(ctx, q)
+			}
 		} else {
-			relevant, err = s.byFullText(ctx, q)
+			cands, err = s.byFullText(ctx, q)
 		}
 		if err != nil {
 			return nil, err
 		}
+		now := q.Now
+		if now.IsZero() {
+			now = time.Now()
+		}
+		res.Relevant = s.rank(cands, now, q.TopK)
 		seen := make(map[string]bool, len(res.Entries))
 		for _, e := range res.Entries {
 			seen[e.ID] = true
 		}
-		for _, r := range relevant {
-			res.Relevant = append(res.Relevant, r.ID)
+		for _, r := range res.Relevant {
 			if !seen[r.ID] {
 				seen[r.ID] = true
 				res.Entries = append(res.Entries, r.Entry)
@@ -95,23 +155,58 @@ func (s *Store) Retrieve(ctx context.Context, q Query) (*Retrieval, error) {
 	return res, nil
 }
 
-type scored struct {
-	Entry
-	score float64
+// rank scores the candidates and keeps the k best, best first.
+func (s *Store) rank(cands []Scored, now time.Time, k int) []Scored {
+	if len(cands) == 0 {
+		return nil
+	}
+	w := s.opts.Scoring
+	rec := make([]float64, len(cands))
+	imp := make([]float64, len(cands))
+	rel := make([]float64, len(cands))
+	for i, c := range cands {
+		hours := math.Max(0, now.Sub(c.LastAccess).Hours())
+		rec[i] = math.Pow(RecencyPerHour, hours)
+		imp[i] = c.Strength
+		rel[i] = c.Raw
+	}
+	normalise(rec)
+	normalise(imp)
+	normalise(rel)
+	for i := range cands {
+		cands[i].Recency, cands[i].Importance, cands[i].Relevance = rec[i], imp[i], rel[i]
+		cands[i].Score = w.Recency*rec[i] + w.Importance*imp[i] + w.Relevance*rel[i]
+	}
+	sort.SliceStable(cands, func(i, j int) bool {
+		if cands[i].Score != cands[j].Score {
+			return cands[i].Score > cands[j].Score
+		}
+		return cands[i].Seq > cands[j].Seq
+	})
+	if len(cands) > k {
+		cands = cands[:k]
+	}
+	return cands
 }
 
-// topK keeps the k best by score, best first.
-func topK(all []scored, k int) []scored {
-	sort.SliceStable(all, func(i, j int) bool { return all[i].score > all[j].score })
-	if len(all) > k {
-		all = all[:k]
+// normalise scales xs to 0..1 (min-max); all equal become 1.
+func normalise(xs []float64) {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, x := range xs {
+		lo, hi = math.Min(lo, x), math.Max(hi, x)
 	}
-	return all
+	for i, x := range xs {
+		if hi > lo {
+			xs[i] = (x - lo) / (hi - lo)
+		} else {
+			xs[i] = 1
+		}
+	}
 }
 
 // words are the distinct words of text with three or more characters,
-// lower-cased, in order; at most limit of them when limit > 0. Memories
-// are counted by them (the terms table) and queries are built from them.
+// lower-cased, in order; at most limit of them when limit > 0. Full-text
+// queries are built from them.
 func words(text string, limit int) []string {
 	fields := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
@@ -139,19 +234,20 @@ func words(text string, limit int) []string {
 const maxPostings = 20_000
 
 // ftsQuery builds the FTS5 query for text from its rarest words, quoted
-// and joined by OR; "" when no word occurs in any memory.
+// and joined by OR.
 func (s *Store) ftsQuery(ctx context.Context, text string) (string, error) {
-	ws := words(text, 16)
 	type term struct {
 		word string
 		docs int
 	}
 	var terms []term
-	for _, w := range ws {
+	for _, w := range words(text, 16) {
 		var docs int
-		err := s.db.QueryRowContext(ctx, `SELECT docs FROM terms WHERE term = ?`, w).Scan(&docs)
+		err := s.db.QueryRowContext(ctx, `SELECT doc FROM memories_vocab WHERE term = ?`, w).Scan(&docs)
 		if errors.Is(err, sql.ErrNoRows) {
-			continue // in no memory
+			// In no memory as written; the tokenizer may still fold it
+			// (diacritics) into a word that is: keep it, it costs nothing.
+			err = nil
 		}
 		if err != nil {
 			return "", fmt.Errorf("memory index: %w", err)
@@ -171,49 +267,50 @@ func (s *Store) ftsQuery(ctx context.Context, text string) (string, error) {
 	return strings.Join(kept, " OR "), nil
 }
 
-// byFullText ranks by bm25 over situation and description, takes the best
-// candidates and reorders them by bm25 × current weight.
-func (s *Store) byFullText(ctx context.Context, q Query) ([]scored, error) {
+// authorClause is the author condition of q for a query that already has
+// a WHERE.
+func authorClause(authors []string) (string, []any, error) {
+	where, args, err := Filter{Authors: authors}.where()
+	return strings.Replace(where, " WHERE ", " AND ", 1), args, err
+}
+
+// byFullText takes the candidatePool best memories by bm25.
+func (s *Store) byFullText(ctx context.Context, q Query) ([]Scored, error) {
 	match, err := s.ftsQuery(ctx, q.Text)
 	if err != nil || match == "" {
 		return nil, err
 	}
-	where, args, err := Filter{Authors: q.Authors}.where()
+	and, args, err := authorClause(q.Authors)
 	if err != nil {
 		return nil, err
 	}
-	where = strings.Replace(where, " WHERE ", " AND ", 1)
-	rows, err := s.db.QueryContext(ctx, `SELECT m.seq, m.id, m.line, m.weight, -bm25(memories_fts) AS r
-		FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid
-		WHERE memories_fts MATCH ?`+where+` ORDER BY bm25(memories_fts) LIMIT ?`,
-		append(append([]any{match}, args...), q.TopK*5)...)
+	rows, err := s.db.QueryContext(ctx, `SELECT m.seq, m.id, m.day, m.offset, m.line, m.importance, m.strength, m.weight, m.touched, m.mset,
+		-bm25(memories_fts) FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid
+		WHERE memories_fts MATCH ?`+and+` ORDER BY bm25(memories_fts) LIMIT ?`,
+		append(append([]any{match}, args...), candidatePool(q.TopK))...)
 	if err != nil {
 		return nil, fmt.Errorf("memory index: full-text query %q: %w", match, err)
 	}
 	defer rows.Close()
-	var all []scored
+	var out []Scored
 	for rows.Next() {
-		var seq int64
-		var id, text string
-		var w, r float64
-		if err := rows.Scan(&seq, &id, &text, &w, &r); err != nil {
-			return nil, fmt.Errorf("memory index: %w", err)
-		}
-		e, err := decodeEntry(seq, id, text, w)
+		var c Scored
+		e, err := s.scanEntry(rows, &c.Raw)
 		if err != nil {
 			return nil, err
 		}
-		all = append(all, scored{Entry: e, score: r * w})
+		c.Entry = e
+		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("memory index: %w", err)
 	}
-	return topK(all, q.TopK), nil
+	return out, nil
 }
 
 // byEmbedding embeds whatever memories have no vector yet for the model,
-// then ranks every memory by cosine similarity × current weight.
-func (s *Store) byEmbedding(ctx context.Context, q Query) ([]scored, error) {
+// then takes the candidatePool most similar by cosine.
+func (s *Store) byEmbedding(ctx context.Context, q Query) ([]Scored, error) {
 	e := s.opts.Embedder
 	if err := s.embedMissing(ctx, e); err != nil {
 		return nil, err
@@ -222,71 +319,97 @@ func (s *Store) byEmbedding(ctx context.Context, q Query) ([]scored, error) {
 	if err != nil {
 		return nil, err
 	}
-	where, args, err := Filter{Authors: q.Authors}.where()
+	and, args, err := authorClause(q.Authors)
 	if err != nil {
 		return nil, err
 	}
-	where = strings.Replace(where, " WHERE ", " AND ", 1)
-	rows, err := s.db.QueryContext(ctx, `SELECT m.seq, m.id, m.weight, v.vec FROM vectors v JOIN memories m ON m.seq = v.seq
-		WHERE v.model = ?`+where, append([]any{e.Model}, args...)...)
+	rows, err := s.db.QueryContext(ctx, `SELECT m.seq, v.vec FROM memories m JOIN vectors v ON v.hash = m.text_hash AND v.model = ?
+		WHERE 1`+and, append([]any{e.Model}, args...)...)
 	if err != nil {
 		return nil, fmt.Errorf("memory index: %w", err)
 	}
 	type hit struct {
-		seq   int64
-		score float64
+		seq int64
+		sim float64
 	}
 	var hits []hit
 	for rows.Next() {
-		var seq int64
-		var id string
-		var w float64
+		var h hit
 		var vec []byte
-		if err := rows.Scan(&seq, &id, &w, &vec); err != nil {
+		if err := rows.Scan(&h.seq, &vec); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("memory index: %w", err)
 		}
-		hits = append(hits, hit{seq, dot(qv[0], vec) * w})
+		h.sim = dot(qv[0], vec)
+		hits = append(hits, h)
+	}
+	if err := rows.Err(); err != nil {
+		rows.Close()
+		return nil, fmt.Errorf("memory index: %w", err)
 	}
 	rows.Close()
-	sort.Slice(hits, func(i, j int) bool { return hits[i].score > hits[j].score })
-	if len(hits) > q.TopK {
-		hits = hits[:q.TopK]
+	sort.Slice(hits, func(i, j int) bool { return hits[i].sim > hits[j].sim })
+	if n := candidatePool(q.TopK); len(hits) > n {
+		hits = hits[:n]
 	}
-	out := make([]scored, 0, len(hits))
+	out := make([]Scored, 0, len(hits))
 	for _, h := range hits {
-		es, err := s.query(ctx, `SELECT seq, id, line, weight FROM memories WHERE seq = ?`, h.seq)
+		es, err := s.query(ctx, `SELECT `+entryColumns+` FROM memories WHERE seq = ?`, h.seq)
 		if err != nil {
 			return nil, err
 		}
 		for _, e := range es {
-			out = append(out, scored{Entry: e, score: h.score})
+			out = append(out, Scored{Entry: e, Raw: h.sim})
 		}
 	}
 	return out, nil
 }
 
+// embedMissing embeds, in batches, the texts that have no vector for the
+// embedder's model yet. Vectors are keyed by the text's hash, so they
+// survive rebuilds; on a read-only index they live as long as the process.
 func (s *Store) embedMissing(ctx context.Context, e *Embedder) error {
+	if s.readOnly {
+		// Vectors cannot be stored in a read-only index: copy it into memory.
+		s.mu.Lock()
+		err := s.useMemory()
+		if err == nil {
+			err = s.sync(ctx, true)
+		}
+		s.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
 	for {
-		rows, err := s.db.QueryContext(ctx, `SELECT m.seq, m.situation, m.description FROM memories m
-			WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.seq = m.seq AND v.model = ?) ORDER BY m.seq LIMIT 512`, e.Model)
+		rows, err := s.db.QueryContext(ctx, `SELECT text_hash, min(line) FROM memories m
+			WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.hash = m.text_hash AND v.model = ?) GROUP BY text_hash LIMIT 512`, e.Model)
 		if err != nil {
 			return fmt.Errorf("memory index: %w", err)
 		}
-		var seqs []int64
+		var hashes [][]byte
 		var texts []string
 		for rows.Next() {
-			var seq int64
-			var sit, desc string
-			if err := rows.Scan(&seq, &sit, &desc); err != nil {
+			var h []byte
+			var text string
+			if err := rows.Scan(&h, &text); err != nil {
 				rows.Close()
 				return fmt.Errorf("memory index: %w", err)
 			}
-			seqs = append(seqs, seq)
-			texts = append(texts, strings.TrimSpace(sit+"\n"+desc))
+			var m Memory
+			if err := json.Unmarshal([]byte(text), &m); err != nil {
+				rows.Close()
+				return fmt.Errorf("memory index: %w", err)
+			}
+			hashes = append(hashes, h)
+			texts = append(texts, strings.TrimSpace(m.Situation+"\n"+m.Description))
+		}
+		if err := rows.Err(); err != nil {
+			rows.Close()
+			return fmt.Errorf("memory index: %w", err)
 		}
 		rows.Close()
-		if len(seqs) == 0 {
+		if len(hashes) == 0 {
 			return nil
 		}
 		vecs, err := e.Embed(ctx, texts)
@@ -298,7 +421,7 @@ func (s *Store) embedMissing(ctx context.Context, e *Embedder) error {
 			return fmt.Errorf("memory index: %w", err)
 		}
 		for i, v := range vecs {
-			if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO vectors (seq, model, vec) VALUES (?, ?, ?)`, seqs[i], e.Model, encodeVector(v)); err != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO vectors (hash, model, vec) VALUES (?, ?, ?)`, hashes[i], e.Model, encodeVector(v)); err != nil {
 				tx.Rollback()
 				return fmt.Errorf("memory index: %w", err)
 			}

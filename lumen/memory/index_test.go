@@ -1,0 +1,279 @@
+package memory
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func dayFile(dir string) string { return filepath.Join(dir, "2026", "2026-02-14.jsonl") }
+
+func TestIDsSurviveATornLineRemovedAndALineInserted(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s := openStore(t, dir, Options{})
+	a, _ := s.Append(Memory{Timestamp: t0, Author: External, Weight: 0.5, Description: "alpha"})
+	f, _ := os.OpenFile(dayFile(dir), os.O_WRONLY|os.O_APPEND, 0)
+	f.WriteString(`{"timestamp":"2026-02-14T09:31:00Z","au`) // a writer killed mid-line
+	f.Close()
+	b, _ := s.Append(Memory{Timestamp: t0.Add(time.Minute), Author: External, Weight: 0.5, Description: "beta"})
+	s.Append(Memory{Timestamp: t0.Add(2 * time.Minute), Author: Kernel, Weight: 0.3, Step: "think", Description: "used beta", Used: []string{b}})
+	before, err := s.Get(ctx, b)
+	if err != nil || len(before) != 1 || before[0].Current != 0.55 {
+		t.Fatalf("beta = %+v, %v; want it strengthened to 0.55", before, err)
+	}
+	// The user removes the torn line and inserts a line of their own at
+	// the top: every byte offset after it moves.
+	data, _ := os.ReadFile(dayFile(dir))
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	var kept []string
+	for _, l := range lines {
+		if json.Valid([]byte(l)) {
+			kept = append(kept, l)
+		}
+	}
+	inserted := `{"timestamp":"2026-02-14T08:00:00Z","author":"self","weight":0.6,"situation":"","description":"a note I added by hand"}`
+	os.WriteFile(dayFile(dir), []byte(inserted+"\n"+strings.Join(kept, "\n")+"\n"), 0o644)
+	after, err := s.Get(ctx, a, b)
+	if err != nil || len(after) != 2 || after[0].Description != "alpha" || after[1].Description != "beta" {
+		t.Fatalf("after the edit Get(alpha, beta) = %+v, %v", after, err)
+	}
+	if after[1].Current != 0.55 || after[0].Current != 0.5 {
+		t.Errorf("weights after the edit: alpha %v, beta %v; want 0.5 and 0.55 (the use still names beta)", after[0].Current, after[1].Current)
+	}
+	all, _ := s.List(ctx, Filter{})
+	if len(all) != 4 || all[0].Description != "a note I added by hand" || len(all[0].ID) != 26 {
+		t.Fatalf("memories = %+v, want the hand-added one first with a derived id", all)
+	}
+}
+
+func TestASameLengthEditIsCaughtWithoutDeletingTheIndex(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s := openStore(t, dir, Options{})
+	id, _ := s.Append(Memory{Timestamp: t0, Author: Self, Weight: 0.5, Description: "I changed my values"})
+	if es, _ := s.Get(ctx, id); es[0].Author != Self {
+		t.Fatal("not indexed")
+	}
+	data, _ := os.ReadFile(dayFile(dir))
+	edited := bytes.Replace(data, []byte(`"author":"self"`), []byte(`"author":"goal"`), 1)
+	if len(edited) != len(data) || bytes.Equal(edited, data) {
+		t.Fatal("the edit must keep the length")
+	}
+	st, _ := os.Stat(dayFile(dir))
+	os.WriteFile(dayFile(dir), edited, 0o644)
+	os.Chtimes(dayFile(dir), st.ModTime(), st.ModTime().Add(time.Nanosecond)) // even in the same clock tick
+	es, err := s.Get(ctx, id)
+	if err != nil || len(es) != 1 || es[0].Author != Goal {
+		t.Fatalf("after a same-length edit the index says %+v, %v; want author goal", es, err)
+	}
+}
+
+func TestAnEditInTheSameClockTickIsCaught(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s := openStore(t, dir, Options{})
+	id, _ := s.Append(Memory{Timestamp: t0, Author: Self, Weight: 0.5, Description: "first"})
+	st, _ := os.Stat(dayFile(dir))
+	if _, err := s.Count(ctx, Filter{}); err != nil {
+		t.Fatal(err)
+	}
+	// Same length, same modification time: only the hash can tell.
+	data, _ := os.ReadFile(dayFile(dir))
+	os.WriteFile(dayFile(dir), bytes.Replace(data, []byte("first"), []byte("FIRST"), 1), 0o644)
+	os.Chtimes(dayFile(dir), st.ModTime(), st.ModTime())
+	es, _ := s.Get(ctx, id)
+	if len(es) != 1 || es[0].Description != "FIRST" {
+		t.Fatalf("got %+v; a file modified within a second of being indexed must be hashed", es)
+	}
+}
+
+func TestAppendsAreReadIncrementallyAndEditsRebuild(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s := openStore(t, dir, Options{})
+	s.Append(Memory{Timestamp: t0, Author: Self, Weight: 0.5, Description: "one"})
+	s.Count(ctx, Filter{})
+	p, err := s.check(ctx, s.db)
+	if err != nil || !p.fresh() {
+		t.Fatalf("plan after sync = %+v, %v; want nothing to do", p, err)
+	}
+	s.Append(Memory{Timestamp: t0, Author: Self, Weight: 0.5, Description: "two"})
+	if p, _ := s.check(ctx, s.db); p.rebuild != "" || len(p.appends) != 1 {
+		t.Fatalf("plan after an append = %+v, want one file read from where it stopped", p)
+	}
+	s.Count(ctx, Filter{})
+	data, _ := os.ReadFile(dayFile(dir))
+	os.WriteFile(dayFile(dir), bytes.Replace(data, []byte(`"one"`), []byte(`"uno"`), 1), 0o644)
+	if p, _ := s.check(ctx, s.db); !strings.Contains(p.rebuild, "was edited") {
+		t.Fatalf("plan after an edit = %+v, want a rebuild", p)
+	}
+}
+
+// A line written before memories carried ids: the shape today's code wrote.
+func legacyLine(ts time.Time, author, desc string, used ...string) string {
+	m := map[string]any{"timestamp": ts.Format(time.RFC3339), "author": author, "weight": 0.5, "situation": "", "description": desc}
+	if len(used) > 0 {
+		m["used"] = used
+	}
+	data, _ := json.Marshal(m)
+	return string(data) + "\n"
+}
+
+func TestLinesWithoutIDsGetStableIDsAndOldReferencesResolve(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	os.MkdirAll(filepath.Join(dir, "2026"), 0o755)
+	first := legacyLine(t0, External, "hello")
+	second := legacyLine(t0.Add(time.Minute), Self, "hello") // same text, another line
+	third := legacyLine(t0.Add(2*time.Minute), Kernel, "used both", "2026-02-14@0", "2026-02-14@"+strconv.Itoa(len(first)))
+	os.WriteFile(dayFile(dir), []byte(first+second+third), 0o644)
+	s := openStore(t, dir, Options{})
+	es, err := s.Get(ctx, "2026-02-14@0", "2026-02-14@"+strconv.Itoa(len(first)))
+	if err != nil || len(es) != 2 || es[0].Author != External || es[1].Author != Self {
+		t.Fatalf("old references resolve to %+v, %v", es, err)
+	}
+	if es[0].ID == es[1].ID || es[0].Current != 0.55 || es[1].Current != 0.55 {
+		t.Fatalf("derived ids %s %s, weights %v %v: want two ids, both strengthened", es[0].ID, es[1].ID, es[0].Current, es[1].Current)
+	}
+	ids := []string{es[0].ID, es[1].ID}
+	// The kernel pins the old references once (a migrate memory); then a
+	// line inserted at the top moves every offset, and they still resolve.
+	days, err := s.LegacyDays(ctx)
+	if err != nil || len(days["2026-02-14"]) != 3 {
+		t.Fatalf("legacy days = %v, %v", days, err)
+	}
+	data, _ := json.Marshal(map[string]any{"day": "2026-02-14", "aliases": days["2026-02-14"]})
+	s.Append(Memory{Timestamp: t0.Add(time.Hour), Author: Kernel, Weight: 0.3, Step: "migrate", Description: "pinned", Data: data})
+	if days, _ := s.LegacyDays(ctx); len(days) != 0 {
+		t.Fatalf("after pinning, legacy days = %v", days)
+	}
+	cur, _ := os.ReadFile(dayFile(dir))
+	os.WriteFile(dayFile(dir), append([]byte(legacyLine(t0.Add(-time.Hour), Self, "inserted by hand")), cur...), 0o644)
+	es, err = s.Get(ctx, "2026-02-14@0", "2026-02-14@"+strconv.Itoa(len(first)))
+	if err != nil || len(es) != 2 || es[0].ID != ids[0] || es[1].ID != ids[1] {
+		t.Fatalf("after an insertion old references give %+v, %v; want the same two memories", es, err)
+	}
+	if es[0].Current != 0.55 || es[1].Current != 0.55 {
+		t.Errorf("weights after the rebuild = %v, %v; the old uses must still count", es[0].Current, es[1].Current)
+	}
+}
+
+func TestAMissingMemoryDirectoryIsRecreated(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "memory")
+	s := openStore(t, dir, Options{})
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		t.Fatalf("memory directory not created: %v", err)
+	}
+	if n, err := s.Count(context.Background(), Filter{}); err != nil || n != 0 {
+		t.Fatalf("count = %d, %v", n, err)
+	}
+	ro, err := Open(filepath.Join(t.TempDir(), "absent"), filepath.Join(t.TempDir(), "index.db"), Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if n, err := ro.Count(context.Background(), Filter{}); err != nil || n != 0 {
+		t.Fatalf("read-only, absent directory: count = %d, %v; want an empty memory", n, err)
+	}
+}
+
+func TestAReadOnlyInstanceIsReadableFreshStaleOrWithoutAnIndex(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root ignores file permissions")
+	}
+	root := t.TempDir()
+	dir := filepath.Join(root, "memory")
+	index := filepath.Join(root, "derived", "index.db")
+	ctx := context.Background()
+	s, err := Open(dir, index, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Append(Memory{Timestamp: t0, Author: Self, Weight: 0.5, Description: "indexed"})
+	s.Count(ctx, Filter{})
+	s.Append(Memory{Timestamp: t0.Add(time.Minute), Author: Self, Weight: 0.5, Description: "not indexed yet"})
+	s.Close()
+	readOnly(t, root)
+	ro, err := Open(dir, index, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	got, err := ro.List(ctx, Filter{})
+	if err != nil || len(got) != 2 {
+		t.Fatalf("read-only stale index: %+v, %v; want both memories", got, err)
+	}
+	if !ro.InMemory() {
+		t.Error("a stale read-only index was not rebuilt in memory")
+	}
+	if _, err := ro.Append(Memory{Timestamp: t0, Author: Self, Weight: 0.5, Description: "x"}); err == nil {
+		t.Error("append to a read-only store succeeded")
+	}
+	// No index at all, and nothing may be created.
+	os.Chmod(filepath.Join(root, "derived"), 0o755)
+	os.Chmod(root, 0o755)
+	os.RemoveAll(filepath.Join(root, "derived"))
+	readOnly(t, root)
+	bare, err := Open(dir, index, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bare.Close()
+	if n, err := bare.Count(ctx, Filter{}); err != nil || n != 2 {
+		t.Fatalf("read-only without an index: count %d, %v", n, err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "derived")); !os.IsNotExist(err) {
+		t.Error("a read-only open created the index directory")
+	}
+}
+
+// readOnly removes write permission from everything under root, and gives
+// it back when the test ends.
+func readOnly(t *testing.T, root string) {
+	t.Helper()
+	var paths []string
+	filepath.Walk(root, func(p string, info os.FileInfo, err error) error {
+		if err == nil {
+			paths = append(paths, p)
+		}
+		return nil
+	})
+	for i := len(paths) - 1; i >= 0; i-- {
+		info, _ := os.Stat(paths[i])
+		os.Chmod(paths[i], info.Mode().Perm()&^0o222)
+	}
+	t.Cleanup(func() {
+		for _, p := range paths {
+			if info, err := os.Stat(p); err == nil {
+				os.Chmod(p, info.Mode().Perm()|0o200)
+			}
+		}
+	})
+}
+
+func TestSpendPerDayAndGoalMarksComeFromTheLines(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s := openStore(t, dir, Options{})
+	s.Append(Memory{Timestamp: t0, Author: Kernel, Weight: 0.3, Description: "think", Usage: &Usage{Calls: 1, CostUSD: 0.25}})
+	s.Append(Memory{Timestamp: t0.Add(time.Hour), Author: Kernel, Weight: 0.3, Description: "decide", Usage: &Usage{Calls: 2, CostUSD: 0.5}})
+	s.Append(Memory{Timestamp: t0.Add(24 * time.Hour), Author: Kernel, Weight: 0.3, Description: "next day", Usage: &Usage{Calls: 1, CostUSD: 1}})
+	g, _ := json.Marshal(map[string]string{"goal": "Learn Go"})
+	s.Append(Memory{Timestamp: t0.Add(2 * time.Hour), Author: Goal, Weight: 0.6, Description: "pursue", Data: g})
+	s.Append(Memory{Timestamp: t0.Add(3 * time.Hour), Author: Kernel, Weight: 0.3, Description: "status", Data: g})
+	if v, err := s.Spend(ctx, "2026-02-14"); err != nil || v != 0.75 {
+		t.Fatalf("spend = %v, %v; want 0.75", v, err)
+	}
+	marks, err := s.GoalMarks(ctx)
+	m := marks["learn go"]
+	if err != nil || !m.Pursued.Equal(t0.Add(2*time.Hour)) || m.TouchedSeq <= m.PursuedSeq {
+		t.Fatalf("marks = %+v, %v", marks, err)
+	}
+}
