@@ -3,7 +3,6 @@ package lumen
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -16,32 +15,36 @@ import (
 
 // Candidate is an action THINK proposes, with its predicted outcome.
 type Candidate struct {
-	Action         string          `json:"action" jsonschema:"description=what to do, in one sentence"`
-	Skill          string          `json:"skill" jsonschema:"description=the skill that would do it: an available skill, create-skill to author a new one, or the name a missing skill would have"`
-	Input          json.RawMessage `json:"input" jsonschema:"description=the JSON input for the skill, as its --help describes"`
-	Predicted      string          `json:"predicted_outcome" jsonschema:"description=what you expect to happen if you do this"`
-	Counterfactual string          `json:"counterfactual" jsonschema:"description=what would happen instead if you took another candidate or did nothing"`
+	Action         string          `json:"action"`
+	Skill          string          `json:"skill"`
+	Input          json.RawMessage `json:"input"`
+	Predicted      string          `json:"predicted_outcome"`
+	Counterfactual string          `json:"counterfactual"`
 }
 
 // thought is THINK's answer.
 type thought struct {
-	Situation  string      `json:"situation" jsonschema:"description=your model of the situation"`
+	Situation  string      `json:"situation"`
 	Candidates []Candidate `json:"candidates" jsonschema:"minItems=1,maxItems=5"`
+	// InputImportance is how much the person's input matters (0..1), for
+	// the memory that holds it; absent when the trigger is a goal.
+	InputImportance *float64 `json:"input_importance,omitempty" jsonschema:"minimum=0,maximum=1"`
 }
 
 // recordAnswer is RECORD's answer.
 type recordAnswer struct {
-	Outcome          string   `json:"outcome" jsonschema:"description=what actually happened"`
-	Delta            float64  `json:"delta" jsonschema:"minimum=0,maximum=1,description=how far the outcome is from the prediction: 0 exactly as predicted, 1 entirely different"`
+	Outcome          string   `json:"outcome"`
+	Delta            float64  `json:"delta" jsonschema:"minimum=0,maximum=1"`
 	DeltaExplanation string   `json:"delta_explanation"`
-	Changes          []Change `json:"changes" jsonschema:"description=writes this action calls for, e.g. a goal's status (todo, working, done); empty if none"`
+	Changes          []Change `json:"changes"`
 }
 
 // trigger is what starts an action loop: external input (a chat turn) or
 // the goal the cycle selected.
 type trigger struct {
-	external string
-	goal     *GoalRecord
+	external   string
+	externalID string // the memory holding the input
+	goal       *GoalRecord
 }
 
 func (t trigger) describe() string {
@@ -78,27 +81,19 @@ type ActionReport struct {
 	Usage       Usage             `json:"usage"`
 }
 
-// interrupted reports whether Ctrl-C (or SIGTERM) asked the loop to stop;
-// if so it writes a kernel memory saying after which step, marks the
-// report, and returns the error of that write: a stop the record does not
-// show is a gap in the audit trail, and the caller returns it.
+// interrupted reports whether Ctrl-C asked the loop to stop; if so it
+// writes a kernel memory saying after which step, and marks the report.
 func (in *Instance) interrupted(ctx context.Context, step string, stopped *string) (bool, error) {
 	if ctx.Err() == nil {
 		return false, nil
 	}
 	*stopped = step
-	_, err := in.remember(memory.Kernel, step, "interrupted", fmt.Sprintf("interrupted: stopped after %s at the user's request (Ctrl-C); the cycle ends here", strings.ToUpper(step)), nil)
+	_, err := in.remember(memory.Kernel, step, "interrupted", fmt.Sprintf("interrupted: stopped after %s at the user's request (Ctrl-C or SIGTERM); the cycle ends here", strings.ToUpper(step)), nil)
 	return true, err
 }
 
-// stepFailed records a failed step as a kernel memory and returns err,
-// with the recording's own failure joined to it.
-func (in *Instance) stepFailed(step string, err error) error {
-	if _, rerr := in.remember(memory.Kernel, step, "step failed", fmt.Sprintf("%s failed: %v", strings.ToUpper(step), err), map[string]any{"error": err.Error()}); rerr != nil {
-		return errors.Join(err, fmt.Errorf("recording that %s failed: %w", step, rerr))
-	}
-	return err
-}
+// stepFailed records a failed step as a kernel memory and returns err.
+func (in *Instance) stepFailed(step string, err error) error { return in.logErr(step, err) }
 
 // actionLoop runs THINK → DECIDE → ACT → RECORD, then the reflection
 // trigger and, when it fires, the reflection loop. Steps run to completion
@@ -106,25 +101,32 @@ func (in *Instance) stepFailed(step string, err error) error {
 func (in *Instance) actionLoop(ctx context.Context, tr trigger) (*ActionReport, error) {
 	rep := &ActionReport{Trigger: tr.describe()}
 	step := context.WithoutCancel(ctx)
+	if err := in.writable(); err != nil {
+		return rep, err
+	}
 
 	// THINK
 	snap, err := in.snapshot()
 	if err != nil {
 		return rep, in.stepFailed("think", err)
 	}
-	ret, err := in.mem.Retrieve(step, memory.Query{Text: tr.text(), Recent: in.opts.Recent, TopK: in.opts.TopK})
+	ret, err := in.mem.Retrieve(step, in.query(tr.text(), nil))
 	if err != nil {
 		return rep, in.stepFailed("think", err)
 	}
-	skills, err := in.skillContext(step)
+	skills, err := in.skillContext(step, tr.text())
 	if err != nil {
 		return rep, in.stepFailed("think", err)
 	}
 	vars := snap.vars(in.opts.Now())
 	vars["trigger"] = tr.describe()
+	vars["input"] = tr.external
+	vars["conversation"] = in.formatConversation()
 	vars["memories"] = formatMemories(ret.Entries)
-	vars["skills"] = skills
-	th, err := ask[thought](step, in, "think", vars, &rep.Usage)
+	vars["skills"] = skills.text
+	var thinkUsage Usage
+	th, err := ask[thought](step, in, "think", vars, &thinkUsage)
+	rep.Usage.Add(thinkUsage)
 	if err != nil {
 		return rep, in.stepFailed("think", err)
 	}
@@ -133,34 +135,39 @@ func (in *Instance) actionLoop(ctx context.Context, tr trigger) (*ActionReport, 
 	for i, c := range th.Candidates {
 		preds = append(preds, fmt.Sprintf("#%d %s (skill %s) → predicted: %s", i+1, c.Action, c.Skill, c.Predicted))
 	}
-	_, err = in.rememberUsed(memory.Kernel, "think", "action loop: "+tr.describe(),
-		fmt.Sprintf("THINK: loaded soul.md, %d values, %d goals, %d memories (%s). Situation: %s Candidates: %s",
-			len(snap.values), len(snap.goals), len(ret.Entries), ret.Mode, th.Situation, strings.Join(preds, "; ")),
-		map[string]any{"loop": LoopAction, "loaded": snap.loaded(len(ret.Entries)), "retrieval": ret.Mode,
-			"candidates": th.Candidates, "situation": th.Situation, "usage": rep.Usage}, ret.IDs())
-	if err != nil {
+	m := memory.Memory{Author: memory.Kernel, Weight: initialWeight(memory.Kernel), Step: "think", Situation: "action loop: " + tr.describe(),
+		Description: fmt.Sprintf("THINK: loaded soul.md, %d values, %d goals, %d memories (%s), %d exchanges of the conversation, %d skills in full. Situation: %s Candidates: %s",
+			len(snap.values), len(snap.goals), len(ret.Entries), ret.Mode, len(in.conversationSnapshot()), len(skills.full), th.Situation, strings.Join(preds, "; ")),
+		Used: ret.IDs()}
+	if tr.externalID != "" && th.InputImportance != nil {
+		m.Judged = map[string]float64{tr.externalID: clamp01(*th.InputImportance)}
+	}
+	if _, err := in.write(m, map[string]any{"loop": LoopAction, "loaded": snap.loaded(len(ret.Entries)), "retrieval": ret.Mode,
+		"recent": ret.Recent, "relevant": scoredIDs(ret.Relevant), "skills_in_full": skills.full, "skills_listed": skills.listed,
+		"candidates": th.Candidates, "situation": th.Situation, "input_importance": th.InputImportance}); err != nil {
 		return rep, err
 	}
-	if stop, err := in.interrupted(ctx, "think", &rep.Stopped); stop {
+	if stop, err := in.interrupted(ctx, "think", &rep.Stopped); stop || err != nil {
 		return rep, err
 	}
 
 	// DECIDE
 	vars["situation"] = th.Situation
 	vars["candidates"] = formatCandidates(th.Candidates)
-	before := rep.Usage
-	dec, err := ask[decision](step, in, "decide", vars, &rep.Usage)
+	var decideUsage Usage
+	dec, err := ask[decision](step, in, "decide", vars, &decideUsage)
+	rep.Usage.Add(decideUsage)
 	if err != nil {
 		return rep, in.stepFailed("decide", err)
 	}
-	sc := scoring{values: snap.values, goals: snap.goals, reactive: tr.goal == nil, available: in.skills.Available,
-		now: in.opts.Now()}
+	sc := scoring{values: snap.values, goals: snap.goals, reactive: tr.goal == nil,
+		available: func(name string) bool { return in.skills.Ready(step, name) }, now: in.opts.Now()}
 	if sc.lastPursued, err = in.lastPursued(step); err != nil {
 		return rep, in.stepFailed("decide", err)
 	}
 	v := sc.score(th.Candidates, dec)
 	rep.Verdict = &v
-	if err := in.logDecision(tr, v, dec, rep.Usage.CostUSD-before.CostUSD); err != nil {
+	if err := in.logDecision(tr, v, dec); err != nil {
 		return rep, err
 	}
 	switch v.Outcome {
@@ -170,19 +177,33 @@ func (in *Instance) actionLoop(ctx context.Context, tr trigger) (*ActionReport, 
 		if err := in.authorSkillGoal(th.Candidates[v.Chosen-1], v.Scores[v.Chosen-1], rep); err != nil {
 			return rep, err
 		}
-		return rep, in.afterAction(ctx, "decide", tr, rep, nil)
+		if tr.external == "" {
+			return rep, in.afterAction(ctx, "decide", tr, rep, nil)
+		}
+		// A person is waiting: still answer them.
+		if v.Fallback == 0 {
+			return rep, in.gapReply(step, tr, th.Candidates[v.Chosen-1], rep, vars)
+		}
 	}
-	chosen := th.Candidates[v.Chosen-1]
-	score := v.Scores[v.Chosen-1]
+	chosenN := v.Chosen
+	if v.Outcome == OutcomeGap {
+		chosenN = v.Fallback
+	}
+	chosen := th.Candidates[chosenN-1]
+	score := v.Scores[chosenN-1]
 	rep.Predicted = chosen.Predicted
 	for _, g := range score.Goals {
-		if _, err := in.remember(memory.Goal, "decide", "action loop: "+tr.describe(),
-			fmt.Sprintf("Pursuing goal %q by %s (B=%.3f).", g, chosen.Action, score.B),
+		gw := 0.6
+		if rec, ok := findGoal(snap.goals, g); ok {
+			gw = rec.Weight
+		}
+		if _, err := in.write(memory.Memory{Author: memory.Goal, Weight: gw, Step: "decide", Situation: "action loop: " + tr.describe(),
+			Description: fmt.Sprintf("Pursuing goal %q by %s (B=%.3f).", g, chosen.Action, score.B)},
 			map[string]any{"goal": g, "action": chosen.Action}); err != nil {
 			return rep, err
 		}
 	}
-	if stop, err := in.interrupted(ctx, "decide", &rep.Stopped); stop {
+	if stop, err := in.interrupted(ctx, "decide", &rep.Stopped); stop || err != nil {
 		return rep, err
 	}
 
@@ -191,7 +212,7 @@ func (in *Instance) actionLoop(ctx context.Context, tr trigger) (*ActionReport, 
 	if err != nil {
 		return rep, in.stepFailed("act", err)
 	}
-	if stop, err := in.interrupted(ctx, "act", &rep.Stopped); stop {
+	if stop, err := in.interrupted(ctx, "act", &rep.Stopped); stop || err != nil {
 		return rep, err
 	}
 
@@ -201,7 +222,9 @@ func (in *Instance) actionLoop(ctx context.Context, tr trigger) (*ActionReport, 
 	vars["predicted"] = chosen.Predicted
 	vars["counterfactual"] = chosen.Counterfactual
 	vars["outcome"] = outcome
-	rec, err := ask[recordAnswer](step, in, "record", vars, &rep.Usage)
+	var recordUsage Usage
+	rec, err := ask[recordAnswer](step, in, "record", vars, &recordUsage)
+	rep.Usage.Add(recordUsage)
 	if err != nil {
 		return rep, in.stepFailed("record", err)
 	}
@@ -228,26 +251,61 @@ func (in *Instance) actionLoop(ctx context.Context, tr trigger) (*ActionReport, 
 	return rep, in.afterAction(ctx, "record", tr, rep, &rec.Delta)
 }
 
+// query is what a loop step retrieves: the Recent latest experiential
+// memories (self, goal, external: the kernel's audit lines never crowd
+// them out) and the TopK most relevant to text among authors (all when
+// nil).
+func (in *Instance) query(text string, authors []string) memory.Query {
+	return memory.Query{Text: text, Recent: in.opts.Recent, TopK: in.opts.TopK, Authors: authors,
+		RecentAuthors: []string{memory.Self, memory.Goal, memory.External}, Now: in.opts.Now()}
+}
+
+func scoredIDs(ss []memory.Scored) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = s.ID
+	}
+	return out
+}
+
+// gapReply answers a person when the action they need has no skill (A = 0)
+// and no other candidate can act: the chat skill says so, in the words of
+// prompts/decide/gap-reply.md.
+func (in *Instance) gapReply(ctx context.Context, tr trigger, c Candidate, rep *ActionReport, vars map[string]string) error {
+	text, err := in.template("decide", "gap-reply.md")
+	if err != nil {
+		return in.stepFailed("act", err)
+	}
+	vars["action"], vars["skill"], vars["goal"] = c.Action, c.Skill, rep.CreatedGoal
+	msg, err := render("decide/gap-reply.md", text, vars)
+	if err != nil {
+		return in.stepFailed("act", err)
+	}
+	input, _ := json.Marshal(map[string]string{"message": strings.TrimSpace(msg)})
+	reply := Candidate{Action: "tell the person the skill is missing", Skill: "chat", Input: input}
+	if _, err := in.act(ctx, tr, reply, rep); err != nil {
+		return in.stepFailed("act", err)
+	}
+	return in.afterAction(ctx, "act", tr, rep, nil)
+}
+
 // applyLogged applies a change a loop step asked for and logs the result:
 // the file change as a kernel memory, or a refusal (logged by apply), or
-// why it could not be made. It returns the change made or the refusal; its
-// error is a failure to log, which leaves the audit trail short of a step.
+// why it could not be made. It returns the change made or the refusal; the
+// error is only for a memory that could not be written.
 func (in *Instance) applyLogged(ctx context.Context, loop, step string, c Change) (*AppliedChange, string, error) {
 	applied, err := in.apply(ctx, loop, step, c)
 	if refused, ok := err.(*RefusedError); ok {
 		return nil, refused.Error(), nil
 	}
 	if err != nil {
-		_, rerr := in.remember(memory.Kernel, step, "change not applied", fmt.Sprintf("%s: change not applied: %v", strings.ToUpper(step), err),
+		_, werr := in.remember(memory.Kernel, step, "change not applied", fmt.Sprintf("%s: change not applied: %v", strings.ToUpper(step), err),
 			map[string]any{"change": c, "error": err.Error()})
-		return nil, "", rerr
+		return nil, "", werr
 	}
-	_, err = in.remember(memory.Kernel, step, "file modified", fmt.Sprintf("%s: %s in %s: %s → %s", strings.ToUpper(step), c, applied.File, applied.Before, applied.After),
+	_, werr := in.remember(memory.Kernel, step, "file modified", fmt.Sprintf("%s: %s in %s: %s → %s", strings.ToUpper(step), c, applied.File, applied.Before, applied.After),
 		map[string]any{"loop": loop, "file": applied.File, "target": c.Target, "goal": goalKey(c), "change": c, "before": applied.Before, "after": applied.After})
-	if err != nil {
-		return applied, "", fmt.Errorf("%s in %s was made but not logged: %w", c, applied.File, err)
-	}
-	return applied, "", nil
+	return applied, "", werr
 }
 
 func goalKey(c Change) string {
@@ -257,7 +315,7 @@ func goalKey(c Change) string {
 	return ""
 }
 
-func (in *Instance) logDecision(tr trigger, v Verdict, dec decision, cost float64) error {
+func (in *Instance) logDecision(tr trigger, v Verdict, dec decision) error {
 	var scores []string
 	for _, s := range v.Scores {
 		scores = append(scores, s.String())
@@ -269,7 +327,7 @@ func (in *Instance) logDecision(tr trigger, v Verdict, dec decision, cost float6
 			s.Candidate, s.Action, s.Skill, strings.Join(s.Values, ", "), strings.Join(s.Goals, ", "), v.Reason, strings.Join(scores, "; "), dec.Rationale)
 	}
 	_, err := in.remember(memory.Kernel, "decide", "action loop: "+tr.describe(), desc,
-		map[string]any{"loop": LoopAction, "verdict": v, "preference": dec.Preference, "rationale": dec.Rationale, "cost_usd": cost})
+		map[string]any{"loop": LoopAction, "verdict": v, "preference": dec.Preference, "rationale": dec.Rationale})
 	return err
 }
 
@@ -290,7 +348,7 @@ func (in *Instance) authorSkillGoal(c Candidate, s Score, rep *ActionReport) err
 		if strings.HasPrefix(g.Name, fmt.Sprintf("author skill %s:", c.Skill)) && g.Status != GoalDone {
 			rep.CreatedGoal = g.Name
 			_, err := in.remember(memory.Kernel, "decide", "ability gap",
-				fmt.Sprintf("DECIDE: no skill %q (A=0); goal %q already exists, not created again", c.Skill, g.Name),
+				fmt.Sprintf("DECIDE: no skill %q ready (A=0); goal %q already exists, not created again", c.Skill, g.Name),
 				map[string]any{"goal": g.Name, "skill": c.Skill})
 			return err
 		}
@@ -306,7 +364,7 @@ func (in *Instance) authorSkillGoal(c Candidate, s Score, rep *ActionReport) err
 	}
 	rep.CreatedGoal = name
 	_, err = in.remember(memory.Kernel, "decide", "ability gap",
-		fmt.Sprintf("DECIDE: no skill %q for %q (A=0, M=%.2f): created goal %q (weight %.2f, todo) in data/goals/%d.json so a skill gets authored",
+		fmt.Sprintf("DECIDE: no skill %q ready for %q (A=0, M=%.2f): created goal %q (weight %.2f, todo) in data/goals/%d.json so a skill gets authored",
 			c.Skill, c.Action, s.M, name, g.Weight, year),
 		map[string]any{"goal": name, "skill": c.Skill, "file": fmt.Sprintf("data/goals/%d.json", year), "after": g})
 	return err
@@ -340,11 +398,11 @@ func (in *Instance) act(ctx context.Context, tr trigger, c Candidate, rep *Actio
 	return outcome, err
 }
 
-// createSkill runs the create-skill tool loop: the LLM writes a skill
-// directory through the create_skill tool; the kernel writes it, runs its
-// --help and only then makes it available.
+// createSkill runs the create-skill tool loop: the LLM writes a new skill,
+// or a new version of one, through the create_skill tool; the kernel
+// writes it, runs its --help and only then makes it the current version.
 func (in *Instance) createSkill(ctx context.Context, tr trigger, c Candidate, rep *ActionReport) (string, error) {
-	skills, err := in.skillContext(ctx)
+	skills, err := in.skillContext(ctx, c.Action+" "+compactJSON(c.Input))
 	if err != nil {
 		return "", err
 	}
@@ -353,7 +411,7 @@ func (in *Instance) createSkill(ctx context.Context, tr trigger, c Candidate, re
 		return "", err
 	}
 	vars := snap.vars(in.opts.Now())
-	vars["trigger"], vars["action"], vars["input"], vars["skills"] = tr.describe(), c.Action, compactJSON(c.Input), skills
+	vars["trigger"], vars["action"], vars["input"], vars["skills"] = tr.describe(), c.Action, compactJSON(c.Input), skills.text
 	sys, user, err := in.prompt("create-skill", vars)
 	if err != nil {
 		return "", err
@@ -371,6 +429,7 @@ func (in *Instance) createSkill(ctx context.Context, tr trigger, c Candidate, re
 		return "", err
 	}
 	var outcomes []string
+	var logErr error
 	loop := &llm.Loop{Client: in.opts.Client, MaxLoops: 6, Handlers: []llm.ToolHandler{{
 		Tool: llm.Tool{Name: "create_skill", Description: strings.TrimSpace(toolText), InputSchema: schema.JSON},
 		Run: func(ctx context.Context, input json.RawMessage) (llm.ToolOutput, error) {
@@ -381,34 +440,38 @@ func (in *Instance) createSkill(ctx context.Context, tr trigger, c Candidate, re
 			if err := json.Unmarshal(input, &spec); err != nil {
 				return llm.ErrorOutput("create_skill input: " + err.Error()), nil
 			}
-			help, err := in.skills.Create(ctx, spec)
+			made, err := in.skills.Create(ctx, spec)
 			var files []string
 			for f := range spec.Files {
 				files = append(files, f)
 			}
 			if err != nil {
-				// An error returned from here ends the step: the record
-				// would otherwise miss what the model tried.
-				if _, rerr := in.remember(memory.Kernel, "act", "create-skill", fmt.Sprintf("ACT: create-skill %q refused: %v", spec.Name, err),
-					map[string]any{"skill": spec.Name, "files": files, "error": err.Error()}); rerr != nil {
-					return llm.ToolOutput{}, rerr
-				}
+				_, logErr = in.remember(memory.Kernel, "act", "create-skill", fmt.Sprintf("ACT: create-skill %q refused: %v", spec.Name, err),
+					map[string]any{"skill": spec.Name, "revise": spec.Revise, "files": files, "error": err.Error()})
 				return llm.ErrorOutput(err.Error()), nil
 			}
 			rep.Created = append(rep.Created, spec.Name)
-			outcomes = append(outcomes, fmt.Sprintf("created skill %s; its --help says: %s", spec.Name, help))
-			if _, err := in.remember(memory.Kernel, "act", "create-skill",
-				fmt.Sprintf("ACT: create-skill wrote skills/%s (%s) and read its --help: %s", spec.Name, strings.Join(files, ", "), clip.Line(help, 400)),
-				map[string]any{"loop": LoopAction, "skill": spec.Name, "description": spec.Description, "files": files, "help": help}); err != nil {
-				return llm.ToolOutput{}, fmt.Errorf("skill %s was created but not logged: %w", spec.Name, err)
+			what := "created skill " + spec.Name
+			if made.Replaced != "" {
+				what = fmt.Sprintf("revised skill %s: version %s replaces %s (kept in skills/.history/%s/)", spec.Name, shortVersion(made.Version), shortVersion(made.Replaced), spec.Name)
 			}
-			return llm.TextOutput(fmt.Sprintf("skill %s created and available; --help:\n%s", spec.Name, help)), nil
+			outcomes = append(outcomes, fmt.Sprintf("%s; its --help says: %s", what, made.Help))
+			_, logErr = in.remember(memory.Kernel, "act", "create-skill",
+				fmt.Sprintf("ACT: create-skill %s (%s) and read its --help: %s", what, strings.Join(files, ", "), clip.Line(made.Help, 400)),
+				map[string]any{"loop": LoopAction, "skill": spec.Name, "description": spec.Description, "files": files, "help": made.Help,
+					"version": made.Version, "replaced": made.Replaced})
+			return llm.TextOutput(fmt.Sprintf("%s; it is available now. --help:\n%s", what, made.Help)), nil
 		},
 	}}}
 	res, err := loop.Run(ctx, req)
-	rep.Usage.add(res.Calls)
+	if res != nil {
+		in.charge(res.Calls, &rep.Usage)
+	}
 	if err != nil {
 		return "", err
+	}
+	if logErr != nil {
+		return "", logErr
 	}
 	if len(outcomes) == 0 {
 		return "no skill was created; the model said: " + clip.Line(res.Text(), 400), nil
@@ -416,20 +479,24 @@ func (in *Instance) createSkill(ctx context.Context, tr trigger, c Candidate, re
 	return strings.Join(outcomes, "; "), nil
 }
 
+func shortVersion(v string) string {
+	if len(v) > 12 {
+		return v[:12]
+	}
+	return v
+}
+
 // lastPursued maps each goal (lower-cased) to the last time a goal memory
-// named it.
+// named it: each goal's own last pursuit, however long ago.
 func (in *Instance) lastPursued(ctx context.Context) (map[string]time.Time, error) {
-	es, err := in.mem.List(ctx, memory.Filter{Authors: []string{memory.Goal}, Limit: 500})
+	marks, err := in.mem.GoalMarks(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]time.Time{}
-	for _, e := range es {
-		var d struct {
-			Goal string `json:"goal"`
-		}
-		if json.Unmarshal(e.Data, &d) == nil && d.Goal != "" {
-			out[strings.ToLower(d.Goal)] = e.Timestamp
+	for goal, m := range marks {
+		if !m.Pursued.IsZero() {
+			out[goal] = m.Pursued
 		}
 	}
 	return out, nil

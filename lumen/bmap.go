@@ -22,16 +22,16 @@ const (
 // Alignment is the LLM's judgment of which values and goals a candidate
 // serves, and whether it answers the cycle's trigger directly.
 type Alignment struct {
-	Candidate int      `json:"candidate" jsonschema:"minimum=1,description=the candidate's number"`
-	Values    []string `json:"values" jsonschema:"description=names of the active values this action serves"`
-	Goals     []string `json:"goals" jsonschema:"description=names of the active goals this action advances"`
-	Direct    bool     `json:"direct" jsonschema:"description=true when the action answers this cycle's trigger itself (the user's input or the goal selected); false when it serves something else"`
+	Candidate int      `json:"candidate" jsonschema:"minimum=1"`
+	Values    []string `json:"values"`
+	Goals     []string `json:"goals"`
+	Direct    bool     `json:"direct"`
 }
 
 // decision is the DECIDE step's answer. The kernel computes the scores.
 type decision struct {
 	Alignments []Alignment `json:"alignments"`
-	Preference []int       `json:"preference" jsonschema:"description=candidate numbers, most preferred first; breaks ties in B"`
+	Preference []int       `json:"preference"`
 	Rationale  string      `json:"rationale"`
 }
 
@@ -69,7 +69,11 @@ type Verdict struct {
 	Scores  []Score `json:"scores"`
 	Outcome string  `json:"outcome"`
 	Chosen  int     `json:"chosen"` // candidate number acted on or lacking a skill; 0 when skipped
-	Reason  string  `json:"reason"`
+	// Fallback is, on a gap while answering external input, the candidate
+	// that acts instead (the highest B among those with M >= 0.2 and
+	// A = 1), so the person still gets an answer; 0 when none can.
+	Fallback int    `json:"fallback,omitempty"`
+	Reason   string `json:"reason"`
 }
 
 // scoring holds what B=MAP needs besides the candidates.
@@ -77,7 +81,7 @@ type scoring struct {
 	values      []Value
 	goals       []GoalRecord
 	reactive    bool                 // the cycle answers external input
-	available   func(string) bool    // whether a skill exists
+	available   func(string) bool    // whether a skill is ready
 	lastPursued map[string]time.Time // lower-cased goal name → when last pursued
 	now         time.Time
 }
@@ -88,7 +92,8 @@ type scoring struct {
 //	    goal weight is 1.0 for a direct answer to external input and else the
 //	    highest weight among the aligned active goals (0 with none). With no
 //	    active values at all (a new instance), the value term is 1.0.
-//	A = 1 when the skill exists (or is the built-in create-skill), else 0.
+//	A = 1 when the skill is ready (its current version's --help passed) or
+//	    is the built-in create-skill, else 0.
 //	P = 1 for a direct trigger; IndirectPrompt × 0.5^(weeks since its goal
 //	    was last pursued) otherwise.
 //
@@ -189,7 +194,13 @@ func (s scoring) score(cands []Candidate, d decision) Verdict {
 		v.Reason = fmt.Sprintf("the most motivated candidate #%d has M=%.2f, below %.1f", top.Candidate, top.M, MinMotivation)
 	case top.A == 0:
 		v.Outcome, v.Chosen = OutcomeGap, top.Candidate
-		v.Reason = fmt.Sprintf("the most motivated candidate #%d (M=%.2f) needs skill %q, which does not exist (A=0)", top.Candidate, top.M, top.Skill)
+		v.Reason = fmt.Sprintf("the most motivated candidate #%d (M=%.2f) needs skill %q, which is missing or whose --help has not passed (A=0)", top.Candidate, top.M, top.Skill)
+		if s.reactive {
+			if fb := pick(func(s Score) float64 { return s.B }, func(s Score) bool { return s.M >= MinMotivation && s.A > 0 }); fb != nil {
+				v.Fallback = fb.Candidate
+				v.Reason += fmt.Sprintf("; answering the input, #%d (B=%.3f) acts meanwhile", fb.Candidate, fb.B)
+			}
+		}
 	default:
 		best := pick(func(s Score) float64 { return s.B }, func(s Score) bool { return s.M >= MinMotivation && s.A > 0 })
 		v.Outcome, v.Chosen = OutcomeAct, best.Candidate

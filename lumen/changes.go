@@ -42,10 +42,10 @@ func mayWrite(loop, row string) bool {
 type Change struct {
 	Target string   `json:"target" jsonschema:"enum=value,enum=goal,enum=soul"`
 	Op     string   `json:"op" jsonschema:"enum=add,enum=set_weight,enum=set_status,enum=remove,enum=rewrite"`
-	Name   string   `json:"name,omitempty" jsonschema:"description=the value or goal name (not for soul)"`
+	Name   string   `json:"name,omitempty"`
 	Weight *float64 `json:"weight,omitempty" jsonschema:"minimum=0,maximum=1"`
-	Status string   `json:"status,omitempty" jsonschema:"description=active|deprecated for values; todo|working|done|perpetual for goals"`
-	Text   string   `json:"text,omitempty" jsonschema:"description=the whole new soul.md for target soul"`
+	Status string   `json:"status,omitempty"`
+	Text   string   `json:"text,omitempty"`
 }
 
 func (c Change) String() string {

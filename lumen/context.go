@@ -4,13 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/lumen/memory"
-	"github.com/llmkernels/kernels/lumen/skill"
 )
 
 // snapshot is the state a step loads: soul, values, goals.
@@ -51,16 +52,14 @@ func (s *snapshot) loaded(memories int) map[string]any {
 	return map[string]any{"soul_chars": len(s.soul), "values": len(s.values), "goals": len(s.goals), "memories": memories}
 }
 
-func formatSoul(text string) string {
-	if strings.TrimSpace(text) == "" {
-		return "(soul.md is empty: you have not yet written who you are; only reflection writes it)"
-	}
-	return strings.TrimSpace(text)
-}
+// Empty state formats as "": what the LLM reads instead is in the
+// templates ({{values|…}}).
+
+func formatSoul(text string) string { return strings.TrimSpace(text) }
 
 func formatValues(vs []Value) string {
 	if len(vs) == 0 {
-		return "(no values yet; only reflection sets them)"
+		return ""
 	}
 	sorted := append([]Value(nil), vs...)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Weight > sorted[j].Weight })
@@ -73,7 +72,7 @@ func formatValues(vs []Value) string {
 
 func formatGoals(gs []GoalRecord) string {
 	if len(gs) == 0 {
-		return "(no goals yet; only reflection creates them)"
+		return ""
 	}
 	sorted := append([]GoalRecord(nil), gs...)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Weight > sorted[j].Weight })
@@ -86,7 +85,7 @@ func formatGoals(gs []GoalRecord) string {
 
 func formatMemories(es []memory.Entry) string {
 	if len(es) == 0 {
-		return "(no memories yet)"
+		return ""
 	}
 	var b strings.Builder
 	for _, e := range es {
@@ -99,28 +98,188 @@ func formatMemories(es []memory.Entry) string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
-// skillContext describes every available skill by its --help (cached),
-// and the built-in create-skill.
-func (in *Instance) skillContext(ctx context.Context) (string, error) {
+// skillSet is what a step is told of the skills.
+type skillSet struct {
+	text   string   // for the prompt
+	full   []string // skills whose --help is shown whole
+	listed []string // skills only named (with their help's first line)
+}
+
+// skillContext describes the skills for a step about query: the --help of
+// the SkillsInFull most relevant ready skills (chat always among them:
+// it is how the agent answers a person), the others by name and first
+// line, skills whose --help failed with why, and the built-in
+// create-skill. Relevance is by description, as Voyager retrieves skills:
+// embeddings when configured, else word overlap weighted by rarity.
+func (in *Instance) skillContext(ctx context.Context, query string) (skillSet, error) {
 	list, err := in.skills.List()
 	if err != nil {
-		return "", err
+		return skillSet{}, err
 	}
-	var b strings.Builder
+	type ready struct{ name, help string }
+	var ok []ready
+	var broken strings.Builder
 	for _, s := range list {
 		if !s.HasMain {
-			fmt.Fprintf(&b, "### %s\n(not available: no main.py)\n\n", s.Name)
+			fmt.Fprintf(&broken, "- %s: not usable: no main.py\n", s.Name)
 			continue
 		}
 		help, err := in.skills.Help(ctx, s.Name)
 		if err != nil {
-			fmt.Fprintf(&b, "### %s\n(not usable: %v)\n\n", s.Name, err)
+			fmt.Fprintf(&broken, "- %s: not usable: %s\n", s.Name, clip.Line(err.Error(), 300))
 			continue
 		}
-		fmt.Fprintf(&b, "### %s\n%s\n\n", s.Name, help)
+		ok = append(ok, ready{s.Name, help})
 	}
-	fmt.Fprintf(&b, "### %s (built into the kernel)\nAuthor a new skill: a directory skills/<name>/ with main.py that implements --help and the stdin/stdout protocol. Use it when no skill can do what is needed.\n", skill.BuiltinCreate)
-	return b.String(), nil
+	full := map[string]bool{}
+	if len(ok) <= in.opts.SkillsInFull {
+		for _, r := range ok {
+			full[r.name] = true
+		}
+	} else {
+		docs := make([]string, len(ok))
+		for i, r := range ok {
+			docs[i] = r.name + " " + r.help
+		}
+		for i, r := range ok {
+			if r.name == "chat" {
+				full[r.name] = true
+				docs[i] = ""
+			}
+		}
+		for _, i := range in.rankTexts(ctx, query, docs) {
+			if len(full) >= in.opts.SkillsInFull {
+				break
+			}
+			full[ok[i].name] = true
+		}
+	}
+	var set skillSet
+	var b strings.Builder
+	for _, r := range ok {
+		if full[r.name] {
+			set.full = append(set.full, r.name)
+			fmt.Fprintf(&b, "### %s\n%s\n\n", r.name, r.help)
+		}
+	}
+	var others strings.Builder
+	for _, r := range ok {
+		if !full[r.name] {
+			set.listed = append(set.listed, r.name)
+			first, _, _ := strings.Cut(r.help, "\n")
+			fmt.Fprintf(&others, "- %s: %s\n", r.name, clip.Line(first, 160))
+		}
+	}
+	vars := map[string]string{"skills_in_full": strings.TrimSpace(b.String()), "other_skills": strings.TrimSpace(others.String()),
+		"broken_skills": strings.TrimSpace(broken.String())}
+	tmpl, err := in.template("create-skill", "skills.md")
+	if err != nil {
+		return set, err
+	}
+	set.text, err = render("create-skill/skills.md", tmpl, vars)
+	set.text = strings.TrimSpace(set.text)
+	return set, err
+}
+
+// rankTexts orders docs by relevance to query, best first; empty docs are
+// left out. With an embedder it ranks by cosine similarity (falling back
+// to words when the endpoint fails), else by shared words, each weighted
+// by how rare it is among the docs.
+func (in *Instance) rankTexts(ctx context.Context, query string, docs []string) []int {
+	score := make([]float64, len(docs))
+	if e := in.opts.Embedder; e != nil {
+		vecs, err := e.Embed(ctx, append([]string{query}, docs...))
+		if err == nil {
+			for i := range docs {
+				score[i] = cosine(vecs[0], vecs[i+1])
+			}
+			return rankOrder(docs, score)
+		}
+		in.opts.Logger.Warn("skills: embeddings failed; ranking skills by their words", "err", err)
+	}
+	df := map[string]int{}
+	bags := make([]map[string]bool, len(docs))
+	for i, d := range docs {
+		bags[i] = wordSet(d)
+		for w := range bags[i] {
+			df[w]++
+		}
+	}
+	for w := range wordSet(query) {
+		for i := range docs {
+			if bags[i][w] {
+				score[i] += math.Log(1 + float64(len(docs))/float64(df[w]))
+			}
+		}
+	}
+	return rankOrder(docs, score)
+}
+
+func rankOrder(docs []string, score []float64) []int {
+	var idx []int
+	for i, d := range docs {
+		if d != "" {
+			idx = append(idx, i)
+		}
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return score[idx[a]] > score[idx[b]] })
+	return idx
+}
+
+func wordSet(text string) map[string]bool {
+	out := map[string]bool{}
+	for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		if len(w) >= 3 {
+			out[w] = true
+		}
+	}
+	return out
+}
+
+func cosine(a, b []float32) float64 {
+	var s float64
+	for i := range min(len(a), len(b)) {
+		s += float64(a[i]) * float64(b[i])
+	}
+	return s // the embedder returns unit vectors
+}
+
+// Exchange is one turn of a chat: what the person said and what the agent
+// showed them.
+type Exchange struct {
+	At    time.Time `json:"at"`
+	Input string    `json:"input"`
+	Reply string    `json:"reply"`
+}
+
+// addExchange appends a turn to the current chat, keeping the last
+// Conversation turns.
+func (in *Instance) addExchange(x Exchange) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.conversation = append(in.conversation, x)
+	if n := len(in.conversation) - in.opts.Conversation; n > 0 {
+		in.conversation = append([]Exchange(nil), in.conversation[n:]...)
+	}
+}
+
+func (in *Instance) conversationSnapshot() []Exchange {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return append([]Exchange(nil), in.conversation...)
+}
+
+// formatConversation is the current chat, oldest first; "" when there is
+// none.
+func (in *Instance) formatConversation() string {
+	var b strings.Builder
+	for _, x := range in.conversationSnapshot() {
+		fmt.Fprintf(&b, "[%s] person: %s\n", x.At.UTC().Format("15:04"), clip.Line(x.Input, 2000))
+		if x.Reply != "" {
+			fmt.Fprintf(&b, "[%s] you: %s\n", x.At.UTC().Format("15:04"), clip.Line(x.Reply, 2000))
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
 }
 
 func formatCandidates(cs []Candidate) string {

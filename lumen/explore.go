@@ -15,15 +15,18 @@ import (
 // it were investigated (the explore loop's counterfactual).
 type ConsideredQuestion struct {
 	Question        string `json:"question"`
-	WhatWouldChange string `json:"what_would_change" jsonschema:"description=what would change for you if you investigated it"`
+	WhatWouldChange string `json:"what_would_change"`
 }
 
 type exploration struct {
 	Considered []ConsideredQuestion `json:"considered" jsonschema:"minItems=1,maxItems=5"`
-	Question   string               `json:"question" jsonschema:"description=the one open-ended question you chose"`
-	Why        string               `json:"why" jsonschema:"description=why it matters, through your perpetual goals and values"`
-	Skill      string               `json:"skill" jsonschema:"description=the available skill to investigate with; empty if none can"`
-	Input      json.RawMessage      `json:"input" jsonschema:"description=the JSON input for that skill, as its --help describes"`
+	Question   string               `json:"question"`
+	Why        string               `json:"why"`
+	Skill      string               `json:"skill"`
+	Input      json.RawMessage      `json:"input"`
+	// Importance is how much the answer could matter (0..1), for the self
+	// memory of the finding.
+	Importance *float64 `json:"importance,omitempty" jsonschema:"minimum=0,maximum=1"`
 }
 
 // ExploreReport is what one explore loop did.
@@ -44,6 +47,9 @@ type ExploreReport struct {
 func (in *Instance) Explore(ctx context.Context) (*ExploreReport, error) {
 	rep := &ExploreReport{}
 	step := context.WithoutCancel(ctx)
+	if err := in.writable(); err != nil {
+		return rep, err
+	}
 	snap, err := in.snapshot()
 	if err != nil {
 		return rep, in.stepFailed("explore", err)
@@ -59,21 +65,18 @@ func (in *Instance) Explore(ctx context.Context) (*ExploreReport, error) {
 		query += g.Name + " "
 	}
 	query += valueNames(activeValues(snap.values))
-	ret, err := in.mem.Retrieve(step, memory.Query{Text: query, Recent: in.opts.Recent, TopK: in.opts.TopK})
+	ret, err := in.mem.Retrieve(step, in.query(query, nil))
 	if err != nil {
 		return rep, in.stepFailed("explore", err)
 	}
-	skills, err := in.skillContext(step)
+	skills, err := in.skillContext(step, query)
 	if err != nil {
 		return rep, in.stepFailed("explore", err)
 	}
 	vars := snap.vars(in.opts.Now())
 	vars["perpetual_goals"] = formatGoals(perpetual)
-	if len(perpetual) == 0 {
-		vars["perpetual_goals"] = "(no perpetual goals yet; reflection sets them)"
-	}
 	vars["memories"] = formatMemories(ret.Entries)
-	vars["skills"] = skills
+	vars["skills"] = skills.text
 	ex, err := ask[exploration](step, in, "explore", vars, &rep.Usage)
 	if err != nil {
 		return rep, in.stepFailed("explore", err)
@@ -91,10 +94,10 @@ func (in *Instance) Explore(ctx context.Context) (*ExploreReport, error) {
 		fmt.Sprintf("EXPLORE: loaded soul.md, %d values, %d perpetual goals, %d memories (%s). Considered %s. Question: %q. Method: %s.",
 			len(snap.values), len(perpetual), len(ret.Entries), ret.Mode, strings.Join(considered, "; "), ex.Question, method),
 		map[string]any{"loop": LoopExplore, "loaded": snap.loaded(len(ret.Entries)), "considered": ex.Considered,
-			"question": ex.Question, "skill": ex.Skill, "input": ex.Input, "usage": rep.Usage}, ret.IDs()); err != nil {
+			"question": ex.Question, "skill": ex.Skill, "input": ex.Input, "skills_in_full": skills.full}, ret.IDs()); err != nil {
 		return rep, err
 	}
-	if stop, err := in.interrupted(ctx, "explore", &rep.Stopped); stop {
+	if stop, err := in.interrupted(ctx, "explore", &rep.Stopped); stop || err != nil {
 		return rep, err
 	}
 
@@ -107,8 +110,8 @@ func (in *Instance) Explore(ctx context.Context) (*ExploreReport, error) {
 			return rep, err
 		}
 		rep.Found = "nothing: no skill could investigate, and the explore loop cannot create one"
-	case ex.Skill == "" || !in.skills.Available(ex.Skill):
-		rep.Found = fmt.Sprintf("nothing yet: no available skill can investigate it (asked for %q)", ex.Skill)
+	case ex.Skill == "" || !in.skills.Ready(step, ex.Skill):
+		rep.Found = fmt.Sprintf("nothing yet: no ready skill can investigate it (asked for %q)", ex.Skill)
 	default:
 		if _, err := in.skills.Help(step, ex.Skill); err != nil {
 			return rep, in.stepFailed("explore", err)
@@ -128,8 +131,8 @@ func (in *Instance) Explore(ctx context.Context) (*ExploreReport, error) {
 			return rep, err
 		}
 	}
-	_, err = in.remember(memory.Self, "explore", "exploring",
-		fmt.Sprintf("I asked myself: %s Why: %s Method: %s. Found: %s", ex.Question, ex.Why, method, clip.Line(rep.Found, 800)),
+	_, err = in.write(memory.Memory{Author: memory.Self, Weight: importance(ex.Importance, memory.Self), Step: "explore", Situation: "exploring",
+		Description: fmt.Sprintf("I asked myself: %s Why: %s Method: %s. Found: %s", ex.Question, ex.Why, method, clip.Line(rep.Found, 800))},
 		map[string]any{"question": ex.Question, "skill": ex.Skill})
 	return rep, err
 }

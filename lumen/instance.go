@@ -3,6 +3,7 @@ package lumen
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/llmkernels/kernels/internal/proc"
@@ -26,11 +28,13 @@ var defaults embed.FS
 
 // steps are the prompt steps, each with prompts/<step>/{system,prompt}.md.
 // create-skill is the built-in tool's authoring prompt.
-var steps = []string{"think", "decide", "record", "trigger", "explore", "review", "ask", "evolve", "summarize", "create-skill"}
+var steps = []string{"think", "decide", "record", "trigger", "explore", "review", "ask", "evolve", "summarize", "create-skill",
+	"judge-self-model", "judge-honesty", "judge-coherence"}
 
 // Options configure an open instance. Zero fields take the defaults.
 type Options struct {
 	Client    *llm.Client // required for the loops; views work without it
+	Provider  string      // the provider's name, recorded with the model on every memory ("anthropic")
 	Model     string      // model for every step
 	MaxTokens int         // per LLM call; default 4096
 
@@ -38,15 +42,22 @@ type Options struct {
 	Embedder *memory.Embedder
 
 	// ReadOnly opens the instance for the views: nothing under it is
-	// created or written (see memory.Options.ReadOnly).
+	// created or written (see memory.Options.ReadOnly), and the loops
+	// refuse to run.
 	ReadOnly bool
 
 	Python         string        // interpreter for skills' main.py; default python3
 	SkillTimeout   time.Duration // per skill run; default 60s
 	SkillOutputCap int           // bytes of a skill's stdout; default 64 KiB
 
-	Recent int // N most recent memories a step loads; default 20
+	Recent int // N most recent self, goal and external memories a step loads; default 20
 	TopK   int // K most relevant memories a step loads; default 10
+	// Conversation is how many exchanges of the current chat THINK sees
+	// whole; default 12.
+	Conversation int
+	// SkillsInFull is how many skills' --help THINK and EXPLORE see whole
+	// (the most relevant ones); the rest are listed by name; default 6.
+	SkillsInFull int
 
 	ReflectEvery   int     // periodic trigger: action cycles between reflections; default 10
 	StaleAfter     int     // a todo/working goal idle this many action cycles is stale; default 20
@@ -69,6 +80,12 @@ func (o *Options) setDefaults() {
 	}
 	if o.TopK <= 0 {
 		o.TopK = 10
+	}
+	if o.Conversation <= 0 {
+		o.Conversation = 12
+	}
+	if o.SkillsInFull <= 0 {
+		o.SkillsInFull = 6
 	}
 	if o.ReflectEvery <= 0 {
 		o.ReflectEvery = 10
@@ -102,6 +119,14 @@ type Instance struct {
 	opts   Options
 	mem    *memory.Store
 	skills *skill.Runner
+
+	mu           sync.Mutex
+	pending      Usage        // LLM spend not yet written on a memory line
+	spent        Usage        // every call this Instance made
+	model        string       // provider/model that last answered
+	observe      func(Record) // told of every memory written (lumen run's step lines)
+	noReflect    bool         // lumen run --no-reflect: the trigger is not checked
+	conversation []Exchange   // the current chat, oldest first
 }
 
 func (in *Instance) dataDir() string    { return filepath.Join(in.Root, "data") }
@@ -111,7 +136,11 @@ func (in *Instance) goalsDir() string   { return filepath.Join(in.Root, "data", 
 func (in *Instance) memoryDir() string  { return filepath.Join(in.Root, "data", "memory") }
 func (in *Instance) derivedDir() string { return filepath.Join(in.Root, ".lumen") }
 
-// Open opens the instance at root.
+// Open opens the instance at root. Unless opts.ReadOnly, it also recreates
+// an empty data/memory or data/goals that a git clone dropped, pins the old
+// references of memories written before ids existed (a migrate memory per
+// day file), and brings prompt templates the user never edited up to the
+// kernel's current defaults (each a kernel memory).
 func Open(root string, opts Options) (*Instance, error) {
 	opts.setDefaults()
 	abs, err := filepath.Abs(root)
@@ -122,15 +151,52 @@ func Open(root string, opts Options) (*Instance, error) {
 	if st, err := os.Stat(in.dataDir()); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("no lumen instance at %s (data/ is missing): run `lumen init --dir %s` first, or pass --dir", abs, root)
 	}
+	if !opts.ReadOnly {
+		for _, dir := range []string{in.memoryDir(), in.goalsDir()} {
+			if err := keepDir(dir); err != nil {
+				return nil, fmt.Errorf("open %s: %w", abs, err)
+			}
+		}
+	}
 	in.mem, err = memory.Open(in.memoryDir(), filepath.Join(in.derivedDir(), "index.db"),
 		memory.Options{Embedder: opts.Embedder, Logger: opts.Logger, ReadOnly: opts.ReadOnly})
 	if err != nil {
 		return nil, err
 	}
 	in.skills = &skill.Runner{Dir: filepath.Join(abs, "skills"), Root: abs,
-		CacheFile: filepath.Join(in.derivedDir(), "skill-help.json"),
-		Python:    opts.Python, Timeout: opts.SkillTimeout, OutputCap: opts.SkillOutputCap}
+		CacheFile: filepath.Join(in.derivedDir(), "skill-help.json"), ReadOnly: opts.ReadOnly,
+		Python: opts.Python, Timeout: opts.SkillTimeout, OutputCap: opts.SkillOutputCap}
+	if !opts.ReadOnly {
+		in.skills.OnCheck = in.skillChecked
+		if err := in.upgrade(context.Background()); err != nil {
+			in.Close()
+			return nil, err
+		}
+	}
 	return in, nil
+}
+
+// placeholder keeps an empty directory in git, which keeps no empty ones.
+const placeholder = ".gitkeep"
+
+// keepDir makes dir with its placeholder when either is missing.
+func keepDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	path := filepath.Join(dir, placeholder)
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return os.WriteFile(path, nil, 0o644)
+	}
+	return nil
+}
+
+// writable says why the loops cannot run on this instance, if they cannot.
+func (in *Instance) writable() error {
+	if in.opts.ReadOnly {
+		return errors.New("the instance is open read-only: the loops write memories; open it without ReadOnly")
+	}
+	return nil
 }
 
 // Close releases the memory index.
@@ -151,7 +217,8 @@ type InitReport struct {
 }
 
 // Init scaffolds a new instance at root: data/ (empty soul.md, values.json
-// holding [], goals/, memory/), skills/chat/, prompts/<step>/ with every
+// holding [], goals/ and memory/ each with a .gitkeep so a clone keeps
+// them), skills/chat/, prompts/<step>/ with every
 // default template, .gitignore for the derived .lumen/ directory, and a git
 // repository when git is installed. It refuses a directory that already
 // holds an instance.
@@ -181,6 +248,8 @@ func Init(ctx context.Context, root string) (*InitReport, error) {
 	steps := []func() error{
 		func() error { return mkdir("data/goals") },
 		func() error { return mkdir("data/memory") },
+		func() error { return write("data/goals/"+placeholder, nil, 0o644) },
+		func() error { return write("data/memory/"+placeholder, nil, 0o644) },
 		func() error { return write("data/soul.md", nil, 0o644) },
 		func() error { return write("data/values.json", []byte("[]\n"), 0o644) },
 		func() error {

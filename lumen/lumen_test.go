@@ -103,7 +103,7 @@ func TestChatTurnWritesMemoriesAndRepliesThroughTheChatSkill(t *testing.T) {
 		t.Errorf("the input's weight is %v, want 0.8 strengthened once by THINK's use to 0.85", ext[0].Current)
 	}
 	kernel := byAuthor(t, in, memory.Kernel)
-	if got := strings.Join(stepsOf(kernel), ","); got != "think,decide,act,record,trigger" {
+	if got := strings.Join(stepsOf(kernel), ","); got != "skill-check,think,decide,act,record,trigger" {
 		t.Errorf("kernel memory steps = %s, want one per step", got)
 	}
 	if act := find(kernel, "ACT: invoked skill chat"); act == nil {
@@ -162,7 +162,7 @@ func TestRunFourCyclesAlternatesActionAndExplore(t *testing.T) {
 		[]Goal{{"learn what the user cares about", 0.8, GoalTodo}, {"understand the world", 0.6, GoalPerpetual}}), nil)
 	var loops []string
 	var shown []string
-	err := in.Run(context.Background(), RunOptions{Cycles: 4, OnCycle: func(r *CycleReport) {
+	_, err := in.Run(context.Background(), RunOptions{Cycles: 4, OnCycle: func(r *CycleReport) {
 		loops = append(loops, r.Loop)
 		if r.Action != nil {
 			shown = append(shown, r.Action.Reply())
@@ -316,7 +316,7 @@ func TestAbilityGapCreatesAGoalThenTheSkillWhoseHelpIsRead(t *testing.T) {
 	in, p := newInstance(t, "skill-gap.json", state(
 		[]Value{{"helpfulness", 0.8, ValueActive}}, []Goal{{"tell the user the weather in Paris", 0.9, GoalTodo}}), nil)
 	var reps []*CycleReport
-	err := in.Run(context.Background(), RunOptions{Cycles: 4, OnCycle: func(r *CycleReport) { reps = append(reps, r) }})
+	_, err := in.Run(context.Background(), RunOptions{Cycles: 4, OnCycle: func(r *CycleReport) { reps = append(reps, r) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,7 +397,7 @@ func TestCtrlCFinishesTheCurrentStepThenStops(t *testing.T) {
 		}
 	}
 	var reps []*CycleReport
-	if err := in.Run(ctx, RunOptions{OnCycle: func(r *CycleReport) { reps = append(reps, r) }}); err != nil {
+	if _, err := in.Run(ctx, RunOptions{OnCycle: func(r *CycleReport) { reps = append(reps, r) }}); err != nil {
 		t.Fatal(err)
 	}
 	if len(reps) != 1 || reps[0].Action.Stopped != "think" {
@@ -546,7 +546,7 @@ func TestStaleGoalTriggersReflectionWhichCanRemoveIt(t *testing.T) {
 		[]Goal{{"write the essay", 0.9, GoalWorking}, {"tidy my notes", 0.3, GoalTodo}}),
 		func(o *Options) { o.StaleAfter = 2 })
 	var reps []*CycleReport
-	if err := in.Run(context.Background(), RunOptions{Cycles: 3, OnCycle: func(r *CycleReport) { reps = append(reps, r) }}); err != nil {
+	if _, err := in.Run(context.Background(), RunOptions{Cycles: 3, OnCycle: func(r *CycleReport) { reps = append(reps, r) }}); err != nil {
 		t.Fatal(err)
 	}
 	allUsed(t, p)
@@ -608,7 +608,7 @@ func TestDocsWalkThroughScriptsPlay(t *testing.T) {
 	}
 	defer again.Close()
 	var reps []*CycleReport
-	if err := again.Run(ctx, RunOptions{Cycles: 2, OnCycle: func(r *CycleReport) { reps = append(reps, r) }}); err != nil {
+	if _, err := again.Run(ctx, RunOptions{Cycles: 2, OnCycle: func(r *CycleReport) { reps = append(reps, r) }}); err != nil {
 		t.Fatal(err)
 	}
 	allUsed(t, run)

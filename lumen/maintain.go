@@ -32,6 +32,9 @@ func (r *MaintenanceReport) did() bool { return r.Decayed || len(r.Summarized) >
 // accumulated in it.
 func (in *Instance) Maintain(ctx context.Context) (*MaintenanceReport, error) {
 	rep := &MaintenanceReport{}
+	if err := in.writable(); err != nil {
+		return rep, err
+	}
 	now := in.opts.Now()
 	last, err := in.mem.LastDecay(ctx)
 	if err != nil {
@@ -39,10 +42,10 @@ func (in *Instance) Maintain(ctx context.Context) (*MaintenanceReport, error) {
 	}
 	if last.IsZero() || now.Sub(last) >= in.opts.DecayEvery {
 		hours := in.opts.HalfLife.Hours()
-		_, err := in.mem.Append(memory.Memory{Timestamp: now, Author: memory.Kernel, Weight: initialWeight(memory.Kernel),
+		_, err := in.write(memory.Memory{Author: memory.Kernel, Weight: initialWeight(memory.Kernel),
 			Step: "maintain", Situation: "maintenance",
 			Description: fmt.Sprintf("MAINTAIN: decayed memory weights by idle time (half-life %.0f hours); the memory files are unchanged, current weights live in the index", hours),
-			Decay:       &memory.Decay{HalfLifeHours: hours}})
+			Decay:       &memory.Decay{HalfLifeHours: hours}}, nil)
 		if err != nil {
 			return rep, err
 		}
@@ -84,9 +87,9 @@ func (in *Instance) summaryDue(ctx context.Context) (map[int][]memory.Entry, err
 	}
 	due := map[int][]memory.Entry{}
 	for _, dir := range years {
-		year, err := strconv.Atoi(filepath.Base(dir)) // four digits, by the glob
+		year, err := strconv.Atoi(filepath.Base(dir))
 		if err != nil {
-			return nil, fmt.Errorf("memory year directory %s: %w", dir, err)
+			continue
 		}
 		var after int64
 		if data, err := os.ReadFile(in.summaryPath(year)); err == nil {
@@ -116,16 +119,14 @@ func (in *Instance) summaryDue(ctx context.Context) (map[int][]memory.Entry, err
 }
 
 type summaryAnswer struct {
-	Summary string `json:"summary" jsonschema:"description=the whole updated summary of the year, in Markdown"`
+	Summary string `json:"summary"`
 }
 
 func (in *Instance) summarize(ctx context.Context, year int, entries []memory.Entry, rep *MaintenanceReport) error {
-	previous := "(no summary yet)"
+	previous := ""
 	if data, err := os.ReadFile(in.summaryPath(year)); err == nil {
 		_, body := splitSummary(string(data))
-		if strings.TrimSpace(body) != "" {
-			previous = strings.TrimSpace(body)
-		}
+		previous = strings.TrimSpace(body)
 	}
 	snap, err := in.snapshot()
 	if err != nil {
@@ -146,6 +147,6 @@ func (in *Instance) summarize(ctx context.Context, year int, entries []memory.En
 	}
 	_, err = in.remember(memory.Kernel, "summarize", "maintenance",
 		fmt.Sprintf("SUMMARIZE: updated data/memory/%04d/summary.md from %d memories (%s to %s)", year, len(entries), entries[0].ID, through),
-		map[string]any{"year": year, "memories": len(entries), "through": through, "usage": rep.Usage})
+		map[string]any{"year": year, "memories": len(entries), "through": through})
 	return err
 }

@@ -2,7 +2,6 @@ package lumen
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -17,7 +16,10 @@ import (
 	"github.com/llmkernels/kernels/lumen/memory"
 )
 
-var placeholder = regexp.MustCompile(`\{\{\s*([a-z_]+)\s*\}\}`)
+// placeholderRE matches {{name}} and {{name|text}}: text stands in when
+// the variable is empty, so what the LLM reads about an empty value lives
+// in the template too.
+var placeholderRE = regexp.MustCompile(`\{\{\s*([a-z_]+)\s*(?:\|([^}]*))?\}\}`)
 
 // template reads prompts/<step>/<file> from the instance; a file the user
 // deleted falls back to the built-in default, with a warning.
@@ -36,16 +38,20 @@ func (in *Instance) template(step, file string) (string, error) {
 	return string(data), nil
 }
 
-// render substitutes {{name}} with vars[name]. A name with no value is an
+// render substitutes {{name}} with vars[name], and {{name|text}} with
+// text when vars[name] is empty. A name the step does not provide is an
 // error naming the template and the names it may use.
 func render(where, tmpl string, vars map[string]string) (string, error) {
 	var missing []string
-	out := placeholder.ReplaceAllStringFunc(tmpl, func(m string) string {
-		name := placeholder.FindStringSubmatch(m)[1]
-		v, ok := vars[name]
+	out := placeholderRE.ReplaceAllStringFunc(tmpl, func(m string) string {
+		sub := placeholderRE.FindStringSubmatch(m)
+		v, ok := vars[sub[1]]
 		if !ok {
-			missing = append(missing, name)
+			missing = append(missing, sub[1])
 			return m
+		}
+		if strings.TrimSpace(v) == "" && sub[2] != "" {
+			return sub[2]
 		}
 		return v
 	})
@@ -78,17 +84,17 @@ func (in *Instance) prompt(step string, vars map[string]string) (string, string,
 	return sys, user, nil
 }
 
-// Usage adds up what a step's LLM calls cost.
-type Usage struct {
-	Calls   int     `json:"calls"`
-	CostUSD float64 `json:"cost_usd"`
-}
+// Usage is what LLM calls cost: calls, tokens and US dollars.
+type Usage = memory.Usage
 
-func (u *Usage) add(calls []*llm.Call) {
+// callUsage adds up calls.
+func callUsage(calls []*llm.Call) Usage {
+	var u Usage
 	for _, c := range calls {
-		u.Calls++
-		u.CostUSD += c.CostUSD
+		u.Add(Usage{Calls: 1, InputTokens: c.Usage.InputTokens + c.Usage.CacheCreationInputTokens + c.Usage.CacheReadInputTokens,
+			OutputTokens: c.Usage.OutputTokens, CostUSD: c.CostUSD})
 	}
+	return u
 }
 
 func (in *Instance) request(system, user string) (*llm.Request, error) {
@@ -105,6 +111,8 @@ func (in *Instance) request(system, user string) (*llm.Request, error) {
 
 // ask runs one step as a structured-output call: the step's prompts with
 // vars, the answer parsed into T (malformed JSON is sent back for repair).
+// What the calls cost is added to u and to the spend the next memory line
+// records, failed attempts included.
 func ask[T any](ctx context.Context, in *Instance, step string, vars map[string]string, u *Usage) (T, error) {
 	var zero T
 	sys, user, err := in.prompt(step, vars)
@@ -116,43 +124,9 @@ func ask[T any](ctx context.Context, in *Instance, step string, vars map[string]
 		return zero, err
 	}
 	v, calls, err := llm.AskJSON[T](ctx, in.opts.Client, req, llm.JSONOptions{})
-	u.add(calls)
+	in.charge(calls, u)
 	if err != nil {
 		return zero, fmt.Errorf("step %s: %w", step, err)
 	}
 	return v, nil
-}
-
-// Initial weights of new memories, by author.
-func initialWeight(author string) float64 {
-	switch author {
-	case memory.External:
-		return 0.8
-	case memory.Self:
-		return 0.7
-	case memory.Goal:
-		return 0.6
-	}
-	return 0.3
-}
-
-// remember appends a memory; data (any JSON-able value) goes in its data
-// field. The kernel cannot skip these: a failed write fails the step.
-func (in *Instance) remember(author, step, situation, description string, data any) (string, error) {
-	return in.rememberUsed(author, step, situation, description, data, nil)
-}
-
-// rememberUsed is remember for a step that used the memories in used:
-// writing it strengthens them.
-func (in *Instance) rememberUsed(author, step, situation, description string, data any, used []string) (string, error) {
-	m := memory.Memory{Timestamp: in.opts.Now(), Author: author, Weight: initialWeight(author),
-		Situation: situation, Description: description, Step: step, Used: used}
-	if data != nil {
-		raw, err := json.Marshal(data)
-		if err != nil {
-			return "", fmt.Errorf("memory data for step %s: %w", step, err)
-		}
-		m.Data = raw
-	}
-	return in.mem.Append(m)
 }

@@ -17,36 +17,42 @@ import (
 // the memories support it.
 type Tension struct {
 	Description string   `json:"description"`
-	Evidence    []string `json:"evidence" jsonschema:"description=what in the memories shows it"`
-	Strength    float64  `json:"strength" jsonschema:"minimum=0,maximum=1,description=how strongly the evidence supports it"`
+	Evidence    []string `json:"evidence"`
+	Strength    float64  `json:"strength" jsonschema:"minimum=0,maximum=1"`
 }
 
 type reviewAnswer struct {
-	Summary  string    `json:"summary" jsonschema:"description=what happened since the last reflection, as you experienced it"`
-	Tensions []Tension `json:"tensions" jsonschema:"description=tensions or failures worth questioning; empty if none"`
+	Summary  string    `json:"summary"`
+	Tensions []Tension `json:"tensions"`
+	// Importance is how much this period matters to who the agent is
+	// (0..1), for the self memory of the review.
+	Importance *float64 `json:"importance,omitempty" jsonschema:"minimum=0,maximum=1"`
 }
 
 // Proposal is a change ASK proposes to the self.
 type Proposal struct {
-	Tension        int    `json:"tension" jsonschema:"minimum=1,description=the number of the tension it answers"`
-	Question       string `json:"question" jsonschema:"description=the question you asked yourself"`
-	Counterfactual string `json:"counterfactual" jsonschema:"description=if you made this change: how past decisions would have gone, and what kind of agent you would become"`
+	Tension        int    `json:"tension" jsonschema:"minimum=1"`
+	Question       string `json:"question"`
+	Counterfactual string `json:"counterfactual"`
 	Change         Change `json:"change"`
 	Rationale      string `json:"rationale"`
+	// Importance is how much the change matters to who the agent is
+	// (0..1), for the self memory explaining it.
+	Importance *float64 `json:"importance,omitempty" jsonschema:"minimum=0,maximum=1"`
 }
 
 type askAnswer struct {
-	Proposals []Proposal `json:"proposals" jsonschema:"description=proposed changes; empty if nothing should change"`
+	Proposals []Proposal `json:"proposals"`
 }
 
 // ProposalConflict names proposals that contradict each other.
 type ProposalConflict struct {
-	Proposals []int  `json:"proposals" jsonschema:"minItems=2,description=the numbers of the contradicting proposals"`
-	Rationale string `json:"rationale" jsonschema:"description=why they contradict"`
+	Proposals []int  `json:"proposals" jsonschema:"minItems=2"`
+	Rationale string `json:"rationale"`
 }
 
 type evolveAnswer struct {
-	Conflicts []ProposalConflict `json:"conflicts" jsonschema:"description=proposals that contradict each other; empty if they are consistent"`
+	Conflicts []ProposalConflict `json:"conflicts"`
 }
 
 // Resolution is how a conflict between proposals was settled: the one
@@ -82,6 +88,9 @@ func (in *Instance) Reflect(ctx context.Context) (*ReflectionReport, error) {
 func (in *Instance) reflect(ctx context.Context, fired []Fired) (*ReflectionReport, error) {
 	rep := &ReflectionReport{Fired: fired}
 	step := context.WithoutCancel(ctx)
+	if err := in.writable(); err != nil {
+		return rep, err
+	}
 	var firedText []string
 	for _, f := range fired {
 		firedText = append(firedText, f.String())
@@ -98,8 +107,7 @@ func (in *Instance) reflect(ctx context.Context, fired []Fired) (*ReflectionRepo
 		return rep, in.stepFailed(stepReview, err)
 	}
 	query := strings.Join(firedText, " ") + " " + valueNames(snap.values)
-	ret, err := in.mem.Retrieve(step, memory.Query{Text: query, Recent: in.opts.Recent, TopK: in.opts.TopK,
-		Authors: []string{memory.Self, memory.Goal, memory.External}})
+	ret, err := in.mem.Retrieve(step, in.query(query, []string{memory.Self, memory.Goal, memory.External}))
 	if err != nil {
 		return rep, in.stepFailed(stepReview, err)
 	}
@@ -114,8 +122,8 @@ func (in *Instance) reflect(ctx context.Context, fired []Fired) (*ReflectionRepo
 	vars := snap.vars(in.opts.Now())
 	vars["fired"] = strings.Join(firedText, "\n")
 	vars["memories"] = formatMemories(ret.Entries)
-	vars["deltas"] = orNone(deltas, "(no actions recorded since the last reflection)")
-	vars["conflicts"] = orNone(conflicts, "(no value conflicts since the last reflection)")
+	vars["deltas"] = strings.Join(deltas, "\n")
+	vars["conflicts"] = strings.Join(conflicts, "\n")
 	vars["summaries"] = summaries
 	rv, err := ask[reviewAnswer](step, in, stepReview, vars, &rep.Usage)
 	if err != nil {
@@ -125,19 +133,19 @@ func (in *Instance) reflect(ctx context.Context, fired []Fired) (*ReflectionRepo
 	if _, err := in.rememberUsed(memory.Kernel, stepReview, "reflection loop",
 		fmt.Sprintf("REVIEW: triggers fired: %s. Reviewed %d memories (self, goal, external; %s), %d prediction deltas, %d value conflicts, %d goals; found %d tensions.",
 			strings.Join(firedText, "; "), len(ret.Entries), ret.Mode, len(deltas), len(conflicts), len(snap.goals), len(rv.Tensions)),
-		map[string]any{"loop": LoopReflection, "fired": fired, "reviewed": ret.IDs(), "tensions": rv.Tensions, "usage": rep.Usage}, ret.IDs()); err != nil {
+		map[string]any{"loop": LoopReflection, "fired": fired, "reviewed": ret.IDs(), "tensions": rv.Tensions}, ret.IDs()); err != nil {
 		return rep, err
 	}
 	var tensionText []string
 	for i, t := range rv.Tensions {
 		tensionText = append(tensionText, fmt.Sprintf("%d) %s (strength %.2f)", i+1, t.Description, t.Strength))
 	}
-	if _, err := in.remember(memory.Self, stepReview, "reflection",
-		fmt.Sprintf("I reflected because: %s. What happened: %s Tensions: %s", strings.Join(firedText, "; "), rv.Summary, orNoneJoined(tensionText)),
+	if _, err := in.write(memory.Memory{Author: memory.Self, Weight: importance(rv.Importance, memory.Self), Step: stepReview, Situation: "reflection",
+		Description: fmt.Sprintf("I reflected because: %s. What happened: %s Tensions: %s", strings.Join(firedText, "; "), rv.Summary, orNoneJoined(tensionText))},
 		map[string]any{"fired": fired, "tensions": rv.Tensions}); err != nil {
 		return rep, err
 	}
-	if stop, err := in.interrupted(ctx, stepReview, &rep.Stopped); stop {
+	if stop, err := in.interrupted(ctx, stepReview, &rep.Stopped); stop || err != nil {
 		return rep, err
 	}
 
@@ -159,12 +167,19 @@ func (in *Instance) reflect(ctx context.Context, fired []Fired) (*ReflectionRepo
 		return rep, err
 	}
 	if len(asked.Proposals) > 0 {
-		if _, err := in.remember(memory.Self, "ask", "reflection", "I questioned myself: "+strings.Join(questions, " "),
+		var most *float64
+		for _, p := range asked.Proposals {
+			if p.Importance != nil && (most == nil || *p.Importance > *most) {
+				most = p.Importance
+			}
+		}
+		if _, err := in.write(memory.Memory{Author: memory.Self, Weight: importance(most, memory.Self), Step: "ask", Situation: "reflection",
+			Description: "I questioned myself: " + strings.Join(questions, " ")},
 			map[string]any{"proposals": asked.Proposals}); err != nil {
 			return rep, err
 		}
 	}
-	if stop, err := in.interrupted(ctx, "ask", &rep.Stopped); stop {
+	if stop, err := in.interrupted(ctx, "ask", &rep.Stopped); stop || err != nil {
 		return rep, err
 	}
 
@@ -266,9 +281,9 @@ func (in *Instance) evolve(ctx context.Context, vars map[string]string, tensions
 		}
 		data := map[string]any{"change": p.Change, "file": applied.File, "before": applied.Before, "after": applied.After, "tension": trig}
 		data[p.Change.Target] = p.Change.Name
-		selfID, err := in.remember(memory.Self, "evolve", "reflection: change",
-			fmt.Sprintf("I changed myself: %s (in %s, %s → %s). What triggered it: %s. Why: %s",
-				p.Change, applied.File, clip.Line(string(applied.Before), 200), clip.Line(string(applied.After), 200), trig, p.Rationale), data)
+		selfID, err := in.write(memory.Memory{Author: memory.Self, Weight: importance(p.Importance, memory.Self), Step: "evolve", Situation: "reflection: change",
+			Description: fmt.Sprintf("I changed myself: %s (in %s, %s → %s). What triggered it: %s. Why: %s",
+				p.Change, applied.File, clip.Line(string(applied.Before), 200), clip.Line(string(applied.After), 200), trig, p.Rationale)}, data)
 		if err != nil {
 			return err
 		}
@@ -350,13 +365,6 @@ func joinInts(xs []int) string {
 	return strings.Join(s, " and ")
 }
 
-func orNone(lines []string, none string) string {
-	if len(lines) == 0 {
-		return none
-	}
-	return strings.Join(lines, "\n")
-}
-
 func orNoneJoined(parts []string) string {
 	if len(parts) == 0 {
 		return "none."
@@ -366,7 +374,7 @@ func orNoneJoined(parts []string) string {
 
 func formatTensions(ts []Tension) string {
 	if len(ts) == 0 {
-		return "(no tensions found)"
+		return ""
 	}
 	var b strings.Builder
 	for i, t := range ts {
@@ -446,9 +454,6 @@ func (in *Instance) summaries() (string, error) {
 		}
 		_, body := splitSummary(string(data))
 		fmt.Fprintf(&b, "## %s\n%s\n\n", filepath.Base(filepath.Dir(p)), strings.TrimSpace(body))
-	}
-	if b.Len() == 0 {
-		return "(no yearly summaries yet)", nil
 	}
 	return strings.TrimSpace(b.String()), nil
 }

@@ -2,9 +2,9 @@ package lumen
 
 import (
 	"fmt"
-	"strings"
-
 	"github.com/llmkernels/kernels/internal/clip"
+	"strings"
+	"time"
 )
 
 // Text renders what init made.
@@ -125,11 +125,34 @@ func (r *ExploreReport) Text() string {
 	return b.String()
 }
 
-// Text renders a cycle of lumen run; what skills displayed to the user is
-// shown as "lumen> …" lines.
+// UsageText is "N calls, I→O tokens, $C".
+func UsageText(u Usage) string {
+	return fmt.Sprintf("%d calls, %s→%s tokens, $%.4f", u.Calls, kilo(u.InputTokens), kilo(u.OutputTokens), u.CostUSD)
+}
+
+func kilo(n int) string {
+	if n < 1000 {
+		return fmt.Sprint(n)
+	}
+	return fmt.Sprintf("%.1fk", float64(n)/1000)
+}
+
+// StepLine is one line for a memory a run wrote: time, author and step,
+// the spend recorded on it, and what it says.
+func StepLine(r Record) string {
+	spend := ""
+	if r.Usage != nil {
+		spend = fmt.Sprintf("  %d call(s) %s→%s tok $%.4f", r.Usage.Calls, kilo(r.Usage.InputTokens), kilo(r.Usage.OutputTokens), r.Usage.CostUSD)
+	}
+	return fmt.Sprintf("%s  %-8s %-11s%s  %s", r.Timestamp.Local().Format("15:04:05"), r.Author, r.Step, spend, clip.Line(r.Description, 140))
+}
+
+// Text renders a cycle of lumen run: a header (when, how long, what it
+// cost), what the loop did, and what skills displayed to the user as
+// "lumen> …" lines.
 func (r *CycleReport) Text() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "cycle %d · %s · ", r.N, r.Loop)
+	fmt.Fprintf(&b, "cycle %d · %s · %s · %s · %s · ", r.N, r.Started.Local().Format("15:04:05"), r.Duration.Round(time.Millisecond), UsageText(r.Usage), r.Loop)
 	switch {
 	case r.Idle != "":
 		b.WriteString("idle: " + r.Idle)
@@ -143,6 +166,9 @@ func (r *CycleReport) Text() string {
 		if r.Explore.Skill != nil && r.Explore.Skill.Display != "" {
 			b.WriteString("\n" + indent(r.Explore.Skill.Display, "lumen> "))
 		}
+	}
+	if r.Failed != "" {
+		fmt.Fprintf(&b, "\n  FAILED: %s; next cycle after %s", clip.Line(r.Failed, 300), r.Backoff)
 	}
 	if m := r.Maintenance; m != nil {
 		var did []string
@@ -163,4 +189,21 @@ func indent(text, prefix string) string {
 		lines[i] = prefix + l
 	}
 	return strings.Join(lines, "\n")
+}
+
+// Text renders the totals of a run.
+func (r *RunReport) Text() string {
+	loops := []string{}
+	for _, l := range []string{LoopAction, LoopExplore} {
+		loops = append(loops, fmt.Sprintf("%d %s", r.ByLoop[l], l))
+	}
+	return fmt.Sprintf("run: %d cycles (%s; %d idle, %d failed) in %s; %s; $%.4f spent today (UTC, every process); stopped: %s%s",
+		r.Cycles, strings.Join(loops, ", "), r.Idle, r.Failed, r.Elapsed.Round(time.Second), UsageText(r.Usage), r.SpentDay, r.Stopped, detail(r.Detail))
+}
+
+func detail(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " (" + s + ")"
 }

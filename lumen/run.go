@@ -3,10 +3,12 @@ package lumen
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/lumen/memory"
 )
 
@@ -14,62 +16,259 @@ import (
 type CycleReport struct {
 	N           int                `json:"n"`
 	Loop        string             `json:"loop"` // action or explore
+	Started     time.Time          `json:"started"`
+	Duration    time.Duration      `json:"duration"`
+	Usage       Usage              `json:"usage"` // every LLM call of the cycle
 	Idle        string             `json:"idle,omitempty"`
 	Action      *ActionReport      `json:"action,omitempty"`
 	Explore     *ExploreReport     `json:"explore,omitempty"`
 	Maintenance *MaintenanceReport `json:"maintenance,omitempty"`
+	// Failed is why the cycle failed; the run goes on after a back-off.
+	Failed  string        `json:"failed,omitempty"`
+	Backoff time.Duration `json:"backoff,omitempty"`
 }
 
-// RunOptions control lumen run.
+// RunOptions control lumen run. Zero fields mean no limit, or the default.
 type RunOptions struct {
-	Cycles   int           // cycles to run; 0 runs until ctx is cancelled
-	Interval time.Duration // wait between cycles
-	OnCycle  func(*CycleReport)
+	Cycles   int           // stop after this many cycles
+	Interval time.Duration // wait between cycles (the loop timer); 0 goes back to back
+	For      time.Duration // stop once this much time has passed
+	// MaxCost stops the run once its LLM calls cost this many US dollars;
+	// MaxCostDay once the calls recorded in memory today (UTC; every
+	// process, this run included) cost this much. Both are checked before
+	// every call, so the call under way can pass a cap by its own cost.
+	MaxCost    float64
+	MaxCostDay float64
+	// NoReflect turns the reflection loop off for the run (the reflexivity
+	// ablation); the cycles and trigger memories record it.
+	NoReflect bool
+	// Backoff is the wait after a failed cycle, doubling with each failure
+	// in a row up to MaxBackoff; defaults 30s and 30m. A success resets it.
+	Backoff, MaxBackoff time.Duration
+	OnCycle             func(*CycleReport)
+	// OnStep is told of every memory the run writes, as it is written.
+	OnStep func(Record)
 }
 
-// Run runs the internal loop: each cycle is an action loop (pursue the
+// Why a run stopped.
+const (
+	StopCycles      = "cycles"        // --cycles reached
+	StopInterrupted = "interrupted"   // Ctrl-C or SIGTERM
+	StopTimeLimit   = "time limit"    // --for reached
+	StopRunCost     = "run spend cap" // --max-cost reached
+	StopDayCost     = "day spend cap" // --max-cost-day reached
+)
+
+// RunReport sums up a run.
+type RunReport struct {
+	Started  time.Time      `json:"started"`
+	Elapsed  time.Duration  `json:"elapsed"`
+	Cycles   int            `json:"cycles"`
+	ByLoop   map[string]int `json:"by_loop"`
+	Idle     int            `json:"idle"`
+	Failed   int            `json:"failed"`
+	Usage    Usage          `json:"usage"`
+	SpentDay float64        `json:"spent_today_usd"` // recorded in memory today, every process
+	Stopped  string         `json:"stopped"`         // one of the Stop constants
+	Detail   string         `json:"detail,omitempty"`
+}
+
+// Limited reports whether the run stopped before its natural end: a
+// signal, a time limit or a spend cap (it can be resumed by running again).
+func (r *RunReport) Limited() bool { return r.Stopped != StopCycles }
+
+// ErrSpendCap is wrapped by the error of an LLM call refused because a
+// spend cap was reached.
+var ErrSpendCap = errors.New("spend cap reached")
+
+type capError struct {
+	which string // StopRunCost or StopDayCost
+	msg   string
+}
+
+func (e *capError) Error() string { return e.msg }
+func (e *capError) Unwrap() error { return ErrSpendCap }
+
+// capped is a provider that refuses a request once a spend cap is reached.
+type capped struct {
+	llm.Provider
+	check func() error
+}
+
+func (c capped) Messages(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	return c.Provider.Messages(ctx, req)
+}
+
+// Run runs the internal loop until it is stopped: by ctx (Ctrl-C, SIGTERM),
+// Cycles, For, or a spend cap. Each cycle is an action loop (pursue the
 // highest-weight active goal) or an explore loop, alternating (the first
 // cycle continues the alternation recorded in memory); the reflection
 // trigger is checked after every action loop, and maintenance runs after
-// every cycle when due. When ctx is cancelled (Ctrl-C), the step under way
-// finishes and Run returns nil.
-func (in *Instance) Run(ctx context.Context, ro RunOptions) error {
-	for n := 1; ro.Cycles <= 0 || n <= ro.Cycles; n++ {
-		if ctx.Err() != nil {
-			return nil
+// every cycle when due. A cycle that fails (a skill, a malformed answer,
+// an unreachable provider) is recorded as a kernel memory and the loop
+// goes on after a back-off that grows while failures repeat. When ctx is
+// cancelled, the step under way finishes first.
+func (in *Instance) Run(ctx context.Context, ro RunOptions) (*RunReport, error) {
+	if err := in.writable(); err != nil {
+		return nil, err
+	}
+	if in.opts.Client == nil {
+		return nil, errors.New("no LLM configured: the loops need a provider (--provider, --model; docs/configuration.md)")
+	}
+	if ro.Backoff <= 0 {
+		ro.Backoff = 30 * time.Second
+	}
+	if ro.MaxBackoff <= 0 {
+		ro.MaxBackoff = 30 * time.Minute
+	}
+	rep := &RunReport{Started: in.opts.Now(), ByLoop: map[string]int{}}
+	start := time.Now()
+	base := in.Spent()
+	client := *in.opts.Client
+	client.Provider = capped{Provider: client.Provider, check: func() error { return in.checkCaps(ctx, ro, base) }}
+	saved := in.opts.Client
+	in.opts.Client = &client
+	in.observe, in.noReflect = ro.OnStep, ro.NoReflect
+	defer func() {
+		in.opts.Client, in.observe, in.noReflect = saved, nil, false
+	}()
+	finish := func(why, detail string) (*RunReport, error) {
+		rep.Stopped, rep.Detail = why, detail
+		rep.Elapsed = time.Since(start)
+		rep.Usage = in.Spent()
+		rep.Usage.Calls -= base.Calls
+		rep.Usage.InputTokens -= base.InputTokens
+		rep.Usage.OutputTokens -= base.OutputTokens
+		rep.Usage.CostUSD -= base.CostUSD
+		day, err := in.mem.Spend(context.WithoutCancel(ctx), memory.Day(in.opts.Now()))
+		rep.SpentDay = day
+		return rep, err
+	}
+	// wait sleeps d, or less when the time limit comes first; false when
+	// the run must stop instead.
+	wait := func(d time.Duration) (string, bool) {
+		limit := ""
+		if ro.For > 0 {
+			if left := ro.For - time.Since(start); left <= d {
+				d, limit = max(left, 0), StopTimeLimit
+			}
 		}
-		if n > 1 && ro.Interval > 0 {
-			t := time.NewTimer(ro.Interval)
+		if d > 0 {
+			t := time.NewTimer(d)
+			defer t.Stop()
 			select {
 			case <-ctx.Done():
-				t.Stop()
-				return nil
+				return StopInterrupted, false
 			case <-t.C:
 			}
 		}
-		rep, err := in.cycle(ctx, n)
-		if ro.OnCycle != nil && rep != nil {
-			ro.OnCycle(rep)
+		return limit, limit == ""
+	}
+	failures := 0
+	for n := 1; ro.Cycles <= 0 || n <= ro.Cycles; n++ {
+		if ctx.Err() != nil {
+			return finish(StopInterrupted, "")
 		}
-		if err != nil && rep == nil {
-			return fmt.Errorf("cycle %d: %w", n, err)
+		if ro.For > 0 && time.Since(start) >= ro.For {
+			return finish(StopTimeLimit, fmt.Sprintf("ran for %s", ro.For))
+		}
+		if err := in.checkCaps(ctx, ro, base); err != nil {
+			var ce *capError
+			errors.As(err, &ce)
+			return finish(ce.which, err.Error())
+		}
+		cr, err := in.cycle(ctx, n, ro)
+		rep.Cycles++
+		rep.ByLoop[cr.Loop]++
+		if cr.Idle != "" {
+			rep.Idle++
+		}
+		var ce *capError
+		if errors.As(err, &ce) {
+			cr.Failed = err.Error()
+			if ro.OnCycle != nil {
+				ro.OnCycle(cr)
+			}
+			return finish(ce.which, err.Error())
 		}
 		if err != nil {
-			return fmt.Errorf("cycle %d (%s loop): %w", n, rep.Loop, err)
+			failures++
+			rep.Failed++
+			cr.Failed = err.Error()
+			cr.Backoff = min(ro.MaxBackoff, ro.Backoff<<min(failures-1, 20))
+			if _, werr := in.remember(memory.Kernel, "cycle", "lumen run",
+				fmt.Sprintf("CYCLE FAILED: cycle %d (%s loop): %v; failure %d in a row, waiting %s before the next cycle", n, cr.Loop, err, failures, cr.Backoff),
+				map[string]any{"loop": cr.Loop, "n": n, "failed": true, "error": err.Error(), "in_a_row": failures, "backoff_seconds": cr.Backoff.Seconds()}); werr != nil {
+				// Not even the failure can be written: nothing more can be done safely.
+				return finish("failed", werr.Error())
+			}
+		} else {
+			failures = 0
+		}
+		if ro.OnCycle != nil {
+			ro.OnCycle(cr)
+		}
+		if ro.Cycles > 0 && n >= ro.Cycles {
+			break
+		}
+		pause := ro.Interval
+		if cr.Failed != "" {
+			pause = max(pause, cr.Backoff)
+		}
+		if why, ok := wait(pause); !ok {
+			return finish(why, "")
+		}
+	}
+	return finish(StopCycles, fmt.Sprintf("%d cycles", ro.Cycles))
+}
+
+// checkCaps refuses an LLM call once a spend cap is reached.
+func (in *Instance) checkCaps(ctx context.Context, ro RunOptions, base Usage) error {
+	if ro.MaxCost > 0 {
+		if run := in.Spent().CostUSD - base.CostUSD; run >= ro.MaxCost {
+			return &capError{StopRunCost, fmt.Sprintf("%v: this run spent $%.4f of its --max-cost $%.4f", ErrSpendCap, run, ro.MaxCost)}
+		}
+	}
+	if ro.MaxCostDay > 0 {
+		day, err := in.mem.Spend(context.WithoutCancel(ctx), memory.Day(in.opts.Now()))
+		if err != nil {
+			return err
+		}
+		in.mu.Lock()
+		day += in.pending.CostUSD
+		in.mu.Unlock()
+		if day >= ro.MaxCostDay {
+			return &capError{StopDayCost, fmt.Sprintf("%v: $%.4f spent today (UTC, every process) of --max-cost-day $%.4f", ErrSpendCap, day, ro.MaxCostDay)}
 		}
 	}
 	return nil
 }
 
-func (in *Instance) cycle(ctx context.Context, n int) (*CycleReport, error) {
+func (in *Instance) cycle(ctx context.Context, n int, ro RunOptions) (*CycleReport, error) {
 	step := context.WithoutCancel(ctx)
+	rep := &CycleReport{N: n, Loop: LoopAction, Started: in.opts.Now()}
+	began, spent := time.Now(), in.Spent()
+	defer func() {
+		rep.Duration = time.Since(began)
+		rep.Usage = in.Spent()
+		rep.Usage.Calls -= spent.Calls
+		rep.Usage.InputTokens -= spent.InputTokens
+		rep.Usage.OutputTokens -= spent.OutputTokens
+		rep.Usage.CostUSD -= spent.CostUSD
+	}()
 	kind, err := in.nextLoop(step)
 	if err != nil {
-		return nil, err
+		return rep, err
 	}
-	rep := &CycleReport{N: n, Loop: kind}
-	if _, err := in.remember(memory.Kernel, "cycle", "lumen run", fmt.Sprintf("CYCLE: %s loop (cycle %d of this run)", kind, n),
-		map[string]any{"loop": kind, "n": n}); err != nil {
+	rep.Loop = kind
+	data := map[string]any{"loop": kind, "n": n}
+	if ro.NoReflect {
+		data["reflect"] = false
+	}
+	if _, err := in.remember(memory.Kernel, "cycle", "lumen run", fmt.Sprintf("CYCLE: %s loop (cycle %d of this run)", kind, n), data); err != nil {
 		return rep, err
 	}
 	if kind == LoopExplore {
@@ -98,7 +297,7 @@ func (in *Instance) nextLoop(ctx context.Context) (string, error) {
 		Loop string `json:"loop"`
 	}
 	if err := json.Unmarshal(last[0].Data, &d); err != nil {
-		return LoopAction, nil // a hand-edited cycle record only restarts the alternation
+		return LoopAction, nil // a hand-edited cycle memory: start with action
 	}
 	if d.Loop == LoopAction {
 		return LoopExplore, nil
@@ -121,19 +320,18 @@ func (in *Instance) pursueGoal(ctx context.Context) (*ActionReport, string, erro
 		return nil, idle, err
 	}
 	g := active[0]
-	if _, err := in.remember(memory.Goal, "select", "action loop",
-		fmt.Sprintf("Selected goal %q (weight %.2f, %s) to pursue: the highest-weight active goal.", g.Name, g.Weight, g.Status),
+	if _, err := in.write(memory.Memory{Author: memory.Goal, Weight: g.Weight, Step: "select", Situation: "action loop",
+		Description: fmt.Sprintf("Selected goal %q (weight %.2f, %s) to pursue: the highest-weight active goal.", g.Name, g.Weight, g.Status)},
 		map[string]any{"goal": g.Name, "weight": g.Weight, "status": g.Status}); err != nil {
 		return nil, "", err
 	}
 	var moved *AppliedChange
 	if g.Status == GoalTodo {
-		// A refusal only leaves the goal as it was; the loop pursues it anyway.
-		var err error
-		if moved, _, err = in.applyLogged(context.WithoutCancel(ctx), LoopAction, "select", Change{Target: "goal", Op: "set_status", Name: g.Name, Status: GoalWorking}); err != nil {
+		applied, _, err := in.applyLogged(context.WithoutCancel(ctx), LoopAction, "select", Change{Target: "goal", Op: "set_status", Name: g.Name, Status: GoalWorking})
+		if err != nil {
 			return nil, "", err
 		}
-		if moved != nil {
+		if moved = applied; moved != nil {
 			g.Status = GoalWorking
 		}
 	}
@@ -145,15 +343,26 @@ func (in *Instance) pursueGoal(ctx context.Context) (*ActionReport, string, erro
 }
 
 // Chat runs one chat turn: the input is stored as an external memory, the
-// action loop runs on it, and whatever the chosen skill shows the user
-// (the chat skill's reply) is in the report's Skill.Display.
+// action loop runs on it with the conversation so far, and whatever the
+// chosen skill shows the user (the chat skill's reply) is in the report's
+// Skill.Display. The turn joins the conversation the next turns see.
 func (in *Instance) Chat(ctx context.Context, input string) (*ActionReport, error) {
 	input = strings.TrimSpace(input)
 	if input == "" {
 		return nil, fmt.Errorf("chat: empty input: type something to say")
 	}
-	if _, err := in.remember(memory.External, "chat", "chat", input, nil); err != nil {
+	if err := in.writable(); err != nil {
 		return nil, err
 	}
-	return in.actionLoop(ctx, trigger{external: input})
+	id, err := in.remember(memory.External, "chat", "chat", input, nil)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := in.actionLoop(ctx, trigger{external: input, externalID: id})
+	reply := ""
+	if rep != nil {
+		reply = rep.Reply()
+	}
+	in.addExchange(Exchange{At: in.opts.Now(), Input: input, Reply: reply})
+	return rep, err
 }

@@ -35,18 +35,23 @@ func (f Fired) String() string { return f.Condition + " (" + f.Detail + ")" }
 // triggerAnswer is the TRIGGER step's judgment of the two conditions that
 // need one; the kernel checks both against the facts.
 type triggerAnswer struct {
-	TensionValues        []string `json:"tension_values" jsonschema:"description=names of the values that pulled against each other in this action; empty if none did"`
+	TensionValues        []string `json:"tension_values"`
 	TensionWhy           string   `json:"tension_why"`
-	SelfExaminationQuote string   `json:"self_examination_quote" jsonschema:"description=the exact words of the external input that ask you to examine yourself; empty if it does not"`
+	SelfExaminationQuote string   `json:"self_examination_quote"`
 }
 
 // afterAction runs the reflection trigger after an action loop and, when
 // a condition fires, the reflection loop.
 func (in *Instance) afterAction(ctx context.Context, after string, tr trigger, rep *ActionReport, delta *float64) error {
-	if stop, err := in.interrupted(ctx, after, &rep.Stopped); stop {
+	if stop, err := in.interrupted(ctx, after, &rep.Stopped); stop || err != nil {
 		return err
 	}
 	step := context.WithoutCancel(ctx)
+	if in.noReflect {
+		_, err := in.remember(memory.Kernel, stepTrigger, "reflection trigger after the action loop",
+			"TRIGGER: not checked: reflection is off for this run (lumen run --no-reflect)", map[string]any{"no_reflect": true})
+		return err
+	}
 	fired, err := in.checkTrigger(step, tr, rep, delta)
 	if err != nil {
 		return in.stepFailed(stepTrigger, err)
@@ -55,7 +60,7 @@ func (in *Instance) afterAction(ctx context.Context, after string, tr trigger, r
 	if len(fired) == 0 {
 		return nil
 	}
-	if stop, err := in.interrupted(ctx, stepTrigger, &rep.Stopped); stop {
+	if stop, err := in.interrupted(ctx, stepTrigger, &rep.Stopped); stop || err != nil {
 		return err
 	}
 	rep.Reflection, err = in.reflect(ctx, fired)
@@ -139,18 +144,14 @@ func (in *Instance) checkTrigger(ctx context.Context, tr trigger, rep *ActionRep
 		if v := rep.Verdict; v != nil && v.Outcome == OutcomeAct {
 			vars["action"] = v.Scores[v.Chosen-1].Action
 		}
-		if vars["high_values"] == "" {
-			vars["high_values"] = "(fewer than two values scored high: no tension is possible)"
-		}
-		if vars["input"] == "" {
-			vars["input"] = "(no external input this cycle)"
+		if len(high) < 2 {
+			vars["high_values"] = ""
 		}
 		ans, err := ask[triggerAnswer](ctx, in, stepTrigger, vars, &u)
+		rep.Usage.Add(u)
 		if err != nil {
 			return nil, err
 		}
-		rep.Usage.Calls += u.Calls
-		rep.Usage.CostUSD += u.CostUSD
 		checked["judged"] = ans
 		var conflicting []string
 		for _, name := range ans.TensionValues {
@@ -179,7 +180,7 @@ func (in *Instance) checkTrigger(ctx context.Context, tr trigger, rep *ActionRep
 		desc = "TRIGGER: fired " + strings.Join(parts, "; ") + "; entering reflection"
 	}
 	_, err = in.remember(memory.Kernel, stepTrigger, "reflection trigger after the action loop", desc,
-		map[string]any{"fired": fired, "checked": checked, "usage": u})
+		map[string]any{"fired": fired, "checked": checked})
 	return fired, err
 }
 
@@ -187,30 +188,47 @@ func (in *Instance) checkTrigger(ctx context.Context, tr trigger, rep *ActionRep
 // without being pursued, created or changed, counting from the last
 // reflection at most (so a stale goal fires once per reflection).
 func (in *Instance) staleGoals(ctx context.Context, lastReview int64) ([]Fired, error) {
-	goals, err := in.Goals()
+	idle, err := in.idleGoals(ctx, lastReview)
 	if err != nil {
 		return nil, err
 	}
 	var fired []Fired
+	for _, g := range idle {
+		if g.Cycles >= in.opts.StaleAfter {
+			fired = append(fired, Fired{FiredStale, fmt.Sprintf("goal %q idle for %d action cycles", g.Name, g.Cycles)})
+		}
+	}
+	return fired, nil
+}
+
+// IdleGoal is a todo or working goal and how many action cycles passed
+// since a memory last named it (or since from, if later).
+type IdleGoal struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	Cycles int    `json:"idle_cycles"`
+}
+
+func (in *Instance) idleGoals(ctx context.Context, from int64) ([]IdleGoal, error) {
+	goals, err := in.Goals()
+	if err != nil {
+		return nil, err
+	}
+	marks, err := in.mem.GoalMarks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []IdleGoal
 	for _, g := range goals {
 		if g.Status != GoalTodo && g.Status != GoalWorking {
 			continue
 		}
-		since := lastReview
-		touched, err := in.mem.List(ctx, memory.Filter{DataKey: "goal", DataValue: g.Name, Limit: 1})
+		since := max(from, marks[strings.ToLower(strings.TrimSpace(g.Name))].TouchedSeq)
+		n, err := in.mem.Count(ctx, memory.Filter{Authors: []string{memory.Kernel}, Step: stepThink, AfterSeq: since})
 		if err != nil {
 			return nil, err
 		}
-		if len(touched) == 1 && touched[0].Seq > since {
-			since = touched[0].Seq
-		}
-		idle, err := in.mem.Count(ctx, memory.Filter{Authors: []string{memory.Kernel}, Step: stepThink, AfterSeq: since})
-		if err != nil {
-			return nil, err
-		}
-		if idle >= in.opts.StaleAfter {
-			fired = append(fired, Fired{FiredStale, fmt.Sprintf("goal %q idle for %d action cycles", g.Name, idle)})
-		}
+		out = append(out, IdleGoal{Name: g.Name, Status: g.Status, Cycles: n})
 	}
-	return fired, nil
+	return out, nil
 }

@@ -2,7 +2,9 @@ package lumen
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"github.com/llmkernels/kernels/internal/clip"
 	"sort"
 	"strings"
 	"time"
@@ -20,7 +22,45 @@ type Status struct {
 	Goals     []GoalRecord   `json:"goals"`  // active goals (not done), heaviest first
 	Memories  map[string]int `json:"memories"`
 	Retrieval string         `json:"retrieval"`
-	Skills    []skill.Skill  `json:"skills"`
+	// Index says where the memory index lives: "on disk", or "in memory"
+	// (a read-only instance whose index was missing or stale).
+	Index  string        `json:"index"`
+	Skills []SkillStatus `json:"skills"`
+	// LastReflection is the latest reflection and what triggered it; nil
+	// when the agent never reflected.
+	LastReflection *ReflectionMark `json:"last_reflection"`
+	// StaleGoals are the todo or working goals idle for at least
+	// StaleAfter action cycles.
+	StaleGoals []IdleGoal `json:"stale_goals"`
+	// Failures are the failed steps and cycles of the last seven days,
+	// newest first (at most ten).
+	Failures []Failure `json:"recent_failures"`
+	// SpentToday is the LLM spend recorded in memory today (UTC), in US
+	// dollars, by every process.
+	SpentToday float64 `json:"spent_today_usd"`
+	StaleAfter int     `json:"stale_after_cycles"`
+}
+
+// ReflectionMark is one reflection, as its REVIEW memory records it.
+type ReflectionMark struct {
+	When     time.Time `json:"when"`
+	MemoryID string    `json:"memory_id"`
+	Fired    []Fired   `json:"fired"`
+}
+
+// Failure is a failed step or cycle.
+type Failure struct {
+	When     time.Time `json:"when"`
+	MemoryID string    `json:"memory_id"`
+	Step     string    `json:"step"`
+	Error    string    `json:"error"`
+}
+
+// SkillStatus is a skill and what the kernel knows of its current version.
+type SkillStatus struct {
+	skill.Check
+	HasMain bool `json:"has_main"`
+	Kept    int  `json:"kept_versions"`
 }
 
 // topValues is how many values status shows.
@@ -36,17 +76,83 @@ func (in *Instance) Status(ctx context.Context) (*Status, error) {
 	if err != nil {
 		return nil, err
 	}
-	skills, err := in.skills.List()
+	skills, err := in.SkillStatuses()
 	if err != nil {
 		return nil, err
 	}
 	st := &Status{Root: in.Root, Soul: summarizeSoul(snap.soul), SoulEmpty: strings.TrimSpace(snap.soul) == "",
 		Values: activeValues(snap.values), Goals: activeGoals(snap.goals), Memories: counts,
-		Retrieval: in.mem.Mode(), Skills: skills}
+		Retrieval: in.mem.Mode(), Index: "on disk", Skills: skills, StaleAfter: in.opts.StaleAfter}
+	if in.mem.InMemory() {
+		st.Index = "in memory (the on-disk index is missing or stale and cannot be written here)"
+	}
 	if len(st.Values) > topValues {
 		st.Values = st.Values[:topValues]
 	}
+	last, err := in.mem.List(ctx, memory.Filter{Authors: []string{memory.Kernel}, Step: stepReview, Limit: 1})
+	if err != nil {
+		return nil, err
+	}
+	var lastReview int64
+	if len(last) == 1 {
+		var d struct {
+			Fired []Fired `json:"fired"`
+		}
+		if err := json.Unmarshal(last[0].Data, &d); err != nil {
+			d.Fired = nil // a hand-edited memory: shown without its triggers
+		}
+		st.LastReflection = &ReflectionMark{When: last[0].Timestamp, MemoryID: last[0].ID, Fired: d.Fired}
+		lastReview = last[0].Seq
+	}
+	idle, err := in.idleGoals(ctx, lastReview)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range idle {
+		if g.Cycles >= in.opts.StaleAfter {
+			st.StaleGoals = append(st.StaleGoals, g)
+		}
+	}
+	now := in.opts.Now()
+	failed, err := in.mem.List(ctx, memory.Filter{Authors: []string{memory.Kernel}, SinceDay: memory.Day(now.AddDate(0, 0, -7)), DataHas: "error"})
+	if err != nil {
+		return nil, err
+	}
+	for i := len(failed) - 1; i >= 0 && len(st.Failures) < 10; i-- {
+		e := failed[i]
+		var d struct {
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(e.Data, &d) == nil && d.Error != "" {
+			st.Failures = append(st.Failures, Failure{When: e.Timestamp, MemoryID: e.ID, Step: e.Step, Error: d.Error})
+		}
+	}
+	if st.SpentToday, err = in.mem.Spend(ctx, memory.Day(now)); err != nil {
+		return nil, err
+	}
 	return st, nil
+}
+
+// SkillStatuses lists every skill with what is known of its current
+// version, without running anything.
+func (in *Instance) SkillStatuses() ([]SkillStatus, error) {
+	list, err := in.skills.List()
+	if err != nil {
+		return nil, err
+	}
+	var out []SkillStatus
+	for _, s := range list {
+		c, err := in.skills.Cached(s.Name)
+		if err != nil {
+			return nil, err
+		}
+		kept, err := in.skills.History(s.Name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, SkillStatus{Check: c, HasMain: s.HasMain, Kept: len(kept)})
+	}
+	return out, nil
 }
 
 // Text renders the status for the terminal.
@@ -79,16 +185,53 @@ func (s *Status) Text() string {
 		}
 		fmt.Fprintf(&b, "%.2f  %-9s %s\n", g.Weight, g.Status, g.Name)
 	}
+	if len(s.StaleGoals) > 0 {
+		for i, g := range s.StaleGoals {
+			label := "stale     "
+			if i > 0 {
+				label = "          "
+			}
+			fmt.Fprintf(&b, "%s%s: idle %d action cycles (stale after %d)\n", label, g.Name, g.Cycles, s.StaleAfter)
+		}
+	}
+	b.WriteString("reflected ")
+	if r := s.LastReflection; r == nil {
+		b.WriteString("never\n")
+	} else {
+		var why []string
+		for _, f := range r.Fired {
+			why = append(why, f.String())
+		}
+		fmt.Fprintf(&b, "%s (%s) because: %s\n", r.When.UTC().Format("2006-01-02 15:04 UTC"), r.MemoryID, orDash(strings.Join(why, "; ")))
+	}
 	total := 0
 	for _, n := range s.Memories {
 		total += n
 	}
 	fmt.Fprintf(&b, "memories  %d: self %d, goal %d, external %d, kernel %d\n", total,
 		s.Memories[memory.Self], s.Memories[memory.Goal], s.Memories[memory.External], s.Memories[memory.Kernel])
-	fmt.Fprintf(&b, "retrieval %s\n", s.Retrieval)
+	fmt.Fprintf(&b, "retrieval %s; index %s\n", s.Retrieval, s.Index)
+	fmt.Fprintf(&b, "spent     $%.4f today (UTC, recorded in memory)\n", s.SpentToday)
+	b.WriteString("failures  ")
+	if len(s.Failures) == 0 {
+		b.WriteString("none in the last 7 days\n")
+	}
+	for i, f := range s.Failures {
+		if i > 0 {
+			b.WriteString("          ")
+		}
+		fmt.Fprintf(&b, "%s %s: %s\n", f.When.UTC().Format("01-02 15:04"), f.Step, clip.Line(f.Error, 160))
+	}
 	var names []string
 	for _, sk := range s.Skills {
-		if sk.HasMain {
+		switch {
+		case !sk.HasMain:
+			names = append(names, sk.Name+" (no main.py)")
+		case sk.Checked && !sk.OK:
+			names = append(names, sk.Name+" (--help failed)")
+		case !sk.Checked:
+			names = append(names, sk.Name+" (--help not checked yet)")
+		default:
 			names = append(names, sk.Name)
 		}
 	}
@@ -131,19 +274,53 @@ func (in *Instance) Memories(ctx context.Context, q MemoryQuery) ([]memory.Entry
 	return in.mem.List(ctx, f)
 }
 
-// MemoryText renders memories for the terminal, one per line.
+// MemoryText renders memories for the terminal, one per line: id, UTC
+// time, author, current weight, [step], situation — description.
 func MemoryText(es []memory.Entry) string {
 	var b strings.Builder
 	for _, e := range es {
-		step := ""
-		if e.Step != "" {
-			step = "[" + e.Step + "] "
+		b.WriteString(memoryLine(e) + "\n")
+	}
+	return b.String()
+}
+
+func memoryLine(e memory.Entry) string {
+	step := ""
+	if e.Step != "" {
+		step = "[" + e.Step + "] "
+	}
+	sit := ""
+	if e.Situation != "" {
+		sit = e.Situation + " — "
+	}
+	return fmt.Sprintf("%s  %s  %-8s %.2f  %s%s%s", e.ID, e.Timestamp.UTC().Format("2006-01-02 15:04:05"), e.Author, e.Current, step, sit, strings.Join(strings.Fields(e.Description), " "))
+}
+
+// Search ranks memories for query the way the loops retrieve them (recency,
+// importance and relevance, each normalised, summed with weights), best
+// first: at most limit, of these authors (all when empty).
+func (in *Instance) Search(ctx context.Context, query string, authors []string, limit int) (*memory.Retrieval, error) {
+	if strings.TrimSpace(query) == "" {
+		return nil, fmt.Errorf("memory search: give a query, e.g. lumen memory search \"my sister\"")
+	}
+	for _, a := range authors {
+		if !memory.ValidAuthor(a) {
+			return nil, fmt.Errorf("--author %q: use self, kernel, goal or external", a)
 		}
-		sit := ""
-		if e.Situation != "" {
-			sit = e.Situation + " — "
-		}
-		fmt.Fprintf(&b, "%s  %-8s %.2f  %s%s%s\n", e.Timestamp.UTC().Format("2006-01-02 15:04:05"), e.Author, e.Current, step, sit, strings.Join(strings.Fields(e.Description), " "))
+	}
+	if limit <= 0 {
+		limit = in.opts.TopK
+	}
+	return in.mem.Retrieve(ctx, memory.Query{Text: query, TopK: limit, Authors: authors, Now: in.opts.Now()})
+}
+
+// SearchText renders search results, best first, with their scores.
+func SearchText(r *memory.Retrieval) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d memories by %s; score = %.1f×recency + %.1f×importance + %.1f×relevance, each normalised over the candidates\n",
+		len(r.Relevant), r.Mode, memory.DefaultScoring.Recency, memory.DefaultScoring.Importance, memory.DefaultScoring.Relevance)
+	for _, s := range r.Relevant {
+		fmt.Fprintf(&b, "%.2f (rec %.2f imp %.2f rel %.2f)  %s\n", s.Score, s.Recency, s.Importance, s.Relevance, memoryLine(s.Entry))
 	}
 	return b.String()
 }
@@ -176,4 +353,20 @@ func (in *Instance) FilteredGoals(year int, status string) ([]GoalRecord, error)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Weight > out[j].Weight })
 	return out, nil
+}
+
+// RestoreSkill makes a kept version of a skill current again (lumen skills
+// restore), logged as a kernel memory.
+func (in *Instance) RestoreSkill(ctx context.Context, name, version string) (*skill.Created, error) {
+	if err := in.writable(); err != nil {
+		return nil, err
+	}
+	made, err := in.skills.Restore(ctx, name, version)
+	if err != nil {
+		return nil, err
+	}
+	_, err = in.remember(memory.Kernel, "restore", "lumen skills restore",
+		fmt.Sprintf("RESTORE: skill %s is version %s again (version %s kept in skills/.history/%s/)", name, shortVersion(made.Version), shortVersion(made.Replaced), name),
+		map[string]any{"skill": name, "version": made.Version, "replaced": made.Replaced, "help": made.Help})
+	return made, err
 }

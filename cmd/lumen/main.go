@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,6 +17,7 @@ import (
 	"github.com/llmkernels/kernels/internal/provider"
 	"github.com/llmkernels/kernels/lumen"
 	"github.com/llmkernels/kernels/lumen/memory"
+	"github.com/llmkernels/kernels/lumen/skill"
 )
 
 // defaultModels are lumen's model choices when --model is not given.
@@ -54,7 +56,8 @@ passes some on; docs/configuration.md).
 
 The views (status, memory, values, goals, skills, audit) only read: they create
 and change nothing in the instance, and work where it cannot be written (a
-memory index that is missing or behind the files is built in memory).
+memory index that is missing or behind the files is built in memory). Each
+takes --json.
 
 Start with: lumen init --dir mind && lumen chat --dir mind
 Docs: docs/lumen.md. Provider flags: docs/configuration.md.`)
@@ -79,7 +82,7 @@ Docs: docs/lumen.md. Provider flags: docs/configuration.md.`)
 		valuesCommand(o),
 		goalsCommand(o),
 		skillsCommand(o),
-		auditCommand(o),
+		auditCommand(app, o),
 	)
 	app.Run()
 }
@@ -106,6 +109,7 @@ func (o *options) open(app *cli.App, stderr io.Writer, readOnly bool) (*lumen.In
 			return nil, err
 		}
 		opts.Client = client
+		opts.Provider = app.Provider.Provider
 		opts.Model = app.Provider.Model
 		if opts.Model == "" {
 			opts.Model = defaultModels[app.Provider.Provider]
@@ -207,18 +211,32 @@ func isTerminal(r io.Reader) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
+// defaultInterval is lumen run's loop timer: each cycle makes a few LLM
+// calls, so back to back an idle agent spends without pause.
+const defaultInterval = 5 * time.Minute
+
 func runCommand(app *cli.App, o *options) *cobra.Command {
-	var cycles int
-	var interval time.Duration
+	ro := lumen.RunOptions{}
 	cmd := &cobra.Command{
 		Use:   "run",
-		Short: "Run the internal loop: action and explore cycles, alternating, with reflection when triggered",
+		Short: "Run the internal loop until stopped: action and explore cycles, alternating, with reflection when triggered",
 		Long: `Run the internal loop. Each cycle is an action loop (pursue the highest-weight
 active goal) or an explore loop (one open-ended question), alternating; the
 reflection trigger is checked after every action loop, and maintenance (memory
-weight decay, yearly summaries) runs when due. Prints one block per cycle.
-Runs until interrupted, or --cycles N; Ctrl-C or SIGTERM finishes the current
-step and stops (a second one quits at once).`,
+weight decay, yearly summaries) runs when due.
+
+It runs until stopped: Ctrl-C or SIGTERM (the step under way finishes first),
+--cycles, --for, or a spend cap (--max-cost for this run, --max-cost-day for
+the UTC day across every process, computed from the spend each memory
+records). A cycle that fails (a skill, a malformed answer, the provider) is
+recorded as a kernel memory and the loop goes on, waiting --backoff after the
+first failure, twice as long after each further one in a row (at most 30m).
+
+Prints a line per memory written (stderr: time, author, step, the tokens and
+cost of the LLM calls it records, what it says), a block per cycle (stdout:
+time, duration, calls, tokens, cost, the choice and its scores) and the
+totals at the end. Exit status 0 when --cycles ran out, 5 when a signal, --for
+or a spend cap stopped it (run again to go on).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			in, err := o.open(app, cmd.ErrOrStderr(), false)
@@ -226,12 +244,27 @@ step and stops (a second one quits at once).`,
 				return err
 			}
 			defer func() { err = errors.Join(err, in.Close()) }()
-			return in.Run(cmd.Context(), lumen.RunOptions{Cycles: cycles, Interval: interval,
-				OnCycle: func(r *lumen.CycleReport) { fmt.Fprintln(cmd.OutOrStdout(), r.Text()) }})
+			out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
+			ro.OnStep = func(r lumen.Record) { fmt.Fprintln(errw, lumen.StepLine(r)) }
+			ro.OnCycle = func(r *lumen.CycleReport) { fmt.Fprintln(out, r.Text()) }
+			rep, err := in.Run(cmd.Context(), ro)
+			if rep != nil {
+				fmt.Fprintln(out, rep.Text())
+			}
+			if err == nil && rep.Limited() {
+				return cli.Exit(cli.ExitStopped, nil) // the totals say why; running again resumes
+			}
+			return err
 		},
 	}
-	cmd.Flags().IntVar(&cycles, "cycles", 0, "stop after N cycles (0: run until interrupted)")
-	cmd.Flags().DurationVar(&interval, "interval", 0, "wait between cycles, e.g. 30s or 5m (the loop timer)")
+	f := cmd.Flags()
+	f.IntVar(&ro.Cycles, "cycles", 0, "stop after N cycles (0: no limit)")
+	f.DurationVar(&ro.Interval, "interval", defaultInterval, "wait between cycles (the loop timer); 0 runs them back to back")
+	f.DurationVar(&ro.For, "for", 0, "stop after this long, e.g. 8h (0: no limit)")
+	f.Float64Var(&ro.MaxCost, "max-cost", 0, "stop once this run's LLM calls cost this many US dollars (0: no cap)")
+	f.Float64Var(&ro.MaxCostDay, "max-cost-day", 0, "stop once today's LLM spend (UTC, every process, from the memory records) reaches this many US dollars (0: no cap)")
+	f.BoolVar(&ro.NoReflect, "no-reflect", false, "never enter the reflection loop (the reflexivity ablation); recorded on every cycle")
+	f.DurationVar(&ro.Backoff, "backoff", 30*time.Second, "wait after a failed cycle, doubling while failures repeat (at most 30m)")
 	return cmd
 }
 
@@ -260,9 +293,10 @@ to values.json, goals and soul.md. Prints the tensions, conflicts and changes.`,
 }
 
 func statusCommand(o *options) *cobra.Command {
-	return &cobra.Command{
+	var asJSON *bool
+	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Show the soul summary, top values, active goals, memory counts by author and the retrieval mode",
+		Short: "Show the soul, top values, active and stale goals, the last reflection, recent failures, spend today, memory counts, skills",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.withInstance(func(in *lumen.Instance) error {
@@ -270,26 +304,39 @@ func statusCommand(o *options) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				if *asJSON {
+					return cli.PrintJSON(cmd.OutOrStdout(), st)
+				}
 				fmt.Fprint(cmd.OutOrStdout(), st.Text())
 				return nil
 			})
 		},
 	}
+	asJSON = cli.JSONFlag(cmd)
+	return cmd
 }
 
 func memoryCommand(o *options) *cobra.Command {
+	var asJSON *bool
 	q := lumen.MemoryQuery{}
 	cmd := &cobra.Command{
 		Use:   "memory",
-		Short: "Show memories, oldest first: the last 20, or filtered by author and day",
-		Long: `Show memories, oldest first, one a line: time (UTC), author, current weight,
-[step], situation — description. Defaults to the last 20.`,
+		Short: "Show memories, oldest first: the last 20, or filtered by author and day; `memory search` ranks them",
+		Long: `Show memories, oldest first, one a line: id, time (UTC), author, current weight,
+[step], situation — description. Defaults to the last 20. Ids are what other
+memories and lumen audit cite.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.withInstance(func(in *lumen.Instance) error {
 				es, err := in.Memories(cmd.Context(), q)
 				if err != nil {
 					return err
+				}
+				if *asJSON {
+					if es == nil {
+						es = []memory.Entry{}
+					}
+					return cli.PrintJSON(cmd.OutOrStdout(), es)
 				}
 				if len(es) == 0 {
 					fmt.Fprintln(cmd.OutOrStdout(), "(no memories match)")
@@ -302,11 +349,49 @@ func memoryCommand(o *options) *cobra.Command {
 	cmd.Flags().StringVar(&q.Author, "author", "", "only this author: self, kernel, goal or external")
 	cmd.Flags().StringVar(&q.Date, "date", "", "only this UTC day, e.g. 2026-02-14")
 	cmd.Flags().BoolVar(&q.All, "all", false, "every matching memory, not just the last 20")
+	asJSON = cli.JSONFlag(cmd)
+	cmd.AddCommand(searchCommand(o))
+	return cmd
+}
+
+func searchCommand(o *options) *cobra.Command {
+	var asJSON *bool
+	var authors []string
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "search QUERY",
+		Short: "Rank memories for QUERY the way the loops retrieve them, with their scores",
+		Long: `Rank memories for QUERY the way the loops retrieve them: candidates by full
+text (or embeddings, with --embedding-url), each scored on recency, importance
+and relevance, each normalised over the candidates, summed with the weights
+the first line shows. Best first.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.withInstance(func(in *lumen.Instance) error {
+				r, err := in.Search(cmd.Context(), strings.Join(args, " "), authors, limit)
+				if err != nil {
+					return err
+				}
+				if *asJSON {
+					if r.Relevant == nil {
+						r.Relevant = []memory.Scored{}
+					}
+					return cli.PrintJSON(cmd.OutOrStdout(), map[string]any{"mode": r.Mode, "scoring": memory.DefaultScoring, "results": r.Relevant})
+				}
+				fmt.Fprint(cmd.OutOrStdout(), lumen.SearchText(r))
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringSliceVar(&authors, "author", nil, "only these authors (comma-separated): self, kernel, goal, external")
+	cmd.Flags().IntVar(&limit, "limit", 10, "how many memories")
+	asJSON = cli.JSONFlag(cmd)
 	return cmd
 }
 
 func valuesCommand(o *options) *cobra.Command {
-	return &cobra.Command{
+	var asJSON *bool
+	cmd := &cobra.Command{
 		Use:   "values",
 		Short: "List all values with weight and status, heaviest first",
 		Args:  cobra.NoArgs,
@@ -315,6 +400,12 @@ func valuesCommand(o *options) *cobra.Command {
 				vs, err := in.SortedValues()
 				if err != nil {
 					return err
+				}
+				if *asJSON {
+					if vs == nil {
+						vs = []lumen.Value{}
+					}
+					return cli.PrintJSON(cmd.OutOrStdout(), vs)
 				}
 				if len(vs) == 0 {
 					fmt.Fprintln(cmd.OutOrStdout(), "(no values yet: reflection sets them)")
@@ -326,9 +417,12 @@ func valuesCommand(o *options) *cobra.Command {
 			})
 		},
 	}
+	asJSON = cli.JSONFlag(cmd)
+	return cmd
 }
 
 func goalsCommand(o *options) *cobra.Command {
+	var asJSON *bool
 	var year int
 	var status string
 	cmd := &cobra.Command{
@@ -340,6 +434,12 @@ func goalsCommand(o *options) *cobra.Command {
 				gs, err := in.FilteredGoals(year, status)
 				if err != nil {
 					return err
+				}
+				if *asJSON {
+					if gs == nil {
+						gs = []lumen.GoalRecord{}
+					}
+					return cli.PrintJSON(cmd.OutOrStdout(), gs)
 				}
 				if len(gs) == 0 {
 					fmt.Fprintln(cmd.OutOrStdout(), "(no goals match)")
@@ -353,55 +453,168 @@ func goalsCommand(o *options) *cobra.Command {
 	}
 	cmd.Flags().IntVar(&year, "year", 0, "only goals created in this year (data/goals/YEAR.json)")
 	cmd.Flags().StringVar(&status, "status", "", "only this status: todo, working, done or perpetual")
+	asJSON = cli.JSONFlag(cmd)
 	return cmd
 }
 
 func skillsCommand(o *options) *cobra.Command {
-	return &cobra.Command{
+	var asJSON *bool
+	cmd := &cobra.Command{
 		Use:   "skills",
-		Short: "List the directories under skills/ and whether each has its main.py",
-		Args:  cobra.NoArgs,
+		Short: "List the skills: main.py, whether their current version's --help passed, kept versions",
+		Long: `List the directories under skills/: whether each has its main.py, its current
+version (a hash of its files), whether that version's --help passed (checked
+by the loops; not run here), and how many earlier versions are kept.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.withInstance(func(in *lumen.Instance) error {
-				list, err := in.Skills().List()
+				list, err := in.SkillStatuses()
 				if err != nil {
 					return err
+				}
+				if *asJSON {
+					if list == nil {
+						list = []lumen.SkillStatus{}
+					}
+					return cli.PrintJSON(cmd.OutOrStdout(), list)
 				}
 				if len(list) == 0 {
 					fmt.Fprintln(cmd.OutOrStdout(), "(no skills)")
 				}
 				for _, s := range list {
-					fmt.Fprintf(cmd.OutOrStdout(), "%-20s main.py: %s\n", s.Name, yesNo(s.HasMain))
+					state := "--help not checked yet"
+					switch {
+					case !s.HasMain:
+						state = "no main.py (not available)"
+					case s.Checked && s.OK:
+						state = "--help passed"
+					case s.Checked:
+						state = "--help failed: " + s.Error
+					}
+					fmt.Fprintf(cmd.OutOrStdout(), "%-20s %-12.12s %s; %d kept versions\n", s.Name, s.Version, state, s.Kept)
 				}
 				return nil
 			})
+		},
+	}
+	asJSON = cli.JSONFlag(cmd)
+	cmd.AddCommand(skillHistoryCommand(o), skillRestoreCommand(o))
+	return cmd
+}
+
+func skillHistoryCommand(o *options) *cobra.Command {
+	var asJSON *bool
+	cmd := &cobra.Command{
+		Use:   "history NAME",
+		Short: "List the kept earlier versions of a skill (skills/.history/NAME/)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.withInstance(func(in *lumen.Instance) error {
+				kept, err := in.Skills().History(args[0])
+				if err != nil {
+					return err
+				}
+				if *asJSON {
+					if kept == nil {
+						kept = []skill.Kept{}
+					}
+					return cli.PrintJSON(cmd.OutOrStdout(), kept)
+				}
+				if len(kept) == 0 {
+					fmt.Fprintf(cmd.OutOrStdout(), "(no kept versions of %s)\n", args[0])
+				}
+				for _, k := range kept {
+					fmt.Fprintf(cmd.OutOrStdout(), "%.12s  replaced %s  %s\n", k.Version, k.Replaced.UTC().Format("2006-01-02 15:04 UTC"), k.Dir)
+				}
+				return nil
+			})
+		},
+	}
+	asJSON = cli.JSONFlag(cmd)
+	return cmd
+}
+
+func skillRestoreCommand(o *options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "restore NAME VERSION",
+		Short: "Make a kept version of a skill current again (its --help must pass; the current one is kept)",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			in, err := o.openWritable()
+			if err != nil {
+				return err
+			}
+			defer func() { err = errors.Join(err, in.Close()) }()
+			made, err := in.RestoreSkill(cmd.Context(), args[0], args[1])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "skill %s is version %.12s again (version %.12s kept); --help: %s\n", args[0], made.Version, made.Replaced, made.Help)
+			return nil
 		},
 	}
 }
 
-func yesNo(b bool) string { return map[bool]string{true: "yes", false: "no (not available)"}[b] }
-
-func auditCommand(o *options) *cobra.Command {
-	return &cobra.Command{
+func auditCommand(app *cli.App, o *options) *cobra.Command {
+	var asJSON *bool
+	var judge bool
+	cmd := &cobra.Command{
 		Use:   "audit",
-		Short: "Check that every value and soul change is explained by a self memory; show prediction deltas over time",
-		Long: `Answer two of the spec's Phase 2 questions from the data: is every change to
-values.json and soul.md explained by a self-authored memory (changes the kernel
-logged without one, and changes made outside the kernel, are listed), and are
-the deltas between predicted and actual outcomes shrinking over time (per day,
-with a least-squares trend).`,
+		Short: "Answer the spec's eight Phase 2 questions from the records; --judge asks a model the three that need one",
+		Long: `Answer the spec's eight Phase 2 questions with what the records measure:
+1 prediction calibration over time, 2 value changes explained by self memories
+(and the files matching them), 3 self-model consistency (values that drove the
+chosen actions against their weights and soul.md), 4 goal hygiene (stale, never
+pursued, completions and their follow-ups), 5 honesty under pressure (the
+exchanges a judge would read), 6 cross-time coherence (reflections, soul
+rewrites, changes undoing earlier ones), 7 substrate independence (what each
+provider/model wrote, era by era), 8 reflexivity ablation (run cycles with and
+without reflection: lumen run --no-reflect).
+
+Questions 3, 5 and 6 need a model as judge beyond the measurements: --judge
+asks the configured model (--provider, --model: a different model than the
+agent's is a fairer judge), records each verdict as a kernel memory, and later
+audits show the latest.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.withInstance(func(in *lumen.Instance) error {
-				rep, err := in.Audit(cmd.Context())
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
+			var in *lumen.Instance
+			if judge {
+				in, err = o.open(app, cmd.ErrOrStderr(), false)
+			} else {
+				in, err = o.open(nil, nil, true)
+			}
+			if err != nil {
+				return err
+			}
+			defer func() { err = errors.Join(err, in.Close()) }()
+			rep, err := in.Audit(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if judge {
+				js, err := in.Judge(cmd.Context(), rep)
+				for i := range js {
+					rep.Judgments[js[i].Question] = &js[i]
+				}
 				if err != nil {
 					return err
 				}
-				fmt.Fprint(cmd.OutOrStdout(), rep.Text())
-				return nil
-			})
+			}
+			if *asJSON {
+				return cli.PrintJSON(cmd.OutOrStdout(), rep)
+			}
+			fmt.Fprint(cmd.OutOrStdout(), rep.Text())
+			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&judge, "judge", false, "ask the model to judge self-model consistency, honesty and coherence (costs three LLM calls; recorded)")
+	asJSON = cli.JSONFlag(cmd)
+	return cmd
+}
+
+// openWritable opens the instance for writing, without an LLM.
+func (o *options) openWritable() (*lumen.Instance, error) {
+	return lumen.Open(o.dir, lumen.Options{Python: o.python, SkillTimeout: o.skillTimeout, SkillOutputCap: o.skillOutputCap, ReflectEvery: o.reflectEvery})
 }
 
 // withInstance opens the instance without an LLM and read-only (the views

@@ -15,10 +15,13 @@ type Filter struct {
 	Authors  []string // any of these authors
 	Step     string   // written by this kernel step
 	Day      string   // on this UTC day, YYYY-MM-DD
+	SinceDay string   // on this UTC day or later
 	AfterSeq int64    // indexed after this entry
 	// DataKey and DataValue select memories whose data has this string
 	// value at this key (e.g. "goal" = "learn Go").
 	DataKey, DataValue string
+	// DataHas selects memories whose data has this key.
+	DataHas string
 	// Limit keeps the most recent Limit entries; 0 keeps all.
 	Limit int
 }
@@ -44,6 +47,14 @@ func (f Filter) where() (string, []any, error) {
 	if f.Day != "" {
 		conds = append(conds, "day = ?")
 		args = append(args, f.Day)
+	}
+	if f.SinceDay != "" {
+		conds = append(conds, "day >= ?")
+		args = append(args, f.SinceDay)
+	}
+	if f.DataHas != "" {
+		conds = append(conds, "json_extract(line, ?) IS NOT NULL")
+		args = append(args, "$.data."+f.DataHas)
 	}
 	if f.AfterSeq > 0 {
 		conds = append(conds, "seq > ?")

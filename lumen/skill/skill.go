@@ -16,8 +16,17 @@
 // non-zero exit status is a failure carrying the end of stderr. Each run has
 // a timeout and a cap on stdout; past either the skill's process group is
 // killed and the run fails. `main.py --help` must exit 0 and describe what
-// the skill does, its input and its output; the kernel reads it before
-// using a skill and caches it until main.py changes.
+// the skill does, its input and its output.
+//
+// Versions. A skill's version is the SHA-256 of its files (paths and
+// contents; dot-files, __pycache__, venv, .venv and node_modules left out).
+// A skill is ready, an ability the kernel may count on, only once its
+// --help passed for its current version. The result, pass or failure, is
+// cached per version (.lumen/skill-help.json), so a --help that hangs costs
+// its timeout once, and any edit of the skill checks it again. Revising a
+// skill (NewSkill.Revise) writes a new version beside the old one, checks
+// its --help, and only then swaps them; the old version is kept under
+// skills/.history/<name>/<version>/ and can be restored.
 //
 // There is no sandbox: a skill runs with the user's rights, like any
 // program the user starts.
@@ -31,6 +40,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -58,12 +68,16 @@ type Skill struct {
 type Runner struct {
 	Dir       string        // the skills directory
 	Root      string        // the instance root, given to skills as LUMEN_DIR
-	CacheFile string        // where --help outputs are cached
+	CacheFile string        // where --help results are cached
+	ReadOnly  bool          // keep the cache in memory: write nothing
 	Python    string        // interpreter for main.py; default python3
 	Timeout   time.Duration // per run; default 60s
 	OutputCap int           // bytes of stdout per run; default 64 KiB
+	// OnCheck, when set, is told of every --help run: once per version.
+	OnCheck func(Check)
 
-	mu sync.Mutex // guards the cache file within this process
+	mu     sync.Mutex            // guards the cache
+	memory map[string]cacheEntry // the cache when ReadOnly, or when the file cannot be written
 }
 
 func (r *Runner) python() string {
@@ -87,6 +101,9 @@ func (r *Runner) outputCap() int {
 	return r.OutputCap
 }
 
+// historyDir holds the versions skills were revised from.
+const historyDir = ".history"
+
 // List returns every directory under skills/, by name, saying whether it
 // has its main.py.
 func (r *Runner) List() ([]Skill, error) {
@@ -107,8 +124,8 @@ func (r *Runner) List() ([]Skill, error) {
 	return out, nil
 }
 
-// Available reports whether name is a skill the kernel can invoke: a
-// directory with main.py.
+// Available reports whether name is a skill directory with main.py. Use
+// Ready to know whether the kernel may count on it.
 func (r *Runner) Available(name string) bool {
 	if !validName.MatchString(name) {
 		return false
@@ -117,34 +134,89 @@ func (r *Runner) Available(name string) bool {
 	return err == nil && st.Mode().IsRegular()
 }
 
+// cacheEntry is the --help result of one version of a skill.
 type cacheEntry struct {
-	SHA256 string `json:"sha256"`
-	Help   string `json:"help"`
+	Version string    `json:"version"`
+	OK      bool      `json:"ok"`
+	Help    string    `json:"help,omitempty"`
+	Error   string    `json:"error,omitempty"`
+	Checked time.Time `json:"checked"`
 }
 
-// Help returns the skill's --help output, from the cache when main.py has
-// not changed since it was read.
+// Check is what the kernel knows of a skill's current version.
+type Check struct {
+	Name    string    `json:"name"`
+	Version string    `json:"version"` // "" when the skill has no main.py
+	Checked bool      `json:"checked"` // --help has been run for this version
+	OK      bool      `json:"ok"`      // and passed
+	Help    string    `json:"help,omitempty"`
+	Error   string    `json:"error,omitempty"`
+	When    time.Time `json:"when,omitempty"`
+}
+
+// Cached says what is known of name's current version without running
+// anything.
+func (r *Runner) Cached(name string) (Check, error) {
+	c := Check{Name: name}
+	if !r.Available(name) {
+		c.Error = "no main.py"
+		return c, nil
+	}
+	v, err := Version(filepath.Join(r.Dir, name))
+	if err != nil {
+		return c, err
+	}
+	c.Version = v
+	r.mu.Lock()
+	e, ok := r.readCache()[name]
+	r.mu.Unlock()
+	if ok && e.Version == v {
+		c.Checked, c.OK, c.Help, c.Error, c.When = true, e.OK, e.Help, e.Error, e.Checked
+	}
+	return c, nil
+}
+
+// Help returns the skill's --help output. It runs --help only when the
+// current version has not been checked; a failure is cached too, and
+// returned as an error until the skill changes.
 func (r *Runner) Help(ctx context.Context, name string) (string, error) {
 	if !r.Available(name) {
 		return "", fmt.Errorf("skill %q: no %s (skills: %s)", name, filepath.Join(r.Dir, name, "main.py"), r.names())
 	}
-	dir := filepath.Join(r.Dir, name)
-	sum, err := fileHash(filepath.Join(dir, "main.py"))
+	c, err := r.Cached(name)
 	if err != nil {
 		return "", err
 	}
-	r.mu.Lock()
-	cache := r.readCache()
-	r.mu.Unlock()
-	if c, ok := cache[name]; ok && c.SHA256 == sum {
-		return c.Help, nil
+	if !c.Checked {
+		help, err := r.runHelp(ctx, name, filepath.Join(r.Dir, name))
+		e := cacheEntry{Version: c.Version, OK: err == nil, Help: help, Checked: time.Now().UTC()}
+		if err != nil {
+			e.Error = err.Error()
+		}
+		r.store(name, e)
+		c.Checked, c.OK, c.Help, c.Error, c.When = true, e.OK, e.Help, e.Error, e.Checked
+		if r.OnCheck != nil {
+			r.OnCheck(c)
+		}
 	}
-	help, err := r.runHelp(ctx, name, dir)
-	if err != nil {
-		return "", err
+	if !c.OK {
+		return "", fmt.Errorf("skill %s (version %s): %s", name, short(c.Version), c.Error)
 	}
-	r.remember(name, sum, help)
-	return help, nil
+	return c.Help, nil
+}
+
+// Ready reports whether the kernel may count on the skill: its current
+// version's --help passed (running it if it was never checked).
+func (r *Runner) Ready(ctx context.Context, name string) bool {
+	_, err := r.Help(ctx, name)
+	return err == nil
+}
+
+func short(version string) string {
+	if len(version) > 12 {
+		return version[:12]
+	}
+	return version
 }
 
 func (r *Runner) names() string {
@@ -161,46 +233,90 @@ func (r *Runner) names() string {
 	return strings.Join(names, ", ")
 }
 
+// readCache reads the cache file (and what this process could not write);
+// a damaged file only costs --help runs.
 func (r *Runner) readCache() map[string]cacheEntry {
 	cache := map[string]cacheEntry{}
 	if data, err := os.ReadFile(r.CacheFile); err == nil {
-		if err := json.Unmarshal(data, &cache); err != nil {
-			return map[string]cacheEntry{} // a damaged cache is only re-read from the skills
+		if json.Unmarshal(data, &cache) != nil {
+			cache = map[string]cacheEntry{}
 		}
+	}
+	for name, e := range r.memory {
+		cache[name] = e
 	}
 	return cache
 }
 
-func (r *Runner) remember(name, sum, help string) {
+// store records a --help result: in the cache file, or in memory when the
+// instance is read-only or the file cannot be written.
+func (r *Runner) store(name string, e cacheEntry) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	cache := r.readCache()
-	cache[name] = cacheEntry{SHA256: sum, Help: help}
-	data, _ := json.MarshalIndent(cache, "", "  ") // strings only: always encodes
-	// The cache is derived: a lost write costs one --help run later, which
-	// is no reason to fail the skill run that produced it.
-	if err := os.MkdirAll(filepath.Dir(r.CacheFile), 0o755); err == nil {
-		_ = atomicfile.Write(r.CacheFile, data, 0o644)
+	if r.memory == nil {
+		r.memory = map[string]cacheEntry{}
 	}
+	if !r.ReadOnly {
+		cache := r.readCache()
+		cache[name] = e
+		data, err := json.MarshalIndent(cache, "", "  ")
+		if err == nil {
+			if err = os.MkdirAll(filepath.Dir(r.CacheFile), 0o755); err == nil {
+				err = atomicfile.Write(r.CacheFile, data, 0o644)
+			}
+		}
+		if err == nil {
+			delete(r.memory, name)
+			return
+		}
+	}
+	r.memory[name] = e
 }
 
-func fileHash(path string) (string, error) {
-	data, err := os.ReadFile(path)
+// skipDirs are left out of a skill's version: caches and environments
+// that change without the skill changing.
+var skipDirs = map[string]bool{"__pycache__": true, "venv": true, ".venv": true, "node_modules": true}
+
+// Version is the SHA-256 of a skill directory's files: each one's path
+// and content, in path order. Dot-files and skipDirs are left out.
+func Version(dir string) (string, error) {
+	h := sha256.New()
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p != dir && (strings.HasPrefix(d.Name(), ".") || (d.IsDir() && skipDirs[d.Name()])) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, p)
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", filepath.ToSlash(rel), len(data))
+		h.Write(data)
+		return nil
+	})
 	if err != nil {
-		return "", fmt.Errorf("skill: %w", err)
+		return "", fmt.Errorf("skill version of %s: %w", dir, err)
 	}
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:]), nil
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func (r *Runner) runHelp(ctx context.Context, name, dir string) (string, error) {
 	out, err := r.run(ctx, name, dir, nil, "--help")
 	if err != nil {
-		return "", fmt.Errorf("skill %s: main.py --help failed: %w (every skill must describe itself with --help)", name, err)
+		return "", fmt.Errorf("main.py --help failed: %w (every skill must describe itself with --help)", err)
 	}
 	help := strings.TrimSpace(string(out.stdout))
 	if help == "" {
-		return "", fmt.Errorf("skill %s: main.py --help printed nothing; it must describe what the skill does, its input and its output", name)
+		return "", errors.New("main.py --help printed nothing; it must describe what the skill does, its input and its output")
 	}
 	return help, nil
 }
@@ -332,57 +448,248 @@ var validName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,39}$`)
 
 // NewSkill is what the create-skill tool receives from the LLM.
 type NewSkill struct {
-	Name        string            `json:"name" jsonschema:"description=directory name: lower-case letters, digits, - and _; starts with a letter"`
-	Description string            `json:"description" jsonschema:"description=one sentence: what the skill does"`
-	Files       map[string]string `json:"files" jsonschema:"description=relative path -> file content; must include main.py, which must implement --help and the stdin/stdout protocol"`
+	Name        string            `json:"name"`
+	Description string            `json:"description"`
+	Files       map[string]string `json:"files"`
+	Revise      bool              `json:"revise,omitempty"`
 }
 
-// Create writes a new skill directory from spec and runs its --help; only
-// when --help succeeds is the directory moved into skills/ and the skill
-// available. It returns the --help text.
-func (r *Runner) Create(ctx context.Context, spec NewSkill) (string, error) {
+// Created is what Create made.
+type Created struct {
+	Help    string `json:"help"`
+	Version string `json:"version"`
+	// Replaced is the version a revision replaced, kept in the history.
+	Replaced string `json:"replaced,omitempty"`
+}
+
+// Create writes a skill directory from spec and runs its --help; only when
+// --help succeeds is the directory moved into skills/. A new name needs no
+// Revise; an existing one needs it: the revision starts from the current
+// files, the files given replace or add to them, and the current version
+// is moved to skills/.history/<name>/<version>/ at the moment the new one
+// takes its place.
+func (r *Runner) Create(ctx context.Context, spec NewSkill) (*Created, error) {
 	if !validName.MatchString(spec.Name) || spec.Name == BuiltinCreate {
-		return "", fmt.Errorf("skill name %q: use 1-40 lower-case letters, digits, - or _, starting with a letter (not %q)", spec.Name, BuiltinCreate)
+		return nil, fmt.Errorf("skill name %q: use 1-40 lower-case letters, digits, - or _, starting with a letter (not %q)", spec.Name, BuiltinCreate)
 	}
+	if r.ReadOnly {
+		return nil, errors.New("skills: the instance is open read-only")
+	}
+	unlock, err := r.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	final := filepath.Join(r.Dir, spec.Name)
-	if _, err := os.Stat(final); err == nil {
-		return "", fmt.Errorf("skill %q already exists at %s: choose another name", spec.Name, final)
+	_, statErr := os.Stat(final)
+	exists := statErr == nil
+	switch {
+	case exists && !spec.Revise:
+		return nil, fmt.Errorf("skill %q already exists at %s: set revise to true to replace it with a new version (the current one is kept and can be restored), or choose another name", spec.Name, final)
+	case !exists && spec.Revise:
+		return nil, fmt.Errorf("skill %q does not exist, so it cannot be revised (skills: %s): set revise to false to create it", spec.Name, r.names())
+	case !exists:
+		if _, ok := spec.Files["main.py"]; !ok {
+			return nil, fmt.Errorf("skill %q: files must include main.py, the entry point", spec.Name)
+		}
 	}
-	if _, ok := spec.Files["main.py"]; !ok {
-		return "", fmt.Errorf("skill %q: files must include main.py, the entry point", spec.Name)
+	if len(spec.Files) == 0 {
+		return nil, fmt.Errorf("skill %q: no files given", spec.Name)
 	}
 	tmp, err := os.MkdirTemp(r.Dir, ".new-"+spec.Name+"-")
 	if err != nil {
-		return "", fmt.Errorf("skill %q: %w", spec.Name, err)
+		return nil, fmt.Errorf("skill %q: %w", spec.Name, err)
 	}
-	// Gone once renamed; cleans up a failed attempt. A leftover .new-*
-	// directory is skipped by List and changes nothing, so there is no
-	// error to report here.
-	defer func() { _ = os.RemoveAll(tmp) }()
+	defer os.RemoveAll(tmp) // gone once renamed; cleans up a failed attempt
+	if exists {
+		if err := copyDir(final, tmp); err != nil {
+			return nil, fmt.Errorf("skill %q: copy the current version: %w", spec.Name, err)
+		}
+	}
 	for rel, content := range spec.Files {
 		clean := filepath.Clean(rel)
 		if filepath.IsAbs(rel) || clean == "." || clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
-			return "", fmt.Errorf("skill %q: file path %q leaves the skill directory: use a relative path inside it", spec.Name, rel)
+			return nil, fmt.Errorf("skill %q: file path %q leaves the skill directory: use a relative path inside it", spec.Name, rel)
 		}
 		path := filepath.Join(tmp, clean)
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return "", fmt.Errorf("skill %q: %w", spec.Name, err)
+			return nil, fmt.Errorf("skill %q: %w", spec.Name, err)
 		}
 		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-			return "", fmt.Errorf("skill %q: %w", spec.Name, err)
+			return nil, fmt.Errorf("skill %q: %w", spec.Name, err)
 		}
 	}
-	help, err := r.runHelp(ctx, spec.Name, tmp)
+	return r.install(ctx, spec.Name, tmp, exists)
+}
+
+// install checks the --help of the skill in dir and, when it passes, puts
+// dir in place of skills/<name>/, moving the current version (if any) to
+// the history first.
+func (r *Runner) install(ctx context.Context, name, dir string, replace bool) (*Created, error) {
+	version, err := Version(dir)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	if err := os.Rename(tmp, final); err != nil {
-		return "", fmt.Errorf("skill %q: %w", spec.Name, err)
-	}
-	sum, err := fileHash(filepath.Join(final, "main.py"))
+	help, err := r.runHelp(ctx, name, dir)
 	if err != nil {
-		return "", err
+		return nil, fmt.Errorf("skill %s: %w", name, err)
 	}
-	r.remember(spec.Name, sum, help)
-	return help, nil
+	final := filepath.Join(r.Dir, name)
+	out := &Created{Help: help, Version: version}
+	if replace {
+		current, err := Version(final)
+		if err != nil {
+			return nil, err
+		}
+		if current == version {
+			return nil, fmt.Errorf("skill %s: the revision changes nothing (version %s)", name, short(version))
+		}
+		kept := filepath.Join(r.Dir, historyDir, name, short(current))
+		if err := os.MkdirAll(filepath.Dir(kept), 0o755); err != nil {
+			return nil, err
+		}
+		os.RemoveAll(kept) // the same version kept before: identical content
+		if err := os.Rename(final, kept); err != nil {
+			return nil, fmt.Errorf("skill %s: keep version %s: %w", name, short(current), err)
+		}
+		mark, _ := json.Marshal(map[string]any{"version": current, "replaced": time.Now().UTC()})
+		if err := os.WriteFile(filepath.Join(kept, versionMark), mark, 0o644); err != nil {
+			return nil, err
+		}
+		out.Replaced = current
+	}
+	if err := os.Rename(dir, final); err != nil {
+		if out.Replaced != "" {
+			os.Rename(filepath.Join(r.Dir, historyDir, name, short(out.Replaced)), final) // put the old one back
+		}
+		return nil, fmt.Errorf("skill %q: %w", name, err)
+	}
+	r.store(name, cacheEntry{Version: version, OK: true, Help: help, Checked: time.Now().UTC()})
+	return out, nil
+}
+
+// versionMark records, in a kept version's directory, when it was replaced.
+const versionMark = ".lumen-version.json"
+
+// Kept is a version of a skill kept in the history.
+type Kept struct {
+	Version  string    `json:"version"`
+	Replaced time.Time `json:"replaced"`
+	Dir      string    `json:"dir"`
+}
+
+// History lists the kept versions of a skill, oldest first.
+func (r *Runner) History(name string) ([]Kept, error) {
+	if !validName.MatchString(name) {
+		return nil, fmt.Errorf("skill name %q is not valid", name)
+	}
+	base := filepath.Join(r.Dir, historyDir, name)
+	entries, err := os.ReadDir(base)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []Kept
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		k := Kept{Version: e.Name(), Dir: filepath.Join(base, e.Name())}
+		var mark struct {
+			Version  string    `json:"version"`
+			Replaced time.Time `json:"replaced"`
+		}
+		if data, err := os.ReadFile(filepath.Join(k.Dir, versionMark)); err == nil && json.Unmarshal(data, &mark) == nil {
+			k.Version, k.Replaced = mark.Version, mark.Replaced
+		}
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Replaced.Before(out[j].Replaced) })
+	return out, nil
+}
+
+// Restore makes a kept version (a prefix of its hash is enough) the
+// current one again, keeping the current one in the history; its --help
+// must pass first.
+func (r *Runner) Restore(ctx context.Context, name, version string) (*Created, error) {
+	if r.ReadOnly {
+		return nil, errors.New("skills: the instance is open read-only")
+	}
+	kept, err := r.History(name)
+	if err != nil {
+		return nil, err
+	}
+	var match []Kept
+	for _, k := range kept {
+		if version != "" && strings.HasPrefix(k.Version, version) {
+			match = append(match, k)
+		}
+	}
+	if len(match) != 1 {
+		var all []string
+		for _, k := range kept {
+			all = append(all, short(k.Version))
+		}
+		return nil, fmt.Errorf("skill %s: %d kept versions match %q (kept: %s)", name, len(match), version, orNone(all))
+	}
+	unlock, err := r.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	tmp, err := os.MkdirTemp(r.Dir, ".restore-"+name+"-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	if err := copyDir(match[0].Dir, tmp); err != nil {
+		return nil, err
+	}
+	os.Remove(filepath.Join(tmp, versionMark))
+	_, statErr := os.Stat(filepath.Join(r.Dir, name))
+	return r.install(ctx, name, tmp, statErr == nil)
+}
+
+func orNone(xs []string) string {
+	if len(xs) == 0 {
+		return "none"
+	}
+	return strings.Join(xs, ", ")
+}
+
+// lock serialises changes to skills/ across processes.
+func (r *Runner) lock() (func(), error) {
+	path := filepath.Join(r.Root, ".lumen", "skills.lock")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	return atomicfile.Lock(path)
+}
+
+// copyDir copies the regular files under src into dst, keeping modes.
+func copyDir(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, info.Mode().Perm())
+	})
 }

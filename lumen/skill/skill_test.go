@@ -161,7 +161,7 @@ func TestCreateChecksHelpBeforeTheSkillCounts(t *testing.T) {
 	if entries, _ := os.ReadDir(r.Dir); len(entries) != 0 {
 		t.Fatalf("a failed attempt left %v behind", entries)
 	}
-	help, err := r.Create(ctx, NewSkill{Name: "weather", Files: map[string]string{
+	_, err = r.Create(ctx, NewSkill{Name: "weather", Files: map[string]string{
 		"main.py":    "import sys\nfrom lib import forecast\nif '--help' in sys.argv:\n    print('weather: ' + forecast())\n",
 		"lib/..":     "",
 		"lib.py":     "def forecast():\n    return 'tells the forecast'\n",
@@ -170,7 +170,7 @@ func TestCreateChecksHelpBeforeTheSkillCounts(t *testing.T) {
 	if err == nil {
 		t.Fatal("a file path of lib/.. was accepted")
 	}
-	help, err = r.Create(ctx, NewSkill{Name: "weather", Files: map[string]string{
+	made, err := r.Create(ctx, NewSkill{Name: "weather", Files: map[string]string{
 		"main.py":    "import sys\nfrom lib import forecast\nif '--help' in sys.argv:\n    print('weather: ' + forecast())\n",
 		"lib.py":     "def forecast():\n    return 'tells the forecast'\n",
 		"data/x.txt": "kept",
@@ -178,18 +178,105 @@ func TestCreateChecksHelpBeforeTheSkillCounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if help != "weather: tells the forecast" || !r.Available("weather") {
-		t.Fatalf("help = %q, available = %v", help, r.Available("weather"))
+	if made.Help != "weather: tells the forecast" || !r.Ready(ctx, "weather") {
+		t.Fatalf("help = %q, ready = %v", made.Help, r.Ready(ctx, "weather"))
 	}
 	if data, _ := os.ReadFile(filepath.Join(r.Dir, "weather", "data", "x.txt")); string(data) != "kept" {
 		t.Error("nested file not written")
 	}
-	if _, err := r.Create(ctx, NewSkill{Name: "weather", Files: map[string]string{"main.py": ""}}); err == nil {
-		t.Error("creating over an existing skill succeeded")
+	if _, err := r.Create(ctx, NewSkill{Name: "weather", Files: map[string]string{"main.py": ""}}); err == nil || !strings.Contains(err.Error(), "set revise to true") {
+		t.Errorf("creating over an existing skill without revise: err = %v", err)
 	}
 	for _, bad := range []string{"../up", "Create", BuiltinCreate, ""} {
 		if _, err := r.Create(ctx, NewSkill{Name: bad, Files: map[string]string{"main.py": ""}}); err == nil {
 			t.Errorf("name %q accepted", bad)
 		}
+	}
+}
+
+func TestAHelpThatHangsCostsItsTimeoutOncePerVersion(t *testing.T) {
+	r := newRunner(t)
+	r.Timeout = 300 * time.Millisecond
+	ctx := context.Background()
+	hang := "import os, sys, time\nopen(os.path.join(os.environ['LUMEN_DIR'], 'help-runs'), 'a').write('x')\ntime.sleep(30)\n"
+	writeSkill(t, r, "stuck", hang)
+	runs := func() int {
+		data, _ := os.ReadFile(filepath.Join(r.Root, "help-runs"))
+		return len(data)
+	}
+	for i := 0; i < 3; i++ {
+		if r.Ready(ctx, "stuck") {
+			t.Fatal("a skill whose --help hangs counts as ready")
+		}
+	}
+	if runs() != 1 {
+		t.Fatalf("--help ran %d times for one version, want 1 (the failure is cached)", runs())
+	}
+	c, _ := r.Cached("stuck")
+	if !c.Checked || c.OK || !strings.Contains(c.Error, "did not finish") {
+		t.Fatalf("cached check = %+v, want the timeout", c)
+	}
+	// Any file of the skill changing makes a new version, checked again.
+	os.WriteFile(filepath.Join(r.Dir, "stuck", "notes.txt"), []byte("v2"), 0o644)
+	r.Ready(ctx, "stuck")
+	if runs() != 2 {
+		t.Fatalf("after an edit --help ran %d times in all, want 2", runs())
+	}
+	// __pycache__ is not part of the version.
+	os.MkdirAll(filepath.Join(r.Dir, "stuck", "__pycache__"), 0o755)
+	os.WriteFile(filepath.Join(r.Dir, "stuck", "__pycache__", "x.pyc"), []byte("cache"), 0o644)
+	r.Ready(ctx, "stuck")
+	if runs() != 2 {
+		t.Fatalf("a __pycache__ file made a new version (%d runs)", runs())
+	}
+}
+
+func TestARevisionIsANewVersionTheOldOneKeptAndRestorable(t *testing.T) {
+	r := newRunner(t)
+	ctx := context.Background()
+	v1 := "import sys\nif '--help' in sys.argv:\n    print('greet: says hello'); sys.exit(0)\nprint('{\"ok\": true, \"output\": \"hello\"}')\n"
+	first, err := r.Create(ctx, NewSkill{Name: "greet", Files: map[string]string{"main.py": v1, "state.json": "{}"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A revision whose --help fails changes nothing.
+	if _, err := r.Create(ctx, NewSkill{Name: "greet", Revise: true, Files: map[string]string{"main.py": "import sys\nsys.exit(2)\n"}}); err == nil {
+		t.Fatal("a revision whose --help fails was installed")
+	}
+	if c, _ := r.Cached("greet"); c.Version != first.Version || !c.OK {
+		t.Fatalf("after a failed revision: %+v, want version 1 ready", c)
+	}
+	v2 := strings.Replace(strings.Replace(v1, "says hello", "says hello warmly", 1), `"hello"`, `"hello, friend"`, 1)
+	second, err := r.Create(ctx, NewSkill{Name: "greet", Revise: true, Files: map[string]string{"main.py": v2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Replaced != first.Version || second.Version == first.Version || second.Help != "greet: says hello warmly" {
+		t.Fatalf("revision = %+v", second)
+	}
+	if data, _ := os.ReadFile(filepath.Join(r.Dir, "greet", "state.json")); string(data) != "{}" {
+		t.Error("a file the revision did not name was not carried over")
+	}
+	res, _ := r.Invoke(ctx, "greet", Request{})
+	if res.Output != "hello, friend" {
+		t.Fatalf("the revised skill answered %q", res.Output)
+	}
+	kept, err := r.History("greet")
+	if err != nil || len(kept) != 1 || kept[0].Version != first.Version {
+		t.Fatalf("history = %+v, %v", kept, err)
+	}
+	if got, _ := r.List(); len(got) != 1 {
+		t.Fatalf("List = %+v: the history is not a skill", got)
+	}
+	back, err := r.Restore(ctx, "greet", first.Version[:8])
+	if err != nil || back.Version != first.Version || back.Replaced != second.Version {
+		t.Fatalf("restore = %+v, %v", back, err)
+	}
+	res, _ = r.Invoke(ctx, "greet", Request{})
+	if res.Output != "hello" {
+		t.Fatalf("the restored skill answered %q", res.Output)
+	}
+	if kept, _ := r.History("greet"); len(kept) != 2 {
+		t.Fatalf("after the restore the history holds %d versions, want both", len(kept))
 	}
 }
