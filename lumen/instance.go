@@ -157,6 +157,9 @@ func Open(root string, opts Options) (*Instance, error) {
 				return nil, fmt.Errorf("open %s: %w", abs, err)
 			}
 		}
+		if err := canWrite(in.memoryDir()); err != nil {
+			return nil, fmt.Errorf("open %s for writing: %w (the read commands work on it; the loops need to write memories)", abs, err)
+		}
 	}
 	in.mem, err = memory.Open(in.memoryDir(), filepath.Join(in.derivedDir(), "index.db"),
 		memory.Options{Embedder: opts.Embedder, Logger: opts.Logger, ReadOnly: opts.ReadOnly})
@@ -189,6 +192,16 @@ func keepDir(dir string) error {
 		return os.WriteFile(path, nil, 0o644)
 	}
 	return nil
+}
+
+// canWrite checks that a file can be created in dir.
+func canWrite(dir string) error {
+	f, err := os.CreateTemp(dir, ".lumen-write-check-")
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // writable says why the loops cannot run on this instance, if they cannot.

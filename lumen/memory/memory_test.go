@@ -19,13 +19,24 @@ import (
 	"time"
 )
 
-const appendHelperEnv = "LUMEN_MEMORY_APPEND_HELPER"
+const (
+	appendHelperEnv   = "LUMEN_MEMORY_APPEND_HELPER"
+	readOnlyHelperEnv = "LUMEN_MEMORY_READ_ONLY" // "root,index": readOnlyCheck as another user
+)
 
 // TestMain lets the test binary double as the appender process of
 // TestTwoProcessesAppendingKeepEveryLineIntact.
 func TestMain(m *testing.M) {
 	if spec := os.Getenv(appendHelperEnv); spec != "" {
 		os.Exit(appendHelper(spec))
+	}
+	if spec := os.Getenv(readOnlyHelperEnv); spec != "" {
+		root, index, _ := strings.Cut(spec, ",")
+		if err := readOnlyCheck(root, index); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
 	code := m.Run()
 	cleanupFixture()

@@ -171,7 +171,13 @@ func (s *Store) openIndex() error {
 		}
 		if exists {
 			s.opts.Logger.Debug("memory index: cannot write it; reading it as it is", "path", s.indexPath, "err", err)
-			if db, err := openDB(s.indexPath, "ro"); err == nil {
+			mode := "ro"
+			if _, err := os.Stat(s.indexPath + "-wal"); errors.Is(err, os.ErrNotExist) {
+				// No write-ahead log: the file is complete, and SQLite
+				// need not create its side files (it cannot, here).
+				mode = "immutable"
+			}
+			if db, err := openDB(s.indexPath, mode); err == nil {
 				var v int
 				if err := db.QueryRow(`PRAGMA user_version`).Scan(&v); err == nil && v == schemaVersion {
 					s.db, s.readOnly = db, true
@@ -208,7 +214,8 @@ func (s *Store) useMemory() error {
 	return nil
 }
 
-// openDB opens SQLite at path: mode rwc (create), rw, ro, or memory.
+// openDB opens SQLite at path: mode rwc (create), rw, ro, immutable (read
+// only, no locks, no side files), or memory.
 func openDB(path, mode string) (*sql.DB, error) {
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(30000)")
@@ -220,6 +227,9 @@ func openDB(path, mode string) (*sql.DB, error) {
 		u.Opaque = ":memory:"
 	case "ro":
 		q.Set("mode", "ro")
+	case "immutable":
+		q.Set("mode", "ro")
+		q.Set("immutable", "1")
 	default:
 		q.Set("mode", mode)
 		q.Add("_pragma", "journal_mode(WAL)")
