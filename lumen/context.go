@@ -106,8 +106,8 @@ type skillSet struct {
 }
 
 // skillContext describes the skills for a step about query: the --help of
-// the SkillsInFull most relevant ready skills (chat always among them:
-// it is how the agent answers a person), the others by name and first
+// up to SkillsInFull ready skills, chat (it is how the agent answers a
+// person) and the most relevant to query, the others by name and first
 // line, skills whose --help failed with why, and the built-in
 // create-skill. Relevance is by description, as Voyager retrieves skills:
 // embeddings when configured, else word overlap weighted by rarity.
@@ -167,7 +167,10 @@ func (in *Instance) skillContext(ctx context.Context, query string) (skillSet, e
 		if !full[r.name] {
 			set.listed = append(set.listed, r.name)
 			first, _, _ := strings.Cut(r.help, "\n")
-			fmt.Fprintf(&others, "- %s: %s\n", r.name, clip.Line(first, 160))
+			if !strings.HasPrefix(first, r.name+":") {
+				first = r.name + ": " + first
+			}
+			fmt.Fprintf(&others, "- %s\n", clip.Line(first, 160))
 		}
 	}
 	vars := map[string]string{"skills_in_full": strings.TrimSpace(b.String()), "other_skills": strings.TrimSpace(others.String()),
@@ -181,10 +184,11 @@ func (in *Instance) skillContext(ctx context.Context, query string) (skillSet, e
 	return set, err
 }
 
-// rankTexts orders docs by relevance to query, best first; empty docs are
-// left out. With an embedder it ranks by cosine similarity (falling back
-// to words when the endpoint fails), else by shared words, each weighted
-// by how rare it is among the docs.
+// rankTexts orders the docs relevant to query, best first; empty docs and
+// docs sharing nothing with it are left out. With an embedder it ranks by
+// cosine similarity (falling back to words when the endpoint fails), else
+// by shared words of four letters or more, each weighted by how rare it
+// is among the docs.
 func (in *Instance) rankTexts(ctx context.Context, query string, docs []string) []int {
 	score := make([]float64, len(docs))
 	if e := in.opts.Embedder; e != nil {
@@ -218,7 +222,7 @@ func (in *Instance) rankTexts(ctx context.Context, query string, docs []string) 
 func rankOrder(docs []string, score []float64) []int {
 	var idx []int
 	for i, d := range docs {
-		if d != "" {
+		if d != "" && score[i] > 0 {
 			idx = append(idx, i)
 		}
 	}
@@ -229,7 +233,7 @@ func rankOrder(docs []string, score []float64) []int {
 func wordSet(text string) map[string]bool {
 	out := map[string]bool{}
 	for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
-		if len(w) >= 3 {
+		if len([]rune(w)) >= 4 {
 			out[w] = true
 		}
 	}

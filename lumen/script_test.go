@@ -66,6 +66,12 @@ func chatSay(msg string) Candidate {
 func thinkOf(cs ...Candidate) thought { return thought{Situation: "a moment", Candidates: cs} }
 
 func decideAll(values, goals []string, direct bool, n int) decision {
+	if values == nil {
+		values = []string{}
+	}
+	if goals == nil {
+		goals = []string{}
+	}
 	d := decision{Rationale: "because"}
 	for i := 1; i <= n; i++ {
 		d.Alignments = append(d.Alignments, Alignment{Candidate: i, Values: values, Goals: goals, Direct: direct})
