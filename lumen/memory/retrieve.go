@@ -372,7 +372,7 @@ func (s *Store) embedMissing(ctx context.Context, e *Embedder) error {
 	if s.readOnly {
 		// Vectors cannot be stored in a read-only index: copy it into memory.
 		s.mu.Lock()
-		err := s.useMemory()
+		err := s.useMemory(ctx)
 		if err == nil {
 			err = s.sync(ctx, true)
 		}

@@ -8,67 +8,130 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"math"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
 
-	_ "modernc.org/sqlite" // the "sqlite" driver: pure Go, FTS5, JSON1
+	"github.com/llmkernels/kernels/internal/sqlite"
 )
 
-// schemaVersion is the index's PRAGMA user_version. The index is derived:
-// one of another version is dropped and rebuilt from the files.
-const schemaVersion = 4
-
-var schema = []string{
-	`CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`,
-	// What the index was built from: per day file, the bytes indexed (up
-	// to the last complete line) and their SHA-256, the size and
-	// modification time seen then, and when that was (all times in unix
-	// nanoseconds).
-	`CREATE TABLE files (day TEXT PRIMARY KEY, indexed INTEGER NOT NULL, sha256 TEXT NOT NULL, size INTEGER NOT NULL, mtime INTEGER NOT NULL, checked INTEGER NOT NULL)`,
-	// importance: what the memory was judged worth when written; strength:
-	// importance plus every use; weight: the spec's weight, settled up to
-	// the decay passes at mset (pending decay is applied when read);
-	// touched: last access (written or used).
-	`CREATE TABLE memories (
-		seq INTEGER PRIMARY KEY,
-		id TEXT NOT NULL UNIQUE,
-		day TEXT NOT NULL,
-		offset INTEGER NOT NULL,
-		unix REAL NOT NULL,
-		author TEXT NOT NULL,
-		step TEXT NOT NULL,
-		importance REAL NOT NULL,
-		strength REAL NOT NULL,
-		weight REAL NOT NULL,
-		touched REAL NOT NULL,
-		mset REAL NOT NULL,
-		cost REAL NOT NULL,
-		model TEXT NOT NULL,
-		text_hash BLOB NOT NULL,
-		line TEXT NOT NULL)`,
-	`CREATE INDEX memories_author ON memories (author, seq)`,
-	`CREATE INDEX memories_step ON memories (step, seq)`,
-	`CREATE INDEX memories_day ON memories (day, seq)`,
-	// Old-style references ("DAY@OFFSET") to lines written without an id:
-	// pinned ones come from a migrate memory and survive edits of the file;
-	// live ones are the offsets as the files are now.
-	`CREATE TABLE aliases (alias TEXT PRIMARY KEY, id TEXT NOT NULL, pinned INTEGER NOT NULL) WITHOUT ROWID`,
-	// Contentless: the text is in memories.line; bm25 needs only the index.
-	`CREATE VIRTUAL TABLE memories_fts USING fts5 (
-		situation, description, content='', tokenize='unicode61 remove_diacritics 2')`,
-	// How many memories each word occurs in, read from the full-text index.
-	`CREATE VIRTUAL TABLE memories_vocab USING fts5vocab (memories_fts, 'row')`,
-	// Per goal (lower-cased name): when a goal memory last named it, and
-	// the last memory of any author whose data names it.
-	`CREATE TABLE goals (goal TEXT PRIMARY KEY, pursued REAL NOT NULL, pursued_seq INTEGER NOT NULL, touched_seq INTEGER NOT NULL) WITHOUT ROWID`,
-	// Embeddings by the hash of the text embedded, so they survive rebuilds.
-	`CREATE TABLE vectors (hash BLOB NOT NULL, model TEXT NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (hash, model)) WITHOUT ROWID`,
+// schema is the index: application_id "LUMN". It is derived from the day
+// files, so a new layout is a step that drops the old tables and creates
+// the new ones; the next Sync refills them. Indexes from before the marker
+// kept their layout's number in meta ('schema'): layout 3 is step 1's.
+// Step 2 is the layout of stable ids: what each day file was indexed from
+// (size, modification time, SHA-256), importance, strength and replayed
+// weight per memory, old references, goal marks, vectors by content.
+var schema = &sqlite.Schema{
+	Name: "lumen memory index",
+	ID:   sqlite.LumenID,
+	Steps: []string{`
+DROP TABLE IF EXISTS meta;
+DROP TABLE IF EXISTS files;
+DROP TABLE IF EXISTS memories;
+DROP TABLE IF EXISTS memories_fts;
+DROP TABLE IF EXISTS terms;
+DROP TABLE IF EXISTS vectors;
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE files (day TEXT PRIMARY KEY, size INTEGER NOT NULL);
+CREATE TABLE memories (
+	seq INTEGER PRIMARY KEY,
+	id TEXT NOT NULL UNIQUE,
+	day TEXT NOT NULL,
+	ts TEXT NOT NULL,
+	unix REAL NOT NULL,
+	author TEXT NOT NULL,
+	step TEXT NOT NULL,
+	written REAL NOT NULL,
+	weight REAL NOT NULL,
+	touched REAL NOT NULL,
+	situation TEXT NOT NULL,
+	description TEXT NOT NULL,
+	line TEXT NOT NULL
+);
+CREATE INDEX memories_author ON memories (author, seq);
+CREATE INDEX memories_step ON memories (step, seq);
+CREATE INDEX memories_day ON memories (day, seq);
+CREATE VIRTUAL TABLE memories_fts USING fts5 (
+	situation, description, content='memories', content_rowid='seq', tokenize='unicode61 remove_diacritics 2'
+);
+CREATE TABLE terms (term TEXT PRIMARY KEY, docs INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE vectors (seq INTEGER NOT NULL, model TEXT NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (seq, model));
+`, `
+DROP TABLE IF EXISTS meta;
+DROP TABLE IF EXISTS files;
+DROP TABLE IF EXISTS memories;
+DROP TABLE IF EXISTS memories_fts;
+DROP TABLE IF EXISTS terms;
+DROP TABLE IF EXISTS vectors;
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+-- What the index was built from: per day file, the bytes indexed (up to
+-- the last complete line) and their SHA-256, the size and modification
+-- time seen then, and when that was (times in unix nanoseconds).
+CREATE TABLE files (day TEXT PRIMARY KEY, indexed INTEGER NOT NULL, sha256 TEXT NOT NULL, size INTEGER NOT NULL, mtime INTEGER NOT NULL, checked INTEGER NOT NULL);
+-- importance: what the memory was judged worth when written; strength:
+-- importance plus every use; weight: the spec's weight, settled up to the
+-- decay passes at mset (pending decay is applied when read); touched:
+-- last access (written or used).
+CREATE TABLE memories (
+	seq INTEGER PRIMARY KEY,
+	id TEXT NOT NULL UNIQUE,
+	day TEXT NOT NULL,
+	offset INTEGER NOT NULL,
+	unix REAL NOT NULL,
+	author TEXT NOT NULL,
+	step TEXT NOT NULL,
+	importance REAL NOT NULL,
+	strength REAL NOT NULL,
+	weight REAL NOT NULL,
+	touched REAL NOT NULL,
+	mset REAL NOT NULL,
+	cost REAL NOT NULL,
+	model TEXT NOT NULL,
+	text_hash BLOB NOT NULL,
+	line TEXT NOT NULL
+);
+CREATE INDEX memories_author ON memories (author, seq);
+CREATE INDEX memories_step ON memories (step, seq);
+CREATE INDEX memories_day ON memories (day, seq);
+-- Old-style references ("DAY@OFFSET") to lines written without an id:
+-- pinned ones come from a migrate memory and survive edits of the file;
+-- live ones are the offsets as the files are now.
+CREATE TABLE aliases (alias TEXT PRIMARY KEY, id TEXT NOT NULL, pinned INTEGER NOT NULL) WITHOUT ROWID;
+-- Contentless: the text is in memories.line; bm25 needs only the index.
+CREATE VIRTUAL TABLE memories_fts USING fts5 (
+	situation, description, content='', tokenize='unicode61 remove_diacritics 2'
+);
+-- How many memories each word occurs in, read from the full-text index.
+CREATE VIRTUAL TABLE memories_vocab USING fts5vocab (memories_fts, 'row');
+-- Per goal (lower-cased name): when a goal memory last named it, and the
+-- last memory of any author whose data names it.
+CREATE TABLE goals (goal TEXT PRIMARY KEY, pursued REAL NOT NULL, pursued_seq INTEGER NOT NULL, touched_seq INTEGER NOT NULL) WITHOUT ROWID;
+-- Embeddings by the hash of the text embedded, so they survive rebuilds.
+CREATE TABLE vectors (hash BLOB NOT NULL, model TEXT NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (hash, model)) WITHOUT ROWID;
+`},
+	Legacy: func(ctx context.Context, q sqlite.Querier) (int, bool, error) {
+		tables, err := sqlite.Tables(ctx, q)
+		if err != nil || !tables["meta"] || !tables["memories"] {
+			return 0, false, err
+		}
+		var layout string
+		err = q.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'schema'`).Scan(&layout)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return 0, true, nil
+		case err != nil:
+			return 0, false, err
+		case layout == "3":
+			return 1, true, nil
+		}
+		return 0, true, nil // an older layout: step 1 replaces it
+	},
 }
 
 // derivedTables are emptied by a rebuild; vectors stay (they are keyed by
@@ -87,10 +150,9 @@ type Options struct {
 	// Scoring weighs retrieval's three components; zero means
 	// DefaultScoring.
 	Scoring Scoring
-	// ReadOnly never writes under the memory directory: Append fails, and
-	// an index that is missing, stale or not writable is rebuilt in memory
-	// instead of on disk. An existing writable index is still brought up
-	// to date (it is derived data).
+	// ReadOnly creates and writes nothing: Append fails, the index is
+	// opened read-only, and one that is missing, unreadable or behind the
+	// day files is built in memory instead, for this process only.
 	ReadOnly bool
 	Logger   *slog.Logger
 }
@@ -114,7 +176,8 @@ type decayState struct{ max, halfLife float64 }
 
 // Open opens the memory under dir (data/memory) with its index at
 // indexPath. Unless opts.ReadOnly, a missing memory directory is created
-// (git does not keep empty directories) and so is the index.
+// (git does not keep empty directories) and so is the index. The index is
+// not synced until the first read.
 func Open(dir, indexPath string, opts Options) (*Store, error) {
 	if opts.Strengthen == 0 {
 		opts.Strengthen = 0.05
@@ -128,15 +191,32 @@ func Open(dir, indexPath string, opts Options) (*Store, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	if !opts.ReadOnly {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("memory directory %s: %w", dir, err)
-		}
-	}
+	ctx := context.Background()
 	s := &Store{dir: dir, indexPath: indexPath, opts: opts}
-	if err := s.openIndex(); err != nil {
-		return nil, err
+	if opts.ReadOnly {
+		db, err := sqlite.OpenReadOnly(ctx, indexPath, schema)
+		switch {
+		case err == nil:
+			s.db, s.readOnly = db, true
+			return s, nil
+		case errors.Is(err, sqlite.ErrForeign):
+			return nil, err
+		case !errors.Is(err, fs.ErrNotExist):
+			opts.Logger.Warn("memory: the index cannot be read as it is: building it in memory from the files", "err", err)
+		}
+		return s, s.useMemory(ctx)
 	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("memory directory %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(indexPath), 0o755); err != nil {
+		return nil, fmt.Errorf("memory index: %w", err)
+	}
+	db, err := sqlite.Open(ctx, indexPath, schema)
+	if err != nil {
+		return nil, fmt.Errorf("%w (the index is derived: delete it and it is rebuilt from the files)", err)
+	}
+	s.db = db
 	return s, nil
 }
 
@@ -147,159 +227,18 @@ func (s *Store) Close() error { return s.db.Close() }
 // read-only instance whose index was missing or stale).
 func (s *Store) InMemory() bool { return s.inMemory }
 
-// openIndex opens the on-disk index read-write (creating it unless
-// ReadOnly); when that is not possible it opens it read-only, or builds
-// one in memory.
-func (s *Store) openIndex() error {
-	_, statErr := os.Stat(s.indexPath)
-	exists := statErr == nil
-	if !s.opts.ReadOnly || exists {
-		mode := "rw"
-		if !s.opts.ReadOnly {
-			mode = "rwc"
-			if err := os.MkdirAll(filepath.Dir(s.indexPath), 0o755); err != nil && !errors.Is(err, os.ErrPermission) && !isReadOnlyFS(err) {
-				return fmt.Errorf("memory index: %w", err)
-			}
-		}
-		db, err := openDB(s.indexPath, mode)
-		if err == nil {
-			if err = prepareSchema(db); err == nil {
-				s.db = db
-				return nil
-			}
-			db.Close()
-		}
-		if exists {
-			s.opts.Logger.Debug("memory index: cannot write it; reading it as it is", "path", s.indexPath, "err", err)
-			mode := "ro"
-			if _, err := os.Stat(s.indexPath + "-wal"); errors.Is(err, os.ErrNotExist) {
-				// No write-ahead log: the file is complete, and SQLite
-				// need not create its side files (it cannot, here).
-				mode = "immutable"
-			}
-			if db, err := openDB(s.indexPath, mode); err == nil {
-				var v int
-				if err := db.QueryRow(`PRAGMA user_version`).Scan(&v); err == nil && v == schemaVersion {
-					s.db, s.readOnly = db, true
-					return nil
-				}
-				db.Close()
-			}
-		} else if !s.opts.ReadOnly {
-			s.opts.Logger.Warn("memory index: cannot create it; keeping it in memory", "path", s.indexPath, "err", err)
-		}
+// useMemory replaces the index with an empty one in this process, filled
+// at the next Sync: nothing is written beside the files.
+func (s *Store) useMemory(ctx context.Context) error {
+	db, err := sqlite.OpenMemory(ctx, schema)
+	if err != nil {
+		return err
 	}
-	return s.useMemory()
-}
-
-func isReadOnlyFS(err error) bool {
-	var pe *os.PathError
-	return errors.As(err, &pe) && pe.Err.Error() == "read-only file system"
-}
-
-// useMemory replaces the index with an empty one in this process.
-func (s *Store) useMemory() error {
 	if s.db != nil {
 		s.db.Close()
 	}
-	db, err := openDB("", "memory")
-	if err != nil {
-		return fmt.Errorf("memory index in memory: %w", err)
-	}
-	if err := prepareSchema(db); err != nil {
-		db.Close()
-		return fmt.Errorf("memory index in memory: %w", err)
-	}
 	s.db, s.inMemory, s.readOnly = db, true, false
 	return nil
-}
-
-// openDB opens SQLite at path: mode rwc (create), rw, ro, immutable (read
-// only, no locks, no side files), or memory.
-func openDB(path, mode string) (*sql.DB, error) {
-	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(30000)")
-	q.Add("_pragma", "cache_size(-65536)") // up to 64 MiB: a rebuild spills no pages before it commits
-	q.Add("_txlock", "immediate")
-	u := url.URL{Scheme: "file", Opaque: (&url.URL{Path: path}).EscapedPath()}
-	switch mode {
-	case "memory":
-		u.Opaque = ":memory:"
-	case "ro":
-		q.Set("mode", "ro")
-	case "immutable":
-		q.Set("mode", "ro")
-		q.Set("immutable", "1")
-	default:
-		q.Set("mode", mode)
-		q.Add("_pragma", "journal_mode(WAL)")
-		q.Add("_pragma", "synchronous(NORMAL)")
-	}
-	u.RawQuery = q.Encode()
-	db, err := sql.Open("sqlite", u.String())
-	if err != nil {
-		return nil, err
-	}
-	if mode == "memory" {
-		db.SetMaxOpenConns(1) // every connection would get its own empty database
-	}
-	if err := db.Ping(); err != nil {
-		db.Close()
-		return nil, err
-	}
-	return db, nil
-}
-
-// prepareSchema creates the tables, or drops and recreates them when the
-// index was made by another version of this code.
-func prepareSchema(db *sql.DB) error {
-	var v int
-	if err := db.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil {
-		return err
-	}
-	if v == schemaVersion {
-		return nil
-	}
-	tx, err := db.Begin()
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	if err := tx.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil || v == schemaVersion {
-		return err // another process created it meanwhile
-	}
-	rows, err := tx.Query(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '%fts_%'
-		ORDER BY name LIKE '%vocab' DESC`) // a vocabulary table goes before the table it reads
-	if err != nil {
-		return err
-	}
-	var old []string
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			rows.Close()
-			return err
-		}
-		old = append(old, name)
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	rows.Close()
-	for _, t := range old {
-		if _, err := tx.Exec(`DROP TABLE IF EXISTS "` + t + `"`); err != nil {
-			return err
-		}
-	}
-	for _, stmt := range schema {
-		if _, err := tx.Exec(stmt); err != nil {
-			return err
-		}
-	}
-	if _, err := tx.Exec(`PRAGMA user_version = ` + strconv.Itoa(schemaVersion)); err != nil {
-		return err
-	}
-	return tx.Commit()
 }
 
 // Append writes m as one line of its day's file (the timestamp is taken
@@ -474,11 +413,11 @@ func (s *Store) sync(ctx context.Context, force bool) error {
 		return s.loadDecay(ctx)
 	}
 	if s.readOnly {
-		s.opts.Logger.Info("memory index: stale and not writable here; rebuilding it in memory", "path", s.indexPath)
-		if err := s.useMemory(); err != nil {
+		s.opts.Logger.Debug("memory index: behind the files and opened read-only; building it in memory", "path", s.indexPath)
+		if err := s.useMemory(ctx); err != nil {
 			return err
 		}
-		p.rebuild = "the on-disk index cannot be updated"
+		p.rebuild = "the on-disk index is read-only"
 	}
 	tx, err := s.db.BeginTx(ctx, nil) // immediate: one process indexes at a time
 	if err != nil {
@@ -543,6 +482,10 @@ func readDecay(ctx context.Context, q rowQuerier) (decayState, error) {
 
 // rebuildTx empties the derived tables and reads every day file.
 func (s *Store) rebuildTx(ctx context.Context, tx *sql.Tx) error {
+	// Up to 64 MiB of pages: a large rebuild spills none before it commits.
+	if _, err := tx.ExecContext(ctx, `PRAGMA cache_size = -65536`); err != nil {
+		return fmt.Errorf("memory index: %w", err)
+	}
 	for _, t := range derivedTables {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM `+t); err != nil {
 			return fmt.Errorf("memory index: reset: %w", err)
