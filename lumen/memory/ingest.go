@@ -44,6 +44,7 @@ type ingester struct {
 	pinned   map[string]string // old reference → id, pinned by migrate memories
 	seen     map[[32]byte]int  // lines without an id: identical ones per day so far
 	rows     []pendingRow      // new memories, inserted with their final state at the end
+	terms    map[string]int    // memories per word, added to the terms table at the end
 	goals    map[string]*goalMark
 
 	insert, fts, alias, fileRow, byID, byAlias, update *sql.Stmt
@@ -71,7 +72,7 @@ type goalMark struct {
 
 func newIngester(ctx context.Context, tx *sql.Tx, opts Options, pinned map[string]string, complete bool) (*ingester, error) {
 	g := &ingester{tx: tx, opts: opts, complete: complete, states: map[string]*state{}, pinned: pinned, seen: map[[32]byte]int{},
-		goals: map[string]*goalMark{}}
+		terms: map[string]int{}, goals: map[string]*goalMark{}}
 	if g.pinned == nil {
 		g.pinned = map[string]string{}
 	}
@@ -217,6 +218,9 @@ func (g *ingester) line(ctx context.Context, day string, l line) error {
 	row.textHash = textHash[:16]
 	g.rows = append(g.rows, row)
 	g.states[id] = s
+	for _, w := range words(m.Situation+"\n"+m.Description, 0) {
+		g.terms[w]++
+	}
 	for ref, v := range m.Judged {
 		t, err := g.resolve(ctx, ref)
 		if err != nil || t == nil {
@@ -364,6 +368,12 @@ func (g *ingester) flush(ctx context.Context) error {
 func (g *ingester) finish(ctx context.Context) error {
 	if err := g.flush(ctx); err != nil {
 		return fmt.Errorf("memory index: %w", err)
+	}
+	for w, n := range g.terms {
+		if _, err := g.tx.ExecContext(ctx, `INSERT INTO terms (term, docs) VALUES (?, ?)
+			ON CONFLICT (term) DO UPDATE SET docs = docs + excluded.docs`, w, n); err != nil {
+			return fmt.Errorf("memory index: %w", err)
+		}
 	}
 	for goal, m := range g.goals {
 		if _, err := g.tx.ExecContext(ctx, `INSERT INTO goals (goal, pursued, pursued_seq, touched_seq) VALUES (?, ?, ?, ?)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Retrieval modes, as Mode and Retrieval.Mode name them.
@@ -205,25 +206,50 @@ func normalise(xs []float64) {
 }
 
 // words are the distinct words of text with three or more characters,
-// lower-cased, in order; at most limit of them when limit > 0. Full-text
-// queries are built from them.
+// lower-cased, in order; at most limit of them when limit > 0. Memories
+// are counted by them (the terms table) and queries are built from them.
 func words(text string, limit int) []string {
-	fields := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
-	})
-	seen := map[string]bool{}
 	var out []string
-	for _, w := range fields {
-		if len([]rune(w)) < 3 || seen[w] {
+	seen := map[string]bool{}
+	add := func(w string) bool {
+		if utf8.RuneCountInString(w) >= 3 && !seen[w] {
+			seen[w] = true
+			out = append(out, w)
+		}
+		return limit > 0 && len(out) >= limit
+	}
+	start, ascii, upper := -1, true, false
+	for i, r := range text {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			if start < 0 {
+				start, ascii, upper = i, true, false
+			}
+			if r >= utf8.RuneSelf {
+				ascii = false
+			} else if 'A' <= r && r <= 'Z' {
+				upper = true
+			}
 			continue
 		}
-		seen[w] = true
-		out = append(out, w)
-		if len(out) == limit {
-			break
+		if start >= 0 {
+			if add(fold(text[start:i], ascii, upper)) {
+				return out
+			}
+			start = -1
 		}
 	}
+	if start >= 0 {
+		add(fold(text[start:], ascii, upper))
+	}
 	return out
+}
+
+// fold lower-cases a word, cheaply when it is ASCII already lower-case.
+func fold(w string, ascii, upper bool) string {
+	if ascii && !upper {
+		return w
+	}
+	return strings.ToLower(w)
 }
 
 // maxPostings bounds the work of one full-text query: the query keeps its
@@ -243,7 +269,7 @@ func (s *Store) ftsQuery(ctx context.Context, text string) (string, error) {
 	var terms []term
 	for _, w := range words(text, 16) {
 		var docs int
-		err := s.db.QueryRowContext(ctx, `SELECT doc FROM memories_vocab WHERE term = ?`, w).Scan(&docs)
+		err := s.db.QueryRowContext(ctx, `SELECT docs FROM terms WHERE term = ?`, w).Scan(&docs)
 		if errors.Is(err, sql.ErrNoRows) {
 			// In no memory as written; the tokenizer may still fold it
 			// (diacritics) into a word that is: keep it, it costs nothing.

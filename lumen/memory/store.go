@@ -107,8 +107,9 @@ CREATE TABLE aliases (alias TEXT PRIMARY KEY, id TEXT NOT NULL, pinned INTEGER N
 CREATE VIRTUAL TABLE memories_fts USING fts5 (
 	situation, description, content='', tokenize='unicode61 remove_diacritics 2'
 );
--- How many memories each word occurs in, read from the full-text index.
-CREATE VIRTUAL TABLE memories_vocab USING fts5vocab (memories_fts, 'row');
+-- How many memories each word occurs in (FTS5's own vocabulary table
+-- counts by walking every posting: too slow for each query).
+CREATE TABLE terms (term TEXT PRIMARY KEY, docs INTEGER NOT NULL) WITHOUT ROWID;
 -- Per goal (lower-cased name): when a goal memory last named it, and the
 -- last memory of any author whose data names it.
 CREATE TABLE goals (goal TEXT PRIMARY KEY, pursued REAL NOT NULL, pursued_seq INTEGER NOT NULL, touched_seq INTEGER NOT NULL) WITHOUT ROWID;
@@ -136,7 +137,7 @@ CREATE TABLE vectors (hash BLOB NOT NULL, model TEXT NOT NULL, vec BLOB NOT NULL
 
 // derivedTables are emptied by a rebuild; vectors stay (they are keyed by
 // content and cost money to make).
-var derivedTables = []string{"files", "memories", "aliases", "goals"}
+var derivedTables = []string{"files", "memories", "aliases", "terms", "goals"}
 
 // Options tune the store; zero fields take the defaults.
 type Options struct {
