@@ -78,22 +78,66 @@ func TestASameLengthEditIsCaughtWithoutDeletingTheIndex(t *testing.T) {
 	}
 }
 
-func TestAnEditInTheSameClockTickIsCaught(t *testing.T) {
+func TestAnEditInTheSameClockTickIsCaughtByTheNextCommand(t *testing.T) {
 	dir := t.TempDir()
+	index := filepath.Join(t.TempDir(), "index.db")
 	ctx := context.Background()
-	s := openStore(t, dir, Options{})
+	s, err := Open(dir, index, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	id, _ := s.Append(Memory{Timestamp: t0, Author: Self, Weight: 0.5, Description: "first"})
 	st, _ := os.Stat(dayFile(dir))
 	if _, err := s.Count(ctx, Filter{}); err != nil {
 		t.Fatal(err)
 	}
+	s.Close()
 	// Same length, same modification time: only the hash can tell.
 	data, _ := os.ReadFile(dayFile(dir))
 	os.WriteFile(dayFile(dir), bytes.Replace(data, []byte("first"), []byte("FIRST"), 1), 0o644)
 	os.Chtimes(dayFile(dir), st.ModTime(), st.ModTime())
-	es, _ := s.Get(ctx, id)
+	next, err := Open(dir, index, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close()
+	es, _ := next.Get(ctx, id)
 	if len(es) != 1 || es[0].Description != "FIRST" {
 		t.Fatalf("got %+v; a file modified within a second of being indexed must be hashed", es)
+	}
+}
+
+func TestAGrowingFileIsReadFromWhereTheIndexStopped(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s := openStore(t, dir, Options{})
+	for i := 0; i < 200; i++ {
+		s.Append(Memory{Timestamp: t0, Author: Self, Weight: 0.5, Description: strings.Repeat("padding ", 20)})
+	}
+	s.Count(ctx, Filter{})
+	s.Append(Memory{Timestamp: t0, Author: Self, Weight: 0.5, Description: "one more"})
+	p, err := s.check(ctx, s.db)
+	if err != nil || len(p.appends) != 1 || p.appends[0].base == 0 || len(p.appends[0].data) > tailWindow+1000 {
+		t.Fatalf("plan = %+v, %v; want only the new line and the last %d bytes read", p, err, tailWindow)
+	}
+	s.Count(ctx, Filter{})
+	// An edit before the tail window, with a line appended after it, in
+	// the same moment: the growth alone does not hide it for long, the
+	// next whole-file check (another command, or reverify later) sees it.
+	data, _ := os.ReadFile(dayFile(dir))
+	edited := bytes.Replace(data, []byte("padding"), []byte("PADDING"), 1)
+	os.WriteFile(dayFile(dir), edited, 0o644)
+	s.Append(Memory{Timestamp: t0, Author: Self, Weight: 0.5, Description: "and another"})
+	s.verified = map[string]time.Time{} // as a new process would
+	if p, _ := s.check(ctx, s.db); !strings.Contains(p.rebuild, "was edited") {
+		t.Fatalf("plan = %+v, want the edit found by a whole-file check", p)
+	}
+	// An insertion moves the bytes of the tail window: caught at once.
+	s.Count(ctx, Filter{})
+	data, _ = os.ReadFile(dayFile(dir))
+	os.WriteFile(dayFile(dir), append([]byte(`{"timestamp":"2026-02-14T08:00:00Z","author":"self","weight":0.5,"description":"inserted"}`+"\n"), data...), 0o644)
+	if p, _ := s.check(ctx, s.db); !strings.Contains(p.rebuild, "was edited") {
+		t.Fatalf("plan = %+v, want an insertion found by the tail window", p)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
+	"encoding"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -92,7 +94,7 @@ func newIngester(ctx context.Context, tx *sql.Tx, opts Options, pinned map[strin
 		{&g.fts, `INSERT INTO memories_fts (rowid, situation, description) VALUES (?, ?, ?)`},
 		{&g.alias, `INSERT INTO aliases (alias, id, pinned) VALUES (?, ?, ?)
 			ON CONFLICT (alias) DO UPDATE SET id = excluded.id, pinned = excluded.pinned WHERE excluded.pinned >= aliases.pinned`},
-		{&g.fileRow, `INSERT OR REPLACE INTO files (day, indexed, sha256, size, mtime, checked) VALUES (?, ?, ?, ?, ?, ?)`},
+		{&g.fileRow, `INSERT OR REPLACE INTO files (day, indexed, sha256, hasher, tail, size, mtime, checked) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&g.byID, `SELECT seq, importance, strength, weight, touched, mset FROM memories WHERE id = ?`},
 		{&g.byAlias, `SELECT id FROM aliases WHERE alias = ?`},
 		{&g.update, `UPDATE memories SET importance = ?, strength = ?, weight = ?, touched = ?, mset = ? WHERE seq = ?`},
@@ -117,17 +119,33 @@ func (g *ingester) close() {
 // file reads the complete lines of f from f.from on, then records what
 // the index was built from.
 func (g *ingester) file(ctx context.Context, f fileUpdate) error {
-	lines, end := splitLines(f.data, f.from)
+	lines, end := splitLines(f.data, f.from-f.base)
 	for _, l := range lines {
+		l.offset += f.base
 		if err := g.line(ctx, f.day, l); err != nil {
 			return fmt.Errorf("memory index: %s@%d: %w", f.day, l.offset, err)
 		}
 	}
-	return g.recordFile(ctx, f.day, end, f.data[:end], f.size, f.time)
+	return g.recordFile(ctx, f, f.base+end)
 }
 
-func (g *ingester) recordFile(ctx context.Context, day string, indexed int64, prefix []byte, size, mtime int64) error {
-	_, err := g.fileRow.ExecContext(ctx, day, indexed, hashHex(prefix), size, mtime, time.Now().UnixNano())
+// recordFile records that the index holds f's bytes up to offset indexed:
+// their hash (extending the hasher state f carries), the hasher state, the
+// hash of their last tailWindow bytes, and the size and time seen.
+func (g *ingester) recordFile(ctx context.Context, f fileUpdate, indexed int64) error {
+	h := sha256.New()
+	if f.hasher != nil {
+		if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(f.hasher); err != nil {
+			return fmt.Errorf("memory index: hasher state of %s: %w", f.day, err)
+		}
+	}
+	h.Write(f.data[f.hashed-f.base : indexed-f.base])
+	state, err := h.(encoding.BinaryMarshaler).MarshalBinary()
+	if err != nil {
+		return err
+	}
+	tail := f.data[max(0, indexed-tailWindow)-f.base : indexed-f.base]
+	_, err = g.fileRow.ExecContext(ctx, f.day, indexed, hex.EncodeToString(h.Sum(nil)), state, hashHex(tail), f.size, f.time, time.Now().UnixNano())
 	if err != nil {
 		return fmt.Errorf("memory index: %w", err)
 	}

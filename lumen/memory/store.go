@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"math"
@@ -73,7 +74,11 @@ CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 -- What the index was built from: per day file, the bytes indexed (up to
 -- the last complete line) and their SHA-256, the size and modification
 -- time seen then, and when that was (times in unix nanoseconds).
-CREATE TABLE files (day TEXT PRIMARY KEY, indexed INTEGER NOT NULL, sha256 TEXT NOT NULL, size INTEGER NOT NULL, mtime INTEGER NOT NULL, checked INTEGER NOT NULL);
+-- hasher is the SHA-256 state after the bytes indexed, so lines appended
+-- later extend the hash without reading the file again; tail is the
+-- SHA-256 of the last 4 KiB indexed.
+CREATE TABLE files (day TEXT PRIMARY KEY, indexed INTEGER NOT NULL, sha256 TEXT NOT NULL, hasher BLOB NOT NULL, tail TEXT NOT NULL,
+	size INTEGER NOT NULL, mtime INTEGER NOT NULL, checked INTEGER NOT NULL);
 -- importance: what the memory was judged worth when written; strength:
 -- importance plus every use; weight: the spec's weight, settled up to the
 -- decay passes at mset (pending decay is applied when read); touched:
@@ -169,6 +174,9 @@ type Store struct {
 	inMemory  bool // the index lives in this process only
 	readOnly  bool // the on-disk index is opened read-only
 	decay     decayState
+	// verified is when this process last hashed each day file whole and
+	// found what the index was built from.
+	verified map[string]time.Time
 }
 
 // decayState is the replayed decay: the latest pass time (running
@@ -193,7 +201,7 @@ func Open(dir, indexPath string, opts Options) (*Store, error) {
 		opts.Logger = slog.Default()
 	}
 	ctx := context.Background()
-	s := &Store{dir: dir, indexPath: indexPath, opts: opts}
+	s := &Store{dir: dir, indexPath: indexPath, opts: opts, verified: map[string]time.Time{}}
 	if opts.ReadOnly {
 		db, err := sqlite.OpenReadOnly(ctx, indexPath, schema)
 		switch {
@@ -257,8 +265,10 @@ func (s *Store) Append(m Memory) (string, error) {
 
 // fileState is a day file as the index recorded it.
 type fileState struct {
-	indexed int64 // bytes read into the index, up to the last complete line
-	sha     string
+	indexed int64  // bytes read into the index, up to the last complete line
+	sha     string // SHA-256 of those bytes
+	hasher  []byte // the SHA-256 state after them
+	tail    string // SHA-256 of their last tailWindow bytes
 	size    int64
 	mtime   int64
 	checked int64 // when size and mtime were seen
@@ -272,8 +282,18 @@ func (f fileState) trusted(size, mtime int64) bool {
 	return size == f.size && mtime == f.mtime && f.mtime < f.checked-int64(racyWindow)
 }
 
-// racyWindow covers the coarse clock file times are taken from.
-const racyWindow = time.Second
+const (
+	// racyWindow covers the coarse clock file times are taken from.
+	racyWindow = time.Second
+	// reverify is how long a whole-file check holds in this process: a
+	// file that only grew since is read from where the index stopped
+	// (with the last tailWindow bytes before it compared), not hashed
+	// whole again. Every process hashes a changed file whole at its first
+	// read, so each command starts from a verified index, and a long run
+	// catches an edit within reverify.
+	reverify   = 5 * time.Second
+	tailWindow = 4096
+)
 
 // plan is what Sync has to do to bring the index up to date.
 type plan struct {
@@ -282,12 +302,18 @@ type plan struct {
 	touches []fileUpdate // files whose size or time changed without a new complete line
 }
 
+// fileUpdate is what was read of a day file: data holds its bytes from
+// offset base on; lines are new from offset from; hashed is where the
+// hasher state (nil: none, from offset 0) stops.
 type fileUpdate struct {
-	day  string
-	from int64
-	data []byte
-	size int64
-	time int64
+	day    string
+	base   int64
+	from   int64
+	hashed int64
+	hasher []byte
+	data   []byte
+	size   int64
+	time   int64
 }
 
 func (p *plan) fresh() bool { return p.rebuild == "" && len(p.appends) == 0 && len(p.touches) == 0 }
@@ -301,14 +327,15 @@ type querier interface {
 // file whose size and modification time are as recorded is taken as
 // unchanged; any other is read and hashed: the bytes indexed must be
 // unchanged (else the file was edited, and the index is rebuilt), and
-// complete lines after them are new.
+// complete lines after them are new. A file hashed whole by this process
+// within reverify that only grew is read from where the index stopped.
 func (s *Store) check(ctx context.Context, q querier) (*plan, error) {
 	days, err := dayFiles(s.dir)
 	if err != nil {
 		return nil, fmt.Errorf("memory: list %s: %w", s.dir, err)
 	}
 	known := map[string]fileState{}
-	rows, err := q.QueryContext(ctx, `SELECT day, indexed, sha256, size, mtime, checked FROM files`)
+	rows, err := q.QueryContext(ctx, `SELECT day, indexed, sha256, hasher, tail, size, mtime, checked FROM files`)
 	if err != nil {
 		return nil, fmt.Errorf("memory index: %w", err)
 	}
@@ -316,7 +343,7 @@ func (s *Store) check(ctx context.Context, q querier) (*plan, error) {
 	for rows.Next() {
 		var day string
 		var f fileState
-		if err := rows.Scan(&day, &f.indexed, &f.sha, &f.size, &f.mtime, &f.checked); err != nil {
+		if err := rows.Scan(&day, &f.indexed, &f.sha, &f.hasher, &f.tail, &f.size, &f.mtime, &f.checked); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("memory index: %w", err)
 		}
@@ -331,35 +358,48 @@ func (s *Store) check(ctx context.Context, q querier) (*plan, error) {
 	onDisk := map[string]bool{}
 	for _, day := range days {
 		onDisk[day] = true
-		st, err := os.Stat(dayPath(s.dir, day))
+		path := dayPath(s.dir, day)
+		st, err := os.Stat(path)
 		if err != nil {
 			return nil, fmt.Errorf("memory: %w", err)
 		}
 		k, ok := known[day]
-		mtime := st.ModTime().UnixNano()
-		if ok && k.trusted(st.Size(), mtime) {
+		size, mtime := st.Size(), st.ModTime().UnixNano()
+		recent := ok && time.Since(s.verified[day]) < reverify
+		switch {
+		case ok && k.trusted(size, mtime):
 			continue
-		}
-		if ok && st.Size() < k.indexed {
+		case recent && size == k.size && mtime == k.mtime:
+			continue // racily clean, but hashed whole moments ago
+		case ok && size < k.indexed:
 			p.rebuild = "day file " + day + " shrank"
 			return p, nil
-		}
-		if !ok && day < lastKnown {
+		case !ok && day < lastKnown:
 			p.rebuild = "day file " + day + " appeared before the last indexed day"
 			return p, nil
 		}
-		data, err := os.ReadFile(dayPath(s.dir, day))
-		if err != nil {
-			return nil, fmt.Errorf("memory: %w", err)
+		var u *fileUpdate
+		if recent && size > k.size {
+			if u, err = readGrowth(path, k, size, mtime); err != nil {
+				return nil, err
+			}
 		}
-		if ok && hashHex(data[:k.indexed]) != k.sha {
-			p.rebuild = "day file " + day + " was edited"
-			return p, nil
+		if u == nil {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return nil, fmt.Errorf("memory: %w", err)
+			}
+			if ok && hashHex(data[:k.indexed]) != k.sha {
+				p.rebuild = "day file " + day + " was edited"
+				return p, nil
+			}
+			s.verified[day] = time.Now()
+			u = &fileUpdate{day: day, from: k.indexed, data: data, size: int64(len(data)), time: mtime}
 		}
-		u := fileUpdate{day: day, from: k.indexed, data: data, size: st.Size(), time: mtime}
-		if _, end := splitLines(data, k.indexed); end == k.indexed {
-			if !ok || st.Size() != k.size || mtime != k.mtime || time.Now().UnixNano()-mtime > int64(racyWindow) {
-				p.touches = append(p.touches, u) // record what was seen, so the next check can trust it
+		u.day = day
+		if _, end := splitLines(u.data, u.from-u.base); u.base+end == u.from {
+			if !ok || size != k.size || mtime != k.mtime || time.Now().UnixNano()-mtime > int64(racyWindow) {
+				p.touches = append(p.touches, *u) // record what was seen, so the next check can trust it
 			}
 			continue
 		}
@@ -367,7 +407,7 @@ func (s *Store) check(ctx context.Context, q querier) (*plan, error) {
 			p.rebuild = "day file " + day + " gained lines after a later day was indexed"
 			return p, nil
 		}
-		p.appends = append(p.appends, u)
+		p.appends = append(p.appends, *u)
 	}
 	for day := range known {
 		if !onDisk[day] {
@@ -376,6 +416,28 @@ func (s *Store) check(ctx context.Context, q querier) (*plan, error) {
 		}
 	}
 	return p, nil
+}
+
+// readGrowth reads what a file gained after the bytes indexed, with the
+// tailWindow bytes before them, which must be as recorded; nil when they
+// are not (the caller then hashes the file whole).
+func readGrowth(path string, k fileState, size, mtime int64) (*fileUpdate, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("memory: %w", err)
+	}
+	defer f.Close()
+	lo := max(0, k.indexed-tailWindow)
+	buf := make([]byte, size-lo)
+	n, err := f.ReadAt(buf, lo)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("memory: read %s: %w", path, err)
+	}
+	buf = buf[:n]
+	if int64(n) < k.indexed-lo || hashHex(buf[:k.indexed-lo]) != k.tail || len(k.hasher) == 0 {
+		return nil, nil
+	}
+	return &fileUpdate{base: lo, from: k.indexed, hashed: k.indexed, hasher: k.hasher, data: buf, size: lo + int64(n), time: mtime}, nil
 }
 
 func hashHex(b []byte) string {
@@ -513,8 +575,9 @@ func (s *Store) rebuildTx(ctx context.Context, tx *sql.Tx) error {
 		if err != nil {
 			return fmt.Errorf("memory: %w", err)
 		}
-		files = append(files, fileUpdate{day: day, data: data, size: st.Size(), time: st.ModTime().UnixNano()})
+		files = append(files, fileUpdate{day: day, data: data, size: int64(len(data)), time: st.ModTime().UnixNano()})
 		collectPinned(data, pinned)
+		s.verified[day] = time.Now()
 	}
 	ing, err := newIngester(ctx, tx, s.opts, pinned, true)
 	if err != nil {
@@ -542,7 +605,7 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, p *plan) error {
 		}
 	}
 	for _, f := range p.touches {
-		if err := ing.recordFile(ctx, f.day, f.from, f.data[:f.from], f.size, f.time); err != nil {
+		if err := ing.recordFile(ctx, f, f.from); err != nil {
 			return err
 		}
 	}

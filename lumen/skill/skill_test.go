@@ -196,7 +196,7 @@ func TestCreateChecksHelpBeforeTheSkillCounts(t *testing.T) {
 
 func TestAHelpThatHangsCostsItsTimeoutOncePerVersion(t *testing.T) {
 	r := newRunner(t)
-	r.Timeout = 300 * time.Millisecond
+	r.Timeout = 2 * time.Second // time for python to start (and the race detector) before it hangs
 	ctx := context.Background()
 	hang := "import os, sys, time\nopen(os.path.join(os.environ['LUMEN_DIR'], 'help-runs'), 'a').write('x')\ntime.sleep(30)\n"
 	writeSkill(t, r, "stuck", hang)

@@ -1,0 +1,5 @@
+//go:build !race
+
+package lumen
+
+const raceEnabled = false
