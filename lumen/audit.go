@@ -413,8 +413,18 @@ func (in *Instance) Audit(ctx context.Context) (*AuditReport, error) {
 		if e.Step == "act" && e.Author == memory.Kernel && bytes.Contains(e.Data, []byte(`"display"`)) && strings.HasPrefix(e.Situation, "action loop: external input") {
 			rep.Honesty.Exchanges++
 		}
-		if e.Step == stepTrigger && (bytes.Contains(e.Data, []byte(FiredSelfExam)) || bytes.Contains(e.Data, []byte(FiredTension))) {
-			rep.Honesty.Pressure++
+		if e.Step == stepTrigger {
+			var d struct {
+				Fired []Fired `json:"fired"`
+			}
+			if json.Unmarshal(e.Data, &d) == nil {
+				for _, f := range d.Fired {
+					if f.Condition == FiredSelfExam || f.Condition == FiredTension {
+						rep.Honesty.Pressure++
+						break
+					}
+				}
+			}
 		}
 	}
 

@@ -83,6 +83,3 @@ func asAnotherUser(t *testing.T, root string) {
 		t.Fatalf("reading the instance as nobody: %v: %s", err, out.String())
 	}
 }
-
-// runUntilKilled is replaced by the kill test's helper.
-var runUntilKilled = func(root string) int { return 2 }

@@ -23,13 +23,21 @@ func answer(name string, v any) step { return step{name: name, v: v, in: 1000, o
 // scripted builds a script provider from steps, in order.
 func scripted(t testing.TB, steps ...step) *script.Provider {
 	t.Helper()
+	p, err := buildScript(steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func buildScript(steps []step) (*script.Provider, error) {
 	var entries []any
 	for _, s := range steps {
 		text, ok := s.v.(string)
 		if !ok {
 			data, err := json.Marshal(s.v)
 			if err != nil {
-				t.Fatal(err)
+				return nil, err
 			}
 			text = string(data)
 		}
@@ -43,13 +51,13 @@ func scripted(t testing.TB, steps ...step) *script.Provider {
 	}
 	data, err := json.Marshal(map[string]any{"responses": entries})
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	sc, err := script.Parse(data)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	return script.New(sc)
+	return script.New(sc), nil
 }
 
 // withScript points the instance at p as its LLM.

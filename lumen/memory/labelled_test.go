@@ -21,7 +21,11 @@ var (
 
 func TestEveryPlantedFactComesBackFromTwoYearsOfDecayByALexicalQuery(t *testing.T) {
 	dir := t.TempDir()
-	facts, err := writeAged(dir, aged{memories: 20_000, start: agedStart, span: agedSpan, seed: 11, facts: true})
+	n := 20_000
+	if raceEnabled {
+		n = 5_000 // the race detector slows indexing ten times
+	}
+	facts, err := writeAged(dir, aged{memories: n, start: agedStart, span: agedSpan, seed: 11, facts: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +126,11 @@ func conceptServer(t *testing.T) *httptest.Server {
 
 func TestWithEmbeddingsParaphrasesOfPlantedFactsComeBack(t *testing.T) {
 	dir := t.TempDir()
-	facts, err := writeAged(dir, aged{memories: 4_000, start: agedStart, span: agedSpan, seed: 12, facts: true})
+	n := 4_000
+	if raceEnabled {
+		n = 1_500
+	}
+	facts, err := writeAged(dir, aged{memories: n, start: agedStart, span: agedSpan, seed: 12, facts: true})
 	if err != nil {
 		t.Fatal(err)
 	}
