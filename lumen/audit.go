@@ -168,7 +168,7 @@ type auditData struct {
 // Audit answers the eight questions from the records.
 func (in *Instance) Audit(ctx context.Context) (*AuditReport, error) {
 	rep := &AuditReport{Judgments: map[string]*Judgment{}}
-	all, err := in.mem.List(ctx, memory.Filter{Authors: []string{memory.Kernel, memory.External}})
+	all, err := in.mem.List(ctx, memory.Filter{Authors: []string{memory.Kernel, memory.External, memory.Self, memory.Goal}})
 	if err != nil {
 		return nil, err
 	}
@@ -213,12 +213,15 @@ func (in *Instance) Audit(ctx context.Context) (*AuditReport, error) {
 	valueHistory := map[string][]float64{}
 	goalAdded := map[string]bool{}
 	for _, e := range all {
+		if e.Author == memory.External {
+			inRun = false // a chat turn: not part of a run's cycles; no model wrote it
+			continue
+		}
 		m := era(e)
 		m.Last = e.Timestamp
 		m.Memories[e.Author]++
-		if e.Author == memory.External {
-			inRun = false // a chat turn: not part of a run's cycles
-			continue
+		if e.Author != memory.Kernel {
+			continue // what follows reads the kernel's records
 		}
 		var d auditData
 		if len(e.Data) > 0 && json.Unmarshal(e.Data, &d) != nil {
