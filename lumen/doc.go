@@ -20,24 +20,46 @@
 //     nothing be lost. Memory lines are appended under a file lock;
 //     values.json, goal files and soul.md are changed read-modify-write
 //     under .lumen/state.lock and replaced atomically (write + rename).
-//   - Memory lines carry the spec's five fields plus optional step, used,
-//     decay and data: what the kernel needs to replay weights and audit
-//     itself. A memory's id is its day file and byte offset.
+//   - Memory lines carry the spec's five fields plus a ULID id and optional
+//     step, used, judged, decay, model, usage and data: what the kernel
+//     needs to replay weights, account for spend and audit itself.
+//     References name ids, so editing a day file moves no reference. Lines
+//     written before ids existed get an id derived from their day, text
+//     and rank among identical lines; their old byte-offset references are
+//     pinned to those ids by one migrate memory per day file, written the
+//     first time the instance is opened for writing.
 //   - Weights are never rewritten in the files: the current weight lives in
 //     the derived SQLite index (.lumen/index.db) and is replayed from the
-//     log (a step's used list strengthens, a maintenance decay memory
-//     decays). Relevance is FTS5 bm25, or embeddings when configured, times
-//     the current weight.
+//     log in one pass (a step's used list strengthens, a maintenance decay
+//     memory decays; passes compose). The index records each day file's
+//     size, modification time and hash, and rebuilds when a file changed
+//     other than by appending.
+//   - Retrieval scores like Generative Agents: recency (0.995 per hour
+//     since last access), importance (judged by the model when the memory
+//     is written, plus use) and relevance (bm25, or cosine with
+//     embeddings), each min-max normalised over the candidates, weighted
+//     0.5, 2 and 3. The spec's use and decay keep the current weight; the
+//     sum, unlike a product, lets a decayed memory that matches come back.
+//     The recent window holds self, goal and external memories only, and
+//     chat gives THINK the conversation itself, apart from retrieval.
 //   - B=MAP: with no active values at all (a new instance) the value term
 //     is 1.0, so a fresh agent can answer. A goal-driven candidate's goal
 //     weight is the highest weight among the active goals it serves (0 with
-//     none). P is 1 for a direct answer to the cycle's trigger and
-//     IndirectPrompt (0.5) halved per week the served goal went unpursued
-//     otherwise.
+//     none). A is 1 only for a skill whose current version's --help passed
+//     (cached per version, failures too). P is 1 for a direct answer to the
+//     cycle's trigger and IndirectPrompt (0.5) halved per week since the
+//     served goal's own last pursuit otherwise.
 //   - On A = 0 for the most motivated candidate the kernel itself creates
 //     the goal to author the skill (the spec's DECIDE rule), although the
 //     table gives the action loop no goal existence: the LLM never gets that
-//     write, the kernel's fixed rule does.
+//     write, the kernel's fixed rule does. When a person is waiting (chat),
+//     the best candidate that can act still answers them, or the chat skill
+//     says the skill is missing (prompts/decide/gap-reply.md).
+//   - The action loop's "create skill" may also revise a skill: a new
+//     version whose --help must pass, the old one kept under
+//     skills/.history/ and restorable. THINK and EXPLORE see the whole
+//     --help of chat and of the skills most relevant to the step (at most
+//     SkillsInFull), the others by name.
 //   - The reflection trigger runs after every action loop (chat turns
 //     included). After an explore cycle none of its conditions can have
 //     changed (they count action cycles, deltas and goal changes), so run
@@ -57,7 +79,20 @@
 //   - Dates (memory files, goal years, --date) are UTC. Run continues the
 //     action/explore alternation recorded in memory. Maintenance runs in
 //     lumen run, after each cycle, when due. A tenth prompt,
-//     prompts/create-skill/, drives the built-in create-skill tool.
+//     prompts/create-skill/, drives the built-in create-skill tool; three
+//     more, prompts/judge-*, are the audit's model-as-judge questions.
+//   - "Runs continuously until stopped": a failed cycle is a kernel memory
+//     and the loop goes on after a back-off that doubles while failures
+//     repeat; it stops on a cancelled context (Ctrl-C, SIGTERM), a cycle
+//     count, a time limit, or a spend cap per run or per UTC day (the day's
+//     spend is summed from the usage each memory line records, so it holds
+//     across processes and restarts). The loop timer defaults to 5 minutes
+//     in the CLI.
 //   - Ctrl-C (a cancelled context) lets the step under way finish, records
 //     where the loop stopped, and ends the loop.
+//   - Every instruction and every sentence the LLM reads about an empty
+//     value is in the templates ({{name|text}}); the JSON Schemas carry
+//     structure only. Go renders data (lists of values, goals, memories,
+//     candidates) in a fixed plain format. Templates an instance still
+//     holds unedited from an earlier kernel are upgraded on open.
 package lumen
