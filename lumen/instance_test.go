@@ -266,16 +266,6 @@ func TestAGitCloneOfAFreshInstanceOpensAndChats(t *testing.T) {
 	again.Close()
 }
 
-func TestAReadOnlyInstanceIsReadableByEveryReadCommand(t *testing.T) {
-	in := demoInstance(t)
-	if _, err := in.Status(context.Background()); err != nil { // the index is up to date on disk
-		t.Fatal(err)
-	}
-	in.remember(memory.External, "chat", "chat", "a line the index has not read", nil) // and now it is stale
-	in.Close()
-	asAnotherUser(t, in.Root)
-}
-
 // readEverything runs every read command on the instance at root, opened
 // read-only, and checks what the demo instance holds.
 func readEverything(root string) error {

@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -229,124 +226,6 @@ func TestAMissingMemoryDirectoryIsRecreated(t *testing.T) {
 	if n, err := ro.Count(context.Background(), Filter{}); err != nil || n != 0 {
 		t.Fatalf("read-only, absent directory: count = %d, %v; want an empty memory", n, err)
 	}
-}
-
-func TestAReadOnlyInstanceIsReadableFreshStaleOrWithoutAnIndex(t *testing.T) {
-	root := t.TempDir()
-	dir := filepath.Join(root, "memory")
-	index := filepath.Join(root, "derived", "index.db")
-	ctx := context.Background()
-	s, err := Open(dir, index, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Append(Memory{Timestamp: t0, Author: Self, Weight: 0.5, Description: "indexed"})
-	s.Append(Memory{Timestamp: t0, Author: Self, Weight: 0.5, Description: "indexed too"})
-	s.Count(ctx, Filter{})
-	s.Close()
-	asAnotherUser(t, root, "fresh")
-	s, err = Open(dir, index, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Append(Memory{Timestamp: t0.Add(time.Minute), Author: Self, Weight: 0.5, Description: "not indexed yet"})
-	s.Close()
-	asAnotherUser(t, root, "stale")
-	os.RemoveAll(filepath.Join(root, "derived"))
-	asAnotherUser(t, root, "none")
-	if _, err := os.Stat(filepath.Join(root, "derived")); !os.IsNotExist(err) {
-		t.Error("a read-only open created the index directory")
-	}
-}
-
-// readOnlyCheck reads the memory under root (memory/, derived/index.db)
-// read-only: its index up to date ("fresh": 2 memories, read from the
-// file), stale ("stale": 3, one not indexed) or missing ("none": 3).
-func readOnlyCheck(root, index string) error {
-	ctx := context.Background()
-	ro, err := Open(filepath.Join(root, "memory"), filepath.Join(root, "derived", "index.db"), Options{ReadOnly: true})
-	if err != nil {
-		return err
-	}
-	defer ro.Close()
-	want := 3
-	if index == "fresh" {
-		want = 2
-	}
-	got, err := ro.List(ctx, Filter{})
-	if err != nil || len(got) != want {
-		return fmt.Errorf("read-only, index %s: %+v, %v; want %d memories", index, got, err, want)
-	}
-	if ro.InMemory() != (index != "fresh") {
-		return fmt.Errorf("read-only, index %s: in memory = %v", index, ro.InMemory())
-	}
-	if _, err := ro.Append(Memory{Timestamp: t0, Author: Self, Weight: 0.5, Description: "x"}); err == nil {
-		return fmt.Errorf("append to a read-only store succeeded")
-	}
-	return nil
-}
-
-// asAnotherUser runs readOnlyCheck on root with write permission gone: as
-// an ordinary user by taking it away, as root (which ignores permissions)
-// by running the check as nobody, to whom root's files are read-only.
-func asAnotherUser(t *testing.T, root, index string) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		readOnly(t, root)
-		defer func() { restore(root) }()
-		if err := readOnlyCheck(root, index); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	for dir := root; dir != "/" && dir != os.TempDir(); dir = filepath.Dir(dir) {
-		os.Chmod(dir, 0o755)
-	}
-	bin := filepath.Join(t.TempDir(), "memory.test")
-	for dir := filepath.Dir(bin); dir != "/" && dir != os.TempDir(); dir = filepath.Dir(dir) {
-		os.Chmod(dir, 0o755)
-	}
-	data, err := os.ReadFile(os.Args[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-test.run=^$")
-	cmd.Env = append(os.Environ(), readOnlyHelperEnv+"="+root+","+index)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("reading as nobody: %v: %s", err, out)
-	}
-}
-
-// readOnly removes write permission from everything under root.
-func readOnly(t *testing.T, root string) {
-	t.Helper()
-	var paths []string
-	filepath.Walk(root, func(p string, info os.FileInfo, err error) error {
-		if err == nil {
-			paths = append(paths, p)
-		}
-		return nil
-	})
-	for i := len(paths) - 1; i >= 0; i-- {
-		info, _ := os.Stat(paths[i])
-		os.Chmod(paths[i], info.Mode().Perm()&^0o222)
-	}
-	t.Cleanup(func() { restore(root) })
-}
-
-// restore gives write permission back to the owner under root.
-func restore(root string) {
-	os.Chmod(root, 0o755)
-	filepath.Walk(root, func(p string, info os.FileInfo, err error) error {
-		if err == nil {
-			os.Chmod(p, info.Mode().Perm()|0o200)
-		}
-		return nil
-	})
 }
 
 func TestSpendPerDayAndGoalMarksComeFromTheLines(t *testing.T) {

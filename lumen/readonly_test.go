@@ -1,0 +1,63 @@
+//go:build unix
+
+package lumen
+
+import (
+	"bytes"
+	"context"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/llmkernels/kernels/internal/rodir"
+	"github.com/llmkernels/kernels/lumen/memory"
+)
+
+func TestAReadOnlyInstanceIsReadableByEveryReadCommand(t *testing.T) {
+	in := demoInstance(t)
+	if _, err := in.Status(context.Background()); err != nil { // the index is up to date on disk
+		t.Fatal(err)
+	}
+	in.remember(memory.External, "chat", "chat", "a line the index has not read", nil) // and now it is stale
+	in.Close()
+	// Another user's instance: this test's copy, locked, read by a child
+	// process that cannot write it (as root, the child runs as nobody).
+	root := filepath.Join(rodir.TempDir(t), "mind")
+	if err := copyInstance(in.Root, root); err != nil {
+		t.Fatal(err)
+	}
+	rodir.Lock(t, root)
+	before := rodir.Snapshot(t, root)
+	bin := rodir.Executable(t, os.Args[0])
+	cmd := rodir.Command(t, bin, "-test.run=^$")
+	cmd.Env = append(os.Environ(), readOnlyHelperEnv+"="+root, "HOME="+os.TempDir())
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("reading the instance as another user: %v: %s", err, out.String())
+	}
+	if after := rodir.Snapshot(t, root); !maps.Equal(before, after) {
+		t.Fatal("reading the instance changed it")
+	}
+}
+
+// copyInstance copies the instance at src to dst.
+func copyInstance(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o644)
+	})
+}
