@@ -167,7 +167,12 @@ type auditData struct {
 
 // Audit answers the eight questions from the records.
 func (in *Instance) Audit(ctx context.Context) (*AuditReport, error) {
-	rep := &AuditReport{Judgments: map[string]*Judgment{}}
+	// Lists are empty, not null, in --json.
+	rep := &AuditReport{Judgments: map[string]*Judgment{}, Deltas: []float64{}, ByDay: []DeltaDay{}, Changes: []AuditChange{}, Unexplained: []AuditChange{},
+		SelfModel: SelfModel{ActedOn: []ValueUse{}, NamedInSoul: []string{}, Unnamed: []string{}},
+		Goals:     GoalHygiene{Stale: []IdleGoal{}, NeverPursued: []string{}, Completions: []Completion{}, Removed: []string{}},
+		Coherence: Coherence{Reversals: []string{}},
+		Substrate: []ModelEra{}}
 	all, err := in.mem.List(ctx, memory.Filter{Authors: []string{memory.Kernel, memory.External, memory.Self, memory.Goal}})
 	if err != nil {
 		return nil, err

@@ -82,7 +82,17 @@ func (in *Instance) Status(ctx context.Context) (*Status, error) {
 	}
 	st := &Status{Root: in.Root, Soul: summarizeSoul(snap.soul), SoulEmpty: strings.TrimSpace(snap.soul) == "",
 		Values: activeValues(snap.values), Goals: activeGoals(snap.goals), Memories: counts,
-		Retrieval: in.mem.Mode(), Index: "on disk", Skills: skills, StaleAfter: in.opts.StaleAfter}
+		Retrieval: in.mem.Mode(), Index: "on disk", Skills: skills, StaleAfter: in.opts.StaleAfter,
+		StaleGoals: []IdleGoal{}, Failures: []Failure{}} // lists are empty, not null, in --json
+	if st.Values == nil {
+		st.Values = []Value{}
+	}
+	if st.Goals == nil {
+		st.Goals = []GoalRecord{}
+	}
+	if st.Skills == nil {
+		st.Skills = []SkillStatus{}
+	}
 	if in.mem.InMemory() {
 		st.Index = "in memory (the on-disk index is missing or stale and cannot be written here)"
 	}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestTheCommandsEndToEnd drives the binary through the docs' walk-through
+// and every view with --json.
+func TestTheCommandsEndToEnd(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "lumen")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	dir := filepath.Join(t.TempDir(), "walk")
+	testdata, _ := filepath.Abs("../../lumen/testdata")
+	run := func(stdin string, args ...string) (string, string) {
+		t.Helper()
+		cmd := exec.Command(bin, append(args, "--dir", dir)...)
+		cmd.Stdin = strings.NewReader(stdin)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("lumen %v: %v\nstdout: %s\nstderr: %s", args, err, out.String(), errb.String())
+		}
+		return out.String(), errb.String()
+	}
+	run("", "init")
+	out, _ := run("Hello! Who are you?\nPlease take a moment to reflect on who you want to be.\n",
+		"chat", "--provider", "script", "--script", filepath.Join(testdata, "demo-chat.json"))
+	if !strings.Contains(out, "lumen> Thank you, Sam.") {
+		t.Fatalf("chat: %s", out)
+	}
+	out, steps := run("", "run", "--cycles", "2", "--interval", "0", "--provider", "script", "--script", filepath.Join(testdata, "demo-run.json"))
+	if !strings.Contains(out, "cycle 1 · ") || !strings.Contains(out, "4 calls") || !strings.Contains(out, "run: 2 cycles (1 action, 1 explore; 0 idle, 0 failed)") ||
+		!strings.Contains(out, "stopped: cycles") {
+		t.Errorf("run stdout:\n%s", out)
+	}
+	if !strings.Contains(steps, "kernel   think        1 call(s)") || !strings.Contains(steps, "DECIDE: chose #1") {
+		t.Errorf("run stderr lacks the step lines:\n%s", steps)
+	}
+	decode := func(args ...string) any {
+		t.Helper()
+		out, _ := run("", append(args, "--json")...)
+		var v any
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			t.Fatalf("lumen %v --json is not one JSON document: %v\n%s", args, err, out)
+		}
+		return v
+	}
+	st := decode("status").(map[string]any)
+	if st["soul"].(map[string]any)["name"] != "Lumen" || st["last_reflection"] == nil {
+		t.Errorf("status --json = %v", st)
+	}
+	mem := decode("memory", "--all").([]any)
+	if len(mem) < 30 || len(mem[0].(map[string]any)["id"].(string)) != 26 {
+		t.Errorf("memory --json: %d entries", len(mem))
+	}
+	search := decode("memory", "search", "who are you").(map[string]any)
+	if res := search["results"].([]any); len(res) == 0 || res[0].(map[string]any)["description"] != "Hello! Who are you?" {
+		t.Errorf("memory search --json = %v", search)
+	}
+	if vs := decode("values").([]any); len(vs) != 2 {
+		t.Errorf("values --json = %v", vs)
+	}
+	if gs := decode("goals").([]any); len(gs) != 2 {
+		t.Errorf("goals --json = %v", gs)
+	}
+	if sk := decode("skills").([]any); len(sk) != 1 || sk[0].(map[string]any)["ok"] != true {
+		t.Errorf("skills --json = %v", sk)
+	}
+	if h := decode("skills", "history", "chat").([]any); len(h) != 0 {
+		t.Errorf("skills history --json = %v", h)
+	}
+	audit := decode("audit").(map[string]any)
+	if len(audit["changes"].([]any)) != 3 || len(audit["unexplained"].([]any)) != 0 {
+		t.Errorf("audit --json = %v", audit)
+	}
+	out, _ = run("", "memory")
+	if first := strings.Fields(strings.Split(out, "\n")[0]); len(first) == 0 || len(first[0]) != 26 {
+		t.Errorf("memory lines do not start with the id:\n%s", out)
+	}
+	out, _ = run("", "audit")
+	for _, q := range []string{"1. Does the world model improve?", "8. Does reflexive self-modification change outcomes?", "lumen audit --judge"} {
+		if !strings.Contains(out, q) {
+			t.Errorf("audit lacks %q", q)
+		}
+	}
+}
