@@ -172,8 +172,7 @@ func Open(root string, opts Options) (*Instance, error) {
 	if !opts.ReadOnly {
 		in.skills.OnCheck = in.skillChecked
 		if err := in.upgrade(context.Background()); err != nil {
-			in.Close()
-			return nil, err
+			return nil, errors.Join(err, in.Close())
 		}
 	}
 	return in, nil
@@ -200,8 +199,7 @@ func canWrite(dir string) error {
 	if err != nil {
 		return err
 	}
-	f.Close()
-	return os.Remove(f.Name())
+	return errors.Join(f.Close(), os.Remove(f.Name()))
 }
 
 // writable says why the loops cannot run on this instance, if they cannot.

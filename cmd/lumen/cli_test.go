@@ -84,6 +84,13 @@ func TestTheCommandsEndToEnd(t *testing.T) {
 	if first := strings.Fields(strings.Split(out, "\n")[0]); len(first) == 0 || len(first[0]) != 26 {
 		t.Errorf("memory lines do not start with the id:\n%s", out)
 	}
+	// A run stopped by a limit exits 5: it can be resumed.
+	stopped := exec.Command(bin, "run", "--dir", dir, "--for", "1ns", "--provider", "script", "--script", filepath.Join(testdata, "demo-run.json"))
+	var so bytes.Buffer
+	stopped.Stdout = &so
+	if err := stopped.Run(); err == nil || stopped.ProcessState.ExitCode() != 5 || !strings.Contains(so.String(), "stopped: time limit") {
+		t.Errorf("lumen run --for 1ns: %v (exit %d)\n%s", err, stopped.ProcessState.ExitCode(), so.String())
+	}
 	out, _ = run("", "audit")
 	for _, q := range []string{"1. Does the world model improve?", "8. Does reflexive self-modification change outcomes?", "lumen audit --judge"} {
 		if !strings.Contains(out, q) {

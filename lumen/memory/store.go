@@ -244,7 +244,7 @@ func (s *Store) useMemory(ctx context.Context) error {
 		return err
 	}
 	if s.db != nil {
-		s.db.Close()
+		_ = s.db.Close() // a read-only handle being replaced: nothing it held is lost
 	}
 	s.db, s.inMemory, s.readOnly = db, true, false
 	return nil
@@ -426,7 +426,7 @@ func readGrowth(path string, k fileState, size, mtime int64) (*fileUpdate, error
 	if err != nil {
 		return nil, fmt.Errorf("memory: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: what was read is the answer
 	lo := max(0, k.indexed-tailWindow)
 	buf := make([]byte, size-lo)
 	n, err := f.ReadAt(buf, lo)

@@ -299,7 +299,7 @@ func Version(dir string) (string, error) {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(h, "%s\x00%d\x00", filepath.ToSlash(rel), len(data))
+		_, _ = fmt.Fprintf(h, "%s\x00%d\x00", filepath.ToSlash(rel), len(data)) // a hash never fails to take bytes
 		h.Write(data)
 		return nil
 	})
@@ -500,7 +500,9 @@ func (r *Runner) Create(ctx context.Context, spec NewSkill) (*Created, error) {
 	if err != nil {
 		return nil, fmt.Errorf("skill %q: %w", spec.Name, err)
 	}
-	defer os.RemoveAll(tmp) // gone once renamed; cleans up a failed attempt
+	// Gone once renamed; cleans up a failed attempt. A leftover .new-*
+	// directory is hidden from List and costs only disk.
+	defer func() { _ = os.RemoveAll(tmp) }()
 	if exists {
 		if err := copyDir(final, tmp); err != nil {
 			return nil, fmt.Errorf("skill %q: copy the current version: %w", spec.Name, err)
@@ -548,7 +550,9 @@ func (r *Runner) install(ctx context.Context, name, dir string, replace bool) (*
 		if err := os.MkdirAll(filepath.Dir(kept), 0o755); err != nil {
 			return nil, err
 		}
-		os.RemoveAll(kept) // the same version kept before: identical content
+		// The same version kept before holds identical content; if it
+		// cannot be removed, the rename below says so.
+		_ = os.RemoveAll(kept)
 		if err := os.Rename(final, kept); err != nil {
 			return nil, fmt.Errorf("skill %s: keep version %s: %w", name, short(current), err)
 		}
@@ -560,7 +564,9 @@ func (r *Runner) install(ctx context.Context, name, dir string, replace bool) (*
 	}
 	if err := os.Rename(dir, final); err != nil {
 		if out.Replaced != "" {
-			os.Rename(filepath.Join(r.Dir, historyDir, name, short(out.Replaced)), final) // put the old one back
+			if rerr := os.Rename(filepath.Join(r.Dir, historyDir, name, short(out.Replaced)), final); rerr != nil { // put the old one back
+				return nil, fmt.Errorf("skill %q: %w; and putting version %s back failed: %v (it is in %s)", name, err, short(out.Replaced), rerr, filepath.Join(historyDir, name))
+			}
 		}
 		return nil, fmt.Errorf("skill %q: %w", name, err)
 	}
@@ -643,11 +649,13 @@ func (r *Runner) Restore(ctx context.Context, name, version string) (*Created, e
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }() // gone once renamed; a leftover is hidden from List
 	if err := copyDir(match[0].Dir, tmp); err != nil {
 		return nil, err
 	}
-	os.Remove(filepath.Join(tmp, versionMark))
+	if err := os.Remove(filepath.Join(tmp, versionMark)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
 	_, statErr := os.Stat(filepath.Join(r.Dir, name))
 	return r.install(ctx, name, tmp, statErr == nil)
 }
