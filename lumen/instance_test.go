@@ -21,26 +21,29 @@ import (
 func copyTestdata(t *testing.T, name string) string {
 	t.Helper()
 	root := filepath.Join(t.TempDir(), "mind")
-	src := filepath.Join("testdata", name)
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+	if err := copyInstance(filepath.Join("testdata", name), root); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// copyInstance copies the instance (or any directory) at src to dst.
+func copyInstance(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		rel, _ := filepath.Rel(src, p)
-		dst := filepath.Join(root, rel)
+		target := filepath.Join(dst, rel)
 		if d.IsDir() {
-			return os.MkdirAll(dst, 0o755)
+			return os.MkdirAll(target, 0o755)
 		}
 		data, err := os.ReadFile(p)
 		if err != nil {
 			return err
 		}
-		return os.WriteFile(dst, data, 0o644)
+		return os.WriteFile(target, data, 0o644)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
 }
 
 func dayFileOf(t *testing.T, in *Instance) string {

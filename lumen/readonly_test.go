@@ -5,7 +5,6 @@ package lumen
 import (
 	"bytes"
 	"context"
-	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -41,23 +40,4 @@ func TestAReadOnlyInstanceIsReadableByEveryReadCommand(t *testing.T) {
 	if after := rodir.Snapshot(t, root); !maps.Equal(before, after) {
 		t.Fatal("reading the instance changed it")
 	}
-}
-
-// copyInstance copies the instance at src to dst.
-func copyInstance(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		target := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, data, 0o644)
-	})
 }

@@ -41,6 +41,13 @@ func (in *Instance) Spent() Usage {
 	return in.spent
 }
 
+// spentSince is what the calls made since Spent returned base cost.
+func (in *Instance) spentSince(base Usage) Usage {
+	u := in.Spent()
+	return Usage{Calls: u.Calls - base.Calls, InputTokens: u.InputTokens - base.InputTokens,
+		OutputTokens: u.OutputTokens - base.OutputTokens, CostUSD: u.CostUSD - base.CostUSD}
+}
+
 // modelName is the provider and model recorded on memories: the model
 // that last answered, else the one configured; "" without an LLM.
 func (in *Instance) modelName() string {

@@ -138,11 +138,7 @@ func (in *Instance) Run(ctx context.Context, ro RunOptions) (*RunReport, error) 
 	finish := func(why, detail string) (*RunReport, error) {
 		rep.Stopped, rep.Detail = why, detail
 		rep.Elapsed = time.Since(start)
-		rep.Usage = in.Spent()
-		rep.Usage.Calls -= base.Calls
-		rep.Usage.InputTokens -= base.InputTokens
-		rep.Usage.OutputTokens -= base.OutputTokens
-		rep.Usage.CostUSD -= base.CostUSD
+		rep.Usage = in.spentSince(base)
 		day, err := in.mem.Spend(context.WithoutCancel(ctx), memory.Day(in.opts.Now()))
 		rep.SpentDay = day
 		return rep, err
@@ -228,7 +224,7 @@ func (in *Instance) Run(ctx context.Context, ro RunOptions) (*RunReport, error) 
 // checkCaps refuses an LLM call once a spend cap is reached.
 func (in *Instance) checkCaps(ctx context.Context, ro RunOptions, base Usage) error {
 	if ro.MaxCost > 0 {
-		if run := in.Spent().CostUSD - base.CostUSD; run >= ro.MaxCost {
+		if run := in.spentSince(base).CostUSD; run >= ro.MaxCost {
 			return &capError{StopRunCost, fmt.Sprintf("%v: this run spent $%.4f of its --max-cost $%.4f", ErrSpendCap, run, ro.MaxCost)}
 		}
 	}
@@ -253,11 +249,7 @@ func (in *Instance) cycle(ctx context.Context, n int, ro RunOptions) (*CycleRepo
 	began, spent := time.Now(), in.Spent()
 	defer func() {
 		rep.Duration = time.Since(began)
-		rep.Usage = in.Spent()
-		rep.Usage.Calls -= spent.Calls
-		rep.Usage.InputTokens -= spent.InputTokens
-		rep.Usage.OutputTokens -= spent.OutputTokens
-		rep.Usage.CostUSD -= spent.CostUSD
+		rep.Usage = in.spentSince(spent)
 	}()
 	kind, err := in.nextLoop(step)
 	if err != nil {

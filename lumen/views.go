@@ -175,34 +175,22 @@ func (s *Status) Text() string {
 	default:
 		fmt.Fprintf(&b, "soul      name: %s\n          ontology: %s\n", orDash(s.Soul.Name), orDash(s.Soul.Ontology))
 	}
-	b.WriteString("values    ")
-	if len(s.Values) == 0 {
-		b.WriteString("(no active values)\n")
+	var rows []string
+	for _, v := range s.Values {
+		rows = append(rows, fmt.Sprintf("%.2f  %s", v.Weight, v.Name))
 	}
-	for i, v := range s.Values {
-		if i > 0 {
-			b.WriteString("          ")
-		}
-		fmt.Fprintf(&b, "%.2f  %s\n", v.Weight, v.Name)
+	section(&b, "values", "(no active values)", rows)
+	rows = nil
+	for _, g := range s.Goals {
+		rows = append(rows, fmt.Sprintf("%.2f  %-9s %s", g.Weight, g.Status, g.Name))
 	}
-	b.WriteString("goals     ")
-	if len(s.Goals) == 0 {
-		b.WriteString("(no active goals)\n")
+	section(&b, "goals", "(no active goals)", rows)
+	rows = nil
+	for _, g := range s.StaleGoals {
+		rows = append(rows, fmt.Sprintf("%s: idle %d action cycles (stale after %d)", g.Name, g.Cycles, s.StaleAfter))
 	}
-	for i, g := range s.Goals {
-		if i > 0 {
-			b.WriteString("          ")
-		}
-		fmt.Fprintf(&b, "%.2f  %-9s %s\n", g.Weight, g.Status, g.Name)
-	}
-	if len(s.StaleGoals) > 0 {
-		for i, g := range s.StaleGoals {
-			label := "stale     "
-			if i > 0 {
-				label = "          "
-			}
-			fmt.Fprintf(&b, "%s%s: idle %d action cycles (stale after %d)\n", label, g.Name, g.Cycles, s.StaleAfter)
-		}
+	if len(rows) > 0 {
+		section(&b, "stale", "", rows)
 	}
 	b.WriteString("reflected ")
 	if r := s.LastReflection; r == nil {
@@ -222,16 +210,11 @@ func (s *Status) Text() string {
 		s.Memories[memory.Self], s.Memories[memory.Goal], s.Memories[memory.External], s.Memories[memory.Kernel])
 	fmt.Fprintf(&b, "retrieval %s; index %s\n", s.Retrieval, s.Index)
 	fmt.Fprintf(&b, "spent     $%.4f today (UTC, recorded in memory)\n", s.SpentToday)
-	b.WriteString("failures  ")
-	if len(s.Failures) == 0 {
-		b.WriteString("none in the last 7 days\n")
+	rows = nil
+	for _, f := range s.Failures {
+		rows = append(rows, fmt.Sprintf("%s %s: %s", f.When.UTC().Format("01-02 15:04"), f.Step, clip.Line(f.Error, 160)))
 	}
-	for i, f := range s.Failures {
-		if i > 0 {
-			b.WriteString("          ")
-		}
-		fmt.Fprintf(&b, "%s %s: %s\n", f.When.UTC().Format("01-02 15:04"), f.Step, clip.Line(f.Error, 160))
-	}
+	section(&b, "failures", "none in the last 7 days", rows)
 	var names []string
 	for _, sk := range s.Skills {
 		switch {
@@ -247,6 +230,21 @@ func (s *Status) Text() string {
 	}
 	fmt.Fprintf(&b, "skills    %s\n", orDash(strings.Join(names, ", ")))
 	return b.String()
+}
+
+// section writes rows under a label in the status layout, or none when
+// there are no rows.
+func section(b *strings.Builder, label, none string, rows []string) {
+	if len(rows) == 0 {
+		rows = []string{none}
+	}
+	for i, r := range rows {
+		if i == 0 {
+			fmt.Fprintf(b, "%-10s%s\n", label, r)
+		} else {
+			fmt.Fprintf(b, "%-10s%s\n", "", r)
+		}
+	}
 }
 
 func orDash(s string) string {
