@@ -22,8 +22,12 @@ import (
 const superviseVar = "LLMKERNELS_PROC_SUPERVISOR"
 
 // killBackstop is how long the runner lets the supervisor take to end the
-// group on cancel before it kills the group itself.
-const killBackstop = 500 * time.Millisecond
+// group on cancel before it kills the group itself. It only matters when
+// the supervisor cannot act (the command stopped it with SIGSTOP), and it
+// must be long: killing the supervisor in the middle of its sweep leaves the
+// descendants that left the group (setsid) to init, beyond anyone's reach.
+// Under load a sweep of a fast-forking command took over 500 ms here.
+const killBackstop = 5 * time.Second
 
 // deathSignal is what the kernel arms as the supervisor's Pdeathsig
 // (Linux); the supervisor acts on it only if its parent really changed.
