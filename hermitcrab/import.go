@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/llmkernels/kernels/hermitcrab/migrate"
 	"github.com/llmkernels/kernels/hermitcrab/shell"
@@ -78,6 +80,9 @@ func (k *Kernel) Import(ctx context.Context, sources []ImportSource, replace boo
 			blocks[name], from[name] = b, f
 		}
 	}
+	if err := k.fitBlocks(ctx, blocks, replace, res); err != nil {
+		return nil, err
+	}
 	encoded, err := encodeBlocks(blocks)
 	if err != nil {
 		return nil, err
@@ -87,6 +92,48 @@ func (k *Kernel) Import(ctx context.Context, sources []ImportSource, replace boo
 		return nil, fmt.Errorf("import: nothing was written: %w", err)
 	}
 	return res, nil
+}
+
+// fitBlocks brings each block over the size limit under it the way
+// auto-save keeps history under it: its oldest compressed nodes move out,
+// one by one, into blocks of their own (moveOut), NAME-1, NAME-2, …, named
+// past every block stored or imported, so that a large G0 migration imports
+// whole and every entry stays reachable by BSP. A block the import will
+// skip (it exists, and replace is off) is left alone, and so is one with
+// nothing that can move (the store then refuses it, saying why).
+func (k *Kernel) fitBlocks(ctx context.Context, blocks map[string]*pscale.Block, replace bool, res *ImportResult) error {
+	names, err := k.store.Names(ctx)
+	if err != nil {
+		return err
+	}
+	stored := map[string]bool{}
+	for _, n := range names {
+		stored[n] = true
+	}
+	taken := func(n string) (bool, error) { _, ok := blocks[n]; return ok || stored[n], nil }
+	limit := k.maxBlockBytes()
+	for _, name := range slices.Sorted(maps.Keys(blocks)) {
+		if stored[name] && !replace {
+			continue
+		}
+		for {
+			data, err := blockJSON(blocks[name])
+			if err != nil {
+				return fmt.Errorf("block %q: %w", name, err)
+			}
+			if len(data) <= limit {
+				break
+			}
+			moved, _ := archiveName(name, taken)
+			archive, err := moveOut(blocks[name], name, moved, limit)
+			if err != nil {
+				break // nothing can move: the store says the block is too large
+			}
+			blocks[moved] = archive
+			res.Notes = append(res.Notes, fmt.Sprintf("block %q is over the size limit (%d bytes): its oldest entries moved to block %s, at the same addresses", name, limit, moved))
+		}
+	}
+	return nil
 }
 
 // migrationBase is what G0 memory is migrated into: the instance's own

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/llmkernels/kernels/hermitcrab/store"
+	"github.com/llmkernels/kernels/pscale"
 	"strings"
 	"testing"
 )
@@ -54,5 +56,102 @@ func TestAHundredMemoryG0DumpAndADumpWithACorruptKeyImport(t *testing.T) {
 	}
 	if got := text(t, k2, "stash", "0"); got == "" {
 		t.Fatal("the instance's own stash was lost to a corrupt key")
+	}
+}
+
+// TestALargeG0DumpWithHostileKeysImportsWholeUnderTheSizeLimit migrates 300
+// memories of 1,000 characters (five times the 64 KiB block limit), one
+// memory of 50,000 characters, 90 name files (more than Naming's 81) and
+// keys with odd paths, into an instance that already has a block named
+// history-1. Everything imports: blocks over the limit move their oldest
+// entries to history-N and stash-N blocks (past the existing history-1,
+// which is kept), the long memory is split into consecutive entries, and
+// every memory is readable by BSP at pscale −1.
+func TestALargeG0DumpWithHostileKeysImportsWholeUnderTheSizeLimit(t *testing.T) {
+	ctx := context.Background()
+	dump := map[string]string{
+		"hcmem:/memories/evil]\n[x.md": "a path with a bracket and a newline",
+		"hcmem:":                       "a file with no path",
+		"hcmem:/memories/ünïcode.md":   "é" + strings.Repeat("ü", 10),
+		"hcmem:/memories/long.md":      strings.Repeat("The tide came in over the rocks. ", 1500),
+	}
+	for i := 1; i <= 300; i++ {
+		dump[fmt.Sprintf("hcmem:/memories/M-%d.md", i)] = fmt.Sprintf("session %d: %s", i, strings.Repeat("x", 1000))
+	}
+	for i := 1; i <= 90; i++ {
+		dump[fmt.Sprintf("hcmem:/memories/name-%02d.md", i)] = fmt.Sprintf("name note %d", i)
+	}
+	data, _ := json.Marshal(dump)
+	k := openKernel(t, Options{})
+	if err := k.CreateBlock(ctx, "history-1", "My own block, whose name an archive would take.", 1); err != nil {
+		t.Fatal(err)
+	}
+	res, err := k.Import(ctx, []ImportSource{{Name: "localStorage.json", Data: data}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := text(t, k, "history-1", "0"); got != "My own block, whose name an archive would take." {
+		t.Fatalf("the existing history-1 was overwritten: %q", got)
+	}
+	// Every block fits; collect every entry at pscale -1 of history*, stash*
+	// and constitution, checking each by BSP.
+	names, _ := k.store.Names(ctx)
+	var found []string
+	for _, name := range names {
+		raw, _ := k.RawBlock(ctx, name)
+		if len(raw.Data) > store.DefaultMaxBlockBytes {
+			t.Errorf("block %s is %d bytes", name, len(raw.Data))
+		}
+		if !strings.HasPrefix(name, "history") && !strings.HasPrefix(name, "stash") && name != "constitution" {
+			continue
+		}
+		r, err := k.Resolve(ctx, name, 9)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var walk func(p pscale.Phrase)
+		walk = func(p pscale.Phrase) {
+			if strings.HasPrefix(p.Text, "[") && len(p.Children) == 0 {
+				// Entries are at pscale -1; Naming's under constitution 0.5.
+				b, err := k.BSP(ctx, name, p.Path, nil)
+				if err != nil || b.Nodes[len(b.Nodes)-1].Text != p.Text || (name != "constitution" && b.Nodes[len(b.Nodes)-1].Pscale != -1) {
+					t.Errorf("%s %s: %+v %v", name, p.Path, b.Nodes, err)
+				}
+				found = append(found, p.Text)
+			}
+			for _, c := range p.Children {
+				walk(c)
+			}
+		}
+		walk(r)
+	}
+	all := strings.Join(found, "\n")
+	for i := 1; i <= 300; i++ {
+		if !strings.Contains(all, fmt.Sprintf("[/memories/M-%d.md] session %d: x", i, i)) {
+			t.Fatalf("memory %d is missing (notes: %q)", i, res.Notes[len(res.Notes)-3:])
+		}
+	}
+	for i := 1; i <= 90; i++ {
+		if !strings.Contains(all, fmt.Sprintf("[/memories/name-%02d.md] name note %d", i, i)) {
+			t.Fatalf("name file %d is missing", i)
+		}
+	}
+	for _, want := range []string{"[/memories/evil]\n[x.md] a path with a bracket", "[] a file with no path", "[/memories/ünïcode.md] éüü"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("%q is missing", want)
+		}
+	}
+	var long []string
+	for _, e := range found {
+		if strings.HasPrefix(e, "[/memories/long.md, part ") {
+			_, body, _ := strings.Cut(e, "] ")
+			long = append(long, body)
+		}
+	}
+	if got := strings.Join(long, " "); len(long) < 25 || got != strings.TrimSpace(dump["hcmem:/memories/long.md"]) {
+		t.Fatalf("the long memory came back in %d parts, %d of %d characters", len(long), len(got), len(dump["hcmem:/memories/long.md"]))
+	}
+	if !strings.Contains(strings.Join(res.Notes, "\n"), "this is one more: it goes to stash") {
+		t.Error("no note says where the 82nd name file went")
 	}
 }

@@ -272,11 +272,8 @@ func (k *Kernel) maxBlockBytes() int {
 }
 
 // archive keeps a growing block under the size limit: it moves the oldest
-// compressed node that fits into a new block of its own, NAME-N, at the
-// address it has now and with the same place (so every entry keeps its
-// pscale and stays reachable by BSP, in that block), and leaves a leaf with
-// its compression in its place that names the new block. It returns the
-// new block's name.
+// compressed node out into a new block of its own (moveOut), NAME-N, and
+// returns the new block's name.
 func (k *Kernel) archive(ctx context.Context, name string) (string, error) {
 	limit := k.maxBlockBytes()
 	var moved string
@@ -285,35 +282,12 @@ func (k *Kernel) archive(ctx context.Context, name string) (string, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("block %q is not a pscale block: %w", name, err)
 		}
-		path, ok := oldestClosed(b, limit*9/10)
-		if !ok {
-			return nil, nil, fmt.Errorf("block %q is over the size limit and has no compressed node that could move out", name)
-		}
-		for n := 1; ; n++ {
-			moved = fmt.Sprintf("%s-%d", name, n)
-			if t, err := taken(moved); err != nil || !t {
-				if err != nil {
-					return nil, nil, err
-				}
-				break
-			}
-		}
-		archive := &pscale.Block{Place: b.Place, Tree: &pscale.Node{}}
-		at, err := pscale.PlacedAddress(b.Place, digitsOf(path))
-		if err != nil {
+		if moved, err = archiveName(name, taken); err != nil {
 			return nil, nil, err
 		}
-		archive.Tree.Children[0] = &pscale.Node{Text: fmt.Sprintf("Entries moved out of block %q to keep it under the size limit: its node %s, at the address it had then (place %d).", name, at, b.Place), HasText: true}
-		src, dst := b.Tree.Children[0], archive.Tree.Children[0]
-		for i, n := range path {
-			if i == len(path)-1 {
-				dst.Children[n] = src.Children[n]
-				src.Children[n] = &pscale.Node{Leaf: true, Text: strings.TrimSpace(src.Children[n].Text + fmt.Sprintf(" [its entries moved to block %s]", moved))}
-				break
-			}
-			src = src.Children[n]
-			dst.Children[n] = &pscale.Node{Text: src.Text, HasText: src.Text != ""}
-			dst = dst.Children[n]
+		archive, err := moveOut(b, name, moved, limit)
+		if err != nil {
+			return nil, nil, err
 		}
 		next, err := blockJSON(b)
 		if err != nil {
@@ -326,6 +300,47 @@ func (k *Kernel) archive(ctx context.Context, name string) (string, error) {
 		return next, map[string][]byte{moved: arch}, nil
 	})
 	return moved, err
+}
+
+// archiveName is the first of NAME-1, NAME-2, … that is not taken.
+func archiveName(name string, taken func(string) (bool, error)) (string, error) {
+	for n := 1; ; n++ {
+		moved := fmt.Sprintf("%s-%d", name, n)
+		t, err := taken(moved)
+		if err != nil || !t {
+			return moved, err
+		}
+	}
+}
+
+// moveOut takes the oldest compressed node of b that fits in a block under
+// limit (oldestClosed) out of b, and returns it as a block of its own (to be
+// stored as moved): at the address it has in b and with b's place, so every
+// entry keeps its pscale and stays reachable by BSP there. In b a leaf with
+// its compression takes its place, naming the new block.
+func moveOut(b *pscale.Block, name, moved string, limit int) (*pscale.Block, error) {
+	path, ok := oldestClosed(b, limit*9/10)
+	if !ok {
+		return nil, fmt.Errorf("block %q is over the size limit and has no compressed node that could move out", name)
+	}
+	archive := &pscale.Block{Place: b.Place, Tree: &pscale.Node{}}
+	at, err := pscale.PlacedAddress(b.Place, digitsOf(path))
+	if err != nil {
+		return nil, err
+	}
+	archive.Tree.Children[0] = &pscale.Node{Text: fmt.Sprintf("Entries moved out of block %q to keep it under the size limit: its node %s, at the address it had then (place %d).", name, at, b.Place), HasText: true}
+	src, dst := b.Tree.Children[0], archive.Tree.Children[0]
+	for i, n := range path {
+		if i == len(path)-1 {
+			dst.Children[n] = src.Children[n]
+			src.Children[n] = &pscale.Node{Leaf: true, Text: strings.TrimSpace(src.Children[n].Text + fmt.Sprintf(" [its entries moved to block %s]", moved))}
+			break
+		}
+		src = src.Children[n]
+		dst.Children[n] = &pscale.Node{Text: src.Text, HasText: src.Text != ""}
+		dst = dst.Children[n]
+	}
+	return archive, nil
 }
 
 // oldestClosed finds, below a block's top, the oldest compressed node (its

@@ -11,7 +11,9 @@ import (
 	"sort"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
+	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/pscale"
 )
 
@@ -42,8 +44,16 @@ type memEntry struct {
 }
 
 // maxNamingEntries is how many identity and name files the Naming node
-// takes: nine groups of nine. (History and stash grow instead.)
+// takes: nine groups of nine. (History and stash grow instead.) Past that,
+// the rest go to stash.
 const maxNamingEntries = 9 * 9
+
+// maxEntryChars is the longest entry a G0 file becomes: a longer file is
+// split into consecutive entries ("[PATH, part 2 of 3] …"), so that nine
+// entries fit in one node that can move to a block of its own when the
+// block reaches its size limit (the kernel's history-N rule). A Naming file
+// that long goes to stash, where it can be split.
+const maxEntryChars = 2000
 
 // Where G0 files go (clean-build spec, "Migration from G0").
 const (
@@ -65,6 +75,7 @@ func (r *Result) migrateG0(files []memFile, defaults map[string]*pscale.Block) e
 		name, e := classify(f)
 		byBlock[name] = append(byBlock[name], e)
 	}
+	r.overflowNaming(byBlock)
 	for _, name := range slices.Sorted(maps.Keys(byBlock)) {
 		entries := byBlock[name]
 		sort.SliceStable(entries, func(i, j int) bool { return entries[i].less(entries[j]) })
@@ -97,6 +108,32 @@ func (r *Result) migrateG0(files []memFile, defaults map[string]*pscale.Block) e
 		r.note("block %q seeded from the defaults", name)
 	}
 	return nil
+}
+
+// overflowNaming sends to stash the identity and name files the Naming
+// node cannot take: those longer than one entry, and those past the 81st.
+func (r *Result) overflowNaming(byBlock map[string][]memEntry) {
+	naming := byBlock[constitutionBlock]
+	sort.SliceStable(naming, func(i, j int) bool { return naming[i].less(naming[j]) })
+	var kept []memEntry
+	for _, e := range naming {
+		switch {
+		case len(entryText(e)) > maxEntryChars:
+			r.note("G0 file %s (key %q) is longer than one Naming entry (%d characters): it goes to stash, split into entries", e.path, e.key, maxEntryChars)
+		case len(kept) == maxNamingEntries:
+			r.note("G0 file %s (key %q): Naming (constitution %s) takes %d files, and this is one more: it goes to stash", e.path, e.key, namingNode, maxNamingEntries)
+		default:
+			kept = append(kept, e)
+			continue
+		}
+		e.rank = 2 // after stash's own files
+		byBlock[stashBlock] = append(byBlock[stashBlock], e)
+	}
+	if len(kept) == 0 {
+		delete(byBlock, constitutionBlock)
+		return
+	}
+	byBlock[constitutionBlock] = kept
 }
 
 // classify says which block a G0 file goes to, and how it sorts there.
@@ -211,11 +248,18 @@ func (r *Result) appendAll(b *pscale.Block, name string, entries []memEntry, gro
 		return strings.NewReplacer("{first}", entryPath(n, 1), "{last}", entryPath(n, -1)).Replace(groupText)
 	}
 	for _, e := range entries {
-		addr, err := pscale.AppendEntry(b, entryText(e), label)
-		if err != nil {
-			return fmt.Errorf("block %q: G0 file %s: %w", name, e.path, err)
+		parts := entryParts(e)
+		for i, text := range parts {
+			addr, err := pscale.AppendEntry(b, text, label)
+			if err != nil {
+				return fmt.Errorf("block %q: G0 file %s: %w", name, e.path, err)
+			}
+			if len(parts) == 1 {
+				r.note("G0 file %s (key %q) → block %q at %s", e.path, e.key, name, addr)
+			} else {
+				r.note("G0 file %s (key %q), part %d of %d → block %q at %s", e.path, e.key, i+1, len(parts), name, addr)
+			}
 		}
-		r.note("G0 file %s (key %q) → block %q at %s", e.path, e.key, name, addr)
 	}
 	if b.Place > 1 {
 		r.note("block %q grew to place %d to take its %d G0 files; earlier notes give addresses as they were when written (each old address gains a 1 after its first digit per growth)", name, b.Place, len(entries))
@@ -230,6 +274,40 @@ func entryText(e memEntry) string {
 		text += " " + c
 	}
 	return text
+}
+
+// entryParts is a G0 file as one entry, or as consecutive entries of at
+// most maxEntryChars bytes when it is longer: "[PATH, part I of N] content",
+// each cut at a line break or a space where there is one.
+func entryParts(e memEntry) []string {
+	if whole := entryText(e); len(whole) <= maxEntryChars {
+		return []string{whole}
+	}
+	path := clip.Text(e.path, 200)
+	room := maxEntryChars - len(path) - len("[, part 999 of 999] ")
+	var chunks []string
+	for rest := strings.TrimSpace(e.content); rest != ""; {
+		cut := len(rest)
+		if cut > room {
+			cut = room
+			for !utf8.RuneStart(rest[cut]) {
+				cut--
+			}
+			if i := strings.LastIndexAny(rest[:cut], "\n "); i > room/2 {
+				cut = i + 1
+			}
+		}
+		chunks = append(chunks, strings.TrimSpace(rest[:cut]))
+		rest = strings.TrimSpace(rest[cut:])
+	}
+	if len(chunks) == 0 { // no content, and a path too long to head it whole
+		return []string{"[" + path + "]"}
+	}
+	out := make([]string, len(chunks))
+	for i, c := range chunks {
+		out[i] = fmt.Sprintf("[%s, part %d of %d] %s", path, i+1, len(chunks), c)
+	}
+	return out
 }
 
 // entryPath is the G0 path heading the first (dir 1) or last (dir −1)
@@ -263,9 +341,6 @@ func entryPath(n *pscale.Node, dir int) string {
 // place writes entries at the free digits under parent: directly when there
 // are nine or fewer, else in groups of nine under new group nodes.
 func (r *Result) place(b *pscale.Block, name, parent string, entries []memEntry, groupText string) error {
-	if len(entries) > maxNamingEntries {
-		return fmt.Errorf("block %q: %d G0 identity and name files go under %s, more than the %d (9 groups of 9) it takes: merge some before migrating", name, len(entries), parent, maxNamingEntries)
-	}
 	if len(entries) <= 9 {
 		return r.placeUnder(b, name, parent, entries)
 	}

@@ -35,7 +35,12 @@
 // grows as it fills, and each node that fills is labelled with the G0
 // files it holds ("G0 files FIRST to LAST, …", since no LLM compresses
 // them here). Naming entries take the free digits under 0.5, in groups of
-// nine past nine, at most 81. Each entry's text is "[G0 PATH] content".
+// nine past nine, at most 81; name files past the 81st, and any too long
+// for one entry, go to stash with a note. Each entry's text is
+// "[G0 PATH] content"; a file longer than 2,000 bytes becomes consecutive
+// entries, "[G0 PATH, part I of N] …", cut at line breaks or spaces, so that
+// nine entries always fit in a node the kernel can move to a block of its
+// own when the block reaches its size limit.
 //
 // Blocks that receive entries start from a deep copy of defaults[name] when
 // there is one, else from a new block whose pscale 0 says it came from G0
