@@ -129,7 +129,7 @@ any other name it is reached by (a DNS name, a reverse proxy's) with
 --allow-host. Binding to anything but loopback requires --token (one is
 generated and printed when you give none), and every request must carry it.
 Ctrl-C or SIGTERM shuts the server down gracefully (requests in flight
-finish, within 5 s) and exits 0.`,
+get 5 s to finish; one still running then is cancelled) and exits 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dir, err := f.dataDir()

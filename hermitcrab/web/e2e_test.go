@@ -67,7 +67,8 @@ type browserSession struct {
 	ctx  context.Context
 }
 
-func newBrowserSession(t *testing.T, responses []map[string]any) *browserSession {
+// extra adds Chromium flags to the session's.
+func newBrowserSession(t *testing.T, responses []map[string]any, extra ...chromedp.ExecAllocatorOption) *browserSession {
 	t.Helper()
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
@@ -79,12 +80,12 @@ func newBrowserSession(t *testing.T, responses []map[string]any) *browserSession
 	data, _ := json.Marshal(map[string]any{"responses": append([]map[string]any{}, responses...)})
 	srv, ts, fake := anthropicServer(t, string(data), hermitcrab.Options{ServerTools: true})
 
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append([]chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromium), chromedp.Flag("headless", true), chromedp.Flag("no-sandbox", true),
 		chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
 		chromedp.Flag("no-first-run", true), chromedp.Flag("disable-quic", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1000, 700))
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1000, 700)}, extra...)...)
 	ctx, cancelCtx := chromedp.NewContext(alloc)
 	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
 	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })

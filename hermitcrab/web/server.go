@@ -11,9 +11,11 @@
 // Security: before any handler runs, a request whose Host is not a name
 // this server is reachable by is refused (internal/httpguard: the loopback
 // names, the bound address, and names given with --allow-host), which stops
-// DNS rebinding, and bodies are size-limited. Every state-changing request
-// then needs the page's CSRF token and an Origin equal to this server's;
-// off loopback every request needs the access token. The shell the LLM
+// DNS rebinding, and bodies are size-limited. A request with another
+// site's Origin is refused, whatever its method; every state-changing
+// request needs the page's CSRF token and an Origin equal to this server's;
+// off loopback every request needs the access token. No answer may be
+// framed by another page (clickjacking) or sent on as a Referer. The shell the LLM
 // writes runs with the page's full rights by design: it is the person's own
 // agent.
 package web
@@ -30,6 +32,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -80,6 +83,7 @@ type Server struct {
 	log       *slog.Logger
 	booting   atomic.Bool
 	ctx       context.Context // ends when the server stops: boots run under it
+	grace     time.Duration   // shutdownGrace unless a test sets it
 
 	keyMu  sync.Mutex
 	apiKey string // the key in use; what the /api/claude passthrough sends; never leaves the server
@@ -270,18 +274,32 @@ func (s *Server) Handler() http.Handler {
 	return s.guardHost.Handler(s.guard(mux))
 }
 
-// guard checks the access token (off loopback), and for every request that
-// is not a GET the Origin and the CSRF token. The Host rule and the body
-// limits come before it (httpguard).
+// guard checks the access token (off loopback), refuses any request that
+// carries a foreign Origin (a page of another site: its fetches, forms,
+// beacons and event streams), and for every request that is not a GET the
+// Origin and the CSRF token. The Host rule and the body limits come before
+// it (httpguard). Every answer forbids framing (so no other site can lay
+// the page under its own and steer a person's clicks) and sending the URL,
+// which may carry the access token, as a Referer.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Content-Security-Policy", "frame-ancestors 'none'")
+		h.Set("Referrer-Policy", "no-referrer")
 		if s.token != "" && !s.tokenOK(w, r) {
 			writeError(w, http.StatusUnauthorized, errors.New("this server needs its access token: open the URL it printed (…/?token=…)"))
 			return
 		}
+		origin := r.Header.Get("Origin")
+		if origin != "" && !sameOrigin(origin, r.Host) {
+			writeError(w, http.StatusForbidden, fmt.Errorf("origin %q is not this server's (http://%s)", origin, r.Host))
+			return
+		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			if origin := r.Header.Get("Origin"); origin != "http://"+r.Host {
-				writeError(w, http.StatusForbidden, fmt.Errorf("origin %q is not this server's (http://%s)", origin, r.Host))
+			if origin == "" {
+				writeError(w, http.StatusForbidden, fmt.Errorf("a request without an Origin header changes nothing here: send Origin: http://%s", r.Host))
 				return
 			}
 			if !equal(r.Header.Get("X-CSRF-Token"), s.csrf) {
@@ -289,9 +307,15 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				return
 			}
 		}
-		w.Header().Set("X-Content-Type-Options", "nosniff")
 		next.ServeHTTP(w, r)
 	})
+}
+
+// sameOrigin says whether a browser's Origin is this server's: its Host
+// (already checked by the Host rule) over http, or over https when a TLS
+// reverse proxy given with --allow-host stands in front.
+func sameOrigin(origin, host string) bool {
+	return strings.EqualFold(origin, "http://"+host) || strings.EqualFold(origin, "https://"+host)
 }
 
 // tokenOK accepts the token from the cookie, a header or the query; the
@@ -352,13 +376,23 @@ func readJSON(r *http.Request, v any) error {
 	return nil
 }
 
-// ListenAndServe serves until ctx ends, printing the URL to open.
+// shutdownGrace is how long requests in flight get to finish when the
+// server stops; requests still running then (an LLM call can take
+// minutes) are cancelled, answer with their error and end.
+const shutdownGrace = 5 * time.Second
+
+// ListenAndServe serves until ctx ends, printing the URL to open. A
+// connection idle for two minutes is closed, so clients that open
+// connections and leave them cost nothing for long.
 func (s *Server) ListenAndServe(ctx context.Context, ready func(url string)) error {
 	ln, err := net.Listen("tcp", s.cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", s.cfg.Addr, err)
 	}
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	requests, cancelRequests := context.WithCancel(context.Background())
+	defer cancelRequests()
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		BaseContext: func(net.Listener) context.Context { return requests }}
 	if ready != nil {
 		ready(s.URL(ln.Addr().String()))
 	}
@@ -366,10 +400,24 @@ func (s *Server) ListenAndServe(ctx context.Context, ready func(url string)) err
 	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case <-ctx.Done():
-		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
 		s.hub.close()
-		return srv.Shutdown(shut)
+		grace := s.grace
+		if grace <= 0 {
+			grace = shutdownGrace
+		}
+		shut, cancel := context.WithTimeout(context.Background(), grace)
+		defer cancel()
+		if err := srv.Shutdown(shut); !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		s.log.Warn("requests still running when the server stopped were cancelled", "after", grace)
+		cancelRequests()
+		done, cancelDone := context.WithTimeout(context.Background(), grace)
+		defer cancelDone()
+		if err := srv.Shutdown(done); err != nil {
+			return errors.Join(err, srv.Close())
+		}
+		return nil
 	case err := <-errc:
 		return err
 	}

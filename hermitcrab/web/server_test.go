@@ -29,6 +29,10 @@ func TestStateChangingRequestsNeedTheCSRFTokenAndOrigin(t *testing.T) {
 		{"other origin", "http://evil.example", srv.csrf, http.StatusForbidden},
 		{"no origin", "", srv.csrf, http.StatusForbidden},
 		{"the page", ts.URL, srv.csrf, http.StatusOK},
+		// A TLS reverse proxy given with --allow-host keeps the Host: the
+		// page's origin is https.
+		{"the page behind https", strings.Replace(ts.URL, "http://", "https://", 1), srv.csrf, http.StatusOK},
+		{"the same name on another port", "http://127.0.0.1:1", srv.csrf, http.StatusForbidden},
 	}
 	for _, c := range cases {
 		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/api/blocks/stash", strings.NewReader(body))
@@ -45,6 +49,40 @@ func TestStateChangingRequestsNeedTheCSRFTokenAndOrigin(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != c.want {
 			t.Errorf("%s: HTTP %d, want %d", c.name, resp.StatusCode, c.want)
+		}
+	}
+}
+
+// TestAForeignOriginIsRefusedOnReadsTooAndThePageCannotBeFramed: a read
+// carrying another site's Origin (a cross-origin fetch or event stream) is
+// refused before any handler runs, so no foreign page attaches to the
+// event stream; and every answer forbids framing and Referers.
+func TestAForeignOriginIsRefusedOnReadsTooAndThePageCannotBeFramed(t *testing.T) {
+	srv, ts := testServer(t, `{"responses":[]}`)
+	for _, path := range []string{"/api/events", "/api/state", "/api/blocks/wake"} {
+		req, _ := http.NewRequest(http.MethodGet, ts.URL+path, nil)
+		req.Header.Set("Origin", "http://evil.example")
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("GET %s from another origin: HTTP %d", path, resp.StatusCode)
+		}
+	}
+	if n := srv.hub.pages(); n != 0 {
+		t.Fatalf("%d foreign event streams attached", n)
+	}
+	for _, path := range []string{"/", "/assets/host.js", "/api/state", "/api/no-such-route"} {
+		resp, err := ts.Client().Get(ts.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		h := resp.Header
+		if h.Get("X-Frame-Options") != "DENY" || h.Get("Content-Security-Policy") != "frame-ancestors 'none'" || h.Get("Referrer-Policy") != "no-referrer" {
+			t.Errorf("GET %s: framing and referrer headers %v", path, h)
 		}
 	}
 }
