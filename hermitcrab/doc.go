@@ -80,6 +80,12 @@
 //     it off.
 //   - The API key is the environment's, else the one stored in the data
 //     directory (0600) by the page or `hermitcrab key set`.
+//   - web_request and fetch_url refuse every address that is not public
+//     unless the host is allowed by name (privateIP: beyond Go's private
+//     ranges, CGNAT 100.64/10, 0/8, reserved ranges and IPv4 carried in
+//     IPv6), check each redirect and each dialled address, match patterns
+//     however the host is spelled (CIDR networks too), refuse a pattern
+//     that can match nothing at Open, and close each request's connections.
 //   - The code-execution container id is kept in the store and sent on
 //     every later call, so the sandbox's files persist across calls.
 //   - The system prompt and the last tool carry cache_control, so repeated

@@ -103,6 +103,9 @@ func DataDir() (string, error) {
 // Open opens (creating if needed, unless Options.ReadOnly) the instance in
 // dir.
 func Open(dir string, opts Options) (*Kernel, error) {
+	if err := opts.WebRequest.Check(); err != nil {
+		return nil, err
+	}
 	st, err := openStore(dir, opts)
 	if err != nil {
 		return nil, err

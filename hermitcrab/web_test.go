@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/llm"
@@ -178,5 +179,75 @@ func TestDenyWinsOnTheAddressDialledAndRedirectsAreCapped(t *testing.T) {
 	}
 	if n := hits.Load(); n != 0 {
 		t.Fatalf("the denied address was reached %d times", n)
+	}
+}
+
+func TestAddressesThatAreNotPublicAreRefusedHoweverSpelled(t *testing.T) {
+	for _, a := range []string{"127.0.0.1", "::1", "::ffff:127.0.0.1", "::7f00:1", "0.0.0.0", "0.1.2.3", "10.0.0.1", "172.16.0.1",
+		"192.168.1.1", "169.254.169.254", "fe80::1", "fd00:ec2::254", "100.64.0.1", "100.100.100.200", "192.0.0.192",
+		"198.18.0.1", "240.0.0.1", "255.255.255.255", "224.0.0.1", "fec0::1", "64:ff9b::a9fe:a9fe", "2002:c0a8:101::1", "::"} {
+		if !privateIP(net.ParseIP(a)) {
+			t.Errorf("%s counts as public", a)
+		}
+	}
+	for _, a := range []string{"93.184.216.34", "2606:2800:220:1:248:1893:25c8:1946", "64:ff9b::5db8:d822", "1.1.1.1", "100.128.0.1"} {
+		if privateIP(net.ParseIP(a)) {
+			t.Errorf("%s counts as private", a)
+		}
+	}
+}
+
+func TestPolicyPatternsMatchHoweverWrittenAndNonsenseIsRefused(t *testing.T) {
+	p := WebPolicy{Deny: []string{"Evil.Example.", "[::1]", "0:0:0:0:0:0:0:1", "10.0.0.0/8", "*.Corp.Example"}}
+	if err := p.Check(); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{"evil.example", "EVIL.example.", "::1", "10.9.8.7", "wiki.corp.example", "a.b.corp.example."} {
+		if _, err := p.check(h); err == nil {
+			t.Errorf("%s passes the deny list %v", h, p.Deny)
+		}
+	}
+	for _, h := range []string{"example", "corp.example", "11.0.0.1", "notevil.example"} {
+		if _, err := p.check(h); err != nil {
+			t.Errorf("%s: %v", h, err)
+		}
+	}
+	for _, bad := range []string{"localhost:8080", "http://intranet", "example.com/path", "", "a*.example.com", "user@host"} {
+		if err := (WebPolicy{Deny: []string{bad}}).Check(); err == nil {
+			t.Errorf("the pattern %q was accepted; it matches no host", bad)
+		}
+		if _, err := Open(t.TempDir(), Options{WebRequest: WebPolicy{Allow: []string{bad}}}); err == nil || !strings.Contains(err.Error(), "--web-allow") {
+			t.Errorf("Open with the pattern %q: %v", bad, err)
+		}
+	}
+}
+
+// TestEachRequestLeavesNoConnectionOpen: a kept-alive connection of a
+// finished fetch is closed, so a long run of fetches holds no sockets.
+func TestEachRequestLeavesNoConnectionOpen(t *testing.T) {
+	var open atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
+	srv.Config.ConnState = func(c net.Conn, s http.ConnState) {
+		switch s {
+		case http.StateNew:
+			open.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			open.Add(-1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	k, _ := newKernel(t, `{"responses":[]}`, func(o *Options) { o.WebRequest = WebPolicy{Allow: []string{"127.0.0.1"}} })
+	for range 20 {
+		if out := runTool(t, k, "fetch_url", `{"url":"`+srv.URL+`/"}`); out.IsError {
+			t.Fatal(out)
+		}
+	}
+	// The server sees each close shortly after the client's: wait for it.
+	for deadline := time.Now().Add(30 * time.Second); open.Load() > 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := open.Load(); n != 0 {
+		t.Fatalf("%d connections still open after 20 fetches", n)
 	}
 }

@@ -17,11 +17,15 @@ import (
 )
 
 // WebPolicy says which hosts web_request and fetch_url may reach. Patterns
-// are host names or IP addresses, and "*.example.com" matches any
-// subdomain. Deny always wins. With Allow empty every public host is
-// reachable; with Allow set only the hosts it matches are. Loopback,
-// private, link-local and unspecified addresses are refused unless a host
-// is allowed by name.
+// are host names, IP addresses or CIDR networks ("10.0.0.0/8"), and
+// "*.example.com" matches any subdomain; case, a trailing dot and IPv6
+// brackets do not matter, and an IP matches however it is spelled. Deny
+// always wins. With Allow empty every public host is reachable; with Allow
+// set only the hosts it matches are. Addresses that are not public
+// (loopback, private, link-local, shared CGNAT space, unspecified,
+// reserved; see privateIP) are refused unless a host is allowed by name.
+// Check refuses a pattern that cannot match anything (one with a port, a
+// scheme or a path), so a deny list never silently guards nothing.
 //
 // Every hop is checked, redirects included, and on the address actually
 // dialled: a redirect's host must pass the deny and allow lists like the
@@ -37,12 +41,49 @@ type WebPolicy struct {
 // maxRedirects is how many redirects one request may follow.
 const maxRedirects = 5
 
+// Check says what is wrong with a pattern that can never match a host.
+func (p WebPolicy) Check() error {
+	for _, list := range []struct {
+		flag     string
+		patterns []string
+	}{{"--web-allow", p.Allow}, {"--web-deny", p.Deny}} {
+		for _, pat := range list.patterns {
+			n := normalHost(pat)
+			if _, _, err := net.ParseCIDR(n); err == nil || net.ParseIP(n) != nil {
+				continue
+			}
+			if n == "" || strings.ContainsAny(n, ":/@?#[] ") || strings.Contains(strings.TrimPrefix(n, "*."), "*") {
+				return fmt.Errorf("%s %q: want a host name, *.domain, an IP address or a CIDR network (no scheme, port or path)", list.flag, pat)
+			}
+		}
+	}
+	return nil
+}
+
+// normalHost is a host or pattern as matched: lower case, trimmed, without
+// a trailing dot or IPv6 brackets, an IP in its canonical spelling.
+func normalHost(h string) string {
+	h = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(h)), ".")
+	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+	if ip := net.ParseIP(h); ip != nil {
+		return ip.String()
+	}
+	return h
+}
+
 func matchHost(patterns []string, host string) bool {
-	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	host = normalHost(host)
+	ip := net.ParseIP(host)
 	for _, p := range patterns {
-		p = strings.ToLower(strings.TrimSpace(p))
+		p = normalHost(p)
 		if p == host {
 			return true
+		}
+		if _, network, err := net.ParseCIDR(p); err == nil {
+			if ip != nil && network.Contains(ip) {
+				return true
+			}
+			continue
 		}
 		if ok, _ := path.Match(p, host); ok && strings.HasPrefix(p, "*.") {
 			return true
@@ -63,8 +104,70 @@ func (p WebPolicy) check(host string) (privateOK bool, err error) {
 	return matchHost(p.Allow, host), nil
 }
 
+// notPublic are the IPv4 and IPv6 networks, beyond what net.IP's own tests
+// name, that no public host is on: "this network" (0/8, which Linux dials
+// as loopback), shared CGNAT space (100.64/10: carrier and Tailscale
+// networks, and some clouds' metadata services, such as 100.100.100.200),
+// IETF protocol assignments (192.0.0/24), benchmarking (198.18/15),
+// reserved (240/4, the broadcast address included) and the old IPv6
+// site-local fec0::/10.
+var notPublic = func() []*net.IPNet {
+	var out []*net.IPNet
+	for _, c := range []string{"0.0.0.0/8", "100.64.0.0/10", "192.0.0.0/24", "198.18.0.0/15", "240.0.0.0/4", "fec0::/10"} {
+		_, n, err := net.ParseCIDR(c)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, n)
+	}
+	return out
+}()
+
+// privateIP says whether ip is not a public unicast address. An IPv4
+// address carried in IPv6 (IPv4-mapped, IPv4-compatible, NAT64 64:ff9b::/96,
+// 6to4 2002::/16) is judged as that IPv4 address.
 func privateIP(ip net.IP) bool {
-	return ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsUnspecified()
+	if v4 := embeddedIPv4(ip); v4 != nil {
+		ip = v4
+	}
+	if !ip.IsGlobalUnicast() || ip.IsPrivate() {
+		return true
+	}
+	for _, n := range notPublic {
+		if n.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// embeddedIPv4 is the IPv4 address an IPv6 address carries, or nil.
+func embeddedIPv4(ip net.IP) net.IP {
+	if v4 := ip.To4(); v4 != nil {
+		return v4
+	}
+	ip = ip.To16()
+	if ip == nil {
+		return nil
+	}
+	switch {
+	case ip[0] == 0x20 && ip[1] == 0x02: // 6to4: 2002:AABB:CCDD::/48
+		return net.IPv4(ip[2], ip[3], ip[4], ip[5])
+	case bytesZero(ip[:12]) && !bytesZero(ip[12:14]): // IPv4-compatible ::a.b.c.d (not :: or ::1)
+		return net.IPv4(ip[12], ip[13], ip[14], ip[15])
+	case ip[0] == 0x00 && ip[1] == 0x64 && ip[2] == 0xff && ip[3] == 0x9b && bytesZero(ip[4:12]): // NAT64 64:ff9b::/96
+		return net.IPv4(ip[12], ip[13], ip[14], ip[15])
+	}
+	return nil
+}
+
+func bytesZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // webClient makes one request's client: every connection it dials and
@@ -154,7 +257,11 @@ func (k *Kernel) httpRequest(ctx context.Context, method, rawURL string, headers
 	for name, v := range headers {
 		req.Header.Set(name, v)
 	}
-	resp, err := webClient(k.opts.WebRequest, k.isPrivate).Do(req)
+	client := webClient(k.opts.WebRequest, k.isPrivate)
+	// The client is this request's own: its kept-alive connections would
+	// stay open (and two goroutines each) for the life of the process.
+	defer client.CloseIdleConnections()
+	resp, err := client.Do(req)
 	if err != nil {
 		return llm.ToolOutput{}, fmt.Errorf("%s %s: %w", method, u, err)
 	}

@@ -59,8 +59,8 @@ marks, inbox and encrypted save points. See docs/hermitcrab-network.md.`)}
 		panic(err) // the flag is declared just above: a build defect
 	}
 	pf.IntVar(&f.maxBlockBytes, "max-block-bytes", 64<<10, "largest block a write may leave, in bytes")
-	pf.StringSliceVar(&f.webAllow, "web-allow", nil, "hosts web_request may reach (comma-separated; *.example.com for subdomains); allowing a host by name also allows its private address")
-	pf.StringSliceVar(&f.webDeny, "web-deny", nil, "hosts web_request may never reach")
+	pf.StringSliceVar(&f.webAllow, "web-allow", nil, "hosts web_request may reach (comma-separated names, *.example.com, IPs or CIDR networks); allowing a host by name also allows its private address")
+	pf.StringSliceVar(&f.webDeny, "web-deny", nil, "hosts web_request may never reach (names, *.example.com, IPs or CIDR networks such as 10.0.0.0/8)")
 	f.app.Root.AddCommand(f.blocksCommand(), f.bspCommand(), f.promptCommand(), f.bootCommand(), f.chatCommand(), f.serveCommand(), f.beachCommand(), f.keyCommand())
 	f.app.Run()
 }
