@@ -555,10 +555,8 @@ request (unless it runs on ANTHROPIC_API_KEY).`}
 		Use: "set", Short: "Store the key read from standard input (one line), replacing any stored key", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withKernel(cmd, false, func(k *hermitcrab.Kernel) error {
-				fmt.Fprint(cmd.ErrOrStderr(), "API key (one line; it is not echoed back): ")
-				line, err := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
-				fmt.Fprintln(cmd.ErrOrStderr())
-				if err != nil && (err != io.EOF || strings.TrimSpace(line) == "") {
+				line, _, err := cli.ReadSecretLine(cmd.Context(), cmd.InOrStdin(), cmd.ErrOrStderr(), "API key (one line)")
+				if err != nil {
 					return fmt.Errorf("reading the key from standard input: %w", err)
 				}
 				if err := k.SetKey(line); err != nil {

@@ -14,6 +14,8 @@
 //     PrintJSON).
 //   - standard output is checked: a failed write (a full disk, a closed
 //     pipe) makes a command that otherwise succeeded exit 1.
+//   - a secret (an API key) is read from standard input, never an argument,
+//     with the terminal's echo off while it is typed (ReadSecretLine).
 package cli
 
 import (
