@@ -171,9 +171,16 @@ func (k *Kernel) keepContainer(ctx context.Context, res *llm.Result) {
 
 // Trim keeps the last max messages of a conversation (§8.5). It never
 // separates a tool_result from the tool_use it answers: the kept part
-// starts at a user turn that is not a tool result. When anything is cut, a
-// notice joins the first kept user turn so the LLM knows context exists in
-// its blocks. It returns the kept messages and how many were cut.
+// starts at a user turn that is not a tool result. When the window has no
+// such turn (a tool loop stopped at its limit, maybe line after line, so
+// every user turn since is tool results or a line joined to them), the
+// kept part starts at the window's first user turn anyway, taking a
+// combined user turn whole, and tool results there whose calls fall
+// outside the window become one line of text saying so: the window stays
+// bounded instead of growing by a tool loop per line. When anything is
+// cut, a notice joins the first kept user turn so the LLM knows context
+// exists in its blocks. It returns the kept messages and how many were
+// cut.
 func Trim(messages []llm.Message, max int) ([]llm.Message, int) {
 	if max <= 0 || len(messages) <= max {
 		return messages, 0
@@ -183,20 +190,41 @@ func Trim(messages []llm.Message, max int) ([]llm.Message, int) {
 		start++
 	}
 	if start == len(messages) {
-		// No clean place to cut inside the window: keep the last turn
-		// that starts a user message, however long the tail.
-		for start = len(messages) - 1; start > 0 && !startsTurn(messages, start); start-- {
+		for start = len(messages) - max; start < len(messages) && messages[start].Role != llm.RoleUser; start++ {
+		}
+		for start > 0 && start < len(messages) && messages[start-1].Role == llm.RoleUser {
+			start--
 		}
 	}
-	if start == 0 {
+	if start == 0 || start == len(messages) {
 		return messages, 0
 	}
-	kept := make([]llm.Message, 0, len(messages)-start)
-	first := messages[start]
+	kept := make([]llm.Message, 0, len(messages)-start+1)
 	notice := llm.TextBlock(fmt.Sprintf(promptText("trim_notice.md"), start))
-	first.Content = append([]llm.ContentBlock{notice}, first.Content...)
-	kept = append(kept, first)
-	kept = append(kept, messages[start+1:]...)
+	for i, m := range messages[start:] {
+		if m.Role != llm.RoleUser {
+			kept = append(kept, messages[start+i:]...)
+			break
+		}
+		// A leading user turn: its tool results answer calls cut off.
+		var content []llm.ContentBlock
+		orphans := 0
+		for _, b := range m.Content {
+			if b.Type == llm.BlockToolResult {
+				orphans++
+				continue
+			}
+			content = append(content, b)
+		}
+		if orphans > 0 {
+			content = append([]llm.ContentBlock{llm.TextBlock(fmt.Sprintf("[%d tool results, whose calls were moved out of the window with the earlier messages]", orphans))}, content...)
+		}
+		if i == 0 {
+			content = append([]llm.ContentBlock{notice}, content...)
+		}
+		m.Content = content
+		kept = append(kept, m)
+	}
 	return kept, start
 }
 

@@ -60,3 +60,33 @@ func TestContinuableAnswersAToolUseLeftOpen(t *testing.T) {
 		t.Fatal("the input was changed")
 	}
 }
+
+// TestChatHittingTheToolLoopLimitLineAfterLineKeepsItsWindowBounded: when
+// the tool loop stops at its limit on every line, no user turn of the
+// window is a clean place to cut (each is tool results or a line joined to
+// them). The window still keeps to max_messages (a combined turn whole),
+// and every request is valid, instead of growing by a tool loop per line.
+func TestChatHittingTheToolLoopLimitLineAfterLineKeepsItsWindowBounded(t *testing.T) {
+	var entries []string
+	for n := 1; n <= 60; n++ {
+		entries = append(entries, fmt.Sprintf(`{"content":[{"type":"thinking","thinking":"again","signature":"s%d"},%s]}`, n, toolUse(fmt.Sprintf("t%d", n), "get_datetime", map[string]string{})))
+	}
+	k, p := newKernel(t, `{"responses":[`+strings.Join(entries, ",")+`]}`)
+	ctx := context.Background()
+	for line := 1; line <= 6; line++ {
+		before := len(p.Requests())
+		res, err := k.Say(ctx, "chat", fmt.Sprintf("line %d", line), CallOptions{})
+		if err != nil || res.Limit == "" {
+			t.Fatalf("line %d: %v, limit %q", line, err, res.Limit)
+		}
+		// The call's first request is the trimmed window (the default
+		// shell's present tier: 20 messages).
+		if first := p.Requests()[before].Messages; len(first) > 21 {
+			t.Fatalf("line %d: the window sent has %d messages", line, len(first))
+		}
+	}
+	last := p.Requests()[50].Messages
+	if !strings.Contains(last[0].Text(), "earlier messages") || !strings.Contains(last[0].Text(), "tool results, whose calls were moved out") {
+		t.Fatalf("the window's first turn: %q", last[0].Text())
+	}
+}

@@ -42,7 +42,11 @@
 //   - Trimming (§8.5) keeps the last max_messages messages but moves the
 //     cut forward to a user turn that is not a tool result, so a tool_use is
 //     never separated from its tool_result; a notice joins the first kept
-//     turn. The stored conversation keeps everything.
+//     turn. A window with no such turn (the tool loop stopped at its limit
+//     line after line) is cut at its first user turn all the same, a
+//     combined turn kept whole, and tool results whose calls fall out
+//     become a line saying so: the window stays bounded. The stored
+//     conversation keeps everything.
 //   - compress writes the light tier's summary or emergence to the "_" of
 //     the node whose nine children it read (the original wrote to the
 //     parent); the children stay. Compressing a block's top, whose text is
