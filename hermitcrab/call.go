@@ -351,8 +351,11 @@ func (k *Kernel) ToolLoop(ctx context.Context, req *llm.Request) (*llm.Result, e
 // note for each change.
 func (k *Kernel) CleanAPIRequest(ctx context.Context, body []byte) ([]byte, []llm.Tool, []string, error) {
 	var req map[string]json.RawMessage
-	if err := json.Unmarshal(body, &req); err != nil || req == nil {
-		return nil, nil, nil, fmt.Errorf("the request is not a JSON object of Messages API fields: %v", err)
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil, nil, nil, fmt.Errorf("the request is not a JSON object of Messages API fields: %w", err)
+	}
+	if req == nil {
+		return nil, nil, nil, errors.New("the request is null: send a JSON object of Messages API fields")
 	}
 	var notes []string
 	for key, v := range req {

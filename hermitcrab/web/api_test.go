@@ -149,3 +149,22 @@ func TestTheKeyCanBeRemovedFromThePageOrReplacedFromTheCLI(t *testing.T) {
 		t.Fatal("the removed key is still in use")
 	}
 }
+
+func TestCallAPIWithABodyThatIsNotAnObjectSaysSo(t *testing.T) {
+	srv, ts := testServer(t, `{"responses":[]}`)
+	for body, want := range map[string]string{"null": "the request is null", "[]": "not a JSON object", `{"a":1}{`: "not a JSON object"} {
+		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/api/claude", strings.NewReader(body))
+		req.Header.Set("Origin", ts.URL)
+		req.Header.Set("X-CSRF-Token", srv.csrf)
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out map[string]string
+		json.NewDecoder(resp.Body).Decode(&out)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(out["error"], want) || strings.Contains(out["error"], "<nil>") {
+			t.Errorf("%s: HTTP %d %q", body, resp.StatusCode, out["error"])
+		}
+	}
+}

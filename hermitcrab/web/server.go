@@ -336,10 +336,15 @@ func (s *Server) tokenOK(w http.ResponseWriter, r *http.Request) bool {
 
 func equal(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
 
-// bodyLimit: imports and raw API calls (which may carry images) get more.
+// bodyLimit: calls to the LLM take what the Messages API itself takes
+// (32 MB: images and PDFs), so the shell is never refused a request the API
+// would accept; imports and saved conversations (which keep a long chat
+// whole) get 16 MiB; everything else 1 MiB.
 func bodyLimit(path string) int64 {
-	switch path {
-	case "/api/import", "/api/claude", "/api/toolloop", "/api/call":
+	switch {
+	case path == "/api/claude", path == "/api/toolloop", path == "/api/call":
+		return 32 << 20
+	case path == "/api/import", strings.HasPrefix(path, "/api/conversation/"):
 		return 16 << 20
 	}
 	return 1 << 20

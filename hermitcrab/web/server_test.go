@@ -190,6 +190,17 @@ func TestRequestBodiesAreLimited(t *testing.T) {
 	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(out["error"], "over 1048576 bytes") {
 		t.Fatalf("a chunked body: HTTP %d %v", resp.StatusCode, out)
 	}
+	// A conversation a long chat saved whole is taken, as the kernel's own
+	// chat keeps one of any length; the API's limit is 32 MB, not 16 MiB.
+	long := []map[string]string{{"role": "user", "content": strings.Repeat("a long chat ", 200_000)}}
+	if code := post(t, ts, srv, "/api/conversation/long", map[string]any{"messages": long}, nil); code != http.StatusOK {
+		t.Fatalf("saving a 2 MiB conversation: HTTP %d", code)
+	}
+	for path, limit := range map[string]int64{"/api/claude": 32 << 20, "/api/call": 32 << 20, "/api/import": 16 << 20, "/api/conversation/x": 16 << 20, "/api/blocks": 1 << 20} {
+		if got := bodyLimit(path); got != limit {
+			t.Errorf("%s: limit %d, want %d", path, got, limit)
+		}
+	}
 }
 
 // concrete fills a route pattern's wildcards with real values.
