@@ -150,6 +150,12 @@ func TestSetToolsTakesDefinitions(t *testing.T) {
 		{`[{"type":"web_fetch_20260209","name":"web_search"}]`, "is not a version of web_search"},
 		{`[{"type":"bash_20250124","name":"bsp"}]`, "one of the kernel's own tools"},
 		{`[42]`, "give a tool's name or its definition"},
+		// Schemas the API refuses: every later call would fail, set_tools
+		// included, and the LLM could never change them back.
+		{`[{"name":"bsp","input_schema":{"type":"string"}}]`, `input_schema.type: Input should be 'object', got "string"`},
+		{`[{"name":"bsp","input_schema":"anything"}]`, "input_schema: Input should be a valid dictionary"},
+		{`[{"name":"bsp","input_schema":{"properties":{"name":{"type":"string"}}}}]`, "input_schema.type: Input should be 'object', got null"},
+		{`[{"name":"bsp","input_schema":{"type":"object","properties":5}}]`, "not a valid JSON Schema"},
 	} {
 		out := runTool(t, k, "set_tools", `{"tools":`+bad.tools+`}`)
 		if !out.IsError || !strings.Contains(out.Content.Text, bad.says) {

@@ -152,6 +152,17 @@ func checkToolDefinition(t llm.Tool) error {
 		if len(t.Options) > 0 {
 			return fmt.Errorf("tool %q: unknown fields %s (a definition has name, description and input_schema)", t.Name, strings.Join(slices.Sorted(maps.Keys(t.Options)), ", "))
 		}
+		if len(t.InputSchema) == 0 {
+			return nil // the kernel's own schema stays
+		}
+		// A schema the API refuses would fail every later call, set_tools
+		// included, with no way back for the LLM.
+		if err := llm.CheckInputSchema(t.InputSchema); err != nil {
+			return fmt.Errorf("tool %q: input_schema%s: the API takes a JSON Schema of an object, {\"type\": \"object\", \"properties\": {…}}", t.Name, err)
+		}
+		if _, err := llm.CompileSchema(t.InputSchema); err != nil {
+			return fmt.Errorf("tool %q: input_schema is not a valid JSON Schema: %w", t.Name, err)
+		}
 		return nil
 	}
 	if t.Type != "" && !strings.HasPrefix(t.Type, t.Name+"_") {

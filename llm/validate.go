@@ -1,6 +1,8 @@
 package llm
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -78,6 +80,34 @@ func CheckRequest(req *Request) error {
 	return &InvalidRequestError{Violations: v}
 }
 
+// CheckInputSchema says what the API would refuse in a client tool's
+// input_schema: it is required, and is a JSON Schema object whose type is
+// "object". The error reads as the API's would after
+// "tools.N.input_schema".
+func CheckInputSchema(schema json.RawMessage) error {
+	if len(schema) == 0 {
+		return errors.New(": field required")
+	}
+	var s struct {
+		Type any `json:"type"`
+	}
+	if err := json.Unmarshal(schema, &s); err != nil {
+		return errors.New(": Input should be a valid dictionary")
+	}
+	if s.Type != "object" {
+		return fmt.Errorf(".type: Input should be 'object', got %s", compactJSON(s.Type))
+	}
+	return nil
+}
+
+func compactJSON(v any) string {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(data)
+}
+
 func checkTools(req *Request) []string {
 	var v []string
 	seen := make(map[string]bool, len(req.Tools))
@@ -91,8 +121,10 @@ func checkTools(req *Request) []string {
 			v = append(v, fmt.Sprintf("tools.%d.name: %q must match %s", i, t.Name, toolNamePattern))
 		}
 		seen[t.Name] = true
-		if !t.IsServer() && len(t.InputSchema) == 0 {
-			v = append(v, fmt.Sprintf("tools.%d.input_schema: field required", i))
+		if !t.IsServer() {
+			if err := CheckInputSchema(t.InputSchema); err != nil {
+				v = append(v, fmt.Sprintf("tools.%d.input_schema%s", i, err))
+			}
 		}
 	}
 	if tc := req.ToolChoice; tc != nil {

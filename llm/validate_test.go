@@ -80,6 +80,10 @@ func TestCheckRequestCatchesEachRule(t *testing.T) {
 		}, `duplicate tool name "echo"`},
 		{"bad tool name", func(r *Request) { r.Tools = []Tool{{Name: "block read", InputSchema: schema}} }, "must match"},
 		{"client tool without schema", func(r *Request) { r.Tools = []Tool{{Name: "x"}} }, "input_schema: field required"},
+		{"client tool whose schema is not of an object", func(r *Request) {
+			r.Tools = []Tool{{Name: "x", InputSchema: json.RawMessage(`{"type":"string"}`)}}
+		}, `tools.0.input_schema.type: Input should be 'object', got "string"`},
+		{"client tool whose schema is not an object", func(r *Request) { r.Tools = []Tool{{Name: "x", InputSchema: json.RawMessage(`[]`)}} }, "tools.0.input_schema: Input should be a valid dictionary"},
 		{"server tool without schema", func(r *Request) { r.Tools = []Tool{{Type: "web_search_20260209", Name: "web_search"}} }, ""},
 		{"tool_choice names a missing tool", func(r *Request) { r.ToolChoice = &ToolChoice{Type: "tool", Name: "nope"} }, `tool "nope" is not among`},
 		{"thinking budget equal to max_tokens", func(r *Request) {
