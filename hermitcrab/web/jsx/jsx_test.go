@@ -167,6 +167,23 @@ func TestCompileIsNotMisledByLiterals(t *testing.T) {
 	}
 }
 
+// A regular expression right after the ')' of an if, while or for head
+// (a statement starts there, not a division) holding a brace or a quote,
+// or the words return and export: the component is still found.
+func TestCompileReadsARegexAfterAStatementsHead(t *testing.T) {
+	for _, src := range []string{
+		"function check(s) { if (s) /{/.test(s); return 1; }\nfunction App() { return <p>{check('a')}</p>; }",
+		"const t = 1;\nif (t) /'/.test(\"'\");\nfunction App() { return <p>ok</p>; }",
+		"let n = 0;\nwhile (n++ < 2) /return function Nope() {/.test('');\nfunction App() { return <p>{n}</p>; }",
+		"for (const c of 'ab') /export default Nope; }/.exec(c);\nconst App = () => <p>ok</p>;",
+		"const o = { if(x) { return x; } };\nconst half = o.if(4) / 2 / 1;\nfunction App() { return <p>{half}</p>; }",
+	} {
+		if res := compile(t, src); res.Component != "App" {
+			t.Errorf("component = %q, want App:\n%s", res.Component, src)
+		}
+	}
+}
+
 func TestCompileRejectsEmptySource(t *testing.T) {
 	for _, src := range []string{"", "  \n\t\n", "```jsx\n\n```\n"} {
 		_, err := jsx.Compile(src)

@@ -18,12 +18,18 @@ const (
 
 // token is one token of the code: its kind, its byte span, and its depth, the
 // number of brackets and template substitutions it sits in (a bracket's depth
-// is that of the level it opens or closes).
+// is that of the level it opens or closes). head marks the ')' that closes
+// the head of an if, while, for or with, after which a statement (so a
+// regular expression) may start: if (s) /{/.test(s);
 type token struct {
 	kind       kind
 	start, end int
 	depth      int
+	head       bool
 }
+
+// headKeywords are the statements whose parenthesised head a statement follows.
+var headKeywords = map[string]bool{"if": true, "while": true, "for": true, "with": true}
 
 // regexBefore are the keywords after which a slash starts a regular expression.
 var regexBefore = map[string]bool{
@@ -35,8 +41,11 @@ var regexBefore = map[string]bool{
 // lex splits src into tokens, leaving out whitespace and comments.
 func lex(src string) []token {
 	var toks []token
-	var stack []byte // open '(' '[' '{', and '`' for a template substitution
-	add := func(k kind, start, end, depth int) { toks = append(toks, token{k, start, end, depth}) }
+	var stack []byte  // open '(' '[' '{', and '`' for a template substitution
+	heads := []bool{} // for each open '(': whether it opens a statement's head
+	add := func(k kind, start, end, depth int) {
+		toks = append(toks, token{kind: k, start: start, end: end, depth: depth})
+	}
 	// template scans a template literal piece from i (just after ` or the }
 	// that ends a substitution) and adds it; a piece ending in ${ opens a level.
 	template := func(start, i int) int {
@@ -82,6 +91,11 @@ func lex(src string) []token {
 			add(regexTok, i, end, len(stack))
 			i = end
 		case c == '(' || c == '[' || c == '{':
+			if c == '(' {
+				n := len(toks)
+				heads = append(heads, n > 0 && toks[n-1].kind == identTok && headKeywords[src[toks[n-1].start:toks[n-1].end]] &&
+					(n == 1 || src[toks[n-2].start:toks[n-2].end] != ".")) // obj.if(…) is a call
+			}
 			add(punctTok, i, i+1, len(stack))
 			stack = append(stack, c)
 			i++
@@ -90,6 +104,10 @@ func lex(src string) []token {
 				stack = stack[:len(stack)-1]
 			}
 			add(punctTok, i, i+1, len(stack))
+			if c == ')' && len(heads) > 0 {
+				toks[len(toks)-1].head = heads[len(heads)-1]
+				heads = heads[:len(heads)-1]
+			}
 			i++
 		case c == '=' && next == '>':
 			add(punctTok, i, i+2, len(stack))
@@ -215,8 +233,8 @@ func scanIdent(src string, i int) int {
 
 // regexAllowed tells whether a slash after toks starts a regular expression
 // rather than a division: it does after an operator, an opening bracket, a
-// block's closing brace, a template piece that opens a substitution, or a
-// keyword such as return.
+// block's closing brace, the ')' closing an if, while, for or with head, a
+// template piece that opens a substitution, or a keyword such as return.
 func regexAllowed(src string, toks []token) bool {
 	if len(toks) == 0 {
 		return true
@@ -231,7 +249,7 @@ func regexAllowed(src string, toks []token) bool {
 	case identTok:
 		return regexBefore[text]
 	}
-	return text != ")" && text != "]"
+	return (text != ")" || t.head) && text != "]"
 }
 
 func isDigit(c byte) bool      { return c >= '0' && c <= '9' }
