@@ -58,7 +58,9 @@
 //     block (the clean-build spec's Memory block), so saving never stops. A
 //     compression that fails does not lose the entry (it is saved past the
 //     node, which a later exchange compresses). Near the block size limit
-//     the oldest compressed node moves to a block of its own, history-N.
+//     the oldest compressed node moves to a block of its own, history-N;
+//     when none is compressed (the light tier keeps failing), the oldest
+//     full one moves uncompressed, so saving never stops.
 //   - write_entry without a path appends the same way, but asks the LLM to
 //     compress a full node instead of doing it.
 //   - A conversation is made continuable before each call: a tool_use left

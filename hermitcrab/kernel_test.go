@@ -441,7 +441,7 @@ func TestHistoryMovesItsOldestEntriesOutAtTheSizeLimitAndKeepsSaving(t *testing.
 			t.Fatalf("exchange %d: %v", n, err)
 		}
 		for _, note := range res.Notes {
-			if !strings.Contains(note, "its oldest compressed entries moved to block history-") {
+			if !strings.Contains(note, "its oldest entries moved to block history-") {
 				t.Fatalf("exchange %d: %q", n, note)
 			}
 			moved++
@@ -450,14 +450,28 @@ func TestHistoryMovesItsOldestEntriesOutAtTheSizeLimitAndKeepsSaving(t *testing.
 	if moved == 0 {
 		t.Fatal("250 exchanges in 16 KiB moved nothing out")
 	}
-	// Every exchange is an entry, at pscale -1, in history or in a block
-	// moved out of it.
+	everyReplySavedOnce(t, k, 250)
+	if b, _ := k.RawBlock(ctx, "history"); len(b.Data) > 16<<10 {
+		t.Fatalf("history is %d bytes", len(b.Data))
+	}
+}
+
+// everyReplySavedOnce checks that replies 1…n ("reply N: …") are each an
+// entry, once, at pscale -1, in history or in a block moved out of it, and
+// readable there by BSP.
+func everyReplySavedOnce(t *testing.T, k *Kernel, n int) {
+	t.Helper()
+	ctx := context.Background()
 	names, _ := k.store.Names(ctx)
 	where := map[string]string{}
 	var walk func(block string, p pscale.Phrase)
 	walk = func(block string, p pscale.Phrase) {
 		if strings.HasPrefix(p.Text, "reply ") {
-			where[strings.SplitN(p.Text, ":", 2)[0]] = block + " " + p.Path
+			key := strings.SplitN(p.Text, ":", 2)[0]
+			if at, ok := where[key]; ok {
+				t.Fatalf("%s is saved twice: at %s and at %s %s", key, at, block, p.Path)
+			}
+			where[key] = block + " " + p.Path
 		}
 		for _, c := range p.Children {
 			walk(block, c)
@@ -472,18 +486,45 @@ func TestHistoryMovesItsOldestEntriesOutAtTheSizeLimitAndKeepsSaving(t *testing.
 			walk(name, r)
 		}
 	}
-	for n := 1; n <= 250; n++ {
-		at, ok := where[fmt.Sprintf("reply %d", n)]
+	for i := 1; i <= n; i++ {
+		at, ok := where[fmt.Sprintf("reply %d", i)]
 		if !ok {
-			t.Fatalf("exchange %d is in no history block (%v)", n, names)
+			t.Fatalf("exchange %d is in no history block (%v)", i, names)
 		}
 		block, path, _ := strings.Cut(at, " ")
-		if r, err := k.BSP(ctx, block, path, -1); err != nil || !strings.HasPrefix(r.Point.Text, fmt.Sprintf("reply %d: ", n)) {
-			t.Fatalf("exchange %d at %s %s, pscale -1: %+v %v", n, block, path, r.Point, err)
+		if r, err := k.BSP(ctx, block, path, -1); err != nil || !strings.HasPrefix(r.Point.Text, fmt.Sprintf("reply %d: ", i)) {
+			t.Fatalf("exchange %d at %s %s, pscale -1: %+v %v", i, block, path, r.Point, err)
 		}
 	}
-	if b, _ := k.RawBlock(ctx, "history"); len(b.Data) > 16<<10 {
-		t.Fatalf("history is %d bytes", len(b.Data))
+}
+
+// TestHistoryKeepsSavingWhenTheLightTierNeverCompresses: with every
+// compression failing (a wrong light-tier model, say), the full nodes are
+// saved past, and at the size limit the oldest full node moves out
+// uncompressed, so no exchange is lost.
+func TestHistoryKeepsSavingWhenTheLightTierNeverCompresses(t *testing.T) {
+	var entries []string
+	for n := 1; n <= 150; n++ {
+		entries = append(entries, fmt.Sprintf(`{"match":{"last_user_contains":"[message %d]"},"response":{"content":[{"type":"text","text":"reply %d: %s"}]}}`, n, n, strings.Repeat("words ", 30)),
+			`{"match":{"system_contains":"You compress memory"},"error":{"status":404,"type":"not_found_error","message":"model: claude-retired"}}`,
+			`{"match":{"system_contains":"You compress memory"},"error":{"status":404,"type":"not_found_error","message":"model: claude-retired"}}`)
+	}
+	k, _ := newKernel(t, `{"responses":[`+strings.Join(entries, ",")+`]}`, func(o *Options) { o.MaxBlockBytes = 16 << 10 })
+	ctx := context.Background()
+	for n := 1; n <= 150; n++ {
+		res, err := k.Call(ctx, []llm.Message{llm.UserText(fmt.Sprintf("[message %d]", n))}, CallOptions{})
+		if err != nil {
+			t.Fatalf("exchange %d: %v", n, err)
+		}
+		for _, note := range res.Notes {
+			if strings.Contains(note, "auto-save to history failed") || strings.Contains(note, "nothing could move") {
+				t.Fatalf("exchange %d: %s", n, note)
+			}
+		}
+	}
+	everyReplySavedOnce(t, k, 150)
+	if got := text(t, k, "history", "01"); !strings.Contains(got, "not compressed, moved to block history-") {
+		t.Fatalf("history 01 = %q", got)
 	}
 }
 

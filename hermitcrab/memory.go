@@ -200,7 +200,7 @@ func (k *Kernel) autoSave(ctx context.Context, text string) []string {
 			if aerr != nil {
 				return append(notes, "auto-save to history failed: "+err.Error()+"; and moving old entries out failed: "+aerr.Error())
 			}
-			notes = append(notes, fmt.Sprintf("history reached the block size limit: its oldest compressed entries moved to block %s, at the same addresses", moved))
+			notes = append(notes, fmt.Sprintf("history reached the block size limit: its oldest entries moved to block %s, at the same addresses", moved))
 		case errors.Is(err, store.ErrNotFound):
 			return append(notes, "no history block, so this exchange was not auto-saved")
 		default:
@@ -259,7 +259,7 @@ func (k *Kernel) makeRoom(ctx context.Context, name string) []string {
 		if err != nil {
 			return append(notes, fmt.Sprintf("%s is near the block size limit and nothing could move out: %v", name, err))
 		}
-		notes = append(notes, fmt.Sprintf("%s reached the block size limit: its oldest compressed entries moved to block %s, at the same addresses", name, moved))
+		notes = append(notes, fmt.Sprintf("%s reached the block size limit: its oldest entries moved to block %s, at the same addresses", name, moved))
 	}
 	return notes
 }
@@ -318,10 +318,17 @@ func archiveName(name string, taken func(string) (bool, error)) (string, error) 
 // stored as moved): at the address it has in b and with b's place, so every
 // entry keeps its pscale and stays reachable by BSP there. In b a leaf with
 // its compression takes its place, naming the new block.
+//
+// A full node that was never compressed (the light tier kept failing) moves
+// when no compressed one can: its entries are kept whole, and its leaf says
+// they were not compressed.
 func moveOut(b *pscale.Block, name, moved string, limit int) (*pscale.Block, error) {
-	path, ok := oldestClosed(b, limit*9/10)
+	path, ok := oldestClosed(b, limit*9/10, true)
 	if !ok {
-		return nil, fmt.Errorf("block %q is over the size limit and has no compressed node that could move out", name)
+		path, ok = oldestClosed(b, limit*9/10, false)
+	}
+	if !ok {
+		return nil, fmt.Errorf("block %q is over the size limit and has no full node that could move out", name)
 	}
 	archive := &pscale.Block{Place: b.Place, Tree: &pscale.Node{}}
 	at, err := pscale.PlacedAddress(b.Place, digitsOf(path))
@@ -333,7 +340,11 @@ func moveOut(b *pscale.Block, name, moved string, limit int) (*pscale.Block, err
 	for i, n := range path {
 		if i == len(path)-1 {
 			dst.Children[n] = src.Children[n]
-			src.Children[n] = &pscale.Node{Leaf: true, Text: strings.TrimSpace(src.Children[n].Text + fmt.Sprintf(" [its entries moved to block %s]", moved))}
+			note := fmt.Sprintf(" [its entries moved to block %s]", moved)
+			if src.Children[n].Text == "" {
+				note = fmt.Sprintf("[nine entries, not compressed, moved to block %s]", moved)
+			}
+			src.Children[n] = &pscale.Node{Leaf: true, Text: strings.TrimSpace(src.Children[n].Text + note)}
 			break
 		}
 		src = src.Children[n]
@@ -343,12 +354,12 @@ func moveOut(b *pscale.Block, name, moved string, limit int) (*pscale.Block, err
 	return archive, nil
 }
 
-// oldestClosed finds, below a block's top, the oldest compressed node (its
-// digits 1–9 full and its text written: nothing is added to it again)
-// whose JSON is at most max bytes: depth first in digit order, so a node
-// too big to move is looked into before anything newer. It returns the
-// digits from the top.
-func oldestClosed(b *pscale.Block, max int) ([]int, bool) {
+// oldestClosed finds, below a block's top, the oldest full node (its digits
+// 1–9 taken: nothing is added to it again), compressed (its text written)
+// when compressed is set, whose JSON is at most max bytes: depth first in
+// digit order, so a node too big to move is looked into before anything
+// newer. It returns the digits from the top.
+func oldestClosed(b *pscale.Block, max int, compressed bool) ([]int, bool) {
 	if b.Tree == nil || b.Tree.Leaf || b.Tree.Children[0] == nil {
 		return nil, false
 	}
@@ -360,7 +371,7 @@ func oldestClosed(b *pscale.Block, max int) ([]int, bool) {
 				continue
 			}
 			at := append(slices.Clone(path), d)
-			if c.Text != "" && full(c) {
+			if (c.Text != "" || !compressed) && full(c) {
 				if data, err := c.MarshalJSON(); err == nil && len(data) <= max {
 					return at, true
 				}
