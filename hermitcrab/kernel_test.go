@@ -603,3 +603,32 @@ func TestWriteEntryAndCompressRefuseMalformedPaths(t *testing.T) {
 		t.Errorf("an empty path appends: %q %v", at, err)
 	}
 }
+
+// TestAutoSaveGoesOnWhenAnotherWriterCompressedFirst: an append found the
+// top full, and before its compression ran another exchange grew the block
+// (or compressed the node): the late compression does nothing and says
+// nothing, and no second light-tier call is made.
+func TestAutoSaveGoesOnWhenAnotherWriterCompressedFirst(t *testing.T) {
+	k, p := newKernel(t, `{"responses":[`+compressReply("Nine entries.")+`]}`)
+	ctx := context.Background()
+	for i := 1; i <= 9; i++ {
+		k.WriteEntry(ctx, "history", nil, fmt.Sprintf("entry %d", i))
+	}
+	_, err := k.WriteEntry(ctx, "history", nil, "entry 10")
+	var full *pscale.FullError
+	if !errors.As(err, &full) {
+		t.Fatalf("a full top: %v", err)
+	}
+	if _, err := k.compress(ctx, "history", full.Path, true); err != nil { // the other writer
+		t.Fatal(err)
+	}
+	for _, late := range []string{full.Path.String(), "09"} { // the node as this append saw it; one gone after the growth
+		addr, _ := pscale.ParseAddress(late)
+		if _, err := k.compress(ctx, "history", addr, true); err != nil {
+			t.Fatalf("the late compression of %s: %v", late, err)
+		}
+	}
+	if n := len(p.Requests()); n != 1 {
+		t.Fatalf("%d light-tier calls, want the one", n)
+	}
+}

@@ -112,6 +112,12 @@ func (k *Kernel) compress(ctx context.Context, name string, addr pscale.Address,
 		return Compression{}, err
 	}
 	full, err := pscale.NeedsCompression(b, addr)
+	var moved *pscale.PathError
+	if auto && (errors.As(err, &moved) || err == nil && !full) {
+		// Another writer compressed the node or grew the block since the
+		// append that asked for this: nothing to do, the append goes on.
+		return Compression{Block: name, Path: addr.String()}, nil
+	}
 	if err != nil {
 		return Compression{}, fmt.Errorf("block %q: %w", name, err)
 	}
