@@ -2,11 +2,13 @@ package web
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"github.com/llmkernels/kernels/llm"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -169,5 +171,57 @@ func TestStoppingTheServerCancelsACallStillRunningAfterTheGrace(t *testing.T) {
 	}
 	if err := <-answered; err != nil {
 		t.Fatalf("the call in flight got no answer: %v", err)
+	}
+}
+
+// TestOffLoopbackOneClientHoldsABoundedNumberOfConnections: listening on
+// every interface, a client that opens connections and leaves them (before
+// any token is checked) gets no more than connsPerClient.
+func TestOffLoopbackOneClientHoldsABoundedNumberOfConnections(t *testing.T) {
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	srv, err := New(ctx, Config{Addr: "0.0.0.0:0", DataDir: t.TempDir(), Provider: "script",
+		NewClient: func(string) (*llm.Client, error) { return &llm.Client{Provider: &waiting{}}, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	srv.grace = 100 * time.Millisecond // the connections held never send a request
+	urls, served := make(chan string, 1), make(chan error, 1)
+	go func() { served <- srv.ListenAndServe(ctx, func(u string) { urls <- u }) }()
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(strings.SplitN(<-urls, "/?", 2)[0], "http://"))
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range connsPerClient {
+		c, err := net.Dial("tcp", "127.0.0.1:"+port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	// Each held connection is served: a request on it is answered.
+	if _, err := conns[0].Write([]byte("GET /api/state HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	conns[0].SetReadDeadline(time.Now().Add(30 * time.Second))
+	if n, err := conns[0].Read(make([]byte, 64)); n == 0 || err != nil {
+		t.Fatalf("a connection within the cap: %v", err)
+	}
+	extra, err := net.Dial("tcp", "127.0.0.1:"+port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	extra.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if _, err := extra.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("connection %d from one client was kept open: %v", connsPerClient+1, err)
+	}
+	stop()
+	if err := <-served; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -386,13 +386,22 @@ func readJSON(r *http.Request, v any) error {
 // minutes) are cancelled, answer with their error and end.
 const shutdownGrace = 5 * time.Second
 
+// connsPerClient caps the connections one client (an IP, an IPv6 /64) may
+// hold open off loopback, where anyone on the network can connect before
+// the access token is checked: a browser needs a handful.
+const connsPerClient = 32
+
 // ListenAndServe serves until ctx ends, printing the URL to open. A
-// connection idle for two minutes is closed, so clients that open
-// connections and leave them cost nothing for long.
+// connection idle for two minutes is closed, and off loopback one client
+// holds at most connsPerClient connections, so clients that open
+// connections and leave them (slowloris) cost little.
 func (s *Server) ListenAndServe(ctx context.Context, ready func(url string)) error {
 	ln, err := net.Listen("tcp", s.cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", s.cfg.Addr, err)
+	}
+	if !loopback(s.cfg.Addr) {
+		ln = httpguard.LimitConns(ln, connsPerClient)
 	}
 	requests, cancelRequests := context.WithCancel(context.Background())
 	defer cancelRequests()
@@ -420,7 +429,10 @@ func (s *Server) ListenAndServe(ctx context.Context, ready func(url string)) err
 		done, cancelDone := context.WithTimeout(context.Background(), grace)
 		defer cancelDone()
 		if err := srv.Shutdown(done); err != nil {
-			return errors.Join(err, srv.Close())
+			// Connections that never sent a request, or a handler that
+			// ignores its cancellation: the server stops all the same.
+			s.log.Warn("connections still open when the server stopped were closed", "err", err)
+			return srv.Close()
 		}
 		return nil
 	case err := <-errc:
