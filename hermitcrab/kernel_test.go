@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/llmkernels/kernels/hermitcrab/store"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -630,5 +632,62 @@ func TestAutoSaveGoesOnWhenAnotherWriterCompressedFirst(t *testing.T) {
 	}
 	if n := len(p.Requests()); n != 1 {
 		t.Fatalf("%d light-tier calls, want the one", n)
+	}
+}
+
+// compressing answers every call at once: a compression request with a
+// numbered summary, anything else with "reply N: …" for the user's
+// "[message N]".
+type compressing struct{ compressions atomic.Int32 }
+
+func (p *compressing) Messages(_ context.Context, req *llm.Request) (*llm.Response, error) {
+	text := "reply " + strings.TrimSuffix(strings.TrimPrefix(req.Messages[len(req.Messages)-1].Text(), "[message "), "]") + ": " + strings.Repeat("words ", 60)
+	if strings.Contains(req.System[0].Text, "You compress memory") {
+		text = fmt.Sprintf(`{"mode":"summary","text":"compression %d"}`, p.compressions.Add(1))
+	}
+	return &llm.Response{Model: req.Model, StopReason: llm.StopEndTurn, Content: []llm.ContentBlock{llm.TextBlock(text)}}, nil
+}
+
+// TestAThousandExchangesAreAllSavedUnderTheSizeLimit: a thousand exchanges
+// of 400-character replies under the default 64 KiB limit grow history to
+// place 4 and move its oldest nodes to history-N blocks; every exchange is
+// saved once and readable by BSP, every block stays under the limit, and
+// the deep prompt's view of history stays bounded.
+func TestAThousandExchangesAreAllSavedUnderTheSizeLimit(t *testing.T) {
+	n := 1000
+	if raceEnabled {
+		n = 200
+	}
+	k := openKernel(t, Options{Client: &llm.Client{Provider: &compressing{}}})
+	ctx := context.Background()
+	for i := 1; i <= n; i++ {
+		res, err := k.Call(ctx, []llm.Message{llm.UserText(fmt.Sprintf("[message %d]", i))}, CallOptions{})
+		if err != nil {
+			t.Fatalf("exchange %d: %v", i, err)
+		}
+		for _, note := range res.Notes {
+			if !strings.Contains(note, "its oldest entries moved to block history-") {
+				t.Fatalf("exchange %d: %q", i, note)
+			}
+		}
+	}
+	everyReplySavedOnce(t, k, n)
+	names, _ := k.store.Names(ctx)
+	for _, name := range names {
+		if b, _ := k.RawBlock(ctx, name); len(b.Data) > store.DefaultMaxBlockBytes {
+			t.Errorf("block %s is %d bytes", name, len(b.Data))
+		}
+	}
+	deep, err := prompt.Compile(k.Source(ctx), prompt.Deep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range deep.Sections {
+		if s.Instruction == "history" && (len(s.Text) > 4000 || !strings.Contains(s.Text, fmt.Sprintf("reply %d: ", n))) {
+			t.Fatalf("the deep prompt's history section (%d characters):\n%s", len(s.Text), s.Text)
+		}
+	}
+	if b, _ := k.Block(ctx, "history"); !raceEnabled && b.Place != 4 {
+		t.Fatalf("history after %d exchanges: place %d", n, b.Place)
 	}
 }

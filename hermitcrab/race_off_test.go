@@ -1,0 +1,5 @@
+//go:build !race
+
+package hermitcrab
+
+const raceEnabled = false
