@@ -1,6 +1,6 @@
 // Package sqlite is the one way the kernels open their SQLite files
-// (modernc.org/sqlite): hermitcrab's store, lumen's memory index and solve's
-// kernel.db.
+// (modernc.org/sqlite): hermitcrab's store, lumen's memory index, solve's
+// kernel.db and a hermitcrab beach's database.
 //
 // What every file opened here gets:
 //
@@ -8,8 +8,8 @@
 //     opens exactly that file.
 //   - A marker: PRAGMA application_id is set to the kernel's constant when
 //     the file is created (HermitcrabID "HCRB", LumenID "LUMN", SolveID
-//     "SOLV", readable in the file header at offset 68). A file that is not
-//     ours is refused before anything is written to it: not SQLite, another
+//     "SOLV", BeachID "BECH"; readable in the file header at offset 68). A
+//     file that is not ours is refused before anything is written to it: not SQLite, another
 //     application_id, or no application_id with tables the kernel does not
 //     recognise (Schema.Legacy recognises the files written before the
 //     marker existed, which are adopted). The header is read as a plain file
@@ -82,6 +82,7 @@ const (
 	HermitcrabID int32 = 0x48435242 // "HCRB": hermitcrab's store (DATA_DIR/hermitcrab.db)
 	LumenID      int32 = 0x4C554D4E // "LUMN": lumen's memory index (.lumen/index.db)
 	SolveID      int32 = 0x534F4C56 // "SOLV": solve's kernel.db
+	BeachID      int32 = 0x42454348 // "BECH": a hermitcrab beach (hermitcrab beach serve's beach.db)
 )
 
 // known names the kernels' files, for the error that refuses one of them
@@ -90,6 +91,7 @@ var known = map[int32]string{
 	HermitcrabID: "a hermitcrab store",
 	LumenID:      "a lumen memory index",
 	SolveID:      "a solve kernel.db",
+	BeachID:      "a hermitcrab beach",
 }
 
 // BusyTimeout is how long a connection waits for another's lock before

@@ -11,31 +11,28 @@ import (
 	"strings"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // driver "pgx"
-	_ "modernc.org/sqlite"             // driver "sqlite"
+
+	isqlite "github.com/llmkernels/kernels/internal/sqlite"
 )
 
 // dialect is everything the two databases do differently.
 type dialect struct {
 	name string
-	open func(dsn string) (*sql.DB, error)
+	open func(ctx context.Context, dsn string) (*sql.DB, error)
 	// describe names the database in errors without a password.
 	describe func(dsn string) string
 	// idColumn is the messages table's auto-increment key.
 	idColumn string
 	// lockSchema serialises schema creation between servers sharing a
-	// database ("" when the database does it itself).
+	// database; "" for SQLite, whose steps internal/sqlite applies.
 	lockSchema string
-	// foreign refuses a database that belongs to something else.
-	foreign func(ctx context.Context, tx *sql.Tx) error
-	// afterMigrate runs once the database is known to be a beach.
-	afterMigrate string
 	// serialWrites queues writers in the process (SQLite has one writer).
 	serialWrites bool
 }
 
 func dialectFor(dsn string) (dialect, error) {
 	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		return postgres, nil
+		return postgresDialect, nil
 	}
 	if dsn == "" {
 		return dialect{}, errors.New("beach store: no database given: a SQLite file path or a postgres:// URL")
@@ -43,12 +40,12 @@ func dialectFor(dsn string) (dialect, error) {
 	if strings.Contains(dsn, "://") {
 		return dialect{}, fmt.Errorf("beach store %q: only postgres:// URLs and SQLite file paths are understood", dsn)
 	}
-	return sqlite, nil
+	return sqliteDialect, nil
 }
 
-var postgres = dialect{
+var postgresDialect = dialect{
 	name: "postgres",
-	open: func(dsn string) (*sql.DB, error) {
+	open: func(_ context.Context, dsn string) (*sql.DB, error) {
 		db, err := sql.Open("pgx", dsn)
 		if err != nil {
 			return nil, err
@@ -91,12 +88,14 @@ func redactURL(dsn string) string {
 	return u.Redacted()
 }
 
-// The SQLite opener below is deliberately minimal and temporary: the shared
-// opener internal/sqlite (application id, numbered migrations, read-only
-// opening) replaces it when it lands.
-var sqlite = dialect{
+// SQLite files are opened by internal/sqlite, like every kernel's file:
+// application_id "BECH", the steps counted in user_version, WAL, one busy
+// timeout, BEGIN IMMEDIATE, and a file that is not a beach refused
+// untouched. Beach files written before that (schema 1 or 2 in beach_meta,
+// no marker) are recognised by legacy and adopted.
+var sqliteDialect = dialect{
 	name: "sqlite",
-	open: func(path string) (*sql.DB, error) {
+	open: func(ctx context.Context, path string) (*sql.DB, error) {
 		abs, err := filepath.Abs(path)
 		if err != nil {
 			return nil, err
@@ -104,30 +103,34 @@ var sqlite = dialect{
 		if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 			return nil, err
 		}
-		q := url.Values{}
-		q.Add("_pragma", "busy_timeout(10000)")
-		q.Add("_pragma", "synchronous(NORMAL)")
-		q.Set("_txlock", "immediate")
-		return sql.Open("sqlite", (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: q.Encode()}).String())
+		return isqlite.Open(ctx, abs, sqliteSchema)
 	},
-	describe: func(path string) string { return path },
-	idColumn: "INTEGER PRIMARY KEY AUTOINCREMENT",
-	foreign: func(ctx context.Context, tx *sql.Tx) error {
-		var others, ours int
-		err := tx.QueryRowContext(ctx, `SELECT
-			count(*) FILTER (WHERE name NOT LIKE 'beach\_%' ESCAPE '\' AND name NOT LIKE 'sqlite\_%' ESCAPE '\'),
-			count(*) FILTER (WHERE name = 'beach_meta')
-			FROM sqlite_master WHERE type = 'table'`).Scan(&others, &ours)
-		if err != nil {
-			return fmt.Errorf("not a SQLite database: %w", err)
-		}
-		if others > 0 && ours == 0 {
-			return errors.New("this SQLite file holds other tables and no beach: give a new file or an existing beach (nothing was changed)")
-		}
-		return nil
-	},
-	// WAL (readers never wait for the writer) is set only after the check
-	// above, since switching to it rewrites the file's header.
-	afterMigrate: "PRAGMA journal_mode=WAL",
+	describe:     func(path string) string { return path },
+	idColumn:     "INTEGER PRIMARY KEY AUTOINCREMENT",
 	serialWrites: true,
+}
+
+// sqliteSchema is the beach's steps for internal/sqlite.
+var sqliteSchema = &isqlite.Schema{
+	Name:   "hermitcrab beach",
+	ID:     isqlite.BeachID,
+	Steps:  steps("INTEGER PRIMARY KEY AUTOINCREMENT"),
+	Legacy: legacy,
+}
+
+// legacy recognises a beach file from before the marker: its beach_meta
+// table says which step it is at (1, or 2 once it had the horizon table).
+func legacy(ctx context.Context, q isqlite.Querier) (int, bool, error) {
+	tables, err := isqlite.Tables(ctx, q)
+	if err != nil || !tables["beach_meta"] {
+		return 0, false, err
+	}
+	var v int
+	if err := q.QueryRowContext(ctx, `SELECT value FROM beach_meta WHERE key = 'schema'`).Scan(&v); err != nil {
+		return 0, false, nil
+	}
+	if v == 2 && !tables["beach_horizon"] || v < 1 {
+		return 0, false, nil
+	}
+	return v, true, nil
 }

@@ -1,8 +1,9 @@
 // Package store keeps a beach: passports, marks, messages, save points and
 // the nonces that stop replays, in SQLite (one file, the default) or in
-// PostgreSQL (a beach many servers share). Both run the same SQL; what
-// differs (driver, the identity column, the schema lock, the check that a
-// SQLite file is a beach) is in dialect.go.
+// PostgreSQL (a beach many servers share). Both run the same SQL and the
+// same numbered schema steps; what differs (driver, the identity column,
+// how steps are counted and locked, the SQLite file's marker) is in
+// dialect.go.
 //
 // The store keeps each statement as the exact signed envelope it was given
 // (canonical JSON), beside the few columns it is looked up by; readers get
@@ -33,11 +34,9 @@ import (
 	"time"
 )
 
-// schemaVersion is the layout this code writes; a database with a higher
-// one was made by a newer hermitcrab and is refused rather than misread.
-// 2 added beach_horizon (made by CREATE ... IF NOT EXISTS on a version 1
-// database): a hermitcrab that does not record the horizon must not prune
-// the nonces of one that checks it.
+// schemaVersion is the number of schema steps this code knows (see
+// steps); a database at a higher one was made by a newer hermitcrab and is
+// refused rather than misread.
 const schemaVersion = 2
 
 // timeFormat is fixed width so stored times compare as text.
@@ -100,18 +99,13 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := d.open(dsn)
+	db, err := d.open(ctx, dsn)
 	if err != nil {
 		return nil, fmt.Errorf("beach store %s: %w", d.describe(dsn), err)
 	}
 	s := &Store{db: db, d: d, now: time.Now}
 	if err := s.migrate(ctx); err != nil {
 		return nil, errors.Join(fmt.Errorf("beach store %s: %w", d.describe(dsn), err), db.Close())
-	}
-	if d.afterMigrate != "" {
-		if _, err := db.ExecContext(ctx, d.afterMigrate); err != nil {
-			return nil, errors.Join(fmt.Errorf("beach store %s: %w", d.describe(dsn), err), db.Close())
-		}
 	}
 	return s, nil
 }
@@ -122,49 +116,71 @@ func (s *Store) Close() error { return s.db.Close() }
 // Dialect is "sqlite" or "postgres".
 func (s *Store) Dialect() string { return s.d.name }
 
+// migrate brings a PostgreSQL database to the last step (internal/sqlite
+// has done it for a SQLite file), then makes sure the database can be
+// written: a database the beach cannot write (a read-only file or mount, a
+// read-only replica) is refused here, not at the first write a client
+// sends.
 func (s *Store) migrate(ctx context.Context) error {
 	return s.write(ctx, func(tx *sql.Tx) error {
 		if s.d.lockSchema != "" {
-			if _, err := tx.ExecContext(ctx, s.d.lockSchema); err != nil {
+			if err := s.applySteps(ctx, tx); err != nil {
 				return err
 			}
 		}
-		if s.d.foreign != nil {
-			if err := s.d.foreign(ctx, tx); err != nil {
-				return err
-			}
-		}
-		for _, stmt := range strings.Split(strings.ReplaceAll(schema, "{{id}}", s.d.idColumn), ";") {
-			if strings.TrimSpace(stmt) == "" {
-				continue
-			}
-			if _, err := tx.ExecContext(ctx, stmt); err != nil {
-				return fmt.Errorf("creating the schema: %w", err)
-			}
-		}
-		var v int
-		err := tx.QueryRowContext(ctx, `SELECT value FROM beach_meta WHERE key = 'schema'`).Scan(&v)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			_, err = tx.ExecContext(ctx, `INSERT INTO beach_meta (key, value) VALUES ('schema', $1)`, schemaVersion)
-			return err
-		case err != nil:
-			return err
-		case v > schemaVersion:
-			return fmt.Errorf("schema version %d was written by a newer hermitcrab (this one knows %d): upgrade hermitcrab", v, schemaVersion)
-		}
-		// Written even when unchanged: a database the beach cannot write
-		// (a read-only file or mount, a read-only replica) is refused here,
-		// not at the first write a client sends.
-		if _, err := tx.ExecContext(ctx, `UPDATE beach_meta SET value = $1 WHERE key = 'schema'`, schemaVersion); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE beach_meta SET value = value WHERE key = 'schema'`); err != nil {
 			return fmt.Errorf("the database cannot be written (a beach writes every signed request): %w", err)
 		}
 		return nil
 	})
 }
 
-const schema = `
+// applySteps applies the steps a PostgreSQL database lacks, under the
+// schema lock so that servers starting together apply each once. Its step
+// count is beach_meta's schema value, which every step sets.
+func (s *Store) applySteps(ctx context.Context, tx *sql.Tx) error {
+	if _, err := tx.ExecContext(ctx, s.d.lockSchema); err != nil {
+		return err
+	}
+	var v int
+	var exists bool
+	if err := tx.QueryRowContext(ctx, `SELECT to_regclass('beach_meta') IS NOT NULL`).Scan(&exists); err != nil {
+		return err
+	}
+	if exists {
+		err := tx.QueryRowContext(ctx, `SELECT value FROM beach_meta WHERE key = 'schema'`).Scan(&v)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+	}
+	all := steps(s.d.idColumn)
+	if v > len(all) {
+		return fmt.Errorf("schema version %d was written by a newer hermitcrab (this one knows %d): upgrade hermitcrab", v, len(all))
+	}
+	for i := v; i < len(all); i++ {
+		for _, stmt := range strings.Split(all[i], ";") {
+			if strings.TrimSpace(stmt) == "" {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("schema step %d: %w", i+1, err)
+			}
+		}
+	}
+	return nil
+}
+
+// steps are the schema, one step per version, for a database whose
+// auto-increment key is idColumn. Each step sets beach_meta's schema
+// value (PostgreSQL counts steps there; SQLite in user_version). Steps are
+// only ever appended.
+func steps(idColumn string) []string {
+	return []string{strings.ReplaceAll(step1, "{{id}}", idColumn), step2}
+}
+
+const step1 = `
 CREATE TABLE IF NOT EXISTS beach_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+INSERT INTO beach_meta (key, value) VALUES ('schema', 1);
 CREATE TABLE IF NOT EXISTS beach_nonces (
 	agent TEXT NOT NULL,
 	nonce TEXT NOT NULL,
@@ -172,7 +188,6 @@ CREATE TABLE IF NOT EXISTS beach_nonces (
 	PRIMARY KEY (agent, nonce)
 );
 CREATE INDEX IF NOT EXISTS beach_nonces_time ON beach_nonces (time);
-CREATE TABLE IF NOT EXISTS beach_horizon (id INTEGER PRIMARY KEY CHECK (id = 1), pruned_before TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS beach_passports (
 	agent    TEXT PRIMARY KEY,
 	name     TEXT NOT NULL,
@@ -207,6 +222,12 @@ CREATE TABLE IF NOT EXISTS beach_savepoints (
 	received TEXT NOT NULL,
 	envelope TEXT NOT NULL
 );`
+
+// step2 added the horizon of pruned nonces: a hermitcrab that does not
+// record it must not prune the nonces of one that checks it.
+const step2 = `
+CREATE TABLE IF NOT EXISTS beach_horizon (id INTEGER PRIMARY KEY CHECK (id = 1), pruned_before TEXT NOT NULL);
+UPDATE beach_meta SET value = 2 WHERE key = 'schema';`
 
 func ts(t time.Time) string { return t.UTC().Format(timeFormat) }
 

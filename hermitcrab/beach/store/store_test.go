@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/llmkernels/kernels/internal/pgtest"
+	isqlite "github.com/llmkernels/kernels/internal/sqlite"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -233,8 +234,9 @@ func TestReopeningKeepsEverythingAndTwoServersCanCreateTheSchemaAtOnce(t *testin
 }
 
 func TestAForeignSQLiteFileIsRefusedUntouched(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "other.db")
-	db, err := sql.Open("sqlite", path)
+	dir := t.TempDir()
+	other := filepath.Join(dir, "other.db")
+	db, err := sql.Open("sqlite", other)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,12 +244,21 @@ func TestAForeignSQLiteFileIsRefusedUntouched(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	before, _ := os.ReadFile(path)
-	if _, err := Open(context.Background(), path); err == nil || !strings.Contains(err.Error(), "no beach") {
-		t.Fatalf("a foreign SQLite file: %v", err)
+	// A hermitcrab store (application_id HCRB) is refused too.
+	hc := filepath.Join(dir, "hermitcrab.db")
+	hdb, err := isqlite.Open(context.Background(), hc, &isqlite.Schema{Name: "hermitcrab store", ID: isqlite.HermitcrabID, Steps: []string{`CREATE TABLE blocks (name TEXT)`}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if after, _ := os.ReadFile(path); string(after) != string(before) {
-		t.Fatal("the foreign file was changed")
+	hdb.Close()
+	for _, path := range []string{other, hc} {
+		before, _ := os.ReadFile(path)
+		if _, err := Open(context.Background(), path); !errors.Is(err, isqlite.ErrForeign) {
+			t.Fatalf("a foreign SQLite file %s: %v", path, err)
+		}
+		if after, _ := os.ReadFile(path); string(after) != string(before) {
+			t.Fatalf("the foreign file %s was changed", path)
+		}
 	}
 	if _, err := Open(context.Background(), "mysql://x"); err == nil {
 		t.Fatal("an unknown URL scheme was accepted")
@@ -256,7 +267,11 @@ func TestAForeignSQLiteFileIsRefusedUntouched(t *testing.T) {
 
 func TestANewerSchemaIsRefused(t *testing.T) {
 	both(t, func(t *testing.T, s *Store, dsn string) {
-		if _, err := s.db.Exec(`UPDATE beach_meta SET value = 99 WHERE key = 'schema'`); err != nil {
+		newer := `UPDATE beach_meta SET value = 99 WHERE key = 'schema'`
+		if s.Dialect() == "sqlite" {
+			newer = `PRAGMA user_version = 99`
+		}
+		if _, err := s.db.Exec(newer); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := Open(context.Background(), dsn); err == nil || !strings.Contains(err.Error(), "newer hermitcrab") {
@@ -303,35 +318,97 @@ func readOnly(t *testing.T, path string) {
 	}
 }
 
-// A version 1 beach (before the horizon) is brought to version 2 on open,
-// keeping what it holds.
-func TestAVersion1BeachIsUpgraded(t *testing.T) {
-	both(t, func(t *testing.T, s *Store, dsn string) {
-		ctx := context.Background()
-		if err := s.PutPassport(ctx, stmt("a", 1, t0), "alice"); err != nil {
+// legacyBeach writes a SQLite beach as hermitcrab wrote them before the
+// files were marked (schema 2: beach_meta and every table, WAL, no
+// application_id and user_version 0), holding one passport.
+func legacyBeach(t *testing.T, path string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{strings.ReplaceAll(step1, "{{id}}", "INTEGER PRIMARY KEY AUTOINCREMENT"), step2, `PRAGMA journal_mode=WAL`,
+		`INSERT INTO beach_passports (agent, name, time, received, envelope) VALUES ('a', 'alice', '2026-11-03T12:00:00.000000000Z', '2026-11-03T12:00:00.000000000Z', '{}')`} {
+		if _, err := db.Exec(q); err != nil {
 			t.Fatal(err)
 		}
-		for _, q := range []string{`DROP TABLE beach_horizon`, `UPDATE beach_meta SET value = 1 WHERE key = 'schema'`} {
-			if _, err := s.db.Exec(q); err != nil {
+	}
+}
+
+// A beach file from before the marker (schema 2, or 1 before the horizon)
+// opens: it is marked as a beach and brought to the last step, keeping
+// what it holds.
+func TestALegacyBeachFileIsAdoptedAndUpgraded(t *testing.T) {
+	ctx := context.Background()
+	for _, version := range []int{2, 1} {
+		t.Run(fmt.Sprint(version), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "beach.db")
+			legacyBeach(t, path)
+			if version == 1 {
+				db, _ := sql.Open("sqlite", path)
+				for _, q := range []string{`DROP TABLE beach_horizon`, `UPDATE beach_meta SET value = 1 WHERE key = 'schema'`} {
+					if _, err := db.Exec(q); err != nil {
+						t.Fatal(err)
+					}
+				}
+				db.Close()
+			}
+			s, err := Open(ctx, path)
+			if err != nil {
 				t.Fatal(err)
 			}
-		}
-		s2, err := Open(ctx, dsn)
-		if err != nil {
+			defer s.Close()
+			var id, uv, v int
+			s.db.QueryRow(`PRAGMA application_id`).Scan(&id)
+			s.db.QueryRow(`PRAGMA user_version`).Scan(&uv)
+			s.db.QueryRow(`SELECT value FROM beach_meta WHERE key = 'schema'`).Scan(&v)
+			if int32(id) != isqlite.BeachID || uv != schemaVersion || v != schemaVersion {
+				t.Fatalf("application_id %#x user_version %d beach_meta %d; want BECH, %d, %d", id, uv, v, schemaVersion, schemaVersion)
+			}
+			if _, err := s.PruneNonces(ctx, t0); err != nil {
+				t.Fatalf("pruning (the horizon table): %v", err)
+			}
+			if p, err := s.Passport(ctx, "a"); err != nil || p.Agent != "a" {
+				t.Fatalf("the legacy passport: %+v %v", p, err)
+			}
+		})
+	}
+}
+
+// A version 1 PostgreSQL beach (before the horizon) is brought to version
+// 2 on open, keeping what it holds.
+func TestAVersion1PostgreSQLBeachIsUpgraded(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.New(t)
+	s, err := Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.PutPassport(ctx, stmt("a", 1, t0), "alice"); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`DROP TABLE beach_horizon`, `UPDATE beach_meta SET value = 1 WHERE key = 'schema'`} {
+		if _, err := s.db.Exec(q); err != nil {
 			t.Fatal(err)
 		}
-		defer s2.Close()
-		var v int
-		if err := s2.db.QueryRow(`SELECT value FROM beach_meta WHERE key = 'schema'`).Scan(&v); err != nil || v != schemaVersion {
-			t.Fatalf("schema after the upgrade: %d %v", v, err)
-		}
-		if _, err := s2.PruneNonces(ctx, t0); err != nil {
-			t.Fatalf("pruning (the horizon table): %v", err)
-		}
-		if _, err := s2.Passport(ctx, "a"); err != nil {
-			t.Fatal(err)
-		}
-	})
+	}
+	s2, err := Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	var v int
+	if err := s2.db.QueryRow(`SELECT value FROM beach_meta WHERE key = 'schema'`).Scan(&v); err != nil || v != schemaVersion {
+		t.Fatalf("schema after the upgrade: %d %v", v, err)
+	}
+	if _, err := s2.PruneNonces(ctx, t0); err != nil {
+		t.Fatalf("pruning (the horizon table): %v", err)
+	}
+	if _, err := s2.Passport(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // A PostgreSQL password may come in the URL's user part or, as libpq and
