@@ -60,7 +60,7 @@ else ` + defaultBeach + `) as this data directory's instance.`,
 		}
 		// Messages accepted from any beach, kept so a replay is refused even
 		// after this process ends.
-		c.Nonces = beach.FileNonces{Path: filepath.Join(dir, "beach-received")}
+		c.Nonces = &beach.FileNonces{Path: filepath.Join(dir, "beach-received")}
 		return c, nil
 	}
 	cmd.AddCommand(f.beachServeCommand(), beachIDCommand(f), beachPassportCommand(client))

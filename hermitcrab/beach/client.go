@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,7 +16,6 @@ import (
 	"unicode"
 
 	"github.com/llmkernels/kernels/hermitcrab/identity"
-	"github.com/llmkernels/kernels/internal/atomicfile"
 )
 
 // Client talks to a beach for one instance: it signs what the instance
@@ -36,17 +34,20 @@ type Client struct {
 	HTTP *http.Client
 	// Nonces remembers the messages this instance has accepted, so a
 	// message a beach hands out twice is refused the second time. NewClient
-	// sets an in-memory one; an instance sets a FileNonces in its data
+	// sets an in-memory one; an instance sets a *FileNonces in its data
 	// directory (as the CLI does) or its own store.
 	Nonces Nonces
 	// Now is the signing clock.
 	Now func() time.Time
 }
 
-// Nonces records (agent, nonce) pairs; Use reports whether the pair is new
-// and records it.
+// Nonces records the (agent, nonce) pairs of the messages an instance
+// accepted; Use reports whether the pair is new and records it. signed is
+// the message's signed time: a memory that forgets old pairs refuses a
+// message signed before what it forgot, with an *identity.Refusal whose
+// reason is stale (its nonce can no longer be checked).
 type Nonces interface {
-	Use(ctx context.Context, agent, nonce string) (fresh bool, err error)
+	Use(ctx context.Context, agent, nonce string, signed time.Time) (fresh bool, err error)
 }
 
 // MemoryNonces is a Nonces for the life of a process.
@@ -56,7 +57,7 @@ type MemoryNonces struct {
 }
 
 // Use implements Nonces.
-func (m *MemoryNonces) Use(_ context.Context, agent, nonce string) (bool, error) {
+func (m *MemoryNonces) Use(_ context.Context, agent, nonce string, _ time.Time) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.seen == nil {
@@ -68,44 +69,6 @@ func (m *MemoryNonces) Use(_ context.Context, agent, nonce string) (bool, error)
 	}
 	m.seen[k] = true
 	return true, nil
-}
-
-// FileNonces is a Nonces kept in a file (one "agent nonce" line per
-// message accepted), so a replay is caught across restarts and between
-// processes sharing a data directory: each Use holds an exclusive lock on
-// path.lock while it reads and appends.
-type FileNonces struct{ Path string }
-
-// Use implements Nonces.
-func (f FileNonces) Use(_ context.Context, agent, nonce string) (bool, error) {
-	unlock, err := atomicfile.Lock(f.Path + ".lock")
-	if err != nil {
-		return false, err
-	}
-	defer unlock()
-	line := agent + " " + nonce + "\n"
-	data, err := os.ReadFile(f.Path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return false, fmt.Errorf("received nonces: %w", err)
-	}
-	for rest := string(data); rest != ""; {
-		var l string
-		l, rest, _ = strings.Cut(rest, "\n")
-		if l+"\n" == line {
-			return false, nil
-		}
-	}
-	file, err := os.OpenFile(f.Path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-	if err != nil {
-		return false, fmt.Errorf("received nonces: %w", err)
-	}
-	if _, err := file.WriteString(line); err != nil {
-		return false, errors.Join(fmt.Errorf("received nonces: %w", err), file.Close())
-	}
-	if err := file.Sync(); err != nil {
-		return false, errors.Join(fmt.Errorf("received nonces: %w", err), file.Close())
-	}
-	return true, file.Close()
 }
 
 // NewClient makes a client for the beach at baseURL (http or https). id
@@ -295,7 +258,7 @@ func (c *Client) inbox(ctx context.Context, check InboxCheck, limit int) ([]Veri
 		if v.Body.To != me {
 			return &identity.Refusal{Reason: "wrong_recipient", Detail: fmt.Sprintf("addressed to %s, not to this instance", v.Body.To)}
 		}
-		fresh, err := c.Nonces.Use(ctx, v.Agent, v.Envelope.Nonce)
+		fresh, err := c.Nonces.Use(ctx, v.Agent, v.Envelope.Nonce, v.Time)
 		if err != nil {
 			return err
 		}
