@@ -54,7 +54,9 @@ type Store struct {
 	writeMu sync.Mutex
 }
 
-// schema is the store's file: application_id "HCRB", one step so far.
+// schema is the store's file: application_id "HCRB". Step 1 holds the
+// blocks, conversations, shells and settings; step 2 what the wake
+// triggers keep (wakes.go).
 // Files from before the marker carried a schema_version table at version 1,
 // which is step 1's tables; that table is left in them, unused.
 var schema = &sqlite.Schema{
@@ -82,7 +84,10 @@ CREATE TABLE shells (
 CREATE TABLE settings (
 	key   TEXT PRIMARY KEY,
 	value TEXT NOT NULL
-);`},
+);`, wakeTables},
+	// Read-only commands (blocks list and show, bsp) read only step 1's
+	// tables, so they read a file from before step 2 as it is.
+	ReadOnlyFrom: 1,
 	Legacy: func(ctx context.Context, q sqlite.Querier) (int, bool, error) {
 		tables, err := sqlite.Tables(ctx, q)
 		if err != nil || !tables["schema_version"] || !tables["blocks"] {

@@ -117,6 +117,11 @@ type Schema struct {
 	// (its content is then exactly what Steps[:version] makes). ok false
 	// means the file is not the kernel's. Nil: no such files exist.
 	Legacy func(ctx context.Context, q Querier) (version int, ok bool, err error)
+	// ReadOnlyFrom is the fewest steps a file may have for OpenReadOnly to
+	// read it; 0 means all of Steps. A kernel sets it when its later steps
+	// only add tables its read-only commands never read, so those commands
+	// keep working on a file no command has written since an upgrade.
+	ReadOnlyFrom int
 }
 
 // Querier is what Legacy may read through: a *sql.DB, *sql.Conn or *sql.Tx.
@@ -230,7 +235,7 @@ func OpenReadOnly(ctx context.Context, path string, s *Schema) (*sql.DB, error) 
 	switch {
 	case st.version > len(s.Steps):
 		err = newerError(s, st.version)
-	case st.version < len(s.Steps):
+	case st.version < len(s.Steps) && (s.ReadOnlyFrom == 0 || st.version < s.ReadOnlyFrom):
 		err = fmt.Errorf("it was written by an older %s (schema %d; this one reads %d): run a command that writes once to update it", kernelOf(s), st.version, len(s.Steps))
 	}
 	if err != nil {

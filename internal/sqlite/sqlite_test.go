@@ -333,6 +333,17 @@ func TestMigrationSteps(t *testing.T) {
 	if _, err := OpenReadOnly(ctx, path, testSchema); err == nil || !strings.Contains(err.Error(), "older") {
 		t.Fatalf("read-only open of a version-1 file by a version-2 reader: %v; want a request to write once", err)
 	}
+	// A kernel whose read-only commands need only step 1 reads it as it is.
+	readsV1 := &Schema{Name: testSchema.Name, ID: testSchema.ID, Steps: testSchema.Steps, ReadOnlyFrom: 1}
+	ro, err := OpenReadOnly(ctx, path, readsV1)
+	if err != nil {
+		t.Fatalf("read-only open with ReadOnlyFrom 1: %v", err)
+	}
+	var body string
+	if err := ro.QueryRow(`SELECT body FROM notes`).Scan(&body); err != nil || body != "kept" {
+		t.Fatalf("read %q, %v", body, err)
+	}
+	ro.Close()
 
 	broken := &Schema{Name: testSchema.Name, ID: testSchema.ID, Steps: append(slices.Clone(testSchema.Steps), `CREATE TABLE notes (x)`)}
 	_, err = Open(ctx, path, broken)
