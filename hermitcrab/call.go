@@ -38,6 +38,12 @@ type callState struct {
 // CallOptions tune one call.
 type CallOptions struct {
 	Tier int // 1 light, 2 present (default), 3 deep
+	// Tools are added to the active tools for this call only (an inbox
+	// wake gets the tools to answer with).
+	Tools []string
+	// MaxCostUSD stops the tool loop before a request once this much is
+	// spent (a wake's share of the daily cap); 0 is no limit.
+	MaxCostUSD float64
 }
 
 // CallResult is what a call did.
@@ -74,18 +80,17 @@ func (k *Kernel) Call(ctx context.Context, messages []llm.Message, opts CallOpti
 	if tier == 0 {
 		tier = prompt.Present
 	}
-	src := k.Source(ctx)
-	params, err := k.tierParams(src, tier)
+	params, err := k.tierParams(k.Source(ctx), tier)
 	if err != nil {
 		return nil, err
 	}
-	compiled, err := prompt.Compile(src, tier)
+	compiled, err := k.CompilePrompt(ctx, tier)
 	if err != nil {
 		return nil, err
 	}
 	kept, trimmed := Trim(continuable(messages), params.MaxMessages)
 	state := &callState{}
-	handlers, server, err := k.toolSet(ctx, state)
+	handlers, server, err := k.toolSet(ctx, state, opts.Tools)
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +109,7 @@ func (k *Kernel) Call(ctx context.Context, messages []llm.Message, opts CallOpti
 	if note := k.shellNotice(ctx); note != "" {
 		req.Messages = withNote(req.Messages, note)
 	}
-	loop := &llm.Loop{Client: client, Handlers: handlers, MaxLoops: params.MaxToolLoops, Observe: k.opts.Observe}
+	loop := &llm.Loop{Client: client, Handlers: handlers, MaxLoops: params.MaxToolLoops, MaxCostUSD: opts.MaxCostUSD, Observe: k.opts.Observe}
 	res, err := loop.Run(ctx, req)
 	out := &CallResult{Result: res, Params: params, Prompt: compiled, Shell: state.shell, Trimmed: trimmed}
 	out.Notes = append(append(append(out.Notes, params.Notes...), compiled.Problems...), res.Notes...)
@@ -119,8 +124,13 @@ func (k *Kernel) Call(ctx context.Context, messages []llm.Message, opts CallOpti
 	if err != nil {
 		return out, err
 	}
-	if res.StopReason == llm.StopMaxLoops {
+	switch res.StopReason {
+	case llm.StopMaxLoops:
 		out.Limit = fmt.Sprintf("the tool loop stopped after %d API calls, the tier's max_tool_loops (wake 0.9.%d), before the LLM finished its turn; the conversation is kept, and your next message lets it go on", len(res.Calls), tier+3)
+	case llm.StopCostLimit:
+		out.Limit = fmt.Sprintf("the tool loop stopped after $%.4f, the budget this call had left (the daily cap on wakes' cost), before the LLM finished its turn", res.CostUSD)
+	}
+	if out.Limit != "" {
 		out.Notes = append(out.Notes, out.Limit)
 	}
 	out.Notes = append(out.Notes, k.autoSave(ctx, out.Text)...)

@@ -16,6 +16,7 @@ import (
 	"github.com/llmkernels/kernels/hermitcrab/migrate"
 	"github.com/llmkernels/kernels/hermitcrab/shell"
 	"github.com/llmkernels/kernels/hermitcrab/store"
+	"github.com/llmkernels/kernels/hermitcrab/trigger"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/pscale"
 )
@@ -58,6 +59,20 @@ type Options struct {
 	// WebRequest is the host policy of the web_request and fetch_url tools;
 	// the zero value denies loopback and private addresses.
 	WebRequest WebPolicy
+	// Beach is the beach URL the network tools and the inbox trigger use
+	// (--beach, $HERMITCRAB_BEACH); empty: the data directory's setting
+	// (SetBeach), else DefaultBeach.
+	Beach string
+	// WakeCaps are the person's daily caps on wakes and their cost (the
+	// --max-wakes and --max-wake-cost flags); zero fields take
+	// DefaultWakeCaps. The wake block may only lower them.
+	WakeCaps trigger.Caps
+	// Now is the kernel's clock for wake triggers and their caps; nil is
+	// time.Now (tests set one).
+	Now func() time.Time
+	// OnWake is told of every wake a trigger fires (or a cap skips), when
+	// it starts and when it ends (the web shell shows them).
+	OnWake func(store.Wake)
 	// Observe receives LLM and tool events as they happen (progress lines).
 	Observe func(llm.Event)
 	Log     *slog.Logger
@@ -82,6 +97,8 @@ type Kernel struct {
 	// touchstoneReleased is when the embedded touchstone was written
 	// (shell.TouchstoneUpdated); a persisted copy changed after it wins.
 	touchstoneReleased time.Time
+	net                network
+	wake               wakeState
 }
 
 // DataDir is the default data directory: $HERMITCRAB_DATA, else

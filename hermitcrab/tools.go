@@ -80,6 +80,7 @@ func (k *Kernel) catalogue(c *callState) map[string]llm.ToolHandler {
 	for _, name := range browserTools {
 		add(name, browserDescriptions[name], browserSchemas[name], k.browserTool(name))
 	}
+	k.networkTools(add)
 	return h
 }
 

@@ -218,13 +218,18 @@ func (k *Kernel) ActiveTools(ctx context.Context) ([]llm.Tool, error) {
 }
 
 // toolSet returns the handlers and server-tool declarations of the active
-// set. Server tools are left out when Options.ServerTools is off; the
+// set and of extra (added for one call). Server tools are left out when Options.ServerTools is off; the
 // read-only tools get allowed_callers when code execution is among them
 // (programmatic tool calling) unless Options.NoPTC.
-func (k *Kernel) toolSet(ctx context.Context, c *callState) ([]llm.ToolHandler, []llm.Tool, error) {
+func (k *Kernel) toolSet(ctx context.Context, c *callState, extra []string) ([]llm.ToolHandler, []llm.Tool, error) {
 	active, err := k.ActiveTools(ctx)
 	if err != nil {
 		return nil, nil, err
+	}
+	for _, name := range extra {
+		if !slices.ContainsFunc(active, func(t llm.Tool) bool { return t.Name == name }) {
+			active = append(active, llm.Tool{Name: name})
+		}
 	}
 	all := k.catalogue(c)
 	var handlers []llm.ToolHandler

@@ -243,16 +243,50 @@ func (k *Kernel) toolWebRequest(ctx context.Context, in json.RawMessage) (llm.To
 // policy, answered as "HTTP status (type)" and the body, truncated at
 // fetchLimit characters. A 4xx or 5xx answer is an error result.
 func (k *Kernel) httpRequest(ctx context.Context, method, rawURL string, headers map[string]string, body string) (llm.ToolOutput, error) {
+	p, err := k.fetch(ctx, method, rawURL, headers, body)
+	if err != nil {
+		return llm.ToolOutput{}, err
+	}
+	note := ""
+	if p.Truncated {
+		note = fmt.Sprintf("\n[truncated at %d characters]", fetchLimit)
+	}
+	out := llm.TextOutput(fmt.Sprintf("HTTP %d (%s)\n%s%s", p.Status, p.Type, p.Body, note))
+	out.IsError = p.Status >= 400
+	return out, nil
+}
+
+// page is one answer fetched under the host policy.
+type page struct {
+	Status    int
+	Type      string
+	Body      string // at most fetchLimit characters
+	Truncated bool
+}
+
+// fetchPage GETs a URL under the host policy (a watched page).
+func (k *Kernel) fetchPage(ctx context.Context, rawURL string) (page, error) {
+	p, err := k.fetch(ctx, http.MethodGet, rawURL, nil, "")
+	if err == nil && p.Status >= 400 {
+		err = fmt.Errorf("HTTP %d", p.Status)
+	}
+	return p, err
+}
+
+// fetch sends one request under the host policy (WebPolicy: every hop and
+// every address dialled checked) and reads at most fetchLimit characters
+// of the answer.
+func (k *Kernel) fetch(ctx context.Context, method, rawURL string, headers map[string]string, body string) (page, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
-		return llm.ToolOutput{}, fmt.Errorf("url %q: want an absolute http(s) URL", rawURL)
+		return page{}, fmt.Errorf("url %q: want an absolute http(s) URL", rawURL)
 	}
 	if _, err := k.opts.WebRequest.check(u.Hostname()); err != nil {
-		return llm.ToolOutput{}, err
+		return page{}, err
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), strings.NewReader(body))
 	if err != nil {
-		return llm.ToolOutput{}, err
+		return page{}, err
 	}
 	for name, v := range headers {
 		req.Header.Set(name, v)
@@ -263,19 +297,17 @@ func (k *Kernel) httpRequest(ctx context.Context, method, rawURL string, headers
 	defer client.CloseIdleConnections()
 	resp, err := client.Do(req)
 	if err != nil {
-		return llm.ToolOutput{}, fmt.Errorf("%s %s: %w", method, u, err)
+		return page{}, fmt.Errorf("%s %s: %w", method, u, err)
 	}
 	defer func() { _ = resp.Body.Close() }() // what was read is the answer; closing has nothing to add
 	// Read a little past the limit so a cut can be reported.
 	data, err := io.ReadAll(io.LimitReader(resp.Body, fetchLimit*4+4))
 	if err != nil {
-		return llm.ToolOutput{}, fmt.Errorf("reading %s: %w", u, err)
+		return page{}, fmt.Errorf("reading %s: %w", u, err)
 	}
-	text, note := string(data), ""
-	if r := []rune(text); len(r) > fetchLimit {
-		text, note = string(r[:fetchLimit]), fmt.Sprintf("\n[truncated at %d characters]", fetchLimit)
+	p := page{Status: resp.StatusCode, Type: resp.Header.Get("Content-Type"), Body: string(data)}
+	if r := []rune(p.Body); len(r) > fetchLimit {
+		p.Body, p.Truncated = string(r[:fetchLimit]), true
 	}
-	out := llm.TextOutput(fmt.Sprintf("HTTP %d (%s)\n%s%s", resp.StatusCode, resp.Header.Get("Content-Type"), text, note))
-	out.IsError = resp.StatusCode >= 400
-	return out, nil
+	return p, nil
 }

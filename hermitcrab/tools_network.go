@@ -1,0 +1,126 @@
+package hermitcrab
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/llmkernels/kernels/hermitcrab/beach"
+	"github.com/llmkernels/kernels/llm"
+)
+
+// The network tools: thin adapters over network.go, one set_tools away
+// (capabilities 0.8 describes them). What another agent wrote comes back
+// as JSON strings, so it stays data in the tool result.
+
+// networkTools adds the network tools to the catalogue.
+func (k *Kernel) networkTools(add func(name, desc string, in json.RawMessage, run llm.ToolFunc)) {
+	coords := `{"type":"array","items":{"type":"string"},"description":"nodes of your blocks, \"BLOCK ADDRESS\", e.g. \"purpose 0.2\""}`
+	add("passport_publish", "Sign and publish your passport on the beach: a name, a description, and offers and needs as nodes of your own blocks (published with their text).",
+		schema(`"name":{"type":"string"},"description":{"type":"string"},"offers":`+coords+`,"needs":`+coords, "name"),
+		jsonTool(k.toolPassportPublish))
+	add("passport_read", "An agent's passport from the beach, verified; without agent, the passports published most recently.",
+		schema(`"agent":{"type":"string","description":"an agent id, hc…"},"limit":{"type":"integer","minimum":1,"maximum":500}`),
+		jsonTool(k.toolPassportRead))
+	add("beach_mark", "Leave a signed mark on a URL: you were there, for this purpose (only the URL's hash is sent).",
+		schema(`"url":{"type":"string"},"purpose":{"type":"string"}`, "url"), jsonTool(k.toolBeachMark))
+	add("beach_read", "Who marked a URL and why, newest first, verified.",
+		schema(`"url":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":500}`, "url"), jsonTool(k.toolBeachRead))
+	add("inbox_send", "Sign and send a message: a grain_probe, grain_response or general; reply_to (a message's #) answers its sender. spindle is a node of your blocks the message is about.",
+		schema(`"to":{"type":"string","description":"an agent id, hc…"},"type":{"type":"string","enum":["grain_probe","grain_response","general"]},"content":{"type":"string"},"spindle":{"type":"string","description":"\"BLOCK ADDRESS\""},"reply_to":{"type":"integer"}`, "content"),
+		jsonTool(k.toolInboxSend))
+	add("inbox_check", "Your new messages from the beach, verified (each has a # for reply_to); all: the last 20 received.",
+		schema(`"all":{"type":"boolean"}`), jsonTool(k.toolInboxCheck))
+	add("savepoint_save", "Leave an encrypted, signed save point of all your blocks with the beach (replacing the last); only your key opens it.",
+		schema(""), jsonTool(k.toolSavePoint))
+}
+
+func (k *Kernel) toolPassportPublish(ctx context.Context, args PassportSpec) (any, error) {
+	ack, p, err := k.PublishPassport(ctx, args)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"success": true, "agent": ack.Agent, "published": p}, nil
+}
+
+func (k *Kernel) toolPassportRead(ctx context.Context, args struct {
+	Agent string `json:"agent"`
+	Limit int    `json:"limit"`
+}) (any, error) {
+	if args.Agent != "" {
+		return k.Passport(ctx, args.Agent)
+	}
+	if args.Limit <= 0 {
+		args.Limit = 20
+	}
+	good, bad, err := k.Passports(ctx, args.Limit)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"passports": passportViews(good), "refused": bad}, nil
+}
+
+// passportView is a passport without its envelope, for the LLM.
+type passportView struct {
+	Agent     string         `json:"agent"`
+	Published string         `json:"published"`
+	Passport  beach.Passport `json:"passport"`
+}
+
+func passportViews(list []beach.Verified[beach.Passport]) []passportView {
+	out := make([]passportView, 0, len(list))
+	for _, v := range list {
+		out = append(out, passportView{Agent: v.Agent, Published: v.Time.UTC().Format("2006-01-02T15:04:05Z"), Passport: v.Body})
+	}
+	return out
+}
+
+func (k *Kernel) toolBeachMark(ctx context.Context, args struct {
+	URL     string `json:"url"`
+	Purpose string `json:"purpose"`
+}) (any, error) {
+	ack, err := k.Mark(ctx, args.URL, args.Purpose)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"success": true, "url_hash": beach.URLHash(args.URL), "agent": ack.Agent}, nil
+}
+
+func (k *Kernel) toolBeachRead(ctx context.Context, args struct {
+	URL   string `json:"url"`
+	Limit int    `json:"limit"`
+}) (any, error) {
+	if args.Limit <= 0 {
+		args.Limit = 20
+	}
+	good, bad, err := k.Marks(ctx, args.URL, args.Limit)
+	if err != nil {
+		return nil, err
+	}
+	marks := make([]map[string]string, 0, len(good))
+	for _, v := range good {
+		marks = append(marks, map[string]string{"agent": v.Agent, "time": v.Time.UTC().Format("2006-01-02T15:04:05Z"), "purpose": v.Body.Purpose})
+	}
+	return map[string]any{"url_hash": beach.URLHash(args.URL), "marks": marks, "refused": bad}, nil
+}
+
+func (k *Kernel) toolInboxSend(ctx context.Context, args Outgoing) (any, error) {
+	ack, m, err := k.SendMessage(ctx, args)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"success": true, "to": m.To, "type": m.Type, "nonce": ack.Nonce, "spindle": m.Spindle, "responding_to": m.RespondingTo}, nil
+}
+
+func (k *Kernel) toolInboxCheck(ctx context.Context, args struct {
+	All bool `json:"all"`
+}) (any, error) {
+	return k.CheckInbox(ctx, args.All)
+}
+
+func (k *Kernel) toolSavePoint(ctx context.Context, _ struct{}) (any, error) {
+	ack, n, err := k.SaveToBeach(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"success": true, "bytes": n, "signed": ack.Time}, nil
+}
