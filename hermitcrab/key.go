@@ -1,6 +1,8 @@
 package hermitcrab
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -50,4 +52,64 @@ func (k *Kernel) ClearKey() (bool, error) {
 		return false, fmt.Errorf("removing the stored API key: %w", err)
 	}
 	return true, nil
+}
+
+// Files of the instance's own secrets, each made on first use, readable
+// by its owner only, and never sent to a page or written to a log: the
+// secret a webhook sender proves it knows, and the token of the MCP
+// endpoint over the instance's blocks.
+const (
+	webhookSecretFile = "webhook_secret"
+	mcpTokenFile      = "mcp_token"
+)
+
+// WebhookSecret is the secret a POST to /hooks/NAME must carry (as a
+// bearer token, or as the key of its HMAC-SHA256 signature).
+func (k *Kernel) WebhookSecret() (string, error) { return k.localSecret(webhookSecretFile) }
+
+// MCPToken is the bearer token of the instance's MCP endpoint.
+func (k *Kernel) MCPToken() (string, error) { return k.localSecret(mcpTokenFile) }
+
+// SecretPath is where a secret of WebhookSecret or MCPToken is kept.
+func (k *Kernel) SecretPath(webhook bool) string {
+	if webhook {
+		return filepath.Join(k.dir, webhookSecretFile)
+	}
+	return filepath.Join(k.dir, mcpTokenFile)
+}
+
+// localSecret reads the secret kept in the data directory under name,
+// making a random one (256 bits, hex) on first use under a file lock, so
+// two processes starting at once agree on it. A file others can read is
+// refused, as ssh refuses such a key.
+func (k *Kernel) localSecret(name string) (string, error) {
+	path := filepath.Join(k.dir, name)
+	unlock, err := atomicfile.Lock(path + ".lock")
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if st, err := os.Stat(path); err == nil {
+		if st.Mode().Perm()&0o077 != 0 {
+			return "", fmt.Errorf("%s can be read by others (mode %v): chmod 600 %s", path, st.Mode().Perm(), path)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return "", err
+		}
+		if s := strings.TrimSpace(string(data)); s != "" {
+			return s, nil
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	s := hex.EncodeToString(b)
+	if err := atomicfile.Write(path, []byte(s+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("storing %s: %w", name, err)
+	}
+	return s, nil
 }

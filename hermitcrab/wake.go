@@ -592,3 +592,25 @@ func (k *Kernel) CompilePrompt(ctx context.Context, tier int) (prompt.Compiled, 
 	}
 	return c, nil
 }
+
+// wakesSeenSetting keeps the newest wake the person has seen on the page.
+const wakesSeenSetting = "wakes_seen"
+
+// WakesSeen is the id of the newest wake the person has seen (the page
+// shows the ones after it as what happened while they were away).
+func (k *Kernel) WakesSeen(ctx context.Context) (int64, error) {
+	v, ok, err := k.store.Setting(ctx, wakesSeenSetting)
+	if err != nil || !ok {
+		return 0, err
+	}
+	var id int64
+	if _, err := fmt.Sscan(v, &id); err != nil {
+		return 0, nil // a damaged setting: show everything again
+	}
+	return id, nil
+}
+
+// SetWakesSeen records that the person has seen the wakes up to id.
+func (k *Kernel) SetWakesSeen(ctx context.Context, id int64) error {
+	return k.store.SetSetting(ctx, wakesSeenSetting, fmt.Sprint(id))
+}

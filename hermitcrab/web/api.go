@@ -54,7 +54,43 @@ func (s *Server) routeTable() []route {
 		{"GET /api/conversation/{id}", s.loadConversation},
 		{"POST /api/conversation/{id}", s.saveConversation},
 		{"POST /api/import", s.importEntries},
+		{"GET /api/wakes", s.wakes},
+		{"POST /api/wakes/seen", s.wakesSeen},
 	}
+}
+
+// wakes lists the recent wakes, newest first, with the newest the person
+// has seen: the page shows those after it as what happened while they
+// were away.
+func (s *Server) wakes(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	list, err := s.kernel.Wakes(ctx, 0, 50)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	seen, err := s.kernel.WakesSeen(ctx)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"wakes": list, "seen": seen})
+}
+
+// wakesSeen records that the person has seen the wakes up to id.
+func (s *Server) wakesSeen(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		ID int64 `json:"id"`
+	}
+	if err := readJSON(r, &body); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	if err := s.kernel.SetWakesSeen(r.Context(), body.ID); err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
 }
 
 func (s *Server) routes(mux *http.ServeMux) {

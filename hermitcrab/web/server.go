@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/llmkernels/kernels/hermitcrab"
+	"github.com/llmkernels/kernels/hermitcrab/endpoint"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/internal/httpguard"
 	"github.com/llmkernels/kernels/internal/plainjson"
@@ -68,7 +69,15 @@ type Config struct {
 	// BrowserTimeout bounds a browser tool call; default 60 s (listen and
 	// fs_pick_directory wait for a person, so they get 3 minutes).
 	BrowserTimeout time.Duration
-	Log            *slog.Logger
+	// MCP turns on the MCP endpoint over the instance's blocks at /mcp
+	// (package endpoint); webhooks (/hooks/NAME) are always served.
+	MCP bool
+	// NoWake stops this server from running the wake triggers (another
+	// process runs them, e.g. hermitcrab wake --daemon).
+	NoWake bool
+	// WakeInterval is how often the triggers are checked; default 15 s.
+	WakeInterval time.Duration
+	Log          *slog.Logger
 }
 
 // Server is a running web shell.
@@ -78,6 +87,7 @@ type Server struct {
 	kernel    *hermitcrab.Kernel
 	hub       *hub
 	relay     *relay
+	outside   *endpoint.Handler // /hooks/NAME and /mcp
 	csrf      string
 	token     string
 	log       *slog.Logger
@@ -114,7 +124,12 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	guard, err := httpguard.New(httpguard.Options{Addr: cfg.Addr, AllowHosts: cfg.AllowHosts,
-		BodyLimit: func(r *http.Request) int64 { return bodyLimit(r.URL.Path) }})
+		BodyLimit: func(r *http.Request) int64 {
+			if endpoint.Owns(r.URL.Path) {
+				return endpoint.BodyLimit(r.URL.Path)
+			}
+			return bodyLimit(r.URL.Path)
+		}})
 	if err != nil {
 		return nil, err
 	}
@@ -131,6 +146,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	opts.OnShell = s.pushShell
 	opts.Observe = s.progress
+	opts.OnWake = s.pushWake
 	k, err := hermitcrab.Open(cfg.DataDir, opts)
 	if err != nil {
 		return nil, err
@@ -140,6 +156,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, errors.Join(err, k.Close())
 	}
 	if err := s.startKey(); err != nil {
+		return nil, errors.Join(err, k.Close())
+	}
+	if s.outside, err = endpoint.New(k, cfg.MCP, cfg.Log); err != nil {
 		return nil, errors.Join(err, k.Close())
 	}
 	return s, nil
@@ -267,11 +286,25 @@ func (s *Server) pushShell(sh store.Shell) {
 	s.hub.send(event{"type": "shell", "id": sh.ID, "code": code, "source": sh.Source})
 }
 
-// Handler is the server's HTTP handler.
+// pushWake tells the page of a wake a trigger fired.
+func (s *Server) pushWake(w store.Wake) {
+	s.hub.send(event{"type": "wake", "wake": w})
+}
+
+// Handler is the server's HTTP handler. Webhooks and the MCP endpoint
+// (package endpoint) carry their own credentials, not the page's: they
+// pass the Host rule and the body limits, then go to their handler.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	s.routes(mux)
-	return s.guardHost.Handler(s.guard(mux))
+	page := s.guard(mux)
+	return s.guardHost.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if endpoint.Owns(r.URL.Path) {
+			s.outside.ServeHTTP(w, r)
+			return
+		}
+		page.ServeHTTP(w, r)
+	}))
 }
 
 // guard checks the access token (off loopback), refuses any request that
@@ -412,6 +445,24 @@ func (s *Server) ListenAndServe(ctx context.Context, ready func(url string)) err
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	wakes := make(chan struct{})
+	wctx, stopWakes := context.WithCancel(ctx)
+	defer func() { stopWakes(); <-wakes }() // the store stays open until the runner is done
+	go func() {
+		defer close(wakes)
+		if s.cfg.NoWake {
+			return
+		}
+		s.kernel.RunWakes(wctx, s.cfg.WakeInterval, func(r *hermitcrab.WakeReport, err error) {
+			if err != nil {
+				s.log.Warn("wake triggers", "err", err)
+				return
+			}
+			for _, e := range r.Errors {
+				s.log.Warn("wake trigger", "err", e)
+			}
+		})
+	}()
 	select {
 	case <-ctx.Done():
 		s.hub.close()

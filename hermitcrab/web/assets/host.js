@@ -154,6 +154,7 @@
         case 'shell': setBooting(false); renderShell(ev); break;
         case 'boot_error': bootFailed(ev.error, ev.auth); break;
         case 'browser': runBrowserTool(ev); break;
+        case 'wake': awayPanel([ev.wake]); break;
         default: console.warn('hermitcrab: unknown event', ev);
       }
     };
@@ -424,6 +425,7 @@
       blockCreate: (name, pscale0, place) => post('/api/blocks', { name, pscale0, place }),
       bsp: (name, spindle, point) => get('/api/bsp/' + enc(name) + query({ spindle, point })),
       resolve: (name, depth) => get('/api/resolve/' + enc(name) + query({ depth })),
+      wakes: async () => (await get('/api/wakes')).wakes,
       version: st.version,
       localStorage: window.localStorage,
     };
@@ -595,6 +597,46 @@
     }
   }
 
+  // ---- what woke the instance while the person was away
+
+  // awayPanel lists wakes the person has not seen (the triggers at wake
+  // 0.4 and 0.5 fired, or a daily cap skipped them) until they dismiss it;
+  // later wakes join the list. Texts go in as text, never as markup.
+  let away = null;
+  function awayPanel(wakes) {
+    if (!wakes.length) return;
+    if (!away) {
+      const list = el('ul', { id: 'hc-away-list', style: 'margin: 0 0 12px; padding-left: 18px' });
+      const seenBtn = el('button', { id: 'hc-away-seen', type: 'button', onclick: async () => {
+        try { await api('POST', '/api/wakes/seen', { id: away.top }); } catch (e) { line('marking wakes seen: ' + e.message, 'error'); return; }
+        away.panel.remove();
+        away = null;
+      } }, 'Seen');
+      const panel = el('div', { class: 'hc-panel', id: 'hc-away' }, el('p', {}, 'While you were away, your instance woke itself:'), list, el('div', { class: 'hc-row' }, seenBtn));
+      away = { panel, list, top: 0, rows: new Map() };
+      panels.append(panel);
+    }
+    for (const w of wakes.slice().sort((a, b) => a.id - b.id)) {
+      const when = new Date(w.at).toLocaleString();
+      const cost = w.cost_usd ? ` · $${w.cost_usd.toFixed(4)}` : '';
+      const reply = w.reply ? ` — ${w.reply.slice(0, 300)}` : '';
+      const row = el('li', { class: 'hc-away-wake', 'data-status': w.status }, `${when} · ${w.where} · tier ${w.tier} · ${w.status}${cost}: ${w.reason}${reply}`);
+      const old = away.rows.get(w.id);
+      if (old) old.replaceWith(row); else away.list.append(row);
+      away.rows.set(w.id, row);
+      away.top = Math.max(away.top, w.id);
+    }
+  }
+
+  async function showAway() {
+    try {
+      const r = await api('GET', '/api/wakes');
+      awayPanel((r.wakes || []).filter(w => w.id > r.seen));
+    } catch (e) {
+      line('listing the wakes: ' + e.message, 'error');
+    }
+  }
+
   // ---- start
 
   async function start() {
@@ -610,6 +652,7 @@
       return;
     }
     document.body.append(controls);
+    showAway();
     const url = new URL(location.href);
     if (url.searchParams.get('boot') === '1') {
       // Drop ?boot=1 so that a reload restores the new shell instead of booting again.
