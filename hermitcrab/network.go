@@ -99,8 +99,7 @@ func (k *Kernel) Beach(ctx context.Context) (*beach.Client, error) {
 		if err != nil {
 			return nil, err
 		}
-		c.Nonces = storeNonces{k.store}
-		c.Now = k.now
+		c.Nonces = storeNonces{k.store} // signing keeps the real clock: a beach checks it against its own
 		k.net.client, k.net.url = c, u
 	}
 	return k.net.client, nil

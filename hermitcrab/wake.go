@@ -88,7 +88,7 @@ func (w *wakeState) kicks() chan struct{} {
 type WakeReport struct {
 	Wakes    []store.Wake `json:"wakes"`              // fired or skipped, in order
 	Problems []string     `json:"problems,omitempty"` // lines of wake 0.4 and 0.5 not understood
-	Errors   []string     `json:"errors,omitempty"`   // polls and fetches that failed
+	Errors   []string     `json:"errors,omitempty"`   // polls and fetches that failed, messages refused
 }
 
 // Triggers reads the triggers at wake 0.4 and 0.5.
@@ -149,7 +149,7 @@ func (k *Kernel) RunTriggers(ctx context.Context) (*WakeReport, error) {
 		if ctx.Err() != nil {
 			break
 		}
-		p, err := k.due(ctx, t, states[t.Key()], now)
+		p, err := k.due(ctx, t, states[t.Key()], now, report)
 		if err != nil {
 			msg := fmt.Sprintf("%s %q: %v", t.Where, t.Line, err)
 			report.Errors = append(report.Errors, msg)
@@ -174,7 +174,7 @@ func (k *Kernel) RunTriggers(ctx context.Context) (*WakeReport, error) {
 }
 
 // due decides whether t fires now, and with what.
-func (k *Kernel) due(ctx context.Context, t trigger.Trigger, st store.TriggerState, now time.Time) (*pending, error) {
+func (k *Kernel) due(ctx context.Context, t trigger.Trigger, st store.TriggerState, now time.Time, report *WakeReport) (*pending, error) {
 	key := t.Key()
 	base := store.WakeClaim{Trigger: key, Where: t.Where, At: now, Day: k.day(now), Tier: t.Tier}
 	if st.Key == "" && t.Kind != trigger.Webhook {
@@ -196,7 +196,7 @@ func (k *Kernel) due(ctx context.Context, t trigger.Trigger, st store.TriggerSta
 		base.Due, base.From, base.Next = st.NextDue.UTC().Format(time.RFC3339), st.NextDue, next
 		base.Reason = fmt.Sprintf("%s: due at %s", t.Describe(), st.NextDue.Local().Format("2006-01-02 15:04 MST"))
 		if missed := missedTimes(t, st.NextDue, now); missed > 0 {
-			base.Reason += fmt.Sprintf(" (it missed %d earlier times while no kernel ran, or the clock jumped; it fires once for them)", missed)
+			base.Reason += fmt.Sprintf(" (and %d more due times passed while no kernel ran, or the clock jumped: it fires once for them all)", missed)
 		}
 		return &pending{claim: base, text: wakeText(t, base.Reason, "")}, nil
 	case trigger.Stale:
@@ -224,8 +224,14 @@ func (k *Kernel) due(ctx context.Context, t trigger.Trigger, st store.TriggerSta
 				return nil, err
 			}
 			if moved {
-				if _, err := k.FetchInbox(ctx); err != nil {
+				in, err := k.FetchInbox(ctx)
+				if err != nil {
 					return nil, fmt.Errorf("polling the beach: %w", err)
+				}
+				for _, r := range in.Refused {
+					msg := fmt.Sprintf("%s: refused a message from %s (%s): %s", t.Where, beach.Inert(r.Agent), beach.Inert(r.Reason), beach.Inert(r.Detail))
+					report.Errors = append(report.Errors, msg)
+					k.log.Warn("inbox: refused a message", "from", beach.Inert(r.Agent), "reason", beach.Inert(r.Reason), "detail", beach.Inert(r.Detail))
 				}
 				if st.Error != "" {
 					if err := k.store.SetTriggerError(ctx, key, "", now); err != nil {

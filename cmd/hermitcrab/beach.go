@@ -2,12 +2,12 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -22,12 +22,7 @@ import (
 	"github.com/llmkernels/kernels/internal/cli"
 )
 
-// defaultBeach is where the beach commands go without --beach or
-// $HERMITCRAB_BEACH: a beach served on this machine with the defaults.
-const defaultBeach = "http://127.0.0.1:8421"
-
 func (f *flags) beachCommand() *cobra.Command {
-	var beachURL string
 	cmd := &cobra.Command{
 		Use:   "beach",
 		Short: "Meet other instances: run a beach, publish a passport, mark URLs, send signed messages, leave a save point",
@@ -39,20 +34,18 @@ made on first use); the beach and every reader verify it. Its HTTP API and MCP
 endpoint are described in docs/hermitcrab-network.md.
 
 The commands other than serve talk to the beach at --beach (default $HERMITCRAB_BEACH,
-else ` + defaultBeach + `) as this data directory's instance.`,
+else the one 'beach use' set for this data directory, else ` + hermitcrab.DefaultBeach + `) as
+this data directory's instance; the instance's own network tools and its inbox trigger
+use the same beach.`,
 	}
-	cmd.PersistentFlags().StringVar(&beachURL, "beach", "", "beach URL (default $HERMITCRAB_BEACH, else "+defaultBeach+")")
 	client := func() (*beach.Client, error) {
 		dir, id, err := f.identity()
 		if err != nil {
 			return nil, err
 		}
-		u := beachURL
-		if u == "" {
-			u = os.Getenv("HERMITCRAB_BEACH")
-		}
-		if u == "" {
-			u = defaultBeach
+		u, err := f.instanceBeach()
+		if err != nil {
+			return nil, err
 		}
 		c, err := beach.NewClient(u, id)
 		if err != nil {
@@ -63,7 +56,7 @@ else ` + defaultBeach + `) as this data directory's instance.`,
 		c.Nonces = &beach.FileNonces{Path: filepath.Join(dir, "beach-received")}
 		return c, nil
 	}
-	cmd.AddCommand(f.beachServeCommand(), beachIDCommand(f), beachPassportCommand(client))
+	cmd.AddCommand(f.beachServeCommand(), beachIDCommand(f), f.beachUseCommand(), beachPassportCommand(client))
 	cmd.AddCommand(beachMarkCommands(client)...)
 	cmd.AddCommand(beachSendCommand(client), beachInboxCommand(client), f.beachSaveCommand(client), f.beachRestoreCommand(client), beachSignCommand(f))
 	return cmd
@@ -138,6 +131,63 @@ func beachIDCommand(f *flags) *cobra.Command {
 			fmt.Fprintln(cmd.OutOrStdout(), id.Agent())
 			fmt.Fprintf(cmd.ErrOrStderr(), "key: %s (keep it: it is this instance's identity and opens its save points)\n", filepath.Join(dir, identity.KeyFile))
 			return nil
+		},
+	}
+}
+
+// instanceBeach is the beach of this data directory's instance: --beach,
+// $HERMITCRAB_BEACH, the data directory's setting, or the default. The
+// store is only read (nothing is created to find the setting).
+func (f *flags) instanceBeach() (string, error) {
+	if u := f.beachURL(); u != "" {
+		return u, nil
+	}
+	dir, err := f.dataDir()
+	if err != nil {
+		return "", err
+	}
+	opts := f.kernelOptions()
+	opts.ReadOnly = true
+	k, err := hermitcrab.Open(dir, opts)
+	if err != nil {
+		return "", err
+	}
+	u, err := k.BeachURL(context.Background())
+	return u, errors.Join(err, k.Close())
+}
+
+func (f *flags) beachUseCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "use [URL]",
+		Short: "Set the beach this instance uses (its network tools, its inbox trigger, these commands); without URL, print it",
+		Long: `Set the beach this data directory's instance talks to, kept in its store: the
+instance's network tools (passport_publish, inbox_send, …), its inbox trigger and the
+beach commands use it unless --beach or $HERMITCRAB_BEACH names another. 'use ""' goes
+back to the default (` + hermitcrab.DefaultBeach + `). Without URL it prints the beach in use.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				u, err := f.instanceBeach()
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), u)
+				return nil
+			}
+			return f.withKernel(cmd, false, func(k *hermitcrab.Kernel) error {
+				if err := k.SetBeach(cmd.Context(), args[0]); err != nil {
+					return err
+				}
+				u, err := k.BeachURL(cmd.Context())
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "this instance's beach: %s\n", u)
+				if f.beachURL() != "" {
+					fmt.Fprintln(cmd.ErrOrStderr(), "note: --beach or $HERMITCRAB_BEACH is set here and wins over the setting")
+				}
+				return nil
+			})
 		},
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/llmkernels/kernels/hermitcrab"
 	"github.com/llmkernels/kernels/hermitcrab/prompt"
+	"github.com/llmkernels/kernels/hermitcrab/trigger"
 	"github.com/llmkernels/kernels/hermitcrab/web"
 	"github.com/llmkernels/kernels/internal/atomicfile"
 	"github.com/llmkernels/kernels/internal/cli"
@@ -32,6 +33,8 @@ type flags struct {
 	maxBlockBytes int
 	webAllow      []string
 	webDeny       []string
+	beach         string
+	caps          trigger.Caps
 }
 
 func main() {
@@ -61,7 +64,10 @@ marks, inbox and encrypted save points. See docs/hermitcrab-network.md.`)}
 	pf.IntVar(&f.maxBlockBytes, "max-block-bytes", 64<<10, "largest block a write may leave, in bytes")
 	pf.StringSliceVar(&f.webAllow, "web-allow", nil, "hosts web_request may reach (comma-separated names, *.example.com, IPs or CIDR networks); allowing a host by name also allows its private address")
 	pf.StringSliceVar(&f.webDeny, "web-deny", nil, "hosts web_request may never reach (names, *.example.com, IPs or CIDR networks such as 10.0.0.0/8)")
-	f.app.Root.AddCommand(f.blocksCommand(), f.bspCommand(), f.promptCommand(), f.bootCommand(), f.chatCommand(), f.serveCommand(), f.beachCommand(), f.keyCommand())
+	pf.StringVar(&f.beach, "beach", "", "beach URL this instance talks to (default $HERMITCRAB_BEACH, else the one set with 'beach use', else "+hermitcrab.DefaultBeach+")")
+	pf.IntVar(&f.caps.Wakes, "max-wakes", hermitcrab.DefaultWakeCaps.Wakes, "most wakes a day the triggers may make (the wake block may set fewer)")
+	pf.Float64Var(&f.caps.CostUSD, "max-wake-cost", hermitcrab.DefaultWakeCaps.CostUSD, "most dollars a day the triggers' wakes may spend (the wake block may set less)")
+	f.app.Root.AddCommand(f.blocksCommand(), f.bspCommand(), f.promptCommand(), f.bootCommand(), f.chatCommand(), f.serveCommand(), f.beachCommand(), f.wakeCommand(), f.keyCommand())
 	f.app.Run()
 }
 
@@ -108,12 +114,23 @@ func (f *flags) dataDir() (string, error) {
 func (f *flags) kernelOptions() hermitcrab.Options {
 	return hermitcrab.Options{ShellFile: f.shell, MaxBlockBytes: f.maxBlockBytes, NoPTC: f.noPTC, Model: f.app.Provider.Model,
 		ServerTools: f.app.Provider.Provider != provider.OpenAI,
-		WebRequest:  hermitcrab.WebPolicy{Allow: f.webAllow, Deny: f.webDeny}}
+		WebRequest:  hermitcrab.WebPolicy{Allow: f.webAllow, Deny: f.webDeny},
+		Beach:       f.beachURL(), WakeCaps: f.caps}
+}
+
+// beachURL is --beach, else $HERMITCRAB_BEACH; "" leaves the choice to the
+// data directory's setting (beach use) and then the default.
+func (f *flags) beachURL() string {
+	if f.beach != "" {
+		return f.beach
+	}
+	return os.Getenv("HERMITCRAB_BEACH")
 }
 
 func (f *flags) serveCommand() *cobra.Command {
 	var addr, token string
 	var allowHosts []string
+	var withMCP, noWake bool
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the web shell: the instance boots and builds its React interface in your browser",
@@ -129,7 +146,13 @@ any other name it is reached by (a DNS name, a reverse proxy's) with
 --allow-host. Binding to anything but loopback requires --token (one is
 generated and printed when you give none), and every request must carry it.
 Ctrl-C or SIGTERM shuts the server down gracefully (requests in flight
-get 5 s to finish; one still running then is cancelled) and exits 0.`,
+get 5 s to finish; one still running then is cancelled) and exits 0.
+
+It also runs the wake triggers the instance wrote at wake 0.4 and 0.5 (see
+'hermitcrab wake'), unless --no-wake, and takes webhook posts at
+/hooks/NAME (authenticated with the secret 'hermitcrab wake hooks' prints).
+With --mcp, /mcp is an MCP endpoint over the instance's blocks for MCP
+clients holding its token (mcp_token in the data directory).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dir, err := f.dataDir()
@@ -143,7 +166,7 @@ get 5 s to finish; one still running then is cancelled) and exits 0.`,
 			}
 			errOut := cmd.ErrOrStderr()
 			srv, err := web.New(cmd.Context(), web.Config{
-				Addr: addr, Token: token, AllowHosts: allowHosts, DataDir: dir, Kernel: f.kernelOptions(),
+				Addr: addr, Token: token, AllowHosts: allowHosts, DataDir: dir, Kernel: f.kernelOptions(), MCP: withMCP, NoWake: noWake,
 				KeyNeeded: p.Provider == provider.Anthropic, Provider: p.Provider, BaseURL: base, Betas: p.Betas,
 				NewClient: func(key string) (*llm.Client, error) { return p.ClientWithKey(key, errOut) },
 				Log:       slog.New(slog.NewTextHandler(errOut, nil)),
@@ -155,6 +178,9 @@ get 5 s to finish; one still running then is cancelled) and exits 0.`,
 			// requests in flight, closes the event streams and the store.
 			err = srv.ListenAndServe(cmd.Context(), func(url string) {
 				fmt.Fprintf(cmd.OutOrStdout(), "hermitcrab is serving %s (data: %s); Ctrl-C or SIGTERM stops it\n", url, dir)
+				if withMCP {
+					printMCP(cmd.OutOrStdout(), url, srv.Kernel())
+				}
 			})
 			return errors.Join(err, srv.Close())
 		},
@@ -162,6 +188,8 @@ get 5 s to finish; one still running then is cancelled) and exits 0.`,
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8420", "address to listen on")
 	cmd.Flags().StringVar(&token, "token", "", "access token every request must carry (required off loopback; generated when empty)")
 	cmd.Flags().StringSliceVar(&allowHosts, "allow-host", nil, "further Host names the server answers to (name, *.domain or IP; repeatable); loopback names and the bound address always work")
+	cmd.Flags().BoolVar(&withMCP, "mcp", false, "serve an MCP endpoint over the instance's blocks at /mcp (token: mcp_token in the data directory)")
+	cmd.Flags().BoolVar(&noWake, "no-wake", false, "do not run the wake triggers in this process (another runs them, e.g. hermitcrab wake --daemon)")
 	return cmd
 }
 
@@ -386,7 +414,7 @@ its size. With --json: {"tier", "text", "sections": [{"instruction", "text", "er
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withReady(cmd, false, func(k *hermitcrab.Kernel) error {
-				c, err := prompt.Compile(k.Source(cmd.Context()), tier)
+				c, err := k.CompilePrompt(cmd.Context(), tier)
 				if err != nil {
 					return err
 				}

@@ -1,0 +1,242 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llmkernels/kernels/hermitcrab"
+	"github.com/llmkernels/kernels/hermitcrab/endpoint"
+	"github.com/llmkernels/kernels/internal/cli"
+)
+
+func (f *flags) wakeCommand() *cobra.Command {
+	var daemon, withMCP bool
+	var addr string
+	var allowHosts []string
+	var interval time.Duration
+	var asJSON *bool
+	cmd := &cobra.Command{
+		Use:   "wake",
+		Short: "Run the wake triggers the instance wrote (wake 0.4 and 0.5): once, or headless with --daemon",
+		Long: `The instance programs its own attention at wake 0.4 (internal triggers) and 0.5
+(external ones), one line per digit, in a form the kernel reads:
+
+  every 6h tier 1: check stash            a rhythm, from when the line was written
+  daily 09:00 tier 2: plan the day        a time of day (this machine's zone, or daily 09:00 Europe/Paris)
+  stale stash after 3d tier 1: tidy it    a block unchanged for 3 days
+  inbox tier 1                            a message on the beach (polled every minute; inbox every 5m tier 1)
+  webhook deploy tier 1: check the build  an authenticated POST to /hooks/deploy
+  watch https://example.org every 1h tier 1: what changed?   a page whose content changed
+  cap 24 wakes a day / cap $0.50 a day    caps (only lower than --max-wakes, --max-wake-cost)
+
+A due trigger wakes the instance at its tier with a message saying which trigger fired
+and why; the wake is a call like any other, on the conversation "wake", auto-saved to
+history. Next due times are stored in the data directory, so triggers survive restarts,
+and a due time fires once even when several processes share the data directory. A wake
+that would pass a daily cap is skipped and logged. 'hermitcrab serve' runs the triggers
+too while it runs.
+
+Without --daemon: one pass, for cron or another scheduler; it prints what fired. With
+--daemon: a pass every --interval until Ctrl-C or SIGTERM; with --addr it also takes
+webhook posts (and, with --mcp, serves the MCP endpoint over the blocks) there.
+'hermitcrab wake status' shows the triggers, their next due times and today's wakes;
+'hermitcrab wake hooks' the webhook URLs and secret.
+
+With --json (one pass only): {"wakes": [...], "problems": [...], "errors": [...]}.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if *asJSON && daemon {
+				return cli.Usagef("--json is for one pass: leave out --daemon")
+			}
+			if !daemon && (addr != "" || withMCP) {
+				return cli.Usagef("--addr and --mcp serve while the daemon runs: add --daemon")
+			}
+			return f.withKernel(cmd, true, func(k *hermitcrab.Kernel) error {
+				if !daemon {
+					r, err := k.RunTriggers(cmd.Context())
+					if err != nil {
+						return err
+					}
+					if *asJSON {
+						return cli.PrintJSON(cmd.OutOrStdout(), r)
+					}
+					printReport(cmd.OutOrStdout(), r)
+					return nil
+				}
+				return runDaemon(cmd, k, addr, allowHosts, withMCP, interval)
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&daemon, "daemon", false, "keep running: check the triggers every --interval until Ctrl-C or SIGTERM")
+	cmd.Flags().DurationVar(&interval, "interval", 15*time.Second, "with --daemon: how often the triggers are checked")
+	cmd.Flags().StringVar(&addr, "addr", "", "with --daemon: also listen here for webhook posts (/hooks/NAME) and, with --mcp, MCP clients")
+	cmd.Flags().StringSliceVar(&allowHosts, "allow-host", nil, "with --addr: further Host names this listener answers to (name, *.domain or IP; repeatable)")
+	cmd.Flags().BoolVar(&withMCP, "mcp", false, "with --addr: serve an MCP endpoint over the instance's blocks at /mcp (token: mcp_token in the data directory)")
+	asJSON = cli.JSONFlag(cmd)
+	cmd.AddCommand(f.wakeStatusCommand(), f.wakeHooksCommand())
+	return cmd
+}
+
+func runDaemon(cmd *cobra.Command, k *hermitcrab.Kernel, addr string, allowHosts []string, withMCP bool, interval time.Duration) error {
+	ctx := cmd.Context()
+	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	log := slog.New(slog.NewTextHandler(errOut, nil))
+	served := make(chan error, 1)
+	if addr != "" {
+		h, err := endpoint.New(k, withMCP, log)
+		if err != nil {
+			return err
+		}
+		srv := &endpoint.Server{Addr: addr, AllowHosts: allowHosts, Handler: h}
+		ready := make(chan string, 1)
+		go func() { served <- srv.ListenAndServe(ctx, func(u string) { ready <- u }) }()
+		select {
+		case u := <-ready:
+			fmt.Fprintf(out, "webhooks at %s/hooks/NAME (hermitcrab wake hooks prints the secret)\n", u)
+			if withMCP {
+				printMCP(out, u, k)
+			}
+		case err := <-served:
+			return err
+		}
+	} else {
+		served <- nil
+	}
+	fmt.Fprintf(out, "running the wake triggers of %s every %s; Ctrl-C or SIGTERM stops it\n", k.Dir(), interval)
+	k.RunWakes(ctx, interval, func(r *hermitcrab.WakeReport, err error) {
+		if err != nil {
+			fmt.Fprintln(errOut, "error:", err)
+			return
+		}
+		printReport(out, r)
+	})
+	return <-served
+}
+
+// printReport says what a pass did, one line per wake.
+func printReport(w io.Writer, r *hermitcrab.WakeReport) {
+	for _, p := range r.Problems {
+		fmt.Fprintln(w, "problem:", p)
+	}
+	for _, e := range r.Errors {
+		fmt.Fprintln(w, "error:", e)
+	}
+	for _, wk := range r.Wakes {
+		line := fmt.Sprintf("%s %s tier %d %s: %s", wk.At.Local().Format("2006-01-02 15:04:05"), wk.Where, wk.Tier, wk.Status, wk.Reason)
+		if wk.CostUSD > 0 {
+			line += fmt.Sprintf(" ($%.4f)", wk.CostUSD)
+		}
+		if wk.Reply != "" {
+			line += " — " + strings.Join(strings.Fields(wk.Reply), " ")
+		}
+		fmt.Fprintln(w, line)
+	}
+	if len(r.Wakes) == 0 && len(r.Errors) == 0 {
+		fmt.Fprintln(w, "no trigger was due")
+	}
+}
+
+func (f *flags) wakeStatusCommand() *cobra.Command {
+	var asJSON *bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the triggers, their next due times, the caps in force and today's wakes",
+		Long: `Show the triggers read from wake 0.4 and 0.5 with their next due times and last
+errors, the lines the kernel cannot read, the daily caps in force, today's wakes and
+cost, and the recent wakes. With --json: {"triggers", "problems", "caps", "today",
+"recent"} (docs/configuration.md).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return f.withKernel(cmd, false, func(k *hermitcrab.Kernel) error {
+				if err := k.Ready(cmd.Context()); err != nil {
+					return err
+				}
+				s, err := k.Status(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if *asJSON {
+					return cli.PrintJSON(cmd.OutOrStdout(), s)
+				}
+				w := cmd.OutOrStdout()
+				if len(s.Triggers) == 0 {
+					fmt.Fprintln(w, "no triggers at wake 0.4 or 0.5")
+				}
+				for _, t := range s.Triggers {
+					next := "when it happens"
+					if !t.NextDue.IsZero() {
+						next = t.NextDue.Local().Format("2006-01-02 15:04")
+					}
+					fmt.Fprintf(w, "%s  %s  (tier %d; next %s)\n", t.Where, t.Line, t.Tier, next)
+					if t.Error != "" {
+						fmt.Fprintf(w, "    last error: %s\n", t.Error)
+					}
+				}
+				for _, p := range s.Problems {
+					fmt.Fprintln(w, "problem:", p)
+				}
+				fmt.Fprintf(w, "caps: %d wakes and $%.2f a day; today (%s): %d wakes, $%.4f\n", s.Caps.Wakes, s.Caps.CostUSD, s.Today.Day, s.Today.Wakes, s.Today.CostUSD)
+				for _, wk := range s.Recent {
+					fmt.Fprintf(w, "  #%d %s %s %s: %s\n", wk.ID, wk.At.Local().Format("2006-01-02 15:04"), wk.Where, wk.Status, wk.Reason)
+				}
+				return nil
+			})
+		},
+	}
+	asJSON = cli.JSONFlag(cmd)
+	return cmd
+}
+
+func (f *flags) wakeHooksCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "hooks",
+		Short: "Print the webhook URLs of the instance's webhook triggers and the secret a post must carry",
+		Long: `Print, for each "webhook NAME" trigger at wake 0.5, the path a sender POSTs to, and
+the instance's webhook secret (webhook_secret in the data directory, 0600, made on first
+use). A post carries it as "Authorization: Bearer SECRET", or signs its body:
+"X-Hub-Signature-256: sha256=HMAC-SHA256(SECRET, body)" (GitHub's form). Posts go to
+'hermitcrab serve' (its address) or to 'hermitcrab wake --daemon --addr ADDR'.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return f.withKernel(cmd, false, func(k *hermitcrab.Kernel) error {
+				if err := k.Ready(cmd.Context()); err != nil {
+					return err
+				}
+				set, err := k.Triggers(cmd.Context())
+				if err != nil {
+					return err
+				}
+				secret, err := k.WebhookSecret()
+				if err != nil {
+					return err
+				}
+				w := cmd.OutOrStdout()
+				n := 0
+				for _, t := range set.Triggers {
+					if t.Name != "" {
+						fmt.Fprintf(w, "POST /hooks/%s  (%s: %s)\n", t.Name, t.Where, t.Line)
+						n++
+					}
+				}
+				if n == 0 {
+					fmt.Fprintln(w, `no webhook triggers yet: the instance writes "webhook NAME tier 1: ..." at wake 0.5`)
+				}
+				fmt.Fprintf(w, "secret: %s (%s)\n", secret, k.SecretPath(true))
+				fmt.Fprintf(w, "example: curl -X POST -H 'Authorization: Bearer %s' --data '{\"event\":\"deploy\"}' http://127.0.0.1:8420/hooks/NAME\n", secret)
+				return nil
+			})
+		},
+	}
+}
+
+// printMCP says how an MCP client connects to the instance's blocks,
+// without printing the token itself.
+func printMCP(w io.Writer, base string, k *hermitcrab.Kernel) {
+	fmt.Fprintf(w, "MCP endpoint over the blocks: %s/mcp (bearer token in %s)\n", strings.SplitN(base, "?", 2)[0], k.SecretPath(false))
+	fmt.Fprintf(w, "  claude mcp add --transport http hermitcrab %s/mcp --header \"Authorization: Bearer $(cat %s)\"\n", strings.TrimSuffix(strings.SplitN(base, "?", 2)[0], "/"), k.SecretPath(false))
+}
