@@ -560,4 +560,3 @@ func TestAWakeKilledMidCallIsMarkedInterrupted(t *testing.T) {
 		t.Fatalf("the interrupted wake does not count against the cap: %+v", st.Today)
 	}
 }
-
