@@ -312,3 +312,45 @@ func TestTheShellFormsTheLLMWritesRenderInTheBrowser(t *testing.T) {
 		}
 	}
 }
+
+// The page shows what woke the instance while the person was away: a wake
+// a trigger fires while the page is open joins a panel at once, a page
+// opened later lists the wakes not yet seen, and "Seen" clears them for
+// good.
+func TestThePageShowsWhatWokeTheInstanceWhileThePersonWasAway(t *testing.T) {
+	b := newBrowserSession(t, []map[string]any{
+		entry(map[string]string{"last_user_contains": "BOOT"},
+			thinking("Build."), toolUseBlock("toolu_1", "recompile", map[string]string{"jsx": "function Shell(props) { return <h1 id=\"greeting\">Hello.</h1>; }"})),
+		entry(map[string]string{"last_user_contains": "[wake]"}, textBlock("The build failed; I wrote a note in stash for you.")),
+	})
+	ctx := context.Background()
+	k := b.srv.Kernel()
+	if _, err := k.WriteAt(ctx, "wake", "0.5.1", "webhook ci tier 1: look at the build"); err != nil {
+		t.Fatal(err)
+	}
+	b.do(t, "key and boot", chromedp.Navigate(b.url), chromedp.WaitVisible(chromedp.ID("hc-key")),
+		chromedp.SendKeys(chromedp.ID("hc-key"), testKey), chromedp.Click(chromedp.ID("hc-key-submit")),
+		chromedp.WaitVisible(chromedp.ID("greeting")))
+	if _, err := k.Webhook(ctx, "ci", []byte(`{"build":7,"status":"failed"}`)); err != nil {
+		t.Fatal(err)
+	}
+	r, err := k.RunTriggers(ctx)
+	if err != nil || len(r.Wakes) != 1 || r.Wakes[0].Status != store.WakeDone {
+		t.Fatalf("the wake: %+v %v", r, err)
+	}
+	shows := `(() => { const p = document.getElementById('hc-away'); return !!p && p.textContent.includes('wake 0.5.1') &&
+		p.textContent.includes('woke') && p.textContent.includes('I wrote a note in stash for you'); })()`
+	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](shows)); err != nil {
+		t.Fatalf("the open page did not show the wake: %v", err)
+	}
+	b.do(t, "a later visit", chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("greeting")))
+	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](shows)); err != nil {
+		t.Fatalf("a page opened later did not list the wake: %v", err)
+	}
+	b.do(t, "seen", chromedp.Click(chromedp.ID("hc-away-seen")), chromedp.WaitNotPresent(chromedp.ID("hc-away")))
+	b.do(t, "the visit after", chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("greeting")))
+	time.Sleep(300 * time.Millisecond) // let the page's wake list arrive
+	if gone, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](`!document.getElementById('hc-away')`)); err != nil || !gone {
+		t.Fatalf("wakes marked seen are listed again: %v", err)
+	}
+}

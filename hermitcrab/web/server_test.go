@@ -333,3 +333,54 @@ func TestTheReactBundleIsEmbedded(t *testing.T) {
 		t.Fatalf("GET /assets/react.js: HTTP %d, %s, %d bytes", resp.StatusCode, resp.Header.Get("Content-Type"), len(body))
 	}
 }
+
+// Webhooks and the MCP endpoint carry their own credentials: a post with
+// the webhook secret needs no CSRF token or Origin (nor, off loopback, the
+// page's access token), one without it is refused, the Host rule holds for
+// them as for the page, and /mcp answers only when turned on.
+func TestWebhooksOnTheWebServerUseTheirOwnSecret(t *testing.T) {
+	p := script.New(mustScript(t, `{"responses":[]}`))
+	srv, err := New(context.Background(), Config{Addr: "0.0.0.0:0", DataDir: t.TempDir(), Provider: "script", NoWake: true,
+		NewClient: func(string) (*llm.Client, error) { return &llm.Client{Provider: p}, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	ctx := context.Background()
+	if _, err := srv.Kernel().WriteAt(ctx, "wake", "0.5.1", "webhook ci tier 1"); err != nil {
+		t.Fatal(err)
+	}
+	secret, err := srv.Kernel().WebhookSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook := func(host, auth string) int {
+		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/hooks/ci", strings.NewReader(`{"ok":true}`))
+		if host != "" {
+			req.Host = host
+		}
+		if auth != "" {
+			req.Header.Set("Authorization", "Bearer "+auth)
+		}
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := hook("", secret); code != http.StatusAccepted {
+		t.Fatalf("with the secret: HTTP %d", code)
+	}
+	if code := hook("", srv.Token()); code != http.StatusUnauthorized {
+		t.Fatalf("with the page's access token instead: HTTP %d", code)
+	}
+	if code := hook("evil.example", secret); code != http.StatusMisdirectedRequest {
+		t.Fatalf("another Host: HTTP %d", code)
+	}
+	if code := get(t, ts, "/mcp", nil); code != http.StatusNotFound {
+		t.Fatalf("/mcp while off: HTTP %d", code)
+	}
+}
