@@ -333,3 +333,102 @@ func twoInstancesMeet(t *testing.T, kind string) {
 		}
 	}
 }
+
+// A hostile beach answers the instance's reads with what it likes: a
+// message addressed to someone else, a damaged entry, a message handed out
+// again under a new id, another agent's passport, marks of another URL,
+// text full of terminal escapes. The instance refuses each with its
+// reason, wakes only for the message that is truly its own, and shows a
+// stranger's control characters escaped.
+func TestAHostileBeachCannotMisleadTheInstance(t *testing.T) {
+	ctx := context.Background()
+	idA, _ := identity.Generate()
+	idB, _ := identity.Generate()
+	idC, _ := identity.Generate()
+	now := time.Now()
+	good, _ := idB.Sign(beach.KindMessage, beach.Message{To: idA.Agent(), Type: beach.TypeGeneral, Content: "hello \x1b[2J\x1b[31mred\u202e"}, now)
+	elsewhere, _ := idB.Sign(beach.KindMessage, beach.Message{To: idC.Agent(), Type: beach.TypeGeneral, Content: "for C"}, now)
+	cPassport, _ := idC.Sign(beach.KindPassport, beach.Passport{Name: "carol"}, now)
+	otherMark, _ := idC.Sign(beach.KindMark, beach.Mark{URLHash: beach.URLHash("https://elsewhere.example")}, now)
+	stored := func(id int64, agent string, e *identity.Envelope) map[string]any {
+		return map[string]any{"id": id, "agent": agent, "received": now.Format(time.RFC3339), "envelope": e}
+	}
+	var served sync.Once
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.URL.Path == "/v1/inbox":
+			msgs := []any{}
+			served.Do(func() {
+				msgs = []any{stored(1, idB.Agent(), good), stored(2, idB.Agent(), elsewhere), map[string]any{"id": 3, "agent": idB.Agent(), "envelope": nil},
+					stored(4, idB.Agent(), good)}
+			})
+			json.NewEncoder(w).Encode(map[string]any{"messages": msgs})
+		case strings.HasPrefix(r.URL.Path, "/v1/passports/"):
+			json.NewEncoder(w).Encode(stored(0, idC.Agent(), cPassport))
+		case r.URL.Path == "/v1/marks":
+			json.NewEncoder(w).Encode(map[string]any{"marks": []any{stored(0, idC.Agent(), otherMark)}})
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer fake.Close()
+
+	clock := &testClock{t: now}
+	k, llmA := netInstance(t, idA, fake.URL, replies(textBlock("Noted.")), clock)
+	if _, err := k.WriteAt(ctx, "wake", "0.5.1", "inbox tier 1"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := k.RunTriggers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := strings.Join(r.Errors, "\n")
+	if len(r.Wakes) != 1 || !strings.Contains(errs, "(wrong_recipient)") || !strings.Contains(errs, "(malformed)") || !strings.Contains(errs, "(replayed)") {
+		t.Fatalf("wakes %d; errors:\n%s", len(r.Wakes), errs)
+	}
+	msg := llmA.Received()[0].Request.Messages[0].Text()
+	if strings.ContainsAny(msg, "\x1b\u202e") || !strings.Contains(msg, `hello \x1b[2J\x1b[31mred\u202e`) || strings.Contains(msg, "for C") {
+		t.Fatalf("the wake message: %q", msg)
+	}
+	if _, err := k.Passport(ctx, idB.Agent()); err == nil || !strings.Contains(err.Error(), "answered with "+idC.Agent()) {
+		t.Fatalf("another agent's passport: %v", err)
+	}
+	if good, bad, err := k.Marks(ctx, "https://example.org", 10); err != nil || len(good) != 0 || len(bad) != 1 || bad[0].Reason != "wrong_url" {
+		t.Fatalf("marks of another URL: %+v %+v %v", good, bad, err)
+	}
+}
+
+// A save point the instance leaves (its savepoint_save tool) restores its
+// blocks on a new machine that has only its key.
+func TestASavePointRestoresTheBlocksOnANewMachine(t *testing.T) {
+	ctx := context.Background()
+	b := startTestBeach(t, "sqlite")
+	id, _ := identity.Generate()
+	clock := &testClock{t: time.Now()}
+	k, _ := netInstance(t, id, b.URL, replies(
+		toolUse("s1", "set_tools", map[string]any{"tools": []string{"savepoint_save"}}), textBlock("ok"),
+		toolUse("s2", "savepoint_save", map[string]any{}), textBlock("Saved."),
+	), clock)
+	if _, err := k.WriteAt(ctx, "stash", "0.1", "the garden plan: basil by the tomatoes"); err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"choose your tools", "leave a save point"} {
+		if _, err := k.Say(ctx, "terminal", text, CallOptions{Tier: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fresh, _ := netInstance(t, id, b.URL, replies(), clock)
+	res, v, err := fresh.RestoreFromBeach(ctx, true)
+	if err != nil || v.Agent != id.Agent() || len(res.Written) < 9 {
+		t.Fatalf("restore: %+v %+v %v", res, v, err)
+	}
+	if got, _ := fresh.ReadNode(ctx, "stash", "0.1"); got.Content != "the garden plan: basil by the tomatoes" {
+		t.Fatalf("restored stash 0.1: %q", got.Content)
+	}
+	other, _ := identity.Generate()
+	stranger, _ := netInstance(t, other, b.URL, replies(), clock)
+	if _, _, err := stranger.RestoreFromBeach(ctx, true); err == nil {
+		t.Fatal("another key restored the save point")
+	}
+}

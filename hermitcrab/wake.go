@@ -59,6 +59,9 @@ const wakeConversation = "wake"
 // wakeLockFile serialises the wakes of one data directory.
 const wakeLockFile = "wake.lock"
 
+// pollTimeout bounds one poll of the beach.
+const pollTimeout = 30 * time.Second
+
 // interruptAfter is how long a wake may run before it is taken as lost.
 const interruptAfter = time.Hour
 
@@ -224,7 +227,11 @@ func (k *Kernel) due(ctx context.Context, t trigger.Trigger, st store.TriggerSta
 				return nil, err
 			}
 			if moved {
-				in, err := k.FetchInbox(ctx)
+				// A beach that does not answer holds up only this poll, not
+				// the other triggers.
+				pctx, cancel := context.WithTimeout(ctx, pollTimeout)
+				in, err := k.FetchInbox(pctx)
+				cancel()
 				if err != nil {
 					return nil, fmt.Errorf("polling the beach: %w", err)
 				}

@@ -58,7 +58,7 @@ use the same beach.`,
 	}
 	cmd.AddCommand(f.beachServeCommand(), beachIDCommand(f), f.beachUseCommand(), beachPassportCommand(client))
 	cmd.AddCommand(beachMarkCommands(client)...)
-	cmd.AddCommand(beachSendCommand(client), beachInboxCommand(client), f.beachSaveCommand(client), f.beachRestoreCommand(client), beachSignCommand(f))
+	cmd.AddCommand(beachSendCommand(client), beachInboxCommand(client), f.beachSaveCommand(), f.beachRestoreCommand(), beachSignCommand(f))
 	return cmd
 }
 
@@ -366,32 +366,33 @@ func beachInboxCommand(client clientFunc) *cobra.Command {
 	return cmd
 }
 
-func (f *flags) beachSaveCommand(client clientFunc) *cobra.Command {
+func (f *flags) beachSaveCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "save",
 		Short: "Leave an encrypted, signed save point of this instance's blocks with the beach",
 		Long: `Export every block (as 'blocks export' does), encrypt it with a key derived from this
 instance's private key (AES-256-GCM), sign it, and leave it with the beach, replacing
-the previous save point. Only this key can open it: keep identity.key safe.`,
+the previous save point. Only this key can open it: keep identity.key safe. The
+instance can do the same itself with its savepoint_save tool.`,
 		Args: cobra.NoArgs,
-		RunE: client.run(func(cmd *cobra.Command, _ []string, c *beach.Client) error {
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withKernel(cmd, false, func(k *hermitcrab.Kernel) error {
-				data, err := k.Export(cmd.Context())
+				ack, n, err := k.SaveToBeach(cmd.Context())
 				if err != nil {
 					return err
 				}
-				ack, err := c.Save(cmd.Context(), data)
+				u, err := k.BeachURL(cmd.Context())
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "saved %d bytes of blocks, sealed, to %s as %s at %s\n", len(data), c.URL(), ack.Agent, ack.Time)
+				fmt.Fprintf(cmd.OutOrStdout(), "saved %d bytes of blocks, sealed, to %s as %s at %s\n", n, u, ack.Agent, ack.Time)
 				return nil
 			})
-		}),
+		},
 	}
 }
 
-func (f *flags) beachRestoreCommand(client clientFunc) *cobra.Command {
+func (f *flags) beachRestoreCommand() *cobra.Command {
 	var replace bool
 	cmd := &cobra.Command{
 		Use:   "restore",
@@ -400,13 +401,9 @@ func (f *flags) beachRestoreCommand(client clientFunc) *cobra.Command {
 decrypt it and import its blocks. On a new machine, copy identity.key (mode 0600) into
 the new data directory first. Existing blocks are kept unless --replace.`,
 		Args: cobra.NoArgs,
-		RunE: client.run(func(cmd *cobra.Command, _ []string, c *beach.Client) error {
-			data, v, err := c.Restore(cmd.Context())
-			if err != nil {
-				return err
-			}
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withKernel(cmd, false, func(k *hermitcrab.Kernel) error {
-				res, err := k.Import(cmd.Context(), []hermitcrab.ImportSource{{Name: "savepoint.json", Data: data}}, replace)
+				res, v, err := k.RestoreFromBeach(cmd.Context(), replace)
 				if err != nil {
 					return err
 				}
@@ -418,7 +415,7 @@ the new data directory first. Existing blocks are kept unless --replace.`,
 				fmt.Fprintln(w)
 				return nil
 			})
-		}),
+		},
 	}
 	cmd.Flags().BoolVar(&replace, "replace", false, "overwrite blocks that already exist")
 	return cmd
