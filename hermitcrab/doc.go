@@ -15,8 +15,13 @@
 // WriteEntry, Compress, and auto-save's growth), shells (shells.go:
 // Recompile, ShellSource, LastGoodShell, ShellRendered), tools
 // (toolset.go: SetTools, ActiveTools, KnownTools), the key (key.go:
-// StoredKey, SetKey, ClearKey), and calls (call.go, conversation.go: Call,
-// Boot, Say, ToolLoop, CleanAPIRequest). Nothing outside reaches the store.
+// StoredKey, SetKey, ClearKey, and the local secrets WebhookSecret and
+// MCPToken), calls (call.go, conversation.go: Call, Boot, Say, ToolLoop,
+// CleanAPIRequest), the network (network.go: Identity, Beach,
+// PublishPassport, Passport(s), Mark(s), SendMessage, FetchInbox,
+// CheckInbox, SaveToBeach, RestoreFromBeach) and wake triggers (wake.go:
+// RunTriggers, RunWakes, Status, Webhook, CompilePrompt). Nothing outside
+// reaches the store.
 //
 // Every call reads the blocks anew: the tier's parameters from wake
 // 0.9.4–6 and its system prompt compiled from the instructions at wake
@@ -96,4 +101,18 @@
 //     every later call, so the sandbox's files persist across calls.
 //   - The system prompt and the last tool carry cache_control, so repeated
 //     calls bill cache reads.
+//   - The network tools (passport_publish, passport_read, beach_mark,
+//     beach_read, inbox_send, inbox_check, savepoint_save) are one set_tools
+//     away, described at capabilities 0.8. A passport's offers and needs,
+//     and a message's spindle, must be nodes of the instance's own blocks,
+//     and carry their text. reply_to answers a message by the instance's
+//     own number for it. Every message received is kept in the store,
+//     which is the instance's replay memory. Restoring a save point is the
+//     person's (the CLI), not the LLM's.
+//   - Wake triggers (wake 0.4, 0.5; package trigger) fire once per due
+//     time across processes, survive restarts, stop at daily caps (the
+//     person's, lowered by the wake block), and run one wake at a time per
+//     data directory on the conversation "wake"; lines the kernel cannot
+//     read are reported in the next prompt. See wake.go and
+//     docs/hermitcrab-network.md.
 package hermitcrab

@@ -560,3 +560,33 @@ func TestAWakeKilledMidCallIsMarkedInterrupted(t *testing.T) {
 		t.Fatalf("the interrupted wake does not count against the cap: %+v", st.Today)
 	}
 }
+
+// BenchmarkIdleTriggerPass is one pass over a wake block of nine rhythms
+// none of which is due and a webhook trigger with no post: what a running
+// kernel spends every 15 s between wakes.
+func BenchmarkIdleTriggerPass(b *testing.B) {
+	clock := &testClock{t: wakeT0}
+	k, err := Open(b.TempDir(), Options{Now: clock.Now})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer k.Close()
+	ctx := context.Background()
+	if err := k.Ready(ctx); err != nil {
+		b.Fatal(err)
+	}
+	for i := range 9 {
+		if _, err := k.WriteAt(ctx, "wake", fmt.Sprintf("0.4.%d", i+1), fmt.Sprintf("every %dh tier 1: rhythm %d", i+1, i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := k.WriteAt(ctx, "wake", "0.5.1", "webhook ci tier 1"); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		r, err := k.RunTriggers(ctx)
+		if err != nil || len(r.Wakes) != 0 {
+			b.Fatal(r, err)
+		}
+	}
+}

@@ -76,8 +76,9 @@ type Trigger struct {
 	// fetching interval (watch); for stale, how long the block must stay
 	// unchanged.
 	Every time.Duration `json:"every,omitempty"`
-	Hour  int           `json:"hour,omitempty"` // daily
-	Min   int           `json:"minute,omitempty"`
+	At    string        `json:"at,omitempty"` // daily: "09:00"
+	Hour  int           `json:"-"`
+	Min   int           `json:"-"`
 	Zone  string        `json:"zone,omitempty"` // daily: an IANA zone, "" for the machine's
 	Block string        `json:"block,omitempty"`
 	Name  string        `json:"name,omitempty"` // webhook
@@ -327,6 +328,7 @@ func (t *Trigger) daily(args []string) error {
 	}
 	t.Hour, _ = strconv.Atoi(m[1])
 	t.Min, _ = strconv.Atoi(m[2])
+	t.At = fmt.Sprintf("%02d:%02d", t.Hour, t.Min)
 	t.loc = time.Local
 	switch len(args) {
 	case 1:
