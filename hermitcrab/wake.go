@@ -156,8 +156,12 @@ func (k *Kernel) RunTriggers(ctx context.Context) (*WakeReport, error) {
 		if err != nil {
 			msg := fmt.Sprintf("%s %q: %v", t.Where, t.Line, err)
 			report.Errors = append(report.Errors, msg)
+			text := clip.Line(err.Error(), 300)
+			if text == states[t.Key()].Error {
+				continue // said already: a beach that stays down is logged once
+			}
 			k.log.Warn("wake trigger", "trigger", t.Where, "err", err)
-			if serr := k.store.SetTriggerError(ctx, t.Key(), clip.Line(err.Error(), 300), now); serr != nil {
+			if serr := k.store.SetTriggerError(ctx, t.Key(), text, now); serr != nil {
 				return report, serr
 			}
 			continue
@@ -463,17 +467,26 @@ func lockContext(ctx context.Context, path string) (func(), error) {
 
 // RunWakes runs the triggers until ctx ends: a pass every interval, and
 // at once when a webhook post arrives. report, when set, is told of every
-// pass that did something or failed.
+// pass that woke the instance, failed, or met errors other than the last
+// pass's (a beach that stays down is reported once, not every minute).
 func (k *Kernel) RunWakes(ctx context.Context, interval time.Duration, report func(*WakeReport, error)) {
 	if interval <= 0 {
 		interval = 15 * time.Second
 	}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
+	said := "" // the errors last reported: the same ones again are not news
 	for {
 		r, err := k.RunTriggers(ctx)
-		if report != nil && (err != nil || len(r.Wakes) > 0 || len(r.Errors) > 0) {
-			report(r, err)
+		if report != nil {
+			errs := ""
+			if r != nil {
+				errs = strings.Join(r.Errors, "\n")
+			}
+			if err != nil || len(r.Wakes) > 0 || errs != said {
+				report(r, err)
+			}
+			said = errs
 		}
 		select {
 		case <-ctx.Done():
