@@ -43,7 +43,13 @@ func newKernel(t *testing.T, scriptJSON string, opts ...func(*Options)) (*Kernel
 // the test ends.
 func openKernel(t *testing.T, o Options) *Kernel {
 	t.Helper()
-	k, err := Open(t.TempDir(), o)
+	return openKernelIn(t, t.TempDir(), o)
+}
+
+// openKernelIn opens a ready kernel in dir, closed when the test ends.
+func openKernelIn(t *testing.T, dir string, o Options) *Kernel {
+	t.Helper()
+	k, err := Open(dir, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -161,10 +161,9 @@ func (k *Kernel) PublishPassport(ctx context.Context, spec PassportSpec) (*beach
 // coordinate reads "block address" in the instance's own blocks and
 // renders it "block address: text".
 func (k *Kernel) coordinate(ctx context.Context, c string) (string, error) {
-	name, addr, ok := strings.Cut(strings.TrimSpace(c), " ")
-	addr = strings.TrimSpace(addr)
-	if !ok || addr == "" {
-		return "", errors.New(`want "BLOCK ADDRESS", a node of your own blocks such as "purpose 0.2"`)
+	name, addr, err := splitCoordinate(c)
+	if err != nil {
+		return "", err
 	}
 	view, err := k.ReadNode(ctx, name, addr)
 	if err != nil {
@@ -173,14 +172,23 @@ func (k *Kernel) coordinate(ctx context.Context, c string) (string, error) {
 	return name + " " + addr + ": " + strings.TrimSpace(view.Content), nil
 }
 
+// splitCoordinate reads "BLOCK ADDRESS".
+func splitCoordinate(c string) (name, addr string, err error) {
+	name, addr, ok := strings.Cut(strings.TrimSpace(c), " ")
+	addr = strings.TrimSpace(addr)
+	if !ok || addr == "" {
+		return "", "", errors.New(`want "BLOCK ADDRESS", a node of your own blocks such as "purpose 0.2"`)
+	}
+	return name, addr, nil
+}
+
 // spindle renders "block address" as the chain of texts from the block's
 // root to that node: "purpose 0.23: root › 0.2's text › 0.23's text", cut
 // to the beach's 500 characters.
 func (k *Kernel) spindle(ctx context.Context, c string) (string, error) {
-	name, addr, ok := strings.Cut(strings.TrimSpace(c), " ")
-	addr = strings.TrimSpace(addr)
-	if !ok || addr == "" {
-		return "", errors.New(`want "BLOCK ADDRESS", a node of your own blocks such as "purpose 0.23"`)
+	name, addr, err := splitCoordinate(c)
+	if err != nil {
+		return "", err
 	}
 	r, err := k.BSP(ctx, name, addr, nil)
 	if err != nil {

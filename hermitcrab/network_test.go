@@ -19,10 +19,7 @@ import (
 	bstore "github.com/llmkernels/kernels/hermitcrab/beach/store"
 	"github.com/llmkernels/kernels/hermitcrab/identity"
 	"github.com/llmkernels/kernels/internal/pgtest"
-	"github.com/llmkernels/kernels/llm"
-	"github.com/llmkernels/kernels/llm/anthropic"
 	"github.com/llmkernels/kernels/llm/llmtest"
-	"github.com/llmkernels/kernels/llm/script"
 )
 
 func TestMain(m *testing.M) {
@@ -107,29 +104,12 @@ func netInstance(t *testing.T, id *identity.Identity, beachURL, scriptJSON strin
 			t.Fatal(err)
 		}
 	}
-	s, err := script.Parse([]byte(scriptJSON))
-	if err != nil {
-		t.Fatalf("script: %v", err)
-	}
-	srv := llmtest.NewServer(s)
-	t.Cleanup(srv.Close)
-	p, err := anthropic.New(anthropic.Config{APIKey: "test-key", BaseURL: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := Options{Client: &llm.Client{Provider: p}, ServerTools: true, Beach: beachURL, Now: clock.Now}
+	client, srv := fakeAnthropic(t, scriptJSON)
+	o := Options{Client: client, ServerTools: true, Beach: beachURL, Now: clock.Now}
 	for _, f := range tune {
 		f(&o)
 	}
-	k, err := Open(dir, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { k.Close() })
-	if err := k.Ready(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return k, srv
+	return openKernelIn(t, dir, o), srv
 }
 
 // replies builds a script: each entry a response's content blocks.

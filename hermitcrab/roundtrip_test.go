@@ -15,6 +15,14 @@ import (
 // the real SDK, talking to the strict fake API playing the script.
 func newKernelOverHTTP(t *testing.T, scriptJSON string) (*Kernel, *llmtest.Server) {
 	t.Helper()
+	client, srv := fakeAnthropic(t, scriptJSON)
+	return openKernel(t, Options{Client: client, ServerTools: true}), srv
+}
+
+// fakeAnthropic starts the strict fake Anthropic server playing the script
+// and returns a client that reaches it through the real SDK.
+func fakeAnthropic(t *testing.T, scriptJSON string) (*llm.Client, *llmtest.Server) {
+	t.Helper()
 	s, err := script.Parse([]byte(scriptJSON))
 	if err != nil {
 		t.Fatalf("script: %v", err)
@@ -25,7 +33,7 @@ func newKernelOverHTTP(t *testing.T, scriptJSON string) (*Kernel, *llmtest.Serve
 	if err != nil {
 		t.Fatal(err)
 	}
-	return openKernel(t, Options{Client: &llm.Client{Provider: p}, ServerTools: true}), srv
+	return &llm.Client{Provider: p}, srv
 }
 
 // everyRequestAcceptedAndEchoed fails unless the server answered every

@@ -54,15 +54,7 @@ func openAt(t *testing.T, dir string, p llm.Provider, clock *testClock, tune ...
 	for _, f := range tune {
 		f(&o)
 	}
-	k, err := Open(dir, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { k.Close() })
-	if err := k.Ready(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return k
+	return openKernelIn(t, dir, o)
 }
 
 func scripted(t *testing.T, js string) *script.Provider {

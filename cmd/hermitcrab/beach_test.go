@@ -24,6 +24,28 @@ import (
 	"github.com/llmkernels/kernels/internal/pgtest"
 )
 
+// stopAtCleanup interrupts a started process when the test ends (unless
+// the test reaped it) and fails the test unless it exits 0 within 30 s.
+func stopAtCleanup(t *testing.T, cmd *exec.Cmd, what string) {
+	t.Cleanup(func() {
+		if cmd.ProcessState != nil {
+			return // killed and reaped by the test
+		}
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("%s did not stop cleanly: %v", what, err)
+			}
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Errorf("%s did not stop within 30 s of Ctrl-C", what)
+		}
+	})
+}
+
 // serveBeach runs `hermitcrab beach serve` on a free loopback port and
 // returns its URL; the server is interrupted when the test ends.
 func serveBeach(t *testing.T, args ...string) string {
@@ -42,23 +64,7 @@ func startBeachProcess(t *testing.T, args ...string) (string, *exec.Cmd) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if cmd.ProcessState != nil {
-			return // killed and reaped by the test
-		}
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("beach serve did not stop cleanly: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Error("beach serve did not stop within 30s of Ctrl-C")
-		}
-	})
+	stopAtCleanup(t, cmd, "beach serve")
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil {
 		t.Fatalf("beach serve printed no URL: %v", err)

@@ -152,10 +152,7 @@ cost, and the recent wakes. With --json: {"triggers", "problems", "caps", "today
 "recent"} (docs/configuration.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return f.withKernel(cmd, false, func(k *hermitcrab.Kernel) error {
-				if err := k.Ready(cmd.Context()); err != nil {
-					return err
-				}
+			return f.withReady(cmd, false, func(k *hermitcrab.Kernel) error {
 				s, err := k.Status(cmd.Context())
 				if err != nil {
 					return err
@@ -203,10 +200,7 @@ use). A post carries it as "Authorization: Bearer SECRET", or signs its body:
 'hermitcrab serve' (its address) or to 'hermitcrab wake --daemon --addr ADDR'.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return f.withKernel(cmd, false, func(k *hermitcrab.Kernel) error {
-				if err := k.Ready(cmd.Context()); err != nil {
-					return err
-				}
+			return f.withReady(cmd, false, func(k *hermitcrab.Kernel) error {
 				set, err := k.Triggers(cmd.Context())
 				if err != nil {
 					return err

@@ -123,8 +123,8 @@ func TestWakeFromTheCommandLine(t *testing.T) {
 }
 
 // daemon starts `hermitcrab wake --daemon --addr` on data and returns its
-// webhook base URL; it is stopped with SIGTERM (and must exit 0) when the
-// test ends.
+// webhook base URL; it is interrupted (and must exit 0) when the test
+// ends.
 func daemon(t *testing.T, data, scriptPath string) string {
 	t.Helper()
 	cmd := exec.Command(binary, "--data", data, "--provider", "script", "--script", scriptPath, "wake", "--daemon", "--addr", "127.0.0.1:0", "--interval", "100ms")
@@ -134,20 +134,7 @@ func daemon(t *testing.T, data, scriptPath string) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("the daemon did not stop cleanly: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Error("the daemon did not stop within 30 s of SIGTERM")
-		}
-	})
+	stopAtCleanup(t, cmd, "wake --daemon")
 	lines := bufio.NewScanner(stdout)
 	for lines.Scan() {
 		if u := regexp.MustCompile(`webhooks at (http://127\.0\.0\.1:\d+)`).FindStringSubmatch(lines.Text()); u != nil {

@@ -334,17 +334,5 @@ func (s *Server) ListenAndServe(ctx context.Context, ready func(url string)) err
 	if ready != nil {
 		ready("http://" + ln.Addr().String())
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case <-ctx.Done():
-		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		return srv.Shutdown(shut)
-	case err := <-errc:
-		if errors.Is(err, http.ErrServerClosed) {
-			return nil
-		}
-		return err
-	}
+	return httpguard.Serve(ctx, srv, ln)
 }

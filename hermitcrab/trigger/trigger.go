@@ -241,10 +241,7 @@ func Parse(line string) (Trigger, error) {
 	switch Kind(kind) {
 	case Every:
 		t.Kind = Every
-		t.Every, err = duration(strings.Join(args, " "), "every")
-		if err == nil && t.Every < MinEvery {
-			err = fmt.Errorf("every %s: a rhythm is at least %s apart", t.Every, MinEvery)
-		}
+		t.Every, err = atLeast(strings.Join(args, " "), "every", MinEvery)
 	case Daily:
 		t.Kind = Daily
 		err = t.daily(args)
@@ -305,15 +302,18 @@ func (t *Trigger) interval(args []string, least time.Duration) error {
 	if !strings.EqualFold(args[0], "every") {
 		return fmt.Errorf("%q: only \"every DURATION\" may follow (e.g. every 5m)", strings.Join(args, " "))
 	}
-	d, err := duration(strings.Join(args[1:], " "), "every")
-	if err != nil {
-		return err
-	}
-	if d < least {
-		return fmt.Errorf("every %s: at most once every %s here", d, least)
-	}
+	d, err := atLeast(strings.Join(args[1:], " "), "every", least)
 	t.Every = d
-	return nil
+	return err
+}
+
+// atLeast reads a duration that must be at least least.
+func atLeast(s, word string, least time.Duration) (time.Duration, error) {
+	d, err := duration(s, word)
+	if err == nil && d < least {
+		err = fmt.Errorf("%s %s: at least %s here", word, d, least)
+	}
+	return d, err
 }
 
 var clockRE = regexp.MustCompile(`^([01]?[0-9]|2[0-3])[:.h]([0-5][0-9])$`)
@@ -353,15 +353,9 @@ func (t *Trigger) stale(args []string) error {
 		return errors.New(`want "stale BLOCK after DURATION", e.g. "stale stash after 3d tier 1: tidy it"`)
 	}
 	t.Block = args[0]
-	d, err := duration(strings.Join(args[2:], " "), "after")
-	if err != nil {
-		return err
-	}
-	if d < MinEvery {
-		return fmt.Errorf("after %s: at least %s", d, MinEvery)
-	}
-	t.Every = d
-	return nil
+	var err error
+	t.Every, err = atLeast(strings.Join(args[2:], " "), "after", MinEvery)
+	return err
 }
 
 var hookName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)

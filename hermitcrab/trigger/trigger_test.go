@@ -60,7 +60,7 @@ func TestUnreadableLinesSayWhy(t *testing.T) {
 		"inbox 30m":                             "only",
 		"watch ftp://example.org":               "http(s)",
 		"watch https://u:pw@example.org":        "no user or password",
-		"watch https://example.org every 1m":    "every 5m0s",
+		"watch https://example.org every 1m":    "at least 5m0s",
 		"webhook ../x":                          "NAME",
 		"webhook a b":                           "NAME",
 		"every 6h tier":                         "needs a number",

@@ -33,6 +33,7 @@
 package httpguard
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,6 +43,7 @@ import (
 	"sync"
 
 	"github.com/llmkernels/kernels/internal/clip"
+	"time"
 )
 
 // DefaultMaxBody is the body limit when Options leaves it 0: 1 MiB.
@@ -314,4 +316,23 @@ func validName(s string) bool {
 		}
 	}
 	return true
+}
+
+// Serve serves srv on ln until ctx ends, then shuts it down gracefully:
+// requests in flight get 5 s to finish. It returns nil after a shutdown
+// asked for by ctx, else the error that stopped the server.
+func Serve(ctx context.Context, srv *http.Server, ln net.Listener) error {
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return srv.Shutdown(shut)
+	case err := <-errc:
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return err
+	}
 }

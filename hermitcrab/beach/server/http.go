@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -212,27 +211,27 @@ func (s *Server) ListenAndServe(ctx context.Context, ready func(url string)) err
 	if ready != nil {
 		ready("http://" + ln.Addr().String())
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	tick := time.NewTicker(time.Minute)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			return srv.Shutdown(shut)
-		case err := <-errc:
-			if errors.Is(err, http.ErrServerClosed) {
-				return nil
-			}
-			return err
-		case <-tick.C:
-			if n, err := s.PruneNonces(ctx); err != nil {
-				s.log.Warn("pruning nonces", "err", err)
-			} else if n > 0 {
-				s.log.Debug("pruned nonces", "count", n)
+	pctx, stopPruning := context.WithCancel(ctx)
+	pruned := make(chan struct{})
+	go func() {
+		defer close(pruned)
+		tick := time.NewTicker(time.Minute)
+		defer tick.Stop()
+		for {
+			select {
+			case <-pctx.Done():
+				return
+			case <-tick.C:
+				if n, err := s.PruneNonces(pctx); err != nil {
+					s.log.Warn("pruning nonces", "err", err)
+				} else if n > 0 {
+					s.log.Debug("pruned nonces", "count", n)
+				}
 			}
 		}
-	}
+	}()
+	err = httpguard.Serve(ctx, srv, ln)
+	stopPruning()
+	<-pruned // the store stays open until pruning has stopped
+	return err
 }
