@@ -421,7 +421,7 @@ func (s *Store) LastBeachID(ctx context.Context, beach string) (int64, error) {
 // ReceivedMessages returns stored messages: the undelivered ones when
 // pending, else the newest limit, oldest first either way.
 func (s *Store) ReceivedMessages(ctx context.Context, pending bool, limit int) ([]Received, error) {
-	q := `SELECT id, beach, beach_id, sender, nonce, signed, received, message, envelope, COALESCE(wake, -1) FROM received`
+	q := `SELECT ` + receivedColumns + ` FROM received`
 	if pending {
 		q += ` WHERE wake IS NULL`
 	}
@@ -436,18 +436,10 @@ func (s *Store) ReceivedMessages(ctx context.Context, pending bool, limit int) (
 	defer rows.Close()
 	var out []Received
 	for rows.Next() {
-		var m Received
-		var signed, received, msg, env string
-		if err := rows.Scan(&m.ID, &m.Beach, &m.BeachID, &m.Sender, &m.Nonce, &signed, &received, &msg, &env, &m.Wake); err != nil {
+		m, err := scanReceived(rows)
+		if err != nil {
 			return nil, fmt.Errorf("received messages: %w", err)
 		}
-		if m.Signed, err = parseTime(signed); err != nil {
-			return nil, err
-		}
-		if m.Received, err = parseTime(received); err != nil {
-			return nil, err
-		}
-		m.Message, m.Envelope = json.RawMessage(msg), json.RawMessage(env)
 		out = append(out, m)
 	}
 	if err := rows.Err(); err != nil {
@@ -461,16 +453,27 @@ func (s *Store) ReceivedMessages(ctx context.Context, pending bool, limit int) (
 
 // ReceivedMessage returns one stored message by this instance's id.
 func (s *Store) ReceivedMessage(ctx context.Context, id int64) (Received, error) {
-	var m Received
-	var signed, received, msg, env string
-	err := s.db.QueryRowContext(ctx, `SELECT id, beach, beach_id, sender, nonce, signed, received, message, envelope, COALESCE(wake, -1) FROM received WHERE id = ?`, id).
-		Scan(&m.ID, &m.Beach, &m.BeachID, &m.Sender, &m.Nonce, &signed, &received, &msg, &env, &m.Wake)
+	m, err := scanReceived(s.db.QueryRowContext(ctx, `SELECT `+receivedColumns+` FROM received WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return m, fmt.Errorf("message %d %w: inbox_check lists the messages received", id, ErrNotFound)
 	}
 	if err != nil {
 		return m, fmt.Errorf("message %d: %w", id, err)
 	}
+	return m, nil
+}
+
+// receivedColumns are what scanReceived reads, in its order.
+const receivedColumns = `id, beach, beach_id, sender, nonce, signed, received, message, envelope, COALESCE(wake, -1)`
+
+// scanReceived reads one row of receivedColumns.
+func scanReceived(row interface{ Scan(...any) error }) (Received, error) {
+	var m Received
+	var signed, received, msg, env string
+	if err := row.Scan(&m.ID, &m.Beach, &m.BeachID, &m.Sender, &m.Nonce, &signed, &received, &msg, &env, &m.Wake); err != nil {
+		return m, err
+	}
+	var err error
 	if m.Signed, err = parseTime(signed); err != nil {
 		return m, err
 	}
