@@ -56,7 +56,15 @@ func (k *Kernel) toolPassportRead(ctx context.Context, args struct {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"passports": passportViews(good), "refused": bad}, nil
+	return withRefused(map[string]any{"passports": passportViews(good)}, bad), nil
+}
+
+// withRefused adds the entries that did not verify, when there are any.
+func withRefused(out map[string]any, bad []beach.Refused) map[string]any {
+	if len(bad) > 0 {
+		out["refused"] = bad
+	}
+	return out
 }
 
 // passportView is a passport without its envelope, for the LLM.
@@ -100,7 +108,7 @@ func (k *Kernel) toolBeachRead(ctx context.Context, args struct {
 	for _, v := range good {
 		marks = append(marks, map[string]string{"agent": v.Agent, "time": v.Time.UTC().Format("2006-01-02T15:04:05Z"), "purpose": v.Body.Purpose})
 	}
-	return map[string]any{"url_hash": beach.URLHash(args.URL), "marks": marks, "refused": bad}, nil
+	return withRefused(map[string]any{"url_hash": beach.URLHash(args.URL), "marks": marks}, bad), nil
 }
 
 func (k *Kernel) toolInboxSend(ctx context.Context, args Outgoing) (any, error) {
@@ -108,7 +116,14 @@ func (k *Kernel) toolInboxSend(ctx context.Context, args Outgoing) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "to": m.To, "type": m.Type, "nonce": ack.Nonce, "spindle": m.Spindle, "responding_to": m.RespondingTo}, nil
+	out := map[string]any{"success": true, "to": m.To, "type": m.Type, "nonce": ack.Nonce}
+	if m.Spindle != "" {
+		out["spindle"] = m.Spindle
+	}
+	if m.RespondingTo != "" {
+		out["responding_to"] = m.RespondingTo
+	}
+	return out, nil
 }
 
 func (k *Kernel) toolInboxCheck(ctx context.Context, args struct {
