@@ -418,14 +418,15 @@ func (s *Store) LastBeachID(ctx context.Context, beach string) (int64, error) {
 	return id, nil
 }
 
-// ReceivedMessages returns stored messages: the undelivered ones when
-// pending, else the newest limit, oldest first either way.
+// ReceivedMessages returns stored messages, oldest first: the first limit
+// undelivered ones when pending, else the newest limit.
 func (s *Store) ReceivedMessages(ctx context.Context, pending bool, limit int) ([]Received, error) {
-	q := `SELECT ` + receivedColumns + ` FROM received`
+	// The oldest undelivered first, so a backlog is delivered in order; of
+	// all, the newest.
+	q := `SELECT ` + receivedColumns + ` FROM (SELECT * FROM received ORDER BY id DESC LIMIT ?) ORDER BY id`
 	if pending {
-		q += ` WHERE wake IS NULL`
+		q = `SELECT ` + receivedColumns + ` FROM received WHERE wake IS NULL ORDER BY id LIMIT ?`
 	}
-	q += ` ORDER BY id DESC LIMIT ?`
 	if limit <= 0 {
 		limit = 100
 	}
@@ -444,9 +445,6 @@ func (s *Store) ReceivedMessages(ctx context.Context, pending bool, limit int) (
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("received messages: %w", err)
-	}
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
 	}
 	return out, nil
 }

@@ -146,3 +146,21 @@ func TestWebhookPostsAreBounded(t *testing.T) {
 		t.Fatalf("%d pending (first %q), %d dropped", len(pending), pending[0].Body, dropped)
 	}
 }
+
+// A backlog is delivered oldest first; the newest are listed for "all".
+func TestABacklogOfMessagesIsDeliveredOldestFirst(t *testing.T) {
+	s, _ := openTest(t, Options{})
+	ctx := context.Background()
+	var msgs []Received
+	for i := range 25 {
+		msgs = append(msgs, Received{Beach: "b", BeachID: int64(i + 1), Sender: "hcA", Nonce: fmt.Sprint(i), Signed: t0, Received: t0, Message: json.RawMessage(`{}`), Envelope: json.RawMessage(`{}`)})
+	}
+	if _, _, err := s.AddReceived(ctx, msgs); err != nil {
+		t.Fatal(err)
+	}
+	pending, _ := s.ReceivedMessages(ctx, true, 20)
+	all, _ := s.ReceivedMessages(ctx, false, 5)
+	if len(pending) != 20 || pending[0].ID != 1 || pending[19].ID != 20 || len(all) != 5 || all[0].ID != 21 || all[4].ID != 25 {
+		t.Fatalf("pending %d (%d…%d), all %d (%d…%d)", len(pending), pending[0].ID, pending[len(pending)-1].ID, len(all), all[0].ID, all[len(all)-1].ID)
+	}
+}
