@@ -294,9 +294,9 @@ func (k *Kernel) inboxWake(ctx context.Context, t trigger.Trigger, base store.Wa
 		if m.Spindle != "" {
 			fmt.Fprintf(&b, "\nspindle: %s", beach.Inert(m.Spindle))
 		}
-		fmt.Fprintf(&b, "\n%s\n", beach.Inert(m.Content))
+		fmt.Fprintf(&b, "\n%s\n", clip.Text(beach.Inert(m.Content), wakeBodyChars))
 	}
-	b.WriteString("\nAnswer one with inbox_send(reply_to: ITS #, content: …); passport_read(agent) says who a sender is.")
+	fmt.Fprintf(&b, "\nEach message is cut at %d characters here (inbox_check with all shows them whole). Answer one with inbox_send(reply_to: ITS #, content: …); passport_read(agent) says who a sender is.", wakeBodyChars)
 	last := recs[len(recs)-1].ID
 	base.Due = fmt.Sprintf("messages %d-%d on %s", recs[0].ID, last, base.Day)
 	base.Reason = fmt.Sprintf("%s: %d message(s)", t.Describe(), len(recs))
