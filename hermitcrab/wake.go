@@ -143,6 +143,12 @@ func (k *Kernel) RunTriggers(ctx context.Context) (*WakeReport, error) {
 		return nil, err
 	}
 	report := &WakeReport{Wakes: []store.Wake{}, Problems: set.Problems}
+	if k.Client() == nil && len(set.Triggers) > 0 {
+		// Nothing is claimed: a due time waits for the key instead of
+		// being spent on a wake that cannot run.
+		report.Errors = append(report.Errors, "the triggers wait: "+errNoClient.Error())
+		return report, nil
+	}
 	states, err := k.store.TriggerStates(ctx)
 	if err != nil {
 		return nil, err

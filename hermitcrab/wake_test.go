@@ -597,3 +597,22 @@ func TestAWatchedPageRedirectingIntoLoopbackIsRefused(t *testing.T) {
 		t.Fatalf("wakes %+v, errors %v, loopback hits %d", r.Wakes, r.Errors, hits.Load())
 	}
 }
+
+// Without an LLM client (serve before the person gave a key) nothing is
+// claimed: the due time waits and fires once the key comes.
+func TestTriggersWaitForAnAPIKey(t *testing.T) {
+	clock := &testClock{t: wakeT0}
+	k := openAt(t, t.TempDir(), scripted(t, wakeScript(1, 0)), clock)
+	writeTriggers(t, k, "every 1h tier 1: check stash")
+	pass(t, k)
+	client := k.Client()
+	k.SetClient(nil)
+	clock.Add(time.Hour)
+	if r := pass(t, k); len(r.Wakes) != 0 || len(r.Errors) != 1 || !strings.Contains(r.Errors[0], "no LLM client") {
+		t.Fatalf("without a client: %+v", r)
+	}
+	k.SetClient(client)
+	if r := pass(t, k); statuses(r) != "woke" {
+		t.Fatalf("once the key came: %+v", r)
+	}
+}
