@@ -231,6 +231,7 @@ use). A post carries it as "Authorization: Bearer SECRET", or signs its body:
 // printMCP says how an MCP client connects to the instance's blocks,
 // without printing the token itself.
 func printMCP(w io.Writer, base string, k *hermitcrab.Kernel) {
-	fmt.Fprintf(w, "MCP endpoint over the blocks: %s/mcp (bearer token in %s)\n", strings.SplitN(base, "?", 2)[0], k.SecretPath(false))
-	fmt.Fprintf(w, "  claude mcp add --transport http hermitcrab %s/mcp --header \"Authorization: Bearer $(cat %s)\"\n", strings.TrimSuffix(strings.SplitN(base, "?", 2)[0], "/"), k.SecretPath(false))
+	root := strings.TrimSuffix(strings.SplitN(base, "?", 2)[0], "/") // no page token, no trailing slash
+	fmt.Fprintf(w, "MCP endpoint over the blocks: %s/mcp (bearer token in %s)\n", root, k.SecretPath(false))
+	fmt.Fprintf(w, "  claude mcp add --transport http hermitcrab %s/mcp --header \"Authorization: Bearer $(cat %s)\"\n", root, k.SecretPath(false))
 }

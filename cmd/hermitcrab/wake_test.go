@@ -209,3 +209,55 @@ func TestBeachUseNamesTheInstancesBeach(t *testing.T) {
 		t.Fatalf("a bad URL: %v %s", err, errOut)
 	}
 }
+
+// `hermitcrab serve` runs the wake triggers too: a webhook post to its
+// address wakes the instance at once.
+func TestServeRunsTheTriggers(t *testing.T) {
+	data := withTriggers(t, "webhook ci tier 1: look at the build")
+	cmd := exec.Command(binary, "--data", data, "--provider", "script", "--script", replyScript(t, 1), "serve", "--addr", "127.0.0.1:0", "--mcp")
+	cmd.Env = append(os.Environ(), "ANTHROPIC_API_KEY=", "HERMITCRAB_DATA=")
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopAtCleanup(t, cmd, "serve")
+	lines := bufio.NewScanner(stdout)
+	var base, printed string
+	for base == "" && lines.Scan() {
+		printed += lines.Text() + "\n"
+		if m := regexp.MustCompile(`serving (http://127\.0\.0\.1:\d+)/`).FindStringSubmatch(lines.Text()); m != nil {
+			base = m[1]
+		}
+	}
+	if base == "" {
+		t.Fatalf("serve printed no URL: %s", printed)
+	}
+	if lines.Scan() && !strings.Contains(lines.Text(), "MCP endpoint over the blocks: "+base+"/mcp (bearer token in ") {
+		t.Fatalf("serve --mcp did not say where its endpoint is: %q", lines.Text())
+	}
+	go func() {
+		for lines.Scan() {
+		}
+	}()
+	k, err := hermitcrab.Open(data, hermitcrab.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret, _ := k.WebhookSecret()
+	token, _ := k.MCPToken()
+	k.Close()
+	if strings.Contains(printed, token) {
+		t.Fatal("serve printed the MCP token")
+	}
+	if code := postHook(t, base+"/hooks/ci", secret, `{"build":1}`); code != http.StatusAccepted {
+		t.Fatalf("post: HTTP %d", code)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for len(wakes(t, data)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the post woke nothing within a minute")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
