@@ -616,3 +616,29 @@ func TestTriggersWaitForAnAPIKey(t *testing.T) {
 		t.Fatalf("once the key came: %+v", r)
 	}
 }
+
+// A time of day fires once a day: not again when the clock goes back an
+// hour after it fired, once after a week's jump.
+func TestADailyTriggerAcrossClockJumps(t *testing.T) {
+	day := time.Date(2026, 11, 3, 8, 0, 0, 0, time.UTC)
+	clock := &testClock{t: day}
+	k := openAt(t, t.TempDir(), scripted(t, wakeScript(2, 0)), clock)
+	writeTriggers(t, k, "daily 09:00 UTC tier 2: plan the day")
+	pass(t, k)
+	clock.Set(day.Add(time.Hour))
+	if r := pass(t, k); statuses(r) != "woke" || r.Wakes[0].Tier != 2 {
+		t.Fatalf("at nine: %+v", r.Wakes)
+	}
+	clock.Set(day.Add(30 * time.Minute)) // back to 08:30
+	if r := pass(t, k); len(r.Wakes) != 0 {
+		t.Fatalf("after the clock went back: %+v", r.Wakes)
+	}
+	clock.Set(day.Add(7*24*time.Hour + 2*time.Hour)) // a week later, 10:00
+	r := pass(t, k)
+	if statuses(r) != "woke" || !strings.Contains(r.Wakes[0].Reason, "and 6 more due times passed") {
+		t.Fatalf("a week later: %+v", r.Wakes)
+	}
+	if r := pass(t, k); len(r.Wakes) != 0 {
+		t.Fatalf("twice in a day: %+v", r.Wakes)
+	}
+}
