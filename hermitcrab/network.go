@@ -328,7 +328,10 @@ const inboxPages = 10
 // has not stored yet (those above the last beach id it stored, read or
 // not, so one whose answer was lost on the way comes again), verifies
 // each (signature, addressee, not seen before) and stores the good ones.
-// It returns them; what did not verify is returned with the reason.
+// Then it takes any message still unread: one at or below that id can
+// only be there when the beach's ids started again (a new database at the
+// same address). It returns the messages stored; what did not verify is
+// returned with the reason.
 func (k *Kernel) FetchInbox(ctx context.Context) (*Inbox, error) {
 	c, err := k.Beach(ctx)
 	if err != nil {
@@ -345,29 +348,8 @@ func (k *Kernel) FetchInbox(ctx context.Context) (*Inbox, error) {
 		if err != nil {
 			return out, err
 		}
-		out.Refused = append(out.Refused, bad...)
-		now := k.now()
-		recs := make([]store.Received, 0, len(good))
-		for _, v := range good {
-			body, err := json.Marshal(v.Body)
-			if err != nil {
-				return out, err
-			}
-			env, err := json.Marshal(v.Envelope)
-			if err != nil {
-				return out, err
-			}
-			recs = append(recs, store.Received{Beach: host, BeachID: v.ID, Sender: v.Agent, Nonce: v.Envelope.Nonce, Signed: v.Time, Received: now, Message: body, Envelope: env})
-		}
-		added, replays, err := k.store.AddReceived(ctx, recs)
-		if err != nil {
+		if err := k.keep(ctx, host, good, bad, out); err != nil {
 			return out, err
-		}
-		for _, r := range added {
-			out.New = append(out.New, inboxMessage(r))
-		}
-		for _, r := range replays {
-			out.Refused = append(out.Refused, beach.Refused{ID: r.BeachID, Agent: r.Sender, Reason: identity.ReasonReplay, Detail: "this message (its sender and nonce) was already received: a replay"})
 		}
 		// Refused entries are not fetched again: the next fetch starts
 		// above the highest id this one saw (stored after the good ones,
@@ -388,7 +370,41 @@ func (k *Kernel) FetchInbox(ctx context.Context) (*Inbox, error) {
 			break
 		}
 	}
-	return out, nil
+	good, bad, err := c.Inbox(ctx, 100)
+	if err != nil {
+		return out, err
+	}
+	return out, k.keep(ctx, host, good, bad, out)
+}
+
+// keep stores the verified messages of one answer and adds them, and the
+// entries refused, to out.
+func (k *Kernel) keep(ctx context.Context, host string, good []beach.Verified[beach.Message], bad []beach.Refused, out *Inbox) error {
+	out.Refused = append(out.Refused, bad...)
+	now := k.now()
+	recs := make([]store.Received, 0, len(good))
+	for _, v := range good {
+		body, err := json.Marshal(v.Body)
+		if err != nil {
+			return err
+		}
+		env, err := json.Marshal(v.Envelope)
+		if err != nil {
+			return err
+		}
+		recs = append(recs, store.Received{Beach: host, BeachID: v.ID, Sender: v.Agent, Nonce: v.Envelope.Nonce, Signed: v.Time, Received: now, Message: body, Envelope: env})
+	}
+	added, replays, err := k.store.AddReceived(ctx, recs)
+	if err != nil {
+		return err
+	}
+	for _, r := range added {
+		out.New = append(out.New, inboxMessage(r))
+	}
+	for _, r := range replays {
+		out.Refused = append(out.Refused, beach.Refused{ID: r.BeachID, Agent: r.Sender, Reason: identity.ReasonReplay, Detail: "this message (its sender and nonce) was already received: a replay"})
+	}
+	return nil
 }
 
 // inboxAfterSetting, followed by a beach's host, keeps the highest

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -436,5 +437,58 @@ func TestLocalSecretsArePrivate(t *testing.T) {
 	}
 	if _, err := k.WebhookSecret(); err == nil || !strings.Contains(err.Error(), "chmod 600") {
 		t.Fatalf("a secret others can read: %v", err)
+	}
+}
+
+// beachAt serves a beach with a new SQLite database on addr, until stop.
+func beachAt(t *testing.T, addr string) (url string, stop func()) {
+	t.Helper()
+	st, err := bstore.Open(context.Background(), filepath.Join(t.TempDir(), "beach.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Config{Store: st, Addr: ln.Addr().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &httptest.Server{Listener: ln, Config: &http.Server{Handler: srv.Handler()}}
+	hs.Start()
+	return hs.URL, func() { hs.Close(); st.Close() }
+}
+
+// A beach started afresh at the same address numbers its messages from 1
+// again: the instance, which fetches above the last id it saw, still gets
+// them (they are unread there).
+func TestABeachStartedAfreshAtTheSameAddressStillDelivers(t *testing.T) {
+	ctx := context.Background()
+	url, stop := beachAt(t, "127.0.0.1:0")
+	addr := strings.TrimPrefix(url, "http://")
+	idA, _ := identity.Generate()
+	idB, _ := identity.Generate()
+	k, _ := netInstance(t, idA, url, replies(), &testClock{t: time.Now()})
+	send := func(content string) {
+		t.Helper()
+		c, _ := beach.NewClient(url, idB)
+		if _, err := c.Send(ctx, beach.Message{To: idA.Agent(), Type: beach.TypeGeneral, Content: content}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, m := range []string{"one", "two", "three"} {
+		send(m)
+	}
+	if in, err := k.FetchInbox(ctx); err != nil || len(in.New) != 3 {
+		t.Fatalf("first beach: %+v %v", in, err)
+	}
+	stop()
+	_, stop = beachAt(t, addr)
+	defer stop()
+	send("from the new beach")
+	in, err := k.FetchInbox(ctx)
+	if err != nil || len(in.New) != 1 || in.New[0].Content != "from the new beach" {
+		t.Fatalf("the new beach at the same address: %+v %v", in, err)
 	}
 }
