@@ -178,8 +178,16 @@ func TestSWEAgentExampleFlagsCostUNSATAndRepairsItToSAT(t *testing.T) {
 			t.Errorf("survey of %s has no cheaper approach", s.TaskID)
 		}
 	}
-	if len(p.Surveys) == 0 || p.Repair.Status != planning.RepairRepaired || verdict(p.Repair.Revised, "c3") != planning.SAT || p.Repair.Revised.Cost.Mid >= 500 {
+	// Fewest swaps first: t8 alone (five samples → two, test-based
+	// selection) brings c3 back to TIGHT ($375 mid, $610 high); the
+	// cheaper second swap of t6 that would make it SAT is not needed.
+	if len(p.Surveys) == 0 || p.Repair.Status != planning.RepairRepaired || verdict(p.Repair.Revised, "c3") != planning.TIGHT || p.Repair.Revised.Cost.Mid != 375 {
 		t.Fatalf("repair %s, revised c3 %v", p.Repair.Status, p.Repair.Revised)
+	}
+	for _, c := range p.Repair.Choices {
+		if want := map[string]string{"t6": planning.OriginalApproach, "t8": "a1"}[c.TaskID]; c.ApproachID != want || (want == "a1") != (len(c.NeededFor) == 1 && c.NeededFor[0] == "c3") {
+			t.Errorf("choice %+v", c)
+		}
 	}
 	if p.Usage.Calls != 3 || p.Usage.CostUSD <= 0 || p.Usage.InputTokens == 0 {
 		t.Errorf("usage = %+v", p.Usage)
@@ -369,7 +377,7 @@ func TestAdversarialRunsEndInAClearOutcome(t *testing.T) {
 		{"model totals disagree with its tasks", "adversarial_totals_disagree.json", nil, 0,
 			[]string{"the model stated total_cost_mid = 450, but its own tasks give 575; the kernel's figure is used"}},
 		{"survey without a cheaper approach", "adversarial_survey_no_cheaper.json", nil, 1,
-			[]string{"stage survey", "t8: no approach is cheaper than the task as planned (mid cost_usd $330.00)"}},
+			[]string{"stage survey", "t8: no approach has a mid cost_usd below $330.00 (its trigger: wall of UNSAT c3, total_cost < 500)"}},
 		{"malformed JSON", "adversarial_malformed_json.json", nil, 1,
 			[]string{"stage constraints: the model's answer is not valid JSON", "the answer contains no JSON value"}},
 		{"an LLM that keeps failing", "adversarial_keeps_failing.json", nil, 1,
@@ -498,7 +506,7 @@ func TestCheckRejectsAnUnknownSchemaVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := runSolve(t, dir, "check", "p.json")
-	if r.code != 1 || !strings.Contains(r.stderr, `has schema "solve-plan/v0"; this solve reads "solve-plan/v1"`) {
+	if r.code != 1 || !strings.Contains(r.stderr, `has schema "solve-plan/v0"; this solve reads "solve-plan/v2"`) {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 }

@@ -65,13 +65,13 @@ type CheckReport struct {
 }
 
 // Check reads a plan file and runs the spec's assertion framework on it,
-// recomputing every figure from the raw tasks.
-func Check(ctx context.Context, path string) (*CheckReport, error) {
+// recomputing every figure from the raw tasks; see planning.Check.
+func Check(ctx context.Context, path string, o planning.CheckOptions) (*CheckReport, error) {
 	p, err := planning.Read(path)
 	if err != nil {
 		return nil, err
 	}
-	as := planning.Check(ctx, p)
+	as := planning.Check(ctx, p, o)
 	failed := planning.Failed(as)
 	return &CheckReport{File: path, Assertions: as, Passed: len(as) - failed, Failed: failed}, nil
 }

@@ -138,17 +138,21 @@ Everything is also stored in kernel.db (--db). Progress lines go to stderr.`,
 				p, err := k.Plan(cmd.Context(), client, req)
 				var stopped *planning.StoppedError
 				if errors.As(err, &stopped) {
-					return fmt.Errorf("planning stopped by --max-wall %s during stage %s (%d LLM calls, $%.4f): %w (root node %s in %s is marked failed; its logs and attempts are kept)",
+					err = fmt.Errorf("planning stopped by --max-wall %s during stage %s (%d LLM calls, $%.4f): %w (root node %s in %s is marked failed; its logs and attempts are kept)",
 						stopped.MaxWall, stopped.Stage, stopped.Calls, stopped.CostUSD, stopped.Err, stopped.Root, db)
 				}
 				if err != nil {
-					return err
+					return errors.Join(err, setAsideEarlierPlan(cmd.ErrOrStderr(), out))
 				}
 				files, err := planning.WriteFiles(p, out)
 				if err != nil {
 					return err
 				}
 				fmt.Fprint(cmd.OutOrStdout(), planning.Summary(p, files))
+				if p.SMT != nil && p.SMT.Disagree > 0 {
+					return fmt.Errorf("--smt z3: z3 disagrees with the kernel on %d question(s): %s; the plan was written to %s, with z3's answers in its smt section; this is a kernel bug, please report it with the plan",
+						p.SMT.Disagree, p.SMT.Disagreements(), files.JSON)
+				}
 				return nil
 			})
 		},
@@ -162,23 +166,64 @@ Everything is also stored in kernel.db (--db). Progress lines go to stderr.`,
 	f.DurationVar(&req.MaxWall, "max-wall", 10*time.Minute, "wall-clock cap for the whole planning run (0 = none)")
 	f.IntVar(&req.Retries, "retries", 2, "re-asks, with the violations quoted, when the kernel rejects an answer (0 = none)")
 	f.BoolVar(&req.LogRaw, "log-raw", false, "keep raw prompts and answers in the tier-3 logs (redacted by default)")
-	f.StringVar(&solver, "smt", "", "cross-check feasibility and repair with an SMT solver: z3 (needs the z3 binary)")
+	f.StringVar(&solver, "smt", "", "cross-check feasibility and repair with an SMT solver: z3 (needs the z3 binary); the plan is written whatever z3 answers, and a disagreement exits 1")
+	f.IntVar(&req.SurveyCalls, "survey-calls", planning.DefaultSurveyCalls, "most survey requests in all rounds, re-asks included; rounds after the first (widen, retry with the violation) run only while calls remain (1 = first round only)")
 	return cmd
+}
+
+// setAsideEarlierPlan renames the plan files an earlier run left at --out
+// (FILE, .md, .mmd, .svg) to NAME.prev, so that a failed run leaves
+// nothing a user could take for its result, and says so.
+func setAsideEarlierPlan(w io.Writer, out string) error {
+	f := planning.OutputFiles(out)
+	var moved []string
+	var errs []error
+	for _, path := range []string{f.JSON, f.Report, f.Mermaid, f.Gantt} {
+		if _, err := os.Lstat(path); err != nil {
+			continue
+		}
+		if err := os.Rename(path, path+".prev"); err != nil {
+			errs = append(errs, fmt.Errorf("set aside the earlier %s: %w", path, err))
+			continue
+		}
+		moved = append(moved, path)
+	}
+	if len(moved) > 0 {
+		fmt.Fprintf(w, "solve: this run wrote no plan; the files an earlier run left at --out (%s) are renamed with .prev so they are not taken for this run's result\n", strings.Join(moved, ", "))
+	}
+	return errors.Join(errs...)
 }
 
 func checkCommand() *cobra.Command {
 	var asJSON *bool
+	var solver string
 	cmd := &cobra.Command{
 		Use:   "check FILE",
 		Short: "Run the assertion framework on a plan file, recomputing every figure from its tasks",
 		Long: `Run the spec's six groups of assertions (constraint completeness, decomposition
 validity, budget arithmetic, approach survey triggers, repair effectiveness,
-critical path) on a plan file. Every figure is recomputed from the raw tasks,
-constraints, surveys and repair choices, never read from the plan's own totals,
-so a hand-edited plan fails. Prints PASS/FAIL with the numbers; exits 1 on any FAIL.`,
+critical path) on a plan file. Every field is recomputed from the goal, the
+constraints, the tasks and the survey answers, never read from the plan's own
+figures, so a hand-edited plan fails; docs/solve-plan-format.md lists the few
+fields taken on trust. A repair, or "no repair possible", is proved without the
+search that made it: by trying every combination when there are few enough,
+else by z3 with --smt z3. Prints PASS/FAIL with the numbers; exits 1 on any FAIL.`,
+		Example: `  solve check plan.json
+  solve check plan.json --smt z3 --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rep, err := solve.Check(cmd.Context(), args[0])
+			var o planning.CheckOptions
+			switch solver {
+			case "":
+			case "z3":
+				if _, err := smt.Version(cmd.Context()); err != nil {
+					return fmt.Errorf("--smt z3: %w or drop --smt", err)
+				}
+				o.SMT = true
+			default:
+				return cli.Usagef("--smt %q: the only solver is z3", solver)
+			}
+			rep, err := solve.Check(cmd.Context(), args[0], o)
 			if err != nil {
 				return err
 			}
@@ -209,6 +254,7 @@ so a hand-edited plan fails. Prints PASS/FAIL with the numbers; exits 1 on any F
 		},
 	}
 	asJSON = cli.JSONFlag(cmd)
+	cmd.Flags().StringVar(&solver, "smt", "", "also ask z3 every verdict and repair question (needs the z3 binary): proves repair claims too large to enumerate")
 	return cmd
 }
 

@@ -23,6 +23,7 @@ type Analysis struct {
 	Metrics           map[string]Estimate `json:"metrics"`
 	Cost              Rollup              `json:"cost"`
 	Time              Rollup              `json:"time"`
+	Budgets           []Budget            `json:"budgets"`
 	Waterfall         []WaterfallRow      `json:"waterfall"`
 	Schedule          []ScheduleRow       `json:"schedule"`
 	CriticalPaths     [][]string          `json:"critical_paths"`
@@ -45,12 +46,32 @@ type Rollup struct {
 	PWithinLimit *float64 `json:"p_within_limit,omitempty"`
 }
 
-// WaterfallRow is one step of the budget waterfall, in execution order.
+// Budget is a budgeted quantity besides total cost: a metric that adds
+// up over the tasks (total_hours, a declared sum quantity) with a plain
+// cap among the logic constraints (parts_usd <= 80). The waterfall counts
+// each down like the cost budget.
+type Budget struct {
+	Metric string  `json:"metric"`
+	Limit  float64 `json:"limit"`
+}
+
+// WaterfallRow is one step of the budget waterfall, in execution order:
+// the task's mid cost, the cumulative cost and the cost budget left, and
+// the same for every other budgeted quantity (Analysis.Budgets, in order).
 type WaterfallRow struct {
-	TaskID     string   `json:"task_id"`
-	CostMid    float64  `json:"cost_mid"`
-	Cumulative float64  `json:"cumulative"`
-	Remaining  *float64 `json:"remaining,omitempty"`
+	TaskID     string       `json:"task_id"`
+	CostMid    float64      `json:"cost_mid"`
+	Cumulative float64      `json:"cumulative"`
+	Remaining  *float64     `json:"remaining,omitempty"`
+	Budgets    []BudgetStep `json:"budgets,omitempty"`
+}
+
+// BudgetStep is one budgeted quantity in a waterfall row.
+type BudgetStep struct {
+	Metric     string  `json:"metric"`
+	Amount     float64 `json:"amount"`
+	Cumulative float64 `json:"cumulative"`
+	Remaining  float64 `json:"remaining"`
 }
 
 // ScheduleRow is one task's critical-path figures at mid estimates.
@@ -384,7 +405,8 @@ func (m *model) analyze(constraints []Constraint, exprs map[string]*expr.Expr) (
 		a.Schedule = append(a.Schedule, ScheduleRow{TaskID: t.ID, Hours: t.Hours.Mid, ES: mid.ES[i], EF: mid.EF[i], LS: mid.LS[i], LF: mid.LF[i],
 			TotalFloat: mid.TotalFloat[i], FreeFloat: mid.FreeFloat[i], Critical: mid.Critical[i], Wave: wave[i]})
 	}
-	a.Waterfall = m.waterfall(mid, costLimit)
+	a.Budgets = m.budgets(constraints, exprs)
+	a.Waterfall = m.waterfall(mid, scs[1], costLimit, a.Budgets)
 
 	a.SigmaV = 1
 	for _, c := range constraints {
@@ -454,15 +476,50 @@ func (m *model) executionOrder(s dag.Schedule) []int {
 	return order
 }
 
-func (m *model) waterfall(s dag.Schedule, budget *float64) []WaterfallRow {
+// budgets lists the budgeted quantities besides total cost: total_hours
+// and declared sum quantities with a plain cap (the tightest one).
+func (m *model) budgets(constraints []Constraint, exprs map[string]*expr.Expr) []Budget {
+	metrics := []string{"total_hours"}
+	for _, q := range m.quantities {
+		if q.Aggregate == "sum" {
+			metrics = append(metrics, q.Name)
+		}
+	}
+	out := []Budget{}
+	for _, name := range metrics {
+		var limit *float64
+		for _, c := range constraints {
+			if e := exprs[c.ID]; e != nil {
+				if l, ok := e.UpperLimit(name); ok && (limit == nil || l < *limit) {
+					limit = &l
+				}
+			}
+		}
+		if limit != nil {
+			out = append(out, Budget{Metric: name, Limit: *limit})
+		}
+	}
+	return out
+}
+
+func (m *model) waterfall(s dag.Schedule, mid scenario, budget *float64, others []Budget) []WaterfallRow {
 	var rows []WaterfallRow
 	cum := 0.0
+	cums := make([]float64, len(others))
 	for _, v := range m.executionOrder(s) {
 		cum += m.tasks[v].CostUSD.Mid
 		row := WaterfallRow{TaskID: m.tasks[v].ID, CostMid: m.tasks[v].CostUSD.Mid, Cumulative: cum}
 		if budget != nil {
 			r := *budget - cum
 			row.Remaining = &r
+		}
+		for k, b := range others {
+			amount := mid.hours[v]
+			if b.Metric != "total_hours" {
+				amount = mid.q[b.Metric][v]
+			}
+			cums[k] += amount
+			row.Budgets = append(row.Budgets, BudgetStep{Metric: b.Metric, Amount: amount, Cumulative: cums[k], Remaining: b.Limit - cums[k]})
 		}
 		rows = append(rows, row)
 	}
@@ -565,27 +622,15 @@ func (m *model) contributions(metric string, sc scenario, s dag.Schedule) []floa
 // over metrics of weight × its share of the metric. The wall is the
 // smallest prefix of the ranking whose contributions cover the overshoot.
 func (m *model) wall(id string, e *expr.Expr, vals map[string]float64, sc scenario, s dag.Schedule) (Wall, error) {
-	base, err := e.Slack(vals)
+	base, weights, err := slackWeights(e, vals)
 	if err != nil {
 		return Wall{}, err
 	}
 	w := Wall{ConstraintID: id, Overshoot: -base}
 	amount := make([]float64, len(m.tasks))
-	for _, name := range e.Vars() {
-		h := math.Max(1e-6, 1e-6*math.Abs(vals[name]))
-		bumped := maps.Clone(vals)
-		bumped[name] += h
-		slack, err := e.Slack(bumped)
-		if err != nil {
-			return Wall{}, err
-		}
-		weight := (base - slack) / h
-		if weight <= 1e-9 {
-			continue
-		}
-		weight = roundWeight(weight)
+	for _, name := range slices.Sorted(maps.Keys(weights)) {
 		for i, c := range m.contributions(name, sc, s) {
-			amount[i] += weight * c
+			amount[i] += weights[name] * c
 		}
 	}
 	total := sum(amount)
@@ -618,28 +663,35 @@ func (m *model) wall(id string, e *expr.Expr, vals map[string]float64, sc scenar
 	return w, nil
 }
 
+// slackWeights returns a constraint's slack at vals and, for each metric
+// whose growth lowers it, how much one more unit lowers it (a finite
+// difference, snapped by roundWeight).
+func slackWeights(e *expr.Expr, vals map[string]float64) (float64, map[string]float64, error) {
+	base, err := e.Slack(vals)
+	if err != nil {
+		return 0, nil, err
+	}
+	weights := map[string]float64{}
+	for _, name := range e.Vars() {
+		h := math.Max(1e-6, 1e-6*math.Abs(vals[name]))
+		bumped := maps.Clone(vals)
+		bumped[name] += h
+		slack, err := e.Slack(bumped)
+		if err != nil {
+			return 0, nil, err
+		}
+		if weight := (base - slack) / h; weight > 1e-9 {
+			weights[name] = roundWeight(weight)
+		}
+	}
+	return base, weights, nil
+}
+
 // roundWeight snaps a finite-difference weight to 9 significant digits, so
 // a linear constraint's weight is exact (1, 12, 0.5).
 func roundWeight(w float64) float64 {
 	scale := math.Pow(10, 8-math.Floor(math.Log10(w)))
 	return math.Round(w*scale) / scale
-}
-
-// surveyTriggers lists, per task, why it must be surveyed: confidence
-// below SurveyConfidence, or being in the wall of an UNSAT constraint.
-func surveyTriggers(tasks []Task, a *Analysis) map[string][]string {
-	out := map[string][]string{}
-	for _, t := range tasks {
-		if t.Confidence < SurveyConfidence {
-			out[t.ID] = append(out[t.ID], fmt.Sprintf("confidence %.2f < %.1f", t.Confidence, SurveyConfidence))
-		}
-	}
-	for _, w := range a.Walls {
-		for _, id := range w.Wall {
-			out[id] = append(out[id], "wall of UNSAT "+w.ConstraintID)
-		}
-	}
-	return out
 }
 
 // errInvalid reports whether err is an InvalidPlanError, returning its problems.

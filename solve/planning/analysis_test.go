@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/llmkernels/kernels/solve/store"
 )
 
 func est(l, m, h float64) Estimate { return Estimate{Low: l, Mid: m, High: h} }
@@ -16,8 +14,10 @@ func est(l, m, h float64) Estimate { return Estimate{Low: l, Mid: m, High: h} }
 // critical path 12h mid, 17h high against 14h.
 func fixture() *Plan {
 	return &Plan{
-		Schema: SchemaVersion,
-		Goal:   "Ship the thing within 14h for <$400.",
+		Schema:    SchemaVersion,
+		Goal:      "Ship the thing within 14h for <$400.",
+		Stated:    []StatedConstraint{{Quote: "within 14h", CoveredBy: []string{"c2"}}, {Quote: "for <$400", CoveredBy: []string{"c1"}}},
+		NotStated: []NotConstraint{},
 		Constraints: []Constraint{
 			{ID: "c1", Type: Logic, Domain: "cost", Title: "cost cap", Explicit: true, Quote: "<$400", Payload: Payload{Expr: "total_cost <= 400"}, Sigma: 1, RemovalConsequence: "overspend"},
 			{ID: "c2", Type: Logic, Domain: "schedule", Title: "time cap", Explicit: true, Quote: "within 14h", Payload: Payload{Expr: "critical_path_hours <= 14"}, Sigma: 1, RemovalConsequence: "late"},
@@ -29,14 +29,15 @@ func fixture() *Plan {
 			{ID: "c", Type: "build", DependsOn: []string{"a"}, CostUSD: est(20, 40, 60), Hours: est(2, 4, 6), Confidence: 0.25, Method: JudgmentRequired},
 			{ID: "d", Type: "evaluation", DependsOn: []string{"b", "c"}, CostUSD: est(200, 300, 400), Hours: est(3, 4, 5), Confidence: 0.6, Method: KnownMethod},
 		},
+		SurveyRounds: []SurveyRound{{Round: 1, Kind: RoundTriggered, Tasks: []string{"c", "d"}, Outcome: RoundAnswered}},
 		Surveys: []Survey{
-			{TaskID: "c", Approaches: []Approach{
-				{ID: "y1", Title: "cheap", CostUSD: est(10, 20, 30), Hours: est(2, 3, 4), Confidence: 0.5, ConstraintEffects: []Effect{{ConstraintID: "c3", Sigma: 0.3}}},
-				{ID: "y2", Title: "solid", CostUSD: est(30, 45, 60), Hours: est(2, 3, 4), Confidence: 0.7},
+			{TaskID: "c", Round: 1, Triggers: []string{"confidence 0.25 < 0.3"}, Approaches: []Approach{
+				{ID: "y1", Title: "cheap", CostUSD: est(10, 20, 30), Hours: est(2, 3, 4), Confidence: 0.5, ConstraintEffects: []Effect{{ConstraintID: "c3", Sigma: 0.3}}, Round: 1},
+				{ID: "y2", Title: "solid", CostUSD: est(30, 45, 60), Hours: est(2, 3, 4), Confidence: 0.7, Round: 1},
 			}},
-			{TaskID: "d", Approaches: []Approach{
-				{ID: "x1", Title: "fewer samples", CostUSD: est(100, 150, 200), Hours: est(3, 4, 5), Confidence: 0.6},
-				{ID: "x2", Title: "cheap but slow", CostUSD: est(50, 80, 100), Hours: est(6, 8, 10), Confidence: 0.6},
+			{TaskID: "d", Round: 1, Triggers: []string{"wall of UNSAT c1"}, Approaches: []Approach{
+				{ID: "x1", Title: "fewer samples", CostUSD: est(100, 150, 200), Hours: est(3, 4, 5), Confidence: 0.6, Round: 1},
+				{ID: "x2", Title: "cheap but slow", CostUSD: est(50, 80, 100), Hours: est(6, 8, 10), Confidence: 0.6, Round: 1},
 			}},
 		},
 	}
@@ -218,8 +219,12 @@ func TestRepairPicksTheCheapestFeasibleCombination(t *testing.T) {
 		t.Fatal(err)
 	}
 	// d/x2 is cheapest but makes the critical path 16h > 14h; c/y1 would drop c3 below its floor.
-	if r.Status != RepairRepaired || len(r.Choices) != 2 || r.Choices[0] != (Choice{"c", OriginalApproach}) || r.Choices[1] != (Choice{"d", "x1"}) {
+	if r.Status != RepairRepaired || len(r.Choices) != 2 || r.Choices[0].TaskID != "c" || r.Choices[0].ApproachID != OriginalApproach ||
+		r.Choices[1].TaskID != "d" || r.Choices[1].ApproachID != "x1" || !slices.Equal(r.Choices[1].NeededFor, []string{"c1"}) {
 		t.Fatalf("repair = %+v", r)
+	}
+	if why := r.Choices[1].Reason; !strings.Contains(why, "c1 (total_cost <= 400 fails: total_cost 460)") {
+		t.Errorf("reason %q", why)
 	}
 	if r.Revised.Cost.Mid != 310 || verdictOf(r.Revised, "c1").Verdict != TIGHT || verdictOf(r.Revised, "c2").Verdict != TIGHT {
 		t.Fatalf("revised cost %v, c1 %s, c2 %s", r.Revised.Cost.Mid, verdictOf(r.Revised, "c1").Verdict, verdictOf(r.Revised, "c2").Verdict)
@@ -261,79 +266,5 @@ func TestRepairNotNeededWithoutUNSAT(t *testing.T) {
 	r, err := repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, a)
 	if err != nil || r.Status != RepairNotNeeded {
 		t.Fatalf("repair = %+v, %v", r, err)
-	}
-}
-
-func TestRepairSearchIsExactAgainstBruteForce(t *testing.T) {
-	for seed := range uint64(30) {
-		p := generatePlan(seed, 14, 5, 3)
-		a, err := Analyze(p.Tasks, p.Quantities, p.Constraints)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		best, found := bruteForce(t, p)
-		switch {
-		case r.Status == RepairNotNeeded:
-		case !found && r.Status != RepairInfeasible:
-			t.Fatalf("seed %d: brute force finds nothing, search says %s", seed, r.Status)
-		case found && (r.Status != RepairRepaired || math.Abs(r.Revised.Cost.Mid-best) > 1e-9):
-			t.Fatalf("seed %d: brute force best %v, search %s %+v", seed, best, r.Status, r.Revised)
-		}
-	}
-}
-
-// bruteForce tries every combination and returns the least feasible mid
-// cost: no UNSAT verdict, no approach below a semantic floor.
-func bruteForce(t *testing.T, p *Plan) (float64, bool) {
-	floor := map[string]float64{}
-	for _, c := range p.Constraints {
-		if c.Type == Semantic {
-			floor[c.ID] = math.Min(store.TauLocal, c.Sigma)
-		}
-	}
-	best, found := math.Inf(1), false
-	n := len(p.Surveys)
-	idx := make([]int, n)
-	for {
-		var choices []Choice
-		for k, sv := range p.Surveys {
-			id := OriginalApproach
-			if idx[k] > 0 {
-				id = sv.Approaches[idx[k]-1].ID
-			}
-			choices = append(choices, Choice{TaskID: sv.TaskID, ApproachID: id})
-		}
-		a, err := Analyze(applyChoices(p.Tasks, p.Surveys, choices), p.Quantities, p.Constraints)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ok := true
-		for _, ch := range choices {
-			ap, _ := findApproach(p.Surveys, ch)
-			for _, ef := range ap.ConstraintEffects {
-				ok = ok && ef.Sigma >= floor[ef.ConstraintID]
-			}
-		}
-		for _, v := range a.Verdicts {
-			ok = ok && v.Verdict != UNSAT
-		}
-		if ok && a.Cost.Mid < best {
-			best, found = a.Cost.Mid, true
-		}
-		k := 0
-		for ; k < n; k++ {
-			idx[k]++
-			if idx[k] <= len(p.Surveys[k].Approaches) {
-				break
-			}
-			idx[k] = 0
-		}
-		if k == n {
-			return best, found
-		}
 	}
 }

@@ -2,14 +2,15 @@ package planning
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"github.com/llmkernels/kernels/solve/store"
 	"math"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/llmkernels/kernels/solve/dag"
+	"github.com/llmkernels/kernels/solve/planning/smt"
+	"github.com/llmkernels/kernels/solve/store"
 )
 
 // Assertion is one assertion of the spec's framework.
@@ -39,71 +40,19 @@ func approx(a, b float64) bool {
 
 func money(v float64) string { return fmt.Sprintf("$%.2f", v) }
 
-// goalFigure matches a figure in a goal: a number not glued to a word
-// (p99 and GPT-5 do not count), with its sign, currency and unit.
-var goalFigure = regexp.MustCompile(`(?:^|[^\p{L}\p{N}_.\-])([<>≤≥~]?\$?\d[\d,]*(?:\.\d+)?(?:%|[\p{L}]+)?(?:/[\p{L}]+)?)`)
-
-// GoalFigures lists the quantified figures a goal states; each is taken to
-// be one explicit constraint.
-func GoalFigures(goal string) []string {
-	var out []string
-	for _, m := range goalFigure.FindAllStringSubmatch(goal, -1) {
-		out = append(out, strings.TrimRight(m[1], ","))
-	}
-	return out
+// CheckOptions tune Check.
+type CheckOptions struct {
+	// SMT asks z3 every verdict and repair question too (solve check --smt
+	// z3): the proof of a repair claim too large to enumerate.
+	SMT bool
 }
 
-// ExplicitMinimum is N of the framework's first assertion: the goal's
-// figures, one per --constraint, one each for --budget and --time.
-func ExplicitMinimum(goal string, in Inputs) (int, string) {
-	figs := GoalFigures(goal)
-	n := len(figs) + len(in.Constraints)
-	flags := []string{}
-	if in.BudgetUSD != nil {
-		n++
-		flags = append(flags, "--budget")
-	}
-	if in.TimeHours != nil {
-		n++
-		flags = append(flags, "--time")
-	}
-	why := fmt.Sprintf("goal figures: %s; %d --constraint", strings.Join(figs, ", "), len(in.Constraints))
-	if len(figs) == 0 {
-		why = fmt.Sprintf("no figures in the goal; %d --constraint", len(in.Constraints))
-	}
-	if len(flags) > 0 {
-		why += "; " + strings.Join(flags, ", ")
-	}
-	return n, why
-}
-
-func normalize(s string) string { return strings.Join(strings.Fields(strings.ToLower(s)), " ") }
-
-// quoteFound reports whether an explicit constraint's quote is in the goal
-// or a --constraint (case and spacing ignored), or names a flag the kernel
-// turned into a constraint.
-func quoteFound(c Constraint, goal string, in Inputs) bool {
-	q := normalize(c.Quote)
-	if q == "" {
-		return false
-	}
-	if c.Provenance.ResolverID == KernelResolverID && strings.HasPrefix(q, "--") {
-		return true
-	}
-	if strings.Contains(normalize(goal), q) {
-		return true
-	}
-	for _, t := range in.Constraints {
-		if strings.Contains(normalize(t), q) {
-			return true
-		}
-	}
-	return false
-}
-
-// Check runs the spec's assertion framework on a plan, recomputing every
-// figure from the raw tasks, constraints, surveys and repair choices.
-func Check(ctx context.Context, p *Plan) []Assertion {
+// Check runs the spec's assertion framework on a plan. Every field of the
+// plan is recomputed from the raw goal, inputs, constraints, tasks and
+// survey answers and compared, except those docs/solve-plan-format.md
+// lists as taken on trust. A repair claim is proved without the search
+// that made it (proof.go).
+func Check(ctx context.Context, p *Plan, o CheckOptions) []Assertion {
 	c := &assertions{}
 	checkConstraints(c, p)
 	m := checkDecomposition(c, p)
@@ -125,14 +74,19 @@ func Check(ctx context.Context, p *Plan) []Assertion {
 		return c.out
 	}
 	checkBudget(c, p, a)
-	checkSurveys(c, p, a)
-	checkRepair(ctx, c, p, a)
+	checkSurveys(ctx, c, p, a)
+	checkRepair(ctx, c, p, a, o)
 	checkCriticalPath(c, p, m, a)
+	if o.SMT {
+		checkSMT(ctx, c, p)
+	}
+	slices.SortStableFunc(c.out, func(x, y Assertion) int { return x.Group - y.Group })
 	return c.out
 }
 
 func checkConstraints(c *assertions, p *Plan) {
-	n, why := ExplicitMinimum(p.Goal, p.Inputs)
+	cv := cover(p.Goal, p.Inputs, p.Constraints, p.Stated, p.NotStated)
+	n, why := ExplicitMinimum(p.Stated, p.Inputs)
 	explicit := 0
 	var unquoted []string
 	for _, k := range p.Constraints {
@@ -143,7 +97,19 @@ func checkConstraints(c *assertions, p *Plan) {
 			}
 		}
 	}
-	c.add(1, "1.1", "explicit constraints", explicit >= n, "%d explicit constraints, at least %d required (%s)", explicit, n, why)
+	bad := slices.Clone(cv.problems)
+	if explicit < n {
+		bad = append(bad, fmt.Sprintf("%d explicit constraints, at least %d required", explicit, n))
+	}
+	if d := diffJSON("stated_constraints", cv.stated, p.Stated); len(d) > 0 {
+		bad = append(bad, "covered_by recomputed differs: "+strings.Join(d, "; "))
+	}
+	var covers []string
+	for _, s := range cv.stated {
+		covers = append(covers, fmt.Sprintf("%q by %s", s.Quote, orDash(strings.Join(s.CoveredBy, ", "))))
+	}
+	c.add(1, "1.1", "explicit constraints cover what the goal states", len(bad) == 0, "%d explicit constraints, at least %d required (%s)%s",
+		explicit, n, why, orText(bad, "; covered: "+strings.Join(covers, "; "), "; "))
 	c.add(1, "1.2", "explicit constraints quote the goal", len(unquoted) == 0, "%s",
 		orText(unquoted, "every explicit constraint quotes words of the goal, a --constraint or a flag", "not found in the goal or a --constraint: "))
 	var implicit []string
@@ -153,7 +119,7 @@ func checkConstraints(c *assertions, p *Plan) {
 		}
 	}
 	c.add(1, "1.3", "implicit constraint with removal consequence", len(implicit) > 0, "%d implicit constraint(s) with a removal consequence: %s", len(implicit), strings.Join(implicit, ", "))
-	var bad []string
+	bad = nil
 	ids := map[string]bool{}
 	for _, k := range p.Constraints {
 		if ids[k.ID] {
@@ -176,6 +142,9 @@ func checkConstraints(c *assertions, p *Plan) {
 	bad = append(bad, problems...)
 	c.add(1, "1.4", "constraints well-formed", len(bad) == 0, "%s",
 		orText(bad, fmt.Sprintf("%d constraints typed logic|semantic; logic expressions parse over known metrics with σ 1.0; semantic ones have a rubric", len(p.Constraints)), ""))
+	figs := GoalFigures(p.Goal)
+	c.add(1, "1.5", "every figure of the goal is accounted for", len(cv.unaccounts) == 0, "%s",
+		orText(cv.unaccounts, fmt.Sprintf("figures %s each in a stated constraint or a not-constraint (%d not-constraints)", orDash(strings.Join(figs, ", ")), len(p.NotStated)), "in no stated or not-constraint quote: "))
 }
 
 func orText(problems []string, ok, prefix string) string {
@@ -183,6 +152,91 @@ func orText(problems []string, ok, prefix string) string {
 		return ok
 	}
 	return prefix + strings.Join(problems, "; ")
+}
+
+// diffJSON lists where got differs from want, compared as JSON (the plan
+// file's own form): paths like analysis.waves[0][1], numbers within a
+// relative 1e-6. At most 8 paths are listed.
+func diffJSON(path string, want, got any) []string {
+	var w, g any
+	for _, x := range []struct {
+		v   any
+		dst *any
+	}{{want, &w}, {got, &g}} {
+		data, err := json.Marshal(x.v)
+		if err != nil {
+			return []string{fmt.Sprintf("%s: %v", path, err)}
+		}
+		if err := json.Unmarshal(data, x.dst); err != nil {
+			return []string{fmt.Sprintf("%s: %v", path, err)}
+		}
+	}
+	var out []string
+	walkDiff(path, w, g, &out)
+	if len(out) > 8 {
+		out = append(out[:8], fmt.Sprintf("and %d more", len(out)-8))
+	}
+	return out
+}
+
+func walkDiff(path string, w, g any, out *[]string) {
+	switch wv := w.(type) {
+	case map[string]any:
+		gv, ok := g.(map[string]any)
+		if !ok {
+			*out = append(*out, fmt.Sprintf("%s is %s, recomputed %s", path, short(g), short(w)))
+			return
+		}
+		keys := map[string]bool{}
+		for k := range wv {
+			keys[k] = true
+		}
+		for k := range gv {
+			keys[k] = true
+		}
+		for _, k := range sortedKeys(keys) {
+			walkDiff(path+"."+k, wv[k], gv[k], out)
+		}
+	case []any:
+		gv, ok := g.([]any)
+		if !ok || len(gv) != len(wv) {
+			*out = append(*out, fmt.Sprintf("%s is %s, recomputed %s", path, short(g), short(w)))
+			return
+		}
+		for i := range wv {
+			walkDiff(fmt.Sprintf("%s[%d]", path, i), wv[i], gv[i], out)
+		}
+	case float64:
+		if gv, ok := g.(float64); !ok || !approx(wv, gv) {
+			*out = append(*out, fmt.Sprintf("%s is %s, recomputed %s", path, short(g), short(w)))
+		}
+	default:
+		if fmt.Sprint(w) != fmt.Sprint(g) {
+			*out = append(*out, fmt.Sprintf("%s is %s, recomputed %s", path, short(g), short(w)))
+		}
+	}
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// short renders a JSON value for a message, clipped.
+func short(v any) string {
+	if v == nil {
+		return "absent"
+	}
+	data, _ := json.Marshal(v) // a decoded JSON value always marshals
+	s := string(data)
+	if len(s) > 60 {
+		s = s[:57] + "…"
+	}
+	return s
 }
 
 func checkDecomposition(c *assertions, p *Plan) *model {
@@ -252,6 +306,9 @@ func checkBudget(c *assertions, p *Plan, a *Analysis) {
 		if w.TaskID != x.TaskID || !approx(w.Cumulative, x.Cumulative) || !approx(w.CostMid, x.CostMid) {
 			problems = append(problems, fmt.Sprintf("row %d: reported %s cumulative %s, recomputed %s cumulative %s", k+1, x.TaskID, money(x.Cumulative), w.TaskID, money(w.Cumulative)))
 		}
+		if d := diffJSON(fmt.Sprintf("row %d budgets", k+1), stepsWithoutRemaining(w.Budgets), stepsWithoutRemaining(x.Budgets)); len(d) > 0 {
+			problems = append(problems, d...)
+		}
 		if k > 0 && x.Cumulative < rows[k-1].Cumulative {
 			problems = append(problems, fmt.Sprintf("row %d: cumulative falls from %s to %s", k+1, money(rows[k-1].Cumulative), money(x.Cumulative)))
 		}
@@ -261,12 +318,12 @@ func checkBudget(c *assertions, p *Plan, a *Analysis) {
 		final = a.Waterfall[len(a.Waterfall)-1].Cumulative
 	}
 	c.add(3, "3.2", "waterfall cumulative values increase monotonically", len(problems) == 0, "%s",
-		orText(problems, fmt.Sprintf("%d rows in execution order, cumulative %s → %s", len(rows), money(firstCum(a.Waterfall)), money(final)), ""))
+		orText(problems, fmt.Sprintf("%d rows in execution order, cumulative %s → %s; %d other budgeted quantities", len(rows), money(firstCum(a.Waterfall)), money(final), len(a.Budgets)), ""))
 
-	problems = nil
-	if a.Cost.Limit == nil {
-		c.add(3, "3.3", "remaining budget decreases monotonically", true, "no total_cost cap among the constraints, so no remaining budget to count down")
-	} else {
+	problems = diffJSON("analysis.budgets", a.Budgets, p.Analysis.Budgets)
+	var counted []string
+	if a.Cost.Limit != nil {
+		counted = append(counted, fmt.Sprintf("cost %s → %s", money(*a.Cost.Limit), money(*a.Cost.Limit-final)))
 		for k, x := range rows {
 			switch {
 			case x.Remaining == nil:
@@ -277,8 +334,31 @@ func checkBudget(c *assertions, p *Plan, a *Analysis) {
 				problems = append(problems, fmt.Sprintf("row %d: remaining rises from %s to %s", k+1, money(*rows[k-1].Remaining), money(*x.Remaining)))
 			}
 		}
-		c.add(3, "3.3", "remaining budget decreases monotonically", len(problems) == 0, "%s",
-			orText(problems, fmt.Sprintf("budget %s counts down to %s", money(*a.Cost.Limit), money(*a.Cost.Limit-final)), ""))
+	}
+	for j, b := range a.Budgets {
+		last := b.Limit
+		for k, x := range rows {
+			if j >= len(x.Budgets) || x.Budgets[j].Metric != b.Metric {
+				problems = append(problems, fmt.Sprintf("row %d (%s) has no %s column", k+1, x.TaskID, b.Metric))
+				break
+			}
+			st := x.Budgets[j]
+			switch {
+			case !approx(st.Remaining, b.Limit-st.Cumulative):
+				problems = append(problems, fmt.Sprintf("row %d (%s): %s remaining %s, but %s − %s = %s", k+1, x.TaskID, b.Metric, num(st.Remaining), num(b.Limit), num(st.Cumulative), num(b.Limit-st.Cumulative)))
+			case st.Remaining > last+1e-9*math.Max(1, math.Abs(last)):
+				problems = append(problems, fmt.Sprintf("row %d: %s remaining rises from %s to %s", k+1, b.Metric, num(last), num(st.Remaining)))
+			}
+			last = st.Remaining
+		}
+		if n := len(a.Waterfall); n > 0 && j < len(a.Waterfall[n-1].Budgets) {
+			counted = append(counted, fmt.Sprintf("%s %s → %s", b.Metric, num(b.Limit), num(a.Waterfall[n-1].Budgets[j].Remaining)))
+		}
+	}
+	if len(counted) == 0 && len(problems) == 0 {
+		c.add(3, "3.3", "remaining budget decreases monotonically", true, "no capped budget (total_cost, total_hours or a sum quantity) among the constraints, so nothing to count down")
+	} else {
+		c.add(3, "3.3", "remaining budget decreases monotonically", len(problems) == 0, "%s", orText(problems, "counts down: "+strings.Join(counted, "; "), ""))
 	}
 
 	reported := map[string]Verdict{}
@@ -286,10 +366,12 @@ func checkBudget(c *assertions, p *Plan, a *Analysis) {
 		reported[v.ConstraintID] = v
 	}
 	for _, v := range a.Verdicts {
+		rv, ok := reported[v.ConstraintID]
 		if v.Type != Logic {
+			c.add(3, "3.4", "feasibility of "+v.ConstraintID+" matches its judgment", ok && rv.Verdict == v.Verdict && approx(rv.Sigma, v.Sigma),
+				"semantic: %s with σ %.2f as extracted; plan reports %s with σ %.2f", v.Verdict, v.Sigma, orDash(rv.Verdict), rv.Sigma)
 			continue
 		}
-		rv, ok := reported[v.ConstraintID]
 		c.add(3, "3.4", "feasibility of "+v.ConstraintID+" matches the threshold comparison", ok && rv.Verdict == v.Verdict,
 			"%s: %s → %s (holds at mid %v, at high %v); plan reports %s", v.Expr, v.Detail, v.Verdict, v.HoldsMid, v.HoldsHigh, orDash(rv.Verdict))
 	}
@@ -299,6 +381,18 @@ func checkBudget(c *assertions, p *Plan, a *Analysis) {
 		c.add(3, "3.5", "model's stated "+cl.Name+" is reported, not used", ok && approx(cl.Computed, want) && cl.Agrees == approx(cl.Stated, want),
 			"model stated %s, kernel computes %s from the tasks%s", num(cl.Stated), num(want), map[bool]string{true: "", false: " (disagreement reported; the kernel's figure is the one used)"}[approx(cl.Stated, want)])
 	}
+	d := diffJSON("analysis", a, p.Analysis)
+	c.add(3, "3.6", "every other figure of the analysis recomputed", len(d) == 0, "%s",
+		orText(d, "metrics, rollups and P(within limit), budgets, waterfall, schedule, critical paths, waves, verdicts, walls and σ_v all match the tasks", ""))
+}
+
+// stepsWithoutRemaining keeps what 3.2 compares; 3.3 checks remaining.
+func stepsWithoutRemaining(steps []BudgetStep) []BudgetStep {
+	out := slices.Clone(steps)
+	for i := range out {
+		out[i].Remaining = 0
+	}
+	return out
 }
 
 func firstCum(rows []WaterfallRow) float64 {
@@ -318,95 +412,272 @@ func orDash(s string) string {
 // claimMetric maps a claim name to its metric.
 func claimMetric(name string) string { return strings.TrimSuffix(name, "_mid") }
 
-func checkSurveys(c *assertions, p *Plan, a *Analysis) {
-	triggers := surveyTriggers(p.Tasks, a)
+// rounds recomputes the survey rounds the plan's approaches belong to:
+// round 1 from the analysis, each later round from a repair over the
+// earlier rounds' approaches (the kernel's search: a round's trigger is
+// taken from it; the final claim is proved independently in group 5).
+func rounds(ctx context.Context, p *Plan, a *Analysis) ([]roundPlan, error) {
+	last := 1
+	for _, sv := range p.Surveys {
+		for _, ap := range sv.Approaches {
+			last = max(last, ap.Round)
+		}
+	}
+	for _, r := range p.SurveyRounds {
+		last = max(last, r.Round)
+	}
+	out := []roundPlan{firstRound(p.Tasks, a)}
+	for r := 2; r <= last; r++ {
+		prior := surveysBefore(p.Surveys, r)
+		rep, err := repairPlan(ctx, p.Tasks, p.Quantities, p.Constraints, prior, a)
+		if err != nil {
+			return out, err
+		}
+		if rep.Status != RepairInfeasible {
+			return out, fmt.Errorf("round %d has no reason: the approaches of rounds before it already give %s", r, rep.Status)
+		}
+		rp, err := nextRound(p.Tasks, p.Quantities, p.Constraints, prior, rep, r)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, rp)
+	}
+	return out, nil
+}
+
+func checkSurveys(ctx context.Context, c *assertions, p *Plan, a *Analysis) {
+	rps, err := rounds(ctx, p, a)
+	if err != nil {
+		c.add(4, "4.0", "survey rounds recomputed", false, "%v", err)
+	}
+	first := rps[0]
+	if len(p.Surveys) == 0 && len(first.tasks) == 0 {
+		c.add(4, "4.1", "surveys triggered", true, "no task has confidence < %.1f or sits in an UNSAT wall; nothing to survey", SurveyConfidence)
+	}
 	task := map[string]Task{}
 	for _, t := range p.Tasks {
 		task[t.ID] = t
 	}
-	surveyed := map[string]bool{}
-	if len(p.Surveys) == 0 && len(triggers) == 0 {
-		c.add(4, "4.1", "surveys triggered", true, "no task has confidence < %.1f or sits in an UNSAT wall; nothing to survey", SurveyConfidence)
-		return
-	}
-	declared := map[string]bool{}
-	for _, q := range p.Quantities {
-		declared[q.Name] = true
-	}
 	for _, sv := range p.Surveys {
-		surveyed[sv.TaskID] = true
 		t, ok := task[sv.TaskID]
 		if !ok {
 			c.add(4, "4.1", "survey of "+sv.TaskID+" is triggered", false, "the plan has no task %q", sv.TaskID)
 			continue
 		}
-		why := triggers[sv.TaskID]
-		c.add(4, "4.1", "survey of "+sv.TaskID+" is triggered", len(why) > 0, "%s",
-			orText(why, fmt.Sprintf("%s has confidence %.2f ≥ %.1f and is in no UNSAT wall", sv.TaskID, t.Confidence, SurveyConfidence), sv.TaskID+": "))
-		distinct := map[string]bool{}
-		var dup []string
-		for _, ap := range sv.Approaches {
-			key := fmt.Sprintf("%s|%v|%v", normalize(ap.Title), ap.CostUSD, ap.Hours)
-			if distinct[key] || ap.ID == OriginalApproach {
-				dup = append(dup, ap.ID)
+		var want []string
+		var why []string
+		var ip itemProblems
+		better := []string{}
+		for _, rp := range rps {
+			var aps []Approach
+			for _, ap := range sv.Approaches {
+				if ap.Round == rp.round {
+					aps = append(aps, ap)
+				}
 			}
-			distinct[key] = true
-		}
-		c.add(4, "4.2", "survey of "+sv.TaskID+" has at least 2 distinct approaches", len(sv.Approaches)-len(dup) >= 2,
-			"%d approaches%s", len(sv.Approaches), orText(dup, "", ", not distinct or reserved ids: "))
-		var cheaper []string
-		for _, ap := range sv.Approaches {
-			if ap.CostUSD.Mid < t.CostUSD.Mid {
-				cheaper = append(cheaper, fmt.Sprintf("%s %s", ap.ID, money(ap.CostUSD.Mid)))
+			if len(aps) == 0 {
+				continue
+			}
+			texts := rp.texts(sv.TaskID)
+			if len(texts) == 0 {
+				why = append(why, fmt.Sprintf("round %d (%s) did not ask about %s", rp.round, rp.kind, sv.TaskID))
+				continue
+			}
+			want = append(want, texts...)
+			sc, err := newSurveyCheck(p, rp, surveysBefore(p.Surveys, rp.round))
+			if err != nil {
+				why = append(why, err.Error())
+				continue
+			}
+			got := sc.item(sv.TaskID, aps, sv.NothingBetter)
+			ip.distinct = append(ip.distinct, got.distinct...)
+			ip.better = append(ip.better, got.better...)
+			ip.plausible = append(ip.plausible, got.plausible...)
+			for _, im := range sc.want[sv.TaskID] {
+				var by []string
+				for _, ap := range aps {
+					if im.better(t, ap) {
+						by = append(by, ap.ID)
+					}
+				}
+				if len(by) > 0 {
+					better = append(better, fmt.Sprintf("round %d asked for %s: %s", rp.round, im.want(t), strings.Join(by, ", ")))
+				}
 			}
 		}
-		c.add(4, "4.3", "survey of "+sv.TaskID+" has a cheaper approach", len(cheaper) > 0, "original mid %s; cheaper: %s",
-			money(t.CostUSD.Mid), orDash(strings.Join(cheaper, ", ")))
-		var bad []string
-		for _, ap := range sv.Approaches {
-			bad = append(bad, workProblems(sv.TaskID+"/"+ap.ID, ap.CostUSD, ap.Hours, ap.Confidence, ap.Quantities, declared)...)
+		if !slices.Equal(want, sv.Triggers) {
+			why = append(why, fmt.Sprintf("triggers recorded %q, recomputed %q", sv.Triggers, want))
 		}
-		c.add(4, "4.4", "approach estimates of "+sv.TaskID+" plausible", len(bad) == 0, "%s", orText(bad, "no negative costs, no zero-time approaches", ""))
+		for _, ap := range sv.Approaches {
+			if ap.Round < 1 || ap.Round > len(rps) {
+				why = append(why, fmt.Sprintf("%s/%s is from round %d, which did not run", sv.TaskID, ap.ID, ap.Round))
+			}
+		}
+		c.add(4, "4.1", "survey of "+sv.TaskID+" is triggered", len(why) == 0 && len(want) > 0, "%s",
+			orText(why, strings.Join(want, "; "), sv.TaskID+": "))
+		c.add(4, "4.2", "survey of "+sv.TaskID+" has at least 2 distinct approaches", len(ip.distinct) == 0,
+			"%d approaches%s", len(sv.Approaches), orText(ip.distinct, "", "; "))
+		detail := strings.Join(better, "; ")
+		if strings.TrimSpace(sv.NothingBetter) != "" {
+			detail = orDash(detail) + "; nothing better possible, the model says: " + sv.NothingBetter
+		}
+		c.add(4, "4.3", "survey of "+sv.TaskID+" offers what its trigger asks", len(ip.better) == 0, "%s", orText(ip.better, detail, ""))
+		c.add(4, "4.4", "approach estimates of "+sv.TaskID+" plausible", len(ip.plausible) == 0, "%s",
+			orText(ip.plausible, "no negative costs, no zero-time approaches, effects only on semantic constraints", ""))
 	}
 	var missing []string
-	for _, t := range p.Tasks {
-		if len(triggers[t.ID]) > 0 && !surveyed[t.ID] {
-			missing = append(missing, fmt.Sprintf("%s (%s)", t.ID, strings.Join(triggers[t.ID], ", ")))
+	asked := 0
+	for _, rp := range rps {
+		answered := rp.round == 1 || slices.ContainsFunc(p.SurveyRounds, func(r SurveyRound) bool { return r.Round == rp.round && r.Outcome == RoundAnswered })
+		if !answered {
+			continue
+		}
+		for _, id := range rp.tasks {
+			asked++
+			ok := slices.ContainsFunc(p.Surveys, func(sv Survey) bool {
+				return sv.TaskID == id && slices.ContainsFunc(sv.Approaches, func(ap Approach) bool { return ap.Round == rp.round })
+			})
+			if !ok {
+				missing = append(missing, fmt.Sprintf("%s in round %d (%s)", id, rp.round, strings.Join(rp.texts(id), ", ")))
+			}
 		}
 	}
-	c.add(4, "4.5", "every triggered task is surveyed", len(missing) == 0, "%s", orText(missing, fmt.Sprintf("%d triggered, %d surveyed", len(triggers), len(p.Surveys)), "not surveyed: "))
+	c.add(4, "4.5", "every triggered task is surveyed", len(missing) == 0, "%s", orText(missing, fmt.Sprintf("%d asked in %d round(s), %d surveyed", asked, len(rps), len(p.Surveys)), "not surveyed: "))
+	var bad []string
+	for _, r := range p.SurveyRounds {
+		if r.Round < 1 || r.Round > len(rps) {
+			bad = append(bad, fmt.Sprintf("round %d cannot be recomputed", r.Round))
+			continue
+		}
+		rp := rps[r.Round-1]
+		want := SurveyRound{Round: rp.round, Kind: rp.kind, Tasks: rp.tasks, Feedback: rp.feedback, Outcome: r.Outcome}
+		bad = append(bad, diffJSON(fmt.Sprintf("survey_rounds[%d]", r.Round-1), want, r)...)
+		has := slices.ContainsFunc(p.Surveys, func(sv Survey) bool {
+			return slices.ContainsFunc(sv.Approaches, func(ap Approach) bool { return ap.Round == r.Round })
+		})
+		if has != (r.Outcome == RoundAnswered) {
+			bad = append(bad, fmt.Sprintf("round %d is %q but has %s approaches", r.Round, r.Outcome, map[bool]string{true: "some", false: "no"}[has]))
+		}
+	}
+	if want := len(rps) - map[bool]int{true: 1, false: 0}[len(first.tasks) == 0]; len(p.SurveyRounds) != want {
+		bad = append(bad, fmt.Sprintf("%d round(s) recorded, %d recomputed", len(p.SurveyRounds), want))
+	}
+	c.add(4, "4.6", "survey rounds recomputed", len(bad) == 0, "%s", orText(bad, fmt.Sprintf("%d round(s): kinds, tasks and feedback match", len(p.SurveyRounds)), ""))
 }
 
-func checkRepair(ctx context.Context, c *assertions, p *Plan, a *Analysis) {
-	want, err := repairPlan(ctx, p.Tasks, p.Quantities, p.Constraints, p.Surveys, a)
-	if err != nil {
-		c.add(5, "5.0", "recompute repair", false, "cannot recompute the repair: %v", err)
+func checkRepair(ctx context.Context, c *assertions, p *Plan, a *Analysis, o CheckOptions) {
+	var unsat []string
+	for _, v := range a.Verdicts {
+		if v.Verdict == UNSAT {
+			unsat = append(unsat, v.ConstraintID)
+		}
+	}
+	required, floors := requirements(p.Constraints, p.Surveys)
+	if len(unsat) == 0 {
+		c.add(5, "5.1", "repair status", p.Repair.Status == RepairNotNeeded && len(p.Repair.Choices) == 0,
+			"no logic constraint is UNSAT, so no repair is needed; plan reports %s with %d choice(s)", orDash(p.Repair.Status), len(p.Repair.Choices))
 		return
 	}
-	c.add(5, "5.1", "repair status", want.Status == p.Repair.Status, "recomputed %s; plan reports %s", want.Status, orDash(p.Repair.Status))
-	switch p.Repair.Status {
-	case RepairNotNeeded:
+	en, done, err := enumerate(ctx, p.Tasks, p.Quantities, p.Constraints, p.Surveys)
+	if err != nil {
+		c.add(5, "5.0", "recompute repair", false, "cannot enumerate the combinations: %v", err)
 		return
+	}
+	// Where the combinations are too many to enumerate, the claim is
+	// proved by z3 (CheckOptions.SMT, in checkSMT) or taken from the
+	// kernel's search, and the detail says which.
+	var search Repair
+	how := fmt.Sprintf("every one of the %s combinations tried", num(en.space))
+	if !done {
+		how = fmt.Sprintf("%s combinations are beyond the exhaustive check (%s units of work); taken from the kernel's search", num(en.space), num(ExhaustiveWork))
+		if o.SMT {
+			how += "; z3 proves it below (5.z)"
+		} else {
+			how += "; solve check --smt z3 proves it"
+		}
+		if search, err = repairPlan(ctx, p.Tasks, p.Quantities, p.Constraints, p.Surveys, a); err != nil {
+			c.add(5, "5.0", "recompute repair", false, "cannot recompute the repair: %v", err)
+			return
+		}
+	}
+	status := RepairInfeasible
+	if (done && en.found) || (!done && search.Status == RepairRepaired) {
+		status = RepairRepaired
+	}
+	c.add(5, "5.1", "repair status", status == p.Repair.Status, "UNSAT %s; %s: %s; plan reports %s", strings.Join(unsat, ", "), how, status, orDash(p.Repair.Status))
+
+	var excluded []Exclusion
+	for _, sv := range p.Surveys {
+		for _, ap := range sv.Approaches {
+			for _, ef := range ap.ConstraintEffects {
+				if f, ok := floors[ef.ConstraintID]; ok && ef.Sigma < f {
+					excluded = append(excluded, Exclusion{TaskID: sv.TaskID, ApproachID: ap.ID, ConstraintID: ef.ConstraintID, Sigma: ef.Sigma, Floor: f})
+				}
+			}
+		}
+	}
+	d := diffJSON("repair.required", required, p.Repair.Required)
+	d = append(d, diffJSON("repair.excluded", sortExclusions(excluded), sortExclusions(p.Repair.Excluded))...)
+	if !approx(en.space, p.Repair.Space) {
+		d = append(d, fmt.Sprintf("repair.space is %s, recomputed %s", num(p.Repair.Space), num(en.space)))
+	}
+	c.add(5, "5.8", "required constraints, exclusions and space recomputed", len(d) == 0, "%s",
+		orText(d, fmt.Sprintf("required %s; %d approach(es) below a semantic floor; %s combinations", strings.Join(required, ", "), len(excluded), num(en.space)), ""))
+
+	switch p.Repair.Status {
 	case RepairInfeasible:
-		c.add(5, "5.2", "unsat core", slices.Equal(sortedCopy(want.UnsatCore), sortedCopy(p.Repair.UnsatCore)),
-			"recomputed minimal conflicting set %s; plan reports %s", orDash(strings.Join(want.UnsatCore, ", ")), orDash(strings.Join(p.Repair.UnsatCore, ", ")))
+		core := p.Repair.UnsatCore
+		if !done {
+			c.add(5, "5.2", "no combination keeps every required constraint", slices.Equal(sortedCopy(search.UnsatCore), sortedCopy(core)),
+				"%s; the search's minimal conflicting set %s; plan reports %s", how, orDash(strings.Join(search.UnsatCore, ", ")), orDash(strings.Join(core, ", ")))
+			return
+		}
+		var bad []string
+		if en.satisfiable(required) {
+			bad = append(bad, fmt.Sprintf("a combination keeps all of %s: %s", strings.Join(required, ", "), choiceText(en.bestAt)))
+		}
+		if len(core) == 0 || en.satisfiable(core) {
+			bad = append(bad, fmt.Sprintf("the unsat core {%s} is satisfiable by itself", strings.Join(core, ", ")))
+		}
+		for _, id := range core {
+			if !slices.Contains(required, id) {
+				bad = append(bad, id+" in the core is not a required constraint")
+			}
+			rest := slices.DeleteFunc(slices.Clone(core), func(x string) bool { return x == id })
+			if !en.satisfiable(rest) {
+				bad = append(bad, fmt.Sprintf("the core is not minimal: without %s it is still infeasible", id))
+			}
+		}
+		c.add(5, "5.2", "no combination keeps every required constraint", len(bad) == 0, "%s",
+			orText(bad, fmt.Sprintf("%s: none keeps %s; the unsat core {%s} is infeasible alone and minimal (each one dropped, the rest is feasible)", how, strings.Join(required, ", "), strings.Join(core, ", ")), ""))
 		return
 	case RepairRepaired:
 	default:
 		return
 	}
-	var missing []string
+	var problems []string
+	seen := map[string]bool{}
 	for _, ch := range p.Repair.Choices {
+		if seen[ch.TaskID] {
+			problems = append(problems, ch.TaskID+" is chosen twice")
+		}
+		seen[ch.TaskID] = true
 		if _, ok := findApproach(p.Surveys, ch); !ok && ch.ApproachID != OriginalApproach {
-			missing = append(missing, ch.TaskID+"/"+ch.ApproachID)
+			problems = append(problems, "no such surveyed approach: "+ch.TaskID+"/"+ch.ApproachID)
 		}
 	}
-	if len(missing) > 0 {
-		c.add(5, "5.2", "chosen approaches exist", false, "no such surveyed approach: %s", strings.Join(missing, ", "))
+	for _, sv := range p.Surveys {
+		if !seen[sv.TaskID] {
+			problems = append(problems, "no choice for surveyed task "+sv.TaskID)
+		}
+	}
+	if len(problems) > 0 || len(p.Repair.Choices) != len(p.Surveys) {
+		c.add(5, "5.2", "the choices name one surveyed option per surveyed task", false, "%s", orText(problems, "extra choices", ""))
 		return
 	}
 	revisedTasks := applyChoices(p.Tasks, p.Surveys, p.Repair.Choices)
-	rev, err := Analyze(revisedTasks, p.Quantities, p.Constraints)
+	revisedCons := reviseSigmas(p.Constraints, p.Surveys, p.Repair.Choices)
+	rev, err := Analyze(revisedTasks, p.Quantities, revisedCons)
 	if err != nil {
 		c.add(5, "5.2", "revised plan", false, "cannot analyse the revised plan: %v", err)
 		return
@@ -425,37 +696,116 @@ func checkRepair(ctx context.Context, c *assertions, p *Plan, a *Analysis) {
 			c.add(5, "5.2", "revision keeps "+v.ConstraintID, false, "%s was %s and is UNSAT after the revision (%s)", v.ConstraintID, before[v.ConstraintID], v.Detail)
 		}
 	}
-	var floors []string
-	for _, ex := range want.Excluded {
-		for _, ch := range p.Repair.Choices {
-			if ch.TaskID == ex.TaskID && ch.ApproachID == ex.ApproachID {
-				floors = append(floors, fmt.Sprintf("%s/%s leaves %s at σ %.2f < %.2f", ex.TaskID, ex.ApproachID, ex.ConstraintID, ex.Sigma, ex.Floor))
+	var broken []string
+	for _, ch := range p.Repair.Choices {
+		ap, _ := findApproach(p.Surveys, ch)
+		for _, ef := range ap.ConstraintEffects {
+			if f, ok := floors[ef.ConstraintID]; ok && ef.Sigma < f {
+				broken = append(broken, fmt.Sprintf("%s/%s leaves %s at σ %.2f < %.2f", ch.TaskID, ch.ApproachID, ef.ConstraintID, ef.Sigma, f))
 			}
 		}
 	}
-	c.add(5, "5.3", "semantic constraints kept above their floor", len(floors) == 0, "%s", orText(floors, fmt.Sprintf("no chosen approach lowers a semantic constraint below min(τ_local %.2f, its σ)", store.TauLocal), ""))
-	reported := math.NaN()
-	if p.Repair.Revised != nil {
-		reported = p.Repair.Revised.Cost.Mid
+	c.add(5, "5.3", "semantic constraints kept above their floor", len(broken) == 0, "%s", orText(broken, fmt.Sprintf("no chosen approach lowers a semantic constraint below min(τ_local %.2f, its σ)", store.TauLocal), ""))
+	d = diffJSON("repair.revised", rev, p.Repair.Revised)
+	c.add(5, "5.4", "revised plan recomputed", len(d) == 0, "%s",
+		orText(d, fmt.Sprintf("revised mid total %s, critical path %sh, verdicts, waterfall, schedule, walls and σ (updated by the chosen approaches' judged effects: σ_v %.2f) all recomputed from the chosen approaches", money(rev.Cost.Mid), num(rev.Time.Mid), rev.SigmaV), ""))
+	mine, err := rankOf(p.Tasks, p.Quantities, p.Surveys, p.Repair.Choices)
+	switch {
+	case err != nil:
+		c.add(5, "5.5", "repair is the best by the documented order", false, "%v", err)
+	case done && !en.found:
+		c.add(5, "5.5", "repair is the best by the documented order", false, "%s; none keeps every required constraint; the plan's choice: %s", how, mine)
+	case done:
+		c.add(5, "5.5", "repair is the best by the documented order", !en.best.better(mine), "%s; the best keeps every required constraint with %s (%s); the plan's choice: %s",
+			how, en.best, choiceText(en.bestAt), mine)
+	default:
+		best, _ := rankOf(p.Tasks, p.Quantities, p.Surveys, search.Choices)
+		c.add(5, "5.5", "repair is the best by the documented order", search.Status == RepairRepaired && !best.better(mine), "%s: best %s; the plan's choice: %s", how, best, mine)
 	}
-	c.add(5, "5.4", "revised total recomputed", approx(reported, rev.Cost.Mid), "revised mid total %s recomputed from the chosen approaches; plan reports %s", money(rev.Cost.Mid), money(reported))
-	c.add(5, "5.5", "repair is the least-cost one", want.Revised != nil && approx(want.Revised.Cost.Mid, rev.Cost.Mid),
-		"exact search finds least mid total %s; chosen approaches give %s", money(revisedCost(want)), money(rev.Cost.Mid))
 	est := estimateProblems(revisedTasks, p.Quantities)
 	c.add(5, "5.6", "revised estimates plausible", len(est) == 0, "%s", orText(est, "no negative costs, no zero-time tasks in the revised plan", ""))
+	var needs []string
+	problems = nil
+	for k, ch := range p.Repair.Choices {
+		if ch.ApproachID == OriginalApproach {
+			if len(ch.NeededFor) > 0 {
+				problems = append(problems, ch.TaskID+" is kept as planned but names constraints it is needed for")
+			}
+			continue
+		}
+		back := slices.Clone(p.Repair.Choices)
+		back[k].ApproachID = OriginalApproach
+		ra, err := Analyze(applyChoices(p.Tasks, p.Surveys, back), p.Quantities, p.Constraints)
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		var fail []string
+		for _, v := range ra.Verdicts {
+			if v.Type == Logic && v.Verdict == UNSAT {
+				fail = append(fail, v.ConstraintID)
+			}
+		}
+		if len(fail) == 0 {
+			problems = append(problems, fmt.Sprintf("%s → %s is not needed: with %s kept as planned every logic constraint still holds", ch.TaskID, ch.ApproachID, ch.TaskID))
+		} else if !slices.Equal(fail, ch.NeededFor) {
+			problems = append(problems, fmt.Sprintf("%s → %s is needed for %s; plan says %s", ch.TaskID, ch.ApproachID, strings.Join(fail, ", "), orDash(strings.Join(ch.NeededFor, ", "))))
+		}
+		needs = append(needs, fmt.Sprintf("%s → %s for %s", ch.TaskID, ch.ApproachID, strings.Join(fail, ", ")))
+	}
+	c.add(5, "5.7", "each swap is needed", len(problems) == 0, "%s", orText(problems, orDash(strings.Join(needs, "; "))+" (kept as planned, the constraint fails)", ""))
 }
 
-func revisedCost(r Repair) float64 {
-	if r.Revised == nil {
-		return math.NaN()
+func choiceText(cs []Choice) string {
+	var out []string
+	for _, c := range cs {
+		if c.ApproachID != OriginalApproach {
+			out = append(out, c.TaskID+"→"+c.ApproachID)
+		}
 	}
-	return r.Revised.Cost.Mid
+	if len(out) == 0 {
+		return "every task as planned"
+	}
+	return strings.Join(out, ", ")
+}
+
+func sortExclusions(es []Exclusion) []Exclusion {
+	out := slices.Clone(es)
+	slices.SortFunc(out, func(a, b Exclusion) int {
+		return strings.Compare(a.TaskID+"/"+a.ApproachID+"/"+a.ConstraintID, b.TaskID+"/"+b.ApproachID+"/"+b.ConstraintID)
+	})
+	if out == nil {
+		out = []Exclusion{}
+	}
+	return out
 }
 
 func sortedCopy(s []string) []string {
 	out := slices.Clone(s)
 	slices.Sort(out)
 	return out
+}
+
+// checkSMT asks z3 the plan's verdict and repair questions, recomputed
+// from the raw plan, and reports each answer as an assertion: the proof
+// of a repair claim too large to enumerate.
+func checkSMT(ctx context.Context, c *assertions, p *Plan) {
+	rep, err := CrossCheck(ctx, p)
+	if err != nil {
+		c.add(5, "5.z", "z3 proof", false, "z3 could not be asked: %v", err)
+		return
+	}
+	for _, q := range rep.Checks {
+		group := 3
+		if !strings.HasPrefix(q.What, "plan:") {
+			group = 5
+		}
+		detail := fmt.Sprintf("%s answers %s; the plan's claim needs %s", rep.Solver, q.Solver, q.Kernel)
+		if q.Solver == smt.Unknown {
+			detail = fmt.Sprintf("%s could not decide within its timeout: the claim is not proven", rep.Solver)
+		}
+		c.add(group, fmt.Sprintf("%d.z", group), "z3: "+q.What, q.Agree, "%s", detail)
+	}
 }
 
 func checkCriticalPath(c *assertions, p *Plan, m *model, a *Analysis) {

@@ -46,7 +46,7 @@ func failures(results []Assertion) []string {
 }
 
 func TestCheckPassesAKernelMadePlanInAllSixGroups(t *testing.T) {
-	results := Check(context.Background(), roundTrip(t, completed(t)))
+	results := Check(context.Background(), roundTrip(t, completed(t)), CheckOptions{})
 	if f := failures(results); len(f) > 0 {
 		t.Fatalf("failures:\n%s", strings.Join(f, "\n"))
 	}
@@ -87,7 +87,10 @@ func TestCheckCatchesHandEdits(t *testing.T) {
 		}, "4.1"},
 		{"triggered task not surveyed", func(p *Plan) { p.Surveys = p.Surveys[1:]; p.Repair.Choices = p.Repair.Choices[1:] }, "4.5"},
 		{"implicit constraint removed", func(p *Plan) { p.Constraints = p.Constraints[:2] }, "1.3"},
-		{"explicit constraint dropped", func(p *Plan) { p.Goal += " With 3 reviewers." }, "1.1"},
+		{"a figure added to the goal", func(p *Plan) { p.Goal += " With 3 reviewers." }, "1.5"},
+		{"explicit constraint dropped", func(p *Plan) { p.Constraints = p.Constraints[1:] }, "1.1"},
+		{"stated constraint dropped", func(p *Plan) { p.Stated = p.Stated[1:] }, "1.5"},
+		{"coverage edited", func(p *Plan) { p.Stated[0].CoveredBy = []string{"c1"} }, "1.1"},
 		{"logic constraint with σ < 1", func(p *Plan) { p.Constraints[0].Sigma = 0.9 }, "1.4"},
 		{"quote not in goal", func(p *Plan) { p.Constraints[1].Quote = "within 48h" }, "1.2"},
 		{"status edited", func(p *Plan) { p.Repair.Status = RepairInfeasible; p.Repair.UnsatCore = []string{"c1"} }, "5.1"},
@@ -96,7 +99,7 @@ func TestCheckCatchesHandEdits(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := roundTrip(t, completed(t))
 			tc.edit(p)
-			f := failures(Check(context.Background(), p))
+			f := failures(Check(context.Background(), p, CheckOptions{}))
 			if !slices.ContainsFunc(f, func(s string) bool { return strings.HasPrefix(s, tc.want+" ") }) {
 				t.Fatalf("no %s failure; failures:\n%s", tc.want, strings.Join(f, "\n"))
 			}
@@ -105,17 +108,17 @@ func TestCheckCatchesHandEdits(t *testing.T) {
 }
 
 func TestCheckPrintsTheNumbersBehindEachCheck(t *testing.T) {
-	results := Check(context.Background(), roundTrip(t, completed(t)))
+	results := Check(context.Background(), roundTrip(t, completed(t)), CheckOptions{})
 	byID := map[string]string{}
 	for _, r := range results {
 		byID[r.ID] += r.Detail + "\n"
 	}
 	for id, want := range map[string]string{
 		"3.1": "recomputed mid $460.00",
-		"3.3": "budget $400.00 counts down to $-60.00",
+		"3.3": "cost $400.00 → $-60.00",
 		"5.4": "revised mid total $310.00",
 		"6.1": "longest path by mid hours 12h",
-		"1.1": "goal figures: 14h, <$400",
+		"1.1": `2 stated in the goal ("within 14h", "for <$400")`,
 	} {
 		if !strings.Contains(byID[id], want) {
 			t.Errorf("%s detail %q lacks %q", id, byID[id], want)

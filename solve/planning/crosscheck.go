@@ -13,34 +13,42 @@ import (
 // The optional cross-check through an SMT solver (solve/planning/smt).
 // The kernel's own answers come first; the solver recomputes them
 // independently, in exact rational arithmetic, from the raw task
-// estimates: every metric is encoded from the tasks (sums, the longest
-// path by max over predecessors, quantity aggregates) and each question
-// is one (check-sat).
+// estimates and survey answers (not from the search's data): every metric
+// is encoded from the tasks (sums, quantity aggregates, and the longest
+// path as one finish-time variable per task with its precedence
+// constraints, so the formula grows linearly with the DAG), and each
+// question is one (check-sat).
 
 // metrics defines <p>m_<metric> for every metric, given a term for each
 // task's cost, hours and quantities.
 func metrics(en *smt.Script, m *model, p string, cost, hours func(i int) string, quantity func(i int, name string) string) {
 	n := len(m.tasks)
-	var costs, hrs, efs []string
+	var costs, hrs, sinks []string
 	for i := range n {
 		en.Define(fmt.Sprintf("%scost_%d", p, i), "Real", cost(i))
 		en.Define(fmt.Sprintf("%shours_%d", p, i), "Real", hours(i))
 		costs = append(costs, fmt.Sprintf("%scost_%d", p, i))
 		hrs = append(hrs, fmt.Sprintf("%shours_%d", p, i))
 	}
+	// Finish times: ef_v = hours_v + the latest finish among v's
+	// predecessors (hours_v alone for an entry task).
 	for _, v := range m.g.Order {
-		var preds []string
+		h := fmt.Sprintf("%shours_%d", p, v)
+		var starts []string
 		for _, u := range m.g.Preds[v] {
-			preds = append(preds, fmt.Sprintf("%sef_%d", p, u))
+			starts = append(starts, fmt.Sprintf("(+ %sef_%d %s)", p, u, h))
 		}
-		en.Define(fmt.Sprintf("%sef_%d", p, v), "Real", fmt.Sprintf("(+ %s %shours_%d)", smt.Max(preds), p, v))
-	}
-	for i := range n {
-		efs = append(efs, fmt.Sprintf("%sef_%d", p, i))
+		if len(starts) == 0 {
+			starts = []string{h}
+		}
+		en.DefineMax(fmt.Sprintf("%sef_%d", p, v), starts)
+		if len(m.g.Succs[v]) == 0 {
+			sinks = append(sinks, fmt.Sprintf("%sef_%d", p, v))
+		}
 	}
 	en.Define(p+"m_total_cost", "Real", smt.Sum(costs))
 	en.Define(p+"m_total_hours", "Real", smt.Sum(hrs))
-	en.Define(p+"m_critical_path_hours", "Real", smt.Max(efs))
+	en.DefineMax(p+"m_critical_path_hours", sinks)
 	en.Define(p+"m_task_count", "Real", expr.Decimal(float64(n)))
 	en.Define(p+"m_wave_count", "Real", expr.Decimal(float64(len(m.waves))))
 	en.Define(p+"m_max_parallel", "Real", expr.Decimal(float64(maxWave(m.waves))))
@@ -50,7 +58,7 @@ func metrics(en *smt.Script, m *model, p string, cost, hours func(i int) string,
 			terms = append(terms, quantity(i, q.Name))
 		}
 		if q.Aggregate == "max" {
-			en.Define(p+"m_"+q.Name, "Real", smt.Max(terms))
+			en.DefineMax(p+"m_"+q.Name, terms)
 		} else {
 			en.Define(p+"m_"+q.Name, "Real", smt.Sum(terms))
 		}
@@ -64,8 +72,8 @@ func fixed(m *model, s int) (cost, hours func(int) string, quantity func(int, st
 }
 
 // verdictQuestions asks, for each logic constraint, whether it holds at mid
-// and at high estimates of the given tasks.
-func verdictQuestions(label string, m *model, constraints []Constraint, exprs map[string]*expr.Expr, a *Analysis, en *smt.Script) []smt.Question {
+// and at high estimates of the given tasks, against the verdicts claimed.
+func verdictQuestions(label string, m *model, exprs map[string]*expr.Expr, a *Analysis, en *smt.Script) []smt.Question {
 	var qs []smt.Question
 	for s := 1; s <= 2; s++ {
 		p := fmt.Sprintf("%s_%s_", label, scenarioNames[s])
@@ -90,97 +98,127 @@ func verdictQuestions(label string, m *model, constraints []Constraint, exprs ma
 	return qs
 }
 
-// repairQuestions encodes the approach choice: an integer per surveyed task
-// selects its option; requirements are named assertions.
-func repairQuestions(s *search, r Repair, en *smt.Script) []smt.Question {
-	slotOf := map[int]int{}
-	for k, sl := range s.slots {
-		slotOf[sl.task] = k
-		en.Raw("(declare-const x_%d Int)\n(assert (and (>= x_%d 0) (<= x_%d %d)))\n", k, k, k, len(sl.options)-1)
+// repairQuestions encodes the approach choice from the raw surveys: an
+// integer x_k per surveyed task selects its option (0 keeps it as
+// planned, j its j-th approach), each option's figures are those
+// applyChoices gives the task, and requirements are assertions.
+func repairQuestions(p *Plan, m *model, exprs map[string]*expr.Expr, en *smt.Script) []smt.Question {
+	required, floors := requirements(p.Constraints, p.Surveys)
+	index := map[string]int{}
+	for i, t := range m.tasks {
+		index[t.ID] = i
 	}
-	choose := func(i int, value func(o option) float64, own float64) string {
+	slotOf := map[int]int{}
+	opts := make([][]Task, len(p.Surveys))
+	var swaps, losses []string
+	for k, sv := range p.Surveys {
+		i := index[sv.TaskID]
+		slotOf[i] = k
+		opts[k] = []Task{m.tasks[i]}
+		lossTerm := "0"
+		for j, ap := range sv.Approaches {
+			opts[k] = append(opts[k], applyChoices(m.tasks[i:i+1], p.Surveys, []Choice{{TaskID: sv.TaskID, ApproachID: ap.ID}})[0])
+			lossTerm = fmt.Sprintf("(ite (= x_%d %d) %d %s)", k, j+1, confidenceLoss(m.tasks[i].Confidence, ap.Confidence), lossTerm)
+		}
+		en.Raw("(declare-const x_%d Int)\n(assert (and (>= x_%d 0) (<= x_%d %d)))\n", k, k, k, len(sv.Approaches))
+		swaps = append(swaps, fmt.Sprintf("(ite (= x_%d 0) 0 1)", k))
+		losses = append(losses, lossTerm)
+	}
+	en.Define("r_swaps", "Int", intSum(swaps))
+	en.Define("r_loss", "Int", intSum(losses))
+	choose := func(i int, value func(t Task) float64) string {
 		k, ok := slotOf[i]
 		if !ok {
-			return expr.Decimal(own)
+			return expr.Decimal(value(m.tasks[i]))
 		}
-		opts := s.slots[k].options
-		term := expr.Decimal(value(opts[len(opts)-1]))
-		for j := len(opts) - 2; j >= 0; j-- {
-			term = fmt.Sprintf("(ite (= x_%d %d) %s %s)", k, j, expr.Decimal(value(opts[j])), term)
+		term := expr.Decimal(value(opts[k][len(opts[k])-1]))
+		for j := len(opts[k]) - 2; j >= 0; j-- {
+			term = fmt.Sprintf("(ite (= x_%d %d) %s %s)", k, j, expr.Decimal(value(opts[k][j])), term)
 		}
 		return term
 	}
-	metrics(en, s.m, "r_",
-		func(i int) string {
-			return choose(i, func(o option) float64 { return o.cost }, s.m.tasks[i].CostUSD.Mid)
-		},
-		func(i int) string {
-			return choose(i, func(o option) float64 { return o.hours }, s.m.tasks[i].Hours.Mid)
-		},
-		func(i int, name string) string {
-			return choose(i, func(o option) float64 { return o.q[name] }, s.m.tasks[i].Quantities[name].Mid)
-		})
-	assertReq := func(req requirement) string {
-		if req.e != nil {
-			return fmt.Sprintf("(assert %s)\n", req.e.SMT(func(name string) string { return "r_m_" + name }))
+	metrics(en, m, "r_",
+		func(i int) string { return choose(i, func(t Task) float64 { return t.CostUSD.Mid }) },
+		func(i int) string { return choose(i, func(t Task) float64 { return t.Hours.Mid }) },
+		func(i int, name string) string { return choose(i, func(t Task) float64 { return t.Quantities[name].Mid }) })
+	assertReq := func(id string) string {
+		if e := exprs[id]; e != nil {
+			return fmt.Sprintf("(assert %s)\n", e.SMT(func(name string) string { return "r_m_" + name }))
 		}
-		var terms []string
-		for k, sl := range s.slots {
-			for j, o := range sl.options {
-				if sigma, ok := o.effects[req.id]; ok && sigma < req.floor {
-					terms = append(terms, fmt.Sprintf("(not (= x_%d %d))", k, j))
-				}
-			}
-		}
-		if len(terms) == 0 {
-			return ""
-		}
-		return fmt.Sprintf("(assert (and %s true))\n", strings.Join(terms, " "))
-	}
-	assertAll := func(ids []string) string {
 		var b strings.Builder
-		for _, req := range s.reqs {
-			if slices.Contains(ids, req.id) {
-				b.WriteString(assertReq(req))
-			}
-		}
-		return b.String()
-	}
-	all := s.requiredIDs()
-	var qs []smt.Question
-	if r.Status == RepairRepaired {
-		var fix strings.Builder
-		for k, sl := range s.slots {
-			for j, o := range sl.options {
-				for _, ch := range r.Choices {
-					if ch.TaskID == s.m.tasks[sl.task].ID && ch.ApproachID == o.id {
-						fmt.Fprintf(&fix, "(assert (= x_%d %d))\n", k, j)
+		for k, sv := range p.Surveys {
+			for j, ap := range sv.Approaches {
+				for _, ef := range ap.ConstraintEffects {
+					if ef.ConstraintID == id && ef.Sigma < floors[id] {
+						fmt.Fprintf(&b, "(assert (not (= x_%d %d)))\n", k, j+1)
 					}
 				}
 			}
 		}
-		qs = append(qs,
-			smt.Question{What: "the kernel's chosen approaches keep every required constraint", Kernel: "sat", Body: assertAll(all) + fix.String()},
-			smt.Question{What: fmt.Sprintf("no combination costs less than the kernel's $%s", num(r.Revised.Cost.Mid)), Kernel: "unsat",
-				Body: assertAll(all) + fmt.Sprintf("(assert (< r_m_total_cost %s))\n", expr.Decimal(r.Revised.Cost.Mid-1e-6*max(1, r.Revised.Cost.Mid)))})
-		return qs
+		return b.String()
 	}
-	qs = append(qs,
-		smt.Question{What: "no combination keeps every required constraint", Kernel: "unsat", Body: assertAll(all)},
-		smt.Question{What: "the unsat core " + strings.Join(r.UnsatCore, ", ") + " alone is infeasible", Kernel: "unsat", Body: assertAll(r.UnsatCore)})
-	for _, id := range r.UnsatCore {
-		rest := slices.DeleteFunc(slices.Clone(r.UnsatCore), func(x string) bool { return x == id })
-		qs = append(qs, smt.Question{What: "the core without " + id + " is feasible (minimality)", Kernel: "sat", Body: assertAll(rest)})
+	assertAll := func(ids []string) string {
+		var b strings.Builder
+		for _, id := range ids {
+			b.WriteString(assertReq(id))
+		}
+		return b.String()
+	}
+	var qs []smt.Question
+	switch p.Repair.Status {
+	case RepairRepaired:
+		var fix strings.Builder
+		for k, sv := range p.Surveys {
+			for _, ch := range p.Repair.Choices {
+				if ch.TaskID != sv.TaskID {
+					continue
+				}
+				j := slices.IndexFunc(sv.Approaches, func(a Approach) bool { return a.ID == ch.ApproachID }) + 1 // original: 0
+				fmt.Fprintf(&fix, "(assert (= x_%d %d))\n", k, j)
+			}
+		}
+		rank, err := rankOf(p.Tasks, p.Quantities, p.Surveys, p.Repair.Choices)
+		if err != nil {
+			return qs
+		}
+		eps := 1e-9 * max(1, rank.cost)
+		better := fmt.Sprintf("(assert (or (< r_swaps %d) (and (= r_swaps %d) (< r_loss %d)) (and (= r_swaps %d) (= r_loss %d) (< r_m_total_cost %s))))\n",
+			rank.swaps, rank.swaps, rank.loss, rank.swaps, rank.loss, expr.Decimal(rank.cost-eps))
+		qs = append(qs,
+			smt.Question{What: "repair: the chosen approaches keep every required constraint", Kernel: smt.Sat, Body: assertAll(required) + fix.String()},
+			smt.Question{What: fmt.Sprintf("repair: no combination beats the choice (%s)", rank), Kernel: smt.Unsat, Body: assertAll(required) + better})
+	case RepairInfeasible:
+		core := p.Repair.UnsatCore
+		qs = append(qs,
+			smt.Question{What: "repair: no combination keeps every required constraint", Kernel: smt.Unsat, Body: assertAll(required)},
+			smt.Question{What: "repair: the unsat core " + strings.Join(core, ", ") + " alone is infeasible", Kernel: smt.Unsat, Body: assertAll(core)})
+		for _, id := range core {
+			rest := slices.DeleteFunc(slices.Clone(core), func(x string) bool { return x == id })
+			qs = append(qs, smt.Question{What: "repair: the core without " + id + " is feasible (minimality)", Kernel: smt.Sat, Body: assertAll(rest)})
+		}
 	}
 	return qs
 }
 
+func intSum(terms []string) string {
+	switch len(terms) {
+	case 0:
+		return "0"
+	case 1:
+		return terms[0]
+	}
+	return "(+ " + strings.Join(terms, " ") + ")"
+}
+
 // CrossCheck asks z3 the plan's feasibility and repair questions and
-// compares its answers with the kernel's.
+// compares its answers with the plan's claims.
 func CrossCheck(ctx context.Context, p *Plan) (*smt.Report, error) {
 	version, err := smt.Version(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if p.Analysis == nil {
+		return nil, fmt.Errorf("the plan has no analysis to cross-check")
 	}
 	m, err := newModel(p.Tasks, p.Quantities)
 	if err != nil {
@@ -191,20 +229,16 @@ func CrossCheck(ctx context.Context, p *Plan) (*smt.Report, error) {
 		return nil, &InvalidPlanError{Problems: problems}
 	}
 	var en smt.Script
-	qs := verdictQuestions("plan", m, p.Constraints, exprs, p.Analysis, &en)
+	qs := verdictQuestions("plan", m, exprs, p.Analysis, &en)
 	if p.Repair.Status == RepairRepaired && p.Repair.Revised != nil {
 		rm, err := newModel(applyChoices(p.Tasks, p.Surveys, p.Repair.Choices), p.Quantities)
 		if err != nil {
 			return nil, err
 		}
-		qs = append(qs, verdictQuestions("revised", rm, p.Constraints, exprs, p.Repair.Revised, &en)...)
+		qs = append(qs, verdictQuestions("revised", rm, exprs, p.Repair.Revised, &en)...)
 	}
 	if p.Repair.Status != RepairNotNeeded {
-		s, err := newSearch(ctx, m, p.Constraints, exprs, p.Surveys)
-		if err != nil {
-			return nil, err
-		}
-		qs = append(qs, repairQuestions(s, p.Repair, &en)...)
+		qs = append(qs, repairQuestions(p, m, exprs, &en)...)
 	}
 	return smt.Ask(ctx, version, &en, qs)
 }

@@ -62,13 +62,13 @@ func generatePlan(seed uint64, n, surveyed, approaches int) *Plan {
 	})
 	for _, i := range order[:min(surveyed, n)] {
 		t := p.Tasks[i]
-		sv := Survey{TaskID: t.ID}
+		sv := Survey{TaskID: t.ID, Round: 1}
 		for k := range approaches {
 			c := half(t.CostUSD.Mid*0.2, t.CostUSD.Mid*1.1)
 			h := half(t.Hours.Mid*0.6, t.Hours.Mid*1.6+0.5)
 			ap := Approach{ID: fmt.Sprintf("%s-a%d", t.ID, k+1), Title: fmt.Sprintf("approach %d", k+1),
 				CostUSD: Estimate{Low: c / 2, Mid: c, High: c * 1.5}, Hours: Estimate{Low: max(0.5, h-0.5), Mid: max(0.5, h), High: max(0.5, h) + 1},
-				Confidence: 0.5, KnownMethodShare: 0.5}
+				Confidence: 0.5, KnownMethodShare: 0.5, Round: 1}
 			if r.IntN(3) == 0 {
 				ap.ConstraintEffects = []Effect{{ConstraintID: "c3", Sigma: half(0.2, 0.9)}}
 			}

@@ -45,7 +45,7 @@ func TestMakeProducesAPlanThatPassesEveryCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := Failed(Check(ctx, p)); f != 0 {
+	if f := Failed(Check(ctx, p, CheckOptions{})); f != 0 {
 		t.Errorf("%d checks fail on a kernel-made plan", f)
 	}
 	if p.Repair.Status != RepairRepaired || p.Usage.Calls != 3 || !strings.Contains(progress.String(), "solve: [repair]") {

@@ -2,16 +2,17 @@ package planning
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"math"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/solve/planning/smt"
 	"github.com/llmkernels/kernels/solve/store"
@@ -28,6 +29,7 @@ type Request struct {
 	Retries     int           // re-asks after an answer the kernel rejects (the CLI default is 2)
 	LogRaw      bool          // keep raw prompts and answers in tier-3 logs
 	SMT         bool          // cross-check feasibility and repair with z3
+	SurveyCalls int           // most survey requests in all rounds, re-asks included; round 1 is always asked (0 = DefaultSurveyCalls)
 	Progress    io.Writer     // progress lines; nil = none
 }
 
@@ -69,15 +71,17 @@ func (e *StoppedError) Unwrap() error { return e.Err }
 
 // run is one planning run.
 type run struct {
-	st      *store.Store
-	client  *llm.Client
-	req     Request
-	plan    *Plan
-	status  string
-	stage   string
-	attempt int
-	retries int // provider retries made by the client during the current ask
-	start   time.Time
+	st         *store.Store
+	client     *llm.Client
+	req        Request
+	plan       *Plan
+	status     string
+	stage      string
+	attempt    int
+	retries    int // provider retries made by the client during the current ask
+	asked      int // requests made by ask (each attempt counts)
+	surveyFrom int // asked when the survey stage began
+	start      time.Time
 }
 
 func (r *run) progress(format string, args ...any) {
@@ -237,11 +241,18 @@ func (r *run) pipeline(ctx context.Context) error {
 }
 
 // ask asks the model for a T, validates it with the kernel's checks, and
-// re-asks with the violations quoted, up to Retries times. Every attempt
-// is a resolution_attempts row; every call a tier-3 log row.
-func ask[T any](ctx context.Context, r *run, user string, maxTokens int, validate func(T) []string) (T, error) {
+// re-asks with the violations quoted, up to attempts times in all. An
+// answer that fits the schema but cannot be read (a number beyond float64,
+// such as 1e400) is re-asked like any other rejected answer; a refusal
+// ends the stage saying so. Every attempt is a resolution_attempts row;
+// every call a tier-3 log row.
+func ask[T any](ctx context.Context, r *run, user string, maxTokens, attempts int, validate func(T) []string) (T, error) {
 	var zero T
 	sys, err := render(r.stage+"_system.md", nil)
+	if err != nil {
+		return zero, err
+	}
+	schema, err := llm.SchemaFor[T]()
 	if err != nil {
 		return zero, err
 	}
@@ -252,10 +263,11 @@ func ask[T any](ctx context.Context, r *run, user string, maxTokens int, validat
 		if err := ctx.Err(); err != nil {
 			return zero, &StageError{Stage: r.stage, Attempts: attempt - 1, Err: err}
 		}
+		r.asked++
 		req := &llm.Request{Model: r.req.Model, MaxTokens: maxTokens, System: []llm.SystemBlock{{Type: llm.BlockText, Text: sys}}, Messages: msgs}
 		began := time.Now()
 		r.retries = 0
-		v, calls, err := llm.AskJSON[T](ctx, r.client, req, llm.JSONOptions{})
+		raw, calls, err := llm.AskSchema(ctx, r.client, req, schema, llm.JSONOptions{})
 		r.logCalls(ctx, req, calls, attempt)
 		rec := attemptRecord{Node: r.plan.RootID, Stage: r.stage, Feedback: feedback, Seconds: time.Since(began).Seconds()}
 		for _, c := range calls {
@@ -267,19 +279,33 @@ func ask[T any](ctx context.Context, r *run, user string, maxTokens int, validat
 			if errors.As(err, &soe) {
 				rec.FailureMode, rec.Problems = "malformed_json", soe.Errors
 			}
+			refused := refusals(calls)
+			if len(refused) > 0 {
+				rec.FailureMode = "refusal"
+			}
 			if ctx.Err() != nil {
 				rec.FailureMode = "wall_clock"
 			}
 			_ = recordAttempt(context.WithoutCancel(ctx), r.st, rec) // the stage error below is what the caller needs
-			if soe != nil {
+			switch {
+			case len(refused) > 0 && ctx.Err() == nil:
+				return zero, &StageError{Stage: r.stage, Attempts: attempt, Err: fmt.Errorf("the model refused to answer (stop_reason %q on %d of %d call(s)); it said: %s",
+					llm.StopRefusal, len(refused), len(calls), clip.Text(refused[len(refused)-1], 300))}
+			case soe != nil:
 				return zero, &StageError{Stage: r.stage, Attempts: attempt,
 					Err: fmt.Errorf("the model's answer is not valid JSON for this stage after %d call(s) (schema repair included): %s", len(calls), strings.Join(soe.Errors, "; "))}
 			}
 			return zero, &StageError{Stage: r.stage, Attempts: attempt, Err: fmt.Errorf("LLM call failed after %d provider retries: %w", r.retries, err)}
 		}
-		problems := validate(v)
+		var v T
+		var problems []string
+		if err := json.Unmarshal(raw, &v); err != nil {
+			problems = []string{fmt.Sprintf("the answer fits the schema but cannot be read: %v; write every number as a finite decimal (at most about 1e308)", err)}
+		} else {
+			problems = validate(v)
+		}
 		r.decision(fmt.Sprintf("%s answer, attempt %d: %d problem(s)", r.stage, attempt, len(problems)),
-			map[string]any{"decision": r.stage + "_answer", "attempt": attempt, "accepted": len(problems) == 0, "problems": problems, "answer": v})
+			map[string]any{"decision": r.stage + "_answer", "attempt": attempt, "accepted": len(problems) == 0, "problems": problems, "answer": json.RawMessage(raw)})
 		rec.Problems = problems
 		rec.Summary = fmt.Sprintf("%s attempt %d: %d problem(s)", r.stage, attempt, len(problems))
 		if len(problems) > 0 {
@@ -292,7 +318,7 @@ func ask[T any](ctx context.Context, r *run, user string, maxTokens int, validat
 			return v, nil
 		}
 		r.flow(fmt.Sprintf("Node %s: %s attempt %d rejected: %s", store.Short(r.plan.RootID), r.stage, attempt, strings.Join(problems, "; ")))
-		if attempt > r.req.Retries {
+		if attempt >= attempts {
 			return zero, &StageError{Stage: r.stage, Attempts: attempt, Problems: problems}
 		}
 		again, err := render("retry.md", problems)
@@ -303,6 +329,21 @@ func ask[T any](ctx context.Context, r *run, user string, maxTokens int, validat
 			llm.UserText(again))
 		feedback = problems
 	}
+}
+
+// refusals returns the text of each call that stopped with a refusal.
+func refusals(calls []*llm.Call) []string {
+	var out []string
+	for _, c := range calls {
+		if c.Response.StopReason == llm.StopRefusal {
+			t := strings.TrimSpace(c.Response.Text())
+			if t == "" {
+				t = "(no text)"
+			}
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // logCalls writes a tier-3 row per call: metadata always, raw text only
@@ -347,18 +388,29 @@ func (r *run) constraints(ctx context.Context) error {
 		return err
 	}
 	kc := kernelConstraints(r.req)
-	n, _ := ExplicitMinimum(r.req.Goal, r.plan.Inputs)
 	user, err := render("constraints_user.md", map[string]any{"Goal": r.req.Goal, "UserConstraints": r.req.Constraints, "Kernel": kc,
-		"Figures": GoalFigures(r.req.Goal), "MinExplicit": max(0, n-len(kc))})
+		"Figures": GoalFigures(r.req.Goal)})
 	if err != nil {
 		return err
 	}
 	r.flow(fmt.Sprintf("Node %s: IDENTIFY_CONSTRAINTS using %s", store.Short(r.plan.RootID), ResolverID))
-	ans, err := ask(ctx, r, user, 8000, func(a constraintsAnswer) []string { return r.checkConstraints(a, kc) })
+	ans, err := ask(ctx, r, user, 8000, r.req.Retries+1, func(a constraintsAnswer) []string { return r.checkConstraints(a, kc) })
 	if err != nil {
 		return err
 	}
 	r.plan.Constraints = append(kc, toConstraints(ans.Constraints)...)
+	var stated []StatedConstraint
+	for _, q := range ans.StatedConstraints {
+		stated = append(stated, StatedConstraint{Quote: q.Quote})
+	}
+	r.plan.Stated = cover(r.req.Goal, r.plan.Inputs, r.plan.Constraints, stated, ans.NotConstraints).stated
+	if r.plan.Stated == nil {
+		r.plan.Stated = []StatedConstraint{}
+	}
+	r.plan.NotStated = ans.NotConstraints
+	if r.plan.NotStated == nil {
+		r.plan.NotStated = []NotConstraint{}
+	}
 	r.plan.Quantities = ans.Quantities
 	if r.plan.Quantities == nil {
 		r.plan.Quantities = []Quantity{}
@@ -467,9 +519,18 @@ func (r *run) checkConstraints(a constraintsAnswer, kc []Constraint) []string {
 	}
 	_, exprProblems := parseLogic(cs, a.Quantities)
 	problems = append(problems, exprProblems...)
-	n, why := ExplicitMinimum(r.req.Goal, r.plan.Inputs)
+	var stated []StatedConstraint
+	for _, q := range a.StatedConstraints {
+		stated = append(stated, StatedConstraint{Quote: q.Quote})
+	}
+	cv := cover(r.req.Goal, r.plan.Inputs, cs, stated, a.NotConstraints)
+	problems = append(problems, cv.problems...)
+	if len(cv.unaccounts) > 0 {
+		problems = append(problems, fmt.Sprintf("the goal's figure(s) %s are in no stated_constraints or not_constraints quote; list each as a stated constraint, or as a not-constraint with the reason", strings.Join(cv.unaccounts, ", ")))
+	}
+	n, why := ExplicitMinimum(stated, r.plan.Inputs)
 	if explicit+len(kc) < n {
-		problems = append(problems, fmt.Sprintf("%d explicit constraint(s), but the goal and flags state at least %d (%s); give each stated figure its own explicit constraint", explicit+len(kc), n, why))
+		problems = append(problems, fmt.Sprintf("%d explicit constraint(s), but the goal and flags state at least %d (%s); give each its own explicit constraint", explicit+len(kc), n, why))
 	}
 	if implicit == 0 {
 		problems = append(problems, "no implicit constraint: add at least one constraint the goal does not state but an expert would hold the work to")
@@ -487,7 +548,7 @@ func (r *run) decompose(ctx context.Context) error {
 		return err
 	}
 	r.flow(fmt.Sprintf("Node %s: DECOMPOSE using %s", store.Short(r.plan.RootID), ResolverID))
-	ans, err := ask(ctx, r, user, 16000, func(a decompositionAnswer) []string {
+	ans, err := ask(ctx, r, user, 16000, r.req.Retries+1, func(a decompositionAnswer) []string {
 		// Each answer is one RESOLVE → VERIFY round on the root. The
 		// status only records the round; a refused move (kept as it was)
 		// changes nothing the answer is judged on.
@@ -557,130 +618,124 @@ func (r *run) analyse() error {
 	return nil
 }
 
-type surveyTask struct {
-	ID  string
-	Why []string
-}
+// DefaultSurveyCalls is the survey call budget when Request.SurveyCalls
+// is 0: the first round, a widening round and a retry, with a re-ask to
+// spare.
+const DefaultSurveyCalls = 5
 
+// survey runs the first round: every task with low confidence or in the
+// wall of an UNSAT constraint. A failure here fails the run.
 func (r *run) survey(ctx context.Context) error {
 	r.stage = StageSurvey
-	triggers := surveyTriggers(r.plan.Tasks, r.plan.Analysis)
-	r.plan.Surveys = []Survey{}
-	if len(triggers) == 0 {
+	r.surveyFrom = r.asked
+	r.plan.Surveys, r.plan.SurveyRounds = []Survey{}, []SurveyRound{}
+	rp := firstRound(r.plan.Tasks, r.plan.Analysis)
+	if len(rp.tasks) == 0 {
 		r.flow(fmt.Sprintf("Node %s: no task has confidence < %.1f or sits in an UNSAT wall; no survey", store.Short(r.plan.RootID), SurveyConfidence))
 		return nil
 	}
-	var list []surveyTask
-	for _, t := range r.plan.Tasks {
-		if why := triggers[t.ID]; len(why) > 0 {
-			list = append(list, surveyTask{ID: t.ID, Why: why})
-		}
-	}
-	r.decision("survey triggered", map[string]any{"decision": "survey_trigger", "tasks": list})
-	user, err := render("survey_user.md", map[string]any{"Goal": r.req.Goal, "Verdicts": r.plan.Analysis.Verdicts, "Walls": r.plan.Analysis.Walls,
-		"Quantities": r.plan.Quantities, "Tasks": r.plan.Tasks, "Survey": list})
+	ans, err := r.surveyRound(ctx, rp, r.req.Retries+1)
+	r.recordRound(rp, err)
 	if err != nil {
 		return err
 	}
-	r.flow(fmt.Sprintf("Node %s: SURVEY approaches for %d task(s)", store.Short(r.plan.RootID), len(list)))
-	ans, err := ask(ctx, r, user, 12000, func(a surveyAnswer) []string { return r.checkSurvey(a, triggers) })
-	if err != nil {
-		return err
-	}
-	for _, t := range list {
-		for _, s := range ans.Surveys {
-			if s.TaskID == t.ID {
-				r.plan.Surveys = append(r.plan.Surveys, Survey{TaskID: t.ID, Triggers: t.Why, Approaches: s.Approaches})
-			}
-		}
-	}
+	r.plan.Surveys = addRound(r.plan.Surveys, r.plan.Tasks, rp, ans)
 	return nil
 }
 
-// checkSurvey is the kernel's validation of a survey.
-func (r *run) checkSurvey(a surveyAnswer, triggers map[string][]string) []string {
-	var problems []string
-	task := map[string]Task{}
-	for _, t := range r.plan.Tasks {
-		task[t.ID] = t
-	}
-	semantic := map[string]bool{}
-	for _, c := range r.plan.Constraints {
-		if c.Type == Semantic {
-			semantic[c.ID] = true
-		}
-	}
-	declared := map[string]bool{}
-	for _, q := range r.plan.Quantities {
-		declared[q.Name] = true
-	}
-	seen := map[string]bool{}
-	for _, s := range a.Surveys {
-		t, ok := task[s.TaskID]
-		switch {
-		case !ok:
-			problems = append(problems, fmt.Sprintf("survey for %q: no such task", s.TaskID))
-			continue
-		case len(triggers[s.TaskID]) == 0:
-			problems = append(problems, fmt.Sprintf("survey for %s was not asked for; survey only %s", s.TaskID, strings.Join(slices.Sorted(maps.Keys(triggers)), ", ")))
-			continue
-		case seen[s.TaskID]:
-			problems = append(problems, fmt.Sprintf("%s is surveyed twice; give one survey per task", s.TaskID))
-			continue
-		}
-		seen[s.TaskID] = true
-		ids, distinct := map[string]bool{}, map[string]bool{}
-		cheaper := false
-		for _, ap := range s.Approaches {
-			who := s.TaskID + "/" + ap.ID
-			if ap.ID == OriginalApproach || ap.ID == "" || ids[ap.ID] {
-				problems = append(problems, fmt.Sprintf("%s: approach id %q is empty, reserved or used twice", s.TaskID, ap.ID))
-			}
-			ids[ap.ID] = true
-			key := fmt.Sprintf("%s|%v|%v", normalize(ap.Title), ap.CostUSD, ap.Hours)
-			if distinct[key] {
-				problems = append(problems, fmt.Sprintf("%s repeats another approach", who))
-			}
-			distinct[key] = true
-			if ap.CostUSD.Mid < t.CostUSD.Mid {
-				cheaper = true
-			}
-			problems = append(problems, workProblems(who, ap.CostUSD, ap.Hours, ap.Confidence, ap.Quantities, declared)...)
-			if ap.KnownMethodShare < 0 || ap.KnownMethodShare > 1 {
-				problems = append(problems, fmt.Sprintf("%s known_method_share is %s; it must be within 0..1", who, num(ap.KnownMethodShare)))
-			}
-			for _, ef := range ap.ConstraintEffects {
-				if !semantic[ef.ConstraintID] {
-					problems = append(problems, fmt.Sprintf("%s has an effect on %q, which is not a semantic constraint (semantic: %s)", who, ef.ConstraintID, strings.Join(slices.Sorted(maps.Keys(semantic)), ", ")))
-				}
-				if ef.Sigma < 0 || ef.Sigma > 1 {
-					problems = append(problems, fmt.Sprintf("%s gives σ %s for %s; σ must be within 0..1", who, num(ef.Sigma), ef.ConstraintID))
-				}
+// surveyRound asks one round's survey.
+func (r *run) surveyRound(ctx context.Context, rp roundPlan, attempts int) (surveyAnswer, error) {
+	var list []map[string]any
+	for _, id := range rp.tasks {
+		var prev []Approach
+		for _, sv := range r.plan.Surveys {
+			if sv.TaskID == id {
+				prev = sv.Approaches
 			}
 		}
-		if len(distinct) < 2 {
-			problems = append(problems, fmt.Sprintf("%s has %d distinct approach(es); give at least 2", s.TaskID, len(distinct)))
-		}
-		if !cheaper {
-			problems = append(problems, fmt.Sprintf("%s: no approach is cheaper than the task as planned (mid cost_usd %s); add one that costs less, e.g. by narrowing scope or replacing LLM calls with deterministic tooling", s.TaskID, money(t.CostUSD.Mid)))
-		}
+		list = append(list, map[string]any{"ID": id, "Why": rp.texts(id), "Previous": prev})
 	}
-	for _, id := range slices.Sorted(maps.Keys(triggers)) {
-		if !seen[id] {
-			problems = append(problems, fmt.Sprintf("%s was not surveyed (%s)", id, strings.Join(triggers[id], "; ")))
-		}
+	r.decision("survey triggered", map[string]any{"decision": "survey_trigger", "round": rp.round, "kind": rp.kind, "tasks": list, "feedback": rp.feedback})
+	user, err := render("survey_user.md", map[string]any{"Goal": r.req.Goal, "Verdicts": r.plan.Analysis.Verdicts, "Walls": r.plan.Analysis.Walls,
+		"Quantities": r.plan.Quantities, "Tasks": r.plan.Tasks, "Survey": list, "Round": rp.round, "Feedback": rp.feedback})
+	if err != nil {
+		return surveyAnswer{}, err
 	}
-	return problems
+	sc, err := newSurveyCheck(r.plan, rp, r.plan.Surveys)
+	if err != nil {
+		return surveyAnswer{}, &StageError{Stage: r.stage, Err: err}
+	}
+	r.flow(fmt.Sprintf("Node %s: SURVEY round %d (%s) for %d task(s): %s", store.Short(r.plan.RootID), rp.round, rp.kind, len(rp.tasks), strings.Join(rp.tasks, ", ")))
+	return ask(ctx, r, user, 12000, attempts, sc.answer)
 }
 
-func (r *run) repair(ctx context.Context) error {
-	r.stage = StageRepair
-	rep, err := repairPlan(ctx, r.plan.Tasks, r.plan.Quantities, r.plan.Constraints, r.plan.Surveys, r.plan.Analysis)
+// recordRound keeps a round and its outcome in the plan.
+func (r *run) recordRound(rp roundPlan, err error) {
+	outcome := RoundAnswered
 	if err != nil {
-		return &StageError{Stage: r.stage, Err: err}
+		outcome = err.Error()
 	}
-	r.plan.Repair = rep
-	r.decision("repair", map[string]any{"decision": "repair", "repair": rep})
+	r.plan.SurveyRounds = append(r.plan.SurveyRounds, SurveyRound{Round: rp.round, Kind: rp.kind, Tasks: rp.tasks, Feedback: rp.feedback, Outcome: outcome})
+}
+
+// repair searches for a repair; while none exists and the survey budget
+// and the wall clock allow, it widens the survey and retries with the
+// violation fed back, then searches again. A later round that fails (a
+// rejected answer, the clock) leaves the repair as it was, saying why.
+func (r *run) repair(ctx context.Context) error {
+	budget := r.req.SurveyCalls
+	if budget <= 0 {
+		budget = DefaultSurveyCalls
+	}
+	for round := 2; ; round++ {
+		r.stage = StageRepair
+		rep, err := repairPlan(ctx, r.plan.Tasks, r.plan.Quantities, r.plan.Constraints, r.plan.Surveys, r.plan.Analysis)
+		if err != nil {
+			return &StageError{Stage: r.stage, Err: err}
+		}
+		r.plan.Repair = rep
+		r.decision("repair", map[string]any{"decision": "repair", "round": round - 1, "repair": rep})
+		if rep.Status != RepairInfeasible {
+			break
+		}
+		r.flow(fmt.Sprintf("Node %s: NO REPAIR after round %d: %s", store.Short(r.plan.RootID), round-1, rep.Note))
+		rp, err := nextRound(r.plan.Tasks, r.plan.Quantities, r.plan.Constraints, r.plan.Surveys, rep, round)
+		if err != nil {
+			return &StageError{Stage: r.stage, Err: err}
+		}
+		if len(rp.tasks) == 0 {
+			r.plan.Repair.Note += "; no task is left to survey"
+			break
+		}
+		r.stage = StageSurvey
+		left := budget - r.surveyAsked()
+		if left <= 0 {
+			r.stopRounds(rp, fmt.Sprintf("not asked: the survey call budget (%d) is spent", budget))
+			break
+		}
+		rctx, cancel, ok := r.roundContext(ctx)
+		if !ok {
+			cancel()
+			r.stopRounds(rp, "not asked: too little of --max-wall is left")
+			break
+		}
+		ans, err := r.surveyRound(rctx, rp, min(left, r.req.Retries+1))
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return err // the run's own cap passed
+			}
+			why := err.Error()
+			if rctx.Err() != nil {
+				why = "stopped to keep time to write the plan within --max-wall"
+			}
+			r.stopRounds(rp, why)
+			break
+		}
+		r.recordRound(rp, nil)
+		r.plan.Surveys = addRound(r.plan.Surveys, r.plan.Tasks, rp, ans)
+	}
+	rep := r.plan.Repair
 	switch rep.Status {
 	case RepairRepaired:
 		var ch []string
@@ -697,18 +752,66 @@ func (r *run) repair(ctx context.Context) error {
 	return nil
 }
 
+// surveyAsked counts the survey requests made so far (re-asks included).
+func (r *run) surveyAsked() int { return r.asked - r.surveyFrom }
+
+// stopRounds records a round that was not answered and ends the rounds.
+func (r *run) stopRounds(rp roundPlan, why string) {
+	r.plan.SurveyRounds = append(r.plan.SurveyRounds, SurveyRound{Round: rp.round, Kind: rp.kind, Tasks: rp.tasks, Feedback: rp.feedback, Outcome: why})
+	r.plan.Repair.Note += fmt.Sprintf("; survey round %d (%s of %s) %s", rp.round, rp.kind, strings.Join(rp.tasks, ", "), why)
+	r.flow(fmt.Sprintf("Node %s: survey round %d %s", store.Short(r.plan.RootID), rp.round, why))
+}
+
+// roundContext bounds a later survey round so that a tenth of --max-wall
+// (at least a second, at most a minute) is kept to finish the run; ok is
+// false when that much is no longer left.
+func (r *run) roundContext(ctx context.Context) (context.Context, context.CancelFunc, bool) {
+	deadline, has := ctx.Deadline()
+	if !has {
+		c, cancel := context.WithCancel(ctx)
+		return c, cancel, true
+	}
+	reserve := min(max(r.req.MaxWall/10, time.Second), time.Minute)
+	c, cancel := context.WithDeadline(ctx, deadline.Add(-reserve))
+	return c, cancel, time.Until(deadline) > 2*reserve
+}
+
+// crossCheck asks z3. Whatever z3 does (disagrees, gives up on a
+// question, fails, runs past the time kept for it), the plan is still
+// written, with the outcome in its smt section; the CLI then says so, and
+// a disagreement makes it exit 1.
 func (r *run) crossCheck(ctx context.Context) error {
 	r.stage = StageSMT
-	rep, err := CrossCheck(ctx, r.plan)
+	zctx, cancel, ok := r.roundContext(ctx)
+	defer cancel()
+	if !ok {
+		r.plan.SMT = &smt.Report{Error: "not run: too little of --max-wall is left"}
+		r.flow(fmt.Sprintf("Node %s: z3 cross-check not run: too little of --max-wall is left", store.Short(r.plan.RootID)))
+		return nil
+	}
+	rep, err := CrossCheck(zctx, r.plan)
 	if err != nil {
-		return &StageError{Stage: r.stage, Err: err}
+		if ctx.Err() != nil {
+			return err // the run's own cap passed
+		}
+		why := err.Error()
+		if zctx.Err() != nil {
+			why = "stopped to keep time to write the plan within --max-wall: " + why
+		}
+		r.plan.SMT = &smt.Report{Error: why}
+		r.flow(fmt.Sprintf("Node %s: z3 cross-check failed: %s; the plan is written without it", store.Short(r.plan.RootID), why))
+		return nil
 	}
 	r.plan.SMT = rep
 	r.decision("smt cross-check", map[string]any{"decision": "smt_cross_check", "report": rep})
-	if !rep.Agree {
-		return &StageError{Stage: r.stage, Err: fmt.Errorf("z3 disagrees with the kernel: %s; this is a kernel bug, please report it with the plan", rep.Disagreements())}
+	switch {
+	case rep.Disagree > 0:
+		r.flow(fmt.Sprintf("Node %s: z3 DISAGREES with the kernel on %d question(s): %s; this is a kernel bug, please report it with the plan", store.Short(r.plan.RootID), rep.Disagree, rep.Disagreements()))
+	case rep.Unknown > 0:
+		r.flow(fmt.Sprintf("Node %s: %s agrees on %d question(s) and could not decide %d within %s each", store.Short(r.plan.RootID), rep.Solver, len(rep.Checks)-rep.Unknown, rep.Unknown, smt.Timeout))
+	default:
+		r.flow(fmt.Sprintf("Node %s: %s agrees on all %d questions (%.1fs)", store.Short(r.plan.RootID), rep.Solver, len(rep.Checks), rep.Seconds))
 	}
-	r.flow(fmt.Sprintf("Node %s: %s agrees on all %d questions", store.Short(r.plan.RootID), rep.Solver, len(rep.Checks)))
 	return nil
 }
 

@@ -10,7 +10,7 @@ import (
 )
 
 // SchemaVersion names the plan file format (docs/solve-plan-format.md).
-const SchemaVersion = "solve-plan/v1"
+const SchemaVersion = "solve-plan/v2"
 
 // Kernel constants (spec §0 and the issue).
 const (
@@ -43,21 +43,24 @@ const (
 
 // Plan is the whole output of `solve plan`, and the input of `solve check`.
 type Plan struct {
-	Schema        string       `json:"schema"`
-	RootID        string       `json:"root_id"`
-	Goal          string       `json:"goal"`
-	Inputs        Inputs       `json:"inputs"`
-	Constraints   []Constraint `json:"constraints"`
-	Quantities    []Quantity   `json:"quantities"`
-	OpenQuestions []string     `json:"open_questions"`
-	Tasks         []Task       `json:"tasks"`
-	Claims        []Claim      `json:"claims"`
-	Analysis      *Analysis    `json:"analysis"`
-	Surveys       []Survey     `json:"surveys"`
-	Repair        Repair       `json:"repair"`
-	SMT           *smt.Report  `json:"smt,omitempty"`
-	Usage         Usage        `json:"usage"`
-	Run           RunInfo      `json:"run"`
+	Schema        string             `json:"schema"`
+	RootID        string             `json:"root_id"`
+	Goal          string             `json:"goal"`
+	Inputs        Inputs             `json:"inputs"`
+	Constraints   []Constraint       `json:"constraints"`
+	Stated        []StatedConstraint `json:"stated_constraints"`
+	NotStated     []NotConstraint    `json:"not_constraints"`
+	Quantities    []Quantity         `json:"quantities"`
+	OpenQuestions []string           `json:"open_questions"`
+	Tasks         []Task             `json:"tasks"`
+	Claims        []Claim            `json:"claims"`
+	Analysis      *Analysis          `json:"analysis"`
+	Surveys       []Survey           `json:"surveys"`
+	SurveyRounds  []SurveyRound      `json:"survey_rounds"`
+	Repair        Repair             `json:"repair"`
+	SMT           *smt.Report        `json:"smt,omitempty"`
+	Usage         Usage              `json:"usage"`
+	Run           RunInfo            `json:"run"`
 }
 
 // Inputs are what the user gave besides the goal.
@@ -174,12 +177,27 @@ type Claim struct {
 	Agrees   bool    `json:"agrees"`
 }
 
-// Survey is the approach survey of one task.
+// Survey is the approach survey of one task, over every round that asked
+// about it.
 type Survey struct {
-	TaskID     string     `json:"task_id"`
-	Triggers   []string   `json:"triggers"`
-	Approaches []Approach `json:"approaches"`
+	TaskID        string     `json:"task_id"`
+	Round         int        `json:"round"` // the round that first surveyed the task
+	Triggers      []string   `json:"triggers"`
+	Approaches    []Approach `json:"approaches"`
+	NothingBetter string     `json:"nothing_better,omitempty"` // the model's reason why no approach can improve what a trigger asks
 }
+
+// SurveyRound is one round of the survey (docs/solve.md "Survey rounds").
+type SurveyRound struct {
+	Round    int      `json:"round"`
+	Kind     string   `json:"kind"` // triggered, widen, retry
+	Tasks    []string `json:"tasks"`
+	Feedback string   `json:"feedback,omitempty"` // retry: the violation fed back
+	Outcome  string   `json:"outcome"`            // answered, or why the round has no answer
+}
+
+// Survey round outcomes besides a rejection or a stop, which are told in words.
+const RoundAnswered = "answered"
 
 // Approach is one alternative way to do a surveyed task.
 type Approach struct {
@@ -193,6 +211,7 @@ type Approach struct {
 	JudgmentRequired  []string            `json:"judgment_required"`
 	Quantities        map[string]Estimate `json:"quantities,omitempty"`
 	ConstraintEffects []Effect            `json:"constraint_effects,omitempty"`
+	Round             int                 `json:"round"` // the survey round that proposed it
 }
 
 // Effect is the model's judged σ for a semantic constraint if an approach
@@ -216,10 +235,15 @@ type Repair struct {
 	Note      string      `json:"note"`
 }
 
-// Choice is the approach chosen for one surveyed task.
+// Choice is the approach chosen for one surveyed task. A swap (any
+// approach but "original") names the logic constraints that fail when the
+// task is kept as planned, the other choices unchanged, and says why this
+// approach.
 type Choice struct {
-	TaskID     string `json:"task_id"`
-	ApproachID string `json:"approach_id"`
+	TaskID     string   `json:"task_id"`
+	ApproachID string   `json:"approach_id"`
+	NeededFor  []string `json:"needed_for,omitempty"`
+	Reason     string   `json:"reason,omitempty"`
 }
 
 // Exclusion is an approach no repair may use, and why.

@@ -42,9 +42,15 @@ const (
 // required and unknown fields are refused.
 
 type constraintsAnswer struct {
-	Constraints   []constraintAnswer `json:"constraints"`
-	Quantities    []Quantity         `json:"quantities"`
-	OpenQuestions []string           `json:"open_questions"`
+	StatedConstraints []statedAnswer     `json:"stated_constraints"`
+	NotConstraints    []NotConstraint    `json:"not_constraints"`
+	Constraints       []constraintAnswer `json:"constraints"`
+	Quantities        []Quantity         `json:"quantities"`
+	OpenQuestions     []string           `json:"open_questions"`
+}
+
+type statedAnswer struct {
+	Quote string `json:"quote"`
 }
 
 type constraintAnswer struct {
@@ -91,6 +97,20 @@ type surveyAnswer struct {
 }
 
 type surveyItem struct {
-	TaskID     string     `json:"task_id"`
-	Approaches []Approach `json:"approaches"`
+	TaskID        string           `json:"task_id"`
+	Approaches    []approachAnswer `json:"approaches"`
+	NothingBetter string           `json:"nothing_better,omitempty"`
+}
+
+type approachAnswer struct {
+	ID                string              `json:"id"`
+	Title             string              `json:"title"`
+	Description       string              `json:"description"`
+	CostUSD           Estimate            `json:"cost_usd"`
+	Hours             Estimate            `json:"hours"`
+	Confidence        float64             `json:"confidence"`
+	KnownMethodShare  float64             `json:"known_method_share"`
+	JudgmentRequired  []string            `json:"judgment_required"`
+	Quantities        map[string]Estimate `json:"quantities,omitempty"`
+	ConstraintEffects []Effect            `json:"constraint_effects,omitempty"`
 }

@@ -18,17 +18,26 @@ import (
 // feasible when every logic constraint holds at mid estimates (SAT or
 // TIGHT) and no chosen approach is judged to push a semantic constraint
 // below its floor, min(τ_local, the constraint's own σ). Among feasible
-// combinations the search returns the one with the least total mid cost
-// (then the fewest changes, then the first in search order). It is exact:
-// branch and bound over the options, pruning with the cost bound and, for
-// constraints that only get worse as metrics grow, with the optimistic
+// combinations the search returns the best by this order (docs/solve.md
+// "Repair"): fewest swaps, then least confidence given up, then least
+// total mid cost, then the first in search order. It is exact: branch and
+// bound over the options, pruning with the objective's lower bound and,
+// for constraints that only get worse as metrics grow, with the optimistic
 // completion (every undecided task at its smallest figures).
+//
+// An option carries a value for every declared quantity: the approach's
+// own estimate where it gives one, else the task's, else 0 (the task does
+// not determine the quantity). A value one option sets is never left
+// behind for another (issue 16: an approach's quantity leaked into the
+// task's other options and made feasible plans look infeasible).
 
 type option struct {
 	id       string
 	cost     float64
 	hours    float64
-	q        map[string]float64
+	q        map[string]float64 // every declared quantity
+	loss     int64              // confidence given up against the task as planned, in millionths
+	conf     float64
 	effects  map[string]float64
 	original bool
 }
@@ -48,6 +57,33 @@ type requirement struct {
 	floor    float64 // semantic: the least σ an approach may leave
 }
 
+// objective orders feasible combinations: fewer swaps, then less
+// confidence given up, then less total mid cost.
+type objective struct {
+	swaps int
+	loss  int64
+	cost  float64
+}
+
+// better reports whether o is strictly better than b; costs within a
+// relative 1e-9 count as equal.
+func (o objective) better(b objective) bool {
+	if o.swaps != b.swaps {
+		return o.swaps < b.swaps
+	}
+	if o.loss != b.loss {
+		return o.loss < b.loss
+	}
+	return o.cost < b.cost-1e-9*math.Max(1, math.Abs(b.cost))
+}
+
+// confidenceLoss is the confidence an option gives up against the task as
+// planned, in millionths: an integer, so that the search, solve check and
+// z3 compare it exactly.
+func confidenceLoss(planned, option float64) int64 {
+	return max(0, int64(math.Round(planned*1e6))-int64(math.Round(option*1e6)))
+}
+
 type search struct {
 	m      *model
 	slots  []slot
@@ -57,14 +93,14 @@ type search struct {
 	ef     []float64
 	needCP bool
 
-	active   []bool
-	choice   []int
-	best     []int
-	bestCost float64
-	bestN    int
-	explored int
-	ctx      context.Context
-	err      error
+	active    []bool
+	firstOnly bool // stop at the first feasible combination (feasibility questions)
+	choice    []int
+	best      []int
+	bestObj   objective
+	explored  int
+	ctx       context.Context
+	err       error
 }
 
 // newSearch prepares the search over the surveys' approaches.
@@ -81,16 +117,23 @@ func newSearch(ctx context.Context, m *model, constraints []Constraint, exprs ma
 			return nil, fmt.Errorf("survey for %q: no such task", sv.TaskID)
 		}
 		t := m.tasks[i]
-		sl := slot{task: i, options: []option{optionOf(OriginalApproach, t.CostUSD, t.Hours, t.Quantities, nil, t.Quantities, true)}}
+		sl := slot{task: i, options: []option{m.optionOf(OriginalApproach, t, t.CostUSD, t.Hours, t.Confidence, nil, nil, true)}}
 		for _, ap := range sv.Approaches {
 			effects := map[string]float64{}
 			for _, ef := range ap.ConstraintEffects {
 				effects[ef.ConstraintID] = ef.Sigma
 				mentioned[ef.ConstraintID] = true
 			}
-			sl.options = append(sl.options, optionOf(ap.ID, ap.CostUSD, ap.Hours, ap.Quantities, effects, t.Quantities, false))
+			sl.options = append(sl.options, m.optionOf(ap.ID, t, ap.CostUSD, ap.Hours, ap.Confidence, ap.Quantities, effects, false))
 		}
-		slices.SortStableFunc(sl.options, func(a, b option) int { return cmp.Compare(a.cost, b.cost) })
+		// Keep as planned first, then by confidence given up, then cost:
+		// good combinations are found early and bound the rest.
+		slices.SortStableFunc(sl.options, func(a, b option) int {
+			if a.original != b.original {
+				return map[bool]int{true: -1, false: 1}[a.original]
+			}
+			return cmp.Or(cmp.Compare(a.loss, b.loss), cmp.Compare(a.cost, b.cost))
+		})
 		sl.minCost, sl.minHours, sl.minQ = math.Inf(1), math.Inf(1), map[string]float64{}
 		for _, o := range sl.options {
 			sl.minCost = math.Min(sl.minCost, o.cost)
@@ -103,7 +146,13 @@ func newSearch(ctx context.Context, m *model, constraints []Constraint, exprs ma
 		}
 		s.slots = append(s.slots, sl)
 	}
-	spread := func(sl slot) float64 { return sl.options[len(sl.options)-1].cost - sl.minCost }
+	spread := func(sl slot) float64 {
+		hi := sl.minCost
+		for _, o := range sl.options {
+			hi = math.Max(hi, o.cost)
+		}
+		return hi - sl.minCost
+	}
 	slices.SortStableFunc(s.slots, func(a, b slot) int { return cmp.Compare(spread(b), spread(a)) })
 	for _, c := range constraints {
 		switch {
@@ -118,13 +167,19 @@ func newSearch(ctx context.Context, m *model, constraints []Constraint, exprs ma
 	return s, nil
 }
 
-func optionOf(id string, cost, hours Estimate, q map[string]Estimate, effects map[string]float64, taskQ map[string]Estimate, original bool) option {
-	o := option{id: id, cost: cost.Mid, hours: hours.Mid, q: map[string]float64{}, effects: effects, original: original}
-	for name, e := range taskQ {
-		o.q[name] = e.Mid
-	}
-	for name, e := range q {
-		o.q[name] = e.Mid
+// optionOf is one option of a surveyed task at mid estimates, with a value
+// for every declared quantity (the option's, else the task's, else 0).
+func (m *model) optionOf(id string, t Task, cost, hours Estimate, conf float64, q map[string]Estimate, effects map[string]float64, original bool) option {
+	o := option{id: id, cost: cost.Mid, hours: hours.Mid, q: map[string]float64{}, conf: conf, loss: confidenceLoss(t.Confidence, conf), effects: effects, original: original}
+	for _, d := range m.quantities {
+		v := 0.0
+		if e, ok := t.Quantities[d.Name]; ok {
+			v = e.Mid
+		}
+		if e, ok := q[d.Name]; ok {
+			v = e.Mid
+		}
+		o.q[d.Name] = v
 	}
 	return o
 }
@@ -141,29 +196,21 @@ func (s *search) space() float64 {
 func (s *search) set(sl slot, o option) {
 	s.sc.cost[sl.task], s.sc.hours[sl.task] = o.cost, o.hours
 	for name, v := range o.q {
-		if vs, ok := s.sc.q[name]; ok {
-			vs[sl.task] = v
-		}
+		s.sc.q[name][sl.task] = v
 	}
 }
 
 func (s *search) setMin(sl slot) {
 	s.sc.cost[sl.task], s.sc.hours[sl.task] = sl.minCost, sl.minHours
 	for name, v := range sl.minQ {
-		if vs, ok := s.sc.q[name]; ok {
-			vs[sl.task] = v
-		}
+		s.sc.q[name][sl.task] = v
 	}
 }
 
 // holds evaluates the active logic requirements on the current values;
 // antitoneOnly restricts to those that may prune a partial combination.
 func (s *search) holds(antitoneOnly bool) bool {
-	cp := 0.0
-	if s.needCP {
-		cp = s.m.g.Longest(s.sc.hours, s.ef)
-	}
-	s.m.metricsInto(s.vals, s.sc, cp)
+	s.evaluate()
 	for k, r := range s.reqs {
 		if !s.active[k] || r.e == nil || (antitoneOnly && !r.antitone) {
 			continue
@@ -180,6 +227,15 @@ func (s *search) holds(antitoneOnly bool) bool {
 	return true
 }
 
+// evaluate computes every metric of the current values into s.vals.
+func (s *search) evaluate() {
+	cp := 0.0
+	if s.needCP {
+		cp = s.m.g.Longest(s.sc.hours, s.ef)
+	}
+	s.m.metricsInto(s.vals, s.sc, cp)
+}
+
 // allowed reports whether an option keeps every active semantic floor.
 func (s *search) allowed(o option) bool {
 	for k, r := range s.reqs {
@@ -193,18 +249,18 @@ func (s *search) allowed(o option) bool {
 	return true
 }
 
-// run finds the best feasible combination under the active requirements;
-// ok is false when none exists.
-func (s *search) run(active []bool) (ok bool, err error) {
-	s.active = active
+// run finds the best feasible combination under the active requirements
+// (any feasible one when firstOnly); ok is false when none exists.
+func (s *search) run(active []bool, firstOnly bool) (ok bool, err error) {
+	s.active, s.firstOnly = active, firstOnly
 	s.choice = make([]int, len(s.slots))
-	s.best, s.bestCost, s.bestN = nil, math.Inf(1), 0
-	base := 0.0
+	s.best = nil
 	surveyed := map[int]bool{}
 	for _, sl := range s.slots {
 		surveyed[sl.task] = true
 		s.setMin(sl)
 	}
+	base := 0.0
 	for i, t := range s.m.tasks {
 		if !surveyed[i] {
 			base += t.CostUSD.Mid
@@ -214,15 +270,15 @@ func (s *search) run(active []bool) (ok bool, err error) {
 	for k := len(s.slots) - 1; k >= 0; k-- {
 		rest[k] = rest[k+1] + s.slots[k].minCost
 	}
-	s.dfs(0, base, 0, rest)
+	s.dfs(0, objective{cost: base}, rest)
 	if s.err != nil {
 		return false, s.err
 	}
 	return s.best != nil, nil
 }
 
-func (s *search) dfs(k int, cost float64, changes int, rest []float64) {
-	if s.err != nil {
+func (s *search) dfs(k int, so objective, rest []float64) {
+	if s.err != nil || (s.firstOnly && s.best != nil) {
 		return
 	}
 	s.explored++
@@ -230,13 +286,12 @@ func (s *search) dfs(k int, cost float64, changes int, rest []float64) {
 		s.err = fmt.Errorf("repair search stopped after %d combinations: %w", s.explored, s.ctx.Err())
 		return
 	}
-	eps := 1e-9 * math.Max(1, math.Abs(s.bestCost))
-	if lb := cost + rest[k]; lb > s.bestCost+eps || (lb >= s.bestCost-eps && changes >= s.bestN && s.best != nil) {
+	if lb := (objective{so.swaps, so.loss, so.cost + rest[k]}); s.best != nil && !lb.better(s.bestObj) {
 		return
 	}
 	if k == len(s.slots) {
 		if s.holds(false) {
-			s.best, s.bestCost, s.bestN = slices.Clone(s.choice), cost, changes
+			s.best, s.bestObj = slices.Clone(s.choice), so
 		}
 		return
 	}
@@ -250,11 +305,11 @@ func (s *search) dfs(k int, cost float64, changes int, rest []float64) {
 		}
 		s.choice[k] = j
 		s.set(sl, o)
-		n := changes
+		next := objective{so.swaps, so.loss + o.loss, so.cost + o.cost}
 		if !o.original {
-			n++
+			next.swaps++
 		}
-		s.dfs(k+1, cost+o.cost, n, rest)
+		s.dfs(k+1, next, rest)
 		s.setMin(sl)
 		if s.err != nil {
 			return
@@ -279,14 +334,66 @@ func (m *model) metricsInto(dst map[string]float64, sc scenario, cp float64) {
 	}
 }
 
-// choices returns the best combination as task → approach, in task order.
+// choices returns the best combination as task → approach, in task order,
+// each swap with the constraints that need it and why this approach.
 func (s *search) choices() []Choice {
 	var out []Choice
 	for k, j := range s.best {
-		out = append(out, Choice{TaskID: s.m.tasks[s.slots[k].task].ID, ApproachID: s.slots[k].options[j].id})
+		out = append(out, s.describe(k, j))
 	}
 	slices.SortFunc(out, func(a, b Choice) int { return cmp.Compare(s.taskPos(a.TaskID), s.taskPos(b.TaskID)) })
 	return out
+}
+
+// describe describes slot k's option j in the best combination. For a swap
+// it names the constraints that fail when the task is kept as planned
+// (the other choices unchanged): with fewest swaps first there is always
+// one, or the swap would not be in the best combination.
+func (s *search) describe(k, j int) Choice {
+	sl := s.slots[k]
+	o := sl.options[j]
+	t := s.m.tasks[sl.task]
+	c := Choice{TaskID: t.ID, ApproachID: o.id}
+	if o.original {
+		return c
+	}
+	for kk, jj := range s.best {
+		s.set(s.slots[kk], s.slots[kk].options[jj])
+	}
+	orig := sl.options[slices.IndexFunc(sl.options, func(o option) bool { return o.original })]
+	s.set(sl, orig)
+	s.evaluate()
+	var why []string
+	for _, r := range s.reqs {
+		if r.e == nil {
+			continue
+		}
+		if ok, err := r.e.Eval(s.vals); err == nil && !ok {
+			c.NeededFor = append(c.NeededFor, r.id)
+			var figs []string
+			for _, name := range r.e.Vars() {
+				figs = append(figs, fmt.Sprintf("%s %s", name, num(s.vals[name])))
+			}
+			why = append(why, fmt.Sprintf("%s (%s fails: %s)", r.id, r.e, strings.Join(figs, ", ")))
+		}
+	}
+	var also []string
+	for jj, alt := range sl.options {
+		if jj == j || alt.original || !s.allowed(alt) {
+			continue
+		}
+		s.set(sl, alt)
+		if s.holds(false) {
+			also = append(also, fmt.Sprintf("%s ($%s, confidence %.2f)", alt.id, num(alt.cost), alt.conf))
+		}
+	}
+	s.set(sl, o)
+	c.Reason = fmt.Sprintf("needed for %s with %s kept as planned; %s keeps confidence %.2f (planned %.2f) at $%s mid (planned $%s)",
+		orDash(strings.Join(why, ", ")), t.ID, o.id, o.conf, t.Confidence, num(o.cost), num(t.CostUSD.Mid))
+	if len(also) > 0 {
+		c.Reason += "; also feasible in its place, but worse by swaps, confidence or cost: " + strings.Join(also, ", ")
+	}
+	return c
 }
 
 func (s *search) taskPos(id string) int {
@@ -318,7 +425,7 @@ func (s *search) unsatCore() ([]string, error) {
 	}
 	for k := range s.reqs {
 		active[k] = false
-		ok, err := s.run(slices.Clone(active))
+		ok, err := s.run(slices.Clone(active), true)
 		if err != nil {
 			return nil, err
 		}
@@ -370,7 +477,7 @@ func repairPlan(ctx context.Context, tasks []Task, quantities []Quantity, constr
 	for k := range all {
 		all[k] = true
 	}
-	ok, err := s.run(all)
+	ok, err := s.run(all, false)
 	if err != nil {
 		return Repair{}, err
 	}
@@ -378,12 +485,11 @@ func repairPlan(ctx context.Context, tasks []Task, quantities []Quantity, constr
 	if ok {
 		r.Status, r.Choices = RepairRepaired, s.choices()
 		r.Explored = s.explored
-		revised := applyChoices(tasks, surveys, r.Choices)
-		if r.Revised, err = Analyze(revised, quantities, constraints); err != nil {
+		if r.Revised, err = Analyze(applyChoices(tasks, surveys, r.Choices), quantities, reviseSigmas(constraints, surveys, r.Choices)); err != nil {
 			return Repair{}, fmt.Errorf("revised plan: %w", err)
 		}
-		r.Note = fmt.Sprintf("UNSAT %s flipped; least total mid cost over %s combinations: $%.2f (was $%.2f)",
-			strings.Join(unsat, ", "), num(r.Space), r.Revised.Cost.Mid, a.Cost.Mid)
+		r.Note = fmt.Sprintf("UNSAT %s flipped with %d swap(s), giving up %s of confidence in all; revised mid cost $%.2f (was $%.2f); best of %s combinations by fewest swaps, then confidence kept, then cost",
+			strings.Join(unsat, ", "), s.bestObj.swaps, num(float64(s.bestObj.loss)/1e6), r.Revised.Cost.Mid, a.Cost.Mid, num(r.Space))
 		return r, nil
 	}
 	r.Status = RepairInfeasible
@@ -396,8 +502,56 @@ func repairPlan(ctx context.Context, tasks []Task, quantities []Quantity, constr
 	return r, nil
 }
 
+// optimistic evaluates every metric at mid with each surveyed task at the
+// smallest cost, hours and quantities any of its options has (each
+// independently): no combination does better on any constraint that only
+// gets worse as metrics grow.
+func optimistic(tasks []Task, quantities []Quantity, surveys []Survey) (map[string]float64, error) {
+	m, err := newModel(tasks, quantities)
+	if err != nil {
+		return nil, err
+	}
+	s, err := newSearch(context.Background(), m, nil, nil, surveys)
+	if err != nil {
+		return nil, err
+	}
+	for _, sl := range s.slots {
+		s.setMin(sl)
+	}
+	s.needCP = true
+	s.evaluate()
+	return maps.Clone(s.vals), nil
+}
+
+// reviseSigmas returns the constraints with each semantic σ updated by the
+// chosen approaches' judged effects: the least σ any chosen approach
+// judges for it (a chain is as strong as its weakest link), or the σ as
+// extracted when no chosen approach judges it.
+func reviseSigmas(constraints []Constraint, surveys []Survey, choices []Choice) []Constraint {
+	out := slices.Clone(constraints)
+	judged := map[string]float64{}
+	for _, ch := range choices {
+		ap, ok := findApproach(surveys, ch)
+		if !ok {
+			continue
+		}
+		for _, ef := range ap.ConstraintEffects {
+			if cur, seen := judged[ef.ConstraintID]; !seen || ef.Sigma < cur {
+				judged[ef.ConstraintID] = ef.Sigma
+			}
+		}
+	}
+	for i, c := range out {
+		if sigma, ok := judged[c.ID]; ok && c.Type == Semantic {
+			out[i].Sigma = sigma
+		}
+	}
+	return out
+}
+
 // applyChoices returns the tasks with each chosen approach's estimates in
-// place of the task's own.
+// place of the task's own: cost, hours, confidence, method, and the
+// quantities the approach names (the others stay the task's).
 func applyChoices(tasks []Task, surveys []Survey, choices []Choice) []Task {
 	out := slices.Clone(tasks)
 	for _, ch := range choices {

@@ -10,8 +10,10 @@ func TestTerms(t *testing.T) {
 	if Sum(nil) != "0.0" || Sum([]string{"a"}) != "a" || Sum([]string{"a", "b"}) != "(+ a b)" {
 		t.Error("Sum")
 	}
-	if Max(nil) != "0.0" || Max([]string{"a", "b"}) != "(ite (>= a b) a b)" {
-		t.Error("Max")
+	var s Script
+	s.DefineMax("m", []string{"a", "b", "c"})
+	if got := s.b.String(); got != "(declare-const m Real)\n(assert (>= m a))\n(assert (>= m b))\n(assert (>= m c))\n(assert (or (= m a) (= m b) (= m c)))\n" {
+		t.Errorf("DefineMax:\n%s", got)
 	}
 	if Answer(true) != "sat" || Answer(false) != "unsat" {
 		t.Error("Answer")
@@ -36,7 +38,7 @@ func TestAskComparesTheSolversAnswersWithTheKernels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Agree || !rep.Checks[0].Agree || rep.Checks[1].Solver != "unsat" || rep.Disagreements() != `"x exceeds 4 (a wrong kernel answer)": kernel sat, z3 unsat` {
+	if rep.Agree || rep.Disagree != 1 || !rep.Checks[0].Agree || rep.Checks[1].Solver != "unsat" || rep.Disagreements() != `"x exceeds 4 (a wrong kernel answer)": kernel sat, z3 unsat` {
 		t.Errorf("report %+v: %s", rep, rep.Disagreements())
 	}
 }
