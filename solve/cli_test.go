@@ -226,7 +226,9 @@ func TestSWEAgentExampleFlagsCostUNSATAndRepairsItToSAT(t *testing.T) {
 		{"plan.md", "**UNSAT**: it fails at the mid estimates"},
 		{"plan.md", "### Revised budget"},
 		{"plan.mmd", "linkStyle"},
-		{"plan.svg", "Critical path: t1 → t3"},
+		{"plan.svg", "After repair: critical path 21.5h mid"},
+		{"plan.svg", "limit 24h"},
+		{"plan.md", "needed for c3"},
 	} {
 		data, err := os.ReadFile(filepath.Join(dir, f.name))
 		if err != nil || !strings.Contains(string(data), f.want) {

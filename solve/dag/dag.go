@@ -426,3 +426,38 @@ func (g *Graph) Waves() [][]int {
 	}
 	return waves
 }
+
+// Redundant reports, for each node, which of its predecessors are
+// implied: u is redundant for v when u also reaches v through another
+// predecessor. Dropping redundant edges (the transitive reduction) keeps
+// every ordering and draws far fewer lines.
+func (g *Graph) Redundant() []map[int]bool {
+	n := len(g.IDs)
+	words := (n + 63) / 64
+	anc := make([][]uint64, n) // strict ancestors of each node
+	for _, v := range g.Order {
+		a := make([]uint64, words)
+		for _, u := range g.Preds[v] {
+			for k, x := range anc[u] {
+				a[k] |= x
+			}
+			a[u/64] |= 1 << (u % 64)
+		}
+		anc[v] = a
+	}
+	out := make([]map[int]bool, n)
+	for v := range n {
+		for _, u := range g.Preds[v] {
+			for _, w := range g.Preds[v] {
+				if w != u && anc[w][u/64]&(1<<(u%64)) != 0 {
+					if out[v] == nil {
+						out[v] = map[int]bool{}
+					}
+					out[v][u] = true
+					break
+				}
+			}
+		}
+	}
+	return out
+}

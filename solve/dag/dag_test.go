@@ -223,3 +223,15 @@ func TestLongestMatchesSchedule(t *testing.T) {
 		t.Fatalf("Longest = %v", l)
 	}
 }
+
+func TestRedundantEdgesAreThoseImpliedByAnotherPath(t *testing.T) {
+	// a → b → c, a → c (implied), c → d, b → d (implied), a → d (implied)
+	g, vs := Build([]string{"a", "b", "c", "d"}, [][]string{nil, {"a"}, {"a", "b"}, {"c", "b", "a"}})
+	if len(vs) > 0 {
+		t.Fatal(vs)
+	}
+	r := g.Redundant()
+	if len(r[0]) != 0 || len(r[1]) != 0 || !r[2][0] || r[2][1] || r[3][2] || !r[3][1] || !r[3][0] {
+		t.Fatalf("redundant = %v", r)
+	}
+}

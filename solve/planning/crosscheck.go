@@ -140,7 +140,9 @@ func repairQuestions(p *Plan, m *model, exprs map[string]*expr.Expr, en *smt.Scr
 	metrics(en, m, "r_",
 		func(i int) string { return choose(i, func(t Task) float64 { return t.CostUSD.Mid }) },
 		func(i int) string { return choose(i, func(t Task) float64 { return t.Hours.Mid }) },
-		func(i int, name string) string { return choose(i, func(t Task) float64 { return t.Quantities[name].Mid }) })
+		func(i int, name string) string {
+			return choose(i, func(t Task) float64 { return t.Quantities[name].Mid })
+		})
 	assertReq := func(id string) string {
 		if e := exprs[id]; e != nil {
 			return fmt.Sprintf("(assert %s)\n", e.SMT(func(name string) string { return "r_m_" + name }))

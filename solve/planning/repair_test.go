@@ -47,7 +47,9 @@ func TestRepairDoesNotLeakAnApproachsQuantityIntoOtherOptions(t *testing.T) {
 	// on this plan fails it.
 	p.Analysis, p.Repair = a, Repair{Status: RepairInfeasible, Required: []string{"c1", "c2"}, UnsatCore: []string{"c2"}, Space: 3, Excluded: []Exclusion{}}
 	f := failures(Check(context.Background(), p, CheckOptions{}))
-	if !slices.ContainsFunc(f, func(s string) bool { return strings.HasPrefix(s, "5.1 ") && strings.Contains(s, "repaired; plan reports infeasible") }) ||
+	if !slices.ContainsFunc(f, func(s string) bool {
+		return strings.HasPrefix(s, "5.1 ") && strings.Contains(s, "repaired; plan reports infeasible")
+	}) ||
 		!slices.ContainsFunc(f, func(s string) bool { return strings.HasPrefix(s, "5.2 ") && strings.Contains(s, "b→b2") }) {
 		t.Fatalf("the check passes a false infeasibility:\n%s", strings.Join(f, "\n"))
 	}

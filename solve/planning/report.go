@@ -4,13 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/llmkernels/kernels/solve/store"
-	"html"
 	"math"
 	"path/filepath"
 	"strings"
 
 	"github.com/llmkernels/kernels/internal/atomicfile"
-	"github.com/llmkernels/kernels/internal/clip"
+	"github.com/llmkernels/kernels/solve/planning/smt"
 )
 
 // VerdictDefinitions is printed in every report.
@@ -43,7 +42,7 @@ func WriteFiles(p *Plan, out string) (Files, error) {
 	}
 	tasks, a := finalPlan(p)
 	mermaid := Mermaid(tasks, a)
-	gantt := Gantt(p.Goal, tasks, a)
+	gantt := Gantt(p)
 	for _, w := range []struct {
 		path string
 		data []byte
@@ -110,11 +109,18 @@ func Report(p *Plan, ganttFile string) string {
 		after := "—"
 		if rv, ok := revised[c.ID]; ok {
 			after = rv.Verdict
+			if rv.Sigma != c.Sigma {
+				after += fmt.Sprintf(" (σ %.2f)", rv.Sigma)
+			}
 		}
 		w("| %s | %s | %s | %s | %.2f | **%s** | %s | %s |\n", c.ID, c.Type, cell(c.Title), cell("`"+payload+"`"), c.Sigma, v.Verdict, after, cell(v.Detail))
 	}
 	if p.Analysis != nil {
-		w("\nσ_v (min σ_i) = %.2f; τ_local = %.2f, τ_global = %.2f.\n", p.Analysis.SigmaV, store.TauLocal, store.TauGlobal)
+		w("\nσ_v (min σ_i) = %.2f", p.Analysis.SigmaV)
+		if p.Repair.Revised != nil {
+			w(" (after repair %.2f: a chosen approach's judged σ replaces a semantic constraint's)", p.Repair.Revised.SigmaV)
+		}
+		w("; τ_local = %.2f, τ_global = %.2f.\n", store.TauLocal, store.TauGlobal)
 	}
 
 	w("\n## Constraints\n\n| id | kind | domain | quote | removal consequence | open questions |\n|---|---|---|---|---|---|\n")
@@ -124,6 +130,16 @@ func Report(p *Plan, ganttFile string) string {
 			kind = "explicit"
 		}
 		w("| %s | %s (%s) | %s | %s | %s | %s |\n", c.ID, kind, c.Provenance.Source, c.Domain, cell(c.Quote), cell(c.RemovalConsequence), cell(strings.Join(c.OpenQuestions, " · ")))
+	}
+	if len(p.Stated) > 0 || len(p.NotStated) > 0 {
+		n, why := ExplicitMinimum(p.Stated, p.Inputs)
+		w("\n### What the goal states\n\nAt least %d explicit constraints (%s).\n\n| stated in the goal | covered by |\n|---|---|\n", n, cell(why))
+		for _, st := range p.Stated {
+			w("| %s | %s |\n", cell(st.Quote), orDash(strings.Join(st.CoveredBy, ", ")))
+		}
+		for _, nc := range p.NotStated {
+			w("| %s | not a constraint: %s |\n", cell(nc.Quote), cell(nc.Reason))
+		}
 	}
 	if len(p.OpenQuestions) > 0 {
 		w("\n## Open questions\n\n")
@@ -153,16 +169,30 @@ func Report(p *Plan, ganttFile string) string {
 	}
 	if len(p.Surveys) > 0 {
 		w("\n## Approach surveys\n")
+		if len(p.SurveyRounds) > 0 {
+			w("\n| round | kind | tasks | outcome |\n|---|---|---|---|\n")
+			for _, r := range p.SurveyRounds {
+				w("| %d | %s | %s | %s |\n", r.Round, r.Kind, strings.Join(r.Tasks, ", "), cell(r.Outcome))
+			}
+			for _, r := range p.SurveyRounds {
+				if r.Feedback != "" {
+					w("\nRound %d was told: %s\n", r.Round, r.Feedback)
+				}
+			}
+		}
 		for _, s := range p.Surveys {
-			w("\n### %s — %s\n\nTriggered by: %s. Planned: %s, %s.\n\n", s.TaskID, cell(taskTitle(p.Tasks, s.TaskID)), strings.Join(s.Triggers, "; "),
-				triple(taskOf(p.Tasks, s.TaskID).CostUSD, "$"), triple(taskOf(p.Tasks, s.TaskID).Hours, "h"))
-			w("| approach | title | cost | hours | confidence | known-method share | judgment required | effects |\n|---|---|---|---|---|---|---|---|\n")
+			w("\n### %s — %s\n\nTriggered by: %s. Planned: %s, %s, confidence %.2f.\n\n", s.TaskID, cell(taskTitle(p.Tasks, s.TaskID)), strings.Join(s.Triggers, "; "),
+				triple(taskOf(p.Tasks, s.TaskID).CostUSD, "$"), triple(taskOf(p.Tasks, s.TaskID).Hours, "h"), taskOf(p.Tasks, s.TaskID).Confidence)
+			if s.NothingBetter != "" {
+				w("Nothing better is possible, the model says: %s\n\n", s.NothingBetter)
+			}
+			w("| approach | round | title | cost | hours | confidence | known-method share | judgment required | effects |\n|---|---|---|---|---|---|---|---|---|\n")
 			for _, ap := range s.Approaches {
 				var eff []string
 				for _, e := range ap.ConstraintEffects {
 					eff = append(eff, fmt.Sprintf("%s σ %.2f (%s)", e.ConstraintID, e.Sigma, e.Reason))
 				}
-				w("| %s | %s | %s | %s | %.2f | %.0f%% | %s | %s |\n", ap.ID, cell(ap.Title), triple(ap.CostUSD, "$"), triple(ap.Hours, "h"), ap.Confidence,
+				w("| %s | %d | %s | %s | %s | %.2f | %.0f%% | %s | %s |\n", ap.ID, ap.Round, cell(ap.Title), triple(ap.CostUSD, "$"), triple(ap.Hours, "h"), ap.Confidence,
 					ap.KnownMethodShare*100, cell(strings.Join(ap.JudgmentRequired, "; ")), cell(strings.Join(eff, "; ")))
 			}
 		}
@@ -182,21 +212,24 @@ func Report(p *Plan, ganttFile string) string {
 		w("\nUnsat core (a minimal set of constraints no combination satisfies together): **%s**.\n", strings.Join(p.Repair.UnsatCore, ", "))
 	}
 	if p.Repair.Status == RepairRepaired {
-		w("\n| task | chosen approach |\n|---|---|\n")
+		w("\nThe repair changes least: fewest swaps, then the least confidence given up, then the least mid cost.\n\n| task | chosen approach | why |\n|---|---|---|\n")
 		for _, c := range p.Repair.Choices {
-			title := "keep as planned"
+			title, why := "keep as planned", "not needed"
 			if ap, ok := findApproach(p.Surveys, c); ok {
-				title = ap.Title
+				title, why = ap.Title, c.Reason
 			}
-			w("| %s | %s: %s |\n", c.TaskID, c.ApproachID, cell(title))
+			w("| %s | %s: %s | %s |\n", c.TaskID, c.ApproachID, cell(title), cell(why))
 		}
 		w("\n### Revised budget\n")
 		analysisSection(&b, "#", p.Repair.Revised)
 	}
 	if p.SMT != nil {
-		w("\n## SMT cross-check (%s)\n\nAgree: **%v**.\n\n| question | kernel | z3 |\n|---|---|---|\n", p.SMT.Solver, p.SMT.Agree)
-		for _, c := range p.SMT.Checks {
-			w("| %s | %s | %s |\n", cell(c.What), c.Kernel, c.Solver)
+		w("\n## SMT cross-check\n\n%s\n", smtText(p.SMT))
+		if len(p.SMT.Checks) > 0 {
+			w("\n| question | kernel | z3 |\n|---|---|---|\n")
+			for _, c := range p.SMT.Checks {
+				w("| %s | %s | %s |\n", cell(c.What), c.Kernel, c.Solver)
+			}
 		}
 	}
 	tasks, a := finalPlan(p)
@@ -208,6 +241,19 @@ func Report(p *Plan, ganttFile string) string {
 		w("\n## DAG\n\nCritical path of %s in red. Gantt chart: [%s](%s).\n\n```mermaid\n%s```\n", label, ganttFile, ganttFile, Mermaid(tasks, a))
 	}
 	return b.String()
+}
+
+// smtText says what z3 answered.
+func smtText(r *smt.Report) string {
+	switch {
+	case r.Error != "":
+		return "z3 gave no answers: " + r.Error + "; the plan is the kernel's alone"
+	case r.Disagree > 0:
+		return fmt.Sprintf("%s DISAGREES with the kernel on %d of %d questions (%s); this is a kernel bug, please report it with the plan", r.Solver, r.Disagree, len(r.Checks), r.Disagreements())
+	case r.Unknown > 0:
+		return fmt.Sprintf("%s agrees on %d questions and could not decide %d within its timeout (those claims are the kernel's alone)", r.Solver, len(r.Checks)-r.Unknown, r.Unknown)
+	}
+	return fmt.Sprintf("%s agrees on all %d questions (%.1fs)", r.Solver, len(r.Checks), r.Seconds)
 }
 
 func capText(s float64) string {
@@ -255,13 +301,21 @@ func analysisSection(b *strings.Builder, level string, a *Analysis) {
 	}
 	w("\n##%s Cost rollup\n\nMid total **$%.2f** (low $%.2f, high $%.2f); PERT mean $%.2f ± $%.2f%s.\n", level,
 		a.Cost.Mid, a.Cost.Low, a.Cost.High, a.Cost.PERTMean, a.Cost.PERTSigma, limit(a.Cost, "$"))
-	w("\n##%s Budget waterfall (execution order, mid costs)\n\n| # | task | cost | cumulative | remaining |\n|---|---|---|---|---|\n", level)
+	w("\n##%s Budget waterfall (execution order, mid estimates)\n\n| # | task | cost | cumulative | remaining |", level)
+	for _, bd := range a.Budgets {
+		w(" %s | cumulative | remaining (of %s) |", bd.Metric, num(bd.Limit))
+	}
+	w("\n|---|---|---|---|---|%s\n", strings.Repeat("---|---|---|", len(a.Budgets)))
 	for k, r := range a.Waterfall {
 		rem := "—"
 		if r.Remaining != nil {
 			rem = fmt.Sprintf("$%.2f", *r.Remaining)
 		}
-		w("| %d | %s | $%.2f | $%.2f | %s |\n", k+1, r.TaskID, r.CostMid, r.Cumulative, rem)
+		w("| %d | %s | $%.2f | $%.2f | %s |", k+1, r.TaskID, r.CostMid, r.Cumulative, rem)
+		for _, st := range r.Budgets {
+			w(" %s | %s | %s |", num(st.Amount), num(st.Cumulative), num(st.Remaining))
+		}
+		w("\n")
 	}
 	w("\n##%s Time: critical path\n\nCritical path **%sh** at mid estimates (low %sh, high %sh); PERT mean %.2fh ± %.2fh%s.\n\n", level,
 		num(a.Time.Mid), num(a.Time.Low), num(a.Time.High), a.Time.PERTMean, a.Time.PERTSigma, limit(a.Time, "h"))
@@ -306,138 +360,6 @@ func analysisSection(b *strings.Builder, level string, a *Analysis) {
 	}
 }
 
-// criticalEdges lists the dependency edges on a critical path.
-func criticalEdges(a *Analysis) map[[2]string]bool {
-	out := map[[2]string]bool{}
-	for _, p := range a.CriticalPaths {
-		for k := 1; k < len(p); k++ {
-			out[[2]string{p[k-1], p[k]}] = true
-		}
-	}
-	return out
-}
-
-// Mermaid renders the DAG as a Mermaid flowchart with the critical path in red.
-func Mermaid(tasks []Task, a *Analysis) string {
-	var b strings.Builder
-	b.WriteString("flowchart LR\n")
-	node := map[string]string{}
-	critical := map[string]bool{}
-	for _, r := range a.Schedule {
-		critical[r.TaskID] = r.Critical
-	}
-	var crit []string
-	for i, t := range tasks {
-		node[t.ID] = fmt.Sprintf("n%d", i)
-		label := strings.ReplaceAll(fmt.Sprintf("%s · %s<br/>$%s · %sh", t.ID, t.Title, num(t.CostUSD.Mid), num(t.Hours.Mid)), `"`, "#quot;")
-		fmt.Fprintf(&b, "  %s[\"%s\"]\n", node[t.ID], label)
-		if critical[t.ID] {
-			crit = append(crit, node[t.ID])
-		}
-	}
-	edges := criticalEdges(a)
-	var red []string
-	k := 0
-	for _, t := range tasks {
-		for _, d := range t.DependsOn {
-			fmt.Fprintf(&b, "  %s --> %s\n", node[d], node[t.ID])
-			if edges[[2]string{d, t.ID}] {
-				red = append(red, fmt.Sprint(k))
-			}
-			k++
-		}
-	}
-	b.WriteString("  classDef critical fill:#fde2e1,stroke:#c0392b,stroke-width:2px\n")
-	if len(crit) > 0 {
-		fmt.Fprintf(&b, "  class %s critical\n", strings.Join(crit, ","))
-	}
-	if len(red) > 0 {
-		fmt.Fprintf(&b, "  linkStyle %s stroke:#c0392b,stroke-width:3px\n", strings.Join(red, ","))
-	}
-	return b.String()
-}
-
-// Gantt renders the schedule at mid estimates as an SVG chart: a bar per
-// task from ES to EF (critical tasks in red), its total float as a pale
-// extension, an hour axis, and the critical path named under the chart.
-func Gantt(goal string, tasks []Task, a *Analysis) string {
-	const left, right, top, row, width = 280.0, 30.0, 60.0, 26.0, 1100.0
-	span := a.Time.Mid
-	for _, r := range a.Schedule {
-		span = math.Max(span, r.LF)
-	}
-	if a.Time.Limit != nil {
-		span = math.Max(span, *a.Time.Limit)
-	}
-	if span <= 0 {
-		span = 1
-	}
-	scale := (width - left - right) / span
-	height := top + row*float64(len(a.Schedule)) + 70
-	var b strings.Builder
-	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	w(`<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="12">`+"\n", width, height, width, height)
-	w(`<rect width="100%%" height="100%%" fill="white"/>` + "\n")
-	title := clip.Text(goal, 119) // at most 120 characters
-	w(`<text x="10" y="20" font-size="14" font-weight="bold">%s</text>`+"\n", html.EscapeString(title))
-	w(`<text x="10" y="38" fill="#555">Schedule at mid estimates: %sh critical path. Red: critical tasks. Pale: total float.</text>`+"\n", num(a.Time.Mid))
-	step := niceStep(span)
-	for x := 0.0; x <= span+1e-9; x += step {
-		px := left + x*scale
-		w(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e5e5e5"/>`+"\n", px, top-6, px, top+row*float64(len(a.Schedule)))
-		w(`<text x="%.1f" y="%.1f" text-anchor="middle" fill="#555">%sh</text>`+"\n", px, top-10, num(x))
-	}
-	if a.Time.Limit != nil {
-		px := left + *a.Time.Limit*scale
-		w(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#7d3c98" stroke-width="2" stroke-dasharray="6,4"/>`+"\n", px, top-6, px, top+row*float64(len(a.Schedule)))
-		w(`<text x="%.1f" y="%.1f" text-anchor="end" fill="#7d3c98">limit %sh</text>`+"\n", px-4, top+row*float64(len(a.Schedule))+14, num(*a.Time.Limit))
-	}
-	title2 := map[string]string{}
-	for _, t := range tasks {
-		title2[t.ID] = t.Title
-	}
-	for i, r := range a.Schedule {
-		y := top + row*float64(i)
-		label := r.TaskID + " " + title2[r.TaskID]
-		if rr := []rune(label); len(rr) > 40 {
-			label = string(rr[:39]) + "…"
-		}
-		color := "#2e86c1"
-		if r.Critical {
-			color = "#c0392b"
-		}
-		w(`<text x="10" y="%.1f">%s</text>`+"\n", y+17, html.EscapeString(label))
-		if r.TotalFloat > 0 {
-			w(`<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" opacity="0.18"/>`+"\n", left+r.EF*scale, y+5, r.TotalFloat*scale, row-10, color)
-		}
-		w(`<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" rx="2"><title>%s: ES %s, EF %s, LS %s, LF %s, float %s</title></rect>`+"\n",
-			left+r.ES*scale, y+4, math.Max(1, r.Hours*scale), row-8, color, html.EscapeString(r.TaskID), num(r.ES), num(r.EF), num(r.LS), num(r.LF), num(r.TotalFloat))
-	}
-	y := top + row*float64(len(a.Schedule)) + 24
-	var paths []string
-	for _, p := range a.CriticalPaths {
-		paths = append(paths, strings.Join(p, " → "))
-		if len(paths) == 3 {
-			break
-		}
-	}
-	w(`<text x="10" y="%.1f" fill="#c0392b">Critical path: %s</text>`+"\n", y, html.EscapeString(strings.Join(paths, "  |  ")))
-	b.WriteString("</svg>\n")
-	return b.String()
-}
-
-// niceStep picks an axis step of 1, 2 or 5 × 10^k giving about ten ticks.
-func niceStep(span float64) float64 {
-	raw := span / 10
-	mag := math.Pow(10, math.Floor(math.Log10(raw)))
-	for _, m := range []float64{1, 2, 5, 10} {
-		if m*mag >= raw {
-			return m * mag
-		}
-	}
-	return 10 * mag
-}
-
 // Summary is the few lines `solve plan` prints on stdout.
 func Summary(p *Plan, f Files) string {
 	var b strings.Builder
@@ -457,14 +379,20 @@ func Summary(p *Plan, f Files) string {
 				rv = append(rv, v.ConstraintID+" "+v.Verdict)
 			}
 		}
-		fmt.Fprintf(&b, "repair: revised mid cost $%.2f, critical path %sh; %s\n", p.Repair.Revised.Cost.Mid, num(p.Repair.Revised.Time.Mid), strings.Join(rv, ", "))
+		var swaps []string
+		for _, c := range p.Repair.Choices {
+			if c.ApproachID != OriginalApproach {
+				swaps = append(swaps, fmt.Sprintf("%s→%s (for %s)", c.TaskID, c.ApproachID, strings.Join(c.NeededFor, ", ")))
+			}
+		}
+		fmt.Fprintf(&b, "repair: %s; revised mid cost $%.2f, critical path %sh; %s\n", strings.Join(swaps, ", "), p.Repair.Revised.Cost.Mid, num(p.Repair.Revised.Time.Mid), strings.Join(rv, ", "))
 	case RepairInfeasible:
 		fmt.Fprintf(&b, "repair: none possible; unsat core: %s\n", strings.Join(p.Repair.UnsatCore, ", "))
 	default:
 		fmt.Fprintf(&b, "repair: not needed\n")
 	}
 	if p.SMT != nil {
-		fmt.Fprintf(&b, "smt: %s agrees on %d questions\n", p.SMT.Solver, len(p.SMT.Checks))
+		fmt.Fprintf(&b, "smt: %s\n", smtText(p.SMT))
 	}
 	cost := fmt.Sprintf("$%.4f", p.Usage.CostUSD)
 	if p.Usage.Unpriced {

@@ -1,0 +1,377 @@
+package planning
+
+import (
+	"fmt"
+	"html"
+	"math"
+	"strings"
+
+	"github.com/llmkernels/kernels/solve/dag"
+)
+
+// The pictures: the Gantt chart (SVG) and the DAG (Mermaid).
+
+// wrap breaks text into lines of at most width runes, at spaces where it
+// can (a longer word is cut).
+func wrap(text string, width int) []string {
+	var lines []string
+	var cur []rune
+	for _, word := range strings.Fields(text) {
+		w := []rune(word)
+		for len(w) > width {
+			if len(cur) > 0 {
+				lines, cur = append(lines, string(cur)), nil
+			}
+			lines, w = append(lines, string(w[:width])), w[width:]
+		}
+		switch {
+		case len(cur) == 0:
+			cur = w
+		case len(cur)+1+len(w) <= width:
+			cur = append(append(cur, ' '), w...)
+		default:
+			lines, cur = append(lines, string(cur)), w
+		}
+	}
+	if len(cur) > 0 || len(lines) == 0 {
+		lines = append(lines, string(cur))
+	}
+	return lines
+}
+
+// criticalEdges lists the dependency edges on a critical path.
+func criticalEdges(a *Analysis) map[[2]string]bool {
+	out := map[[2]string]bool{}
+	for _, p := range a.CriticalPaths {
+		for k := 1; k < len(p); k++ {
+			out[[2]string{p[k-1], p[k]}] = true
+		}
+	}
+	return out
+}
+
+// Mermaid renders the DAG as a Mermaid flowchart, critical tasks and
+// edges in red, drawn to stay readable at 10–50 tasks: dependencies that
+// another path already implies are left out (the transitive reduction;
+// the report's task table lists every one), labels wrap at 24 characters
+// (the id, the whole title, the mid cost and hours), spacing is tight,
+// and the chart runs top to bottom or left to right, whichever is nearer
+// a screen's shape.
+func Mermaid(tasks []Task, a *Analysis) string {
+	var b strings.Builder
+	ids := make([]string, len(tasks))
+	deps := make([][]string, len(tasks))
+	for i, t := range tasks {
+		ids[i], deps[i] = t.ID, t.DependsOn
+	}
+	var redundant []map[int]bool
+	if g, vs := dag.Build(ids, deps); len(vs) == 0 {
+		redundant = g.Redundant()
+	}
+	// Nodes are about 190 × 75 px with their spacing; a wave is a rank.
+	waves, widest := float64(len(a.Waves)), float64(maxLen(a.Waves))
+	dir := "LR"
+	if lr, tb := aspectMiss(waves*190, widest*75), aspectMiss(widest*190, waves*75); tb < lr {
+		dir = "TB"
+	}
+	fmt.Fprintf(&b, "%%%%{init: {\"flowchart\": {\"nodeSpacing\": 18, \"rankSpacing\": 36}}}%%%%\nflowchart %s\n", dir)
+	node := map[string]string{}
+	index := map[string]int{}
+	critical := map[string]bool{}
+	for _, r := range a.Schedule {
+		critical[r.TaskID] = r.Critical
+	}
+	var crit []string
+	for i, t := range tasks {
+		node[t.ID], index[t.ID] = fmt.Sprintf("n%d", i), i
+		lines := wrap(strings.TrimSuffix(t.ID+" · "+t.Title, " · "), 24)
+		lines = append(lines, fmt.Sprintf("$%s · %sh", num(t.CostUSD.Mid), num(t.Hours.Mid)))
+		label := strings.ReplaceAll(strings.Join(lines, "<br/>"), `"`, "#quot;")
+		fmt.Fprintf(&b, "  %s[\"%s\"]\n", node[t.ID], label)
+		if critical[t.ID] {
+			crit = append(crit, node[t.ID])
+		}
+	}
+	edges := criticalEdges(a)
+	var red []string
+	k := 0
+	for i, t := range tasks {
+		for _, d := range t.DependsOn {
+			crit := edges[[2]string{d, t.ID}]
+			if redundant != nil && redundant[i][index[d]] && !crit {
+				continue
+			}
+			fmt.Fprintf(&b, "  %s --> %s\n", node[d], node[t.ID])
+			if crit {
+				red = append(red, fmt.Sprint(k))
+			}
+			k++
+		}
+	}
+	b.WriteString("  classDef critical fill:#fde2e1,stroke:#c0392b,stroke-width:2px\n")
+	if len(crit) > 0 {
+		fmt.Fprintf(&b, "  class %s critical\n", strings.Join(crit, ","))
+	}
+	if len(red) > 0 {
+		fmt.Fprintf(&b, "  linkStyle %s stroke:#c0392b,stroke-width:3px\n", strings.Join(red, ","))
+	}
+	return b.String()
+}
+
+// aspectMiss is how far a w × h picture is from a 16:10 screen (0 is a
+// perfect fit), on a log scale so too wide and too tall weigh alike.
+func aspectMiss(w, h float64) float64 {
+	return math.Abs(math.Log((w / math.Max(h, 1)) / 1.6))
+}
+
+func maxLen(waves [][]string) int {
+	n := 0
+	for _, w := range waves {
+		n = max(n, len(w))
+	}
+	return n
+}
+
+// ganttPanel is one schedule drawn in the Gantt chart.
+type ganttPanel struct {
+	title string
+	tasks []Task
+	a     *Analysis
+	low   dag.Schedule
+	high  dag.Schedule
+	swap  map[string]Choice // after repair: the swapped tasks
+}
+
+func newPanel(title string, tasks []Task, quantities []Quantity, a *Analysis) ganttPanel {
+	gp := ganttPanel{title: title, tasks: tasks, a: a, swap: map[string]Choice{}}
+	if m, err := newModel(tasks, quantities); err == nil {
+		gp.low, gp.high = m.g.Schedule(m.scenario(0).hours), m.g.Schedule(m.scenario(2).hours)
+	}
+	return gp
+}
+
+// Gantt renders the plan's schedule as an SVG chart. Each task is a row
+// with its full title wrapped; each panel (the plan, and the plan after
+// repair beside it when there was one) draws per task a bar from ES to EF
+// at mid estimates (critical tasks red), its total float pale, a whisker
+// over its finish from the low to the high estimates, and its mid cost.
+// Vertical lines mark the project's finish at low, mid and high estimates
+// and the time limit; each panel's header gives every logic constraint's
+// verdict with its figures, so a plan that is TIGHT on time shows its
+// high finish past the limit.
+func Gantt(p *Plan) string {
+	if p.Analysis == nil {
+		return ""
+	}
+	panels := []ganttPanel{newPanel("Plan", p.Tasks, p.Quantities, p.Analysis)}
+	if p.Repair.Status == RepairRepaired && p.Repair.Revised != nil {
+		after := newPanel("After repair", applyChoices(p.Tasks, p.Surveys, p.Repair.Choices), p.Quantities, p.Repair.Revised)
+		for _, c := range p.Repair.Choices {
+			if c.ApproachID != OriginalApproach {
+				after.swap[c.TaskID] = c
+			}
+		}
+		panels = append(panels, after)
+		panels[0].title = "Before repair"
+	}
+	const left, gap, costW, top0, line = 300.0, 30.0, 70.0, 40.0, 15.0
+	panelW := 640.0
+	if len(panels) == 2 {
+		panelW = 560
+	}
+	width := left + float64(len(panels))*(panelW+costW+gap) + 10
+	span := 0.0
+	for _, gp := range panels {
+		span = math.Max(span, math.Max(gp.a.Time.High, gp.a.Time.Mid))
+		for _, r := range gp.a.Schedule {
+			span = math.Max(span, r.LF)
+		}
+		if gp.a.Time.Limit != nil {
+			span = math.Max(span, *gp.a.Time.Limit)
+		}
+	}
+	if span <= 0 {
+		span = 1
+	}
+	scale := panelW / span
+	x0 := func(k int) float64 { return left + float64(k)*(panelW+costW+gap) }
+
+	// Headers: the panel title and one line per logic constraint.
+	var headers [][]string
+	for _, gp := range panels {
+		h := []string{fmt.Sprintf("%s: critical path %sh mid (low %sh, high %sh) · cost $%s mid (low $%s, high $%s)",
+			gp.title, num(gp.a.Time.Mid), num(gp.a.Time.Low), num(gp.a.Time.High), num(gp.a.Cost.Mid), num(gp.a.Cost.Low), num(gp.a.Cost.High))}
+		for _, v := range gp.a.Verdicts {
+			if v.Type == Logic {
+				h = append(h, wrap(fmt.Sprintf("%s %s: %s — %s", v.ConstraintID, v.Verdict, v.Expr, v.Detail), int(panelW/6.6))...)
+			}
+		}
+		headers = append(headers, h)
+	}
+	headLines := 0
+	for _, h := range headers {
+		headLines = max(headLines, len(h))
+	}
+	top := top0 + float64(headLines)*line + 34
+
+	// Rows: the task's title wrapped on the left; after repair, the
+	// chosen approach under the bar.
+	type row struct {
+		id    string
+		label []string
+		swaps []string
+		h     float64
+	}
+	var rows []row
+	for _, t := range p.Tasks {
+		r := row{id: t.ID, label: wrap(t.ID+" "+t.Title, 44)}
+		if len(panels) == 2 {
+			if c, ok := panels[1].swap[t.ID]; ok {
+				if ap, ok := findApproach(p.Surveys, c); ok {
+					r.swaps = wrap(fmt.Sprintf("→ %s: %s (for %s)", c.ApproachID, ap.Title, strings.Join(c.NeededFor, ", ")), int(panelW/6.6))
+				}
+			}
+		}
+		r.h = 10 + line*float64(max(len(r.label), 1+len(r.swaps)))
+		rows = append(rows, r)
+	}
+	bottom := top
+	for _, r := range rows {
+		bottom += r.h
+	}
+	height := bottom + 70
+
+	goal := wrap(p.Goal, int((width-20)/7.8))
+	shift := float64(len(goal)-1) * 17
+	top, bottom, height = top+shift, bottom+shift, height+shift
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	text := func(x, y float64, attrs, s string) {
+		w(`<text x="%.1f" y="%.1f"%s>%s</text>`+"\n", x, y, attrs, html.EscapeString(s))
+	}
+	w(`<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="12">`+"\n", width, height, width, height)
+	w(`<rect width="100%%" height="100%%" fill="white"/>` + "\n")
+	for k, l := range goal {
+		text(10, 20+float64(k)*17, ` font-size="14" font-weight="bold"`, l)
+	}
+	for k, gp := range panels {
+		x := x0(k)
+		for j, l := range headers[k] {
+			attrs := ""
+			if j == 0 {
+				attrs = ` font-weight="bold"`
+			} else if strings.Contains(l, " UNSAT: ") {
+				attrs = ` fill="#c0392b"`
+			} else if strings.Contains(l, " TIGHT: ") {
+				attrs = ` fill="#b9770e"`
+			}
+			text(x, top0+shift+float64(j)*line, attrs, l)
+		}
+		// Axis and grid.
+		step := niceStep(span)
+		for h := 0.0; h <= span+1e-9; h += step {
+			px := x + h*scale
+			w(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ececec"/>`+"\n", px, top-6, px, bottom)
+			text(px, top-10, ` text-anchor="middle" fill="#555"`, num(h)+"h")
+		}
+		text(x+panelW+costW-4, top-10, ` text-anchor="end" fill="#555"`, "mid cost")
+		// The project's finish at low, mid, high, and the limit.
+		for _, f := range []struct {
+			v     float64
+			name  string
+			color string
+			dash  string
+		}{{gp.a.Time.Low, "low", "#7f8c8d", "2,3"}, {gp.a.Time.Mid, "mid", "#2c3e50", ""}, {gp.a.Time.High, "high", "#7f8c8d", "2,3"}} {
+			px := x + f.v*scale
+			w(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-dasharray="%s"/>`+"\n", px, top-4, px, bottom, f.color, f.dash)
+			text(px+2, bottom+13, ` fill="`+f.color+`" font-size="11"`, fmt.Sprintf("%s %sh", f.name, num(f.v)))
+		}
+		if gp.a.Time.Limit != nil {
+			px := x + *gp.a.Time.Limit*scale
+			w(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#7d3c98" stroke-width="2" stroke-dasharray="6,4"/>`+"\n", px, top-6, px, bottom+18)
+			text(px-4, bottom+30, ` text-anchor="end" fill="#7d3c98"`, fmt.Sprintf("limit %sh", num(*gp.a.Time.Limit)))
+		}
+		sched := map[string]int{}
+		for i, r := range gp.a.Schedule {
+			sched[r.TaskID] = i
+		}
+		cost := map[string]float64{}
+		for _, t := range gp.tasks {
+			cost[t.ID] = t.CostUSD.Mid
+		}
+		y := top
+		for _, rw := range rows {
+			i, ok := sched[rw.id]
+			if !ok {
+				y += rw.h
+				continue
+			}
+			r := gp.a.Schedule[i]
+			color := "#2e86c1"
+			if r.Critical {
+				color = "#c0392b"
+			}
+			mid := y + 5 + line/2
+			if r.TotalFloat > 0 {
+				w(`<rect x="%.1f" y="%.1f" width="%.1f" height="10" fill="%s" opacity="0.18"/>`+"\n", x+r.EF*scale, mid-5, r.TotalFloat*scale, color)
+			}
+			stroke := ""
+			if _, swapped := gp.swap[rw.id]; swapped {
+				stroke = ` stroke="#1e8449" stroke-width="2"`
+			}
+			w(`<rect x="%.1f" y="%.1f" width="%.1f" height="12" fill="%s" rx="2"%s><title>%s: ES %s, EF %s, LS %s, LF %s, total float %s (mid); finish %s–%sh (low–high)</title></rect>`+"\n",
+				x+r.ES*scale, mid-6, math.Max(1, r.Hours*scale), color, stroke, html.EscapeString(rw.id), num(r.ES), num(r.EF), num(r.LS), num(r.LF), num(r.TotalFloat), num(at(gp.low.EF, i)), num(at(gp.high.EF, i)))
+			if lo, hi := at(gp.low.EF, i), at(gp.high.EF, i); hi > lo {
+				w(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#333"/>`+"\n", x+lo*scale, mid, x+hi*scale, mid)
+				for _, v := range []float64{lo, hi} {
+					w(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#333"/>`+"\n", x+v*scale, mid-4, x+v*scale, mid+4)
+				}
+			}
+			label := "$" + num(cost[rw.id])
+			attrs := ` text-anchor="end"`
+			if c, ok := gp.swap[rw.id]; ok {
+				label = fmt.Sprintf("$%s (was $%s)", num(cost[rw.id]), num(taskOf(p.Tasks, c.TaskID).CostUSD.Mid))
+				attrs += ` fill="#1e8449"`
+			}
+			text(x+panelW+costW-4, mid+4, attrs, label)
+			if k == 1 {
+				for j, l := range rw.swaps {
+					text(x+4, mid+4+line*float64(j+1), ` fill="#1e8449" font-size="11"`, l)
+				}
+			}
+			y += rw.h
+		}
+	}
+	y := top
+	for k, rw := range rows {
+		if k%2 == 1 {
+			w(`<rect x="0" y="%.1f" width="%.0f" height="%.1f" fill="#000" opacity="0.025"/>`+"\n", y, width, rw.h)
+		}
+		for j, l := range rw.label {
+			text(10, y+5+line/2+4+line*float64(j), "", l)
+		}
+		y += rw.h
+	}
+	text(10, height-14, ` fill="#555" font-size="11"`, "Bars: start to finish at mid estimates (red: critical; green outline: swapped by the repair). Pale: total float. Whisker: the task's finish from low to high estimates. Dashed purple: the time limit.")
+	b.WriteString("</svg>\n")
+	return b.String()
+}
+
+func at(vs []float64, i int) float64 {
+	if i < len(vs) {
+		return vs[i]
+	}
+	return 0
+}
+
+// niceStep picks an axis step of 1, 2 or 5 × 10^k giving about ten ticks.
+func niceStep(span float64) float64 {
+	raw := span / 10
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*mag >= raw {
+			return m * mag
+		}
+	}
+	return 10 * mag
+}
