@@ -56,6 +56,12 @@ func (k *Kernel) Plan(ctx context.Context, client *llm.Client, req planning.Requ
 	return planning.Make(ctx, k.st, client, req)
 }
 
+// Eval plans each goal, writes its plan files into outDir and checks them
+// (solve eval); see planning.Eval.
+func (k *Kernel) Eval(ctx context.Context, client *llm.Client, goals []planning.EvalGoal, req planning.Request, outDir string) (*planning.EvalReport, error) {
+	return planning.Eval(ctx, k.st, client, goals, req, outDir)
+}
+
 // CheckReport is the assertion framework run on a plan file (solve check).
 type CheckReport struct {
 	File       string               `json:"file"`

@@ -3,6 +3,7 @@ package solve_test
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -154,5 +155,136 @@ func TestCheckCatchesTheEditsItUsedToMiss(t *testing.T) {
 				t.Fatalf("exit %d, want 1 with a FAIL\n%s%s", r.code, r.stdout, r.stderr)
 			}
 		})
+	}
+}
+
+// A later round that the first rounds' approaches cannot repair is asked
+// again with the violation fed back (spec step 9); with a call budget of
+// 2 it is not asked, and the plan says why.
+func TestRetryRoundWithTheViolationFindsARepairWithinTheCallBudget(t *testing.T) {
+	_, p := planOK(t, landingGoal, "third_round.json")
+	if p.Repair.Status != planning.RepairRepaired || len(p.SurveyRounds) != 3 || p.SurveyRounds[2].Kind != planning.RoundRetry ||
+		!strings.Contains(p.SurveyRounds[2].Feedback, "keeps c2 together") {
+		t.Fatalf("repair %s, rounds %+v", p.Repair.Status, p.SurveyRounds)
+	}
+	_, p = planOK(t, landingGoal, "third_round.json", "--survey-calls", "2")
+	if p.Repair.Status != planning.RepairInfeasible || len(p.SurveyRounds) != 3 || !strings.Contains(p.SurveyRounds[2].Outcome, "survey call budget (2) is spent") ||
+		!strings.Contains(p.Repair.Note, "not asked") {
+		t.Fatalf("repair %s (%s), rounds %+v", p.Repair.Status, p.Repair.Note, p.SurveyRounds)
+	}
+}
+
+// A number beyond float64 is re-asked like any rejected answer; a refusal
+// is reported as a refusal.
+func TestHugeNumbersAreReAskedAndRefusalsSaidSo(t *testing.T) {
+	_, r := plan(t, sweGoal, "adversarial_huge_number.json")
+	if r.code != 0 || !strings.Contains(r.stderr, "decompose attempt 1 rejected: the answer fits the schema but cannot be read") || !strings.Contains(r.stderr, "1e400") {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	_, r = plan(t, sweGoal, "adversarial_refusal.json")
+	if r.code != 1 || !strings.Contains(r.stderr, `stage constraints: the model refused to answer (stop_reason "refusal" on 3 of 3 call(s)); it said: I can't help with planning this.`) {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// A failed run does not leave an earlier run's plan at --out as if it
+// were its own: the files are renamed .prev, and stderr says so.
+func TestAFailedRunSetsAsideTheEarlierPlanFiles(t *testing.T) {
+	dir, _ := planOK(t, sweGoal, "swe_agent.json")
+	abs, _ := filepath.Abs(filepath.Join("testdata", "adversarial_dangling.json"))
+	r := runSolve(t, dir, "plan", sweGoal, "--provider", "script", "--script", abs, "--out", "plan.json")
+	if r.code != 1 || !strings.Contains(r.stderr, "renamed with .prev") {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	for _, f := range []string{"plan.json", "plan.md", "plan.mmd", "plan.svg"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			t.Errorf("%s is still there", f)
+		}
+		if _, err := os.Stat(filepath.Join(dir, f+".prev")); err != nil {
+			t.Errorf("%s.prev: %v", f, err)
+		}
+	}
+}
+
+// fakeZ3 puts a z3 on PATH that answers every question with word (a
+// wrong or undecided solver), for the paths a real z3 takes rarely.
+func fakeZ3(t *testing.T, word string) []string {
+	t.Helper()
+	bin := t.TempDir()
+	script := "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'Z3 version 0.0 (fake)'; exit 0; fi\ngrep -o '(check-sat)' | sed 's/.*/" + word + "/'\n"
+	if err := os.WriteFile(filepath.Join(bin, "z3"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+}
+
+// When z3 disagrees, the plan is still written and the run exits 1 saying
+// so; when it cannot decide, the plan is written and the run succeeds.
+func TestZ3DisagreementOrTimeoutStillWritesThePlan(t *testing.T) {
+	abs, _ := filepath.Abs(filepath.Join("testdata", "swe_agent.json"))
+	for _, tc := range []struct {
+		word, want string
+		code       int
+	}{{"sat", "z3 disagrees with the kernel on", 1}, {"unknown", "could not decide", 0}} {
+		dir := t.TempDir()
+		cmd := exec.Command(solveBin, "plan", sweGoal, "--provider", "script", "--script", abs, "--out", "plan.json", "--smt", "z3")
+		cmd.Dir, cmd.Env = dir, fakeZ3(t, tc.word)
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		p, rerr := planning.Read(filepath.Join(dir, "plan.json"))
+		if code != tc.code || !strings.Contains(string(out), tc.want) || rerr != nil || p.SMT == nil || (tc.word == "unknown") != (p.SMT.Unknown > 0) {
+			t.Fatalf("z3 answering %s: exit %d, plan %v\n%s", tc.word, code, rerr, out)
+		}
+	}
+}
+
+// solve eval plans the three examples and a goal file with the configured
+// (here scripted) provider, checks each plan, and prints the groups, the
+// verdicts, calls, tokens, cost and time, and a total; a goal that fails
+// is reported and the others still run.
+func TestEvalRunsTheExamplesAndGoalFiles(t *testing.T) {
+	dir := t.TempDir()
+	abs, _ := filepath.Abs(filepath.Join("testdata", "eval_examples.json"))
+	if err := os.WriteFile(filepath.Join(dir, "landing.txt"), []byte(landingGoal+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runSolve(t, dir, "eval", "landing.txt", "--provider", "script", "--script", abs)
+	for _, want := range []string{
+		"| swe-agent | repaired | 5/5 | 5/5 |", "| c2 TIGHT, c3 UNSAT | c2 TIGHT, c3 TIGHT | 3 |",
+		"| trading-strategy | repaired |", "| document-classification | repaired |", "| landing | repaired |",
+		"| **total** | 4 of 4 planned, 4 clean |", "Assertions: ",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("eval output lacks %q", want)
+		}
+	}
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, f := range []string{"swe-agent.json", "trading-strategy.svg", "landing.md"} {
+		if _, err := os.Stat(filepath.Join(dir, "eval", f)); err != nil {
+			t.Error(err)
+		}
+	}
+	// JSON, with a goal the script cannot answer: reported, exit 1.
+	if err := os.WriteFile(filepath.Join(dir, "other.json"), []byte(`{"name": "enclosure", "goal": "Design an IP65 weather-station enclosure for <$80 in parts.", "budget_usd": 200}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = runSolve(t, dir, "eval", "other.json", "landing.txt", "--examples=false", "--json", "--out-dir", "out", "--provider", "script", "--script", abs)
+	var rep planning.EvalReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, r.stdout)
+	}
+	if r.code != 1 || rep.Total.Goals != 2 || rep.Total.Planned != 1 || rep.Goals[0].Name != "enclosure" || !strings.Contains(rep.Goals[0].Error, "script: no entry answers the request") ||
+		rep.Goals[1].Repair != planning.RepairRepaired || len(rep.Goals[1].Groups) != 6 || rep.Goals[1].Calls != 4 || rep.Total.Calls < 4 {
+		t.Fatalf("exit %d: %+v\n%s", r.code, rep, r.stderr)
+	}
+	for _, bad := range [][]string{{"eval", "--examples=false"}, {"eval", "missing.txt"}, {"eval", "landing.txt", "landing.txt"}} {
+		if r := runSolve(t, dir, bad...); r.code != 2 {
+			t.Errorf("%v: exit %d, want 2\n%s", bad, r.code, r.stderr)
+		}
 	}
 }

@@ -40,8 +40,10 @@ verifies, builds tools and asks a human when it must.
 
 Planning works: 'solve plan' extracts constraints, decomposes the goal into a task
 DAG, does all the arithmetic itself (rollups, waterfall, critical path, verdicts,
-walls), surveys alternatives and repairs by exact search; 'solve check' re-runs the
-assertion framework on a plan file (docs/solve.md).
+walls), surveys alternatives in rounds and repairs by exact search; 'solve check'
+recomputes every field of a plan file and proves its repair claim; 'solve eval'
+plans the spec's three examples (and goal files) with your model and checks each
+(docs/solve.md).
 
 The SOLVE loop works: 'solve run' resolves a goal node by node (identify and
 select constraints, select a resolver, resolve, verify, decompose), every
@@ -61,7 +63,7 @@ backtracking, Step 12 coupling conflicts reopening the least common ancestor,
 --interactive (extraction dialogue, HIRE on the terminal), kill -9 and resume
 (docs/solve.md).
 Use 'solve ping' to check your provider set-up.`)
-	app.Root.AddCommand(planCommand(app), checkCommand(), runCommand(app), resumeCommand(app), statusCommand(), logCommand(),
+	app.Root.AddCommand(planCommand(app), checkCommand(), evalCommand(app), runCommand(app), resumeCommand(app), statusCommand(), logCommand(),
 		resolversCommand(), kgCommand(), hireCommand(), artifactsCommand())
 	app.Run()
 }
@@ -81,8 +83,10 @@ func planCommand(app *cli.App) *cobra.Command {
 task DAG (LLM; the kernel validates it and re-asks with the exact violations),
 kernel arithmetic (cost rollup with PERT, budget waterfall, critical path with
 ES/EF/LS/LF and floats, waves, SAT/TIGHT/UNSAT verdicts, walls), approach survey
-(LLM) for low-confidence and wall tasks, and repair by exact search at least
-total cost, or an unsat core when nothing works.
+(LLM) for low-confidence and wall tasks, and repair by exact search (fewest
+swaps, then confidence kept, then cost), or an unsat core when nothing works;
+when nothing works the survey widens to the next contributors, then asks again
+with the violation, within --survey-calls and --max-wall.
 
 Verdicts: SAT holds at high estimates; TIGHT holds at mid but not at high;
 UNSAT fails at mid. The kernel never uses a number the model computed.

@@ -742,7 +742,7 @@ func (r *run) repair(ctx context.Context) error {
 		for _, c := range rep.Choices {
 			ch = append(ch, c.TaskID+"→"+c.ApproachID)
 		}
-		r.flow(fmt.Sprintf("Node %s: REPAIRED by %s: revised mid cost $%.2f (was $%.2f); searched %d of %s combinations",
+		r.flow(fmt.Sprintf("Node %s: REPAIRED by %s: revised mid cost $%.2f (was $%.2f); %d search nodes over %s combinations",
 			store.Short(r.plan.RootID), strings.Join(ch, ", "), rep.Revised.Cost.Mid, r.plan.Analysis.Cost.Mid, rep.Explored, num(rep.Space)))
 	case RepairInfeasible:
 		r.flow(fmt.Sprintf("Node %s: NO REPAIR: %s", store.Short(r.plan.RootID), rep.Note))
