@@ -54,3 +54,35 @@ func BenchmarkRepairSearch(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCrossCheck measures --smt z3 on generated plans of 100 and
+// 1,000 tasks with 8 surveyed tasks × 3 approaches: every verdict at mid
+// and high for the plan and the revised plan, and the repair's proof
+// (feasible, none better). Target: 1,000 tasks under 60 s.
+func BenchmarkCrossCheck(b *testing.B) {
+	needZ3(b)
+	for _, n := range []int{100, 1000} {
+		p := bigPlan(b, n, true)
+		b.Run(fmt.Sprintf("tasks=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				rep, err := CrossCheck(context.Background(), p)
+				if err != nil || !rep.Agree {
+					b.Fatalf("%v %+v", err, rep)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkCheckEnumeration measures solve check's independent proof of a
+// repair claim: every one of the 4^8 combinations of 8 surveyed tasks × 3
+// approaches in a 20-task plan. Target: under 2 s.
+func BenchmarkCheckEnumeration(b *testing.B) {
+	p := generatePlan(2, 20, 8, 3)
+	for b.Loop() {
+		en, done, err := enumerate(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys)
+		if err != nil || !done || en.space != 65536 {
+			b.Fatalf("%v %v %v", err, done, en)
+		}
+	}
+}

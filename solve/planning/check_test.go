@@ -82,6 +82,11 @@ func TestCheckCatchesHandEdits(t *testing.T) {
 		{"costlier repair", func(p *Plan) { p.Repair.Choices[0].ApproachID = "y2" }, "5.5"},
 		{"repair that does not repair", func(p *Plan) { p.Repair.Choices[1].ApproachID = OriginalApproach }, "5.2"},
 		{"repair revised total edited", func(p *Plan) { p.Repair.Revised.Cost.Mid = 100 }, "5.4"},
+		{"a swap's reason edited", func(p *Plan) { p.Repair.Choices[1].NeededFor = []string{"c2"} }, "5.7"},
+		{"an unneeded swap", func(p *Plan) { p.Repair.Choices[0].ApproachID = "y2"; p.Repair.Choices[0].NeededFor = []string{"c1"} }, "5.7"},
+		{"an exclusion dropped", func(p *Plan) { p.Repair.Excluded = nil }, "5.8"},
+		{"a survey round's tasks edited", func(p *Plan) { p.SurveyRounds[0].Tasks = []string{"d"} }, "4.6"},
+		{"a survey's triggers edited", func(p *Plan) { p.Surveys[1].Triggers = []string{"confidence 0.1 < 0.3"} }, "4.1"},
 		{"untriggered survey", func(p *Plan) {
 			p.Surveys = append(p.Surveys, Survey{TaskID: "a", Approaches: p.Surveys[0].Approaches})
 		}, "4.1"},
@@ -131,5 +136,41 @@ func TestGoalFiguresIgnoreNumbersInsideWords(t *testing.T) {
 	want := []string{">88%", "50", "10,000", "<500ms", "<$50/month", "<$50", "8h"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("figures = %q\nwant %q", got, want)
+	}
+}
+
+// "No repair possible" is proved by trying every combination: a core that
+// is not minimal, or that some combination satisfies, fails 5.2.
+func TestCheckProvesInfeasibilityClaims(t *testing.T) {
+	infeasible := func() *Plan {
+		p := fixture()
+		p.Constraints[0].Payload.Expr = "total_cost <= 250"
+		p.Constraints[1].Payload.Expr = "critical_path_hours <= 12"
+		p.Tasks[1].Hours = est(4, 5, 6)
+		p.Analysis = analyse(t, p)
+		var err error
+		if p.Repair, err = repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, p.Analysis); err != nil || p.Repair.Status != RepairInfeasible {
+			t.Fatalf("%+v %v", p.Repair, err)
+		}
+		p.Stated = cover(p.Goal, p.Inputs, p.Constraints, p.Stated, nil).stated
+		return roundTrip(t, p)
+	}
+	if f := failures(Check(context.Background(), infeasible(), CheckOptions{})); len(f) > 0 {
+		t.Fatalf("a kernel-made infeasible plan fails:\n%s", strings.Join(f, "\n"))
+	}
+	for name, edit := range map[string]func(p *Plan){
+		"a core with an extra constraint": func(p *Plan) { p.Repair.UnsatCore = append(p.Repair.UnsatCore, "c3") },
+		"a core that one combination satisfies": func(p *Plan) { p.Repair.UnsatCore = []string{"c2"} },
+		"a feasible relaxation claimed infeasible": func(p *Plan) {
+			p.Constraints[1].Payload.Expr = "critical_path_hours <= 16"
+			p.Analysis = analyse(t, p)
+		},
+	} {
+		p := infeasible()
+		edit(p)
+		f := failures(Check(context.Background(), p, CheckOptions{}))
+		if !slices.ContainsFunc(f, func(s string) bool { return strings.HasPrefix(s, "5.2 ") || strings.HasPrefix(s, "5.1 ") }) {
+			t.Errorf("%s: no 5.1/5.2 failure:\n%s", name, strings.Join(f, "\n"))
+		}
 	}
 }

@@ -6,9 +6,11 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/llmkernels/kernels/solve/planning/smt"
 )
 
-func needZ3(t *testing.T) {
+func needZ3(t testing.TB) {
 	t.Helper()
 	if _, err := exec.LookPath("z3"); err != nil {
 		t.Skip("z3 is not installed (Debian: apt-get install z3); skipping the SMT cross-check (CI installs it)")
@@ -119,5 +121,38 @@ func TestZ3CrossChecksAThousandTaskPlan(t *testing.T) {
 		if !rep.Agree || len(rep.Checks) < 6 {
 			t.Fatalf("%s: agree %v, %d checks: %s", p.Repair.Status, rep.Agree, len(rep.Checks), rep.Disagreements())
 		}
+	}
+}
+
+// The encoding pins every metric to its exact value, not only a bound: the
+// critical path is 12h at mid, neither more nor less, and a max quantity
+// is its largest task's value.
+func TestZ3EncodesTheLongestPathAndMaximaExactly(t *testing.T) {
+	needZ3(t)
+	p := fixture()
+	p.Quantities = []Quantity{{Name: "latency_ms", Aggregate: "max"}}
+	p.Tasks[1].Quantities = map[string]Estimate{"latency_ms": est(100, 200, 300)}
+	p.Tasks[3].Quantities = map[string]Estimate{"latency_ms": est(50, 150, 400)}
+	m, err := newModel(p.Tasks, p.Quantities)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var en smt.Script
+	cost, hours, quantity := fixed(m, 1)
+	metrics(&en, m, "x_", cost, hours, quantity)
+	v, err := smt.Version(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var qs []smt.Question
+	for _, q := range []struct{ body, want string }{
+		{"(assert (= x_m_critical_path_hours 12.0))", smt.Sat}, {"(assert (> x_m_critical_path_hours 12.0))", smt.Unsat}, {"(assert (< x_m_critical_path_hours 12.0))", smt.Unsat},
+		{"(assert (= x_m_latency_ms 200.0))", smt.Sat}, {"(assert (> x_m_latency_ms 200.0))", smt.Unsat}, {"(assert (= x_m_total_cost 460.0))", smt.Sat},
+	} {
+		qs = append(qs, smt.Question{What: q.body, Kernel: q.want, Body: q.body + "\n"})
+	}
+	rep, err := smt.Ask(context.Background(), v, &en, qs)
+	if err != nil || !rep.Agree {
+		t.Fatalf("%v: %s", err, rep.Disagreements())
 	}
 }

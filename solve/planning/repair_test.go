@@ -111,7 +111,7 @@ func randomRepairPlan(seed uint64) *Plan {
 	p := &Plan{Schema: SchemaVersion, Goal: "random",
 		Quantities: []Quantity{{Name: "parts_usd", Aggregate: "sum"}, {Name: "latency_ms", Aggregate: "max"}}}
 	hasSucc := make([]bool, n)
-	var cost, parts, latency float64
+	var cost, hours, parts, latency float64
 	for i := range n {
 		t := Task{ID: fmt.Sprintf("t%d", i+1), Type: "build", Confidence: float64(r.IntN(11)) / 10, Method: KnownMethod,
 			CostUSD: e3(half(1, 100)), Hours: e3(half(1, 8))}
@@ -141,6 +141,7 @@ func randomRepairPlan(seed uint64) *Plan {
 			}
 		}
 		cost += t.CostUSD.Mid
+		hours += t.Hours.Mid
 		p.Tasks = append(p.Tasks, t)
 	}
 	p.Tasks[0].Quantities = map[string]Estimate{"parts_usd": e3(10), "latency_ms": e3(100)} // every quantity estimated somewhere
@@ -155,6 +156,9 @@ func randomRepairPlan(seed uint64) *Plan {
 		{ID: "c3", Type: Logic, Payload: Payload{Expr: fmt.Sprintf("parts_usd <= %v", 10+float64(int(parts*(0.5+r.Float64()))))}, Sigma: 1},
 		{ID: "c4", Type: Logic, Payload: Payload{Expr: fmt.Sprintf("latency_ms < %v", 100+float64(int(latency*(0.6+r.Float64()*0.6))))}, Sigma: 1},
 		{ID: "c5", Type: Semantic, Payload: Payload{Rubric: "good"}, Sigma: float64(3+r.IntN(6)) / 10},
+	}
+	if r.IntN(3) == 0 { // a floor, which only gets worse as a metric falls: no optimistic pruning
+		p.Constraints = append(p.Constraints, Constraint{ID: "c6", Type: Logic, Payload: Payload{Expr: fmt.Sprintf("total_hours >= %v", float64(int(hours*(0.5+r.Float64()*0.4))))}, Sigma: 1})
 	}
 	for _, i := range r.Perm(n)[:1+r.IntN(min(8, n))] {
 		t := p.Tasks[i]
