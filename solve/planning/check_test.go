@@ -159,7 +159,7 @@ func TestCheckProvesInfeasibilityClaims(t *testing.T) {
 		t.Fatalf("a kernel-made infeasible plan fails:\n%s", strings.Join(f, "\n"))
 	}
 	for name, edit := range map[string]func(p *Plan){
-		"a core with an extra constraint": func(p *Plan) { p.Repair.UnsatCore = append(p.Repair.UnsatCore, "c3") },
+		"a core with an extra constraint":       func(p *Plan) { p.Repair.UnsatCore = append(p.Repair.UnsatCore, "c3") },
 		"a core that one combination satisfies": func(p *Plan) { p.Repair.UnsatCore = []string{"c2"} },
 		"a feasible relaxation claimed infeasible": func(p *Plan) {
 			p.Constraints[1].Payload.Expr = "critical_path_hours <= 16"
