@@ -207,11 +207,16 @@ func TestAFailedRunSetsAsideTheEarlierPlanFiles(t *testing.T) {
 }
 
 // fakeZ3 puts a z3 on PATH that answers every question with word (a
-// wrong or undecided solver), for the paths a real z3 takes rarely.
+// wrong or undecided solver), or never answers when word is "hang", for
+// the paths a real z3 takes rarely.
 func fakeZ3(t *testing.T, word string) []string {
 	t.Helper()
 	bin := t.TempDir()
-	script := "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'Z3 version 0.0 (fake)'; exit 0; fi\ngrep -o '(check-sat)' | sed 's/.*/" + word + "/'\n"
+	answer := "grep -o '(check-sat)' | sed 's/.*/" + word + "/'"
+	if word == "hang" {
+		answer = "exec sleep 600"
+	}
+	script := "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'Z3 version 0.0 (fake)'; exit 0; fi\n" + answer + "\n"
 	if err := os.WriteFile(filepath.Join(bin, "z3"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -219,15 +224,16 @@ func fakeZ3(t *testing.T, word string) []string {
 }
 
 // When z3 disagrees, the plan is still written and the run exits 1 saying
-// so; when it cannot decide, the plan is written and the run succeeds.
+// so; when it cannot decide, or does not answer before the time kept for
+// it within --max-wall, the plan is written and the run succeeds.
 func TestZ3DisagreementOrTimeoutStillWritesThePlan(t *testing.T) {
 	abs, _ := filepath.Abs(filepath.Join("testdata", "swe_agent.json"))
 	for _, tc := range []struct {
 		word, want string
 		code       int
-	}{{"sat", "z3 disagrees with the kernel on", 1}, {"unknown", "could not decide", 0}} {
+	}{{"sat", "z3 disagrees with the kernel on", 1}, {"unknown", "could not decide", 0}, {"hang", "stopped to keep time to write the plan within --max-wall", 0}} {
 		dir := t.TempDir()
-		cmd := exec.Command(solveBin, "plan", sweGoal, "--provider", "script", "--script", abs, "--out", "plan.json", "--smt", "z3")
+		cmd := exec.Command(solveBin, "plan", sweGoal, "--provider", "script", "--script", abs, "--out", "plan.json", "--smt", "z3", "--max-wall", "4s")
 		cmd.Dir, cmd.Env = dir, fakeZ3(t, tc.word)
 		out, err := cmd.CombinedOutput()
 		code := 0
@@ -235,7 +241,7 @@ func TestZ3DisagreementOrTimeoutStillWritesThePlan(t *testing.T) {
 			code = ee.ExitCode()
 		}
 		p, rerr := planning.Read(filepath.Join(dir, "plan.json"))
-		if code != tc.code || !strings.Contains(string(out), tc.want) || rerr != nil || p.SMT == nil || (tc.word == "unknown") != (p.SMT.Unknown > 0) {
+		if code != tc.code || !strings.Contains(string(out), tc.want) || rerr != nil || p.SMT == nil || (tc.word == "unknown") != (p.SMT.Unknown > 0) || (tc.word == "hang") != (p.SMT.Error != "") {
 			t.Fatalf("z3 answering %s: exit %d, plan %v\n%s", tc.word, code, rerr, out)
 		}
 	}

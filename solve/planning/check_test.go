@@ -174,3 +174,36 @@ func TestCheckProvesInfeasibilityClaims(t *testing.T) {
 		}
 	}
 }
+
+// The goal's constraints are counted from the model's list, held to the
+// goal: quoting the whole goal as one stated constraint or as a
+// not-constraint does not count for them, and a worded constraint left
+// uncovered fails 1.1.
+func TestStatedConstraintsAreHeldToTheGoal(t *testing.T) {
+	goal := "Migrate the 2 TB PostgreSQL 11 cluster to 16 with under 5 minutes of downtime, using only logical replication, within 2 weeks, for <$3,000."
+	cs := []Constraint{
+		{ID: "c1", Type: Logic, Explicit: true, Quote: "under 5 minutes of downtime"},
+		{ID: "c2", Type: Logic, Explicit: true, Quote: "within 2 weeks"},
+		{ID: "c3", Type: Logic, Explicit: true, Quote: "for <$3,000"},
+	}
+	good := cover(goal, Inputs{}, cs, []StatedConstraint{{Quote: "under 5 minutes of downtime"}, {Quote: "within 2 weeks"}, {Quote: "for <$3,000"}, {Quote: "using only logical replication"}},
+		[]NotConstraint{{Quote: "2 TB", Reason: "the data size"}, {Quote: "PostgreSQL 11 cluster to 16", Reason: "the versions"}})
+	if len(good.unaccounts) != 0 || len(good.problems) != 1 || !strings.Contains(good.problems[0], `the goal states "using only logical replication", but no explicit constraint quotes it`) {
+		t.Fatalf("problems %q, unaccounted %q", good.problems, good.unaccounts)
+	}
+	if n, _ := ExplicitMinimum(good.stated, Inputs{Constraints: []string{"no data loss"}}); n != 5 {
+		t.Errorf("N = %d, want 4 stated + 1 --constraint", n)
+	}
+	dodge := cover(goal, Inputs{}, cs, nil, []NotConstraint{{Quote: goal, Reason: "all of it"}})
+	if len(dodge.problems) == 0 || !strings.Contains(strings.Join(dodge.problems, "\n"), "quote only the figure") {
+		t.Errorf("the whole goal as a not-constraint is accepted: %q", dodge.problems)
+	}
+	lumped := cover(goal, Inputs{}, cs, []StatedConstraint{{Quote: goal}}, nil)
+	if !strings.Contains(strings.Join(lumped.problems, "\n"), "quote each constraint on its own") {
+		t.Errorf("the whole goal as one stated constraint is accepted: %q", lumped.problems)
+	}
+	both := cover(goal, Inputs{}, cs, nil, []NotConstraint{{Quote: "within 2 weeks", Reason: "a wish"}})
+	if !strings.Contains(strings.Join(both.problems, "\n"), "either a constraint or not") {
+		t.Errorf("a figure both explicit and not a constraint: %q", both.problems)
+	}
+}

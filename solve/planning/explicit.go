@@ -129,6 +129,14 @@ func ExplicitMinimum(stated []StatedConstraint, in Inputs) (int, string) {
 	return n, why
 }
 
+// Quote lengths: a stated constraint or a not-constraint is a few words
+// of the goal, so that quoting the whole goal cannot stand for counting
+// its constraints.
+const (
+	maxStatedWords = 12
+	maxNotWords    = 8
+)
+
 // coverage is the kernel's reading of the explicit constraints against
 // what the goal and the flags state.
 type coverage struct {
@@ -147,11 +155,17 @@ func cover(goal string, in Inputs, constraints []Constraint, stated []StatedCons
 			explicit[c.ID] = quoteSpans(goal, c.Quote)
 		}
 	}
-	var quoted []span
+	var quoted, explicitSpans []span
+	for _, sp := range explicit {
+		explicitSpans = append(explicitSpans, sp...)
+	}
 	for _, s := range stated {
 		spans := quoteSpans(goal, s.Quote)
 		if len(spans) == 0 {
 			cv.problems = append(cv.problems, fmt.Sprintf("stated constraint %q is not words of the goal; copy them verbatim", s.Quote))
+		}
+		if n := len(strings.Fields(s.Quote)); n > maxStatedWords {
+			cv.problems = append(cv.problems, fmt.Sprintf("stated constraint %q has %d words; quote each constraint on its own, in at most %d words", s.Quote, n, maxStatedWords))
 		}
 		quoted = append(quoted, spans...)
 		covered := []string{}
@@ -172,6 +186,10 @@ func cover(goal string, in Inputs, constraints []Constraint, stated []StatedCons
 			cv.problems = append(cv.problems, fmt.Sprintf("not-constraint %q is not words of the goal; copy them verbatim", n.Quote))
 		case strings.TrimSpace(n.Reason) == "":
 			cv.problems = append(cv.problems, fmt.Sprintf("not-constraint %q has no reason: say why this figure is not a constraint", n.Quote))
+		case len(strings.Fields(n.Quote)) > maxNotWords:
+			cv.problems = append(cv.problems, fmt.Sprintf("not-constraint %q has %d words; quote only the figure and its few words (at most %d)", n.Quote, len(strings.Fields(n.Quote)), maxNotWords))
+		case anyOverlap(spans, explicitSpans):
+			cv.problems = append(cv.problems, fmt.Sprintf("not-constraint %q overlaps the quote of an explicit constraint; a figure is either a constraint or not", n.Quote))
 		}
 		quoted = append(quoted, spans...)
 	}
