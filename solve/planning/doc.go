@@ -1,9 +1,11 @@
 // Package planning is the SOLVE kernel's planning mode (`solve plan`,
-// `solve check`): constraint extraction, decomposition into a task DAG,
-// the kernel's arithmetic (rollups, PERT, waterfall, critical paths,
-// verdicts, walls), the approach survey, exact repair with unsat cores,
-// the optional z3 cross-check (planning/smt), the reports, and the
-// assertion framework that checks a plan file.
+// `solve check`, `solve eval`): constraint extraction, decomposition into
+// a task DAG, the kernel's arithmetic (rollups, PERT, waterfall with every
+// budgeted quantity, critical paths, verdicts, walls), the approach survey
+// in rounds, exact repair with unsat cores, the optional z3 cross-check
+// (planning/smt), the reports and pictures, the assertion framework that
+// recomputes a plan file and proves its repair claim without the search
+// (proof.go), and the evaluation of the spec's examples.
 //
 // The model supplies judgment (constraints, tasks, estimates, approaches)
 // through llm.AskJSON; the kernel does every sum, pass and comparison
@@ -32,4 +34,19 @@
 //     semantic at planning time, σ judged by the model.
 //   - The spec's "constraint feasibility check" and "approach selection /
 //     repair" prompt types are deterministic kernel code here, not prompts.
+//   - N of check 1.1 (explicit constraints the goal states) is the model's
+//     stated_constraints list, held to the goal by the kernel (every
+//     figure accounted for, every stated constraint covered), plus one per
+//     --constraint and flag (explicit.go).
+//   - A survey trigger asks for improvement in its own dimension: cost
+//     walls cheaper, schedule walls faster, quantity walls less of it, low
+//     confidence more certain; "nothing better possible" is a reason, not
+//     an error (survey.go).
+//   - The repair is the feasible combination with the fewest swaps, then
+//     the least confidence given up, then the least mid cost; σ of a
+//     semantic constraint after repair is the least σ the chosen
+//     approaches judge for it (repair.go).
+//   - When no repair exists, the survey widens to the next contributors,
+//     then retries with the violation (spec step 9), within a call budget
+//     and the wall clock; z3 never costs the plan (crosscheck.go).
 package planning
