@@ -14,7 +14,6 @@ import (
 	"github.com/llmkernels/kernels/internal/cli"
 	"github.com/llmkernels/kernels/solve"
 	"github.com/llmkernels/kernels/solve/planning"
-	"github.com/llmkernels/kernels/solve/planning/smt"
 )
 
 func evalCommand(app *cli.App) *cobra.Command {
@@ -67,28 +66,13 @@ given; the project's own tests run it only on scripted answers.`,
 				}
 				seen[g.Name] = true
 			}
-			switch solver {
-			case "":
-			case "z3":
-				if _, err := smt.Version(cmd.Context()); err != nil {
-					return fmt.Errorf("--smt z3: %w or drop --smt", err)
-				}
-				req.SMT = true
-			default:
-				return cli.Usagef("--smt %q: the only solver is z3", solver)
+			client, err := planSetup(cmd, app, solver, &req)
+			if err != nil {
+				return err
 			}
 			if err := os.MkdirAll(outDir, 0o755); err != nil {
 				return fmt.Errorf("--out-dir: %w", err)
 			}
-			client, err := app.Provider.Client(cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			req.Model = app.Provider.Model
-			if req.Model == "" {
-				req.Model = defaultModels[app.Provider.Provider]
-			}
-			req.Progress = cmd.ErrOrStderr()
 			return withKernel(cmd.Context(), db, false, func(k *solve.Kernel) error {
 				rep, err := k.Eval(cmd.Context(), client, goals, req, outDir)
 				if rep != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/llmkernels/kernels/internal/cli"
 	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/internal/provider"
+	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/solve"
 	"github.com/llmkernels/kernels/solve/loop"
 	"github.com/llmkernels/kernels/solve/planning"
@@ -119,25 +120,10 @@ Everything is also stored in kernel.db (--db). Progress lines go to stderr.`,
 				h := d.Hours()
 				req.TimeHours = &h
 			}
-			switch solver {
-			case "":
-			case "z3":
-				if _, err := smt.Version(cmd.Context()); err != nil {
-					return fmt.Errorf("--smt z3: %w or drop --smt", err)
-				}
-				req.SMT = true
-			default:
-				return cli.Usagef("--smt %q: the only solver is z3", solver)
-			}
-			client, err := app.Provider.Client(cmd.ErrOrStderr())
+			client, err := planSetup(cmd, app, solver, &req)
 			if err != nil {
 				return err
 			}
-			req.Model = app.Provider.Model
-			if req.Model == "" {
-				req.Model = defaultModels[app.Provider.Provider]
-			}
-			req.Progress = cmd.ErrOrStderr()
 			return withKernel(cmd.Context(), db, false, func(k *solve.Kernel) error {
 				p, err := k.Plan(cmd.Context(), client, req)
 				var stopped *planning.StoppedError
@@ -173,6 +159,39 @@ Everything is also stored in kernel.db (--db). Progress lines go to stderr.`,
 	f.StringVar(&solver, "smt", "", "cross-check feasibility and repair with an SMT solver: z3 (needs the z3 binary); the plan is written whatever z3 answers, and a disagreement exits 1")
 	f.IntVar(&req.SurveyCalls, "survey-calls", planning.DefaultSurveyCalls, "most survey requests in all rounds, re-asks included; rounds after the first (widen, retry with the violation) run only while calls remain (1 = first round only)")
 	return cmd
+}
+
+// smtFlag reads --smt: "" for none, or z3, which must be on PATH.
+func smtFlag(cmd *cobra.Command, solver string) (bool, error) {
+	switch solver {
+	case "":
+		return false, nil
+	case "z3":
+		if _, err := smt.Version(cmd.Context()); err != nil {
+			return false, fmt.Errorf("--smt z3: %w or drop --smt", err)
+		}
+		return true, nil
+	}
+	return false, cli.Usagef("--smt %q: the only solver is z3", solver)
+}
+
+// planSetup finishes a planning request from the flags (--smt, the model,
+// progress on stderr) and returns the provider's client.
+func planSetup(cmd *cobra.Command, app *cli.App, solver string, req *planning.Request) (*llm.Client, error) {
+	var err error
+	if req.SMT, err = smtFlag(cmd, solver); err != nil {
+		return nil, err
+	}
+	client, err := app.Provider.Client(cmd.ErrOrStderr())
+	if err != nil {
+		return nil, err
+	}
+	req.Model = app.Provider.Model
+	if req.Model == "" {
+		req.Model = defaultModels[app.Provider.Provider]
+	}
+	req.Progress = cmd.ErrOrStderr()
+	return client, nil
 }
 
 // setAsideEarlierPlan renames the plan files an earlier run left at --out
@@ -217,15 +236,9 @@ else by z3 with --smt z3. Prints PASS/FAIL with the numbers; exits 1 on any FAIL
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var o planning.CheckOptions
-			switch solver {
-			case "":
-			case "z3":
-				if _, err := smt.Version(cmd.Context()); err != nil {
-					return fmt.Errorf("--smt z3: %w or drop --smt", err)
-				}
-				o.SMT = true
-			default:
-				return cli.Usagef("--smt %q: the only solver is z3", solver)
+			var err error
+			if o.SMT, err = smtFlag(cmd, solver); err != nil {
+				return err
 			}
 			rep, err := solve.Check(cmd.Context(), args[0], o)
 			if err != nil {

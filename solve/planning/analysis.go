@@ -322,6 +322,16 @@ func parseLogic(constraints []Constraint, quantities []Quantity) (map[string]*ex
 	return exprs, problems
 }
 
+// logicExprs is parseLogic for a plan that must be valid: its problems
+// are an InvalidPlanError.
+func logicExprs(constraints []Constraint, quantities []Quantity) (map[string]*expr.Expr, error) {
+	exprs, problems := parseLogic(constraints, quantities)
+	if len(problems) > 0 {
+		return nil, &InvalidPlanError{Problems: problems}
+	}
+	return exprs, nil
+}
+
 func unknownMetric(id, src, name string, known []string) string {
 	msg := fmt.Sprintf("constraint %s: unknown metric %q in %q", id, name, src)
 	for _, suffix := range []string{"_low", "_mid", "_high", "_usd"} {
@@ -332,17 +342,27 @@ func unknownMetric(id, src, name string, known []string) string {
 	return msg + "; known metrics: " + strings.Join(known, ", ") + " (docs/solve.md#metrics); declare any other quantity in quantities"
 }
 
+// prepare validates a task list and the logic constraints over it: the
+// model and the parsed expressions, or an InvalidPlanError.
+func prepare(tasks []Task, quantities []Quantity, constraints []Constraint) (*model, map[string]*expr.Expr, error) {
+	m, err := newModel(tasks, quantities)
+	if err != nil {
+		return nil, nil, err
+	}
+	exprs, err := logicExprs(constraints, quantities)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, exprs, nil
+}
+
 // Analyze computes the whole analysis of a task list under the
 // constraints: rollups, waterfall, schedule, critical paths, waves,
 // verdicts and walls.
 func Analyze(tasks []Task, quantities []Quantity, constraints []Constraint) (*Analysis, error) {
-	m, err := newModel(tasks, quantities)
+	m, exprs, err := prepare(tasks, quantities, constraints)
 	if err != nil {
 		return nil, err
-	}
-	exprs, problems := parseLogic(constraints, quantities)
-	if len(problems) > 0 {
-		return nil, &InvalidPlanError{Problems: problems}
 	}
 	return m.analyze(constraints, exprs)
 }

@@ -124,8 +124,8 @@ func repairQuestions(p *Plan, m *model, exprs map[string]*expr.Expr, en *smt.Scr
 		swaps = append(swaps, fmt.Sprintf("(ite (= x_%d 0) 0 1)", k))
 		losses = append(losses, lossTerm)
 	}
-	en.Define("r_swaps", "Int", intSum(swaps))
-	en.Define("r_loss", "Int", intSum(losses))
+	en.Define("r_swaps", "Int", smt.IntSum(swaps))
+	en.Define("r_loss", "Int", smt.IntSum(losses))
 	choose := func(i int, value func(t Task) float64) string {
 		k, ok := slotOf[i]
 		if !ok {
@@ -202,16 +202,6 @@ func repairQuestions(p *Plan, m *model, exprs map[string]*expr.Expr, en *smt.Scr
 	return qs
 }
 
-func intSum(terms []string) string {
-	switch len(terms) {
-	case 0:
-		return "0"
-	case 1:
-		return terms[0]
-	}
-	return "(+ " + strings.Join(terms, " ") + ")"
-}
-
 // CrossCheck asks z3 the plan's feasibility and repair questions and
 // compares its answers with the plan's claims.
 func CrossCheck(ctx context.Context, p *Plan) (*smt.Report, error) {
@@ -222,13 +212,9 @@ func CrossCheck(ctx context.Context, p *Plan) (*smt.Report, error) {
 	if p.Analysis == nil {
 		return nil, fmt.Errorf("the plan has no analysis to cross-check")
 	}
-	m, err := newModel(p.Tasks, p.Quantities)
+	m, exprs, err := prepare(p.Tasks, p.Quantities, p.Constraints)
 	if err != nil {
 		return nil, err
-	}
-	exprs, problems := parseLogic(p.Constraints, p.Quantities)
-	if len(problems) > 0 {
-		return nil, &InvalidPlanError{Problems: problems}
 	}
 	var en smt.Script
 	qs := verdictQuestions("plan", m, exprs, p.Analysis, &en)

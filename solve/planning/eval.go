@@ -46,19 +46,33 @@ type EvalReport struct {
 
 // EvalResult is one goal's outcome.
 type EvalResult struct {
-	Name         string        `json:"name"`
-	Goal         string        `json:"goal"`
-	File         string        `json:"file,omitempty"`  // the plan file written
-	Error        string        `json:"error,omitempty"` // why no plan was made
-	Repair       string        `json:"repair,omitempty"`
-	Groups       []EvalGroup   `json:"groups"`
-	Verdicts     []EvalVerdict `json:"verdicts"`
-	Calls        int           `json:"calls"`
-	InputTokens  int           `json:"input_tokens"`
-	OutputTokens int           `json:"output_tokens"`
-	CostUSD      float64       `json:"cost_usd"`
-	Unpriced     bool          `json:"unpriced,omitempty"`
-	Seconds      float64       `json:"seconds"`
+	Name     string        `json:"name"`
+	Goal     string        `json:"goal"`
+	File     string        `json:"file,omitempty"`  // the plan file written
+	Error    string        `json:"error,omitempty"` // why no plan was made
+	Repair   string        `json:"repair,omitempty"`
+	Groups   []EvalGroup   `json:"groups"`
+	Verdicts []EvalVerdict `json:"verdicts"`
+	EvalUsage
+}
+
+// EvalUsage is what planning a goal (or all of them) took.
+type EvalUsage struct {
+	Calls        int     `json:"calls"`
+	InputTokens  int     `json:"input_tokens"`
+	OutputTokens int     `json:"output_tokens"`
+	CostUSD      float64 `json:"cost_usd"`
+	Unpriced     bool    `json:"unpriced,omitempty"`
+	Seconds      float64 `json:"seconds"`
+}
+
+func (u *EvalUsage) add(v EvalUsage) {
+	u.Calls += v.Calls
+	u.InputTokens += v.InputTokens
+	u.OutputTokens += v.OutputTokens
+	u.CostUSD += v.CostUSD
+	u.Unpriced = u.Unpriced || v.Unpriced
+	u.Seconds += v.Seconds
 }
 
 // EvalGroup is one assertion group's result on a plan.
@@ -79,17 +93,12 @@ type EvalVerdict struct {
 
 // EvalTotal adds up the goals.
 type EvalTotal struct {
-	Goals            int     `json:"goals"`
-	Planned          int     `json:"planned"`
-	Clean            int     `json:"clean"` // planned with every assertion passing
-	AssertionsPassed int     `json:"assertions_passed"`
-	AssertionsFailed int     `json:"assertions_failed"`
-	Calls            int     `json:"calls"`
-	InputTokens      int     `json:"input_tokens"`
-	OutputTokens     int     `json:"output_tokens"`
-	CostUSD          float64 `json:"cost_usd"`
-	Unpriced         bool    `json:"unpriced,omitempty"`
-	Seconds          float64 `json:"seconds"`
+	Goals            int `json:"goals"`
+	Planned          int `json:"planned"`
+	Clean            int `json:"clean"` // planned with every assertion passing
+	AssertionsPassed int `json:"assertions_passed"`
+	AssertionsFailed int `json:"assertions_failed"`
+	EvalUsage
 }
 
 // OK reports whether every goal was planned and passed every assertion.
@@ -110,11 +119,8 @@ func Eval(ctx context.Context, st *store.Store, client *llm.Client, goals []Eval
 			prev(e)
 		}
 		if e.Kind == llm.EventResponse && cur != nil {
-			cur.Calls++
-			cur.InputTokens += e.Call.Usage.InputTokens + e.Call.Usage.CacheCreationInputTokens + e.Call.Usage.CacheReadInputTokens
-			cur.OutputTokens += e.Call.Usage.OutputTokens
-			cur.CostUSD += e.Call.CostUSD
-			cur.Unpriced = cur.Unpriced || !e.Call.Priced
+			cur.add(EvalUsage{Calls: 1, InputTokens: e.Call.Usage.InputTokens + e.Call.Usage.CacheCreationInputTokens + e.Call.Usage.CacheReadInputTokens,
+				OutputTokens: e.Call.Usage.OutputTokens, CostUSD: e.Call.CostUSD, Unpriced: !e.Call.Priced})
 		}
 	}
 	for _, g := range goals {
@@ -149,12 +155,7 @@ func Eval(ctx context.Context, st *store.Store, client *llm.Client, goals []Eval
 	t := &rep.Total
 	for _, g := range rep.Goals {
 		t.Goals++
-		t.Calls += g.Calls
-		t.InputTokens += g.InputTokens
-		t.OutputTokens += g.OutputTokens
-		t.CostUSD += g.CostUSD
-		t.Unpriced = t.Unpriced || g.Unpriced
-		t.Seconds += g.Seconds
+		t.add(g.EvalUsage)
 		if g.Error != "" {
 			continue
 		}

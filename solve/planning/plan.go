@@ -211,7 +211,7 @@ type Approach struct {
 	JudgmentRequired  []string            `json:"judgment_required"`
 	Quantities        map[string]Estimate `json:"quantities,omitempty"`
 	ConstraintEffects []Effect            `json:"constraint_effects,omitempty"`
-	Round             int                 `json:"round"` // the survey round that proposed it
+	Round             int                 `json:"round" jsonschema:"-"` // the survey round that proposed it (set by the kernel, not part of the model's answer)
 }
 
 // Effect is the model's judged σ for a semantic constraint if an approach

@@ -97,20 +97,7 @@ type surveyAnswer struct {
 }
 
 type surveyItem struct {
-	TaskID        string           `json:"task_id"`
-	Approaches    []approachAnswer `json:"approaches"`
-	NothingBetter string           `json:"nothing_better,omitempty"`
-}
-
-type approachAnswer struct {
-	ID                string              `json:"id"`
-	Title             string              `json:"title"`
-	Description       string              `json:"description"`
-	CostUSD           Estimate            `json:"cost_usd"`
-	Hours             Estimate            `json:"hours"`
-	Confidence        float64             `json:"confidence"`
-	KnownMethodShare  float64             `json:"known_method_share"`
-	JudgmentRequired  []string            `json:"judgment_required"`
-	Quantities        map[string]Estimate `json:"quantities,omitempty"`
-	ConstraintEffects []Effect            `json:"constraint_effects,omitempty"`
+	TaskID        string     `json:"task_id"`
+	Approaches    []Approach `json:"approaches"` // Round is hidden from the schema: the kernel sets it
+	NothingBetter string     `json:"nothing_better,omitempty"`
 }

@@ -90,9 +90,9 @@ func enumerate(ctx context.Context, tasks []Task, quantities []Quantity, constra
 	if en.space*float64(len(tasks)+edges) > ExhaustiveWork || len(required) > 64 {
 		return en, false, nil
 	}
-	exprs, problems := parseLogic(constraints, quantities)
-	if len(problems) > 0 {
-		return nil, false, &InvalidPlanError{Problems: problems}
+	exprs, err := logicExprs(constraints, quantities)
+	if err != nil {
+		return nil, false, err
 	}
 	pos := map[string]int{}
 	for i, t := range tasks {

@@ -461,13 +461,9 @@ func repairPlan(ctx context.Context, tasks []Task, quantities []Quantity, constr
 	if len(unsat) == 0 {
 		return Repair{Status: RepairNotNeeded, Note: "no logic constraint is UNSAT; the plan is kept as it is"}, nil
 	}
-	m, err := newModel(tasks, quantities)
+	m, exprs, err := prepare(tasks, quantities, constraints)
 	if err != nil {
 		return Repair{}, err
-	}
-	exprs, problems := parseLogic(constraints, quantities)
-	if len(problems) > 0 {
-		return Repair{}, &InvalidPlanError{Problems: problems}
 	}
 	s, err := newSearch(ctx, m, constraints, exprs, surveys)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/solve/expr"
 	"github.com/llmkernels/kernels/solve/store"
 )
@@ -386,5 +387,17 @@ func TestRepairEqualsBruteForceOnRandomSmallPlans(t *testing.T) {
 	t.Logf("statuses: %v", seen)
 	if seen[RepairRepaired] < 40 || seen[RepairInfeasible] < 40 {
 		t.Fatalf("random plans cover %v; want at least 40 each of repaired and infeasible", seen)
+	}
+}
+
+// The model answers approaches without a round: the kernel sets it, and
+// the schema shown to the model does not ask for it.
+func TestSurveySchemaLeavesTheRoundToTheKernel(t *testing.T) {
+	s, err := llm.SchemaFor[surveyAnswer]()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(s.JSON), `"round"`) || !strings.Contains(string(s.JSON), `"nothing_better"`) {
+		t.Fatalf("schema: %s", s.JSON)
 	}
 }

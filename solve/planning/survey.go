@@ -178,13 +178,9 @@ func nextRound(tasks []Task, quantities []Quantity, constraints []Constraint, su
 // rankings ranks every task by its contribution to each of the given
 // logic constraints, as walls do (for any verdict, not only UNSAT).
 func rankings(tasks []Task, quantities []Quantity, constraints []Constraint, ids []string) (map[string]Wall, error) {
-	m, err := newModel(tasks, quantities)
+	m, exprs, err := prepare(tasks, quantities, constraints)
 	if err != nil {
 		return nil, err
-	}
-	exprs, problems := parseLogic(constraints, quantities)
-	if len(problems) > 0 {
-		return nil, &InvalidPlanError{Problems: problems}
 	}
 	sc := m.scenario(1)
 	s := m.g.Schedule(sc.hours)
@@ -259,9 +255,9 @@ type improvement struct {
 // improvements resolves each trigger's dimension against the plan's mid
 // figures.
 func improvements(trs []trigger, constraints []Constraint, quantities []Quantity, a *Analysis) ([]improvement, error) {
-	exprs, problems := parseLogic(constraints, quantities)
-	if len(problems) > 0 {
-		return nil, &InvalidPlanError{Problems: problems}
+	exprs, err := logicExprs(constraints, quantities)
+	if err != nil {
+		return nil, err
 	}
 	vals := map[string]float64{}
 	for name, e := range a.Metrics {
@@ -490,11 +486,11 @@ func (sc *surveyCheck) answer(a surveyAnswer) []string {
 	return problems
 }
 
-func toApproaches(as []approachAnswer, round int) []Approach {
-	out := make([]Approach, len(as))
-	for i, a := range as {
-		out[i] = Approach{ID: a.ID, Title: a.Title, Description: a.Description, CostUSD: a.CostUSD, Hours: a.Hours, Confidence: a.Confidence,
-			KnownMethodShare: a.KnownMethodShare, JudgmentRequired: a.JudgmentRequired, Quantities: a.Quantities, ConstraintEffects: a.ConstraintEffects, Round: round}
+// toApproaches marks a round's answer with its round.
+func toApproaches(as []Approach, round int) []Approach {
+	out := slices.Clone(as)
+	for i := range out {
+		out[i].Round = round
 		if out[i].JudgmentRequired == nil {
 			out[i].JudgmentRequired = []string{}
 		}

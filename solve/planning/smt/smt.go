@@ -177,11 +177,16 @@ func (s *Script) Raw(format string, args ...any) {
 // Len is the script's size in bytes.
 func (s *Script) Len() int { return s.b.Len() }
 
-// Sum is the term adding terms (0.0 for none).
-func Sum(terms []string) string {
+// Sum is the Real term adding terms (0.0 for none).
+func Sum(terms []string) string { return sum(terms, "0.0") }
+
+// IntSum is the Int term adding terms (0 for none).
+func IntSum(terms []string) string { return sum(terms, "0") }
+
+func sum(terms []string, zero string) string {
 	switch len(terms) {
 	case 0:
-		return "0.0"
+		return zero
 	case 1:
 		return terms[0]
 	}
