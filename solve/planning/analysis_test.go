@@ -268,3 +268,32 @@ func TestRepairNotNeededWithoutUNSAT(t *testing.T) {
 		t.Fatalf("repair = %+v, %v", r, err)
 	}
 }
+
+// A budget on a declared quantity (parts ≤ $80) gets its own cumulative
+// and remaining columns in the waterfall, like the cost budget; a
+// quantity without a cap, or aggregated by max, gets none.
+func TestWaterfallTracksEveryBudgetedQuantity(t *testing.T) {
+	p := fixture()
+	p.Quantities = []Quantity{{Name: "parts_usd", Aggregate: "sum"}, {Name: "latency_ms", Aggregate: "max"}, {Name: "hosting_usd_month", Aggregate: "sum"}}
+	p.Tasks[1].Quantities = map[string]Estimate{"parts_usd": est(30, 40, 50), "latency_ms": est(1, 2, 3), "hosting_usd_month": est(1, 2, 3)}
+	p.Tasks[3].Quantities = map[string]Estimate{"parts_usd": est(50, 75, 90)}
+	p.Constraints = append(p.Constraints,
+		Constraint{ID: "c4", Type: Logic, Payload: Payload{Expr: "parts_usd <= 80"}, Sigma: 1},
+		Constraint{ID: "c5", Type: Logic, Payload: Payload{Expr: "latency_ms <= 80"}, Sigma: 1},
+		Constraint{ID: "c6", Type: Logic, Payload: Payload{Expr: "parts_usd < 100"}, Sigma: 1})
+	a := analyse(t, p)
+	if len(a.Budgets) != 1 || a.Budgets[0] != (Budget{Metric: "parts_usd", Limit: 80}) {
+		t.Fatalf("budgets %+v", a.Budgets)
+	}
+	var cum, rem []float64
+	for _, r := range a.Waterfall {
+		cum = append(cum, r.Budgets[0].Cumulative)
+		rem = append(rem, r.Budgets[0].Remaining)
+	}
+	if !slices.Equal(cum, []float64{0, 40, 40, 115}) || !slices.Equal(rem, []float64{80, 40, 40, -35}) {
+		t.Fatalf("parts cumulative %v, remaining %v", cum, rem)
+	}
+	if md := Report(&Plan{Goal: "g", Analysis: a, Repair: Repair{Status: RepairNotNeeded}}, "x.svg"); !strings.Contains(md, "parts_usd | cumulative | remaining (of 80) |") || !strings.Contains(md, "| 75 | 115 | -35 |") {
+		t.Errorf("the report's waterfall lacks the parts budget:\n%s", md)
+	}
+}

@@ -207,3 +207,30 @@ func TestStatedConstraintsAreHeldToTheGoal(t *testing.T) {
 		t.Errorf("a figure both explicit and not a constraint: %q", both.problems)
 	}
 }
+
+func TestCheckRecomputesEveryBudgetInTheWaterfall(t *testing.T) {
+	p := fixture()
+	p.Quantities = []Quantity{{Name: "parts_usd", Aggregate: "sum"}}
+	p.Tasks[3].Quantities = map[string]Estimate{"parts_usd": est(50, 75, 90)}
+	p.Constraints = append(p.Constraints, Constraint{ID: "c4", Type: Logic, Payload: Payload{Expr: "parts_usd <= 80"}, Sigma: 1, RemovalConsequence: "r"})
+	p.Analysis = analyse(t, p)
+	var err error
+	if p.Repair, err = repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, p.Analysis); err != nil {
+		t.Fatal(err)
+	}
+	if f := failures(Check(context.Background(), roundTrip(t, p), CheckOptions{})); len(f) > 0 {
+		t.Fatalf("failures:\n%s", strings.Join(f, "\n"))
+	}
+	for name, edit := range map[string]func(p *Plan){
+		"remaining":  func(p *Plan) { p.Analysis.Waterfall[3].Budgets[0].Remaining = 50 },
+		"cumulative": func(p *Plan) { p.Analysis.Waterfall[3].Budgets[0].Cumulative = 70 },
+		"dropped":    func(p *Plan) { p.Analysis.Budgets = nil },
+	} {
+		q := roundTrip(t, p)
+		edit(q)
+		f := failures(Check(context.Background(), q, CheckOptions{}))
+		if !slices.ContainsFunc(f, func(s string) bool { return strings.HasPrefix(s, "3.2 ") || strings.HasPrefix(s, "3.3 ") }) {
+			t.Errorf("%s: no 3.2/3.3 failure:\n%s", name, strings.Join(f, "\n"))
+		}
+	}
+}
