@@ -294,3 +294,14 @@ func TestEvalRunsTheExamplesAndGoalFiles(t *testing.T) {
 		}
 	}
 }
+
+// A later round whose answer stays invalid after its re-asks does not fail
+// the run: the plan is written with the repair as it was, and says why the
+// rounds stopped.
+func TestARejectedLaterRoundKeepsThePlan(t *testing.T) {
+	_, p := planOK(t, landingGoal, "adversarial_round_rejected.json")
+	if p.Repair.Status != planning.RepairInfeasible || len(p.SurveyRounds) != 2 || p.SurveyRounds[1].Outcome == planning.RoundAnswered ||
+		!strings.Contains(p.SurveyRounds[1].Outcome, "t3: no approach has a mid cost_usd below $300.00") || !strings.Contains(p.Repair.Note, "survey round 2 (widen of t3)") {
+		t.Fatalf("repair %s (%s), rounds %+v", p.Repair.Status, p.Repair.Note, p.SurveyRounds)
+	}
+}

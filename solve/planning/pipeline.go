@@ -726,7 +726,7 @@ func (r *run) repair(ctx context.Context) error {
 				return err // the run's own cap passed
 			}
 			why := err.Error()
-			if rctx.Err() != nil {
+			if errors.Is(rctx.Err(), context.DeadlineExceeded) {
 				why = "stopped to keep time to write the plan within --max-wall"
 			}
 			r.stopRounds(rp, why)
@@ -795,7 +795,7 @@ func (r *run) crossCheck(ctx context.Context) error {
 			return err // the run's own cap passed
 		}
 		why := err.Error()
-		if zctx.Err() != nil {
+		if errors.Is(zctx.Err(), context.DeadlineExceeded) {
 			why = "stopped to keep time to write the plan within --max-wall: " + why
 		}
 		r.plan.SMT = &smt.Report{Error: why}
