@@ -122,6 +122,7 @@ type Instance struct {
 
 	mu           sync.Mutex
 	pending      Usage        // LLM spend not yet written on a memory line
+	unsettled    float64      // cost of answers received but not yet charged (lumen run's caps count it)
 	spent        Usage        // every call this Instance made
 	model        string       // provider/model that last answered
 	observe      func(Record) // told of every memory written (lumen run's step lines)

@@ -29,6 +29,7 @@ func (in *Instance) charge(calls []*llm.Call, u *Usage) {
 	defer in.mu.Unlock()
 	in.pending.Add(cost)
 	in.spent.Add(cost)
+	in.unsettled = max(0, in.unsettled-cost.CostUSD)
 	if n := len(calls); n > 0 && calls[n-1].Model != "" {
 		in.model = calls[n-1].Model
 	}

@@ -118,6 +118,9 @@ func (in *Instance) Run(ctx context.Context, ro RunOptions) (*RunReport, error) 
 	if in.opts.Client == nil {
 		return nil, errors.New("no LLM configured: the loops need a provider (--provider, --model; docs/configuration.md)")
 	}
+	if err := in.capsCountable(ro); err != nil {
+		return nil, err
+	}
 	if ro.Backoff <= 0 {
 		ro.Backoff = 30 * time.Second
 	}
@@ -129,6 +132,20 @@ func (in *Instance) Run(ctx context.Context, ro RunOptions) (*RunReport, error) 
 	base := in.Spent()
 	client := *in.opts.Client
 	client.Provider = capped{Provider: client.Provider, check: func() error { return in.checkCaps(ctx, ro, base) }}
+	// Each answer counts toward the caps the moment it arrives: a step's
+	// repair attempts and the create-skill loop make several calls before
+	// the step charges them all.
+	observe := client.Observe
+	client.Observe = func(e llm.Event) {
+		if e.Kind == llm.EventResponse && e.Call != nil {
+			in.mu.Lock()
+			in.unsettled += e.Call.CostUSD
+			in.mu.Unlock()
+		}
+		if observe != nil {
+			observe(e)
+		}
+	}
 	saved := in.opts.Client
 	in.opts.Client = &client
 	in.observe, in.noReflect = ro.OnStep, ro.NoReflect
@@ -221,10 +238,33 @@ func (in *Instance) Run(ctx context.Context, ro RunOptions) (*RunReport, error) 
 	return finish(StopCycles, fmt.Sprintf("%d cycles", ro.Cycles))
 }
 
+// capsCountable refuses a spend cap the run could not count: a call to a
+// model the price table does not know costs $0 to the meter, so a cap
+// would never stop the run. The model and every fallback must be priced.
+func (in *Instance) capsCountable(ro RunOptions) error {
+	if ro.MaxCost <= 0 && ro.MaxCostDay <= 0 {
+		return nil
+	}
+	prices := in.opts.Client.Prices
+	if prices == nil {
+		prices = llm.DefaultPrices
+	}
+	for _, model := range append([]string{in.opts.Model}, in.opts.Client.Fallback...) {
+		if _, ok := prices.Lookup(model); !ok {
+			return fmt.Errorf("a spend cap (--max-cost, --max-cost-day) needs the price of every model the run may call, and model %q has none: "+
+				"its calls would count as $0 and the cap would never stop the run; give its price per million tokens in a --prices file (docs/configuration.md)", model)
+		}
+	}
+	return nil
+}
+
 // checkCaps refuses an LLM call once a spend cap is reached.
 func (in *Instance) checkCaps(ctx context.Context, ro RunOptions, base Usage) error {
+	in.mu.Lock()
+	unsettled := in.unsettled
+	in.mu.Unlock()
 	if ro.MaxCost > 0 {
-		if run := in.spentSince(base).CostUSD; run >= ro.MaxCost {
+		if run := in.spentSince(base).CostUSD + unsettled; run >= ro.MaxCost {
 			return &capError{StopRunCost, fmt.Sprintf("%v: this run spent $%.4f of its --max-cost $%.4f", ErrSpendCap, run, ro.MaxCost)}
 		}
 	}
@@ -234,7 +274,7 @@ func (in *Instance) checkCaps(ctx context.Context, ro RunOptions, base Usage) er
 			return err
 		}
 		in.mu.Lock()
-		day += in.pending.CostUSD
+		day += in.pending.CostUSD + in.unsettled
 		in.mu.Unlock()
 		if day >= ro.MaxCostDay {
 			return &capError{StopDayCost, fmt.Sprintf("%v: $%.4f spent today (UTC, every process) of --max-cost-day $%.4f", ErrSpendCap, day, ro.MaxCostDay)}

@@ -280,3 +280,58 @@ func TestStepLinesAndTotalsShowTokensCostAndTheChoice(t *testing.T) {
 		t.Errorf("totals: %s", rep.Text())
 	}
 }
+
+// A spend cap counts dollars from the price table: with a model the table
+// does not price, every call costs $0 and the cap would never stop the
+// run. The run refuses to start instead, before any call.
+func TestASpendCapRefusesAModelWithoutAPrice(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		model    string
+		fallback []string
+		ro       RunOptions
+	}{
+		{"run cap, unpriced model", "claude-sonnet-9", nil, RunOptions{MaxCost: 1, Cycles: 2}},
+		{"day cap, unpriced model", "my-local-llama", nil, RunOptions{MaxCostDay: 1, Cycles: 2}},
+		{"run cap, unpriced fallback", "claude-haiku-4-5", []string{"claude-next"}, RunOptions{MaxCost: 1, Cycles: 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := scripted(t, pricedCycle()...)
+			in, _ := newInstance(t, "", journalState, func(o *Options) {
+				withScript(p)(o)
+				o.Model = tc.model
+				o.Client.Fallback = tc.fallback
+			})
+			rep, err := in.Run(context.Background(), tc.ro)
+			if err == nil || !strings.Contains(err.Error(), "--prices") {
+				t.Fatalf("run = %+v, %v; want a refusal naming --prices", rep, err)
+			}
+			if n := len(p.Requests()); n != 0 {
+				t.Errorf("%d LLM calls made before the refusal, want none", n)
+			}
+		})
+	}
+	// Without a cap an unpriced model runs: nothing needs its price.
+	p := scripted(t, pricedCycle()...)
+	in, _ := newInstance(t, "", journalState, func(o *Options) { withScript(p)(o); o.Model = "my-local-llama" })
+	if rep, err := in.Run(context.Background(), RunOptions{Cycles: 1}); err != nil || rep.Cycles != 1 {
+		t.Fatalf("uncapped run on an unpriced model: %+v, %v", rep, err)
+	}
+}
+
+// The repairs of a malformed answer are calls too: the cap is checked
+// before each, so a step sending its answer back for repair cannot pass
+// the cap by more than one call.
+func TestTheRunCapCountsEachRepairAttemptAsItHappens(t *testing.T) {
+	heavy := func(s step) step { s.in, s.out = 100_000, 10_000; return s } // $0.15 each on claude-haiku-4-5
+	p := scripted(t, heavy(answer("think", "not JSON")), heavy(answer("think", "still not JSON")), heavy(answer("think", thinkOf(chatSay("hi")))),
+		heavy(answer("decide", decideAll([]string{"diligence"}, []string{"keep a journal"}, true, 1))), heavy(answer("record", recorded)))
+	in, _ := newInstance(t, "", journalState, func(o *Options) { withScript(p)(o); o.Model = "claude-haiku-4-5" })
+	rep, err := in.Run(context.Background(), RunOptions{MaxCost: 0.2, Cycles: 3, Backoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Stopped != StopRunCost || len(p.Requests()) != 2 || rep.Usage.CostUSD > 0.2+0.15+1e-9 {
+		t.Fatalf("run = %+v after %d calls; want the third attempt refused (the cap passed by one call at most)", rep, len(p.Requests()))
+	}
+}
