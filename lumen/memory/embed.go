@@ -10,6 +10,8 @@ import (
 	"math"
 	"net/http"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/llmkernels/kernels/internal/clip"
 )
@@ -25,12 +27,55 @@ type Embedder struct {
 	// Batch is how many texts go in one request; default 64.
 	Batch  int
 	Client *http.Client // default http.DefaultClient
+	// Timeout bounds each request; default 30s. The steps that retrieve
+	// memories run to completion once started (Ctrl-C lets them finish),
+	// so an endpoint that never answers must not hold them.
+	Timeout time.Duration
+	// Cooldown is how long after a failure Embed fails at once, without
+	// calling the endpoint; default 5m. A dead endpoint then costs one
+	// timeout, not one per step, and retrieval uses full text meanwhile.
+	Cooldown time.Duration
+
+	mu      sync.Mutex
+	failed  time.Time // when the endpoint last failed
+	failure error
 }
 
 func (e *Embedder) String() string { return e.Model + " at " + e.URL }
 
-// Embed returns one unit-length vector per text, in order.
+// Embed returns one unit-length vector per text, in order, all of one
+// size. Within the cool-down after a failure it returns that failure.
 func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	if err := e.coolingDown(); err != nil {
+		return nil, err
+	}
+	vecs, err := e.embed(ctx, texts)
+	if err != nil {
+		e.mu.Lock()
+		e.failed, e.failure = time.Now(), err
+		e.mu.Unlock()
+	}
+	return vecs, err
+}
+
+func (e *Embedder) coolingDown() error {
+	cool := e.Cooldown
+	if cool <= 0 {
+		cool = 5 * time.Minute
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.failure == nil {
+		return nil
+	}
+	if since := time.Since(e.failed); since < cool {
+		return fmt.Errorf("%w (%s ago; not tried again for %s)", e.failure, since.Round(time.Second), (cool - since).Round(time.Second))
+	}
+	e.failure = nil
+	return nil
+}
+
+func (e *Embedder) embed(ctx context.Context, texts []string) ([][]float32, error) {
 	batch := e.Batch
 	if batch <= 0 {
 		batch = 64
@@ -44,6 +89,11 @@ func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, erro
 		}
 		out = append(out, vecs...)
 	}
+	for _, v := range out {
+		if len(v) != len(out[0]) {
+			return nil, fmt.Errorf("embeddings: %s answered vectors of %d and %d dimensions in one answer: they cannot be compared", e.URL, len(out[0]), len(v))
+		}
+	}
 	return out, nil
 }
 
@@ -52,6 +102,12 @@ func (e *Embedder) embedBatch(ctx context.Context, texts []string) ([][]float32,
 	if err != nil {
 		return nil, err
 	}
+	timeout := e.Timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	url := strings.TrimRight(e.URL, "/") + "/embeddings"
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {

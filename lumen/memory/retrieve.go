@@ -338,11 +338,11 @@ func (s *Store) byFullText(ctx context.Context, q Query) ([]Scored, error) {
 // then takes the candidatePool most similar by cosine.
 func (s *Store) byEmbedding(ctx context.Context, q Query) ([]Scored, error) {
 	e := s.opts.Embedder
-	if err := s.embedMissing(ctx, e); err != nil {
-		return nil, err
-	}
 	qv, err := e.Embed(ctx, []string{q.Text})
 	if err != nil {
+		return nil, err
+	}
+	if err := s.embedMissing(ctx, e, len(qv[0])); err != nil {
 		return nil, err
 	}
 	and, args, err := authorClause(q.Authors)
@@ -391,10 +391,31 @@ func (s *Store) byEmbedding(ctx context.Context, q Query) ([]Scored, error) {
 	return out, nil
 }
 
-// embedMissing embeds, in batches, the texts that have no vector for the
-// embedder's model yet. Vectors are keyed by the text's hash, so they
-// survive rebuilds; on a read-only index they live as long as the process.
-func (s *Store) embedMissing(ctx context.Context, e *Embedder) error {
+// dropOtherSizes deletes the model's vectors that do not have dim
+// dimensions; it looks once per process and size.
+func (s *Store) dropOtherSizes(ctx context.Context, model string, dim int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dims[model] == dim {
+		return nil
+	}
+	res, err := s.db.ExecContext(ctx, `DELETE FROM vectors WHERE model = ? AND length(vec) != ?`, model, 4*dim)
+	if err != nil {
+		return fmt.Errorf("memory index: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n > 0 {
+		s.opts.Logger.Warn("memory: the embedding endpoint now answers vectors of another size; the stored ones are made again", "model", model, "dimensions", dim, "dropped", n)
+	}
+	s.dims[model] = dim
+	return nil
+}
+
+// embedMissing embeds, in batches, the texts that have no vector of dim
+// dimensions for the embedder's model yet: vectors of another size (the
+// model behind the name changed) cannot be compared with the query's, and
+// are made again. Vectors are keyed by the text's hash, so they survive
+// rebuilds; on a read-only index they live as long as the process.
+func (s *Store) embedMissing(ctx context.Context, e *Embedder, dim int) error {
 	if s.readOnly {
 		// Vectors cannot be stored in a read-only index: copy it into memory.
 		s.mu.Lock()
@@ -406,6 +427,9 @@ func (s *Store) embedMissing(ctx context.Context, e *Embedder) error {
 		if err != nil {
 			return err
 		}
+	}
+	if err := s.dropOtherSizes(ctx, e.Model, dim); err != nil {
+		return err
 	}
 	for {
 		rows, err := s.db.QueryContext(ctx, `SELECT text_hash, min(line) FROM memories m
@@ -441,6 +465,9 @@ func (s *Store) embedMissing(ctx context.Context, e *Embedder) error {
 		vecs, err := e.Embed(ctx, texts)
 		if err != nil {
 			return err
+		}
+		if len(vecs[0]) != dim {
+			return fmt.Errorf("embeddings: %s answered vectors of %d dimensions for memories and %d for the query: they cannot be compared", e.URL, len(vecs[0]), dim)
 		}
 		tx, err := s.db.BeginTx(ctx, nil)
 		if err != nil {

@@ -177,6 +177,9 @@ type Store struct {
 	// verified is when this process last hashed each day file whole and
 	// found what the index was built from.
 	verified map[string]time.Time
+	// dims is, per embedding model, the vector size this process checked
+	// every stored vector has.
+	dims map[string]int
 }
 
 // decayState is the replayed decay: the latest pass time (running
@@ -201,7 +204,7 @@ func Open(dir, indexPath string, opts Options) (*Store, error) {
 		opts.Logger = slog.Default()
 	}
 	ctx := context.Background()
-	s := &Store{dir: dir, indexPath: indexPath, opts: opts, verified: map[string]time.Time{}}
+	s := &Store{dir: dir, indexPath: indexPath, opts: opts, verified: map[string]time.Time{}, dims: map[string]int{}}
 	if opts.ReadOnly {
 		db, err := sqlite.OpenReadOnly(ctx, indexPath, schema)
 		switch {
