@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -245,5 +247,38 @@ func TestSpendPerDayAndGoalMarksComeFromTheLines(t *testing.T) {
 	m := marks["learn go"]
 	if err != nil || !m.Pursued.Equal(t0.Add(2*time.Hour)) || m.TouchedSeq <= m.PursuedSeq {
 		t.Fatalf("marks = %+v, %v", marks, err)
+	}
+}
+
+// A day file from the future (a clock that ran ahead, then was set
+// right): today's file then sorts before the last indexed day. Its new
+// lines are read from where the index stopped, like any append, not by
+// rebuilding the whole index at every read, and they are the most recent.
+func TestLinesAppendedBeforeADayFromTheFutureAreReadIncrementally(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	var logs bytes.Buffer
+	s := openStore(t, dir, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	s.Append(Memory{Timestamp: t0, Author: External, Weight: 0.5, Description: "today, before the clock jumped"})
+	future := t0.Add(400 * 24 * time.Hour)
+	s.Append(Memory{Timestamp: future, Author: Kernel, Weight: 0.3, Step: "maintain", Description: "a decay pass from the future", Decay: &Decay{HalfLifeHours: 168}})
+	s.Count(ctx, Filter{})
+	var ids []string
+	for i := 0; i < 5; i++ {
+		id, _ := s.Append(Memory{Timestamp: t0.Add(time.Duration(i+1) * time.Minute), Author: External, Weight: 0.5, Description: fmt.Sprintf("after the clock was set right %d", i)})
+		ids = append(ids, id)
+		if p, err := s.check(ctx, s.db); err != nil || p.rebuild != "" || len(p.appends) != 1 {
+			t.Fatalf("append %d: plan = %+v, %v; want the new line read incrementally", i, p, err)
+		}
+		recent, err := s.List(ctx, Filter{Limit: 1})
+		if err != nil || len(recent) != 1 || recent[0].ID != id {
+			t.Fatalf("append %d: most recent = %+v, %v; want the line just written", i, recent, err)
+		}
+	}
+	if n := bytes.Count(logs.Bytes(), []byte("rebuilding")); n != 0 {
+		t.Errorf("the index was rebuilt %d times:\n%s", n, logs.String())
+	}
+	if n, _ := s.Count(ctx, Filter{}); n != 7 {
+		t.Errorf("%d memories indexed, want 7", n)
 	}
 }
