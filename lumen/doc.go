@@ -32,8 +32,10 @@
 //     the derived SQLite index (.lumen/index.db) and is replayed from the
 //     log in one pass (a step's used list strengthens, a maintenance decay
 //     memory decays; passes compose). The index records each day file's
-//     size, modification time and hash, and rebuilds when a file changed
-//     other than by appending.
+//     size, modification time, inode change time, inode and hash, and
+//     rebuilds when a file changed other than by appending (lines appended
+//     to a day before the last indexed one, after a clock was set back,
+//     count as appending).
 //   - Retrieval scores like Generative Agents: recency (0.995 per hour
 //     since last access), importance (judged by the model when the memory
 //     is written, plus use) and relevance (bm25, or cosine with

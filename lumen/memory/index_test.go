@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -280,5 +281,46 @@ func TestLinesAppendedBeforeADayFromTheFutureAreReadIncrementally(t *testing.T) 
 	}
 	if n, _ := s.Count(ctx, Filter{}); n != 7 {
 		t.Errorf("%d memories indexed, want 7", n)
+	}
+}
+
+// An edit that keeps a day file's size and puts its modification time
+// back (touch -r, or an editor that preserves it) changes its inode change
+// time, which no one can set: the index sees it, in the process running
+// and in the next command, long after the file was indexed.
+func TestAnEditKeepingSizeAndModificationTimeIsCaught(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no inode change time")
+	}
+	dir := t.TempDir()
+	index := filepath.Join(t.TempDir(), "index.db")
+	ctx := context.Background()
+	s, err := Open(dir, index, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	id, _ := s.Append(Memory{Timestamp: t0, Author: Self, Weight: 0.5, Description: "I chose honesty"})
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(dayFile(dir), old, old) // indexed long after it last changed
+	if _, err := s.Count(ctx, Filter{}); err != nil {
+		t.Fatal(err)
+	}
+	// As if the index had been checked a while later: size and times are
+	// trusted now, and nothing reads the file.
+	s.db.ExecContext(ctx, `UPDATE files SET checked = checked + ?`, int64(time.Minute))
+	s.verified = map[string]time.Time{}
+	if p, err := s.check(ctx, s.db); err != nil || !p.fresh() {
+		t.Fatalf("plan = %+v, %v; want the file trusted", p, err)
+	}
+	data, _ := os.ReadFile(dayFile(dir))
+	os.WriteFile(dayFile(dir), bytes.Replace(data, []byte("honesty"), []byte("flattery"[:7]), 1), 0o644)
+	os.Chtimes(dayFile(dir), old, old)
+	if st, _ := os.Stat(dayFile(dir)); st.Size() != int64(len(data)) || !st.ModTime().Equal(old) {
+		t.Fatal("the edit must keep the size and the modification time")
+	}
+	es, err := s.Get(ctx, id)
+	if err != nil || len(es) != 1 || es[0].Description != "I chose flatter" {
+		t.Fatalf("the running process reads %+v, %v; want the edited line", es, err)
 	}
 }

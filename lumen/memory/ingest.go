@@ -94,7 +94,7 @@ func newIngester(ctx context.Context, tx *sql.Tx, opts Options, pinned map[strin
 		{&g.fts, `INSERT INTO memories_fts (rowid, situation, description) VALUES (?, ?, ?)`},
 		{&g.alias, `INSERT INTO aliases (alias, id, pinned) VALUES (?, ?, ?)
 			ON CONFLICT (alias) DO UPDATE SET id = excluded.id, pinned = excluded.pinned WHERE excluded.pinned >= aliases.pinned`},
-		{&g.fileRow, `INSERT OR REPLACE INTO files (day, indexed, sha256, hasher, tail, size, mtime, checked) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`},
+		{&g.fileRow, `INSERT OR REPLACE INTO files (day, indexed, sha256, hasher, tail, size, mtime, ctime, ino, checked) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&g.byID, `SELECT seq, importance, strength, weight, touched, mset FROM memories WHERE id = ?`},
 		{&g.byAlias, `SELECT id FROM aliases WHERE alias = ?`},
 		{&g.update, `UPDATE memories SET importance = ?, strength = ?, weight = ?, touched = ?, mset = ? WHERE seq = ?`},
@@ -145,7 +145,7 @@ func (g *ingester) recordFile(ctx context.Context, f fileUpdate, indexed int64) 
 		return err
 	}
 	tail := f.data[max(0, indexed-tailWindow)-f.base : indexed-f.base]
-	_, err = g.fileRow.ExecContext(ctx, f.day, indexed, hex.EncodeToString(h.Sum(nil)), state, hashHex(tail), f.size, f.time, time.Now().UnixNano())
+	_, err = g.fileRow.ExecContext(ctx, f.day, indexed, hex.EncodeToString(h.Sum(nil)), state, hashHex(tail), f.stat.size, f.stat.mtime, f.stat.ctime, f.stat.ino, time.Now().UnixNano())
 	if err != nil {
 		return fmt.Errorf("memory index: %w", err)
 	}

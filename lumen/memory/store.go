@@ -120,6 +120,12 @@ CREATE TABLE terms (term TEXT PRIMARY KEY, docs INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE goals (goal TEXT PRIMARY KEY, pursued REAL NOT NULL, pursued_seq INTEGER NOT NULL, touched_seq INTEGER NOT NULL) WITHOUT ROWID;
 -- Embeddings by the hash of the text embedded, so they survive rebuilds.
 CREATE TABLE vectors (hash BLOB NOT NULL, model TEXT NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (hash, model)) WITHOUT ROWID;
+`, `
+-- The inode change time and number seen with size and mtime: an edit that
+-- keeps the size and puts the modification time back changes them. Rows
+-- from step 2 hold 0: their files are hashed once at the next check.
+ALTER TABLE files ADD COLUMN ctime INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE files ADD COLUMN ino INTEGER NOT NULL DEFAULT 0;
 `},
 	Legacy: func(ctx context.Context, q sqlite.Querier) (int, bool, error) {
 		tables, err := sqlite.Tables(ctx, q)
@@ -266,23 +272,37 @@ func (s *Store) Append(m Memory) (string, error) {
 	return appendLine(s.dir, m)
 }
 
+// fileStat is what a stat of a day file says: size, modification time,
+// inode change time (unix nanoseconds) and inode number (0 where the
+// platform has none).
+type fileStat struct {
+	size, mtime, ctime, ino int64
+}
+
+func statOf(st os.FileInfo) fileStat {
+	ctime, ino := changeStat(st)
+	return fileStat{size: st.Size(), mtime: st.ModTime().UnixNano(), ctime: ctime, ino: ino}
+}
+
+// changed is the later of the modification and inode change times.
+func (f fileStat) changed() int64 { return max(f.mtime, f.ctime) }
+
 // fileState is a day file as the index recorded it.
 type fileState struct {
 	indexed int64  // bytes read into the index, up to the last complete line
 	sha     string // SHA-256 of those bytes
 	hasher  []byte // the SHA-256 state after them
 	tail    string // SHA-256 of their last tailWindow bytes
-	size    int64
-	mtime   int64
-	checked int64 // when size and mtime were seen
+	seen    fileStat
+	checked int64 // when seen was stat'ed
 }
 
-// trusted reports whether a file whose size and modification time are as
-// recorded can be taken as unchanged. Not when it was modified within
-// racyWindow of being recorded: a same-length edit in the same clock tick
-// would keep both (git's "racily clean" entries).
-func (f fileState) trusted(size, mtime int64) bool {
-	return size == f.size && mtime == f.mtime && f.mtime < f.checked-int64(racyWindow)
+// trusted reports whether a file whose stat is as recorded can be taken
+// as unchanged. Not when it changed within racyWindow of being recorded:
+// a same-length edit in the same clock tick would keep every time (git's
+// "racily clean" entries).
+func (f fileState) trusted(st fileStat) bool {
+	return st == f.seen && f.seen.changed() < f.checked-int64(racyWindow)
 }
 
 const (
@@ -315,8 +335,7 @@ type fileUpdate struct {
 	hashed int64
 	hasher []byte
 	data   []byte
-	size   int64
-	time   int64
+	stat   fileStat // as seen when it was read (size: the bytes read)
 }
 
 func (p *plan) fresh() bool { return p.rebuild == "" && len(p.appends) == 0 && len(p.touches) == 0 }
@@ -338,7 +357,7 @@ func (s *Store) check(ctx context.Context, q querier) (*plan, error) {
 		return nil, fmt.Errorf("memory: list %s: %w", s.dir, err)
 	}
 	known := map[string]fileState{}
-	rows, err := q.QueryContext(ctx, `SELECT day, indexed, sha256, hasher, tail, size, mtime, checked FROM files`)
+	rows, err := q.QueryContext(ctx, `SELECT day, indexed, sha256, hasher, tail, size, mtime, ctime, ino, checked FROM files`)
 	if err != nil {
 		return nil, fmt.Errorf("memory index: %w", err)
 	}
@@ -346,7 +365,7 @@ func (s *Store) check(ctx context.Context, q querier) (*plan, error) {
 	for rows.Next() {
 		var day string
 		var f fileState
-		if err := rows.Scan(&day, &f.indexed, &f.sha, &f.hasher, &f.tail, &f.size, &f.mtime, &f.checked); err != nil {
+		if err := rows.Scan(&day, &f.indexed, &f.sha, &f.hasher, &f.tail, &f.seen.size, &f.seen.mtime, &f.seen.ctime, &f.seen.ino, &f.checked); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("memory index: %w", err)
 		}
@@ -367,12 +386,13 @@ func (s *Store) check(ctx context.Context, q querier) (*plan, error) {
 			return nil, fmt.Errorf("memory: %w", err)
 		}
 		k, ok := known[day]
-		size, mtime := st.Size(), st.ModTime().UnixNano()
+		now := statOf(st)
+		size := now.size
 		recent := ok && time.Since(s.verified[day]) < reverify
 		switch {
-		case ok && k.trusted(size, mtime):
+		case ok && k.trusted(now):
 			continue
-		case recent && size == k.size && mtime == k.mtime:
+		case recent && now == k.seen:
 			continue // racily clean, but hashed whole moments ago
 		case ok && size < k.indexed:
 			p.rebuild = "day file " + day + " shrank"
@@ -382,8 +402,8 @@ func (s *Store) check(ctx context.Context, q querier) (*plan, error) {
 			return p, nil
 		}
 		var u *fileUpdate
-		if recent && size > k.size {
-			if u, err = readGrowth(path, k, size, mtime); err != nil {
+		if recent && size > k.seen.size {
+			if u, err = readGrowth(path, k, now); err != nil {
 				return nil, err
 			}
 		}
@@ -397,11 +417,12 @@ func (s *Store) check(ctx context.Context, q querier) (*plan, error) {
 				return p, nil
 			}
 			s.verified[day] = time.Now()
-			u = &fileUpdate{day: day, from: k.indexed, data: data, size: int64(len(data)), time: mtime}
+			now.size = int64(len(data))
+			u = &fileUpdate{day: day, from: k.indexed, data: data, stat: now}
 		}
 		u.day = day
 		if _, end := splitLines(u.data, u.from-u.base); u.base+end == u.from {
-			if !ok || size != k.size || mtime != k.mtime || time.Now().UnixNano()-mtime > int64(racyWindow) {
+			if !ok || u.stat != k.seen || time.Now().UnixNano()-u.stat.changed() > int64(racyWindow) {
 				p.touches = append(p.touches, *u) // record what was seen, so the next check can trust it
 			}
 			continue
@@ -425,14 +446,14 @@ func (s *Store) check(ctx context.Context, q querier) (*plan, error) {
 // readGrowth reads what a file gained after the bytes indexed, with the
 // tailWindow bytes before them, which must be as recorded; nil when they
 // are not (the caller then hashes the file whole).
-func readGrowth(path string, k fileState, size, mtime int64) (*fileUpdate, error) {
+func readGrowth(path string, k fileState, st fileStat) (*fileUpdate, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("memory: %w", err)
 	}
 	defer func() { _ = f.Close() }() // read only: what was read is the answer
 	lo := max(0, k.indexed-tailWindow)
-	buf := make([]byte, size-lo)
+	buf := make([]byte, st.size-lo)
 	n, err := f.ReadAt(buf, lo)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("memory: read %s: %w", path, err)
@@ -441,7 +462,8 @@ func readGrowth(path string, k fileState, size, mtime int64) (*fileUpdate, error
 	if int64(n) < k.indexed-lo || hashHex(buf[:k.indexed-lo]) != k.tail || len(k.hasher) == 0 {
 		return nil, nil
 	}
-	return &fileUpdate{base: lo, from: k.indexed, hashed: k.indexed, hasher: k.hasher, data: buf, size: lo + int64(n), time: mtime}, nil
+	st.size = lo + int64(n)
+	return &fileUpdate{base: lo, from: k.indexed, hashed: k.indexed, hasher: k.hasher, data: buf, stat: st}, nil
 }
 
 func hashHex(b []byte) string {
@@ -579,7 +601,9 @@ func (s *Store) rebuildTx(ctx context.Context, tx *sql.Tx) error {
 		if err != nil {
 			return fmt.Errorf("memory: %w", err)
 		}
-		files = append(files, fileUpdate{day: day, data: data, size: int64(len(data)), time: st.ModTime().UnixNano()})
+		seen := statOf(st)
+		seen.size = int64(len(data))
+		files = append(files, fileUpdate{day: day, data: data, stat: seen})
 		collectPinned(data, pinned)
 		s.verified[day] = time.Now()
 	}

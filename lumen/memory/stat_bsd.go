@@ -1,0 +1,16 @@
+//go:build darwin || freebsd || netbsd || openbsd
+
+package memory
+
+import (
+	"os"
+	"syscall"
+)
+
+// changeStat: see stat_linux.go.
+func changeStat(st os.FileInfo) (ctime, ino int64) {
+	if s, ok := st.Sys().(*syscall.Stat_t); ok {
+		return s.Ctimespec.Nano(), int64(s.Ino)
+	}
+	return 0, 0
+}
