@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -322,5 +323,55 @@ func TestAnEditKeepingSizeAndModificationTimeIsCaught(t *testing.T) {
 	es, err := s.Get(ctx, id)
 	if err != nil || len(es) != 1 || es[0].Description != "I chose flatter" {
 		t.Fatalf("the running process reads %+v, %v; want the edited line", es, err)
+	}
+}
+
+// The index is derived: one damaged by a disk fault or a crashed copy is
+// rebuilt from the files, by a command that writes as by one that only
+// reads (in memory, then), not refused at every read for ever.
+func TestADamagedIndexIsRebuiltFromTheFiles(t *testing.T) {
+	dir := t.TempDir()
+	index := filepath.Join(t.TempDir(), "index.db")
+	ctx := context.Background()
+	s, err := Open(dir, index, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 300; i++ {
+		s.Append(Memory{Timestamp: t0.Add(time.Duration(i) * time.Second), Author: Self, Weight: 0.5, Description: fmt.Sprintf("memory number %d about gardens", i)})
+	}
+	if n, err := s.Count(ctx, Filter{}); err != nil || n != 300 {
+		t.Fatalf("count = %d, %v", n, err)
+	}
+	s.Close()
+	data, _ := os.ReadFile(index)
+	for i := 4096; i < len(data); i++ { // every page but the first: the header says "lumen index"
+		data[i] = byte(i * 7)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, readOnly := range []bool{true, false} {
+		os.WriteFile(index, data, 0o644)
+		s, err := Open(dir, index, Options{ReadOnly: readOnly, Logger: quiet})
+		if err != nil {
+			t.Fatalf("read-only %v: open: %v", readOnly, err)
+		}
+		es, err := s.List(ctx, Filter{})
+		if err != nil || len(es) != 300 {
+			t.Fatalf("read-only %v: list = %d memories, %v; want all 300", readOnly, len(es), err)
+		}
+		r, err := s.Retrieve(ctx, Query{Text: "gardens", TopK: 3, Recent: 2})
+		if err != nil || len(r.Relevant) != 3 {
+			t.Fatalf("read-only %v: retrieve = %+v, %v", readOnly, r, err)
+		}
+		s.Close()
+	}
+	// The writer rebuilt the file itself: it opens clean now.
+	s, err = Open(dir, index, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if n, err := s.Count(ctx, Filter{}); err != nil || n != 300 || s.InMemory() {
+		t.Fatalf("after the rebuild: %d memories, %v, in memory %v", n, err, s.InMemory())
 	}
 }

@@ -75,6 +75,10 @@ const entryColumns = `seq, id, day, offset, line, importance, strength, weight, 
 
 // List returns the memories f selects, oldest first, after a Sync.
 func (s *Store) List(ctx context.Context, f Filter) ([]Entry, error) {
+	return heal(s, func() ([]Entry, error) { return s.list(ctx, f) })
+}
+
+func (s *Store) list(ctx context.Context, f Filter) ([]Entry, error) {
 	if err := s.Sync(ctx); err != nil {
 		return nil, err
 	}
@@ -92,6 +96,10 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Entry, error) {
 
 // Count counts the memories f selects (Limit ignored), after a Sync.
 func (s *Store) Count(ctx context.Context, f Filter) (int, error) {
+	return heal(s, func() (int, error) { return s.count(ctx, f) })
+}
+
+func (s *Store) count(ctx context.Context, f Filter) (int, error) {
 	if err := s.Sync(ctx); err != nil {
 		return 0, err
 	}
@@ -108,6 +116,10 @@ func (s *Store) Count(ctx context.Context, f Filter) (int, error) {
 
 // CountByAuthor counts every memory by author.
 func (s *Store) CountByAuthor(ctx context.Context) (map[string]int, error) {
+	return heal(s, func() (map[string]int, error) { return s.countByAuthor(ctx) })
+}
+
+func (s *Store) countByAuthor(ctx context.Context) (map[string]int, error) {
 	if err := s.Sync(ctx); err != nil {
 		return nil, err
 	}
@@ -135,6 +147,10 @@ func (s *Store) CountByAuthor(ctx context.Context) (map[string]int, error) {
 // are left out. An old-style reference ("DAY@OFFSET", written before
 // memories carried ids) finds the line it named.
 func (s *Store) Get(ctx context.Context, ids ...string) ([]Entry, error) {
+	return heal(s, func() ([]Entry, error) { return s.get(ctx, ids...) })
+}
+
+func (s *Store) get(ctx context.Context, ids ...string) ([]Entry, error) {
 	if err := s.Sync(ctx); err != nil {
 		return nil, err
 	}
@@ -173,6 +189,10 @@ func (s *Store) resolve(ctx context.Context, ref string) (string, error) {
 // every call is accounted on one line, so this holds across processes and
 // restarts.
 func (s *Store) Spend(ctx context.Context, day string) (float64, error) {
+	return heal(s, func() (float64, error) { return s.spend(ctx, day) })
+}
+
+func (s *Store) spend(ctx context.Context, day string) (float64, error) {
 	if err := s.Sync(ctx); err != nil {
 		return 0, err
 	}
@@ -194,6 +214,10 @@ type GoalMark struct {
 
 // GoalMarks maps each goal named in memory data (lower-cased) to its marks.
 func (s *Store) GoalMarks(ctx context.Context) (map[string]GoalMark, error) {
+	return heal(s, func() (map[string]GoalMark, error) { return s.goalMarks(ctx) })
+}
+
+func (s *Store) goalMarks(ctx context.Context) (map[string]GoalMark, error) {
 	if err := s.Sync(ctx); err != nil {
 		return nil, err
 	}
@@ -223,6 +247,10 @@ func (s *Store) GoalMarks(ctx context.Context) (map[string]GoalMark, error) {
 // whose old references no migrate memory has pinned yet, with those
 // references and the ids they name.
 func (s *Store) LegacyDays(ctx context.Context) (map[string]map[string]string, error) {
+	return heal(s, func() (map[string]map[string]string, error) { return s.legacyDays(ctx) })
+}
+
+func (s *Store) legacyDays(ctx context.Context) (map[string]map[string]string, error) {
 	if err := s.Sync(ctx); err != nil {
 		return nil, err
 	}

@@ -102,6 +102,10 @@ func candidatePool(k int) int { return max(50, 5*k) }
 // importance (its strength: judged worth plus use) and relevance, each
 // normalised over the candidates, summed with the Scoring weights.
 func (s *Store) Retrieve(ctx context.Context, q Query) (*Retrieval, error) {
+	return heal(s, func() (*Retrieval, error) { return s.retrieve(ctx, q) })
+}
+
+func (s *Store) retrieve(ctx context.Context, q Query) (*Retrieval, error) {
 	if err := s.Sync(ctx); err != nil {
 		return nil, err
 	}

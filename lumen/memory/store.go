@@ -16,7 +16,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	msqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/llmkernels/kernels/internal/sqlite"
 )
@@ -186,6 +190,8 @@ type Store struct {
 	// dims is, per embedding model, the vector size this process checked
 	// every stored vector has.
 	dims map[string]int
+	// broken: a read found the index damaged; the next Sync rebuilds it.
+	broken atomic.Bool
 }
 
 // decayState is the replayed decay: the latest pass time (running
@@ -231,11 +237,77 @@ func Open(dir, indexPath string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("memory index: %w", err)
 	}
 	db, err := sqlite.Open(ctx, indexPath, schema)
+	if damaged(err) {
+		opts.Logger.Warn("memory: the index is damaged: rebuilding it from the files", "path", indexPath, "err", err)
+		if err = removeIndex(indexPath); err == nil {
+			db, err = sqlite.Open(ctx, indexPath, schema)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w (the index is derived: delete it and it is rebuilt from the files)", err)
 	}
 	s.db = db
 	return s, nil
+}
+
+// damaged reports whether err says the index file is damaged (a disk
+// fault, a torn copy): SQLite's SQLITE_CORRUPT or SQLITE_NOTADB. The file
+// passed the check that it is this kernel's when it was opened, and it is
+// derived from the day files, so it is rebuilt, never refused for ever.
+func damaged(err error) bool {
+	var e *msqlite.Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	switch e.Code() & 0xff {
+	case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
+		return true
+	}
+	return false
+}
+
+// removeIndex deletes a damaged index and its side files.
+func removeIndex(path string) error {
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("memory: remove the damaged index: %w", err)
+		}
+	}
+	return nil
+}
+
+// heal runs a read; when it finds the index damaged, the next Sync (the
+// read's own, run again) rebuilds it from the files, on disk or, for a
+// read-only instance, in memory.
+func heal[T any](s *Store, read func() (T, error)) (T, error) {
+	v, err := read()
+	if damaged(err) {
+		s.broken.Store(true)
+		v, err = read()
+	}
+	return v, err
+}
+
+// repair replaces a damaged index with an empty one, filled by the
+// rebuild that follows: on disk when this process may write it, else in
+// memory.
+func (s *Store) repair(ctx context.Context) error {
+	s.broken.Store(false)
+	if s.opts.ReadOnly || s.inMemory {
+		s.opts.Logger.Warn("memory: the index is damaged: building it in memory from the files", "path", s.indexPath)
+		return s.useMemory(ctx)
+	}
+	s.opts.Logger.Warn("memory: the index is damaged: rebuilding it from the files", "path", s.indexPath)
+	_ = s.db.Close() // the file is being replaced: nothing it holds is kept
+	if err := removeIndex(s.indexPath); err != nil {
+		return err
+	}
+	db, err := sqlite.Open(ctx, s.indexPath, schema)
+	if err != nil {
+		return fmt.Errorf("memory index: %w", err)
+	}
+	s.db = db
+	return nil
 }
 
 // Close closes the index.
@@ -491,6 +563,23 @@ func (s *Store) Rebuild(ctx context.Context) error {
 }
 
 func (s *Store) sync(ctx context.Context, force bool) error {
+	if s.broken.Load() {
+		if err := s.repair(ctx); err != nil {
+			return err
+		}
+		force = true
+	}
+	err := s.syncOnce(ctx, force)
+	if damaged(err) {
+		if rerr := s.repair(ctx); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+		err = s.syncOnce(ctx, true)
+	}
+	return err
+}
+
+func (s *Store) syncOnce(ctx context.Context, force bool) error {
 	p, err := s.check(ctx, s.db)
 	if err != nil {
 		return err
@@ -672,6 +761,10 @@ func (d decayState) currentWeight(weight, touched, mset, floor float64) float64 
 
 // LastDecay is when the last maintenance decay pass ran (zero if never).
 func (s *Store) LastDecay(ctx context.Context) (time.Time, error) {
+	return heal(s, func() (time.Time, error) { return s.lastDecay(ctx) })
+}
+
+func (s *Store) lastDecay(ctx context.Context) (time.Time, error) {
 	if err := s.Sync(ctx); err != nil {
 		return time.Time{}, err
 	}
