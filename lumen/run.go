@@ -57,6 +57,9 @@ const (
 	StopTimeLimit   = "time limit"    // --for reached
 	StopRunCost     = "run spend cap" // --max-cost reached
 	StopDayCost     = "day spend cap" // --max-cost-day reached
+	// StopFailed: a cycle failed and not even its failure could be written
+	// (a full disk): Run returns an error with it.
+	StopFailed = "failed"
 )
 
 // RunReport sums up a run.
@@ -216,7 +219,8 @@ func (in *Instance) Run(ctx context.Context, ro RunOptions) (*RunReport, error) 
 				fmt.Sprintf("CYCLE FAILED: cycle %d (%s loop): %v; failure %d in a row, waiting %s before the next cycle", n, cr.Loop, err, failures, cr.Backoff),
 				map[string]any{"loop": cr.Loop, "n": n, "failed": true, "error": err.Error(), "in_a_row": failures, "backoff_seconds": cr.Backoff.Seconds()}); werr != nil {
 				// Not even the failure can be written: nothing more can be done safely.
-				return finish("failed", werr.Error())
+				rep, ferr := finish(StopFailed, werr.Error())
+				return rep, errors.Join(fmt.Errorf("lumen run: cycle %d failed (%v) and the failure could not be recorded: %w", n, err, werr), ferr)
 			}
 		} else {
 			failures = 0

@@ -335,3 +335,21 @@ func TestTheRunCapCountsEachRepairAttemptAsItHappens(t *testing.T) {
 		t.Fatalf("run = %+v after %d calls; want the third attempt refused (the cap passed by one call at most)", rep, len(p.Requests()))
 	}
 }
+
+// When not even a cycle's failure can be written (a full disk, a memory
+// directory gone), the run stops with an error: exit status 1, not the 5
+// of a limit that running again resumes from.
+func TestARunThatCannotRecordAFailureStopsWithAnError(t *testing.T) {
+	in := failingRun(t, 3)
+	day := filepath.Join(in.Root, "data", "memory", "2026", "2026-02-14.jsonl")
+	rep, err := in.Run(context.Background(), RunOptions{Cycles: 3, Backoff: time.Millisecond, OnStep: func(r Record) {
+		if strings.HasPrefix(r.Description, "THINK failed") {
+			// The day file becomes a directory: no line can be appended.
+			os.Rename(day, day+".moved")
+			os.Mkdir(day, 0o755)
+		}
+	}})
+	if err == nil || rep == nil || !rep.Limited() || rep.Stopped != StopFailed {
+		t.Fatalf("run = %+v, %v; want an error and the stop %q", rep, err, StopFailed)
+	}
+}
