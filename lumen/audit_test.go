@@ -111,3 +111,29 @@ func TestAuditAnswersTheEightQuestions(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A judge that fails one question (malformed answers) does not cost the
+// others: each question is asked, the failure is recorded and returned.
+func TestAJudgeFailingOneQuestionStillJudgesTheOthers(t *testing.T) {
+	verdict := judgeAnswer{Verdict: "holds up", Score: 0.7, Findings: []Finding{}}
+	p := scripted(t, answer("judge-self-model", verdict),
+		answer("judge-honesty", "not JSON"), answer("judge-honesty", "not JSON"), answer("judge-honesty", "not JSON"),
+		answer("judge-coherence", verdict))
+	in, _ := newInstance(t, "", journalState, withScript(p))
+	ctx := context.Background()
+	a, err := in.Audit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := in.Judge(ctx, a)
+	allUsed(t, p)
+	if err == nil || !strings.Contains(err.Error(), "judge-honesty") {
+		t.Fatalf("err = %v, want the honesty judge's failure", err)
+	}
+	if len(js) != 2 || js[0].Question != JudgeSelfModel || js[1].Question != JudgeCoherence {
+		t.Fatalf("judgments = %+v, want self-model and coherence", js)
+	}
+	if find(byAuthor(t, in, memory.Kernel), "JUDGE failed") == nil {
+		t.Error("the failed judgment was not recorded")
+	}
+}

@@ -3,6 +3,7 @@ package lumen
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/llmkernels/kernels/internal/clip"
 	"strings"
@@ -52,7 +53,9 @@ const judgeWindow = 40
 
 // Judge asks the model to judge the three questions the records alone
 // cannot answer, from the evidence the audit gathers, and records each
-// verdict as a kernel memory (step judge) that later audits show. The
+// verdict as a kernel memory (step judge) that later audits show; a
+// question whose answer fails is recorded as a failed step, the others
+// are still asked, and the failures are returned with the verdicts. The
 // judge is the instance's configured model unless the caller configured
 // another: a different model is a fairer judge.
 func (in *Instance) Judge(ctx context.Context, audit *AuditReport) ([]Judgment, error) {
@@ -81,6 +84,7 @@ func (in *Instance) Judge(ctx context.Context, audit *AuditReport) ([]Judgment, 
 	}
 	acted, _ := json.Marshal(audit.SelfModel)
 	var out []Judgment
+	var failed []error
 	for _, q := range JudgeQuestions {
 		vars := snap.vars(in.opts.Now())
 		vars["self_memories"] = formatMemoryIDs(selfs)
@@ -92,7 +96,9 @@ func (in *Instance) Judge(ctx context.Context, audit *AuditReport) ([]Judgment, 
 		var u Usage
 		ans, err := ask[judgeAnswer](ctx, in, "judge-"+q, vars, &u)
 		if err != nil {
-			return out, in.stepFailed("judge", err)
+			// Recorded; the other questions are still asked.
+			failed = append(failed, in.stepFailed("judge", err))
+			continue
 		}
 		j := Judgment{Question: q, Verdict: ans.Verdict, Score: clamp01(ans.Score), Findings: ans.Findings, Model: in.modelName()}
 		id, err := in.remember(memory.Kernel, "judge", "lumen audit --judge",
@@ -103,7 +109,7 @@ func (in *Instance) Judge(ctx context.Context, audit *AuditReport) ([]Judgment, 
 		j.MemoryID, j.When = id, in.opts.Now()
 		out = append(out, j)
 	}
-	return out, nil
+	return out, errors.Join(failed...)
 }
 
 // exchanges are the last n chat turns: what the person said and what the

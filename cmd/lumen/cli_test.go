@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -96,5 +97,37 @@ func TestTheCommandsEndToEnd(t *testing.T) {
 		if !strings.Contains(out, q) {
 			t.Errorf("audit lacks %q", q)
 		}
+	}
+}
+
+// A judge that fails one question still leaves the audit printed, with
+// the verdicts it gave, and the command exits 1 saying which failed.
+func TestAuditJudgeThatFailsPrintsTheAuditAndExits1(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "lumen")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	dir := filepath.Join(t.TempDir(), "mind")
+	if out, err := exec.Command(bin, "init", "--dir", dir).CombinedOutput(); err != nil {
+		t.Fatalf("init: %v\n%s", err, out)
+	}
+	entry := func(step, text string) map[string]any {
+		return map[string]any{"match": map[string]any{"system_contains": "step: " + step},
+			"response": map[string]any{"content": []map[string]any{{"type": "text", "text": text}}}}
+	}
+	verdict := `{"verdict": "it does what it says", "score": 0.8, "findings": []}`
+	data, _ := json.Marshal(map[string]any{"responses": []any{entry("judge-self-model", verdict),
+		entry("judge-honesty", "no"), entry("judge-honesty", "no"), entry("judge-honesty", "no"), entry("judge-coherence", verdict)}})
+	script := filepath.Join(t.TempDir(), "judge.json")
+	os.WriteFile(script, data, 0o644)
+	cmd := exec.Command(bin, "audit", "--judge", "--dir", dir, "--provider", "script", "--script", script)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(errb.String(), "judge-honesty") {
+		t.Fatalf("audit --judge: %v (exit %d); stderr %s", err, cmd.ProcessState.ExitCode(), errb.String())
+	}
+	if !strings.Contains(out.String(), "8. Does reflexive self-modification change outcomes?") || strings.Count(out.String(), "score 0.80: it does what it says") != 2 {
+		t.Errorf("the audit with the two verdicts given is not printed:\n%s", out.String())
 	}
 }

@@ -591,20 +591,24 @@ audits show the latest.`,
 			if err != nil {
 				return err
 			}
+			// A judge that fails (a question it answers malformed, a
+			// provider down) costs neither the measurements nor the
+			// verdicts it gave: the audit is printed, then the failure.
+			var judged error
 			if judge {
 				js, err := in.Judge(cmd.Context(), rep)
 				for i := range js {
 					rep.Judgments[js[i].Question] = &js[i]
 				}
 				if err != nil {
-					return err
+					judged = fmt.Errorf("lumen audit --judge: %w (recorded in memory; run it again to retry)", err)
 				}
 			}
 			if *asJSON {
-				return cli.PrintJSON(cmd.OutOrStdout(), rep)
+				return errors.Join(cli.PrintJSON(cmd.OutOrStdout(), rep), judged)
 			}
 			fmt.Fprint(cmd.OutOrStdout(), rep.Text())
-			return nil
+			return judged
 		},
 	}
 	cmd.Flags().BoolVar(&judge, "judge", false, "ask the model to judge self-model consistency, honesty and coherence (costs three LLM calls; recorded)")
