@@ -255,3 +255,55 @@ func TestPromptStrengthDecaysFromEachGoalsOwnLastPursuit(t *testing.T) {
 		t.Fatalf("P = %v, want %v (halved per week since its own last pursuit)", v.Scores[0].P, want)
 	}
 }
+
+// A hundred exchanges: THINK's conversation keeps the last Conversation
+// of them, whole, so the prompt stays bounded; the early ones are not
+// lost, retrieval brings them back when the input names them.
+func TestAHundredTurnChatKeepsThinksPromptBoundedAndOldTurnsRetrievable(t *testing.T) {
+	turns := 100
+	if raceEnabled {
+		turns = 40
+	}
+	var steps []step
+	for i := 1; i <= turns; i++ {
+		steps = append(steps, chatTurn(fmt.Sprintf("noted %d", i))...)
+	}
+	for i := 0; i < turns/10; i++ { // the periodic reflections
+		steps = append(steps, answer("review", reviewAnswer{Summary: "we talked", Tensions: []Tension{}}), answer("ask", askAnswer{Proposals: []Proposal{}}))
+	}
+	p := scripted(t, steps...)
+	in, _ := newInstance(t, "", state([]Value{{"honesty", 0.8, ValueActive}}, nil), withScript(p))
+	ctx := context.Background()
+	input := func(i int) string {
+		return fmt.Sprintf("Fact %d: the word of turn %d is zq%dx.", i, i, i)
+	}
+	for i := 1; i < turns; i++ {
+		if _, err := in.Chat(ctx, input(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := in.Chat(ctx, "Do you remember the word zq3x?"); err != nil {
+		t.Fatal(err)
+	}
+	allUsed(t, p)
+	size := func(n int) int { return len(requestFor(p, "think", n).Messages[0].Text()) }
+	if early, last := size(turns/3), size(turns-1); last > early*5/4 {
+		t.Errorf("THINK's prompt grew from %d bytes at turn %d to %d at turn %d: the conversation must be bounded", early, turns/3+1, last, turns)
+	}
+	last := requestFor(p, "think", turns-1).Messages[0].Text()
+	conv, memories, ok := strings.Cut(last[strings.Index(last, "The conversation so far"):], "What you remember")
+	if !ok {
+		t.Fatalf("no memories section in:\n%s", last)
+	}
+	for i := turns - 12; i < turns; i++ {
+		if !strings.Contains(conv, "person: "+input(i)) {
+			t.Errorf("the conversation lacks turn %d", i)
+		}
+	}
+	if strings.Contains(conv, input(3)) {
+		t.Error("the conversation holds turn 3: it is not bounded")
+	}
+	if !strings.Contains(memories, input(3)) {
+		t.Errorf("turn 3, which the input names, was not retrieved:\n%s", memories)
+	}
+}
