@@ -145,7 +145,7 @@ func (g *ingester) recordFile(ctx context.Context, f fileUpdate, indexed int64) 
 		return err
 	}
 	tail := f.data[max(0, indexed-tailWindow)-f.base : indexed-f.base]
-	_, err = g.fileRow.ExecContext(ctx, f.day, indexed, hex.EncodeToString(h.Sum(nil)), state, hashHex(tail), f.stat.size, f.stat.mtime, f.stat.ctime, f.stat.ino, time.Now().UnixNano())
+	_, err = g.fileRow.ExecContext(ctx, f.day, indexed, hex.EncodeToString(h.Sum(nil)), state, hashHex(tail), f.stat.Size, f.stat.Mtime, f.stat.Ctime, f.stat.Ino, time.Now().UnixNano())
 	if err != nil {
 		return fmt.Errorf("memory index: %w", err)
 	}

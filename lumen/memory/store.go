@@ -23,6 +23,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/llmkernels/kernels/internal/sqlite"
+	"github.com/llmkernels/kernels/lumen/internal/filestat"
 )
 
 // schema is the index: application_id "LUMN". It is derived from the day
@@ -344,28 +345,13 @@ func (s *Store) Append(m Memory) (string, error) {
 	return appendLine(s.dir, m)
 }
 
-// fileStat is what a stat of a day file says: size, modification time,
-// inode change time (unix nanoseconds) and inode number (0 where the
-// platform has none).
-type fileStat struct {
-	size, mtime, ctime, ino int64
-}
-
-func statOf(st os.FileInfo) fileStat {
-	ctime, ino := changeStat(st)
-	return fileStat{size: st.Size(), mtime: st.ModTime().UnixNano(), ctime: ctime, ino: ino}
-}
-
-// changed is the later of the modification and inode change times.
-func (f fileStat) changed() int64 { return max(f.mtime, f.ctime) }
-
 // fileState is a day file as the index recorded it.
 type fileState struct {
 	indexed int64  // bytes read into the index, up to the last complete line
 	sha     string // SHA-256 of those bytes
 	hasher  []byte // the SHA-256 state after them
 	tail    string // SHA-256 of their last tailWindow bytes
-	seen    fileStat
+	seen    filestat.Stat
 	checked int64 // when seen was stat'ed
 }
 
@@ -373,8 +359,8 @@ type fileState struct {
 // as unchanged. Not when it changed within racyWindow of being recorded:
 // a same-length edit in the same clock tick would keep every time (git's
 // "racily clean" entries).
-func (f fileState) trusted(st fileStat) bool {
-	return st == f.seen && f.seen.changed() < f.checked-int64(racyWindow)
+func (f fileState) trusted(st filestat.Stat) bool {
+	return st == f.seen && f.seen.Changed() < f.checked-int64(racyWindow)
 }
 
 const (
@@ -407,7 +393,7 @@ type fileUpdate struct {
 	hashed int64
 	hasher []byte
 	data   []byte
-	stat   fileStat // as seen when it was read (size: the bytes read)
+	stat   filestat.Stat // as seen when it was read (size: the bytes read)
 }
 
 func (p *plan) fresh() bool { return p.rebuild == "" && len(p.appends) == 0 && len(p.touches) == 0 }
@@ -437,7 +423,7 @@ func (s *Store) check(ctx context.Context, q querier) (*plan, error) {
 	for rows.Next() {
 		var day string
 		var f fileState
-		if err := rows.Scan(&day, &f.indexed, &f.sha, &f.hasher, &f.tail, &f.seen.size, &f.seen.mtime, &f.seen.ctime, &f.seen.ino, &f.checked); err != nil {
+		if err := rows.Scan(&day, &f.indexed, &f.sha, &f.hasher, &f.tail, &f.seen.Size, &f.seen.Mtime, &f.seen.Ctime, &f.seen.Ino, &f.checked); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("memory index: %w", err)
 		}
@@ -458,8 +444,8 @@ func (s *Store) check(ctx context.Context, q querier) (*plan, error) {
 			return nil, fmt.Errorf("memory: %w", err)
 		}
 		k, ok := known[day]
-		now := statOf(st)
-		size := now.size
+		now := filestat.Of(st)
+		size := now.Size
 		recent := ok && time.Since(s.verified[day]) < reverify
 		switch {
 		case ok && k.trusted(now):
@@ -474,7 +460,7 @@ func (s *Store) check(ctx context.Context, q querier) (*plan, error) {
 			return p, nil
 		}
 		var u *fileUpdate
-		if recent && size > k.seen.size {
+		if recent && size > k.seen.Size {
 			if u, err = readGrowth(path, k, now); err != nil {
 				return nil, err
 			}
@@ -489,12 +475,12 @@ func (s *Store) check(ctx context.Context, q querier) (*plan, error) {
 				return p, nil
 			}
 			s.verified[day] = time.Now()
-			now.size = int64(len(data))
+			now.Size = int64(len(data))
 			u = &fileUpdate{day: day, from: k.indexed, data: data, stat: now}
 		}
 		u.day = day
 		if _, end := splitLines(u.data, u.from-u.base); u.base+end == u.from {
-			if !ok || u.stat != k.seen || time.Now().UnixNano()-u.stat.changed() > int64(racyWindow) {
+			if !ok || u.stat != k.seen || time.Now().UnixNano()-u.stat.Changed() > int64(racyWindow) {
 				p.touches = append(p.touches, *u) // record what was seen, so the next check can trust it
 			}
 			continue
@@ -518,14 +504,14 @@ func (s *Store) check(ctx context.Context, q querier) (*plan, error) {
 // readGrowth reads what a file gained after the bytes indexed, with the
 // tailWindow bytes before them, which must be as recorded; nil when they
 // are not (the caller then hashes the file whole).
-func readGrowth(path string, k fileState, st fileStat) (*fileUpdate, error) {
+func readGrowth(path string, k fileState, st filestat.Stat) (*fileUpdate, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("memory: %w", err)
 	}
 	defer func() { _ = f.Close() }() // read only: what was read is the answer
 	lo := max(0, k.indexed-tailWindow)
-	buf := make([]byte, st.size-lo)
+	buf := make([]byte, st.Size-lo)
 	n, err := f.ReadAt(buf, lo)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("memory: read %s: %w", path, err)
@@ -534,7 +520,7 @@ func readGrowth(path string, k fileState, st fileStat) (*fileUpdate, error) {
 	if int64(n) < k.indexed-lo || hashHex(buf[:k.indexed-lo]) != k.tail || len(k.hasher) == 0 {
 		return nil, nil
 	}
-	st.size = lo + int64(n)
+	st.Size = lo + int64(n)
 	return &fileUpdate{base: lo, from: k.indexed, hashed: k.indexed, hasher: k.hasher, data: buf, stat: st}, nil
 }
 
@@ -690,8 +676,8 @@ func (s *Store) rebuildTx(ctx context.Context, tx *sql.Tx) error {
 		if err != nil {
 			return fmt.Errorf("memory: %w", err)
 		}
-		seen := statOf(st)
-		seen.size = int64(len(data))
+		seen := filestat.Of(st)
+		seen.Size = int64(len(data))
 		files = append(files, fileUpdate{day: day, data: data, stat: seen})
 		collectPinned(data, pinned)
 		s.verified[day] = time.Now()

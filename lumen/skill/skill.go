@@ -23,7 +23,10 @@
 // A skill is ready, an ability the kernel may count on, only once its
 // --help passed for its current version. The result, pass or failure, is
 // cached per version (.lumen/skill-help.json), so a --help that hangs costs
-// its timeout once, and any edit of the skill checks it again. Revising a
+// its timeout once, and any edit of the skill checks it again. Files a
+// skill writes in its own directory while it runs make a new version that
+// keeps the --help result, unless main.py changed. A version is hashed
+// again only when a file's stat changed. Revising a
 // skill (NewSkill.Revise) writes a new version beside the old one, checks
 // its --help, and only then swaps them; the old version is kept under
 // skills/.history/<name>/<version>/ and can be restored.
@@ -51,6 +54,7 @@ import (
 
 	"github.com/llmkernels/kernels/internal/atomicfile"
 	"github.com/llmkernels/kernels/internal/proc"
+	"github.com/llmkernels/kernels/lumen/internal/filestat"
 )
 
 // BuiltinCreate is the name of the kernel's built-in ability to author a
@@ -78,6 +82,18 @@ type Runner struct {
 
 	mu     sync.Mutex            // guards the cache
 	memory map[string]cacheEntry // the cache when ReadOnly, or when the file cannot be written
+
+	memoMu sync.Mutex
+	memo   map[string]versionMemo // by skill directory
+}
+
+// versionMemo is a directory's version with the fingerprint of its files'
+// stats when it was hashed: while the fingerprint holds, the files are
+// not read again.
+type versionMemo struct {
+	fingerprint [32]byte
+	version     string
+	at          int64 // when it was hashed, unix nanoseconds
 }
 
 func (r *Runner) python() string {
@@ -162,7 +178,7 @@ func (r *Runner) Cached(name string) (Check, error) {
 		c.Error = "no main.py"
 		return c, nil
 	}
-	v, err := Version(filepath.Join(r.Dir, name))
+	v, err := r.version(filepath.Join(r.Dir, name))
 	if err != nil {
 		return c, err
 	}
@@ -281,7 +297,26 @@ var skipDirs = map[string]bool{"__pycache__": true, "venv": true, ".venv": true,
 // and content, in path order. Dot-files and skipDirs are left out.
 func Version(dir string) (string, error) {
 	h := sha256.New()
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	err := versionFiles(dir, func(rel, p string, _ fs.DirEntry) error {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		_, _ = fmt.Fprintf(h, "%s\x00%d\x00", rel, len(data)) // a hash never fails to take bytes
+		h.Write(data)
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("skill version of %s: %w", dir, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// versionFiles calls fn, in path order, for each regular file that makes
+// a skill directory's version, with its slash-separated path relative to
+// dir.
+func versionFiles(dir string, fn func(rel, path string, d fs.DirEntry) error) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -295,18 +330,54 @@ func Version(dir string) (string, error) {
 			return nil
 		}
 		rel, _ := filepath.Rel(dir, p)
-		data, err := os.ReadFile(p)
+		return fn(filepath.ToSlash(rel), p, d)
+	})
+}
+
+// racyWindow covers the coarse clock file times are taken from: a file
+// changed within it of being hashed may change again unseen by its stat.
+const racyWindow = int64(time.Second)
+
+// version is Version(dir), hashed again only when a file's size, times or
+// inode differ from when it was last hashed (or changed within a clock
+// tick of it): a skill of thousands of files is stat'ed at each check, not
+// read.
+func (r *Runner) version(dir string) (string, error) {
+	h := sha256.New()
+	var newest int64
+	err := versionFiles(dir, func(rel, _ string, d fs.DirEntry) error {
+		info, err := d.Info()
 		if err != nil {
 			return err
 		}
-		_, _ = fmt.Fprintf(h, "%s\x00%d\x00", filepath.ToSlash(rel), len(data)) // a hash never fails to take bytes
-		h.Write(data)
+		st := filestat.Of(info)
+		newest = max(newest, st.Changed())
+		_, _ = fmt.Fprintf(h, "%s\x00%d %d %d %d\x00", rel, st.Size, st.Mtime, st.Ctime, st.Ino) // a hash never fails to take bytes
 		return nil
 	})
 	if err != nil {
 		return "", fmt.Errorf("skill version of %s: %w", dir, err)
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	var fp [32]byte
+	h.Sum(fp[:0])
+	r.memoMu.Lock()
+	m, ok := r.memo[dir]
+	r.memoMu.Unlock()
+	if ok && m.fingerprint == fp && newest < m.at-racyWindow {
+		return m.version, nil
+	}
+	at := time.Now().UnixNano()
+	v, err := Version(dir)
+	if err != nil {
+		return "", err
+	}
+	r.memoMu.Lock()
+	defer r.memoMu.Unlock()
+	if r.memo == nil {
+		r.memo = map[string]versionMemo{}
+	}
+	r.memo[dir] = versionMemo{fingerprint: fp, version: v, at: at}
+	return v, nil
 }
 
 func (r *Runner) runHelp(ctx context.Context, name, dir string) (string, error) {
@@ -336,6 +407,10 @@ type Result struct {
 	Error    string        `json:"error,omitempty"`
 	Stderr   string        `json:"stderr,omitempty"` // its last 2,000 bytes
 	Duration time.Duration `json:"duration"`
+	// Rewrote is the version the run left: the skill wrote files in its
+	// own directory (notes, a cache). Its --help result carries over to
+	// that version unless main.py itself changed.
+	Rewrote string `json:"rewrote,omitempty"`
 }
 
 // Invoke runs the skill with req on stdin. A skill that fails (non-zero
@@ -352,9 +427,16 @@ func (r *Runner) Invoke(ctx context.Context, name string, req Request) (*Result,
 	if err != nil {
 		return nil, fmt.Errorf("skill %s: input is not JSON: %w", name, err)
 	}
+	dir := filepath.Join(r.Dir, name)
+	before, err := r.Cached(name)
+	if err != nil {
+		return nil, err
+	}
+	mainBefore, _ := os.ReadFile(filepath.Join(dir, "main.py")) // compared after the run; unreadable counts as changed
 	start := time.Now()
-	out, runErr := r.run(ctx, name, filepath.Join(r.Dir, name), stdin)
+	out, runErr := r.run(ctx, name, dir, stdin)
 	res := &Result{Skill: name, Duration: time.Since(start)}
+	r.carryOver(before, mainBefore, res)
 	if out != nil {
 		res.Stderr = string(out.stderr)
 	}
@@ -387,6 +469,24 @@ func (r *Runner) Invoke(ctx context.Context, name string, req Request) (*Result,
 		}
 	}
 	return res, nil
+}
+
+// carryOver notes in res a version the skill's run made by writing in its
+// own directory, and gives that version the --help result of the one it
+// ran as, when main.py is unchanged: data a skill keeps beside its code
+// does not make it a new program to check.
+func (r *Runner) carryOver(before Check, mainBefore []byte, res *Result) {
+	dir := filepath.Join(r.Dir, before.Name)
+	after, err := r.version(dir)
+	if err != nil || before.Version == "" || after == before.Version {
+		return
+	}
+	res.Rewrote = after
+	mainAfter, err := os.ReadFile(filepath.Join(dir, "main.py"))
+	if err != nil || !before.Checked || !before.OK || mainBefore == nil || !bytes.Equal(mainBefore, mainAfter) {
+		return
+	}
+	r.store(before.Name, cacheEntry{Version: after, OK: true, Help: before.Help, Checked: before.When})
 }
 
 // outputText is a JSON string's text, or any other JSON value as written.

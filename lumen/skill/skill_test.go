@@ -3,8 +3,10 @@ package skill
 import (
 	"context"
 	"encoding/json"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -278,5 +280,81 @@ func TestARevisionIsANewVersionTheOldOneKeptAndRestorable(t *testing.T) {
 	}
 	if kept, _ := r.History("greet"); len(kept) != 2 {
 		t.Fatalf("after the restore the history holds %d versions, want both", len(kept))
+	}
+}
+
+// keeper appends every request to a log in its own directory, as a
+// model-written skill keeping notes beside main.py does.
+const keeper = `import json, os, sys
+if "--help" in sys.argv:
+    with open(os.path.join(os.environ["LUMEN_DIR"], "help-runs"), "a") as f:
+        f.write("x")
+    print("keeper: keeps a note. Input: any JSON. Output: how many notes.")
+    sys.exit(0)
+req = json.load(sys.stdin)
+with open("notes.jsonl", "a") as f:
+    f.write(json.dumps(req["input"]) + "\n")
+print(json.dumps({"ok": True, "output": sum(1 for _ in open("notes.jsonl"))}))
+`
+
+// A skill that writes files in its own directory while it runs makes a
+// new version each run; its --help result carries over to it (the code
+// did not change), so it is not checked again on every step. A change of
+// main.py is checked again.
+func TestASkillWritingItsOwnFilesKeepsItsCheckedHelp(t *testing.T) {
+	r := newRunner(t)
+	writeSkill(t, r, "keeper", keeper)
+	var checks int
+	r.OnCheck = func(Check) { checks++ }
+	ctx := context.Background()
+	for i := 0; i < 4; i++ {
+		if !r.Ready(ctx, "keeper") {
+			t.Fatal("keeper is not ready")
+		}
+		res, err := r.Invoke(ctx, "keeper", Request{Input: json.RawMessage(`"a note"`)})
+		if err != nil || !res.OK || res.Output != strconv.Itoa(i+1) {
+			t.Fatalf("run %d = %+v, %v", i+1, res, err)
+		}
+		if res.Rewrote == "" {
+			t.Errorf("run %d: the new version the skill wrote itself is not reported", i+1)
+		}
+	}
+	if runs, _ := os.ReadFile(filepath.Join(r.Root, "help-runs")); checks != 1 || len(runs) != 1 {
+		t.Fatalf("--help ran %d times (%d checks recorded), want once", len(runs), checks)
+	}
+	// An edit of main.py during a run is not carried over.
+	writeSkill(t, r, "rewriter", `import json, sys
+if "--help" in sys.argv:
+    print("rewriter: breaks itself. Input: none. Output: none.")
+    sys.exit(0)
+open("main.py", "w").write("import sys\nsys.exit(3)\n")
+print(json.dumps({"ok": True, "output": "done"}))
+`)
+	if res, err := r.Invoke(ctx, "rewriter", Request{}); err != nil || !res.OK {
+		t.Fatalf("rewriter = %+v, %v", res, err)
+	}
+	if c, _ := r.Cached("rewriter"); c.Checked {
+		t.Fatalf("a main.py the skill rewrote counts as checked: %+v", c)
+	}
+}
+
+// A skill directory of 5,000 files is hashed once, not at every
+// check: later checks compare each file's size and times.
+func BenchmarkCachedVersionOfA5000FileSkill(b *testing.B) {
+	r := &Runner{Dir: filepath.Join(b.TempDir(), "skills")}
+	dir := filepath.Join(r.Dir, "big")
+	os.MkdirAll(filepath.Join(dir, "data"), 0o755)
+	os.WriteFile(filepath.Join(dir, "main.py"), []byte("print('big')\n"), 0o644)
+	page := strings.Repeat("x", 4096)
+	for i := 0; i < 5000; i++ {
+		os.WriteFile(filepath.Join(dir, "data", strconv.Itoa(i)), []byte(page), 0o644)
+	}
+	old := time.Now().Add(-time.Hour)
+	filepath.WalkDir(dir, func(p string, _ fs.DirEntry, _ error) error { return os.Chtimes(p, old, old) })
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := r.Cached("big"); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

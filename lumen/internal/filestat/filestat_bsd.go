@@ -1,14 +1,13 @@
 //go:build darwin || freebsd || netbsd || openbsd
 
-package memory
+package filestat
 
 import (
 	"os"
 	"syscall"
 )
 
-// changeStat: see stat_linux.go.
-func changeStat(st os.FileInfo) (ctime, ino int64) {
+func change(st os.FileInfo) (ctime, ino int64) {
 	if s, ok := st.Sys().(*syscall.Stat_t); ok {
 		return s.Ctimespec.Nano(), int64(s.Ino)
 	}

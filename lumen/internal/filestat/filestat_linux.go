@@ -1,0 +1,13 @@
+package filestat
+
+import (
+	"os"
+	"syscall"
+)
+
+func change(st os.FileInfo) (ctime, ino int64) {
+	if s, ok := st.Sys().(*syscall.Stat_t); ok {
+		return s.Ctim.Nano(), int64(s.Ino)
+	}
+	return 0, 0
+}
