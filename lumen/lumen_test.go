@@ -620,3 +620,46 @@ func TestDocsWalkThroughScriptsPlay(t *testing.T) {
 		t.Fatalf("audit = %+v, %v; want 3 explained changes", audit, err)
 	}
 }
+
+// A directory under skills/ whose name no skill may have (made by hand:
+// capitals, accents, spaces, too long) is listed as not usable, and says
+// why; it does not break status, skills or the loops.
+func TestASkillDirectoryWithAnInvalidNameIsListedAsNotUsable(t *testing.T) {
+	names := []string{"Météo", "UPPER", "has space", strings.Repeat("a", 60)}
+	p := scripted(t, answer("explore", exploration{Considered: []ConsideredQuestion{{"q", "w"}}, Question: "q", Why: "w"}))
+	in, _ := newInstance(t, "", func(root string) {
+		journalState(root)
+		for _, n := range names {
+			dir := filepath.Join(root, "skills", n)
+			os.MkdirAll(dir, 0o755)
+			os.WriteFile(filepath.Join(dir, "main.py"), []byte("print('hi')\n"), 0o644)
+		}
+	}, withScript(p))
+	st, err := in.Status(context.Background())
+	if err != nil {
+		t.Fatalf("status: %v", err)
+	}
+	bad := 0
+	for _, s := range st.Skills {
+		if s.Name != "chat" {
+			bad++
+			if s.OK || !strings.Contains(s.Error, "not a valid skill name") {
+				t.Errorf("skill %q = %+v, want it not usable for its name", s.Name, s)
+			}
+		}
+	}
+	if bad != len(names) {
+		t.Errorf("status lists %d of the %d badly named skills", bad, len(names))
+	}
+	if _, err := in.Explore(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	req := requestFor(p, "explore", 0)
+	prompt := req.Messages[0].Text()
+	for _, b := range req.System {
+		prompt += "\n" + b.Text
+	}
+	if !strings.Contains(prompt, `Météo: not usable: "Météo" is not a valid skill name`) {
+		t.Errorf("the explore prompt does not say why Météo is not usable:\n%s", prompt)
+	}
+}

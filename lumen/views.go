@@ -156,9 +156,11 @@ func (in *Instance) SkillStatuses() ([]SkillStatus, error) {
 		if err != nil {
 			return nil, err
 		}
-		kept, err := in.skills.History(s.Name)
-		if err != nil {
-			return nil, err
+		var kept []skill.Kept
+		if skill.ValidName(s.Name) == nil { // a directory no skill may be named has no history
+			if kept, err = in.skills.History(s.Name); err != nil {
+				return nil, err
+			}
 		}
 		out = append(out, SkillStatus{Check: c, HasMain: s.HasMain, Kept: len(kept)})
 	}

@@ -140,6 +140,15 @@ func (r *Runner) List() ([]Skill, error) {
 	return out, nil
 }
 
+// ValidName says why name cannot be a skill's, nil when it can: a
+// directory made by hand may have any name.
+func ValidName(name string) error {
+	if validName.MatchString(name) && name != BuiltinCreate {
+		return nil
+	}
+	return fmt.Errorf("%q is not a valid skill name: use 1-40 lower-case letters, digits, - or _, starting with a letter (not %q); rename the directory", name, BuiltinCreate)
+}
+
 // Available reports whether name is a skill directory with main.py. Use
 // Ready to know whether the kernel may count on it.
 func (r *Runner) Available(name string) bool {
@@ -174,6 +183,10 @@ type Check struct {
 // anything.
 func (r *Runner) Cached(name string) (Check, error) {
 	c := Check{Name: name}
+	if err := ValidName(name); err != nil {
+		c.Error = err.Error()
+		return c, nil
+	}
 	if !r.Available(name) {
 		c.Error = "no main.py"
 		return c, nil
@@ -196,6 +209,9 @@ func (r *Runner) Cached(name string) (Check, error) {
 // current version has not been checked; a failure is cached too, and
 // returned as an error until the skill changes.
 func (r *Runner) Help(ctx context.Context, name string) (string, error) {
+	if err := ValidName(name); err != nil {
+		return "", err
+	}
 	if !r.Available(name) {
 		return "", fmt.Errorf("skill %q: no %s (skills: %s)", name, filepath.Join(r.Dir, name, "main.py"), r.names())
 	}
