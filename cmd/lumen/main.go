@@ -228,7 +228,9 @@ weight decay, yearly summaries) runs when due.
 It runs until stopped: Ctrl-C or SIGTERM (the step under way finishes first),
 --cycles, --for, or a spend cap (--max-cost for this run, --max-cost-day for
 the UTC day across every process, computed from the spend each memory
-records). A cycle that fails (a skill, a malformed answer, the provider) is
+records; every call, repairs included, counts as it is answered, and a cap
+needs the price of each model it may call: add one missing from the table
+with --prices). A cycle that fails (a skill, a malformed answer, the provider) is
 recorded as a kernel memory and the loop goes on, waiting --backoff after the
 first failure, twice as long after each further one in a row (at most 30m).
 
