@@ -46,6 +46,7 @@ type ingester struct {
 	pinned   map[string]string // old reference → id, pinned by migrate memories
 	seen     map[[32]byte]int  // lines without an id: identical ones per day so far
 	rows     []pendingRow      // new memories, inserted with their final state at the end
+	skipped  skippedLines      // malformed lines of the file being read
 	terms    map[string]int    // memories per word, added to the terms table at the end
 	goals    map[string]*goalMark
 
@@ -64,6 +65,14 @@ type pendingRow struct {
 	textHash           []byte
 	line               []byte
 	situation, descrip string
+}
+
+// skippedLines counts the malformed lines of one file, reported once.
+type skippedLines struct {
+	n      int
+	offset int64 // the first one's
+	err    error
+	text   []byte
 }
 
 type goalMark struct {
@@ -120,11 +129,16 @@ func (g *ingester) close() {
 // the index was built from.
 func (g *ingester) file(ctx context.Context, f fileUpdate) error {
 	lines, end := splitLines(f.data, f.from-f.base)
+	g.skipped = skippedLines{}
 	for _, l := range lines {
 		l.offset += f.base
 		if err := g.line(ctx, f.day, l); err != nil {
 			return fmt.Errorf("memory index: %s@%d: %w", f.day, l.offset, err)
 		}
+	}
+	if sk := g.skipped; sk.n > 0 {
+		g.opts.Logger.Warn("memory: skipping malformed lines (a torn write, a hand edit)", "day", f.day, "lines", sk.n,
+			"first_offset", sk.offset, "err", sk.err, "first", truncate(string(sk.text), 200))
 	}
 	return g.recordFile(ctx, f, f.base+end)
 }
@@ -199,7 +213,10 @@ func (g *ingester) settle(s *state) {
 func (g *ingester) line(ctx context.Context, day string, l line) error {
 	m, err := decode(l.text)
 	if err != nil {
-		g.opts.Logger.Warn("memory: skipping a malformed line", "day", day, "offset", l.offset, "err", err, "line", truncate(string(l.text), 200))
+		if g.skipped.n == 0 {
+			g.skipped = skippedLines{offset: l.offset, err: err, text: l.text}
+		}
+		g.skipped.n++
 		return nil
 	}
 	id := m.ID

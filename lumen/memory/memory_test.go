@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -420,5 +421,26 @@ func TestRolledBackFilesRebuildTheIndex(t *testing.T) {
 	}
 	if len(got) != 1 || got[0].Description != "kept" {
 		t.Fatalf("after the rollback the index holds %+v, want only the kept memory", got)
+	}
+}
+
+// A day file that is not JSON (a binary file, a file of notes) is
+// skipped with one warning saying how many lines, not one per line.
+func TestADayFileThatIsNotJSONWarnsOnce(t *testing.T) {
+	dir := t.TempDir()
+	var logs bytes.Buffer
+	s := openStore(t, dir, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	s.Append(Memory{Timestamp: t0, Author: Self, Weight: 0.5, Description: "a real memory"})
+	garbage := filepath.Join(dir, "2026", "2026-03-01.jsonl")
+	var b strings.Builder
+	for i := 0; i < 100; i++ {
+		fmt.Fprintf(&b, "note %d: not a memory\x1b[2J\n", i)
+	}
+	os.WriteFile(garbage, []byte(b.String()), 0o644)
+	if n, err := s.Count(context.Background(), Filter{}); err != nil || n != 1 {
+		t.Fatalf("count = %d, %v", n, err)
+	}
+	if n := strings.Count(logs.String(), "malformed"); n != 1 || !strings.Contains(logs.String(), "lines=100") {
+		t.Fatalf("%d warnings, want one counting the 100 lines:\n%s", n, logs.String())
 	}
 }
