@@ -34,7 +34,7 @@ func (c *clock) now() time.Time {
 
 // newInstance initialises an instance in a temporary directory, lets
 // prepare write its state, and opens it with the script as the LLM.
-func newInstance(t *testing.T, scriptFile string, prepare func(root string), tune func(*Options)) (*Instance, *script.Provider) {
+func newInstance(t testing.TB, scriptFile string, prepare func(root string), tune func(*Options)) (*Instance, *script.Provider) {
 	t.Helper()
 	root := t.TempDir()
 	if _, err := Init(context.Background(), root); err != nil {

@@ -2,11 +2,13 @@ package lumen
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/llm/script"
@@ -661,5 +663,53 @@ func TestASkillDirectoryWithAnInvalidNameIsListedAsNotUsable(t *testing.T) {
 	}
 	if !strings.Contains(prompt, `Météo: not usable: "Météo" is not a valid skill name`) {
 		t.Errorf("the explore prompt does not say why Météo is not usable:\n%s", prompt)
+	}
+}
+
+// backlog appends n external memories a minute apart from start.
+func backlog(t testing.TB, in *Instance, start time.Time, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		if _, err := in.mem.Append(memory.Memory{Timestamp: start.Add(time.Duration(i) * time.Minute), Author: memory.External, Weight: 0.5,
+			Description: fmt.Sprintf("remark %d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A year whose summary is far behind (an imported instance, summaries
+// that kept failing) is caught up a batch at a time, oldest first; each
+// year gets its own memories only.
+func TestASummaryBacklogIsTakenOldestFirstAYearAtATime(t *testing.T) {
+	in, _ := newInstance(t, "", nil, nil)
+	backlog(t, in, time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC), 500)
+	backlog(t, in, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 60)
+	due, err := in.summaryDue(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	y25, y26 := due[2025], due[2026]
+	if len(due) != 2 || len(y25) != summaryBatch || len(y26) != 60 {
+		t.Fatalf("due: 2025 %d, 2026 %d memories; want %d and 60", len(y25), len(y26), summaryBatch)
+	}
+	if y25[0].Description != "remark 0" || y25[summaryBatch-1].Description != fmt.Sprintf("remark %d", summaryBatch-1) || y26[0].Timestamp.Year() != 2026 {
+		t.Fatalf("2025's batch runs %q to %q, 2026's starts %v", y25[0].Description, y25[summaryBatch-1].Description, y26[0].Timestamp)
+	}
+}
+
+// BenchmarkSummaryDueWithABacklog: what maintenance pays at every cycle
+// while a year of 20,000 memories waits for its summary.
+func BenchmarkSummaryDueWithABacklog(b *testing.B) {
+	in, _ := newInstance(b, "", nil, nil)
+	backlog(b, in, time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), 20_000)
+	ctx := context.Background()
+	if _, err := in.summaryDue(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if due, err := in.summaryDue(ctx); err != nil || len(due[2025]) != summaryBatch {
+			b.Fatalf("due %d, %v", len(due[2025]), err)
+		}
 	}
 }

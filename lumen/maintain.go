@@ -98,21 +98,21 @@ func (in *Instance) summaryDue(ctx context.Context) (map[int][]memory.Entry, err
 				after = es[0].Seq
 			}
 		}
-		es, err := in.mem.List(ctx, memory.Filter{Authors: []string{memory.Self, memory.Goal, memory.External}, AfterSeq: after})
+		// Counted, then at most a batch read: a year far behind (an
+		// imported instance, summaries that kept failing) costs a count at
+		// each cycle, not a read of its whole backlog.
+		f := memory.Filter{Authors: []string{memory.Self, memory.Goal, memory.External}, AfterSeq: after,
+			SinceDay: fmt.Sprintf("%04d-01-01", year), BeforeDay: fmt.Sprintf("%04d-01-01", year+1)}
+		n, err := in.mem.Count(ctx, f)
 		if err != nil {
 			return nil, err
 		}
-		var fresh []memory.Entry
-		for _, e := range es {
-			if e.Timestamp.UTC().Year() == year {
-				fresh = append(fresh, e)
-			}
+		if n < in.opts.SummaryEvery {
+			continue
 		}
-		if len(fresh) >= in.opts.SummaryEvery {
-			if len(fresh) > summaryBatch {
-				fresh = fresh[:summaryBatch]
-			}
-			due[year] = fresh
+		f.Limit, f.Oldest = summaryBatch, true
+		if due[year], err = in.mem.List(ctx, f); err != nil {
+			return nil, err
 		}
 	}
 	return due, nil

@@ -12,18 +12,21 @@ import (
 
 // Filter selects memories. Zero fields select everything.
 type Filter struct {
-	Authors  []string // any of these authors
-	Step     string   // written by this kernel step
-	Day      string   // on this UTC day, YYYY-MM-DD
-	SinceDay string   // on this UTC day or later
-	AfterSeq int64    // indexed after this entry
+	Authors   []string // any of these authors
+	Step      string   // written by this kernel step
+	Day       string   // on this UTC day, YYYY-MM-DD
+	SinceDay  string   // on this UTC day or later
+	BeforeDay string   // before this UTC day
+	AfterSeq  int64    // indexed after this entry
 	// DataKey and DataValue select memories whose data has this string
 	// value at this key (e.g. "goal" = "learn Go").
 	DataKey, DataValue string
 	// DataHas selects memories whose data has this key.
 	DataHas string
-	// Limit keeps the most recent Limit entries; 0 keeps all.
-	Limit int
+	// Limit keeps the most recent Limit entries (the oldest with
+	// Oldest); 0 keeps all.
+	Limit  int
+	Oldest bool
 }
 
 func (f Filter) where() (string, []any, error) {
@@ -51,6 +54,10 @@ func (f Filter) where() (string, []any, error) {
 	if f.SinceDay != "" {
 		conds = append(conds, "day >= ?")
 		args = append(args, f.SinceDay)
+	}
+	if f.BeforeDay != "" {
+		conds = append(conds, "day < ?")
+		args = append(args, f.BeforeDay)
 	}
 	if f.DataHas != "" {
 		conds = append(conds, "json_extract(line, ?) IS NOT NULL")
@@ -87,7 +94,11 @@ func (s *Store) list(ctx context.Context, f Filter) ([]Entry, error) {
 		return nil, err
 	}
 	q := `SELECT ` + entryColumns + ` FROM memories` + where + ` ORDER BY seq`
-	if f.Limit > 0 {
+	switch {
+	case f.Limit > 0 && f.Oldest:
+		q += ` LIMIT ?`
+		args = append(args, f.Limit)
+	case f.Limit > 0:
 		q = `SELECT * FROM (SELECT ` + entryColumns + ` FROM memories` + where + ` ORDER BY seq DESC LIMIT ?) ORDER BY seq`
 		args = append(args, f.Limit)
 	}
