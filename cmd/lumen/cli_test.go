@@ -131,3 +131,28 @@ func TestAuditJudgeThatFailsPrintsTheAuditAndExits1(t *testing.T) {
 		t.Errorf("the audit with the two verdicts given is not printed:\n%s", out.String())
 	}
 }
+
+// A chat line too long to be an input (2 MB pasted by mistake) is refused
+// with a message; the chat goes on with the next line, which used to be
+// lost with the rest of the input, silently.
+func TestChatRefusesAnOverlongLineAndGoesOn(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "lumen")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	dir := filepath.Join(t.TempDir(), "mind")
+	if out, err := exec.Command(bin, "init", "--dir", dir).CombinedOutput(); err != nil {
+		t.Fatalf("init: %v\n%s", err, out)
+	}
+	testdata, _ := filepath.Abs("../../lumen/testdata")
+	cmd := exec.Command(bin, "chat", "--dir", dir, "--provider", "script", "--script", filepath.Join(testdata, "demo-chat.json"))
+	cmd.Stdin = strings.NewReader(strings.Repeat("x", 2<<20) + "\nHello! Who are you?\n")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("chat: %v\n%s", err, errb.String())
+	}
+	if !strings.Contains(errb.String(), "not sent") || !strings.Contains(out.String(), "lumen> Hello! I am a new mind") {
+		t.Fatalf("stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
+	}
+}

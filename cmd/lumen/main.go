@@ -4,6 +4,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -149,7 +150,8 @@ and runs the action loop (THINK, DECIDE, ACT, RECORD, then the reflection trigge
 What the chosen skill shows you, normally the chat skill's reply, is printed as
 "lumen> …"; the decision and its B=MAP scores go to stderr. Ctrl-C, SIGTERM or
 end of input exits; during a turn, Ctrl-C or SIGTERM lets the current step
-finish first, and a second one quits at once.`,
+finish first, and a second one quits at once. A line longer than 1 MiB is
+not sent (a paste gone wrong): the chat says so and goes on.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			in, err := o.open(app, cmd.ErrOrStderr(), false)
@@ -158,29 +160,43 @@ finish first, and a second one quits at once.`,
 			}
 			defer func() { err = errors.Join(err, in.Close()) }()
 			ctx, out, errw := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
-			lines := make(chan string)
+			lines := make(chan inputLine)
 			go func() {
-				sc := bufio.NewScanner(cmd.InOrStdin())
-				sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-				for sc.Scan() {
-					lines <- sc.Text()
+				defer close(lines)
+				rd := bufio.NewReaderSize(cmd.InOrStdin(), 64<<10)
+				for {
+					l, err := readLine(rd, maxChatInput)
+					if err != nil {
+						if !errors.Is(err, io.EOF) {
+							lines <- inputLine{err: fmt.Errorf("reading the input: %w", err)}
+						}
+						return
+					}
+					lines <- l
 				}
-				close(lines)
 			}()
 			interactive := isTerminal(cmd.InOrStdin())
 			for {
 				if interactive {
 					fmt.Fprint(out, "you> ")
 				}
-				var line string
+				var in1 inputLine
 				var ok bool
 				select {
 				case <-ctx.Done():
 					return nil
-				case line, ok = <-lines:
+				case in1, ok = <-lines:
 				}
 				if !ok {
 					return nil
+				}
+				if in1.err != nil {
+					return in1.err
+				}
+				line := in1.text
+				if in1.size > maxChatInput {
+					fmt.Fprintf(errw, "lumen: a line of %d bytes, more than the %d one input may be: not sent (nothing was stored)\n", in1.size, maxChatInput)
+					continue
 				}
 				if line == "" {
 					continue
@@ -199,6 +215,41 @@ finish first, and a second one quits at once.`,
 				}
 			}
 		},
+	}
+}
+
+// maxChatInput is the longest line chat sends as one input: longer is a
+// paste gone wrong, and would cost a whole context window.
+const maxChatInput = 1 << 20
+
+// inputLine is one line of chat input: its text (at most maxChatInput
+// bytes of it) and its whole size, or why the input cannot be read.
+type inputLine struct {
+	text string
+	size int
+	err  error
+}
+
+// readLine reads one line of any length, keeping at most max+1 bytes of
+// it; size is its whole length without the newline. io.EOF when no line
+// is left; a last line without a newline counts.
+func readLine(rd *bufio.Reader, max int) (inputLine, error) {
+	var buf []byte
+	size := 0
+	for {
+		frag, err := rd.ReadSlice('\n')
+		frag = bytes.TrimSuffix(frag, []byte("\n"))
+		size += len(frag)
+		if room := max + 1 - len(buf); room > 0 {
+			buf = append(buf, frag[:min(len(frag), room)]...)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil && !(errors.Is(err, io.EOF) && size > 0) {
+			return inputLine{}, err
+		}
+		return inputLine{text: strings.TrimSuffix(string(buf), "\r"), size: size}, nil
 	}
 }
 
