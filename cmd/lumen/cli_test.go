@@ -13,10 +13,7 @@ import (
 // TestTheCommandsEndToEnd drives the binary through the docs' walk-through
 // and every view with --json.
 func TestTheCommandsEndToEnd(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "lumen")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := lumenBinary(t)
 	dir := filepath.Join(t.TempDir(), "walk")
 	testdata, _ := filepath.Abs("../../lumen/testdata")
 	run := func(stdin string, args ...string) (string, string) {
@@ -100,17 +97,31 @@ func TestTheCommandsEndToEnd(t *testing.T) {
 	}
 }
 
-// A judge that fails one question still leaves the audit printed, with
-// the verdicts it gave, and the command exits 1 saying which failed.
-func TestAuditJudgeThatFailsPrintsTheAuditAndExits1(t *testing.T) {
+// lumenBinary builds the real binary once per test.
+func lumenBinary(t *testing.T) string {
+	t.Helper()
 	bin := filepath.Join(t.TempDir(), "lumen")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	dir := filepath.Join(t.TempDir(), "mind")
+	return bin
+}
+
+// lumenInstance builds the binary and makes an instance with it.
+func lumenInstance(t *testing.T) (bin, dir string) {
+	t.Helper()
+	bin = lumenBinary(t)
+	dir = filepath.Join(t.TempDir(), "mind")
 	if out, err := exec.Command(bin, "init", "--dir", dir).CombinedOutput(); err != nil {
 		t.Fatalf("init: %v\n%s", err, out)
 	}
+	return bin, dir
+}
+
+// A judge that fails one question still leaves the audit printed, with
+// the verdicts it gave, and the command exits 1 saying which failed.
+func TestAuditJudgeThatFailsPrintsTheAuditAndExits1(t *testing.T) {
+	bin, dir := lumenInstance(t)
 	entry := func(step, text string) map[string]any {
 		return map[string]any{"match": map[string]any{"system_contains": "step: " + step},
 			"response": map[string]any{"content": []map[string]any{{"type": "text", "text": text}}}}
@@ -136,14 +147,7 @@ func TestAuditJudgeThatFailsPrintsTheAuditAndExits1(t *testing.T) {
 // with a message; the chat goes on with the next line, which used to be
 // lost with the rest of the input, silently.
 func TestChatRefusesAnOverlongLineAndGoesOn(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "lumen")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	dir := filepath.Join(t.TempDir(), "mind")
-	if out, err := exec.Command(bin, "init", "--dir", dir).CombinedOutput(); err != nil {
-		t.Fatalf("init: %v\n%s", err, out)
-	}
+	bin, dir := lumenInstance(t)
 	testdata, _ := filepath.Abs("../../lumen/testdata")
 	cmd := exec.Command(bin, "chat", "--dir", dir, "--provider", "script", "--script", filepath.Join(testdata, "demo-chat.json"))
 	cmd.Stdin = strings.NewReader(strings.Repeat("x", 2<<20) + "\nHello! Who are you?\n")

@@ -14,16 +14,6 @@ import (
 	"github.com/llmkernels/kernels/internal/cli/clitest"
 )
 
-// lumenBinary builds the real binary once per test.
-func lumenBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "lumen")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // SIGTERM ends a chat as Ctrl-C does: cleanly, exit 0; command-line
 // mistakes exit 2.
 func TestChatStopsCleanlyOnSIGTERMAndUsageErrorsExit2(t *testing.T) {

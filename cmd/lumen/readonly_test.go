@@ -6,7 +6,6 @@ import (
 	"context"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,11 +21,7 @@ import (
 // runs as an unprivileged user) and change nothing in it: with the memory
 // index behind the day files, and with no index at all.
 func TestViewsOnAReadOnlyInstance(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "lumen")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	bin = rodir.Executable(t, bin)
+	bin := rodir.Executable(t, lumenBinary(t))
 	base := rodir.TempDir(t)
 	ctx := context.Background()
 	for _, name := range []string{"indexed", "unindexed"} {

@@ -294,13 +294,8 @@ func TestAnEditKeepingSizeAndModificationTimeIsCaught(t *testing.T) {
 		t.Skip("no inode change time")
 	}
 	dir := t.TempDir()
-	index := filepath.Join(t.TempDir(), "index.db")
 	ctx := context.Background()
-	s, err := Open(dir, index, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openStore(t, dir, Options{})
 	id, _ := s.Append(Memory{Timestamp: t0, Author: Self, Weight: 0.5, Description: "I chose honesty"})
 	old := time.Now().Add(-time.Hour)
 	os.Chtimes(dayFile(dir), old, old) // indexed long after it last changed
