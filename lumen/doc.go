@@ -89,7 +89,18 @@
 //     count, a time limit, or a spend cap per run or per UTC day (the day's
 //     spend is summed from the usage each memory line records, so it holds
 //     across processes and restarts). The loop timer defaults to 5 minutes
-//     in the CLI.
+//     in the CLI. The caps count every answer as it arrives (repairs and
+//     create-skill turns included), so one call at most passes them; a run
+//     with a cap refuses, before any call, a model or fallback the price
+//     table does not price (its calls would count as $0).
+//   - The index is derived: one SQLite finds damaged is rebuilt from the
+//     files by the read that finds it (in memory for a read-only view). An
+//     embedding endpoint gets 30 s per request and, after a failure, 5
+//     minutes of full-text retrieval before it is tried again.
+//   - A skill's --help result is kept per version; files a skill writes in
+//     its own directory while it runs make a new version that keeps it,
+//     unless main.py changed. A directory under skills/ whose name no
+//     skill may have is listed as not usable, saying why.
 //   - Ctrl-C (a cancelled context) lets the step under way finish, records
 //     where the loop stopped, and ends the loop.
 //   - Every instruction and every sentence the LLM reads about an empty
