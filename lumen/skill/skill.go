@@ -543,7 +543,9 @@ func (r *Runner) run(ctx context.Context, name, dir string, stdin []byte, args .
 	}
 	out := &runOutput{stdout: res.Stdout, stderr: stderr}
 	switch {
-	case errors.Is(res.Stopped, proc.ErrOutputLimit):
+	// Stopped for its output, or past the cap and gone before the kill
+	// reached it: either way the answer is cut, not a success.
+	case errors.Is(res.Stopped, proc.ErrOutputLimit) || res.StdoutDropped > 0:
 		return out, fmt.Errorf("skill %s wrote more than %d bytes to stdout and was stopped (the output cap, --skill-output-cap)", name, r.outputCap())
 	case errors.Is(res.Stopped, context.DeadlineExceeded):
 		return out, fmt.Errorf("skill %s did not finish within %s and was killed (the timeout, --skill-timeout)", name, r.timeout())
