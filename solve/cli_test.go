@@ -25,6 +25,8 @@ import (
 
 var solveBin string
 
+// TestMain builds the binary, or takes the one SOLVE_TEST_BIN names (to
+// run these tests against another build, e.g. main's, and see which fail).
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "solve-cli")
 	if err != nil {
@@ -32,7 +34,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	solveBin = filepath.Join(dir, "solve")
-	if out, err := exec.Command("go", "build", "-buildvcs=false", "-o", solveBin, "../cmd/solve").CombinedOutput(); err != nil {
+	if bin := os.Getenv("SOLVE_TEST_BIN"); bin != "" {
+		solveBin = bin
+	} else if out, err := exec.Command("go", "build", "-buildvcs=false", "-o", solveBin, "../cmd/solve").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "go build ../cmd/solve: %v\n%s", err, out)
 		os.Exit(1)
 	}

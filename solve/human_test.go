@@ -94,7 +94,7 @@ func TestInteractiveRunsTheExtractionDialogueAndAsksHireOnTheTerminal(t *testing
 	root := rootOf(t, r.stdout)
 	invariants(t, dir, root)
 	for _, want := range []string{"Candidate constraint (logic, thermal): hot spot below 85C at 10A in a 60C soak — keep? [y/N]",
-		"Open question: Is forced air available in the enclosure?", "Irreducible core: hot spot below 85C at 10A in a 60C soak\n",
+		"Open question: Is forced air available in the enclosure?", "Irreducible core: hot spot below 85C at 10A in a 60C soak (logic)\n",
 		"Need:   thermal_measurement (physical", "declined on the terminal"} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("terminal lacks %q:\n%s", want, r.stderr)

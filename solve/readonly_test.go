@@ -3,6 +3,7 @@
 package solve_test
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"database/sql"
 	"maps"
@@ -118,8 +119,10 @@ func names(t *testing.T, dir string) map[string]bool {
 }
 
 // TestKernelDBFromBeforeTheMarkerIsAdopted pins that a kernel.db written
-// by the previous solve (no application_id, user_version 2) still opens:
-// read-only without a write, and marked by the first command that writes.
+// by an earlier solve (no application_id, user_version 2) is kept: a
+// command that only reads refuses it untouched, saying to run one that
+// writes (its schema lacks the reservations), and the first command that
+// writes migrates and marks it, after which the read side opens it.
 func TestKernelDBFromBeforeTheMarkerIsAdopted(t *testing.T) {
 	dir := t.TempDir()
 	schemaSQL, err := os.ReadFile(filepath.Join("store", "schema.sql"))
@@ -137,8 +140,12 @@ func TestKernelDBFromBeforeTheMarkerIsAdopted(t *testing.T) {
 	}
 	db.Close()
 	before := names(t, dir)
-	if r := runSolve(t, dir, "status"); r.code != 0 {
-		t.Fatalf("solve status on the previous solve's kernel.db: exit %d: %s", r.code, r.stderr)
+	old, _ := os.ReadFile(filepath.Join(dir, "kernel.db"))
+	if r := runSolve(t, dir, "status"); r.code == 0 || !strings.Contains(r.stderr, "written by an older solve (schema 2; this one reads 3): run a command that writes once") {
+		t.Fatalf("solve status on the earlier solve's kernel.db: exit %d: %s", r.code, r.stderr)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "kernel.db")); !bytes.Equal(data, old) {
+		t.Fatal("solve status changed the earlier solve's kernel.db")
 	}
 	if r := runSolve(t, dir, "hire"); r.code != 0 || !strings.Contains(r.stdout, "no open capability requests") {
 		t.Fatalf("solve hire: exit %d: %s%s", r.code, r.stdout, r.stderr)
@@ -146,5 +153,8 @@ func TestKernelDBFromBeforeTheMarkerIsAdopted(t *testing.T) {
 	data, _ := os.ReadFile(filepath.Join(dir, "kernel.db"))
 	if string(data[68:72]) != "SOLV" || !maps.Equal(names(t, dir), before) {
 		t.Fatalf("after a command that writes: application_id %q, files %v", data[68:72], names(t, dir))
+	}
+	if r := runSolve(t, dir, "status"); r.code != 0 {
+		t.Fatalf("solve status after the migration: exit %d: %s", r.code, r.stderr)
 	}
 }

@@ -69,7 +69,8 @@ func TestWorkersFourGivesTheSameResultAsOne(t *testing.T) {
 		if w == "4" && !strings.Contains(r.stderr, "running 2") {
 			t.Errorf("--workers 4 never ran two nodes at once:\n%s", r.stderr)
 		}
-		states[i], spent[i] = finalState(t, dir)
+		calls, cost := paid(t, dir)
+		states[i], spent[i] = finalState(t, dir)+fmt.Sprintf("\nresolver calls %d", calls), cost
 	}
 	if states[0] != states[1] {
 		t.Errorf("--workers 4 differs from --workers 1:\n--- 1\n%s\n--- 4\n%s", states[0], states[1])

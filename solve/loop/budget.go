@@ -2,80 +2,117 @@ package loop
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
 
 	"github.com/llmkernels/kernels/solve/store"
 )
 
-// budgetSession gates the resolver calls of one node step against the
-// ledger (spec §2D, authoritative). Its entries are written in the step's
-// commit transaction, with the attempt they paid for.
-type budgetSession struct {
-	node    string
-	parent  string
-	own     store.Balance
-	par     store.Balance
-	entries []store.LedgerEntry
-}
+// The budget rule (B1/B2), for every resolver call: estimate, reserve the
+// estimate in the store (one transaction that checks the node's remaining
+// budget, topping it up from the parent's reserve when the parent can
+// cover it), run the call under a deadline equal to the node's remaining
+// wall time, settle the reservation with what the call actually cost and
+// took. A denied reservation routes the node to HIRE; a call cut off at
+// its deadline too (the node's time ran out).
 
-func newBudget(ctx context.Context, st *store.Store, node, parent string) (*budgetSession, error) {
-	s := &budgetSession{node: node, parent: parent}
-	var err error
-	if s.own, err = st.Balance(ctx, node); err != nil {
+var (
+	errDenied    = errors.New("budget pre_check DENIED")
+	errOutOfTime = errors.New("the node's wall time ran out")
+)
+
+// retries is how many times a retryable resolver error is tried in all.
+const retries = 3
+
+// call is the budget wrapper of every resolver call.
+func (s *stepCtx) call(ctx context.Context, resolverID string, c *Call) (*Output, error) {
+	r, err := s.e.resolver(ctx, resolverID)
+	if err != nil {
 		return nil, err
 	}
-	if parent != "" {
-		if s.par, err = st.Balance(ctx, parent); err != nil {
+	c.Goal, c.Summary, c.Model, c.Node = s.n.Goal, s.n.Summary, s.e.cfg.Model, s.n.ID
+	if c.Workspace == "" {
+		c.Workspace = s.e.cfg.Workspace
+	}
+	cost, secs := r.Estimate(ctx, c)
+	for try := 1; ; try++ {
+		out, err := s.paid(ctx, r, resolverID, c, cost, secs)
+		if err == nil {
+			return out, nil
+		}
+		if _, perm := isPermanent(err); perm || try == retries || ctx.Err() != nil || errors.Is(err, errDenied) || errors.Is(err, errOutOfTime) {
 			return nil, err
 		}
-	}
-	return s, nil
-}
-
-// preCheck is PRE_CHECK: ALLOWED when the estimate fits the node's
-// remaining budget, or the parent's remainder can cover it (then it is
-// reallocated from the parent's reserve); otherwise DENIED.
-func (s *budgetSession) preCheck(cost, seconds float64) bool {
-	if cost <= s.own.RemainingCost()+1e-12 && seconds <= s.own.RemainingTime()+1e-9 {
-		return true
-	}
-	if s.parent != "" && s.par.RemainingCost() >= cost && s.par.RemainingTime() >= seconds {
-		// The parent's remainder moves to the child: spent by the parent
-		// as an allocation, allocated to the child.
-		s.entries = append(s.entries,
-			store.LedgerEntry{Node: s.parent, Event: store.Spend, Amount: cost, Time: seconds, Description: "reserve reallocated to child " + s.node},
-			store.LedgerEntry{Node: s.node, Event: store.Allocate, Amount: cost, Time: seconds, Description: "from parent reserve"})
-		s.par.Spent += cost
-		s.par.TimeSpent += seconds
-		s.own.Allocated += cost
-		s.own.TimeAllocated += seconds
-		return true
-	}
-	return false
-}
-
-// record is RECORD: a spend by resolver.
-func (s *budgetSession) record(resolver, op string, cost, seconds float64) {
-	s.entries = append(s.entries, store.LedgerEntry{Node: s.node, Event: store.Spend, Amount: cost, Time: seconds, Resolver: resolver, Description: op})
-	s.own.Spent += cost
-	s.own.TimeSpent += seconds
-}
-
-// spent is what this session recorded for the node's resolvers.
-func (s *budgetSession) spent() (cost, seconds float64) {
-	for _, e := range s.entries {
-		if e.Event == store.Spend && e.Node == s.node && e.Resolver != "" {
-			cost += e.Amount
-			seconds += e.Time
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(retryWait * time.Duration(try)):
 		}
 	}
-	return cost, seconds
 }
 
-func (s *budgetSession) commit(ctx context.Context, tx *store.Tx) error {
-	for _, e := range s.entries {
-		if err := tx.WriteLedger(ctx, e); err != nil {
-			return err
-		}
+// paid is one try of a call: reserve, run under the node's deadline,
+// settle.
+func (s *stepCtx) paid(ctx context.Context, r Resolver, resolverID string, c *Call, cost, secs float64) (*Output, error) {
+	res, err := s.st.Reserve(ctx, store.Hold{Node: s.n.ID, Parent: s.n.Parent, Root: s.e.root, Resolver: resolverID, Op: c.Op, Owner: s.e.owner, Cost: cost, Time: secs})
+	var denied *store.DeniedError
+	if errors.As(err, &denied) {
+		return nil, fmt.Errorf("%w: %s %s %v", errDenied, resolverID, c.Op, denied)
 	}
-	return nil
+	if err != nil {
+		return nil, err
+	}
+	if res.TopUpCost > 0 || res.TopUpTime > 0 {
+		s.e.progress("Node %s: PRE_CHECK: $%.4f / %.0fs reallocated from the parent's reserve for %s %s", store.Short(s.n.ID), res.TopUpCost, res.TopUpTime, resolverID, c.Op)
+	}
+	deadline := time.Duration(math.Max(res.TimeLeft, 0) * float64(time.Second))
+	cctx, cancel := context.WithTimeout(ctx, deadline)
+	began := time.Now()
+	out, err := r.Resolve(cctx, c)
+	took := time.Since(began).Seconds()
+	timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	cancel()
+	// What the call cost: its own account, or the amount reserved when it
+	// was cut off (the cost of an interrupted request is unknown; the
+	// reservation is the most it was allowed to cost).
+	spent := 0.0
+	var re *ResolverError
+	switch {
+	case err == nil:
+		spent = out.Cost
+	case errors.As(err, &re):
+		spent = re.Cost
+	}
+	if timedOut {
+		spent = math.Max(spent, res.Cost)
+		took = math.Min(took, res.TimeLeft)
+	}
+	detail := map[string]any{"resolver": resolverID, "op": c.Op, "raw_io_policy": "redacted_by_default", "cost": spent, "time_seconds": took,
+		"reserved": res.Cost, "reservation_id": res.ID}
+	if out != nil {
+		detail["llm_calls"] = out.LLMCalls
+	} else if re != nil && re.LLMCalls > 0 {
+		detail["llm_calls"] = re.LLMCalls
+	}
+	if err != nil {
+		detail["error"] = err.Error()
+	}
+	if timedOut {
+		detail["deadline_seconds"] = res.TimeLeft
+	}
+	if _, serr := s.st.Settle(ctx, store.Settlement{Reservation: res.ID, Cost: spent, Time: took, LogSummary: resolverID + " " + c.Op, LogDetail: detail}); serr != nil {
+		// Unsettled, the reservation stays open and the next resume settles
+		// it at the amount held: the spend is not lost.
+		return nil, errors.Join(err, serr)
+	}
+	s.spentCost += spent
+	s.spentTime += took
+	s.e.addSpent(spent)
+	s.e.crashPoint()
+	if timedOut {
+		return nil, fmt.Errorf("%w during %s %s after %.1fs (its deadline): %v", errOutOfTime, resolverID, c.Op, took, err)
+	}
+	return out, err
 }

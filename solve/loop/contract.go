@@ -66,15 +66,31 @@ type Call struct {
 	Inputs      []ArtifactView    `json:"inputs,omitempty"`
 	Output      *ArtifactView     `json:"output,omitempty"`
 	Feedback    []string          `json:"feedback,omitempty"`
+	Attempts    []AttemptView     `json:"attempts,omitempty"` // resolve: every earlier attempt of the node (Step 9)
 	History     string            `json:"history,omitempty"`
 	Candidates  []ResolverView    `json:"candidates,omitempty"`
 	Checks      []ConstraintCheck `json:"checks,omitempty"` // verify: the logic checks already run
 	Leaves      []LeafView        `json:"leaves,omitempty"`
 	Params      map[string]any    `json:"params,omitempty"`
 	Attempt     int               `json:"attempt,omitempty"`
-	Workspace   string            `json:"-"`
-	Model       string            `json:"-"`
-	Node        string            `json:"-"`
+	// Workspace is where a command runs: an attempt's own copy of the
+	// run's workspace, or the workspace itself for Step 12's checks.
+	Workspace string   `json:"-"`
+	Env       []string `json:"-"` // added to a command's scrubbed environment
+	Model     string   `json:"-"`
+	Node      string   `json:"-"`
+}
+
+// AttemptView is one earlier attempt of a node as a retry sees it: what
+// was tried, what it produced and why it failed.
+type AttemptView struct {
+	Index       int      `json:"index"`
+	Resolver    string   `json:"resolver"`
+	Verdict     string   `json:"verdict"`
+	SigmaV      float64  `json:"sigma_v"`
+	FailureMode string   `json:"failure_mode,omitempty"`
+	Violations  []string `json:"violations,omitempty"`
+	Output      string   `json:"output,omitempty"` // the attempt's output (clipped)
 }
 
 // ConstraintView is a constraint as a resolver sees it.
@@ -130,8 +146,9 @@ type ResolverError struct {
 	Permanent bool   // capability mismatch, invalid format: an UNSAT attempt
 	Mode      string // failure slug
 	Err       error
-	Cost      float64
+	Cost      float64 // what the failed call cost (USD)
 	Seconds   float64
+	LLMCalls  int // LLM requests the failed call made
 }
 
 func (e *ResolverError) Error() string {
@@ -189,9 +206,14 @@ type NewConstraint struct {
 	Type   string `json:"type" jsonschema:"enum=logic,enum=semantic"`
 	Domain string `json:"domain"`
 	Title  string `json:"title"`
-	// Check is a logic constraint's shell command, run in the workspace
-	// after the output's files are written; exit 0 means satisfied.
-	Check  string `json:"check,omitempty"`
+	// Check is a logic constraint's shell command, run in a copy of the
+	// workspace with the output's files written; exit 0 means satisfied.
+	Check string `json:"check,omitempty"`
+	// Expr is a logic constraint's condition over the node's real spend
+	// and time (cost_usd, time_seconds, elapsed_seconds, budget_usd,
+	// time_budget_seconds), e.g. "cost_usd <= 0.5", evaluated by the
+	// kernel from its ledger.
+	Expr   string `json:"expr,omitempty"`
 	Rubric string `json:"rubric,omitempty"`
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/solve/store"
+	"github.com/llmkernels/kernels/solve/workspace"
 )
 
 // Defaults (spec §0, §2).
@@ -64,8 +66,9 @@ type Result struct {
 	ArtifactID   string  `json:"artifact_id,omitempty"`
 	Summary      string  `json:"summary,omitempty"`
 	LLMCalls     int     `json:"llm_calls"`
-	SpentUSD     float64 `json:"spent_usd"`
-	AllocatedUSD float64 `json:"allocated_usd"`
+	SpentUSD     float64 `json:"spent_usd"`     // what the run's paid calls cost
+	AllocatedUSD float64 `json:"allocated_usd"` // its allowance: --budget and every human top-up
+	ReservedUSD  float64 `json:"reserved_usd"`  // held by calls in flight (or by a stopped process until resume)
 	OpenRequests int     `json:"open_requests"`
 	Nodes        int     `json:"nodes"`
 }
@@ -96,18 +99,27 @@ type engine struct {
 	opts     Options
 	cfg      runConfig
 	root     string
+	owner    string // this process's id in leases and reservations
 	rmu      sync.Mutex
 	res      map[string]Resolver
 	patterns []store.Pattern
 	crashes  atomic.Int64
 	termMu   sync.Mutex    // one interactive question at a time
 	term     *bufio.Reader // opts.In, buffered once for every question
+	mergeMu  sync.Mutex    // one merge into the workspace at a time
+	lease    func()        // stops renewing the run's lease and releases it
+	stop     context.CancelCauseFunc
+
+	// The live view's money, kept as it changes (never summed per step).
+	moneyMu          sync.Mutex
+	spent, allowance float64
 
 	// scheduler state, touched only by the loop goroutine
 	nodes    map[string]*snode
 	queued   map[string]bool
 	inflight map[string]bool
 	queue    []string
+	counts   map[string]int // live nodes by status
 }
 
 // snode is a node as the scheduler sees it.
@@ -140,23 +152,34 @@ func Run(ctx context.Context, st *store.Store, req Request, opts Options) (*Resu
 	if strings.TrimSpace(req.Goal) == "" {
 		return nil, errors.New("Request.Goal is empty: give the goal to solve")
 	}
-	if !(req.BudgetUSD > 0) {
-		return nil, fmt.Errorf("Request.BudgetUSD %v: give a positive budget in USD", req.BudgetUSD)
+	if !(req.BudgetUSD > 0) || math.IsInf(req.BudgetUSD, 0) {
+		return nil, fmt.Errorf("Request.BudgetUSD %v: give a positive, finite budget in USD", req.BudgetUSD)
 	}
 	if !(req.Time > 0) {
 		return nil, fmt.Errorf("Request.Time %v: give a positive duration", req.Time)
 	}
+	if req.Workers < 0 {
+		return nil, fmt.Errorf("Request.Workers %d: give at least 1 worker (0 = 1)", req.Workers)
+	}
+	if req.TMax < 0 {
+		return nil, fmt.Errorf("Request.TMax %d: give at least 1 attempt (0 = the default %d)", req.TMax, DefaultTMax)
+	}
 	if req.Workspace != "" {
-		abs, err := absDir(req.Workspace)
+		// Refused before anything is asked of a resolver: a workspace the
+		// kernel cannot write would fail only after money was spent.
+		abs, err := filepath.Abs(req.Workspace)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("Request.Workspace %s: %w", req.Workspace, err)
+		}
+		if err := workspace.Usable(abs); err != nil {
+			return nil, fmt.Errorf("Request.Workspace: %w", err)
 		}
 		req.Workspace = abs
 	}
-	if req.TMax <= 0 {
+	if req.TMax == 0 {
 		req.TMax = DefaultTMax
 	}
-	if req.Workers <= 0 {
+	if req.Workers == 0 {
 		req.Workers = 1
 	}
 	if err := Boot(ctx, st); err != nil {
@@ -165,7 +188,19 @@ func Run(ctx context.Context, st *store.Store, req Request, opts Options) (*Resu
 	cfg := runConfig{Goal: req.Goal, Workspace: req.Workspace, Model: req.Model, Workers: req.Workers, TMax: req.TMax,
 		Interactive: req.Interactive, BudgetUSD: req.BudgetUSD, TimeSeconds: req.Time.Seconds()}
 	e := newEngine(st, store.NewID(), cfg, opts)
-	core := req.Constraints
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	e.stop = stop
+	if err := e.acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer e.release()
+	core := make([]NewConstraint, 0, len(req.Constraints))
+	for _, c := range req.Constraints {
+		// A constraint in words is judged (semantic); one the dialogue
+		// proposed keeps the type, domain and check it was proposed with.
+		core = append(core, NewConstraint{Type: store.Semantic, Domain: "goal", Title: c, Rubric: c})
+	}
 	var synth *Output // the extraction dialogue's call, recorded with the root
 	if req.Interactive {
 		var err error
@@ -177,7 +212,7 @@ func Run(ctx context.Context, st *store.Store, req Request, opts Options) (*Resu
 	err := st.Write(ctx, func(tx *store.Tx) error {
 		var coreIDs []string
 		for _, c := range core {
-			id, err := insertConstraint(ctx, &tx.Conn, NewConstraint{Type: store.Semantic, Domain: "goal", Title: c, Rubric: c}, "human", "", nil)
+			id, err := insertConstraint(ctx, &tx.Conn, c, "human", "", nil)
 			if err != nil {
 				return err
 			}
@@ -222,6 +257,7 @@ func Run(ctx context.Context, st *store.Store, req Request, opts Options) (*Resu
 	if err != nil {
 		return nil, fmt.Errorf("kernel.db %s: start the run: %w", st.Path(), err)
 	}
+	e.progress("run %s started (kernel.db %s)", root, st.Path())
 	return e.dispatch(ctx)
 }
 
@@ -259,7 +295,32 @@ func Resume(ctx context.Context, st *store.Store, root string, opts Options) (*R
 	if err := json.Unmarshal(data, &cfg); err != nil {
 		return nil, fmt.Errorf("run %s: run_config: %w", root, err)
 	}
+	if cfg.Workspace != "" {
+		if err := workspace.Usable(cfg.Workspace); err != nil {
+			return nil, fmt.Errorf("run %s: %w", root, err)
+		}
+	}
 	e := newEngine(st, root, cfg, opts)
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	e.stop = stop
+	if err := e.acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer e.release()
+	// Calls a stopped process made but did not record: settled at what
+	// they reserved, never forgotten.
+	open, err := st.SettleOpen(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range open {
+		msg := fmt.Sprintf("Node %s: SETTLED %s %s at its reservation $%.4f / %.1fs (the process stopped during the call)", store.Short(o.Node), o.Resolver, o.Op, o.Cost, o.Time)
+		e.progress("%s", msg)
+		if err := st.Log(ctx, 1, o.Node, msg, nil); err != nil {
+			return nil, err
+		}
+	}
 	if err := st.Log(ctx, 1, root, fmt.Sprintf("Node %s: RESUME", store.Short(root)), nil); err != nil {
 		return nil, err
 	}
@@ -282,7 +343,7 @@ func FindRoot(ctx context.Context, st *store.Store, prefix string) (string, erro
 }
 
 func newEngine(st *store.Store, root string, cfg runConfig, opts Options) *engine {
-	e := &engine{st: st, opts: opts, cfg: cfg, root: root, res: map[string]Resolver{}}
+	e := &engine{st: st, opts: opts, cfg: cfg, root: root, owner: store.NewID(), res: map[string]Resolver{}}
 	for id, r := range opts.Resolvers {
 		e.res[id] = r
 	}
@@ -337,7 +398,7 @@ func (e *engine) progress(format string, args ...any) {
 
 // load reads the root's live tree into the scheduler.
 func (e *engine) load(ctx context.Context) error {
-	e.nodes, e.queued, e.queue = map[string]*snode{}, map[string]bool{}, nil
+	e.nodes, e.queued, e.queue, e.counts = map[string]*snode{}, map[string]bool{}, nil, map[string]int{}
 	tree, err := e.st.Tree(ctx, e.root)
 	if err != nil {
 		return err
@@ -346,6 +407,9 @@ func (e *engine) load(ctx context.Context) error {
 	for _, t := range tree {
 		n := &snode{seq: len(order), id: t.ID, parent: t.Parent, status: t.Status, invalidated: t.Invalidated, build: t.Build, waitHire: t.WaitHire}
 		e.nodes[n.id] = n
+		if !n.invalidated {
+			e.counts[n.status]++
+		}
 		order = append(order, n)
 	}
 	for _, n := range order {
@@ -444,6 +508,11 @@ func (e *engine) dispatch(ctx context.Context) (*Result, error) {
 	if err := e.load(ctx); err != nil {
 		return nil, err
 	}
+	tb, err := e.st.TreeBudget(ctx, e.root)
+	if err != nil {
+		return nil, err
+	}
+	e.spent, e.allowance = tb.SpentUSD, tb.AllowanceUSD
 	results := make(chan stepResult)
 	var firstErr error
 	for {
@@ -456,6 +525,9 @@ func (e *engine) dispatch(ctx context.Context) (*Result, error) {
 		}
 		if len(e.inflight) == 0 {
 			if firstErr != nil {
+				if cause := context.Cause(ctx); errors.Is(cause, store.ErrLeaseLost) {
+					return nil, fmt.Errorf("run %s stopped: %w", e.root, cause)
+				}
 				return nil, firstErr
 			}
 			if !e.done(e.root) {
@@ -485,14 +557,16 @@ func (e *engine) dispatch(ctx context.Context) (*Result, error) {
 			if err := e.load(ctx); err != nil {
 				return nil, err
 			}
-			e.live(ctx)
+			e.live()
 			continue
 		}
 		n := e.nodes[r.node]
-		n.status, n.waitHire = r.status, r.waitHire
+		e.setStatus(n, r.status)
+		n.waitHire = r.waitHire
 		for _, c := range r.children {
 			c.seq = len(e.nodes)
 			e.nodes[c.id] = c
+			e.counts[c.status]++
 			if c.build {
 				n.deps = append(n.deps, c.id)
 				c.dependents = append(c.dependents, n.id)
@@ -509,42 +583,53 @@ func (e *engine) dispatch(ctx context.Context) (*Result, error) {
 			e.recheck(c.id)
 		}
 		e.settled(r.node)
-		e.live(ctx)
+		e.live()
 	}
 	return Outcome(ctx, e.st, e.root)
 }
 
-// live prints the live view line: node states and budget.
-func (e *engine) live(ctx context.Context) {
+// live prints the live view line: node states and budget, from counts
+// kept as nodes change (its cost does not grow with the tree).
+func (e *engine) live() {
 	if e.opts.Progress == nil {
 		return
 	}
-	counts := map[string]int{}
-	for _, n := range e.nodes {
-		if !n.invalidated {
-			counts[n.status]++
-		}
-	}
 	var parts []string
 	for _, s := range store.Statuses {
-		if counts[s] > 0 && s != store.StatusFailed {
-			parts = append(parts, fmt.Sprintf("%s %d", s, counts[s]))
+		if c := e.counts[s]; c > 0 && s != store.StatusFailed {
+			parts = append(parts, fmt.Sprintf("%s %d", s, c))
 		}
 	}
-	budget := "budget unknown"
-	if spent, alloc, err := e.st.TreeBudget(ctx, e.root); err == nil {
-		budget = fmt.Sprintf("spent $%.4f of $%.2f", spent, alloc)
+	e.moneyMu.Lock()
+	spent, allowance := e.spent, e.allowance
+	e.moneyMu.Unlock()
+	e.progress("live: %s · running %d · spent $%.4f of $%.2f", strings.Join(parts, ", "), len(e.inflight), spent, allowance)
+}
+
+// addSpent counts a settled call in the live view.
+func (e *engine) addSpent(usd float64) {
+	e.moneyMu.Lock()
+	e.spent += usd
+	e.moneyMu.Unlock()
+}
+
+// setStatus moves a node in the live counts.
+func (e *engine) setStatus(n *snode, status string) {
+	if !n.invalidated {
+		e.counts[n.status]--
+		e.counts[status]++
 	}
-	e.progress("live: %s · running %d · %s", strings.Join(parts, ", "), len(e.inflight), budget)
+	n.status = status
 }
 
 // Outcome reports where a run stands.
 func Outcome(ctx context.Context, st *store.Store, root string) (*Result, error) {
 	r := &Result{RootID: root}
-	var err error
-	if r.SpentUSD, r.AllocatedUSD, err = st.TreeBudget(ctx, root); err != nil {
+	tb, err := st.TreeBudget(ctx, root)
+	if err != nil {
 		return nil, err
 	}
+	r.SpentUSD, r.AllocatedUSD, r.ReservedUSD = tb.SpentUSD, tb.AllowanceUSD, tb.ReservedUSD
 	if r.LLMCalls, err = st.LLMCalls(ctx, root); err != nil {
 		return nil, err
 	}
@@ -582,17 +667,6 @@ func orNone(s string) string {
 		return "(none)"
 	}
 	return s
-}
-
-func absDir(dir string) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("Request.Workspace %s: %w", dir, err)
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", fmt.Errorf("Request.Workspace %s: %w", dir, err)
-	}
-	return abs, nil
 }
 
 // retryWait is the pause before repeating a resolver call that failed

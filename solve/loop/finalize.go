@@ -28,15 +28,11 @@ func (e *engine) finalize(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	b, err := newBudget(ctx, e.st, e.root, "")
-	if err != nil {
-		return false, err
-	}
-	s := &stepCtx{e: e, st: e.st, n: rootRow, budget: b}
+	s := &stepCtx{e: e, st: e.st, n: rootRow}
 	// A denied pre_check here is a HIRE on the root like any other: the
 	// run waits, and finishes on resume once budget is added.
 	denied := func(err error, op string) (bool, error) {
-		if errors.Is(err, errDenied) {
+		if errors.Is(err, errDenied) || errors.Is(err, errOutOfTime) {
 			r, err := s.failed(ctx, err, op)
 			// Answered on the terminal (--interactive): try again at once.
 			return r.waitHire || r.status == store.StatusInfeasible, err
@@ -61,8 +57,10 @@ func (e *engine) finalize(ctx context.Context) (bool, error) {
 			leafRows = append(leafRows, n)
 		}
 	}
-	// Deferred logic checks on the workspace: decomposed nodes' commands,
-	// and a leaf's whose output carried no files (a --suggest text).
+	// Deferred logic checks on the assembled workspace (decomposed nodes'
+	// commands, and a leaf's whose output carried no files, such as a
+	// --suggest text), and every node's limits on spend and time evaluated
+	// again over what its whole subtree finally spent.
 	var checks []ConstraintCheck
 	for _, n := range nodes {
 		var v Verification
@@ -75,20 +73,32 @@ func (e *engine) finalize(ctx context.Context) (bool, error) {
 		if err != nil {
 			return false, err
 		}
+		var metrics map[string]float64
 		for _, c := range cs {
-			command, err := checkCommand(c)
+			p, err := payloadOf(c)
 			if err != nil {
 				return false, err
 			}
-			if c.Type != store.Logic || command == "" || checked(v.Checks, c.ID) {
-				continue
+			switch {
+			case c.Type != store.Logic:
+			case p.Check != "" && !checked(v.Checks, c.ID):
+				r, err := s.runCheck(ctx, p.Check, e.cfg.Workspace, nil)
+				if err != nil {
+					return denied(err, OpRunCheck)
+				}
+				ch := commandCheck(c, p.Check, r)
+				ch.Detail.(map[string]any)["node"] = n.Summary
+				checks = append(checks, ch)
+			case p.Check == "" && p.Expr != "":
+				if metrics == nil {
+					if metrics, err = ledgerMetrics(ctx, &e.st.Conn, n); err != nil {
+						return false, err
+					}
+				}
+				ch, _ := exprCheck(c, p.Expr, metrics)
+				ch.Detail = n.Summary + ": " + ch.Detail.(string)
+				checks = append(checks, ch)
 			}
-			ca, err := s.runCheck(ctx, command, nil)
-			if err != nil {
-				return denied(err, OpRunCheck)
-			}
-			checks = append(checks, ConstraintCheck{ConstraintID: c.ID, Ref: c.Ref, Passed: ca.Passed, SigmaI: 1,
-				Detail: map[string]any{"node": n.Summary, "command": command, "exit_code": ca.ExitCode, "output": tail(ca.Output)}})
 		}
 	}
 	out, err := s.call(ctx, ClaudeCodeID, &Call{Op: OpConsistency, Leaves: leaves, Checks: checks})
@@ -112,7 +122,16 @@ func (e *engine) finalize(ctx context.Context) (bool, error) {
 	}
 	if failed || ca.Verdict == store.UNSAT {
 		err := s.commit(ctx, func(tx *store.Tx) error {
-			return s.flow(ctx, tx, "GLOBAL CONSISTENCY → UNSAT and no reopen left (%d coupling rounds); the goal is not achieved: %s", rounds, store.JSONText(checks))
+			var failed []string
+			for _, c := range checks {
+				if !c.Passed {
+					failed = append(failed, fmt.Sprintf("%s failed: %s", c.Ref, checkText(c)))
+				}
+			}
+			if ca.Verdict == store.UNSAT {
+				failed = append(failed, fmt.Sprintf("the consistency check found %d conflict(s)", len(ca.Conflicts)))
+			}
+			return s.flow(ctx, tx, "GLOBAL CONSISTENCY → UNSAT and no reopen left (%d coupling rounds); the goal is not achieved: %s", rounds, clip.Text(strings.Join(failed, "; "), 3000))
 		})
 		return true, err
 	}
@@ -218,6 +237,14 @@ func (s *stepCtx) couple(ctx context.Context, ca ConsistencyAnswer, leaves []Lea
 			if err := tx.Log(ctx, 1, u, fmt.Sprintf("Node %s: COUPLING conflict (%s): %d coupling constraint(s); reopened at the least common ancestor", store.Short(u), c.Reason, len(ids)), nil); err != nil {
 				return err
 			}
+			var titles []string
+			for _, nc := range c.Coupling {
+				titles = append(titles, nc.Title)
+			}
+			if err := tx.Log(ctx, 2, u, "conflict between leaves", map[string]any{"decision": "coupling_conflict", "reason": c.Reason, "leaves": c.Leaves,
+				"coupling_constraints": nonNil(titles), "reopened": u}); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
@@ -227,7 +254,7 @@ func (s *stepCtx) couple(ctx context.Context, ca ConsistencyAnswer, leaves []Lea
 // constraints are proposed, the human confirms or rejects each, and the
 // irreducible core must not be empty. The call is budget-checked against
 // the root budget and returned so the run records its spend.
-func (e *engine) extractionDialogue(ctx context.Context, goal string, core []string, budget float64) ([]string, *Output, error) {
+func (e *engine) extractionDialogue(ctx context.Context, goal string, core []NewConstraint, budget float64) ([]NewConstraint, *Output, error) {
 	if e.term == nil {
 		return nil, nil, errors.New("Request.Interactive needs Options.In: the terminal the human answers on")
 	}
@@ -235,7 +262,11 @@ func (e *engine) extractionDialogue(ctx context.Context, goal string, core []str
 	if err != nil {
 		return nil, nil, err
 	}
-	c := &Call{Op: OpSynthesize, Goal: goal, Summary: goal, Model: e.cfg.Model, Feedback: core}
+	var given []string
+	for _, c := range core {
+		given = append(given, c.Title)
+	}
+	c := &Call{Op: OpSynthesize, Goal: goal, Summary: goal, Model: e.cfg.Model, Feedback: given}
 	if cost, _ := r.Estimate(ctx, c); cost > budget {
 		return nil, nil, fmt.Errorf("%w: the extraction dialogue is estimated at $%.4f, more than the budget $%.2f", errDenied, cost, budget)
 	}
@@ -255,7 +286,9 @@ func (e *engine) extractionDialogue(ctx context.Context, goal string, core []str
 			return nil, nil, fmt.Errorf("read the answer: %w", err)
 		}
 		if strings.HasPrefix(strings.ToLower(strings.TrimSpace(line)), "y") {
-			core = append(core, c.Title)
+			// Kept as proposed: a logic candidate keeps its type and its
+			// check, so the kernel decides it deterministically.
+			core = append(core, c)
 		}
 	}
 	for _, q := range a.Questions {
@@ -264,7 +297,11 @@ func (e *engine) extractionDialogue(ctx context.Context, goal string, core []str
 	if len(core) == 0 {
 		return nil, nil, fmt.Errorf("%w: confirm at least one candidate constraint, or give core constraints (Request.Constraints)", ErrEmptyCore)
 	}
-	fmt.Fprintf(w, "Irreducible core: %s\n", strings.Join(core, "; "))
+	var kept []string
+	for _, c := range core {
+		kept = append(kept, fmt.Sprintf("%s (%s)", c.Title, c.Type))
+	}
+	fmt.Fprintf(w, "Irreducible core: %s\n", strings.Join(kept, "; "))
 	return core, out, nil
 }
 

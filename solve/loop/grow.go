@@ -3,14 +3,20 @@ package loop
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/llmkernels/kernels/internal/clip"
+	"github.com/llmkernels/kernels/solve/dag"
 	"github.com/llmkernels/kernels/solve/kg"
 	"github.com/llmkernels/kernels/solve/store"
 )
+
+// decomposeReasks is how many times a decomposition the kernel rejects
+// (a cycle, a dangling dependency) is asked again, with every violation
+// quoted, before the node goes to HIRE.
+const decomposeReasks = 2
 
 // ── Step 8: decompose ──
 func (s *stepCtx) decompose(ctx context.Context) (stepResult, error) {
@@ -23,28 +29,53 @@ func (s *stepCtx) decompose(ctx context.Context) (stepResult, error) {
 	if err != nil {
 		return stepResult{}, err
 	}
-	out, err := s.call(ctx, ClaudeCodeID, &Call{Op: OpDecompose, Constraints: cs, Output: &outs[0], History: s.history(ctx)})
-	if err != nil {
-		return s.failed(ctx, err, OpDecompose)
-	}
 	var a DecomposeAnswer
-	if err := json.Unmarshal(out.Answer, &a); err != nil {
-		return stepResult{}, fmt.Errorf("%s answer: %w", OpDecompose, err)
-	}
-	if problems := checkChildren(a.Children); len(problems) > 0 {
-		return s.failed(ctx, Permanent("invalid_decomposition", errors.New(strings.Join(problems, "; "))), OpDecompose)
+	var problems []string
+	for ask := 1; ; ask++ {
+		c := &Call{Op: OpDecompose, Constraints: cs, Output: &outs[0], History: s.history(ctx)}
+		if ask > 1 {
+			// Asked again with the violations quoted, cycles first, as
+			// solve plan does; "attempt N" marks the re-ask.
+			c.Attempt, c.Feedback = ask, problems
+		}
+		out, err := s.call(ctx, ClaudeCodeID, c)
+		if err != nil {
+			return s.failed(ctx, err, OpDecompose)
+		}
+		if err := json.Unmarshal(out.Answer, &a); err != nil {
+			return stepResult{}, fmt.Errorf("%s answer: %w", OpDecompose, err)
+		}
+		if problems = checkChildren(a.Children); len(problems) == 0 {
+			break
+		}
+		if ask > decomposeReasks {
+			return s.failed(ctx, Permanent("invalid_decomposition", fmt.Errorf("after %d re-asks: %s", decomposeReasks, strings.Join(problems, "; "))), OpDecompose)
+		}
+		msg := fmt.Sprintf("Node %s: DECOMPOSE answer rejected (%s); asking again", store.Short(n.ID), strings.Join(problems, "; "))
+		s.e.progress("%s", msg)
+		if err := s.st.Log(ctx, 1, n.ID, msg, nil); err != nil {
+			return stepResult{}, err
+		}
 	}
 	// ALLOCATE: 20% of the parent's remainder is kept as reserve, the rest
-	// shared by the children's relative complexity weights.
-	remCost, remTime := s.budget.own.RemainingCost(), s.budget.own.RemainingTime()
+	// shared by the children's relative complexity weights. The remainder
+	// is read in the transaction that moves it.
 	total := 0.0
 	for _, c := range a.Children {
 		total += c.Weight
 	}
 	inherited := union(n.Inherited, n.Resolved)
 	var children []*snode
+	var reserveCost float64
 	err = s.commit(ctx, func(tx *store.Tx) error {
+		remCost, remTime, err := tx.Remaining(ctx, n.ID)
+		if err != nil {
+			return err
+		}
+		remCost, remTime = math.Max(remCost, 0), math.Max(remTime, 0)
+		reserveCost = remCost * ReserveShare
 		ids := map[string]string{}
+		children = nil
 		for _, c := range a.Children {
 			id, err := tx.InsertNode(ctx, store.NewNode{Parent: n.ID, Root: n.Root, Goal: c.Goal, Summary: clip.Line(c.Summary, 119), Inherited: inherited,
 				Inputs: []string{n.Output}, TauLocal: n.TauLocal, TauGlobal: n.TauGlobal, MaxAttempts: s.e.cfg.TMax})
@@ -54,10 +85,7 @@ func (s *stepCtx) decompose(ctx context.Context) (stepResult, error) {
 			ids[c.Ref] = id
 			w := c.Weight / total
 			cost, secs := (remCost*(1-ReserveShare))*w, (remTime*(1-ReserveShare))*w
-			if err := tx.WriteLedger(ctx, store.LedgerEntry{Node: n.ID, Event: store.Spend, Amount: cost, Time: secs, Description: "allocated to child " + id}); err != nil {
-				return err
-			}
-			if err := tx.WriteLedger(ctx, store.LedgerEntry{Node: id, Event: store.Allocate, Amount: cost, Time: secs, Description: fmt.Sprintf("weight %.3f of parent's 80%%", w)}); err != nil {
+			if err := tx.Delegate(ctx, n.ID, id, cost, secs, "allocated to child "+id, fmt.Sprintf("weight %.3f of parent's 80%%", w)); err != nil {
 				return err
 			}
 			children = append(children, &snode{id: id, parent: n.ID, status: store.StatusPending})
@@ -71,65 +99,47 @@ func (s *stepCtx) decompose(ctx context.Context) (stepResult, error) {
 			}
 		}
 		if err := tx.Log(ctx, 2, n.ID, "decomposition", map[string]any{"decision": "decomposition", "children": a.Children, "rationale": a.Rationale,
-			"reserve_cost": remCost * ReserveShare, "reserve_time": remTime * ReserveShare}); err != nil {
+			"reserve_cost": reserveCost, "reserve_time": remTime * ReserveShare}); err != nil {
 			return err
 		}
 		if err := s.move(ctx, tx, store.StatusDecomposing, store.StatusPending); err != nil {
 			return err
 		}
-		return s.flow(ctx, tx, "DECOMPOSE → %d children (reserve $%.4f kept)", len(a.Children), remCost*ReserveShare)
+		return s.flow(ctx, tx, "DECOMPOSE → %d children (reserve $%.4f kept)", len(a.Children), reserveCost)
 	})
 	return stepResult{status: store.StatusPending, children: children}, err
 }
 
-// checkChildren: refs unique, dependencies known, no cycle, weights > 0.
+// checkChildren: refs unique and known, no cycle (each quoted with its
+// path, first), weights > 0.
 func checkChildren(cs []Child) []string {
-	var problems []string
 	if len(cs) == 0 {
-		problems = append(problems, "no children: a node that is not a leaf needs at least one subgoal")
+		return []string{"no children: a node that is not a leaf needs at least one subgoal"}
 	}
-	refs := map[string][]string{}
-	for _, c := range cs {
-		if _, dup := refs[c.Ref]; dup || c.Ref == "" {
-			problems = append(problems, fmt.Sprintf("child ref %q is empty or used twice", c.Ref))
+	ids := make([]string, len(cs))
+	deps := make([][]string, len(cs))
+	for i, c := range cs {
+		ids[i], deps[i] = c.Ref, c.DependsOn
+	}
+	var cycles, other []string
+	if _, vs := dag.Build(ids, deps); len(vs) > 0 {
+		for _, v := range vs {
+			switch v.Kind {
+			case dag.KindCycle:
+				cycles = append(cycles, "cycle: "+strings.Join(v.Path, " → ")+" (a subgoal cannot wait, even indirectly, for itself; remove one of these dependencies)")
+			case dag.KindExits, dag.KindNoEntry:
+				// Siblings may end in several places; no entry means a cycle, quoted above.
+			default:
+				other = append(other, v.Message)
+			}
 		}
-		refs[c.Ref] = c.DependsOn
+	}
+	for _, c := range cs {
 		if !(c.Weight > 0) {
-			problems = append(problems, fmt.Sprintf("child %s has weight %v; give a positive relative complexity", c.Ref, c.Weight))
+			other = append(other, fmt.Sprintf("child %s has weight %v; give a positive relative complexity", c.Ref, c.Weight))
 		}
 	}
-	for _, c := range cs {
-		for _, d := range c.DependsOn {
-			if _, ok := refs[d]; !ok {
-				problems = append(problems, fmt.Sprintf("child %s depends on %q, which is not a sibling", c.Ref, d))
-			}
-		}
-	}
-	state := map[string]int{}
-	var visit func(string) bool
-	visit = func(r string) bool {
-		if state[r] == 1 {
-			return true
-		}
-		if state[r] == 2 {
-			return false
-		}
-		state[r] = 1
-		for _, d := range refs[r] {
-			if _, ok := refs[d]; ok && visit(d) {
-				return true
-			}
-		}
-		state[r] = 2
-		return false
-	}
-	for _, c := range cs {
-		if visit(c.Ref) {
-			problems = append(problems, fmt.Sprintf("the dependencies have a cycle through %s", c.Ref))
-			break
-		}
-	}
-	return problems
+	return append(cycles, other...)
 }
 
 // gate is confidence gating (B7): σ_path < τ_global blocks decomposition;
@@ -174,7 +184,8 @@ func (s *stepCtx) gate(ctx context.Context, resolver string, v Verification, pat
 		if err := s.move(ctx, tx, store.StatusVerifying, store.StatusGated); err != nil {
 			return err
 		}
-		if err := s.flow(ctx, tx, "GATED: sigma_path %.2f < tau_global %.2f; backtrack to weakest ancestor %s (sigma_v %.2f)", path, n.TauGlobal, store.Short(weakest.id), weakest.sigma); err != nil {
+		p, t := apart(path, n.TauGlobal)
+		if err := s.flow(ctx, tx, "GATED: sigma_path %s < tau_global %s; backtrack to weakest ancestor %s (sigma_v %.2f)", p, t, store.Short(weakest.id), weakest.sigma); err != nil {
 			return err
 		}
 		if weakest.id == n.ID {
@@ -239,6 +250,9 @@ func reopen(ctx context.Context, tx *store.Tx, id, to string) error {
 	if err := tx.ClearResult(ctx, id, to == store.StatusSelectingCons); err != nil {
 		return err
 	}
+	if err := tx.Log(ctx, 2, id, "reopened", map[string]any{"decision": "reopen", "to": to}); err != nil {
+		return err
+	}
 	return tx.Log(ctx, 1, id, fmt.Sprintf("Node %s: REOPENED to %s", store.Short(id), to), nil)
 }
 
@@ -298,7 +312,9 @@ func (s *stepCtx) buildOrHire(ctx context.Context) (stepResult, error) {
 	}
 	// The build's cost: a subtree of one leaf, about six LLM operations.
 	c, secs := s.estimateOps(ctx, 6)
-	if !s.budget.preCheck(c, secs) {
+	if ok, err := s.st.Cover(ctx, n.ID, n.Parent, c, secs); err != nil {
+		return stepResult{}, err
+	} else if !ok {
 		return s.hire(ctx, hireGap{Tag: gap.CapabilityTag, Type: gap.ResolverType, Constraints: gap.BuildConstraints, BudgetClass: "over_budget",
 			Rationale: fmt.Sprintf("BUILD estimated $%.4f / %.0fs exceeds the remaining budget", c, secs)}, "over_budget")
 	}
@@ -324,11 +340,12 @@ func (s *stepCtx) buildOrHire(ctx context.Context) (stepResult, error) {
 		if err := tx.SetInputs(ctx, id, []string{gapID}); err != nil {
 			return err
 		}
-		half, halfT := s.budget.own.RemainingCost()*0.5, s.budget.own.RemainingTime()*0.5
-		if err := tx.WriteLedger(ctx, store.LedgerEntry{Node: n.ID, Event: store.Spend, Amount: half, Time: halfT, Description: "allocated to build subgoal " + id}); err != nil {
+		remCost, remTime, err := tx.Remaining(ctx, n.ID)
+		if err != nil {
 			return err
 		}
-		if err := tx.WriteLedger(ctx, store.LedgerEntry{Node: id, Event: store.Allocate, Amount: half, Time: halfT, Description: "half the node's remainder for BUILD"}); err != nil {
+		half, halfT := math.Max(remCost, 0)*0.5, math.Max(remTime, 0)*0.5
+		if err := tx.Delegate(ctx, n.ID, id, half, halfT, "allocated to build subgoal "+id, "half the node's remainder for BUILD"); err != nil {
 			return err
 		}
 		if err := tx.AddDependency(ctx, n.ID, id); err != nil {
@@ -418,4 +435,17 @@ func (s *stepCtx) attemptHistory(ctx context.Context) ([]string, error) {
 		out = append(out, fmt.Sprintf("attempt %d: %s → %s (sigma_v=%.2f) %s", a.Index, a.Resolver, a.Verdict.String, a.SigmaV.Float64, a.FailureMode))
 	}
 	return out, nil
+}
+
+// apart formats two figures with two decimals, or with as many more as it
+// takes (up to six) for a comparison between them to read true: never
+// "0.50 < 0.50".
+func apart(a, b float64) (string, string) {
+	for d := 2; d <= 6; d++ {
+		x, y := fmt.Sprintf("%.*f", d, a), fmt.Sprintf("%.*f", d, b)
+		if x != y || a == b {
+			return x, y
+		}
+	}
+	return fmt.Sprintf("%g", a), fmt.Sprintf("%g", b)
 }

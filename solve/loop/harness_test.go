@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -60,6 +61,18 @@ func notLeaf(sigma float64) m {
 
 func unsat(sigma float64, why string) m {
 	return m{"checks": []any{m{"ref": "c1", "passed": false, "sigma": sigma, "detail": why}}, "is_leaf": true, "leaf_kind": "atomic", "leaf_reason": "small", "feedback": "fix: " + why}
+}
+
+// judgeAll answers a verify call with a verdict on every constraint it is
+// given (passed, at sigma).
+func judgeAll(sigma float64, leaf bool) func(c *loop.Call) (any, error) {
+	return func(c *loop.Call) (any, error) {
+		var checks []any
+		for _, v := range c.Constraints {
+			checks = append(checks, m{"ref": v.Ref, "passed": true, "sigma": sigma, "detail": "judged"})
+		}
+		return m{"checks": checks, "is_leaf": leaf, "leaf_kind": "atomic", "leaf_reason": "judged"}, nil
+	}
 }
 
 func children(cs ...m) m { return m{"children": cs, "rationale": "test"} }
@@ -141,6 +154,16 @@ func newKernel(t *testing.T) *kernel {
 	}
 	t.Cleanup(func() { st.Close() })
 	return &kernel{st: st, dir: dir}
+}
+
+// workspace is an empty workspace directory beside kernel.db.
+func (k *kernel) workspace(t *testing.T) string {
+	t.Helper()
+	ws := filepath.Join(k.dir, "ws")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return ws
 }
 
 // options wires the fake and the real resolvers, as the solve facade does.

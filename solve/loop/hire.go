@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/llmkernels/kernels/solve/kg"
 	"github.com/llmkernels/kernels/solve/store"
@@ -20,9 +21,13 @@ import (
 // infeasible. With Request.Interactive the human is asked on the terminal now.
 func (s *stepCtx) hire(ctx context.Context, g hireGap, reason string) (stepResult, error) {
 	n := s.n
+	bal, err := s.st.Balance(ctx, n.ID)
+	if err != nil {
+		return stepResult{}, err
+	}
 	if g.BudgetClass == "over_budget" {
 		// A new denial after a top-up is a new request.
-		g.Constraints = append(g.Constraints, fmt.Sprintf("allocated $%.4f", s.budget.own.Allocated))
+		g.Constraints = append(g.Constraints, fmt.Sprintf("allocated $%.4f / %.0fs", bal.Allocated, bal.TimeAllocated))
 	}
 	fp := fingerprint(g.Tag, g.Constraints, g.BudgetClass)
 	reqID, status, err := s.st.PriorRequest(ctx, n.Root, g.Tag, fp)
@@ -35,7 +40,25 @@ func (s *stepCtx) hire(ctx context.Context, g hireGap, reason string) (stepResul
 	case store.Requested:
 		return stepResult{status: n.Status, waitHire: true}, nil
 	case store.Delivered:
-		return stepResult{}, fmt.Errorf("capability request %s (%s) was answered, yet the node needs it again; answer differently (solve hire) or add a resolver", store.Short(reqID), g.Tag)
+		// The answer's resolver, not yet tried here, is used now; an answer
+		// that was tried and still leaves the node needing the same thing
+		// ends it, saying so (a failed hired tool asks anew: its request
+		// names the tool that failed).
+		if id, err := s.st.DeliveredResolver(ctx, n.ID); err != nil {
+			return stepResult{}, err
+		} else if id != "" && n.Status == store.StatusVerifying {
+			if err := s.commit(ctx, func(tx *store.Tx) error {
+				if err := s.move(ctx, tx, store.StatusVerifying, store.StatusSelectingResolve); err != nil {
+					return err
+				}
+				return s.flow(ctx, tx, "HIRE answered before: %s delivered for %s; use it", id, g.Tag)
+			}); err != nil {
+				return stepResult{}, err
+			}
+			s.n.Status = store.StatusSelectingResolve
+			return s.plan(ctx, RouteAnswer{ResolverID: id, Capability: g.Tag, Rationale: "delivered by HIRE"}, true)
+		}
+		return s.declined(ctx, fmt.Sprintf("capability request %s (%s) was answered, and the node still needs the same thing: %s", store.Short(reqID), g.Tag, g.Rationale))
 	}
 	var similar []string
 	if k, err := kg.Query(ctx, &s.st.Conn, kg.PatternID(n.Summary)); err == nil {
@@ -49,7 +72,7 @@ func (s *stepCtx) hire(ctx context.Context, g hireGap, reason string) (stepResul
 	}
 	detail := map[string]any{"node_id": n.ID, "node_status": n.Status, "goal": n.Summary, "reason": reason, "resolver_type": g.Type,
 		"need": g.Tag, "build_constraints": nonNil(g.Constraints), "tried": nonNil(tried), "failed_because": g.Rationale,
-		"budget_remaining":         map[string]float64{"cost_usd": s.budget.own.RemainingCost(), "time_seconds": s.budget.own.RemainingTime()},
+		"budget_remaining":         map[string]float64{"cost_usd": bal.RemainingCost(), "time_seconds": bal.RemainingTime()},
 		"similar_past_resolutions": nonNil(similar), "budget_class": g.BudgetClass}
 	var id string
 	err = s.commit(ctx, func(tx *store.Tx) error {
@@ -241,8 +264,38 @@ func FormatRequest(r store.CapabilityRequest) string {
 	var b strings.Builder
 	d := r.Detail
 	fmt.Fprintf(&b, "request %s  [%s]  root %s\n", store.Short(r.ID), r.Status, store.Short(r.RootID))
-	fmt.Fprintf(&b, "  Goal:   %v\n  Need:   %s (%v, %v)\n", d["goal"], r.Capability, d["resolver_type"], d["reason"])
-	fmt.Fprintf(&b, "  Tried:  %v\n  Failed because: %v\n", d["tried"], d["failed_because"])
-	fmt.Fprintf(&b, "  Build constraints: %v\n  Budget remaining: %v\n  Similar past resolutions: %v\n", d["build_constraints"], d["budget_remaining"], d["similar_past_resolutions"])
+	fmt.Fprintf(&b, "  Goal:   %s\n  Need:   %s (%s, %s)\n", text(d["goal"]), r.Capability, text(d["resolver_type"]), text(d["reason"]))
+	fmt.Fprintf(&b, "  Tried:%s\n  Failed because: %s\n", bullets(d["tried"]), text(d["failed_because"]))
+	budget := "unknown"
+	if m, ok := d["budget_remaining"].(map[string]any); ok {
+		cost, _ := m["cost_usd"].(float64)
+		secs, _ := m["time_seconds"].(float64)
+		budget = fmt.Sprintf("$%.4f and %s of wall time", cost, time.Duration(secs*float64(time.Second)).Round(time.Second))
+	}
+	fmt.Fprintf(&b, "  Build constraints:%s\n  Budget remaining: %s\n  Similar past resolutions:%s\n", bullets(d["build_constraints"]), budget, bullets(d["similar_past_resolutions"]))
+	return b.String()
+}
+
+// text is a detail field as a person reads it.
+func text(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	if v == nil {
+		return "-"
+	}
+	return store.JSONText(v)
+}
+
+// bullets is a list of details, one per line ("none" when empty).
+func bullets(v any) string {
+	items, _ := v.([]any)
+	if len(items) == 0 {
+		return " none"
+	}
+	var b strings.Builder
+	for _, it := range items {
+		b.WriteString("\n    - " + text(it))
+	}
 	return b.String()
 }

@@ -280,20 +280,39 @@ func TestPermanentResolverErrorIsAnUNSATAttempt(t *testing.T) {
 	}
 }
 
-// An invalid decomposition (a cycle) is a permanent error: HIRE.
-func TestInvalidDecompositionBecomesAHIRE(t *testing.T) {
-	k := newKernel(t)
+// A cyclic decomposition is asked again with the cycle quoted first (as
+// solve plan does), and the corrected answer is used; one that stays
+// cyclic after two re-asks becomes a HIRE naming the cycle.
+func TestCyclicDecompositionIsAskedAgainWithTheCycleQuoted(t *testing.T) {
 	const goal = "Ship the feature"
-	f := newFake(map[string]any{
-		loop.OpVerify + "|" + goal: notLeaf(0.9),
-		loop.OpDecompose:           children(child("a", "A", 1, "b"), child("b", "B", 1, "a")),
+	cyclic := children(child("a", "A", 0, "b"), child("b", "B", 1, "a"))
+	t.Run("corrected", func(t *testing.T) {
+		k := newKernel(t)
+		f := newFake(map[string]any{
+			loop.OpVerify + "|" + goal:           notLeaf(0.9),
+			loop.OpDecompose + "|" + goal:        cyclic,
+			loop.OpDecompose + "|" + goal + "|2": children(child("a", "A", 1), child("b", "B", 1, "a")),
+		})
+		res := k.run(t, request(goal), k.options(f))
+		if res.Outcome != loop.OutcomeAchieved || res.Nodes != 3 {
+			t.Fatalf("result %+v\n%s", res, k.flow(t))
+		}
+		ds := f.called(loop.OpDecompose)
+		if len(ds) != 2 || ds[1].Attempt != 2 || len(ds[1].Feedback) < 2 || !strings.HasPrefix(ds[1].Feedback[0], "cycle: a → b → a") ||
+			!strings.Contains(ds[1].Feedback[1], "child a has weight 0") {
+			t.Fatalf("re-ask: %d decompose calls, feedback %q", len(ds), ds[len(ds)-1].Feedback)
+		}
 	})
-	res := k.run(t, request(goal), k.options(f))
-	reqs, err := k.st.Requests(context.Background(), false)
-	if res.Outcome != loop.OutcomeWaiting || err != nil || len(reqs) != 1 || reqs[0].Capability != "resolver:decompose" ||
-		!strings.Contains(reqs[0].Detail["failed_because"].(string), "the dependencies have a cycle") {
-		t.Fatalf("outcome %s, requests %+v %v", res.Outcome, reqs, err)
-	}
+	t.Run("persistent", func(t *testing.T) {
+		k := newKernel(t)
+		f := newFake(map[string]any{loop.OpVerify + "|" + goal: notLeaf(0.9), loop.OpDecompose: cyclic})
+		res := k.run(t, request(goal), k.options(f))
+		reqs, err := k.st.Requests(context.Background(), false)
+		if res.Outcome != loop.OutcomeWaiting || err != nil || len(reqs) != 1 || reqs[0].Capability != "resolver:decompose" ||
+			!strings.Contains(reqs[0].Detail["failed_because"].(string), "after 2 re-asks: cycle: a → b → a") || len(f.called(loop.OpDecompose)) != 3 {
+			t.Fatalf("outcome %s, %d decompose calls, requests %+v %v", res.Outcome, len(f.called(loop.OpDecompose)), reqs, err)
+		}
+	})
 }
 
 // Bad requests are refused before anything is written, naming the field.

@@ -63,7 +63,7 @@ func TestCouplingConflictReplansTheLeastCommonAncestor(t *testing.T) {
 	const docs, errs, retry = "Document the payments API", "Document the error format", "Document the retry rules"
 	round := 0
 	f := newFake(map[string]any{
-		loop.OpVerify + "|" + docs: notLeaf(0.9),
+		loop.OpVerify + "|" + docs: judgeAll(0.9, false),
 		loop.OpSelect + "|" + docs: func(c *loop.Call) (any, error) {
 			var refs []string
 			for _, v := range c.Constraints {
@@ -106,7 +106,7 @@ func TestCouplingConflictReplansTheLeastCommonAncestor(t *testing.T) {
 // tool did. A second goal finds the tool by lookup-before-build.
 func TestBuildRegistersATestedToolThatASecondGoalReuses(t *testing.T) {
 	k := newKernel(t)
-	ws := filepath.Join(k.dir, "ws")
+	ws := k.workspace(t)
 	const goal, build, second = "Write out.txt", "Build resolver: make_out", "Write out.txt again"
 	check := m{"constraints": []any{m{"type": "logic", "domain": "software", "title": "out.txt exists", "check": "test -f out.txt"}},
 		"required_capabilities": []string{"generate_code"}, "rationale": "the file decides"}
@@ -232,7 +232,7 @@ func TestDeclinedHireIsNeverAskedAgain(t *testing.T) {
 // (toolization) and the node resolves with it.
 func TestHireAnsweredWithACommandRegistersAResolver(t *testing.T) {
 	k := newKernel(t)
-	ws := filepath.Join(k.dir, "ws")
+	ws := k.workspace(t)
 	const goal = "Measure the board"
 	f := newFake(map[string]any{loop.OpRoute: m{"resolver_id": "", "capability": "", "rationale": "no candidate",
 		"gap": m{"capability_tag": "measure", "resolver_type": "physical", "build_constraints": []string{}, "rationale": "hands needed"}}})
@@ -298,7 +298,7 @@ func TestInteractiveDialogueAndHireOnTheTerminal(t *testing.T) {
 	if res.Outcome != loop.OutcomeInfeasible || res.OpenRequests != 0 {
 		t.Fatalf("result %+v\n%s", res, term.String())
 	}
-	for _, want := range []string{"Candidate constraint (logic, thermal): below 85C — keep? [y/N]", "Open question: Forced air?", "Irreducible core: below 85C\n", "declined on the terminal"} {
+	for _, want := range []string{"Candidate constraint (logic, thermal): below 85C — keep? [y/N]", "Open question: Forced air?", "Irreducible core: below 85C (logic)\n", "declined on the terminal"} {
 		if !strings.Contains(term.String(), want) {
 			t.Errorf("terminal lacks %q:\n%s", want, term.String())
 		}

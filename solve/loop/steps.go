@@ -9,21 +9,21 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/solve/kg"
 	"github.com/llmkernels/kernels/solve/store"
+	"github.com/llmkernels/kernels/solve/workspace"
 )
 
-// stepCtx is one node step: the node as read, its budget session, and
-// the tier-3 rows of the resolver calls made, all committed together.
+// stepCtx is one node step: the node as read, and what the step's paid
+// calls on it cost (each call's spend is settled in the ledger as it
+// returns; the step's other effects are committed together).
 type stepCtx struct {
-	e      *engine
-	st     *store.Store
-	n      *store.Node
-	budget *budgetSession
-	io     []map[string]any
+	e                    *engine
+	st                   *store.Store
+	n                    *store.Node
+	spentCost, spentTime float64
 }
 
 // step runs the node's next action (spec §2 next_action, §5).
@@ -32,11 +32,7 @@ func (e *engine) step(ctx context.Context, id string) stepResult {
 	if err != nil {
 		return stepResult{node: id, err: err}
 	}
-	b, err := newBudget(ctx, e.st, id, n.Parent)
-	if err != nil {
-		return stepResult{node: id, err: err}
-	}
-	s := &stepCtx{e: e, st: e.st, n: n, budget: b}
+	s := &stepCtx{e: e, st: e.st, n: n}
 	var r stepResult
 	switch n.Status {
 	case store.StatusPending, store.StatusIdentifying:
@@ -55,83 +51,25 @@ func (e *engine) step(ctx context.Context, id string) stepResult {
 		r = stepResult{status: n.Status}
 	}
 	r.node = id
+	if err != nil && ctx.Err() == nil {
+		// A node invalidated while its step ran (an ancestor was reopened
+		// by another worker): what the step did is void, the spend of its
+		// calls is in the ledger, and the scheduler reloads the tree.
+		if now, lerr := e.st.Node(ctx, id); lerr == nil && now.Invalidated && !n.Invalidated {
+			return stepResult{node: id, reload: true}
+		}
+	}
 	if err != nil {
 		r.err = fmt.Errorf("node %s (%s) in %s: %w", store.Short(id), n.Summary, n.Status, err)
 	}
 	return r
 }
 
-var errDenied = errors.New("budget pre_check DENIED")
-
-// retries is how many times a retryable resolver error is tried in all.
-const retries = 3
-
-// call is the budget wrapper of every resolver call (B1/B2): estimate,
-// pre_check, run (retryable errors retried), record.
-func (s *stepCtx) call(ctx context.Context, resolverID string, c *Call) (*Output, error) {
-	r, err := s.e.resolver(ctx, resolverID)
-	if err != nil {
-		return nil, err
-	}
-	c.Goal, c.Summary, c.Workspace, c.Model, c.Node = s.n.Goal, s.n.Summary, s.e.cfg.Workspace, s.e.cfg.Model, s.n.ID
-	cost, secs := r.Estimate(ctx, c)
-	if !s.budget.preCheck(cost, secs) {
-		return nil, fmt.Errorf("%w: %s %s estimated $%.4f / %.0fs, remaining $%.4f / %.0fs", errDenied, resolverID, c.Op, cost, secs,
-			s.budget.own.RemainingCost(), s.budget.own.RemainingTime())
-	}
-	var out *Output
-	for try := 1; ; try++ {
-		out, err = r.Resolve(ctx, c)
-		if err == nil {
-			break
-		}
-		var re *ResolverError
-		if errors.As(err, &re) && (re.Cost > 0 || re.Seconds > 0) {
-			s.budget.record(resolverID, c.Op, re.Cost, re.Seconds)
-		}
-		if _, perm := isPermanent(err); perm || try == retries || ctx.Err() != nil {
-			s.logIO(resolverID, c.Op, nil, err)
-			return nil, err
-		}
-		time.Sleep(retryWait * time.Duration(try))
-	}
-	s.e.crashPoint()
-	s.budget.record(resolverID, c.Op, out.Cost, out.Seconds)
-	s.logIO(resolverID, c.Op, out, nil)
-	return out, nil
-}
-
-func (s *stepCtx) logIO(resolver, op string, out *Output, err error) {
-	d := map[string]any{"resolver": resolver, "op": op, "raw_io_policy": "redacted_by_default"}
-	if out != nil {
-		d["cost"], d["time_seconds"], d["llm_calls"] = out.Cost, out.Seconds, out.LLMCalls
-	}
-	if err != nil {
-		d["error"] = err.Error()
-	}
-	s.io = append(s.io, d)
-}
-
-// commit writes the step's effects and the ledger entries and tier-3 rows
-// not yet committed, in one transaction.
+// commit writes the step's effects in one transaction.
 func (s *stepCtx) commit(ctx context.Context, fn func(tx *store.Tx) error) error {
-	err := s.st.Write(ctx, func(tx *store.Tx) error {
-		if err := s.budget.commit(ctx, tx); err != nil {
-			return err
-		}
-		for _, d := range s.io {
-			if err := tx.Log(ctx, 3, s.n.ID, fmt.Sprintf("%s %s", d["resolver"], d["op"]), d); err != nil {
-				return err
-			}
-		}
-		return fn(tx)
-	})
-	if err != nil {
+	if err := s.st.Write(ctx, fn); err != nil {
 		return err
 	}
-	// Committed: a later commit of the same step must not write these
-	// spends and call rows again.
-	s.budget.entries, s.io = nil, nil
 	s.e.crashPoint()
 	return nil
 }
@@ -167,7 +105,7 @@ func (s *stepCtx) history(ctx context.Context) string {
 // failed routes a step to HIRE (over budget or a resolver that cannot do
 // the work); other errors stop the run (resumable).
 func (s *stepCtx) failed(ctx context.Context, err error, op string) (stepResult, error) {
-	if errors.Is(err, errDenied) {
+	if errors.Is(err, errDenied) || errors.Is(err, errOutOfTime) {
 		return s.hire(ctx, hireGap{Tag: "budget", Type: "digital", BudgetClass: "over_budget",
 			Constraints: []string{op, s.n.Summary}, Rationale: err.Error()}, "over_budget")
 	}
@@ -334,13 +272,35 @@ func (s *stepCtx) route(ctx context.Context) (stepResult, error) {
 	if err != nil {
 		return stepResult{}, err
 	}
-	out, err = s.call(ctx, ClaudeCodeID, &Call{Op: OpRoute, Constraints: cs, Candidates: cands, History: s.history(ctx), Params: map[string]any{"required_capabilities": caps}})
-	if err != nil {
-		return s.failed(ctx, err, OpRoute)
-	}
 	var a RouteAnswer
-	if err := json.Unmarshal(out.Answer, &a); err != nil {
-		return stepResult{}, fmt.Errorf("%s answer: %w", OpRoute, err)
+	var problem string
+	for ask := 1; ; ask++ {
+		c := &Call{Op: OpRoute, Constraints: cs, Candidates: cands, History: s.history(ctx), Params: map[string]any{"required_capabilities": caps}}
+		if ask > 1 {
+			c.Attempt, c.Feedback = ask, []string{problem}
+		}
+		out, err = s.call(ctx, ClaudeCodeID, c)
+		if err != nil {
+			return s.failed(ctx, err, OpRoute)
+		}
+		a = RouteAnswer{}
+		if err := json.Unmarshal(out.Answer, &a); err != nil {
+			return stepResult{}, fmt.Errorf("%s answer: %w", OpRoute, err)
+		}
+		if a.Gap != nil || slices.ContainsFunc(cands, func(c ResolverView) bool { return c.ID == a.ResolverID }) {
+			break
+		}
+		// A registered tool is usable whenever its capability matches,
+		// whether or not the capability match put it among the candidates.
+		if ok, err := s.usable(ctx, a.ResolverID, a.Capability, caps); err != nil {
+			return stepResult{}, err
+		} else if ok {
+			break
+		}
+		problem = fmt.Sprintf("resolver %q is not among the candidates and no registered resolver of that id provides %q; pick a candidate, or answer a gap", a.ResolverID, a.Capability)
+		if ask > decomposeReasks {
+			return s.failed(ctx, Permanent("invalid_format", errors.New(problem)), OpRoute)
+		}
 	}
 	if a.Gap != nil {
 		// No candidate can do the work: lookup-before-build, then HIRE
@@ -355,10 +315,23 @@ func (s *stepCtx) route(ctx context.Context) (stepResult, error) {
 		}
 		return s.hire(ctx, hireGap{Tag: a.Gap.CapabilityTag, Type: a.Gap.ResolverType, Constraints: a.Gap.BuildConstraints, BudgetClass: "capability", Rationale: a.Gap.Rationale}, "capability_gap")
 	}
-	if !slices.ContainsFunc(cands, func(c ResolverView) bool { return c.ID == a.ResolverID }) {
-		return s.failed(ctx, Permanent("invalid_format", fmt.Errorf("resolver %q is not among the candidates", a.ResolverID)), OpRoute)
-	}
 	return s.plan(ctx, a, false)
+}
+
+// usable: a registered resolver provides the capability the router names
+// (or, when it names none, one the node requires).
+func (s *stepCtx) usable(ctx context.Context, id, capability string, required []string) (bool, error) {
+	if id == "" || id == SelfModelID {
+		return false, nil
+	}
+	entries, err := s.st.Resolvers(ctx, id)
+	if err != nil || len(entries) != 1 {
+		return false, err
+	}
+	if capability != "" {
+		return slices.Contains(entries[0].Capabilities, capability), nil
+	}
+	return slices.ContainsFunc(required, func(c string) bool { return slices.Contains(entries[0].Capabilities, c) }), nil
 }
 
 // plan persists the tool plan and moves selecting_resolver → resolving.
@@ -409,10 +382,13 @@ func (s *stepCtx) delivered(ctx context.Context) (string, string, error) {
 
 // toolPlan is the part of a tool_plan artifact the loop reads.
 type toolPlan struct {
-	Steps []struct {
-		ResolverID string         `json:"resolver_id"`
-		Params     map[string]any `json:"params"`
-	} `json:"steps"`
+	Steps []planStep `json:"steps"`
+}
+
+// planStep is one step of a tool plan.
+type planStep struct {
+	ResolverID string         `json:"resolver_id"`
+	Params     map[string]any `json:"params"`
 }
 
 // ── Step 5: resolve ──
@@ -438,6 +414,10 @@ func (s *stepCtx) resolve(ctx context.Context) (stepResult, error) {
 	if err != nil {
 		return stepResult{}, err
 	}
+	history, err := s.attemptViews(ctx)
+	if err != nil {
+		return stepResult{}, err
+	}
 	index := n.AttemptCount + 1
 	if id, text, err := s.untriedSuggestion(ctx); err != nil {
 		return stepResult{}, err
@@ -445,10 +425,24 @@ func (s *stepCtx) resolve(ctx context.Context) (stepResult, error) {
 		return s.candidate(ctx, index, id, text, feedback)
 	}
 	final := plan.Steps[len(plan.Steps)-1].ResolverID
+	// A resolver that acts on the workspace (codex-tools-0, a built or
+	// hired tool) works in the attempt's own copy; what it changed there
+	// becomes the attempt's files.
+	var att *attemptDir
+	if s.e.cfg.Workspace != "" && slices.ContainsFunc(plan.Steps, func(st planStep) bool { return st.ResolverID != ClaudeCodeID }) {
+		if att, err = s.e.attemptWorkspace(n.ID, nil); err != nil {
+			return stepResult{}, err
+		}
+		defer att.remove()
+	}
 	var out *Output
 	var failure error
 	for _, st := range plan.Steps {
-		out, failure = s.call(ctx, st.ResolverID, &Call{Op: OpResolve, Constraints: cs, Inputs: inputs, Feedback: feedback, History: s.history(ctx), Params: st.Params, Attempt: index})
+		c := &Call{Op: OpResolve, Constraints: cs, Inputs: inputs, Feedback: feedback, Attempts: history, History: s.history(ctx), Params: st.Params, Attempt: index}
+		if att != nil {
+			c.Workspace = att.dir
+		}
+		out, failure = s.call(ctx, st.ResolverID, c)
 		if failure != nil {
 			break
 		}
@@ -458,6 +452,28 @@ func (s *stepCtx) resolve(ctx context.Context) (stepResult, error) {
 	if failure == nil {
 		if err := json.Unmarshal(out.Answer, &ans); err != nil {
 			failure = Permanent("invalid_format", fmt.Errorf("%s answered %s with no resolve answer: %w", final, OpResolve, err))
+		}
+	}
+	// What the workspace held, for each file the attempt writes, when the
+	// attempt was made: its merge requires that it still does.
+	base := map[string]string{}
+	if failure == nil && att != nil {
+		changed, b, err := att.changed()
+		if err != nil {
+			return stepResult{}, err
+		}
+		ans.Files, base = mergeFiles(ans.Files, changed), b
+		if out.Answer, err = json.Marshal(ans); err != nil {
+			return stepResult{}, err
+		}
+	}
+	if failure == nil && s.e.cfg.Workspace != "" {
+		for _, f := range ans.Files {
+			if _, ok := base[f.Path]; !ok {
+				if base[f.Path], err = workspace.Hash(s.e.cfg.Workspace, f.Path); err != nil {
+					return stepResult{}, err
+				}
+			}
 		}
 	}
 	if failure != nil {
@@ -487,8 +503,12 @@ func (s *stepCtx) resolve(ctx context.Context) (stepResult, error) {
 		typ = "code"
 	}
 	err = s.commit(ctx, func(tx *store.Tx) error {
+		meta := map[string]any{"summary": ans.Summary}
+		if len(base) > 0 {
+			meta["base_sha256"] = base
+		}
 		art, err := tx.PutArtifact(ctx, store.NewArtifact{Node: n.ID, Type: typ, Format: "json", Content: out.Answer, ResolverID: final,
-			ConstraintIDs: n.Selected, InputIDs: n.Inputs, Metadata: map[string]any{"summary": ans.Summary}})
+			ConstraintIDs: n.Selected, InputIDs: n.Inputs, Metadata: meta})
 		if err != nil {
 			return err
 		}
@@ -557,7 +577,7 @@ func (s *stepCtx) attempt(ctx context.Context, tx *store.Tx, index int, resolver
 	if len(feedback) > 0 {
 		a.Feedback = map[string]any{"violations": feedback}
 	}
-	a.Cost, a.Seconds = s.budget.spent()
+	a.Cost, a.Seconds = s.spentCost, s.spentTime
 	id, _, err := tx.AddAttempt(ctx, a)
 	if err != nil {
 		return "", err
@@ -606,13 +626,88 @@ func (s *stepCtx) feedback(ctx context.Context) ([]string, error) {
 	}
 	for _, c := range ver.Checks {
 		if !c.Passed {
-			out = append(out, fmt.Sprintf("%s failed (sigma %.2f): %v", c.Ref, c.SigmaI, c.Detail))
+			out = append(out, fmt.Sprintf("%s failed (sigma %.2f): %s", c.Ref, c.SigmaI, checkText(c)))
 		}
 	}
 	if ver.Feedback != "" {
 		out = append(out, ver.Feedback)
 	}
 	return out, nil
+}
+
+// attemptViews is the node's whole attempt history (Step 9): each earlier
+// attempt with its resolver, verdict, violation trace and output.
+func (s *stepCtx) attemptViews(ctx context.Context) ([]AttemptView, error) {
+	atts, err := s.st.Attempts(ctx, s.n.ID)
+	if err != nil {
+		return nil, err
+	}
+	var out []AttemptView
+	for _, a := range atts {
+		av := AttemptView{Index: a.Index, Resolver: a.Resolver, Verdict: a.Verdict.String, SigmaV: a.SigmaV.Float64, FailureMode: a.FailureMode}
+		if a.Verification.Valid {
+			var v Verification
+			if err := json.Unmarshal([]byte(a.Verification.String), &v); err != nil {
+				return nil, fmt.Errorf("attempt %s: verification: %w", a.ID, err)
+			}
+			for _, c := range v.Checks {
+				if !c.Passed {
+					av.Violations = append(av.Violations, fmt.Sprintf("%s failed (sigma %.2f): %s", c.Ref, c.SigmaI, checkText(c)))
+				}
+			}
+			if v.Feedback != "" {
+				av.Violations = append(av.Violations, v.Feedback)
+			}
+		}
+		if a.Output != "" {
+			_, data, err := s.st.Artifact(ctx, a.Output)
+			if err != nil {
+				return nil, err
+			}
+			av.Output = outputText(data)
+		}
+		out = append(out, av)
+	}
+	return out, nil
+}
+
+// outputText is an attempt's output as a retry reads it: its summary, text
+// and files (each clipped), not JSON.
+func outputText(data []byte) string {
+	var ans ResolveAnswer
+	if err := json.Unmarshal(data, &ans); err != nil {
+		return clip.Text(string(data), 4000)
+	}
+	var b strings.Builder
+	if ans.Summary != "" {
+		b.WriteString(ans.Summary + "\n")
+	}
+	if ans.Text != "" {
+		b.WriteString(clip.Text(ans.Text, 2000) + "\n")
+	}
+	for _, f := range ans.Files {
+		switch {
+		case f.Deleted:
+			fmt.Fprintf(&b, "--- %s (deleted)\n", f.Path)
+		case f.Encoding != "":
+			fmt.Fprintf(&b, "--- %s (%s, %d bytes)\n", f.Path, f.Encoding, len(f.Content))
+		default:
+			fmt.Fprintf(&b, "--- %s\n%s\n", f.Path, clip.Text(f.Content, 3000))
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// mergeFiles is the answer's files with the changes read from the
+// attempt's directory (which win: they are what is on disk).
+func mergeFiles(answer, changed []workspace.File) []workspace.File {
+	out := append([]workspace.File{}, changed...)
+	for _, f := range answer {
+		if !slices.ContainsFunc(changed, func(c workspace.File) bool { return c.Path == f.Path }) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // fingerprint is sha256(canonical_json({capability_tag, build_constraints, budget_class})).

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -15,30 +16,6 @@ import (
 	"github.com/llmkernels/kernels/solve/store"
 	"github.com/llmkernels/kernels/solve/workspace"
 )
-
-// checkCommand is the shell command of a logic constraint's payload ("" = none).
-func checkCommand(c ConstraintView) (string, error) {
-	var p struct {
-		Check string `json:"check"`
-	}
-	if err := json.Unmarshal(c.Payload, &p); err != nil {
-		return "", fmt.Errorf("constraint %s: payload: %w", c.ID, err)
-	}
-	return p.Check, nil
-}
-
-// runCheck is codex-tools-0 running a logic constraint's command.
-func (s *stepCtx) runCheck(ctx context.Context, command string, output *ArtifactView) (workspace.Result, error) {
-	var res workspace.Result
-	o, err := s.call(ctx, CodexToolsID, &Call{Op: OpRunCheck, Output: output, Params: map[string]any{CommandParam: command}})
-	if err != nil {
-		return res, err
-	}
-	if err := json.Unmarshal(o.Answer, &res); err != nil {
-		return res, Permanent("invalid_format", fmt.Errorf("%s answered %s with no command result: %w", CodexToolsID, OpRunCheck, err))
-	}
-	return res, nil
-}
 
 // ── Step 6: verify ──
 func (s *stepCtx) verify(ctx context.Context) (stepResult, error) {
@@ -58,85 +35,93 @@ func (s *stepCtx) verify(ctx context.Context) (stepResult, error) {
 		if v.Verdict == store.SAT {
 			return stepResult{}, fmt.Errorf("attempt %s is SAT but the node is still verifying; kernel.db is inconsistent", n.LastAttempt)
 		}
-		return s.unsat(ctx, nil, v)
+		return s.unsat(ctx, last, false, v)
 	}
 	cs, err := constraintViews(ctx, &s.st.Conn, n.Selected, "c")
 	if err != nil {
 		return stepResult{}, err
 	}
-	outs, err := artifactViews(ctx, &s.st.Conn, []string{output})
+	info, data, err := s.st.Artifact(ctx, output)
 	if err != nil {
 		return stepResult{}, err
 	}
-	out := &outs[0]
+	out := &ArtifactView{Type: info.Type, Format: info.Format, Content: string(data), ID: output}
 	var ans ResolveAnswer
-	if err := json.Unmarshal([]byte(out.Content), &ans); err != nil {
+	if err := json.Unmarshal(data, &ans); err != nil {
 		return stepResult{}, fmt.Errorf("output %s: %w", output, err)
 	}
-	// Logic checks with a command run in the workspace (codex-tools-0, σ
-	// = 1.0 on pass) when the output carries files or came from a tool
-	// that acted on the workspace; a decomposition's text output defers
-	// them to the global consistency check (Step 12).
-	acted := len(ans.Files) > 0 || (resolver != ClaudeCodeID && resolver != CandidateID)
-	var checks []ConstraintCheck
-	var deferred []string
-	for _, c := range cs {
-		command, err := checkCommand(c)
-		if err != nil {
-			return stepResult{}, err
-		}
-		switch {
-		case c.Type == store.Logic && command != "" && acted:
-			ca, err := s.runCheck(ctx, command, out)
-			if err != nil {
-				return s.failed(ctx, err, OpRunCheck)
-			}
-			sigma := 0.0
-			if ca.Passed {
-				sigma = 1
-			}
-			checks = append(checks, ConstraintCheck{ConstraintID: c.ID, Ref: c.Ref, Passed: ca.Passed, SigmaI: sigma,
-				Detail: map[string]any{"command": command, "exit_code": ca.ExitCode, "output": tail(ca.Output)}})
-		case c.Type == store.Logic && command != "":
-			deferred = append(deferred, c.ID)
-		case c.Type == store.Logic && (c.Domain == "cost" || c.Domain == "schedule"):
-			ok := s.budget.own.RemainingCost() >= 0 && s.budget.own.RemainingTime() >= 0
-			checks = append(checks, ConstraintCheck{ConstraintID: c.ID, Ref: c.Ref, Passed: ok, SigmaI: 1,
-				Detail: fmt.Sprintf("ledger: spent $%.4f of $%.4f, %.0fs of %.0fs", s.budget.own.Spent, s.budget.own.Allocated, s.budget.own.TimeSpent, s.budget.own.TimeAllocated)})
-		}
+	var meta struct {
+		Base map[string]string `json:"base_sha256"`
+	}
+	if err := json.Unmarshal(info.Metadata, &meta); err != nil {
+		return stepResult{}, fmt.Errorf("output %s: metadata: %w", output, err)
 	}
 	build, err := s.isBuild(ctx)
 	if err != nil {
 		return stepResult{}, err
 	}
+	// Logic checks with a command run (codex-tools-0, σ = 1.0 on pass)
+	// when the output carries files or came from a tool that acted on the
+	// workspace, in the attempt's own copy of the workspace; a plan's text
+	// output defers them to the global consistency check (Step 12).
+	acted := len(ans.Files) > 0 || (resolver != ClaudeCodeID && resolver != CandidateID)
+	ws := s.e.cfg.Workspace
+	var att *attemptDir
+	if ws != "" && acted {
+		if bad, err := workspace.Conflicts(ws, ans.Files, meta.Base); err != nil {
+			return stepResult{}, err
+		} else if len(bad) > 0 {
+			return s.conflict(ctx, last, &workspace.ConflictError{Paths: bad})
+		}
+		if att, err = s.e.attemptWorkspace(n.ID, ans.Files); err != nil {
+			return stepResult{}, err
+		}
+		defer att.remove()
+	}
+	metrics, err := ledgerMetrics(ctx, &s.st.Conn, n)
+	if err != nil {
+		return stepResult{}, err
+	}
+	var checks []ConstraintCheck
+	var deferred, open []string
+	final := false // a ledger expression failed that can never hold again
+	for _, c := range cs {
+		p, err := payloadOf(c)
+		if err != nil {
+			return stepResult{}, err
+		}
+		switch {
+		case c.Type == store.Logic && p.Check != "" && acted && att != nil:
+			r, err := s.runCheck(ctx, p.Check, att.dir, nil)
+			if err != nil {
+				return s.failed(ctx, err, OpRunCheck)
+			}
+			checks = append(checks, commandCheck(c, p.Check, r))
+		case c.Type == store.Logic && p.Check != "":
+			deferred = append(deferred, c.ID)
+		case c.Type == store.Logic && p.Expr != "":
+			ch, never := exprCheck(c, p.Expr, metrics)
+			checks = append(checks, ch)
+			final = final || never
+		default:
+			open = append(open, c.Ref) // judged by the verifier
+		}
+	}
 	if ans.Tool != nil && build {
 		// A built tool is registered only after its own tests pass, run
 		// from its materialized files, outside the workspace.
-		checks = append(checks, s.toolSelfTest(ctx, output, ans.Tool))
+		ch, err := s.toolSelfTest(ctx, output, ans.Tool)
+		if err != nil {
+			return s.failed(ctx, err, OpRunCheck)
+		}
+		checks = append(checks, ch)
 	}
-	judge, err := s.call(ctx, ClaudeCodeID, &Call{Op: OpVerify, Constraints: cs, Inputs: nil, Output: out, Checks: checks, Attempt: n.AttemptCount})
+	va, judged, err := s.judge(ctx, cs, out, checks, open, metrics)
 	if err != nil {
 		return s.failed(ctx, err, OpVerify)
 	}
-	var va VerifyAnswer
-	if err := json.Unmarshal(judge.Answer, &va); err != nil {
-		return stepResult{}, fmt.Errorf("%s answer: %w", OpVerify, err)
-	}
+	checks = append(checks, judged...)
 	v := Verification{Verdict: store.SAT, SigmaV: 1, IsLeaf: va.IsLeaf, LeafKind: va.LeafKind, LeafReason: va.LeafReason, Feedback: va.Feedback, FailureMode: va.FailureMode}
-	for _, j := range va.Checks {
-		i := slices.IndexFunc(cs, func(c ConstraintView) bool { return c.Ref == j.Ref })
-		if i < 0 || checked(checks, cs[i].ID) {
-			continue // the kernel's own checks decide logic constraints
-		}
-		if cs[i].Type == store.Logic && slices.Contains(deferred, cs[i].ID) {
-			continue
-		}
-		var suggestion any
-		if j.RepairSuggestion != "" {
-			suggestion = j.RepairSuggestion
-		}
-		checks = append(checks, ConstraintCheck{ConstraintID: cs[i].ID, Ref: j.Ref, Passed: j.Passed && j.Sigma >= n.TauLocal, SigmaI: j.Sigma, Detail: j.Detail, RepairSuggestion: suggestion})
-	}
 	for _, c := range checks {
 		v.SigmaV = math.Min(v.SigmaV, c.SigmaI)
 		if !c.Passed {
@@ -151,9 +136,125 @@ func (s *stepCtx) verify(ctx context.Context) (stepResult, error) {
 	}
 	v.TraceSummary = fmt.Sprintf("%d check(s), %d deferred to the consistency check; sigma_v=%.2f", len(checks), len(deferred), v.SigmaV)
 	if v.Verdict == store.SAT {
+		// Only a verified leaf's files enter the workspace (a built tool's
+		// files are the tool's, not the goal's), and only when none changed
+		// there since the attempt was made.
+		if v.IsLeaf && ws != "" && len(ans.Files) > 0 && !(build && ans.Tool != nil) {
+			s.e.mergeMu.Lock()
+			err := workspace.Merge(ws, ans.Files, meta.Base)
+			s.e.mergeMu.Unlock()
+			var ce *workspace.ConflictError
+			if errors.As(err, &ce) {
+				return s.conflict(ctx, last, ce)
+			}
+			if err != nil {
+				return stepResult{}, err
+			}
+		}
 		return s.sat(ctx, resolver, output, v, ans)
 	}
-	return s.unsat(ctx, &resolver, v)
+	if final {
+		v.FailureMode = "limit_exceeded"
+	}
+	return s.unsat(ctx, last, true, v)
+}
+
+// judge asks the verifier (claude-code-0) for every constraint the
+// kernel's checks do not decide (open), and for the leaf classification.
+// A constraint it leaves without a verdict is asked again, once, alone;
+// still without one it fails (σ 0): no selected constraint passes unjudged.
+func (s *stepCtx) judge(ctx context.Context, cs []ConstraintView, out *ArtifactView, checks []ConstraintCheck, open []string, metrics map[string]float64) (VerifyAnswer, []ConstraintCheck, error) {
+	var judged []ConstraintCheck
+	facts := map[string]any{"ledger": metrics}
+	va, err := s.verifyCall(ctx, &Call{Op: OpVerify, Constraints: cs, Output: out, Checks: checks, Attempt: s.n.AttemptCount, Params: facts})
+	if err != nil {
+		return va, nil, err
+	}
+	missing := s.take(cs, open, va.Checks, &judged)
+	if len(missing) > 0 {
+		var again []ConstraintView
+		for _, c := range cs {
+			if slices.Contains(missing, c.Ref) {
+				again = append(again, c)
+			}
+		}
+		fb := []string{fmt.Sprintf("your verification gave no verdict on %s; judge each of them (passed, sigma, detail): a constraint left unjudged fails", strings.Join(missing, ", "))}
+		second, err := s.verifyCall(ctx, &Call{Op: OpVerify, Constraints: again, Output: out, Checks: checks, Attempt: s.n.AttemptCount, Feedback: fb, Params: facts})
+		if err != nil {
+			return va, nil, err
+		}
+		missing = s.take(again, missing, second.Checks, &judged)
+	}
+	for _, ref := range missing {
+		c := cs[slices.IndexFunc(cs, func(c ConstraintView) bool { return c.Ref == ref })]
+		judged = append(judged, ConstraintCheck{ConstraintID: c.ID, Ref: ref, Passed: false, SigmaI: 0,
+			Detail: "the verifier gave no verdict on this constraint, asked twice; an unjudged constraint fails"})
+	}
+	return va, judged, nil
+}
+
+// verifyCall is one verify call and its decoded answer.
+func (s *stepCtx) verifyCall(ctx context.Context, c *Call) (VerifyAnswer, error) {
+	var va VerifyAnswer
+	o, err := s.call(ctx, ClaudeCodeID, c)
+	if err != nil {
+		return va, err
+	}
+	if err := json.Unmarshal(o.Answer, &va); err != nil {
+		return va, fmt.Errorf("%s answer: %w", OpVerify, err)
+	}
+	return va, nil
+}
+
+// take turns the verifier's verdicts on the open refs into checks (the
+// lowest σ when a ref is judged twice; verdicts on anything else are
+// ignored: the kernel's checks are final) and returns the open refs left
+// unjudged.
+func (s *stepCtx) take(cs []ConstraintView, open []string, answers []Judged, out *[]ConstraintCheck) []string {
+	best := map[string]Judged{}
+	for _, j := range answers {
+		if !slices.Contains(open, j.Ref) {
+			continue
+		}
+		if prev, ok := best[j.Ref]; !ok || j.Sigma < prev.Sigma {
+			best[j.Ref] = j
+		}
+	}
+	var missing []string
+	for _, ref := range open {
+		j, ok := best[ref]
+		if !ok {
+			missing = append(missing, ref)
+			continue
+		}
+		c := cs[slices.IndexFunc(cs, func(c ConstraintView) bool { return c.Ref == ref })]
+		var suggestion any
+		if j.RepairSuggestion != "" {
+			suggestion = j.RepairSuggestion
+		}
+		*out = append(*out, ConstraintCheck{ConstraintID: c.ID, Ref: ref, Passed: j.Passed && j.Sigma >= s.n.TauLocal, SigmaI: j.Sigma, Detail: j.Detail, RepairSuggestion: suggestion})
+	}
+	return missing
+}
+
+// conflict records an attempt whose files could not enter the workspace
+// (they changed there since it was made) as UNSAT, so the retry is made
+// against the workspace as it now stands; the flow log says so loudly.
+func (s *stepCtx) conflict(ctx context.Context, last *store.Attempt, ce *workspace.ConflictError) (stepResult, error) {
+	detail := ce.Error()
+	for _, p := range ce.Paths {
+		cur, err := os.ReadFile(filepath.Join(s.e.cfg.Workspace, filepath.FromSlash(p)))
+		if err == nil {
+			detail += fmt.Sprintf("\nthe workspace's %s now holds:\n%s", p, clip.Text(string(cur), 1500))
+		}
+	}
+	v := Verification{Verdict: store.UNSAT, SigmaV: 0, FailureMode: "merge_conflict", Feedback: detail, TraceSummary: ce.Error(),
+		Checks: []ConstraintCheck{{ConstraintID: "kernel:merge", Ref: "merge", Passed: false, SigmaI: 0, Detail: detail}}}
+	s.e.progress("Node %s: MERGE CONFLICT: %s", store.Short(s.n.ID), ce.Error())
+	if err := s.st.Log(ctx, 2, s.n.ID, "merge conflict", map[string]any{"decision": "merge_conflict", "paths": ce.Paths, "attempt_id": last.ID}); err != nil {
+		return stepResult{}, err
+	}
+	return s.unsat(ctx, last, true, v)
 }
 
 // checked reports whether checks already decide the constraint.
@@ -165,34 +266,6 @@ func checked(checks []ConstraintCheck, id string) bool {
 func (s *stepCtx) isBuild(ctx context.Context) (bool, error) {
 	a, err := s.st.LatestArtifact(ctx, s.n.ID, "build_goal")
 	return a != nil, err
-}
-
-// toolSelfTest materializes the tool in a temp directory and runs its
-// test command there (σ = 1.0 on pass).
-func (s *stepCtx) toolSelfTest(ctx context.Context, artifact string, t *ToolSpec) ConstraintCheck {
-	c := ConstraintCheck{ConstraintID: "kernel:tool_self_test", Ref: "tool", SigmaI: 1}
-	dir, err := os.MkdirTemp("", "solve-tool-")
-	if err != nil {
-		c.Detail = err.Error()
-		return c
-	}
-	// A temp directory left behind is harmless; the check's verdict is what matters.
-	defer func() { _ = os.RemoveAll(dir) }()
-	if _, err := MaterializeTool(ctx, &s.st.Conn, artifact, dir); err != nil {
-		c.Detail = err.Error()
-		return c
-	}
-	if t.Command == "" || t.TestCommand == "" || len(t.Capabilities) == 0 {
-		c.Detail = "the tool needs a command, a test_command and at least one capability"
-		return c
-	}
-	res := workspace.Run(ctx, dir, t.TestCommand, []string{"SOLVE_TOOL_DIR=" + dir})
-	c.Passed = res.Passed
-	if !res.Passed {
-		c.SigmaI = 0
-	}
-	c.Detail = map[string]any{"test_command": t.TestCommand, "exit_code": res.ExitCode, "output": tail(res.Output)}
-	return c
 }
 
 // MaterializeTool writes a built tool's files (a resolve answer artifact)
@@ -388,23 +461,64 @@ func (s *stepCtx) registerTool(ctx context.Context, tx *store.Tx, builder, artif
 	return s.flow(ctx, tx, "BUILD: registered %s (%s) providing %s after its tests passed", id, t.Command, strings.Join(t.Capabilities, ", "))
 }
 
-// unsat handles UNSAT (Step 9): retry with feedback, or BUILD/HIRE.
-func (s *stepCtx) unsat(ctx context.Context, resolver *string, v Verification) (stepResult, error) {
+// unsat handles UNSAT (Step 9): retry with feedback, or BUILD/HIRE. fresh
+// is a verdict just reached (recorded here); otherwise it was recorded
+// before and the node comes back to decide again.
+func (s *stepCtx) unsat(ctx context.Context, last *store.Attempt, fresh bool, v Verification) (stepResult, error) {
 	n := s.n
-	stagnant, err := s.stagnating(ctx, v.SigmaV)
+	path, err := s.sigmaPath(ctx, v.SigmaV)
 	if err != nil {
 		return stepResult{}, err
 	}
-	path, err := s.sigmaPath(ctx, v.SigmaV)
+	record := func(tx *store.Tx) error {
+		if !fresh {
+			return nil
+		}
+		return s.recordVerification(ctx, tx, last.Resolver, v, path)
+	}
+	if v.FailureMode == "limit_exceeded" {
+		// A cost or time limit over the node's spend failed: spend only
+		// grows, so no retry can satisfy it. Nothing more is spent on it.
+		why := "a limit on the node's own spend and time failed and can never hold again: " + failedText(v)
+		err := s.commit(ctx, func(tx *store.Tx) error {
+			if err := record(tx); err != nil {
+				return err
+			}
+			if err := tx.EndInfeasible(ctx, n.ID, n.Status); err != nil {
+				return err
+			}
+			return s.flow(ctx, tx, "INFEASIBLE: %s", why)
+		})
+		return stepResult{status: store.StatusInfeasible}, err
+	}
+	if tool, err := s.hiredTool(ctx, last.Resolver); err != nil {
+		return stepResult{}, err
+	} else if tool != nil {
+		// A command a human gave does not change with feedback: instead of
+		// retrying it, ask again, saying how it failed.
+		if err := s.commit(ctx, func(tx *store.Tx) error {
+			if err := record(tx); err != nil {
+				return err
+			}
+			return s.flow(ctx, tx, "VERIFY → UNSAT (sigma_v=%.2f): the hired tool %s failed; HIRE again", v.SigmaV, tool.ID)
+		}); err != nil {
+			return stepResult{}, err
+		}
+		tag := tool.ID
+		if len(tool.Capabilities) > 0 {
+			tag = tool.Capabilities[0]
+		}
+		return s.hire(ctx, hireGap{Tag: tag, Type: tool.Type, BudgetClass: "capability", Constraints: []string{tag, "replaces " + tool.ID + ", which failed"},
+			Rationale: fmt.Sprintf("the hired tool %s (%s) failed on attempt %d: %s", tool.ID, tool.Metadata["command"], last.Index, failedText(v))}, "hired_tool_failed")
+	}
+	stagnant, err := s.stagnating(ctx, v.SigmaV)
 	if err != nil {
 		return stepResult{}, err
 	}
 	if n.AttemptCount < n.MaxAttempts && !stagnant {
 		err := s.commit(ctx, func(tx *store.Tx) error {
-			if resolver != nil {
-				if err := s.recordVerification(ctx, tx, *resolver, v, path); err != nil {
-					return err
-				}
+			if err := record(tx); err != nil {
+				return err
 			}
 			if err := s.move(ctx, tx, store.StatusVerifying, store.StatusResolving); err != nil {
 				return err
@@ -413,10 +527,10 @@ func (s *stepCtx) unsat(ctx context.Context, resolver *string, v Verification) (
 		})
 		return stepResult{status: store.StatusResolving}, err
 	}
-	if resolver != nil {
+	if fresh {
 		// Record the verdict first: BUILD/HIRE below is its own commit.
 		if err := s.commit(ctx, func(tx *store.Tx) error {
-			if err := s.recordVerification(ctx, tx, *resolver, v, path); err != nil {
+			if err := record(tx); err != nil {
 				return err
 			}
 			why := "T_max exhausted"
@@ -429,6 +543,36 @@ func (s *stepCtx) unsat(ctx context.Context, resolver *string, v Verification) (
 		}
 	}
 	return s.buildOrHire(ctx)
+}
+
+// hiredTool is the registry entry of a resolver a human provided (nil for
+// any other).
+func (s *stepCtx) hiredTool(ctx context.Context, id string) (*store.Resolver, error) {
+	if id == "" || id == CandidateID {
+		return nil, nil
+	}
+	entries, err := s.st.Resolvers(ctx, id)
+	if err != nil || len(entries) != 1 || entries[0].BuiltBy != "human" {
+		return nil, err
+	}
+	return &entries[0], nil
+}
+
+// failedText is what failed in a verification, for a person or a prompt.
+func failedText(v Verification) string {
+	var parts []string
+	for _, c := range v.Checks {
+		if !c.Passed {
+			parts = append(parts, fmt.Sprintf("%s failed (sigma %.2f): %s", c.Ref, c.SigmaI, checkText(c)))
+		}
+	}
+	if v.Feedback != "" && !slices.ContainsFunc(parts, func(p string) bool { return strings.Contains(p, v.Feedback) }) {
+		parts = append(parts, v.Feedback)
+	}
+	if len(parts) == 0 {
+		parts = append(parts, v.TraceSummary)
+	}
+	return clip.Text(strings.Join(parts, "; "), 2000)
 }
 
 // stagnating: σ improved by less than StagnationEpsilon over each of the

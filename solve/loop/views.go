@@ -28,6 +28,9 @@ func insertConstraint(ctx context.Context, c *store.Conn, n NewConstraint, sourc
 	if n.Check != "" {
 		payload["check"] = n.Check
 	}
+	if n.Expr != "" {
+		payload["expr"] = n.Expr
+	}
 	if n.Rubric != "" {
 		payload["rubric"] = n.Rubric
 	}

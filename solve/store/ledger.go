@@ -7,9 +7,15 @@ import (
 	"fmt"
 )
 
-// The budget ledger (spec §2D) is authoritative: every allocation and
-// spend is a row, and nodes.budget_* / time_* are caches updated in the
-// same statement sequence (callers write inside a transaction).
+// The budget ledger (spec §2D) is authoritative: every allocation, spend
+// and refund is a row, and nodes.budget_* / time_* are caches updated in
+// the same transaction. Money is never counted twice: a transfer between
+// two nodes of a tree (a parent's allocation to a child, a top-up from the
+// parent's reserve, an invalidated child's unspent money going back) is a
+// pair of rows naming each other's node in counterpart_node_id, and money
+// from outside the tree (the root budget, a human's top-up) is an
+// allocation without a counterpart. A paid call is a spend with a
+// resolver_id; budget.go holds the reservations that precede paid calls.
 
 // Ledger events.
 const (
@@ -21,36 +27,55 @@ const (
 // LedgerEntry is a budget_ledger row.
 type LedgerEntry struct {
 	Node, Event, Resolver, Description string
-	Amount, Time                       float64
+	// Counterpart is the other node of a transfer inside the tree ("" =
+	// money from or to outside it).
+	Counterpart string
+	// Reservation is the reservation a paid call's spend settles.
+	Reservation  string
+	Amount, Time float64
+}
+
+// cacheColumns are the node cache columns each event moves.
+var cacheColumns = map[string]string{
+	Allocate: "budget_allocated = budget_allocated + ?, time_allocated = time_allocated + ?",
+	Spend:    "budget_spent = budget_spent + ?, time_spent = time_spent + ?",
+	Refund:   "budget_spent = budget_spent - ?, time_spent = time_spent - ?",
 }
 
 // WriteLedger appends a ledger row and updates the node's budget cache.
 func (c *Conn) WriteLedger(ctx context.Context, e LedgerEntry) error {
-	col := map[string]string{Allocate: "budget_allocated = budget_allocated + ?, time_allocated = time_allocated + ?",
-		Spend:  "budget_spent = budget_spent + ?, time_spent = time_spent + ?",
-		Refund: "budget_spent = budget_spent - ?, time_spent = time_spent - ?"}[e.Event]
+	col := cacheColumns[e.Event]
 	if col == "" {
 		return fmt.Errorf("ledger: unknown event %q (allocate, spend or refund)", e.Event)
 	}
-	if _, err := c.exec(ctx, `INSERT INTO budget_ledger (id, node_id, event_type, amount, time_amount, resolver_id, description, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, NewID(), e.Node, e.Event, e.Amount, e.Time, nullStr(e.Resolver), e.Description, now()); err != nil {
-		return fmt.Errorf("ledger: %s %.6f to node %s: %w", e.Event, e.Amount, e.Node, err)
+	if err := c.insertLedger(ctx, e); err != nil {
+		return err
 	}
 	return c.setNode(ctx, "update the budget cache", e.Node, col, e.Amount, e.Time)
 }
 
-// Balance is a node's ledger sums.
-type Balance struct {
-	Allocated, Spent, TimeAllocated, TimeSpent float64
+// insertLedger appends the row alone (the caller keeps the cache).
+func (c *Conn) insertLedger(ctx context.Context, e LedgerEntry) error {
+	if _, err := c.exec(ctx, `INSERT INTO budget_ledger (id, node_id, event_type, amount, time_amount, resolver_id, description, counterpart_node_id, reservation_id, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, NewID(), e.Node, e.Event, e.Amount, e.Time, nullStr(e.Resolver), e.Description, nullStr(e.Counterpart),
+		nullStr(e.Reservation), now()); err != nil {
+		return fmt.Errorf("ledger: %s %.6f to node %s: %w", e.Event, e.Amount, e.Node, err)
+	}
+	return nil
 }
 
-// RemainingCost is what the node may still spend.
-func (b Balance) RemainingCost() float64 { return b.Allocated - b.Spent }
+// Balance is a node's ledger sums and its open reservations.
+type Balance struct {
+	Allocated, Spent, Reserved, TimeAllocated, TimeSpent, TimeReserved float64
+}
 
-// RemainingTime is the wall time (seconds) the node may still use.
-func (b Balance) RemainingTime() float64 { return b.TimeAllocated - b.TimeSpent }
+// RemainingCost is what the node may still spend or reserve.
+func (b Balance) RemainingCost() float64 { return b.Allocated - b.Spent - b.Reserved }
 
-// Balance sums a node's ledger rows.
+// RemainingTime is the wall time (seconds) the node may still use or reserve.
+func (b Balance) RemainingTime() float64 { return b.TimeAllocated - b.TimeSpent - b.TimeReserved }
+
+// Balance sums a node's ledger rows and open reservations.
 func (c *Conn) Balance(ctx context.Context, node string) (Balance, error) {
 	var b Balance
 	err := c.row(ctx, `SELECT
@@ -62,18 +87,39 @@ func (c *Conn) Balance(ctx context.Context, node string) (Balance, error) {
 	if err != nil {
 		return b, fmt.Errorf("ledger balance of node %s: %w", node, err)
 	}
+	if err := c.row(ctx, `SELECT COALESCE(SUM(amount), 0), COALESCE(SUM(time_amount), 0) FROM budget_reservations WHERE node_id = ? AND status = 'open'`,
+		node).Scan(&b.Reserved, &b.TimeReserved); err != nil {
+		return b, fmt.Errorf("open reservations of node %s: %w", node, err)
+	}
 	return b, nil
 }
 
-// TreeBudget is what a tree's resolvers spent and the root's allocation.
-func (c *Conn) TreeBudget(ctx context.Context, root string) (spent, allocated float64, err error) {
-	err = c.row(ctx, `SELECT
-		COALESCE((SELECT SUM(l.amount) FROM budget_ledger l JOIN nodes n ON n.id = l.node_id WHERE n.root_id = ? AND l.event_type = 'spend' AND l.resolver_id IS NOT NULL), 0),
-		COALESCE((SELECT SUM(amount) FROM budget_ledger WHERE node_id = ? AND event_type = 'allocate'), 0)`, root, root).Scan(&spent, &allocated)
+// TreeBudget is what a run cost: the money its paid calls spent, the
+// allowance it was given from outside (the root budget and every human
+// top-up, wherever in the tree it went), and what open reservations hold.
+type TreeBudget struct {
+	SpentUSD, AllowanceUSD, ReservedUSD         float64
+	SpentSeconds, AllowanceSeconds, HeldSeconds float64
+}
+
+// TreeBudget sums a root's tree. It reads the whole ledger of the tree:
+// the read side and the end of a run call it, never a step.
+func (c *Conn) TreeBudget(ctx context.Context, root string) (TreeBudget, error) {
+	var t TreeBudget
+	err := c.row(ctx, `SELECT
+		COALESCE(SUM(CASE WHEN l.event_type = 'spend' AND l.resolver_id IS NOT NULL THEN l.amount END), 0),
+		COALESCE(SUM(CASE WHEN l.event_type = 'spend' AND l.resolver_id IS NOT NULL THEN l.time_amount END), 0),
+		COALESCE(SUM(CASE WHEN l.event_type = 'allocate' AND l.counterpart_node_id IS NULL THEN l.amount END), 0),
+		COALESCE(SUM(CASE WHEN l.event_type = 'allocate' AND l.counterpart_node_id IS NULL THEN l.time_amount END), 0)
+		FROM budget_ledger l JOIN nodes n ON n.id = l.node_id WHERE n.root_id = ?`, root).Scan(&t.SpentUSD, &t.SpentSeconds, &t.AllowanceUSD, &t.AllowanceSeconds)
 	if err != nil {
-		err = fmt.Errorf("ledger totals of %s: %w", root, err)
+		return t, fmt.Errorf("ledger totals of %s: %w", root, err)
 	}
-	return
+	if err := c.row(ctx, `SELECT COALESCE(SUM(amount), 0), COALESCE(SUM(time_amount), 0) FROM budget_reservations WHERE root_id = ? AND status = 'open'`,
+		root).Scan(&t.ReservedUSD, &t.HeldSeconds); err != nil {
+		return t, fmt.Errorf("open reservations of %s: %w", root, err)
+	}
+	return t, nil
 }
 
 // Log tiers: 1 flow, 2 decision, 3 io.

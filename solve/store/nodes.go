@@ -74,22 +74,27 @@ type Node struct {
 	AttemptCount, MaxAttempts                             int
 	Invalidated                                           bool
 	LeafKind                                              string
-	// The budget cache (budget_ledger is authoritative).
+	// The budget cache (budget_ledger and budget_reservations are
+	// authoritative).
 	BudgetAllocated, BudgetSpent, TimeAllocated, TimeSpent float64
+	BudgetReserved, TimeReserved                           float64
+	Created, ResolvedAt                                    string
 }
 
 const nodeCols = `id, COALESCE(parent_id, ''), root_id, goal_description, goal_summary, goal_modality, status,
 	constraints_core_ids, constraints_eligible_ids, constraints_selected_ids, constraints_inherited_ids, constraints_resolved_ids,
 	input_artifact_ids, COALESCE(resolver_id, ''), COALESCE(execution_plan_artifact_id, ''), COALESCE(output_artifact_id, ''),
 	COALESCE(last_attempt_id, ''), COALESCE(verification, ''), sigma_v, sigma_path, tau_local, tau_global, attempt_count, max_attempts,
-	invalidated_at IS NOT NULL, COALESCE(leaf_kind, ''), budget_allocated, budget_spent, time_allocated, time_spent`
+	invalidated_at IS NOT NULL, COALESCE(leaf_kind, ''), budget_allocated, budget_spent, time_allocated, time_spent,
+	budget_reserved, time_reserved, COALESCE(created_at, ''), COALESCE(resolved_at, '')`
 
 func scanNode(row interface{ Scan(...any) error }) (*Node, error) {
 	var n Node
 	var core, elig, sel, inh, res, in string
 	if err := row.Scan(&n.ID, &n.Parent, &n.Root, &n.Goal, &n.Summary, &n.Modality, &n.Status, &core, &elig, &sel, &inh, &res, &in,
 		&n.ResolverID, &n.Plan, &n.Output, &n.LastAttempt, &n.Verification, &n.SigmaV, &n.SigmaPath, &n.TauLocal, &n.TauGlobal,
-		&n.AttemptCount, &n.MaxAttempts, &n.Invalidated, &n.LeafKind, &n.BudgetAllocated, &n.BudgetSpent, &n.TimeAllocated, &n.TimeSpent); err != nil {
+		&n.AttemptCount, &n.MaxAttempts, &n.Invalidated, &n.LeafKind, &n.BudgetAllocated, &n.BudgetSpent, &n.TimeAllocated, &n.TimeSpent,
+		&n.BudgetReserved, &n.TimeReserved, &n.Created, &n.ResolvedAt); err != nil {
 		return nil, err
 	}
 	for _, p := range []struct {
@@ -256,7 +261,8 @@ func (c *Conn) ClearResult(ctx context.Context, node string, clearSelected bool)
 
 // InvalidateSubtree marks every live descendant of u invalidated (their
 // rows, attempts and logs are kept): outputs cleared, status pending,
-// dependencies deleted. It returns their ids.
+// dependencies deleted, and what they did not spend returned to u. It
+// returns their ids.
 func (c *Conn) InvalidateSubtree(ctx context.Context, u string) ([]string, error) {
 	ids, err := list(ctx, c, "list the subtree of "+u, scanString, `WITH RECURSIVE d(id) AS (SELECT id FROM nodes WHERE parent_id = ? AND invalidated_at IS NULL
 		UNION ALL SELECT n.id FROM nodes n JOIN d ON n.parent_id = d.id WHERE n.invalidated_at IS NULL) SELECT id FROM d`, u)
@@ -270,6 +276,12 @@ func (c *Conn) InvalidateSubtree(ctx context.Context, u string) ([]string, error
 		}
 		if _, err := c.exec(ctx, "DELETE FROM node_dependencies WHERE node_id = ? OR depends_on = ?", id, id); err != nil {
 			return nil, fmt.Errorf("node %s: delete dependencies: %w", id, err)
+		}
+	}
+	// What the subtree did not spend goes back to u, which reallocates it.
+	for i := len(ids) - 1; i >= 0; i-- {
+		if err := c.ReturnUnspent(ctx, ids[i]); err != nil {
+			return nil, err
 		}
 	}
 	return ids, nil

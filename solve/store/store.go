@@ -34,6 +34,11 @@ var schema = &sqlite.Schema{
 		// backtracking or a reopened ancestor (its history is kept, it
 		// leaves the live tree).
 		"ALTER TABLE nodes ADD COLUMN invalidated_at TEXT",
+		// 2 → 3: reservations before paid calls (budget.go), transfers that
+		// name their counterpart, and the run lease (lease.go). Ledger rows
+		// written before name their counterpart only in their description;
+		// it is read back from there.
+		migrationReservations,
 	},
 	Legacy: func(ctx context.Context, q sqlite.Querier) (int, bool, error) {
 		tables, err := sqlite.Tables(ctx, q)
@@ -53,6 +58,51 @@ var schema = &sqlite.Schema{
 		return 0, false, nil
 	},
 }
+
+// migrationReservations is schema step 3.
+const migrationReservations = `
+ALTER TABLE nodes ADD COLUMN budget_reserved REAL DEFAULT 0;
+ALTER TABLE nodes ADD COLUMN time_reserved REAL DEFAULT 0;
+ALTER TABLE budget_ledger ADD COLUMN counterpart_node_id TEXT;
+ALTER TABLE budget_ledger ADD COLUMN reservation_id TEXT;
+UPDATE budget_ledger SET counterpart_node_id = substr(description, length('allocated to child ') + 1)
+	WHERE event_type = 'spend' AND resolver_id IS NULL AND description LIKE 'allocated to child %';
+UPDATE budget_ledger SET counterpart_node_id = substr(description, length('reserve reallocated to child ') + 1)
+	WHERE event_type = 'spend' AND resolver_id IS NULL AND description LIKE 'reserve reallocated to child %';
+UPDATE budget_ledger SET counterpart_node_id = substr(description, length('allocated to build subgoal ') + 1)
+	WHERE event_type = 'spend' AND resolver_id IS NULL AND description LIKE 'allocated to build subgoal %';
+UPDATE budget_ledger SET counterpart_node_id = (SELECT parent_id FROM nodes WHERE nodes.id = budget_ledger.node_id)
+	WHERE event_type = 'allocate' AND (description LIKE 'weight %' OR description = 'from parent reserve' OR description = 'half the node''s remainder for BUILD');
+
+-- One hold per paid call in flight: taken before the call, settled after.
+CREATE TABLE IF NOT EXISTS budget_reservations (
+    id              TEXT PRIMARY KEY,
+    node_id         TEXT NOT NULL REFERENCES nodes(id),
+    root_id         TEXT NOT NULL,
+    resolver_id     TEXT NOT NULL,
+    operation       TEXT NOT NULL,
+    amount          REAL NOT NULL,            -- cost held (USD)
+    time_amount     REAL NOT NULL,            -- seconds held
+    owner           TEXT NOT NULL,            -- the process that took it
+    status          TEXT NOT NULL,            -- open | settled
+    settled_amount  REAL,                     -- the spend it became
+    settled_time    REAL,
+    created_at      TEXT,
+    settled_at      TEXT
+);
+CREATE INDEX IF NOT EXISTS idx_reservations_root ON budget_reservations(root_id, status);
+CREATE INDEX IF NOT EXISTS idx_reservations_node ON budget_reservations(node_id, status);
+
+-- One process at a time runs a root.
+CREATE TABLE IF NOT EXISTS run_leases (
+    root_id         TEXT PRIMARY KEY,
+    owner           TEXT NOT NULL,
+    host            TEXT NOT NULL,
+    pid             INTEGER NOT NULL,
+    acquired_at     INTEGER NOT NULL,         -- unix milliseconds
+    expires_at      INTEGER NOT NULL          -- unix milliseconds; renewed while the run goes on
+);
+`
 
 // Store is an open kernel.db and its artifact_store/ directory. Its
 // embedded Conn runs statements outside any transaction; Write runs a

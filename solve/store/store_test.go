@@ -167,9 +167,9 @@ func TestLedgerIsAuthoritativeAndTheCacheFollows(t *testing.T) {
 	if n.BudgetAllocated != 2 || n.BudgetSpent != 1.25 || n.TimeAllocated != 60 || n.TimeSpent != 6 {
 		t.Errorf("cache %+v", n)
 	}
-	spent, alloc, err := st.TreeBudget(ctx, id)
-	if err != nil || spent != 0.5 || alloc != 2 {
-		t.Errorf("tree budget: resolver spend %v (only rows with a resolver), allocated %v, %v", spent, alloc, err)
+	tb, err := st.TreeBudget(ctx, id)
+	if err != nil || tb.SpentUSD != 0.5 || tb.AllowanceUSD != 2 {
+		t.Errorf("tree budget: resolver spend %v (only rows with a resolver), allowance %v, %v", tb.SpentUSD, tb.AllowanceUSD, err)
 	}
 }
 

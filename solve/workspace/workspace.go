@@ -1,6 +1,8 @@
 // Package workspace is what the SOLVE loop does to a directory on disk:
-// write an answer's files into it (never outside it) and run a shell
-// command in it as a subprocess with a timeout and an output cap. The
+// write an answer's files into it (never outside it), run a shell
+// command in it as a subprocess under the caller's deadline with an output
+// cap, and isolate attempts (isolate.go: a copy per attempt, what it
+// changed read back as files, merges that refuse conflicts). The
 // loop's verify step and the resolvers that act on a workspace
 // (codex-tools-0, built and hired tools) share it.
 package workspace
@@ -9,40 +11,52 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
-	"time"
 
 	"github.com/llmkernels/kernels/internal/atomicfile"
 	"github.com/llmkernels/kernels/internal/proc"
 )
 
-// Subprocess limits.
-const (
-	Timeout   = 2 * time.Minute
-	OutputCap = 16 << 10 // bytes of stdout+stderr kept
-)
+// OutputCap is the bytes of a command's stdout+stderr kept.
+const OutputCap = 16 << 10
 
 // File is one file of an answer: a path relative to the directory and
-// its content.
+// its content (base64 when Encoding says so), or its deletion.
 type File struct {
-	Path    string `json:"path"`
-	Content string `json:"content"`
+	Path     string `json:"path"`
+	Content  string `json:"content"`
+	Encoding string `json:"encoding,omitempty" jsonschema:"enum=base64"`
+	Deleted  bool   `json:"deleted,omitempty"`
 }
 
-// Write writes files into dir, each atomically, refusing paths that
-// leave it.
+// Write writes files into dir, each atomically (or removes a deleted
+// one), refusing paths that leave it.
 func Write(dir string, files []File) error {
 	for _, f := range files {
-		p := filepath.Join(dir, filepath.Clean("/"+f.Path))
-		if f.Path == "" || !strings.HasPrefix(p, filepath.Clean(dir)+string(filepath.Separator)) {
-			return fmt.Errorf("file path %q leaves the workspace %s; give a relative path inside it", f.Path, dir)
+		p, err := inside(dir, f.Path)
+		if err != nil {
+			return err
+		}
+		if f.Deleted {
+			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("delete %s: %w", f.Path, err)
+			}
+			continue
+		}
+		data, err := f.bytes()
+		if err != nil {
+			return err
 		}
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return fmt.Errorf("write %s: %w", f.Path, err)
 		}
-		if err := atomicfile.Write(p, []byte(f.Content), 0o644); err != nil {
+		perm := fs.FileMode(0o644)
+		if fi, err := os.Stat(p); err == nil {
+			perm = fi.Mode().Perm() // a rewritten script stays executable
+		}
+		if err := atomicfile.Write(p, data, perm); err != nil {
 			return fmt.Errorf("write %s: %w", f.Path, err)
 		}
 	}
@@ -58,12 +72,11 @@ type Result struct {
 }
 
 // Run runs sh -c command in dir through the one subprocess runner
-// (internal/proc): its whole process group is killed at the timeout and
-// with the kernel, output (stdout+stderr) is capped, and provider secrets
-// are not passed on. env is added to the scrubbed environment.
+// (internal/proc): its whole process group is killed at ctx's deadline
+// (the node's remaining time: the loop sets it), on cancel and with the
+// kernel; output (stdout+stderr) is capped, and provider secrets are not
+// passed on. env is added to the scrubbed environment.
 func Run(ctx context.Context, dir, command string, env []string) Result {
-	ctx, cancel := context.WithTimeout(ctx, Timeout)
-	defer cancel()
 	r, err := proc.Run(ctx, proc.Cmd{Name: "sh", Args: []string{"-c", command}, Dir: dir, Env: env, MergeStderr: true, MaxOutput: OutputCap})
 	if err != nil {
 		return Result{ExitCode: -1, Output: err.Error()}
@@ -74,7 +87,7 @@ func Run(ctx context.Context, dir, command string, env []string) Result {
 	}
 	switch {
 	case errors.Is(r.Stopped, context.DeadlineExceeded):
-		res.Output += fmt.Sprintf("\n[killed after the %s timeout]", Timeout)
+		res.Output += fmt.Sprintf("\n[killed at its deadline, after %.1fs: the node's time ran out]", res.Seconds)
 	case r.Signal != "":
 		res.Output += "\n[" + r.Err().Error() + "]"
 	}

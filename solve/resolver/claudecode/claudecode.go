@@ -104,9 +104,12 @@ func (c *Resolver) Resolve(ctx context.Context, t *loop.Call) (*loop.Output, err
 	return nil, loop.Permanent("capability_mismatch", fmt.Errorf("claude-code-0 does not do operation %q", t.Op))
 }
 
-// ask is one structured answer of type T, with its cost; a malformed
-// answer or a request the API refuses is permanent, anything else (an
-// overloaded or unreachable API) retryable.
+// ask is one structured answer of type T, with its cost. Only what may
+// succeed if sent again is retryable: an overloaded, rate-limited or
+// unreachable API (llm.APIError.Retryable). A malformed answer, a request
+// the API refuses, and a request that cannot be sent at all (no model, a
+// request llm.CheckRequest rejects) are permanent; the caller's
+// cancellation or deadline is returned as it is.
 func ask[T any](ctx context.Context, c *llm.Client, req *llm.Request) (*loop.Output, error) {
 	began := time.Now()
 	v, calls, err := llm.AskJSON[T](ctx, c, req, llm.JSONOptions{})
@@ -114,18 +117,26 @@ func ask[T any](ctx context.Context, c *llm.Client, req *llm.Request) (*loop.Out
 	for _, call := range calls {
 		out.Cost += call.CostUSD
 	}
+	fail := func(permanent bool, mode string, err error) error {
+		return &loop.ResolverError{Permanent: permanent, Mode: mode, Err: err, Cost: out.Cost, Seconds: out.Seconds, LLMCalls: len(calls)}
+	}
 	if err != nil {
 		var soe *llm.StructuredOutputError
-		if errors.As(err, &soe) {
-			return nil, &loop.ResolverError{Permanent: true, Mode: "malformed_json", Err: err, Cost: out.Cost, Seconds: out.Seconds}
+		ae, isAPI := llm.AsAPIError(err)
+		switch {
+		case errors.As(err, &soe):
+			return nil, fail(true, "malformed_json", err)
+		case isAPI && ae.Retryable():
+			return nil, fail(false, "llm_unavailable", err)
+		case isAPI:
+			return nil, fail(true, "llm_error", err)
+		case ctx.Err() != nil:
+			return nil, fail(false, "cancelled", err)
 		}
-		if ae, ok := llm.AsAPIError(err); ok && !ae.Retryable() {
-			return nil, &loop.ResolverError{Permanent: true, Mode: "llm_error", Err: err, Cost: out.Cost, Seconds: out.Seconds}
-		}
-		return nil, &loop.ResolverError{Mode: "llm_unavailable", Err: err, Cost: out.Cost, Seconds: out.Seconds}
+		return nil, fail(true, "invalid_request", err)
 	}
 	if out.Answer, err = json.Marshal(v); err != nil {
-		return nil, &loop.ResolverError{Permanent: true, Mode: "malformed_json", Err: err, Cost: out.Cost, Seconds: out.Seconds}
+		return nil, fail(true, "malformed_json", err)
 	}
 	return out, nil
 }

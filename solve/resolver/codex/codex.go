@@ -1,6 +1,6 @@
 // Package codex is codex-tools-0: commands, file operations and test
-// suites in the run's workspace, as a subprocess with a timeout and an
-// output cap (solve/workspace). It runs a logic constraint's check
+// suites in a workspace directory, as a subprocess under the call's
+// deadline with an output cap (solve/workspace). It runs a logic constraint's check
 // (loop.OpRunCheck, answered with a workspace.Result) and, as a tool
 // plan's step, a command given in the plan's params.
 package codex
@@ -28,8 +28,9 @@ func (c *Resolver) Estimate(ctx context.Context, t *loop.Call) (float64, float64
 	return c.costPerInvocation, 60
 }
 
-// Resolve writes the call's output files (if any) into the workspace and
-// runs the command of t.Params[loop.CommandParam] there.
+// Resolve runs the command of t.Params[loop.CommandParam] in t.Workspace
+// (the loop prepares it: an attempt's copy of the workspace with the
+// attempt's files written) until ctx's deadline.
 func (c *Resolver) Resolve(ctx context.Context, t *loop.Call) (*loop.Output, error) {
 	command, _ := t.Params[loop.CommandParam].(string)
 	if command == "" {
@@ -38,16 +39,7 @@ func (c *Resolver) Resolve(ctx context.Context, t *loop.Call) (*loop.Output, err
 	if t.Workspace == "" {
 		return nil, loop.Permanent("no_workspace", errors.New("codex-tools-0 needs a workspace directory (Request.Workspace)"))
 	}
-	if t.Output != nil && t.Output.Format == "json" {
-		// An output that is not a resolve answer has no files to write.
-		var ans loop.ResolveAnswer
-		if json.Unmarshal([]byte(t.Output.Content), &ans) == nil {
-			if err := workspace.Write(t.Workspace, ans.Files); err != nil {
-				return nil, loop.Permanent("file_ops", err)
-			}
-		}
-	}
-	res := workspace.Run(ctx, t.Workspace, command, nil)
+	res := workspace.Run(ctx, t.Workspace, command, t.Env)
 	out := &loop.Output{Cost: c.costPerInvocation, Seconds: res.Seconds}
 	if t.Op == loop.OpRunCheck {
 		return answer(out, res)

@@ -8,15 +8,20 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/llmkernels/kernels/solve/loop"
 	"github.com/llmkernels/kernels/solve/workspace"
 )
 
-func TestRunCheckWritesTheOutputsFilesThenRunsTheCommand(t *testing.T) {
+// A check runs in the directory the loop prepared (an attempt's copy of
+// the workspace), with the call's environment, until the call's deadline.
+func TestRunCheckRunsTheCommandInTheCallsDirectory(t *testing.T) {
 	ws := t.TempDir()
-	out := &loop.ArtifactView{Type: "code", Format: "json", Content: `{"summary":"s","files":[{"path":"a.txt","content":"hi"}]}`}
-	o, err := New().Resolve(context.Background(), &loop.Call{Op: loop.OpRunCheck, Workspace: ws, Output: out, Params: map[string]any{loop.CommandParam: "grep -q hi a.txt"}})
+	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("hi"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o, err := New().Resolve(context.Background(), &loop.Call{Op: loop.OpRunCheck, Workspace: ws, Env: []string{"WANT=hi"}, Params: map[string]any{loop.CommandParam: `grep -q "$WANT" a.txt`}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,13 +29,18 @@ func TestRunCheckWritesTheOutputsFilesThenRunsTheCommand(t *testing.T) {
 	if err := json.Unmarshal(o.Answer, &r); err != nil || !r.Passed || o.Cost != 0.01 {
 		t.Errorf("answer %s %v, cost %v", o.Answer, err, o.Cost)
 	}
-	if _, err := os.Stat(filepath.Join(ws, "a.txt")); err != nil {
-		t.Error(err)
-	}
 	// A failing check is an answer (passed false), not an error.
 	o, err = New().Resolve(context.Background(), &loop.Call{Op: loop.OpRunCheck, Workspace: ws, Params: map[string]any{loop.CommandParam: "false"}})
 	if err != nil || json.Unmarshal(o.Answer, &r) != nil || r.Passed {
 		t.Errorf("failing check: %s %v", o.Answer, err)
+	}
+	// At the call's deadline the command is killed, however long it meant to run.
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	o, err = New().Resolve(ctx, &loop.Call{Op: loop.OpRunCheck, Workspace: ws, Params: map[string]any{loop.CommandParam: "sleep 60"}})
+	if err != nil || json.Unmarshal(o.Answer, &r) != nil || r.Passed || time.Since(began) > 30*time.Second || !strings.Contains(r.Output, "killed at its deadline") {
+		t.Errorf("a check past its deadline: %s %v after %s", o.Answer, err, time.Since(began))
 	}
 }
 
@@ -49,8 +59,6 @@ func TestMisuseIsAPermanentErrorNamingWhatIsMissing(t *testing.T) {
 	}{
 		{&loop.Call{Op: loop.OpRunCheck, Workspace: t.TempDir()}, "capability_mismatch"},
 		{&loop.Call{Op: loop.OpRunCheck, Params: map[string]any{loop.CommandParam: "true"}}, "no_workspace"},
-		{&loop.Call{Op: loop.OpRunCheck, Workspace: t.TempDir(), Params: map[string]any{loop.CommandParam: "true"},
-			Output: &loop.ArtifactView{Format: "json", Content: `{"files":[{"path":"","content":""}]}`}}, "file_ops"},
 	} {
 		var re *loop.ResolverError
 		if _, err := New().Resolve(context.Background(), tc.c); !errors.As(err, &re) || !re.Permanent || re.Mode != tc.mode {

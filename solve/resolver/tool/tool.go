@@ -35,7 +35,7 @@ func (c *Resolver) Resolve(ctx context.Context, t *loop.Call) (*loop.Output, err
 	if t.Workspace == "" {
 		return nil, loop.Permanent("no_workspace", fmt.Errorf("resolver %s needs a workspace directory (Request.Workspace)", c.entry.ID))
 	}
-	var env []string
+	env := append([]string{}, t.Env...)
 	if art, _ := c.entry.Metadata["tool_artifact_id"].(string); art != "" {
 		dir, err := loop.MaterializeTool(ctx, &c.st.Conn, art, filepath.Join(t.Workspace, ".solve", "tools", c.entry.ID))
 		if err != nil {
