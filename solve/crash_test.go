@@ -169,7 +169,9 @@ func TestKillDuringACallLeavesAReservationThatResumeSettles(t *testing.T) {
 	dir := t.TempDir()
 	ws := workspace(t, dir, "example.com/stats")
 	api := newFakeAPI(t, 2, statsSteps()...)
-	api.hold = func(body []byte) bool { return bytes.Contains(body, []byte("Operation: resolve · attempt 1\\nGoal: Add Mean(")) }
+	api.hold = func(body []byte) bool {
+		return bytes.Contains(body, []byte("Operation: resolve · attempt 1\\nGoal: Add Mean("))
+	}
 	cmd := api.command(dir, "run", statsGoal, "--workspace", ws, "--budget", "5", "--time", "30m")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -83,7 +83,7 @@ func TestSuggestionsAreScoredAgainstConstraintsLikeAnyCandidate(t *testing.T) {
 func TestInteractiveRunsTheExtractionDialogueAndAsksHireOnTheTerminal(t *testing.T) {
 	dir := t.TempDir()
 	steps := append([]step{{loop.OpSynthesize, pcbGoal, 0, m{"candidates": []any{
-		m{"type": "logic", "domain": "thermal", "title": "hot spot below 85C at 10A in a 60C soak"},
+		m{"type": "logic", "domain": "thermal", "title": "hot spot below 85C at 10A in a 60C soak", "check": "test -f soak-passed"},
 		m{"type": "semantic", "domain": "cost", "title": "bill of materials under $40 at 100 units"}},
 		"questions": []string{"Is forced air available in the enclosure?"}}}}, pcbSteps()...)
 	sc := writeScript(t, dir, steps...)
@@ -107,6 +107,13 @@ func TestInteractiveRunsTheExtractionDialogueAndAsksHireOnTheTerminal(t *testing
 	defer db.Close()
 	if n := count(t, db, "SELECT COUNT(*) FROM constraints c, nodes n, json_each(n.constraints_core_ids) j WHERE n.id = ? AND j.value = c.id AND c.provenance->>'source' = 'human'", root); n != 1 {
 		t.Errorf("%d human core constraints on the root, want the one kept", n)
+	}
+	// The kept candidate keeps the type, domain and check it was proposed
+	// with, so the kernel checks it deterministically (it was stored as a
+	// semantic constraint, judged by the model, before).
+	if n := count(t, db, `SELECT COUNT(*) FROM constraints c, nodes n, json_each(n.constraints_core_ids) j WHERE n.id = ? AND j.value = c.id
+		AND c.type = 'logic' AND c.domain = 'thermal' AND c.payload->>'check' = 'test -f soak-passed'`, root); n != 1 {
+		t.Errorf("the kept logic candidate lost its type, domain or check")
 	}
 	if n := count(t, db, "SELECT COUNT(*) FROM capability_requests WHERE status = 'declined'"); n != 1 {
 		t.Errorf("%d declined requests, want 1", n)

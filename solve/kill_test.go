@@ -3,6 +3,7 @@
 package solve_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmkernels/kernels/internal/cli"
 	"github.com/llmkernels/kernels/internal/proc/proctest"
 )
 
@@ -57,5 +59,46 @@ func TestKill9LeavesNoCheckRunning(t *testing.T) {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 		t.Fatalf("processes %v of the check outlived kill -9 of solve", left)
+	}
+}
+
+// A check that hangs is killed when the node's wall time runs out, not
+// at a fixed timeout, and the node asks a human for more time. (Before:
+// it ran two minutes whatever the node's time.)
+func TestAHangingCheckIsKilledAtTheNodesDeadline(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ws := workspace(t, dir, "example.com/mathx")
+	pid := filepath.Join(dir, "check.pid")
+	steps := clampSteps()
+	steps[0].answer = m{"constraints": []any{m{"type": "logic", "domain": "software", "title": "the check passes", "check": "echo $$ > " + pid + "; sleep 600"}},
+		"required_capabilities": []string{"generate_code"}, "rationale": "a check that hangs"}
+	sc := writeScript(t, dir, steps...)
+	// 65 s: the check is estimated at a minute, so it may start.
+	began := time.Now()
+	r := runSolve(t, dir, "run", clampGoal, "--provider", "script", "--script", sc, "--workspace", ws, "--budget", "5", "--time", "65s")
+	took := time.Since(began)
+	if r.code != cli.ExitWaiting || !strings.Contains(r.stderr, "HIRE (over_budget): need a human for budget (the node's wall time ran out during codex-tools-0 run_check") {
+		t.Fatalf("exit %d after %s\n%s\n%s", r.code, took, r.stdout, r.stderr)
+	}
+	if took > 110*time.Second {
+		t.Errorf("the run took %s with 65s of wall time", took)
+	}
+	data, err := os.ReadFile(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p int
+	if _, err := fmt.Sscan(string(data), &p); err != nil {
+		t.Fatal(err)
+	}
+	if left := proctest.WaitGone([]int{p}, time.Now().Add(10*time.Second)); len(left) > 0 {
+		_ = syscall.Kill(p, syscall.SIGKILL)
+		t.Errorf("the check (pid %d) outlived its deadline", p)
+	}
+	db := openDB(t, dir)
+	var secs float64
+	if err := db.QueryRow(`SELECT time_spent FROM nodes WHERE parent_id IS NULL`).Scan(&secs); err != nil || secs > 65+1e-6 {
+		t.Errorf("the root spent %vs of 65s (%v)", secs, err)
 	}
 }

@@ -2,7 +2,9 @@ package solve
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/llmkernels/kernels/solve/kg"
 	"github.com/llmkernels/kernels/solve/loop"
@@ -42,25 +44,60 @@ func (k *Kernel) Runs(ctx context.Context) ([]RunSummary, error) {
 
 // NodeStatus is one node of a run's tree.
 type NodeStatus struct {
-	ID           string   `json:"id"`
-	Parent       string   `json:"parent_id,omitempty"`
-	Depth        int      `json:"depth"`
-	Status       string   `json:"status"`
-	Invalidated  bool     `json:"invalidated"`
-	SigmaV       *float64 `json:"sigma_v"`    // null before the node is verified
-	SigmaPath    *float64 `json:"sigma_path"` // null before the node is verified
-	SpentUSD     float64  `json:"spent_usd"`  // a parent's includes what it allocated to children
-	AllocatedUSD float64  `json:"allocated_usd"`
-	Attempts     int      `json:"attempts"`
-	MaxAttempts  int      `json:"max_attempts"`
-	Summary      string   `json:"summary"`
+	ID     string `json:"id"`
+	Parent string `json:"parent_id,omitempty"`
+	Depth  int    `json:"depth"`
+	// Status is the node's state-machine status as stored; State says
+	// where it stands for a person: "achieved" for the root of an
+	// achieved run, "done (N children)" for a decomposed node whose
+	// children are all done, "waiting on children (k of N done)",
+	// "waiting for a human", "invalidated", or the status.
+	Status      string   `json:"status"`
+	State       string   `json:"state"`
+	Invalidated bool     `json:"invalidated"`
+	SigmaV      *float64 `json:"sigma_v"`    // null before the node is verified
+	SigmaPath   *float64 `json:"sigma_path"` // null before the node is verified
+	// Money: what the node's own paid calls cost (spent), what it was
+	// given (allocated: by its parent, or from outside the tree — the
+	// root budget and human top-ups), what it handed to its children
+	// (delegated, net of what invalidated children gave back), what it gave
+	// back to its parent (returned), what calls in flight hold (held), and
+	// what it has left (reserve = allocated − spent − delegated − returned −
+	// held). Time the same, in seconds.
+	SpentUSD         float64 `json:"spent_usd"`
+	AllocatedUSD     float64 `json:"allocated_usd"`
+	DelegatedUSD     float64 `json:"delegated_usd"`
+	ReturnedUSD      float64 `json:"returned_usd"`
+	HeldUSD          float64 `json:"held_usd"`
+	ReserveUSD       float64 `json:"reserve_usd"`
+	SpentSeconds     float64 `json:"spent_seconds"`
+	AllocatedSeconds float64 `json:"allocated_seconds"`
+	ReserveSeconds   float64 `json:"reserve_seconds"`
+	Attempts         int     `json:"attempts"`
+	MaxAttempts      int     `json:"max_attempts"`
+	Summary          string  `json:"summary"`
+	Goal             string  `json:"goal"`
+	Created          string  `json:"created_at"`            // UTC
+	Resolved         string  `json:"resolved_at,omitempty"` // UTC, when a leaf was resolved
+	Reopened         int     `json:"reopened"`              // times the node was reopened (gating, Step 12)
 }
 
-// RunStatus is a run's tree, depth first in creation order, and where
-// the run stands.
+// Event is a change of a run's shape: a node reopened, a conflict between
+// leaves (Step 12), a merge conflict, a gated node.
+type Event struct {
+	Time   string `json:"timestamp"` // UTC
+	NodeID string `json:"node_id"`
+	Goal   string `json:"goal"`
+	Kind   string `json:"kind"` // reopen | coupling_conflict | merge_conflict | gated
+	Detail string `json:"detail"`
+}
+
+// RunStatus is a run's tree, depth first in creation order, where the
+// run stands, and the events that changed its shape.
 type RunStatus struct {
 	Result loop.Result  `json:"result"`
 	Nodes  []NodeStatus `json:"nodes"`
+	Events []Event      `json:"events"`
 }
 
 // Status is the tree of the run whose root id starts with root.
@@ -73,41 +110,132 @@ func (k *Kernel) Status(ctx context.Context, root string) (*RunStatus, error) {
 	if err != nil {
 		return nil, err
 	}
+	budgets, err := k.st.NodeBudgets(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	res, err := loop.Outcome(ctx, k.st, root)
+	if err != nil {
+		return nil, err
+	}
+	events, err := k.st.RunEvents(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	sched, err := k.st.Tree(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	flags := map[string]store.TreeNode{}
+	for _, t := range sched {
+		flags[t.ID] = t
+	}
+	st := &RunStatus{Result: *res, Nodes: []NodeStatus{}, Events: []Event{}}
+	reopened := map[string]int{}
+	for _, e := range events {
+		var d struct {
+			Decision string   `json:"decision"`
+			To       string   `json:"to"`
+			Reason   string   `json:"reason"`
+			Paths    []string `json:"paths"`
+			Weakest  string   `json:"weakest_ancestor"`
+			Path     float64  `json:"sigma_path"`
+			Tau      float64  `json:"tau_global"`
+			Coupling []string `json:"coupling_constraints"`
+		}
+		if err := json.Unmarshal(e.Detail, &d); err != nil {
+			return nil, fmt.Errorf("run %s: event %q: %w", root, e.Summary, err)
+		}
+		var text string
+		switch d.Decision {
+		case "reopen":
+			reopened[e.Node]++
+			text = "reopened to " + d.To
+		case "coupling_conflict":
+			text = fmt.Sprintf("leaves conflict (%s); coupling constraints added here: %s", d.Reason, strings.Join(d.Coupling, "; "))
+		case "merge_conflict":
+			text = "its files changed in the workspace since the attempt was made: " + strings.Join(d.Paths, ", ")
+		case "gated":
+			p, t := loop.Apart(d.Path, d.Tau)
+			text = fmt.Sprintf("σ_path %s < τ_global %s; backtracked to %s", p, t, store.Short(d.Weakest))
+		}
+		st.Events = append(st.Events, Event{Time: e.Time, NodeID: e.Node, Goal: e.Goal, Kind: d.Decision, Detail: text})
+	}
 	kids := map[string][]*store.Node{}
 	for _, n := range nodes {
 		kids[n.Parent] = append(kids[n.Parent], n)
 	}
-	st := &RunStatus{Nodes: []NodeStatus{}}
-	var walk func(n *store.Node, depth int) error
-	walk = func(n *store.Node, depth int) error {
-		bal, err := k.st.Balance(ctx, n.ID)
-		if err != nil {
-			return err
+	// done mirrors the scheduler: resolved, or decomposed with every live
+	// child done (build subgoals are dependencies, not children).
+	var done func(n *store.Node) bool
+	live := func(n *store.Node) (c []*store.Node) {
+		for _, k := range kids[n.ID] {
+			if !k.Invalidated && !flags[k.ID].Build {
+				c = append(c, k)
+			}
 		}
-		ns := NodeStatus{ID: n.ID, Parent: n.Parent, Depth: depth, Status: n.Status, Invalidated: n.Invalidated, SpentUSD: bal.Spent,
-			AllocatedUSD: bal.Allocated, Attempts: n.AttemptCount, MaxAttempts: n.MaxAttempts, Summary: n.Summary}
+		return c
+	}
+	done = func(n *store.Node) bool {
+		if n.Invalidated {
+			return false
+		}
+		if n.Status == store.StatusResolved {
+			return true
+		}
+		c := live(n)
+		if n.Status != store.StatusPending || len(c) == 0 {
+			return false
+		}
+		for _, k := range c {
+			if !done(k) {
+				return false
+			}
+		}
+		return true
+	}
+	state := func(n *store.Node) string {
+		c := live(n)
+		switch {
+		case n.Invalidated:
+			return "invalidated"
+		case n.Parent == "" && res.Outcome == loop.OutcomeAchieved:
+			return "achieved"
+		case flags[n.ID].WaitHire:
+			return "waiting for a human"
+		case n.Status == store.StatusPending && len(c) > 0 && done(n):
+			return fmt.Sprintf("done (%d children)", len(c))
+		case n.Status == store.StatusPending && len(c) > 0:
+			k := 0
+			for _, x := range c {
+				if done(x) {
+					k++
+				}
+			}
+			return fmt.Sprintf("waiting on children (%d of %d done)", k, len(c))
+		}
+		return n.Status
+	}
+	var walk func(n *store.Node, depth int)
+	walk = func(n *store.Node, depth int) {
+		b := budgets[n.ID]
+		ns := NodeStatus{ID: n.ID, Parent: n.Parent, Depth: depth, Status: n.Status, State: state(n), Invalidated: n.Invalidated,
+			SpentUSD: b.SpentUSD, AllocatedUSD: b.ReceivedUSD, DelegatedUSD: b.DelegatedUSD, ReturnedUSD: b.ReturnedUSD, HeldUSD: b.HeldUSD,
+			ReserveUSD: b.ReserveUSD(), SpentSeconds: b.SpentSeconds, AllocatedSeconds: b.ReceivedSeconds, ReserveSeconds: b.ReserveSeconds(),
+			Attempts: n.AttemptCount, MaxAttempts: n.MaxAttempts, Summary: n.Summary, Goal: n.Goal, Created: n.Created, Resolved: n.ResolvedAt,
+			Reopened: reopened[n.ID]}
 		if n.SigmaV.Valid {
 			v, p := n.SigmaV.Float64, n.SigmaPath.Float64
 			ns.SigmaV, ns.SigmaPath = &v, &p
 		}
 		st.Nodes = append(st.Nodes, ns)
 		for _, c := range kids[n.ID] {
-			if err := walk(c, depth+1); err != nil {
-				return err
-			}
+			walk(c, depth+1)
 		}
-		return nil
 	}
 	for _, n := range kids[""] {
-		if err := walk(n, 0); err != nil {
-			return nil, err
-		}
+		walk(n, 0)
 	}
-	res, err := loop.Outcome(ctx, k.st, root)
-	if err != nil {
-		return nil, err
-	}
-	st.Result = *res
 	return st, nil
 }
 

@@ -3,7 +3,6 @@ package solve_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,19 +26,20 @@ type step struct {
 // answer for each request whatever the order.
 func writeScript(t *testing.T, dir string, steps ...step) string {
 	t.Helper()
+	return writeScriptUsage(t, dir, nil, steps...)
+}
+
+// writeScriptUsage is writeScript with every answer's usage given (so its
+// cost is known), or estimated by the script player when usage is nil.
+func writeScriptUsage(t *testing.T, dir string, usage map[string]int, steps ...step) string {
+	t.Helper()
 	var rs []any
 	for _, s := range steps {
-		marker := "Operation: " + s.op
-		if s.attempt > 0 {
-			marker += fmt.Sprintf(" · attempt %d", s.attempt)
+		e := scriptEntry(t, s)
+		if usage != nil {
+			e["response"].(map[string]any)["usage"] = usage
 		}
-		marker += "\nGoal: " + s.goal
-		text, err := json.Marshal(s.answer)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rs = append(rs, map[string]any{"match": map[string]any{"system_contains": "operation: " + s.op, "last_user_contains": marker},
-			"response": map[string]any{"content": []any{map[string]any{"type": "text", "text": string(text)}}}})
+		rs = append(rs, e)
 	}
 	data, _ := json.MarshalIndent(map[string]any{"responses": rs}, "", " ")
 	p := filepath.Join(dir, "script.json")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -65,7 +66,7 @@ backtracking, Step 12 coupling conflicts reopening the least common ancestor,
 (docs/solve.md).
 Use 'solve ping' to check your provider set-up.`)
 	app.Root.AddCommand(planCommand(app), checkCommand(), evalCommand(app), runCommand(app), resumeCommand(app), statusCommand(), logCommand(),
-		resolversCommand(), kgCommand(), hireCommand(), artifactsCommand())
+		resolversCommand(), kgCommand(), hireCommand(), artifactsCommand(), reportCommand())
 	app.Run()
 }
 
@@ -331,6 +332,38 @@ func printResult(w io.Writer, r *loop.Result) {
 	fmt.Fprintf(w, "LLM calls: %d · spent $%.4f of $%.2f · nodes %d\n", r.LLMCalls, r.SpentUSD, r.AllocatedUSD, r.Nodes)
 }
 
+// reportFlags are --report FILE and --no-report.
+type reportFlags struct {
+	out  string
+	skip bool
+}
+
+func (f *reportFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.out, "report", "", "write the run's report to FILE (.json) and, beside it, .md, .mmd and .svg (default run-ROOT8.json in the current directory)")
+	cmd.Flags().BoolVar(&f.skip, "no-report", false, "do not write the run's report")
+}
+
+// write writes the report of root; a failure is said on stderr and does
+// not change the run's outcome.
+func (f *reportFlags) write(cmd *cobra.Command, k *solve.Kernel, root string) {
+	if f.skip {
+		return
+	}
+	out := f.out
+	if out == "" {
+		out = "run-" + store.Short(root) + ".json"
+	}
+	r, err := k.Report(cmd.Context(), root)
+	if err == nil {
+		var files planning.Files
+		if files, err = solve.WriteReport(r, out); err == nil {
+			fmt.Fprintf(cmd.OutOrStdout(), "report: %s, %s, %s, %s\n", files.JSON, files.Report, files.Mermaid, files.Gantt)
+			return
+		}
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "solve: the run's report was not written: %v\n", err)
+}
+
 // outcomeStatus ends solve run and solve resume with the outcome's exit
 // status: 0 achieved, 3 infeasible, 4 waiting for a human. (A run stopped by
 // Ctrl-C or SIGTERM fails with the context's error and exits 5.)
@@ -349,6 +382,7 @@ func runCommand(app *cli.App) *cobra.Command {
 		req     loop.Request
 		timeCap string
 		db      string
+		report  reportFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run GOAL",
@@ -393,8 +427,14 @@ Exit status: 0 achieved, 3 infeasible, 4 waiting for a human (answer with
 			if strings.TrimSpace(req.Goal) == "" {
 				return cli.Usagef(`the goal is empty: give it as the first argument, e.g. solve run "Add a Median function with tests" --workspace ./ws`)
 			}
-			if !(req.BudgetUSD > 0) {
-				return cli.Usagef("--budget %v: give a positive budget in USD", req.BudgetUSD)
+			if !(req.BudgetUSD > 0) || math.IsInf(req.BudgetUSD, 0) {
+				return cli.Usagef("--budget %v: give a positive, finite budget in USD, e.g. --budget 2", req.BudgetUSD)
+			}
+			if req.Workers < 1 {
+				return cli.Usagef("--workers %d: give at least 1 (nodes run in parallel up to it)", req.Workers)
+			}
+			if req.TMax < 1 {
+				return cli.Usagef("--tmax %d: give at least 1 attempt per resolver before BUILD (default %d)", req.TMax, loop.DefaultTMax)
 			}
 			d, err := time.ParseDuration(timeCap)
 			if err != nil {
@@ -418,10 +458,12 @@ Exit status: 0 achieved, 3 infeasible, 4 waiting for a human (answer with
 					return err
 				}
 				printResult(cmd.OutOrStdout(), r)
+				report.write(cmd, k, r.RootID)
 				return outcomeStatus(r)
 			})
 		},
 	}
+	report.add(cmd)
 	f := cmd.Flags()
 	f.StringArrayVar(&req.Constraints, "constraint", nil, "an irreducible core constraint in words (repeatable)")
 	f.StringArrayVar(&req.Suggest, "suggest", nil, "a human idea: scored against the constraints as an attempt of its own, like any candidate, and given to resolvers as an input (repeatable)")
@@ -439,6 +481,7 @@ func resumeCommand(app *cli.App) *cobra.Command {
 	var (
 		db      string
 		workers int
+		report  reportFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "resume [ROOT]",
@@ -450,6 +493,9 @@ prefix of the root node id. Exit status as for 'solve run': 0 achieved,
 3 infeasible, 4 waiting for a human, 5 stopped by a signal.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if workers < 0 {
+				return cli.Usagef("--workers %d: give at least 1 (0 = as the run was started)", workers)
+			}
 			opts, _, err := runOptions(cmd, app, workers)
 			if err != nil {
 				return err
@@ -464,10 +510,12 @@ prefix of the root node id. Exit status as for 'solve run': 0 achieved,
 					return err
 				}
 				printResult(cmd.OutOrStdout(), r)
+				report.write(cmd, k, r.RootID)
 				return outcomeStatus(r)
 			})
 		},
 	}
+	report.add(cmd)
 	dbFlag(cmd, &db)
 	cmd.Flags().IntVar(&workers, "workers", 0, "parallel workers (0 = as the run was started)")
 	return cmd
@@ -498,7 +546,11 @@ func logCommand() *cobra.Command {
 					return cli.PrintJSON(w, rows)
 				}
 				for _, l := range rows {
-					fmt.Fprintf(w, "[%s] T%d %s", l.Time, l.Tier, l.Summary)
+					fmt.Fprintf(w, "[%s] T%d", clock(l.Time), l.Tier)
+					if l.Goal != "" {
+						fmt.Fprintf(w, " (%s)", clip.Line(l.Goal, 40))
+					}
+					fmt.Fprintf(w, " %s", l.Summary)
 					if l.Tier > 1 && len(l.Detail) > 0 {
 						fmt.Fprintf(w, " %s", clip.Line(string(l.Detail), 300))
 					}
@@ -629,6 +681,12 @@ capability: toolization, never a one-off answer), --add-budget/--add-time, or
 					}
 					return nil
 				}
+				if addUSD < 0 || math.IsInf(addUSD, 0) || math.IsNaN(addUSD) {
+					return cli.Usagef("--add-budget %v: give a positive, finite amount in USD", addUSD)
+				}
+				if addTime < 0 {
+					return cli.Usagef("--add-time %s: give a positive duration", addTime)
+				}
 				set := 0
 				for _, b := range []bool{command != "", addUSD > 0 || addTime > 0, decline} {
 					if b {
@@ -662,7 +720,7 @@ capability: toolization, never a one-off answer), --add-budget/--add-time, or
 }
 
 func statusCommand() *cobra.Command {
-	return reportCommand("status [ROOT]", "Show a run's tree with states, σ and budget spent/allocated (all runs without ROOT)",
+	return readCommand("status [ROOT]", "Show a run's tree with states, σ and budget spent/allocated (all runs without ROOT)",
 		func(ctx context.Context, k *solve.Kernel, w io.Writer, root string, asJSON bool) error {
 			if root == "" {
 				runs, err := k.Runs(ctx)
@@ -676,7 +734,7 @@ func statusCommand() *cobra.Command {
 					fmt.Fprintln(w, "no runs in this kernel.db; start one with solve run")
 				}
 				for _, r := range runs {
-					fmt.Fprintf(w, "%s  %-17s  σ_system %.2f  $%.4f of $%.2f  %d nodes  %q\n", r.RootID, r.Outcome, r.SigmaSystem, r.SpentUSD, r.AllocatedUSD, r.Nodes, clip.Line(r.Goal, 60))
+					fmt.Fprintf(w, "%s  %-17s  σ_system %.2f  spent $%.4f of $%.2f  %d nodes  %q\n", r.RootID, r.Outcome, r.SigmaSystem, r.SpentUSD, r.AllocatedUSD, r.Nodes, clip.Line(r.Goal, 60))
 				}
 				return nil
 			}
@@ -687,26 +745,123 @@ func statusCommand() *cobra.Command {
 			if asJSON {
 				return cli.PrintJSON(w, st)
 			}
-			for _, n := range st.Nodes {
-				sigma := "σ -"
-				if n.SigmaV != nil {
-					sigma = fmt.Sprintf("σ_v %.2f σ_path %.2f", *n.SigmaV, *n.SigmaPath)
-				}
-				state := n.Status
-				if n.Invalidated {
-					state += " (invalidated)"
-				}
-				fmt.Fprintf(w, "%s%s %-24s %s  $%.4f/$%.4f  attempts %d/%d  %s\n", strings.Repeat("  ", n.Depth), store.Short(n.ID), state, sigma,
-					n.SpentUSD, n.AllocatedUSD, n.Attempts, n.MaxAttempts, clip.Line(n.Summary, 70))
-			}
-			r := st.Result
-			fmt.Fprintf(w, "outcome %s · σ_system %.2f · spent $%.4f of $%.2f · LLM calls %d · open requests %d\n", r.Outcome, r.SigmaSystem, r.SpentUSD, r.AllocatedUSD, r.LLMCalls, r.OpenRequests)
+			printStatus(w, st)
 			return nil
 		})
 }
 
+// printStatus prints a run's tree: per node its state, σ, money (spent by
+// its own calls, allocated to it, delegated to children, reserve left),
+// attempts, when it was created and resolved, and its goal; then the
+// events that changed the tree, and where the run stands.
+func printStatus(w io.Writer, st *solve.RunStatus) {
+	for _, n := range st.Nodes {
+		in := strings.Repeat("  ", n.Depth)
+		sigma := "σ -"
+		if n.SigmaV != nil {
+			sigma = fmt.Sprintf("σ_v %.2f σ_path %.2f", *n.SigmaV, *n.SigmaPath)
+		}
+		money := fmt.Sprintf("spent $%.4f · allocated $%.4f", n.SpentUSD, n.AllocatedUSD)
+		if n.DelegatedUSD != 0 {
+			money += fmt.Sprintf(" · delegated $%.4f", n.DelegatedUSD)
+		}
+		if n.ReturnedUSD != 0 {
+			money += fmt.Sprintf(" · returned $%.4f", n.ReturnedUSD)
+		}
+		if n.HeldUSD != 0 {
+			money += fmt.Sprintf(" · held $%.4f", n.HeldUSD)
+		}
+		money += fmt.Sprintf(" · reserve $%.4f", n.ReserveUSD)
+		when := "created " + clock(n.Created)
+		if n.Resolved != "" {
+			when += ", resolved " + clock(n.Resolved)
+		}
+		if n.Reopened > 0 {
+			when += fmt.Sprintf(", reopened %d×", n.Reopened)
+		}
+		fmt.Fprintf(w, "%s%s %s · %s · %s · %.0fs of %.0fs · attempts %d/%d · %s\n", in, store.Short(n.ID), n.State, sigma, money,
+			n.SpentSeconds, n.AllocatedSeconds, n.Attempts, n.MaxAttempts, when)
+		goal := clip.Line(n.Summary, 70)
+		if n.Goal != n.Summary {
+			goal += " — " + clip.Line(n.Goal, 160)
+		}
+		fmt.Fprintf(w, "%s  %s\n", in, goal)
+	}
+	if len(st.Events) > 0 {
+		fmt.Fprintln(w, "events:")
+		for _, e := range st.Events {
+			fmt.Fprintf(w, "  %s  %s %q: %s\n", clock(e.Time), store.Short(e.NodeID), clip.Line(e.Goal, 50), e.Detail)
+		}
+	}
+	r := st.Result
+	fmt.Fprintf(w, "outcome %s · σ_system %.2f · spent $%.4f of $%.2f", r.Outcome, r.SigmaSystem, r.SpentUSD, r.AllocatedUSD)
+	if r.ReservedUSD > 0 {
+		fmt.Fprintf(w, " ($%.4f held by calls in flight)", r.ReservedUSD)
+	}
+	fmt.Fprintf(w, " · LLM calls %d · open requests %d\n", r.LLMCalls, r.OpenRequests)
+}
+
+// clock is a stored UTC timestamp in local time, to the second.
+func clock(ts string) string {
+	t, err := time.Parse("2006-01-02 15:04:05.000", ts)
+	if err != nil {
+		return ts
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
+}
+
+func reportCommand() *cobra.Command {
+	var (
+		db, out string
+	)
+	cmd := &cobra.Command{
+		Use:   "report [ROOT]",
+		Short: "Write a run's report: its tree with states, σ and money, the critical path, events; Markdown, Mermaid and SVG",
+		Long: `Write the report of a run (the latest one without ROOT; ROOT may be an id prefix),
+as solve run does at its end: --out FILE (default run-ROOT8.json) holds the data
+as JSON, and beside it FILE's base name .md (the report), .mmd (the tree as a
+Mermaid flowchart, critical path in red) and .svg (a Gantt chart of the nodes'
+calls, critical path in red). kernel.db is only read.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withKernel(cmd.Context(), db, true, func(k *solve.Kernel) error {
+				root := ""
+				if len(args) == 1 {
+					root = args[0]
+				} else {
+					runs, err := k.Runs(cmd.Context())
+					if err != nil {
+						return err
+					}
+					if len(runs) == 0 {
+						return errors.New("no runs in this kernel.db; start one with solve run")
+					}
+					root = runs[len(runs)-1].RootID
+				}
+				r, err := k.Report(cmd.Context(), root)
+				if err != nil {
+					return err
+				}
+				path := out
+				if path == "" {
+					path = "run-" + store.Short(r.Status.Result.RootID) + ".json"
+				}
+				files, err := solve.WriteReport(r, path)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "report: %s, %s, %s, %s\n", files.JSON, files.Report, files.Mermaid, files.Gantt)
+				return nil
+			})
+		},
+	}
+	dbFlag(cmd, &db)
+	cmd.Flags().StringVar(&out, "out", "", "report file (.json); .md, .mmd and .svg take its base name (default run-ROOT8.json)")
+	return cmd
+}
+
 func artifactsCommand() *cobra.Command {
-	return reportCommand("artifacts [ROOT]", "List artifacts (content-addressed in artifact_store/ by sha256) with type, σ and node",
+	return readCommand("artifacts [ROOT]", "List artifacts (content-addressed in artifact_store/ by sha256) with type, σ and node",
 		func(ctx context.Context, k *solve.Kernel, w io.Writer, root string, asJSON bool) error {
 			arts, err := k.Artifacts(ctx, root)
 			if err != nil {
@@ -726,8 +881,8 @@ func artifactsCommand() *cobra.Command {
 		})
 }
 
-// reportCommand prints a report of one run, or of all runs without ROOT.
-func reportCommand(use, short string, report func(ctx context.Context, k *solve.Kernel, w io.Writer, root string, asJSON bool) error) *cobra.Command {
+// readCommand prints what it reads of one run, or of all runs without ROOT.
+func readCommand(use, short string, report func(ctx context.Context, k *solve.Kernel, w io.Writer, root string, asJSON bool) error) *cobra.Command {
 	var (
 		db     string
 		asJSON *bool

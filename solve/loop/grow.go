@@ -184,8 +184,12 @@ func (s *stepCtx) gate(ctx context.Context, resolver string, v Verification, pat
 		if err := s.move(ctx, tx, store.StatusVerifying, store.StatusGated); err != nil {
 			return err
 		}
-		p, t := apart(path, n.TauGlobal)
+		p, t := Apart(path, n.TauGlobal)
 		if err := s.flow(ctx, tx, "GATED: sigma_path %s < tau_global %s; backtrack to weakest ancestor %s (sigma_v %.2f)", p, t, store.Short(weakest.id), weakest.sigma); err != nil {
+			return err
+		}
+		if err := tx.Log(ctx, 2, n.ID, "gated", map[string]any{"decision": "gated", "sigma_path": path, "tau_global": n.TauGlobal, "weakest_ancestor": weakest.id,
+			"weakest_sigma_v": weakest.sigma}); err != nil {
 			return err
 		}
 		if weakest.id == n.ID {
@@ -437,10 +441,10 @@ func (s *stepCtx) attemptHistory(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-// apart formats two figures with two decimals, or with as many more as it
+// Apart formats two figures with two decimals, or with as many more as it
 // takes (up to six) for a comparison between them to read true: never
 // "0.50 < 0.50".
-func apart(a, b float64) (string, string) {
+func Apart(a, b float64) (string, string) {
 	for d := 2; d <= 6; d++ {
 		x, y := fmt.Sprintf("%.*f", d, a), fmt.Sprintf("%.*f", d, b)
 		if x != y || a == b {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/solve/kg"
 	"github.com/llmkernels/kernels/solve/store"
 )
@@ -80,7 +81,7 @@ func (s *stepCtx) hire(ctx context.Context, g hireGap, reason string) (stepResul
 		if id, err = tx.AddRequest(ctx, n.Root, g.Tag, fp, detail); err != nil {
 			return err
 		}
-		return s.flow(ctx, tx, "HIRE (%s): need a human for %s; request %s waits (solve hire)", reason, g.Tag, store.Short(id))
+		return s.flow(ctx, tx, "HIRE (%s): need a human for %s (%s); request %s waits (solve hire)", reason, g.Tag, clip.Line(g.Rationale, 240), store.Short(id))
 	})
 	if err != nil {
 		return stepResult{}, err

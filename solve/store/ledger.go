@@ -134,28 +134,41 @@ func (c *Conn) Log(ctx context.Context, tier int, node, summary string, detail a
 	return nil
 }
 
-// LogRow is a logs row.
+// LogRow is a logs row, with the goal summary of its node.
 type LogRow struct {
 	Tier    int             `json:"tier"`
 	Node    string          `json:"node_id"`
+	Goal    string          `json:"goal,omitempty"`
 	Time    string          `json:"timestamp"`
 	Summary string          `json:"summary"`
 	Detail  json.RawMessage `json:"detail,omitempty"`
 }
 
+func scanLog(r *sql.Rows) (LogRow, error) {
+	var l LogRow
+	var d string
+	err := r.Scan(&l.Tier, &l.Node, &l.Goal, &l.Time, &l.Summary, &d)
+	if d != "" {
+		l.Detail = json.RawMessage(d)
+	}
+	return l, err
+}
+
 // Logs lists log rows, oldest first, of one tier (0 = all) and of the
 // nodes whose id starts with nodePrefix ("" = all).
 func (c *Conn) Logs(ctx context.Context, tier int, nodePrefix string) ([]LogRow, error) {
-	return list(ctx, c, "list logs", func(r *sql.Rows) (LogRow, error) {
-		var l LogRow
-		var d string
-		err := r.Scan(&l.Tier, &l.Node, &l.Time, &l.Summary, &d)
-		if d != "" {
-			l.Detail = json.RawMessage(d)
-		}
-		return l, err
-	}, `SELECT tier, COALESCE(node_id, ''), timestamp, COALESCE(summary, ''), COALESCE(detail, '') FROM logs
-		WHERE (? = 0 OR tier = ?) AND (? = '' OR node_id LIKE ? || '%') ORDER BY {seq}`, tier, tier, nodePrefix, nodePrefix)
+	return list(ctx, c, "list logs", scanLog, `SELECT l.tier, COALESCE(l.node_id, ''), COALESCE(n.goal_summary, ''), l.timestamp, COALESCE(l.summary, ''), COALESCE(l.detail, '')
+		FROM logs l LEFT JOIN nodes n ON n.id = l.node_id
+		WHERE (? = 0 OR l.tier = ?) AND (? = '' OR l.node_id LIKE ? || '%') ORDER BY l.{seq}`, tier, tier, nodePrefix, nodePrefix)
+}
+
+// RunEvents lists the decisions of a root's tree that change its shape,
+// oldest first: reopened nodes, conflicts between leaves (Step 12),
+// merge conflicts, gating.
+func (c *Conn) RunEvents(ctx context.Context, root string) ([]LogRow, error) {
+	return list(ctx, c, "list the events of "+root, scanLog, `SELECT l.tier, COALESCE(l.node_id, ''), n.goal_summary, l.timestamp, COALESCE(l.summary, ''), COALESCE(l.detail, '')
+		FROM logs l JOIN nodes n ON n.id = l.node_id
+		WHERE n.root_id = ? AND l.tier = 2 AND l.detail->>'decision' IN ('reopen', 'coupling_conflict', 'merge_conflict', 'gated') ORDER BY l.{seq}`, root)
 }
 
 // LLMCalls sums the LLM calls the tier-3 rows of a root's tree record.
