@@ -203,3 +203,30 @@ func lastUserText(req *llm.Request) string {
 	}
 	return ""
 }
+
+// background is a binary started and not waited for.
+type background struct {
+	t   *testing.T
+	cmd *exec.Cmd
+}
+
+// runBackground starts the binary on args in dir; stop kills it.
+func runBackground(t *testing.T, dir string, args ...string) *background {
+	t.Helper()
+	cmd := exec.Command(solveBin, args...)
+	cmd.Dir = dir
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	b := &background{t: t, cmd: cmd}
+	t.Cleanup(b.stop)
+	return b
+}
+
+// stop kills the process (and waits for it), once.
+func (b *background) stop() {
+	if b.cmd.ProcessState == nil {
+		_ = b.cmd.Process.Kill()
+		_ = b.cmd.Wait()
+	}
+}

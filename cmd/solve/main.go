@@ -661,6 +661,12 @@ capability: toolization, never a one-off answer), --add-budget/--add-time, or
 --decline (that request fingerprint is never asked again). Then 'solve resume'.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if addUSD < 0 || math.IsInf(addUSD, 0) || math.IsNaN(addUSD) {
+				return cli.Usagef("--add-budget %v: give a positive, finite amount in USD", addUSD)
+			}
+			if addTime < 0 {
+				return cli.Usagef("--add-time %s: give a positive duration", addTime)
+			}
 			return withKernel(cmd.Context(), db, false, func(k *solve.Kernel) error {
 				if len(args) == 0 {
 					reqs, err := k.Requests(cmd.Context(), all)
@@ -680,12 +686,6 @@ capability: toolization, never a one-off answer), --add-budget/--add-time, or
 						fmt.Fprint(cmd.OutOrStdout(), loop.FormatRequest(r))
 					}
 					return nil
-				}
-				if addUSD < 0 || math.IsInf(addUSD, 0) || math.IsNaN(addUSD) {
-					return cli.Usagef("--add-budget %v: give a positive, finite amount in USD", addUSD)
-				}
-				if addTime < 0 {
-					return cli.Usagef("--add-time %s: give a positive duration", addTime)
 				}
 				set := 0
 				for _, b := range []bool{command != "", addUSD > 0 || addTime > 0, decline} {

@@ -149,9 +149,11 @@ func (s *stepCtx) toolSelfTest(ctx context.Context, artifact string, t *ToolSpec
 	return c, nil
 }
 
-// checkText renders a check's detail for a person or a prompt: a
-// command's exit status and output, a sentence as it is, anything else as
-// JSON (never a Go map).
+// Text renders a check's detail for a person or a prompt: a command's
+// exit status and output, a sentence as it is, anything else as JSON
+// (never a Go map).
+func (c ConstraintCheck) Text() string { return checkText(c) }
+
 func checkText(c ConstraintCheck) string {
 	switch d := c.Detail.(type) {
 	case nil:

@@ -23,7 +23,13 @@ import (
 //go:embed prompts/*.md
 var promptFS embed.FS
 
-var prompts = template.Must(template.New("prompts").Funcs(template.FuncMap{"join": strings.Join}).ParseFS(promptFS, "prompts/*.md"))
+var prompts = template.Must(template.New("prompts").Funcs(template.FuncMap{"join": strings.Join, "json": jsonText}).ParseFS(promptFS, "prompts/*.md"))
+
+// jsonText is v as JSON in a prompt (never a Go map's %v).
+func jsonText(v any) (string, error) {
+	data, err := json.Marshal(v)
+	return string(data), err
+}
 
 // render fills a prompt template.
 func render(name string, data any) (string, error) {
