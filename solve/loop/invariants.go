@@ -24,6 +24,14 @@ func CheckInvariants(ctx context.Context, st *store.Store, root string) ([]strin
 	for _, n := range nodes {
 		byID[n.ID] = n
 	}
+	sched, err := st.Tree(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	build := map[string]bool{}
+	for _, t := range sched {
+		build[t.ID] = t.Build
+	}
 	planSteps := func(id string) ([]string, error) {
 		_, data, err := st.Artifact(ctx, id)
 		if err != nil {
@@ -95,8 +103,10 @@ func CheckInvariants(ctx context.Context, st *store.Store, root string) ([]strin
 			}
 		}
 		if n.SigmaPath.Valid && n.SigmaV.Valid && !n.Invalidated {
+			// A BUILD subgoal starts its own chain (it is judged as a goal
+			// of its own, not by the attempts that failed above it).
 			want := n.SigmaV.Float64
-			if p := byID[n.Parent]; p != nil {
+			if p := byID[n.Parent]; p != nil && !build[n.ID] {
 				if p.SigmaPath.Valid {
 					want *= p.SigmaPath.Float64
 				}
@@ -119,6 +129,10 @@ func CheckInvariants(ctx context.Context, st *store.Store, root string) ([]strin
 			add("node %s: budget cache (%v, %v, %v, %v) differs from the ledger (%v, %v, %v, %v)", n.ID, n.BudgetAllocated, n.BudgetSpent, n.TimeAllocated, n.TimeSpent,
 				b.Allocated, b.Spent, b.TimeAllocated, b.TimeSpent)
 		}
+		if math.Abs(n.BudgetReserved-b.Reserved) > 1e-6 || math.Abs(n.TimeReserved-b.TimeReserved) > 1e-3 {
+			add("node %s: reserved cache ($%v, %vs) differs from its open reservations ($%v, %vs)", n.ID, n.BudgetReserved, n.TimeReserved, b.Reserved, b.TimeReserved)
+		}
+
 		for _, a := range atts {
 			if a.Resolver == CandidateID {
 				continue // a --suggest candidate scored as it stands: no resolver of the plan ran

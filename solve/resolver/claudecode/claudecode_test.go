@@ -63,6 +63,19 @@ func TestFailuresAreClassified(t *testing.T) {
 	if _, err := New(c).Resolve(context.Background(), &loop.Call{Op: loop.OpAssemble, Model: "claude-opus-4-6"}); !errors.As(err, &re) || !re.Permanent || re.Mode != "llm_error" {
 		t.Errorf("a refused request: %v", err)
 	}
+	// A request that cannot be sent at all is permanent: sending it again
+	// cannot help (before: "llm_unavailable", retried, then the run stopped).
+	c, _ = client(t, `[{"response": {"content": [{"type": "text", "text": "{}"}]}}]`)
+	if _, err := New(c).Resolve(context.Background(), &loop.Call{Op: loop.OpAssemble, Model: ""}); !errors.As(err, &re) || !re.Permanent || re.Mode != "invalid_request" {
+		t.Errorf("a request without a model: %v", err)
+	}
+	// The caller's deadline is not the API's fault: retryable, as it is.
+	c, _ = client(t, `[{"response": {"content": [{"type": "text", "text": "{}"}]}}]`)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := New(c).Resolve(ctx, &loop.Call{Op: loop.OpAssemble, Model: "claude-opus-4-6"}); !errors.As(err, &re) || re.Permanent || !errors.Is(err, context.Canceled) {
+		t.Errorf("a cancelled call: %v", err)
+	}
 	if _, err := New(nil).Resolve(context.Background(), &loop.Call{Op: loop.OpAssemble, Model: "claude-opus-4-6"}); !errors.As(err, &re) || re.Mode != "no_llm" {
 		t.Errorf("no client: %v", err)
 	}

@@ -1,0 +1,280 @@
+package loop_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/llmkernels/kernels/llm"
+	"github.com/llmkernels/kernels/llm/script"
+	"github.com/llmkernels/kernels/solve/loop"
+	"github.com/llmkernels/kernels/solve/resolver/claudecode"
+	"github.com/llmkernels/kernels/solve/store"
+)
+
+// The rules a user trusts the loop with — money, time, verification —
+// each pinned in process with the fake claude-code-0.
+
+// overdrawn lists the nodes of a run whose paid calls, money handed on and
+// holds exceed what they were allocated.
+func (k *kernel) overdrawn(t *testing.T, root string) []string {
+	t.Helper()
+	nodes, err := k.st.TreeNodes(context.Background(), root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bad []string
+	for _, n := range nodes {
+		b, err := k.st.Balance(context.Background(), n.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Spent+b.Reserved > b.Allocated+1e-9 {
+			bad = append(bad, fmt.Sprintf("%s: spent $%.6f + held $%.6f of $%.6f", n.Summary, b.Spent, b.Reserved, b.Allocated))
+		}
+	}
+	return bad
+}
+
+// jittery wraps the fake with a random pause before each answer and a
+// random cost up to the estimate, from one seed: each seed is another
+// interleaving of the workers.
+type jittery struct {
+	*fake
+	mu  sync.Mutex
+	rng *rand.Rand
+}
+
+func (j *jittery) Resolve(ctx context.Context, c *loop.Call) (*loop.Output, error) {
+	j.mu.Lock()
+	pause := time.Duration(j.rng.IntN(3000)) * time.Microsecond
+	cost := j.fake.cost * (0.5 + 0.5*j.rng.Float64())
+	j.mu.Unlock()
+	time.Sleep(pause)
+	out, err := j.fake.Resolve(ctx, c)
+	if out != nil {
+		out.Cost = cost
+	}
+	return out, err
+}
+
+// No interleaving of eight workers overdraws: across 50 seeds, twelve
+// siblings short of their share draw on their parent's reserve at once,
+// and no node ever spends, hands on or holds more than it was given, nor
+// the run more than its budget.
+func TestFiftyInterleavingsOfEightWorkersNeverOverdraw(t *testing.T) {
+	const goal = "Write twelve blurbs"
+	var kids []m
+	for i := range 12 {
+		kids = append(kids, child(fmt.Sprintf("b%d", i), fmt.Sprintf("Blurb %d", i), 1))
+	}
+	seeds := 50
+	if testing.Short() {
+		seeds = 10
+	}
+	drew := 0
+	for seed := range seeds {
+		k := newKernel(t)
+		f := newFake(map[string]any{loop.OpVerify + "|" + goal: notLeaf(0.9), loop.OpDecompose: children(kids...)})
+		f.cost = 0.02 // estimated; charged between half and all of it
+		j := &jittery{fake: f, rng: rand.New(rand.NewPCG(uint64(seed), 14))}
+		o := k.options(f)
+		o.Resolvers[loop.ClaudeCodeID] = j
+		req := request(goal)
+		req.BudgetUSD, req.Workers = 0.3, 8
+		res := k.run(t, req, o)
+		if bad := k.overdrawn(t, res.RootID); len(bad) > 0 || res.SpentUSD > 0.3+1e-9 {
+			t.Fatalf("seed %d: spent $%.4f of $0.30; overdrawn:\n%s", seed, res.SpentUSD, strings.Join(bad, "\n"))
+		}
+		if strings.Contains(k.flow(t), "HIRE (over_budget)") {
+			drew++
+		}
+	}
+	if drew == 0 {
+		t.Error("no seed ran out of budget: the test does not test the reserve")
+	}
+}
+
+// Every resolver call runs under a deadline equal to the node's remaining
+// wall time: a call that does not return is cancelled there, charged its
+// reservation (its cost is unknown), and the node asks for more time.
+func TestACallThatHangsIsCancelledAtTheNodesDeadline(t *testing.T) {
+	k := newKernel(t)
+	const goal = "Name the queue"
+	var cancelled time.Duration
+	began := time.Now()
+	f := newFake(map[string]any{loop.OpResolve: func(c *loop.Call) (any, error) { return nil, nil }})
+	hang := &hanging{fake: f, op: loop.OpResolve, began: began, cancelled: &cancelled}
+	o := k.options(f)
+	o.Resolvers[loop.ClaudeCodeID] = hang
+	req := request(goal)
+	req.Time = 2 * time.Second // the fake estimates each call at 1 s
+	res := k.run(t, req, o)
+	if res.Outcome != loop.OutcomeWaiting || cancelled < time.Second || cancelled > 30*time.Second {
+		t.Fatalf("outcome %s; the hanging call was cancelled after %s", res.Outcome, cancelled)
+	}
+	if !strings.Contains(k.flow(t), "the node's wall time ran out during claude-code-0 resolve") {
+		t.Errorf("flow:\n%s", k.flow(t))
+	}
+	db := k.db(t)
+	if n := count(t, db, "SELECT COUNT(*) FROM budget_reservations WHERE operation = 'resolve' AND settled_amount = amount AND status = 'settled'"); n != 1 {
+		t.Errorf("the cut-off call was not settled at its reservation")
+	}
+	if n := k.node(t, res.RootID, goal); n.TimeSpent > 2+1e-6 {
+		t.Errorf("the node spent %.3fs of its 2s", n.TimeSpent)
+	}
+}
+
+// hanging is the fake with one operation that never answers until its
+// context ends.
+type hanging struct {
+	*fake
+	op        string
+	began     time.Time
+	cancelled *time.Duration
+}
+
+func (h *hanging) Resolve(ctx context.Context, c *loop.Call) (*loop.Output, error) {
+	if c.Op != h.op {
+		return h.fake.Resolve(ctx, c)
+	}
+	<-ctx.Done()
+	*h.cancelled = time.Since(h.began)
+	return nil, &loop.ResolverError{Mode: "llm_unavailable", Err: ctx.Err()}
+}
+
+// A BUILD subgoal's σ_path starts its own chain: the invariants hold when
+// the node that needed the tool ends with σ_v 0.8 and its build subgoal
+// with 0.9. (The checker computed parent σ_path × σ_v for it too, and
+// reported this correct tree as broken.)
+func TestABuildSubgoalsSigmaPathStartsItsOwnChain(t *testing.T) {
+	k := newKernel(t)
+	ws := k.workspace(t)
+	const goal, build = "Write the greeting file", "Build resolver: greet"
+	judged := func(sigma float64) func(c *loop.Call) (any, error) {
+		return func(c *loop.Call) (any, error) {
+			var checks []any
+			for _, v := range c.Constraints {
+				checks = append(checks, m{"ref": v.Ref, "passed": sigma >= 0.7, "sigma": sigma, "detail": "judged"})
+			}
+			return m{"checks": checks, "is_leaf": true, "leaf_kind": "atomic", "leaf_reason": "one file"}, nil
+		}
+	}
+	f := newFake(map[string]any{
+		loop.OpResolve + "|" + goal:      m{"summary": "no file", "text": "hello"},
+		loop.OpVerify + "|" + goal + "|1": judged(0.4),
+		loop.OpVerify + "|" + goal + "|2": judged(0.4),
+		loop.OpVerify + "|" + goal + "|3": judged(0.8),
+		loop.OpGap + "|" + goal:          m{"capability_tag": "greet", "resolver_type": "digital", "build_constraints": []string{"writes greeting.txt"}, "rationale": "a tool"},
+		loop.OpIdentify + "|" + build:    m{"constraints": []any{}, "required_capabilities": []string{"generate_code"}, "rationale": "the build constraints"},
+		loop.OpResolve + "|" + build: m{"summary": "greet.sh", "files": []any{m{"path": "greet.sh", "content": "echo hello > greeting.txt\n"}},
+			"tool": m{"label": "greet", "description": "writes greeting.txt", "capabilities": []string{"greet"}, "command": `sh "$SOLVE_TOOL_DIR/greet.sh"`, "test_command": "test -f greet.sh"}},
+		loop.OpVerify + "|" + build: judged(0.9),
+	})
+	req := request(goal)
+	req.Workspace, req.TMax = ws, 2
+	res := k.run(t, req, k.options(f)) // checks the invariants
+	if res.Outcome != loop.OutcomeAchieved {
+		t.Fatalf("outcome %s\n%s", res.Outcome, k.flow(t))
+	}
+	n, b := k.node(t, res.RootID, goal), k.node(t, res.RootID, build)
+	if n.SigmaPath.Float64 != 0.8 || b.SigmaV.Float64 != 0.9 || b.SigmaPath.Float64 != 0.9 {
+		t.Errorf("σ_path: node %v, build subgoal σ_v %v σ_path %v", n.SigmaPath.Float64, b.SigmaV.Float64, b.SigmaPath.Float64)
+	}
+}
+
+// The reservation rule's store side: eight goroutines on each of two
+// connections (as two processes would be) reserve on one node and its
+// parent's reserve at once; the holds never exceed what the two have.
+func TestReservationsFromTwoConnectionsNeverOverdraw(t *testing.T) {
+	k := newKernel(t)
+	ctx := context.Background()
+	other, err := store.Open(ctx, k.st.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	var parent, node string
+	err = k.st.Write(ctx, func(tx *store.Tx) error {
+		if parent, err = tx.InsertNode(ctx, store.NewNode{Goal: "p", Summary: "p", TauLocal: 0.7, TauGlobal: 0.5}); err != nil {
+			return err
+		}
+		if node, err = tx.InsertNode(ctx, store.NewNode{Parent: parent, Root: parent, Goal: "n", Summary: "n", TauLocal: 0.7, TauGlobal: 0.5}); err != nil {
+			return err
+		}
+		if err := tx.WriteLedger(ctx, store.LedgerEntry{Node: parent, Event: store.Allocate, Amount: 1, Time: 1000}); err != nil {
+			return err
+		}
+		return tx.Delegate(ctx, parent, node, 0.5, 500, "allocated to child", "from parent")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	granted := 0.0
+	for i := range 16 {
+		st := k.st
+		if i%2 == 1 {
+			st = other
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 10 {
+				r, err := st.Reserve(ctx, store.Hold{Node: node, Parent: parent, Root: parent, Resolver: "r", Op: "op", Owner: "t", Cost: 0.03, Time: 1})
+				var denied *store.DeniedError
+				if errors.As(err, &denied) {
+					return
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				granted += r.Cost
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	pb, _ := k.st.Balance(ctx, parent)
+	nb, _ := k.st.Balance(ctx, node)
+	if granted > 1+1e-9 || pb.Spent+pb.Reserved > pb.Allocated+1e-9 || nb.Spent+nb.Reserved > nb.Allocated+1e-9 || math.Abs(nb.Reserved-granted) > 1e-9 {
+		t.Errorf("granted $%.4f of $1; parent %+v; node %+v", granted, pb, nb)
+	}
+	if granted < 0.9 {
+		t.Errorf("granted only $%.4f of $1: the reserve was not used", granted)
+	}
+}
+
+// An LLM request that cannot be sent (here: no model) is a permanent
+// error of claude-code-0: the node goes to HIRE saying so, and no call is
+// repeated. (It was classified retryable: tried three times, then the run
+// stopped as if the API were down.)
+func TestAnInvalidLLMRequestIsNotRetried(t *testing.T) {
+	k := newKernel(t)
+	s, err := script.Parse([]byte(`{"responses": [{"response": {"content": [{"type": "text", "text": "{}"}]}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := script.New(s)
+	o := k.options(newFake(nil))
+	o.Resolvers[loop.ClaudeCodeID] = claudecode.New(&llm.Client{Provider: p})
+	req := request("Name the queue")
+	req.Model = ""
+	res := k.run(t, req, o)
+	reqs, err := k.st.Requests(context.Background(), false)
+	if res.Outcome != loop.OutcomeWaiting || err != nil || len(reqs) != 1 || !strings.Contains(reqs[0].Detail["failed_because"].(string), "permanent resolver error (invalid_request)") {
+		t.Fatalf("outcome %s, requests %+v %v", res.Outcome, reqs, err)
+	}
+	if n := len(p.Requests()); n != 0 {
+		t.Errorf("%d requests reached the provider", n)
+	}
+}
