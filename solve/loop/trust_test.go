@@ -167,12 +167,12 @@ func TestABuildSubgoalsSigmaPathStartsItsOwnChain(t *testing.T) {
 		}
 	}
 	f := newFake(map[string]any{
-		loop.OpResolve + "|" + goal:      m{"summary": "no file", "text": "hello"},
+		loop.OpResolve + "|" + goal:       m{"summary": "no file", "text": "hello"},
 		loop.OpVerify + "|" + goal + "|1": judged(0.4),
 		loop.OpVerify + "|" + goal + "|2": judged(0.4),
 		loop.OpVerify + "|" + goal + "|3": judged(0.8),
-		loop.OpGap + "|" + goal:          m{"capability_tag": "greet", "resolver_type": "digital", "build_constraints": []string{"writes greeting.txt"}, "rationale": "a tool"},
-		loop.OpIdentify + "|" + build:    m{"constraints": []any{}, "required_capabilities": []string{"generate_code"}, "rationale": "the build constraints"},
+		loop.OpGap + "|" + goal:           m{"capability_tag": "greet", "resolver_type": "digital", "build_constraints": []string{"writes greeting.txt"}, "rationale": "a tool"},
+		loop.OpIdentify + "|" + build:     m{"constraints": []any{}, "required_capabilities": []string{"generate_code"}, "rationale": "the build constraints"},
 		loop.OpResolve + "|" + build: m{"summary": "greet.sh", "files": []any{m{"path": "greet.sh", "content": "echo hello > greeting.txt\n"}},
 			"tool": m{"label": "greet", "description": "writes greeting.txt", "capabilities": []string{"greet"}, "command": `sh "$SOLVE_TOOL_DIR/greet.sh"`, "test_command": "test -f greet.sh"}},
 		loop.OpVerify + "|" + build: judged(0.9),
