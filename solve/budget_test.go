@@ -74,6 +74,11 @@ func TestOverBudgetHiresAndAddedBudgetLetsResumeComplete(t *testing.T) {
 	if n := count(t, db, "SELECT COUNT(*) FROM capability_requests WHERE status = 'requested'"); n != 0 {
 		t.Errorf("%d requests still open", n)
 	}
+	// The human's top-up is part of the run's allowance (before: only
+	// --budget was counted, "spent $0.06 of $0.05").
+	if st := runSolve(t, dir, "status", root); !strings.Contains(st.stdout, " of $1.05 · LLM calls") {
+		t.Errorf("status does not count the top-up in the allowance:\n%s", st.stdout)
+	}
 }
 
 // A software goal's over-budget HIRE, declined, ends the node as

@@ -364,6 +364,15 @@ func (f *reportFlags) write(cmd *cobra.Command, k *solve.Kernel, root string) {
 	fmt.Fprintf(cmd.ErrOrStderr(), "solve: the run's report was not written: %v\n", err)
 }
 
+// stopped makes a run whose lease was taken over exit 5 (stopped,
+// resumable), like one stopped by a signal.
+func stopped(err error) error {
+	if errors.Is(err, store.ErrLeaseLost) {
+		return cli.Exit(cli.ExitStopped, err)
+	}
+	return err
+}
+
 // outcomeStatus ends solve run and solve resume with the outcome's exit
 // status: 0 achieved, 3 infeasible, 4 waiting for a human. (A run stopped by
 // Ctrl-C or SIGTERM fails with the context's error and exits 5.)
@@ -455,7 +464,7 @@ Exit status: 0 achieved, 3 infeasible, 4 waiting for a human (answer with
 					return fmt.Errorf("%w: confirm at least one constraint or give --constraint", loop.ErrEmptyCore)
 				}
 				if err != nil {
-					return err
+					return stopped(err)
 				}
 				printResult(cmd.OutOrStdout(), r)
 				report.write(cmd, k, r.RootID)
@@ -507,7 +516,7 @@ prefix of the root node id. Exit status as for 'solve run': 0 achieved,
 				}
 				r, err := k.Resume(cmd.Context(), root, opts)
 				if err != nil {
-					return err
+					return stopped(err)
 				}
 				printResult(cmd.OutOrStdout(), r)
 				report.write(cmd, k, r.RootID)

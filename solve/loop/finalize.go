@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/solve/store"
@@ -270,7 +271,11 @@ func (e *engine) extractionDialogue(ctx context.Context, goal string, core []New
 	if cost, _ := r.Estimate(ctx, c); cost > budget {
 		return nil, nil, fmt.Errorf("%w: the extraction dialogue is estimated at $%.4f, more than the budget $%.2f", errDenied, cost, budget)
 	}
-	out, err := r.Resolve(ctx, c)
+	// The dialogue runs before the root exists, so its call is held to the
+	// run's whole wall-time budget (and pre-checked against its money).
+	dctx, cancel := context.WithTimeout(ctx, time.Duration(e.cfg.TimeSeconds*float64(time.Second)))
+	out, err := r.Resolve(dctx, c)
+	cancel()
 	if err != nil {
 		return nil, nil, err
 	}

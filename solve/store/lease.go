@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -34,21 +33,23 @@ var ErrLeaseLost = errors.New("the run's lease was taken by another process")
 // AcquireLease takes the root's lease for owner, or refuses with a
 // *LeaseHeldError when a live process holds it. alive reports whether a
 // process on this host still runs (same host only; a holder on another
-// host is alive until its lease expires).
+// host is alive until its lease expires). Race-free without a lock: the
+// insert does nothing when a lease exists, and a takeover is an update
+// conditional on the stale holder still holding it.
 func (s *Store) AcquireLease(ctx context.Context, root, owner, host string, pid int, ttl time.Duration, alive func(pid int) bool) error {
 	return s.Write(ctx, func(tx *Tx) error {
+		nowT := time.Now()
+		res, err := tx.exec(ctx, `INSERT INTO run_leases (root_id, owner, host, pid, acquired_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (root_id) DO NOTHING`, root, owner, host, pid, nowT.UnixMilli(), nowT.Add(ttl).UnixMilli())
+		if err != nil {
+			return fmt.Errorf("run %s: take its lease: %w", root, err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
 		var l Lease
 		var acquired, expires int64
-		err := tx.row(ctx, `SELECT owner, host, pid, acquired_at, expires_at FROM run_leases WHERE root_id = ?`, root).Scan(&l.Owner, &l.Host, &l.PID, &acquired, &expires)
-		nowT := time.Now()
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			if _, err := tx.exec(ctx, `INSERT INTO run_leases (root_id, owner, host, pid, acquired_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
-				root, owner, host, pid, nowT.UnixMilli(), nowT.Add(ttl).UnixMilli()); err != nil {
-				return fmt.Errorf("run %s: take its lease: %w", root, err)
-			}
-			return nil
-		case err != nil:
+		if err := tx.row(ctx, `SELECT owner, host, pid, acquired_at, expires_at FROM run_leases WHERE root_id = ?`, root).Scan(&l.Owner, &l.Host, &l.PID, &acquired, &expires); err != nil {
 			return fmt.Errorf("run %s: read its lease: %w", root, err)
 		}
 		l.Root, l.Acquired, l.Expires = root, time.UnixMilli(acquired), time.UnixMilli(expires)
@@ -56,9 +57,13 @@ func (s *Store) AcquireLease(ctx context.Context, root, owner, host string, pid 
 		if !stale {
 			return &LeaseHeldError{l}
 		}
-		if _, err := tx.exec(ctx, `UPDATE run_leases SET owner = ?, host = ?, pid = ?, acquired_at = ?, expires_at = ? WHERE root_id = ? AND owner = ?`,
-			owner, host, pid, nowT.UnixMilli(), nowT.Add(ttl).UnixMilli(), root, l.Owner); err != nil {
+		res, err = tx.exec(ctx, `UPDATE run_leases SET owner = ?, host = ?, pid = ?, acquired_at = ?, expires_at = ? WHERE root_id = ? AND owner = ?`,
+			owner, host, pid, nowT.UnixMilli(), nowT.Add(ttl).UnixMilli(), root, l.Owner)
+		if err != nil {
 			return fmt.Errorf("run %s: take over its lease: %w", root, err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return &LeaseHeldError{l} // another process took it over first
 		}
 		return nil
 	})
