@@ -52,11 +52,14 @@ select constraints, select a resolver, resolve, verify, decompose), every
 resolver call budget-gated against the ledger; UNSAT retries with feedback,
 then BUILD (lookup-before-build first) and HIRE (a capability request a human
 answers with 'solve hire'); 'solve resume' continues a stopped or killed run.
-Inspect with status, log, resolvers, kg and artifacts: they only read (kernel.db is
+Inspect with status, log, report, resolvers, kg and artifacts: they only read (kernel.db is
 opened read-only, never created or changed, and may sit in a read-only directory);
 with hire they take --json for one JSON document (shapes in docs/solve.md).
 
-Tested end to end through this binary: retry with feedback, BUILD of a tool
+Tested end to end through this binary: the reservation rule with 8 workers,
+deadlines on checks and LLM calls, every constraint verified, isolated attempts
+and merge conflicts, kill -9 with the ledger equal to the calls served, retry
+with the whole attempt history, BUILD of a tool
 (registered only after its own tests pass) and its reuse by a similar goal via
 lookup-before-build, over-budget HIRE answered with 'solve hire --add-budget'
 then resumed, a declined request never asked again, confidence gating with
@@ -404,17 +407,37 @@ with the violation trace (UNSAT, up to T_max, stopping early on stagnation),
 then BUILD (lookup-before-build first; a built tool is registered only after its
 own tests pass) or HIRE (a capability request; the node waits, others continue).
 
-Every resolver call is budget-gated: estimate → pre_check against the node's
-ledger balance (the parent's reserve may cover it) → run → spend recorded. A
-denied pre_check becomes a HIRE request. Children share 80% of the parent's
-remainder by weight; 20% stays as reserve.
+Money: every paid call is reserved before it runs, in the transaction that
+checks the node's remaining budget (the parent's reserve may top it up), and
+settled after it with what it cost; no number of workers can overdraw, and a
+call a killed process made is settled on resume at what it reserved. A denied
+reservation becomes a HIRE request. Children share 80% of the parent's
+remainder by weight; 20% stays as reserve; what an invalidated subtree did not
+spend returns to the node that was reopened.
 
-Software goals run for real in --workspace: logic constraints carry a shell
-command (e.g. go test ./...) run by codex-tools-0 with a timeout and an output
-cap, in a process group killed whole at the timeout or when solve dies, and
-without provider keys in its environment (LLMKERNELS_PASS_ENV=NAME,... passes
-some on; docs/configuration.md); a pass is σ = 1.0. Every step commits in one SQLite transaction, so a run
-stopped at any point, kill -9 included, continues with 'solve resume'.
+Time: every call, check and LLM request runs under a deadline equal to the
+node's remaining wall time, and is killed or cancelled there (then HIRE: add
+time with 'solve hire ID --add-time').
+
+Verification: every selected constraint gets a check: a logic constraint's
+command (a pass is σ = 1.0), a logic constraint's expression over the node's
+real spend and time (cost_usd <= 0.5), or the verifier's verdict (a constraint
+it skips is asked again, then fails).
+
+Software goals run for real against --workspace (it must exist and be
+writable): each attempt works in its own copy, where logic constraints' shell
+commands (e.g. go test ./...) run by codex-tools-0 with an output cap, in a
+process group killed whole at the deadline or when solve dies, and without
+provider keys in its environment (LLMKERNELS_PASS_ENV=NAME,... passes some on;
+docs/configuration.md). Only a verified leaf's files are merged into the
+workspace; a file changed there since the attempt was made is a merge conflict,
+reported, and the attempt is retried. A run stopped at any point, kill -9
+included, continues with 'solve resume'; a second process on a running run is
+refused.
+
+At its end the run writes its report (--report FILE, default run-ROOT8.json):
+the tree with states, σ, money and the critical path, as Markdown (.md), a
+Mermaid flowchart (.mmd) and a Gantt chart (.svg).
 
 --suggest TEXT is scored as an attempt of its own on the root, against the same
 constraints as any resolver's output; used only if it holds. --interactive runs
@@ -426,8 +449,9 @@ The live view (node states, budget) goes to stderr; the outcome and the LLM
 call count to stdout.
 
 Exit status: 0 achieved, 3 infeasible, 4 waiting for a human (answer with
-'solve hire', then 'solve resume'), 5 stopped by Ctrl-C or SIGTERM (resume it),
-1 any other failure, 2 a mistake on the command line.`,
+'solve hire', then 'solve resume'), 5 stopped by Ctrl-C or SIGTERM or because
+another process took the run over (resume it), 1 any other failure, 2 a mistake
+on the command line.`,
 		Example: `  solve run "Add Mean and Median to package stats, with tests" --workspace ./ws --budget 2 --time 30m
   solve run "Design a 4-layer PCB for a 48V→12V 10A buck converter" --budget 5 --time 1h --constraint "passes thermal test at 60°C"`,
 		Args: cobra.ExactArgs(1),
@@ -497,9 +521,12 @@ func resumeCommand(app *cli.App) *cobra.Command {
 		Short: "Continue a stopped, waiting or killed run (the latest unfinished one without ROOT)",
 		Long: `Continue a run where it stopped: after kill -9, after an error, or after
 'solve hire' answered its requests. No resolver attempt whose output was
-recorded is repeated, and no ledger entry is lost or doubled. ROOT may be a
-prefix of the root node id. Exit status as for 'solve run': 0 achieved,
-3 infeasible, 4 waiting for a human, 5 stopped by a signal.`,
+recorded is repeated; a call the stopped process made but did not record is
+settled at what it reserved (its cost is unknown), so the ledger never holds
+less than was spent. A run another process is running is refused. ROOT may be
+a prefix of the root node id. Writes the run's report at the end, as 'solve
+run' does. Exit status as for 'solve run': 0 achieved, 3 infeasible, 4 waiting
+for a human, 5 stopped.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if workers < 0 {
@@ -729,7 +756,7 @@ capability: toolization, never a one-off answer), --add-budget/--add-time, or
 }
 
 func statusCommand() *cobra.Command {
-	return readCommand("status [ROOT]", "Show a run's tree with states, σ and budget spent/allocated (all runs without ROOT)",
+	return readCommand("status [ROOT]", "Show a run's tree: states, σ, money spent/allocated/delegated/reserve, goals, times, events (all runs without ROOT)",
 		func(ctx context.Context, k *solve.Kernel, w io.Writer, root string, asJSON bool) error {
 			if root == "" {
 				runs, err := k.Runs(ctx)

@@ -2,10 +2,28 @@
 // node tree and the steps each node walks — identify and select
 // constraints, route to a resolver, resolve, verify, decompose — with
 // retry on UNSAT, confidence gating, BUILD (lookup-before-build first),
-// HIRE, the global consistency check and assembly. Every resolver call is
-// budget-gated against the ledger, and each step's effects are committed
-// in one transaction, so a killed run resumes without repeating or losing
-// a recorded call.
+// HIRE, the global consistency check and assembly.
+//
+// The rules a user trusts it with:
+//
+//   - Money: every paid call is reserved in the store before it runs, in
+//     the transaction that checks the node's remaining budget (topping it
+//     up from the parent's reserve, as PRE_CHECK says), and settled after it
+//     with what it actually cost; no interleaving of workers or processes
+//     can overdraw, and a call a killed process made is settled on resume
+//     at what it reserved. An invalidated subtree's unspent money returns to
+//     the reopened ancestor.
+//   - Time: every call runs under a deadline equal to the node's remaining
+//     wall time (commands killed, LLM requests cancelled there).
+//   - Verification: every selected constraint gets a check — a command, an
+//     expression over the node's real spend and time, or the verifier's
+//     verdict (asked again when skipped, failing when still unjudged).
+//   - Isolation: each attempt works in its own copy of the workspace; only
+//     a SAT leaf's files are merged, refusing files changed since.
+//   - One process per run (a lease in the store).
+//
+// Each step's other effects are committed in one transaction, so a killed
+// run resumes without repeating or losing a recorded call.
 //
 // The loop consumes resolvers through the Resolver interface (contract.go);
 // their implementations live in solve/resolver/… and are handed in through
@@ -13,9 +31,11 @@
 // the knowledge graph's queries through solve/kg. docs/solve.md lists the
 // choices the loop makes where the spec is silent.
 //
-// Files: engine.go (Run, Resume, the scheduler), steps.go (Steps 2–5),
-// verify.go (Step 6, SAT and UNSAT), grow.go (decompose, gating, BUILD),
-// hire.go (HIRE and answers), finalize.go (Steps 12–13, the extraction
-// dialogue), budget.go (pre_check and record), registry.go (boot resolvers,
+// Files: engine.go (Run, Resume, the scheduler, the live view), steps.go
+// (Steps 2–5), budget.go (the reservation rule and deadlines), verify.go
+// (Step 6, SAT and UNSAT), checks.go (the kernel's own checks), isolate.go
+// (attempt workspaces), grow.go (decompose, gating, BUILD), hire.go (HIRE
+// and answers), finalize.go (Steps 12–13, the extraction dialogue),
+// lease.go (one process per run), registry.go (boot resolvers,
 // candidates), invariants.go (the §2 invariants as a check).
 package loop

@@ -12,6 +12,14 @@
 // operation in its error ("load node 1234: sql: no rows in result set"),
 // so a failing query says what the kernel was doing.
 //
+// The budget (ledger.go, budget.go): the ledger is authoritative; a paid
+// call is reserved (Reserve: one transaction whose conditional UPDATE of
+// the node's row checks and holds the remaining budget, topping it up from
+// the parent's the same way) and settled (Settle, SettleOpen for a
+// stopped process's calls); transfers between nodes (Delegate, Cover,
+// ReturnUnspent) are conditional too. Leases (lease.go) keep one process
+// per run.
+//
 // Typed rows: Node, Attempt, Constraint, Artifact, LedgerEntry/Balance,
 // LogRow, Resolver, CapabilityRequest, the knowledge graph's Pattern,
 // SimilarGoal, ResolverOutcome and FailureCount. JSON columns are written

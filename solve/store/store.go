@@ -2,10 +2,10 @@ package store
 
 import (
 	"context"
-	"errors"
 	"database/sql"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
