@@ -73,6 +73,7 @@ func (s *stepCtx) paid(ctx context.Context, r Resolver, resolverID string, c *Ca
 	out, err := r.Resolve(cctx, c)
 	took := time.Since(began).Seconds()
 	timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	interrupted := err != nil && cctx.Err() != nil // at the deadline, or stopped (Ctrl-C)
 	cancel()
 	// What the call cost: its own account, or the amount reserved when it
 	// was cut off (the cost of an interrupted request is unknown; the
@@ -85,8 +86,10 @@ func (s *stepCtx) paid(ctx context.Context, r Resolver, resolverID string, c *Ca
 	case errors.As(err, &re):
 		spent = re.Cost
 	}
-	if timedOut {
+	if interrupted {
 		spent = math.Max(spent, res.Cost)
+	}
+	if timedOut {
 		took = math.Min(took, res.TimeLeft)
 	}
 	detail := map[string]any{"resolver": resolverID, "op": c.Op, "raw_io_policy": "redacted_by_default", "cost": spent, "time_seconds": took,
@@ -102,7 +105,8 @@ func (s *stepCtx) paid(ctx context.Context, r Resolver, resolverID string, c *Ca
 	if timedOut {
 		detail["deadline_seconds"] = res.TimeLeft
 	}
-	if _, serr := s.st.Settle(ctx, store.Settlement{Reservation: res.ID, Cost: spent, Time: took, LogSummary: resolverID + " " + c.Op, LogDetail: detail}); serr != nil {
+	// Settled even when the run is being stopped: the money was spent.
+	if _, serr := s.st.Settle(context.WithoutCancel(ctx), store.Settlement{Reservation: res.ID, Cost: spent, Time: took, LogSummary: resolverID + " " + c.Op, LogDetail: detail}); serr != nil {
 		// Unsettled, the reservation stays open and the next resume settles
 		// it at the amount held: the spend is not lost.
 		return nil, errors.Join(err, serr)

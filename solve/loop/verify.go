@@ -73,10 +73,20 @@ func (s *stepCtx) verify(ctx context.Context) (stepResult, error) {
 		} else if len(bad) > 0 {
 			return s.conflict(ctx, last, &workspace.ConflictError{Paths: bad})
 		}
-		if att, err = s.e.attemptWorkspace(n.ID, ans.Files); err != nil {
-			return stepResult{}, err
+		commands := false
+		for _, c := range cs {
+			p, err := payloadOf(c)
+			if err != nil {
+				return stepResult{}, err
+			}
+			commands = commands || (c.Type == store.Logic && p.Check != "")
 		}
-		defer att.remove()
+		if commands { // the copy is made only for checks to run in
+			if att, err = s.e.attemptWorkspace(n.ID, ans.Files); err != nil {
+				return stepResult{}, err
+			}
+			defer att.remove()
+		}
 	}
 	metrics, err := ledgerMetrics(ctx, &s.st.Conn, n)
 	if err != nil {
@@ -91,8 +101,12 @@ func (s *stepCtx) verify(ctx context.Context) (stepResult, error) {
 			return stepResult{}, err
 		}
 		switch {
-		case c.Type == store.Logic && p.Check != "" && acted && att != nil:
-			r, err := s.runCheck(ctx, p.Check, att.dir, nil)
+		case c.Type == store.Logic && p.Check != "" && acted:
+			dir := ws // none: codex-tools-0 says so, and the node goes to HIRE
+			if att != nil {
+				dir = att.dir
+			}
+			r, err := s.runCheck(ctx, p.Check, dir, nil)
 			if err != nil {
 				return s.failed(ctx, err, OpRunCheck)
 			}
