@@ -346,9 +346,12 @@ func (c *Conn) ReturnUnspent(ctx context.Context, node string) error {
 // SubtreeSpend is what the paid calls of a node and its descendants
 // (invalidated ones included: that money was spent) cost and took.
 func (c *Conn) SubtreeSpend(ctx context.Context, node string) (cost, secs float64, err error) {
+	// CROSS JOIN keeps the subtree outside (SQLite takes it as the join
+	// order, PostgreSQL as a plain join): otherwise SQLite scans the whole
+	// ledger against the subtree, and a step costs more as the tree grows.
 	err = c.row(ctx, `WITH RECURSIVE sub(id) AS (SELECT ? UNION ALL SELECT n.id FROM nodes n JOIN sub ON n.parent_id = sub.id)
-		SELECT COALESCE(SUM(l.amount), 0), COALESCE(SUM(l.time_amount), 0) FROM budget_ledger l JOIN sub ON l.node_id = sub.id
-		WHERE l.event_type = 'spend' AND l.resolver_id IS NOT NULL`, node).Scan(&cost, &secs)
+		SELECT COALESCE(SUM(l.amount), 0), COALESCE(SUM(l.time_amount), 0) FROM sub CROSS JOIN budget_ledger l
+		WHERE l.node_id = sub.id AND l.event_type = 'spend' AND l.resolver_id IS NOT NULL`, node).Scan(&cost, &secs)
 	if err != nil {
 		err = fmt.Errorf("node %s: sum the spend of its subtree: %w", Short(node), err)
 	}

@@ -91,8 +91,10 @@ CREATE TABLE IF NOT EXISTS budget_reservations (
     created_at      TEXT,
     settled_at      TEXT
 );
-CREATE INDEX IF NOT EXISTS idx_reservations_root ON budget_reservations(root_id, status);
-CREATE INDEX IF NOT EXISTS idx_reservations_node ON budget_reservations(node_id, status);
+-- Partial indexes: only open reservations are looked up, and settled ones
+-- leave the index, so it stays as small as the calls in flight.
+CREATE INDEX IF NOT EXISTS idx_reservations_open_root ON budget_reservations(root_id) WHERE status = 'open';
+CREATE INDEX IF NOT EXISTS idx_reservations_open_node ON budget_reservations(node_id) WHERE status = 'open';
 
 -- One process at a time runs a root.
 CREATE TABLE IF NOT EXISTS run_leases (
