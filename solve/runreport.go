@@ -125,7 +125,7 @@ func WriteReport(r *RunReport, out string) (planning.Files, error) {
 		path string
 		data []byte
 	}{{f.JSON, append(data, '\n')}, {f.Report, []byte(r.Markdown(filepath.Base(f.Gantt), filepath.Base(f.Mermaid)))},
-		{f.Mermaid, []byte(planning.Mermaid(r.tasks, r.analysis))}, {f.Gantt, []byte(planning.Gantt(r.Goal, r.tasks, r.analysis))}} {
+		{f.Mermaid, []byte(planning.Mermaid(r.tasks, r.analysis))}, {f.Gantt, []byte(planning.Gantt(&planning.Plan{Goal: r.Goal, Tasks: r.tasks, Analysis: r.analysis}))}} {
 		if err := atomicfile.Write(w.path, w.data, 0o644); err != nil {
 			return f, err
 		}
