@@ -69,13 +69,13 @@ func TestStatusLogAndReportShowWhatARunDid(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"# Run: " + statsGoal, "**achieved** · σ_system 0.90", "## Tree", "| `" + root[:8] + "` | " + statsGoal + " | achieved | 0.90 |",
-		"· Add Median — Add Median(xs []float64) float64 with a test | resolved |", "## Critical path", root[:8] + " → ", "```mermaid\nflowchart LR"} {
+		"· Add Median — Add Median(xs []float64) float64 with a test | resolved |", "## Critical path", root[:8] + " → ", "```mermaid\n", "flowchart TB"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("the report lacks %q:\n%s", want, md)
 		}
 	}
 	svg, err := os.ReadFile(filepath.Join(dir, report+".svg"))
-	if err != nil || !strings.HasPrefix(string(svg), "<svg") || !strings.Contains(string(svg), "Critical path: "+root[:8]) {
+	if err != nil || !strings.HasPrefix(string(svg), "<svg") || !strings.Contains(string(svg), ": critical path ") || !strings.Contains(string(svg), "Add Median") {
 		t.Errorf("the Gantt chart: %v\n%.300s", err, svg)
 	}
 	mmd, err := os.ReadFile(filepath.Join(dir, report+".mmd"))
