@@ -169,9 +169,13 @@ func TestKillDuringACallLeavesAReservationThatResumeSettles(t *testing.T) {
 	dir := t.TempDir()
 	ws := workspace(t, dir, "example.com/stats")
 	api := newFakeAPI(t, 2, statsSteps()...)
+	// Under the lock: the fake's handler reads it from another goroutine, and
+	// the subprocess between them is no synchronisation the race detector sees.
+	api.mu.Lock()
 	api.hold = func(body []byte) bool {
 		return bytes.Contains(body, []byte("Operation: resolve · attempt 1\\nGoal: Add Mean("))
 	}
+	api.mu.Unlock()
 	cmd := api.command(dir, "run", statsGoal, "--workspace", ws, "--budget", "5", "--time", "30m")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -175,7 +175,9 @@ func TestAnLLMCallIsCancelledAtTheNodesDeadline(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	api := newFakeAPI(t, 1, clampSteps()...)
+	api.mu.Lock()
 	api.hold = func(body []byte) bool { return strings.Contains(string(body), "operation: identify_constraints") }
+	api.mu.Unlock()
 	began := time.Now()
 	cmd := api.command(dir, "run", clampGoal, "--budget", "5", "--time", "35s")
 	done := make(chan result, 1)
