@@ -121,7 +121,9 @@ func checkTools(req *Request) []string {
 			v = append(v, fmt.Sprintf("tools.%d.name: %q must match %s", i, t.Name, toolNamePattern))
 		}
 		seen[t.Name] = true
-		if !t.IsServer() {
+		// A client tool without a schema is sent with the empty object
+		// schema by every adapter (and Tool's JSON), which the API takes.
+		if !t.IsServer() && len(t.InputSchema) > 0 {
 			if err := CheckInputSchema(t.InputSchema); err != nil {
 				v = append(v, fmt.Sprintf("tools.%d.input_schema%s", i, err))
 			}

@@ -79,7 +79,6 @@ func TestCheckRequestCatchesEachRule(t *testing.T) {
 			r.Tools = []Tool{{Name: "echo", InputSchema: schema}, {Name: "echo", InputSchema: schema}}
 		}, `duplicate tool name "echo"`},
 		{"bad tool name", func(r *Request) { r.Tools = []Tool{{Name: "block read", InputSchema: schema}} }, "must match"},
-		{"client tool without schema", func(r *Request) { r.Tools = []Tool{{Name: "x"}} }, "input_schema: field required"},
 		{"client tool whose schema is not of an object", func(r *Request) {
 			r.Tools = []Tool{{Name: "x", InputSchema: json.RawMessage(`{"type":"string"}`)}}
 		}, `tools.0.input_schema.type: Input should be 'object', got "string"`},
@@ -192,5 +191,22 @@ func TestCheckRequestListsEveryViolation(t *testing.T) {
 	inv, ok := err.(*InvalidRequestError)
 	if !ok || len(inv.Violations) != 3 {
 		t.Fatalf("want model, max_tokens and messages violations, got %v", err)
+	}
+}
+
+// A client tool without a schema goes out with the empty object schema,
+// which the API takes, so the check must not refuse it (it did).
+func TestCheckRequestTakesAClientToolWithoutSchema(t *testing.T) {
+	req := &Request{Model: "m", MaxTokens: 10, Messages: []Message{{Role: RoleUser, Content: []ContentBlock{{Type: BlockText, Text: "hi"}}}},
+		Tools: []Tool{{Name: "now"}}}
+	if err := CheckRequest(req); err != nil {
+		t.Fatalf("a client tool without input_schema: %v", err)
+	}
+	data, err := json.Marshal(req.Tools[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"input_schema":{"type":"object","properties":{}}`) {
+		t.Errorf("the tool is not sent with the empty object schema: %s", data)
 	}
 }
