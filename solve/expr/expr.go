@@ -120,7 +120,15 @@ type value struct {
 	slack float64
 }
 
-func tolerance(a, b float64) float64 { return 1e-9 * math.Max(1, math.Max(math.Abs(a), math.Abs(b))) }
+// tolerance is relative to the figures compared, and 0 when one of them is
+// not finite: an infinite tolerance would let +Inf <= 500 hold.
+func tolerance(a, b float64) float64 {
+	t := 1e-9 * math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
+	if math.IsInf(t, 0) || math.IsNaN(t) {
+		return 0
+	}
+	return t
+}
 
 func eval(n *node, vars map[string]float64) (value, error) {
 	switch n.op {

@@ -2,6 +2,7 @@ package expr
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 )
@@ -48,6 +49,29 @@ func TestEvalToleratesFloatRoundingAtTheLimit(t *testing.T) {
 	strict := mustParse(t, "total_cost < 0.3")
 	if ok, _ := strict.Eval(map[string]float64{"total_cost": 0.1 + 0.2}); ok {
 		t.Fatal("0.1+0.2 < 0.3 should not hold")
+	}
+}
+
+// The tolerance is relative, so an infinite figure must not make it
+// infinite too: +Inf <= 500 held (a plan whose sums overflowed was SAT).
+func TestEvalDoesNotLetAnInfiniteFigurePass(t *testing.T) {
+	inf := math.Inf(1)
+	for _, tc := range []struct {
+		src  string
+		vars map[string]float64
+		want bool
+	}{
+		{"total_cost <= 500", map[string]float64{"total_cost": inf}, false},
+		{"total_cost < 500", map[string]float64{"total_cost": inf}, false},
+		{"total_hours >= 40", map[string]float64{"total_hours": -inf}, false},
+		{"total_cost == 500", map[string]float64{"total_cost": inf}, false},
+		{"total_cost != 500", map[string]float64{"total_cost": inf}, true},
+		{"total_cost <= 500", map[string]float64{"total_cost": math.NaN()}, false},
+		{"total_cost >= 500", map[string]float64{"total_cost": inf}, true},
+	} {
+		if got, err := mustParse(t, tc.src).Eval(tc.vars); err != nil || got != tc.want {
+			t.Errorf("%s with %v: %v %v; want %v", tc.src, tc.vars, got, err, tc.want)
+		}
 	}
 }
 

@@ -183,6 +183,11 @@ func estimateProblems(tasks []Task, quantities []Quantity) []string {
 	return problems
 }
 
+// MaxFigure bounds every estimate: far beyond any real cost, duration or
+// quantity, and small enough that sums and squares over any number of
+// tasks stay finite (an overflowed total was +Inf, which is not JSON).
+const MaxFigure = 1e100
+
 // workProblems checks one task's or approach's estimates: costs not
 // negative, durations positive, low ≤ mid ≤ high, confidence in [0, 1],
 // quantities declared and not negative.
@@ -194,6 +199,8 @@ func workProblems(who string, cost, hours Estimate, confidence float64, qs map[s
 			switch {
 			case math.IsNaN(v) || math.IsInf(v, 0):
 				out = append(out, fmt.Sprintf("%s %s.%s is %v; give a finite number", who, field, scenarioNames[s], v))
+			case math.Abs(v) > MaxFigure:
+				out = append(out, fmt.Sprintf("%s %s.%s is %g: beyond any real figure (at most %g), and the kernel's sums must stay finite", who, field, scenarioNames[s], v, MaxFigure))
 			case positive && v <= 0:
 				out = append(out, fmt.Sprintf("%s %s.%s is %s: every task takes time, so zero or negative durations are not allowed", who, field, scenarioNames[s], num(v)))
 			case !positive && v < 0:
@@ -574,6 +581,11 @@ func (m *model) verdict(c Constraint, e *expr.Expr, vals [3]map[string]float64) 
 	// just accepted, so it cannot fail here.
 	v.SlackMid, _ = e.Slack(vals[1])
 	v.SlackHigh, _ = e.Slack(vals[2])
+	for _, slack := range []float64{v.SlackMid, v.SlackHigh} {
+		if math.IsNaN(slack) || math.IsInf(slack, 0) {
+			return v, fmt.Errorf("constraint %s: %s does not stay finite on the plan's figures (slack %v); write it in units whose figures stay within float64", c.ID, e, slack)
+		}
+	}
 	switch {
 	case v.HoldsMid && v.HoldsHigh:
 		v.Verdict = SAT
