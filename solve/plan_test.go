@@ -305,3 +305,32 @@ func TestARejectedLaterRoundKeepsThePlan(t *testing.T) {
 		t.Fatalf("repair %s (%s), rounds %+v", p.Repair.Status, p.Repair.Note, p.SurveyRounds)
 	}
 }
+
+// An --out the run could not write is refused before any model call
+// (it used to be found only after the whole run was paid for), and
+// nothing an earlier run left there is touched.
+func TestPlanRefusesAnUnwritableOutBeforeCallingTheModel(t *testing.T) {
+	abs, _ := filepath.Abs(filepath.Join("testdata", "swe_agent.json"))
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "plan.md"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "plan.svg"), []byte("earlier"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ out, want string }{
+		{"nodir/plan.json", "nodir"},
+		{"plan.json", "plan.md is a directory"},
+	} {
+		r := runSolve(t, dir, "plan", sweGoal, "--provider", "script", "--script", abs, "--out", tc.out)
+		if r.code != 2 || !strings.Contains(r.stderr, tc.want) || strings.Contains(r.stderr, "attempt 1") {
+			t.Errorf("--out %s: exit %d\n%s", tc.out, r.code, r.stderr)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "plan.json")); err == nil {
+		t.Error("plan.json written beside a stale plan.svg")
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "plan.svg")); string(data) != "earlier" {
+		t.Error("the earlier plan.svg was touched")
+	}
+}

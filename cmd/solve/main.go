@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -124,6 +125,9 @@ Everything is also stored in kernel.db (--db). Progress lines go to stderr.`,
 				h := d.Hours()
 				req.TimeHours = &h
 			}
+			if err := checkOut(out); err != nil {
+				return err
+			}
 			client, err := planSetup(cmd, app, solver, &req)
 			if err != nil {
 				return err
@@ -140,7 +144,7 @@ Everything is also stored in kernel.db (--db). Progress lines go to stderr.`,
 				}
 				files, err := planning.WriteFiles(p, out)
 				if err != nil {
-					return err
+					return fmt.Errorf("%w (the plan is kept in %s: solve log --db %s --node %s --tier 2 shows it)", err, db, db, p.RootID)
 				}
 				fmt.Fprint(cmd.OutOrStdout(), planning.Summary(p, files))
 				if p.SMT != nil && p.SMT.Disagree > 0 {
@@ -196,6 +200,28 @@ func planSetup(cmd *cobra.Command, app *cli.App, solver string, req *planning.Re
 	}
 	req.Progress = cmd.ErrOrStderr()
 	return client, nil
+}
+
+// checkOut refuses an --out the run could not write, before any model
+// call is paid for: its directory must take a new file, and none of the
+// four files may be a directory.
+func checkOut(out string) error {
+	f := planning.OutputFiles(out)
+	dir := filepath.Dir(f.JSON)
+	tmp, err := os.CreateTemp(dir, ".solve-out-check-*")
+	if err != nil {
+		return cli.Usagef("--out %s: cannot write in %s: %v", out, dir, err)
+	}
+	// An empty file of our own: nothing to report if removing it fails
+	// beyond what the later writes will say.
+	_ = tmp.Close()
+	_ = os.Remove(tmp.Name())
+	for _, path := range []string{f.JSON, f.Report, f.Mermaid, f.Gantt} {
+		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+			return cli.Usagef("--out %s: %s is a directory", out, path)
+		}
+	}
+	return nil
 }
 
 // setAsideEarlierPlan renames the plan files an earlier run left at --out
