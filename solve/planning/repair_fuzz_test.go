@@ -40,7 +40,9 @@ func TestRepairEqualsBruteForceOnCompositeConstraints(t *testing.T) {
 			func() string { return fmt.Sprintf("!(total_cost > %s)", lim("total_cost", 0.6, 1.1)) },
 			func() string { return fmt.Sprintf("-total_cost >= -%s", lim("total_cost", 0.6, 1.1)) },
 			func() string { return fmt.Sprintf("total_cost < %s", lim("total_cost", 0.6, 1.1)) },
-			func() string { return fmt.Sprintf("total_cost / 2 + latency_ms <= %s", fmt.Sprint(math.Round((base["total_cost"]/2+base["latency_ms"])*(0.6+r.Float64()*0.5)))) },
+			func() string {
+				return fmt.Sprintf("total_cost / 2 + latency_ms <= %s", fmt.Sprint(math.Round((base["total_cost"]/2+base["latency_ms"])*(0.6+r.Float64()*0.5))))
+			},
 			func() string { return fmt.Sprintf("total_hours >= %s", lim("total_hours", 0.6, 1)) },
 			func() string { return fmt.Sprintf("total_cost - total_hours <= %s", lim("total_cost", 0.6, 1.1)) },
 			func() string { return fmt.Sprintf("critical_path_hours <= %s", lim("critical_path_hours", 0.7, 1.2)) },
