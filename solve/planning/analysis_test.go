@@ -19,9 +19,9 @@ func fixture() *Plan {
 		Stated:    []StatedConstraint{{Quote: "within 14h", CoveredBy: []string{"c2"}}, {Quote: "for <$400", CoveredBy: []string{"c1"}}},
 		NotStated: []NotConstraint{},
 		Constraints: []Constraint{
-			{ID: "c1", Type: Logic, Domain: "cost", Title: "cost cap", Explicit: true, Quote: "<$400", Payload: Payload{Expr: "total_cost <= 400"}, Sigma: 1, RemovalConsequence: "overspend"},
-			{ID: "c2", Type: Logic, Domain: "schedule", Title: "time cap", Explicit: true, Quote: "within 14h", Payload: Payload{Expr: "critical_path_hours <= 14"}, Sigma: 1, RemovalConsequence: "late"},
-			{ID: "c3", Type: Semantic, Domain: "quality", Title: "quality", Payload: Payload{Rubric: "works"}, Sigma: 0.5, RemovalConsequence: "junk"},
+			{ID: "c1", Type: Logic, Domain: "cost", Title: "cost cap", Explicit: true, Quote: "<$400", Payload: Payload{Expr: "total_cost <= 400"}, Sigma: 1, RemovalConsequence: "overspend", Provenance: Provenance{Source: "human", ResolverID: ResolverID}},
+			{ID: "c2", Type: Logic, Domain: "schedule", Title: "time cap", Explicit: true, Quote: "within 14h", Payload: Payload{Expr: "critical_path_hours <= 14"}, Sigma: 1, RemovalConsequence: "late", Provenance: Provenance{Source: "human", ResolverID: ResolverID}},
+			{ID: "c3", Type: Semantic, Domain: "quality", Title: "quality", Payload: Payload{Rubric: "works"}, Sigma: 0.5, RemovalConsequence: "junk", Provenance: Provenance{Source: "resolver", ResolverID: ResolverID}},
 		},
 		Tasks: []Task{
 			{ID: "a", Type: "research", CostUSD: est(10, 20, 30), Hours: est(2, 3, 4), Confidence: 0.8, Method: KnownMethod},

@@ -138,6 +138,7 @@ func checkConstraints(c *assertions, p *Plan) {
 			bad = append(bad, k.ID+" has no removal consequence")
 		}
 	}
+	bad = append(bad, provenanceProblems(p.Constraints, p.Inputs)...)
 	_, problems := parseLogic(p.Constraints, p.Quantities)
 	bad = append(bad, problems...)
 	c.add(1, "1.4", "constraints well-formed", len(bad) == 0, "%s",
@@ -895,4 +896,53 @@ func Failed(results []Assertion) int {
 		}
 	}
 	return n
+}
+
+// provenanceProblems checks what the kernel writes into each constraint's
+// provenance: the source follows from explicit and derived_from (human,
+// derived or resolver), derived_from names other constraints, and the
+// kernel is the resolver of exactly the constraints it makes from
+// --budget and --time, which must be as it makes them.
+func provenanceProblems(constraints []Constraint, in Inputs) []string {
+	var bad []string
+	ids := map[string]bool{}
+	for _, k := range constraints {
+		ids[k.ID] = true
+	}
+	kernel := map[string]Constraint{}
+	for _, k := range kernelConstraints(Request{BudgetUSD: in.BudgetUSD, TimeHours: in.TimeHours}) {
+		kernel[k.ID] = k
+	}
+	for _, k := range constraints {
+		pv := k.Provenance
+		want := "resolver"
+		switch {
+		case k.Explicit:
+			want = "human"
+		case len(pv.DerivedFrom) > 0:
+			want = "derived"
+		}
+		if pv.Source != want {
+			bad = append(bad, fmt.Sprintf("%s provenance source is %q, want %q (explicit: human; implicit: resolver, or derived when derived from others)", k.ID, pv.Source, want))
+		}
+		for _, d := range pv.DerivedFrom {
+			if !ids[d] || d == k.ID {
+				bad = append(bad, fmt.Sprintf("%s is derived from %q, which is not another constraint", k.ID, d))
+			}
+		}
+		made, isKernel := kernel[k.ID]
+		switch {
+		case isKernel:
+			made.DBID = k.DBID
+			bad = append(bad, diffJSON("constraint "+k.ID+" (made by the kernel from the flag)", made, k)...)
+		case pv.ResolverID != ResolverID:
+			bad = append(bad, fmt.Sprintf("%s resolver is %q, want %s (the kernel makes only the --budget and --time constraints)", k.ID, pv.ResolverID, ResolverID))
+		}
+	}
+	for id := range kernel {
+		if !ids[id] {
+			bad = append(bad, fmt.Sprintf("the constraint %s the kernel makes from its flag is missing", id))
+		}
+	}
+	return bad
 }

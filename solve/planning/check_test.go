@@ -98,6 +98,21 @@ func TestCheckCatchesHandEdits(t *testing.T) {
 		{"coverage edited", func(p *Plan) { p.Stated[0].CoveredBy = []string{"c1"} }, "1.1"},
 		{"logic constraint with σ < 1", func(p *Plan) { p.Constraints[0].Sigma = 0.9 }, "1.4"},
 		{"quote not in goal", func(p *Plan) { p.Constraints[1].Quote = "within 48h" }, "1.2"},
+		{"provenance source edited", func(p *Plan) { p.Constraints[2].Provenance.Source = "human" }, "1.4"},
+		{"derived from a constraint that does not exist", func(p *Plan) {
+			p.Constraints[2].Provenance = Provenance{Source: "derived", ResolverID: ResolverID, DerivedFrom: []string{"c9"}}
+		}, "1.4"},
+		{"resolver edited", func(p *Plan) { p.Constraints[0].Provenance.ResolverID = "someone" }, "1.4"},
+		{"a model constraint passed off as a flag's", func(p *Plan) {
+			p.Constraints[1].Quote, p.Constraints[1].Provenance.ResolverID = "--time 99h", KernelResolverID
+		}, "1.2"},
+		{"a flag's constraint edited", func(p *Plan) {
+			h := 14.0
+			p.Inputs.TimeHours = &h
+			p.Constraints = append(p.Constraints, Constraint{ID: "time", Type: Logic, Domain: "schedule", Title: "Time cap (--time)", Explicit: true,
+				Quote: "--time 14h", Payload: Payload{Expr: "critical_path_hours <= 99"}, Provenance: Provenance{Source: "human", ResolverID: KernelResolverID},
+				Sigma: 1, RemovalConsequence: "late", OpenQuestions: []string{}})
+		}, "1.4"},
 		{"status edited", func(p *Plan) { p.Repair.Status = RepairInfeasible; p.Repair.UnsatCore = []string{"c1"} }, "5.1"},
 	}
 	for _, tc := range cases {
@@ -212,7 +227,7 @@ func TestCheckRecomputesEveryBudgetInTheWaterfall(t *testing.T) {
 	p := fixture()
 	p.Quantities = []Quantity{{Name: "parts_usd", Aggregate: "sum"}}
 	p.Tasks[3].Quantities = map[string]Estimate{"parts_usd": est(50, 75, 90)}
-	p.Constraints = append(p.Constraints, Constraint{ID: "c4", Type: Logic, Payload: Payload{Expr: "parts_usd <= 80"}, Sigma: 1, RemovalConsequence: "r"})
+	p.Constraints = append(p.Constraints, Constraint{ID: "c4", Type: Logic, Payload: Payload{Expr: "parts_usd <= 80"}, Sigma: 1, RemovalConsequence: "r", Provenance: Provenance{Source: "resolver", ResolverID: ResolverID}})
 	p.Analysis = analyse(t, p)
 	var err error
 	if p.Repair, err = repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, p.Analysis); err != nil {

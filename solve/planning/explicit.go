@@ -99,8 +99,11 @@ func quoteFound(c Constraint, goal string, in Inputs) bool {
 	if q == "" {
 		return false
 	}
-	if c.Provenance.ResolverID == KernelResolverID && strings.HasPrefix(q, "--") {
-		return true
+	if c.Provenance.ResolverID == KernelResolverID {
+		// Only the quote the kernel writes for that flag's constraint: a
+		// hand edit cannot pass a constraint off as a flag's.
+		return slices.ContainsFunc(kernelConstraints(Request{BudgetUSD: in.BudgetUSD, TimeHours: in.TimeHours}),
+			func(k Constraint) bool { return k.ID == c.ID && k.Quote == c.Quote })
 	}
 	if len(quoteSpans(goal, q)) > 0 {
 		return true
