@@ -376,6 +376,15 @@ func checkBudget(c *assertions, p *Plan, a *Analysis) {
 		c.add(3, "3.4", "feasibility of "+v.ConstraintID+" matches the threshold comparison", ok && rv.Verdict == v.Verdict,
 			"%s: %s → %s (holds at mid %v, at high %v); plan reports %s", v.Expr, v.Detail, v.Verdict, v.HoldsMid, v.HoldsHigh, orDash(rv.Verdict))
 	}
+	// The decomposition answer states both totals; the plan keeps each
+	// once, so a disagreement cannot be hidden by dropping its claim.
+	var names []string
+	for _, cl := range p.Claims {
+		names = append(names, cl.Name)
+	}
+	if want := []string{"total_cost_mid", "critical_path_hours_mid"}; !slices.Equal(names, want) {
+		c.add(3, "3.5", "model's stated totals are all reported", false, "claims are %s; want %s, each once", orDash(strings.Join(names, ", ")), strings.Join(want, ", "))
+	}
 	for _, cl := range p.Claims {
 		computed, ok := a.Metrics[claimMetric(cl.Name)]
 		want := computed.Mid

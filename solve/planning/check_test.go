@@ -113,6 +113,8 @@ func TestCheckCatchesHandEdits(t *testing.T) {
 				Quote: "--time 14h", Payload: Payload{Expr: "critical_path_hours <= 99"}, Provenance: Provenance{Source: "human", ResolverID: KernelResolverID},
 				Sigma: 1, RemovalConsequence: "late", OpenQuestions: []string{}})
 		}, "1.4"},
+		{"a claim the model got wrong dropped", func(p *Plan) { p.Claims = p.Claims[1:] }, "3.5"},
+		{"a claim duplicated", func(p *Plan) { p.Claims = append(p.Claims, p.Claims[1]) }, "3.5"},
 		{"status edited", func(p *Plan) { p.Repair.Status = RepairInfeasible; p.Repair.UnsatCore = []string{"c1"} }, "5.1"},
 	}
 	for _, tc := range cases {
