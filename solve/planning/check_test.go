@@ -251,3 +251,21 @@ func TestCheckRecomputesEveryBudgetInTheWaterfall(t *testing.T) {
 		}
 	}
 }
+
+// An approach that judges one constraint twice is ambiguous (the search
+// read the last σ, the revised σ and the check's exclusions took the
+// least): the survey validation refuses it, so the model is re-asked,
+// and solve check says why rather than failing the repair.
+func TestAnApproachJudgingAConstraintTwiceIsRefused(t *testing.T) {
+	p := fixture()
+	p.Surveys[0].Approaches[1].ConstraintEffects = []Effect{{ConstraintID: "c3", Sigma: 0.2}, {ConstraintID: "c3", Sigma: 0.9}}
+	p.Analysis = analyse(t, p)
+	var err error
+	if p.Repair, err = repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, p.Analysis); err != nil {
+		t.Fatal(err)
+	}
+	f := failures(Check(context.Background(), roundTrip(t, p), CheckOptions{}))
+	if len(f) != 1 || !strings.HasPrefix(f[0], "4.4 ") || !strings.Contains(f[0], "c3 twice") {
+		t.Fatalf("failures:\n%s", strings.Join(f, "\n"))
+	}
+}

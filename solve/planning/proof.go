@@ -117,7 +117,9 @@ func enumerate(ctx context.Context, tasks []Task, quantities []Quantity, constra
 			ch := Choice{TaskID: sv.TaskID, ApproachID: ap.ID}
 			judged := map[string]float64{}
 			for _, ef := range ap.ConstraintEffects {
-				judged[ef.ConstraintID] = ef.Sigma
+				if cur, ok := judged[ef.ConstraintID]; !ok || ef.Sigma < cur {
+					judged[ef.ConstraintID] = ef.Sigma
+				}
 			}
 			opts = append(opts, opt{choice: ch, task: applyChoices(tasks[i:i+1], surveys, []Choice{ch})[0], loss: confidenceLoss(tasks[i].Confidence, ap.Confidence), judged: judged})
 		}

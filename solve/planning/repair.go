@@ -121,7 +121,12 @@ func newSearch(ctx context.Context, m *model, constraints []Constraint, exprs ma
 		for _, ap := range sv.Approaches {
 			effects := map[string]float64{}
 			for _, ef := range ap.ConstraintEffects {
-				effects[ef.ConstraintID] = ef.Sigma
+				// The least σ where one is judged twice (refused in a
+				// survey answer, but a plan file may hold it), as
+				// reviseSigmas and the check read it.
+				if cur, ok := effects[ef.ConstraintID]; !ok || ef.Sigma < cur {
+					effects[ef.ConstraintID] = ef.Sigma
+				}
 				mentioned[ef.ConstraintID] = true
 			}
 			sl.options = append(sl.options, m.optionOf(ap.ID, t, ap.CostUSD, ap.Hours, ap.Confidence, ap.Quantities, effects, false))

@@ -426,7 +426,12 @@ func (sc *surveyCheck) item(taskID string, approaches []Approach, nothingBetter 
 		if ap.KnownMethodShare < 0 || ap.KnownMethodShare > 1 || math.IsNaN(ap.KnownMethodShare) {
 			ip.plausible = append(ip.plausible, fmt.Sprintf("%s known_method_share is %s; it must be within 0..1", who, num(ap.KnownMethodShare)))
 		}
+		judged := map[string]bool{}
 		for _, ef := range ap.ConstraintEffects {
+			if judged[ef.ConstraintID] {
+				ip.plausible = append(ip.plausible, fmt.Sprintf("%s judges %s twice; give one σ per constraint", who, ef.ConstraintID))
+			}
+			judged[ef.ConstraintID] = true
 			if !sc.semantic[ef.ConstraintID] {
 				ip.plausible = append(ip.plausible, fmt.Sprintf("%s has an effect on %q, which is not a semantic constraint (semantic: %s); logic constraints are decided by the kernel from the estimates", who, ef.ConstraintID, strings.Join(slices.Sorted(maps.Keys(sc.semantic)), ", ")))
 			}
