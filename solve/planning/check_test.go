@@ -269,3 +269,26 @@ func TestAnApproachJudgingAConstraintTwiceIsRefused(t *testing.T) {
 		t.Fatalf("failures:\n%s", strings.Join(f, "\n"))
 	}
 }
+
+// The proof of 5.5 compares the claimed repair with the best combination
+// of all, not with the first feasible one it meets: here the first
+// feasible (d → x1) is the plan's claim, and a cheaper one (d → x2)
+// exists once the survey says so.
+func TestCheckFindsABetterRepairThanTheFirstFeasibleOne(t *testing.T) {
+	p := fixture()
+	p.Surveys[1].Approaches[1].Hours = est(3, 4, 5) // x2 keeps the time cap
+	p.Surveys[1].Approaches[1].CostUSD = est(300, 400, 500)
+	p.Analysis = analyse(t, p)
+	var err error
+	if p.Repair, err = repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, p.Analysis); err != nil {
+		t.Fatal(err)
+	}
+	if f := failures(Check(context.Background(), roundTrip(t, p), CheckOptions{})); len(f) > 0 {
+		t.Fatalf("the kernel's repair fails:\n%s", strings.Join(f, "\n"))
+	}
+	p.Surveys[1].Approaches[1].CostUSD = est(50, 80, 100) // now x2 is $70 cheaper than x1
+	f := failures(Check(context.Background(), roundTrip(t, p), CheckOptions{}))
+	if !slices.ContainsFunc(f, func(s string) bool { return strings.HasPrefix(s, "5.5 ") && strings.Contains(s, "d→x2") }) {
+		t.Fatalf("a costlier repair passes:\n%s", strings.Join(f, "\n"))
+	}
+}
