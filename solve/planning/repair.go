@@ -55,6 +55,10 @@ type requirement struct {
 	e        *expr.Expr // logic
 	antitone bool
 	floor    float64 // semantic: the least σ an approach may leave
+	// A plain cap on a summed metric ("total_cost <= 500"): how many
+	// swaps it still needs bounds the search (swapsNeeded).
+	capMetric string
+	capLimit  float64
 }
 
 // objective orders feasible combinations: fewer swaps, then less
@@ -94,6 +98,7 @@ type search struct {
 	needCP bool
 
 	active    []bool
+	scratch   []float64
 	firstOnly bool // stop at the first feasible combination (feasibility questions)
 	choice    []int
 	best      []int
@@ -163,13 +168,103 @@ func newSearch(ctx context.Context, m *model, constraints []Constraint, exprs ma
 		switch {
 		case c.Type == Logic:
 			e := exprs[c.ID]
-			s.reqs = append(s.reqs, requirement{id: c.ID, e: e, antitone: e.Antitone()})
+			r := requirement{id: c.ID, e: e, antitone: e.Antitone()}
+			for _, metric := range e.Vars() {
+				if limit, ok := e.UpperLimit(metric); ok && m.summed(metric) {
+					r.capMetric, r.capLimit = metric, limit
+				}
+			}
+			s.reqs = append(s.reqs, r)
 			s.needCP = s.needCP || slices.Contains(e.Vars(), "critical_path_hours")
 		case mentioned[c.ID]:
 			s.reqs = append(s.reqs, requirement{id: c.ID, floor: math.Min(store.TauLocal, c.Sigma)})
 		}
 	}
 	return s, nil
+}
+
+// summed reports whether a metric is a sum over the tasks' values.
+func (m *model) summed(metric string) bool {
+	if metric == "total_cost" || metric == "total_hours" {
+		return true
+	}
+	return slices.ContainsFunc(m.quantities, func(q Quantity) bool { return q.Name == metric && q.Aggregate != "max" })
+}
+
+// value is an option's figure for a summed metric.
+func (o option) value(metric string) float64 {
+	switch metric {
+	case "total_cost":
+		return o.cost
+	case "total_hours":
+		return o.hours
+	}
+	return o.q[metric]
+}
+
+// swapsNeeded is a lower bound on the swaps slots k… still need, and on
+// the confidence they give up: for each active cap on a summed metric,
+// s.vals holds the metric with every undecided slot at its smallest
+// figure, so the slots kept as planned may add at most the cap's slack;
+// keeping the smallest additions first keeps the most, and every other
+// slot that adds something must swap (and give up at least its least
+// loss among its approaches). The largest bounds over the caps are
+// returned; more than len(s.slots) swaps means no completion is feasible. Without it, a cap that needs many swaps made the search
+// visit every subset of the slots it could keep (30 surveyed tasks ran
+// past --max-wall).
+func (s *search) swapsNeeded(k int) (int, int64) {
+	bestN, bestLoss := 0, int64(0)
+	for i, r := range s.reqs {
+		if !s.active[i] || r.capMetric == "" {
+			continue
+		}
+		v := s.vals[r.capMetric]
+		slack := r.capLimit - v + 2e-9*math.Max(1, math.Max(math.Abs(r.capLimit), math.Abs(v)))
+		adds := s.scratch[:0]
+		var losses []int64
+		for _, sl := range s.slots[k:] {
+			lo, orig := math.Inf(1), 0.0
+			least := int64(math.MaxInt64)
+			for _, o := range sl.options {
+				lo = math.Min(lo, o.value(r.capMetric))
+				if o.original {
+					orig = o.value(r.capMetric)
+				} else if s.allowed(o) {
+					least = min(least, o.loss)
+				}
+			}
+			switch d := orig - lo; {
+			case d <= 0:
+			case least == math.MaxInt64: // no allowed approach: it stays as planned
+				slack -= d
+			default:
+				adds = append(adds, d)
+				losses = append(losses, least)
+			}
+		}
+		if slack < 0 {
+			return len(s.slots) + 1, 0 // infeasible from here
+		}
+		s.scratch = adds
+		slices.Sort(adds)
+		kept, sum := 0, 0.0
+		for _, d := range adds {
+			if sum+d > slack {
+				break
+			}
+			sum += d
+			kept++
+		}
+		n := len(adds) - kept
+		slices.Sort(losses)
+		var loss int64
+		for _, l := range losses[:n] {
+			loss += l
+		}
+		// The combination must meet every cap's bound at once.
+		bestN, bestLoss = max(bestN, n), max(bestLoss, loss)
+	}
+	return bestN, bestLoss
 }
 
 // optionOf is one option of a surveyed task at mid estimates, with a value
@@ -302,6 +397,15 @@ func (s *search) dfs(k int, so objective, rest []float64) {
 	}
 	if !s.holds(true) {
 		return
+	}
+	if s.best != nil {
+		n, loss := s.swapsNeeded(k)
+		if n > len(s.slots) {
+			return
+		}
+		if lb := (objective{so.swaps + n, so.loss + loss, so.cost + rest[k]}); !lb.better(s.bestObj) {
+			return
+		}
 	}
 	sl := s.slots[k]
 	for j, o := range sl.options {

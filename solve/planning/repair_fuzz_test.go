@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 // Beyond the property test's one-metric caps: composite constraints (sums
@@ -122,4 +123,30 @@ func exprsOf(p *Plan) []string {
 		out = append(out, c.ID+": "+c.Payload.Expr)
 	}
 	return out
+}
+
+// A cost cap that needs many swaps (17 of 30 surveyed tasks) is repaired
+// in few search nodes: the swaps a cap still needs bound the search. It
+// visited over 23 million nodes without finishing before (the run then
+// failed at --max-wall). Counted in nodes, not seconds, so the machine's
+// load cannot flip it.
+func TestRepairSearchBoundsTheSwapsACapStillNeeds(t *testing.T) {
+	p := generatePlan(1, 200, 30, 3)
+	p.Constraints = p.Constraints[:1] // total_cost <= 8419, mid 9430.5
+	a := analyse(t, p)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	r, err := repairPlan(ctx, p.Tasks, p.Quantities, p.Constraints, p.Surveys, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	swaps := 0
+	for _, c := range r.Choices {
+		if c.ApproachID != OriginalApproach {
+			swaps++
+		}
+	}
+	if r.Status != RepairRepaired || swaps != 17 || r.Explored > 1_000_000 {
+		t.Fatalf("%s with %d swaps after %d search nodes", r.Status, swaps, r.Explored)
+	}
 }
