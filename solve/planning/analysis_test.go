@@ -29,7 +29,7 @@ func fixture() *Plan {
 			{ID: "c", Type: "build", DependsOn: []string{"a"}, CostUSD: est(20, 40, 60), Hours: est(2, 4, 6), Confidence: 0.25, Method: JudgmentRequired},
 			{ID: "d", Type: "evaluation", DependsOn: []string{"b", "c"}, CostUSD: est(200, 300, 400), Hours: est(3, 4, 5), Confidence: 0.6, Method: KnownMethod},
 		},
-		Claims: []Claim{{Name: "total_cost_mid", Stated: 450, Computed: 460}, {Name: "critical_path_hours_mid", Stated: 12, Computed: 12, Agrees: true}},
+		Claims:       []Claim{{Name: "total_cost_mid", Stated: 450, Computed: 460}, {Name: "critical_path_hours_mid", Stated: 12, Computed: 12, Agrees: true}},
 		SurveyRounds: []SurveyRound{{Round: 1, Kind: RoundTriggered, Tasks: []string{"c", "d"}, Outcome: RoundAnswered}},
 		Surveys: []Survey{
 			{TaskID: "c", Round: 1, Triggers: []string{"confidence 0.25 < 0.3"}, Approaches: []Approach{
