@@ -288,7 +288,11 @@ func TestEvalRunsTheExamplesAndGoalFiles(t *testing.T) {
 		rep.Goals[1].Repair != planning.RepairRepaired || len(rep.Goals[1].Groups) != 6 || rep.Goals[1].Calls != 4 || rep.Total.Calls < 4 {
 		t.Fatalf("exit %d: %+v\n%s", r.code, rep, r.stderr)
 	}
-	for _, bad := range [][]string{{"eval", "--examples=false"}, {"eval", "missing.txt"}, {"eval", "landing.txt", "landing.txt"}} {
+	// A goal file whose name leaves nothing to name the plan (".txt").
+	if err := os.WriteFile(filepath.Join(dir, ".txt"), []byte(landingGoal), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range [][]string{{"eval", "--examples=false"}, {"eval", "missing.txt"}, {"eval", "landing.txt", "landing.txt"}, {"eval", ".txt"}} {
 		if r := runSolve(t, dir, bad...); r.code != 2 {
 			t.Errorf("%v: exit %d, want 2\n%s", bad, r.code, r.stderr)
 		}

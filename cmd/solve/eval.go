@@ -129,7 +129,7 @@ func readGoalFile(path string) (planning.EvalGoal, error) {
 	if strings.TrimSpace(g.Goal) == "" {
 		return g, fmt.Errorf("goal file %s has no goal", path)
 	}
-	if strings.ContainsAny(g.Name, `/\`) || g.Name == "." || g.Name == ".." {
+	if g.Name == "" || strings.ContainsAny(g.Name, `/\`) || g.Name == "." || g.Name == ".." {
 		return g, fmt.Errorf("goal file %s: name %q cannot name a plan file", path, g.Name)
 	}
 	for _, v := range []*float64{g.BudgetUSD, g.TimeHours} {
