@@ -2,9 +2,11 @@ package planning
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/llmkernels/kernels/solve/store"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -43,12 +45,39 @@ func WriteFiles(p *Plan, out string) (Files, error) {
 	tasks, a := finalPlan(p)
 	mermaid := Mermaid(tasks, a)
 	gantt := Gantt(p)
+	// An earlier plan file is set aside first and this one written last,
+	// so a write that fails or is killed half way never leaves an earlier
+	// plan.json beside this run's report and pictures: FILE is there only
+	// when all four are this run's.
+	prev := ""
+	if _, err := os.Lstat(f.JSON); err == nil {
+		// A name of its own, so that nothing else there is replaced.
+		tmp, err := os.CreateTemp(filepath.Dir(f.JSON), "."+filepath.Base(f.JSON)+".earlier-*")
+		if err != nil {
+			return f, fmt.Errorf("set aside the earlier %s: %w", f.JSON, err)
+		}
+		prev = tmp.Name()
+		if err := errors.Join(tmp.Close(), os.Rename(f.JSON, prev)); err != nil {
+			_ = os.Remove(prev) // our own empty file; the rename error is the news
+			return f, fmt.Errorf("set aside the earlier %s: %w", f.JSON, err)
+		}
+	}
+	hadPrev := prev != ""
 	for _, w := range []struct {
 		path string
 		data []byte
-	}{{f.JSON, append(data, '\n')}, {f.Report, []byte(Report(p, filepath.Base(f.Gantt)))}, {f.Mermaid, []byte(mermaid)}, {f.Gantt, []byte(gantt)}} {
+	}{{f.Report, []byte(Report(p, filepath.Base(f.Gantt)))}, {f.Mermaid, []byte(mermaid)}, {f.Gantt, []byte(gantt)}, {f.JSON, append(data, '\n')}} {
 		if err := atomicfile.Write(w.path, w.data, 0o644); err != nil {
+			if hadPrev {
+				err = fmt.Errorf("%w (the earlier plan is at %s)", err, prev)
+			}
 			return f, err
+		}
+	}
+	if hadPrev {
+		// This run's plan replaced it: the earlier one is no longer needed.
+		if err := os.Remove(prev); err != nil {
+			return f, fmt.Errorf("remove the earlier plan set aside at %s: %w", prev, err)
 		}
 	}
 	return f, nil
