@@ -611,8 +611,13 @@ func checkRepair(ctx context.Context, c *assertions, p *Plan, a *Analysis, o Che
 		}
 	}
 	status := RepairInfeasible
-	if (done && en.found) || (!done && search.Status == RepairRepaired) {
+	switch {
+	case (done && en.found) || (!done && search.Status == RepairRepaired):
 		status = RepairRepaired
+	case !done && search.Status == RepairUndecided:
+		// The search's limit is in nodes, so it stops at the same place
+		// here: the plan may say so, and claims nothing else.
+		status = RepairUndecided
 	}
 	c.add(5, "5.1", "repair status", status == p.Repair.Status, "UNSAT %s; %s: %s; plan reports %s", strings.Join(unsat, ", "), how, status, orDash(p.Repair.Status))
 
@@ -635,6 +640,10 @@ func checkRepair(ctx context.Context, c *assertions, p *Plan, a *Analysis, o Che
 		orText(d, fmt.Sprintf("required %s; %d approach(es) below a semantic floor; %s combinations", strings.Join(required, ", "), len(excluded), num(en.space)), ""))
 
 	switch p.Repair.Status {
+	case RepairUndecided:
+		c.add(5, "5.2", "an undecided repair claims nothing", len(p.Repair.Choices) == 0 && len(p.Repair.UnsatCore) == 0 && p.Repair.Revised == nil,
+			"%d choice(s), unsat core {%s}, revised plan %v", len(p.Repair.Choices), strings.Join(p.Repair.UnsatCore, ", "), p.Repair.Revised != nil)
+		return
 	case RepairInfeasible:
 		core := p.Repair.UnsatCore
 		if !done {

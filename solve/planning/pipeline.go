@@ -746,6 +746,8 @@ func (r *run) repair(ctx context.Context) error {
 			store.Short(r.plan.RootID), strings.Join(ch, ", "), rep.Revised.Cost.Mid, r.plan.Analysis.Cost.Mid, rep.Explored, num(rep.Space)))
 	case RepairInfeasible:
 		r.flow(fmt.Sprintf("Node %s: NO REPAIR: %s", store.Short(r.plan.RootID), rep.Note))
+	case RepairUndecided:
+		r.flow(fmt.Sprintf("Node %s: REPAIR UNDECIDED: %s", store.Short(r.plan.RootID), rep.Note))
 	default:
 		r.flow(fmt.Sprintf("Node %s: %s", store.Short(r.plan.RootID), rep.Note))
 	}

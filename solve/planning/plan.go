@@ -39,6 +39,9 @@ const (
 	RepairNotNeeded  = "not_needed"
 	RepairRepaired   = "repaired"
 	RepairInfeasible = "infeasible"
+	// RepairUndecided: the search reached SearchLimit before it found
+	// the best repair or proved that none exists.
+	RepairUndecided = "undecided"
 )
 
 // Plan is the whole output of `solve plan`, and the input of `solve check`.

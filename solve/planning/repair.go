@@ -88,6 +88,16 @@ func confidenceLoss(planned, option float64) int64 {
 	return max(0, int64(math.Round(planned*1e6))-int64(math.Round(option*1e6)))
 }
 
+// SearchLimit bounds the nodes of one run of the repair search (the
+// repair, and each test of the unsat core): about 5–20 s on the project's
+// 2-core VM, and more than any plan small enough for solve check to
+// enumerate can need. A limit in nodes rather than seconds makes the
+// outcome the same on every machine, so solve check can recompute it.
+// The search is exact but exponential in the worst case (caps on cost and
+// time that trade against each other among 30 or more surveyed tasks):
+// past the limit the repair is undecided, and the plan is still written.
+var SearchLimit = 20_000_000
+
 type search struct {
 	m      *model
 	slots  []slot
@@ -100,6 +110,8 @@ type search struct {
 	active    []bool
 	scratch   []float64
 	firstOnly bool // stop at the first feasible combination (feasibility questions)
+	cut       bool // the last run reached SearchLimit
+	runStart  int  // explored when the last run began
 	choice    []int
 	best      []int
 	bestObj   objective
@@ -352,7 +364,7 @@ func (s *search) allowed(o option) bool {
 // run finds the best feasible combination under the active requirements
 // (any feasible one when firstOnly); ok is false when none exists.
 func (s *search) run(active []bool, firstOnly bool) (ok bool, err error) {
-	s.active, s.firstOnly = active, firstOnly
+	s.active, s.firstOnly, s.cut, s.runStart = active, firstOnly, false, s.explored
 	s.choice = make([]int, len(s.slots))
 	s.best = nil
 	surveyed := map[int]bool{}
@@ -378,10 +390,14 @@ func (s *search) run(active []bool, firstOnly bool) (ok bool, err error) {
 }
 
 func (s *search) dfs(k int, so objective, rest []float64) {
-	if s.err != nil || (s.firstOnly && s.best != nil) {
+	if s.err != nil || s.cut || (s.firstOnly && s.best != nil) {
 		return
 	}
 	s.explored++
+	if s.explored-s.runStart >= SearchLimit {
+		s.cut = true
+		return
+	}
 	if s.explored%1024 == 0 && s.ctx.Err() != nil {
 		s.err = fmt.Errorf("repair search stopped after %d combinations: %w", s.explored, s.ctx.Err())
 		return
@@ -420,7 +436,7 @@ func (s *search) dfs(k int, so objective, rest []float64) {
 		}
 		s.dfs(k+1, next, rest)
 		s.setMin(sl)
-		if s.err != nil {
+		if s.err != nil || s.cut {
 			return
 		}
 	}
@@ -538,8 +554,11 @@ func (s *search) unsatCore() ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		if ok {
-			active[k] = true // needed: without it the rest is feasible
+		if ok || s.cut {
+			// Needed: without it the rest is feasible (or not proved
+			// infeasible within SearchLimit: the core stays infeasible,
+			// perhaps not minimal).
+			active[k] = true
 		}
 	}
 	var core []string
@@ -587,6 +606,21 @@ func repairPlan(ctx context.Context, tasks []Task, quantities []Quantity, constr
 		return Repair{}, err
 	}
 	r := Repair{Required: s.requiredIDs(), Excluded: s.exclusions(), Space: s.space()}
+	if s.cut {
+		r.Status, r.Explored = RepairUndecided, s.explored
+		r.Note = fmt.Sprintf("the search reached its limit of %s nodes over %s combinations before it found the best repair or proved that none exists", num(float64(SearchLimit)), num(r.Space))
+		if ok {
+			var best []string
+			for _, c := range s.choices() {
+				if c.ApproachID != OriginalApproach {
+					best = append(best, c.TaskID+"→"+c.ApproachID)
+				}
+			}
+			r.Note += fmt.Sprintf("; the best it met keeps every required constraint (%s: %s), but a better one may exist", strings.Join(best, ", "), s.bestObj)
+		}
+		r.Note += "; surveying fewer tasks keeps the search small"
+		return r, nil
+	}
 	if ok {
 		r.Status, r.Choices = RepairRepaired, s.choices()
 		r.Explored = s.explored

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 )
@@ -148,5 +149,48 @@ func TestRepairSearchBoundsTheSwapsACapStillNeeds(t *testing.T) {
 	}
 	if r.Status != RepairRepaired || swaps != 17 || r.Explored > 1_000_000 {
 		t.Fatalf("%s with %d swaps after %d search nodes", r.Status, swaps, r.Explored)
+	}
+}
+
+// A search that reaches SearchLimit says the repair is undecided, with
+// the best combination it met, instead of running until --max-wall and
+// failing the run with no plan; solve check recomputes the same outcome
+// (the limit is in nodes) and accepts nothing more.
+func TestARepairSearchPastItsLimitIsUndecided(t *testing.T) {
+	defer func(n int) { SearchLimit = n }(SearchLimit)
+	SearchLimit = 400_000
+	p := generatePlan(1, 200, 30, 3) // cost and time caps: millions of nodes
+	a := analyse(t, p)
+	r, err := repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != RepairUndecided || len(r.Choices) != 0 || r.Revised != nil || !strings.Contains(r.Note, "limit of 400000 nodes") || !strings.Contains(r.Note, "a better one may exist") {
+		t.Fatalf("%s %+v: %s", r.Status, r.Choices, r.Note)
+	}
+	p.Analysis, p.Repair = a, r
+	check := func() []string {
+		var f []string
+		for _, as := range Check(context.Background(), roundTrip(t, p), CheckOptions{}) {
+			if as.Group == 5 && !as.Pass {
+				f = append(f, as.ID+" "+as.Detail)
+			}
+		}
+		return f
+	}
+	if f := check(); len(f) > 0 {
+		t.Fatalf("solve check fails the undecided repair:\n%s", strings.Join(f, "\n"))
+	}
+	p.Repair.Status = RepairInfeasible
+	p.Repair.UnsatCore = []string{"c1"}
+	if f := check(); len(f) == 0 {
+		t.Fatal("an undecided search passed off as infeasible passes solve check")
+	}
+	if s := Summary(p, Files{}); !strings.Contains(s, "repair: none possible") {
+		t.Fatal(s)
+	}
+	p.Repair.Status, p.Repair.UnsatCore = RepairUndecided, nil
+	if s := Summary(p, Files{}); !strings.Contains(s, "repair: undecided: the search reached its limit") {
+		t.Fatal(s)
 	}
 }

@@ -417,6 +417,8 @@ func Summary(p *Plan, f Files) string {
 		fmt.Fprintf(&b, "repair: %s; revised mid cost $%.2f, critical path %sh; %s\n", strings.Join(swaps, ", "), p.Repair.Revised.Cost.Mid, num(p.Repair.Revised.Time.Mid), strings.Join(rv, ", "))
 	case RepairInfeasible:
 		fmt.Fprintf(&b, "repair: none possible; unsat core: %s\n", strings.Join(p.Repair.UnsatCore, ", "))
+	case RepairUndecided:
+		fmt.Fprintf(&b, "repair: undecided: %s\n", p.Repair.Note)
 	default:
 		fmt.Fprintf(&b, "repair: not needed\n")
 	}
