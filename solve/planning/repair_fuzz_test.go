@@ -186,6 +186,12 @@ func TestARepairSearchPastItsLimitIsUndecided(t *testing.T) {
 	if f := check(); len(f) == 0 {
 		t.Fatal("an undecided search passed off as infeasible passes solve check")
 	}
+	p.Repair.Status, p.Repair.UnsatCore = RepairUndecided, nil
+	p.Repair.Choices = []Choice{{TaskID: p.Surveys[0].TaskID, ApproachID: p.Surveys[0].Approaches[0].ID}}
+	if f := check(); len(f) != 1 || !strings.HasPrefix(f[0], "5.2 ") {
+		t.Fatalf("an undecided repair with a choice: %q", f)
+	}
+	p.Repair.Choices = nil
 	if s := Summary(p, Files{}); !strings.Contains(s, "repair: none possible") {
 		t.Fatal(s)
 	}
