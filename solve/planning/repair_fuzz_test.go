@@ -158,14 +158,14 @@ func TestRepairSearchBoundsTheSwapsACapStillNeeds(t *testing.T) {
 // (the limit is in nodes) and accepts nothing more.
 func TestARepairSearchPastItsLimitIsUndecided(t *testing.T) {
 	defer func(n int) { SearchLimit = n }(SearchLimit)
-	SearchLimit = 400_000
+	SearchLimit = 300_000
 	p := generatePlan(1, 200, 30, 3) // cost and time caps: millions of nodes
 	a := analyse(t, p)
 	r, err := repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Status != RepairUndecided || len(r.Choices) != 0 || r.Revised != nil || !strings.Contains(r.Note, "limit of 400000 nodes") || !strings.Contains(r.Note, "a better one may exist") {
+	if r.Status != RepairUndecided || len(r.Choices) != 0 || r.Revised != nil || !strings.Contains(r.Note, "limit of 300000 nodes") || !strings.Contains(r.Note, "a better one may exist") {
 		t.Fatalf("%s %+v: %s", r.Status, r.Choices, r.Note)
 	}
 	p.Analysis, p.Repair = a, r
@@ -187,16 +187,11 @@ func TestARepairSearchPastItsLimitIsUndecided(t *testing.T) {
 		t.Fatal("an undecided search passed off as infeasible passes solve check")
 	}
 	p.Repair.Status, p.Repair.UnsatCore = RepairUndecided, nil
+	if s := Summary(p, Files{}); !strings.Contains(s, "repair: undecided: the search reached its limit") {
+		t.Fatal(s)
+	}
 	p.Repair.Choices = []Choice{{TaskID: p.Surveys[0].TaskID, ApproachID: p.Surveys[0].Approaches[0].ID}}
 	if f := check(); len(f) != 1 || !strings.HasPrefix(f[0], "5.2 ") {
 		t.Fatalf("an undecided repair with a choice: %q", f)
-	}
-	p.Repair.Choices = nil
-	if s := Summary(p, Files{}); !strings.Contains(s, "repair: none possible") {
-		t.Fatal(s)
-	}
-	p.Repair.Status, p.Repair.UnsatCore = RepairUndecided, nil
-	if s := Summary(p, Files{}); !strings.Contains(s, "repair: undecided: the search reached its limit") {
-		t.Fatal(s)
 	}
 }
