@@ -41,9 +41,6 @@ type CallOptions struct {
 	// Tools are added to the active tools for this call only (an inbox
 	// wake gets the tools to answer with).
 	Tools []string
-	// MaxCostUSD stops the tool loop before a request once this much is
-	// spent (a wake's share of the daily cap); 0 is no limit.
-	MaxCostUSD float64
 }
 
 // CallResult is what a call did.
@@ -69,7 +66,7 @@ type CallResult struct {
 // of the reply to the history block. Everything is read anew on every call,
 // so the LLM's writes to its wake block steer the next call.
 func (k *Kernel) Call(ctx context.Context, messages []llm.Message, opts CallOptions) (*CallResult, error) {
-	client := k.Client()
+	client := k.clientFor(ctx)
 	if client == nil {
 		return nil, errNoClient
 	}
@@ -109,7 +106,7 @@ func (k *Kernel) Call(ctx context.Context, messages []llm.Message, opts CallOpti
 	if note := k.shellNotice(ctx); note != "" {
 		req.Messages = withNote(req.Messages, note)
 	}
-	loop := &llm.Loop{Client: client, Handlers: handlers, MaxLoops: params.MaxToolLoops, MaxCostUSD: opts.MaxCostUSD, Observe: k.opts.Observe}
+	loop := &llm.Loop{Client: client, Handlers: handlers, MaxLoops: params.MaxToolLoops, Observe: k.opts.Observe}
 	res, err := loop.Run(ctx, req)
 	out := &CallResult{Result: res, Params: params, Prompt: compiled, Shell: state.shell, Trimmed: trimmed}
 	out.Notes = append(append(append(out.Notes, params.Notes...), compiled.Problems...), res.Notes...)
@@ -121,14 +118,15 @@ func (k *Kernel) Call(ctx context.Context, messages []llm.Message, opts CallOpti
 		out.Text = res.Text()
 		k.keepContainer(ctx, res)
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, errBudget):
+		// A wake's budget refused the next request: the turns so far are
+		// kept, like a stop at max_tool_loops.
+		out.Limit = fmt.Sprintf("the tool loop stopped after %d API calls, before the LLM finished its turn: %v", len(res.Calls), err)
+	case err != nil:
 		return out, err
-	}
-	switch res.StopReason {
-	case llm.StopMaxLoops:
+	case res.StopReason == llm.StopMaxLoops:
 		out.Limit = fmt.Sprintf("the tool loop stopped after %d API calls, the tier's max_tool_loops (wake 0.9.%d), before the LLM finished its turn; the conversation is kept, and your next message lets it go on", len(res.Calls), tier+3)
-	case llm.StopCostLimit:
-		out.Limit = fmt.Sprintf("the tool loop stopped after $%.4f, the budget this call had left (the daily cap on wakes' cost), before the LLM finished its turn", res.CostUSD)
 	}
 	if out.Limit != "" {
 		out.Notes = append(out.Notes, out.Limit)
@@ -284,7 +282,7 @@ func (k *Kernel) delegate(ctx context.Context, tier int, system, text string) (*
 	if err := llm.CheckRequest(req); err != nil {
 		return nil, err
 	}
-	client := k.Client()
+	client := k.clientFor(ctx)
 	if client == nil {
 		return nil, errNoClient
 	}
@@ -333,7 +331,7 @@ func withNote(messages []llm.Message, note string) []llm.Message {
 // with the tool loop: client tools named in req.Tools that are the
 // kernel's run here, any others are sent as declared.
 func (k *Kernel) ToolLoop(ctx context.Context, req *llm.Request) (*llm.Result, error) {
-	client := k.Client()
+	client := k.clientFor(ctx)
 	if client == nil {
 		return nil, errNoClient
 	}

@@ -103,7 +103,7 @@ func (k *Kernel) Compress(ctx context.Context, name string, path any) (Compressi
 // node alone that someone compressed in the meantime, where the LLM's own
 // compress writes its text anyway.
 func (k *Kernel) compress(ctx context.Context, name string, addr pscale.Address, auto bool) (Compression, error) {
-	client := k.Client()
+	client := k.clientFor(ctx)
 	if client == nil {
 		return Compression{}, errNoClient
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/llmkernels/kernels/hermitcrab/trigger"
 	"github.com/llmkernels/kernels/internal/atomicfile"
 	"github.com/llmkernels/kernels/internal/clip"
+	"github.com/llmkernels/kernels/llm"
 )
 
 // Wake triggers (architecture spec §9.2, §14.6): the instance writes
@@ -62,8 +63,27 @@ const wakeLockFile = "wake.lock"
 // pollTimeout bounds one poll of the beach.
 const pollTimeout = 30 * time.Second
 
-// interruptAfter is how long a wake may run before it is taken as lost.
+// wakeDeadline ends a wake whose call is still going (an LLM or a tool
+// that never answers): it is recorded as failed, what it did before is
+// kept in its conversation, and the triggers go on. A variable so a test
+// can shorten it.
+var wakeDeadline = 30 * time.Minute
+
+// interruptAfter is how long a wake may be recorded as running before it
+// is taken as lost: past wakeDeadline, so a wake a live process still runs
+// is never taken for one whose process died.
 const interruptAfter = time.Hour
+
+// wakeConversationKeep bounds the conversation wakes continue: after a
+// wake, its oldest turns beyond this many messages are dropped (each
+// wake's reply is in history), so automatic wakes do not grow it without
+// end.
+const wakeConversationKeep = 200
+
+// inboxShare is the part of each daily cap an inbox trigger may spend:
+// anyone can send a message (keys cost nothing, so one peer can be many),
+// and the instance's own triggers keep the rest.
+const inboxShare = 0.5
 
 // Bounds on what one wake carries.
 const (
@@ -158,6 +178,9 @@ func (k *Kernel) RunTriggers(ctx context.Context) (*WakeReport, error) {
 		if ctx.Err() != nil {
 			break
 		}
+		// The clock is read again for each trigger: a wake before it may
+		// have run past midnight, into another day of the caps.
+		now := k.now()
 		p, err := k.due(ctx, t, states[t.Key()], now, report)
 		if err != nil {
 			msg := fmt.Sprintf("%s %q: %v", t.Where, t.Line, err)
@@ -197,6 +220,26 @@ func (k *Kernel) due(ctx context.Context, t trigger.Trigger, st store.TriggerSta
 		}
 		var err error
 		if st, err = k.store.InitTrigger(ctx, key, first, now); err != nil {
+			return nil, err
+		}
+	}
+	if at, ok := t.Rebase(st.NextDue, now); ok {
+		// The clock was set back: the trigger goes on from the corrected
+		// time instead of waiting for the clock to catch up, from its
+		// first due time that has not fired.
+		for i := 0; i < 1000 && at.Before(st.NextDue); i++ {
+			fired, err := k.store.WakeRecorded(ctx, key, at.UTC().Format(time.RFC3339))
+			if err != nil {
+				return nil, err
+			}
+			if !fired {
+				break
+			}
+			at = t.Next(at, at)
+		}
+		if at.Before(st.NextDue) {
+			k.log.Warn("wake trigger: its next due time was later than the clock allows (the clock was set back); moved back", "trigger", t.Where, "was", st.NextDue, "now", at)
+			_, err := k.store.AdvanceTrigger(ctx, key, st.NextDue, at, now)
 			return nil, err
 		}
 	}
@@ -375,6 +418,10 @@ func (k *Kernel) fire(ctx context.Context, t trigger.Trigger, p *pending, caps t
 		return nil, err
 	}
 	p.claim.MaxWakes, p.claim.MaxCostUSD, p.claim.Estimate = caps.Wakes, caps.CostUSD, estimate
+	if t.Kind == trigger.Inbox {
+		p.claim.ShareWakes = max(int(float64(caps.Wakes)*inboxShare), 1)
+		p.claim.ShareCostUSD = caps.CostUSD * inboxShare
+	}
 	w, ok, err := k.store.ClaimWake(ctx, p.claim)
 	if err != nil || !ok {
 		return nil, err // not ok: another process has this due time
@@ -402,7 +449,8 @@ func (k *Kernel) notifyWake(w store.Wake) {
 }
 
 // runWake makes the wake's call, one wake at a time per data directory,
-// and records how it ended.
+// and records how it ended. The call runs under the wake's budget (what
+// the day's cost cap leaves) and ends at wakeDeadline.
 func (k *Kernel) runWake(ctx context.Context, t trigger.Trigger, w *store.Wake, text string, caps trigger.Caps) {
 	finish := func(status, reply string, cost float64) {
 		w.Status, w.Reply, w.CostUSD, w.Finished = status, clip.Text(reply, historySummaryChars), cost, k.now()
@@ -414,6 +462,8 @@ func (k *Kernel) runWake(ctx context.Context, t trigger.Trigger, w *store.Wake, 
 			k.log.Warn("recording a wake's end", "wake", w.ID, "err", err)
 		}
 	}
+	ctx, cancel := context.WithTimeoutCause(ctx, wakeDeadline, fmt.Errorf("the wake deadline of %s passed before the call ended", wakeDeadline))
+	defer cancel()
 	unlock, err := lockContext(ctx, filepath.Join(k.dir, wakeLockFile))
 	if err != nil {
 		finish(store.WakeFailed, "not run: "+err.Error(), 0)
@@ -425,25 +475,77 @@ func (k *Kernel) runWake(ctx context.Context, t trigger.Trigger, w *store.Wake, 
 		finish(store.WakeFailed, "not run: "+err.Error(), 0)
 		return
 	}
-	opts := CallOptions{Tier: t.Tier, MaxCostUSD: max(caps.CostUSD-spent, 0.000001)}
+	var prices llm.PriceTable
+	if c := k.Client(); c != nil {
+		prices = c.Prices
+	}
+	b := newBudget(caps.CostUSD-spent, prices, func(total float64) {
+		if err := k.store.SetWakeCost(context.WithoutCancel(ctx), w.ID, total); err != nil {
+			k.log.Warn("recording a wake's spending", "wake", w.ID, "err", err)
+		}
+	})
+	opts := CallOptions{Tier: t.Tier}
 	if t.Kind == trigger.Inbox {
 		opts.Tools = inboxWakeTools
 	}
-	res, err := k.Say(ctx, wakeConversation, text, opts)
-	cost := 0.0
-	if res != nil && res.Result != nil {
-		cost = res.Result.CostUSD
+	res, err := k.sayWake(withBudget(ctx, b), text, opts)
+	if err != nil && ctx.Err() != nil {
+		err = fmt.Errorf("%v: %w", context.Cause(ctx), err)
 	}
+	reply := ""
 	switch {
 	case err != nil:
-		finish(store.WakeFailed, err.Error(), cost)
+		reply = err.Error()
 	case res.Text != "":
-		finish(store.WakeDone, res.Text, cost)
+		reply = res.Text
 	case res.Limit != "":
-		finish(store.WakeDone, "(stopped: "+res.Limit+")", cost)
+		reply = "(stopped: " + res.Limit + ")"
 	default:
-		finish(store.WakeDone, "(no reply text)", cost)
+		reply = "(no reply text)"
 	}
+	if note := b.Note(); note != "" {
+		reply += "\n(" + note + ")"
+	}
+	status := store.WakeDone
+	if err != nil {
+		status = store.WakeFailed
+	}
+	finish(status, reply, b.Spent())
+}
+
+// sayWake is Say on the wakes' conversation, with two differences: a call
+// that fails (the wake deadline, the LLM down) still keeps the turns it
+// made, since no person is there to say it again and what the wake did is
+// done; and the conversation is kept to its newest wakeConversationKeep
+// messages.
+func (k *Kernel) sayWake(ctx context.Context, text string, opts CallOptions) (*CallResult, error) {
+	msgs, err := k.Conversation(ctx, wakeConversation)
+	if err != nil {
+		return nil, err
+	}
+	msgs = continuable(append(msgs, llm.UserText(text)))
+	res, err := k.Call(ctx, msgs, opts)
+	if res == nil || (err != nil && len(res.Added) == 0) {
+		return res, err
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if serr := k.SaveConversation(sctx, wakeConversation, keepNewest(append(msgs, res.Added...), wakeConversationKeep)); serr != nil && err == nil {
+		err = serr
+	}
+	return res, err
+}
+
+// keepNewest drops a conversation's oldest messages so at most max are
+// left, cutting where a turn starts (never between a tool_use and its
+// result); with no such place in the newest max, it keeps them all.
+func keepNewest(msgs []llm.Message, max int) []llm.Message {
+	for start := len(msgs) - max; start > 0 && start < len(msgs); start++ {
+		if startsTurn(msgs, start) {
+			return msgs[start:]
+		}
+	}
+	return msgs
 }
 
 // lockContext takes the lock file at path, giving up when ctx ends (the

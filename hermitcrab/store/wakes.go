@@ -169,6 +169,11 @@ type WakeClaim struct {
 	MaxCostUSD float64
 	// Estimate is what the wake may be expected to cost.
 	Estimate float64
+	// ShareWakes and ShareCostUSD, when above 0, cap this trigger's own
+	// wakes of the day and their cost (the inbox's share of the caps, so
+	// messages anyone can send do not spend the whole day).
+	ShareWakes   int
+	ShareCostUSD float64
 	// From and Next, when Next is set, move the trigger's next due time
 	// in the same transaction (AdvanceTrigger): the claim fails when
 	// another process moved it first.
@@ -183,11 +188,15 @@ type WakeClaim struct {
 // time (by this process or another sharing the file), checks the daily
 // caps, records the wake (running, or skipped at a cap), and takes the
 // messages and posts it delivers. ok is false when the claim was another
-// process's; nothing is then recorded.
+// process's, or the due time's wake is recorded already (a clock set
+// back): nothing is then recorded, but in the second case the trigger's
+// next due time still moves on.
 func (s *Store) ClaimWake(ctx context.Context, c WakeClaim) (w Wake, ok bool, err error) {
 	w = Wake{Trigger: c.Trigger, Where: c.Where, Due: c.Due, At: c.At, Day: c.Day, Tier: c.Tier, Status: WakeRunning, Reason: c.Reason}
 	errTaken := errors.New("taken by another process")
+	fired := false
 	err = s.write(ctx, func(tx *sql.Tx) error {
+		fired = false
 		if !c.Next.IsZero() {
 			moved, err := advance(ctx, tx, c.Trigger, c.From, c.Next, c.At)
 			if err != nil {
@@ -202,7 +211,18 @@ func (s *Store) ClaimWake(ctx context.Context, c WakeClaim) (w Wake, ok bool, er
 		if err := tx.QueryRowContext(ctx, `SELECT count(*), COALESCE(sum(cost), 0) FROM wakes WHERE day = ? AND status IN `+countedStatuses, c.Day).Scan(&count, &spent); err != nil {
 			return err
 		}
+		var own int
+		var ownSpent float64
+		if err := tx.QueryRowContext(ctx, `SELECT count(*), COALESCE(sum(cost), 0) FROM wakes WHERE day = ? AND trigger = ? AND status IN `+countedStatuses, c.Day, c.Trigger).Scan(&own, &ownSpent); err != nil {
+			return err
+		}
 		switch {
+		case c.ShareWakes > 0 && own+1 > c.ShareWakes:
+			w.Status = WakeSkipped
+			w.Reason = fmt.Sprintf("skipped: this trigger's share of the daily caps, %d wakes, is reached (%d today); %s", c.ShareWakes, own, c.Reason)
+		case c.ShareCostUSD > 0 && ownSpent+c.Estimate > c.ShareCostUSD:
+			w.Status = WakeSkipped
+			w.Reason = fmt.Sprintf("skipped: this trigger's share of the daily caps, $%.2f, would be passed ($%.4f spent by it today, a wake like this costs about $%.4f); %s", c.ShareCostUSD, ownSpent, c.Estimate, c.Reason)
 		case c.MaxWakes > 0 && count+1 > c.MaxWakes:
 			w.Status = WakeSkipped
 			w.Reason = fmt.Sprintf("skipped: the daily cap of %d wakes is reached (%d today); %s", c.MaxWakes, count, c.Reason)
@@ -215,11 +235,15 @@ func (s *Store) ClaimWake(ctx context.Context, c WakeClaim) (w Wake, ok bool, er
 		if err != nil {
 			return err
 		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			if err == nil {
-				err = errTaken
-			}
+		if n, err := res.RowsAffected(); err != nil {
 			return err
+		} else if n == 0 && !c.Next.IsZero() {
+			// The due time fired before (the clock was set back past it):
+			// the trigger moves on past it, with no second wake.
+			fired = true
+			return nil
+		} else if n == 0 {
+			return errTaken
 		}
 		if w.ID, err = res.LastInsertId(); err != nil {
 			return err
@@ -234,7 +258,7 @@ func (s *Store) ClaimWake(ctx context.Context, c WakeClaim) (w Wake, ok bool, er
 		}
 		return nil
 	})
-	if errors.Is(err, errTaken) || errors.Is(err, errDelivered) {
+	if fired || errors.Is(err, errTaken) || errors.Is(err, errDelivered) {
 		return Wake{}, false, nil
 	}
 	if err != nil {
@@ -267,6 +291,28 @@ func deliver(ctx context.Context, tx *sql.Tx, table string, ids []int64, wake in
 func (s *Store) FinishWake(ctx context.Context, id int64, status, reply string, cost float64, at time.Time) error {
 	return s.write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE wakes SET status = ?, reply = ?, cost = ?, finished = ? WHERE id = ?`, status, reply, cost, stamp(at), id)
+		if err != nil {
+			return fmt.Errorf("wake %d: %w", id, err)
+		}
+		return nil
+	})
+}
+
+// WakeRecorded reports whether a wake (of any status) is recorded for a
+// trigger and due time.
+func (s *Store) WakeRecorded(ctx context.Context, trigger, due string) (bool, error) {
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM wakes WHERE trigger = ? AND due = ?`, trigger, due).Scan(&n); err != nil {
+		return false, fmt.Errorf("wakes of %q: %w", trigger, err)
+	}
+	return n > 0, nil
+}
+
+// SetWakeCost records what a running wake has spent so far, so a process
+// killed during the wake leaves its spending counted against the day.
+func (s *Store) SetWakeCost(ctx context.Context, id int64, cost float64) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE wakes SET cost = ? WHERE id = ? AND status = ?`, cost, id, WakeRunning)
 		if err != nil {
 			return fmt.Errorf("wake %d: %w", id, err)
 		}

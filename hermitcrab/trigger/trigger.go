@@ -486,6 +486,26 @@ func (t Trigger) Next(prev, now time.Time) time.Time {
 	return time.Time{}
 }
 
+// Rebase answers a stored due time later than any the trigger could have
+// been given by now (the clock was set back after it fired: a clock that
+// ran fast, corrected): the due time it has at now instead, the first
+// after now, a rhythm in its phase. ok is false when next is one the
+// trigger could have (it then stands).
+func (t Trigger) Rebase(next, now time.Time) (at time.Time, ok bool) {
+	switch t.Kind {
+	case Daily:
+		if at = t.Next(now, now); next.After(at) {
+			return at, true
+		}
+	case Every, Inbox, Watch:
+		if t.Every > 0 && next.After(now.Add(t.Every)) {
+			back := (next.Sub(now) - 1) / t.Every
+			return next.Add(-back * t.Every), true
+		}
+	}
+	return next, false
+}
+
 // StaleDue is when a stale trigger is due: its block unchanged for Every
 // since it last changed, or since the trigger last fired, whichever is
 // later.

@@ -1,0 +1,354 @@
+package hermitcrab
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmkernels/kernels/hermitcrab/beach"
+	"github.com/llmkernels/kernels/hermitcrab/identity"
+	"github.com/llmkernels/kernels/hermitcrab/store"
+	"github.com/llmkernels/kernels/llm"
+)
+
+// Attacks on the wake runner's money and time rules: every LLM request a
+// wake makes counts against the daily cost cap, an unpriced model cannot
+// void it, a clock set back does not stop the triggers, a hanging LLM
+// does not hold them, and a peer flooding the inbox spends a bounded
+// share.
+
+// usage is a script response's usage of n input tokens.
+func usage(n int) string { return fmt.Sprintf(`,"usage":{"input_tokens":%d,"output_tokens":0}`, n) }
+
+// The wake's call_llm delegations (the deep tier's model, billed on the
+// same key) count against the day's cost cap like its own tool loop: a
+// wake that delegates is stopped before a delegation its budget cannot
+// pay for (the tool answers that the budget is spent), its recorded cost
+// is everything it spent, and the next wake is skipped by that cost.
+func TestEveryLLMRequestOfAWakeCountsAgainstTheCostCap(t *testing.T) {
+	clock := &testClock{t: wakeT0}
+	delegate := func(id string) string {
+		return toolUse(id, "call_llm", map[string]string{"prompt": "think hard about " + id})
+	}
+	p := scripted(t, `{"responses":[
+		{"content":[`+delegate("c1")+`,`+delegate("c2")+`,`+delegate("c3")+`]`+usage(1000)+`},
+		{"match":{"model":"claude-opus-4-6"},"response":{"content":[{"type":"text","text":"thought 1"}]`+usage(80000)+`}},
+		{"match":{"model":"claude-opus-4-6"},"response":{"content":[{"type":"text","text":"thought 2"}]`+usage(80000)+`}},
+		{"match":{"model":"claude-haiku-4-5-20251001"},"response":{"content":[{"type":"text","text":"done"}]`+usage(1000)+`}}]}`)
+	k := openAt(t, t.TempDir(), p, clock, func(o *Options) { o.WakeCaps.CostUSD = 1 })
+	writeTriggers(t, k, "every 1m tier 1: tick")
+	if _, err := k.SetTools(context.Background(), []llm.Tool{{Name: "call_llm"}}); err != nil {
+		t.Fatal(err)
+	}
+	pass(t, k)
+	clock.Add(time.Minute)
+	r := pass(t, k)
+	if statuses(r) != "woke" {
+		t.Fatalf("the wake: %+v %v", r.Wakes, r.Errors)
+	}
+	w := r.Wakes[0]
+	// Two delegations at $0.40 (80,000 tokens at Opus 4.6's $5 per
+	// million), two light-tier requests at $0.001.
+	if w.CostUSD < 0.80 || w.CostUSD > 1 {
+		t.Fatalf("the wake's recorded cost $%.4f: not what its requests cost", w.CostUSD)
+	}
+	reqs := p.Requests()
+	if len(reqs) != 4 {
+		t.Fatalf("%d requests, want 4 (the third delegation refused)", len(reqs))
+	}
+	last := reqs[3].Messages[len(reqs[3].Messages)-1]
+	if !strings.Contains(fmt.Sprint(last.Content), "budget") {
+		t.Fatalf("the third delegation's result does not say the budget is spent: %+v", last.Content)
+	}
+	clock.Add(time.Minute)
+	if r := pass(t, k); statuses(r) != "skipped" {
+		t.Fatalf("after a wake that spent $%.2f of $1: %+v", w.CostUSD, r.Wakes)
+	}
+}
+
+// A model the price table does not know (the LLM can name any model at
+// wake 0.9.4.1) is counted at the table's highest prices, so the cost
+// cap still holds; the wake says so.
+func TestAnUnpricedModelCannotVoidTheCostCap(t *testing.T) {
+	ctx := context.Background()
+	clock := &testClock{t: wakeT0}
+	// 20,000 input tokens: $0.30 at the highest input price ($15 per
+	// million), $0 at none.
+	entry := `{"content":[{"type":"text","text":"ok"}]` + usage(20000) + `}`
+	p := scripted(t, `{"responses":[`+strings.TrimSuffix(strings.Repeat(entry+",", 5), ",")+`]}`)
+	k := openAt(t, t.TempDir(), p, clock, func(o *Options) { o.WakeCaps.CostUSD = 1 })
+	writeTriggers(t, k, "every 1m tier 1: tick")
+	if _, err := k.WriteAt(ctx, "wake", "0.9.4.1", "model claude-fable-9"); err != nil {
+		t.Fatal(err)
+	}
+	pass(t, k)
+	var got []string
+	for range 5 {
+		clock.Add(time.Minute)
+		got = append(got, statuses(pass(t, k)))
+	}
+	if strings.Join(got, ",") != "woke,woke,woke,skipped,skipped" {
+		t.Fatalf("wakes on an unpriced model under a $1 cap: %v", got)
+	}
+	all, _ := k.Wakes(ctx, 0, 0)
+	first := all[len(all)-1]
+	if first.CostUSD < 0.299 || !strings.Contains(first.Reply, "claude-fable-9") || !strings.Contains(first.Reply, "price") {
+		t.Fatalf("the first wake: $%.4f %q", first.CostUSD, first.Reply)
+	}
+}
+
+// A wake under way stops before a request its remaining budget cannot
+// pay for, judged by what the last request to that model cost: not only
+// once the budget is already spent.
+func TestAWakeStopsBeforeARequestItsBudgetCannotPayFor(t *testing.T) {
+	clock := &testClock{t: wakeT0}
+	p := scripted(t, `{"responses":[
+		{"content":[`+toolUse("c1", "block_list", map[string]string{})+`]`+usage(40000)+`},
+		{"content":[{"type":"text","text":"this answer would pass the cap"}]`+usage(40000)+`}]}`)
+	k := openAt(t, t.TempDir(), p, clock, func(o *Options) { o.WakeCaps.CostUSD = 0.05 })
+	writeTriggers(t, k, "every 1m tier 1: tick")
+	pass(t, k)
+	clock.Add(time.Minute)
+	r := pass(t, k)
+	if statuses(r) != "woke" || r.Wakes[0].CostUSD > 0.05 || !strings.Contains(r.Wakes[0].Reply, "budget") {
+		t.Fatalf("the wake: %+v", r.Wakes)
+	}
+	if p.Remaining() != 1 {
+		t.Fatalf("the second request was sent ($0.08 of a $0.05 cap)")
+	}
+	// What the wake did is kept: the next wake continues the conversation.
+	if conv, _ := k.Conversation(context.Background(), "wake"); len(conv) != 3 {
+		t.Fatalf("the stopped wake's conversation: %d messages", len(conv))
+	}
+}
+
+// The wake's spending is recorded as it goes, so a process killed during
+// a wake leaves what it spent counted against the day's cap.
+func TestAWakesSpendingIsRecordedAsItGoes(t *testing.T) {
+	ctx := context.Background()
+	clock := &testClock{t: wakeT0}
+	inner := scripted(t, `{"responses":[{"content":[`+toolUse("c1", "block_list", map[string]string{})+`]`+usage(30000)+`}]}`)
+	arrived := make(chan struct{})
+	p := providerFunc(func(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+		if inner.Remaining() > 0 {
+			return inner.Messages(ctx, req)
+		}
+		close(arrived)
+		<-ctx.Done() // the second request hangs: the process "dies" here
+		return nil, ctx.Err()
+	})
+	dir := t.TempDir()
+	k := openAt(t, dir, p, clock, func(o *Options) { o.WakeCaps.CostUSD = 1 })
+	writeTriggers(t, k, "every 1m tier 1: tick")
+	pass(t, k)
+	clock.Add(time.Minute)
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); k.RunTriggers(wctx) }()
+	select {
+	case <-arrived:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the wake's second request never came")
+	}
+	other := openAt(t, dir, scripted(t, wakeScript(0, 0)), clock)
+	st, err := other.Status(ctx)
+	cancel()
+	<-done
+	if err != nil || st.Today.Wakes != 1 || st.Today.CostUSD < 0.029 {
+		t.Fatalf("while the wake runs, the day's totals: %+v %v", st.Today, err)
+	}
+}
+
+// providerFunc is an llm.Provider made of a function.
+type providerFunc func(ctx context.Context, req *llm.Request) (*llm.Response, error)
+
+func (f providerFunc) Messages(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	return f(ctx, req)
+}
+
+// The clock set back (a clock that ran a month fast, corrected): the
+// rhythms, the time of day and the inbox poll go on from the corrected
+// time, a rhythm in its phase, instead of waiting a month for the clock to
+// catch up.
+func TestTriggersGoOnAfterTheClockIsSetBack(t *testing.T) {
+	ctx := context.Background()
+	clock := &testClock{t: wakeT0}
+	k := openAt(t, t.TempDir(), respondAll(), clock, func(o *Options) { o.WakeCaps.Wakes = 100 })
+	writeTriggers(t, k, "every 1h tier 1: check stash", "daily 13:30 tier 1: plan")
+	pass(t, k)
+	clock.Set(wakeT0.Add(30 * 24 * time.Hour)) // a month fast
+	if r := pass(t, k); statuses(r) != "woke,woke" {
+		t.Fatalf("a month ahead: %+v", r.Wakes)
+	}
+	clock.Set(wakeT0.Add(10 * time.Minute)) // corrected
+	if r := pass(t, k); len(r.Wakes) != 0 {
+		t.Fatalf("just after the correction: %+v", r.Wakes)
+	}
+	st, _ := k.Status(ctx)
+	for _, tr := range st.Triggers {
+		// The daily's 13:30 of today fired (a month ahead): tomorrow's.
+		if tr.NextDue.Sub(clock.Now()) > 26*time.Hour {
+			t.Fatalf("after the clock was set back, %s is next due %s (now %s)", tr.Where, tr.NextDue, clock.Now())
+		}
+	}
+	woke := map[string]int{}
+	for range 2 * 26 { // the next 26 hours
+		clock.Add(30 * time.Minute)
+		for _, w := range pass(t, k).Wakes {
+			woke[w.Where]++
+			if w.Where == "wake 0.4.1" && !strings.HasSuffix(w.Due, ":00:00Z") {
+				t.Fatalf("the rhythm lost its phase: due %s", w.Due)
+			}
+		}
+	}
+	if woke["wake 0.4.1"] < 24 || woke["wake 0.4.2"] < 1 {
+		t.Fatalf("in the 26 hours after the correction: %v", woke)
+	}
+}
+
+// respondAll answers every request: a compression with JSON, anything
+// else with "wake reply N".
+func respondAll() llm.Provider {
+	n := 0
+	return providerFunc(func(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+		text := `{"mode":"summary","text":"a summary"}`
+		if !strings.Contains(req.System[0].Text, "You compress memory") {
+			n++
+			text = fmt.Sprintf("wake reply %d", n)
+		}
+		return &llm.Response{Model: req.Model, Role: llm.RoleAssistant, StopReason: "end_turn", Content: []llm.ContentBlock{llm.TextBlock(text)},
+			Usage: llm.Usage{InputTokens: 100, OutputTokens: 10}}, nil
+	})
+}
+
+// A wake whose LLM never answers is given up after the wake deadline:
+// it does not hold the other triggers (nor the wake lock) forever.
+func TestAWakeThatHangsDoesNotHoldTheTriggers(t *testing.T) {
+	old := wakeDeadline
+	wakeDeadline = 2 * time.Second
+	defer func() { wakeDeadline = old }()
+	clock := &testClock{t: wakeT0}
+	hung := true
+	answers := scripted(t, wakeScript(2, 0))
+	p := providerFunc(func(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+		if hung {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		return answers.Messages(ctx, req)
+	})
+	k := openAt(t, t.TempDir(), p, clock)
+	writeTriggers(t, k, "every 1h tier 1: hangs", "every 2h tier 1: later")
+	pass(t, k)
+	clock.Add(time.Hour)
+	done := make(chan *WakeReport, 1)
+	go func() { r, _ := k.RunTriggers(context.Background()); done <- r }()
+	var r *WakeReport
+	select {
+	case r = <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("a hanging wake held the pass for two minutes (the wake deadline is 2 s)")
+	}
+	if statuses(r) != "failed" || !strings.Contains(r.Wakes[0].Reply, "deadline") {
+		t.Fatalf("the hanging wake: %+v", r.Wakes)
+	}
+	hung = false
+	clock.Add(time.Hour)
+	if r := pass(t, k); statuses(r) != "woke,woke" {
+		t.Fatalf("the next pass: %+v", r.Wakes)
+	}
+}
+
+// A wake that runs past midnight: the triggers after it in the same pass
+// count on the day they fire in, not the day the pass began.
+func TestTriggersAfterALongWakeCountOnTheirOwnDay(t *testing.T) {
+	start := time.Date(2026, 11, 3, 23, 59, 0, 0, time.Local)
+	clock := &testClock{t: start.Add(-time.Minute)}
+	answers := scripted(t, wakeScript(2, 0))
+	p := providerFunc(func(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+		clock.Add(5 * time.Minute) // the LLM takes five minutes
+		return answers.Messages(ctx, req)
+	})
+	k := openAt(t, t.TempDir(), p, clock, func(o *Options) { o.WakeCaps.Wakes = 1 })
+	writeTriggers(t, k, "every 1m tier 1: one", "every 1m tier 1: two")
+	pass(t, k)
+	clock.Set(start)
+	r := pass(t, k)
+	if statuses(r) != "woke,woke" || r.Wakes[1].Day != "2026-11-04" {
+		t.Fatalf("the second trigger, fired after midnight: %+v", r.Wakes)
+	}
+}
+
+// The conversation "wake" is kept bounded: a thousand wakes leave its
+// newest turns, not every turn ever (the wakes are in history), so a wake
+// reads and writes a bounded conversation however long the instance runs.
+func TestTheWakeConversationStaysBounded(t *testing.T) {
+	ctx := context.Background()
+	clock := &testClock{t: wakeT0}
+	const n = 1000
+	k := openAt(t, t.TempDir(), respondAll(), clock, func(o *Options) { o.WakeCaps.Wakes = n })
+	writeTriggers(t, k, "every 1m tier 1: tick")
+	pass(t, k)
+	for range n {
+		clock.Add(time.Minute)
+		if r := pass(t, k); statuses(r) != "woke" {
+			t.Fatalf("a wake: %+v", r.Wakes)
+		}
+	}
+	conv, err := k.Conversation(ctx, "wake")
+	if err != nil || len(conv) > wakeConversationKeep || len(conv) < wakeConversationKeep-2 {
+		t.Fatalf("after %d wakes the conversation holds %d messages (keep %d): %v", n, len(conv), wakeConversationKeep, err)
+	}
+	if !strings.Contains(conv[len(conv)-1].Text(), fmt.Sprintf("wake reply %d", n)) {
+		t.Fatalf("the newest turn is not the last wake's: %q", conv[len(conv)-1].Text())
+	}
+}
+
+// A peer flooding the inbox (keys cost nothing, so one peer can be many)
+// wakes the instance at most within the inbox's share of the day's caps,
+// half: the instance's own triggers keep the rest, and the messages that
+// wait are delivered the next day.
+func TestAFloodOfMessagesSpendsOnlyTheInboxsShare(t *testing.T) {
+	ctx := context.Background()
+	b := startTestBeach(t, "sqlite")
+	clock := &testClock{t: wakeT0}
+	aID, _ := identity.Generate()
+	k := openAt(t, t.TempDir(), scripted(t, wakeScript(20, 0)), clock, func(o *Options) {
+		o.Beach = b.URL
+		o.WakeCaps.Wakes = 6
+	})
+	if err := aID.Save(filepath.Join(k.dir, identity.KeyFile)); err != nil {
+		t.Fatal(err)
+	}
+	writeTriggers(t, k, "every 10m tier 1: my own rhythm")
+	if _, err := k.WriteAt(ctx, "wake", "0.5.1", "inbox tier 1"); err != nil {
+		t.Fatal(err)
+	}
+	pass(t, k)
+	var got []string
+	for i := range 8 {
+		peer, _ := identity.Generate()
+		c, err := beach.NewClient(b.URL, peer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Send(ctx, beach.Message{To: aID.Agent(), Type: beach.TypeGeneral, Content: fmt.Sprintf("flood %d", i)}); err != nil {
+			t.Fatal(err)
+		}
+		clock.Add(time.Minute)
+		for _, w := range pass(t, k).Wakes {
+			got = append(got, w.Where+" "+w.Status)
+		}
+	}
+	inbox := strings.Count(strings.Join(got, ","), "wake 0.5.1 woke")
+	if inbox != 3 {
+		t.Fatalf("the flood woke the instance %d times (the inbox's share of 6 is 3): %v", inbox, got)
+	}
+	clock.Add(2 * time.Minute) // the rhythm is due
+	if r := pass(t, k); !strings.Contains(fmt.Sprint(r.Wakes), "wake 0.4.1") || r.Wakes[0].Status != store.WakeDone {
+		t.Fatalf("the instance's own rhythm after the flood: %+v", r.Wakes)
+	}
+}
