@@ -352,3 +352,44 @@ func TestAFloodOfMessagesSpendsOnlyTheInboxsShare(t *testing.T) {
 		t.Fatalf("the instance's own rhythm after the flood: %+v", r.Wakes)
 	}
 }
+
+// A wake that worked for a while and then hung leaves what it did in the
+// conversation when the deadline ends it: the next wake continues from
+// the tool turn it made (a tool_use without its result is answered as
+// not run), instead of losing it.
+func TestAWakeEndedAtTheDeadlineKeepsItsTurns(t *testing.T) {
+	old := wakeDeadline
+	wakeDeadline = 2 * time.Second
+	defer func() { wakeDeadline = old }()
+	ctx := context.Background()
+	clock := &testClock{t: wakeT0}
+	inner := scripted(t, `{"responses":[{"content":[`+toolUse("c1", "block_write", map[string]string{"name": "stash", "path": "0.1", "content": "noted before the hang"})+`]},
+		{"content":[{"type":"text","text":"wake reply 2"}]}]}`)
+	hung := false
+	p := providerFunc(func(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+		if inner.Remaining() == 1 && !hung {
+			hung = true
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		return inner.Messages(ctx, req)
+	})
+	k := openAt(t, t.TempDir(), p, clock)
+	writeTriggers(t, k, "every 1h tier 1: tick")
+	pass(t, k)
+	clock.Add(time.Hour)
+	if r := pass(t, k); statuses(r) != "failed" || !strings.Contains(r.Wakes[0].Reply, "deadline") {
+		t.Fatalf("the hanging wake: %+v", r.Wakes)
+	}
+	conv, err := k.Conversation(ctx, "wake")
+	if err != nil || len(conv) != 3 || !strings.Contains(string(conv[1].Content[0].Input), "noted before the hang") {
+		t.Fatalf("after the deadline the conversation holds %d messages: %v", len(conv), err)
+	}
+	clock.Add(time.Hour)
+	if r := pass(t, k); statuses(r) != "woke" {
+		t.Fatalf("the next wake: %+v", r.Wakes)
+	}
+	if conv, _ := k.Conversation(ctx, "wake"); len(conv) != 5 {
+		t.Fatalf("the next wake did not continue the conversation: %d messages", len(conv))
+	}
+}

@@ -227,3 +227,29 @@ func TestKeysFollowMeaningNotPlace(t *testing.T) {
 		t.Errorf("keys: %q %q %q", a.Key(), b.Key(), c.Key())
 	}
 }
+
+// Any line: Parse answers without panicking, and a trigger it reads is on
+// a sane clock: its next due time is after now, within a day and a year
+// of it, and stepping on from it moves forward.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"every 6h tier 1: check stash", "daily 09:00 Europe/Paris tier 2", "stale stash after 3d tier 1",
+		"inbox every 5m tier 1", "webhook ci tier 1: go", "watch https://example.org every 1h tier 1", "cap $0.50 a day", "every 1m tier 3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		tr, err := Parse(line)
+		if err != nil {
+			return
+		}
+		switch tr.Kind {
+		case Every, Daily, Inbox, Watch:
+			next := tr.Next(time.Time{}, t0)
+			if !next.After(t0) || next.Sub(t0) > 366*24*time.Hour {
+				t.Fatalf("%q: first due %s after %s", line, next, t0)
+			}
+			if again := tr.Next(next, next); !again.After(next) {
+				t.Fatalf("%q: after %s comes %s", line, next, again)
+			}
+		}
+	})
+}
