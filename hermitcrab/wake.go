@@ -638,19 +638,28 @@ func (k *Kernel) Status(ctx context.Context) (*WakeStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	states, err := k.store.TriggerStates(ctx)
+	s := &WakeStatus{Triggers: []TriggerStatus{}, Problems: set.Problems, Caps: k.WakeCaps(set), Recent: []store.Wake{}}
+	if s.Problems == nil {
+		s.Problems = []string{}
+	}
+	s.Today.Day = k.day(k.now())
+	kept, err := k.store.KeepsWakes(ctx)
 	if err != nil {
 		return nil, err
 	}
-	s := &WakeStatus{Triggers: []TriggerStatus{}, Problems: set.Problems, Caps: k.WakeCaps(set)}
-	if s.Problems == nil {
-		s.Problems = []string{}
+	states := map[string]store.TriggerState{}
+	if kept {
+		if states, err = k.store.TriggerStates(ctx); err != nil {
+			return nil, err
+		}
 	}
 	for _, t := range set.Triggers {
 		st := states[t.Key()]
 		s.Triggers = append(s.Triggers, TriggerStatus{Trigger: t, Key: t.Key(), NextDue: st.NextDue, Error: st.Error})
 	}
-	s.Today.Day = k.day(k.now())
+	if !kept {
+		return s, nil // a store from before wakes, read-only: none ran
+	}
 	if s.Today.Wakes, s.Today.CostUSD, err = k.store.DayTotals(ctx, s.Today.Day); err != nil {
 		return nil, err
 	}

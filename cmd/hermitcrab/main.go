@@ -249,7 +249,7 @@ accepted so that every read command takes it (docs/configuration.md).`,
 	export := &cobra.Command{
 		Use: "export", Short: "Write every block as a shell file ({\"blocks\": {...}}) that import and --shell read", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return f.withKernel(cmd, false, func(k *hermitcrab.Kernel) error {
+			return f.withReady(cmd, true, func(k *hermitcrab.Kernel) error {
 				data, err := k.Export(cmd.Context())
 				if err != nil {
 					return err
@@ -413,7 +413,7 @@ its size. With --json: {"tier", "text", "sections": [{"instruction", "text", "er
 "aperture", "problems", "characters", "tokens"} (docs/configuration.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return f.withReady(cmd, false, func(k *hermitcrab.Kernel) error {
+			return f.withReady(cmd, true, func(k *hermitcrab.Kernel) error {
 				c, err := k.CompilePrompt(cmd.Context(), tier)
 				if err != nil {
 					return err

@@ -12,8 +12,8 @@ import (
 	"github.com/llmkernels/kernels/internal/rodir"
 )
 
-// TestReadCommandsOnAReadOnlyDataDir pins that blocks list, blocks show and
-// bsp work in a data directory the process cannot write (as root, the
+// TestReadCommandsOnAReadOnlyDataDir pins that the commands that only read
+// (blocks list, show and export, bsp, prompt, wake status) work in a data directory the process cannot write (as root, the
 // binary runs as an unprivileged user) and change nothing there, for an
 // instance and for a directory with no store yet.
 func TestReadCommandsOnAReadOnlyDataDir(t *testing.T) {
@@ -33,6 +33,10 @@ func TestReadCommandsOnAReadOnlyDataDir(t *testing.T) {
 		{data, []string{"blocks", "list"}, "purpose"},
 		{data, []string{"blocks", "show", "purpose"}, "Help the person build kernels."},
 		{data, []string{"bsp", "purpose"}, "Help the person build kernels."},
+		{data, []string{"blocks", "export"}, "Help the person build kernels."},
+		{data, []string{"prompt"}, "characters"},
+		{data, []string{"wake", "status"}, "caps: 48 wakes"},
+		{empty, []string{"wake", "status"}, "no triggers"},
 		{empty, []string{"blocks", "list"}, "touchstone"},
 		{empty, []string{"blocks", "show", "wake", "0.9"}, "tier"},
 	} {

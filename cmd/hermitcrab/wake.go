@@ -152,7 +152,7 @@ cost, and the recent wakes. With --json: {"triggers", "problems", "caps", "today
 "recent"} (docs/configuration.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return f.withReady(cmd, false, func(k *hermitcrab.Kernel) error {
+			return f.withReady(cmd, true, func(k *hermitcrab.Kernel) error {
 				s, err := k.Status(cmd.Context())
 				if err != nil {
 					return err
@@ -200,7 +200,7 @@ use). A post carries it as "Authorization: Bearer SECRET", or signs its body:
 'hermitcrab serve' (its address) or to 'hermitcrab wake --daemon --addr ADDR'.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return f.withReady(cmd, false, func(k *hermitcrab.Kernel) error {
+			return f.withReady(cmd, true, func(k *hermitcrab.Kernel) error {
 				set, err := k.Triggers(cmd.Context())
 				if err != nil {
 					return err

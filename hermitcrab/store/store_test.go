@@ -594,13 +594,18 @@ func TestOpenAdoptsAFileFromBeforeTheMarker(t *testing.T) {
 	}
 	old.Close()
 	ctx := context.Background()
-	for _, open := range []func(string, Options) (*Store, error){OpenReadOnly, Open} {
+	for i, open := range []func(string, Options) (*Store, error){OpenReadOnly, Open} {
 		s, err := open(path, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if b, err := s.Block(ctx, "purpose"); err != nil || b.Version != 4 {
 			t.Fatalf("the old block: %+v, %v", b, err)
+		}
+		// Read-only, the file is read as it is: without the wake tables
+		// (wake status then shows no wakes); read-write, it has them.
+		if kept, err := s.KeepsWakes(ctx); err != nil || kept != (i == 1) {
+			t.Fatalf("open %d: wake tables %v, %v", i, kept, err)
 		}
 		s.Close()
 	}

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/llmkernels/kernels/internal/sqlite"
 )
 
 // What the kernel keeps to run its wake triggers (package hermitcrab,
@@ -51,6 +53,16 @@ type Wake struct {
 
 // countedStatuses are the wakes the daily caps count: all but the skipped.
 const countedStatuses = `('running', 'woke', 'failed', 'interrupted')`
+
+// KeepsWakes reports whether the file has the wake tables: a file from
+// before them, opened read-only, is read as it is (no trigger has run).
+func (s *Store) KeepsWakes(ctx context.Context) (bool, error) {
+	tables, err := sqlite.Tables(ctx, s.db)
+	if err != nil {
+		return false, fmt.Errorf("listing tables: %w", err)
+	}
+	return tables["wakes"] && tables["triggers"], nil
+}
 
 // TriggerStates returns every trigger's state, by key.
 func (s *Store) TriggerStates(ctx context.Context) (map[string]TriggerState, error) {
