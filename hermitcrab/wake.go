@@ -36,6 +36,9 @@ import (
 //     records the wake under (trigger, due time) uniquely, so two
 //     processes sharing the data directory never both fire it, and a clock
 //     set back never fires it again.
+//   - The state kept of a trigger whose line was edited away (or
+//     rewritten to mean something else) is removed at the next pass; the
+//     line written again starts afresh, from the time it was read.
 //   - Next due times are stored, so triggers survive restarts. After the
 //     machine slept (or the clock jumped forward) a trigger fires once,
 //     saying how many times it missed, and keeps its rhythm.
@@ -168,6 +171,13 @@ func (k *Kernel) RunTriggers(ctx context.Context) (*WakeReport, error) {
 		// being spent on a wake that cannot run.
 		report.Errors = append(report.Errors, "the triggers wait: "+errNoClient.Error())
 		return report, nil
+	}
+	keys := make([]string, len(set.Triggers))
+	for i, t := range set.Triggers {
+		keys[i] = t.Key()
+	}
+	if _, err := k.store.PruneTriggers(ctx, keys); err != nil {
+		return nil, err
 	}
 	states, err := k.store.TriggerStates(ctx)
 	if err != nil {

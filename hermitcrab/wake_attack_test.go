@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -391,5 +392,53 @@ func TestAWakeEndedAtTheDeadlineKeepsItsTurns(t *testing.T) {
 	}
 	if conv, _ := k.Conversation(ctx, "wake"); len(conv) != 5 {
 		t.Fatalf("the next wake did not continue the conversation: %d messages", len(conv))
+	}
+}
+
+// The state of a trigger whose line is edited away is removed at the next
+// pass, so the table stays as small as the wake block; a line moved to
+// another place keeps its state (keys follow meaning, not place).
+func TestTheStateOfATriggerEditedAwayIsRemoved(t *testing.T) {
+	ctx := context.Background()
+	clock := &testClock{t: wakeT0}
+	k := openAt(t, t.TempDir(), scripted(t, wakeScript(0, 0)), clock)
+	writeTriggers(t, k, "every 1h tier 1: a", "every 2h tier 1: b", "watch https://example.org every 1h tier 1: c")
+	pass(t, k)
+	keys := func() []string {
+		states, err := k.store.TriggerStates(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for key := range states {
+			out = append(out, key)
+		}
+		sort.Strings(out)
+		return out
+	}
+	if got := keys(); len(got) != 3 {
+		t.Fatalf("states after the first pass: %v", got)
+	}
+	before, _ := k.store.TriggerStates(ctx)
+	for i := 2; i <= 100; i++ { // a hundred rewrites of one line
+		writeTriggers(t, k, "every 1h tier 1: a", fmt.Sprintf("every %dh tier 1: b", i+1))
+		if _, err := k.WriteAt(ctx, "wake", "0.4.3", ""); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := k.WriteAt(ctx, "wake", "0.4.4", "every 1h tier 1: a"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := k.WriteAt(ctx, "wake", "0.4.1", ""); err != nil {
+			t.Fatal(err)
+		}
+		pass(t, k)
+	}
+	got := keys()
+	if strings.Join(got, ",") != "every 101h0m0s tier 1: b,every 1h0m0s tier 1: a" {
+		t.Fatalf("states after a hundred rewrites: %v", got)
+	}
+	after, _ := k.store.TriggerStates(ctx)
+	if !after["every 1h0m0s tier 1: a"].NextDue.Equal(before["every 1h0m0s tier 1: a"].NextDue) {
+		t.Fatalf("the moved line lost its state: %v, was %v", after["every 1h0m0s tier 1: a"], before["every 1h0m0s tier 1: a"])
 	}
 }

@@ -95,6 +95,33 @@ func stamp(t time.Time) string {
 	return t.UTC().Format(timeFormat)
 }
 
+// PruneTriggers removes the state of every trigger whose key is not in
+// keep (its line was edited away or rewritten): the table stays as small
+// as the wake block, and a trigger written again starts afresh. It
+// returns how many it removed.
+func (s *Store) PruneTriggers(ctx context.Context, keep []string) (int64, error) {
+	var n int64
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		q, args := `DELETE FROM triggers`, make([]any, len(keep))
+		if len(keep) > 0 {
+			q += ` WHERE key NOT IN (?` + strings.Repeat(`, ?`, len(keep)-1) + `)`
+			for i, k := range keep {
+				args[i] = k
+			}
+		}
+		res, err := tx.ExecContext(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("pruning trigger states: %w", err)
+	}
+	return n, nil
+}
+
 // InitTrigger records a trigger seen for the first time, due at next; a
 // trigger already recorded (by this process or another) keeps its state.
 // It returns the state now stored.
