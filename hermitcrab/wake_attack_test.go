@@ -402,7 +402,7 @@ func TestTheStateOfATriggerEditedAwayIsRemoved(t *testing.T) {
 	ctx := context.Background()
 	clock := &testClock{t: wakeT0}
 	k := openAt(t, t.TempDir(), scripted(t, wakeScript(0, 0)), clock)
-	writeTriggers(t, k, "every 1h tier 1: a", "every 2h tier 1: b", "watch https://example.org every 1h tier 1: c")
+	writeTriggers(t, k, "every 1h tier 1: a", "every 2h tier 1: b", "stale stash after 3d tier 1: c")
 	pass(t, k)
 	keys := func() []string {
 		states, err := k.store.TriggerStates(ctx)
