@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/llmkernels/kernels/hermitcrab/prompt"
 	"github.com/llmkernels/kernels/hermitcrab/store"
@@ -212,10 +213,36 @@ func (k *Kernel) BSP(ctx context.Context, name string, spindle, point any) (psca
 		p = &n
 	}
 	r, err := pscale.BSP(b, addr, p)
+	var pe *pscale.PathError
+	if errors.As(err, &pe) && pe.Leaf {
+		if to := movedTo(b, pe.At); to != "" {
+			return r, fmt.Errorf("block %q: %w; the entries under it moved to block %q, at the same addresses: walk there with the same spindle", name, err, to)
+		}
+	}
 	if err != nil {
 		return r, fmt.Errorf("block %q: %w", name, err)
 	}
 	return r, nil
+}
+
+// movedTo is the block the entries under the leaf at (a PathError's At,
+// its digits dotted) were moved out to at the size limit (moveOut), ""
+// when that leaf says nothing was.
+func movedTo(b *pscale.Block, at string) string {
+	n := b.Tree
+	for _, c := range strings.ReplaceAll(at, ".", "") {
+		if n == nil || n.Leaf || c < '0' || c > '9' {
+			return ""
+		}
+		n = n.Children[c-'0']
+	}
+	if n == nil || !n.Leaf {
+		return ""
+	}
+	if m := movedMark.FindStringSubmatch(n.Text); m != nil {
+		return m[1]
+	}
+	return ""
 }
 
 // Resolve is the phrase-level view of a block down to depth (a number or

@@ -534,6 +534,17 @@ func TestHistoryKeepsSavingWhenTheLightTierNeverCompresses(t *testing.T) {
 	if got := text(t, k, "history", "01"); !strings.Contains(got, "not compressed, moved to block history-") {
 		t.Fatalf("history 01 = %q", got)
 	}
+	// A walk into the node that moved out names the block it moved to,
+	// and the same spindle there finds the entry.
+	leaf := text(t, k, "history", "01")
+	moved := leaf[strings.LastIndex(leaf, " ")+1 : len(leaf)-1]
+	_, err := k.BSP(ctx, "history", "011", nil)
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("moved to block %q", moved)) {
+		t.Fatalf("bsp history 011 (history 01 is %q): %v", leaf, err)
+	}
+	if r, err := k.BSP(ctx, moved, "011", nil); err != nil || len(r.Nodes) != 3 {
+		t.Fatalf("bsp %s 011: %+v %v", moved, r, err)
+	}
 }
 
 func TestConcurrentExchangesAreAllSavedOnceWhileHistoryGrows(t *testing.T) {

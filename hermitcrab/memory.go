@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -319,6 +320,9 @@ func archiveName(name string, taken func(string) (bool, error)) (string, error) 
 	}
 }
 
+// movedMark finds the block named in the note moveOut leaves.
+var movedMark = regexp.MustCompile(`moved to block (\S+?)\]$`)
+
 // moveOut takes the oldest compressed node of b that fits in a block under
 // limit (oldestClosed) out of b, and returns it as a block of its own (to be
 // stored as moved): at the address it has in b and with b's place, so every
@@ -350,6 +354,7 @@ func moveOut(b *pscale.Block, name, moved string, limit int) (*pscale.Block, err
 			if src.Children[n].Text == "" {
 				note = fmt.Sprintf("[nine entries, not compressed, moved to block %s]", moved)
 			}
+			// BSP reads the block's name back from the note (movedMark).
 			src.Children[n] = &pscale.Node{Leaf: true, Text: strings.TrimSpace(src.Children[n].Text + note)}
 			break
 		}
