@@ -124,6 +124,9 @@ func (k *Kernel) Call(ctx context.Context, messages []llm.Message, opts CallOpti
 		// kept, like a stop at max_tool_loops.
 		out.Limit = fmt.Sprintf("the tool loop stopped after %d API calls, before the LLM finished its turn: %v", len(res.Calls), err)
 	case err != nil:
+		if apiErr, ok := llm.AsAPIError(err); ok && apiErr.Status == 400 && strings.Contains(apiErr.Message, "too long") {
+			err = fmt.Errorf("%w (when the tools chosen with set_tools are what is too long, `hermitcrab tools reset` puts the boot tools back)", err)
+		}
 		return out, err
 	case res.StopReason == llm.StopMaxLoops:
 		out.Limit = fmt.Sprintf("the tool loop stopped after %d API calls, the tier's max_tool_loops (wake 0.9.%d), before the LLM finished its turn; the conversation is kept, and your next message lets it go on", len(res.Calls), tier+3)

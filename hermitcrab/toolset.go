@@ -190,6 +190,15 @@ func serverType(name string) string {
 	return ""
 }
 
+// ResetTools puts the boot tools back in place of the set the LLM chose
+// with set_tools: the way out when that set makes every call fail (huge
+// definitions that leave no room in the context window, say), since the
+// LLM cannot call set_tools from a call that fails. It reports whether a
+// chosen set was there.
+func (k *Kernel) ResetTools(ctx context.Context) (bool, error) {
+	return k.store.DeleteSetting(ctx, toolsSetting)
+}
+
 // ActiveTools is the tool set the LLM chose with set_tools, or BootTools,
 // each as a name or a definition.
 func (k *Kernel) ActiveTools(ctx context.Context) ([]llm.Tool, error) {

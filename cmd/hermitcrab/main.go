@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -67,7 +68,7 @@ marks, inbox and encrypted save points. See docs/hermitcrab-network.md.`)}
 	pf.StringVar(&f.beach, "beach", "", "beach URL this instance talks to (default $HERMITCRAB_BEACH, else the one set with 'beach use', else "+hermitcrab.DefaultBeach+")")
 	pf.IntVar(&f.caps.Wakes, "max-wakes", hermitcrab.DefaultWakeCaps.Wakes, "most wakes a day the triggers may make (the wake block may set fewer)")
 	pf.Float64Var(&f.caps.CostUSD, "max-wake-cost", hermitcrab.DefaultWakeCaps.CostUSD, "most dollars a day the triggers' wakes may spend (the wake block may set less)")
-	f.app.Root.AddCommand(f.blocksCommand(), f.bspCommand(), f.promptCommand(), f.bootCommand(), f.chatCommand(), f.serveCommand(), f.beachCommand(), f.wakeCommand(), f.keyCommand())
+	f.app.Root.AddCommand(f.blocksCommand(), f.bspCommand(), f.promptCommand(), f.bootCommand(), f.chatCommand(), f.serveCommand(), f.beachCommand(), f.wakeCommand(), f.keyCommand(), f.toolsCommand())
 	f.app.Run()
 }
 
@@ -616,4 +617,57 @@ request (unless it runs on ANTHROPIC_API_KEY).`}
 		},
 	})
 	return key
+}
+
+func (f *flags) toolsCommand() *cobra.Command {
+	tools := &cobra.Command{Use: "tools", Short: "List the tools the LLM has active, or put the boot tools back",
+		Long: `The LLM chooses its tools with set_tools (names, or definitions that replace a tool's
+description and schema); the choice is kept in the data directory and every call sends it.
+'tools list' prints the active tools and the size of the definitions sent with every call.
+'tools reset' puts the boot tools back: the way out when the chosen set makes every call
+fail (definitions so large no request fits), since the LLM cannot call set_tools then.`}
+	tools.AddCommand(&cobra.Command{
+		Use: "list", Short: "Print the active tools, each with the size of its definition when it has one", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return f.withReady(cmd, true, func(k *hermitcrab.Kernel) error {
+				active, err := k.ActiveTools(cmd.Context())
+				if err != nil {
+					return err
+				}
+				w, total := cmd.OutOrStdout(), 0
+				for _, t := range active {
+					data, err := json.Marshal(t)
+					if err != nil {
+						return err
+					}
+					if t.Description == "" && len(t.InputSchema) == 0 && t.Type == "" && len(t.Options) == 0 {
+						fmt.Fprintln(w, t.Name)
+						continue
+					}
+					total += len(data)
+					fmt.Fprintf(w, "%s (a definition of %d characters)\n", t.Name, len(data))
+				}
+				fmt.Fprintf(w, "%d tools; definitions given with set_tools: %d characters\n", len(active), total)
+				return nil
+			})
+		},
+	})
+	tools.AddCommand(&cobra.Command{
+		Use: "reset", Short: "Put the boot tools back in place of the set the LLM chose with set_tools", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return f.withReady(cmd, false, func(k *hermitcrab.Kernel) error {
+				had, err := k.ResetTools(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if had {
+					fmt.Fprintf(cmd.OutOrStdout(), "the boot tools are back: %s\n", strings.Join(hermitcrab.BootTools, ", "))
+				} else {
+					fmt.Fprintln(cmd.OutOrStdout(), "the boot tools were already active")
+				}
+				return nil
+			})
+		},
+	})
+	return tools
 }

@@ -255,3 +255,46 @@ func TestKeySetIsUsedByChatAndKeyClearRemovesIt(t *testing.T) {
 		t.Fatal("key set with no key given succeeded")
 	}
 }
+
+// TestToolsResetIsTheWayOutOfAToolSetThatFailsEveryCall pins the recovery
+// from a set_tools whose definitions make every request too long: the
+// failing call says what to do, tools list shows the size, and tools reset
+// puts the boot tools back so the next call goes.
+func TestToolsResetIsTheWayOutOfAToolSetThatFailsEveryCall(t *testing.T) {
+	data := t.TempDir()
+	huge := strings.Repeat("Reads a block. ", 20000)
+	scriptFile := filepath.Join(t.TempDir(), "tools.json")
+	js := `{"responses": [
+  {"match": {"last_user_contains": "bigger tools"}, "response": {"content": [
+    {"type": "thinking", "thinking": "Bigger tools.", "signature": "sig-1"},
+    {"type": "tool_use", "id": "toolu_1", "name": "set_tools", "input": {"tools": [{"name": "block_read", "description": "` + huge + `"}, "block_write"]}}]}},
+  {"match": {"tool_result_for": "set_tools"}, "response": {"content": [{"type": "thinking", "thinking": "Done.", "signature": "sig-2"}, {"type": "text", "text": "Tools set."}]}},
+  {"match": {"last_user_contains": "hello again"}, "error": {"status": 400, "type": "invalid_request_error", "message": "prompt is too long: 250000 tokens > 200000 maximum"}},
+  {"match": {"last_user_contains": "after the reset"}, "response": {"content": [{"type": "text", "text": "Back with the boot tools."}]}}
+]}`
+	if err := os.WriteFile(scriptFile, []byte(js), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	chat := func(line string) (string, string, error) {
+		return hc(t, data, line+"\n", "chat", "--provider", "script", "--script", scriptFile, "--conversation", "t")
+	}
+	if out, errOut, err := chat("take bigger tools"); err != nil || !strings.Contains(out, "Tools set.") {
+		t.Fatalf("set_tools: %v\n%s\n%s", err, out, errOut)
+	}
+	out, errOut, err := chat("hello again") // chat says the error and goes on
+	if !strings.Contains(out+errOut, "prompt is too long") || !strings.Contains(out+errOut, "hermitcrab tools reset") {
+		t.Fatalf("the call that is too long does not say the way out: %v\n%s\n%s", err, out, errOut)
+	}
+	if list, _ := mustHC(t, data, "", "tools", "list"); !strings.Contains(list, "block_read (a definition of 3000") {
+		t.Fatalf("tools list: %s", list)
+	}
+	if msg, _ := mustHC(t, data, "", "tools", "reset"); !strings.Contains(msg, "the boot tools are back") {
+		t.Fatalf("tools reset: %s", msg)
+	}
+	if list, _ := mustHC(t, data, "", "tools", "list"); !strings.Contains(list, "definitions given with set_tools: 0 characters") || strings.Contains(list, "a definition") {
+		t.Fatalf("tools list after the reset: %s", list)
+	}
+	if out, errOut, err := chat("after the reset"); err != nil || !strings.Contains(out, "Back with the boot tools.") {
+		t.Fatalf("after the reset: %v\n%s\n%s", err, out, errOut)
+	}
+}

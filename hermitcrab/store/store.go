@@ -211,6 +211,25 @@ func (s *Store) SetSetting(ctx context.Context, key, value string) error {
 	})
 }
 
+// DeleteSetting removes the value stored under key; it reports whether
+// there was one.
+func (s *Store) DeleteSetting(ctx context.Context, key string) (bool, error) {
+	var had bool
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM settings WHERE key = ?`, key)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		had = n > 0
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("setting %q: %w", key, err)
+	}
+	return had, nil
+}
+
 func now() string { return time.Now().UTC().Format(timeFormat) }
 
 func parseTime(s string) (time.Time, error) {
