@@ -44,8 +44,12 @@ import (
 //     saying how many times it missed, and keeps its rhythm.
 //   - Daily caps on wakes and on their cost (the person's flags, which the
 //     wake block may lower): a wake that would pass either is recorded as
-//     skipped, with the cap as its reason, and logged; a running wake stops
-//     before a request that the day's remaining budget cannot pay for.
+//     skipped, with the cap as its reason, and logged. A running wake
+//     carries a budget (budget.go) that meters every LLM request made
+//     under it, its tools' included, and stops before one it cannot pay
+//     for. An inbox trigger may spend half of each cap (inboxShare).
+//   - A wake ends at wakeDeadline; what it did is kept in its
+//     conversation, which is kept to wakeConversationKeep messages.
 //   - One wake at a time per data directory (a lock file), since wakes
 //     continue one conversation.
 //   - A message or webhook post is delivered by one wake; messages are

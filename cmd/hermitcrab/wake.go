@@ -38,8 +38,11 @@ A due trigger wakes the instance at its tier with a message saying which trigger
 and why; the wake is a call like any other, on the conversation "wake", auto-saved to
 history. Next due times are stored in the data directory, so triggers survive restarts,
 and a due time fires once even when several processes share the data directory. A wake
-that would pass a daily cap is skipped and logged. 'hermitcrab serve' runs the triggers
-too while it runs.
+that would pass a daily cap is skipped and logged; every LLM request a wake makes (its
+tools' too: call_llm, compress) counts against the cost cap, a model missing from the
+price table at the table's highest prices; an inbox trigger may spend half of each cap.
+A wake still running after 30 minutes is ended (failed; its turns are kept for the next
+wake). 'hermitcrab serve' runs the triggers too while it runs.
 
 Without --daemon: one pass, for cron or another scheduler; it prints what fired. With
 --daemon: a pass every --interval until Ctrl-C or SIGTERM; with --addr it also takes
