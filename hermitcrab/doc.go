@@ -113,6 +113,10 @@
 //     time across processes, survive restarts, stop at daily caps (the
 //     person's, lowered by the wake block), and run one wake at a time per
 //     data directory on the conversation "wake"; lines the kernel cannot
-//     read are reported in the next prompt. See wake.go and
+//     read are reported in the next prompt. Every LLM request made under a
+//     wake, its tools' included, is metered against the day's cost cap
+//     (budget.go); unknown models count at the price table's highest
+//     prices; an inbox trigger spends at most half of each cap; a wake
+//     ends at a 30-minute deadline keeping its turns. See wake.go and
 //     docs/hermitcrab-network.md.
 package hermitcrab
