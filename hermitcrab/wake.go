@@ -53,10 +53,10 @@ import (
 //   - One wake at a time per data directory (a lock file), since wakes
 //     continue one conversation.
 //   - A message or webhook post is delivered by one wake; messages are
-//     stored when fetched, so one the beach marked read is never lost, and
-//     a wake killed mid-call leaves them readable with inbox_check.
+//     stored when fetched, so one the beach marked read is never lost.
 //   - A wake still running after an hour has no process left (killed, or
-//     the machine stopped): it is marked interrupted.
+//     the machine stopped): it is marked interrupted, and the messages and
+//     posts it took are delivered again by the next wake.
 
 // DefaultWakeCaps are the person's daily caps when no flag sets them.
 var DefaultWakeCaps = trigger.Caps{Wakes: 48, CostUSD: 1.00}

@@ -445,3 +445,59 @@ func TestTheStateOfATriggerEditedAwayIsRemoved(t *testing.T) {
 		t.Fatalf("the moved line lost its state: %v, was %v", after["every 1h0m0s tier 1: a"], before["every 1h0m0s tier 1: a"])
 	}
 }
+
+// A process killed during an inbox wake took the message with it: once
+// the wake is taken as interrupted, the message is given back and the
+// next inbox wake delivers it, instead of it never reaching the LLM.
+func TestTheMessagesOfAWakeKilledMidCallAreDeliveredAgain(t *testing.T) {
+	ctx := context.Background()
+	b := startTestBeach(t, "sqlite")
+	clock := &testClock{t: wakeT0}
+	aID, _ := identity.Generate()
+	p := scripted(t, wakeScript(1, 0))
+	k := openAt(t, t.TempDir(), p, clock, func(o *Options) { o.Beach = b.URL })
+	if err := aID.Save(filepath.Join(k.dir, identity.KeyFile)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.WriteAt(ctx, "wake", "0.5.1", "inbox tier 1"); err != nil {
+		t.Fatal(err)
+	}
+	pass(t, k)
+	peer, _ := identity.Generate()
+	c, err := beach.NewClient(b.URL, peer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Send(ctx, beach.Message{To: aID.Agent(), Type: beach.TypeGeneral, Content: "are you there?"}); err != nil {
+		t.Fatal(err)
+	}
+	// A process fetches the message, claims the wake that delivers it,
+	// and is killed before the call ends: the claim stays running.
+	if _, err := k.FetchInbox(ctx); err != nil {
+		t.Fatal(err)
+	}
+	set, _ := k.Triggers(ctx)
+	pend, err := k.inboxWake(ctx, set.Triggers[0], store.WakeClaim{Trigger: set.Triggers[0].Key(), Where: "wake 0.5.1", At: clock.Now(), Day: k.day(clock.Now()), Tier: 1})
+	if err != nil || pend == nil {
+		t.Fatalf("the inbox wake: %v %v", pend, err)
+	}
+	if _, ok, err := k.store.ClaimWake(ctx, pend.claim); !ok || err != nil {
+		t.Fatalf("the killed process's claim: %v %v", ok, err)
+	}
+	clock.Add(30 * time.Minute)
+	if r := pass(t, k); len(r.Wakes) != 0 {
+		t.Fatalf("while the killed wake could still be running: %+v", r.Wakes)
+	}
+	clock.Add(31 * time.Minute)
+	r := pass(t, k)
+	if statuses(r) != "woke" {
+		t.Fatalf("after the killed wake was taken as interrupted: %+v %v", r.Wakes, r.Errors)
+	}
+	if reqs := p.Requests(); len(reqs) != 1 || !strings.Contains(reqs[0].Messages[len(reqs[0].Messages)-1].Text(), "are you there?") {
+		t.Fatalf("the message was not delivered again: %d requests", len(reqs))
+	}
+	all, _ := k.Wakes(ctx, 0, 0)
+	if len(all) != 2 || all[1].Status != store.WakeInterrupted || !strings.Contains(all[1].Reply, "delivered again") {
+		t.Fatalf("the wakes: %+v", all)
+	}
+}

@@ -361,18 +361,56 @@ func (s *Store) SetWakeCost(ctx context.Context, id int64, cost float64) error {
 
 // InterruptWakes marks as interrupted the wakes still running that
 // started before cutoff: their process ended during the call (a wake
-// takes minutes, so one running for longer has no process left). The
-// messages they took stay theirs; their text is in the received table.
+// ends at its deadline, so one running for longer has no process left).
+// The messages and posts they took are given back, to be delivered by
+// the next wake (the LLM may never have seen them; at least once is
+// better than lost): the interrupted wake's due gets " (interrupted)",
+// so the wake that delivers them again is not taken for the same one.
 func (s *Store) InterruptWakes(ctx context.Context, cutoff, at time.Time) (int64, error) {
 	var n int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE wakes SET status = ?, reply = 'the process ended during this wake (killed or crashed)', finished = ? WHERE status = ? AND at < ?`,
-			WakeInterrupted, stamp(at), WakeRunning, stamp(cutoff))
+		n = 0
+		rows, err := tx.QueryContext(ctx, `SELECT id FROM wakes WHERE status = ? AND at < ?`, WakeRunning, stamp(cutoff))
 		if err != nil {
 			return err
 		}
-		n, err = res.RowsAffected()
-		return err
+		var ids []int64
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return err
+		}
+		for _, id := range ids {
+			var released int64
+			for _, table := range []string{"received", "events"} {
+				res, err := tx.ExecContext(ctx, `UPDATE `+table+` SET wake = NULL WHERE wake = ?`, id)
+				if err != nil {
+					return err
+				}
+				r, err := res.RowsAffected()
+				if err != nil {
+					return err
+				}
+				released += r
+			}
+			reply, due := "the process ended during this wake (killed or crashed)", "due"
+			if released > 0 {
+				reply += fmt.Sprintf("; its %d message(s) or post(s) are delivered again by the next wake", released)
+				due = "due || ' (interrupted)'"
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE wakes SET status = ?, reply = ?, finished = ?, due = `+due+` WHERE id = ?`,
+				WakeInterrupted, reply, stamp(at), id); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
 	})
 	if err != nil {
 		return 0, fmt.Errorf("interrupted wakes: %w", err)
