@@ -99,6 +99,49 @@ func TestClaimsRespectTheDailyCaps(t *testing.T) {
 	}
 }
 
+// A trigger's share of the caps (the inbox's half) counts only its own
+// wakes and their cost: it stops that trigger while the others go on.
+func TestATriggersShareOfTheCaps(t *testing.T) {
+	s, _ := openTest(t, Options{})
+	ctx := context.Background()
+	n := 0
+	claim := func(trigger string, estimate float64) Wake {
+		t.Helper()
+		n++
+		c := WakeClaim{Trigger: trigger, Due: fmt.Sprint(n), Day: "2026-11-03", At: t0, Tier: 1, MaxWakes: 10, MaxCostUSD: 1, Estimate: estimate}
+		if trigger == "inbox" { // only the inbox's claims carry a share
+			c.ShareWakes, c.ShareCostUSD = 3, 0.5
+		}
+		w, ok, err := s.ClaimWake(ctx, c)
+		if err != nil || !ok {
+			t.Fatalf("claim %d: %v %v", n, ok, err)
+		}
+		return w
+	}
+	finish := func(w Wake, cost float64) {
+		t.Helper()
+		if w.Status != WakeRunning {
+			t.Fatalf("%s wake %s: %q", w.Trigger, w.Status, w.Reason)
+		}
+		if err := s.FinishWake(ctx, w.ID, WakeDone, "ok", cost, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	finish(claim("inbox", 0), 0.3)
+	finish(claim("other", 0), 0.3) // another trigger's spending is not the inbox's
+	if w := claim("inbox", 0.3); w.Status != WakeSkipped || !strings.Contains(w.Reason, "share of the daily caps, $0.50") {
+		t.Fatalf("an inbox wake past its share of the cost: %s %q", w.Status, w.Reason)
+	}
+	finish(claim("inbox", 0.1), 0.1)
+	finish(claim("inbox", 0.05), 0.05)
+	if w := claim("inbox", 0); w.Status != WakeSkipped || !strings.Contains(w.Reason, "share of the daily caps, 3 wakes") {
+		t.Fatalf("a fourth inbox wake, share 3: %s %q", w.Status, w.Reason)
+	}
+	if w := claim("other", 0.2); w.Status != WakeRunning {
+		t.Fatalf("another trigger while the inbox's share is spent: %s %q", w.Status, w.Reason)
+	}
+}
+
 // A message is delivered by one wake only; a replay (sender and nonce
 // known) is not stored again.
 func TestReceivedMessagesAreDeliveredOnceAndReplaysRefused(t *testing.T) {
