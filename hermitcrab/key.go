@@ -80,28 +80,25 @@ func (k *Kernel) SecretPath(webhook bool) string {
 
 // localSecret reads the secret kept in the data directory under name,
 // making a random one (256 bits, hex) on first use under a file lock, so
-// two processes starting at once agree on it. A file others can read is
-// refused, as ssh refuses such a key.
+// two processes starting at once agree on it. A secret already made is
+// read without taking the lock, so a read-only data directory serves it
+// (wake hooks). A file others can read is refused, as ssh refuses such a
+// key.
 func (k *Kernel) localSecret(name string) (string, error) {
 	path := filepath.Join(k.dir, name)
+	if s, err := readSecret(path); s != "" || err != nil {
+		return s, err
+	}
+	if err := os.MkdirAll(k.dir, 0o700); err != nil {
+		return "", fmt.Errorf("data directory %s: %w", k.dir, err)
+	}
 	unlock, err := atomicfile.Lock(path + ".lock")
 	if err != nil {
 		return "", err
 	}
 	defer unlock()
-	if st, err := os.Stat(path); err == nil {
-		if st.Mode().Perm()&0o077 != 0 {
-			return "", fmt.Errorf("%s can be read by others (mode %v): chmod 600 %s", path, st.Mode().Perm(), path)
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return "", err
-		}
-		if s := strings.TrimSpace(string(data)); s != "" {
-			return s, nil
-		}
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return "", err
+	if s, err := readSecret(path); s != "" || err != nil {
+		return s, err // made by another process meanwhile
 	}
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
@@ -112,4 +109,23 @@ func (k *Kernel) localSecret(name string) (string, error) {
 		return "", fmt.Errorf("storing %s: %w", name, err)
 	}
 	return s, nil
+}
+
+// readSecret reads a secret file: "" when it is missing or empty.
+func readSecret(path string) (string, error) {
+	st, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("%s can be read by others (mode %v): chmod 600 %s", path, st.Mode().Perm(), path)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(data)), nil
 }

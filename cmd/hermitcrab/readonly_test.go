@@ -51,3 +51,36 @@ func TestReadCommandsOnAReadOnlyDataDir(t *testing.T) {
 		t.Fatalf("the read-only directory changed:\nbefore %v\nafter  %v", before, after)
 	}
 }
+
+// TestWakeHooksOnAReadOnlyDataDir pins that wake hooks prints the paths
+// and the secret made before, in a data directory the process cannot
+// write, changing nothing there. The child runs as another user (rodir),
+// so the secret is given to that user, 0600 as the kernel requires: this
+// needs root.
+func TestWakeHooksOnAReadOnlyDataDir(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the secret must belong to the child's user: run as root")
+	}
+	bin := rodir.Executable(t, binary)
+	base := rodir.TempDir(t)
+	data := filepath.Join(base, "data")
+	mustHC(t, data, "", "wake", "hooks") // makes the secret (and the directory) on first use
+	secret := filepath.Join(data, "webhook_secret")
+	rodir.Lock(t, base)
+	if err := os.Chown(secret, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(secret, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := rodir.Snapshot(t, base)
+	cmd := rodir.Command(t, bin, "--data", data, "wake", "hooks")
+	cmd.Env = append(os.Environ(), "HERMITCRAB_DATA=")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "secret: ") {
+		t.Fatalf("wake hooks in a read-only data directory: %v\n%s", err, out)
+	}
+	if after := rodir.Snapshot(t, base); !maps.Equal(before, after) {
+		t.Fatalf("the read-only directory changed:\nbefore %v\nafter  %v", before, after)
+	}
+}
