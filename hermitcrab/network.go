@@ -324,6 +324,12 @@ type Inbox struct {
 // inboxPages bounds one fetch: 10 pages of 100 messages.
 const inboxPages = 10
 
+// maxWaiting bounds the messages kept waiting for a wake (or inbox_check)
+// to deliver them: past it, the next stay unread on the beach until
+// these are delivered, so a flood (keys cost nothing) fills the beach's
+// inbox, not this instance's store.
+const maxWaiting = 200
+
 // FetchInbox takes the messages the beach holds for this instance that it
 // has not stored yet (those above the last beach id it stored, read or
 // not, so one whose answer was lost on the way comes again), verifies
@@ -331,7 +337,8 @@ const inboxPages = 10
 // Then it takes any message still unread: one at or below that id can
 // only be there when the beach's ids started again (a new database at the
 // same address). It returns the messages stored; what did not verify is
-// returned with the reason.
+// returned with the reason. With maxWaiting messages undelivered it
+// fetches nothing, and never more than makes them maxWaiting.
 func (k *Kernel) FetchInbox(ctx context.Context) (*Inbox, error) {
 	c, err := k.Beach(ctx)
 	if err != nil {
@@ -339,12 +346,20 @@ func (k *Kernel) FetchInbox(ctx context.Context) (*Inbox, error) {
 	}
 	host := beachHost(c.URL())
 	out := &Inbox{New: []InboxMessage{}}
+	waiting, err := k.store.CountWaiting(ctx)
+	if err != nil {
+		return out, err
+	}
+	room := maxWaiting - waiting
+	if room <= 0 {
+		return out, nil
+	}
 	for range inboxPages {
 		after, err := k.inboxAfter(ctx, host)
 		if err != nil {
 			return out, err
 		}
-		good, bad, err := c.InboxAfter(ctx, after, 100)
+		good, bad, err := c.InboxAfter(ctx, after, min(100, room))
 		if err != nil {
 			return out, err
 		}
@@ -366,11 +381,14 @@ func (k *Kernel) FetchInbox(ctx context.Context) (*Inbox, error) {
 				return out, err
 			}
 		}
+		if room -= len(good); room <= 0 {
+			return out, nil
+		}
 		if len(good)+len(bad) < 100 || top == after {
 			break
 		}
 	}
-	good, bad, err := c.Inbox(ctx, 100)
+	good, bad, err := c.Inbox(ctx, min(100, room))
 	if err != nil {
 		return out, err
 	}

@@ -501,3 +501,57 @@ func TestTheMessagesOfAWakeKilledMidCallAreDeliveredAgain(t *testing.T) {
 		t.Fatalf("the wakes: %+v", all)
 	}
 }
+
+// A flood of messages waits on the beach, not in the instance's store:
+// past maxWaiting undelivered, nothing more is fetched until wakes have
+// delivered them, and then the rest come, none lost.
+func TestAFloodOfMessagesWaitsOnTheBeach(t *testing.T) {
+	ctx := context.Background()
+	b := startTestBeach(t, "sqlite")
+	clock := &testClock{t: wakeT0}
+	aID, _ := identity.Generate()
+	k := openAt(t, t.TempDir(), respondAll(), clock, func(o *Options) { o.Beach = b.URL; o.WakeCaps.Wakes = 100 })
+	if err := aID.Save(filepath.Join(k.dir, identity.KeyFile)); err != nil {
+		t.Fatal(err)
+	}
+	const sent = maxWaiting + 20
+	for p := range 4 {
+		peer, _ := identity.Generate()
+		c, err := beach.NewClient(b.URL, peer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range sent / 4 {
+			if _, err := c.Send(ctx, beach.Message{To: aID.Agent(), Type: beach.TypeGeneral, Content: fmt.Sprintf("flood %d.%d", p, i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	in, err := k.FetchInbox(ctx)
+	if err != nil || len(in.New) != maxWaiting {
+		t.Fatalf("the first fetch stored %d messages (bound %d): %v", len(in.New), maxWaiting, err)
+	}
+	if in, err := k.FetchInbox(ctx); err != nil || len(in.New) != 0 {
+		t.Fatalf("a fetch with %d waiting stored %d more: %v", maxWaiting, len(in.New), err)
+	}
+	if _, err := k.WriteAt(ctx, "wake", "0.5.1", "inbox tier 1"); err != nil {
+		t.Fatal(err)
+	}
+	wakes := 0
+	for range 30 {
+		for _, w := range pass(t, k).Wakes {
+			if w.Status != store.WakeDone {
+				t.Fatalf("a wake: %+v", w)
+			}
+			wakes++
+		}
+		clock.Add(time.Minute)
+	}
+	all, err := k.store.ReceivedMessages(ctx, false, 1000)
+	if err != nil || len(all) != sent {
+		t.Fatalf("in the end %d of %d messages received: %v", len(all), sent, err)
+	}
+	if waiting, _ := k.store.CountWaiting(ctx); waiting != 0 || wakes != sent/wakeBatch {
+		t.Fatalf("%d messages still waiting after 30 passes, %d wakes", waiting, wakes)
+	}
+}

@@ -530,6 +530,16 @@ func (s *Store) KnownMessage(ctx context.Context, sender, nonce string) (bool, e
 	return n > 0, nil
 }
 
+// CountWaiting counts the received messages not yet delivered to the
+// LLM (by a wake or inbox_check).
+func (s *Store) CountWaiting(ctx context.Context) (int, error) {
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM received WHERE wake IS NULL`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("waiting messages: %w", err)
+	}
+	return n, nil
+}
+
 // LastBeachID is the highest id a beach gave a message stored from it, 0
 // when none is.
 func (s *Store) LastBeachID(ctx context.Context, beach string) (int64, error) {
