@@ -56,6 +56,19 @@ func TestAWakeIsClaimedOncePerDueTimeAcrossHandles(t *testing.T) {
 	if _, ok, err := s.ClaimWake(ctx, WakeClaim{Trigger: "every 6h", Due: t0.Format(time.RFC3339), Day: "2026-11-03", At: t0, Tier: 1}); ok || err != nil {
 		t.Fatalf("a second claim of one due time: %v %v", ok, err)
 	}
+	// The trigger's next due time moved back onto the due time that fired:
+	// the claim records no wake but moves it on, so it is not stuck there.
+	if moved, err := s.AdvanceTrigger(ctx, "every 6h", t0.Add(6*time.Hour), t0, t0); !moved || err != nil {
+		t.Fatal(moved, err)
+	}
+	if _, ok, err := s.ClaimWake(ctx, WakeClaim{Trigger: "every 6h", Due: t0.Format(time.RFC3339), Day: "2026-11-03", At: t0, Tier: 1,
+		From: t0, Next: t0.Add(6 * time.Hour)}); ok || err != nil {
+		t.Fatalf("a claim of a due time that fired: %v %v", ok, err)
+	}
+	states, _ = s.TriggerStates(ctx)
+	if wakes, _ := s.Wakes(ctx, 0, 0); len(wakes) != 1 || !states["every 6h"].NextDue.Equal(t0.Add(6*time.Hour)) {
+		t.Fatalf("after the claim of a due time that fired: wakes %+v, next due %s", wakes, states["every 6h"].NextDue)
+	}
 }
 
 // The daily caps count the wakes of a day (skipped ones not), and a wake
