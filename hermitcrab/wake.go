@@ -54,9 +54,10 @@ import (
 //     continue one conversation.
 //   - A message or webhook post is delivered by one wake; messages are
 //     stored when fetched, so one the beach marked read is never lost.
-//   - A wake still running after an hour has no process left (killed, or
-//     the machine stopped): it is marked interrupted, and the messages and
-//     posts it took are delivered again by the next wake.
+//   - A wake is claimed and run under the wake lock, so one recorded as
+//     running while the lock is free has no process left (killed, or the
+//     machine stopped): the next pass marks it interrupted, and the
+//     messages and posts it took are delivered again by the next wake.
 
 // DefaultWakeCaps are the person's daily caps when no flag sets them.
 var DefaultWakeCaps = trigger.Caps{Wakes: 48, CostUSD: 1.00}
@@ -75,11 +76,6 @@ const pollTimeout = 30 * time.Second
 // kept in its conversation, and the triggers go on. A variable so a test
 // can shorten it.
 var wakeDeadline = 30 * time.Minute
-
-// interruptAfter is how long a wake may be recorded as running before it
-// is taken as lost: past wakeDeadline, so a wake a live process still runs
-// is never taken for one whose process died.
-const interruptAfter = time.Hour
 
 // wakeConversationKeep bounds the conversation wakes continue: after a
 // wake, its oldest turns beyond this many messages are dropped (each
@@ -159,11 +155,8 @@ func (k *Kernel) RunTriggers(ctx context.Context) (*WakeReport, error) {
 	if err := k.Ready(ctx); err != nil {
 		return nil, err
 	}
-	now := k.now()
-	if n, err := k.store.InterruptWakes(ctx, now.Add(-interruptAfter), now); err != nil {
+	if err := k.sweepDeadWakes(ctx); err != nil {
 		return nil, err
-	} else if n > 0 {
-		k.log.Warn("wakes marked interrupted: their process ended during the call", "count", n)
 	}
 	set, err := k.Triggers(ctx)
 	if err != nil {
@@ -436,6 +429,20 @@ func (k *Kernel) fire(ctx context.Context, t trigger.Trigger, p *pending, caps t
 		p.claim.ShareWakes = max(int(float64(caps.Wakes)*inboxShare), 1)
 		p.claim.ShareCostUSD = caps.CostUSD * inboxShare
 	}
+	// The wake lock is held from the claim to the wake's end, so a wake
+	// recorded as running while the lock is free has no process left.
+	lctx, cancel := context.WithTimeout(ctx, wakeDeadline)
+	unlock, err := lockContext(lctx, filepath.Join(k.dir, wakeLockFile))
+	cancel()
+	if err != nil {
+		// Nothing was claimed: the due time waits for the next pass.
+		k.log.Warn("wake not claimed", "trigger", t.Where, "err", err)
+		return nil, nil
+	}
+	defer unlock()
+	if err := k.interruptWakes(ctx); err != nil {
+		return nil, err
+	}
 	w, ok, err := k.store.ClaimWake(ctx, p.claim)
 	if err != nil || !ok {
 		return nil, err // not ok: another process has this due time
@@ -462,8 +469,8 @@ func (k *Kernel) notifyWake(w store.Wake) {
 	}
 }
 
-// runWake makes the wake's call, one wake at a time per data directory,
-// and records how it ended. The call runs under the wake's budget (what
+// runWake makes the wake's call (fire holds the wake lock: one wake at a
+// time per data directory), and records how it ended. The call runs under the wake's budget (what
 // the day's cost cap leaves) and ends at wakeDeadline.
 func (k *Kernel) runWake(ctx context.Context, t trigger.Trigger, w *store.Wake, text string, caps trigger.Caps) {
 	finish := func(status, reply string, cost float64) {
@@ -478,12 +485,6 @@ func (k *Kernel) runWake(ctx context.Context, t trigger.Trigger, w *store.Wake, 
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, wakeDeadline, fmt.Errorf("the wake deadline of %s passed before the call ended", wakeDeadline))
 	defer cancel()
-	unlock, err := lockContext(ctx, filepath.Join(k.dir, wakeLockFile))
-	if err != nil {
-		finish(store.WakeFailed, "not run: "+err.Error(), 0)
-		return
-	}
-	defer unlock()
 	_, spent, err := k.store.DayTotals(ctx, w.Day)
 	if err != nil {
 		finish(store.WakeFailed, "not run: "+err.Error(), 0)
@@ -560,6 +561,28 @@ func keepNewest(msgs []llm.Message, max int) []llm.Message {
 		}
 	}
 	return msgs
+}
+
+// sweepDeadWakes marks interrupted the wakes recorded as running whose
+// process is gone: when the wake lock is free, every one (a live wake
+// holds it, fire), else none (the holder swept them when it took it).
+func (k *Kernel) sweepDeadWakes(ctx context.Context) error {
+	unlock, free, err := atomicfile.TryLock(filepath.Join(k.dir, wakeLockFile))
+	if err != nil || !free {
+		return err
+	}
+	defer unlock()
+	return k.interruptWakes(ctx)
+}
+
+// interruptWakes marks interrupted every wake recorded as running; the
+// caller holds the wake lock, so none of them has a process left.
+func (k *Kernel) interruptWakes(ctx context.Context) error {
+	n, err := k.store.InterruptWakes(ctx, k.now())
+	if n > 0 {
+		k.log.Warn("wakes marked interrupted: their process ended during the call", "count", n)
+	}
+	return err
 }
 
 // lockContext takes the lock file at path, giving up when ctx ends (the

@@ -359,18 +359,18 @@ func (s *Store) SetWakeCost(ctx context.Context, id int64, cost float64) error {
 	})
 }
 
-// InterruptWakes marks as interrupted the wakes still running that
-// started before cutoff: their process ended during the call (a wake
-// ends at its deadline, so one running for longer has no process left).
-// The messages and posts they took are given back, to be delivered by
+// InterruptWakes marks as interrupted every wake still running: the
+// caller knows their process ended during the call (it holds the wake
+// lock that a running wake's process holds). The messages and posts they
+// took are given back, to be delivered by
 // the next wake (the LLM may never have seen them; at least once is
 // better than lost): the interrupted wake's due gets " (interrupted)",
 // so the wake that delivers them again is not taken for the same one.
-func (s *Store) InterruptWakes(ctx context.Context, cutoff, at time.Time) (int64, error) {
+func (s *Store) InterruptWakes(ctx context.Context, at time.Time) (int64, error) {
 	var n int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		n = 0
-		rows, err := tx.QueryContext(ctx, `SELECT id FROM wakes WHERE status = ? AND at < ?`, WakeRunning, stamp(cutoff))
+		rows, err := tx.QueryContext(ctx, `SELECT id FROM wakes WHERE status = ?`, WakeRunning)
 		if err != nil {
 			return err
 		}

@@ -54,6 +54,23 @@ func fill(tmp *os.File, data []byte, perm os.FileMode) error {
 	return errors.Join(err, tmp.Close())
 }
 
+// TryLock takes the lock Lock takes if no one holds it, without waiting:
+// ok is false (and unlock nil) when another holder has it.
+func TryLock(path string) (unlock func(), ok bool, err error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, false, fmt.Errorf("lock %s: %w", path, err)
+	}
+	ok, err = tryLockFile(f)
+	if err != nil || !ok {
+		if err != nil {
+			err = fmt.Errorf("lock %s: %w", path, err)
+		}
+		return nil, false, errors.Join(err, f.Close())
+	}
+	return func() { _ = f.Close() }, true, nil
+}
+
 // Lock takes an exclusive flock on path (created if missing), waiting for
 // other holders, processes or goroutines alike. The returned function
 // releases it.

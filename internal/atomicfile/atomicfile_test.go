@@ -53,3 +53,23 @@ func TestLockSerialisesReadModifyWrite(t *testing.T) {
 		t.Fatalf("counter = %d, want 200: increments were lost", b[0])
 	}
 }
+
+func TestTryLockFailsWhileHeldAndTakesAFreeLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lock")
+	unlock, err := Lock(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u, ok, err := TryLock(path); ok || u != nil || err != nil {
+		t.Fatalf("TryLock of a held lock: %v %v", ok, err)
+	}
+	unlock()
+	u, ok, err := TryLock(path)
+	if !ok || err != nil {
+		t.Fatalf("TryLock of a free lock: %v %v", ok, err)
+	}
+	if _, ok, _ := TryLock(path); ok {
+		t.Fatal("a lock TryLock took was taken again")
+	}
+	u()
+}

@@ -18,3 +18,20 @@ func LockFile(f *os.File) error {
 		}
 	}
 }
+
+// tryLockFile takes the lock LockFile takes if it is free; false when
+// another holder has it.
+func tryLockFile(f *os.File) (bool, error) {
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		switch err {
+		case nil:
+			return true, nil
+		case syscall.EWOULDBLOCK:
+			return false, nil
+		case syscall.EINTR:
+			continue
+		}
+		return false, err
+	}
+}

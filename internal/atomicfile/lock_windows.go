@@ -3,6 +3,7 @@
 package atomicfile
 
 import (
+	"errors"
 	"os"
 
 	"golang.org/x/sys/windows"
@@ -19,4 +20,15 @@ const lockOffsetHigh = 0x7fffffff
 func LockFile(f *os.File) error {
 	ol := &windows.Overlapped{OffsetHigh: lockOffsetHigh}
 	return windows.LockFileEx(windows.Handle(f.Fd()), windows.LOCKFILE_EXCLUSIVE_LOCK, 0, 1, 0, ol)
+}
+
+// tryLockFile takes the lock LockFile takes if it is free; false when
+// another holder has it.
+func tryLockFile(f *os.File) (bool, error) {
+	ol := &windows.Overlapped{OffsetHigh: lockOffsetHigh}
+	err := windows.LockFileEx(windows.Handle(f.Fd()), windows.LOCKFILE_EXCLUSIVE_LOCK|windows.LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, ol)
+	if errors.Is(err, windows.ERROR_LOCK_VIOLATION) {
+		return false, nil
+	}
+	return err == nil, err
 }
