@@ -56,7 +56,11 @@ func (s *stepCtx) call(ctx context.Context, resolverID string, c *Call) (*Output
 // paid is one try of a call: reserve, run under the node's deadline,
 // settle.
 func (s *stepCtx) paid(ctx context.Context, r Resolver, resolverID string, c *Call, cost, secs float64) (*Output, error) {
-	res, err := s.st.Reserve(ctx, store.Hold{Node: s.n.ID, Parent: s.n.Parent, Root: s.e.root, Resolver: resolverID, Op: c.Op, Owner: s.e.owner, Cost: cost, Time: secs})
+	upto := 0.0
+	if cr, ok := r.(Ceiling); ok {
+		upto = cr.Ceiling(ctx, c)
+	}
+	res, err := s.st.Reserve(ctx, store.Hold{Node: s.n.ID, Parent: s.n.Parent, Root: s.e.root, Resolver: resolverID, Op: c.Op, Owner: s.e.owner, Cost: cost, Time: secs, Upto: upto})
 	var denied *store.DeniedError
 	if errors.As(err, &denied) {
 		return nil, fmt.Errorf("%w: %s %s %v", errDenied, resolverID, c.Op, denied)
@@ -69,6 +73,7 @@ func (s *stepCtx) paid(ctx context.Context, r Resolver, resolverID string, c *Ca
 	}
 	deadline := time.Duration(math.Max(res.TimeLeft, 0) * float64(time.Second))
 	cctx, cancel := context.WithTimeout(ctx, deadline)
+	c.MaxCost = res.Cost
 	began := time.Now()
 	out, err := r.Resolve(cctx, c)
 	took := time.Since(began).Seconds()

@@ -53,6 +53,16 @@ type Resolver interface {
 	Resolve(ctx context.Context, c *Call) (*Output, error)
 }
 
+// Ceiling is implemented by a resolver whose call may cost more than its
+// estimate (an LLM answer may use all of max_tokens): the most one call
+// may cost. The loop reserves the estimate and, when the node's own
+// remaining budget allows, up to the ceiling, and hands the amount reserved
+// to the call as Call.MaxCost: a resolver that meters its spend keeps the
+// call under it (claude-code-0 lowers max_tokens), so no call overdraws.
+type Ceiling interface {
+	Ceiling(ctx context.Context, c *Call) float64
+}
+
 // Call is one resolver call: an operation on a node, with what it needs.
 // Constraints are named c1, c2, … in prompts (never database ids, so a
 // prompt is the same whichever run or process sends it).
@@ -79,6 +89,9 @@ type Call struct {
 	Env       []string `json:"-"` // added to a command's scrubbed environment
 	Model     string   `json:"-"`
 	Node      string   `json:"-"`
+	// MaxCost is the most the call may cost (USD): what the loop reserved
+	// for it. Zero: not capped (a call made outside the loop's budget).
+	MaxCost float64 `json:"-"`
 }
 
 // AttemptView is one earlier attempt of a node as a retry sees it: what

@@ -2,6 +2,7 @@ package loop_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -277,5 +278,83 @@ func TestAnInvalidLLMRequestIsNotRetried(t *testing.T) {
 	}
 	if n := len(p.Requests()); n != 0 {
 		t.Errorf("%d requests reached the provider", n)
+	}
+}
+
+// worstCase is an LLM provider billing every answer at the worst the API
+// allows: all of max_tokens as output, and a token per byte of the
+// request's text as input. Its answers are the fake's, by operation and goal.
+type worstCase struct {
+	f      *fake
+	mu     sync.Mutex
+	served int
+}
+
+func (w *worstCase) Messages(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	if err := llm.CheckRequest(req); err != nil {
+		return nil, err
+	}
+	sys, user := req.System[0].Text, ""
+	for _, b := range req.Messages[0].Content {
+		user += b.Text
+	}
+	c := &loop.Call{}
+	first, _, _ := strings.Cut(sys, "\n")
+	_, c.Op, _ = strings.Cut(first, "operation: ")
+	for _, line := range strings.Split(user, "\n") {
+		if g, ok := strings.CutPrefix(line, "Goal: "); ok {
+			c.Goal, c.Summary = g, g
+			break
+		}
+	}
+	w.f.mu.Lock()
+	a := w.f.key(c)
+	w.f.mu.Unlock()
+	if fn, ok := a.(func(*loop.Call) (any, error)); ok {
+		a, _ = fn(c)
+	}
+	text, err := json.Marshal(a)
+	if err != nil {
+		return nil, err
+	}
+	in := len(user)
+	for _, b := range req.System {
+		in += len(b.Text)
+	}
+	w.mu.Lock()
+	w.served++
+	w.mu.Unlock()
+	return &llm.Response{ID: "msg_worst", Type: "message", Role: llm.RoleAssistant, Model: req.Model, StopReason: llm.StopEndTurn,
+		Content: []llm.ContentBlock{llm.TextBlock(string(text))}, Usage: llm.Usage{InputTokens: in, OutputTokens: req.MaxTokens}}, nil
+}
+
+// A call never spends more than was reserved for it, so the budget holds
+// even when every answer costs the most the API may bill: eight workers,
+// twelve leaves, a budget a fraction of one full-size answer's price. (A
+// call was reserved at a typical answer of 1,000 tokens and sent with
+// max_tokens 8,000, three times with repairs: one answer overdrew the
+// run by several times its budget.)
+func TestACallCostingTheMostTheAPIMayBillNeverOverdraws(t *testing.T) {
+	const goal = "Write twelve blurbs"
+	var kids []m
+	for i := range 12 {
+		kids = append(kids, child(fmt.Sprintf("b%d", i), fmt.Sprintf("Blurb %d", i), 1))
+	}
+	for _, budget := range []float64{0.05, 0.5, 3} {
+		k := newKernel(t)
+		f := newFake(map[string]any{loop.OpVerify + "|" + goal: notLeaf(0.9), loop.OpDecompose: children(kids...)})
+		w := &worstCase{f: f}
+		o := k.options(f)
+		o.Resolvers[loop.ClaudeCodeID] = claudecode.New(&llm.Client{Provider: w})
+		req := request(goal)
+		req.Model, req.BudgetUSD, req.Workers = "claude-sonnet-4-5", budget, 8
+		res := k.run(t, req, o)
+		if bad := k.overdrawn(t, res.RootID); len(bad) > 0 || res.SpentUSD > budget+1e-9 {
+			t.Fatalf("budget $%.2f: spent $%.4f (%s, %d answers); overdrawn:\n%s", budget, res.SpentUSD, res.Outcome, w.served, strings.Join(bad, "\n"))
+		}
+		if w.served == 0 {
+			t.Fatalf("budget $%.2f: no answer was served", budget)
+		}
+		t.Logf("budget $%.2f: %s, spent $%.4f in %d answers", budget, res.Outcome, res.SpentUSD, w.served)
 	}
 }

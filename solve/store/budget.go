@@ -28,12 +28,17 @@ type Hold struct {
 	Resolver, Op       string
 	Owner              string // the process (or worker) that makes the call
 	Cost, Time         float64
+	// Upto is the most the call may cost when that is more than Cost (the
+	// estimate): after Cost is held, the hold grows towards Upto from what
+	// the node itself has left (never from the parent's reserve), so the
+	// call can be capped at what is held. Zero: hold Cost.
+	Upto float64
 }
 
 // Reservation is a granted hold.
 type Reservation struct {
 	ID         string
-	Cost, Time float64
+	Cost, Time float64 // held: Cost is at least the Hold's, at most its Upto
 	// TimeLeft is the node's wall time left for this call (seconds): its
 	// remaining time including what this reservation holds. The call's
 	// deadline.
@@ -107,8 +112,13 @@ func (s *Store) Reserve(ctx context.Context, h Hold) (*Reservation, error) {
 			}
 			return d
 		}
+		if h.Upto > h.Cost {
+			if r.Cost, err = tx.extend(ctx, h); err != nil {
+				return err
+			}
+		}
 		if _, err := tx.exec(ctx, `INSERT INTO budget_reservations (id, node_id, root_id, resolver_id, operation, amount, time_amount, owner, status, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'open', ?)`, r.ID, h.Node, h.Root, h.Resolver, h.Op, h.Cost, h.Time, h.Owner, now()); err != nil {
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'open', ?)`, r.ID, h.Node, h.Root, h.Resolver, h.Op, r.Cost, h.Time, h.Owner, now()); err != nil {
 			return fmt.Errorf("node %s: record the reservation: %w", Short(h.Node), err)
 		}
 		_, left, err := tx.remaining(ctx, h.Node)
@@ -135,6 +145,29 @@ func (c *Conn) hold(ctx context.Context, h Hold) (bool, error) {
 		return false, fmt.Errorf("node %s: reserve: %w", Short(h.Node), err)
 	}
 	return n == 1, nil
+}
+
+// extend grows a granted hold of h.Cost towards h.Upto with what the node
+// has left, in the transaction that took it (whose write lock on the node's
+// row it still holds), and returns the cost now held.
+func (c *Conn) extend(ctx context.Context, h Hold) (float64, error) {
+	left, _, err := c.remaining(ctx, h.Node)
+	if err != nil {
+		return 0, err
+	}
+	extra := math.Min(h.Upto-h.Cost, left)
+	if extra <= costEps {
+		return h.Cost, nil
+	}
+	res, err := c.exec(ctx, `UPDATE nodes SET budget_reserved = budget_reserved + ? WHERE id = ? AND budget_allocated - budget_spent - budget_reserved >= ?`,
+		extra, h.Node, extra-costEps)
+	if err != nil {
+		return 0, fmt.Errorf("node %s: extend a reservation by $%.6f: %w", Short(h.Node), extra, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return h.Cost, err
+	}
+	return h.Cost + extra, nil
 }
 
 // remaining reads a node's remaining cost and time from its cache.

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"text/template"
 	"time"
@@ -52,6 +53,13 @@ func New(client *llm.Client) *Resolver { return &Resolver{client: client} }
 // outputTokensEstimate is the answer size assumed by estimate_cost_time.
 const outputTokensEstimate = 1000
 
+// maxTokens is an answer's max_tokens when the call's cost allows it.
+const maxTokens = 8000
+
+// framingTokens bounds what a request adds to its text: the schema
+// instruction's words, role and turn markers.
+const framingTokens = 256
+
 func (c *Resolver) prompt(t *loop.Call) (sys, user string, err error) {
 	if sys, err = render("op_"+t.Op+".md", nil); err != nil {
 		return "", "", fmt.Errorf("claude-code-0: no prompt template for operation %q: %w", t.Op, err)
@@ -67,12 +75,63 @@ func (c *Resolver) Estimate(ctx context.Context, t *loop.Call) (float64, float64
 	if err != nil {
 		return 0, 0
 	}
-	prices := llm.DefaultPrices
-	if c.client != nil && c.client.Prices != nil {
-		prices = c.client.Prices
-	}
-	cost, _ := prices.Cost(t.Model, llm.Usage{InputTokens: (len(sys) + len(user) + 2000) / 4, OutputTokens: outputTokensEstimate})
+	cost, _ := c.prices().Cost(t.Model, llm.Usage{InputTokens: (len(sys) + len(user) + 2000) / 4, OutputTokens: outputTokensEstimate})
 	return cost, 30
+}
+
+// prices is the client's price table.
+func (c *Resolver) prices() llm.PriceTable {
+	if c.client != nil && c.client.Prices != nil {
+		return c.client.Prices
+	}
+	return llm.DefaultPrices
+}
+
+// Ceiling is the most one answer may cost: the request's text counted at
+// a token per byte (no token is shorter than a byte), and all of
+// max_tokens as output.
+func (c *Resolver) Ceiling(ctx context.Context, t *loop.Call) float64 {
+	sys, user, err := c.prompt(t)
+	if err != nil {
+		return 0
+	}
+	cost, _ := c.prices().Cost(t.Model, llm.Usage{InputTokens: len(sys) + len(user) + schemaBytes + framingTokens, OutputTokens: maxTokens})
+	return cost
+}
+
+// schemaBytes bounds the size of the JSON Schema AskJSON sends with an
+// operation (the largest answer type's).
+var schemaBytes = func() int {
+	n := 0
+	for _, s := range []func() (*llm.Schema, error){llm.SchemaFor[loop.IdentifyAnswer], llm.SchemaFor[loop.SelectAnswer], llm.SchemaFor[loop.RouteAnswer],
+		llm.SchemaFor[loop.ResolveAnswer], llm.SchemaFor[loop.VerifyAnswer], llm.SchemaFor[loop.DecomposeAnswer], llm.SchemaFor[loop.GapAnswer],
+		llm.SchemaFor[loop.ConsistencyAnswer], llm.SchemaFor[loop.AssembleAnswer], llm.SchemaFor[loop.SynthesizeAnswer]} {
+		if sc, err := s(); err == nil {
+			n = max(n, len(sc.JSON))
+		}
+	}
+	return n
+}()
+
+// capped fits a request under the call's MaxCost: max_tokens lowered so
+// that the answer's worst case (Ceiling's count of the input, all of
+// max_tokens as output) costs no more than was reserved, and no repair
+// turn (each would be another answer; the loop's own retry re-asks with
+// the failure quoted, under a new reservation). A call whose reservation
+// cannot pay for its input is not sent.
+func (c *Resolver) capped(t *loop.Call, req *llm.Request, sys, user string) (llm.JSONOptions, error) {
+	p, ok := c.prices().Lookup(t.Model)
+	if t.MaxCost <= 0 || !ok || p.Output <= 0 {
+		return llm.JSONOptions{}, nil
+	}
+	const perToken = 1e-6
+	in := float64(len(sys)+len(user)+schemaBytes+framingTokens) * p.Input * perToken
+	n := math.Floor((t.MaxCost - in) / (p.Output * perToken))
+	if n < 1 {
+		return llm.JSONOptions{}, loop.Permanent("over_budget", fmt.Errorf("claude-code-0: $%.6f reserved does not pay for the request's input ($%.6f at most)", t.MaxCost, in))
+	}
+	req.MaxTokens = int(math.Min(n, maxTokens))
+	return llm.JSONOptions{Repairs: -1}, nil
 }
 
 // Resolve asks the model for the operation's answer.
@@ -84,28 +143,32 @@ func (c *Resolver) Resolve(ctx context.Context, t *loop.Call) (*loop.Output, err
 	if err != nil {
 		return nil, loop.Permanent("invalid_format", err)
 	}
-	req := &llm.Request{Model: t.Model, MaxTokens: 8000, System: []llm.SystemBlock{{Type: llm.BlockText, Text: sys}}, Messages: []llm.Message{llm.UserText(user)}}
+	req := &llm.Request{Model: t.Model, MaxTokens: maxTokens, System: []llm.SystemBlock{{Type: llm.BlockText, Text: sys}}, Messages: []llm.Message{llm.UserText(user)}}
+	opts, err := c.capped(t, req, sys, user)
+	if err != nil {
+		return nil, err
+	}
 	switch t.Op {
 	case loop.OpIdentify:
-		return ask[loop.IdentifyAnswer](ctx, c.client, req)
+		return ask[loop.IdentifyAnswer](ctx, c.client, req, opts)
 	case loop.OpSelect:
-		return ask[loop.SelectAnswer](ctx, c.client, req)
+		return ask[loop.SelectAnswer](ctx, c.client, req, opts)
 	case loop.OpRoute:
-		return ask[loop.RouteAnswer](ctx, c.client, req)
+		return ask[loop.RouteAnswer](ctx, c.client, req, opts)
 	case loop.OpResolve:
-		return ask[loop.ResolveAnswer](ctx, c.client, req)
+		return ask[loop.ResolveAnswer](ctx, c.client, req, opts)
 	case loop.OpVerify:
-		return ask[loop.VerifyAnswer](ctx, c.client, req)
+		return ask[loop.VerifyAnswer](ctx, c.client, req, opts)
 	case loop.OpDecompose:
-		return ask[loop.DecomposeAnswer](ctx, c.client, req)
+		return ask[loop.DecomposeAnswer](ctx, c.client, req, opts)
 	case loop.OpGap:
-		return ask[loop.GapAnswer](ctx, c.client, req)
+		return ask[loop.GapAnswer](ctx, c.client, req, opts)
 	case loop.OpConsistency:
-		return ask[loop.ConsistencyAnswer](ctx, c.client, req)
+		return ask[loop.ConsistencyAnswer](ctx, c.client, req, opts)
 	case loop.OpAssemble:
-		return ask[loop.AssembleAnswer](ctx, c.client, req)
+		return ask[loop.AssembleAnswer](ctx, c.client, req, opts)
 	case loop.OpSynthesize:
-		return ask[loop.SynthesizeAnswer](ctx, c.client, req)
+		return ask[loop.SynthesizeAnswer](ctx, c.client, req, opts)
 	}
 	return nil, loop.Permanent("capability_mismatch", fmt.Errorf("claude-code-0 does not do operation %q", t.Op))
 }
@@ -116,9 +179,9 @@ func (c *Resolver) Resolve(ctx context.Context, t *loop.Call) (*loop.Output, err
 // the API refuses, and a request that cannot be sent at all (no model, a
 // request llm.CheckRequest rejects) are permanent; the caller's
 // cancellation or deadline is returned as it is.
-func ask[T any](ctx context.Context, c *llm.Client, req *llm.Request) (*loop.Output, error) {
+func ask[T any](ctx context.Context, c *llm.Client, req *llm.Request, opts llm.JSONOptions) (*loop.Output, error) {
 	began := time.Now()
-	v, calls, err := llm.AskJSON[T](ctx, c, req, llm.JSONOptions{})
+	v, calls, err := llm.AskJSON[T](ctx, c, req, opts)
 	out := &loop.Output{Seconds: time.Since(began).Seconds(), LLMCalls: len(calls)}
 	for _, call := range calls {
 		out.Cost += call.CostUSD
