@@ -358,3 +358,27 @@ func TestACallCostingTheMostTheAPIMayBillNeverOverdraws(t *testing.T) {
 		t.Logf("budget $%.2f: %s, spent $%.4f in %d answers", budget, res.Outcome, res.SpentUSD, w.served)
 	}
 }
+
+// A verifier that judges one constraint twice, failing it once and
+// passing it once, has failed it: a failing verdict is never outweighed by
+// a passing one, whatever their σ (the lower σ won, and a "passed, 0.9"
+// beside a "failed, 0.95" passed the constraint).
+func TestContradictingVerdictsOnOneConstraintFailIt(t *testing.T) {
+	k := newKernel(t)
+	verifies := 0
+	f := newFake(map[string]any{loop.OpVerify: func(c *loop.Call) (any, error) {
+		verifies++
+		if verifies == 1 {
+			return m{"checks": []any{m{"ref": "c1", "passed": false, "sigma": 0.95, "detail": "the haiku has four lines"},
+				m{"ref": "c1", "passed": true, "sigma": 0.9, "detail": "fine"}}, "is_leaf": true, "leaf_kind": "atomic", "leaf_reason": "small"}, nil
+		}
+		return leafOK(0.9), nil
+	}})
+	res := k.run(t, request("Write a haiku about queues"), k.options(f))
+	if res.Outcome != loop.OutcomeAchieved || len(f.called(loop.OpResolve)) != 2 {
+		t.Fatalf("outcome %s after %d resolve calls; want the first attempt UNSAT and a retry", res.Outcome, len(f.called(loop.OpResolve)))
+	}
+	if fb := f.called(loop.OpResolve)[1].Attempts; len(fb) != 1 || !strings.Contains(strings.Join(fb[0].Violations, " "), "four lines") {
+		t.Errorf("the retry saw %+v; want the failing verdict", fb)
+	}
+}

@@ -220,17 +220,17 @@ func (s *stepCtx) verifyCall(ctx context.Context, c *Call) (VerifyAnswer, error)
 	return va, nil
 }
 
-// take turns the verifier's verdicts on the open refs into checks (the
-// lowest σ when a ref is judged twice; verdicts on anything else are
-// ignored: the kernel's checks are final) and returns the open refs left
-// unjudged.
+// take turns the verifier's verdicts on the open refs into checks (when a
+// ref is judged twice, a failing verdict over a passing one, then the
+// lowest σ; verdicts on anything else are ignored: the kernel's checks are
+// final) and returns the open refs left unjudged.
 func (s *stepCtx) take(cs []ConstraintView, open []string, answers []Judged, out *[]ConstraintCheck) []string {
 	best := map[string]Judged{}
 	for _, j := range answers {
 		if !slices.Contains(open, j.Ref) {
 			continue
 		}
-		if prev, ok := best[j.Ref]; !ok || j.Sigma < prev.Sigma {
+		if prev, ok := best[j.Ref]; !ok || (prev.Passed && !j.Passed) || (prev.Passed == j.Passed && j.Sigma < prev.Sigma) {
 			best[j.Ref] = j
 		}
 	}
