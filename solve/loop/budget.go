@@ -42,8 +42,17 @@ func (s *stepCtx) call(ctx context.Context, resolverID string, c *Call) (*Output
 		if err == nil {
 			return out, nil
 		}
-		if _, perm := isPermanent(err); perm || try == retries || ctx.Err() != nil || errors.Is(err, errDenied) || errors.Is(err, errOutOfTime) {
+		// A malformed answer is asked again like a retryable error: the
+		// resolver sends no repair turn, as a repair is another answer the
+		// call's reservation does not pay for; each re-ask is reserved.
+		re, perm := isPermanent(err)
+		malformed := perm && re.Mode == "malformed_json"
+		if (perm && !malformed) || try == retries || ctx.Err() != nil || errors.Is(err, errDenied) || errors.Is(err, errOutOfTime) {
 			return nil, err
+		}
+		if malformed {
+			s.e.progress("Node %s: %s %s answered malformed JSON; asking again (%d of %d)", store.Short(s.n.ID), resolverID, c.Op, try+1, retries)
+			continue
 		}
 		select {
 		case <-ctx.Done():

@@ -288,6 +288,7 @@ type worstCase struct {
 	f      *fake
 	mu     sync.Mutex
 	served int
+	garble map[string]int // operation → how many of its first answers are not JSON
 }
 
 func (w *worstCase) Messages(ctx context.Context, req *llm.Request) (*llm.Response, error) {
@@ -317,6 +318,12 @@ func (w *worstCase) Messages(ctx context.Context, req *llm.Request) (*llm.Respon
 	if err != nil {
 		return nil, err
 	}
+	w.mu.Lock()
+	if w.garble[c.Op] > 0 {
+		w.garble[c.Op]--
+		text = []byte("Sure! Here is the JSON: {\"oops\"")
+	}
+	w.mu.Unlock()
 	in := len(user)
 	for _, b := range req.System {
 		in += len(b.Text)
@@ -380,5 +387,30 @@ func TestContradictingVerdictsOnOneConstraintFailIt(t *testing.T) {
 	}
 	if fb := f.called(loop.OpResolve)[1].Attempts; len(fb) != 1 || !strings.Contains(strings.Join(fb[0].Violations, " "), "four lines") {
 		t.Errorf("the retry saw %+v; want the failing verdict", fb)
+	}
+}
+
+// One malformed answer at any step is asked again, not sent to a human:
+// every operation's first answer here is not JSON, and the goal is still
+// achieved, each re-ask reserved and paid like any call.
+func TestAMalformedAnswerAtEveryStepIsAskedAgain(t *testing.T) {
+	const goal = "Write two blurbs"
+	k := newKernel(t)
+	f := newFake(map[string]any{loop.OpVerify + "|" + goal: notLeaf(0.9), loop.OpDecompose: children(child("a", "Blurb a", 1), child("b", "Blurb b", 1))})
+	garble := map[string]int{}
+	for _, op := range []string{loop.OpIdentify, loop.OpSelect, loop.OpRoute, loop.OpResolve, loop.OpVerify, loop.OpDecompose, loop.OpConsistency, loop.OpAssemble} {
+		garble[op] = 1
+	}
+	w := &worstCase{f: f, garble: garble}
+	o := k.options(f)
+	o.Resolvers[loop.ClaudeCodeID] = claudecode.New(&llm.Client{Provider: w})
+	req := request(goal)
+	req.Model = "claude-haiku-4-5"
+	res := k.run(t, req, o)
+	if res.Outcome != loop.OutcomeAchieved {
+		t.Fatalf("outcome %s; flow:\n%s", res.Outcome, k.flow(t))
+	}
+	if bad := k.overdrawn(t, res.RootID); len(bad) > 0 || res.LLMCalls != w.served {
+		t.Errorf("%d LLM calls recorded, %d served; overdrawn: %v", res.LLMCalls, w.served, bad)
 	}
 }
