@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -60,6 +61,23 @@ func ledgerMetrics(ctx context.Context, c *store.Conn, n *store.Node) (map[strin
 	}
 	return map[string]float64{MetricCost: cost, MetricTime: secs, MetricElapsed: elapsed, MetricBudget: b.Allocated, MetricTimeBudget: b.TimeAllocated}, nil
 }
+
+// exprProblem says why a logic constraint's expression can never be
+// evaluated (it does not parse, or names a metric there is not), or "".
+func exprProblem(src string) string {
+	e, err := expr.Parse(src)
+	if err != nil {
+		return err.Error()
+	}
+	for _, v := range e.Vars() {
+		if !slices.Contains(metricNames, v) {
+			return fmt.Sprintf("expression %q: unknown metric %q (the metrics: %s)", src, v, metricDescription)
+		}
+	}
+	return ""
+}
+
+var metricNames = []string{MetricCost, MetricTime, MetricElapsed, MetricBudget, MetricTimeBudget}
 
 // exprCheck evaluates a logic constraint's expression against the metrics.
 // An expression that cannot be evaluated fails, saying why.

@@ -146,13 +146,38 @@ func (s *stepCtx) identify(ctx context.Context) (stepResult, error) {
 	if err != nil {
 		return stepResult{}, err
 	}
-	out, err := s.call(ctx, ClaudeCodeID, &Call{Op: OpIdentify, Constraints: core, Inherited: inherited, History: s.history(ctx), Depth: depth})
-	if err != nil {
-		return s.failed(ctx, err, OpIdentify)
-	}
 	var a IdentifyAnswer
-	if err := json.Unmarshal(out.Answer, &a); err != nil {
-		return stepResult{}, fmt.Errorf("%s answer: %w", OpIdentify, err)
+	var problems []string
+	for ask := 1; ; ask++ {
+		c := &Call{Op: OpIdentify, Constraints: core, Inherited: inherited, History: s.history(ctx), Depth: depth}
+		if ask > 1 {
+			c.Attempt, c.Feedback = ask, problems
+		}
+		out, err := s.call(ctx, ClaudeCodeID, c)
+		if err != nil {
+			return s.failed(ctx, err, OpIdentify)
+		}
+		if err := json.Unmarshal(out.Answer, &a); err != nil {
+			return stepResult{}, fmt.Errorf("%s answer: %w", OpIdentify, err)
+		}
+		problems = exprProblems(a.Constraints)
+		if len(problems) == 0 || ask > 1 {
+			break
+		}
+		// An expression that can never be evaluated would fail every
+		// verification, whatever the resolver does: asked again once.
+		msg := fmt.Sprintf("Node %s: IDENTIFY proposed an expression the kernel cannot evaluate (%s); asking again", store.Short(n.ID), strings.Join(problems, "; "))
+		s.e.progress("%s", msg)
+		if err := s.st.Log(ctx, 1, n.ID, msg, nil); err != nil {
+			return stepResult{}, err
+		}
+	}
+	// Still not an expression: the verifier judges the condition as written.
+	for i, c := range a.Constraints {
+		if c.Type == store.Logic && c.Check == "" && c.Expr != "" && exprProblem(c.Expr) != "" {
+			a.Constraints[i].Type, a.Constraints[i].Expr = store.Semantic, ""
+			a.Constraints[i].Rubric = strings.TrimSpace(c.Rubric + " (as written: " + c.Expr + ")")
+		}
 	}
 	err = s.commit(ctx, func(tx *store.Tx) error {
 		eligible := append([]string{}, n.Core...)
@@ -183,6 +208,20 @@ func (s *stepCtx) identify(ctx context.Context) (stepResult, error) {
 		return s.flow(ctx, tx, "IDENTIFY_CONSTRAINTS using %s → %d eligible, needs %s", ClaudeCodeID, len(eligible), strings.Join(a.RequiredCapabilities, ", "))
 	})
 	return stepResult{status: store.StatusSelectingCons}, err
+}
+
+// exprProblems lists the proposed logic constraints whose expression can
+// never be evaluated, each with the parser's reason.
+func exprProblems(cs []NewConstraint) []string {
+	var out []string
+	for i, c := range cs {
+		if c.Type == store.Logic && c.Check == "" && c.Expr != "" {
+			if p := exprProblem(c.Expr); p != "" {
+				out = append(out, fmt.Sprintf("constraint %d (%s): %s; write a condition over %s in plain numbers", i+1, c.Title, p, metricDescription))
+			}
+		}
+	}
+	return out
 }
 
 // passChain is the pass-through a returning node walks.

@@ -414,3 +414,46 @@ func TestAMalformedAnswerAtEveryStepIsAskedAgain(t *testing.T) {
 		t.Errorf("%d LLM calls recorded, %d served; overdrawn: %v", res.LLMCalls, w.served, bad)
 	}
 }
+
+// A logic constraint whose expression cannot be evaluated (a unit glued to
+// a number, a metric that does not exist) is caught when it is proposed:
+// identify is asked again with the parser's words, and what is still not
+// an expression is judged by the verifier as written. (It failed every
+// verification, so every resolve attempt was paid for and rejected for a
+// typo no attempt could fix.)
+func TestAnUnevaluableExpressionIsAskedAgainWhenProposed(t *testing.T) {
+	for _, fixed := range []bool{true, false} {
+		k := newKernel(t)
+		identifies := 0
+		f := newFake(map[string]any{
+			loop.OpIdentify: func(c *loop.Call) (any, error) {
+				identifies++
+				e1, e2 := "cost_usd <= $0.5", "spend_cents < 50"
+				if identifies > 1 && fixed {
+					e1, e2 = "cost_usd <= 0.5", "cost_usd * 100 < 50"
+				}
+				return m{"constraints": []any{m{"type": "logic", "domain": "cost", "title": "cheap", "expr": e1},
+					m{"type": "logic", "domain": "cost", "title": "cheaper", "expr": e2}},
+					"required_capabilities": []string{"generate_text"}, "rationale": "test"}, nil
+			},
+			loop.OpSelect: m{"selected": []string{"c1", "c2"}, "rationale": "test"},
+			loop.OpVerify: judgeAll(0.9, true),
+		})
+		res := k.run(t, request("Write a haiku about queues"), k.options(f))
+		if res.Outcome != loop.OutcomeAchieved || len(f.called(loop.OpResolve)) != 1 || identifies != 2 {
+			t.Fatalf("fixed %v: outcome %s after %d identify and %d resolve calls; flow:\n%s", fixed, res.Outcome, identifies, len(f.called(loop.OpResolve)), k.flow(t))
+		}
+		again := f.called(loop.OpIdentify)[1]
+		if fb := strings.Join(again.Feedback, "\n"); !strings.Contains(fb, "'$'") || !strings.Contains(fb, "spend_cents") {
+			t.Errorf("fixed %v: identify asked again with %q", fixed, fb)
+		}
+		// Fixed: the kernel evaluates both; not: the verifier judges them as
+		// semantic constraints whose rubric is the expression as written.
+		verify := f.called(loop.OpVerify)[0]
+		kernel := len(verify.Checks) == 2 && verify.Constraints[0].Type == "logic"
+		judged := len(verify.Checks) == 0 && verify.Constraints[0].Type == "semantic" && strings.Contains(string(verify.Constraints[0].Payload), "$0.5")
+		if (fixed && !kernel) || (!fixed && !judged) {
+			t.Errorf("fixed %v: the verifier was shown %+v with checks %+v", fixed, verify.Constraints, verify.Checks)
+		}
+	}
+}
