@@ -509,9 +509,14 @@ func (s *stepCtx) resolve(ctx context.Context) (stepResult, error) {
 	if failure == nil && s.e.cfg.Workspace != "" {
 		for _, f := range ans.Files {
 			if _, ok := base[f.Path]; !ok {
-				if base[f.Path], err = workspace.Hash(s.e.cfg.Workspace, f.Path); err != nil {
-					return stepResult{}, err
+				h, err := workspace.Hash(s.e.cfg.Workspace, f.Path)
+				if err != nil {
+					// A path the workspace refuses (no name, or through a
+					// link out of it) is the answer's fault: an UNSAT attempt.
+					failure = Permanent("invalid_files", err)
+					break
 				}
+				base[f.Path] = h
 			}
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -455,5 +457,45 @@ func TestAnUnevaluableExpressionIsAskedAgainWhenProposed(t *testing.T) {
 		if (fixed && !kernel) || (!fixed && !judged) {
 			t.Errorf("fixed %v: the verifier was shown %+v with checks %+v", fixed, verify.Constraints, verify.Checks)
 		}
+	}
+}
+
+// An answer whose file would land outside the workspace through a symbolic
+// link (or names no file) is an UNSAT attempt saying why, retried; nothing
+// outside changes and the run goes on. (The file was written through the
+// link; a path the workspace refused stopped the run.)
+func TestAnAnswerWritingThroughALinkOutOfTheWorkspaceIsRejected(t *testing.T) {
+	k := newKernel(t)
+	ws := k.workspace(t)
+	outside := filepath.Join(k.dir, "outside")
+	if err := os.MkdirAll(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(ws, "out")); err != nil {
+		t.Fatal(err)
+	}
+	resolves := 0
+	f := newFake(map[string]any{
+		loop.OpResolve: func(c *loop.Call) (any, error) {
+			resolves++
+			path := map[int]string{1: "out/pwned.txt", 2: ""}[resolves]
+			if path == "" && resolves > 2 {
+				path = "ok.txt"
+			}
+			return m{"summary": "files", "files": []any{m{"path": path, "content": "x"}}}, nil
+		},
+		loop.OpVerify: judgeAll(0.9, true),
+	})
+	req := request("Write a file")
+	req.Workspace = ws
+	res := k.run(t, req, k.options(f))
+	if res.Outcome != loop.OutcomeAchieved || resolves != 3 {
+		t.Fatalf("outcome %s after %d resolve calls; flow:\n%s", res.Outcome, resolves, k.flow(t))
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Errorf("%d files written outside the workspace", len(entries))
+	}
+	if fb := f.called(loop.OpResolve)[1].Attempts; len(fb) != 1 || !strings.Contains(fb[0].FailureMode+strings.Join(fb[0].Violations, " "), "symbolic link") {
+		t.Errorf("the retry saw %+v", fb)
 	}
 }

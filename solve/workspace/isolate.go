@@ -102,11 +102,35 @@ func Hash(dir, path string) (string, error) {
 	return hashOf(b), nil
 }
 
-// inside is path under dir, refusing one that leaves it.
+// inside is path under dir, refusing one that leaves it: by its words, or
+// through a symbolic link on the way (a directory linked out of the
+// workspace, or, in an attempt's copy, to the workspace itself). The last
+// element may be a link: a file written there replaces the link.
 func inside(dir, path string) (string, error) {
 	p := filepath.Join(dir, filepath.Clean("/"+path))
 	if path == "" || !strings.HasPrefix(p, filepath.Clean(dir)+string(filepath.Separator)) {
 		return "", fmt.Errorf("file path %q leaves the workspace %s; give a relative path inside it", path, dir)
+	}
+	root, err := filepath.EvalSymlinks(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return p, nil // nothing there yet, so no link to follow
+	}
+	if err != nil {
+		return "", fmt.Errorf("file path %q: %w", path, err)
+	}
+	parent := filepath.Dir(p) // its deepest existing directory
+	for len(parent) > len(filepath.Clean(dir)) {
+		if _, err := os.Lstat(parent); err == nil {
+			break
+		}
+		parent = filepath.Dir(parent)
+	}
+	real, err := filepath.EvalSymlinks(parent)
+	if err != nil {
+		return "", fmt.Errorf("file path %q: %w", path, err)
+	}
+	if real != root && !strings.HasPrefix(real, root+string(filepath.Separator)) {
+		return "", fmt.Errorf("file path %q goes through a symbolic link out of the workspace %s (to %s); give a path inside it", path, dir, real)
 	}
 	return p, nil
 }

@@ -70,3 +70,55 @@ func TestRunKillsTheProcessGroupOnCancel(t *testing.T) {
 		t.Fatal("the command outlived its cancelled context")
 	}
 }
+
+// A path through a symbolic link that points out of the workspace is
+// refused, for writing, deleting and reading alike, and nothing outside
+// changes; a link that stays inside is followed, and a link itself may be
+// replaced by a file (that writes the link's name, not its target).
+func TestAPathThroughALinkOutOfTheWorkspaceIsRefused(t *testing.T) {
+	parent := t.TempDir()
+	dir, outside := filepath.Join(parent, "ws"), filepath.Join(parent, "outside")
+	for _, d := range []string{filepath.Join(dir, "in"), outside} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(outside, "keep.txt"), []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{"abs": outside, "rel": "../outside", "deep/up": "../../outside", "inlink": "in", "file": filepath.Join(outside, "keep.txt")} {
+		p := filepath.Join(dir, link)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{"abs/pwned.txt", "rel/pwned.txt", "deep/up/pwned.txt", "abs/new/dir/pwned.txt", "abs/keep.txt"} {
+		if err := Write(dir, []File{{Path: p, Content: "pwned"}}); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+			t.Errorf("write %s: %v", p, err)
+		}
+		if err := Write(dir, []File{{Path: p, Deleted: true}}); err == nil {
+			t.Errorf("delete %s: no error", p)
+		}
+		if _, err := Hash(dir, p); err == nil {
+			t.Errorf("hash %s: no error", p)
+		}
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 1 {
+		t.Errorf("%d files outside the workspace, want keep.txt only", len(entries))
+	}
+	if data, _ := os.ReadFile(filepath.Join(outside, "keep.txt")); string(data) != "keep" {
+		t.Errorf("keep.txt = %q", data)
+	}
+	if err := Write(dir, []File{{Path: "inlink/ok.txt", Content: "ok"}, {Path: "file", Content: "a file now"}}); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "in", "ok.txt")); err != nil || string(data) != "ok" {
+		t.Errorf("in/ok.txt = %q %v", data, err)
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, "file")); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("file: %v %v", fi, err)
+	}
+}
