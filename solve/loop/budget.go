@@ -69,7 +69,7 @@ func (s *stepCtx) paid(ctx context.Context, r Resolver, resolverID string, c *Ca
 	if cr, ok := r.(Ceiling); ok {
 		upto = cr.Ceiling(ctx, c)
 	}
-	res, err := s.st.Reserve(ctx, store.Hold{Node: s.n.ID, Parent: s.n.Parent, Root: s.e.root, Resolver: resolverID, Op: c.Op, Owner: s.e.owner, Cost: cost, Time: secs, Upto: upto})
+	res, err := s.st.Reserve(ctx, store.Hold{Node: s.n.ID, Parent: s.n.Parent, Root: s.e.root, Resolver: resolverID, Op: c.Op, Owner: s.e.owner, Cost: cost, Time: secs, Upto: upto, Leased: true})
 	var denied *store.DeniedError
 	if errors.As(err, &denied) {
 		return nil, fmt.Errorf("%w: %s %s %v", errDenied, resolverID, c.Op, denied)

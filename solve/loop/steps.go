@@ -67,7 +67,14 @@ func (e *engine) step(ctx context.Context, id string) stepResult {
 
 // commit writes the step's effects in one transaction.
 func (s *stepCtx) commit(ctx context.Context, fn func(tx *store.Tx) error) error {
-	if err := s.st.Write(ctx, fn); err != nil {
+	err := s.st.Write(ctx, func(tx *store.Tx) error {
+		// Fenced: a process that lost the run's lease commits nothing.
+		if err := tx.HoldsLease(ctx, s.e.root, s.e.owner); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+	if err != nil {
 		return err
 	}
 	s.e.crashPoint()

@@ -499,3 +499,60 @@ func TestAnAnswerWritingThroughALinkOutOfTheWorkspaceIsRejected(t *testing.T) {
 		t.Errorf("the retry saw %+v", fb)
 	}
 }
+
+// taker is the fake with one call held until the run's lease has been
+// taken over by another process (a process stopped with Ctrl-Z past its
+// lease's expiry, then resumed elsewhere).
+type taker struct {
+	*fake
+	once  sync.Once
+	taken chan struct{}
+	take  func(root string)
+}
+
+func (t *taker) Resolve(ctx context.Context, c *loop.Call) (*loop.Output, error) {
+	if c.Op == loop.OpResolve {
+		t.once.Do(func() { t.take(c.Node); close(t.taken) })
+	}
+	return t.fake.Resolve(ctx, c)
+}
+
+// A process that lost its run's lease while it was stopped commits
+// nothing more and reserves nothing more once it wakes: every step
+// commit and every reservation checks the lease in its transaction, so
+// two processes never both advance one run. (The loser went on until its
+// next renewal, up to ten seconds of steps and paid calls beside the
+// process that took the run over.)
+func TestAProcessThatLostItsLeaseCommitsAndSpendsNothingMore(t *testing.T) {
+	k := newKernel(t)
+	f := newFake(nil)
+	var reservationsAtTakeover int
+	tk := &taker{fake: f, taken: make(chan struct{})}
+	tk.take = func(root string) {
+		ctx := context.Background()
+		host, _ := os.Hostname()
+		dead := func(int) bool { return false } // expired, or presumed gone
+		if err := k.st.AcquireLease(ctx, root, "other-process", host, 1, time.Minute, dead); err != nil {
+			t.Error(err)
+		}
+		open, _ := k.st.OpenReservations(ctx, root)
+		reservationsAtTakeover = len(open)
+	}
+	o := k.options(f)
+	o.Resolvers[loop.ClaudeCodeID] = tk
+	_, err := loop.Run(context.Background(), k.st, request("Write a haiku about queues"), o)
+	if !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("the process that lost its lease: %v; want ErrLeaseLost", err)
+	}
+	if reservationsAtTakeover != 1 {
+		t.Fatalf("%d reservations open at the takeover, want the resolve call's", reservationsAtTakeover)
+	}
+	// Its call in flight is settled (the money was spent); nothing after it.
+	if n := len(f.calls); n != 4 {
+		t.Errorf("%d calls made; want identify, select, route, resolve and nothing after the takeover", n)
+	}
+	root := f.calls[0].Node
+	if n := k.node(t, root, "Write a haiku about queues"); n.Status != store.StatusResolving || n.AttemptCount != 0 {
+		t.Errorf("the loser committed its step: %s, %d attempts", n.Status, n.AttemptCount)
+	}
+}

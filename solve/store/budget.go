@@ -33,6 +33,9 @@ type Hold struct {
 	// the node itself has left (never from the parent's reserve), so the
 	// call can be capped at what is held. Zero: hold Cost.
 	Upto float64
+	// Leased: Owner must hold Root's lease (a run's call), else the hold
+	// is refused with ErrLeaseLost.
+	Leased bool
 }
 
 // Reservation is a granted hold.
@@ -82,6 +85,11 @@ const (
 func (s *Store) Reserve(ctx context.Context, h Hold) (*Reservation, error) {
 	r := &Reservation{ID: NewID(), Cost: h.Cost, Time: h.Time}
 	err := s.Write(ctx, func(tx *Tx) error {
+		if h.Leased {
+			if err := tx.HoldsLease(ctx, h.Root, h.Owner); err != nil {
+				return err
+			}
+		}
 		ok, err := tx.hold(ctx, h)
 		if err != nil {
 			return err

@@ -90,3 +90,20 @@ func (s *Store) ReleaseLease(ctx context.Context, root, owner string) error {
 	}
 	return nil
 }
+
+// HoldsLease is the fence of a run's writes: in the caller's transaction,
+// ErrLeaseLost unless owner still holds the root's lease. A process that
+// lost it (stopped past its expiry, and another process took the run
+// over) changes nothing more, even before its next renewal notices. The
+// check is an UPDATE that changes nothing, so the lease row stays locked
+// until the transaction ends (a takeover waits for it) in either dialect.
+func (c *Conn) HoldsLease(ctx context.Context, root, owner string) error {
+	res, err := c.exec(ctx, `UPDATE run_leases SET expires_at = expires_at WHERE root_id = ? AND owner = ?`, root, owner)
+	if err != nil {
+		return fmt.Errorf("run %s: check its lease: %w", root, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return errors.Join(fmt.Errorf("run %s: %w", root, ErrLeaseLost), err)
+	}
+	return nil
+}
