@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -153,6 +154,11 @@ func Answer(ctx context.Context, st *store.Store, prefix string, a HireAnswer) (
 	}
 	if r.Status != store.Requested {
 		return "", fmt.Errorf("request %s is already %s", store.Short(r.ID), r.Status)
+	}
+	for _, v := range []float64{a.AddUSD, a.AddSeconds} {
+		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return "", fmt.Errorf("HireAnswer: add $%v and %vs: give positive, finite amounts (a top-up never takes money or time away)", a.AddUSD, a.AddSeconds)
+		}
 	}
 	node, _ := r.Detail["node_id"].(string)
 	set := 0

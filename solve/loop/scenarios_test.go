@@ -3,6 +3,7 @@ package loop_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -184,6 +185,13 @@ func TestOverBudgetHireAnsweredWithBudgetResumes(t *testing.T) {
 	}
 	if _, err := loop.Answer(context.Background(), k.st, reqs[0].ID[:8], loop.HireAnswer{AddUSD: 1, Decline: true}); err == nil {
 		t.Error("two answers at once were accepted")
+	}
+	// A negative or non-finite amount would take money away or make the
+	// budget infinite (the CLI refuses them; so does the library).
+	for _, a := range []loop.HireAnswer{{AddUSD: -5, AddSeconds: 60}, {AddUSD: math.Inf(1)}, {AddUSD: 1, AddSeconds: math.NaN()}, {AddSeconds: -1, AddUSD: 1}} {
+		if _, err := loop.Answer(context.Background(), k.st, reqs[0].ID[:8], a); err == nil || !strings.Contains(err.Error(), "positive, finite") {
+			t.Errorf("answer %+v: %v", a, err)
+		}
 	}
 	msg, err := loop.Answer(context.Background(), k.st, reqs[0].ID[:8], loop.HireAnswer{AddUSD: 1})
 	if err != nil || !strings.Contains(msg, "added $1.00") {
