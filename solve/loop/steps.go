@@ -264,10 +264,12 @@ func (s *stepCtx) selectConstraints(ctx context.Context) (stepResult, error) {
 		return stepResult{}, fmt.Errorf("%s answer: %w", OpSelect, err)
 	}
 	selected := append([]string{}, n.Core...) // the irreducible core is always selected
+	var ignored []string                      // refs that name no eligible constraint: noise, said so
 	for _, ref := range a.Selected {
 		i := slices.IndexFunc(eligible, func(c ConstraintView) bool { return c.Ref == ref })
 		if i < 0 {
-			return s.failed(ctx, Permanent("invalid_format", fmt.Errorf("selected %q is not an eligible constraint (c1..c%d)", ref, len(eligible))), OpSelect)
+			ignored = append(ignored, ref)
+			continue
 		}
 		selected = union(selected, []string{eligible[i].ID})
 	}
@@ -279,11 +281,14 @@ func (s *stepCtx) selectConstraints(ctx context.Context) (stepResult, error) {
 			return err
 		}
 		if err := tx.Log(ctx, 2, n.ID, "constraint selection", map[string]any{"decision": "constraint_selection", "eligible": len(eligible),
-			"selected": selected, "rationale": a.Rationale}); err != nil {
+			"selected": selected, "ignored": ignored, "rationale": a.Rationale}); err != nil {
 			return err
 		}
 		if err := s.move(ctx, tx, store.StatusSelectingCons, store.StatusSelectingResolve); err != nil {
 			return err
+		}
+		if len(ignored) > 0 {
+			return s.flow(ctx, tx, "SELECT_CONSTRAINTS → %d of %d (ignored %s: not eligible constraints, c1..c%d)", len(selected), len(eligible), strings.Join(ignored, ", "), len(eligible))
 		}
 		return s.flow(ctx, tx, "SELECT_CONSTRAINTS → %d of %d", len(selected), len(eligible))
 	})

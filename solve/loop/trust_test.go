@@ -556,3 +556,18 @@ func TestAProcessThatLostItsLeaseCommitsAndSpendsNothingMore(t *testing.T) {
 		t.Errorf("the loser committed its step: %s, %d attempts", n.Status, n.AttemptCount)
 	}
 }
+
+// A selection naming a constraint that is not eligible keeps the ones it
+// names that are, and says what it ignored: one stray ref is no reason to
+// wait for a human. (It sent the node to HIRE as a resolver error.)
+func TestASelectionNamingAnUnknownConstraintIgnoresIt(t *testing.T) {
+	k := newKernel(t)
+	f := newFake(map[string]any{loop.OpSelect: m{"selected": []string{"c1", "c9", "budget"}, "rationale": "test"}})
+	res := k.run(t, request("Write a haiku about queues"), k.options(f))
+	if res.Outcome != loop.OutcomeAchieved {
+		t.Fatalf("outcome %s; flow:\n%s", res.Outcome, k.flow(t))
+	}
+	if flow := k.flow(t); !strings.Contains(flow, "ignored c9, budget") {
+		t.Errorf("the flow does not say what was ignored:\n%s", flow)
+	}
+}
