@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -189,31 +190,68 @@ func (s *stepCtx) couple(ctx context.Context, ca ConsistencyAnswer, leaves []Lea
 		}
 		return p
 	}
+	leafID := map[string]string{}
+	for _, l := range leaves {
+		leafID[l.Ref] = l.ID
+	}
+	// Each conflict is located by the leaves it names that exist (a ref
+	// naming no leaf is ignored, said in the log: it would make the root
+	// the common ancestor, and one stray ref would reopen the whole tree).
+	type located struct {
+		c Conflict
+		u string
+	}
+	var found []located
+	var unknown []string
+	for _, c := range ca.Conflicts {
+		var lca []string
+		known := 0
+		for _, ref := range c.Leaves {
+			id, ok := leafID[ref]
+			if !ok {
+				unknown = append(unknown, ref)
+				continue
+			}
+			p := path(id)
+			if known++; known == 1 {
+				lca = p
+				continue
+			}
+			k := 0
+			for k < len(lca) && k < len(p) && lca[k] == p[k] {
+				k++
+			}
+			lca = lca[:k]
+		}
+		if known == 0 {
+			continue
+		}
+		if len(lca) == 0 {
+			lca = []string{s.e.root}
+		}
+		found = append(found, located{c, lca[len(lca)-1]})
+	}
+	// A node is reopened once, and not when an ancestor of it is (its
+	// subtree is invalidated with the ancestor's): the conflicts inside
+	// are the ancestor's to solve, with their coupling constraints.
+	top := func(u string) string {
+		best := u
+		for id := parent[u]; id != ""; id = parent[id] {
+			if slices.ContainsFunc(found, func(l located) bool { return l.u == id }) {
+				best = id
+			}
+		}
+		return best
+	}
 	return s.commit(ctx, func(tx *store.Tx) error {
-		for _, c := range ca.Conflicts {
-			var lca []string
-			for i, ref := range c.Leaves {
-				var id string
-				for _, l := range leaves {
-					if l.Ref == ref {
-						id = l.ID
-					}
-				}
-				p := path(id)
-				if i == 0 {
-					lca = p
-					continue
-				}
-				k := 0
-				for k < len(lca) && k < len(p) && lca[k] == p[k] {
-					k++
-				}
-				lca = lca[:k]
-			}
-			if len(lca) == 0 {
-				lca = []string{s.e.root}
-			}
-			u := lca[len(lca)-1]
+		if len(found) == 0 {
+			// Nothing located: the check is asked again next round.
+			return tx.Log(ctx, 1, s.e.root, fmt.Sprintf("Node %s: COUPLING conflict(s) name no leaf (%s); nothing reopened, the consistency check is asked again",
+				store.Short(s.e.root), strings.Join(unknown, ", ")), nil)
+		}
+		reopened := map[string]bool{}
+		for _, f := range found {
+			c, u := f.c, top(f.u)
 			var ids []string
 			for _, nc := range c.Coupling {
 				id, err := insertConstraint(ctx, &tx.Conn, nc, "derived", ClaudeCodeID, nil)
@@ -229,13 +267,20 @@ func (s *stepCtx) couple(ctx context.Context, ca ConsistencyAnswer, leaves []Lea
 			if err := tx.SetEligible(ctx, u, union(un.Eligible, ids)); err != nil {
 				return err
 			}
-			if err := invalidateSubtree(ctx, tx, u); err != nil {
-				return err
+			if !reopened[u] {
+				reopened[u] = true
+				if err := invalidateSubtree(ctx, tx, u); err != nil {
+					return err
+				}
+				if err := reopen(ctx, tx, u, store.StatusSelectingCons); err != nil {
+					return err
+				}
 			}
-			if err := reopen(ctx, tx, u, store.StatusSelectingCons); err != nil {
-				return err
+			note := ""
+			if len(unknown) > 0 {
+				note = fmt.Sprintf(" (ignored %s: no such leaf)", strings.Join(unknown, ", "))
 			}
-			if err := tx.Log(ctx, 1, u, fmt.Sprintf("Node %s: COUPLING conflict (%s): %d coupling constraint(s); reopened at the least common ancestor", store.Short(u), c.Reason, len(ids)), nil); err != nil {
+			if err := tx.Log(ctx, 1, u, fmt.Sprintf("Node %s: COUPLING conflict (%s): %d coupling constraint(s); reopened at the least common ancestor%s", store.Short(u), c.Reason, len(ids), note), nil); err != nil {
 				return err
 			}
 			var titles []string

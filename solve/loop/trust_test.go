@@ -571,3 +571,71 @@ func TestASelectionNamingAnUnknownConstraintIgnoresIt(t *testing.T) {
 		t.Errorf("the flow does not say what was ignored:\n%s", flow)
 	}
 }
+
+// A consistency answer's conflicts are located by the leaves they name
+// that exist: a ref naming no leaf is ignored (it made the conflict's
+// least common ancestor the root, so one stray ref reopened and re-paid
+// the whole tree), a conflict listed twice reopens its ancestor once, and
+// a conflict inside another's subtree is covered by it.
+func TestAConflictNamingAnUnknownLeafReopensOnlyWhatItLocates(t *testing.T) {
+	k := newKernel(t)
+	const root, api, a1, a2, ops = "Ship the service", "Write the API", "Write the handlers", "Write the schema", "Write the runbook"
+	round := 0
+	f := newFake(map[string]any{
+		loop.OpVerify + "|" + root:    notLeaf(0.9),
+		loop.OpVerify + "|" + api:     notLeaf(0.9),
+		loop.OpDecompose + "|" + root: children(child("api", api, 1), child("ops", ops, 1)),
+		loop.OpDecompose + "|" + api:  children(child("h", a1, 1), child("s", a2, 1)),
+		loop.OpConsistency: func(c *loop.Call) (any, error) {
+			if round++; round > 1 {
+				return m{"verdict": "SAT", "conflicts": []any{}}, nil
+			}
+			ref := map[string]string{}
+			for _, l := range c.Leaves {
+				ref[l.Summary] = l.Ref
+			}
+			coupling := []any{m{"type": "semantic", "domain": "consistency", "title": "one id type", "rubric": "uuid everywhere"}}
+			pair := []string{ref[a1], ref[a2]}
+			return m{"verdict": "UNSAT", "conflicts": []any{
+				m{"leaves": pair, "coupling_constraints": coupling, "reason": "int vs uuid"},
+				m{"leaves": pair, "coupling_constraints": coupling, "reason": "int vs uuid (again)"},
+				m{"leaves": []string{ref[a1], "l99"}, "coupling_constraints": []any{}, "reason": "a stray ref"},
+				m{"leaves": []string{"l98"}, "coupling_constraints": []any{}, "reason": "nothing known"},
+			}}, nil
+		},
+	})
+	res := k.run(t, request(root), k.options(f))
+	if res.Outcome != loop.OutcomeAchieved || round != 2 {
+		t.Fatalf("outcome %s after %d consistency checks; flow:\n%s", res.Outcome, round, k.flow(t))
+	}
+	flow := k.flow(t)
+	if n := strings.Count(flow, "REOPENED"); n != 1 || strings.Contains(flow, "INVALIDATED (ancestor "+store.Short(res.RootID)) {
+		t.Errorf("%d reopens, want the API node's only; flow:\n%s", n, flow)
+	}
+	if n := len(f.called(loop.OpDecompose)); n != 3 {
+		t.Errorf("%d decompositions; want the root's, the API's and the API's again", n)
+	}
+}
+
+// Conflicts that name no leaf at all reopen nothing: the consistency
+// check is asked again (a round of its own, so it cannot go on forever).
+func TestConflictsNamingNoLeafAskTheCheckAgain(t *testing.T) {
+	k := newKernel(t)
+	const goal = "Ship the feature"
+	round := 0
+	f := newFake(map[string]any{
+		loop.OpVerify + "|" + goal: notLeaf(0.9),
+		loop.OpDecompose:           children(child("a", "Write the code", 1), child("b", "Write the docs", 1)),
+		loop.OpConsistency: func(c *loop.Call) (any, error) {
+			if round++; round > 1 {
+				return m{"verdict": "SAT", "conflicts": []any{}}, nil
+			}
+			return m{"verdict": "UNSAT", "conflicts": []any{m{"leaves": []string{"leaf-1", "x"}, "coupling_constraints": []any{}, "reason": "?"}}}, nil
+		},
+	})
+	res := k.run(t, request(goal), k.options(f))
+	flow := k.flow(t)
+	if res.Outcome != loop.OutcomeAchieved || round != 2 || strings.Contains(flow, "REOPENED") || !strings.Contains(flow, "name no leaf (leaf-1, x)") {
+		t.Fatalf("outcome %s after %d consistency checks; flow:\n%s", res.Outcome, round, flow)
+	}
+}
