@@ -47,7 +47,7 @@ func (s *stepCtx) call(ctx context.Context, resolverID string, c *Call) (*Output
 		// call's reservation does not pay for; each re-ask is reserved.
 		re, perm := isPermanent(err)
 		malformed := perm && re.Mode == "malformed_json"
-		if (perm && !malformed) || try == retries || ctx.Err() != nil || errors.Is(err, errDenied) || errors.Is(err, errOutOfTime) {
+		if (perm && !malformed) || try == retries || ctx.Err() != nil || errors.Is(err, errDenied) || errors.Is(err, errOutOfTime) || errors.Is(err, store.ErrLeaseLost) {
 			return nil, err
 		}
 		if malformed {

@@ -508,11 +508,19 @@ type taker struct {
 	once  sync.Once
 	taken chan struct{}
 	take  func(root string)
+	fail  bool // the call that sees the takeover fails retryably
 }
 
 func (t *taker) Resolve(ctx context.Context, c *loop.Call) (*loop.Output, error) {
 	if c.Op == loop.OpResolve {
-		t.once.Do(func() { t.take(c.Node); close(t.taken) })
+		first := false
+		t.once.Do(func() { t.take(c.Node); close(t.taken); first = true })
+		if first && t.fail {
+			t.fake.mu.Lock()
+			t.fake.calls = append(t.fake.calls, *c)
+			t.fake.mu.Unlock()
+			return nil, &loop.ResolverError{Mode: "llm_unavailable", Err: errors.New("overloaded"), Cost: 0.01}
+		}
 	}
 	return t.fake.Resolve(ctx, c)
 }
@@ -554,6 +562,24 @@ func TestAProcessThatLostItsLeaseCommitsAndSpendsNothingMore(t *testing.T) {
 	root := f.calls[0].Node
 	if n := k.node(t, root, "Write a haiku about queues"); n.Status != store.StatusResolving || n.AttemptCount != 0 {
 		t.Errorf("the loser committed its step: %s, %d attempts", n.Status, n.AttemptCount)
+	}
+
+	// A retry within the step (no commit in between) is not reserved, and
+	// not tried again: the lease is gone.
+	k = newKernel(t)
+	f = newFake(nil)
+	tk = &taker{fake: f, taken: make(chan struct{}), fail: true}
+	tk.take = func(root string) {
+		host, _ := os.Hostname()
+		if err := k.st.AcquireLease(context.Background(), root, "other-process", host, 1, time.Minute, func(int) bool { return false }); err != nil {
+			t.Error(err)
+		}
+	}
+	o = k.options(f)
+	o.Resolvers[loop.ClaudeCodeID] = tk
+	_, err = loop.Run(context.Background(), k.st, request("Write a haiku about queues"), o)
+	if !errors.Is(err, store.ErrLeaseLost) || len(f.called(loop.OpResolve)) != 1 {
+		t.Fatalf("a retry after the takeover: %v after %d resolve calls; want ErrLeaseLost after 1", err, len(f.called(loop.OpResolve)))
 	}
 }
 
