@@ -319,6 +319,7 @@ func (e *engine) extractionDialogue(ctx context.Context, goal string, core []New
 	// The dialogue runs before the root exists, so its call is held to the
 	// run's whole wall-time budget (and pre-checked against its money).
 	dctx, cancel := context.WithTimeout(ctx, time.Duration(e.cfg.TimeSeconds*float64(time.Second)))
+	c.MaxCost = budget // capped like a reserved call, at all the run has
 	out, err := r.Resolve(dctx, c)
 	cancel()
 	if err != nil {

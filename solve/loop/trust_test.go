@@ -665,3 +665,23 @@ func TestConflictsNamingNoLeafAskTheCheckAgain(t *testing.T) {
 		t.Fatalf("outcome %s after %d consistency checks; flow:\n%s", res.Outcome, round, flow)
 	}
 }
+
+// The --interactive extraction dialogue, made before the root exists, is
+// capped at the run's budget like any call at its reservation: an answer
+// using all of max_tokens does not overdraw a tiny budget. (It was only
+// pre-checked against its estimate, then sent uncapped.)
+func TestTheExtractionDialogueNeverCostsMoreThanTheBudget(t *testing.T) {
+	k := newKernel(t)
+	f := newFake(map[string]any{loop.OpSynthesize: m{"candidates": []any{m{"type": "semantic", "domain": "quality", "title": "short"}}, "questions": []string{}}})
+	w := &worstCase{f: f}
+	o := k.options(f)
+	o.Resolvers[loop.ClaudeCodeID] = claudecode.New(&llm.Client{Provider: w})
+	var term strings.Builder
+	o.In, o.Progress = strings.NewReader("y\n"), &term
+	req := request("Write a haiku about queues")
+	req.Model, req.BudgetUSD, req.Interactive = "claude-sonnet-4-5", 0.05, true
+	res := k.run(t, req, o)
+	if bad := k.overdrawn(t, res.RootID); len(bad) > 0 || res.SpentUSD > 0.05+1e-9 || w.served == 0 {
+		t.Fatalf("spent $%.4f of $0.05 in %d answers (%s); overdrawn: %v\n%s", res.SpentUSD, w.served, res.Outcome, bad, term.String())
+	}
+}
