@@ -83,3 +83,44 @@ func TestFailuresAreClassified(t *testing.T) {
 		t.Error("an operation without a prompt was accepted")
 	}
 }
+
+// A call capped at what the loop reserved (Call.MaxCost) is sent with a
+// max_tokens whose worst case fits under it, and no repair turn; a cap
+// that cannot pay for the request's input sends nothing; uncapped, the
+// answer gets its full max_tokens.
+func TestACappedCallFitsItsWorstCaseUnderTheCap(t *testing.T) {
+	const answer = `[{"response": {"content": [{"type": "text", "text": "not json"}]}}, {"response": {"content": [{"type": "text", "text": "{\"summary\": \"ok\"}"}]}}]`
+	call := func(max float64) *loop.Call {
+		return &loop.Call{Op: loop.OpAssemble, Goal: "Ship it", Model: "claude-sonnet-4-5", MaxCost: max}
+	}
+	prices, _ := llm.DefaultPrices.Lookup("claude-sonnet-4-5")
+	c, p := client(t, answer)
+	r := New(c)
+	ceiling := r.Ceiling(context.Background(), call(0))
+	if est, _ := r.Estimate(context.Background(), call(0)); ceiling <= est {
+		t.Fatalf("ceiling $%v not above the estimate $%v", ceiling, est)
+	}
+	_, err := r.Resolve(context.Background(), call(ceiling/4))
+	var re *loop.ResolverError
+	if !errors.As(err, &re) || re.Mode != "malformed_json" || re.LLMCalls != 1 {
+		t.Fatalf("a malformed answer under a cap: %v (want one call, no repair turn)", err)
+	}
+	sent := p.Requests()[0]
+	in := 0
+	for _, b := range sent.System {
+		in += len(b.Text)
+	}
+	for _, b := range sent.Messages[0].Content {
+		in += len(b.Text)
+	}
+	if worst := (float64(in)*prices.Input + float64(sent.MaxTokens)*prices.Output) / 1e6; sent.MaxTokens >= 8000 || worst > ceiling/4 {
+		t.Errorf("max_tokens %d: worst case $%.6f over the cap $%.6f", sent.MaxTokens, worst, ceiling/4)
+	}
+	if _, err := r.Resolve(context.Background(), call(1e-6)); !errors.As(err, &re) || re.Mode != "over_budget" || len(p.Requests()) != 1 {
+		t.Errorf("a cap below the input's price: %v, %d requests", err, len(p.Requests()))
+	}
+	c, p = client(t, answer)
+	if _, err := New(c).Resolve(context.Background(), call(0)); err != nil || p.Requests()[0].MaxTokens != 8000 || len(p.Requests()) != 2 {
+		t.Errorf("uncapped: %v, %d requests", err, len(p.Requests()))
+	}
+}
