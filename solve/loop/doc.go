@@ -11,8 +11,10 @@
 //     up from the parent's reserve, as PRE_CHECK says), and settled after it
 //     with what it actually cost; no interleaving of workers or processes
 //     can overdraw, and a call a killed process made is settled on resume
-//     at what it reserved. An invalidated subtree's unspent money returns to
-//     the reopened ancestor.
+//     at what it reserved. A call is capped at its reservation
+//     (Call.MaxCost; the hold grows towards a resolver's Ceiling from the
+//     node's own remainder), so not even one answer overshoots. An
+//     invalidated subtree's unspent money returns to the reopened ancestor.
 //   - Time: every call runs under a deadline equal to the node's remaining
 //     wall time (commands killed, LLM requests cancelled there).
 //   - Verification: every selected constraint gets a check — a command, an
@@ -20,7 +22,8 @@
 //     verdict (asked again when skipped, failing when still unjudged).
 //   - Isolation: each attempt works in its own copy of the workspace; only
 //     a SAT leaf's files are merged, refusing files changed since.
-//   - One process per run (a lease in the store).
+//   - One process per run (a lease in the store), fenced: every step
+//     commit and reservation checks the lease in its transaction.
 //
 // Each step's other effects are committed in one transaction, so a killed
 // run resumes without repeating or losing a recorded call.
