@@ -17,8 +17,11 @@
 // the node's row checks and holds the remaining budget, topping it up from
 // the parent's the same way) and settled (Settle, SettleOpen for a
 // stopped process's calls); transfers between nodes (Delegate, Cover,
-// ReturnUnspent) are conditional too. Leases (lease.go) keep one process
-// per run.
+// ReturnUnspent) are conditional too. A hold may grow from the estimate
+// towards a ceiling (Hold.Upto) with what the node itself has left, so a
+// call can be capped at what is held. Leases (lease.go) keep one process
+// per run; HoldsLease fences a run's writes (a process that lost the
+// lease commits nothing).
 //
 // Typed rows: Node, Attempt, Constraint, Artifact, LedgerEntry/Balance,
 // LogRow, Resolver, CapabilityRequest, the knowledge graph's Pattern,
