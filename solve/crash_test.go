@@ -229,3 +229,100 @@ func latestRoot(t *testing.T, dir string) string {
 	_ = db.QueryRow("SELECT id FROM nodes WHERE parent_id IS NULL ORDER BY rowid DESC LIMIT 1").Scan(&root)
 	return root
 }
+
+// kill -9 at random moments (a timer, not a crash point: in a call, in a
+// transaction, in a check), over fresh runs until 15 kills were made,
+// resuming each run until it ends. After every kill the invariants hold
+// and every call the fake served has its reservation: settled as it cost,
+// or at what it held (never less than it cost), or still open for the
+// resume to settle; no ledger spend lacks a served call but those settled
+// at their hold. After each run's last resume the goal is achieved and no
+// reservation is open.
+func TestRunKilledAtRandomMomentsKeepsEveryServedCall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs of the binary killed at random")
+	}
+	rng := rand.New(rand.NewPCG(14, 9))
+	kills := 0
+	for run := 1; kills < 15; run++ {
+		if run > 20 {
+			t.Fatalf("only %d kills in 20 runs", kills)
+		}
+		kills += killAtRandom(t, rng, 15-kills)
+	}
+}
+
+// killAtRandom runs the stats goal in a fresh directory, killing it up to
+// most times at random moments and resuming, and returns the kills made.
+func killAtRandom(t *testing.T, rng *rand.Rand, most int) int {
+	t.Helper()
+	dir := t.TempDir()
+	ws := workspace(t, dir, "example.com/stats")
+	api := newFakeAPI(t, 25, statsSteps()...)
+	check := func(when string) (open int) {
+		db := openDB(t, dir)
+		var spends, atHoldN int
+		var spent, held, atHold float64
+		if err := db.QueryRow(`SELECT COUNT(*), COALESCE(SUM(amount), 0) FROM budget_ledger WHERE event_type = 'spend' AND resolver_id = 'claude-code-0'`).Scan(&spends, &spent); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.QueryRow(`SELECT COUNT(*), COALESCE(SUM(amount), 0) FROM budget_reservations WHERE status = 'open' AND resolver_id = 'claude-code-0'`).Scan(&open, &held); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.QueryRow(`SELECT COUNT(*), COALESCE(SUM(l.amount), 0) FROM budget_ledger l JOIN logs g ON g.node_id = l.node_id
+			AND g.detail->>'reservation_id' = l.reservation_id AND g.detail->>'settled_at_reservation' = 'true' WHERE l.resolver_id = 'claude-code-0'`).Scan(&atHoldN, &atHold); err != nil {
+			t.Fatal(err)
+		}
+		calls, cost := api.served(t)
+		if calls > spends+open || spends-atHoldN > calls || spent+held < cost-1e-9 {
+			t.Fatalf("%s: the fake served %d calls ($%.9f); the ledger has %d spends ($%.9f, %d of them settled at their hold), %d reservations open ($%.9f)",
+				when, calls, cost, spends, spent, atHoldN, open, held)
+		}
+		t.Logf("%s: %d calls served, %d spends (%d at their hold), %d open", when, calls, spends, atHoldN, open)
+		return open
+	}
+	kills := 0
+	for {
+		args := []string{"resume"}
+		if latestRoot(t, dir) == "" {
+			args = []string{"run", statsGoal, "--workspace", ws, "--budget", "5", "--time", "30m"}
+		}
+		cmd := api.command(dir, args...)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		var err error
+		if kills < most {
+			select {
+			case err = <-done:
+			case <-time.After(time.Duration(20+rng.IntN(1200)) * time.Millisecond):
+				_ = cmd.Process.Signal(syscall.SIGKILL)
+				<-done
+				kills++
+				if root := latestRoot(t, dir); root != "" {
+					invariants(t, dir, root)
+					check(fmt.Sprintf("after kill %d", kills))
+				}
+				continue
+			}
+		} else {
+			err = <-done
+		}
+		if err != nil {
+			t.Fatalf("%v after %d kills: %v\n%s", args, kills, err, out.String())
+		}
+		if !strings.Contains(out.String(), "achieved") {
+			t.Fatalf("the final process did not achieve the goal:\n%s", out.String())
+		}
+		break
+	}
+	invariants(t, dir, latestRoot(t, dir))
+	if open := check("after the last resume"); open != 0 {
+		t.Errorf("%d reservations open after a completed run", open)
+	}
+	return kills
+}
