@@ -420,6 +420,8 @@ func TestNonsenseFlagsAreRefused(t *testing.T) {
 		{[]string{"--workers", "-3"}, "--workers -3: give at least 1"},
 		{[]string{"--tmax", "-1"}, "--tmax -1: give at least 1 attempt"},
 		{[]string{"--tmax", "0"}, "--tmax 0: give at least 1 attempt"},
+		{[]string{"--budget", "1e309"}, `"1e309" for "--budget" flag`},
+		{[]string{"--time", "-1s"}, "--time -1s: give a positive duration"},
 	} {
 		r := runSolve(t, dir, append([]string{"run", "Name the queue", "--provider", "script", "--script", "none.json"}, tc.args...)...)
 		if r.code != cli.ExitUsage || !strings.Contains(r.stderr, tc.want) || strings.Contains(r.stderr, "panic") {
@@ -434,5 +436,14 @@ func TestNonsenseFlagsAreRefused(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "kernel.db")); err == nil {
 		t.Error("a refused command created kernel.db")
+	}
+	// A model no price covers runs, said loudly: its calls cost $0 in the
+	// ledger, so --budget cannot hold them.
+	if err := os.WriteFile(filepath.Join(dir, "empty.json"), []byte(`{"responses": []}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runSolve(t, dir, "run", "Name the queue", "--provider", "script", "--script", "empty.json", "--model", "claude-future-9")
+	if !strings.Contains(r.stderr, `warning: model "claude-future-9" has no price (give one with --prices FILE)`) {
+		t.Errorf("an unpriced model: exit %d, stderr %q", r.code, r.stderr)
 	}
 }

@@ -508,6 +508,15 @@ on the command line.`,
 				return err
 			}
 			req.Model = model
+			prices := llm.DefaultPrices
+			if opts.Client != nil && opts.Client.Prices != nil {
+				prices = opts.Client.Prices
+			}
+			if _, ok := prices.Lookup(model); !ok {
+				// Nothing prices its calls: the ledger records them at $0
+				// and no reservation can hold the budget against them.
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: model %q has no price (give one with --prices FILE): its calls are recorded at $0, and --budget cannot limit them\n", model)
+			}
 			return withKernel(cmd.Context(), db, false, func(k *solve.Kernel) error {
 				r, err := k.Run(cmd.Context(), req, opts)
 				if errors.Is(err, loop.ErrEmptyCore) {
