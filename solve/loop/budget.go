@@ -21,6 +21,10 @@ import (
 var (
 	errDenied    = errors.New("budget pre_check DENIED")
 	errOutOfTime = errors.New("the node's wall time ran out")
+	// errUnsettled is a paid call whose settlement failed: never tried
+	// again (that would pay twice); the run stops, and resume settles the
+	// reservation at its hold.
+	errUnsettled = errors.New("the call was made but its cost could not be recorded")
 )
 
 // retries is how many times a retryable resolver error is tried in all.
@@ -47,7 +51,7 @@ func (s *stepCtx) call(ctx context.Context, resolverID string, c *Call) (*Output
 		// call's reservation does not pay for; each re-ask is reserved.
 		re, perm := isPermanent(err)
 		malformed := perm && re.Mode == "malformed_json"
-		if (perm && !malformed) || try == retries || ctx.Err() != nil || errors.Is(err, errDenied) || errors.Is(err, errOutOfTime) || errors.Is(err, store.ErrLeaseLost) {
+		if (perm && !malformed) || try == retries || ctx.Err() != nil || errors.Is(err, errDenied) || errors.Is(err, errOutOfTime) || errors.Is(err, store.ErrLeaseLost) || errors.Is(err, errUnsettled) {
 			return nil, err
 		}
 		if malformed {
@@ -122,8 +126,12 @@ func (s *stepCtx) paid(ctx context.Context, r Resolver, resolverID string, c *Ca
 	// Settled even when the run is being stopped: the money was spent.
 	if _, serr := s.st.Settle(context.WithoutCancel(ctx), store.Settlement{Reservation: res.ID, Cost: spent, Time: took, LogSummary: resolverID + " " + c.Op, LogDetail: detail}); serr != nil {
 		// Unsettled, the reservation stays open and the next resume settles
-		// it at the amount held: the spend is not lost.
-		return nil, errors.Join(err, serr)
+		// it at the amount held: the spend is not lost. The call's own error
+		// is quoted, not wrapped: whatever it was, the run stops here.
+		if err != nil {
+			return nil, fmt.Errorf("%w (%s %s): %w; the call itself: %v", errUnsettled, resolverID, c.Op, serr, err)
+		}
+		return nil, fmt.Errorf("%w (%s %s): %w", errUnsettled, resolverID, c.Op, serr)
 	}
 	s.spentCost += spent
 	s.spentTime += took

@@ -2,6 +2,7 @@ package loop_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -683,5 +684,41 @@ func TestTheExtractionDialogueNeverCostsMoreThanTheBudget(t *testing.T) {
 	res := k.run(t, req, o)
 	if bad := k.overdrawn(t, res.RootID); len(bad) > 0 || res.SpentUSD > 0.05+1e-9 || w.served == 0 {
 		t.Fatalf("spent $%.4f of $0.05 in %d answers (%s); overdrawn: %v\n%s", res.SpentUSD, w.served, res.Outcome, bad, term.String())
+	}
+}
+
+// unsettling is the fake with the store failing to settle its first
+// resolve call (its reservation row is made unfindable while the call
+// runs: a database error at the worst moment).
+type unsettling struct {
+	*fake
+	once sync.Once
+	db   *sql.DB
+	t    *testing.T
+}
+
+func (u *unsettling) Resolve(ctx context.Context, c *loop.Call) (*loop.Output, error) {
+	if c.Op == loop.OpResolve {
+		u.once.Do(func() {
+			if _, err := u.db.Exec(`UPDATE budget_reservations SET id = id || '-lost' WHERE status = 'open'`); err != nil {
+				u.t.Error(err)
+			}
+		})
+	}
+	return u.fake.Resolve(ctx, c)
+}
+
+// A paid call whose settlement fails is not made again: the run stops
+// with its reservation open (resume settles it at its hold), rather than
+// retrying, which paid for the same call twice.
+func TestACallThatCouldNotBeSettledIsNotMadeAgain(t *testing.T) {
+	k := newKernel(t)
+	f := newFake(nil)
+	u := &unsettling{fake: f, db: k.db(t), t: t}
+	o := k.options(f)
+	o.Resolvers[loop.ClaudeCodeID] = u
+	_, err := loop.Run(context.Background(), k.st, request("Write a haiku about queues"), o)
+	if err == nil || len(f.called(loop.OpResolve)) != 1 {
+		t.Fatalf("run: %v after %d resolve calls; want it stopped after 1", err, len(f.called(loop.OpResolve)))
 	}
 }
