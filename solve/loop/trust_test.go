@@ -462,42 +462,49 @@ func TestAnUnevaluableExpressionIsAskedAgainWhenProposed(t *testing.T) {
 }
 
 // An answer whose file would land outside the workspace through a symbolic
-// link (or names no file) is an UNSAT attempt saying why, retried; nothing
-// outside changes and the run goes on. (The file was written through the
-// link; a path the workspace refused stopped the run.)
+// link (or names no file, or names a directory) is an UNSAT attempt saying
+// why, retried; nothing outside changes and the run goes on. (The file was
+// written through the link; a path the workspace refused stopped the run.)
 func TestAnAnswerWritingThroughALinkOutOfTheWorkspaceIsRejected(t *testing.T) {
-	k := newKernel(t)
-	ws := k.workspace(t)
-	outside := filepath.Join(k.dir, "outside")
-	if err := os.MkdirAll(outside, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(outside, filepath.Join(ws, "out")); err != nil {
-		t.Fatal(err)
-	}
-	resolves := 0
-	f := newFake(map[string]any{
-		loop.OpResolve: func(c *loop.Call) (any, error) {
-			resolves++
-			path := map[int]string{1: "out/pwned.txt", 2: ""}[resolves]
-			if path == "" && resolves > 2 {
-				path = "ok.txt"
+	for _, bad := range []m{{"path": "out/pwned.txt", "content": "x"}, {"path": "", "content": "x"},
+		{"path": "sub", "content": "over a directory"}, {"path": "sub", "deleted": true}} {
+		k := newKernel(t)
+		ws := k.workspace(t)
+		outside := filepath.Join(k.dir, "outside")
+		for _, d := range []string{outside, filepath.Join(ws, "sub", "deep")} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
 			}
-			return m{"summary": "files", "files": []any{m{"path": path, "content": "x"}}}, nil
-		},
-		loop.OpVerify: judgeAll(0.9, true),
-	})
-	req := request("Write a file")
-	req.Workspace = ws
-	res := k.run(t, req, k.options(f))
-	if res.Outcome != loop.OutcomeAchieved || resolves != 3 {
-		t.Fatalf("outcome %s after %d resolve calls; flow:\n%s", res.Outcome, resolves, k.flow(t))
-	}
-	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
-		t.Errorf("%d files written outside the workspace", len(entries))
-	}
-	if fb := f.called(loop.OpResolve)[1].Attempts; len(fb) != 1 || !strings.Contains(fb[0].FailureMode+strings.Join(fb[0].Violations, " "), "symbolic link") {
-		t.Errorf("the retry saw %+v", fb)
+		}
+		if err := os.Symlink(outside, filepath.Join(ws, "out")); err != nil {
+			t.Fatal(err)
+		}
+		resolves := 0
+		f := newFake(map[string]any{
+			loop.OpResolve: func(c *loop.Call) (any, error) {
+				file := m{"path": "ok.txt", "content": "x"}
+				if resolves++; resolves == 1 {
+					file = bad
+				}
+				return m{"summary": "files", "files": []any{file}}, nil
+			},
+			loop.OpVerify: judgeAll(0.9, true),
+		})
+		req := request("Write a file")
+		req.Workspace = ws
+		res := k.run(t, req, k.options(f))
+		if res.Outcome != loop.OutcomeAchieved || resolves != 2 {
+			t.Fatalf("%v: outcome %s after %d resolve calls; flow:\n%s", bad, res.Outcome, resolves, k.flow(t))
+		}
+		if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+			t.Errorf("%v: %d files written outside the workspace", bad, len(entries))
+		}
+		if fi, err := os.Stat(filepath.Join(ws, "sub", "deep")); err != nil || !fi.IsDir() {
+			t.Errorf("%v: the directory went: %v", bad, err)
+		}
+		if fb := f.called(loop.OpResolve)[1].Attempts; len(fb) != 1 || !strings.Contains(fb[0].FailureMode, "invalid_files") {
+			t.Errorf("%v: the retry saw %+v", bad, fb)
+		}
 	}
 }
 

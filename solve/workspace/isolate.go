@@ -92,6 +92,9 @@ func Hash(dir, path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+		return "", fmt.Errorf("file path %q is a directory in %s; give a file's path", path, dir)
+	}
 	b, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
