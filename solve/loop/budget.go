@@ -41,6 +41,14 @@ func (s *stepCtx) call(ctx context.Context, resolverID string, c *Call) (*Output
 		c.Workspace = s.e.cfg.Workspace
 	}
 	cost, secs := r.Estimate(ctx, c)
+	// An estimate below zero or not a number holds nothing (a negative
+	// hold would add to what the node has left).
+	if !(cost >= 0) {
+		cost = 0
+	}
+	if !(secs >= 0) {
+		secs = 0
+	}
 	for try := 1; ; try++ {
 		out, err := s.paid(ctx, r, resolverID, c, cost, secs)
 		if err == nil {
@@ -107,6 +115,10 @@ func (s *stepCtx) paid(ctx context.Context, r Resolver, resolverID string, c *Ca
 	if interrupted {
 		spent = math.Max(spent, res.Cost)
 	}
+	reported := spent
+	if !(spent >= 0) || math.IsInf(spent, 1) {
+		spent = res.Cost // a cost below zero or not a number: the most it was allowed
+	}
 	if timedOut {
 		took = math.Min(took, res.TimeLeft)
 	}
@@ -119,6 +131,9 @@ func (s *stepCtx) paid(ctx context.Context, r Resolver, resolverID string, c *Ca
 	}
 	if err != nil {
 		detail["error"] = err.Error()
+	}
+	if reported != spent {
+		detail["reported_cost"] = fmt.Sprint(reported)
 	}
 	if timedOut {
 		detail["deadline_seconds"] = res.TimeLeft

@@ -729,3 +729,25 @@ func TestACallThatCouldNotBeSettledIsNotMadeAgain(t *testing.T) {
 		t.Fatalf("run: %v after %d resolve calls; want it stopped after 1", err, len(f.called(loop.OpResolve)))
 	}
 }
+
+// A resolver reporting a negative or not-a-number cost, or estimating one,
+// never creates money: estimates below zero hold nothing, and a call's
+// cost below zero (or NaN) is recorded at what was held for it.
+func TestANegativeOrNaNCostCreatesNoMoney(t *testing.T) {
+	for _, v := range []float64{-1, math.NaN(), math.Inf(-1)} {
+		k := newKernel(t)
+		f := newFake(nil)
+		f.costOf = func(*loop.Call) float64 { return v }
+		f.estOf = func(*loop.Call) float64 { return v }
+		req := request("Write a haiku about queues")
+		req.BudgetUSD = 0.05
+		res := k.run(t, req, k.options(f))
+		db := k.db(t)
+		if n := count(t, db, `SELECT COUNT(*) FROM budget_ledger WHERE amount < 0 OR amount IS NULL OR amount != amount`); n != 0 || res.SpentUSD < 0 || math.IsNaN(res.SpentUSD) {
+			t.Errorf("cost %v: %d ledger rows below zero or not a number; spent $%v", v, n, res.SpentUSD)
+		}
+		if n := count(t, db, `SELECT COUNT(*) FROM nodes WHERE budget_reserved < 0 OR budget_spent < 0 OR budget_reserved IS NULL OR budget_spent IS NULL`); n != 0 {
+			t.Errorf("cost %v: %d nodes with a negative or missing spend or hold", v, n)
+		}
+	}
+}
