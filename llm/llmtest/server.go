@@ -204,9 +204,12 @@ func (r responder) json(status int, v any) {
 	}
 	r.w.Header().Set("Content-Type", "application/json")
 	r.w.Header().Set("request-id", r.requestID)
+	// Kept before it is written: a client that has the answer (and a test
+	// that then compares its own records with this server's) must find
+	// it recorded, with no window between the two.
+	r.keep(status, data)
 	r.w.WriteHeader(status)
 	_, _ = r.w.Write(data) // the client under test hung up: it sees that on its side
-	r.keep(status, data)
 }
 
 func (r responder) error(status int, typ, message string, retryAfter float64) {
