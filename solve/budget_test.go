@@ -1,8 +1,6 @@
 package solve_test
 
 import (
-	"database/sql"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -31,54 +29,51 @@ func clampSteps() []step {
 // the ledger and `solve resume` completes the run without repeating any
 // recorded resolver call.
 func TestOverBudgetHiresAndAddedBudgetLetsResumeComplete(t *testing.T) {
-	dir := t.TempDir()
-	ws := workspace(t, dir, "example.com/mathx")
-	sc := writeScript(t, dir, clampSteps()...)
-	r := runSolve(t, dir, "run", clampGoal, "--provider", "script", "--script", sc, "--workspace", ws, "--budget", "0.05", "--time", "30m")
-	if r.code != cli.ExitWaiting || !strings.Contains(r.stdout, ": waiting_for_human") || !strings.Contains(r.stderr, "HIRE (over_budget)") {
-		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
-	}
-	root := rootOf(t, r.stdout)
-	t.Logf("run:\n%s%s", r.stderr, r.stdout)
-	invariants(t, dir, root)
-	h := runSolve(t, dir, "hire")
-	if !strings.Contains(h.stdout, "Need:   budget (digital, over_budget)") || !strings.Contains(h.stdout, "budget pre_check DENIED") {
-		t.Fatalf("hire listing:\n%s%s", h.stdout, h.stderr)
-	}
-	id := strings.Fields(strings.TrimPrefix(h.stdout, "request "))[0]
-	if a := runSolve(t, dir, "hire", id, "--add-budget", "1"); a.code != 0 || !strings.Contains(a.stdout, "added $1.00") {
-		t.Fatalf("add budget: %s%s", a.stdout, a.stderr)
-	}
-	db, err := sql.Open("sqlite", filepath.Join(dir, "kernel.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	before := count(t, db, "SELECT COUNT(*) FROM logs WHERE tier = 3")
-	res := runSolve(t, dir, "resume", root, "--provider", "script", "--script", sc)
-	if res.code != 0 || !strings.Contains(res.stdout, ": achieved") {
-		t.Fatalf("resume: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
-	}
-	t.Logf("resume:\n%s%s", res.stderr, res.stdout)
-	invariants(t, dir, root)
-	if n := count(t, db, "SELECT COUNT(*) FROM budget_ledger WHERE event_type = 'allocate' AND description = 'HIRE: budget added by a human' AND amount = 1"); n != 1 {
-		t.Errorf("%d HIRE allocations of $1 in the ledger, want 1", n)
-	}
-	// Every recorded call happened once: the scripted answers are each
-	// used once across both processes (the run would fail otherwise), and
-	// the resumed process made only the calls that were left.
-	after := count(t, db, "SELECT COUNT(*) FROM logs WHERE tier = 3")
-	if after <= before || count(t, db, "SELECT COUNT(*) FROM logs WHERE tier = 3 AND summary = 'claude-code-0 identify_constraints'") != 1 {
-		t.Errorf("resolver calls: %d before resume, %d after; identify must be called once", before, after)
-	}
-	if n := count(t, db, "SELECT COUNT(*) FROM capability_requests WHERE status = 'requested'"); n != 0 {
-		t.Errorf("%d requests still open", n)
-	}
-	// The human's top-up is part of the run's allowance (before: only
-	// --budget was counted, "spent $0.06 of $0.05").
-	if st := runSolve(t, dir, "status", root); !strings.Contains(st.stdout, " of $1.05 · LLM calls") {
-		t.Errorf("status does not count the top-up in the allowance:\n%s", st.stdout)
-	}
+	eachStore(t, func(t *testing.T, dir string) {
+		ws := workspace(t, dir, "example.com/mathx")
+		sc := writeScript(t, dir, clampSteps()...)
+		r := runSolve(t, dir, "run", clampGoal, "--provider", "script", "--script", sc, "--workspace", ws, "--budget", "0.05", "--time", "30m")
+		if r.code != cli.ExitWaiting || !strings.Contains(r.stdout, ": waiting_for_human") || !strings.Contains(r.stderr, "HIRE (over_budget)") {
+			t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+		}
+		root := rootOf(t, r.stdout)
+		t.Logf("run:\n%s%s", r.stderr, r.stdout)
+		invariants(t, dir, root)
+		h := runSolve(t, dir, "hire")
+		if !strings.Contains(h.stdout, "Need:   budget (digital, over_budget)") || !strings.Contains(h.stdout, "budget pre_check DENIED") {
+			t.Fatalf("hire listing:\n%s%s", h.stdout, h.stderr)
+		}
+		id := strings.Fields(strings.TrimPrefix(h.stdout, "request "))[0]
+		if a := runSolve(t, dir, "hire", id, "--add-budget", "1"); a.code != 0 || !strings.Contains(a.stdout, "added $1.00") {
+			t.Fatalf("add budget: %s%s", a.stdout, a.stderr)
+		}
+		db := openDB(t, dir)
+		before := count(t, db, "SELECT COUNT(*) FROM logs WHERE tier = 3")
+		res := runSolve(t, dir, "resume", root, "--provider", "script", "--script", sc)
+		if res.code != 0 || !strings.Contains(res.stdout, ": achieved") {
+			t.Fatalf("resume: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
+		}
+		t.Logf("resume:\n%s%s", res.stderr, res.stdout)
+		invariants(t, dir, root)
+		if n := count(t, db, "SELECT COUNT(*) FROM budget_ledger WHERE event_type = 'allocate' AND description = 'HIRE: budget added by a human' AND amount = 1"); n != 1 {
+			t.Errorf("%d HIRE allocations of $1 in the ledger, want 1", n)
+		}
+		// Every recorded call happened once: the scripted answers are each
+		// used once across both processes (the run would fail otherwise), and
+		// the resumed process made only the calls that were left.
+		after := count(t, db, "SELECT COUNT(*) FROM logs WHERE tier = 3")
+		if after <= before || count(t, db, "SELECT COUNT(*) FROM logs WHERE tier = 3 AND summary = 'claude-code-0 identify_constraints'") != 1 {
+			t.Errorf("resolver calls: %d before resume, %d after; identify must be called once", before, after)
+		}
+		if n := count(t, db, "SELECT COUNT(*) FROM capability_requests WHERE status = 'requested'"); n != 0 {
+			t.Errorf("%d requests still open", n)
+		}
+		// The human's top-up is part of the run's allowance (before: only
+		// --budget was counted, "spent $0.06 of $0.05").
+		if st := runSolve(t, dir, "status", root); !strings.Contains(st.stdout, " of $1.05 · LLM calls") {
+			t.Errorf("status does not count the top-up in the allowance:\n%s", st.stdout)
+		}
+	})
 }
 
 // A software goal's over-budget HIRE, declined, ends the node as
@@ -109,11 +104,7 @@ func TestDeclinedSoftwareHireIsNotAskedTwice(t *testing.T) {
 		t.Fatalf("second run asked again or did not end infeasible:\n%s\n%s", r2.stdout, r2.stderr)
 	}
 	invariants(t, dir, rootOf(t, r2.stdout))
-	db, err := sql.Open("sqlite", filepath.Join(dir, "kernel.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openDB(t, dir)
 	if n := count(t, db, "SELECT COUNT(*) FROM capability_requests"); n != 1 {
 		t.Errorf("%d capability requests, want the one declined", n)
 	}

@@ -1,7 +1,6 @@
 package solve_test
 
 import (
-	"database/sql"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -147,11 +146,7 @@ func TestTmaxExhaustedBuildsATestedToolThatASimilarGoalReusesWithFewerCalls(t *t
 			t.Errorf("first run lacks %q:\n%s", want, a.stderr)
 		}
 	}
-	db, err := sql.Open("sqlite", filepath.Join(dir, "kernel.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openDB(t, dir)
 	// Registered once, after the second build attempt's go test passed.
 	if n := count(t, db, "SELECT COUNT(*) FROM resolvers WHERE built_by = 'system'"); n != 1 {
 		t.Errorf("%d built resolvers, want 1", n)

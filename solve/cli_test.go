@@ -3,7 +3,6 @@ package solve_test
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"github.com/llmkernels/kernels/internal/pgtest"
 	"github.com/llmkernels/kernels/solve"
 	"github.com/llmkernels/kernels/solve/planning"
 )
@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "go build ../cmd/solve: %v\n%s", err, out)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := pgtest.Run(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -64,8 +64,7 @@ func runSolve(t *testing.T, dir string, args ...string) result {
 // runStdin runs the binary in dir with stdin piped from the string.
 func runStdin(t *testing.T, dir, stdin string, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(solveBin, args...)
-	cmd.Dir = dir
+	cmd := solveCommand(dir, args...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -128,23 +127,13 @@ func task(p *planning.Plan, id string) planning.Task {
 	return planning.Task{}
 }
 
-func count(t *testing.T, db *sql.DB, query string, args ...any) int {
+func count(t *testing.T, db *testDB, query string, args ...any) int {
 	t.Helper()
 	var n int
 	if err := db.QueryRow(query, args...).Scan(&n); err != nil {
 		t.Fatalf("%s: %v", query, err)
 	}
 	return n
-}
-
-func openDB(t *testing.T, dir string) *sql.DB {
-	t.Helper()
-	db, err := sql.Open("sqlite", filepath.Join(dir, "kernel.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
 }
 
 func TestSWEAgentExampleFlagsCostUNSATAndRepairsItToSAT(t *testing.T) {

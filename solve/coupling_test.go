@@ -1,8 +1,6 @@
 package solve_test
 
 import (
-	"database/sql"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -70,11 +68,7 @@ func TestCouplingConflictReopensTheLeastCommonAncestor(t *testing.T) {
 	}
 	root := rootOf(t, r.stdout)
 	invariants(t, dir, root)
-	db, err := sql.Open("sqlite", filepath.Join(dir, "kernel.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openDB(t, dir)
 	if n := count(t, db, "SELECT COUNT(*) FROM logs WHERE node_id = ? AND summary LIKE '%COUPLING conflict%'", root); n != 1 {
 		t.Errorf("%d coupling rounds logged on the root, want 1", n)
 	}

@@ -2,13 +2,11 @@ package solve_test
 
 import (
 	"bytes"
-	"database/sql"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -23,11 +21,7 @@ import (
 // paid again; ledgerMatches checks that each is in the ledger.)
 func finalState(t *testing.T, dir string) string {
 	t.Helper()
-	db, err := sql.Open("sqlite", filepath.Join(dir, "kernel.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openDB(t, dir)
 	var lines []string
 	rows, err := db.Query(`SELECT goal_summary, status, attempt_count, COALESCE(sigma_v, -1), COALESCE(sigma_path, -1) FROM nodes WHERE invalidated_at IS NULL`)
 	if err != nil {
@@ -46,7 +40,7 @@ func finalState(t *testing.T, dir string) string {
 	// run_config holds the workspace path; the assembly manifest and tool
 	// plans hold (random) ids: they are compared by their metadata
 	// instead; a code output's metadata names the files it found.
-	rows, err = db.Query(`SELECT type, CASE WHEN type IN ('run_config', 'assembly', 'tool_plan') THEN metadata ELSE sha256 END FROM artifacts`)
+	rows, err = db.Query(`SELECT type, CASE WHEN type IN ('run_config', 'assembly', 'tool_plan') THEN CAST(metadata AS TEXT) ELSE sha256 END FROM artifacts`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +82,7 @@ func ledgerMatches(t *testing.T, dir string, api *fakeAPI, when string) {
 		t.Fatal(err)
 	}
 	// (A kernel.db without reservations, from an earlier solve, has none open.)
-	if count(t, db, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'budget_reservations'") == 1 {
+	if db.pg || count(t, db, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'budget_reservations'") == 1 {
 		if err := db.QueryRow(`SELECT COUNT(*) FROM budget_reservations WHERE status = 'open'`).Scan(&open); err != nil {
 			t.Fatal(err)
 		}
@@ -110,56 +104,57 @@ func ledgerMatches(t *testing.T, dir string, api *fakeAPI, when string) {
 // (no paid call is lost, none counted twice), and the final tree is the
 // uninterrupted run's.
 func TestRunKilledAtTwentyRandomPointsResumesToTheUninterruptedResult(t *testing.T) {
-	ref := t.TempDir()
-	ws := workspace(t, ref, "example.com/stats")
-	refAPI := newFakeAPI(t, 1, statsSteps()...)
-	r := refAPI.run(t, ref, "run", statsGoal, "--workspace", ws, "--budget", "5", "--time", "30m")
-	if r.code != 0 {
-		t.Fatalf("uninterrupted run: exit %d\n%s", r.code, r.stderr)
-	}
-	want := finalState(t, ref)
-	ledgerMatches(t, ref, refAPI, "uninterrupted")
+	eachStore(t, func(t *testing.T, dir string) {
+		ref := likeDir(t, dir)
+		ws := workspace(t, ref, "example.com/stats")
+		refAPI := newFakeAPI(t, 1, statsSteps()...)
+		r := refAPI.run(t, ref, "run", statsGoal, "--workspace", ws, "--budget", "5", "--time", "30m")
+		if r.code != 0 {
+			t.Fatalf("uninterrupted run: exit %d\n%s", r.code, r.stderr)
+		}
+		want := finalState(t, ref)
+		ledgerMatches(t, ref, refAPI, "uninterrupted")
 
-	dir := t.TempDir()
-	ws = workspace(t, dir, "example.com/stats")
-	api := newFakeAPI(t, 25, statsSteps()...)
-	rng := rand.New(rand.NewPCG(7, 7))
-	kills, first := 0, true
-	for {
-		args := []string{"resume"}
-		if first {
-			args = []string{"run", statsGoal, "--workspace", ws, "--budget", "5", "--time", "30m"}
-		}
-		cmd := api.command(dir, args...)
-		if kills < 20 {
-			cmd.Env = append(cmd.Env, fmt.Sprintf("SOLVE_CRASH_AFTER=%d", 1+rng.IntN(3)))
-		}
-		out, err := cmd.CombinedOutput()
-		if ee, ok := err.(*exec.ExitError); ok && ee.Sys().(syscall.WaitStatus).Signaled() {
-			kills++
-			first = false
-			if root := latestRoot(t, dir); root != "" {
-				invariants(t, dir, root)
-				ledgerMatches(t, dir, api, fmt.Sprintf("after kill %d", kills))
+		ws = workspace(t, dir, "example.com/stats")
+		api := newFakeAPI(t, 25, statsSteps()...)
+		rng := rand.New(rand.NewPCG(7, 7))
+		kills, first := 0, true
+		for {
+			args := []string{"resume"}
+			if first {
+				args = []string{"run", statsGoal, "--workspace", ws, "--budget", "5", "--time", "30m"}
 			}
-			continue
+			cmd := api.command(dir, args...)
+			if kills < 20 {
+				cmd.Env = append(cmd.Env, fmt.Sprintf("SOLVE_CRASH_AFTER=%d", 1+rng.IntN(3)))
+			}
+			out, err := cmd.CombinedOutput()
+			if ee, ok := err.(*exec.ExitError); ok && ee.Sys().(syscall.WaitStatus).Signaled() {
+				kills++
+				first = false
+				if root := latestRoot(t, dir); root != "" {
+					invariants(t, dir, root)
+					ledgerMatches(t, dir, api, fmt.Sprintf("after kill %d", kills))
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%v: %v\n%s", args, err, out)
+			}
+			if !strings.Contains(string(out), "achieved") {
+				t.Fatalf("final process did not achieve the goal:\n%s", out)
+			}
+			break
 		}
-		if err != nil {
-			t.Fatalf("%v: %v\n%s", args, err, out)
+		if kills != 20 {
+			t.Fatalf("killed %d times, want 20", kills)
 		}
-		if !strings.Contains(string(out), "achieved") {
-			t.Fatalf("final process did not achieve the goal:\n%s", out)
+		invariants(t, dir, latestRoot(t, dir))
+		ledgerMatches(t, dir, api, "after the last resume")
+		if got := finalState(t, dir); got != want {
+			t.Errorf("after 20 kills the final state differs from the uninterrupted run:\n--- want\n%s\n--- got\n%s", want, got)
 		}
-		break
-	}
-	if kills != 20 {
-		t.Fatalf("killed %d times, want 20", kills)
-	}
-	invariants(t, dir, latestRoot(t, dir))
-	ledgerMatches(t, dir, api, "after the last resume")
-	if got := finalState(t, dir); got != want {
-		t.Errorf("after 20 kills the final state differs from the uninterrupted run:\n--- want\n%s\n--- got\n%s", want, got)
-	}
+	})
 }
 
 // kill -9 while a call is in flight (the fake holds the request): the
@@ -167,65 +162,62 @@ func TestRunKilledAtTwentyRandomPointsResumesToTheUninterruptedResult(t *testing
 // reserved, labelled as such, before it goes on; the ledger then holds
 // every served call plus that one at its reservation, never less.
 func TestKillDuringACallLeavesAReservationThatResumeSettles(t *testing.T) {
-	dir := t.TempDir()
-	ws := workspace(t, dir, "example.com/stats")
-	api := newFakeAPI(t, 2, statsSteps()...)
-	// Under the lock: the fake's handler reads it from another goroutine, and
-	// the subprocess between them is no synchronisation the race detector sees.
-	api.mu.Lock()
-	api.hold = func(body []byte) bool {
-		return bytes.Contains(body, []byte("Operation: resolve · attempt 1\\nGoal: Add Mean("))
-	}
-	api.mu.Unlock()
-	cmd := api.command(dir, "run", statsGoal, "--workspace", ws, "--budget", "5", "--time", "30m")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-api.held:
-	case <-time.After(60 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatal("the Mean resolve call never reached the fake")
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-	api.mu.Lock()
-	api.hold = nil
-	api.mu.Unlock()
-	db := openDB(t, dir)
-	var held float64
-	if err := db.QueryRow(`SELECT amount FROM budget_reservations WHERE status = 'open' AND operation = 'resolve'`).Scan(&held); err != nil || held <= 0 {
-		t.Fatalf("after kill -9 during the call: open reservation $%v, %v", held, err)
-	}
-	invariants(t, dir, latestRoot(t, dir))
-	r := api.run(t, dir, "resume")
-	if r.code != 0 || !strings.Contains(r.stdout, "achieved") || !strings.Contains(r.stderr, "SETTLED claude-code-0 resolve at its reservation") {
-		t.Fatalf("resume: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
-	}
-	invariants(t, dir, latestRoot(t, dir))
-	calls, cost := api.served(t)
-	var spends int
-	var spent, atHold float64
-	if err := db.QueryRow(`SELECT COUNT(*), SUM(amount) FROM budget_ledger WHERE event_type = 'spend' AND resolver_id = 'claude-code-0'`).Scan(&spends, &spent); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.QueryRow(`SELECT settled_amount FROM budget_reservations WHERE amount = ? AND operation = 'resolve' AND settled_amount = amount`, held).Scan(&atHold); err != nil {
-		t.Fatalf("the held call's reservation was not settled at its amount: %v", err)
-	}
-	if spends != calls+1 || math.Abs(spent-(cost+atHold)) > 1e-9 {
-		t.Errorf("ledger: %d spends, $%.9f; the fake served %d calls, $%.9f, plus the one in flight settled at $%.9f", spends, spent, calls, cost, atHold)
-	}
+	eachStore(t, func(t *testing.T, dir string) {
+		ws := workspace(t, dir, "example.com/stats")
+		api := newFakeAPI(t, 2, statsSteps()...)
+		// Under the lock: the fake's handler reads it from another goroutine, and
+		// the subprocess between them is no synchronisation the race detector sees.
+		api.mu.Lock()
+		api.hold = func(body []byte) bool {
+			return bytes.Contains(body, []byte("Operation: resolve · attempt 1\\nGoal: Add Mean("))
+		}
+		api.mu.Unlock()
+		cmd := api.command(dir, "run", statsGoal, "--workspace", ws, "--budget", "5", "--time", "30m")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-api.held:
+		case <-time.After(60 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Fatal("the Mean resolve call never reached the fake")
+		}
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Wait()
+		api.mu.Lock()
+		api.hold = nil
+		api.mu.Unlock()
+		db := openDB(t, dir)
+		var held float64
+		if err := db.QueryRow(`SELECT amount FROM budget_reservations WHERE status = 'open' AND operation = 'resolve'`).Scan(&held); err != nil || held <= 0 {
+			t.Fatalf("after kill -9 during the call: open reservation $%v, %v", held, err)
+		}
+		invariants(t, dir, latestRoot(t, dir))
+		r := api.run(t, dir, "resume")
+		if r.code != 0 || !strings.Contains(r.stdout, "achieved") || !strings.Contains(r.stderr, "SETTLED claude-code-0 resolve at its reservation") {
+			t.Fatalf("resume: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+		}
+		invariants(t, dir, latestRoot(t, dir))
+		calls, cost := api.served(t)
+		var spends int
+		var spent, atHold float64
+		if err := db.QueryRow(`SELECT COUNT(*), SUM(amount) FROM budget_ledger WHERE event_type = 'spend' AND resolver_id = 'claude-code-0'`).Scan(&spends, &spent); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.QueryRow(`SELECT settled_amount FROM budget_reservations WHERE amount = ? AND operation = 'resolve' AND settled_amount = amount`, held).Scan(&atHold); err != nil {
+			t.Fatalf("the held call's reservation was not settled at its amount: %v", err)
+		}
+		if spends != calls+1 || math.Abs(spent-(cost+atHold)) > 1e-9 {
+			t.Errorf("ledger: %d spends, $%.9f; the fake served %d calls, $%.9f, plus the one in flight settled at $%.9f", spends, spent, calls, cost, atHold)
+		}
+	})
 }
 
 func latestRoot(t *testing.T, dir string) string {
 	t.Helper()
-	db, err := sql.Open("sqlite", filepath.Join(dir, "kernel.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openDB(t, dir)
 	var root string
 	_ = db.QueryRow("SELECT id FROM nodes WHERE parent_id IS NULL ORDER BY rowid DESC LIMIT 1").Scan(&root)
 	return root

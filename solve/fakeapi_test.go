@@ -134,8 +134,7 @@ func (f *fakeAPI) args() []string {
 
 // command is the binary on args in dir, with a test API key.
 func (f *fakeAPI) command(dir string, args ...string) *exec.Cmd {
-	cmd := exec.Command(solveBin, append(args, f.args()...)...)
-	cmd.Dir = dir
+	cmd := solveCommand(dir, append(args, f.args()...)...)
 	cmd.Env = append(cmd.Environ(), "ANTHROPIC_API_KEY=sk-ant-test-fake-0123456789")
 	return cmd
 }
@@ -213,8 +212,7 @@ type background struct {
 // runBackground starts the binary on args in dir; stop kills it.
 func runBackground(t *testing.T, dir string, args ...string) *background {
 	t.Helper()
-	cmd := exec.Command(solveBin, args...)
-	cmd.Dir = dir
+	cmd := solveCommand(dir, args...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

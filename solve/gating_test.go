@@ -1,8 +1,6 @@
 package solve_test
 
 import (
-	"database/sql"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -64,58 +62,55 @@ func gatingSteps() []step {
 // backtracks to the weakest ancestor, invalidates its subtree (rows,
 // attempts and logs kept) and re-resolves it with the gating quoted.
 func TestGatingBacktracksToWeakestAncestorAndKeepsInvalidatedHistory(t *testing.T) {
-	dir := t.TempDir()
-	sc := writeScript(t, dir, gatingSteps()...)
-	r := runSolve(t, dir, "run", runbookGoal, "--provider", "script", "--script", sc, "--budget", "5", "--time", "1h")
-	if r.code != 0 || !strings.Contains(r.stdout, ": achieved") {
-		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
-	}
-	root := rootOf(t, r.stdout)
-	invariants(t, dir, root)
-	if !strings.Contains(r.stderr, "GATED: sigma_path 0.38 < tau_global 0.50; backtrack to weakest ancestor") || !strings.Contains(r.stderr, "(sigma_v 0.70)") {
-		t.Errorf("no gating to the cutover node (sigma_v 0.70):\n%s", r.stderr)
-	}
-	db, err := sql.Open("sqlite", filepath.Join(dir, "kernel.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	// The dual-write node is kept, invalidated, with its attempt and logs.
-	var status string
-	var invalidated bool
-	var attempts, logs int
-	if err := db.QueryRow(`SELECT status, invalidated_at IS NOT NULL, (SELECT COUNT(*) FROM resolution_attempts WHERE node_id = n.id),
-		(SELECT COUNT(*) FROM logs WHERE node_id = n.id) FROM nodes n WHERE goal_summary = 'Dual-write phase'`).Scan(&status, &invalidated, &attempts, &logs); err != nil {
-		t.Fatal(err)
-	}
-	if status != "pending" || !invalidated || attempts != 1 || logs == 0 {
-		t.Errorf("invalidated child: status %s, invalidated %v, %d attempts, %d logs; want pending, invalidated, its attempt and logs kept", status, invalidated, attempts, logs)
-	}
-	// The final live tree: the root decomposed into two resolved leaves;
-	// the cutover was resolved on its second attempt, told why.
-	rows, err := db.Query("SELECT goal_summary, status, attempt_count FROM nodes WHERE invalidated_at IS NULL ORDER BY rowid")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tree []string
-	for rows.Next() {
-		var g, s string
-		var a int
-		if err := rows.Scan(&g, &s, &a); err != nil {
+	eachStore(t, func(t *testing.T, dir string) {
+		sc := writeScript(t, dir, gatingSteps()...)
+		r := runSolve(t, dir, "run", runbookGoal, "--provider", "script", "--script", sc, "--budget", "5", "--time", "1h")
+		if r.code != 0 || !strings.Contains(r.stdout, ": achieved") {
+			t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+		}
+		root := rootOf(t, r.stdout)
+		invariants(t, dir, root)
+		if !strings.Contains(r.stderr, "GATED: sigma_path 0.38 < tau_global 0.50; backtrack to weakest ancestor") || !strings.Contains(r.stderr, "(sigma_v 0.70)") {
+			t.Errorf("no gating to the cutover node (sigma_v 0.70):\n%s", r.stderr)
+		}
+		db := openDB(t, dir)
+		// The dual-write node is kept, invalidated, with its attempt and logs.
+		var status string
+		var invalidated bool
+		var attempts, logs int
+		if err := db.QueryRow(`SELECT status, invalidated_at IS NOT NULL, (SELECT COUNT(*) FROM resolution_attempts WHERE node_id = n.id),
+			(SELECT COUNT(*) FROM logs WHERE node_id = n.id) FROM nodes n WHERE goal_summary = 'Dual-write phase'`).Scan(&status, &invalidated, &attempts, &logs); err != nil {
 			t.Fatal(err)
 		}
-		tree = append(tree, g+" "+s+" "+string(rune('0'+a)))
-	}
-	rows.Close()
-	want := []string{runbookGoal + " pending 1", "Cutover procedure resolved 2", "Rollback procedure resolved 1"}
-	if strings.Join(tree, "\n") != strings.Join(want, "\n") {
-		t.Errorf("live tree:\n%s\nwant:\n%s", strings.Join(tree, "\n"), strings.Join(want, "\n"))
-	}
-	var fb string
-	if err := db.QueryRow(`SELECT a.feedback FROM resolution_attempts a JOIN nodes n ON n.id = a.node_id WHERE n.goal_summary = 'Cutover procedure' AND a.attempt_index = 2`).Scan(&fb); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(fb, "confidence gating") {
-		t.Errorf("the cutover's retry was not told about the gating: %s", fb)
-	}
+		if status != "pending" || !invalidated || attempts != 1 || logs == 0 {
+			t.Errorf("invalidated child: status %s, invalidated %v, %d attempts, %d logs; want pending, invalidated, its attempt and logs kept", status, invalidated, attempts, logs)
+		}
+		// The final live tree: the root decomposed into two resolved leaves;
+		// the cutover was resolved on its second attempt, told why.
+		rows, err := db.Query("SELECT goal_summary, status, attempt_count FROM nodes WHERE invalidated_at IS NULL ORDER BY rowid")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tree []string
+		for rows.Next() {
+			var g, s string
+			var a int
+			if err := rows.Scan(&g, &s, &a); err != nil {
+				t.Fatal(err)
+			}
+			tree = append(tree, g+" "+s+" "+string(rune('0'+a)))
+		}
+		rows.Close()
+		want := []string{runbookGoal + " pending 1", "Cutover procedure resolved 2", "Rollback procedure resolved 1"}
+		if strings.Join(tree, "\n") != strings.Join(want, "\n") {
+			t.Errorf("live tree:\n%s\nwant:\n%s", strings.Join(tree, "\n"), strings.Join(want, "\n"))
+		}
+		var fb string
+		if err := db.QueryRow(`SELECT a.feedback FROM resolution_attempts a JOIN nodes n ON n.id = a.node_id WHERE n.goal_summary = 'Cutover procedure' AND a.attempt_index = 2`).Scan(&fb); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(fb, "confidence gating") {
+			t.Errorf("the cutover's retry was not told about the gating: %s", fb)
+		}
+	})
 }

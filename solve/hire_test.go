@@ -1,8 +1,6 @@
 package solve_test
 
 import (
-	"database/sql"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -29,43 +27,40 @@ func pcbSteps() []step {
 // HIRE with a well-formed request; declining it makes the node infeasible
 // and the same request is never asked again, in this run or the next.
 func TestNonSoftwareGoalBottomsOutAtHireAndADeclineIsNotAskedTwice(t *testing.T) {
-	dir := t.TempDir()
-	sc := writeScript(t, dir, pcbSteps()...)
-	r := runSolve(t, dir, "run", pcbGoal, "--provider", "script", "--script", sc, "--budget", "5", "--time", "1h")
-	if r.code != cli.ExitWaiting || !strings.Contains(r.stdout, "waiting_for_human") {
-		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
-	}
-	root := rootOf(t, r.stdout)
-	invariants(t, dir, root)
-	h := runSolve(t, dir, "hire")
-	for _, want := range []string{"Need:   thermal_measurement (physical", "Failed because: verifying the thermal constraint", "Budget remaining:", "Similar past resolutions:", "Tried:"} {
-		if !strings.Contains(h.stdout, want) {
-			t.Errorf("hire listing lacks %q:\n%s", want, h.stdout)
+	eachStore(t, func(t *testing.T, dir string) {
+		sc := writeScript(t, dir, pcbSteps()...)
+		r := runSolve(t, dir, "run", pcbGoal, "--provider", "script", "--script", sc, "--budget", "5", "--time", "1h")
+		if r.code != cli.ExitWaiting || !strings.Contains(r.stdout, "waiting_for_human") {
+			t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 		}
-	}
-	id := strings.Fields(strings.TrimPrefix(h.stdout, "request "))[0]
-	if d := runSolve(t, dir, "hire", id, "--decline", "--reason", "no thermal rig"); d.code != 0 {
-		t.Fatalf("decline: %s%s", d.stdout, d.stderr)
-	}
-	res := runSolve(t, dir, "resume", root, "--provider", "script", "--script", sc)
-	if res.code != cli.ExitInfeasible || !strings.Contains(res.stdout, ": infeasible") || !strings.Contains(res.stderr, "was declined before; not asking again") {
-		t.Fatalf("resume after decline:\n%s\n%s", res.stdout, res.stderr)
-	}
-	invariants(t, dir, root)
-	// A second run of the same goal meets the same gap: no new request.
-	r2 := runSolve(t, dir, "run", pcbGoal, "--provider", "script", "--script", sc, "--budget", "5", "--time", "1h")
-	if r2.code != cli.ExitInfeasible || !strings.Contains(r2.stdout, ": infeasible") {
-		t.Fatalf("second run:\n%s\n%s", r2.stdout, r2.stderr)
-	}
-	db, err := sql.Open("sqlite", filepath.Join(dir, "kernel.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if n := count(t, db, "SELECT COUNT(*) FROM capability_requests"); n != 1 {
-		t.Errorf("%d capability requests, want the one declined", n)
-	}
-	if n := count(t, db, "SELECT COUNT(*) FROM nodes WHERE status = 'infeasible'"); n != 2 {
-		t.Errorf("%d infeasible nodes, want 2 (one per run)", n)
-	}
+		root := rootOf(t, r.stdout)
+		invariants(t, dir, root)
+		h := runSolve(t, dir, "hire")
+		for _, want := range []string{"Need:   thermal_measurement (physical", "Failed because: verifying the thermal constraint", "Budget remaining:", "Similar past resolutions:", "Tried:"} {
+			if !strings.Contains(h.stdout, want) {
+				t.Errorf("hire listing lacks %q:\n%s", want, h.stdout)
+			}
+		}
+		id := strings.Fields(strings.TrimPrefix(h.stdout, "request "))[0]
+		if d := runSolve(t, dir, "hire", id, "--decline", "--reason", "no thermal rig"); d.code != 0 {
+			t.Fatalf("decline: %s%s", d.stdout, d.stderr)
+		}
+		res := runSolve(t, dir, "resume", root, "--provider", "script", "--script", sc)
+		if res.code != cli.ExitInfeasible || !strings.Contains(res.stdout, ": infeasible") || !strings.Contains(res.stderr, "was declined before; not asking again") {
+			t.Fatalf("resume after decline:\n%s\n%s", res.stdout, res.stderr)
+		}
+		invariants(t, dir, root)
+		// A second run of the same goal meets the same gap: no new request.
+		r2 := runSolve(t, dir, "run", pcbGoal, "--provider", "script", "--script", sc, "--budget", "5", "--time", "1h")
+		if r2.code != cli.ExitInfeasible || !strings.Contains(r2.stdout, ": infeasible") {
+			t.Fatalf("second run:\n%s\n%s", r2.stdout, r2.stderr)
+		}
+		db := openDB(t, dir)
+		if n := count(t, db, "SELECT COUNT(*) FROM capability_requests"); n != 1 {
+			t.Errorf("%d capability requests, want the one declined", n)
+		}
+		if n := count(t, db, "SELECT COUNT(*) FROM nodes WHERE status = 'infeasible'"); n != 2 {
+			t.Errorf("%d infeasible nodes, want 2 (one per run)", n)
+		}
+	})
 }

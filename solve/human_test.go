@@ -1,9 +1,7 @@
 package solve_test
 
 import (
-	"database/sql"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -45,11 +43,7 @@ func TestSuggestionsAreScoredAgainstConstraintsLikeAnyCandidate(t *testing.T) {
 	}
 	root := rootOf(t, r.stdout)
 	invariants(t, dir, root)
-	db, err := sql.Open("sqlite", filepath.Join(dir, "kernel.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openDB(t, dir)
 	rows, err := db.Query(`SELECT a.attempt_index, a.resolver_id, a.verdict, printf('%.2f', a.sigma_v), o.type FROM resolution_attempts a JOIN artifacts o ON o.id = a.output_artifact_id ORDER BY a.attempt_index`)
 	if err != nil {
 		t.Fatal(err)
@@ -100,11 +94,7 @@ func TestInteractiveRunsTheExtractionDialogueAndAsksHireOnTheTerminal(t *testing
 			t.Errorf("terminal lacks %q:\n%s", want, r.stderr)
 		}
 	}
-	db, err := sql.Open("sqlite", filepath.Join(dir, "kernel.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openDB(t, dir)
 	if n := count(t, db, "SELECT COUNT(*) FROM constraints c, nodes n, json_each(n.constraints_core_ids) j WHERE n.id = ? AND j.value = c.id AND c.provenance->>'source' = 'human'", root); n != 1 {
 		t.Errorf("%d human core constraints on the root, want the one kept", n)
 	}

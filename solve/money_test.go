@@ -77,22 +77,24 @@ func eightSteps() []step {
 // worker read the same reserve and took it, and the parent spent far more
 // than it had.)
 func TestEightWorkersNeverOverdrawTheParent(t *testing.T) {
-	for round := range 3 { // the interleavings differ from run to run
-		dir := t.TempDir()
-		sc := writeScriptUsage(t, dir, map[string]int{"input_tokens": 1000, "output_tokens": 200}, eightSteps()...)
-		r := runSolve(t, dir, "run", eightGoal, "--provider", "script", "--script", sc, "--budget", "0.25", "--time", "1h", "--workers", "8")
-		if r.code != cli.ExitWaiting && r.code != 0 {
-			t.Fatalf("round %d: exit %d\n%s\n%s", round, r.code, r.stdout, r.stderr)
+	eachStore(t, func(t *testing.T, base string) {
+		for round := range 3 { // the interleavings differ from run to run
+			dir := likeDir(t, base)
+			sc := writeScriptUsage(t, dir, map[string]int{"input_tokens": 1000, "output_tokens": 200}, eightSteps()...)
+			r := runSolve(t, dir, "run", eightGoal, "--provider", "script", "--script", sc, "--budget", "0.25", "--time", "1h", "--workers", "8")
+			if r.code != cli.ExitWaiting && r.code != 0 {
+				t.Fatalf("round %d: exit %d\n%s\n%s", round, r.code, r.stdout, r.stderr)
+			}
+			invariants(t, dir, rootOf(t, r.stdout))
+			bad, paid := overdrawn(t, dir)
+			if len(bad) > 0 || paid > 0.25+1e-9 {
+				t.Errorf("round %d: paid $%.4f of $0.25; overdrawn:\n%s", round, paid, strings.Join(bad, "\n"))
+			}
+			if !strings.Contains(r.stderr, "reallocated from the parent's reserve") {
+				t.Errorf("round %d: no child drew on the parent's reserve:\n%s", round, r.stderr)
+			}
 		}
-		invariants(t, dir, rootOf(t, r.stdout))
-		bad, paid := overdrawn(t, dir)
-		if len(bad) > 0 || paid > 0.25+1e-9 {
-			t.Errorf("round %d: paid $%.4f of $0.25; overdrawn:\n%s", round, paid, strings.Join(bad, "\n"))
-		}
-		if !strings.Contains(r.stderr, "reallocated from the parent's reserve") {
-			t.Errorf("round %d: no child drew on the parent's reserve:\n%s", round, r.stderr)
-		}
-	}
+	})
 }
 
 const (
@@ -142,31 +144,32 @@ func launchSteps() []step {
 // gating line shows as many digits as the comparison needs (before:
 // "GATED: sigma_path 0.50 < tau_global 0.50").
 func TestBacktrackingReturnsTheInvalidatedSubtreesMoneyToThePlan(t *testing.T) {
-	dir := t.TempDir()
-	sc := writeScript(t, dir, launchSteps()...)
-	r := runSolve(t, dir, "run", launchGoal, "--provider", "script", "--script", sc, "--budget", "5", "--time", "1h")
-	if r.code != 0 || !strings.Contains(r.stderr, "GATED: sigma_path 0.497 < tau_global 0.500") {
-		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
-	}
-	invariants(t, dir, rootOf(t, r.stdout))
-	db := openDB(t, dir)
-	var first, second, returned float64
-	if err := db.QueryRow(`SELECT budget_allocated FROM nodes WHERE goal_summary = 'Press kit' AND invalidated_at IS NOT NULL`).Scan(&first); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.QueryRow(`SELECT budget_allocated FROM nodes WHERE goal_summary = 'Press kit' AND invalidated_at IS NULL`).Scan(&second); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.QueryRow(`SELECT COALESCE(SUM(amount), 0) FROM budget_ledger WHERE event_type = 'refund' AND description LIKE 'returned by invalidated child %'`).Scan(&returned); err != nil {
-		t.Fatal(err)
-	}
-	if second < 0.9*first || returned < 0.9*first {
-		t.Errorf("the first press kit was allocated $%.4f, the second $%.4f; $%.4f returned to the root", first, second, returned)
-	}
-	bad, paid := overdrawn(t, dir)
-	if len(bad) > 0 || paid > 5 {
-		t.Errorf("paid $%.4f; overdrawn: %v", paid, bad)
-	}
+	eachStore(t, func(t *testing.T, dir string) {
+		sc := writeScript(t, dir, launchSteps()...)
+		r := runSolve(t, dir, "run", launchGoal, "--provider", "script", "--script", sc, "--budget", "5", "--time", "1h")
+		if r.code != 0 || !strings.Contains(r.stderr, "GATED: sigma_path 0.497 < tau_global 0.500") {
+			t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+		}
+		invariants(t, dir, rootOf(t, r.stdout))
+		db := openDB(t, dir)
+		var first, second, returned float64
+		if err := db.QueryRow(`SELECT budget_allocated FROM nodes WHERE goal_summary = 'Press kit' AND invalidated_at IS NOT NULL`).Scan(&first); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.QueryRow(`SELECT budget_allocated FROM nodes WHERE goal_summary = 'Press kit' AND invalidated_at IS NULL`).Scan(&second); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.QueryRow(`SELECT COALESCE(SUM(amount), 0) FROM budget_ledger WHERE event_type = 'refund' AND description LIKE 'returned by invalidated child %'`).Scan(&returned); err != nil {
+			t.Fatal(err)
+		}
+		if second < 0.9*first || returned < 0.9*first {
+			t.Errorf("the first press kit was allocated $%.4f, the second $%.4f; $%.4f returned to the root", first, second, returned)
+		}
+		bad, paid := overdrawn(t, dir)
+		if len(bad) > 0 || paid > 5 {
+			t.Errorf("paid $%.4f; overdrawn: %v", paid, bad)
+		}
+	})
 }
 
 // An LLM request is cancelled at the node's deadline (here the fake API

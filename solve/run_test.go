@@ -125,7 +125,7 @@ func workspace(t *testing.T, dir, module string) string {
 
 func invariants(t *testing.T, dir, root string) {
 	t.Helper()
-	k, err := solve.Open(context.Background(), filepath.Join(dir, "kernel.db"))
+	k, err := solve.Open(context.Background(), dbOf(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,29 +151,30 @@ func rootOf(t *testing.T, out string) string {
 }
 
 func TestRunSoftwareGoalDecomposesRetriesWithFeedbackAndPassesGoTest(t *testing.T) {
-	dir := t.TempDir()
-	ws := workspace(t, dir, "example.com/stats")
-	sc := writeScript(t, dir, statsSteps()...)
-	r := runSolve(t, dir, "run", statsGoal, "--provider", "script", "--script", sc, "--workspace", ws, "--budget", "5", "--time", "30m")
-	if r.code != 0 || !strings.Contains(r.stdout, "achieved") {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
-	}
-	t.Logf("run:\n%s%s", r.stderr, r.stdout)
-	root := rootOf(t, r.stdout)
-	invariants(t, dir, root)
-	if !strings.Contains(r.stderr, "RETRY 2/5 with feedback") {
-		t.Errorf("Median's failing test did not lead to a retry with feedback:\n%s", r.stderr)
-	}
-	if !strings.Contains(r.stdout, "LLM calls: 20") {
-		t.Errorf("want 20 LLM calls:\n%s", r.stdout)
-	}
-	data, err := os.ReadFile(filepath.Join(ws, "median.go"))
-	if err != nil || !strings.Contains(string(data), "sort.Float64s") {
-		t.Errorf("the workspace does not hold the fixed Median: %s %v", data, err)
-	}
-	st := runSolve(t, dir, "status", root)
-	t.Logf("status:\n%s", st.stdout)
-	if !strings.Contains(st.stdout, "resolved") || !strings.Contains(st.stdout, "outcome achieved") {
-		t.Errorf("status:\n%s", st.stdout)
-	}
+	eachStore(t, func(t *testing.T, dir string) {
+		ws := workspace(t, dir, "example.com/stats")
+		sc := writeScript(t, dir, statsSteps()...)
+		r := runSolve(t, dir, "run", statsGoal, "--provider", "script", "--script", sc, "--workspace", ws, "--budget", "5", "--time", "30m")
+		if r.code != 0 || !strings.Contains(r.stdout, "achieved") {
+			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+		}
+		t.Logf("run:\n%s%s", r.stderr, r.stdout)
+		root := rootOf(t, r.stdout)
+		invariants(t, dir, root)
+		if !strings.Contains(r.stderr, "RETRY 2/5 with feedback") {
+			t.Errorf("Median's failing test did not lead to a retry with feedback:\n%s", r.stderr)
+		}
+		if !strings.Contains(r.stdout, "LLM calls: 20") {
+			t.Errorf("want 20 LLM calls:\n%s", r.stdout)
+		}
+		data, err := os.ReadFile(filepath.Join(ws, "median.go"))
+		if err != nil || !strings.Contains(string(data), "sort.Float64s") {
+			t.Errorf("the workspace does not hold the fixed Median: %s %v", data, err)
+		}
+		st := runSolve(t, dir, "status", root)
+		t.Logf("status:\n%s", st.stdout)
+		if !strings.Contains(st.stdout, "resolved") || !strings.Contains(st.stdout, "outcome achieved") {
+			t.Errorf("status:\n%s", st.stdout)
+		}
+	})
 }

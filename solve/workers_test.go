@@ -55,27 +55,29 @@ func wideSteps() []step {
 // same state as one worker: tree states and σ, artifact hashes, resolver
 // calls, ledger spends and totals.
 func TestWorkersFourGivesTheSameResultAsOne(t *testing.T) {
-	var states [2]string
-	var spent [2]float64
-	for i, w := range []string{"1", "4"} {
-		dir := t.TempDir()
-		ws := workspace(t, dir, "example.com/textutil")
-		sc := writeScript(t, dir, wideSteps()...)
-		r := runSolve(t, dir, "run", wideGoal, "--provider", "script", "--script", sc, "--workspace", ws, "--budget", "5", "--time", "1h", "--workers", w)
-		if r.code != 0 || !strings.Contains(r.stdout, ": achieved") {
-			t.Fatalf("--workers %s: exit %d\n%s\n%s", w, r.code, r.stdout, r.stderr)
+	eachStore(t, func(t *testing.T, base string) {
+		var states [2]string
+		var spent [2]float64
+		for i, w := range []string{"1", "4"} {
+			dir := likeDir(t, base)
+			ws := workspace(t, dir, "example.com/textutil")
+			sc := writeScript(t, dir, wideSteps()...)
+			r := runSolve(t, dir, "run", wideGoal, "--provider", "script", "--script", sc, "--workspace", ws, "--budget", "5", "--time", "1h", "--workers", w)
+			if r.code != 0 || !strings.Contains(r.stdout, ": achieved") {
+				t.Fatalf("--workers %s: exit %d\n%s\n%s", w, r.code, r.stdout, r.stderr)
+			}
+			invariants(t, dir, rootOf(t, r.stdout))
+			if w == "4" && !strings.Contains(r.stderr, "running 2") {
+				t.Errorf("--workers 4 never ran two nodes at once:\n%s", r.stderr)
+			}
+			calls, cost := paid(t, dir)
+			states[i], spent[i] = finalState(t, dir)+fmt.Sprintf("\nresolver calls %d", calls), cost
 		}
-		invariants(t, dir, rootOf(t, r.stdout))
-		if w == "4" && !strings.Contains(r.stderr, "running 2") {
-			t.Errorf("--workers 4 never ran two nodes at once:\n%s", r.stderr)
+		if states[0] != states[1] {
+			t.Errorf("--workers 4 differs from --workers 1:\n--- 1\n%s\n--- 4\n%s", states[0], states[1])
 		}
-		calls, cost := paid(t, dir)
-		states[i], spent[i] = finalState(t, dir)+fmt.Sprintf("\nresolver calls %d", calls), cost
-	}
-	if states[0] != states[1] {
-		t.Errorf("--workers 4 differs from --workers 1:\n--- 1\n%s\n--- 4\n%s", states[0], states[1])
-	}
-	if math.Abs(spent[0]-spent[1]) > 1e-4 {
-		t.Errorf("spent $%.6f with 1 worker, $%.6f with 4", spent[0], spent[1])
-	}
+		if math.Abs(spent[0]-spent[1]) > 1e-4 {
+			t.Errorf("spent $%.6f with 1 worker, $%.6f with 4", spent[0], spent[1])
+		}
+	})
 }

@@ -97,7 +97,7 @@ given; the project's own tests run it only on scripted answers.`,
 	f := cmd.Flags()
 	f.StringVar(&outDir, "out-dir", "eval", "directory for the plan files (NAME.json, .md, .mmd, .svg)")
 	f.BoolVar(&examples, "examples", true, "plan the spec's three examples too")
-	f.StringVar(&db, "db", "kernel.db", "kernel database (SQLite) where every run is stored")
+	dbFlag(cmd, &db)
 	f.DurationVar(&req.MaxWall, "max-wall", 10*time.Minute, "wall-clock cap for each goal's planning (0 = none)")
 	f.IntVar(&req.Retries, "retries", 2, "re-asks, with the violations quoted, when the kernel rejects an answer")
 	f.IntVar(&req.SurveyCalls, "survey-calls", planning.DefaultSurveyCalls, "most survey requests per goal, re-asks included")

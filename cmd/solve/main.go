@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/llmkernels/kernels/internal/cli"
 	"github.com/llmkernels/kernels/internal/clip"
+	"github.com/llmkernels/kernels/internal/pgdb"
 	"github.com/llmkernels/kernels/internal/provider"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/solve"
@@ -137,7 +139,7 @@ Everything is also stored in kernel.db (--db). Progress lines go to stderr.`,
 				var stopped *planning.StoppedError
 				if errors.As(err, &stopped) {
 					err = fmt.Errorf("planning stopped by --max-wall %s during stage %s (%d LLM calls, $%.4f): %w (root node %s in %s is marked failed; its logs and attempts are kept)",
-						stopped.MaxWall, stopped.Stage, stopped.Calls, stopped.CostUSD, stopped.Err, stopped.Root, db)
+						stopped.MaxWall, stopped.Stage, stopped.Calls, stopped.CostUSD, stopped.Err, stopped.Root, dbName(db))
 				}
 				if err != nil {
 					return errors.Join(err, setAsideEarlierPlan(cmd.ErrOrStderr(), out))
@@ -160,7 +162,7 @@ Everything is also stored in kernel.db (--db). Progress lines go to stderr.`,
 	f.Float64Var(&budget, "budget", 0, "budget cap in USD; becomes the logic constraint total_cost <= BUDGET")
 	f.StringVar(&timeCap, "time", "", "time cap (e.g. 24h, 90m); becomes the logic constraint critical_path_hours <= TIME")
 	f.StringVar(&out, "out", "plan.json", "plan file; the report, Mermaid and SVG files take its base name (.md, .mmd, .svg)")
-	f.StringVar(&db, "db", "kernel.db", "kernel database (SQLite) where nodes, constraints, attempts and logs are stored")
+	dbFlag(cmd, &db)
 	f.DurationVar(&req.MaxWall, "max-wall", 10*time.Minute, "wall-clock cap for the whole planning run (0 = none)")
 	f.IntVar(&req.Retries, "retries", 2, "re-asks, with the violations quoted, when the kernel rejects an answer (0 = none)")
 	f.BoolVar(&req.LogRaw, "log-raw", false, "keep raw prompts and answers in the tier-3 logs (redacted by default)")
@@ -324,8 +326,17 @@ func withKernel(ctx context.Context, db string, readOnly bool, f func(*solve.Ker
 	return f(k)
 }
 
+// dbFlag is every command's --db: a SQLite file or a PostgreSQL URL.
 func dbFlag(cmd *cobra.Command, db *string) {
-	cmd.Flags().StringVar(db, "db", "kernel.db", "kernel database (SQLite); artifact_store/ sits beside it")
+	cmd.Flags().StringVar(db, "db", "kernel.db", "kernel database: a SQLite file (artifact_store/ sits beside it), or a postgres://user@host/dbname URL that keeps everything, artifact contents included, in PostgreSQL (see docs/solve.md)")
+}
+
+// dbName is --db for messages: a PostgreSQL URL without its password.
+func dbName(db string) string {
+	if pgdb.IsURL(db) {
+		return pgdb.Redact(db)
+	}
+	return db
 }
 
 // runOptions builds the process options: the LLM client, the live view,
@@ -946,7 +957,7 @@ func artifactsCommand() *cobra.Command {
 				if a.Sigma != nil {
 					s = fmt.Sprintf("%.2f", *a.Sigma)
 				}
-				fmt.Fprintf(w, "%s  %-14s %-5s σ %-4s %6dB  artifact_store/%s  node %s\n", a.ID, a.Type, a.Format, s, a.Size, a.SHA256[:16], store.Short(a.Node))
+				fmt.Fprintf(w, "%s  %-14s %-5s σ %-4s %6dB  %s/%s  node %s\n", a.ID, a.Type, a.Format, s, a.Size, path.Dir(a.URI), a.SHA256[:16], store.Short(a.Node))
 			}
 			return nil
 		})

@@ -169,7 +169,11 @@ func CheckInvariants(ctx context.Context, st *store.Store, root string) ([]strin
 		return nil, err
 	}
 	for _, a := range arts {
-		if !st.BlobExists(a.SHA256) {
+		ok, err := st.BlobExists(ctx, a.SHA256)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
 			add("artifact %s: content %s missing", a.ID, a.SHA256)
 		}
 	}

@@ -8,21 +8,50 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
 	"github.com/llmkernels/kernels/internal/atomicfile"
 )
 
-// blobs is the content-addressed artifact store beside kernel.db: one
-// file per content, named by its sha256. Artifact rows point at it.
-type blobs struct{ dir string }
+// blobStore keeps artifact contents by their sha256. Artifact rows point
+// at it (uri). SQLite's is the artifact_store/ directory beside kernel.db
+// (fileBlobs); PostgreSQL's is the artifact_blobs table (tableBlobs), so
+// that every process on every machine that reaches the database reaches
+// the contents, and a content is committed with its artifact row.
+type blobStore interface {
+	// put keeps content (c: the transaction of the artifact row) and
+	// returns its sha256.
+	put(ctx context.Context, c *Conn, content []byte) (string, error)
+	// get reads the content named sha, checked against its hash.
+	get(ctx context.Context, c *Conn, sha string) ([]byte, error)
+	exists(ctx context.Context, c *Conn, sha string) (bool, error)
+	// uri is what an artifact row's uri says for the content sha.
+	uri(sha string) string
+}
+
+func hashOf(content []byte) string {
+	sum := sha256.Sum256(content)
+	return hex.EncodeToString(sum[:])
+}
+
+// checked is data, or an error when it does not hash to sha.
+func checked(where, sha string, data []byte) ([]byte, error) {
+	if hashOf(data) != sha {
+		return nil, fmt.Errorf("content %s does not hash to its name; the artifact store is corrupt", where)
+	}
+	return data, nil
+}
+
+// fileBlobs is the content-addressed artifact store beside kernel.db: one
+// file per content, named by its sha256.
+type fileBlobs struct{ dir string }
 
 // put writes content under its sha256 (atomically, so a crash leaves
-// either no file or the whole one) and returns the hash.
-func (b *blobs) put(content []byte) (string, error) {
-	sum := sha256.Sum256(content)
-	h := hex.EncodeToString(sum[:])
+// either no file or the whole one).
+func (b *fileBlobs) put(_ context.Context, _ *Conn, content []byte) (string, error) {
+	h := hashOf(content)
 	final := filepath.Join(b.dir, h)
 	if _, err := os.Stat(final); err == nil {
 		return h, nil
@@ -36,22 +65,57 @@ func (b *blobs) put(content []byte) (string, error) {
 	return h, nil
 }
 
-// get reads the content named sha and checks that it hashes to its name.
-func (b *blobs) get(sha string) ([]byte, error) {
+func (b *fileBlobs) get(_ context.Context, _ *Conn, sha string) ([]byte, error) {
 	data, err := os.ReadFile(filepath.Join(b.dir, sha))
 	if err != nil {
 		return nil, fmt.Errorf("content %s missing from the artifact store: %w", sha, err)
 	}
-	if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != sha {
-		return nil, fmt.Errorf("content artifact_store/%s does not hash to its name; the artifact store is corrupt", sha)
-	}
-	return data, nil
+	return checked(b.uri(sha), sha, data)
 }
 
+func (b *fileBlobs) exists(_ context.Context, _ *Conn, sha string) (bool, error) {
+	_, err := os.Stat(filepath.Join(b.dir, sha))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (b *fileBlobs) uri(sha string) string { return "artifact_store/" + sha }
+
+// tableBlobs keeps contents in PostgreSQL's artifact_blobs table (bytea
+// keyed by sha256), written in the artifact row's transaction.
+type tableBlobs struct{}
+
+func (tableBlobs) put(ctx context.Context, c *Conn, content []byte) (string, error) {
+	h := hashOf(content)
+	if _, err := c.exec(ctx, "INSERT INTO artifact_blobs (sha256, content) VALUES (?, ?) ON CONFLICT (sha256) DO NOTHING", h, content); err != nil {
+		return "", fmt.Errorf("artifact_blobs: store %s: %w", h, err)
+	}
+	return h, nil
+}
+
+func (b tableBlobs) get(ctx context.Context, c *Conn, sha string) ([]byte, error) {
+	var data []byte
+	if err := c.row(ctx, "SELECT content FROM artifact_blobs WHERE sha256 = ?", sha).Scan(&data); err != nil {
+		return nil, fmt.Errorf("content %s missing from artifact_blobs: %w", sha, err)
+	}
+	return checked(b.uri(sha), sha, data)
+}
+
+func (tableBlobs) exists(ctx context.Context, c *Conn, sha string) (bool, error) {
+	var n int
+	if err := c.row(ctx, "SELECT COUNT(*) FROM artifact_blobs WHERE sha256 = ?", sha).Scan(&n); err != nil {
+		return false, fmt.Errorf("artifact_blobs: look up %s: %w", sha, err)
+	}
+	return n > 0, nil
+}
+
+func (tableBlobs) uri(sha string) string { return "artifact_blobs/" + sha }
+
 // BlobExists reports whether the artifact store holds the content named sha.
-func (c *Conn) BlobExists(sha string) bool {
-	_, err := os.Stat(filepath.Join(c.blobs.dir, sha))
-	return err == nil
+func (c *Conn) BlobExists(ctx context.Context, sha string) (bool, error) {
+	return c.blobs.exists(ctx, c, sha)
 }
 
 // NewArtifact is an artifact to register.
@@ -67,7 +131,7 @@ type NewArtifact struct {
 
 // PutArtifact stores the content and inserts the artifacts row.
 func (c *Conn) PutArtifact(ctx context.Context, a NewArtifact) (string, error) {
-	h, err := c.blobs.put(a.Content)
+	h, err := c.blobs.put(ctx, c, a.Content)
 	if err != nil {
 		return "", fmt.Errorf("store %s artifact of node %s: %w", a.Type, Short(a.Node), err)
 	}
@@ -82,7 +146,7 @@ func (c *Conn) PutArtifact(ctx context.Context, a NewArtifact) (string, error) {
 		sigma = *a.Sigma
 	}
 	if _, err := c.exec(ctx, `INSERT INTO artifacts (id, node_id, type, format, uri, sha256, size_bytes, metadata, lineage, sigma, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, a.Node, a.Type, a.Format, "artifact_store/"+h, h, len(a.Content), JSONText(meta), JSONText(lineage), sigma, now()); err != nil {
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, a.Node, a.Type, a.Format, c.blobs.uri(h), h, len(a.Content), JSONText(meta), JSONText(lineage), sigma, now()); err != nil {
 		return "", fmt.Errorf("insert %s artifact of node %s: %w", a.Type, Short(a.Node), err)
 	}
 	return id, nil
@@ -131,7 +195,7 @@ func (c *Conn) Artifact(ctx context.Context, id string) (*Artifact, []byte, erro
 	if err != nil {
 		return nil, nil, err
 	}
-	data, err := c.blobs.get(a.SHA256)
+	data, err := c.blobs.get(ctx, c, a.SHA256)
 	if err != nil {
 		return nil, nil, fmt.Errorf("artifact %s: %w", id, err)
 	}

@@ -27,172 +27,177 @@ func tree(t *testing.T, st *Store) (root, child string) {
 // covers it; otherwise the parent's remainder tops the node up first (the
 // spec's PRE_CHECK); otherwise it is denied and nothing changes.
 func TestReserveHoldsTopsUpOrDenies(t *testing.T) {
-	ctx := context.Background()
-	st := open(t)
-	root, child := tree(t, st)
-	r, err := st.Reserve(ctx, Hold{Node: child, Parent: root, Root: root, Resolver: "r", Op: "op", Owner: "o", Cost: 0.4, Time: 10})
-	if err != nil || r.TopUpCost != 0 || r.TimeLeft != 50 {
-		t.Fatalf("a hold within the node's budget: %+v %v", r, err)
-	}
-	r2, err := st.Reserve(ctx, Hold{Node: child, Parent: root, Root: root, Resolver: "r", Op: "op", Owner: "o", Cost: 0.3, Time: 10})
-	if err != nil || r2.TopUpCost != 0.3 {
-		t.Fatalf("a hold the parent's reserve covers: %+v %v", r2, err)
-	}
-	_, err = st.Reserve(ctx, Hold{Node: child, Parent: root, Root: root, Resolver: "r", Op: "op", Owner: "o", Cost: 0.3, Time: 10})
-	var d *DeniedError
-	if !errors.As(err, &d) || math.Abs(d.RemainingCost-0.1) > 1e-9 || math.Abs(d.ParentCost-0.2) > 1e-9 {
-		t.Fatalf("a hold nothing covers: %v", err)
-	}
-	cb, _ := st.Balance(ctx, child)
-	rb, _ := st.Balance(ctx, root)
-	if math.Abs(cb.Reserved-0.7) > 1e-9 || math.Abs(cb.Allocated-0.8) > 1e-9 || math.Abs(rb.Spent-0.8) > 1e-9 {
-		t.Errorf("child %+v, root %+v", cb, rb)
-	}
-	// Settled: the actual cost is spent, the hold freed, the call logged;
-	// settling twice changes nothing.
-	for i := range 2 {
-		ok, err := st.Settle(ctx, Settlement{Reservation: r.ID, Cost: 0.1, Time: 3, LogSummary: "r op", LogDetail: map[string]any{"llm_calls": 1}})
-		if err != nil || ok != (i == 0) {
-			t.Fatalf("settle %d: %v %v", i, ok, err)
+	eachStore(t, func(t *testing.T, st *Store) {
+		ctx := context.Background()
+		root, child := tree(t, st)
+		r, err := st.Reserve(ctx, Hold{Node: child, Parent: root, Root: root, Resolver: "r", Op: "op", Owner: "o", Cost: 0.4, Time: 10})
+		if err != nil || r.TopUpCost != 0 || r.TimeLeft != 50 {
+			t.Fatalf("a hold within the node's budget: %+v %v", r, err)
 		}
-	}
-	cb, _ = st.Balance(ctx, child)
-	n, _ := st.Node(ctx, child)
-	if math.Abs(cb.Reserved-0.3) > 1e-9 || math.Abs(cb.Spent-0.1) > 1e-9 || math.Abs(n.BudgetReserved-0.3) > 1e-9 || math.Abs(n.BudgetSpent-0.1) > 1e-9 {
-		t.Errorf("after settling: ledger %+v, cache %+v", cb, n)
-	}
-	if logs, _ := st.Logs(ctx, 3, child); len(logs) != 1 {
-		t.Errorf("%d tier-3 rows, want the one call", len(logs))
-	}
+		r2, err := st.Reserve(ctx, Hold{Node: child, Parent: root, Root: root, Resolver: "r", Op: "op", Owner: "o", Cost: 0.3, Time: 10})
+		if err != nil || r2.TopUpCost != 0.3 {
+			t.Fatalf("a hold the parent's reserve covers: %+v %v", r2, err)
+		}
+		_, err = st.Reserve(ctx, Hold{Node: child, Parent: root, Root: root, Resolver: "r", Op: "op", Owner: "o", Cost: 0.3, Time: 10})
+		var d *DeniedError
+		if !errors.As(err, &d) || math.Abs(d.RemainingCost-0.1) > 1e-9 || math.Abs(d.ParentCost-0.2) > 1e-9 {
+			t.Fatalf("a hold nothing covers: %v", err)
+		}
+		cb, _ := st.Balance(ctx, child)
+		rb, _ := st.Balance(ctx, root)
+		if math.Abs(cb.Reserved-0.7) > 1e-9 || math.Abs(cb.Allocated-0.8) > 1e-9 || math.Abs(rb.Spent-0.8) > 1e-9 {
+			t.Errorf("child %+v, root %+v", cb, rb)
+		}
+		// Settled: the actual cost is spent, the hold freed, the call logged;
+		// settling twice changes nothing.
+		for i := range 2 {
+			ok, err := st.Settle(ctx, Settlement{Reservation: r.ID, Cost: 0.1, Time: 3, LogSummary: "r op", LogDetail: map[string]any{"llm_calls": 1}})
+			if err != nil || ok != (i == 0) {
+				t.Fatalf("settle %d: %v %v", i, ok, err)
+			}
+		}
+		cb, _ = st.Balance(ctx, child)
+		n, _ := st.Node(ctx, child)
+		if math.Abs(cb.Reserved-0.3) > 1e-9 || math.Abs(cb.Spent-0.1) > 1e-9 || math.Abs(n.BudgetReserved-0.3) > 1e-9 || math.Abs(n.BudgetSpent-0.1) > 1e-9 {
+			t.Errorf("after settling: ledger %+v, cache %+v", cb, n)
+		}
+		if logs, _ := st.Logs(ctx, 3, child); len(logs) != 1 {
+			t.Errorf("%d tier-3 rows, want the one call", len(logs))
+		}
+	})
 }
 
 // A process that stopped during a call left its reservation open: resume
 // settles it at the amount held, labelled, so the spend is never lost.
 func TestSettleOpenChargesWhatWasHeld(t *testing.T) {
-	ctx := context.Background()
-	st := open(t)
-	root, child := tree(t, st)
-	if _, err := st.Reserve(ctx, Hold{Node: child, Parent: root, Root: root, Resolver: "claude-code-0", Op: "resolve", Owner: "dead", Cost: 0.05, Time: 30}); err != nil {
-		t.Fatal(err)
-	}
-	open, err := st.SettleOpen(ctx, root)
-	if err != nil || len(open) != 1 || open[0].Owner != "dead" {
-		t.Fatalf("settled %+v %v", open, err)
-	}
-	b, _ := st.Balance(ctx, child)
-	tb, _ := st.TreeBudget(ctx, root)
-	if b.Reserved != 0 || math.Abs(b.Spent-0.05) > 1e-9 || math.Abs(tb.SpentUSD-0.05) > 1e-9 || tb.ReservedUSD != 0 || tb.AllowanceUSD != 1 {
-		t.Errorf("child %+v, tree %+v", b, tb)
-	}
-	logs, _ := st.Logs(ctx, 3, child)
-	if len(logs) != 1 || logs[0].Summary != "claude-code-0 resolve (settled at its reservation after a stop)" {
-		t.Errorf("logs %+v", logs)
-	}
-	if again, err := st.SettleOpen(ctx, root); err != nil || len(again) != 0 {
-		t.Errorf("a second resume settled %d more (%v)", len(again), err)
-	}
+	eachStore(t, func(t *testing.T, st *Store) {
+		ctx := context.Background()
+		root, child := tree(t, st)
+		if _, err := st.Reserve(ctx, Hold{Node: child, Parent: root, Root: root, Resolver: "claude-code-0", Op: "resolve", Owner: "dead", Cost: 0.05, Time: 30}); err != nil {
+			t.Fatal(err)
+		}
+		open, err := st.SettleOpen(ctx, root)
+		if err != nil || len(open) != 1 || open[0].Owner != "dead" {
+			t.Fatalf("settled %+v %v", open, err)
+		}
+		b, _ := st.Balance(ctx, child)
+		tb, _ := st.TreeBudget(ctx, root)
+		if b.Reserved != 0 || math.Abs(b.Spent-0.05) > 1e-9 || math.Abs(tb.SpentUSD-0.05) > 1e-9 || tb.ReservedUSD != 0 || tb.AllowanceUSD != 1 {
+			t.Errorf("child %+v, tree %+v", b, tb)
+		}
+		logs, _ := st.Logs(ctx, 3, child)
+		if len(logs) != 1 || logs[0].Summary != "claude-code-0 resolve (settled at its reservation after a stop)" {
+			t.Errorf("logs %+v", logs)
+		}
+		if again, err := st.SettleOpen(ctx, root); err != nil || len(again) != 0 {
+			t.Errorf("a second resume settled %d more (%v)", len(again), err)
+		}
+	})
 }
 
 // What an invalidated subtree has left goes back to the live ancestor,
 // through invalidated parents, and a call settled later in an invalidated
 // node sends its leftover the same way.
 func TestInvalidatedSubtreeReturnsWhatItDidNotSpend(t *testing.T) {
-	ctx := context.Background()
-	st := open(t)
-	root, child := tree(t, st)
-	grand := node(t, st, NewNode{Parent: child, Root: root})
-	if err := st.Write(ctx, func(tx *Tx) error { return tx.Delegate(ctx, child, grand, 0.2, 20, "to grandchild", "from child") }); err != nil {
-		t.Fatal(err)
-	}
-	r, err := st.Reserve(ctx, Hold{Node: grand, Parent: child, Root: root, Resolver: "r", Op: "op", Owner: "o", Cost: 0.1, Time: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Write(ctx, func(tx *Tx) error { _, err := tx.InvalidateSubtree(ctx, root); return err }); err != nil {
-		t.Fatal(err)
-	}
-	rb, _ := st.Balance(ctx, root)
-	if math.Abs(rb.RemainingCost()-0.9) > 1e-9 { // $0.1 is still held by the grandchild's call
-		t.Errorf("root remaining $%v after the invalidation, want $0.9", rb.RemainingCost())
-	}
-	if _, err := st.Settle(ctx, Settlement{Reservation: r.ID, Cost: 0.04, Time: 1}); err != nil {
-		t.Fatal(err)
-	}
-	rb, _ = st.Balance(ctx, root)
-	for _, id := range []string{child, grand} {
-		if b, _ := st.Balance(ctx, id); math.Abs(b.RemainingCost()) > 1e-9 || b.Reserved != 0 {
-			t.Errorf("invalidated node keeps %+v", b)
+	eachStore(t, func(t *testing.T, st *Store) {
+		ctx := context.Background()
+		root, child := tree(t, st)
+		grand := node(t, st, NewNode{Parent: child, Root: root})
+		if err := st.Write(ctx, func(tx *Tx) error { return tx.Delegate(ctx, child, grand, 0.2, 20, "to grandchild", "from child") }); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if math.Abs(rb.RemainingCost()-0.96) > 1e-9 {
-		t.Errorf("root remaining $%v, want all but the $0.04 spent", rb.RemainingCost())
-	}
+		r, err := st.Reserve(ctx, Hold{Node: grand, Parent: child, Root: root, Resolver: "r", Op: "op", Owner: "o", Cost: 0.1, Time: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Write(ctx, func(tx *Tx) error { _, err := tx.InvalidateSubtree(ctx, root); return err }); err != nil {
+			t.Fatal(err)
+		}
+		rb, _ := st.Balance(ctx, root)
+		if math.Abs(rb.RemainingCost()-0.9) > 1e-9 { // $0.1 is still held by the grandchild's call
+			t.Errorf("root remaining $%v after the invalidation, want $0.9", rb.RemainingCost())
+		}
+		if _, err := st.Settle(ctx, Settlement{Reservation: r.ID, Cost: 0.04, Time: 1}); err != nil {
+			t.Fatal(err)
+		}
+		rb, _ = st.Balance(ctx, root)
+		for _, id := range []string{child, grand} {
+			if b, _ := st.Balance(ctx, id); math.Abs(b.RemainingCost()) > 1e-9 || b.Reserved != 0 {
+				t.Errorf("invalidated node keeps %+v", b)
+			}
+		}
+		if math.Abs(rb.RemainingCost()-0.96) > 1e-9 {
+			t.Errorf("root remaining $%v, want all but the $0.04 spent", rb.RemainingCost())
+		}
+	})
 }
 
 // Delegate and Cover never move money a node does not have.
 func TestDelegateAndCoverRefuseWhatIsNotThere(t *testing.T) {
-	ctx := context.Background()
-	st := open(t)
-	root, child := tree(t, st)
-	err := st.Write(ctx, func(tx *Tx) error { return tx.Delegate(ctx, root, child, 0.6, 1, "too much", "too much") })
-	if !errors.Is(err, ErrInsufficient) {
-		t.Errorf("delegating more than the root has: %v", err)
-	}
-	if ok, err := st.Cover(ctx, child, root, 0.6, 1); err != nil || ok {
-		t.Errorf("cover $0.6 (the child has $0.5, the parent must cover it alone and has $0.5): %v %v", ok, err)
-	}
-	if ok, err := st.Cover(ctx, child, root, 0.4, 1); err != nil || !ok {
-		t.Errorf("cover $0.4: %v %v", ok, err)
-	}
-	if b, _ := st.Balance(ctx, child); math.Abs(b.Allocated-0.5) > 1e-9 {
-		t.Errorf("child %+v: a covered estimate moves nothing", b)
-	}
-	if _, err := st.Reserve(ctx, Hold{Node: child, Parent: root, Root: root, Resolver: "r", Op: "op", Owner: "o", Cost: 0.3, Time: 1}); err != nil {
-		t.Fatal(err)
-	}
-	if ok, err := st.Cover(ctx, child, root, 0.4, 1); err != nil || !ok {
-		t.Errorf("cover $0.4 from the parent: %v %v", ok, err)
-	}
-	if b, _ := st.Balance(ctx, child); math.Abs(b.Allocated-0.9) > 1e-9 {
-		t.Errorf("child %+v after a top-up of $0.4", b)
-	}
+	eachStore(t, func(t *testing.T, st *Store) {
+		ctx := context.Background()
+		root, child := tree(t, st)
+		err := st.Write(ctx, func(tx *Tx) error { return tx.Delegate(ctx, root, child, 0.6, 1, "too much", "too much") })
+		if !errors.Is(err, ErrInsufficient) {
+			t.Errorf("delegating more than the root has: %v", err)
+		}
+		if ok, err := st.Cover(ctx, child, root, 0.6, 1); err != nil || ok {
+			t.Errorf("cover $0.6 (the child has $0.5, the parent must cover it alone and has $0.5): %v %v", ok, err)
+		}
+		if ok, err := st.Cover(ctx, child, root, 0.4, 1); err != nil || !ok {
+			t.Errorf("cover $0.4: %v %v", ok, err)
+		}
+		if b, _ := st.Balance(ctx, child); math.Abs(b.Allocated-0.5) > 1e-9 {
+			t.Errorf("child %+v: a covered estimate moves nothing", b)
+		}
+		if _, err := st.Reserve(ctx, Hold{Node: child, Parent: root, Root: root, Resolver: "r", Op: "op", Owner: "o", Cost: 0.3, Time: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := st.Cover(ctx, child, root, 0.4, 1); err != nil || !ok {
+			t.Errorf("cover $0.4 from the parent: %v %v", ok, err)
+		}
+		if b, _ := st.Balance(ctx, child); math.Abs(b.Allocated-0.9) > 1e-9 {
+			t.Errorf("child %+v after a top-up of $0.4", b)
+		}
+	})
 }
 
 // One process at a time runs a root: a live holder refuses others; a dead
 // one on this host (kill -9) or an expired one on another host is taken
 // over; a renewal after a takeover says the lease was lost.
 func TestLeasesRefuseALiveHolderAndTakeOverADeadOne(t *testing.T) {
-	ctx := context.Background()
-	st := open(t)
-	alive := func(pid int) bool { return pid == 100 }
-	if err := st.AcquireLease(ctx, "r", "a", "h1", 100, time.Minute, alive); err != nil {
-		t.Fatal(err)
-	}
-	var held *LeaseHeldError
-	if err := st.AcquireLease(ctx, "r", "b", "h1", 200, time.Minute, alive); !errors.As(err, &held) || held.PID != 100 || held.Host != "h1" {
-		t.Errorf("a live holder on this host: %v", err)
-	}
-	if err := st.AcquireLease(ctx, "r", "b", "h2", 200, time.Minute, alive); !errors.As(err, &held) {
-		t.Errorf("a live holder on another host, not expired: %v", err)
-	}
-	if err := st.AcquireLease(ctx, "r", "c", "h1", 300, time.Minute, func(int) bool { return false }); err != nil {
-		t.Errorf("a dead holder on this host: %v", err)
-	}
-	if err := st.RenewLease(ctx, "r", "a", time.Minute); !errors.Is(err, ErrLeaseLost) {
-		t.Errorf("the old holder's renewal: %v", err)
-	}
-	if err := st.AcquireLease(ctx, "s", "d", "h2", 1, -time.Second, alive); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.AcquireLease(ctx, "s", "e", "h1", 2, time.Minute, alive); err != nil {
-		t.Errorf("an expired lease from another host: %v", err)
-	}
-	if err := st.ReleaseLease(ctx, "r", "c"); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.AcquireLease(ctx, "r", "f", "h1", 100, time.Minute, alive); err != nil {
-		t.Errorf("a released lease: %v", err)
-	}
+	eachStore(t, func(t *testing.T, st *Store) {
+		ctx := context.Background()
+		alive := func(pid int) bool { return pid == 100 }
+		if err := st.AcquireLease(ctx, "r", "a", "h1", 100, time.Minute, alive); err != nil {
+			t.Fatal(err)
+		}
+		var held *LeaseHeldError
+		if err := st.AcquireLease(ctx, "r", "b", "h1", 200, time.Minute, alive); !errors.As(err, &held) || held.PID != 100 || held.Host != "h1" {
+			t.Errorf("a live holder on this host: %v", err)
+		}
+		if err := st.AcquireLease(ctx, "r", "b", "h2", 200, time.Minute, alive); !errors.As(err, &held) {
+			t.Errorf("a live holder on another host, not expired: %v", err)
+		}
+		if err := st.AcquireLease(ctx, "r", "c", "h1", 300, time.Minute, func(int) bool { return false }); err != nil {
+			t.Errorf("a dead holder on this host: %v", err)
+		}
+		if err := st.RenewLease(ctx, "r", "a", time.Minute); !errors.Is(err, ErrLeaseLost) {
+			t.Errorf("the old holder's renewal: %v", err)
+		}
+		if err := st.AcquireLease(ctx, "s", "d", "h2", 1, -time.Second, alive); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.AcquireLease(ctx, "s", "e", "h1", 2, time.Minute, alive); err != nil {
+			t.Errorf("an expired lease from another host: %v", err)
+		}
+		if err := st.ReleaseLease(ctx, "r", "c"); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.AcquireLease(ctx, "r", "f", "h1", 100, time.Minute, alive); err != nil {
+			t.Errorf("a released lease: %v", err)
+		}
+	})
 }
 
 // A hold with a ceiling grows from the estimate towards it with what the

@@ -84,7 +84,7 @@ type Node struct {
 const nodeCols = `id, COALESCE(parent_id, ''), root_id, goal_description, goal_summary, goal_modality, status,
 	constraints_core_ids, constraints_eligible_ids, constraints_selected_ids, constraints_inherited_ids, constraints_resolved_ids,
 	input_artifact_ids, COALESCE(resolver_id, ''), COALESCE(execution_plan_artifact_id, ''), COALESCE(output_artifact_id, ''),
-	COALESCE(last_attempt_id, ''), COALESCE(verification, ''), sigma_v, sigma_path, tau_local, tau_global, attempt_count, max_attempts,
+	COALESCE(last_attempt_id, ''), COALESCE(CAST(verification AS TEXT), ''), sigma_v, sigma_path, tau_local, tau_global, attempt_count, max_attempts,
 	invalidated_at IS NOT NULL, COALESCE(leaf_kind, ''), budget_allocated, budget_spent, time_allocated, time_spent,
 	budget_reserved, time_reserved, COALESCE(created_at, ''), COALESCE(resolved_at, '')`
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/llmkernels/kernels/internal/pgdb"
 	"github.com/llmkernels/kernels/internal/sqlite"
 )
 
@@ -107,17 +108,19 @@ CREATE TABLE IF NOT EXISTS run_leases (
 );
 `
 
-// Store is an open kernel.db and its artifact_store/ directory. Its
-// embedded Conn runs statements outside any transaction; Write runs a
-// function in one write transaction.
+// Store is an open kernel database: kernel.db and its artifact_store/
+// directory, or a PostgreSQL database holding both. Its embedded Conn
+// runs statements outside any transaction; Write runs a function in one
+// write transaction.
 type Store struct {
 	Conn
 	db       *sql.DB
-	path     string
+	path     string // the SQLite path, or the URL without its password
 	readOnly bool
-	// wmu queues this process's write transactions (SQLite has one
+	// wmu queues this process's write transactions on SQLite (it has one
 	// writer; a deferred transaction upgrading to a write could otherwise
-	// fail with SQLITE_BUSY when workers commit at once).
+	// fail with SQLITE_BUSY when workers commit at once). PostgreSQL
+	// needs no queue.
 	wmu sync.Mutex
 }
 
@@ -132,7 +135,7 @@ type Conn struct {
 	tx    *sql.Tx // nil: on the database
 	stmts *stmts
 	d     *dialect
-	blobs *blobs
+	blobs blobStore
 }
 
 // stmts are the kernel's statements, each prepared once per connection of
@@ -185,31 +188,44 @@ func (s *stmts) close() error {
 	return errors.Join(errs...)
 }
 
-// Open opens (creating if needed) the kernel database at path and brings
-// its tables up to date (internal/sqlite: another program's file is
-// refused unchanged).
-func Open(ctx context.Context, path string) (*Store, error) {
-	db, err := sqlite.Open(ctx, path, schema)
+// Open opens (creating if needed) the kernel database and brings its
+// tables up to date. db is a postgres:// or postgresql:// URL (PostgreSQL,
+// see postgres.go) or a SQLite file path (internal/sqlite); another
+// program's file or database is refused unchanged.
+func Open(ctx context.Context, db string) (*Store, error) {
+	if pgdb.IsURL(db) {
+		return openPostgres(ctx, db, false)
+	}
+	sdb, err := sqlite.Open(ctx, db, schema)
 	if err != nil {
 		return nil, err
 	}
-	return newStore(db, path, false), nil
+	return newSQLiteStore(sdb, db, false), nil
 }
 
-// OpenReadOnly opens the existing kernel database at path for reading
-// only: it never creates or changes a file, and works where the directory
-// cannot be written. A missing file is an error wrapping fs.ErrNotExist.
-func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
-	db, err := sqlite.OpenReadOnly(ctx, path, schema)
+// OpenReadOnly opens the existing kernel database for reading only: it
+// never creates or changes a file (SQLite: it works where the directory
+// cannot be written) or a table (PostgreSQL: every session is read-only).
+// A missing file, or a PostgreSQL database without the kernel's tables,
+// is an error wrapping fs.ErrNotExist.
+func OpenReadOnly(ctx context.Context, db string) (*Store, error) {
+	if pgdb.IsURL(db) {
+		return openPostgres(ctx, db, true)
+	}
+	sdb, err := sqlite.OpenReadOnly(ctx, db, schema)
 	if err != nil {
 		return nil, err
 	}
-	return newStore(db, path, true), nil
+	return newSQLiteStore(sdb, db, true), nil
 }
 
-func newStore(db *sql.DB, path string, readOnly bool) *Store {
-	s := &Store{db: db, path: path, readOnly: readOnly}
-	s.Conn = Conn{stmts: &stmts{db: db, m: map[string]*sql.Stmt{}}, d: sqliteDialect, blobs: &blobs{dir: filepath.Join(filepath.Dir(path), "artifact_store")}}
+func newSQLiteStore(db *sql.DB, path string, readOnly bool) *Store {
+	return newStore(db, path, readOnly, sqliteDialect, &fileBlobs{dir: filepath.Join(filepath.Dir(path), "artifact_store")})
+}
+
+func newStore(db *sql.DB, name string, readOnly bool, d *dialect, b blobStore) *Store {
+	s := &Store{db: db, path: name, readOnly: readOnly}
+	s.Conn = Conn{stmts: &stmts{db: db, m: map[string]*sql.Stmt{}}, d: d, blobs: b}
 	return s
 }
 
@@ -219,24 +235,54 @@ func (s *Store) ReadOnly() bool { return s.readOnly }
 // Close closes the database.
 func (s *Store) Close() error { return errors.Join(s.stmts.close(), s.db.Close()) }
 
-// Path is the kernel.db path the store was opened with.
+// Path names the database in messages: the kernel.db path the store was
+// opened with, or the PostgreSQL URL without its password.
 func (s *Store) Path() string { return s.path }
 
-// Write runs fn in a write transaction, queued behind this process's
-// other writers; fn's error rolls everything back.
+// Dialect is "sqlite" or "postgres".
+func (s *Store) Dialect() string { return s.d.name }
+
+// maxTries bounds how often Write runs a transaction PostgreSQL rolled
+// back for a serialization failure or a deadlock.
+const maxTries = 20
+
+// Write runs fn in a write transaction; fn's error rolls everything back.
+// On SQLite it is queued behind this process's other writers. On
+// PostgreSQL it is SERIALIZABLE and run again (fn too: it must leave
+// nothing behind but what it writes through tx) when the server rolls it
+// back for a conflict with a concurrent transaction.
 func (s *Store) Write(ctx context.Context, fn func(tx *Tx) error) error {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	tx, err := s.db.BeginTx(ctx, nil)
+	if !s.d.serializable {
+		s.wmu.Lock()
+		defer s.wmu.Unlock()
+		return s.write(ctx, nil, fn)
+	}
+	for try := 1; ; try++ {
+		err := s.write(ctx, &sql.TxOptions{Isolation: sql.LevelSerializable}, fn)
+		if err == nil || try == maxTries || !pgdb.Retryable(err) || ctx.Err() != nil {
+			return err
+		}
+		// Back off a little, more with each try, so the conflicting
+		// transactions do not meet again at once.
+		select {
+		case <-time.After(time.Duration(try*try) * time.Millisecond):
+		case <-ctx.Done():
+			return err
+		}
+	}
+}
+
+func (s *Store) write(ctx context.Context, opts *sql.TxOptions, fn func(tx *Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, opts)
 	if err != nil {
-		return fmt.Errorf("kernel.db %s: begin transaction: %w", s.path, err)
+		return fmt.Errorf("kernel database %s: begin transaction: %w", s.path, err)
 	}
 	defer tx.Rollback()
 	if err := fn(&Tx{Conn: Conn{tx: tx, stmts: s.stmts, d: s.d, blobs: s.blobs}, tx: tx}); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("kernel.db %s: commit: %w", s.path, err)
+		return fmt.Errorf("kernel database %s: commit: %w", s.path, err)
 	}
 	return nil
 }
@@ -249,17 +295,24 @@ func (s *Store) Write(ctx context.Context, fn func(tx *Tx) error) error {
 //	{noindex}  before a column the planner must not use an index for
 //	{float}    the 64-bit floating point type in a CAST
 //
-// A PostgreSQL dialect also numbers the placeholders ($1, $2, …), keeps
-// JSON columns as jsonb (->> reads both), declares a seq column and
-// replaces PRAGMA user_version with a version table; schema.sql and the
-// migrations are SQLite's.
+// PostgreSQL's dialect also numbers the placeholders ($1, $2, …) and runs
+// write transactions SERIALIZABLE; its schema (JSON columns as jsonb, a
+// seq column, a version table instead of PRAGMA user_version) is derived
+// from schema.sql and the migrations in postgres.go.
 type dialect struct {
-	name    string
-	marks   *strings.Replacer
-	rewrite sync.Map // statement as written → as sent
+	name     string
+	marks    *strings.Replacer
+	numbered bool // ? placeholders become $1, $2, …
+	// serializable: write transactions run SERIALIZABLE and are retried
+	// (PostgreSQL); false: they are queued in the process (SQLite).
+	serializable bool
+	rewrite      sync.Map // statement as written → as sent
 }
 
 var sqliteDialect = &dialect{name: "sqlite", marks: strings.NewReplacer("{seq}", "rowid", "{noindex}", "+", "{float}", "REAL")}
+
+var postgresDialect = &dialect{name: "postgres", marks: strings.NewReplacer("{seq}", "seq", "{noindex}", "", "{float}", "DOUBLE PRECISION"),
+	numbered: true, serializable: true}
 
 // sql is a statement as this dialect sends it (rewritten once, then cached).
 func (d *dialect) sql(q string) string {
@@ -267,6 +320,9 @@ func (d *dialect) sql(q string) string {
 		return s.(string)
 	}
 	s := d.marks.Replace(q)
+	if d.numbered {
+		s = pgdb.Numbered(s)
+	}
 	d.rewrite.Store(q, s)
 	return s
 }

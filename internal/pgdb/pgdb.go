@@ -1,0 +1,132 @@
+// Package pgdb is the one way the kernels open PostgreSQL through
+// database/sql (pgx v5's stdlib driver): telling a postgres:// URL from a
+// SQLite path, naming a database in messages without its secrets, one
+// pool with the same settings everywhere, read-only sessions, and the
+// errors after which a transaction is worth running again.
+package pgdb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+)
+
+// IsURL reports whether dsn names a PostgreSQL database (a postgres:// or
+// postgresql:// URL) rather than a SQLite file.
+func IsURL(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+}
+
+// secretParams are the URL query parameters libpq and pgx read secrets
+// from, besides the password in the URL's user part.
+var secretParams = []string{"password", "sslpassword"}
+
+// Redact is a PostgreSQL URL without its secrets (the password in the
+// user part and in the query), for messages and logs.
+func Redact(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "(a PostgreSQL URL that does not parse)"
+	}
+	q := u.Query()
+	for _, p := range secretParams {
+		if q.Has(p) {
+			q.Set(p, "xxxxx")
+		}
+	}
+	u.RawQuery = q.Encode()
+	return u.Redacted()
+}
+
+// Options are how Open sets up the pool.
+type Options struct {
+	// ReadOnly makes every session read-only
+	// (default_transaction_read_only): any write, DDL included, fails
+	// in the server.
+	ReadOnly bool
+	// MaxConns bounds the pool (0: 16).
+	MaxConns int
+}
+
+// Open opens a pool on the PostgreSQL database at url and checks that it
+// answers. Its errors name the database without its password: pgx's own
+// messages may quote the URL, so they are scrubbed of it too.
+func Open(ctx context.Context, dsn string, o Options) (*sql.DB, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		// pgx's parse errors can quote the URL, password and all.
+		return nil, fmt.Errorf("PostgreSQL %s: the URL does not parse", Redact(dsn))
+	}
+	if o.ReadOnly {
+		cfg.RuntimeParams["default_transaction_read_only"] = "on"
+	}
+	db := stdlib.OpenDB(*cfg)
+	n := o.MaxConns
+	if n == 0 {
+		n = 16
+	}
+	db.SetMaxOpenConns(n)
+	db.SetMaxIdleConns(n)
+	if err := db.PingContext(ctx); err != nil {
+		return nil, errors.Join(fmt.Errorf("PostgreSQL %s: connect: %w", Redact(dsn), scrub(err, cfg.Password)), db.Close())
+	}
+	return db, nil
+}
+
+// scrub is err with the password removed from its text, in case a
+// message quotes the connection string.
+func scrub(err error, password string) error {
+	if password == "" || !strings.Contains(err.Error(), password) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), password, "xxxxx"))
+}
+
+// Retryable reports whether err is a serialization failure or a deadlock:
+// the server rolled the transaction back and running it again may succeed.
+func Retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+}
+
+// Numbered rewrites ? placeholders as $1, $2, … (PostgreSQL's), leaving
+// those inside quoted strings, quoted identifiers and comments alone.
+func Numbered(q string) string {
+	var b strings.Builder
+	n := 0
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		switch {
+		case c == '\'' || c == '"':
+			j := i + 1
+			for j < len(q) && q[j] != c {
+				j++
+			}
+			if j >= len(q) {
+				j = len(q) - 1
+			}
+			b.WriteString(q[i : j+1])
+			i = j
+		case c == '-' && i+1 < len(q) && q[i+1] == '-':
+			j := strings.IndexByte(q[i:], '\n')
+			if j < 0 {
+				j = len(q) - i - 1
+			}
+			b.WriteString(q[i : i+j+1])
+			i += j
+		case c == '?':
+			n++
+			fmt.Fprintf(&b, "$%d", n)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
