@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -262,10 +263,10 @@ func (s *Store) Write(ctx context.Context, fn func(tx *Tx) error) error {
 		if err == nil || try == maxTries || !pgdb.Retryable(err) || ctx.Err() != nil {
 			return err
 		}
-		// Back off a little, more with each try, so the conflicting
-		// transactions do not meet again at once.
+		// Back off a little, more with each try and at random, so the
+		// conflicting transactions do not meet again at once.
 		select {
-		case <-time.After(time.Duration(try*try) * time.Millisecond):
+		case <-time.After(time.Duration(1+rand.IntN(try*try)) * time.Millisecond):
 		case <-ctx.Done():
 			return err
 		}
