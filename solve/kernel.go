@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 
+	"github.com/llmkernels/kernels/internal/pgdb"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/solve/loop"
 	"github.com/llmkernels/kernels/solve/planning"
@@ -39,6 +40,9 @@ func Open(ctx context.Context, path string) (*Kernel, error) {
 func OpenReadOnly(ctx context.Context, path string) (*Kernel, error) {
 	st, err := store.OpenReadOnly(ctx, path)
 	if errors.Is(err, fs.ErrNotExist) {
+		if pgdb.IsURL(path) {
+			return nil, fmt.Errorf("no solve kernel in PostgreSQL %s (%w): nothing has been planned or run there yet", store.Name(path), fs.ErrNotExist)
+		}
 		return nil, fmt.Errorf("no kernel.db at %s (%w): nothing has been planned or run here yet", path, fs.ErrNotExist)
 	}
 	if err != nil {

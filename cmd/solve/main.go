@@ -19,7 +19,6 @@ import (
 
 	"github.com/llmkernels/kernels/internal/cli"
 	"github.com/llmkernels/kernels/internal/clip"
-	"github.com/llmkernels/kernels/internal/pgdb"
 	"github.com/llmkernels/kernels/internal/provider"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/solve"
@@ -139,7 +138,7 @@ Everything is also stored in kernel.db (--db). Progress lines go to stderr.`,
 				var stopped *planning.StoppedError
 				if errors.As(err, &stopped) {
 					err = fmt.Errorf("planning stopped by --max-wall %s during stage %s (%d LLM calls, $%.4f): %w (root node %s in %s is marked failed; its logs and attempts are kept)",
-						stopped.MaxWall, stopped.Stage, stopped.Calls, stopped.CostUSD, stopped.Err, stopped.Root, dbName(db))
+						stopped.MaxWall, stopped.Stage, stopped.Calls, stopped.CostUSD, stopped.Err, stopped.Root, store.Name(db))
 				}
 				if err != nil {
 					return errors.Join(err, setAsideEarlierPlan(cmd.ErrOrStderr(), out))
@@ -329,14 +328,6 @@ func withKernel(ctx context.Context, db string, readOnly bool, f func(*solve.Ker
 // dbFlag is every command's --db: a SQLite file or a PostgreSQL URL.
 func dbFlag(cmd *cobra.Command, db *string) {
 	cmd.Flags().StringVar(db, "db", "kernel.db", "kernel database: a SQLite file (artifact_store/ sits beside it), or a postgres://user@host/dbname URL that keeps everything, artifact contents included, in PostgreSQL (see docs/solve.md)")
-}
-
-// dbName is --db for messages: a PostgreSQL URL without its password.
-func dbName(db string) string {
-	if pgdb.IsURL(db) {
-		return pgdb.Redact(db)
-	}
-	return db
 }
 
 // runOptions builds the process options: the LLM client, the live view,

@@ -230,6 +230,15 @@ func newStore(db *sql.DB, name string, readOnly bool, d *dialect, b blobStore) *
 	return s
 }
 
+// Name is a database (a SQLite path or a PostgreSQL URL) as messages and
+// logs show it: a URL without its password.
+func Name(db string) string {
+	if pgdb.IsURL(db) {
+		return pgdb.Redact(db)
+	}
+	return db
+}
+
 // ReadOnly reports whether the store was opened by OpenReadOnly.
 func (s *Store) ReadOnly() bool { return s.readOnly }
 

@@ -5,13 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // driver "pgx"
-
+	"github.com/llmkernels/kernels/internal/pgdb"
 	isqlite "github.com/llmkernels/kernels/internal/sqlite"
 )
 
@@ -31,7 +29,7 @@ type dialect struct {
 }
 
 func dialectFor(dsn string) (dialect, error) {
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+	if pgdb.IsURL(dsn) {
 		return postgresDialect, nil
 	}
 	if dsn == "" {
@@ -45,16 +43,10 @@ func dialectFor(dsn string) (dialect, error) {
 
 var postgresDialect = dialect{
 	name: "postgres",
-	open: func(_ context.Context, dsn string) (*sql.DB, error) {
-		db, err := sql.Open("pgx", dsn)
-		if err != nil {
-			return nil, err
-		}
-		db.SetMaxOpenConns(32)
-		db.SetMaxIdleConns(32)
-		return db, nil
+	open: func(ctx context.Context, dsn string) (*sql.DB, error) {
+		return pgdb.Open(ctx, dsn, pgdb.Options{MaxConns: 32})
 	},
-	describe:   redactURL,
+	describe:   pgdb.Redact,
 	idColumn:   "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
 	lockSchema: "SELECT pg_advisory_xact_lock(7297654183)", // any fixed number: "the beach schema"
 }
@@ -67,25 +59,6 @@ func Redact(dsn string) string {
 		return "(not a database name)"
 	}
 	return d.describe(dsn)
-}
-
-// secretParams are the URL query parameters libpq and pgx read secrets
-// from, besides the password in the URL's user part.
-var secretParams = []string{"password", "sslpassword"}
-
-func redactURL(dsn string) string {
-	u, err := url.Parse(dsn)
-	if err != nil {
-		return "(a PostgreSQL URL that does not parse)"
-	}
-	q := u.Query()
-	for _, p := range secretParams {
-		if q.Has(p) {
-			q.Set(p, "xxxxx")
-		}
-	}
-	u.RawQuery = q.Encode()
-	return u.Redacted()
 }
 
 // SQLite files are opened by internal/sqlite, like every kernel's file:
