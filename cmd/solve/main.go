@@ -934,7 +934,7 @@ calls, critical path in red). kernel.db is only read.`,
 }
 
 func artifactsCommand() *cobra.Command {
-	return readCommand("artifacts [ROOT]", "List artifacts (content-addressed in artifact_store/ by sha256) with type, σ and node",
+	return readCommand("artifacts [ROOT]", "List artifacts (content-addressed by sha256: in artifact_store/ beside kernel.db, or in the artifact_blobs table on PostgreSQL) with type, σ and node",
 		func(ctx context.Context, k *solve.Kernel, w io.Writer, root string, asJSON bool) error {
 			arts, err := k.Artifacts(ctx, root)
 			if err != nil {

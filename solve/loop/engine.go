@@ -255,9 +255,9 @@ func Run(ctx context.Context, st *store.Store, req Request, opts Options) (*Resu
 		return tx.Log(ctx, 1, root, fmt.Sprintf("Node %s: GOAL %q (budget $%.2f, time %s, workspace %s)", store.Short(root), summary, req.BudgetUSD, req.Time, orNone(req.Workspace)), nil)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("kernel.db %s: start the run: %w", st.Path(), err)
+		return nil, fmt.Errorf("kernel database %s: start the run: %w", st.Path(), err)
 	}
-	e.progress("run %s started (kernel.db %s)", root, st.Path())
+	e.progress("run %s started (kernel database %s)", root, st.Path())
 	return e.dispatch(ctx)
 }
 
@@ -272,7 +272,7 @@ func Resume(ctx context.Context, st *store.Store, root string, opts Options) (*R
 			return nil, err
 		}
 		if latest == "" {
-			return nil, fmt.Errorf("kernel.db %s has no unfinished run to resume; start one with solve run", st.Path())
+			return nil, fmt.Errorf("kernel database %s has no unfinished run to resume; start one with solve run", st.Path())
 		}
 		root = latest
 	}

@@ -163,7 +163,7 @@ func Make(ctx context.Context, st *store.Store, client *llm.Client, req Request)
 		hours = *req.TimeHours
 	}
 	if err := createRoot(ctx, st, r.plan.RootID, req.Goal, budget, hours*3600); err != nil {
-		return nil, fmt.Errorf("kernel.db %s: %w", st.Path(), err)
+		return nil, fmt.Errorf("kernel database %s: %w", st.Path(), err)
 	}
 	r.stage = "start"
 	r.flow(fmt.Sprintf("Node %s: PLAN goal %q", store.Short(r.plan.RootID), r.plan.Goal))
