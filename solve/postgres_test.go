@@ -2,7 +2,11 @@ package solve_test
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -92,5 +96,29 @@ func TestAForeignPostgresDatabaseIsRefusedByTheCLI(t *testing.T) {
 	var n int
 	if err := conn.QueryRow(context.Background(), "SELECT COUNT(*) FROM pg_catalog.pg_tables WHERE schemaname = 'public'").Scan(&n); err != nil || n != 1 {
 		t.Errorf("%d tables after the refusals (%v)", n, err)
+	}
+}
+
+// solve plan keeps its nodes, constraints and logs in PostgreSQL too.
+func TestPlanOnPostgres(t *testing.T) {
+	dir := t.TempDir()
+	pgDBs.Store(dir, pgtest.New(t))
+	t.Cleanup(func() { pgDBs.Delete(dir) })
+	abs, err := filepath.Abs(filepath.Join("testdata", "swe_agent.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := runSolve(t, dir, "plan", sweGoal, "--provider", "script", "--script", abs, "--out", "plan.json"); r.code != 0 {
+		t.Fatalf("solve plan: exit %d\n%s", r.code, r.stderr)
+	}
+	db := openDB(t, dir)
+	if n := count(t, db, "SELECT COUNT(*) FROM constraints"); n == 0 {
+		t.Error("no constraints in PostgreSQL")
+	}
+	if n := count(t, db, "SELECT COUNT(*) FROM logs WHERE node_id IN (SELECT id FROM nodes WHERE parent_id IS NULL)"); n == 0 {
+		t.Error("no logs of the plan's root in PostgreSQL")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "kernel.db")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("kernel.db was created beside the plan: %v", err)
 	}
 }
