@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -45,6 +46,10 @@ func Redact(dsn string) string {
 	return u.Redacted()
 }
 
+// ConnectTimeout bounds each connection attempt when the URL sets no
+// connect_timeout.
+const ConnectTimeout = 15 * time.Second
+
 // Options are how Open sets up the pool.
 type Options struct {
 	// ReadOnly makes every session read-only
@@ -63,6 +68,11 @@ func Open(ctx context.Context, dsn string, o Options) (*sql.DB, error) {
 	if err != nil {
 		// pgx's parse errors can quote the URL, password and all.
 		return nil, fmt.Errorf("PostgreSQL %s: the URL does not parse", Redact(dsn))
+	}
+	if cfg.ConnectTimeout == 0 {
+		// An unreachable host otherwise waits for the kernel's TCP
+		// timeout (minutes); ?connect_timeout= in the URL overrides this.
+		cfg.ConnectTimeout = ConnectTimeout
 	}
 	if o.ReadOnly {
 		cfg.RuntimeParams["default_transaction_read_only"] = "on"

@@ -339,3 +339,35 @@ func TestConcurrentReservationsNeverOverdraw(t *testing.T) {
 		})
 	}
 }
+
+// Processes opening a new database at once each find the tables made
+// once (the advisory lock serialises the migration).
+func TestConcurrentFirstOpensOfAPostgresDatabase(t *testing.T) {
+	dsn := pgtest.New(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 6)
+	for range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st, err := Open(context.Background(), dsn)
+			if err == nil {
+				_, err = st.InsertNode(context.Background(), NewNode{Goal: "g", Summary: "g"})
+				err = errors.Join(err, st.Close())
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	st := openAtURL(t, dsn)
+	var rows, v, nodes int
+	if err := st.db.QueryRow("SELECT COUNT(*), MAX(version), (SELECT COUNT(*) FROM nodes) FROM solve_schema").Scan(&rows, &v, &nodes); err != nil || rows != 1 || v != len(schema.Steps) || nodes != 6 {
+		t.Errorf("solve_schema: %d rows, version %d; %d nodes (%v)", rows, v, nodes, err)
+	}
+}
