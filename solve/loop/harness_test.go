@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmkernels/kernels/internal/pgtest"
 	"github.com/llmkernels/kernels/solve/loop"
 	"github.com/llmkernels/kernels/solve/resolver/codex"
 	"github.com/llmkernels/kernels/solve/resolver/selfmodel"
@@ -139,7 +140,10 @@ func (f *fake) called(op string) []loop.Call {
 	return out
 }
 
-// kernel is a kernel.db in a temp dir.
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// kernel is a kernel.db in a temp dir, or a PostgreSQL database (and a
+// temp dir for workspaces).
 type kernel struct {
 	st  *store.Store
 	dir string
@@ -147,13 +151,31 @@ type kernel struct {
 
 func newKernel(t *testing.T) *kernel {
 	t.Helper()
+	return newKernelOn(t, "sqlite")
+}
+
+// newKernelOn is a fresh kernel on the store named: "sqlite" or
+// "postgres" (internal/pgtest).
+func newKernelOn(t *testing.T, dialect string) *kernel {
+	t.Helper()
 	dir := t.TempDir()
-	st, err := store.Open(context.Background(), filepath.Join(dir, "kernel.db"))
+	db := filepath.Join(dir, "kernel.db")
+	if dialect == "postgres" {
+		db = pgtest.New(t)
+	}
+	st, err := store.Open(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
 	return &kernel{st: st, dir: dir}
+}
+
+// eachStore runs f as subtests "sqlite" and "postgres".
+func eachStore(t *testing.T, f func(t *testing.T, dialect string)) {
+	for _, d := range []string{"sqlite", "postgres"} {
+		t.Run(d, func(t *testing.T) { f(t, d) })
+	}
 }
 
 // workspace is an empty workspace directory beside kernel.db.

@@ -18,87 +18,91 @@ import (
 // at depth 2 reopens the weakest ancestor (σ_v 0.70), invalidates its
 // subtree and retries it with the gating as feedback.
 func TestGatingReopensTheWeakestAncestor(t *testing.T) {
-	k := newKernel(t)
-	const runbook, cutover, rollback, dual = "Write the runbook", "Write the cutover", "Write the rollback", "Detail the dual-write phase"
-	f := newFake(map[string]any{
-		loop.OpVerify + "|" + runbook:          notLeaf(0.72),
-		loop.OpDecompose + "|" + runbook:       children(child("a", cutover, 2), child("b", rollback, 1, "a")),
-		loop.OpVerify + "|" + cutover + "|1":   notLeaf(0.70),
-		loop.OpDecompose + "|" + cutover:       children(child("d", dual, 1)),
-		loop.OpVerify + "|" + dual:             notLeaf(0.75),
-		loop.OpVerify + "|" + cutover + "|2":   leafOK(0.9),
-		loop.OpVerify + "|" + rollback + "|1":  leafOK(0.85),
-		loop.OpResolve + "|" + cutover + "|2":  m{"summary": "replicated cutover"},
-		loop.OpResolve + "|" + rollback + "|1": m{"summary": "rollback"},
-	})
-	res := k.run(t, request(runbook), k.options(f))
-	if res.Outcome != loop.OutcomeAchieved {
-		t.Fatalf("outcome %s\n%s", res.Outcome, k.flow(t))
-	}
-	if !strings.Contains(k.flow(t), "GATED: sigma_path 0.38 < tau_global 0.50; backtrack to weakest ancestor") {
-		t.Errorf("no gating:\n%s", k.flow(t))
-	}
-	nodes, _ := k.st.TreeNodes(context.Background(), res.RootID)
-	var live, dead []string
-	for _, n := range nodes {
-		if n.Invalidated {
-			dead = append(dead, n.Summary+" "+n.Status)
-		} else {
-			live = append(live, fmt.Sprintf("%s %s %d", n.Summary, n.Status, n.AttemptCount))
+	eachStore(t, func(t *testing.T, dialect string) {
+		k := newKernelOn(t, dialect)
+		const runbook, cutover, rollback, dual = "Write the runbook", "Write the cutover", "Write the rollback", "Detail the dual-write phase"
+		f := newFake(map[string]any{
+			loop.OpVerify + "|" + runbook:          notLeaf(0.72),
+			loop.OpDecompose + "|" + runbook:       children(child("a", cutover, 2), child("b", rollback, 1, "a")),
+			loop.OpVerify + "|" + cutover + "|1":   notLeaf(0.70),
+			loop.OpDecompose + "|" + cutover:       children(child("d", dual, 1)),
+			loop.OpVerify + "|" + dual:             notLeaf(0.75),
+			loop.OpVerify + "|" + cutover + "|2":   leafOK(0.9),
+			loop.OpVerify + "|" + rollback + "|1":  leafOK(0.85),
+			loop.OpResolve + "|" + cutover + "|2":  m{"summary": "replicated cutover"},
+			loop.OpResolve + "|" + rollback + "|1": m{"summary": "rollback"},
+		})
+		res := k.run(t, request(runbook), k.options(f))
+		if res.Outcome != loop.OutcomeAchieved {
+			t.Fatalf("outcome %s\n%s", res.Outcome, k.flow(t))
 		}
-	}
-	if strings.Join(dead, ",") != dual+" pending" || strings.Join(live, ",") != runbook+" pending 1,"+cutover+" resolved 2,"+rollback+" resolved 1" {
-		t.Errorf("live %v, invalidated %v", live, dead)
-	}
-	rs := f.called(loop.OpResolve)
-	i := slices.IndexFunc(rs, func(c loop.Call) bool { return c.Goal == cutover && c.Attempt == 2 })
-	if i < 0 || !strings.Contains(strings.Join(rs[i].Feedback, " "), "confidence gating") {
-		t.Errorf("the cutover's retry was not told about the gating")
-	}
+		if !strings.Contains(k.flow(t), "GATED: sigma_path 0.38 < tau_global 0.50; backtrack to weakest ancestor") {
+			t.Errorf("no gating:\n%s", k.flow(t))
+		}
+		nodes, _ := k.st.TreeNodes(context.Background(), res.RootID)
+		var live, dead []string
+		for _, n := range nodes {
+			if n.Invalidated {
+				dead = append(dead, n.Summary+" "+n.Status)
+			} else {
+				live = append(live, fmt.Sprintf("%s %s %d", n.Summary, n.Status, n.AttemptCount))
+			}
+		}
+		if strings.Join(dead, ",") != dual+" pending" || strings.Join(live, ",") != runbook+" pending 1,"+cutover+" resolved 2,"+rollback+" resolved 1" {
+			t.Errorf("live %v, invalidated %v", live, dead)
+		}
+		rs := f.called(loop.OpResolve)
+		i := slices.IndexFunc(rs, func(c loop.Call) bool { return c.Goal == cutover && c.Attempt == 2 })
+		if i < 0 || !strings.Contains(strings.Join(rs[i].Feedback, " "), "confidence gating") {
+			t.Errorf("the cutover's retry was not told about the gating")
+		}
+	})
 }
 
 // Step 12: leaves that disagree get a coupling constraint at their least
 // common ancestor, which is re-planned with it selected.
 func TestCouplingConflictReplansTheLeastCommonAncestor(t *testing.T) {
-	k := newKernel(t)
-	const docs, errs, retry = "Document the payments API", "Document the error format", "Document the retry rules"
-	round := 0
-	f := newFake(map[string]any{
-		loop.OpVerify + "|" + docs: judgeAll(0.9, false),
-		loop.OpSelect + "|" + docs: func(c *loop.Call) (any, error) {
-			var refs []string
-			for _, v := range c.Constraints {
-				refs = append(refs, v.Ref)
-			}
-			return m{"selected": refs, "rationale": "all"}, nil
-		},
-		loop.OpDecompose: children(child("e", errs, 1), child("r", retry, 1)),
-		loop.OpConsistency: func(c *loop.Call) (any, error) {
-			if round++; round == 1 {
-				return m{"verdict": "UNSAT", "conflicts": []any{m{"leaves": []string{"l1", "l2"},
-					"coupling_constraints": []any{m{"type": "semantic", "domain": "consistency", "title": "one field name", "rubric": "code everywhere"}},
-					"reason":               "error_code vs code"}}}, nil
-			}
-			return m{"verdict": "SAT", "conflicts": []any{}}, nil
-		},
-	})
-	res := k.run(t, request(docs), k.options(f))
-	if res.Outcome != loop.OutcomeAchieved || round != 2 {
-		t.Fatalf("outcome %s after %d consistency checks", res.Outcome, round)
-	}
-	sel := f.called(loop.OpSelect)
-	last := -1
-	for i, c := range sel {
-		if c.Goal == docs {
-			last = i
+	eachStore(t, func(t *testing.T, dialect string) {
+		k := newKernelOn(t, dialect)
+		const docs, errs, retry = "Document the payments API", "Document the error format", "Document the retry rules"
+		round := 0
+		f := newFake(map[string]any{
+			loop.OpVerify + "|" + docs: judgeAll(0.9, false),
+			loop.OpSelect + "|" + docs: func(c *loop.Call) (any, error) {
+				var refs []string
+				for _, v := range c.Constraints {
+					refs = append(refs, v.Ref)
+				}
+				return m{"selected": refs, "rationale": "all"}, nil
+			},
+			loop.OpDecompose: children(child("e", errs, 1), child("r", retry, 1)),
+			loop.OpConsistency: func(c *loop.Call) (any, error) {
+				if round++; round == 1 {
+					return m{"verdict": "UNSAT", "conflicts": []any{m{"leaves": []string{"l1", "l2"},
+						"coupling_constraints": []any{m{"type": "semantic", "domain": "consistency", "title": "one field name", "rubric": "code everywhere"}},
+						"reason":               "error_code vs code"}}}, nil
+				}
+				return m{"verdict": "SAT", "conflicts": []any{}}, nil
+			},
+		})
+		res := k.run(t, request(docs), k.options(f))
+		if res.Outcome != loop.OutcomeAchieved || round != 2 {
+			t.Fatalf("outcome %s after %d consistency checks", res.Outcome, round)
 		}
-	}
-	if last < 0 || len(sel[last].Constraints) != 2 || sel[last].Constraints[1].Title != "one field name" {
-		t.Errorf("the re-planned root was not offered the coupling constraint")
-	}
-	if !strings.Contains(k.flow(t), "COUPLING conflict (error_code vs code): 1 coupling constraint(s)") {
-		t.Errorf("flow:\n%s", k.flow(t))
-	}
+		sel := f.called(loop.OpSelect)
+		last := -1
+		for i, c := range sel {
+			if c.Goal == docs {
+				last = i
+			}
+		}
+		if last < 0 || len(sel[last].Constraints) != 2 || sel[last].Constraints[1].Title != "one field name" {
+			t.Errorf("the re-planned root was not offered the coupling constraint")
+		}
+		if !strings.Contains(k.flow(t), "COUPLING conflict (error_code vs code): 1 coupling constraint(s)") {
+			t.Errorf("flow:\n%s", k.flow(t))
+		}
+	})
 }
 
 // BUILD: T_max exhausted, no resolver provides the capability, a build
@@ -106,243 +110,257 @@ func TestCouplingConflictReplansTheLeastCommonAncestor(t *testing.T) {
 // passes; the node resolves with it, and its logic check runs on what the
 // tool did. A second goal finds the tool by lookup-before-build.
 func TestBuildRegistersATestedToolThatASecondGoalReuses(t *testing.T) {
-	k := newKernel(t)
-	ws := k.workspace(t)
-	const goal, build, second = "Write out.txt", "Build resolver: make_out", "Write out.txt again"
-	check := m{"constraints": []any{m{"type": "logic", "domain": "software", "title": "out.txt exists", "check": "test -f out.txt"}},
-		"required_capabilities": []string{"generate_code"}, "rationale": "the file decides"}
-	toolFiles := func(test string) m {
-		return m{"summary": "make.sh", "files": []any{m{"path": "make.sh", "content": "echo made > out.txt\n"}},
-			"tool": m{"label": "make-out", "description": "writes out.txt", "capabilities": []string{"make_out"}, "command": `sh "$SOLVE_TOOL_DIR/make.sh"`, "test_command": test}}
-	}
-	f := newFake(map[string]any{
-		loop.OpIdentify + "|" + goal:        check,
-		loop.OpResolve + "|" + goal:         m{"summary": "wrong file", "files": []any{m{"path": "wrong.txt", "content": "x"}}},
-		loop.OpVerify + "|" + goal:          m{"checks": []any{}, "is_leaf": true, "leaf_kind": "atomic", "leaf_reason": "one file"},
-		loop.OpGap + "|" + goal:             m{"capability_tag": "make_out", "resolver_type": "digital", "build_constraints": []string{"writes out.txt"}, "rationale": "a tool does it"},
-		loop.OpIdentify + "|" + build:       m{"constraints": []any{}, "required_capabilities": []string{"generate_code"}, "rationale": "the build constraints"},
-		loop.OpResolve + "|" + build:        toolFiles("test -f missing.sh"),
-		loop.OpResolve + "|" + build + "|2": toolFiles("test -f make.sh"),
-		loop.OpIdentify + "|" + second:      check,
-		loop.OpRoute + "|" + second: m{"resolver_id": "", "capability": "", "rationale": "history", "gap": m{"capability_tag": "make_out", "resolver_type": "digital",
-			"build_constraints": []string{"writes out.txt"}, "rationale": "needs the tool"}},
-	})
-	req := request(goal)
-	req.Workspace, req.TMax = ws, 2
-	res := k.run(t, req, k.options(f))
-	if res.Outcome != loop.OutcomeAchieved {
-		t.Fatalf("outcome %s\n%s", res.Outcome, k.flow(t))
-	}
-	flow := k.flow(t)
-	for _, want := range []string{"T_max exhausted after 2 attempts: BUILD", "BUILD: no resolver provides make_out", "BUILD: registered tool-make_out-1", "SELECT_RESOLVER → tool-make_out-1"} {
-		if !strings.Contains(flow, want) {
-			t.Errorf("flow lacks %q:\n%s", want, flow)
+	eachStore(t, func(t *testing.T, dialect string) {
+		k := newKernelOn(t, dialect)
+		ws := k.workspace(t)
+		const goal, build, second = "Write out.txt", "Build resolver: make_out", "Write out.txt again"
+		check := m{"constraints": []any{m{"type": "logic", "domain": "software", "title": "out.txt exists", "check": "test -f out.txt"}},
+			"required_capabilities": []string{"generate_code"}, "rationale": "the file decides"}
+		toolFiles := func(test string) m {
+			return m{"summary": "make.sh", "files": []any{m{"path": "make.sh", "content": "echo made > out.txt\n"}},
+				"tool": m{"label": "make-out", "description": "writes out.txt", "capabilities": []string{"make_out"}, "command": `sh "$SOLVE_TOOL_DIR/make.sh"`, "test_command": test}}
 		}
-	}
-	if data, err := os.ReadFile(filepath.Join(ws, "out.txt")); err != nil || string(data) != "made\n" {
-		t.Errorf("out.txt %q %v", data, err)
-	}
-	b := k.node(t, res.RootID, build)
-	atts, _ := k.st.Attempts(context.Background(), b.ID)
-	if len(atts) != 2 || atts[0].Verdict.String != store.UNSAT {
-		t.Errorf("build attempts %+v: the first tool failed its own test", atts)
-	}
-	if rs, _ := k.st.Resolvers(context.Background(), "tool-make_out-1"); len(rs) != 1 || rs[0].BuiltBy != "system" {
-		t.Errorf("registered %+v", rs)
-	}
-	if err := os.Remove(filepath.Join(ws, "out.txt")); err != nil {
-		t.Fatal(err)
-	}
-	req = request(second)
-	req.Workspace = ws
-	res = k.run(t, req, k.options(f))
-	if res.Outcome != loop.OutcomeAchieved || !strings.Contains(k.flow(t), "Write out.txt again") {
-		t.Fatalf("second goal: %s", res.Outcome)
-	}
-	if _, err := os.Stat(filepath.Join(ws, "out.txt")); err != nil {
-		t.Errorf("the reused tool did not write out.txt: %v", err)
-	}
-	if n := strings.Count(k.flow(t), "BUILD: no resolver provides"); n != 1 {
-		t.Errorf("%d builds, want the first only", n)
-	}
+		f := newFake(map[string]any{
+			loop.OpIdentify + "|" + goal:        check,
+			loop.OpResolve + "|" + goal:         m{"summary": "wrong file", "files": []any{m{"path": "wrong.txt", "content": "x"}}},
+			loop.OpVerify + "|" + goal:          m{"checks": []any{}, "is_leaf": true, "leaf_kind": "atomic", "leaf_reason": "one file"},
+			loop.OpGap + "|" + goal:             m{"capability_tag": "make_out", "resolver_type": "digital", "build_constraints": []string{"writes out.txt"}, "rationale": "a tool does it"},
+			loop.OpIdentify + "|" + build:       m{"constraints": []any{}, "required_capabilities": []string{"generate_code"}, "rationale": "the build constraints"},
+			loop.OpResolve + "|" + build:        toolFiles("test -f missing.sh"),
+			loop.OpResolve + "|" + build + "|2": toolFiles("test -f make.sh"),
+			loop.OpIdentify + "|" + second:      check,
+			loop.OpRoute + "|" + second: m{"resolver_id": "", "capability": "", "rationale": "history", "gap": m{"capability_tag": "make_out", "resolver_type": "digital",
+				"build_constraints": []string{"writes out.txt"}, "rationale": "needs the tool"}},
+		})
+		req := request(goal)
+		req.Workspace, req.TMax = ws, 2
+		res := k.run(t, req, k.options(f))
+		if res.Outcome != loop.OutcomeAchieved {
+			t.Fatalf("outcome %s\n%s", res.Outcome, k.flow(t))
+		}
+		flow := k.flow(t)
+		for _, want := range []string{"T_max exhausted after 2 attempts: BUILD", "BUILD: no resolver provides make_out", "BUILD: registered tool-make_out-1", "SELECT_RESOLVER → tool-make_out-1"} {
+			if !strings.Contains(flow, want) {
+				t.Errorf("flow lacks %q:\n%s", want, flow)
+			}
+		}
+		if data, err := os.ReadFile(filepath.Join(ws, "out.txt")); err != nil || string(data) != "made\n" {
+			t.Errorf("out.txt %q %v", data, err)
+		}
+		b := k.node(t, res.RootID, build)
+		atts, _ := k.st.Attempts(context.Background(), b.ID)
+		if len(atts) != 2 || atts[0].Verdict.String != store.UNSAT {
+			t.Errorf("build attempts %+v: the first tool failed its own test", atts)
+		}
+		if rs, _ := k.st.Resolvers(context.Background(), "tool-make_out-1"); len(rs) != 1 || rs[0].BuiltBy != "system" {
+			t.Errorf("registered %+v", rs)
+		}
+		if err := os.Remove(filepath.Join(ws, "out.txt")); err != nil {
+			t.Fatal(err)
+		}
+		req = request(second)
+		req.Workspace = ws
+		res = k.run(t, req, k.options(f))
+		if res.Outcome != loop.OutcomeAchieved || !strings.Contains(k.flow(t), "Write out.txt again") {
+			t.Fatalf("second goal: %s", res.Outcome)
+		}
+		if _, err := os.Stat(filepath.Join(ws, "out.txt")); err != nil {
+			t.Errorf("the reused tool did not write out.txt: %v", err)
+		}
+		if n := strings.Count(k.flow(t), "BUILD: no resolver provides"); n != 1 {
+			t.Errorf("%d builds, want the first only", n)
+		}
+	})
 }
 
 // HIRE answered with budget: the run waits, a human adds budget, resume
 // finishes without repeating a recorded call.
 func TestOverBudgetHireAnsweredWithBudgetResumes(t *testing.T) {
-	k := newKernel(t)
-	const goal = "Name the queue"
-	f := newFake(nil)
-	req := request(goal)
-	req.BudgetUSD = 0.035 // identify, select, route; resolve is denied
-	res := k.run(t, req, k.options(f))
-	if res.Outcome != loop.OutcomeWaiting || res.OpenRequests != 1 {
-		t.Fatalf("result %+v", res)
-	}
-	reqs, _ := k.st.Requests(context.Background(), false)
-	if len(reqs) != 1 || reqs[0].Capability != "budget" || !strings.Contains(loop.FormatRequest(reqs[0]), "budget pre_check DENIED") {
-		t.Fatalf("requests %+v", reqs)
-	}
-	if _, err := loop.Answer(context.Background(), k.st, reqs[0].ID[:8], loop.HireAnswer{AddUSD: 1, Decline: true}); err == nil {
-		t.Error("two answers at once were accepted")
-	}
-	// A negative or non-finite amount would take money away or make the
-	// budget infinite (the CLI refuses them; so does the library).
-	for _, a := range []loop.HireAnswer{{AddUSD: -5, AddSeconds: 60}, {AddUSD: math.Inf(1)}, {AddUSD: 1, AddSeconds: math.NaN()}, {AddSeconds: -1, AddUSD: 1}} {
-		if _, err := loop.Answer(context.Background(), k.st, reqs[0].ID[:8], a); err == nil || !strings.Contains(err.Error(), "positive, finite") {
-			t.Errorf("answer %+v: %v", a, err)
+	eachStore(t, func(t *testing.T, dialect string) {
+		k := newKernelOn(t, dialect)
+		const goal = "Name the queue"
+		f := newFake(nil)
+		req := request(goal)
+		req.BudgetUSD = 0.035 // identify, select, route; resolve is denied
+		res := k.run(t, req, k.options(f))
+		if res.Outcome != loop.OutcomeWaiting || res.OpenRequests != 1 {
+			t.Fatalf("result %+v", res)
 		}
-	}
-	msg, err := loop.Answer(context.Background(), k.st, reqs[0].ID[:8], loop.HireAnswer{AddUSD: 1})
-	if err != nil || !strings.Contains(msg, "added $1.00") {
-		t.Fatalf("answer %q %v", msg, err)
-	}
-	if _, err := loop.Answer(context.Background(), k.st, reqs[0].ID, loop.HireAnswer{AddUSD: 1}); err == nil || !strings.Contains(err.Error(), "already delivered") {
-		t.Errorf("answering twice: %v", err)
-	}
-	res, err = loop.Resume(context.Background(), k.st, res.RootID[:8], k.options(f))
-	if err != nil || res.Outcome != loop.OutcomeAchieved {
-		t.Fatalf("resume %+v %v", res, err)
-	}
-	k.invariants(t, res.RootID)
-	if n := len(f.called(loop.OpIdentify)); n != 1 {
-		t.Errorf("identify called %d times", n)
-	}
+		reqs, _ := k.st.Requests(context.Background(), false)
+		if len(reqs) != 1 || reqs[0].Capability != "budget" || !strings.Contains(loop.FormatRequest(reqs[0]), "budget pre_check DENIED") {
+			t.Fatalf("requests %+v", reqs)
+		}
+		if _, err := loop.Answer(context.Background(), k.st, reqs[0].ID[:8], loop.HireAnswer{AddUSD: 1, Decline: true}); err == nil {
+			t.Error("two answers at once were accepted")
+		}
+		// A negative or non-finite amount would take money away or make the
+		// budget infinite (the CLI refuses them; so does the library).
+		for _, a := range []loop.HireAnswer{{AddUSD: -5, AddSeconds: 60}, {AddUSD: math.Inf(1)}, {AddUSD: 1, AddSeconds: math.NaN()}, {AddSeconds: -1, AddUSD: 1}} {
+			if _, err := loop.Answer(context.Background(), k.st, reqs[0].ID[:8], a); err == nil || !strings.Contains(err.Error(), "positive, finite") {
+				t.Errorf("answer %+v: %v", a, err)
+			}
+		}
+		msg, err := loop.Answer(context.Background(), k.st, reqs[0].ID[:8], loop.HireAnswer{AddUSD: 1})
+		if err != nil || !strings.Contains(msg, "added $1.00") {
+			t.Fatalf("answer %q %v", msg, err)
+		}
+		if _, err := loop.Answer(context.Background(), k.st, reqs[0].ID, loop.HireAnswer{AddUSD: 1}); err == nil || !strings.Contains(err.Error(), "already delivered") {
+			t.Errorf("answering twice: %v", err)
+		}
+		res, err = loop.Resume(context.Background(), k.st, res.RootID[:8], k.options(f))
+		if err != nil || res.Outcome != loop.OutcomeAchieved {
+			t.Fatalf("resume %+v %v", res, err)
+		}
+		k.invariants(t, res.RootID)
+		if n := len(f.called(loop.OpIdentify)); n != 1 {
+			t.Errorf("identify called %d times", n)
+		}
+	})
 }
 
 // A declined request is never asked again, in this run or the next: the
 // node ends infeasible.
 func TestDeclinedHireIsNeverAskedAgain(t *testing.T) {
-	k := newKernel(t)
-	const goal = "Design a PCB"
-	f := newFake(map[string]any{loop.OpRoute: m{"resolver_id": "", "capability": "", "rationale": "no candidate",
-		"gap": m{"capability_tag": "thermal_measurement", "resolver_type": "physical", "build_constraints": []string{"a thermal camera"}, "rationale": "a board must be measured"}}})
-	res := k.run(t, request(goal), k.options(f))
-	if res.Outcome != loop.OutcomeWaiting {
-		t.Fatalf("outcome %s", res.Outcome)
-	}
-	reqs, _ := k.st.Requests(context.Background(), false)
-	if _, err := loop.Answer(context.Background(), k.st, reqs[0].ID, loop.HireAnswer{Decline: true, Reason: "no lab"}); err != nil {
-		t.Fatal(err)
-	}
-	res, err := loop.Resume(context.Background(), k.st, res.RootID, k.options(f))
-	if err != nil || res.Outcome != loop.OutcomeInfeasible || !strings.Contains(k.flow(t), "was declined before; not asking again") {
-		t.Fatalf("resume %+v %v", res, err)
-	}
-	res = k.run(t, request(goal), k.options(f))
-	all, _ := k.st.Requests(context.Background(), true)
-	if res.Outcome != loop.OutcomeInfeasible || len(all) != 1 {
-		t.Errorf("a new run: %s with %d requests", res.Outcome, len(all))
-	}
+	eachStore(t, func(t *testing.T, dialect string) {
+		k := newKernelOn(t, dialect)
+		const goal = "Design a PCB"
+		f := newFake(map[string]any{loop.OpRoute: m{"resolver_id": "", "capability": "", "rationale": "no candidate",
+			"gap": m{"capability_tag": "thermal_measurement", "resolver_type": "physical", "build_constraints": []string{"a thermal camera"}, "rationale": "a board must be measured"}}})
+		res := k.run(t, request(goal), k.options(f))
+		if res.Outcome != loop.OutcomeWaiting {
+			t.Fatalf("outcome %s", res.Outcome)
+		}
+		reqs, _ := k.st.Requests(context.Background(), false)
+		if _, err := loop.Answer(context.Background(), k.st, reqs[0].ID, loop.HireAnswer{Decline: true, Reason: "no lab"}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := loop.Resume(context.Background(), k.st, res.RootID, k.options(f))
+		if err != nil || res.Outcome != loop.OutcomeInfeasible || !strings.Contains(k.flow(t), "was declined before; not asking again") {
+			t.Fatalf("resume %+v %v", res, err)
+		}
+		res = k.run(t, request(goal), k.options(f))
+		all, _ := k.st.Requests(context.Background(), true)
+		if res.Outcome != loop.OutcomeInfeasible || len(all) != 1 {
+			t.Errorf("a new run: %s with %d requests", res.Outcome, len(all))
+		}
+	})
 }
 
 // HIRE answered with a command: the command is registered as a resolver
 // (toolization) and the node resolves with it.
 func TestHireAnsweredWithACommandRegistersAResolver(t *testing.T) {
-	k := newKernel(t)
-	ws := k.workspace(t)
-	const goal = "Measure the board"
-	f := newFake(map[string]any{loop.OpRoute: m{"resolver_id": "", "capability": "", "rationale": "no candidate",
-		"gap": m{"capability_tag": "measure", "resolver_type": "physical", "build_constraints": []string{}, "rationale": "hands needed"}}})
-	req := request(goal)
-	req.Workspace = ws
-	res := k.run(t, req, k.options(f))
-	reqs, _ := k.st.Requests(context.Background(), false)
-	if res.Outcome != loop.OutcomeWaiting || len(reqs) != 1 {
-		t.Fatalf("outcome %s, %d requests", res.Outcome, len(reqs))
-	}
-	msg, err := loop.Answer(context.Background(), k.st, reqs[0].ID, loop.HireAnswer{Command: "echo 71C > reading.txt"})
-	if err != nil || !strings.Contains(msg, "registered resolver human-measure-1") {
-		t.Fatalf("answer %q %v", msg, err)
-	}
-	res, err = loop.Resume(context.Background(), k.st, "", k.options(f))
-	if err != nil || res.Outcome != loop.OutcomeAchieved {
-		t.Fatalf("resume %+v %v\n%s", res, err, k.flow(t))
-	}
-	k.invariants(t, res.RootID)
-	if data, err := os.ReadFile(filepath.Join(ws, "reading.txt")); err != nil || string(data) != "71C\n" {
-		t.Errorf("reading.txt %q %v", data, err)
-	}
+	eachStore(t, func(t *testing.T, dialect string) {
+		k := newKernelOn(t, dialect)
+		ws := k.workspace(t)
+		const goal = "Measure the board"
+		f := newFake(map[string]any{loop.OpRoute: m{"resolver_id": "", "capability": "", "rationale": "no candidate",
+			"gap": m{"capability_tag": "measure", "resolver_type": "physical", "build_constraints": []string{}, "rationale": "hands needed"}}})
+		req := request(goal)
+		req.Workspace = ws
+		res := k.run(t, req, k.options(f))
+		reqs, _ := k.st.Requests(context.Background(), false)
+		if res.Outcome != loop.OutcomeWaiting || len(reqs) != 1 {
+			t.Fatalf("outcome %s, %d requests", res.Outcome, len(reqs))
+		}
+		msg, err := loop.Answer(context.Background(), k.st, reqs[0].ID, loop.HireAnswer{Command: "echo 71C > reading.txt"})
+		if err != nil || !strings.Contains(msg, "registered resolver human-measure-1") {
+			t.Fatalf("answer %q %v", msg, err)
+		}
+		res, err = loop.Resume(context.Background(), k.st, "", k.options(f))
+		if err != nil || res.Outcome != loop.OutcomeAchieved {
+			t.Fatalf("resume %+v %v\n%s", res, err, k.flow(t))
+		}
+		k.invariants(t, res.RootID)
+		if data, err := os.ReadFile(filepath.Join(ws, "reading.txt")); err != nil || string(data) != "71C\n" {
+			t.Errorf("reading.txt %q %v", data, err)
+		}
+	})
 }
 
 // --suggest: each idea is an attempt of its own, scored like any output;
 // the one that holds is used, no resolver runs.
 func TestSuggestionsAreScoredLikeAnyCandidate(t *testing.T) {
-	k := newKernel(t)
-	const goal = "Name the queue"
-	f := newFake(map[string]any{
-		loop.OpVerify + "|" + goal + "|1": unsat(0.2, "CamelCase"),
-		loop.OpVerify + "|" + goal + "|2": leafOK(0.95),
+	eachStore(t, func(t *testing.T, dialect string) {
+		k := newKernelOn(t, dialect)
+		const goal = "Name the queue"
+		f := newFake(map[string]any{
+			loop.OpVerify + "|" + goal + "|1": unsat(0.2, "CamelCase"),
+			loop.OpVerify + "|" + goal + "|2": leafOK(0.95),
+		})
+		req := request(goal)
+		req.Suggest = []string{"BillingQueue", "billing-invoices-queue"}
+		res := k.run(t, req, k.options(f))
+		if res.Outcome != loop.OutcomeAchieved || len(f.called(loop.OpResolve)) != 0 {
+			t.Fatalf("outcome %s, %d resolve calls", res.Outcome, len(f.called(loop.OpResolve)))
+		}
+		vs := f.called(loop.OpVerify)
+		if len(vs) != 2 || !strings.Contains(vs[1].Output.Content, "billing-invoices-queue") || strings.Contains(vs[1].Output.Content, "suggest") {
+			t.Errorf("verified outputs: %+v", vs)
+		}
 	})
-	req := request(goal)
-	req.Suggest = []string{"BillingQueue", "billing-invoices-queue"}
-	res := k.run(t, req, k.options(f))
-	if res.Outcome != loop.OutcomeAchieved || len(f.called(loop.OpResolve)) != 0 {
-		t.Fatalf("outcome %s, %d resolve calls", res.Outcome, len(f.called(loop.OpResolve)))
-	}
-	vs := f.called(loop.OpVerify)
-	if len(vs) != 2 || !strings.Contains(vs[1].Output.Content, "billing-invoices-queue") || strings.Contains(vs[1].Output.Content, "suggest") {
-		t.Errorf("verified outputs: %+v", vs)
-	}
 }
 
 // --interactive: the extraction dialogue keeps the confirmed candidates
 // as the core, and a HIRE is asked and declined on the terminal at once.
 func TestInteractiveDialogueAndHireOnTheTerminal(t *testing.T) {
-	k := newKernel(t)
-	const goal = "Design a PCB"
-	f := newFake(map[string]any{
-		loop.OpSynthesize: m{"candidates": []any{m{"type": "logic", "domain": "thermal", "title": "below 85C"}, m{"type": "semantic", "domain": "cost", "title": "BOM under $40"}},
-			"questions": []string{"Forced air?"}},
-		loop.OpRoute: m{"resolver_id": "", "capability": "", "rationale": "none",
-			"gap": m{"capability_tag": "thermal_measurement", "resolver_type": "physical", "build_constraints": []string{}, "rationale": "a board"}},
-	})
-	var term strings.Builder
-	o := k.options(f)
-	o.In, o.Progress = strings.NewReader("y\nn\nd\n"), &term
-	req := request(goal)
-	req.Interactive = true
-	res := k.run(t, req, o)
-	if res.Outcome != loop.OutcomeInfeasible || res.OpenRequests != 0 {
-		t.Fatalf("result %+v\n%s", res, term.String())
-	}
-	for _, want := range []string{"Candidate constraint (logic, thermal): below 85C — keep? [y/N]", "Open question: Forced air?", "Irreducible core: below 85C (logic)\n", "declined on the terminal"} {
-		if !strings.Contains(term.String(), want) {
-			t.Errorf("terminal lacks %q:\n%s", want, term.String())
+	eachStore(t, func(t *testing.T, dialect string) {
+		k := newKernelOn(t, dialect)
+		const goal = "Design a PCB"
+		f := newFake(map[string]any{
+			loop.OpSynthesize: m{"candidates": []any{m{"type": "logic", "domain": "thermal", "title": "below 85C"}, m{"type": "semantic", "domain": "cost", "title": "BOM under $40"}},
+				"questions": []string{"Forced air?"}},
+			loop.OpRoute: m{"resolver_id": "", "capability": "", "rationale": "none",
+				"gap": m{"capability_tag": "thermal_measurement", "resolver_type": "physical", "build_constraints": []string{}, "rationale": "a board"}},
+		})
+		var term strings.Builder
+		o := k.options(f)
+		o.In, o.Progress = strings.NewReader("y\nn\nd\n"), &term
+		req := request(goal)
+		req.Interactive = true
+		res := k.run(t, req, o)
+		if res.Outcome != loop.OutcomeInfeasible || res.OpenRequests != 0 {
+			t.Fatalf("result %+v\n%s", res, term.String())
 		}
-	}
-	root := k.node(t, res.RootID, goal)
-	if len(root.Core) != 1 {
-		t.Errorf("core %v, want the one kept", root.Core)
-	}
-	o.In = strings.NewReader("n\nn\n")
-	if _, err := loop.Run(context.Background(), k.st, req, o); err == nil || !strings.Contains(err.Error(), "the irreducible core is empty") {
-		t.Errorf("an empty core: %v", err)
-	}
+		for _, want := range []string{"Candidate constraint (logic, thermal): below 85C — keep? [y/N]", "Open question: Forced air?", "Irreducible core: below 85C (logic)\n", "declined on the terminal"} {
+			if !strings.Contains(term.String(), want) {
+				t.Errorf("terminal lacks %q:\n%s", want, term.String())
+			}
+		}
+		root := k.node(t, res.RootID, goal)
+		if len(root.Core) != 1 {
+			t.Errorf("core %v, want the one kept", root.Core)
+		}
+		o.In = strings.NewReader("n\nn\n")
+		if _, err := loop.Run(context.Background(), k.st, req, o); err == nil || !strings.Contains(err.Error(), "the irreducible core is empty") {
+			t.Errorf("an empty core: %v", err)
+		}
+	})
 }
 
 // Four workers give the same tree, attempts and spend as one.
 func TestFourWorkersEndLikeOne(t *testing.T) {
-	const goal = "Add four helpers"
-	state := func(workers int) string {
-		k := newKernel(t)
-		f := newFake(map[string]any{
-			loop.OpVerify + "|" + goal: notLeaf(0.9),
-			loop.OpDecompose:           children(child("a", "Add A", 1), child("b", "Add B", 2), child("c", "Add C", 3), child("d", "Add D", 4)),
-		})
-		req := request(goal)
-		req.Workers = workers
-		res := k.run(t, req, k.options(f))
-		nodes, _ := k.st.TreeNodes(context.Background(), res.RootID)
-		var lines []string
-		for _, n := range nodes {
-			b, _ := k.st.Balance(context.Background(), n.ID)
-			lines = append(lines, fmt.Sprintf("%s %s %d %.6f %.6f", n.Summary, n.Status, n.AttemptCount, b.Spent, b.Allocated))
+	eachStore(t, func(t *testing.T, dialect string) {
+		const goal = "Add four helpers"
+		state := func(workers int) string {
+			k := newKernelOn(t, dialect)
+			f := newFake(map[string]any{
+				loop.OpVerify + "|" + goal: notLeaf(0.9),
+				loop.OpDecompose:           children(child("a", "Add A", 1), child("b", "Add B", 2), child("c", "Add C", 3), child("d", "Add D", 4)),
+			})
+			req := request(goal)
+			req.Workers = workers
+			res := k.run(t, req, k.options(f))
+			nodes, _ := k.st.TreeNodes(context.Background(), res.RootID)
+			var lines []string
+			for _, n := range nodes {
+				b, _ := k.st.Balance(context.Background(), n.ID)
+				lines = append(lines, fmt.Sprintf("%s %s %d %.6f %.6f", n.Summary, n.Status, n.AttemptCount, b.Spent, b.Allocated))
+			}
+			slices.Sort(lines)
+			return fmt.Sprintf("%s %.6f %d\n%s", res.Outcome, res.SpentUSD, res.LLMCalls, strings.Join(lines, "\n"))
 		}
-		slices.Sort(lines)
-		return fmt.Sprintf("%s %.6f %d\n%s", res.Outcome, res.SpentUSD, res.LLMCalls, strings.Join(lines, "\n"))
-	}
-	if one, four := state(1), state(4); one != four {
-		t.Errorf("--workers 4 differs:\n--- 1\n%s\n--- 4\n%s", one, four)
-	}
+		if one, four := state(1), state(4); one != four {
+			t.Errorf("--workers 4 differs:\n--- 1\n%s\n--- 4\n%s", one, four)
+		}
+	})
 }

@@ -69,7 +69,7 @@ func (j *jittery) Resolve(ctx context.Context, c *loop.Call) (*loop.Output, erro
 }
 
 // No interleaving of eight workers overdraws: across 50 seeds (8 under
-// the race detector or -short), twelve
+// the race detector or -short, and on PostgreSQL), twelve
 // siblings short of their share draw on their parent's reserve at once,
 // and no node ever spends, hands on or holds more than it was given, nor
 // the run more than its budget.
@@ -79,31 +79,33 @@ func TestFiftyInterleavingsOfEightWorkersNeverOverdraw(t *testing.T) {
 	for i := range 12 {
 		kids = append(kids, child(fmt.Sprintf("b%d", i), fmt.Sprintf("Blurb %d", i), 1))
 	}
-	seeds := 50
-	if testing.Short() || raceDetector {
-		seeds = 8 // BenchmarkInterleavings (make bench) runs 50
-	}
-	drew := 0
-	for seed := range seeds {
-		k := newKernel(t)
-		f := newFake(map[string]any{loop.OpVerify + "|" + goal: notLeaf(0.9), loop.OpDecompose: children(kids...)})
-		f.cost = 0.02 // estimated; charged between half and all of it
-		j := &jittery{fake: f, rng: rand.New(rand.NewPCG(uint64(seed), 14))}
-		o := k.options(f)
-		o.Resolvers[loop.ClaudeCodeID] = j
-		req := request(goal)
-		req.BudgetUSD, req.Workers = 0.3, 8
-		res := k.run(t, req, o)
-		if bad := k.overdrawn(t, res.RootID); len(bad) > 0 || res.SpentUSD > 0.3+1e-9 {
-			t.Fatalf("seed %d: spent $%.4f of $0.30; overdrawn:\n%s", seed, res.SpentUSD, strings.Join(bad, "\n"))
+	eachStore(t, func(t *testing.T, dialect string) {
+		seeds := 50
+		if testing.Short() || raceDetector || dialect == "postgres" {
+			seeds = 8 // BenchmarkInterleavings (make bench) runs 50 on SQLite
 		}
-		if strings.Contains(k.flow(t), "HIRE (over_budget)") {
-			drew++
+		drew := 0
+		for seed := range seeds {
+			k := newKernelOn(t, dialect)
+			f := newFake(map[string]any{loop.OpVerify + "|" + goal: notLeaf(0.9), loop.OpDecompose: children(kids...)})
+			f.cost = 0.02 // estimated; charged between half and all of it
+			j := &jittery{fake: f, rng: rand.New(rand.NewPCG(uint64(seed), 14))}
+			o := k.options(f)
+			o.Resolvers[loop.ClaudeCodeID] = j
+			req := request(goal)
+			req.BudgetUSD, req.Workers = 0.3, 8
+			res := k.run(t, req, o)
+			if bad := k.overdrawn(t, res.RootID); len(bad) > 0 || res.SpentUSD > 0.3+1e-9 {
+				t.Fatalf("seed %d: spent $%.4f of $0.30; overdrawn:\n%s", seed, res.SpentUSD, strings.Join(bad, "\n"))
+			}
+			if strings.Contains(k.flow(t), "HIRE (over_budget)") {
+				drew++
+			}
 		}
-	}
-	if drew == 0 {
-		t.Error("no seed ran out of budget: the test does not test the reserve")
-	}
+		if drew == 0 {
+			t.Error("no seed ran out of budget: the test does not test the reserve")
+		}
+	})
 }
 
 // Every resolver call runs under a deadline equal to the node's remaining
