@@ -204,31 +204,32 @@ func TestLeasesRefuseALiveHolderAndTakeOverADeadOne(t *testing.T) {
 // node itself has left, never with the parent's reserve, and settles the
 // amount it held.
 func TestAHoldGrowsTowardsItsCeilingFromTheNodeOnly(t *testing.T) {
-	ctx := context.Background()
-	st := open(t)
-	root, child := tree(t, st)
-	r, err := st.Reserve(ctx, Hold{Node: child, Parent: root, Root: root, Resolver: "r", Op: "op", Owner: "o", Cost: 0.1, Time: 1, Upto: 0.3})
-	if err != nil || math.Abs(r.Cost-0.3) > 1e-9 {
-		t.Fatalf("a ceiling the node covers: %+v %v", r, err)
-	}
-	r2, err := st.Reserve(ctx, Hold{Node: child, Parent: root, Root: root, Resolver: "r", Op: "op", Owner: "o", Cost: 0.1, Time: 1, Upto: 0.9})
-	if err != nil || math.Abs(r2.Cost-0.2) > 1e-9 || r2.TopUpCost != 0 {
-		t.Fatalf("a ceiling above what the node has: %+v %v", r2, err)
-	}
-	r3, err := st.Reserve(ctx, Hold{Node: child, Parent: root, Root: root, Resolver: "r", Op: "op", Owner: "o", Cost: 0.1, Time: 1, Upto: 0.9})
-	if err != nil || math.Abs(r3.Cost-0.1) > 1e-9 || math.Abs(r3.TopUpCost-0.1) > 1e-9 {
-		t.Fatalf("the estimate topped up from the parent, the ceiling not: %+v %v", r3, err)
-	}
-	cb, _ := st.Balance(ctx, child)
-	rb, _ := st.Balance(ctx, root)
-	if math.Abs(cb.Reserved-0.6) > 1e-9 || math.Abs(cb.Allocated-0.6) > 1e-9 || math.Abs(rb.Spent-0.6) > 1e-9 {
-		t.Errorf("child %+v, root %+v", cb, rb)
-	}
-	open, err := st.SettleOpen(ctx, root)
-	if err != nil || len(open) != 3 {
-		t.Fatalf("settle open: %v %v", open, err)
-	}
-	if cb, _ = st.Balance(ctx, child); math.Abs(cb.Spent-0.6) > 1e-9 || cb.Reserved > 1e-9 {
-		t.Errorf("settled at what was held: %+v", cb)
-	}
+	eachStore(t, func(t *testing.T, st *Store) {
+		ctx := context.Background()
+		root, child := tree(t, st)
+		r, err := st.Reserve(ctx, Hold{Node: child, Parent: root, Root: root, Resolver: "r", Op: "op", Owner: "o", Cost: 0.1, Time: 1, Upto: 0.3})
+		if err != nil || math.Abs(r.Cost-0.3) > 1e-9 {
+			t.Fatalf("a ceiling the node covers: %+v %v", r, err)
+		}
+		r2, err := st.Reserve(ctx, Hold{Node: child, Parent: root, Root: root, Resolver: "r", Op: "op", Owner: "o", Cost: 0.1, Time: 1, Upto: 0.9})
+		if err != nil || math.Abs(r2.Cost-0.2) > 1e-9 || r2.TopUpCost != 0 {
+			t.Fatalf("a ceiling above what the node has: %+v %v", r2, err)
+		}
+		r3, err := st.Reserve(ctx, Hold{Node: child, Parent: root, Root: root, Resolver: "r", Op: "op", Owner: "o", Cost: 0.1, Time: 1, Upto: 0.9})
+		if err != nil || math.Abs(r3.Cost-0.1) > 1e-9 || math.Abs(r3.TopUpCost-0.1) > 1e-9 {
+			t.Fatalf("the estimate topped up from the parent, the ceiling not: %+v %v", r3, err)
+		}
+		cb, _ := st.Balance(ctx, child)
+		rb, _ := st.Balance(ctx, root)
+		if math.Abs(cb.Reserved-0.6) > 1e-9 || math.Abs(cb.Allocated-0.6) > 1e-9 || math.Abs(rb.Spent-0.6) > 1e-9 {
+			t.Errorf("child %+v, root %+v", cb, rb)
+		}
+		open, err := st.SettleOpen(ctx, root)
+		if err != nil || len(open) != 3 {
+			t.Fatalf("settle open: %v %v", open, err)
+		}
+		if cb, _ = st.Balance(ctx, child); math.Abs(cb.Spent-0.6) > 1e-9 || cb.Reserved > 1e-9 {
+			t.Errorf("settled at what was held: %+v", cb)
+		}
+	})
 }
