@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"time"
 
 	"github.com/llmkernels/kernels/internal/pgdb"
 	"github.com/llmkernels/kernels/llm"
@@ -22,6 +23,7 @@ import (
 // what the CLI does.
 type Kernel struct {
 	st *store.Store
+	db string // as opened: a path, or a postgres:// URL
 }
 
 // Open opens (creating if needed) the kernel database at path.
@@ -30,7 +32,7 @@ func Open(ctx context.Context, path string) (*Kernel, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Kernel{st: st}, nil
+	return &Kernel{st: st, db: path}, nil
 }
 
 // OpenReadOnly opens the existing kernel database at path for the read
@@ -48,7 +50,7 @@ func OpenReadOnly(ctx context.Context, path string) (*Kernel, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Kernel{st: st}, nil
+	return &Kernel{st: st, db: path}, nil
 }
 
 // Close closes the database.
@@ -97,6 +99,10 @@ type Options struct {
 	In         io.Reader // the terminal for an interactive run
 	Workers    int       // overrides the stored worker count when > 0 (resume)
 	CrashAfter int       // fault injection: SIGKILL at the N-th crash point (loop.Options)
+	// Remote sends each ready node's step to `solve worker` processes
+	// through the job queue in the kernel's PostgreSQL database instead
+	// of running it here (loop.Options.Remote).
+	Remote bool
 }
 
 // loopOptions wires the resolver implementations into the loop.
@@ -121,13 +127,50 @@ func (k *Kernel) loopOptions(o Options) loop.Options {
 // Run starts a new SOLVE-loop run (solve run) and dispatches until the
 // goal is achieved, waits for a human, or cannot move.
 func (k *Kernel) Run(ctx context.Context, req loop.Request, o Options) (*loop.Result, error) {
-	return loop.Run(ctx, k.st, req, k.loopOptions(o))
+	lo, closeRemote, err := k.remote(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer closeRemote()
+	return loop.Run(ctx, k.st, req, lo)
+}
+
+// remote is the loop's options, with the job queue when o.Remote.
+func (k *Kernel) remote(ctx context.Context, o Options) (loop.Options, func(), error) {
+	lo := k.loopOptions(o)
+	if !o.Remote {
+		return lo, func() {}, nil
+	}
+	r, err := loop.OpenRemote(ctx, k.db)
+	if err != nil {
+		return lo, nil, err
+	}
+	lo.Remote = r
+	return lo, r.Close, nil
+}
+
+// WorkerOptions are how a `solve worker` process runs (loop.WorkerOptions).
+type WorkerOptions struct {
+	Steps       int           // steps run at once (default 1)
+	RescueAfter time.Duration // a step's job running longer is given to another worker
+	Ready       func(id string)
+}
+
+// Work runs this process as a worker of the kernel's PostgreSQL database
+// (solve worker) until ctx is done; see loop.Work.
+func (k *Kernel) Work(ctx context.Context, o Options, w WorkerOptions) error {
+	return loop.Work(ctx, k.st, k.db, loop.WorkerOptions{Options: k.loopOptions(o), Steps: w.Steps, RescueAfter: w.RescueAfter, Ready: w.Ready})
 }
 
 // Resume continues a run (the latest unfinished one when root is "");
 // root may be a unique prefix.
 func (k *Kernel) Resume(ctx context.Context, root string, o Options) (*loop.Result, error) {
-	return loop.Resume(ctx, k.st, root, k.loopOptions(o))
+	lo, closeRemote, err := k.remote(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer closeRemote()
+	return loop.Resume(ctx, k.st, root, lo)
 }
 
 // Resolvers lists the registry, the boot resolvers first. Opened for

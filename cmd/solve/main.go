@@ -70,7 +70,7 @@ backtracking, Step 12 coupling conflicts reopening the least common ancestor,
 --interactive (extraction dialogue, HIRE on the terminal), kill -9 and resume
 (docs/solve.md).
 Use 'solve ping' to check your provider set-up.`)
-	app.Root.AddCommand(planCommand(app), checkCommand(), evalCommand(app), runCommand(app), resumeCommand(app), statusCommand(), logCommand(),
+	app.Root.AddCommand(planCommand(app), checkCommand(), evalCommand(app), runCommand(app), resumeCommand(app), workerCommand(app), statusCommand(), logCommand(),
 		resolversCommand(), kgCommand(), hireCommand(), artifactsCommand(), reportCommand())
 	app.Run()
 }
@@ -422,6 +422,7 @@ func runCommand(app *cli.App) *cobra.Command {
 		req     loop.Request
 		timeCap string
 		db      string
+		remote  bool
 		report  reportFlags
 	)
 	cmd := &cobra.Command{
@@ -476,6 +477,11 @@ b USD, d, or Enter to leave it for 'solve hire').
 The live view (node states, budget) goes to stderr; the outcome and the LLM
 call count to stdout.
 
+With --db postgres://… --remote the run's steps are not run in this process:
+each ready node's step is sent to the 'solve worker' processes (any number, on
+any machines) through a job queue in the same database, and this process waits,
+dispatches what becomes ready and finishes the run (see 'solve worker --help').
+
 Exit status: 0 achieved, 3 infeasible, 4 waiting for a human (answer with
 'solve hire', then 'solve resume'), 5 stopped by Ctrl-C or SIGTERM or because
 another process took the run over (resume it), 1 any other failure, 2 a mistake
@@ -505,9 +511,17 @@ on the command line.`,
 				return cli.Usagef("--time %s: give a positive duration such as 30m", timeCap)
 			}
 			req.Time = d
+			if remote {
+				if err := remoteDB(db); err != nil {
+					return err
+				}
+			}
 			opts, model, err := runOptions(cmd, app, 0)
 			if err != nil {
 				return err
+			}
+			if opts.Remote = remote; remote && !cmd.Flags().Changed("workers") {
+				req.Workers = loop.RemoteInFlight
 			}
 			req.Model = model
 			prices := llm.DefaultPrices
@@ -543,6 +557,7 @@ on the command line.`,
 	f.IntVar(&req.Workers, "workers", 1, "independent ready nodes run in parallel (same results as 1)")
 	f.IntVar(&req.TMax, "tmax", loop.DefaultTMax, "attempts per resolver before BUILD (T_max)")
 	f.BoolVar(&req.Interactive, "interactive", false, "ask the human on the terminal: the Step 1 extraction dialogue, and HIRE at once")
+	f.BoolVar(&remote, "remote", false, "send each ready node's step to 'solve worker' processes through --db postgres://… (--workers caps the steps in flight, default 256)")
 	dbFlag(cmd, &db)
 	return cmd
 }
@@ -551,6 +566,7 @@ func resumeCommand(app *cli.App) *cobra.Command {
 	var (
 		db      string
 		workers int
+		remote  bool
 		report  reportFlags
 	)
 	cmd := &cobra.Command{
@@ -569,10 +585,16 @@ for a human, 5 stopped.`,
 			if workers < 0 {
 				return cli.Usagef("--workers %d: give at least 1 (0 = as the run was started)", workers)
 			}
+			if remote {
+				if err := remoteDB(db); err != nil {
+					return err
+				}
+			}
 			opts, _, err := runOptions(cmd, app, workers)
 			if err != nil {
 				return err
 			}
+			opts.Remote = remote
 			return withKernel(cmd.Context(), db, false, func(k *solve.Kernel) error {
 				root := ""
 				if len(args) == 1 {
@@ -591,6 +613,81 @@ for a human, 5 stopped.`,
 	report.add(cmd)
 	dbFlag(cmd, &db)
 	cmd.Flags().IntVar(&workers, "workers", 0, "parallel workers (0 = as the run was started)")
+	cmd.Flags().BoolVar(&remote, "remote", false, "send the steps to 'solve worker' processes through --db postgres://… (as solve run --remote)")
+	return cmd
+}
+
+// remoteDB refuses --remote and solve worker on a database other machines
+// cannot reach.
+func remoteDB(db string) error {
+	if db == "" {
+		return cli.Usagef("give --db postgres://user@host/dbname: workers share a run through PostgreSQL")
+	}
+	if !loop.IsPostgres(db) {
+		return cli.Usagef("--db %s is a SQLite file, which only this machine can use: workers share a run through PostgreSQL (--db postgres://user@host/dbname)", db)
+	}
+	return nil
+}
+
+func workerCommand(app *cli.App) *cobra.Command {
+	var (
+		db          string
+		steps       int
+		rescueAfter time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "worker --db postgres://…",
+		Short: "Run the steps of 'solve run --remote' runs from a shared PostgreSQL database, on any machine",
+		Long: `Take node steps from the job queue (River) in the PostgreSQL database and run
+them, until Ctrl-C or SIGTERM. Start any number of workers, on any machines that
+reach the database, then start a run there with 'solve run --db postgres://…
+--remote' (or continue one with 'solve resume --remote'); watch it with 'solve
+status --db postgres://…', which shows which worker (host/pid) holds which step.
+
+A step runs here exactly as it would in 'solve run': every paid call is
+reserved in the database before it runs (no interleaving of workers can
+overdraw), under the node's deadline, verified the same way. The model and
+limits are the run's; the provider flags (--provider, --base-url, the API key
+in the environment) are this worker's.
+
+A worker that dies (kill -9, a lost machine) holds its step until
+--rescue-after has passed since the step began; then another worker redoes
+the step from the node's last committed state, first settling at what they
+reserved the calls the dead attempt left open. So that no step runs twice at
+once, each step runs under a deadline of --rescue-after less a tenth (at least
+2s) and is retried when cut there: give every worker of a database the same
+--rescue-after, longer than your longest resolver call.
+
+River's tables are created or updated in the database when a worker or a
+--remote run starts. Exit status: 5 when stopped by Ctrl-C or SIGTERM (the
+steps it was running go back to the queue), 2 for a SQLite --db or another
+mistake on the command line, 1 any other failure.`,
+		Example: `  solve worker --db postgres://solve@db.example/solve --steps 4
+  solve run "Add four helpers, one package each" --db postgres://solve@db.example/solve --remote --budget 5 --time 1h`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := remoteDB(db); err != nil {
+				return err
+			}
+			if steps < 1 {
+				return cli.Usagef("--steps %d: give at least 1", steps)
+			}
+			if rescueAfter < 5*time.Second {
+				return cli.Usagef("--rescue-after %s: give at least 5s", rescueAfter)
+			}
+			opts, _, err := runOptions(cmd, app, 0)
+			if err != nil {
+				return err
+			}
+			return withKernel(cmd.Context(), db, false, func(k *solve.Kernel) error {
+				return k.Work(cmd.Context(), opts, solve.WorkerOptions{Steps: steps, RescueAfter: rescueAfter})
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&db, "db", "", "the kernel's PostgreSQL database (postgres://…), shared with the run and the other workers")
+	f.IntVar(&steps, "steps", 1, "steps this worker runs at once")
+	f.DurationVar(&rescueAfter, "rescue-after", loop.DefaultRescueAfter, "a step running longer is presumed abandoned and given to another worker")
 	return cmd
 }
 

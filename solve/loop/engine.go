@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -52,6 +53,11 @@ type Options struct {
 	Progress io.Writer // live view lines; nil = none
 	In       io.Reader // the terminal for Request.Interactive
 	Workers  int       // overrides the stored worker count when > 0 (resume)
+	// Remote, when set, sends each ready node's step to the `solve worker`
+	// processes through the job queue (remote.go) instead of running it in
+	// this process; Workers then caps the steps in flight (0 =
+	// RemoteInFlight). PostgreSQL only; an interactive run is refused.
+	Remote *Remote
 	// CrashAfter, when > 0, makes the process kill itself with SIGKILL at
 	// the CrashAfter-th crash point (after a resolver call returns and after
 	// each commit). Fault injection for the crash tests.
@@ -142,6 +148,21 @@ type stepResult struct {
 	err      error
 }
 
+// RemoteInFlight is how many steps a coordinator keeps enqueued at once
+// with Options.Remote unless Options.Workers says otherwise.
+const RemoteInFlight = 256
+
+// remoteUsable refuses what remote steps cannot do.
+func remoteUsable(cfg runConfig) error {
+	if cfg.Interactive {
+		return errors.New("an interactive run asks its questions on this terminal; it cannot send its steps to remote workers")
+	}
+	if cfg.Workspace != "" {
+		return errors.New("a workspace with remote workers is not built yet: the workers would need the run's files (run without --remote, or without --workspace)")
+	}
+	return nil
+}
+
 // ErrEmptyCore is the refusal of an interactive run whose irreducible
 // core is empty.
 var ErrEmptyCore = errors.New("the irreducible core is empty")
@@ -187,6 +208,11 @@ func Run(ctx context.Context, st *store.Store, req Request, opts Options) (*Resu
 	}
 	cfg := runConfig{Goal: req.Goal, Workspace: req.Workspace, Model: req.Model, Workers: req.Workers, TMax: req.TMax,
 		Interactive: req.Interactive, BudgetUSD: req.BudgetUSD, TimeSeconds: req.Time.Seconds()}
+	if opts.Remote != nil {
+		if err := remoteUsable(cfg); err != nil {
+			return nil, err
+		}
+	}
 	e := newEngine(st, store.NewID(), cfg, opts)
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
@@ -280,23 +306,17 @@ func Resume(ctx context.Context, st *store.Store, root string, opts Options) (*R
 	if err != nil {
 		return nil, err
 	}
-	a, err := st.LatestArtifact(ctx, root, "run_config")
+	cfg, err := loadConfig(ctx, st, root)
 	if err != nil {
 		return nil, err
-	}
-	if a == nil {
-		return nil, fmt.Errorf("node %s is not the root of a solve run (no run_config)", root)
-	}
-	_, data, err := st.Artifact(ctx, a.ID)
-	if err != nil {
-		return nil, err
-	}
-	var cfg runConfig
-	if err := json.Unmarshal(data, &cfg); err != nil {
-		return nil, fmt.Errorf("run %s: run_config: %w", root, err)
 	}
 	if cfg.Workspace != "" {
 		if err := workspace.Usable(cfg.Workspace); err != nil {
+			return nil, fmt.Errorf("run %s: %w", root, err)
+		}
+	}
+	if opts.Remote != nil {
+		if err := remoteUsable(cfg); err != nil {
 			return nil, fmt.Errorf("run %s: %w", root, err)
 		}
 	}
@@ -310,7 +330,20 @@ func Resume(ctx context.Context, st *store.Store, root string, opts Options) (*R
 	defer e.release()
 	// Calls a stopped process made but did not record: settled at what
 	// they reserved, never forgotten.
-	open, err := st.SettleOpen(ctx, root)
+	var open []store.OpenReservation
+	if opts.Remote == nil {
+		open, err = st.SettleOpen(ctx, root)
+	} else {
+		// Workers may be in the middle of steps of this run: the calls
+		// they hold are theirs (a dead worker's are settled by the step's
+		// next attempt).
+		var held []Holder
+		if held, err = opts.Remote.Holders(ctx, root); err == nil {
+			open, err = st.SettleOpenOf(ctx, root, func(o store.OpenReservation) bool {
+				return !slices.ContainsFunc(held, func(h Holder) bool { return h.Node == o.Node })
+			})
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -325,6 +358,26 @@ func Resume(ctx context.Context, st *store.Store, root string, opts Options) (*R
 		return nil, err
 	}
 	return e.dispatch(ctx)
+}
+
+// loadConfig reads the settings a run was started with.
+func loadConfig(ctx context.Context, st *store.Store, root string) (runConfig, error) {
+	var cfg runConfig
+	a, err := st.LatestArtifact(ctx, root, "run_config")
+	if err != nil {
+		return cfg, err
+	}
+	if a == nil {
+		return cfg, fmt.Errorf("node %s is not the root of a solve run (no run_config)", root)
+	}
+	_, data, err := st.Artifact(ctx, a.ID)
+	if err != nil {
+		return cfg, err
+	}
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		return cfg, fmt.Errorf("run %s: run_config: %w", root, err)
+	}
+	return cfg, nil
 }
 
 // FindRoot accepts a full root id or a unique prefix.
@@ -499,6 +552,8 @@ func (e *engine) dispatch(ctx context.Context) (*Result, error) {
 	workers := e.cfg.Workers
 	if e.opts.Workers > 0 {
 		workers = e.opts.Workers
+	} else if e.opts.Remote != nil {
+		workers = RemoteInFlight
 	}
 	var err error
 	if e.patterns, err = e.st.GoalPatterns(ctx, e.root); err != nil {
@@ -521,7 +576,12 @@ func (e *engine) dispatch(ctx context.Context) (*Result, error) {
 			e.queue = e.queue[1:]
 			delete(e.queued, id)
 			e.inflight[id] = true
-			go func() { results <- e.step(ctx, id) }()
+			if e.opts.Remote != nil {
+				status := e.nodes[id].status
+				go func() { results <- e.remoteStep(ctx, id, status) }()
+			} else {
+				go func() { results <- e.step(ctx, id) }()
+			}
 		}
 		if len(e.inflight) == 0 {
 			if firstErr != nil {

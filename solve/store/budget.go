@@ -337,16 +337,21 @@ func (s *Store) SettleOpen(ctx context.Context, root string) ([]OpenReservation,
 	if err != nil {
 		return nil, err
 	}
+	return open, s.settleAtReservation(ctx, open)
+}
+
+// settleAtReservation settles each of open at the amount it holds.
+func (s *Store) settleAtReservation(ctx context.Context, open []OpenReservation) error {
 	for _, o := range open {
 		detail := map[string]any{"resolver": o.Resolver, "op": o.Op, "cost": o.Cost, "time_seconds": o.Time, "reservation_id": o.ID,
 			"settled_at_reservation": true, "raw_io_policy": "redacted_by_default",
 			"why": "the process that made this call stopped before recording its cost; the amount reserved is settled, the most the call was allowed to cost"}
 		if _, err := s.Settle(ctx, Settlement{Reservation: o.ID, Cost: o.Cost, Time: o.Time,
 			LogSummary: fmt.Sprintf("%s %s (settled at its reservation after a stop)", o.Resolver, o.Op), LogDetail: detail}); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return open, nil
+	return nil
 }
 
 // ReturnUnspent gives what an invalidated node has left (allocated −

@@ -1,0 +1,211 @@
+package loop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/llmkernels/kernels/solve/store"
+)
+
+// Remote steps (solve run --remote, solve worker): with a PostgreSQL store
+// the coordinator does not run a ready node's step itself; it enqueues it
+// as a River job (github.com/riverqueue/river) and the `solve worker`
+// processes, on any number of machines, claim the jobs and run them with
+// the same step code (steps.go), so a step's rules — reservation before
+// each paid call, deadlines, verification, isolation — are unchanged.
+//
+//   - The job is "advance node N of run R from status S" (StepArgs). A
+//     worker that finds the node no longer in S (a previous attempt of the
+//     job committed the step before its worker died) completes the job
+//     without running anything: a step's effects are committed in one
+//     transaction, so a step is done once or not at all.
+//   - Jobs are unique by (root, node, status) while not finished, so a
+//     coordinator that restarts (solve resume --remote) finds the jobs it
+//     enqueued before and waits for them instead of enqueuing twice. The
+//     job's existence is derived from the node's committed state, so the
+//     enqueue needs no transaction of its own with the store.
+//   - A worker killed mid-step holds its job until River's rescuer (on the
+//     elected leader among the workers) gives it back after
+//     --rescue-after; another worker then redoes the step from the node's
+//     last committed state, first settling at their reserved amount the
+//     reservations the dead attempt left open on the node (as resume does
+//     for a killed process), so the ledger is never below what was served.
+//   - No step runs twice at once: a worker runs each step under a deadline
+//     of --rescue-after less a margin (rescueMargin), so a live but slow
+//     worker has been cancelled — and its commits refused with its context
+//     — before its job can be rescued. A step that needs longer is cut and
+//     retried; raise --rescue-after for long resolver calls. Every worker
+//     of a database should be given the same --rescue-after (River's
+//     rescuer runs on whichever worker is the leader).
+//   - The coordinator polls its jobs' states (remotePoll) and, when one
+//     finishes, reloads the tree from the store and dispatches what became
+//     ready; a job cancelled by its worker carries the step's error, which
+//     stops the run as it would in process (resumable).
+//   - River's tables are created by its own migrations (rivermigrate) when
+//     a coordinator or a worker opens the database, idempotently.
+
+// StepQueue is the River queue of node steps.
+const StepQueue = "solve_steps"
+
+// remotePoll is how often the coordinator looks at the state of the jobs
+// it waits for.
+const remotePoll = 50 * time.Millisecond
+
+// stepMaxAttempts is how often River runs a step's job before it gives up
+// (a worker killed, or a step cut at its deadline, each count one).
+const stepMaxAttempts = 10
+
+// StepArgs is one node step as a River job.
+type StepArgs struct {
+	Root   string `json:"root" river:"unique"`
+	Node   string `json:"node" river:"unique"`
+	Status string `json:"status" river:"unique"` // the node's status when the step was enqueued
+}
+
+// Kind is the River job kind.
+func (StepArgs) Kind() string { return "solve_step" }
+
+// InsertOpts: the steps' queue, and one live job per (root, node, status).
+func (a StepArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: StepQueue, MaxAttempts: stepMaxAttempts, Tags: []string{"root-" + a.Root},
+		UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
+			rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRetryable,
+			rivertype.JobStateRunning, rivertype.JobStateScheduled}}}
+}
+
+// IsPostgres reports whether a --db value names a PostgreSQL database.
+func IsPostgres(db string) bool {
+	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
+}
+
+// Remote is a connection to the River queue in the run's PostgreSQL
+// database.
+type Remote struct {
+	pool   *pgxpool.Pool
+	client *river.Client[pgx.Tx]
+}
+
+// OpenRemote connects to the PostgreSQL database at url, brings River's
+// tables up to date and returns a client that enqueues steps and reads
+// their jobs (it runs none).
+func OpenRemote(ctx context.Context, url string) (*Remote, error) {
+	if !IsPostgres(url) {
+		return nil, fmt.Errorf("remote steps need a PostgreSQL database (postgres://…), not %q: SQLite is one machine's file", url)
+	}
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("connect to the job queue's database: %w", err)
+	}
+	if err := migrateRiver(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Logger: quietLogger(io.Discard)})
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("make the job queue's client: %w", err)
+	}
+	return &Remote{pool: pool, client: client}, nil
+}
+
+// Close closes the connection.
+func (r *Remote) Close() { r.pool.Close() }
+
+// migrateRiver creates or updates River's tables (a no-op when they are
+// current; concurrent callers are serialised by River's migration lock).
+func migrateRiver(ctx context.Context, pool *pgxpool.Pool) error {
+	m, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Logger: quietLogger(io.Discard)})
+	if err != nil {
+		return fmt.Errorf("the job queue's migrations: %w", err)
+	}
+	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("migrate the job queue's tables (River): %w", err)
+	}
+	return nil
+}
+
+// quietLogger logs River's warnings and errors only.
+func quietLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// remoteStep enqueues node id's step and waits for a worker to finish it.
+// The scheduler then reloads the tree from the store.
+func (e *engine) remoteStep(ctx context.Context, id, status string) stepResult {
+	res, err := e.opts.Remote.client.Insert(ctx, StepArgs{Root: e.root, Node: id, Status: status}, nil)
+	if err != nil {
+		return stepResult{node: id, err: fmt.Errorf("node %s: enqueue its %s step: %w", store.Short(id), status, err)}
+	}
+	job := res.Job
+	t := time.NewTicker(remotePoll)
+	defer t.Stop()
+	for {
+		switch job.State {
+		case rivertype.JobStateCompleted:
+			return stepResult{node: id, reload: true}
+		case rivertype.JobStateCancelled, rivertype.JobStateDiscarded:
+			msg := "no error recorded"
+			if n := len(job.Errors); n > 0 {
+				msg = job.Errors[n-1].Error
+			}
+			return stepResult{node: id, err: fmt.Errorf("node %s: its %s step (job %d, %s after %d attempts): %s", store.Short(id), status, job.ID, job.State, job.Attempt, msg)}
+		}
+		select {
+		case <-ctx.Done():
+			return stepResult{node: id, err: context.Cause(ctx)}
+		case <-t.C:
+		}
+		if job, err = e.opts.Remote.client.JobGet(ctx, job.ID); err != nil {
+			if errors.Is(err, river.ErrNotFound) {
+				err = fmt.Errorf("job deleted from the queue")
+			}
+			return stepResult{node: id, err: fmt.Errorf("node %s: wait for its %s step: %w", store.Short(id), status, err)}
+		}
+	}
+}
+
+// Holder is a step a worker holds: the node, its status, and the worker
+// (its River client id: host/pid/…) with the attempt and since when.
+type Holder struct {
+	Node, Status, Worker string
+	Attempt              int
+	Since                time.Time
+}
+
+// Holders lists the steps of root that workers hold now.
+func (r *Remote) Holders(ctx context.Context, root string) ([]Holder, error) {
+	res, err := r.client.JobList(ctx, river.NewJobListParams().Kinds(StepArgs{}.Kind()).TagsAll("root-"+root).
+		States(rivertype.JobStateRunning).First(10000))
+	if err != nil {
+		return nil, fmt.Errorf("list the running steps of %s: %w", root, err)
+	}
+	var hs []Holder
+	for _, j := range res.Jobs {
+		var a StepArgs
+		if err := json.Unmarshal(j.EncodedArgs, &a); err != nil {
+			return nil, fmt.Errorf("job %d: %w", j.ID, err)
+		}
+		h := Holder{Node: a.Node, Status: a.Status, Attempt: j.Attempt}
+		if n := len(j.AttemptedBy); n > 0 {
+			h.Worker = j.AttemptedBy[n-1]
+		}
+		if j.AttemptedAt != nil {
+			h.Since = *j.AttemptedAt
+		}
+		hs = append(hs, h)
+	}
+	return hs, nil
+}

@@ -1,0 +1,196 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/llmkernels/kernels/solve/store"
+)
+
+// DefaultRescueAfter is how long a step's job may run before River gives
+// it to another worker (its worker is presumed dead).
+const DefaultRescueAfter = 30 * time.Minute
+
+// WorkerOptions are how a `solve worker` process runs.
+type WorkerOptions struct {
+	Options // the resolvers, the tool factory and the progress lines
+	// Steps is how many steps this process runs at once (default 1).
+	Steps int
+	// RescueAfter is River's RescueStuckJobsAfter: a step's job running
+	// longer is presumed abandoned and given to another worker. Each step
+	// runs under a deadline of RescueAfter less rescueMargin. Default
+	// DefaultRescueAfter.
+	RescueAfter time.Duration
+	// Ready, when set, is called once the worker is taking jobs, with its
+	// id (host/pid/…, as solve status shows it).
+	Ready func(id string)
+}
+
+// rescueMargin is the time between a step's deadline and its job's
+// rescue: a tenth of RescueAfter, at least 2 s.
+func rescueMargin(after time.Duration) time.Duration { return max(after/10, 2*time.Second) }
+
+// Work runs a worker: it claims the node steps that coordinators enqueue
+// in the PostgreSQL database at url (whose kernel store st is) and runs
+// them, until ctx is done; then it cancels the steps it is running (their
+// jobs go back to the queue for another worker) and returns ctx's cause.
+func Work(ctx context.Context, st *store.Store, url string, o WorkerOptions) error {
+	if o.Steps == 0 {
+		o.Steps = 1
+	}
+	if o.Steps < 0 {
+		return fmt.Errorf("WorkerOptions.Steps %d: give at least 1", o.Steps)
+	}
+	if o.RescueAfter == 0 {
+		o.RescueAfter = DefaultRescueAfter
+	}
+	if o.RescueAfter < 5*time.Second {
+		return fmt.Errorf("WorkerOptions.RescueAfter %s: give at least 5s", o.RescueAfter)
+	}
+	if err := Boot(ctx, st); err != nil {
+		return err
+	}
+	r, err := OpenRemote(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown-host"
+	}
+	id := fmt.Sprintf("%s/%d/%s", host, os.Getpid(), uuid.NewString()[:8])
+	w := &stepWorker{st: st, opts: o, owner: id}
+	workers := river.NewWorkers()
+	if err := river.AddWorkerSafely(workers, w); err != nil {
+		return fmt.Errorf("register the step worker: %w", err)
+	}
+	var logs = os.Stderr
+	client, err := river.NewClient(riverpgxv5.New(r.pool), &river.Config{
+		ID:                   id,
+		Workers:              workers,
+		Queues:               map[string]river.QueueConfig{StepQueue: {MaxWorkers: o.Steps}},
+		RescueStuckJobsAfter: o.RescueAfter,
+		JobTimeout:           o.RescueAfter - rescueMargin(o.RescueAfter),
+		FetchCooldown:        10 * time.Millisecond,
+		FetchPollInterval:    500 * time.Millisecond,
+		Logger:               quietLogger(logs),
+	})
+	if err != nil {
+		return fmt.Errorf("make the worker's job client: %w", err)
+	}
+	// Started on a context that ctx does not cancel: stopping is done
+	// below, cancelling the running steps so their jobs are retried.
+	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("start the worker: %w", err)
+	}
+	if o.Ready != nil {
+		o.Ready(id)
+	}
+	w.progress("worker %s taking steps (%d at a time, rescue after %s)", id, o.Steps, o.RescueAfter)
+	<-ctx.Done()
+	stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := client.StopAndCancel(stopCtx); err != nil {
+		return errors.Join(context.Cause(ctx), fmt.Errorf("stop the worker: %w", err))
+	}
+	return context.Cause(ctx)
+}
+
+// stepWorker runs StepArgs jobs.
+type stepWorker struct {
+	river.WorkerDefaults[StepArgs]
+	st    *store.Store
+	opts  WorkerOptions
+	owner string // the worker's id, also the owner of its reservations
+
+	mu      sync.Mutex
+	engines map[string]*engine // by root: a run's settings and resolvers
+}
+
+func (w *stepWorker) progress(format string, args ...any) {
+	if w.opts.Progress != nil {
+		fmt.Fprintf(w.opts.Progress, "solve: "+format+"\n", args...)
+	}
+}
+
+// engine is the run's engine in this worker (one per root, shared by its
+// steps as the in-process workers share theirs).
+func (w *stepWorker) engine(ctx context.Context, root string) (*engine, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if e := w.engines[root]; e != nil {
+		return e, nil
+	}
+	cfg, err := loadConfig(ctx, w.st, root)
+	if err != nil {
+		return nil, err
+	}
+	e := newEngine(w.st, root, cfg, w.opts.Options)
+	e.owner = w.owner
+	if e.patterns, err = w.st.GoalPatterns(ctx, root); err != nil {
+		return nil, err
+	}
+	e.term = nil // a worker has no terminal: a run that asks the human is refused with --remote
+	if w.engines == nil {
+		w.engines = map[string]*engine{}
+	}
+	w.engines[root] = e
+	return e, nil
+}
+
+// Work runs one node step.
+func (w *stepWorker) Work(ctx context.Context, job *river.Job[StepArgs]) error {
+	a := job.Args
+	e, err := w.engine(ctx, a.Root)
+	if err != nil {
+		return river.JobCancel(err)
+	}
+	n, err := w.st.Node(ctx, a.Node)
+	if err != nil {
+		return err // the database: River retries
+	}
+	if n.Invalidated || n.Status != a.Status {
+		// An earlier attempt of this job committed the step before its
+		// worker died, or the node left the live tree since.
+		w.progress("Node %s: %s step already done (now %s%s)", store.Short(a.Node), a.Status, n.Status, map[bool]string{true: ", invalidated"}[n.Invalidated])
+		return nil
+	}
+	if job.Attempt > 1 {
+		// The calls the dead attempt left open: settled at what they
+		// reserved before the step is redone (resume does the same).
+		open, err := w.st.SettleOpenOf(ctx, a.Root, func(o store.OpenReservation) bool { return o.Node == a.Node })
+		if err != nil {
+			return err
+		}
+		for _, o := range open {
+			msg := fmt.Sprintf("Node %s: SETTLED %s %s at its reservation $%.4f / %.1fs (its worker stopped during the call)", store.Short(o.Node), o.Resolver, o.Op, o.Cost, o.Time)
+			w.progress("%s", msg)
+			if err := w.st.Log(ctx, 1, o.Node, msg, nil); err != nil {
+				return err
+			}
+		}
+	}
+	w.progress("Node %s: %s step (job %d, attempt %d)", store.Short(a.Node), a.Status, job.ID, job.Attempt)
+	r := e.step(ctx, a.Node)
+	if r.err != nil {
+		if ctx.Err() != nil {
+			// Cut at the step's deadline, or this worker is stopping: the
+			// job goes back to the queue and the step is redone from the
+			// node's last committed state.
+			return r.err
+		}
+		// A step that fails in process stops the run; so does this one:
+		// the coordinator reads the error from the cancelled job.
+		return river.JobCancel(r.err)
+	}
+	return nil
+}
