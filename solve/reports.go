@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
+	"github.com/llmkernels/kernels/internal/pgdb"
 	"github.com/llmkernels/kernels/solve/kg"
 	"github.com/llmkernels/kernels/solve/loop"
 	"github.com/llmkernels/kernels/solve/store"
@@ -98,6 +100,18 @@ type RunStatus struct {
 	Result loop.Result  `json:"result"`
 	Nodes  []NodeStatus `json:"nodes"`
 	Events []Event      `json:"events"`
+	// Held are the steps `solve worker` processes hold now (a PostgreSQL
+	// store with run --remote; empty otherwise).
+	Held []HeldStep `json:"held"`
+}
+
+// HeldStep is a node step a worker is running.
+type HeldStep struct {
+	NodeID  string    `json:"node_id"`
+	Status  string    `json:"status"` // the node's status the step started from
+	Worker  string    `json:"worker"` // host/pid/id
+	Attempt int       `json:"attempt"`
+	Since   time.Time `json:"since"`
 }
 
 // Status is the tree of the run whose root id starts with root.
@@ -130,7 +144,16 @@ func (k *Kernel) Status(ctx context.Context, root string) (*RunStatus, error) {
 	for _, t := range sched {
 		flags[t.ID] = t
 	}
-	st := &RunStatus{Result: *res, Nodes: []NodeStatus{}, Events: []Event{}}
+	st := &RunStatus{Result: *res, Nodes: []NodeStatus{}, Events: []Event{}, Held: []HeldStep{}}
+	if pgdb.IsURL(k.db) {
+		held, err := loop.Holders(ctx, k.db, root)
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range held {
+			st.Held = append(st.Held, HeldStep{NodeID: h.Node, Status: h.Status, Worker: h.Worker, Attempt: h.Attempt, Since: h.Since})
+		}
+	}
 	reopened := map[string]int{}
 	for _, e := range events {
 		var d struct {

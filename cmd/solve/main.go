@@ -623,7 +623,7 @@ func remoteDB(db string) error {
 	if db == "" {
 		return cli.Usagef("give --db postgres://user@host/dbname: workers share a run through PostgreSQL")
 	}
-	if !loop.IsPostgres(db) {
+	if !pgdb.IsURL(db) {
 		return cli.Usagef("--db %s is a SQLite file, which only this machine can use: workers share a run through PostgreSQL (--db postgres://user@host/dbname)", db)
 	}
 	return nil
@@ -961,6 +961,12 @@ func printStatus(w io.Writer, st *solve.RunStatus) {
 		fmt.Fprintln(w, "events:")
 		for _, e := range st.Events {
 			fmt.Fprintf(w, "  %s  %s %q: %s\n", clock(e.Time), store.Short(e.NodeID), clip.Line(e.Goal, 50), e.Detail)
+		}
+	}
+	if len(st.Held) > 0 {
+		fmt.Fprintln(w, "held by workers:")
+		for _, h := range st.Held {
+			fmt.Fprintf(w, "  %s  %s step · worker %s · attempt %d · since %s\n", store.Short(h.NodeID), h.Status, h.Worker, h.Attempt, h.Since.Local().Format("15:04:05"))
 		}
 	}
 	r := st.Result

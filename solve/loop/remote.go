@@ -7,16 +7,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/llmkernels/kernels/internal/pgdb"
 	"github.com/llmkernels/kernels/solve/store"
 )
 
@@ -86,11 +87,6 @@ func (a StepArgs) InsertOpts() river.InsertOpts {
 			rivertype.JobStateRunning, rivertype.JobStateScheduled}}}
 }
 
-// IsPostgres reports whether a --db value names a PostgreSQL database.
-func IsPostgres(db string) bool {
-	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
-}
-
 // Remote is a connection to the River queue in the run's PostgreSQL
 // database.
 type Remote struct {
@@ -102,16 +98,32 @@ type Remote struct {
 // tables up to date and returns a client that enqueues steps and reads
 // their jobs (it runs none).
 func OpenRemote(ctx context.Context, url string) (*Remote, error) {
-	if !IsPostgres(url) {
-		return nil, fmt.Errorf("remote steps need a PostgreSQL database (postgres://…), not %q: SQLite is one machine's file", url)
+	return openRemote(ctx, url, false)
+}
+
+// openRemote is OpenRemote; readOnly opens read-only sessions and leaves
+// River's tables as they are.
+func openRemote(ctx context.Context, url string, readOnly bool) (*Remote, error) {
+	if !pgdb.IsURL(url) {
+		return nil, fmt.Errorf("remote steps need a PostgreSQL database (postgres://…), not %s: a SQLite file is one machine's", url)
 	}
-	pool, err := pgxpool.New(ctx, url)
+	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("connect to the job queue's database: %w", err)
+		// pgx's parse errors can quote the URL, password and all.
+		return nil, fmt.Errorf("the job queue's database %s: the URL does not parse", pgdb.Redact(url))
 	}
-	if err := migrateRiver(ctx, pool); err != nil {
-		pool.Close()
-		return nil, err
+	if readOnly {
+		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to the job queue's database %s: %w", pgdb.Redact(url), err)
+	}
+	if !readOnly {
+		if err := migrateRiver(ctx, pool); err != nil {
+			pool.Close()
+			return nil, err
+		}
 	}
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Logger: quietLogger(io.Discard)})
 	if err != nil {
@@ -185,10 +197,25 @@ type Holder struct {
 	Since                time.Time
 }
 
+// Holders lists the steps of root that workers hold in the PostgreSQL
+// database at url, reading only (none when no run there has used
+// workers).
+func Holders(ctx context.Context, url, root string) ([]Holder, error) {
+	r, err := openRemote(ctx, url, true)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return r.Holders(ctx, root)
+}
+
 // Holders lists the steps of root that workers hold now.
 func (r *Remote) Holders(ctx context.Context, root string) ([]Holder, error) {
 	res, err := r.client.JobList(ctx, river.NewJobListParams().Kinds(StepArgs{}.Kind()).TagsAll("root-"+root).
 		States(rivertype.JobStateRunning).First(10000))
+	if pe, ok := errors.AsType[*pgconn.PgError](err); ok && pe.Code == "42P01" {
+		return nil, nil // undefined_table: River's tables were never made here
+	}
 	if err != nil {
 		return nil, fmt.Errorf("list the running steps of %s: %w", root, err)
 	}
