@@ -640,9 +640,11 @@ func workerCommand(app *cli.App) *cobra.Command {
 		Short: "Run the steps of 'solve run --remote' runs from a shared PostgreSQL database, on any machine",
 		Long: `Take node steps from the job queue (River) in the PostgreSQL database and run
 them, until Ctrl-C or SIGTERM. Start any number of workers, on any machines that
-reach the database, then start a run there with 'solve run --db postgres://…
---remote' (or continue one with 'solve resume --remote'); watch it with 'solve
-status --db postgres://…', which shows which worker (host/pid) holds which step.
+reach the database, then start a run there:
+  solve run GOAL --db postgres://… --remote
+(or continue one with 'solve resume --remote'), and watch it with
+  solve status ROOT --db postgres://…
+which shows which worker (host/pid/id) holds which step.
 
 A step runs here exactly as it would in 'solve run': every paid call is
 reserved in the database before it runs (no interleaving of workers can

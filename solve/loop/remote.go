@@ -14,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/rivermigrate"
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/llmkernels/kernels/internal/pgdb"
@@ -55,8 +54,9 @@ import (
 //     finishes, reloads the tree from the store and dispatches what became
 //     ready; a job cancelled by its worker carries the step's error, which
 //     stops the run as it would in process (resumable).
-//   - River's tables are created by its own migrations (rivermigrate) when
-//     a coordinator or a worker opens the database, idempotently.
+//   - River's tables are created by its own migrations (rivermigrate,
+//     store.MigrateJobQueue) when a coordinator or a worker opens the
+//     database, idempotently; never on SQLite.
 
 // StepQueue is the River queue of node steps.
 const StepQueue = "solve_steps"
@@ -120,7 +120,7 @@ func openRemote(ctx context.Context, url string, readOnly bool) (*Remote, error)
 		return nil, fmt.Errorf("connect to the job queue's database %s: %w", pgdb.Redact(url), err)
 	}
 	if !readOnly {
-		if err := migrateRiver(ctx, pool); err != nil {
+		if err := store.MigrateJobQueue(ctx, pool); err != nil {
 			pool.Close()
 			return nil, err
 		}
@@ -135,19 +135,6 @@ func openRemote(ctx context.Context, url string, readOnly bool) (*Remote, error)
 
 // Close closes the connection.
 func (r *Remote) Close() { r.pool.Close() }
-
-// migrateRiver creates or updates River's tables (a no-op when they are
-// current; concurrent callers are serialised by River's migration lock).
-func migrateRiver(ctx context.Context, pool *pgxpool.Pool) error {
-	m, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Logger: quietLogger(io.Discard)})
-	if err != nil {
-		return fmt.Errorf("the job queue's migrations: %w", err)
-	}
-	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return fmt.Errorf("migrate the job queue's tables (River): %w", err)
-	}
-	return nil
-}
 
 // quietLogger logs River's warnings and errors only.
 func quietLogger(w io.Writer) *slog.Logger {

@@ -1,0 +1,317 @@
+package solve_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/llmkernels/kernels/internal/cli"
+	"github.com/llmkernels/kernels/internal/pgtest"
+)
+
+const pagesGoal = "Write the operations handbook: one page per runbook"
+
+// pageGoal is the goal of the handbook's i-th page.
+func pageGoal(i int) string { return fmt.Sprintf("Write runbook page %d of the handbook", i) }
+
+// pagesSteps: the root splits into n independent pages (leaves judged by
+// the verifier, no workspace), then the consistency check and assembly.
+func pagesSteps(n int) []step {
+	var children []any
+	var leaves []step
+	for i := 1; i <= n; i++ {
+		g := pageGoal(i)
+		children = append(children, m{"ref": fmt.Sprintf("p%d", i), "goal": g, "summary": fmt.Sprintf("Runbook page %d", i), "weight": 1, "depends_on": []string{}})
+		leaves = append(leaves,
+			step{OpIdentify, g, 0, m{"constraints": []any{m{"type": "semantic", "domain": "docs", "title": "an operator can follow it", "rubric": "numbered steps"}}, "required_capabilities": []string{"technical_writing"}, "rationale": "a page"}},
+			step{OpSelect, g, 0, m{"selected": []string{"c1"}, "rationale": "the one rule"}},
+			step{OpRoute, g, 0, m{"resolver_id": "claude-code-0", "capability": "technical_writing", "rationale": "prose"}},
+			step{OpResolve, g, 1, m{"summary": fmt.Sprintf("page %d", i), "text": fmt.Sprintf("1. check the alarm %d\n2. restart the service", i)}},
+			step{OpVerify, g, 1, m{"checks": []any{m{"ref": "c1", "passed": true, "sigma": 0.9, "detail": "numbered"}}, "is_leaf": true, "leaf_kind": "atomic", "leaf_reason": "one page"}})
+	}
+	return append([]step{
+		{OpIdentify, pagesGoal, 0, m{"constraints": []any{m{"type": "semantic", "domain": "docs", "title": "every runbook has a page", "rubric": "one page each"}}, "required_capabilities": []string{"technical_writing"}, "rationale": "docs"}},
+		{OpSelect, pagesGoal, 0, m{"selected": []string{"c1"}, "rationale": "all needed"}},
+		{OpRoute, pagesGoal, 0, m{"resolver_id": "claude-code-0", "capability": "technical_writing", "rationale": "an outline"}},
+		{OpResolve, pagesGoal, 1, m{"summary": "outline", "text": "one page per runbook"}},
+		{OpVerify, pagesGoal, 1, m{"checks": []any{m{"ref": "c1", "passed": true, "sigma": 0.9, "detail": "covers them"}}, "is_leaf": false, "leaf_reason": "independent pages"}},
+		{OpDecompose, pagesGoal, 0, m{"children": children, "rationale": "one page each"}},
+		{OpConsistency, pagesGoal, 0, m{"verdict": "SAT", "conflicts": []any{}}},
+		{OpAssemble, pagesGoal, 0, m{"summary": "the handbook"}},
+	}, leaves...)
+}
+
+// syncBuffer is a process's output, read while it runs.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// worker is a `solve worker` process.
+type worker struct {
+	cmd    *exec.Cmd
+	stderr *syncBuffer
+	done   chan struct{}
+	err    error
+}
+
+// startWorkers starts n workers on the PostgreSQL database url and waits
+// until each takes jobs.
+func startWorkers(t *testing.T, api *fakeAPI, dir, url string, n int, extra ...string) []*worker {
+	t.Helper()
+	var ws []*worker
+	for range n {
+		w := &worker{stderr: &syncBuffer{}, done: make(chan struct{})}
+		w.cmd = api.command(dir, append([]string{"worker", "--db", url}, extra...)...)
+		w.cmd.Stderr = w.stderr
+		if err := w.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { w.err = w.cmd.Wait(); close(w.done) }()
+		t.Cleanup(func() {
+			_ = w.cmd.Process.Kill()
+			<-w.done
+		})
+		ws = append(ws, w)
+	}
+	for _, w := range ws {
+		waitFor(t, 60*time.Second, "a worker to take steps", func() bool { return strings.Contains(w.stderr.String(), "taking steps") }, w)
+	}
+	return ws
+}
+
+// waitFor polls cond until it holds or the time is up (then the workers'
+// output goes into the failure).
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool, ws ...*worker) {
+	t.Helper()
+	end := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(end) {
+			var out []string
+			for _, w := range ws {
+				out = append(out, w.stderr.String())
+			}
+			t.Fatalf("waited %s for %s\n%s", d, what, strings.Join(out, "\n---\n"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// servedTwice lists the scripted requests (operation, goal, attempt) the
+// fake answered more than once: a step run twice.
+func servedTwice(api *fakeAPI) []string {
+	seen := map[string]int{}
+	var twice []string
+	for _, r := range api.api.Received() {
+		if r.Status != 200 || r.Request == nil {
+			continue
+		}
+		key := strings.SplitN(lastUserText(r.Request), "\n", 3)
+		k := strings.Join(key[:min(2, len(key))], " | ")
+		if seen[k]++; seen[k] == 2 {
+			twice = append(twice, k)
+		}
+	}
+	return twice
+}
+
+// One coordinator (solve run --remote) and three solve worker processes
+// on one PostgreSQL database: the tree's independent pages complete; the
+// worker holding page 2's resolve call (held in the fake) is SIGKILLed;
+// River rescues its job after --rescue-after and another worker redoes
+// the step after settling the dead attempt's reservation. The run ends in
+// the same state as an uninterrupted in-process run, no request is served
+// twice (no step ran twice), and the ledger is the served calls plus the
+// killed call at its reservation.
+func TestWorkersCompleteARunAndOneKilledMidStepIsRedoneElsewhere(t *testing.T) {
+	steps := pagesSteps(5)
+	// The reference: the same tree, uninterrupted, in process.
+	ref := t.TempDir()
+	pgDBs.Store(ref, pgtest.New(t))
+	t.Cleanup(func() { pgDBs.Delete(ref) })
+	refAPI := newFakeAPI(t, 1, steps...)
+	if r := refAPI.run(t, ref, "run", pagesGoal, "--budget", "5", "--time", "1h"); r.code != 0 {
+		t.Fatalf("reference run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	want := finalState(t, ref)
+
+	dir := t.TempDir()
+	url := pgtest.New(t)
+	pgDBs.Store(dir, url)
+	t.Cleanup(func() { pgDBs.Delete(dir) })
+	api := newFakeAPI(t, 2, steps...)
+	held := "Operation: resolve · attempt 1\\nGoal: " + pageGoal(2)
+	api.mu.Lock()
+	api.hold = func(body []byte) bool { return bytes.Contains(body, []byte(held)) }
+	api.mu.Unlock()
+	workers := startWorkers(t, api, dir, url, 3, "--rescue-after", "6s")
+
+	run := api.command(dir, "run", pagesGoal, "--remote", "--budget", "5", "--time", "1h")
+	var runOut, runErr syncBuffer
+	run.Stdout, run.Stderr = &runOut, &runErr
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	runDone := make(chan error, 1)
+	go func() { runDone <- run.Wait() }()
+	t.Cleanup(func() { _ = run.Process.Kill() })
+	select {
+	case <-api.held:
+	case err := <-runDone:
+		t.Fatalf("the run ended (%v) before page 2's resolve call was made:\n%s\n%s", err, runOut.String(), runErr.String())
+	case <-time.After(120 * time.Second):
+		t.Fatalf("page 2's resolve call never reached the fake:\n%s", runErr.String())
+	}
+
+	// solve status names the worker holding the step.
+	st := runSolve(t, dir, "status", rootFromLive(t, &runErr), "--json")
+	var status struct {
+		Held []struct {
+			NodeID, Status, Worker string
+		} `json:"held"`
+	}
+	if err := json.Unmarshal([]byte(st.stdout), &status); err != nil {
+		t.Fatalf("status --json: %v\n%s\n%s", err, st.stdout, st.stderr)
+	}
+	var victim *worker
+	for _, h := range status.Held {
+		if h.Status != "resolving" {
+			continue
+		}
+		parts := strings.Split(h.Worker, "/")
+		pid, _ := strconv.Atoi(parts[len(parts)-2])
+		for _, w := range workers {
+			if w.cmd.Process.Pid == pid {
+				victim = w
+			}
+		}
+	}
+	if victim == nil {
+		t.Fatalf("solve status names no worker of ours holding a resolving step:\n%s", st.stdout)
+	}
+	text := runSolve(t, dir, "status", rootFromLive(t, &runErr))
+	if !strings.Contains(text.stdout, "held by workers:") || !strings.Contains(text.stdout, strconv.Itoa(victim.cmd.Process.Pid)) {
+		t.Errorf("solve status does not show the holder:\n%s", text.stdout)
+	}
+	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-victim.done
+	api.mu.Lock()
+	api.hold = nil
+	api.mu.Unlock()
+
+	select {
+	case err := <-runDone:
+		if err != nil || !strings.Contains(runOut.String(), ": achieved") {
+			t.Fatalf("run --remote: %v\n%s\n%s", err, runOut.String(), runErr.String())
+		}
+	case <-time.After(240 * time.Second):
+		t.Fatalf("the run did not finish after the kill:\n%s", runErr.String())
+	}
+	root := rootOf(t, runOut.String())
+	invariants(t, dir, root)
+	if got := finalState(t, dir); got != want {
+		t.Errorf("the run with a killed worker differs from the uninterrupted one:\n--- want\n%s\n--- got\n%s", want, got)
+	}
+	if twice := servedTwice(api); len(twice) > 0 {
+		t.Errorf("requests served twice (a step ran twice): %v", twice)
+	}
+	// The ledger: every served call, plus the killed one at its reservation.
+	calls, cost := api.served(t)
+	db := openDB(t, dir)
+	var spends, open int
+	var spent, atHold float64
+	if err := db.QueryRow(`SELECT COUNT(*), SUM(amount) FROM budget_ledger WHERE event_type = 'spend' AND resolver_id = 'claude-code-0'`).Scan(&spends, &spent); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(`SELECT COUNT(*) FROM budget_reservations WHERE status = 'open'`).Scan(&open); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(`SELECT COALESCE(SUM(settled_amount), 0) FROM budget_reservations WHERE operation = 'resolve' AND settled_amount = amount AND amount > 0
+		AND id IN (SELECT reservation_id FROM budget_ledger WHERE description LIKE '%settled at its reservation%')`).Scan(&atHold); err != nil {
+		t.Fatal(err)
+	}
+	if open != 0 || atHold <= 0 || spends != calls+1 || math.Abs(spent-(cost+atHold)) > 1e-9 {
+		t.Errorf("ledger: %d spends costing $%.9f, %d reservations open, $%.9f settled at reservation; the fake served %d calls costing $%.9f",
+			spends, spent, open, atHold, calls, cost)
+	}
+	var redone bool
+	for _, w := range workers {
+		if w != victim && strings.Contains(w.stderr.String(), "its worker stopped during the call") {
+			redone = true
+		}
+	}
+	if !redone {
+		t.Error("no other worker settled the dead attempt's reservation before redoing the step")
+	}
+	// The others stop on SIGTERM with exit status 5.
+	for _, w := range workers {
+		if w == victim {
+			continue
+		}
+		if err := w.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-w.done:
+		case <-time.After(60 * time.Second):
+			t.Fatal("a worker did not stop on SIGTERM")
+		}
+		if code := w.cmd.ProcessState.ExitCode(); code != cli.ExitStopped {
+			t.Errorf("worker exit status %d on SIGTERM, want %d:\n%s", code, cli.ExitStopped, w.stderr.String())
+		}
+	}
+}
+
+// rootFromLive reads the run's root id from its live view ("run ID
+// started").
+func rootFromLive(t *testing.T, stderr *syncBuffer) string {
+	t.Helper()
+	for _, l := range strings.Split(stderr.String(), "\n") {
+		if _, rest, ok := strings.Cut(l, "solve: run "); ok {
+			return strings.Fields(rest)[0]
+		}
+	}
+	t.Fatalf("no 'run ID started' line in:\n%s", stderr.String())
+	return ""
+}
+
+// solve worker refuses a SQLite database (usage, exit 2) and says how it
+// is used in --help; run --remote refuses SQLite the same way.
+func TestWorkerRefusesSQLiteAndExplainsItself(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{{"worker", "--db", "kernel.db"}, {"worker"}, {"run", "a goal", "--remote"}} {
+		r := runSolve(t, dir, args...)
+		if r.code != cli.ExitUsage || !strings.Contains(r.stderr, "PostgreSQL") {
+			t.Errorf("%v: exit %d, want %d with a word on PostgreSQL:\n%s", args, r.code, cli.ExitUsage, r.stderr)
+		}
+	}
+	h := runSolve(t, dir, "worker", "--help")
+	for _, want := range []string{"--db", "--rescue-after", "--steps", "solve run --db postgres://", "--remote", "solve status", "SIGTERM"} {
+		if !strings.Contains(h.stdout, want) {
+			t.Errorf("solve worker --help lacks %q:\n%s", want, h.stdout)
+		}
+	}
+}
+
