@@ -248,8 +248,8 @@ func TestWorkersCompleteARunAndOneKilledMidStepIsRedoneElsewhere(t *testing.T) {
 	if err := db.QueryRow(`SELECT COUNT(*) FROM budget_reservations WHERE status = 'open'`).Scan(&open); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.QueryRow(`SELECT COALESCE(SUM(settled_amount), 0) FROM budget_reservations WHERE operation = 'resolve' AND settled_amount = amount AND amount > 0
-		AND id IN (SELECT reservation_id FROM budget_ledger WHERE description LIKE '%settled at its reservation%')`).Scan(&atHold); err != nil {
+	if err := db.QueryRow(`SELECT COALESCE(SUM(l.amount), 0) FROM budget_ledger l JOIN logs g ON g.node_id = l.node_id
+		AND g.detail->>'reservation_id' = l.reservation_id AND g.detail->>'settled_at_reservation' = 'true'`).Scan(&atHold); err != nil {
 		t.Fatal(err)
 	}
 	if open != 0 || atHold <= 0 || spends != calls+1 || math.Abs(spent-(cost+atHold)) > 1e-9 {
@@ -308,7 +308,7 @@ func TestWorkerRefusesSQLiteAndExplainsItself(t *testing.T) {
 		}
 	}
 	h := runSolve(t, dir, "worker", "--help")
-	for _, want := range []string{"--db", "--rescue-after", "--steps", "solve run --db postgres://", "--remote", "solve status", "SIGTERM"} {
+	for _, want := range []string{"--db", "--rescue-after", "--steps", "solve run GOAL --db postgres://… --remote", "solve status", "SIGTERM"} {
 		if !strings.Contains(h.stdout, want) {
 			t.Errorf("solve worker --help lacks %q:\n%s", want, h.stdout)
 		}

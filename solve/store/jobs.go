@@ -19,32 +19,31 @@ const jobQueueLock = 0x534f4c56 // "SOLV"
 
 // MigrateJobQueue creates or updates the tables of the job queue (River,
 // used by solve run --remote and solve worker) in the PostgreSQL database
-// of pool: River's own migrations, in one transaction under an advisory
-// lock, a no-op when they are current. Never used on SQLite.
+// of pool: River's own migrations (each in its own transaction: one adds
+// an enum value, which a later statement of the same transaction may not
+// use), while this process holds an advisory lock, so processes starting
+// together take turns; a no-op when they are current. Never on SQLite.
 func MigrateJobQueue(ctx context.Context, pool *pgxpool.Pool) (err error) {
 	m, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		return fmt.Errorf("the job queue's migrations: %w", err)
 	}
-	tx, err := pool.Begin(ctx)
+	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("migrate the job queue's tables: %w", err)
 	}
-	defer func() {
-		if err != nil {
-			err = errors.Join(err, tx.Rollback(context.WithoutCancel(ctx)))
-		}
-	}()
-	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", jobQueueLock); err != nil {
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", jobQueueLock); err != nil {
 		return fmt.Errorf("migrate the job queue's tables: lock: %w", err)
 	}
-	if _, err := m.MigrateTx(ctx, tx, rivermigrate.DirectionUp, nil); err != nil {
+	defer func() {
+		if _, uerr := conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", jobQueueLock); uerr != nil {
+			// The lock goes with the session: drop the connection.
+			err = errors.Join(err, conn.Conn().Close(context.WithoutCancel(ctx)))
+		}
+	}()
+	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
 		return fmt.Errorf("migrate the job queue's tables (River): %w", err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("migrate the job queue's tables: commit: %w", err)
 	}
 	return nil
 }
-
-
