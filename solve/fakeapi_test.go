@@ -27,13 +27,16 @@ type fakeAPI struct {
 	api   *llmtest.Server
 	front *httptest.Server
 
-	mu     sync.Mutex
-	hold   func(body []byte) bool // requests to hold instead of serving
-	held   chan struct{}          // closed when a request is held
-	freed  chan struct{}          // closed to let held requests go (unserved)
-	nheld  int
-	once   sync.Once
-	copies int
+	mu    sync.Mutex
+	hold  func(body []byte) bool // requests to hold instead of serving
+	held  chan struct{}          // closed when a request is held
+	freed chan struct{}          // closed to let held requests go (unserved)
+	nheld int
+	// holding is how many held requests are still open (their client
+	// has neither given up nor been released).
+	holding int
+	once    sync.Once
+	copies  int
 }
 
 // newFakeAPI serves steps, each matchable copies times (a process killed
@@ -98,10 +101,16 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Unlock()
 	if hold {
+		f.mu.Lock()
+		f.holding++
+		f.mu.Unlock()
 		select {
 		case <-f.freed:
 		case <-r.Context().Done():
 		}
+		f.mu.Lock()
+		f.holding--
+		f.mu.Unlock()
 		http.Error(w, "held", http.StatusServiceUnavailable)
 		return
 	}

@@ -315,3 +315,72 @@ func TestWorkerRefusesSQLiteAndExplainsItself(t *testing.T) {
 	}
 }
 
+// startRemoteRun starts solve run --remote in dir and returns its output
+// and a channel with its end.
+func startRemoteRun(t *testing.T, api *fakeAPI, dir string) (*syncBuffer, *syncBuffer, chan error) {
+	t.Helper()
+	run := api.command(dir, "run", pagesGoal, "--remote", "--budget", "5", "--time", "1h")
+	var out, errb syncBuffer
+	run.Stdout, run.Stderr = &out, &errb
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- run.Wait() }()
+	t.Cleanup(func() { _ = run.Process.Kill() }) // (its end is read from done)
+	return &out, &errb, done
+}
+
+// A worker that is alive but stuck in a call longer than --rescue-after
+// allows is cut at its step's deadline (--rescue-after less the margin)
+// before River could rescue its job, so the step never runs on two
+// workers at once: when the run ends no request is still held open, the
+// cut call is settled at its reservation, and the step's next attempt
+// (on either worker) is served once.
+func TestAStuckWorkerIsCutBeforeItsStepCanBeRescued(t *testing.T) {
+	dir := t.TempDir()
+	url := pgtest.New(t)
+	pgDBs.Store(dir, url)
+	t.Cleanup(func() { pgDBs.Delete(dir) })
+	api := newFakeAPI(t, 2, pagesSteps(2)...)
+	marker := []byte("Operation: resolve · attempt 1\\nGoal: " + pageGoal(2))
+	first := true
+	api.mu.Lock()
+	api.hold = func(body []byte) bool { // called under api.mu
+		if first && bytes.Contains(body, marker) {
+			first = false
+			return true
+		}
+		return false
+	}
+	api.mu.Unlock()
+	workers := startWorkers(t, api, dir, url, 2, "--rescue-after", "5s")
+	out, errb, done := startRemoteRun(t, api, dir)
+	select {
+	case err := <-done:
+		if err != nil || !strings.Contains(out.String(), ": achieved") {
+			t.Fatalf("run --remote: %v\n%s\n%s", err, out.String(), errb.String())
+		}
+	case <-time.After(240 * time.Second):
+		t.Fatalf("the run did not finish:\n%s", errb.String())
+	}
+	api.mu.Lock()
+	nheld, holding := api.nheld, api.holding
+	api.mu.Unlock()
+	if nheld != 1 || holding != 0 {
+		t.Fatalf("%d requests held, %d still open when the run ended: the stuck step was not cut before its job could be rescued", nheld, holding)
+	}
+	invariants(t, dir, rootOf(t, out.String()))
+	if twice := servedTwice(api); len(twice) > 0 {
+		t.Errorf("requests served twice (a step ran twice): %v", twice)
+	}
+	var cut bool
+	for _, w := range workers {
+		if strings.Contains(w.stderr.String(), "attempt 2") {
+			cut = true
+		}
+	}
+	if !cut {
+		t.Error("no worker ran the cut step's second attempt")
+	}
+}
