@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -382,5 +384,56 @@ func TestAStuckWorkerIsCutBeforeItsStepCanBeRescued(t *testing.T) {
 	}
 	if !cut {
 		t.Error("no worker ran the cut step's second attempt")
+	}
+}
+
+// With --workspace, the workers build each step's workspace from the
+// database (the base stored when the run started, plus the merged files of
+// the verified leaves so far) and merge a verified leaf's files there; the
+// coordinator writes them into the user's workspace, where Step 12's go
+// test ./... runs. The result is the in-process run's.
+func TestWorkersBuildTheWorkspaceFromTheDatabase(t *testing.T) {
+	ref := t.TempDir()
+	pgDBs.Store(ref, pgtest.New(t))
+	t.Cleanup(func() { pgDBs.Delete(ref) })
+	refWS := workspace(t, ref, "example.com/textutil")
+	sc := writeScript(t, ref, wideSteps()...)
+	if r := runSolve(t, ref, "run", wideGoal, "--provider", "script", "--script", sc, "--workspace", refWS, "--budget", "5", "--time", "1h"); r.code != 0 {
+		t.Fatalf("reference run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	stored := func(s string) string { // the stored workspace's artifacts exist only with workers
+		var keep []string
+		for _, l := range strings.Split(s, "\n") {
+			if !strings.HasPrefix(l, "artifact workspace_") {
+				keep = append(keep, l)
+			}
+		}
+		return strings.Join(keep, "\n")
+	}
+	want := stored(finalState(t, ref))
+
+	dir := t.TempDir()
+	url := pgtest.New(t)
+	pgDBs.Store(dir, url)
+	t.Cleanup(func() { pgDBs.Delete(dir) })
+	ws := workspace(t, dir, "example.com/textutil")
+	api := newFakeAPI(t, 1, wideSteps()...)
+	workers := startWorkers(t, api, dir, url, 2)
+	r := api.run(t, dir, "run", wideGoal, "--remote", "--workspace", ws, "--budget", "5", "--time", "1h")
+	if r.code != 0 || !strings.Contains(r.stdout, ": achieved") {
+		t.Fatalf("run --remote: exit %d\n%s\n%s\n%s\n%s", r.code, r.stdout, r.stderr, workers[0].stderr.String(), workers[1].stderr.String())
+	}
+	invariants(t, dir, rootOf(t, r.stdout))
+	if got := stored(finalState(t, dir)); got != want {
+		t.Errorf("with workers the result differs from the in-process run:\n--- want\n%s\n--- got\n%s", want, got)
+	}
+	for _, p := range []string{"rev/rev.go", "upper/upper_test.go", "trim/trim.go", "dup/dup.go"} {
+		if _, err := os.Stat(filepath.Join(ws, p)); err != nil {
+			t.Errorf("the user's workspace lacks %s: %v", p, err)
+		}
+	}
+	db := openDB(t, dir)
+	if n := count(t, db, "SELECT COUNT(*) FROM artifacts WHERE type = 'workspace_merge'"); n != 4 {
+		t.Errorf("%d merges stored, want the 4 leaves'", n)
 	}
 }

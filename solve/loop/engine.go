@@ -113,8 +113,13 @@ type engine struct {
 	termMu   sync.Mutex    // one interactive question at a time
 	term     *bufio.Reader // opts.In, buffered once for every question
 	mergeMu  sync.Mutex    // one merge into the workspace at a time
-	lease    func()        // stops renewing the run's lease and releases it
-	stop     context.CancelCauseFunc
+	// With remote workers: the workspace is stored in the database
+	// (remotews.go); a worker's step merges there (stored), and the
+	// coordinator has written the first merged merges to the user's.
+	stored bool
+	merged int
+	lease  func() // stops renewing the run's lease and releases it
+	stop   context.CancelCauseFunc
 
 	// The live view's money, kept as it changes (never summed per step).
 	moneyMu          sync.Mutex
@@ -156,9 +161,6 @@ const RemoteInFlight = 256
 func remoteUsable(cfg runConfig) error {
 	if cfg.Interactive {
 		return errors.New("an interactive run asks its questions on this terminal; it cannot send its steps to remote workers")
-	}
-	if cfg.Workspace != "" {
-		return errors.New("a workspace with remote workers is not built yet: the workers would need the run's files (run without --remote, or without --workspace)")
 	}
 	return nil
 }
@@ -235,7 +237,20 @@ func Run(ctx context.Context, st *store.Store, req Request, opts Options) (*Resu
 		}
 	}
 	root := e.root
+	var base *store.NewArtifact
+	if opts.Remote != nil && req.Workspace != "" {
+		a, err := baseArtifact(root, req.Workspace)
+		if err != nil {
+			return nil, err
+		}
+		base = &a
+	}
 	err := st.Write(ctx, func(tx *store.Tx) error {
+		if base != nil {
+			if _, err := tx.PutArtifact(ctx, *base); err != nil {
+				return err
+			}
+		}
 		var coreIDs []string
 		for _, c := range core {
 			id, err := insertConstraint(ctx, &tx.Conn, c, "human", "", nil)
@@ -560,6 +575,9 @@ func (e *engine) dispatch(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	e.inflight = map[string]bool{}
+	if err := e.syncWorkspace(ctx); err != nil {
+		return nil, err
+	}
 	if err := e.load(ctx); err != nil {
 		return nil, err
 	}
@@ -614,6 +632,9 @@ func (e *engine) dispatch(ctx context.Context) (*Result, error) {
 			continue
 		}
 		if r.reload {
+			if err := e.syncWorkspace(ctx); err != nil {
+				return nil, err
+			}
 			if err := e.load(ctx); err != nil {
 				return nil, err
 			}

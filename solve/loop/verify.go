@@ -154,9 +154,14 @@ func (s *stepCtx) verify(ctx context.Context) (stepResult, error) {
 		// files are the tool's, not the goal's), and only when none changed
 		// there since the attempt was made.
 		if v.IsLeaf && ws != "" && len(ans.Files) > 0 && !(build && ans.Tool != nil) {
-			s.e.mergeMu.Lock()
-			err := workspace.Merge(ws, ans.Files, meta.Base)
-			s.e.mergeMu.Unlock()
+			var err error
+			if s.e.stored {
+				err = s.e.storedMerge(ctx, n.ID, ans.Files, meta.Base)
+			} else {
+				s.e.mergeMu.Lock()
+				err = workspace.Merge(ws, ans.Files, meta.Base)
+				s.e.mergeMu.Unlock()
+			}
 			var ce *workspace.ConflictError
 			if errors.As(err, &ce) {
 				return s.conflict(ctx, last, ce)

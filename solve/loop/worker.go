@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -112,8 +111,6 @@ type stepWorker struct {
 	opts  WorkerOptions
 	owner string // the worker's id, also the owner of its reservations
 
-	mu      sync.Mutex
-	engines map[string]*engine // by root: a run's settings and resolvers
 }
 
 func (w *stepWorker) progress(format string, args ...any) {
@@ -122,38 +119,38 @@ func (w *stepWorker) progress(format string, args ...any) {
 	}
 }
 
-// engine is the run's engine in this worker (one per root, shared by its
-// steps as the in-process workers share theirs).
-func (w *stepWorker) engine(ctx context.Context, root string) (*engine, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if e := w.engines[root]; e != nil {
-		return e, nil
-	}
+// engine is an engine for one step of root: the run's settings, and its
+// workspace built from the database in a new directory (cleanup removes
+// it).
+func (w *stepWorker) engine(ctx context.Context, root string) (e *engine, cleanup func(), err error) {
 	cfg, err := loadConfig(ctx, w.st, root)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	e := newEngine(w.st, root, cfg, w.opts.Options)
-	e.owner = w.owner
+	if err := remoteUsable(cfg); err != nil {
+		return nil, nil, fmt.Errorf("run %s: %w", store.Short(root), err)
+	}
+	cleanup = func() {}
+	if cfg.Workspace != "" {
+		dir, err := materialize(ctx, w.st, root)
+		if err != nil {
+			return nil, nil, err
+		}
+		cfg.Workspace = dir
+		cleanup = func() { _ = os.RemoveAll(dir) }
+	}
+	e = newEngine(w.st, root, cfg, w.opts.Options)
+	e.owner, e.stored = w.owner, cfg.Workspace != ""
 	if e.patterns, err = w.st.GoalPatterns(ctx, root); err != nil {
-		return nil, err
+		cleanup()
+		return nil, nil, err
 	}
-	e.term = nil // a worker has no terminal: a run that asks the human is refused with --remote
-	if w.engines == nil {
-		w.engines = map[string]*engine{}
-	}
-	w.engines[root] = e
-	return e, nil
+	return e, cleanup, nil
 }
 
 // Work runs one node step.
 func (w *stepWorker) Work(ctx context.Context, job *river.Job[StepArgs]) error {
 	a := job.Args
-	e, err := w.engine(ctx, a.Root)
-	if err != nil {
-		return river.JobCancel(err)
-	}
 	n, err := w.st.Node(ctx, a.Node)
 	if err != nil {
 		return err // the database: River retries
@@ -179,6 +176,11 @@ func (w *stepWorker) Work(ctx context.Context, job *river.Job[StepArgs]) error {
 			}
 		}
 	}
+	e, cleanup, err := w.engine(ctx, a.Root)
+	if err != nil {
+		return river.JobCancel(err)
+	}
+	defer cleanup()
 	w.progress("Node %s: %s step (job %d, attempt %d)", store.Short(a.Node), a.Status, job.ID, job.Attempt)
 	r := e.step(ctx, a.Node)
 	if r.err != nil {

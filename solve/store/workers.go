@@ -1,6 +1,9 @@
 package store
 
-import "context"
+import (
+	"context"
+	"database/sql"
+)
 
 // SettleOpenOf settles at the amount they hold the open reservations of
 // root that pick chooses: with `solve worker`, those a dead attempt left
@@ -19,4 +22,11 @@ func (s *Store) SettleOpenOf(ctx context.Context, root string, pick func(OpenRes
 		}
 	}
 	return chosen, s.settleAtReservation(ctx, chosen)
+}
+
+// ArtifactsOf lists a node's artifacts of one type, oldest first (the
+// run's stored workspace: its base and the merges of verified leaves).
+func (c *Conn) ArtifactsOf(ctx context.Context, node, typ string) ([]Artifact, error) {
+	return list(ctx, c, "list the "+typ+" artifacts of "+node, func(r *sql.Rows) (Artifact, error) { return scanArtifact(r) },
+		"SELECT "+artifactCols+" FROM artifacts a WHERE a.node_id = ? AND a.type = ? ORDER BY a.{seq}", node, typ)
 }
