@@ -41,7 +41,7 @@ type fakeAPI struct {
 
 // newFakeAPI serves steps, each matchable copies times (a process killed
 // after a call makes it again when resumed).
-func newFakeAPI(t *testing.T, copies int, steps ...step) *fakeAPI {
+func newFakeAPI(t testing.TB, copies int, steps ...step) *fakeAPI {
 	t.Helper()
 	var rs []any
 	for _, s := range steps {
@@ -68,7 +68,7 @@ func newFakeAPI(t *testing.T, copies int, steps ...step) *fakeAPI {
 }
 
 // scriptEntry is one scripted answer matched by operation, goal and attempt.
-func scriptEntry(t *testing.T, s step) map[string]any {
+func scriptEntry(t testing.TB, s step) map[string]any {
 	t.Helper()
 	marker := "Operation: " + s.op
 	if s.attempt > 0 {
@@ -149,7 +149,7 @@ func (f *fakeAPI) command(dir string, args ...string) *exec.Cmd {
 }
 
 // run runs the binary to its end.
-func (f *fakeAPI) run(t *testing.T, dir string, args ...string) result {
+func (f *fakeAPI) run(t testing.TB, dir string, args ...string) result {
 	t.Helper()
 	cmd := f.command(dir, args...)
 	var out, errb bytes.Buffer

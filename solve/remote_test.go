@@ -79,7 +79,7 @@ type worker struct {
 
 // startWorkers starts n workers on the PostgreSQL database url and waits
 // until each takes jobs.
-func startWorkers(t *testing.T, api *fakeAPI, dir, url string, n int, extra ...string) []*worker {
+func startWorkers(t testing.TB, api *fakeAPI, dir, url string, n int, extra ...string) []*worker {
 	t.Helper()
 	var ws []*worker
 	for range n {
@@ -104,7 +104,7 @@ func startWorkers(t *testing.T, api *fakeAPI, dir, url string, n int, extra ...s
 
 // waitFor polls cond until it holds or the time is up (then the workers'
 // output goes into the failure).
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool, ws ...*worker) {
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool, ws ...*worker) {
 	t.Helper()
 	end := time.Now().Add(d)
 	for !cond() {
