@@ -25,6 +25,17 @@
 //   - One process per run (a lease in the store), fenced: every step
 //     commit and reservation checks the lease in its transaction.
 //
+// With a PostgreSQL store and Options.Remote (solve run --remote), the
+// steps are not run in this process: each ready node's step is a River
+// job that `solve worker` processes (Work), on any machines, claim and
+// run with the same step code, so the rules above hold unchanged; the
+// coordinator waits for the jobs and finalises. A dead worker's job is
+// rescued after WorkerOptions.RescueAfter and redone from the node's last
+// committed state, its open reservations settled first; each step runs
+// under a deadline of RescueAfter less a margin, so no step runs on two
+// workers at once. The workspace is stored in the database and built per
+// step on the worker (remotews.go). remote.go says what was chosen.
+//
 // Each step's other effects are committed in one transaction, so a killed
 // run resumes without repeating or losing a recorded call.
 //
@@ -40,5 +51,7 @@
 // (attempt workspaces), grow.go (decompose, gating, BUILD), hire.go (HIRE
 // and answers), finalize.go (Steps 12–13, the extraction dialogue),
 // lease.go (one process per run), registry.go (boot resolvers,
-// candidates), invariants.go (the §2 invariants as a check).
+// candidates), invariants.go (the §2 invariants as a check), remote.go
+// (steps as River jobs, the coordinator's side), worker.go (solve
+// worker), remotews.go (the workspace stored in the database).
 package loop
