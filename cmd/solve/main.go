@@ -19,6 +19,7 @@ import (
 
 	"github.com/llmkernels/kernels/internal/cli"
 	"github.com/llmkernels/kernels/internal/clip"
+	"github.com/llmkernels/kernels/internal/pgdb"
 	"github.com/llmkernels/kernels/internal/provider"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/solve"
