@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/llmkernels/kernels/internal/pgtest"
 )
 
 // benchLeaves and benchDelay shape BenchmarkWorkersOnPostgres: a root
@@ -39,9 +37,7 @@ func BenchmarkWorkersOnPostgres(b *testing.B) {
 			var wall time.Duration
 			for range b.N {
 				b.StopTimer()
-				dir := b.TempDir()
-				u := pgtest.New(b)
-				pgDBs.Store(dir, u)
+				dir, u := pgDir(b)
 				api := newFakeAPI(b, 1, pagesSteps(benchLeaves)...)
 				slow := slowFront(b, api.front.URL, benchDelay)
 				api.front = slow
@@ -58,7 +54,6 @@ func BenchmarkWorkersOnPostgres(b *testing.B) {
 					_ = w.cmd.Process.Kill()
 					<-w.done
 				}
-				pgDBs.Delete(dir)
 			}
 			critical := time.Duration(benchCriticalCalls) * benchDelay
 			b.ReportMetric((wall / time.Duration(b.N)).Seconds(), "wall-s/run")

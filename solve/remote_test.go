@@ -51,6 +51,16 @@ func pagesSteps(n int) []step {
 	}, leaves...)
 }
 
+// pgDir is a fresh directory whose commands use a fresh PostgreSQL
+// database (its URL).
+func pgDir(t testing.TB) (string, string) {
+	t.Helper()
+	dir, url := t.TempDir(), pgtest.New(t)
+	pgDBs.Store(dir, url)
+	t.Cleanup(func() { pgDBs.Delete(dir) })
+	return dir, url
+}
+
 // syncBuffer is a process's output, read while it runs.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -148,19 +158,14 @@ func servedTwice(api *fakeAPI) []string {
 func TestWorkersCompleteARunAndOneKilledMidStepIsRedoneElsewhere(t *testing.T) {
 	steps := pagesSteps(5)
 	// The reference: the same tree, uninterrupted, in process.
-	ref := t.TempDir()
-	pgDBs.Store(ref, pgtest.New(t))
-	t.Cleanup(func() { pgDBs.Delete(ref) })
+	ref, _ := pgDir(t)
 	refAPI := newFakeAPI(t, 1, steps...)
 	if r := refAPI.run(t, ref, "run", pagesGoal, "--budget", "5", "--time", "1h"); r.code != 0 {
 		t.Fatalf("reference run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	want := finalState(t, ref)
 
-	dir := t.TempDir()
-	url := pgtest.New(t)
-	pgDBs.Store(dir, url)
-	t.Cleanup(func() { pgDBs.Delete(dir) })
+	dir, url := pgDir(t)
 	api := newFakeAPI(t, 2, steps...)
 	held := "Operation: resolve · attempt 1\\nGoal: " + pageGoal(2)
 	api.mu.Lock()
@@ -340,10 +345,7 @@ func startRemoteRun(t *testing.T, api *fakeAPI, dir string) (*syncBuffer, *syncB
 // cut call is settled at its reservation, and the step's next attempt
 // (on either worker) is served once.
 func TestAStuckWorkerIsCutBeforeItsStepCanBeRescued(t *testing.T) {
-	dir := t.TempDir()
-	url := pgtest.New(t)
-	pgDBs.Store(dir, url)
-	t.Cleanup(func() { pgDBs.Delete(dir) })
+	dir, url := pgDir(t)
 	api := newFakeAPI(t, 2, pagesSteps(2)...)
 	marker := []byte("Operation: resolve · attempt 1\\nGoal: " + pageGoal(2))
 	first := true
@@ -393,9 +395,7 @@ func TestAStuckWorkerIsCutBeforeItsStepCanBeRescued(t *testing.T) {
 // coordinator writes them into the user's workspace, where Step 12's go
 // test ./... runs. The result is the in-process run's.
 func TestWorkersBuildTheWorkspaceFromTheDatabase(t *testing.T) {
-	ref := t.TempDir()
-	pgDBs.Store(ref, pgtest.New(t))
-	t.Cleanup(func() { pgDBs.Delete(ref) })
+	ref, _ := pgDir(t)
 	refWS := workspace(t, ref, "example.com/textutil")
 	sc := writeScript(t, ref, wideSteps()...)
 	if r := runSolve(t, ref, "run", wideGoal, "--provider", "script", "--script", sc, "--workspace", refWS, "--budget", "5", "--time", "1h"); r.code != 0 {
@@ -412,10 +412,7 @@ func TestWorkersBuildTheWorkspaceFromTheDatabase(t *testing.T) {
 	}
 	want := stored(finalState(t, ref))
 
-	dir := t.TempDir()
-	url := pgtest.New(t)
-	pgDBs.Store(dir, url)
-	t.Cleanup(func() { pgDBs.Delete(dir) })
+	dir, url := pgDir(t)
 	ws := workspace(t, dir, "example.com/textutil")
 	api := newFakeAPI(t, 1, wideSteps()...)
 	workers := startWorkers(t, api, dir, url, 2)
