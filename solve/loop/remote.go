@@ -50,6 +50,11 @@ import (
 //     retried; raise --rescue-after for long resolver calls. Every worker
 //     of a database should be given the same --rescue-after (River's
 //     rescuer runs on whichever worker is the leader).
+//   - A worker's step is the coordinator's: its commits and holds are
+//     fenced by the run's lease (store.HoldsLease) under the owner that
+//     holds it when the step begins, so a run no coordinator holds moves
+//     no further, and a step fenced out by a takeover is tried again
+//     under the new coordinator.
 //   - The coordinator polls its jobs' states (remotePoll) and, when one
 //     finishes, reloads the tree from the store and dispatches what became
 //     ready; a job cancelled by its worker carries the step's error, which

@@ -67,7 +67,7 @@ func Work(ctx context.Context, st *store.Store, url string, o WorkerOptions) err
 		host = "unknown-host"
 	}
 	id := fmt.Sprintf("%s/%d/%s", host, os.Getpid(), uuid.NewString()[:8])
-	w := &stepWorker{st: st, opts: o, owner: id}
+	w := &stepWorker{st: st, opts: o}
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, w); err != nil {
 		return fmt.Errorf("register the step worker: %w", err)
@@ -107,10 +107,8 @@ func Work(ctx context.Context, st *store.Store, url string, o WorkerOptions) err
 // stepWorker runs StepArgs jobs.
 type stepWorker struct {
 	river.WorkerDefaults[StepArgs]
-	st    *store.Store
-	opts  WorkerOptions
-	owner string // the worker's id, also the owner of its reservations
-
+	st   *store.Store
+	opts WorkerOptions
 }
 
 func (w *stepWorker) progress(format string, args ...any) {
@@ -140,7 +138,20 @@ func (w *stepWorker) engine(ctx context.Context, root string) (e *engine, cleanu
 		cleanup = func() { _ = os.RemoveAll(dir) }
 	}
 	e = newEngine(w.st, root, cfg, w.opts.Options)
-	e.owner, e.stored = w.owner, cfg.Workspace != ""
+	// The step's writes and holds are the coordinator's run's: fenced by
+	// its lease (store.HoldsLease), as its own steps would be. A run no
+	// coordinator holds moves no further; a coordinator that took the run
+	// over fences the step's next attempt.
+	lease, err := w.st.LeaseOwner(ctx, root)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	if lease == "" {
+		cleanup()
+		return nil, nil, fmt.Errorf("run %s: %w (no coordinator holds it: continue it with solve resume --remote)", store.Short(root), store.ErrLeaseLost)
+	}
+	e.owner, e.stored = lease, cfg.Workspace != ""
 	if e.patterns, err = w.st.GoalPatterns(ctx, root); err != nil {
 		cleanup()
 		return nil, nil, err
@@ -177,6 +188,9 @@ func (w *stepWorker) Work(ctx context.Context, job *river.Job[StepArgs]) error {
 		}
 	}
 	e, cleanup, err := w.engine(ctx, a.Root)
+	if errors.Is(err, store.ErrLeaseLost) {
+		return err // tried again later: a coordinator may resume the run
+	}
 	if err != nil {
 		return river.JobCancel(err)
 	}
@@ -184,10 +198,10 @@ func (w *stepWorker) Work(ctx context.Context, job *river.Job[StepArgs]) error {
 	w.progress("Node %s: %s step (job %d, attempt %d)", store.Short(a.Node), a.Status, job.ID, job.Attempt)
 	r := e.step(ctx, a.Node)
 	if r.err != nil {
-		if ctx.Err() != nil {
-			// Cut at the step's deadline, or this worker is stopping: the
-			// job goes back to the queue and the step is redone from the
-			// node's last committed state.
+		if ctx.Err() != nil || errors.Is(r.err, store.ErrLeaseLost) {
+			// Cut at the step's deadline, this worker is stopping, or the
+			// run changed coordinator: the job goes back to the queue and
+			// the step is redone from the node's last committed state.
 			return r.err
 		}
 		// A step that fails in process stops the run; so does this one:

@@ -3,6 +3,9 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"fmt"
+	"time"
 )
 
 // SettleOpenOf settles at the amount they hold the open reservations of
@@ -29,4 +32,19 @@ func (s *Store) SettleOpenOf(ctx context.Context, root string, pick func(OpenRes
 func (c *Conn) ArtifactsOf(ctx context.Context, node, typ string) ([]Artifact, error) {
 	return list(ctx, c, "list the "+typ+" artifacts of "+node, func(r *sql.Rows) (Artifact, error) { return scanArtifact(r) },
 		"SELECT "+artifactCols+" FROM artifacts a WHERE a.node_id = ? AND a.type = ? ORDER BY a.{seq}", node, typ)
+}
+
+// LeaseOwner is the owner of root's run lease that has not expired ("" when
+// none): with `solve worker`, the coordinator whose run a worker's step
+// belongs to, so the step's writes are fenced by that lease.
+func (c *Conn) LeaseOwner(ctx context.Context, root string) (string, error) {
+	var owner string
+	err := c.row(ctx, `SELECT owner FROM run_leases WHERE root_id = ? AND expires_at > ?`, root, time.Now().UnixMilli()).Scan(&owner)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("run %s: read its lease: %w", root, err)
+	}
+	return owner, nil
 }
