@@ -66,6 +66,13 @@ func runStdin(t *testing.T, dir, stdin string, args ...string) result {
 	t.Helper()
 	cmd := solveCommand(dir, args...)
 	cmd.Stdin = strings.NewReader(stdin)
+	return finish(t, cmd)
+}
+
+// finish runs cmd to its end and returns its exit status and output; a
+// command that cannot run at all fails the test.
+func finish(t testing.TB, cmd *exec.Cmd) result {
+	t.Helper()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

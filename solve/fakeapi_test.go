@@ -3,7 +3,6 @@ package solve_test
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -151,18 +150,7 @@ func (f *fakeAPI) command(dir string, args ...string) *exec.Cmd {
 // run runs the binary to its end.
 func (f *fakeAPI) run(t testing.TB, dir string, args ...string) result {
 	t.Helper()
-	cmd := f.command(dir, args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return result{code, out.String(), errb.String()}
+	return finish(t, f.command(dir, args...))
 }
 
 // served is what the fake answered with 200: the calls and what they cost
