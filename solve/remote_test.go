@@ -171,7 +171,12 @@ func TestWorkersCompleteARunAndOneKilledMidStepIsRedoneElsewhere(t *testing.T) {
 	api.mu.Lock()
 	api.hold = func(body []byte) bool { return bytes.Contains(body, []byte(held)) }
 	api.mu.Unlock()
-	workers := startWorkers(t, api, dir, url, 3, "--rescue-after", "6s")
+	// --rescue-after long enough that the held call is still the victim's
+	// when it is killed: its job's timeout (a tenth less) must outlast the
+	// two solve status runs below on a loaded machine (at 6 s, under -race
+	// in CI, the step was cut at its timeout first and settled by the
+	// victim itself).
+	workers := startWorkers(t, api, dir, url, 3, "--rescue-after", "25s")
 
 	run := api.command(dir, "run", pagesGoal, "--remote", "--budget", "5", "--time", "1h")
 	var runOut, runErr syncBuffer
