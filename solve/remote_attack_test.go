@@ -1,0 +1,115 @@
+package solve_test
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Three solve worker processes (two steps each) on eight leaves with a
+// budget too small for all of them: every reservation is taken in the
+// shared database, so no node uses more than it was given and the run pays
+// no more than its budget, across processes; the worker holding the first
+// blurb's resolve call is SIGKILLed mid-call, and the ledger is then every call
+// the fake served plus the killed one at its reservation.
+func TestWorkersAcrossProcessesNeverOverdrawAndTheLedgerIsTheServedCalls(t *testing.T) {
+	const budget = 0.25
+	dir, url := pgDir(t)
+	api := newFakeAPI(t, 2, eightSteps()...)
+	held, first := []byte("Operation: resolve · attempt 1\\nGoal: Write the blurb for product"), true
+	api.mu.Lock()
+	api.hold = func(body []byte) bool { // under api.mu
+		if first && bytes.Contains(body, held) {
+			first = false
+			return true
+		}
+		return false
+	}
+	api.mu.Unlock()
+	workers := startWorkers(t, api, dir, url, 3, "--rescue-after", "6s", "--steps", "2")
+	run := api.command(dir, "run", eightGoal, "--remote", "--budget", fmt.Sprint(budget), "--time", "1h")
+	var out, errb syncBuffer
+	run.Stdout, run.Stderr = &out, &errb
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = run.Wait(); close(done) }()
+	t.Cleanup(func() { _ = run.Process.Kill() })
+	killed := false
+	select {
+	case <-api.held:
+		// The holder is the worker whose log shows blurb 3's resolving step
+		// without a later step: find it through solve status.
+		st := runSolve(t, dir, "status", rootFromLive(t, &errb))
+		for _, w := range workers {
+			if strings.Contains(st.stdout, fmt.Sprintf("/%d/", w.cmd.Process.Pid)) && strings.Contains(st.stdout, "resolving step") {
+				if err := w.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+					t.Fatal(err)
+				}
+				<-w.done
+				killed = true
+				break
+			}
+		}
+		api.mu.Lock()
+		api.hold = nil
+		api.mu.Unlock()
+	case <-done:
+		t.Fatalf("the run ended before a blurb's resolve call:\n%s\n%s", out.String(), errb.String())
+	case <-time.After(120 * time.Second):
+		t.Fatalf("the run neither ended nor made a blurb's resolve call:\n%s", errb.String())
+	}
+	select {
+	case <-done:
+	case <-time.After(240 * time.Second):
+		var logs []string
+		for _, w := range workers {
+			logs = append(logs, w.stderr.String())
+		}
+		t.Fatalf("the run did not end:\n%s\n%s", errb.String(), strings.Join(logs, "\n---\n"))
+	}
+	code := run.ProcessState.ExitCode()
+	if code != 0 && code != 4 {
+		t.Fatalf("run --remote: exit %d\n%s\n%s", code, out.String(), errb.String())
+	}
+	root := rootOf(t, out.String())
+	invariants(t, dir, root)
+	bad, paid := overdrawn(t, dir)
+	if len(bad) > 0 || paid > budget+1e-9 {
+		t.Errorf("paid $%.6f of $%.2f; overdrawn:\n%s", paid, budget, strings.Join(bad, "\n"))
+	}
+	calls, cost := api.served(t)
+	db := openDB(t, dir)
+	var spends, open int
+	var spent, atHold float64
+	if err := db.QueryRow(`SELECT COUNT(*), COALESCE(SUM(amount), 0) FROM budget_ledger WHERE event_type = 'spend' AND resolver_id = 'claude-code-0'`).Scan(&spends, &spent); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(`SELECT COUNT(*) FROM budget_reservations WHERE status = 'open'`).Scan(&open); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(`SELECT COALESCE(SUM(l.amount), 0) FROM budget_ledger l JOIN logs g ON g.node_id = l.node_id
+		AND g.detail->>'reservation_id' = l.reservation_id AND g.detail->>'settled_at_reservation' = 'true'`).Scan(&atHold); err != nil {
+		t.Fatal(err)
+	}
+	if !killed {
+		t.Fatalf("no worker of ours held the call")
+	}
+	var logs []string
+	for _, w := range workers {
+		logs = append(logs, w.stderr.String())
+	}
+	if all := strings.Join(logs, "\n"); !strings.Contains(all, "reallocated from the parent's reserve") || !strings.Contains(all, "its worker stopped during the call") {
+		t.Errorf("no blurb drew on the root's reserve, or the killed call was not settled:\n%s", all)
+	}
+	if open != 0 || spends != calls+1 || math.Abs(spent-(cost+atHold)) > 1e-9 || atHold <= 0 {
+		t.Errorf("ledger: %d spends costing $%.9f, %d reservations open, $%.9f settled at reservation; the fake served %d calls costing $%.9f ",
+			spends, spent, open, atHold, calls, cost)
+	}
+	t.Logf("exit %d, paid $%.6f of $%.2f, %d calls served\n%s", code, paid, budget, calls, out.String())
+}
