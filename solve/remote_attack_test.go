@@ -113,3 +113,52 @@ func TestWorkersAcrossProcessesNeverOverdrawAndTheLedgerIsTheServedCalls(t *test
 	}
 	t.Logf("exit %d, paid $%.6f of $%.2f, %d calls served\n%s", code, paid, budget, calls, out.String())
 }
+
+// A worker killed right after a step's commit, before River marks its job
+// completed (SOLVE_CRASH_AFTER=2: the root's identify call returns, its
+// step commits, the process SIGKILLs itself): the job is rescued and its
+// next attempt, on another worker, finds the step done and completes it
+// without a call, so no request is served twice and the run completes.
+func TestAWorkerKilledAfterItsCommitDoesNotHaveItsStepDoneTwice(t *testing.T) {
+	dir, url := pgDir(t)
+	api := newFakeAPI(t, 2, pagesSteps(2)...)
+	crasher := &worker{stderr: &syncBuffer{}, done: make(chan struct{})}
+	crasher.cmd = api.command(dir, "worker", "--db", url, "--rescue-after", "5s")
+	crasher.cmd.Env = append(crasher.cmd.Env, "SOLVE_CRASH_AFTER=2")
+	crasher.cmd.Stderr = crasher.stderr
+	if err := crasher.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { crasher.err = crasher.cmd.Wait(); close(crasher.done) }()
+	t.Cleanup(func() { _ = crasher.cmd.Process.Kill(); <-crasher.done })
+	waitFor(t, 60*time.Second, "the crashing worker to take steps", func() bool { return strings.Contains(crasher.stderr.String(), "taking steps") }, crasher)
+	out, errb, done := startRemoteRun(t, api, dir)
+	select {
+	case <-crasher.done:
+	case <-time.After(120 * time.Second):
+		t.Fatalf("the worker did not crash after its first commit:\n%s", crasher.stderr.String())
+	}
+	if ws, ok := crasher.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("the worker ended with %v, not SIGKILL:\n%s", crasher.cmd.ProcessState, crasher.stderr.String())
+	}
+	workers := startWorkers(t, api, dir, url, 2, "--rescue-after", "5s")
+	select {
+	case err := <-done:
+		if err != nil || !strings.Contains(out.String(), ": achieved") {
+			t.Fatalf("run --remote: %v\n%s\n%s", err, out.String(), errb.String())
+		}
+	case <-time.After(240 * time.Second):
+		t.Fatalf("the run did not finish:\n%s", errb.String())
+	}
+	invariants(t, dir, rootOf(t, out.String()))
+	if twice := servedTwice(api); len(twice) > 0 {
+		t.Errorf("requests served twice (a step ran twice): %v", twice)
+	}
+	var found bool
+	for _, w := range workers {
+		found = found || strings.Contains(w.stderr.String(), "pending step already done")
+	}
+	if !found {
+		t.Errorf("no worker found the crashed worker's step done:\n%s\n---\n%s", workers[0].stderr.String(), workers[1].stderr.String())
+	}
+}
