@@ -162,3 +162,37 @@ func TestAWorkerKilledAfterItsCommitDoesNotHaveItsStepDoneTwice(t *testing.T) {
 		t.Errorf("no worker found the crashed worker's step done:\n%s\n---\n%s", workers[0].stderr.String(), workers[1].stderr.String())
 	}
 }
+
+// A password with the characters a URL must escape (#, ?, %, @, /) is
+// never printed: not by a worker, a --remote run or status that cannot
+// connect, nor for a URL that does not parse (the same password
+// unescaped), which says how to write it.
+func TestTheDatabasePasswordIsNeverPrinted(t *testing.T) {
+	dir := t.TempDir()
+	api := newFakeAPI(t, 1)
+	const secret = "s3cr#t?50%/@x"
+	escaped := "s3cr%23t%3F50%25%2F%40x"
+	for _, u := range []string{
+		"postgres://solve:" + escaped + "@127.0.0.1:1/solve?connect_timeout=2",
+		"postgres://solve@127.0.0.1:1/solve?connect_timeout=2&password=" + escaped,
+		"postgres://solve:" + secret + "@127.0.0.1:1/solve",
+	} {
+		for _, args := range [][]string{
+			{"worker", "--db", u},
+			{"run", "a goal", "--remote", "--db", u},
+			{"resume", "--remote", "--db", u},
+			{"status", "--db", u},
+		} {
+			r := api.run(t, dir, args...)
+			if r.code == 0 || !strings.Contains(r.stderr, "127.0.0.1:1") && !strings.Contains(r.stderr, "write # ? % @ / : as %23 %3F %25 %40 %2F %3A") {
+				t.Errorf("%v: exit %d, and no word on the unreachable database:\n%s", args, r.code, r.stderr)
+			}
+			for _, part := range []string{"s3cr", "50%", "t%3F"} {
+				if strings.Contains(r.stdout+r.stderr, part) {
+					t.Errorf("%v printed the password:\n%s%s", args, r.stdout, r.stderr)
+					break
+				}
+			}
+		}
+	}
+}

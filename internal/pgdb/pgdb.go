@@ -46,6 +46,14 @@ func Redact(dsn string) string {
 	return u.Redacted()
 }
 
+// ParseError is the error for a URL that pgx cannot parse. pgx's and
+// net/url's own messages quote the URL, password and all, so they are not
+// passed on; the hint names the usual cause, a password with characters a
+// URL reserves.
+func ParseError(dsn string) error {
+	return fmt.Errorf("PostgreSQL %s: the URL does not parse (in a password, write # ? %% @ / : as %%23 %%3F %%25 %%40 %%2F %%3A, or give the password in PGPASSWORD)", Redact(dsn))
+}
+
 // ConnectTimeout bounds each connection attempt when the URL sets no
 // connect_timeout.
 const ConnectTimeout = 15 * time.Second
@@ -66,8 +74,7 @@ type Options struct {
 func Open(ctx context.Context, dsn string, o Options) (*sql.DB, error) {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		// pgx's parse errors can quote the URL, password and all.
-		return nil, fmt.Errorf("PostgreSQL %s: the URL does not parse", Redact(dsn))
+		return nil, ParseError(dsn)
 	}
 	if cfg.ConnectTimeout == 0 {
 		// An unreachable host otherwise waits for the kernel's TCP

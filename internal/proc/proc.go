@@ -47,8 +47,10 @@
 //
 // The command's environment is the kernel's minus provider secrets (see
 // Environ): ANTHROPIC_API_KEY, OPENAI_API_KEY, any *_API_KEY or
-// *_AUTH_TOKEN, LUMEN_EMBEDDING_KEY, and any variable whose value holds the
-// value of one of those. A user passes one on by naming it in LLMKERNELS_PASS_ENV
+// *_AUTH_TOKEN, LUMEN_EMBEDDING_KEY, PGPASSWORD (the password of a kernel
+// database on PostgreSQL: with it, a command the model wrote could rewrite
+// the kernel's ledger), and any variable whose value holds the value of one
+// of those (a DATABASE_URL built with it). A user passes one on by naming it in LLMKERNELS_PASS_ENV
 // (comma-separated names).
 //
 // On macOS the supervisor works the same way except that there is no
@@ -251,7 +253,7 @@ func (w *tail) bytes() []byte {
 
 // Environ is env without provider secrets: variables named ANTHROPIC_API_KEY,
 // OPENAI_API_KEY or anything ending in _API_KEY or _AUTH_TOKEN (case
-// insensitive), LUMEN_EMBEDDING_KEY, and any variable whose value holds one
+// insensitive), LUMEN_EMBEDDING_KEY, PGPASSWORD, and any variable whose value holds one
 // of theirs (a copy under another name, a header or URL built with it).
 // Secrets shorter than 8 bytes are not looked for in other values. Variables
 // named in PassEnvVar (in env) are kept.
@@ -286,5 +288,5 @@ func Environ(env []string) []string {
 
 func secret(name string) bool {
 	n := strings.ToUpper(name)
-	return strings.HasSuffix(n, "_API_KEY") || strings.HasSuffix(n, "_AUTH_TOKEN") || n == "LUMEN_EMBEDDING_KEY"
+	return strings.HasSuffix(n, "_API_KEY") || strings.HasSuffix(n, "_AUTH_TOKEN") || n == "LUMEN_EMBEDDING_KEY" || n == "PGPASSWORD"
 }

@@ -393,6 +393,8 @@ func TestEnvironmentScrubbed(t *testing.T) {
 	t.Setenv("CURL_HEADER", "x-api-key: sk-ant-test-0123456789")
 	t.Setenv("PROXY_URL", "https://me:sk-openai-test-0123456789@proxy.example")
 	t.Setenv("MISTRAL_API_KEY", "mistral-test-0123456789")
+	t.Setenv("PGPASSWORD", "pg-secret-0123456789")
+	t.Setenv("DATABASE_URL", "postgres://solve:pg-secret-0123456789@db.example/solve")
 	t.Setenv("HARMLESS", "kept")
 	t.Setenv(PassEnvVar, "mistral_api_key, GITHUB_TOKEN")
 	res, err := Run(context.Background(), Cmd{Name: "env", Env: []string{"LUMEN_SKILL=chat"}})
@@ -404,7 +406,7 @@ func TestEnvironmentScrubbed(t *testing.T) {
 		k, v, _ := strings.Cut(line, "=")
 		got[k] = v
 	}
-	for _, k := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GROQ_API_KEY", "ANTHROPIC_AUTH_TOKEN", "LUMEN_EMBEDDING_KEY", "MY_COPY", "CURL_HEADER", "PROXY_URL"} {
+	for _, k := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GROQ_API_KEY", "ANTHROPIC_AUTH_TOKEN", "LUMEN_EMBEDDING_KEY", "MY_COPY", "CURL_HEADER", "PROXY_URL", "PGPASSWORD", "DATABASE_URL"} {
 		if v, ok := got[k]; ok {
 			t.Errorf("the command sees %s=%s", k, v)
 		}

@@ -114,8 +114,7 @@ func openRemote(ctx context.Context, url string, readOnly bool) (*Remote, error)
 	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		// pgx's parse errors can quote the URL, password and all.
-		return nil, fmt.Errorf("the job queue's database %s: the URL does not parse", pgdb.Redact(url))
+		return nil, pgdb.ParseError(url)
 	}
 	if readOnly {
 		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
