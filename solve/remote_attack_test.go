@@ -2,12 +2,19 @@ package solve_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/llmkernels/kernels/internal/cli"
+	"github.com/llmkernels/kernels/internal/pgtest"
 )
 
 // Three solve worker processes (two steps each) on eight leaves with a
@@ -194,5 +201,116 @@ func TestTheDatabasePasswordIsNeverPrinted(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// publicTables lists the tables of dsn's public schema.
+func publicTables(t *testing.T, dsn string) []string {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(context.Background(), "SELECT tablename FROM pg_catalog.pg_tables WHERE schemaname = 'public' ORDER BY 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+// River's tables are made only where workers are used: a worker, run
+// --remote or resume --remote on another program's database is refused
+// with the database left as it was; a run in process and status create
+// none; a worker started on an empty database (no run yet) makes solve's
+// and River's tables, waits for steps, and stops on SIGTERM (exit 5).
+func TestTheJobQueuesTablesAreMadeOnlyWhereWorkersAreUsed(t *testing.T) {
+	api := newFakeAPI(t, 1, pagesSteps(1)...)
+	dir := t.TempDir()
+	foreign := pgtest.New(t)
+	pgAdmin(t, foreign, "CREATE TABLE invoices (id BIGINT PRIMARY KEY)")
+	for _, args := range [][]string{{"worker"}, {"run", pagesGoal, "--remote"}, {"resume", "--remote"}} {
+		r := api.run(t, dir, append(args, "--db", foreign)...)
+		if r.code == 0 || !strings.Contains(r.stderr, "refused, nothing was changed") {
+			t.Errorf("solve %v on a foreign database: exit %d\n%s", args, r.code, r.stderr)
+		}
+	}
+	if got := publicTables(t, foreign); !slices.Equal(got, []string{"invoices"}) {
+		t.Errorf("the foreign database holds %v after the refusals", got)
+	}
+
+	plain, url := pgDir(t)
+	if r := api.run(t, plain, "run", pagesGoal, "--budget", "5", "--time", "1h"); r.code != 0 {
+		t.Fatalf("run in process: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := api.run(t, plain, "status"); r.code != 0 || strings.Contains(r.stdout, "held by workers") {
+		t.Errorf("status: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got := publicTables(t, url); slices.ContainsFunc(got, func(s string) bool { return strings.HasPrefix(s, "river_") }) {
+		t.Errorf("a run without workers made River's tables: %v", got)
+	}
+
+	empty, url := pgDir(t)
+	w := startWorkers(t, api, empty, url, 1)[0]
+	got := publicTables(t, url)
+	if !slices.Contains(got, "river_job") || !slices.Contains(got, "solve_schema") {
+		t.Errorf("a worker on an empty database made %v", got)
+	}
+	if err := w.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-w.done
+	if code := w.cmd.ProcessState.ExitCode(); code != cli.ExitStopped {
+		t.Errorf("worker exit %d on SIGTERM, want %d:\n%s", code, cli.ExitStopped, w.stderr.String())
+	}
+}
+
+// Two coordinators on one run: while solve run --remote holds the run
+// (its page call held in the fake), solve resume --remote on the same
+// root is refused at once, naming the process that runs it, and the
+// first run still completes with nothing served twice.
+func TestASecondCoordinatorOnTheSameRunIsRefused(t *testing.T) {
+	dir, url := pgDir(t)
+	api := newFakeAPI(t, 1, pagesSteps(1)...)
+	marker, first := []byte("Operation: resolve · attempt 1\\nGoal: "+pageGoal(1)), true
+	api.mu.Lock()
+	api.hold = func(body []byte) bool {
+		if first && bytes.Contains(body, marker) {
+			first = false
+			return true
+		}
+		return false
+	}
+	api.mu.Unlock()
+	startWorkers(t, api, dir, url, 1, "--rescue-after", "5s")
+	out, errb, done := startRemoteRun(t, api, dir)
+	select {
+	case <-api.held:
+	case <-time.After(120 * time.Second):
+		t.Fatalf("the page's call never came:\n%s", errb.String())
+	}
+	root := rootFromLive(t, errb)
+	r := api.run(t, dir, "resume", root, "--remote")
+	if r.code == 0 || !strings.Contains(r.stderr, "is being run by process") {
+		t.Errorf("a second coordinator: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	api.mu.Lock()
+	api.hold = nil
+	api.mu.Unlock()
+	api.release()
+	select {
+	case err := <-done:
+		if err != nil || !strings.Contains(out.String(), ": achieved") {
+			t.Fatalf("run --remote: %v\n%s\n%s", err, out.String(), errb.String())
+		}
+	case <-time.After(240 * time.Second):
+		t.Fatalf("the run did not finish:\n%s", errb.String())
+	}
+	if twice := servedTwice(api); len(twice) > 0 {
+		t.Errorf("requests served twice: %v", twice)
 	}
 }
