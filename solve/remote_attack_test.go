@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	neturl "net/url"
 	"slices"
 	"strings"
 	"syscall"
@@ -313,4 +314,82 @@ func TestASecondCoordinatorOnTheSameRunIsRefused(t *testing.T) {
 	if twice := servedTwice(api); len(twice) > 0 {
 		t.Errorf("requests served twice: %v", twice)
 	}
+}
+
+// The database goes away mid-run (every session of it ended and new ones
+// refused, as when the server stops) while a worker's page call is in
+// flight: the coordinator stops with an error naming the database, the
+// worker waits; once the database is back the worker's step is redone
+// (the call it could not record settled at its reservation), solve resume
+// --remote completes the run, and the ledger holds every call the fake
+// served, none at less than it cost.
+func TestTheDatabaseGoingAwayMidRunLosesNoMoney(t *testing.T) {
+	dir, url := pgDir(t)
+	api := newFakeAPI(t, 2, pagesSteps(2)...)
+	marker, first := []byte("Operation: resolve · attempt 1\\nGoal: "+pageGoal(1)), true
+	api.mu.Lock()
+	api.hold = func(body []byte) bool {
+		if first && bytes.Contains(body, marker) {
+			first = false
+			return true
+		}
+		return false
+	}
+	api.mu.Unlock()
+	workers := startWorkers(t, api, dir, url, 1, "--rescue-after", "5s")
+	out, errb, done := startRemoteRun(t, api, dir)
+	select {
+	case <-api.held:
+	case <-time.After(120 * time.Second):
+		t.Fatalf("the page's call never came:\n%s", errb.String())
+	}
+	root := rootFromLive(t, errb)
+	u, _ := neturl.Parse(url)
+	name := strings.TrimPrefix(u.Path, "/")
+	admin := *u
+	admin.Path = "/postgres"
+	pgAdmin(t, admin.String(), "ALTER DATABASE "+name+" ALLOW_CONNECTIONS false",
+		"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '"+name+"' AND pid <> pg_backend_pid()")
+	api.mu.Lock()
+	api.hold = nil
+	api.mu.Unlock()
+	api.release() // the held call fails; the client's retry is served
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatalf("run --remote succeeded without its database:\n%s\n%s", out.String(), errb.String())
+		}
+	case <-time.After(120 * time.Second):
+		t.Fatalf("the coordinator did not stop when its database went away:\n%s", errb.String())
+	}
+	if s := errb.String(); !strings.Contains(s, "does not answer (continue with solve resume") || !strings.Contains(s, "xxxxx@"+u.Host+"/"+name) {
+		t.Errorf("the coordinator's error does not name the database:\n%s", s)
+	}
+	time.Sleep(2 * time.Second) // the worker meets the missing database too
+	pgAdmin(t, admin.String(), "ALTER DATABASE "+name+" ALLOW_CONNECTIONS true")
+	r := api.run(t, dir, "resume", root, "--remote")
+	if r.code != 0 || !strings.Contains(r.stdout, ": achieved") {
+		t.Fatalf("resume --remote after the database came back: exit %d\n%s\n%s\n%s", r.code, r.stdout, r.stderr, workers[0].stderr.String())
+	}
+	invariants(t, dir, root)
+	calls, cost := api.served(t)
+	db := openDB(t, dir)
+	var spends, open int
+	var spent float64
+	if err := db.QueryRow(`SELECT COUNT(*), COALESCE(SUM(amount), 0) FROM budget_ledger WHERE event_type = 'spend' AND resolver_id = 'claude-code-0'`).Scan(&spends, &spent); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(`SELECT COUNT(*) FROM budget_reservations WHERE status = 'open'`).Scan(&open); err != nil {
+		t.Fatal(err)
+	}
+	if open != 0 || spends < calls || spent < cost-1e-9 {
+		t.Errorf("ledger: %d spends costing $%.9f, %d reservations open; the fake served %d calls costing $%.9f\n%s", spends, spent, open, calls, cost, workers[0].stderr.String())
+	}
+	// The step the outage cut was retried, not cancelled (a cancelled job
+	// stops its run for good: before, the coordinator resumed after the
+	// outage read the cancellation and stopped again).
+	if n := count(t, db, "SELECT COUNT(*) FROM river_job WHERE state = 'cancelled'"); n != 0 {
+		t.Errorf("%d step jobs cancelled by the outage", n)
+	}
+	t.Logf("%d spends $%.6f; served %d $%.6f\ncoordinator:\n%s\nworker:\n%s", spends, spent, calls, cost, errb.String(), workers[0].stderr.String())
 }

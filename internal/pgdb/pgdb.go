@@ -8,8 +8,11 @@ package pgdb
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -111,6 +114,27 @@ func scrub(err error, password string) error {
 func Retryable(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+}
+
+// Unavailable reports whether err says the database could not be reached
+// rather than refusing a statement: a connection that could not be made
+// or was lost, the server shutting down or not accepting connections
+// (SQLSTATE classes 08 and 57P, and 55000 for a database closed to new
+// connections). The same work may succeed once the database is back.
+func Unavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.ErrUnexpectedEOF) || pgconn.Timeout(err) {
+		return true
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return strings.HasPrefix(pe.Code, "08") || strings.HasPrefix(pe.Code, "57P") || pe.Code == "55000" && strings.Contains(pe.Message, "accepting connections")
+	}
+	var ne net.Error
+	return errors.As(err, &ne)
 }
 
 // Numbered rewrites ? placeholders as $1, $2, … (PostgreSQL's), leaving

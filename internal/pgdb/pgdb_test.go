@@ -2,9 +2,14 @@ package pgdb
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/llmkernels/kernels/internal/pgtest"
 )
@@ -61,5 +66,27 @@ func TestOpenFailsWithoutShowingThePassword(t *testing.T) {
 	}
 	if _, err := Open(context.Background(), "postgres://me:Wrong-Secret-42@[::1/x", Options{}); err == nil || strings.Contains(err.Error(), "Wrong-Secret-42") {
 		t.Errorf("a URL that does not parse: %v", err)
+	}
+}
+
+// Unavailable tells a database that cannot be reached from one that
+// refuses a statement.
+func TestUnavailable(t *testing.T) {
+	for err, want := range map[error]bool{
+		&pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"}: true,
+		&pgconn.PgError{Code: "08006", Message: "connection failure"}:                                  true,
+		&pgconn.PgError{Code: "55000", Message: `database "x" is not currently accepting connections`}: true,
+		&pgconn.PgError{Code: "55000", Message: "object not in prerequisite state"}:                    false,
+		&pgconn.PgError{Code: "23505", Message: "duplicate key"}:                                       false,
+		&pgconn.PgError{Code: "40001", Message: "could not serialize access"}:                          false,
+		errors.New("node 1234: no such status"):                                                        false,
+		fmt.Errorf("settle: %w", io.ErrUnexpectedEOF):                                                  true,
+	} {
+		if got := Unavailable(err); got != want {
+			t.Errorf("Unavailable(%v) = %v, want %v", err, got, want)
+		}
+	}
+	if _, err := Open(context.Background(), "postgres://me@127.0.0.1:1/x?connect_timeout=2", Options{}); !Unavailable(err) {
+		t.Errorf("a refused connection: Unavailable(%v) = false", err)
 	}
 }

@@ -59,6 +59,10 @@ import (
 //     finishes, reloads the tree from the store and dispatches what became
 //     ready; a job cancelled by its worker carries the step's error, which
 //     stops the run as it would in process (resumable).
+//   - A step that cannot reach the database (pgdb.Unavailable) is retried,
+//     not cancelled: a cancelled job would stop the run for good, and the
+//     database coming back is enough to go on. The coordinator stops when
+//     it cannot read its jobs, saying to resume once the database answers.
 //   - River's tables are created by its own migrations (rivermigrate,
 //     store.MigrateJobQueue) when a coordinator or a worker opens the
 //     database, idempotently; never on SQLite.
@@ -97,6 +101,7 @@ func (a StepArgs) InsertOpts() river.InsertOpts {
 type Remote struct {
 	pool   *pgxpool.Pool
 	client *river.Client[pgx.Tx]
+	name   string // the database's URL without its password, for messages
 }
 
 // OpenRemote connects to the PostgreSQL database at url, brings River's
@@ -134,7 +139,7 @@ func openRemote(ctx context.Context, url string, readOnly bool) (*Remote, error)
 		pool.Close()
 		return nil, fmt.Errorf("make the job queue's client: %w", err)
 	}
-	return &Remote{pool: pool, client: client}, nil
+	return &Remote{pool: pool, client: client, name: pgdb.Redact(url)}, nil
 }
 
 // Close closes the connection.
@@ -174,6 +179,11 @@ func (e *engine) remoteStep(ctx context.Context, id, status string) stepResult {
 		if job, err = e.opts.Remote.client.JobGet(ctx, job.ID); err != nil {
 			if errors.Is(err, river.ErrNotFound) {
 				err = fmt.Errorf("job deleted from the queue")
+			}
+			if pgdb.Unavailable(err) {
+				// The step goes on, or is retried, on its worker; this run
+				// is continued once the database answers.
+				err = fmt.Errorf("PostgreSQL %s does not answer (continue with solve resume %s --remote once it does): %w", e.opts.Remote.name, store.Short(e.root), err)
 			}
 			return stepResult{node: id, err: fmt.Errorf("node %s: wait for its %s step: %w", store.Short(id), status, err)}
 		}

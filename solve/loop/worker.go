@@ -11,6 +11,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
+	"github.com/llmkernels/kernels/internal/pgdb"
 	"github.com/llmkernels/kernels/solve/store"
 )
 
@@ -188,8 +189,8 @@ func (w *stepWorker) Work(ctx context.Context, job *river.Job[StepArgs]) error {
 		}
 	}
 	e, cleanup, err := w.engine(ctx, a.Root)
-	if errors.Is(err, store.ErrLeaseLost) {
-		return err // tried again later: a coordinator may resume the run
+	if errors.Is(err, store.ErrLeaseLost) || pgdb.Unavailable(err) {
+		return err // tried again later: a coordinator may resume the run, the database come back
 	}
 	if err != nil {
 		return river.JobCancel(err)
@@ -198,10 +199,14 @@ func (w *stepWorker) Work(ctx context.Context, job *river.Job[StepArgs]) error {
 	w.progress("Node %s: %s step (job %d, attempt %d)", store.Short(a.Node), a.Status, job.ID, job.Attempt)
 	r := e.step(ctx, a.Node)
 	if r.err != nil {
-		if ctx.Err() != nil || errors.Is(r.err, store.ErrLeaseLost) {
-			// Cut at the step's deadline, this worker is stopping, or the
-			// run changed coordinator: the job goes back to the queue and
-			// the step is redone from the node's last committed state.
+		if ctx.Err() != nil || errors.Is(r.err, store.ErrLeaseLost) || pgdb.Unavailable(r.err) {
+			// Cut at the step's deadline, this worker is stopping, the
+			// run changed coordinator, or the database could not be
+			// reached (a call whose cost it could not record is settled
+			// at its reservation by the next attempt): the job goes back
+			// to the queue and the step is redone from the node's last
+			// committed state. In process such an error stops the run
+			// for resume; here it would cancel the job for good.
 			return r.err
 		}
 		// A step that fails in process stops the run; so does this one:
