@@ -114,7 +114,38 @@ func TestAFailedAttemptsFilesStayOutOfTheWorkspace(t *testing.T) {
 // what the workspace holds now) and its retry writes around it. Nothing
 // is overwritten silently. (Before: the second simply replaced the first.)
 func TestTwoLeavesWritingOneFileConflictLoudly(t *testing.T) {
-	const goal = "Add the shared constants and the limits to package cfg"
+	s := sharedFileSteps()
+	dir := t.TempDir()
+	ws := workspace(t, dir, "example.com/cfg")
+	sc := writeScript(t, dir, s...)
+	r := runSolve(t, dir, "run", sharedGoal, "--provider", "script", "--script", sc, "--workspace", ws, "--budget", "5", "--time", "1h")
+	if r.code != 0 || !strings.Contains(r.stdout, ": achieved") {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	oneConflict(t, dir, ws, r, r.stderr)
+}
+
+// With two solve worker processes, the leaves writing one file run on
+// different machines, each in a workspace built from the database: the
+// second merge is refused loudly as in process.
+func TestTwoWorkersWritingOneFileConflictLoudly(t *testing.T) {
+	dir, url := pgDir(t)
+	ws := workspace(t, dir, "example.com/cfg")
+	api := newFakeAPI(t, 1, sharedFileSteps()...)
+	workers := startWorkers(t, api, dir, url, 2)
+	r := api.run(t, dir, "run", sharedGoal, "--remote", "--workspace", ws, "--budget", "5", "--time", "1h")
+	if r.code != 0 || !strings.Contains(r.stdout, ": achieved") {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	oneConflict(t, dir, ws, r, workers[0].stderr.String()+workers[1].stderr.String())
+}
+
+const sharedGoal = "Add the shared constants and the limits to package cfg"
+
+// sharedFileSteps: two leaves whose first attempts both write shared.go;
+// the second attempt of each writes a file of its own.
+func sharedFileSteps() []step {
+	const goal = sharedGoal
 	leaf := func(goal, content, retry string) []step {
 		ok := m{"checks": []any{}, "is_leaf": true, "leaf_kind": "atomic", "leaf_reason": "one file"}
 		return []step{
@@ -140,28 +171,27 @@ func TestTwoLeavesWritingOneFileConflictLoudly(t *testing.T) {
 		{OpAssemble, goal, 0, m{"summary": "cfg"}},
 	}
 	s = append(s, leaf(a, "package cfg\n\n// Name is the service name.\nconst Name = \"orders\"\n", "constants.go")...)
-	s = append(s, leaf(b, "package cfg\n\n// MaxRows bounds a page.\nconst MaxRows = 500\n", "limits.go")...)
-	dir := t.TempDir()
-	ws := workspace(t, dir, "example.com/cfg")
-	sc := writeScript(t, dir, s...)
-	r := runSolve(t, dir, "run", goal, "--provider", "script", "--script", sc, "--workspace", ws, "--budget", "5", "--time", "1h")
-	if r.code != 0 || !strings.Contains(r.stdout, ": achieved") {
-		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
-	}
+	return append(s, leaf(b, "package cfg\n\n// MaxRows bounds a page.\nconst MaxRows = 500\n", "limits.go")...)
+}
+
+// oneConflict checks the run r of sharedFileSteps: one merge conflict,
+// reported in progress (where the steps ran), recorded and shown by status; the first verified version of
+// shared.go kept; the retry's own file merged.
+func oneConflict(t *testing.T, dir, ws string, r result, progress string) {
+	t.Helper()
 	invariants(t, dir, rootOf(t, r.stdout))
-	if n := strings.Count(r.stderr, "MERGE CONFLICT: merge conflict: shared.go changed in the workspace since this attempt was made"); n != 1 {
-		t.Errorf("%d merge conflicts reported, want 1:\n%s", n, r.stderr)
+	if n := strings.Count(progress, "MERGE CONFLICT: merge conflict: shared.go changed in the workspace since this attempt was made"); n != 1 {
+		t.Errorf("%d merge conflicts reported, want 1:\n%s", n, progress)
 	}
 	db := openDB(t, dir)
 	if n := count(t, db, "SELECT COUNT(*) FROM resolution_attempts WHERE failure_mode = 'failure:merge_conflict'"); n != 1 {
 		t.Errorf("%d attempts failed with merge_conflict, want 1", n)
 	}
 	shared, _ := os.ReadFile(filepath.Join(ws, "shared.go"))
-	if !strings.Contains(string(shared), `const Name = "orders"`) {
-		t.Errorf("shared.go is %q: the first verified leaf's version must stay", shared)
-	}
-	if _, err := os.Stat(filepath.Join(ws, "limits.go")); err != nil {
-		t.Errorf("the retried leaf's file: %v", err)
+	_, errC := os.Stat(filepath.Join(ws, "constants.go"))
+	_, errL := os.Stat(filepath.Join(ws, "limits.go"))
+	if !(strings.Contains(string(shared), `const Name = "orders"`) && errL == nil || strings.Contains(string(shared), `const MaxRows = 500`) && errC == nil) {
+		t.Errorf("shared.go is %q (constants.go: %v, limits.go: %v): the first verified leaf's version must stay, the other's retry be merged", shared, errC, errL)
 	}
 	st := runSolve(t, dir, "status", rootOf(t, r.stdout))
 	if !strings.Contains(st.stdout, "its files changed in the workspace since the attempt was made: shared.go") {
