@@ -393,3 +393,42 @@ func TestTheDatabaseGoingAwayMidRunLosesNoMoney(t *testing.T) {
 	}
 	t.Logf("%d spends $%.6f; served %d $%.6f\ncoordinator:\n%s\nworker:\n%s", spends, spent, calls, cost, errb.String(), workers[0].stderr.String())
 }
+
+// A role whose password holds # ? % / @ : connects when the URL
+// percent-encodes them: a worker and run --remote share a run through it,
+// status reads it, and none prints the password.
+func TestAPasswordWithReservedCharactersWorksEscaped(t *testing.T) {
+	dir, url := pgDir(t)
+	const password = "p#w?50%/x@y:z"
+	u, _ := neturl.Parse(url)
+	name := strings.TrimPrefix(u.Path, "/")
+	pgAdmin(t, url, "CREATE ROLE odd_pw LOGIN PASSWORD '"+password+"'", "GRANT ALL ON DATABASE "+name+" TO odd_pw",
+		"GRANT ALL ON SCHEMA public TO odd_pw")
+	t.Cleanup(func() {
+		pgAdmin(t, url, "REASSIGN OWNED BY odd_pw TO CURRENT_USER", "DROP OWNED BY odd_pw", "DROP ROLE odd_pw")
+	})
+	u.User = neturl.UserPassword("odd_pw", password) // percent-encodes what the URL reserves
+	odd := u.String()
+	if !strings.Contains(odd, "%23") || !strings.Contains(odd, "%25") {
+		t.Fatalf("the URL %s does not escape the password", odd)
+	}
+	pgDBs.Store(dir, odd) // the commands below use the escaped URL
+	api := newFakeAPI(t, 1, pagesSteps(1)...)
+	workers := startWorkers(t, api, dir, odd, 1)
+	r := api.run(t, dir, "run", pagesGoal, "--remote", "--budget", "5", "--time", "1h")
+	if r.code != 0 || !strings.Contains(r.stdout, ": achieved") {
+		t.Fatalf("run --remote: exit %d\n%s\n%s\n%s", r.code, r.stdout, r.stderr, workers[0].stderr.String())
+	}
+	if !strings.Contains(r.stderr, "postgres://odd_pw:xxxxx@") {
+		t.Errorf("the run did not connect as odd_pw:\n%s", r.stderr)
+	}
+	st := api.run(t, dir, "status", rootOf(t, r.stdout))
+	if st.code != 0 || !strings.Contains(st.stdout, "achieved") {
+		t.Errorf("status: exit %d\n%s%s", st.code, st.stdout, st.stderr)
+	}
+	for _, s := range []string{r.stdout, r.stderr, st.stdout, st.stderr, workers[0].stderr.String()} {
+		if strings.Contains(s, "50%") || strings.Contains(s, "50%25") || strings.Contains(s, "p%23w") {
+			t.Errorf("the password was printed:\n%s", s)
+		}
+	}
+}
