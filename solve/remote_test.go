@@ -195,42 +195,10 @@ func TestWorkersCompleteARunAndOneKilledMidStepIsRedoneElsewhere(t *testing.T) {
 		t.Fatalf("page 2's resolve call never reached the fake:\n%s", runErr.String())
 	}
 
-	// solve status names the worker holding the step.
-	st := runSolve(t, dir, "status", rootFromLive(t, &runErr), "--json")
-	var status struct {
-		Nodes []struct {
-			ID, Goal string
-		} `json:"nodes"`
-		Held []struct {
-			NodeID         string `json:"node_id"`
-			Status, Worker string
-		} `json:"held"`
-	}
-	if err := json.Unmarshal([]byte(st.stdout), &status); err != nil {
-		t.Fatalf("status --json: %v\n%s\n%s", err, st.stdout, st.stderr)
-	}
-	goals := map[string]string{}
-	for _, n := range status.Nodes {
-		goals[n.ID] = n.Goal
-	}
-	var victim *worker
-	for _, h := range status.Held {
-		// Page 2's step, whose call the fake holds: other pages may be
-		// resolving too, their calls going through.
-		if h.Status != "resolving" || !strings.Contains(goals[h.NodeID], pageGoal(2)) {
-			continue
-		}
-		parts := strings.Split(h.Worker, "/")
-		pid, _ := strconv.Atoi(parts[len(parts)-2])
-		for _, w := range workers {
-			if w.cmd.Process.Pid == pid {
-				victim = w
-			}
-		}
-	}
-	if victim == nil {
-		t.Fatalf("solve status names no worker of ours holding a resolving step:\n%s", st.stdout)
-	}
+	// solve status names the worker holding the step: page 2's, whose
+	// call the fake holds (other pages may be resolving too, their calls
+	// going through).
+	victim := holder(t, dir, rootFromLive(t, &runErr), pageGoal(2), workers)
 	text := runSolve(t, dir, "status", rootFromLive(t, &runErr))
 	if !strings.Contains(text.stdout, "held by workers:") || !strings.Contains(text.stdout, strconv.Itoa(victim.cmd.Process.Pid)) {
 		t.Errorf("solve status does not show the holder:\n%s", text.stdout)
@@ -304,6 +272,43 @@ func TestWorkersCompleteARunAndOneKilledMidStepIsRedoneElsewhere(t *testing.T) {
 			t.Errorf("worker exit status %d on SIGTERM, want %d:\n%s", code, cli.ExitStopped, w.stderr.String())
 		}
 	}
+}
+
+// holder is the worker that solve status --json says holds the resolving
+// step of root's node whose goal contains goal.
+func holder(t *testing.T, dir, root, goal string, workers []*worker) *worker {
+	t.Helper()
+	st := runSolve(t, dir, "status", root, "--json")
+	var status struct {
+		Nodes []struct {
+			ID, Goal string
+		} `json:"nodes"`
+		Held []struct {
+			NodeID         string `json:"node_id"`
+			Status, Worker string
+		} `json:"held"`
+	}
+	if err := json.Unmarshal([]byte(st.stdout), &status); err != nil {
+		t.Fatalf("status --json: %v\n%s\n%s", err, st.stdout, st.stderr)
+	}
+	goals := map[string]string{}
+	for _, n := range status.Nodes {
+		goals[n.ID] = n.Goal
+	}
+	for _, h := range status.Held {
+		if h.Status != "resolving" || !strings.Contains(goals[h.NodeID], goal) {
+			continue
+		}
+		parts := strings.Split(h.Worker, "/")
+		pid, _ := strconv.Atoi(parts[len(parts)-2])
+		for _, w := range workers {
+			if w.cmd.Process.Pid == pid {
+				return w
+			}
+		}
+	}
+	t.Fatalf("solve status names no worker of ours holding the resolving step of %q:\n%s", goal, st.stdout)
+	return nil
 }
 
 // rootFromLive reads the run's root id from its live view ("run ID
