@@ -426,3 +426,85 @@ func TestAPasswordWithReservedCharactersWorksEscaped(t *testing.T) {
 		}
 	}
 }
+
+// The coordinator stopped (SIGTERM) while a worker's call is in flight:
+// it exits 5 and releases the run, so the worker's step is fenced out (its
+// call paid and recorded, its result not committed); solve resume
+// --remote finds the step's job instead of enqueuing another, the worker
+// redoes it under the new coordinator's lease, and the run completes with
+// every served call in the ledger. The fenced call is the one request
+// served twice: a step in flight when the coordinator stops is paid
+// twice (documented; see the report).
+func TestAStoppedCoordinatorIsResumedWithoutLosingAStep(t *testing.T) {
+	dir, url := pgDir(t)
+	api := newFakeAPI(t, 2, pagesSteps(2)...)
+	marker, first := []byte("Operation: resolve · attempt 1\\nGoal: "+pageGoal(1)), true
+	api.mu.Lock()
+	api.hold = func(body []byte) bool {
+		if first && bytes.Contains(body, marker) {
+			first = false
+			return true
+		}
+		return false
+	}
+	api.mu.Unlock()
+	workers := startWorkers(t, api, dir, url, 2, "--rescue-after", "25s")
+	run := api.command(dir, "run", pagesGoal, "--remote", "--budget", "5", "--time", "1h")
+	var out, errb syncBuffer
+	run.Stdout, run.Stderr = &out, &errb
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = run.Process.Kill() })
+	select {
+	case <-api.held:
+	case <-time.After(120 * time.Second):
+		t.Fatalf("the page's call never came:\n%s", errb.String())
+	}
+	root := rootFromLive(t, &errb)
+	if err := run.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	_ = run.Wait()
+	if code := run.ProcessState.ExitCode(); code != cli.ExitStopped {
+		t.Fatalf("the coordinator on SIGTERM: exit %d, want %d\n%s", code, cli.ExitStopped, errb.String())
+	}
+	api.mu.Lock()
+	api.hold = nil
+	api.mu.Unlock()
+	api.release() // the held call fails once; the client's retry is served
+	r := api.run(t, dir, "resume", root, "--remote")
+	if r.code != 0 || !strings.Contains(r.stdout, ": achieved") {
+		db := openDB(t, dir)
+		rows, _ := db.Query("SELECT id, state, attempt, args::text, COALESCE(errors::text, ''), created_at FROM river_job ORDER BY id")
+		var jobs []string
+		for rows.Next() {
+			var id, att int
+			var st, args, errs string
+			var at time.Time
+			_ = rows.Scan(&id, &st, &att, &args, &errs, &at)
+			jobs = append(jobs, fmt.Sprint(id, " ", st, " ", att, " ", args, " ", at.Format("05.000"), " ", errs))
+		}
+		t.Fatalf("resume --remote: exit %d\n%s\n%s\n%s\n%s\n%s\n%s", r.code, r.stdout, r.stderr, workers[0].stderr.String(), workers[1].stderr.String(), errb.String(), strings.Join(jobs, "\n"))
+	}
+	invariants(t, dir, root)
+	if twice := servedTwice(api); len(twice) > 1 || len(twice) == 1 && !strings.Contains(twice[0], pageGoal(1)) {
+		t.Errorf("requests served twice: %v (only the fenced call of page 1 may be)", twice)
+	}
+	calls, cost := api.served(t)
+	db := openDB(t, dir)
+	var spends, open int
+	var spent float64
+	if err := db.QueryRow(`SELECT COUNT(*), COALESCE(SUM(amount), 0) FROM budget_ledger WHERE event_type = 'spend' AND resolver_id = 'claude-code-0'`).Scan(&spends, &spent); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(`SELECT COUNT(*) FROM budget_reservations WHERE status = 'open'`).Scan(&open); err != nil {
+		t.Fatal(err)
+	}
+	if open != 0 || spends != calls || math.Abs(spent-cost) > 1e-9 {
+		t.Errorf("ledger: %d spends costing $%.9f, %d open; the fake served %d calls costing $%.9f", spends, spent, open, calls, cost)
+	}
+	if n := count(t, db, "SELECT COUNT(*) FROM river_job WHERE state <> 'completed'"); n != 0 {
+		t.Errorf("%d jobs not completed after the run", n)
+	}
+}
