@@ -132,6 +132,21 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(w, resp.Body)
 }
 
+// holdFirst holds the first request whose body contains marker (as
+// JSON writes it: a newline is \n), and no other.
+func (f *fakeAPI) holdFirst(marker string) {
+	first := true
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hold = func(body []byte) bool { // called under f.mu
+		if first && bytes.Contains(body, []byte(marker)) {
+			first = false
+			return true
+		}
+		return false
+	}
+}
+
 // release lets held requests go.
 func (f *fakeAPI) release() { f.once.Do(func() { close(f.freed) }) }
 

@@ -1,7 +1,6 @@
 package solve_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -89,19 +88,7 @@ func TestWorkersAcrossProcessesNeverOverdrawAndTheLedgerIsTheServedCalls(t *test
 		t.Errorf("paid $%.6f of $%.2f; overdrawn:\n%s", paid, budget, strings.Join(bad, "\n"))
 	}
 	calls, cost := api.served(t)
-	db := openDB(t, dir)
-	var spends, open int
-	var spent, atHold float64
-	if err := db.QueryRow(`SELECT COUNT(*), COALESCE(SUM(amount), 0) FROM budget_ledger WHERE event_type = 'spend' AND resolver_id = 'claude-code-0'`).Scan(&spends, &spent); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.QueryRow(`SELECT COUNT(*) FROM budget_reservations WHERE status = 'open'`).Scan(&open); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.QueryRow(`SELECT COALESCE(SUM(l.amount), 0) FROM budget_ledger l JOIN logs g ON g.node_id = l.node_id
-		AND g.detail->>'reservation_id' = l.reservation_id AND g.detail->>'settled_at_reservation' = 'true'`).Scan(&atHold); err != nil {
-		t.Fatal(err)
-	}
+	l := ledgerOf(t, openDB(t, dir))
 	var logs []string
 	for _, w := range workers {
 		logs = append(logs, w.stderr.String())
@@ -109,9 +96,8 @@ func TestWorkersAcrossProcessesNeverOverdrawAndTheLedgerIsTheServedCalls(t *test
 	if all := strings.Join(logs, "\n"); !strings.Contains(all, "reallocated from the parent's reserve") || !strings.Contains(all, "its worker stopped during the call") {
 		t.Errorf("no blurb drew on the root's reserve, or the killed call was not settled:\n%s", all)
 	}
-	if open != 0 || spends != calls+1 || math.Abs(spent-(cost+atHold)) > 1e-9 || atHold <= 0 {
-		t.Errorf("ledger: %d spends costing $%.9f, %d reservations open, $%.9f settled at reservation; the fake served %d calls costing $%.9f ",
-			spends, spent, open, atHold, calls, cost)
+	if l.open != 0 || l.spends != calls+1 || math.Abs(l.spent-(cost+l.atHold)) > 1e-9 || l.atHold <= 0 {
+		t.Errorf("ledger %+v; the fake served %d calls costing $%.9f", l, calls, cost)
 	}
 	t.Logf("exit %d, paid $%.6f of $%.2f, %d calls served\n%s", code, paid, budget, calls, out.String())
 }
@@ -271,16 +257,7 @@ func TestTheJobQueuesTablesAreMadeOnlyWhereWorkersAreUsed(t *testing.T) {
 func TestASecondCoordinatorOnTheSameRunIsRefused(t *testing.T) {
 	dir, url := pgDir(t)
 	api := newFakeAPI(t, 1, pagesSteps(1)...)
-	marker, first := []byte("Operation: resolve · attempt 1\\nGoal: "+pageGoal(1)), true
-	api.mu.Lock()
-	api.hold = func(body []byte) bool {
-		if first && bytes.Contains(body, marker) {
-			first = false
-			return true
-		}
-		return false
-	}
-	api.mu.Unlock()
+	api.holdFirst("Operation: resolve · attempt 1\\nGoal: " + pageGoal(1))
 	startWorkers(t, api, dir, url, 1, "--rescue-after", "5s")
 	out, errb, done := startRemoteRun(t, api, dir)
 	select {
@@ -320,16 +297,7 @@ func TestASecondCoordinatorOnTheSameRunIsRefused(t *testing.T) {
 func TestTheDatabaseGoingAwayMidRunLosesNoMoney(t *testing.T) {
 	dir, url := pgDir(t)
 	api := newFakeAPI(t, 2, pagesSteps(2)...)
-	marker, first := []byte("Operation: resolve · attempt 1\\nGoal: "+pageGoal(1)), true
-	api.mu.Lock()
-	api.hold = func(body []byte) bool {
-		if first && bytes.Contains(body, marker) {
-			first = false
-			return true
-		}
-		return false
-	}
-	api.mu.Unlock()
+	api.holdFirst("Operation: resolve · attempt 1\\nGoal: " + pageGoal(1))
 	workers := startWorkers(t, api, dir, url, 1, "--rescue-after", "5s")
 	out, errb, done := startRemoteRun(t, api, dir)
 	select {
@@ -368,16 +336,9 @@ func TestTheDatabaseGoingAwayMidRunLosesNoMoney(t *testing.T) {
 	invariants(t, dir, root)
 	calls, cost := api.served(t)
 	db := openDB(t, dir)
-	var spends, open int
-	var spent float64
-	if err := db.QueryRow(`SELECT COUNT(*), COALESCE(SUM(amount), 0) FROM budget_ledger WHERE event_type = 'spend' AND resolver_id = 'claude-code-0'`).Scan(&spends, &spent); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.QueryRow(`SELECT COUNT(*) FROM budget_reservations WHERE status = 'open'`).Scan(&open); err != nil {
-		t.Fatal(err)
-	}
-	if open != 0 || spends < calls || spent < cost-1e-9 {
-		t.Errorf("ledger: %d spends costing $%.9f, %d reservations open; the fake served %d calls costing $%.9f\n%s", spends, spent, open, calls, cost, workers[0].stderr.String())
+	l := ledgerOf(t, db)
+	if l.open != 0 || l.spends < calls || l.spent < cost-1e-9 {
+		t.Errorf("ledger %+v; the fake served %d calls costing $%.9f\n%s", l, calls, cost, workers[0].stderr.String())
 	}
 	// The step the outage cut was retried, not cancelled (a cancelled job
 	// stops its run for good: before, the coordinator resumed after the
@@ -385,7 +346,7 @@ func TestTheDatabaseGoingAwayMidRunLosesNoMoney(t *testing.T) {
 	if n := count(t, db, "SELECT COUNT(*) FROM river_job WHERE state = 'cancelled'"); n != 0 {
 		t.Errorf("%d step jobs cancelled by the outage", n)
 	}
-	t.Logf("%d spends $%.6f; served %d $%.6f\ncoordinator:\n%s\nworker:\n%s", spends, spent, calls, cost, errb.String(), workers[0].stderr.String())
+	t.Logf("ledger %+v; served %d $%.6f\ncoordinator:\n%s\nworker:\n%s", l, calls, cost, errb.String(), workers[0].stderr.String())
 }
 
 // A role whose password holds # ? % / @ : connects when the URL
@@ -438,16 +399,7 @@ func TestAPasswordWithReservedCharactersWorksEscaped(t *testing.T) {
 func TestAStoppedCoordinatorIsResumedWithoutLosingAStep(t *testing.T) {
 	dir, url := pgDir(t)
 	api := newFakeAPI(t, 2, pagesSteps(2)...)
-	marker, first := []byte("Operation: resolve · attempt 1\\nGoal: "+pageGoal(1)), true
-	api.mu.Lock()
-	api.hold = func(body []byte) bool {
-		if first && bytes.Contains(body, marker) {
-			first = false
-			return true
-		}
-		return false
-	}
-	api.mu.Unlock()
+	api.holdFirst("Operation: resolve · attempt 1\\nGoal: " + pageGoal(1))
 	workers := startWorkers(t, api, dir, url, 2, "--rescue-after", "25s")
 	run := api.command(dir, "run", pagesGoal, "--remote", "--budget", "5", "--time", "1h")
 	var out, errb syncBuffer
@@ -493,16 +445,9 @@ func TestAStoppedCoordinatorIsResumedWithoutLosingAStep(t *testing.T) {
 	}
 	calls, cost := api.served(t)
 	db := openDB(t, dir)
-	var spends, open int
-	var spent float64
-	if err := db.QueryRow(`SELECT COUNT(*), COALESCE(SUM(amount), 0) FROM budget_ledger WHERE event_type = 'spend' AND resolver_id = 'claude-code-0'`).Scan(&spends, &spent); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.QueryRow(`SELECT COUNT(*) FROM budget_reservations WHERE status = 'open'`).Scan(&open); err != nil {
-		t.Fatal(err)
-	}
-	if open != 0 || spends != calls || math.Abs(spent-cost) > 1e-9 {
-		t.Errorf("ledger: %d spends costing $%.9f, %d open; the fake served %d calls costing $%.9f", spends, spent, open, calls, cost)
+	l := ledgerOf(t, db)
+	if l.open != 0 || l.spends != calls || math.Abs(l.spent-cost) > 1e-9 {
+		t.Errorf("ledger %+v; the fake served %d calls costing $%.9f", l, calls, cost)
 	}
 	if n := count(t, db, "SELECT COUNT(*) FROM river_job WHERE state <> 'completed'"); n != 0 {
 		t.Errorf("%d jobs not completed after the run", n)

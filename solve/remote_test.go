@@ -229,22 +229,9 @@ func TestWorkersCompleteARunAndOneKilledMidStepIsRedoneElsewhere(t *testing.T) {
 	}
 	// The ledger: every served call, plus the killed one at its reservation.
 	calls, cost := api.served(t)
-	db := openDB(t, dir)
-	var spends, open int
-	var spent, atHold float64
-	if err := db.QueryRow(`SELECT COUNT(*), SUM(amount) FROM budget_ledger WHERE event_type = 'spend' AND resolver_id = 'claude-code-0'`).Scan(&spends, &spent); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.QueryRow(`SELECT COUNT(*) FROM budget_reservations WHERE status = 'open'`).Scan(&open); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.QueryRow(`SELECT COALESCE(SUM(l.amount), 0) FROM budget_ledger l JOIN logs g ON g.node_id = l.node_id
-		AND g.detail->>'reservation_id' = l.reservation_id AND g.detail->>'settled_at_reservation' = 'true'`).Scan(&atHold); err != nil {
-		t.Fatal(err)
-	}
-	if open != 0 || atHold <= 0 || spends != calls+1 || math.Abs(spent-(cost+atHold)) > 1e-9 {
-		t.Errorf("ledger: %d spends costing $%.9f, %d reservations open, $%.9f settled at reservation; the fake served %d calls costing $%.9f",
-			spends, spent, open, atHold, calls, cost)
+	l := ledgerOf(t, openDB(t, dir))
+	if l.open != 0 || l.atHold <= 0 || l.spends != calls+1 || math.Abs(l.spent-(cost+l.atHold)) > 1e-9 {
+		t.Errorf("ledger %+v; the fake served %d calls costing $%.9f", l, calls, cost)
 	}
 	var redone bool
 	for _, w := range workers {
@@ -311,6 +298,30 @@ func holder(t *testing.T, dir, root, goal string, workers []*worker) *worker {
 	return nil
 }
 
+// workerLedger is the ledger of a run on workers: the resolver's spends
+// (how many, how much), the reservations still open, and what was settled
+// at its reservation (calls whose worker stopped during them).
+type workerLedger struct {
+	spends, open  int
+	spent, atHold float64
+}
+
+func ledgerOf(t *testing.T, db *testDB) workerLedger {
+	t.Helper()
+	var l workerLedger
+	if err := db.QueryRow(`SELECT COUNT(*), COALESCE(SUM(amount), 0) FROM budget_ledger WHERE event_type = 'spend' AND resolver_id = 'claude-code-0'`).Scan(&l.spends, &l.spent); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(`SELECT COUNT(*) FROM budget_reservations WHERE status = 'open'`).Scan(&l.open); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(`SELECT COALESCE(SUM(l.amount), 0) FROM budget_ledger l JOIN logs g ON g.node_id = l.node_id
+		AND g.detail->>'reservation_id' = l.reservation_id AND g.detail->>'settled_at_reservation' = 'true'`).Scan(&l.atHold); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 // rootFromLive reads the run's root id from its live view ("run ID
 // started").
 func rootFromLive(t *testing.T, stderr *syncBuffer) string {
@@ -367,17 +378,7 @@ func startRemoteRun(t *testing.T, api *fakeAPI, dir string) (*syncBuffer, *syncB
 func TestAStuckWorkerIsCutBeforeItsStepCanBeRescued(t *testing.T) {
 	dir, url := pgDir(t)
 	api := newFakeAPI(t, 2, pagesSteps(2)...)
-	marker := []byte("Operation: resolve · attempt 1\\nGoal: " + pageGoal(2))
-	first := true
-	api.mu.Lock()
-	api.hold = func(body []byte) bool { // called under api.mu
-		if first && bytes.Contains(body, marker) {
-			first = false
-			return true
-		}
-		return false
-	}
-	api.mu.Unlock()
+	api.holdFirst("Operation: resolve · attempt 1\\nGoal: " + pageGoal(2))
 	workers := startWorkers(t, api, dir, url, 2, "--rescue-after", "5s")
 	out, errb, done := startRemoteRun(t, api, dir)
 	select {
