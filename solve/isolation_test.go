@@ -1,6 +1,7 @@
 package solve_test
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -132,6 +133,31 @@ func TestTwoWorkersWritingOneFileConflictLoudly(t *testing.T) {
 	dir, url := pgDir(t)
 	ws := workspace(t, dir, "example.com/cfg")
 	api := newFakeAPI(t, 1, sharedFileSteps()...)
+	// Both leaves' first resolve calls are held until both have arrived, so
+	// each attempt's workspace is built before either merges: on a loaded
+	// machine one leaf could otherwise merge before the other began, and
+	// the second would build on the first's file, with no conflict.
+	api.mu.Lock()
+	const first = "Operation: resolve · attempt 1\\nGoal: "
+	api.hold = func(body []byte) bool {
+		return bytes.Contains(body, []byte(first+"Add the limits")) ||
+			bytes.Contains(body, []byte(first+"Add the shared constants")) && !bytes.Contains(body, []byte(first+sharedGoal))
+	}
+	api.mu.Unlock()
+	go func() {
+		for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			api.mu.Lock()
+			n := api.nheld
+			api.mu.Unlock()
+			if n >= 2 {
+				break
+			}
+		}
+		api.mu.Lock()
+		api.hold = nil
+		api.mu.Unlock()
+		api.release() // the held calls fail once; the client's retries are served
+	}()
 	workers := startWorkers(t, api, dir, url, 2)
 	r := api.run(t, dir, "run", sharedGoal, "--remote", "--workspace", ws, "--budget", "5", "--time", "1h")
 	if r.code != 0 || !strings.Contains(r.stdout, ": achieved") {
