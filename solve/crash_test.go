@@ -165,13 +165,9 @@ func TestKillDuringACallLeavesAReservationThatResumeSettles(t *testing.T) {
 	eachStore(t, func(t *testing.T, dir string) {
 		ws := workspace(t, dir, "example.com/stats")
 		api := newFakeAPI(t, 2, statsSteps()...)
-		// Under the lock: the fake's handler reads it from another goroutine, and
-		// the subprocess between them is no synchronisation the race detector sees.
-		api.mu.Lock()
-		api.hold = func(body []byte) bool {
+		api.setHold(func(body []byte) bool {
 			return bytes.Contains(body, []byte("Operation: resolve · attempt 1\\nGoal: Add Mean("))
-		}
-		api.mu.Unlock()
+		})
 		cmd := api.command(dir, "run", statsGoal, "--workspace", ws, "--budget", "5", "--time", "30m")
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -186,9 +182,7 @@ func TestKillDuringACallLeavesAReservationThatResumeSettles(t *testing.T) {
 			t.Fatal(err)
 		}
 		_ = cmd.Wait()
-		api.mu.Lock()
-		api.hold = nil
-		api.mu.Unlock()
+		api.setHold(nil)
 		db := openDB(t, dir)
 		var held float64
 		if err := db.QueryRow(`SELECT amount FROM budget_reservations WHERE status = 'open' AND operation = 'resolve'`).Scan(&held); err != nil || held <= 0 {

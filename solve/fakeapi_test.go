@@ -147,6 +147,15 @@ func (f *fakeAPI) holdFirst(marker string) {
 	}
 }
 
+// setHold sets which requests are held (nil: none), under the lock: the
+// handler reads it from another goroutine, and the subprocess between them
+// is no synchronisation the race detector sees.
+func (f *fakeAPI) setHold(hold func(body []byte) bool) {
+	f.mu.Lock()
+	f.hold = hold
+	f.mu.Unlock()
+}
+
 // release lets held requests go.
 func (f *fakeAPI) release() { f.once.Do(func() { close(f.freed) }) }
 

@@ -153,9 +153,7 @@ func TestTwoWorkersWritingOneFileConflictLoudly(t *testing.T) {
 				break
 			}
 		}
-		api.mu.Lock()
-		api.hold = nil
-		api.mu.Unlock()
+		api.setHold(nil)
 		api.release() // the held calls fail once; the client's retries are served
 	}()
 	workers := startWorkers(t, api, dir, url, 2)

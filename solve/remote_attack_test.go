@@ -60,9 +60,7 @@ func TestWorkersAcrossProcessesNeverOverdrawAndTheLedgerIsTheServedCalls(t *test
 			t.Fatal(err)
 		}
 		<-victim.done
-		api.mu.Lock()
-		api.hold = nil
-		api.mu.Unlock()
+		api.setHold(nil)
 	case <-done:
 		t.Fatalf("the run ended before a blurb's resolve call:\n%s\n%s", out.String(), errb.String())
 	case <-time.After(120 * time.Second):
@@ -270,9 +268,7 @@ func TestASecondCoordinatorOnTheSameRunIsRefused(t *testing.T) {
 	if r.code == 0 || !strings.Contains(r.stderr, "is being run by process") {
 		t.Errorf("a second coordinator: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	api.mu.Lock()
-	api.hold = nil
-	api.mu.Unlock()
+	api.setHold(nil)
 	api.release()
 	select {
 	case err := <-done:
@@ -312,9 +308,7 @@ func TestTheDatabaseGoingAwayMidRunLosesNoMoney(t *testing.T) {
 	admin.Path = "/postgres"
 	pgAdmin(t, admin.String(), "ALTER DATABASE "+name+" ALLOW_CONNECTIONS false",
 		"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '"+name+"' AND pid <> pg_backend_pid()")
-	api.mu.Lock()
-	api.hold = nil
-	api.mu.Unlock()
+	api.setHold(nil)
 	api.release() // the held call fails; the client's retry is served
 	select {
 	case err := <-done:
@@ -421,9 +415,7 @@ func TestAStoppedCoordinatorIsResumedWithoutLosingAStep(t *testing.T) {
 	if code := run.ProcessState.ExitCode(); code != cli.ExitStopped {
 		t.Fatalf("the coordinator on SIGTERM: exit %d, want %d\n%s", code, cli.ExitStopped, errb.String())
 	}
-	api.mu.Lock()
-	api.hold = nil
-	api.mu.Unlock()
+	api.setHold(nil)
 	api.release() // the held call fails once; the client's retry is served
 	r := api.run(t, dir, "resume", root, "--remote")
 	if r.code != 0 || !strings.Contains(r.stdout, ": achieved") {

@@ -207,9 +207,7 @@ func TestWorkersCompleteARunAndOneKilledMidStepIsRedoneElsewhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-victim.done
-	api.mu.Lock()
-	api.hold = nil
-	api.mu.Unlock()
+	api.setHold(nil)
 
 	select {
 	case err := <-runDone:
