@@ -650,19 +650,43 @@ func TestOnlyAFewLargeBodiesAreReadAtOnce(t *testing.T) {
 	b := startBeach(t, "sqlite", func(c *Config) { c.AddrPerMinute = -1 })
 	addr := strings.TrimPrefix(b.URL, "http://")
 	// Uploads that announce 5 MB and then stall, holding their slots.
-	for range MaxLargeBodies {
+	stall := func() net.Conn {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer c.Close()
 		fmt.Fprintf(c, "POST /v1/savepoints HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{", 5<<20)
+		return c
 	}
+	// answered reports whether the server replied to a stalled upload: one
+	// read before the probe below released its slot was refused with 503.
+	answered := func(c net.Conn) bool {
+		c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+		n, err := c.Read(make([]byte, 1))
+		var ne net.Error
+		return n > 0 || !errors.As(err, &ne) || !ne.Timeout()
+	}
+	stalled := make([]net.Conn, MaxLargeBodies)
+	for i := range stalled {
+		stalled[i] = stall()
+	}
+	defer func() {
+		for _, c := range stalled {
+			c.Close()
+		}
+	}()
 	client := &http.Client{Timeout: 20 * time.Second}
 	var resp *http.Response
-	for deadline := time.Now().Add(20 * time.Second); ; {
+	for deadline := time.Now().Add(60 * time.Second); ; {
 		// The stalled uploads take their slots as the server reads their
-		// headers: until then another upload may still get one.
+		// headers: until then the probe may take one, and a stalled upload
+		// read meanwhile is refused; it is dialled again.
+		for i, c := range stalled {
+			if answered(c) {
+				c.Close()
+				stalled[i] = stall()
+			}
+		}
 		req, _ := http.NewRequest(http.MethodPost, b.URL+"/v1/savepoints", bytes.NewReader(bytes.Repeat([]byte(" "), 1<<20)))
 		var err error
 		if resp, err = client.Do(req); err != nil {
