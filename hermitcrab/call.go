@@ -281,13 +281,13 @@ func (k *Kernel) delegate(ctx context.Context, tier int, system, text string) (*
 	}
 	req := &llm.Request{Model: params.Model, MaxTokens: params.MaxTokens, Thinking: params.Thinking,
 		System: []llm.SystemBlock{{Type: llm.BlockText, Text: system}}, Messages: []llm.Message{llm.UserText(text)}}
-	llm.Normalize(req)
-	if err := llm.CheckRequest(req); err != nil {
-		return nil, err
-	}
 	client := k.clientFor(ctx)
 	if client == nil {
 		return nil, errNoClient
+	}
+	llm.Normalize(req, client.Betas()...)
+	if err := llm.CheckRequest(req, client.Betas()...); err != nil {
+		return nil, err
 	}
 	return client.Send(ctx, req)
 }

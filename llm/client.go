@@ -23,6 +23,23 @@ type Client struct {
 	Observe  func(Event)
 }
 
+// BetaProvider is a Provider that sends anthropic-beta values with every
+// request. The Loop and AskSchema check requests against them, since some
+// betas relax the API's rules.
+type BetaProvider interface {
+	Provider
+	Betas() []string
+}
+
+// Betas are the anthropic-beta values the provider sends with every
+// request; nil when it sends none or is not a BetaProvider.
+func (c *Client) Betas() []string {
+	if p, ok := c.Provider.(BetaProvider); ok {
+		return p.Betas()
+	}
+	return nil
+}
+
 // Call is one request's outcome: the response and what it cost.
 type Call struct {
 	Model    string // the model that answered (after any fallback)

@@ -100,7 +100,8 @@ func (l *Loop) Run(ctx context.Context, req *Request) (*Result, error) {
 		r.Tools = append(r.Tools, h.Tool)
 		handlers[h.Tool.Name] = h.Run
 	}
-	res := &Result{Notes: Normalize(r)}
+	betas := l.Client.Betas()
+	res := &Result{Notes: Normalize(r, betas...)}
 	for _, n := range res.Notes {
 		l.observe(Event{Kind: EventNote, Note: n})
 	}
@@ -122,7 +123,7 @@ func (l *Loop) Run(ctx context.Context, req *Request) (*Result, error) {
 			res.StopReason = StopTimeLimit
 			return res, nil
 		}
-		if err := CheckRequest(r); err != nil {
+		if err := CheckRequest(r, betas...); err != nil {
 			return res, err
 		}
 		call, err := l.Client.Send(ctx, r)

@@ -176,7 +176,7 @@ func AskSchema(ctx context.Context, c *Client, req *Request, schema *Schema, opt
 	r.System = append(r.System, SystemBlock{Type: BlockText, Text: "Answer with one JSON value and nothing else, matching this JSON Schema:\n" + string(schema.JSON)})
 	var calls []*Call
 	for attempt := 0; ; attempt++ {
-		if err := CheckRequest(r); err != nil {
+		if err := CheckRequest(r, c.Betas()...); err != nil {
 			return nil, calls, err
 		}
 		call, err := c.Send(ctx, r)

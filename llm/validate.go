@@ -26,9 +26,17 @@ var toolNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,128}$`)
 // minThinkingBudget is the API's smallest thinking budget.
 const minThinkingBudget = 1024
 
+// BetaInterleavedThinking is the anthropic-beta value that lets the model
+// think between tool calls. With it a thinking budget is the whole turn's,
+// spread over the turn's calls, and may exceed max_tokens.
+const BetaInterleavedThinking = "interleaved-thinking-2025-05-14"
+
 // CheckRequest checks req against the rules the Messages API enforces and
-// returns an *InvalidRequestError naming every violation, or nil.
-func CheckRequest(req *Request) error {
+// returns an *InvalidRequestError naming every violation, or nil. betas are
+// the anthropic-beta values the request goes out with (each may be a
+// comma-separated list); the rules they relax are relaxed here too, so the
+// check never refuses what the API would take.
+func CheckRequest(req *Request, betas ...string) error {
 	var v []string
 	add := func(format string, args ...any) { v = append(v, fmt.Sprintf(format, args...)) }
 
@@ -55,8 +63,8 @@ func CheckRequest(req *Request) error {
 			if t.BudgetTokens < minThinkingBudget {
 				add("thinking.budget_tokens: must be at least %d, got %d", minThinkingBudget, t.BudgetTokens)
 			}
-			if t.BudgetTokens >= req.MaxTokens {
-				add("max_tokens: must be greater than thinking.budget_tokens (%d >= %d)", t.BudgetTokens, req.MaxTokens)
+			if t.BudgetTokens >= req.MaxTokens && !HasBeta(betas, BetaInterleavedThinking) {
+				add("max_tokens: must be greater than thinking.budget_tokens (%d >= %d); with the %s beta it need not be", t.BudgetTokens, req.MaxTokens, BetaInterleavedThinking)
 			}
 			// Manual thinking starts every answer with a thinking block, so
 			// it cannot also be forced to start with a tool call; adaptive
@@ -319,11 +327,12 @@ func checkThinkingKept(turns []turn) []string {
 
 // Normalize fixes, in place, the settings the API would reject but whose
 // intent is clear, and returns a note for each change: a thinking budget at
-// or above max_tokens raises max_tokens, and a temperature other than 1 is
-// dropped while thinking is on.
-func Normalize(req *Request) []string {
+// or above max_tokens raises max_tokens (unless betas hold
+// BetaInterleavedThinking, with which the API takes it as it is), and a
+// temperature other than 1 is dropped while thinking is on.
+func Normalize(req *Request, betas ...string) []string {
 	var notes []string
-	if t := req.Thinking; t != nil && t.Type == "enabled" && t.BudgetTokens >= req.MaxTokens {
+	if t := req.Thinking; t != nil && t.Type == "enabled" && t.BudgetTokens >= req.MaxTokens && !HasBeta(betas, BetaInterleavedThinking) {
 		raised := t.BudgetTokens + thinkingHeadroom
 		notes = append(notes, fmt.Sprintf("max_tokens raised from %d to %d so it stays above the thinking budget of %d", req.MaxTokens, raised, t.BudgetTokens))
 		req.MaxTokens = raised
@@ -338,3 +347,16 @@ func Normalize(req *Request) []string {
 // thinkingHeadroom is the room left for the answer when max_tokens is raised
 // above a thinking budget.
 const thinkingHeadroom = 4096
+
+// HasBeta reports whether the anthropic-beta values hold want; each value
+// may be a comma-separated list, as the header is.
+func HasBeta(betas []string, want string) bool {
+	for _, list := range betas {
+		for _, b := range strings.Split(list, ",") {
+			if strings.TrimSpace(b) == want {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -210,3 +210,29 @@ func TestCheckRequestTakesAClientToolWithoutSchema(t *testing.T) {
 		t.Errorf("the tool is not sent with the empty object schema: %s", data)
 	}
 }
+
+func TestInterleavedThinkingBetaLetsTheBudgetExceedMaxTokens(t *testing.T) {
+	req := func() *Request {
+		return &Request{Model: "m", MaxTokens: 2000, Thinking: &Thinking{Type: "enabled", BudgetTokens: 5000},
+			Messages: []Message{UserText("hi")}}
+	}
+	if err := CheckRequest(req()); err == nil || !strings.Contains(err.Error(), "must be greater than thinking.budget_tokens") {
+		t.Errorf("without the beta: %v, want the budget refused", err)
+	}
+	for _, betas := range [][]string{{BetaInterleavedThinking}, {"a-beta", " other," + BetaInterleavedThinking + " "}} {
+		if err := CheckRequest(req(), betas...); err != nil {
+			t.Errorf("betas %q: %v", betas, err)
+		}
+		r := req()
+		if notes := Normalize(r, betas...); len(notes) != 0 || r.MaxTokens != 2000 {
+			t.Errorf("betas %q: Normalize changed max_tokens to %d: %q", betas, r.MaxTokens, notes)
+		}
+	}
+	if err := CheckRequest(req(), "interleaved-thinking"); err == nil {
+		t.Error("a beta that only starts like the interleaved one relaxed the rule")
+	}
+	r := req()
+	if notes := Normalize(r); len(notes) != 1 || r.MaxTokens != 5000+thinkingHeadroom {
+		t.Errorf("without the beta Normalize gave max_tokens %d, notes %q", r.MaxTokens, notes)
+	}
+}

@@ -91,6 +91,10 @@ func New(cfg Config) (*Provider, error) {
 	return &Provider{client: sdk.NewClient(opts...), betas: Betas(cfg.Betas, nil)}, nil
 }
 
+// Betas are the configured anthropic-beta values, sent with every request
+// (llm.BetaProvider): the kernel's request check relaxes what they relax.
+func (p *Provider) Betas() []string { return p.betas }
+
 // Messages sends req with the SDK's Messages.New and returns the response
 // read from the response body's raw JSON.
 func (p *Provider) Messages(ctx context.Context, req *llm.Request) (*llm.Response, error) {

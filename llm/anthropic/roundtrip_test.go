@@ -275,3 +275,36 @@ func TestUnusualJSONComesBackByteForByte(t *testing.T) {
 		t.Errorf("the second request lost the unusual members of the tool_use block:\n%s", body)
 	}
 }
+
+// With the interleaved-thinking beta a thinking budget is the whole turn's
+// and may exceed max_tokens: the API takes it, so the loop sends it as set;
+// without the beta the loop raises max_tokens above the budget, as the API
+// requires.
+func TestInterleavedThinkingBudgetAboveMaxTokensGoesOutAsSet(t *testing.T) {
+	const answers = `{"responses":[
+	 {"content":[{"type":"thinking","thinking":"Look a up.","signature":"sig-a"},{"type":"tool_use","id":"toolu_a","name":"lookup","input":{"key":"a"}}]},
+	 {"content":[{"type":"thinking","thinking":"Found it.","signature":"sig-b"},{"type":"text","text":"a is there."}]}]}`
+	for _, tc := range []struct {
+		betas []string
+		want  int // max_tokens on the wire
+	}{
+		{[]string{"files-api-2025-04-14," + llm.BetaInterleavedThinking}, 4000},
+		{nil, 8000 + 4096},
+	} {
+		srv, p := serve(t, answers, anthropic.Config{Betas: tc.betas})
+		loop := &llm.Loop{Client: &llm.Client{Provider: p}, Handlers: []llm.ToolHandler{lookup}}
+		res, err := loop.Run(context.Background(), &llm.Request{Model: model, MaxTokens: 4000,
+			Thinking: &llm.Thinking{Type: "enabled", BudgetTokens: 8000}, Messages: []llm.Message{llm.UserText("Find a.")}})
+		if err != nil {
+			t.Fatalf("betas %q: %v", tc.betas, err)
+		}
+		if res.Text() != "a is there." {
+			t.Errorf("betas %q: answer %q", tc.betas, res.Text())
+		}
+		for i, r := range srv.Received() {
+			if r.Status != 200 || r.Request.MaxTokens != tc.want {
+				t.Errorf("betas %q: request %d: status %d, max_tokens %d, want 200 and %d: %s", tc.betas, i+1, r.Status, r.Request.MaxTokens, tc.want, r.Response)
+			}
+		}
+	}
+}

@@ -118,7 +118,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := decodeRequest(body) // checkBody has made sure it decodes
-	if err := llm.CheckRequest(req); err != nil {
+	if err := llm.CheckRequest(req, r.Header.Values("anthropic-beta")...); err != nil {
 		reply.error(http.StatusBadRequest, "invalid_request_error", script.InvalidRequest(err).Message, 0)
 		return
 	}
