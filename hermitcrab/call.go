@@ -357,9 +357,13 @@ func (k *Kernel) ToolLoop(ctx context.Context, req *llm.Request) (*llm.Result, e
 // shell (props.callAPI): fields that are null are dropped, a request
 // without a model gets the deep tier's (the fallback model when the wake
 // block names none), and a temperature other than 1 beside thinking
-// (enabled or adaptive) is dropped, since the API refuses it. It returns
-// the request as JSON, its tools (for the beta headers they need) and a
-// note for each change.
+// (enabled or adaptive) is dropped, since the API refuses it. A request
+// without tools (no "tools" key, or null) gets the current tool set
+// (CurrentTools: what a kernel call would send now, following set_tools),
+// so the answer's tool_use blocks name tools the kernel knows; an explicit
+// empty array is the caller's choice of no tools and is sent as it is. It
+// returns the request as JSON, its tools (injected ones included, for the
+// beta headers they need) and a note for each change.
 func (k *Kernel) CleanAPIRequest(ctx context.Context, body []byte) ([]byte, []llm.Tool, []string, error) {
 	var req map[string]json.RawMessage
 	if err := json.Unmarshal(body, &req); err != nil {
@@ -396,6 +400,21 @@ func (k *Kernel) CleanAPIRequest(ctx context.Context, body []byte) ([]byte, []ll
 	if raw, ok := req["tools"]; ok {
 		if err := json.Unmarshal(raw, &tools); err != nil {
 			return nil, nil, nil, fmt.Errorf("tools: %w", err)
+		}
+	} else {
+		// No tools key (or null, dropped above): the current tools, so
+		// the tool_use blocks of the answer name tools the kernel runs.
+		// An explicit [] is the caller's "no tools" and stays.
+		current, err := k.CurrentTools(ctx)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if len(current) > 0 {
+			if req["tools"], err = llm.MarshalWire(current); err != nil {
+				return nil, nil, nil, err
+			}
+			tools = current
+			notes = append(notes, fmt.Sprintf("no tools given: the %d current tools added (send \"tools\": [] for none)", len(current)))
 		}
 	}
 	out, err := llm.MarshalWire(req)

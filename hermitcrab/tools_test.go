@@ -265,3 +265,45 @@ func useTools(t *testing.T, k *Kernel, names ...string) {
 		t.Fatal(err)
 	}
 }
+
+// CleanAPIRequest returns the tools it injects beside the body that
+// carries them, so the passthrough computes the anthropic-beta header from
+// the tools actually sent (no tool the kernel can set needs a beta value
+// today; one that did would get its header from this list).
+func TestCleanAPIRequestReturnsTheInjectedTools(t *testing.T) {
+	k, _ := newKernel(t, `{"responses":[]}`)
+	ctx := context.Background()
+	for _, body := range []string{`{"max_tokens":10}`, `{"max_tokens":10,"tools":null}`} {
+		out, tools, notes, err := k.CleanAPIRequest(ctx, []byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		current, err := k.CurrentTools(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sent struct {
+			Tools []llm.Tool `json:"tools"`
+		}
+		if err := json.Unmarshal(out, &sent); err != nil {
+			t.Fatal(err)
+		}
+		names := func(list []llm.Tool) []string {
+			var out []string
+			for _, t := range list {
+				out = append(out, t.Name+"/"+t.Type)
+			}
+			return out
+		}
+		if len(current) != len(BootTools) || !slices.Equal(names(tools), names(current)) || !slices.Equal(names(sent.Tools), names(current)) {
+			t.Fatalf("%s: returned %v, sent %v, want the current %v", body, names(tools), names(sent.Tools), names(current))
+		}
+		if !slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, "current tools added") }) {
+			t.Fatalf("%s: notes %q do not say the tools were added", body, notes)
+		}
+	}
+	out, tools, notes, err := k.CleanAPIRequest(ctx, []byte(`{"max_tokens":10,"tools":[]}`))
+	if err != nil || len(tools) != 0 || !strings.Contains(string(out), `"tools":[]`) || slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, "tools") }) {
+		t.Fatalf("tools: [] became %s %v %q %v", out, tools, notes, err)
+	}
+}

@@ -226,6 +226,24 @@ func (k *Kernel) ActiveTools(ctx context.Context) ([]llm.Tool, error) {
 	return tools, nil
 }
 
+// CurrentTools is the tool definitions a call sends now, as the API takes
+// them: the server tools of the active set (with their type and options),
+// then the kernel's client tools (with their input_schema, and
+// allowed_callers for programmatic tool calling), in the order a call puts
+// them on the wire. It carries no cache_control: the one breakpoint a call
+// puts on its last tool is the call's own choice, not the definitions'.
+func (k *Kernel) CurrentTools(ctx context.Context) ([]llm.Tool, error) {
+	handlers, server, err := k.toolSet(ctx, &callState{}, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := append([]llm.Tool(nil), server...)
+	for _, h := range handlers {
+		out = append(out, h.Tool)
+	}
+	return out, nil
+}
+
 // toolSet returns the handlers and server-tool declarations of the active
 // set and of extra (added for one call). Server tools are left out when Options.ServerTools is off; the
 // read-only tools get allowed_callers when code execution is among them

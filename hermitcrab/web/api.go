@@ -289,7 +289,8 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 
 // claude is the §7.2 passthrough for props.callAPI: raw Messages API JSON
 // in and out, the key added here, after the §7.1 clean-up
-// (Kernel.CleanAPIRequest). With the Anthropic provider the request goes to
+// (Kernel.CleanAPIRequest, which also gives a request without tools the
+// current ones). With the Anthropic provider the request goes to
 // the API with the anthropic-beta values its tools need and the --beta
 // values; with others it runs through the kernel's client.
 func (s *Server) claude(w http.ResponseWriter, r *http.Request) {

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -166,5 +167,142 @@ func TestCallAPIWithABodyThatIsNotAnObjectSaysSo(t *testing.T) {
 		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(out["error"], want) || strings.Contains(out["error"], "<nil>") {
 			t.Errorf("%s: HTTP %d %q", body, resp.StatusCode, out["error"])
 		}
+	}
+}
+
+// sentTools is the tools array of a request body as JSON, each without
+// cache_control (a kernel call puts its breakpoint on its last tool), and
+// whether the body had a tools key.
+func sentTools(t *testing.T, body []byte) (string, bool) {
+	t.Helper()
+	var req struct {
+		Tools []map[string]json.RawMessage `json:"tools"`
+	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(body, &keys); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := keys["tools"]; !ok {
+		return "", false
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range req.Tools {
+		delete(tool, "cache_control")
+	}
+	out, _ := json.Marshal(req.Tools)
+	return string(out), true
+}
+
+// toolNames lists the names in a sentTools array.
+func toolNames(t *testing.T, tools string) []string {
+	var list []struct {
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal([]byte(tools), &list); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range list {
+		names = append(names, tool.Name)
+	}
+	return names
+}
+
+// §7.1: a callAPI without tools gets the current tools, exactly as a
+// kernel call sends them now (server tools with their type, client tools
+// with input_schema, allowed_callers), and the anthropic-beta header they
+// need; an explicit [] is kept; after set_tools the injected set follows.
+func TestCallAPIWithoutToolsGetsTheCurrentTools(t *testing.T) {
+	text := `{"content":[{"type":"text","text":"ok"}]}`
+	srv, ts, fake := anthropicServer(t, `{"responses":[`+strings.Repeat(text+",", 5)+text+`]}`, hermitcrab.Options{ServerTools: true})
+	if code := post(t, ts, srv, "/api/key", map[string]string{"key": testKey}, nil); code != http.StatusOK {
+		t.Fatalf("key: HTTP %d", code)
+	}
+	hello := []any{map[string]any{"role": "user", "content": "hello"}}
+	callAPI := func(req map[string]any) llmtest.Received {
+		t.Helper()
+		req["max_tokens"], req["messages"] = 100, hello
+		var resp llm.Response
+		if code := post(t, ts, srv, "/api/claude", req, &resp); code != http.StatusOK || resp.Text() != "ok" {
+			t.Fatalf("callAPI %v: HTTP %d %+v", req, code, resp)
+		}
+		got := fake.Received()
+		return got[len(got)-1]
+	}
+	// What a kernel call sends now.
+	if code := post(t, ts, srv, "/api/call", map[string]any{"messages": hello}, nil); code != http.StatusOK {
+		t.Fatalf("call: HTTP %d", code)
+	}
+	kernelTools, _ := sentTools(t, fake.Received()[0].Body)
+
+	got := callAPI(map[string]any{})
+	tools, ok := sentTools(t, got.Body)
+	if !ok || tools != kernelTools {
+		t.Fatalf("callAPI without tools sent\n%s\nwant what a kernel call sends\n%s", tools, kernelTools)
+	}
+	if names := toolNames(t, tools); len(names) != len(hermitcrab.BootTools) || !strings.Contains(tools, `"type":"web_search_20260209"`) ||
+		!strings.Contains(tools, `"input_schema"`) || !strings.Contains(tools, `"allowed_callers":["code_execution_20250825"]`) {
+		t.Fatalf("injected tools %s", tools)
+	}
+	if want := strings.Join(anthropic.Betas(nil, got.Request.Tools), ","); got.Header.Get("anthropic-beta") != want {
+		t.Fatalf("anthropic-beta %q, want %q for the injected tools", got.Header.Get("anthropic-beta"), want)
+	}
+	if got := callAPI(map[string]any{"tools": nil}); func() bool { s, _ := sentTools(t, got.Body); return s != kernelTools }() {
+		t.Fatalf("tools: null was not given the current tools: %s", got.Body)
+	}
+
+	// [] is the caller's "no tools".
+	if tools, ok := sentTools(t, callAPI(map[string]any{"tools": []any{}}).Body); !ok || tools != "[]" {
+		t.Fatalf("tools: [] sent %q (present %v)", tools, ok)
+	}
+
+	// set_tools changes what is injected.
+	if code := post(t, ts, srv, "/api/tools", map[string]any{"tools": []any{"bsp", "block_read"}}, nil); code != http.StatusOK {
+		t.Fatalf("setTools: HTTP %d", code)
+	}
+	tools, _ = sentTools(t, callAPI(map[string]any{}).Body)
+	if names := strings.Join(toolNames(t, tools), ","); names != "bsp,block_read,set_tools" || strings.Contains(tools, "allowed_callers") {
+		t.Fatalf("after setTools the injected tools are %s: %s", names, tools)
+	}
+}
+
+// The same through another provider's client (claudeViaClient).
+func TestCallAPIWithoutToolsThroughAnotherProvider(t *testing.T) {
+	srv, ts, p := scriptServer(t, `{"responses":[{"content":[{"type":"text","text":"a"}]},{"content":[{"type":"text","text":"b"}]},{"content":[{"type":"text","text":"c"}]}]}`)
+	hello := []any{map[string]any{"role": "user", "content": "hello"}}
+	names := func(req map[string]any) []string {
+		t.Helper()
+		req["max_tokens"], req["messages"] = 100, hello
+		if code := post(t, ts, srv, "/api/claude", req, nil); code != http.StatusOK {
+			t.Fatalf("callAPI %v: HTTP %d", req, code)
+		}
+		sent := p.Requests()
+		var out []string
+		for _, tool := range sent[len(sent)-1].Tools {
+			if tool.IsServer() || len(tool.InputSchema) == 0 {
+				t.Errorf("tool %s sent as %+v: this provider has no server tools, a client tool has its input_schema", tool.Name, tool)
+			}
+			out = append(out, tool.Name)
+		}
+		return out
+	}
+	// The script provider runs no server tools: the boot set's client tools.
+	var client []string
+	for _, name := range hermitcrab.BootTools {
+		if !slices.Contains([]string{"web_search", "web_fetch", "code_execution"}, name) {
+			client = append(client, name)
+		}
+	}
+	if got := names(map[string]any{}); !slices.Equal(got, client) {
+		t.Fatalf("injected %v", got)
+	}
+	if got := names(map[string]any{"tools": []any{}}); len(got) != 0 {
+		t.Fatalf("tools: [] got %v", got)
+	}
+	post(t, ts, srv, "/api/tools", map[string]any{"tools": []any{"resolve"}}, nil)
+	if got := names(map[string]any{}); strings.Join(got, ",") != "resolve,set_tools" {
+		t.Fatalf("after setTools: %v", got)
 	}
 }

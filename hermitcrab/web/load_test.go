@@ -22,6 +22,14 @@ import (
 // testServer starts a server on loopback with a scripted LLM.
 func testServer(t testing.TB, scriptJSON string) (*Server, *httptest.Server) {
 	t.Helper()
+	srv, ts, _ := scriptServer(t, scriptJSON)
+	return srv, ts
+}
+
+// scriptServer is testServer with its scripted provider, which keeps the
+// requests it was sent.
+func scriptServer(t testing.TB, scriptJSON string) (*Server, *httptest.Server, *script.Provider) {
+	t.Helper()
 	s, err := script.Parse([]byte(scriptJSON))
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +44,7 @@ func testServer(t testing.TB, scriptJSON string) (*Server, *httptest.Server) {
 	}
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { ts.Close(); srv.Close() })
-	return srv, ts
+	return srv, ts, p
 }
 
 // post sends a JSON POST as the page does (Origin and CSRF token).
