@@ -75,7 +75,9 @@
 //     CallResult.Limit instead of an empty reply.
 //   - props.callAPI gets §7.1's clean-up (CleanAPIRequest): the deep tier's
 //     model when none is given, nulls dropped, temperature dropped beside
-//     thinking.
+//     thinking, and the current tools (CurrentTools, what a call sends now)
+//     when the request has no tools key or a null one; an explicit empty
+//     array is the caller's choice of no tools and is kept.
 //   - The touchstone (the keystone) is embedded and persisted; a persisted
 //     copy changed after the embedded one was released wins, an older one
 //     is replaced (a kernel upgrade).
