@@ -125,7 +125,7 @@ func (k *Kernel) Call(ctx context.Context, messages []llm.Message, opts CallOpti
 		out.Limit = fmt.Sprintf("the tool loop stopped after %d API calls, before the LLM finished its turn: %v", len(res.Calls), err)
 	case err != nil:
 		if apiErr, ok := llm.AsAPIError(err); ok && apiErr.Status == 400 && strings.Contains(apiErr.Message, "too long") {
-			err = fmt.Errorf("%w (when the tools chosen with set_tools are what is too long, `hermitcrab tools reset` puts the boot tools back)", err)
+			err = fmt.Errorf("%w (when the tools chosen with set_tools are what is too long, `hermitcrab tools reset` or the web page's \"reset tools\" control puts the boot tools back)", err)
 		}
 		return out, err
 	case res.StopReason == llm.StopMaxLoops:

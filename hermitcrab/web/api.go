@@ -45,6 +45,7 @@ func (s *Server) routeTable() []route {
 		{"GET /api/source", s.source},
 		{"POST /api/recompile", s.recompile},
 		{"POST /api/tools", s.setTools},
+		{"DELETE /api/tools", s.resetTools},
 		{"GET /api/blocks", s.listBlocks},
 		{"POST /api/blocks", s.createBlock},
 		{"GET /api/blocks/{name}", s.readBlock},
@@ -430,6 +431,21 @@ func (s *Server) setTools(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "tools": names})
+}
+
+// resetTools puts the boot tools back (the page's "tools" control, as
+// `hermitcrab tools reset`): the way out when the set the LLM chose makes
+// every call fail.
+func (s *Server) resetTools(w http.ResponseWriter, r *http.Request) {
+	reset, err := s.kernel.ResetTools(r.Context())
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	if reset {
+		s.log.Info("tools reset to the boot set from the page")
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "reset": reset, "tools": hermitcrab.BootTools})
 }
 
 func (s *Server) listBlocks(w http.ResponseWriter, r *http.Request) {

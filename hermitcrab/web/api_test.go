@@ -306,3 +306,53 @@ func TestCallAPIWithoutToolsThroughAnotherProvider(t *testing.T) {
 		t.Fatalf("after setTools: %v", got)
 	}
 }
+
+// DELETE /api/tools (the page's "reset tools" control) puts the boot tools
+// back, only with the page's CSRF token and Origin.
+func TestThePageCanResetTheToolsToTheBootSet(t *testing.T) {
+	srv, ts := testServer(t, `{"responses":[]}`)
+	ctx := context.Background()
+	if code := post(t, ts, srv, "/api/tools", map[string]any{"tools": []any{"bsp"}}, nil); code != http.StatusOK {
+		t.Fatalf("setTools: HTTP %d", code)
+	}
+	reset := func(origin, token string) (int, map[string]any) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodDelete, ts.URL+"/api/tools", nil)
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		if token != "" {
+			req.Header.Set("X-CSRF-Token", token)
+		}
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out
+	}
+	active := func() string {
+		tools, err := srv.Kernel().ActiveTools(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tool := range tools {
+			names = append(names, tool.Name)
+		}
+		return strings.Join(names, ",")
+	}
+	for _, c := range []struct{ origin, token string }{{ts.URL, ""}, {ts.URL, "guess"}, {"http://evil.example", srv.csrf}} {
+		if code, _ := reset(c.origin, c.token); code != http.StatusForbidden || active() != "bsp,set_tools" {
+			t.Fatalf("a reset from %q with token %q: HTTP %d, tools %s", c.origin, c.token, code, active())
+		}
+	}
+	if code, out := reset(ts.URL, srv.csrf); code != http.StatusOK || out["reset"] != true || active() != strings.Join(hermitcrab.BootTools, ",") {
+		t.Fatalf("reset: HTTP %d %v, tools %s", code, out, active())
+	}
+	if code, out := reset(ts.URL, srv.csrf); code != http.StatusOK || out["reset"] != false {
+		t.Fatalf("a second reset: HTTP %d %v", code, out)
+	}
+}

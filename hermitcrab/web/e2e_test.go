@@ -272,6 +272,18 @@ func TestAWrongKeyAtBootAsksForAnotherAndTheNextBootWorks(t *testing.T) {
 	if got := b.fake.Received(); len(got) != 1 || got[0].Header.Get("x-api-key") != testKey {
 		t.Fatalf("boot with the new key: %d requests", len(got))
 	}
+	// The "reset tools" control puts the boot tools back in place of a set
+	// the LLM chose, and says so over the running shell.
+	if _, err := b.srv.Kernel().SetTools(context.Background(), []llm.Tool{{Name: "bsp"}}); err != nil {
+		t.Fatal(err)
+	}
+	b.do(t, "reset the tools", chromedp.Click(chromedp.ID("hc-tools-reset")))
+	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](`document.getElementById('hc-lines').textContent.includes('the boot tools are back')`)); err != nil {
+		t.Fatalf("no word of the reset on the page: %v", err)
+	}
+	if reset, err := b.srv.Kernel().ResetTools(context.Background()); err != nil || reset {
+		t.Fatalf("the chosen tools were still set after the page's reset (%v)", err)
+	}
 	// The key control replaces or removes the key: removing it shows the
 	// form, and the server has no key.
 	b.do(t, "remove the key", chromedp.Click(chromedp.ID("hc-key-button")), chromedp.WaitVisible(chromedp.ID("hc-key-remove")),

@@ -29,7 +29,10 @@
     onclick: () => boot('rebuild: booting again') }, 'rebuild');
   const keyBtn = el('button', { id: 'hc-key-button', type: 'button', title: 'Replace or remove the API key',
     onclick: () => keyPanel('Replace the API key, or remove it from the server.') }, 'key');
-  const controls = el('div', { id: 'hc-controls' }, keyBtn, rebuildBtn);
+  const toolsBtn = el('button', { id: 'hc-tools-reset', type: 'button',
+    title: 'Put the boot tools back in place of the set the LLM chose with set_tools (when that set makes every call fail)',
+    onclick: resetTools }, 'reset tools');
+  const controls = el('div', { id: 'hc-controls' }, keyBtn, toolsBtn, rebuildBtn);
   // Over a shell, the status area is a strip of its own above it (the
   // page moves down by its height, so it never covers the shell's face),
   // and the person can dismiss it.
@@ -68,13 +71,16 @@
   window.addEventListener('resize', stripChanged);
 
   // line adds a boot-screen status line. Over a running shell only errors
-  // show, in the strip, and only for a while: the shell is the person's screen now.
-  function line(text, level) {
+  // and answers to the person's own clicks (asked) show, in the strip, and
+  // only for a while: the shell is the person's screen now.
+  function line(text, level, asked) {
     level = level === 'success' || level === 'error' ? level : 'info';
     const quiet = shown && !booting;
-    if (quiet && level !== 'error') { console.info('hermitcrab:', text); return; }
+    if (quiet && level !== 'error' && !asked) { console.info('hermitcrab:', text); return; }
     const time = new Date().toTimeString().slice(0, 8);
-    lines.append(el('div', { class: 'hc-line hc-' + level }, el('span', { class: 'hc-time' }, time), ' ' + text));
+    const row = el('div', { class: 'hc-line hc-' + level }, el('span', { class: 'hc-time' }, time), ' ' + text);
+    if (asked) row.dataset.asked = '1';
+    lines.append(row);
     while (lines.childElementCount > MAX_LINES) lines.firstChild.remove();
     if (quiet) quietLines();
   }
@@ -82,7 +88,7 @@
   // quietLines clears the boot lines once a shell is showing; errors fade later.
   function quietLines() {
     for (const row of [...lines.children]) {
-      if (!row.classList.contains('hc-error')) row.remove();
+      if (!row.classList.contains('hc-error') && !row.dataset.asked) row.remove();
       else if (!row.dataset.fading) { row.dataset.fading = '1'; setTimeout(() => row.remove(), ERROR_SHOWN_MS); }
     }
   }
@@ -158,6 +164,19 @@
         default: console.warn('hermitcrab: unknown event', ev);
       }
     };
+  }
+
+  // resetTools puts the boot tools back, as `hermitcrab tools reset` does.
+  async function resetTools() {
+    toolsBtn.disabled = true;
+    try {
+      const r = await api('DELETE', '/api/tools');
+      line(r.reset ? 'the boot tools are back: ' + r.tools.join(', ') : 'the boot tools were already active', 'success', true);
+    } catch (e) {
+      line('resetting the tools: ' + describe(e), 'error');
+    } finally {
+      toolsBtn.disabled = false;
+    }
   }
 
   // ---- key gate, import offer, boot
