@@ -625,7 +625,8 @@ func (f *flags) toolsCommand() *cobra.Command {
 description and schema); the choice is kept in the data directory and every call sends it.
 'tools list' prints the active tools and the size of the definitions sent with every call.
 'tools reset' puts the boot tools back: the way out when the chosen set makes every call
-fail (definitions so large no request fits), since the LLM cannot call set_tools then.`}
+fail (definitions so large no request fits), since the LLM cannot call set_tools then.
+The web page's 'reset tools' control (hermitcrab serve) does the same.`}
 	tools.AddCommand(&cobra.Command{
 		Use: "list", Short: "Print the active tools, each with the size of its definition when it has one", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
