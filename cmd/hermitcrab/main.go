@@ -139,7 +139,8 @@ func (f *flags) serveCommand() *cobra.Command {
 or a key given earlier) the page asks for one; it is kept in the data directory, readable
 by you only, and never sent back to a browser. The page then boots the instance, which
 builds its interface; reloading restores the last good interface without an API call,
-and ?boot=1 (or the rebuild control) boots again.
+and ?boot=1 (or the rebuild control) boots again; the reset tools control puts the boot
+tools back (as 'hermitcrab tools reset').
 
 Only requests whose Host header names this server are served (against DNS
 rebinding): localhost, loopback addresses and the address it listens on; give
