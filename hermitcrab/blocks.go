@@ -130,7 +130,7 @@ func (k *Kernel) ReadNode(ctx context.Context, name string, path any) (pscale.No
 	}
 	view, err := pscale.Read(b, addr)
 	if err != nil {
-		return view, fmt.Errorf("block %q: %w", name, err)
+		return view, fmt.Errorf("block %q: %w%s", name, err, k.movedHint(ctx, b, &addr, err))
 	}
 	return view, nil
 }
@@ -213,16 +213,41 @@ func (k *Kernel) BSP(ctx context.Context, name string, spindle, point any) (psca
 		p = &n
 	}
 	r, err := pscale.BSP(b, addr, p)
-	var pe *pscale.PathError
-	if errors.As(err, &pe) && pe.Leaf {
-		if to := movedTo(b, pe.At); to != "" {
-			return r, fmt.Errorf("block %q: %w; the entries under it moved to block %q, at the same addresses: walk there with the same spindle", name, err, to)
-		}
-	}
 	if err != nil {
-		return r, fmt.Errorf("block %q: %w", name, err)
+		return r, fmt.Errorf("block %q: %w%s", name, err, k.movedHint(ctx, b, addr, err))
 	}
 	return r, nil
+}
+
+// movedHint says, when err is a walk stopped at a leaf whose entries moved
+// out at the size limit (moveOut), where they are: the block, and the
+// address (spindle or path) of the same entry there. The moved-out block keeps the
+// place and addresses of the day it was made; each growth of the block
+// since put a 1 after the leading 0 of every address in it, so those 1s
+// are taken off. It is "" for any other error.
+func (k *Kernel) movedHint(ctx context.Context, b *pscale.Block, addr *pscale.Address, err error) string {
+	var pe *pscale.PathError
+	if addr == nil || !errors.As(err, &pe) || !pe.Leaf {
+		return ""
+	}
+	to := movedTo(b, pe.At)
+	if to == "" {
+		return ""
+	}
+	hint := fmt.Sprintf("; the entries under it moved to block %q", to)
+	arch, aerr := k.Block(ctx, to)
+	if aerr != nil {
+		return fmt.Sprintf("%s, which cannot be read: %v", hint, aerr)
+	}
+	digits, grown := addr.Digits(), b.Place-arch.Place
+	if grown < 0 || len(digits) < 1+grown || digits[0] != '0' || strings.Trim(digits[1:1+grown], "1") != "" {
+		return hint + " (its node 0 says at which address)"
+	}
+	there, perr := pscale.PlacedAddress(arch.Place, "0"+digits[1+grown:])
+	if perr != nil {
+		return hint + " (its node 0 says at which address)"
+	}
+	return fmt.Sprintf("%s, where this entry is at %s", hint, there)
 }
 
 // movedTo is the block the entries under the leaf at (a PathError's At,

@@ -708,3 +708,50 @@ func TestAThousandExchangesAreAllSavedUnderTheSizeLimit(t *testing.T) {
 		t.Fatalf("history after %d exchanges: place %d", n, b.Place)
 	}
 }
+
+// A walk into a node moved out at the size limit names the block it moved
+// to and the spindle that finds the entry there, also after the block has
+// grown since (growth puts a 1 after the 0 of every address, the moved-out
+// block keeps the addresses of the day it was made), and a block_read
+// through it says the same.
+func TestAWalkIntoAMovedOutNodeNamesTheBlockAndTheSpindleThere(t *testing.T) {
+	k, _ := newKernel(t, `{"responses":[]}`)
+	ctx := context.Background()
+	if err := k.CreateBlock(ctx, "log", "A log.", 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.WriteAt(ctx, "log", "01", "The first nine, compressed."); err != nil {
+		t.Fatal(err)
+	}
+	for d := 1; d <= 9; d++ {
+		if _, err := k.WriteAt(ctx, "log", fmt.Sprintf("01%d", d), fmt.Sprintf("entry %d", d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := k.WriteAt(ctx, "log", "02", "The next."); err != nil {
+		t.Fatal(err)
+	}
+	moved, err := k.archive(ctx, "log")
+	if err != nil || moved != "log-1" {
+		t.Fatalf("archive: %q %v", moved, err)
+	}
+	check := func(spindle, there string) {
+		t.Helper()
+		_, err := k.BSP(ctx, "log", spindle, nil)
+		if err == nil || !strings.Contains(err.Error(), `block "log-1"`) || !strings.Contains(err.Error(), "this entry is at "+there) {
+			t.Fatalf("bsp log %s: %v (want block log-1, spindle %s)", spindle, err, there)
+		}
+		r, err := k.BSP(ctx, "log-1", there, nil)
+		if err != nil || r.Nodes[len(r.Nodes)-1].Text != "entry 3" {
+			t.Fatalf("bsp log-1 %s: %+v %v", there, r, err)
+		}
+		if _, err := k.ReadNode(ctx, "log", spindle); err == nil || !strings.Contains(err.Error(), `block "log-1"`) || !strings.Contains(err.Error(), "this entry is at "+there) {
+			t.Fatalf("block_read log %s: %v", spindle, err)
+		}
+	}
+	check("0.13", "0.13")
+	if _, err := k.EditBlock(ctx, "log", func(b *pscale.Block) error { return pscale.Grow(b, "All of it, compressed.") }); err != nil {
+		t.Fatal(err)
+	}
+	check("01.13", "0.13")
+}
