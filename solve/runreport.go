@@ -137,9 +137,9 @@ func WriteReport(r *RunReport, out string) (planning.Files, error) {
 func (r *RunReport) Markdown(ganttFile, mermaidFile string) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	cell := func(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, "|", "\\|"), "\n", " ") }
+	cell := planning.MarkdownText
 	res := r.Status.Result
-	w("# Run: %s\n\n", r.Goal)
+	w("# Run: %s\n\n", cell(r.Goal))
 	w("Root node `%s` · **%s**", res.RootID, res.Outcome)
 	if res.Outcome == loop.OutcomeAchieved {
 		w(" · σ_system %.2f · assembly `%s`", res.SigmaSystem, res.ArtifactID)
@@ -150,7 +150,7 @@ func (r *RunReport) Markdown(ganttFile, mermaidFile string) string {
 	}
 	w(" · %d LLM calls · %d live nodes · %d open requests\n\n", res.LLMCalls, res.Nodes, res.OpenRequests)
 	if res.Summary != "" {
-		w("%s\n\n", res.Summary)
+		w("%s\n\n", cell(res.Summary))
 	}
 	w("## Tree\n\nSpent: the node's own paid calls. Allocated: what it was given. Delegated: what it handed to its children. Reserve: what it has left. Time: its calls' wall time of what it was given.\n\n")
 	w("| node | goal | state | σ_v | σ_path | spent | allocated | delegated | reserve | time | attempts | created | resolved |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
@@ -163,7 +163,7 @@ func (r *RunReport) Markdown(ganttFile, mermaidFile string) string {
 		if n.Goal != n.Summary {
 			goal += " — " + clip.Line(n.Goal, 120)
 		}
-		w("| `%s` | %s | %s | %s | %s | $%.4f | $%.4f | $%.4f | $%.4f | %.1fs / %.0fs | %d/%d | %s | %s |\n", store.Short(n.ID), cell(goal), n.State, sv, sp,
+		w("| `%s` | %s | %s | %s | %s | $%.4f | $%.4f | $%.4f | $%.4f | %.1fs / %.0fs | %d/%d | %s | %s |\n", store.Short(n.ID), cell(goal), cell(n.State), sv, sp,
 			n.SpentUSD, n.AllocatedUSD, n.DelegatedUSD, n.ReserveUSD, n.SpentSeconds, n.AllocatedSeconds, n.Attempts, n.MaxAttempts, n.Created, orDash(n.Resolved))
 	}
 	w("\n## Critical path\n\n")

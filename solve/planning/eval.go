@@ -212,7 +212,7 @@ func evalVerdicts(p *Plan) []EvalVerdict {
 func EvalMarkdown(r *EvalReport) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	w("# solve eval: %d goal(s), model %s\n\n", r.Total.Goals, orDash(r.Model))
+	w("# solve eval: %d goal(s), model %s\n\n", r.Total.Goals, orDash(md(r.Model)))
 	w("Each plan is checked with the spec's assertion framework (solve check): a PASS says the plan is complete and its arithmetic, surveys and repair hold up, not that the model's estimates are right.\n\n")
 	w("| goal | plan | 1 constraints | 2 decomposition | 3 budget | 4 surveys | 5 repair | 6 critical path | verdicts | after repair | calls | tokens in / out | cost | time |\n")
 	w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
@@ -221,7 +221,7 @@ func EvalMarkdown(r *EvalReport) string {
 		if g.Error != "" {
 			plan = "**failed**"
 		}
-		w("| %s | %s |", cell(g.Name), plan)
+		w("| %s | %s |", md(g.Name), md(plan))
 		for k := 1; k <= 6; k++ {
 			i := slices.IndexFunc(g.Groups, func(x EvalGroup) bool { return x.Group == k })
 			switch {
@@ -240,7 +240,7 @@ func EvalMarkdown(r *EvalReport) string {
 				after = append(after, v.ConstraintID+" "+v.After)
 			}
 		}
-		w(" %s | %s | %d | %d / %d | %s | %.1fs |\n", orDash(strings.Join(before, ", ")), orDash(strings.Join(after, ", ")),
+		w(" %s | %s | %d | %d / %d | %s | %.1fs |\n", orDash(mdList(before, ", ")), orDash(mdList(after, ", ")),
 			g.Calls, g.InputTokens, g.OutputTokens, usd(g.CostUSD, g.Unpriced), g.Seconds)
 	}
 	t := r.Total
@@ -248,7 +248,7 @@ func EvalMarkdown(r *EvalReport) string {
 	w("Assertions: %d passed, %d failed.\n", t.AssertionsPassed, t.AssertionsFailed)
 	for _, g := range r.Goals {
 		if g.Error != "" {
-			w("\n## %s: no plan\n\n%s\n", g.Name, g.Error)
+			w("\n## %s: no plan\n\n%s\n", md(g.Name), md(g.Error))
 			continue
 		}
 		var fails []string
@@ -256,9 +256,9 @@ func EvalMarkdown(r *EvalReport) string {
 			fails = append(fails, gr.Failures...)
 		}
 		if len(fails) > 0 {
-			w("\n## %s: failed assertions (%s)\n\n", g.Name, g.File)
+			w("\n## %s: failed assertions (%s)\n\n", md(g.Name), md(g.File))
 			for _, f := range fails {
-				w("- %s\n", f)
+				w("- %s\n", md(f))
 			}
 		}
 	}

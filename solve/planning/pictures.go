@@ -2,7 +2,6 @@ package planning
 
 import (
 	"fmt"
-	"html"
 	"math"
 	"strings"
 
@@ -86,7 +85,10 @@ func Mermaid(tasks []Task, a *Analysis) string {
 		node[t.ID], index[t.ID] = fmt.Sprintf("n%d", i), i
 		lines := wrap(strings.TrimSuffix(t.ID+" · "+t.Title, " · "), 24)
 		lines = append(lines, fmt.Sprintf("$%s · %sh", num(t.CostUSD.Mid), num(t.Hours.Mid)))
-		label := strings.ReplaceAll(strings.Join(lines, "<br/>"), `"`, "#quot;")
+		for j, l := range lines {
+			lines[j] = mermaidText(l)
+		}
+		label := strings.Join(lines, "<br/>")
 		fmt.Fprintf(&b, "  %s[\"%s\"]\n", node[t.ID], label)
 		if critical[t.ID] {
 			crit = append(crit, node[t.ID])
@@ -247,7 +249,7 @@ func Gantt(p *Plan) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	text := func(x, y float64, attrs, s string) {
-		w(`<text x="%.1f" y="%.1f"%s>%s</text>`+"\n", x, y, attrs, html.EscapeString(s))
+		w(`<text x="%.1f" y="%.1f"%s>%s</text>`+"\n", x, y, attrs, xmlText(s))
 	}
 	w(`<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="12">`+"\n", width, height, width, height)
 	w(`<rect width="100%%" height="100%%" fill="white"/>` + "\n")
@@ -320,7 +322,7 @@ func Gantt(p *Plan) string {
 				stroke = ` stroke="#1e8449" stroke-width="2"`
 			}
 			w(`<rect x="%.1f" y="%.1f" width="%.1f" height="12" fill="%s" rx="2"%s><title>%s: ES %s, EF %s, LS %s, LF %s, total float %s (mid); finish %s–%sh (low–high)</title></rect>`+"\n",
-				x+r.ES*scale, mid-6, math.Max(1, r.Hours*scale), color, stroke, html.EscapeString(rw.id), num(r.ES), num(r.EF), num(r.LS), num(r.LF), num(r.TotalFloat), num(at(gp.low.EF, i)), num(at(gp.high.EF, i)))
+				x+r.ES*scale, mid-6, math.Max(1, r.Hours*scale), color, stroke, xmlText(rw.id), num(r.ES), num(r.EF), num(r.LS), num(r.LF), num(r.TotalFloat), num(at(gp.low.EF, i)), num(at(gp.high.EF, i)))
 			if lo, hi := at(gp.low.EF, i), at(gp.high.EF, i); hi > lo {
 				w(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#333"/>`+"\n", x+lo*scale, mid, x+hi*scale, mid)
 				for _, v := range []float64{lo, hi} {

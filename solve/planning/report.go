@@ -91,10 +91,6 @@ func finalPlan(p *Plan) ([]Task, *Analysis) {
 	return p.Tasks, p.Analysis
 }
 
-func cell(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "|", "\\|"), "\n", " ")
-}
-
 func triple(e Estimate, unit string) string {
 	if unit == "$" {
 		return fmt.Sprintf("$%s / %s / %s", num(e.Low), num(e.Mid), num(e.High))
@@ -109,17 +105,30 @@ func pct(p *float64) string {
 	return fmt.Sprintf("%.1f%%", *p*100)
 }
 
-// Report renders the plan as Markdown.
+// md is MarkdownText; mdList escapes each item and joins them.
+var md = MarkdownText
+
+func mdList(items []string, sep string) string {
+	out := make([]string, len(items))
+	for i, s := range items {
+		out[i] = md(s)
+	}
+	return strings.Join(out, sep)
+}
+
+// Report renders the plan as Markdown. Every text in it from the user or
+// the model (goal, ids, titles, payloads, reasons) is escaped
+// (MarkdownText, MarkdownCode): one line, no markup of its own.
 func Report(p *Plan, ganttFile string) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	w("# Plan: %s\n\n", p.Goal)
+	w("# Plan: %s\n\n", md(p.Goal))
 	cost := fmt.Sprintf("$%.4f", p.Usage.CostUSD)
 	if p.Usage.Unpriced {
 		cost += " (some calls unpriced)"
 	}
 	w("Root node `%s` · %s · model %s · %d LLM calls, %d tokens in, %d out, %s · %.1fs wall (cap %s)\n\n",
-		p.RootID, p.Schema, orDash(p.Run.Model), p.Usage.Calls, p.Usage.InputTokens, p.Usage.OutputTokens, cost, p.Run.WallSeconds, capText(p.Run.MaxWallSeconds))
+		p.RootID, md(p.Schema), orDash(md(p.Run.Model)), p.Usage.Calls, p.Usage.InputTokens, p.Usage.OutputTokens, cost, p.Run.WallSeconds, capText(p.Run.MaxWallSeconds))
 
 	w("## Verdicts\n\n%s\n\n", VerdictDefinitions)
 	revised := map[string]Verdict{}
@@ -142,7 +151,7 @@ func Report(p *Plan, ganttFile string) string {
 				after += fmt.Sprintf(" (σ %.2f)", rv.Sigma)
 			}
 		}
-		w("| %s | %s | %s | %s | %.2f | **%s** | %s | %s |\n", c.ID, c.Type, cell(c.Title), cell("`"+payload+"`"), c.Sigma, v.Verdict, after, cell(v.Detail))
+		w("| %s | %s | %s | %s | %.2f | **%s** | %s | %s |\n", md(c.ID), md(c.Type), md(c.Title), MarkdownCode(payload), c.Sigma, md(v.Verdict), md(after), md(v.Detail))
 	}
 	if p.Analysis != nil {
 		w("\nσ_v (min σ_i) = %.2f", p.Analysis.SigmaV)
@@ -158,34 +167,34 @@ func Report(p *Plan, ganttFile string) string {
 		if c.Explicit {
 			kind = "explicit"
 		}
-		w("| %s | %s (%s) | %s | %s | %s | %s |\n", c.ID, kind, c.Provenance.Source, c.Domain, cell(c.Quote), cell(c.RemovalConsequence), cell(strings.Join(c.OpenQuestions, " · ")))
+		w("| %s | %s (%s) | %s | %s | %s | %s |\n", md(c.ID), kind, md(c.Provenance.Source), md(c.Domain), md(c.Quote), md(c.RemovalConsequence), mdList(c.OpenQuestions, " · "))
 	}
 	if len(p.Stated) > 0 || len(p.NotStated) > 0 {
 		n, why := ExplicitMinimum(p.Stated, p.Inputs)
-		w("\n### What the goal states\n\nAt least %d explicit constraints (%s).\n\n| stated in the goal | covered by |\n|---|---|\n", n, cell(why))
+		w("\n### What the goal states\n\nAt least %d explicit constraints (%s).\n\n| stated in the goal | covered by |\n|---|---|\n", n, md(why))
 		for _, st := range p.Stated {
-			w("| %s | %s |\n", cell(st.Quote), orDash(strings.Join(st.CoveredBy, ", ")))
+			w("| %s | %s |\n", md(st.Quote), orDash(mdList(st.CoveredBy, ", ")))
 		}
 		for _, nc := range p.NotStated {
-			w("| %s | not a constraint: %s |\n", cell(nc.Quote), cell(nc.Reason))
+			w("| %s | not a constraint: %s |\n", md(nc.Quote), md(nc.Reason))
 		}
 	}
 	if len(p.OpenQuestions) > 0 {
 		w("\n## Open questions\n\n")
 		for _, q := range p.OpenQuestions {
-			w("- %s\n", q)
+			w("- %s\n", md(q))
 		}
 	}
 	if len(p.Quantities) > 0 {
 		w("\n## Quantities\n\n| name | unit | aggregate | description |\n|---|---|---|---|\n")
 		for _, q := range p.Quantities {
-			w("| %s | %s | %s | %s |\n", q.Name, cell(q.Unit), q.Aggregate, cell(q.Description))
+			w("| %s | %s | %s | %s |\n", md(q.Name), md(q.Unit), md(q.Aggregate), md(q.Description))
 		}
 	}
 
 	w("\n## Tasks\n\n| id | type | title | depends on | cost (low / mid / high) | hours (low / mid / high) | confidence | method |\n|---|---|---|---|---|---|---|---|\n")
 	for _, t := range p.Tasks {
-		w("| %s | %s | %s | %s | %s | %s | %.2f | %s |\n", t.ID, t.Type, cell(t.Title), orDash(strings.Join(t.DependsOn, ", ")), triple(t.CostUSD, "$"), triple(t.Hours, "h"), t.Confidence, t.Method)
+		w("| %s | %s | %s | %s | %s | %s | %.2f | %s |\n", md(t.ID), md(t.Type), md(t.Title), orDash(mdList(t.DependsOn, ", ")), triple(t.CostUSD, "$"), triple(t.Hours, "h"), t.Confidence, md(t.Method))
 	}
 	if p.Analysis != nil {
 		analysisSection(&b, "", p.Analysis)
@@ -193,7 +202,7 @@ func Report(p *Plan, ganttFile string) string {
 	if len(p.Claims) > 0 {
 		w("\n## Figures the model stated\n\nThe kernel computes every total itself; a stated figure is only compared.\n\n| figure | stated by the model | computed by the kernel | agrees |\n|---|---|---|---|\n")
 		for _, c := range p.Claims {
-			w("| %s | %s | %s | %s |\n", c.Name, num(c.Stated), num(c.Computed), map[bool]string{true: "yes", false: "**no** (kernel's figure used)"}[c.Agrees])
+			w("| %s | %s | %s | %s |\n", md(c.Name), num(c.Stated), num(c.Computed), map[bool]string{true: "yes", false: "**no** (kernel's figure used)"}[c.Agrees])
 		}
 	}
 	if len(p.Surveys) > 0 {
@@ -201,19 +210,19 @@ func Report(p *Plan, ganttFile string) string {
 		if len(p.SurveyRounds) > 0 {
 			w("\n| round | kind | tasks | outcome |\n|---|---|---|---|\n")
 			for _, r := range p.SurveyRounds {
-				w("| %d | %s | %s | %s |\n", r.Round, r.Kind, strings.Join(r.Tasks, ", "), cell(r.Outcome))
+				w("| %d | %s | %s | %s |\n", r.Round, md(r.Kind), mdList(r.Tasks, ", "), md(r.Outcome))
 			}
 			for _, r := range p.SurveyRounds {
 				if r.Feedback != "" {
-					w("\nRound %d was told: %s\n", r.Round, r.Feedback)
+					w("\nRound %d was told: %s\n", r.Round, md(r.Feedback))
 				}
 			}
 		}
 		for _, s := range p.Surveys {
-			w("\n### %s — %s\n\nTriggered by: %s. Planned: %s, %s, confidence %.2f.\n\n", s.TaskID, cell(taskTitle(p.Tasks, s.TaskID)), strings.Join(s.Triggers, "; "),
+			w("\n### %s — %s\n\nTriggered by: %s. Planned: %s, %s, confidence %.2f.\n\n", md(s.TaskID), md(taskTitle(p.Tasks, s.TaskID)), mdList(s.Triggers, "; "),
 				triple(taskOf(p.Tasks, s.TaskID).CostUSD, "$"), triple(taskOf(p.Tasks, s.TaskID).Hours, "h"), taskOf(p.Tasks, s.TaskID).Confidence)
 			if s.NothingBetter != "" {
-				w("Nothing better is possible, the model says: %s\n\n", s.NothingBetter)
+				w("Nothing better is possible, the model says: %s\n\n", md(s.NothingBetter))
 			}
 			w("| approach | round | title | cost | hours | confidence | known-method share | judgment required | effects |\n|---|---|---|---|---|---|---|---|---|\n")
 			for _, ap := range s.Approaches {
@@ -221,24 +230,24 @@ func Report(p *Plan, ganttFile string) string {
 				for _, e := range ap.ConstraintEffects {
 					eff = append(eff, fmt.Sprintf("%s σ %.2f (%s)", e.ConstraintID, e.Sigma, e.Reason))
 				}
-				w("| %s | %d | %s | %s | %s | %.2f | %.0f%% | %s | %s |\n", ap.ID, ap.Round, cell(ap.Title), triple(ap.CostUSD, "$"), triple(ap.Hours, "h"), ap.Confidence,
-					ap.KnownMethodShare*100, cell(strings.Join(ap.JudgmentRequired, "; ")), cell(strings.Join(eff, "; ")))
+				w("| %s | %d | %s | %s | %s | %.2f | %.0f%% | %s | %s |\n", md(ap.ID), ap.Round, md(ap.Title), triple(ap.CostUSD, "$"), triple(ap.Hours, "h"), ap.Confidence,
+					ap.KnownMethodShare*100, mdList(ap.JudgmentRequired, "; "), mdList(eff, "; "))
 			}
 		}
 	}
-	w("\n## Repair\n\nStatus: **%s**. %s\n", p.Repair.Status, p.Repair.Note)
+	w("\n## Repair\n\nStatus: **%s**. %s\n", md(p.Repair.Status), md(p.Repair.Note))
 	if len(p.Repair.Required) > 0 {
 		w("\nRequired to hold (logic: SAT or TIGHT; semantic: no approach below its floor): %s. Searched %d nodes of %s combinations.\n",
-			strings.Join(p.Repair.Required, ", "), p.Repair.Explored, num(p.Repair.Space))
+			mdList(p.Repair.Required, ", "), p.Repair.Explored, num(p.Repair.Space))
 	}
 	if len(p.Repair.Excluded) > 0 {
 		w("\nExcluded approaches:\n\n")
 		for _, e := range p.Repair.Excluded {
-			w("- %s/%s: σ(%s) %.2f below the floor %.2f\n", e.TaskID, e.ApproachID, e.ConstraintID, e.Sigma, e.Floor)
+			w("- %s/%s: σ(%s) %.2f below the floor %.2f\n", md(e.TaskID), md(e.ApproachID), md(e.ConstraintID), e.Sigma, e.Floor)
 		}
 	}
 	if len(p.Repair.UnsatCore) > 0 {
-		w("\nUnsat core (a minimal set of constraints no combination satisfies together): **%s**.\n", strings.Join(p.Repair.UnsatCore, ", "))
+		w("\nUnsat core (a minimal set of constraints no combination satisfies together): **%s**.\n", mdList(p.Repair.UnsatCore, ", "))
 	}
 	if p.Repair.Status == RepairRepaired {
 		w("\nThe repair changes least: fewest swaps, then the least confidence given up, then the least mid cost.\n\n| task | chosen approach | why |\n|---|---|---|\n")
@@ -247,17 +256,17 @@ func Report(p *Plan, ganttFile string) string {
 			if ap, ok := findApproach(p.Surveys, c); ok {
 				title, why = ap.Title, c.Reason
 			}
-			w("| %s | %s: %s | %s |\n", c.TaskID, c.ApproachID, cell(title), cell(why))
+			w("| %s | %s: %s | %s |\n", md(c.TaskID), md(c.ApproachID), md(title), md(why))
 		}
 		w("\n### Revised budget\n")
 		analysisSection(&b, "#", p.Repair.Revised)
 	}
 	if p.SMT != nil {
-		w("\n## SMT cross-check\n\n%s\n", smtText(p.SMT))
+		w("\n## SMT cross-check\n\n%s\n", md(smtText(p.SMT)))
 		if len(p.SMT.Checks) > 0 {
 			w("\n| question | kernel | z3 |\n|---|---|---|\n")
 			for _, c := range p.SMT.Checks {
-				w("| %s | %s | %s |\n", cell(c.What), c.Kernel, c.Solver)
+				w("| %s | %s | %s |\n", md(c.What), md(c.Kernel), md(c.Solver))
 			}
 		}
 	}
@@ -267,7 +276,7 @@ func Report(p *Plan, ganttFile string) string {
 		if p.Repair.Status == RepairRepaired {
 			label = "the revised plan"
 		}
-		w("\n## DAG\n\nCritical path of %s in red. Gantt chart: [%s](%s).\n\n```mermaid\n%s```\n", label, ganttFile, ganttFile, Mermaid(tasks, a))
+		w("\n## DAG\n\nCritical path of %s in red. Gantt chart: [%s](%s).\n\n```mermaid\n%s```\n", label, md(ganttFile), ganttFile, Mermaid(tasks, a))
 	}
 	return b.String()
 }
@@ -332,7 +341,7 @@ func analysisSection(b *strings.Builder, level string, a *Analysis) {
 		a.Cost.Mid, a.Cost.Low, a.Cost.High, a.Cost.PERTMean, a.Cost.PERTSigma, limit(a.Cost, "$"))
 	w("\n##%s Budget waterfall (execution order, mid estimates)\n\n| # | task | cost | cumulative | remaining |", level)
 	for _, bd := range a.Budgets {
-		w(" %s | cumulative | remaining (of %s) |", bd.Metric, num(bd.Limit))
+		w(" %s | cumulative | remaining (of %s) |", md(bd.Metric), num(bd.Limit))
 	}
 	w("\n|---|---|---|---|---|%s\n", strings.Repeat("---|---|---|", len(a.Budgets)))
 	for k, r := range a.Waterfall {
@@ -340,7 +349,7 @@ func analysisSection(b *strings.Builder, level string, a *Analysis) {
 		if r.Remaining != nil {
 			rem = fmt.Sprintf("$%.2f", *r.Remaining)
 		}
-		w("| %d | %s | $%.2f | $%.2f | %s |", k+1, r.TaskID, r.CostMid, r.Cumulative, rem)
+		w("| %d | %s | $%.2f | $%.2f | %s |", k+1, md(r.TaskID), r.CostMid, r.Cumulative, rem)
 		for _, st := range r.Budgets {
 			w(" %s | %s | %s |", num(st.Amount), num(st.Cumulative), num(st.Remaining))
 		}
@@ -358,7 +367,7 @@ func analysisSection(b *strings.Builder, level string, a *Analysis) {
 	}
 	w("):\n\n")
 	for _, p := range a.CriticalPaths {
-		w("- %s\n", strings.Join(p, " → "))
+		w("- %s\n", mdList(p, " → "))
 	}
 	w("\n| task | hours | ES | EF | LS | LF | total float | free float | wave | critical |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range a.Schedule {
@@ -366,23 +375,23 @@ func analysisSection(b *strings.Builder, level string, a *Analysis) {
 		if r.Critical {
 			crit = "**yes**"
 		}
-		w("| %s | %s | %s | %s | %s | %s | %s | %s | %d | %s |\n", r.TaskID, num(r.Hours), num(r.ES), num(r.EF), num(r.LS), num(r.LF), num(r.TotalFloat), num(r.FreeFloat), r.Wave+1, crit)
+		w("| %s | %s | %s | %s | %s | %s | %s | %s | %d | %s |\n", md(r.TaskID), num(r.Hours), num(r.ES), num(r.EF), num(r.LS), num(r.LF), num(r.TotalFloat), num(r.FreeFloat), r.Wave+1, crit)
 	}
 	w("\n##%s Parallel waves\n\n", level)
 	for k, wave := range a.Waves {
-		w("%d. %s\n", k+1, strings.Join(wave, ", "))
+		w("%d. %s\n", k+1, mdList(wave, ", "))
 	}
 	if len(a.Walls) > 0 {
 		w("\n##%s Constraint walls\n", level)
 		for _, wl := range a.Walls {
-			w("\n**%s** (`%s`) is over its limit by %s. Ranked contributions (wall: %s):\n\n| rank | task | contribution | share |\n|---|---|---|---|\n",
-				wl.ConstraintID, verdictFor(a, wl.ConstraintID).Expr, num(wl.Overshoot), strings.Join(wl.Wall, ", "))
+			w("\n**%s** (%s) is over its limit by %s. Ranked contributions (wall: %s):\n\n| rank | task | contribution | share |\n|---|---|---|---|\n",
+				md(wl.ConstraintID), MarkdownCode(verdictFor(a, wl.ConstraintID).Expr), num(wl.Overshoot), mdList(wl.Wall, ", "))
 			for k, c := range wl.Tasks {
-				w("| %d | %s | %s | %.0f%% |\n", k+1, c.ID, num(c.Amount), c.Share*100)
+				w("| %d | %s | %s | %.0f%% |\n", k+1, md(c.ID), num(c.Amount), c.Share*100)
 			}
 			var cl []string
 			for _, c := range wl.Clusters {
-				cl = append(cl, fmt.Sprintf("%s %s (%.0f%%)", c.ID, num(c.Amount), c.Share*100))
+				cl = append(cl, fmt.Sprintf("%s %s (%.0f%%)", md(c.ID), num(c.Amount), c.Share*100))
 			}
 			w("\nClusters by task type: %s.\n", strings.Join(cl, ", "))
 		}
