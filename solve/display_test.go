@@ -2,8 +2,13 @@ package solve_test
 
 import (
 	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -69,7 +74,7 @@ func TestStatusLogAndReportShowWhatARunDid(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"# Run: " + statsGoal, "**achieved** · σ_system 0.90", "## Tree", "| `" + root[:8] + "` | " + statsGoal + " | achieved | 0.90 |",
-		"· Add Median — Add Median(xs []float64) float64 with a test | resolved |", "## Critical path", root[:8] + " → ", "```mermaid\n", "flowchart TB"} {
+		"· Add Median — Add Median(xs \\[\\]float64) float64 with a test | resolved |", "## Critical path", root[:8] + " → ", "```mermaid\n", "flowchart TB"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("the report lacks %q:\n%s", want, md)
 		}
@@ -114,5 +119,91 @@ func TestStatusShowsReopensAndGating(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "run-"+rootOf(t, r.stdout)[:8]+".md")); err == nil {
 		t.Error("--no-report wrote a report")
+	}
+}
+
+// A run's report holds goals and summaries as text, whatever they say:
+// the SVG parses with only the chart's elements, the Mermaid labels keep
+// their quotes, every Markdown table row has its header's cells, and no
+// tag or heading comes from a goal.
+func TestRunReportHoldsHostileGoals(t *testing.T) {
+	dir := t.TempDir()
+	ws := workspace(t, dir, "example.com/stats")
+	goal := `Add Mean | and "Median" <script>alert(1)</script> ]) %%{init: {"theme":"dark"}}%% #35; ` + "`x`\n## injected\n| a | b |"
+	child := `Add <img src=x onerror=alert(1)> | Median"] --> n0["`
+	steps := statsSteps()
+	for i, s := range steps {
+		switch s.goal {
+		case statsGoal:
+			steps[i].goal = goal
+		case "Add Median(xs []float64) float64 with a test":
+			steps[i].goal = child
+		}
+		if s.op == OpDecompose {
+			kids := s.answer.(m)["children"].([]any)
+			kids[1].(m)["goal"], kids[1].(m)["summary"] = child, child
+		}
+		if s.op == OpAssemble {
+			steps[i].answer = m{"summary": "done | <b>bold</b>\n# heading"}
+		}
+	}
+	r := runSolve(t, dir, "run", goal, "--provider", "script", "--script", writeScript(t, dir, steps...), "--workspace", ws, "--budget", "5", "--time", "30m")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	base := filepath.Join(dir, "run-"+rootOf(t, r.stdout)[:8])
+	svg, err := os.ReadFile(base + ".svg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := xml.NewDecoder(strings.NewReader(string(svg)))
+	for {
+		tok, err := d.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("the SVG does not parse: %v", err)
+		}
+		if e, ok := tok.(xml.StartElement); ok && !slices.Contains([]string{"svg", "rect", "text", "line", "title"}, e.Name.Local) {
+			t.Errorf("element <%s> in the SVG", e.Name.Local)
+		}
+	}
+	mmd, err := os.ReadFile(base + ".mmd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(string(mmd)), "\n") {
+		if label, ok := strings.CutPrefix(strings.TrimLeft(l, " n0123456789"), `["`); ok {
+			if !strings.HasSuffix(label, `"]`) || strings.ContainsAny(strings.TrimSuffix(label, `"]`), "\"<>`|%") && !strings.Contains(label, "<br/>") {
+				t.Errorf("label line %q", l)
+			}
+			if strings.Contains(label, "<script") || strings.Contains(label, "<img") || strings.Count(label, `"`) != 1 {
+				t.Errorf("label line %q lets markup through", l)
+			}
+		}
+	}
+	md, err := os.ReadFile(base + ".md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	header := 0
+	for _, l := range strings.Split(string(md), "\n") {
+		if strings.HasPrefix(l, "## ") && !slices.Contains([]string{"## Tree", "## Critical path", "## Events", "## Tree as a flowchart"}, l) {
+			t.Errorf("a heading the report does not write: %q", l)
+		}
+		if regexp.MustCompile(`(^|[^\\])<(script|img|b>)`).MatchString(l) {
+			t.Errorf("a tag in the report: %q", l)
+		}
+		if !strings.HasPrefix(l, "|") {
+			header = 0
+			continue
+		}
+		n := strings.Count(l, "|") - strings.Count(l, `\|`)
+		if header == 0 {
+			header = n
+		} else if n != header {
+			t.Errorf("a row with %d cell borders under a header with %d: %q", n, header, l)
+		}
 	}
 }

@@ -26,11 +26,15 @@ func oneLine(r rune) rune {
 // line, and every character Markdown or HTML reads as markup (a table's
 // |, emphasis, links, code, tags, entities, headings) backslash-escaped,
 // so a table cell stays one cell and no element comes from the text.
+//
+// An _ inside a word (total_cost) is left as it is: Markdown never reads
+// it as emphasis, and ids and quantity names stay readable.
 func MarkdownText(s string) string {
 	var b strings.Builder
-	for _, r := range s {
-		r = oneLine(r)
-		if strings.ContainsRune("\\`*_[]<>|#~&", r) {
+	rs := []rune(strings.Map(oneLine, s))
+	word := func(i int) bool { return i >= 0 && i < len(rs) && (unicode.IsLetter(rs[i]) || unicode.IsDigit(rs[i])) }
+	for i, r := range rs {
+		if strings.ContainsRune("\\`*_[]<>|#~&", r) && !(r == '_' && word(i-1) && word(i+1)) {
 			b.WriteByte('\\')
 		}
 		b.WriteRune(r)
