@@ -331,16 +331,30 @@ func (e *engine) extractionDialogue(ctx context.Context, goal string, core []New
 	}
 	w := e.terminal()
 	for _, c := range a.Candidates {
-		fmt.Fprintf(w, "Candidate constraint (%s, %s): %s — keep? [y/N] ", c.Type, c.Domain, c.Title)
-		line, err := e.term.ReadString('\n')
-		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, nil, fmt.Errorf("read the answer: %w", err)
+		byExpr := c.Type == store.Logic && c.Check == "" && c.Expr != ""
+		if byExpr {
+			fmt.Fprintf(w, "Candidate constraint (%s, %s): %s [%s] — keep? [y/N, e to edit the expression] ", c.Type, c.Domain, c.Title, c.Expr)
+		} else {
+			fmt.Fprintf(w, "Candidate constraint (%s, %s): %s — keep? [y/N] ", c.Type, c.Domain, c.Title)
 		}
-		if strings.HasPrefix(strings.ToLower(strings.TrimSpace(line)), "y") {
-			// Kept as proposed: a logic candidate keeps its type and its
-			// check, so the kernel decides it deterministically.
-			core = append(core, c)
+		line, _, err := e.readLine()
+		if err != nil {
+			return nil, nil, err
 		}
+		answer := strings.ToLower(line)
+		edit := byExpr && answer == "e"
+		if !edit && !strings.HasPrefix(answer, "y") {
+			continue
+		}
+		// Kept: a logic candidate keeps its type and its check or
+		// expression, so the kernel decides it deterministically; an
+		// expression is stored only once it parses over the metrics.
+		if byExpr && (edit || exprProblem(c.Expr) != "") {
+			if c, err = e.askExpr(w, c, edit); err != nil {
+				return nil, nil, err
+			}
+		}
+		core = append(core, c)
 	}
 	for _, q := range a.Questions {
 		fmt.Fprintf(w, "Open question: %s\n", q)
@@ -354,6 +368,50 @@ func (e *engine) extractionDialogue(ctx context.Context, goal string, core []New
 	}
 	fmt.Fprintf(w, "Irreducible core: %s\n", strings.Join(kept, "; "))
 	return core, out, nil
+}
+
+// readLine reads the human's answer, and says whether the input ended
+// (the answer is then what was typed before the end, "" when nothing).
+func (e *engine) readLine() (string, bool, error) {
+	line, err := e.term.ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", false, fmt.Errorf("read the answer: %w", err)
+	}
+	return strings.TrimSpace(line), err != nil, nil
+}
+
+// askExpr asks the human for a logic candidate's expression until one
+// parses over the metrics (exprProblem), saying why each other one does
+// not. Enter, or the end of the input, keeps the candidate as a judged
+// (semantic) constraint with its condition as written, as Step 2 does
+// with an expression the model could not mend: an expression that cannot
+// be evaluated is never stored.
+func (e *engine) askExpr(w io.Writer, c NewConstraint, edit bool) (NewConstraint, error) {
+	if !edit {
+		fmt.Fprintf(w, "  %s cannot be evaluated: %s\n", c.Expr, exprProblem(c.Expr))
+	}
+	for {
+		fmt.Fprintf(w, "  Expression over %s (e.g. cost_usd <= 0.5), or Enter to keep it judged: ", metricDescription)
+		src, ended, err := e.readLine()
+		if err != nil {
+			return c, err
+		}
+		if src != "" {
+			p := exprProblem(src)
+			if p == "" {
+				c.Expr = src
+				return c, nil
+			}
+			fmt.Fprintf(w, "  %s; try again\n", p)
+			if !ended {
+				continue
+			}
+		}
+		c.Rubric = strings.TrimSpace(c.Rubric + " " + c.Title + " (as written: " + c.Expr + ")")
+		c.Type, c.Expr = store.Semantic, ""
+		fmt.Fprintf(w, "  kept as a judged constraint\n")
+		return c, nil
+	}
 }
 
 // terminal is where interactive questions are written.

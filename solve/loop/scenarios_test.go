@@ -2,6 +2,7 @@ package loop_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -335,6 +336,63 @@ func TestInteractiveDialogueAndHireOnTheTerminal(t *testing.T) {
 			t.Errorf("an empty core: %v", err)
 		}
 	})
+}
+
+// A logic candidate's expression is stored only once it parses over the
+// metrics: one that does not is shown with the parser's reason and the
+// human asked for another until it does (or keeps the candidate judged
+// with Enter, or when the input ends); e edits a valid one.
+func TestTheDialogueStoresOnlyExpressionsThatParse(t *testing.T) {
+	k := newKernelOn(t, "sqlite")
+	const goal = "Summarise the logs cheaply"
+	f := newFake(map[string]any{
+		loop.OpSynthesize: m{"candidates": []any{
+			m{"type": "logic", "domain": "cost", "title": "under a dollar", "expr": "cost_usd <== 1"},
+			m{"type": "logic", "domain": "time", "title": "within a minute", "expr": "time_seconds <= 60"},
+			m{"type": "logic", "domain": "cost", "title": "within budget", "expr": "spend < budget"},
+			m{"type": "logic", "domain": "time", "title": "fast", "expr": "elapsed_seconds <"}},
+			"questions": []string{}},
+		loop.OpRoute: m{"resolver_id": "", "capability": "", "rationale": "none",
+			"gap": m{"capability_tag": "log_access", "resolver_type": "physical", "build_constraints": []string{}, "rationale": "no logs"}},
+	})
+	var term strings.Builder
+	o := k.options(f)
+	// 1: kept, two bad expressions, then a good one. 2: e, then a new
+	// expression. 3: kept, then Enter: judged. 4: kept, a bad one, then
+	// the input ends: judged.
+	o.In, o.Progress = strings.NewReader("y\ncost_usd <=\ndollars <= 1\ncost_usd <= 1\ne\ntime_seconds < 30\ny\n\ny\nelapsed_seconds <"), &term
+	req := request(goal)
+	req.Interactive = true
+	res := k.run(t, req, o)
+	for _, want := range []string{
+		"Candidate constraint (logic, cost): under a dollar [cost_usd <== 1] — keep? [y/N, e to edit the expression]",
+		"cost_usd <== 1 cannot be evaluated: ", "unknown metric \"dollars\"", "; try again\n",
+		"kept as a judged constraint", "Irreducible core: under a dollar (logic); within a minute (logic); within budget (semantic); fast (semantic)\n",
+	} {
+		if !strings.Contains(term.String(), want) {
+			t.Errorf("terminal lacks %q:\n%s", want, term.String())
+		}
+	}
+	if strings.Count(term.String(), "; try again") != 3 {
+		t.Errorf("want three expressions refused:\n%s", term.String())
+	}
+	root := k.node(t, res.RootID, goal)
+	cs, err := k.st.Constraints(context.Background(), root.Core)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range cs {
+		var p struct{ Expr, Rubric string }
+		if err := json.Unmarshal(c.Payload, &p); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, c.Type+": "+p.Expr+p.Rubric)
+	}
+	want := []string{"logic: cost_usd <= 1", "logic: time_seconds < 30", "semantic: within budget (as written: spend < budget)", "semantic: fast (as written: elapsed_seconds <)"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("core constraints:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }
 
 // Four workers give the same tree, attempts and spend as one.
