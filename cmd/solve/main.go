@@ -471,8 +471,9 @@ Mermaid flowchart (.mmd) and a Gantt chart (.svg).
 
 --suggest TEXT is scored as an attempt of its own on the root, against the same
 constraints as any resolver's output; used only if it holds. --interactive runs
-the Step 1 extraction dialogue (keep each proposed constraint with y; the core
-must not be empty) and asks HIRE questions on the terminal at once (c CMD,
+the Step 1 extraction dialogue (keep each proposed constraint with y, or e to
+type a logic one's expression; an expression is stored only once it parses over
+the metrics, else asked again; the core must not be empty) and asks HIRE questions on the terminal at once (c CMD,
 b USD, d, or Enter to leave it for 'solve hire').
 
 The live view (node states, budget) goes to stderr; the outcome and the LLM
