@@ -74,6 +74,9 @@ type CheckReport struct {
 	Assertions []planning.Assertion `json:"assertions"`
 	Passed     int                  `json:"passed"`
 	Failed     int                  `json:"failed"`
+	// Undecided are the checks stopped by the time limit (solve check
+	// --timeout) or left unknown by z3: neither passed nor failed.
+	Undecided int `json:"undecided"`
 }
 
 // Check reads a plan file and runs the spec's assertion framework on it,
@@ -84,8 +87,8 @@ func Check(ctx context.Context, path string, o planning.CheckOptions) (*CheckRep
 		return nil, err
 	}
 	as := planning.Check(ctx, p, o)
-	failed := planning.Failed(as)
-	return &CheckReport{File: path, Assertions: as, Passed: len(as) - failed, Failed: failed}, nil
+	failed, undecided := planning.Failed(as), planning.Undecided(as)
+	return &CheckReport{File: path, Assertions: as, Passed: len(as) - failed - undecided, Failed: failed, Undecided: undecided}, nil
 }
 
 // Options are how this process runs the SOLVE loop (not stored with the run).

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmkernels/kernels/internal/cli"
 	"github.com/llmkernels/kernels/solve/planning"
 )
 
@@ -244,6 +245,36 @@ func TestZ3DisagreementOrTimeoutStillWritesThePlan(t *testing.T) {
 		if code != tc.code || !strings.Contains(string(out), tc.want) || rerr != nil || p.SMT == nil || (tc.word == "unknown") != (p.SMT.Unknown > 0) || (tc.word == "hang") != (p.SMT.Error != "") {
 			t.Fatalf("z3 answering %s: exit %d, plan %v\n%s", tc.word, code, rerr, out)
 		}
+	}
+}
+
+// solve check has a time limit of its own: a proof still running when it
+// ends (here, at once, and a z3 that never answers) is reported
+// UNDECIDED, neither passed nor failed, and the check exits 5 instead of
+// waiting; a negative limit is a usage error.
+func TestSolveCheckReportsUndecidedWithinItsTimeLimit(t *testing.T) {
+	dir, _ := planOK(t, sweGoal, "swe_agent.json")
+	r := runSolve(t, dir, "check", "plan.json", "--timeout", "1ns")
+	if r.code != cli.ExitStopped || strings.Contains(r.stdout, "FAIL ") ||
+		!strings.Contains(r.stdout, "UNDECIDED 5.0 recompute repair: undecided within the time limit: stopped by solve check --timeout 1ns") ||
+		!strings.Contains(r.stdout, ", 1 UNDECIDED\n") || !strings.Contains(r.stderr, "1 of ") || !strings.Contains(r.stderr, "undecided within the time limit") {
+		t.Errorf("--timeout 1ns: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	var rep struct {
+		Passed, Failed, Undecided int
+	}
+	js := runSolve(t, dir, "check", "plan.json", "--timeout", "1ns", "--json")
+	if err := json.Unmarshal([]byte(js.stdout), &rep); err != nil || js.code != cli.ExitStopped || rep.Undecided != 1 || rep.Failed != 0 || rep.Passed == 0 {
+		t.Errorf("--json: exit %d %+v %v\n%s", js.code, rep, err, js.stdout)
+	}
+	cmd := exec.Command(solveBin, "check", "plan.json", "--smt", "z3", "--timeout", "2s")
+	cmd.Dir, cmd.Env = dir, fakeZ3(t, "hang")
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != cli.ExitStopped || !strings.Contains(string(out), "UNDECIDED 5.z z3 proof: undecided within the time limit: stopped by solve check --timeout 2s") {
+		t.Errorf("a z3 that never answers: %v\n%s", err, out)
+	}
+	if u := runSolve(t, dir, "check", "plan.json", "--timeout", "-1s"); u.code != cli.ExitUsage {
+		t.Errorf("--timeout -1s: exit %d\n%s", u.code, u.stderr)
 	}
 }
 

@@ -249,9 +249,15 @@ func setAsideEarlierPlan(w io.Writer, out string) error {
 	return errors.Join(errs...)
 }
 
+// DefaultCheckTimeout bounds solve check: the exhaustive pass (about a
+// second), the repair search (its 20M-node cap) and z3 (30s a question)
+// are each bounded, but not their sum on a large hand-edited plan.
+const DefaultCheckTimeout = 5 * time.Minute
+
 func checkCommand() *cobra.Command {
 	var asJSON *bool
 	var solver string
+	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "check FILE",
 		Short: "Run the assertion framework on a plan file, recomputing every figure from its tasks",
@@ -262,9 +268,15 @@ constraints, the tasks and the survey answers, never read from the plan's own
 figures, so a hand-edited plan fails; docs/solve-plan-format.md lists the few
 fields taken on trust. A repair, or "no repair possible", is proved without the
 search that made it: by trying every combination when there are few enough,
-else by z3 with --smt z3. Prints PASS/FAIL with the numbers; exits 1 on any FAIL.`,
+else by z3 with --smt z3. Prints PASS/FAIL with the numbers; exits 1 on any FAIL.
+
+--timeout bounds the whole check (default 5m; 0 = none): a proof or search
+still running then stops, its check is reported UNDECIDED ("undecided within
+the time limit": neither proven nor refuted), as is a question z3 could not
+decide within its own 30s; with no FAIL, any UNDECIDED exits 5.`,
 		Example: `  solve check plan.json
-  solve check plan.json --smt z3 --json`,
+  solve check plan.json --smt z3 --json
+  solve check big-plan.json --smt z3 --timeout 30m`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var o planning.CheckOptions
@@ -272,7 +284,16 @@ else by z3 with --smt z3. Prints PASS/FAIL with the numbers; exits 1 on any FAIL
 			if o.SMT, err = smtFlag(cmd, solver); err != nil {
 				return err
 			}
-			rep, err := solve.Check(cmd.Context(), args[0], o)
+			if timeout < 0 {
+				return cli.Usagef("--timeout %v: give a duration, or 0 for none", timeout)
+			}
+			ctx := cmd.Context()
+			if timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeoutCause(ctx, timeout, fmt.Errorf("solve check --timeout %v", timeout))
+				defer cancel()
+			}
+			rep, err := solve.Check(ctx, args[0], o)
 			if err != nil {
 				return err
 			}
@@ -289,21 +310,32 @@ else by z3 with --smt z3. Prints PASS/FAIL with the numbers; exits 1 on any FAIL
 						fmt.Fprintf(w, "%d %s\n", group, planning.AssertionGroups[group])
 					}
 					status := "PASS"
-					if !r.Pass {
+					switch {
+					case r.Undecided:
+						status = "UNDECIDED"
+					case !r.Pass:
 						status = "FAIL"
 					}
 					fmt.Fprintf(w, "  %s %s %s: %s\n", status, r.ID, r.Name, r.Detail)
 				}
-				fmt.Fprintf(w, "%d checks: %d PASS, %d FAIL\n", len(rep.Assertions), rep.Passed, rep.Failed)
+				fmt.Fprintf(w, "%d checks: %d PASS, %d FAIL", len(rep.Assertions), rep.Passed, rep.Failed)
+				if rep.Undecided > 0 {
+					fmt.Fprintf(w, ", %d UNDECIDED", rep.Undecided)
+				}
+				fmt.Fprintln(w)
 			}
 			if rep.Failed > 0 {
 				return fmt.Errorf("%s: %d of %d checks failed", args[0], rep.Failed, len(rep.Assertions))
+			}
+			if rep.Undecided > 0 {
+				return cli.Exit(cli.ExitStopped, fmt.Errorf("%s: %d of %d checks undecided within the time limit (run again with a longer --timeout, now %v)", args[0], rep.Undecided, len(rep.Assertions), timeout))
 			}
 			return nil
 		},
 	}
 	asJSON = cli.JSONFlag(cmd)
 	cmd.Flags().StringVar(&solver, "smt", "", "also ask z3 every verdict and repair question (needs the z3 binary): proves repair claims too large to enumerate")
+	cmd.Flags().DurationVar(&timeout, "timeout", DefaultCheckTimeout, "the time the whole check may take (0 = no limit); a proof still running then is reported UNDECIDED, exit 5")
 	return cmd
 }
 

@@ -15,11 +15,15 @@ import (
 
 // Assertion is one assertion of the spec's framework.
 type Assertion struct {
-	Group  int    `json:"group"`
-	ID     string `json:"id"`
-	Name   string `json:"name"`
-	Pass   bool   `json:"pass"`
-	Detail string `json:"detail"`
+	Group int    `json:"group"`
+	ID    string `json:"id"`
+	Name  string `json:"name"`
+	Pass  bool   `json:"pass"`
+	// Undecided: the check could not finish within the time limit (solve
+	// check --timeout, or z3's own per-question timeout); the claim is
+	// neither proven nor refuted. Pass is false.
+	Undecided bool   `json:"undecided,omitempty"`
+	Detail    string `json:"detail"`
 }
 
 // AssertionGroups names the six groups of the spec's assertion framework.
@@ -32,6 +36,18 @@ type assertions struct {
 
 func (c *assertions) add(group int, id, name string, pass bool, format string, args ...any) {
 	c.out = append(c.out, Assertion{Group: group, ID: id, Name: name, Pass: pass, Detail: fmt.Sprintf(format, args...)})
+}
+
+// stopped records the check as undecided when it ended because ctx did
+// (solve check --timeout, or Ctrl-C), and says so; any other error is the
+// caller's to report.
+func (c *assertions) stopped(ctx context.Context, group int, id, name string, err error) bool {
+	if err == nil || ctx.Err() == nil {
+		return false
+	}
+	c.out = append(c.out, Assertion{Group: group, ID: id, Name: name, Undecided: true,
+		Detail: fmt.Sprintf("undecided within the time limit: stopped by %v before the claim was proven or refuted", context.Cause(ctx))})
+	return true
 }
 
 func approx(a, b float64) bool {
@@ -457,6 +473,9 @@ func rounds(ctx context.Context, p *Plan, a *Analysis) ([]roundPlan, error) {
 
 func checkSurveys(ctx context.Context, c *assertions, p *Plan, a *Analysis) {
 	rps, err := rounds(ctx, p, a)
+	if c.stopped(ctx, 4, "4.0", "survey rounds recomputed", err) {
+		return
+	}
 	if err != nil {
 		c.add(4, "4.0", "survey rounds recomputed", false, "%v", err)
 	}
@@ -589,6 +608,9 @@ func checkRepair(ctx context.Context, c *assertions, p *Plan, a *Analysis, o Che
 		return
 	}
 	en, done, err := enumerate(ctx, p.Tasks, p.Quantities, p.Constraints, p.Surveys)
+	if c.stopped(ctx, 5, "5.0", "recompute repair", err) {
+		return
+	}
 	if err != nil {
 		c.add(5, "5.0", "recompute repair", false, "cannot enumerate the combinations: %v", err)
 		return
@@ -606,6 +628,9 @@ func checkRepair(ctx context.Context, c *assertions, p *Plan, a *Analysis, o Che
 			how += "; solve check --smt z3 proves it"
 		}
 		if search, err = repairPlan(ctx, p.Tasks, p.Quantities, p.Constraints, p.Surveys, a); err != nil {
+			if c.stopped(ctx, 5, "5.0", "recompute repair", err) {
+				return
+			}
 			c.add(5, "5.0", "recompute repair", false, "cannot recompute the repair: %v", err)
 			return
 		}
@@ -810,6 +835,9 @@ func sortedCopy(s []string) []string {
 // of a repair claim too large to enumerate.
 func checkSMT(ctx context.Context, c *assertions, p *Plan) {
 	rep, err := CrossCheck(ctx, p)
+	if c.stopped(ctx, 5, "5.z", "z3 proof", err) {
+		return
+	}
 	if err != nil {
 		c.add(5, "5.z", "z3 proof", false, "z3 could not be asked: %v", err)
 		return
@@ -819,11 +847,13 @@ func checkSMT(ctx context.Context, c *assertions, p *Plan) {
 		if !strings.HasPrefix(q.What, "plan:") {
 			group = 5
 		}
-		detail := fmt.Sprintf("%s answers %s; the plan's claim needs %s", rep.Solver, q.Solver, q.Kernel)
+		id, name := fmt.Sprintf("%d.z", group), "z3: "+q.What
 		if q.Solver == smt.Unknown {
-			detail = fmt.Sprintf("%s could not decide within its timeout: the claim is not proven", rep.Solver)
+			c.out = append(c.out, Assertion{Group: group, ID: id, Name: name, Undecided: true,
+				Detail: fmt.Sprintf("%s could not decide within its timeout (%v a question): the claim is neither proven nor refuted", rep.Solver, smt.Timeout)})
+			continue
 		}
-		c.add(group, fmt.Sprintf("%d.z", group), "z3: "+q.What, q.Agree, "%s", detail)
+		c.add(group, id, name, q.Agree, "%s answers %s; the plan's claim needs %s", rep.Solver, q.Solver, q.Kernel)
 	}
 }
 
@@ -909,7 +939,18 @@ func pathProblem(m *model, path []string, length float64) string {
 func Failed(results []Assertion) int {
 	n := 0
 	for _, r := range results {
-		if !r.Pass {
+		if !r.Pass && !r.Undecided {
+			n++
+		}
+	}
+	return n
+}
+
+// Undecided counts the checks that could not finish within the time limit.
+func Undecided(results []Assertion) int {
+	n := 0
+	for _, r := range results {
+		if r.Undecided {
 			n++
 		}
 	}

@@ -3,6 +3,7 @@ package planning
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -290,5 +291,38 @@ func TestCheckFindsABetterRepairThanTheFirstFeasibleOne(t *testing.T) {
 	f := failures(Check(context.Background(), roundTrip(t, p), CheckOptions{}))
 	if !slices.ContainsFunc(f, func(s string) bool { return strings.HasPrefix(s, "5.5 ") && strings.Contains(s, "d→x2") }) {
 		t.Fatalf("a costlier repair passes:\n%s", strings.Join(f, "\n"))
+	}
+}
+
+// A check stopped by its time limit says it is undecided, neither passed
+// nor failed, and claims nothing else about the repair.
+func TestACheckStoppedByItsTimeLimitIsUndecided(t *testing.T) {
+	p := roundTrip(t, completed(t))
+	ctx, cancel := context.WithTimeoutCause(context.Background(), 0, errors.New("solve check --timeout 0s"))
+	defer cancel()
+	<-ctx.Done()
+	results := Check(ctx, p, CheckOptions{})
+	if n := Failed(results); n > 0 {
+		t.Errorf("%d checks out of time failed instead of being undecided:\n%s", n, strings.Join(failures(results), "\n"))
+	}
+	var undecided []string
+	for _, r := range results {
+		if r.Undecided {
+			undecided = append(undecided, r.ID+" "+r.Detail)
+			if r.Pass {
+				t.Errorf("%s passed and is undecided", r.ID)
+			}
+		}
+		if r.Group == 5 && !r.Undecided {
+			t.Errorf("group 5 claims %s after the time ran out: %s", r.ID, r.Detail)
+		}
+	}
+	want := "5.0 undecided within the time limit: stopped by solve check --timeout 0s before the claim was proven or refuted"
+	if Undecided(results) != 1 || undecided[0] != want {
+		t.Errorf("undecided %q, want %q", undecided, want)
+	}
+	// With time, the same plan passes every check.
+	if f := failures(Check(context.Background(), p, CheckOptions{})); len(f) > 0 {
+		t.Errorf("failures:\n%s", strings.Join(f, "\n"))
 	}
 }
