@@ -301,24 +301,34 @@ func TestSuggestionsAreScoredLikeAnyCandidate(t *testing.T) {
 	})
 }
 
+// interactiveRun runs goal with Request.Interactive: the extraction
+// dialogue proposes candidates and questions, the human types input, and
+// the route finds no resolver (a physical gap, a HIRE asked on the
+// terminal). It returns the result, what the terminal showed, and the
+// request and options, for another run.
+func interactiveRun(t *testing.T, k *kernel, goal string, candidates []any, questions []string, input string) (*loop.Result, *strings.Builder, loop.Request, loop.Options) {
+	t.Helper()
+	f := newFake(map[string]any{
+		loop.OpSynthesize: m{"candidates": candidates, "questions": questions},
+		loop.OpRoute: m{"resolver_id": "", "capability": "", "rationale": "none",
+			"gap": m{"capability_tag": "thermal_measurement", "resolver_type": "physical", "build_constraints": []string{}, "rationale": "a board"}},
+	})
+	term := &strings.Builder{}
+	o := k.options(f)
+	o.In, o.Progress = strings.NewReader(input), term
+	req := request(goal)
+	req.Interactive = true
+	return k.run(t, req, o), term, req, o
+}
+
 // --interactive: the extraction dialogue keeps the confirmed candidates
 // as the core, and a HIRE is asked and declined on the terminal at once.
 func TestInteractiveDialogueAndHireOnTheTerminal(t *testing.T) {
 	eachStore(t, func(t *testing.T, dialect string) {
 		k := newKernelOn(t, dialect)
 		const goal = "Design a PCB"
-		f := newFake(map[string]any{
-			loop.OpSynthesize: m{"candidates": []any{m{"type": "logic", "domain": "thermal", "title": "below 85C"}, m{"type": "semantic", "domain": "cost", "title": "BOM under $40"}},
-				"questions": []string{"Forced air?"}},
-			loop.OpRoute: m{"resolver_id": "", "capability": "", "rationale": "none",
-				"gap": m{"capability_tag": "thermal_measurement", "resolver_type": "physical", "build_constraints": []string{}, "rationale": "a board"}},
-		})
-		var term strings.Builder
-		o := k.options(f)
-		o.In, o.Progress = strings.NewReader("y\nn\nd\n"), &term
-		req := request(goal)
-		req.Interactive = true
-		res := k.run(t, req, o)
+		res, term, req, o := interactiveRun(t, k, goal, []any{m{"type": "logic", "domain": "thermal", "title": "below 85C"}, m{"type": "semantic", "domain": "cost", "title": "BOM under $40"}},
+			[]string{"Forced air?"}, "y\nn\nd\n")
 		if res.Outcome != loop.OutcomeInfeasible || res.OpenRequests != 0 {
 			t.Fatalf("result %+v\n%s", res, term.String())
 		}
@@ -345,25 +355,15 @@ func TestInteractiveDialogueAndHireOnTheTerminal(t *testing.T) {
 func TestTheDialogueStoresOnlyExpressionsThatParse(t *testing.T) {
 	k := newKernelOn(t, "sqlite")
 	const goal = "Summarise the logs cheaply"
-	f := newFake(map[string]any{
-		loop.OpSynthesize: m{"candidates": []any{
-			m{"type": "logic", "domain": "cost", "title": "under a dollar", "expr": "cost_usd <== 1"},
-			m{"type": "logic", "domain": "time", "title": "within a minute", "expr": "time_seconds <= 60"},
-			m{"type": "logic", "domain": "cost", "title": "within budget", "expr": "spend < budget"},
-			m{"type": "logic", "domain": "time", "title": "fast", "expr": "elapsed_seconds <"}},
-			"questions": []string{}},
-		loop.OpRoute: m{"resolver_id": "", "capability": "", "rationale": "none",
-			"gap": m{"capability_tag": "log_access", "resolver_type": "physical", "build_constraints": []string{}, "rationale": "no logs"}},
-	})
-	var term strings.Builder
-	o := k.options(f)
 	// 1: kept, two bad expressions, then a good one. 2: e, then a new
 	// expression. 3: kept, then Enter: judged. 4: kept, a bad one, then
 	// the input ends: judged.
-	o.In, o.Progress = strings.NewReader("y\ncost_usd <=\ndollars <= 1\ncost_usd <= 1\ne\ntime_seconds < 30\ny\n\ny\nelapsed_seconds <"), &term
-	req := request(goal)
-	req.Interactive = true
-	res := k.run(t, req, o)
+	res, term, _, _ := interactiveRun(t, k, goal, []any{
+		m{"type": "logic", "domain": "cost", "title": "under a dollar", "expr": "cost_usd <== 1"},
+		m{"type": "logic", "domain": "time", "title": "within a minute", "expr": "time_seconds <= 60"},
+		m{"type": "logic", "domain": "cost", "title": "within budget", "expr": "spend < budget"},
+		m{"type": "logic", "domain": "time", "title": "fast", "expr": "elapsed_seconds <"}},
+		[]string{}, "y\ncost_usd <=\ndollars <= 1\ncost_usd <= 1\ne\ntime_seconds < 30\ny\n\ny\nelapsed_seconds <")
 	for _, want := range []string{
 		"Candidate constraint (logic, cost): under a dollar [cost_usd <== 1] — keep? [y/N, e to edit the expression]",
 		"cost_usd <== 1 cannot be evaluated: ", "unknown metric \"dollars\"", "; try again\n",
