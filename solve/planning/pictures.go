@@ -55,7 +55,8 @@ func criticalEdges(a *Analysis) map[[2]string]bool {
 // the report's task table lists every one), labels wrap at 24 characters
 // (the id, the whole title, the mid cost and hours), spacing is tight,
 // and the chart runs top to bottom or left to right, whichever is nearer
-// a screen's shape.
+// a screen's shape. Label text is escaped with Mermaid's entity codes
+// (mermaidText): a title cannot close its label or add to the chart.
 func Mermaid(tasks []Task, a *Analysis) string {
 	var b strings.Builder
 	ids := make([]string, len(tasks))
@@ -160,7 +161,8 @@ func newPanel(title string, tasks []Task, quantities []Quantity, a *Analysis) ga
 // Vertical lines mark the project's finish at low, mid and high estimates
 // and the time limit; each panel's header gives every logic constraint's
 // verdict with its figures, so a plan that is TIGHT on time shows its
-// high finish past the limit.
+// high finish past the limit. Every text is XML character data (xmlText):
+// a title cannot add an element or an attribute.
 func Gantt(p *Plan) string {
 	if p.Analysis == nil {
 		return ""
