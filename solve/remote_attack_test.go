@@ -42,20 +42,13 @@ func TestWorkersAcrossProcessesNeverOverdrawAndTheLedgerIsTheServedCalls(t *test
 	// solve status run below on a loaded machine.
 	workers := startWorkers(t, api, dir, url, 3, "--rescue-after", "25s", "--steps", "2")
 	run := api.command(dir, "run", eightGoal, "--remote", "--budget", fmt.Sprint(budget), "--time", "1h")
-	var out, errb syncBuffer
-	run.Stdout, run.Stderr = &out, &errb
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = run.Wait(); close(done) }()
-	t.Cleanup(func() { _ = run.Process.Kill() })
+	out, errb, done := startRun(t, run)
 	select {
 	case <-api.held:
 		api.mu.Lock()
 		goal := heldGoal
 		api.mu.Unlock()
-		victim := holder(t, dir, rootFromLive(t, &errb), goal, workers)
+		victim := holder(t, dir, rootFromLive(t, errb), goal, workers)
 		if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
@@ -396,22 +389,17 @@ func TestAStoppedCoordinatorIsResumedWithoutLosingAStep(t *testing.T) {
 	api.holdFirst("Operation: resolve · attempt 1\\nGoal: " + pageGoal(1))
 	workers := startWorkers(t, api, dir, url, 2, "--rescue-after", "25s")
 	run := api.command(dir, "run", pagesGoal, "--remote", "--budget", "5", "--time", "1h")
-	var out, errb syncBuffer
-	run.Stdout, run.Stderr = &out, &errb
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = run.Process.Kill() })
+	_, errb, done := startRun(t, run)
 	select {
 	case <-api.held:
 	case <-time.After(120 * time.Second):
 		t.Fatalf("the page's call never came:\n%s", errb.String())
 	}
-	root := rootFromLive(t, &errb)
+	root := rootFromLive(t, errb)
 	if err := run.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	_ = run.Wait()
+	<-done
 	if code := run.ProcessState.ExitCode(); code != cli.ExitStopped {
 		t.Fatalf("the coordinator on SIGTERM: exit %d, want %d\n%s", code, cli.ExitStopped, errb.String())
 	}

@@ -168,9 +168,7 @@ func TestWorkersCompleteARunAndOneKilledMidStepIsRedoneElsewhere(t *testing.T) {
 	dir, url := pgDir(t)
 	api := newFakeAPI(t, 2, steps...)
 	held := "Operation: resolve · attempt 1\\nGoal: " + pageGoal(2)
-	api.mu.Lock()
-	api.hold = func(body []byte) bool { return bytes.Contains(body, []byte(held)) }
-	api.mu.Unlock()
+	api.setHold(func(body []byte) bool { return bytes.Contains(body, []byte(held)) })
 	// --rescue-after long enough that the held call is still the victim's
 	// when it is killed: its job's timeout (a tenth less) must outlast the
 	// two solve status runs below on a loaded machine (at 6 s, under -race
@@ -178,15 +176,7 @@ func TestWorkersCompleteARunAndOneKilledMidStepIsRedoneElsewhere(t *testing.T) {
 	// victim itself).
 	workers := startWorkers(t, api, dir, url, 3, "--rescue-after", "25s")
 
-	run := api.command(dir, "run", pagesGoal, "--remote", "--budget", "5", "--time", "1h")
-	var runOut, runErr syncBuffer
-	run.Stdout, run.Stderr = &runOut, &runErr
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	runDone := make(chan error, 1)
-	go func() { runDone <- run.Wait() }()
-	t.Cleanup(func() { _ = run.Process.Kill() })
+	runOut, runErr, runDone := startRemoteRun(t, api, dir)
 	select {
 	case <-api.held:
 	case err := <-runDone:
@@ -198,8 +188,8 @@ func TestWorkersCompleteARunAndOneKilledMidStepIsRedoneElsewhere(t *testing.T) {
 	// solve status names the worker holding the step: page 2's, whose
 	// call the fake holds (other pages may be resolving too, their calls
 	// going through).
-	victim := holder(t, dir, rootFromLive(t, &runErr), pageGoal(2), workers)
-	text := runSolve(t, dir, "status", rootFromLive(t, &runErr))
+	victim := holder(t, dir, rootFromLive(t, runErr), pageGoal(2), workers)
+	text := runSolve(t, dir, "status", rootFromLive(t, runErr))
 	if !strings.Contains(text.stdout, "held by workers:") || !strings.Contains(text.stdout, strconv.Itoa(victim.cmd.Process.Pid)) {
 		t.Errorf("solve status does not show the holder:\n%s", text.stdout)
 	}
@@ -351,11 +341,19 @@ func TestWorkerRefusesSQLiteAndExplainsItself(t *testing.T) {
 	}
 }
 
-// startRemoteRun starts solve run --remote in dir and returns its output
-// and a channel with its end.
+// startRemoteRun starts solve run --remote on the pages goal in dir and
+// returns its output and a channel with its end.
 func startRemoteRun(t *testing.T, api *fakeAPI, dir string) (*syncBuffer, *syncBuffer, chan error) {
 	t.Helper()
-	run := api.command(dir, "run", pagesGoal, "--remote", "--budget", "5", "--time", "1h")
+	return startRun(t, api.command(dir, "run", pagesGoal, "--remote", "--budget", "5", "--time", "1h"))
+}
+
+// startRun starts run (a solve command) with its output captured and
+// returns the output and a channel with its end (after which
+// run.ProcessState holds its exit status); the process is killed when the
+// test ends.
+func startRun(t *testing.T, run *exec.Cmd) (*syncBuffer, *syncBuffer, chan error) {
+	t.Helper()
 	var out, errb syncBuffer
 	run.Stdout, run.Stderr = &out, &errb
 	if err := run.Start(); err != nil {
