@@ -37,6 +37,27 @@ type JSONOptions struct {
 	// Repairs is how many times a non-conforming answer is sent back with
 	// the validation errors quoted; default 2, -1 for none.
 	Repairs int
+	// Instruction writes the system-prompt block that asks for JSON
+	// matching the schema document; nil for DefaultInstruction. A kernel
+	// whose prompt text lives in editable templates (lumen) supplies its
+	// own; the schema document itself is always the one the answer is
+	// checked against.
+	Instruction func(schema string) string
+	// Repair writes the user turn that sends a non-conforming answer back,
+	// given what was wrong with it; nil for DefaultRepair.
+	Repair func(problems []string) string
+}
+
+// DefaultInstruction is the system-prompt block AskSchema adds when
+// JSONOptions.Instruction is nil.
+func DefaultInstruction(schema string) string {
+	return "Answer with one JSON value and nothing else, matching this JSON Schema:\n" + schema
+}
+
+// DefaultRepair is the user turn AskSchema sends back with a
+// non-conforming answer when JSONOptions.Repair is nil.
+func DefaultRepair(problems []string) string {
+	return "Your answer does not match the schema:\n- " + strings.Join(problems, "\n- ") + "\nAnswer again with only the corrected JSON."
 }
 
 // Schema is a compiled JSON Schema for a Go type.
@@ -172,8 +193,15 @@ func AskSchema(ctx context.Context, c *Client, req *Request, schema *Schema, opt
 	case repairs < 0:
 		repairs = 0
 	}
+	instruction, repair := opts.Instruction, opts.Repair
+	if instruction == nil {
+		instruction = DefaultInstruction
+	}
+	if repair == nil {
+		repair = DefaultRepair
+	}
 	r := req.Clone()
-	r.System = append(r.System, SystemBlock{Type: BlockText, Text: "Answer with one JSON value and nothing else, matching this JSON Schema:\n" + string(schema.JSON)})
+	r.System = append(r.System, SystemBlock{Type: BlockText, Text: instruction(string(schema.JSON))})
 	var calls []*Call
 	for attempt := 0; ; attempt++ {
 		if err := CheckRequest(r, c.Betas()...); err != nil {
@@ -200,6 +228,6 @@ func AskSchema(ctx context.Context, c *Client, req *Request, schema *Schema, opt
 		}
 		r.Messages = append(r.Messages,
 			Message{Role: RoleAssistant, Content: []ContentBlock{TextBlock(text)}},
-			UserText("Your answer does not match the schema:\n- "+strings.Join(problems, "\n- ")+"\nAnswer again with only the corrected JSON."))
+			UserText(repair(problems)))
 	}
 }

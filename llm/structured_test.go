@@ -98,3 +98,50 @@ func TestExtractJSON(t *testing.T) {
 		}
 	}
 }
+
+// The wording solve and hermitcrab send (JSONOptions without Instruction or
+// Repair) is pinned byte for byte: a kernel supplying its own wording must
+// not change theirs.
+func TestAskSchemaDefaultWordingIsPinned(t *testing.T) {
+	schema, err := CompileSchema([]byte(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &fakeProvider{steps: []func(*Request) (*Response, error){answer(`{"n":"x"}`), answer(`{"n":1}`)}}
+	if _, _, err := AskSchema(context.Background(), &Client{Provider: p}, simpleRequest("m"), schema, JSONOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sys := p.reqs[0].System
+	wantSys := "Answer with one JSON value and nothing else, matching this JSON Schema:\n" +
+		`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`
+	if got := sys[len(sys)-1].Text; got != wantSys {
+		t.Fatalf("instruction changed:\n got %q\nwant %q", got, wantSys)
+	}
+	wantRepair := "Your answer does not match the schema:\n- at /n: got string, want integer\nAnswer again with only the corrected JSON."
+	if got := p.reqs[1].Messages[2].Text(); got != wantRepair {
+		t.Fatalf("repair changed:\n got %q\nwant %q", got, wantRepair)
+	}
+}
+
+func TestAskSchemaUsesTheCallersWording(t *testing.T) {
+	schema, err := CompileSchema([]byte(`{"type":"integer"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &fakeProvider{steps: []func(*Request) (*Response, error){answer(`"x"`), answer(`1`)}}
+	opts := JSONOptions{
+		Instruction: func(s string) string { return "JSON please, per <" + s + ">" },
+		Repair:      func(ps []string) string { return "wrong: " + strings.Join(ps, " | ") },
+	}
+	raw, _, err := AskSchema(context.Background(), &Client{Provider: p}, simpleRequest("m"), schema, opts)
+	if err != nil || string(raw) != "1" {
+		t.Fatalf("raw %s err %v", raw, err)
+	}
+	sys := p.reqs[0].System
+	if got := sys[len(sys)-1].Text; got != `JSON please, per <{"type":"integer"}>` {
+		t.Fatalf("instruction: %q", got)
+	}
+	if got := p.reqs[1].Messages[2].Text(); got != "wrong: at /: got string, want integer" {
+		t.Fatalf("repair: %q", got)
+	}
+}
