@@ -123,10 +123,51 @@ func ask[T any](ctx context.Context, in *Instance, step string, vars map[string]
 	if err != nil {
 		return zero, err
 	}
-	v, calls, err := llm.AskJSON[T](ctx, in.opts.Client, req, llm.JSONOptions{})
+	opts, err := in.jsonOptions()
+	if err != nil {
+		return zero, fmt.Errorf("step %s: %w", step, err)
+	}
+	v, calls, err := llm.AskJSON[T](ctx, in.opts.Client, req, opts)
 	in.charge(calls, u)
 	if err != nil {
 		return zero, fmt.Errorf("step %s: %w", step, err)
 	}
 	return v, nil
+}
+
+// jsonOptions words the structured-output call from the instance's
+// prompts/json/instruction.md ({{schema}}: the JSON Schema document the
+// answer is checked against) and prompts/json/repair.md ({{problems}}: what
+// was wrong, one "- " line each), so this text is as editable as every
+// other prompt. Both are rendered once here so that a template naming an
+// unknown variable fails the step before any call is paid for. The schema
+// itself and the problem lines stay in Go: the schema is what the answer
+// is validated against, and the problems are the validator's findings.
+func (in *Instance) jsonOptions() (llm.JSONOptions, error) {
+	instruction, err := in.template("json", "instruction.md")
+	if err != nil {
+		return llm.JSONOptions{}, err
+	}
+	repair, err := in.template("json", "repair.md")
+	if err != nil {
+		return llm.JSONOptions{}, err
+	}
+	if _, err := render("json/instruction.md", instruction, map[string]string{"schema": "{}"}); err != nil {
+		return llm.JSONOptions{}, err
+	}
+	if _, err := render("json/repair.md", repair, map[string]string{"problems": "- ?"}); err != nil {
+		return llm.JSONOptions{}, err
+	}
+	// The renders below cannot fail: the same templates and variable names
+	// were rendered above. A file's final newline is not part of the text.
+	return llm.JSONOptions{
+		Instruction: func(schema string) string {
+			out, _ := render("json/instruction.md", instruction, map[string]string{"schema": schema})
+			return strings.TrimRight(out, "\n")
+		},
+		Repair: func(problems []string) string {
+			out, _ := render("json/repair.md", repair, map[string]string{"problems": "- " + strings.Join(problems, "\n- ")})
+			return strings.TrimRight(out, "\n")
+		},
+	}, nil
 }
