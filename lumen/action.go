@@ -380,17 +380,23 @@ func (in *Instance) act(ctx context.Context, tr trigger, c Candidate, rep *Actio
 	if _, err := in.skills.Help(ctx, c.Skill); err != nil {
 		return "", err
 	}
+	said, err := in.pieces("act", map[string][]string{"succeeded.md": {"skill", "output"}, "failed.md": {"skill", "error"}, "shown.md": {"skill", "display"}})
+	if err != nil {
+		return "", err
+	}
 	res, err := in.skills.Invoke(ctx, c.Skill, skill.Request{Input: c.Input, Situation: tr.describe()})
 	if err != nil {
 		return "", err
 	}
 	rep.Skill = res
-	outcome := "skill " + c.Skill + " succeeded; output: " + res.Output
+	// What RECORD and the reflection trigger read of the call.
+	vars := map[string]string{"skill": c.Skill, "output": res.Output, "error": res.Error, "display": res.Display}
+	outcome := said.fill("succeeded.md", vars)
 	if !res.OK {
-		outcome = "skill " + c.Skill + " failed: " + res.Error
+		outcome = said.fill("failed.md", vars)
 	}
 	if res.Display != "" {
-		outcome += "; shown to the user: " + res.Display
+		outcome += said.fill("shown.md", vars)
 	}
 	_, err = in.remember(memory.Kernel, "act", "action loop: "+tr.describe(),
 		fmt.Sprintf("ACT: invoked skill %s with %s in %s: %s", c.Skill, clip.Line(compactJSON(c.Input), 300), res.Duration.Round(time.Millisecond), clip.Line(outcome, 600)),
@@ -420,6 +426,13 @@ func (in *Instance) createSkill(ctx context.Context, tr trigger, c Candidate, re
 	if err != nil {
 		return "", err
 	}
+	result := []string{"skill", "version", "replaced", "help"}
+	said, err := in.pieces("create-skill", map[string][]string{"created.md": result, "revised.md": result,
+		"outcome.md": {"what", "skill", "help"}, "tool-result.md": {"what", "skill", "help"},
+		"tool-bad-input.md": {"problems"}, "none.md": {"said"}})
+	if err != nil {
+		return "", err
+	}
 	schema, err := llm.SchemaFor[skill.NewSkill]()
 	if err != nil {
 		return "", err
@@ -434,11 +447,14 @@ func (in *Instance) createSkill(ctx context.Context, tr trigger, c Candidate, re
 		Tool: llm.Tool{Name: "create_skill", Description: strings.TrimSpace(toolText), InputSchema: schema.JSON},
 		Run: func(ctx context.Context, input json.RawMessage) (llm.ToolOutput, error) {
 			var spec skill.NewSkill
-			if _, problems := schema.Check(string(input)); problems != nil {
-				return llm.ErrorOutput("create_skill input does not match its schema: " + strings.Join(problems, "; ")), nil
+			_, problems := schema.Check(string(input))
+			if problems == nil {
+				if err := json.Unmarshal(input, &spec); err != nil {
+					problems = []string{err.Error()}
+				}
 			}
-			if err := json.Unmarshal(input, &spec); err != nil {
-				return llm.ErrorOutput("create_skill input: " + err.Error()), nil
+			if problems != nil {
+				return llm.ErrorOutput(said.fill("tool-bad-input.md", map[string]string{"problems": strings.Join(problems, "; ")})), nil
 			}
 			made, err := in.skills.Create(ctx, spec)
 			var files []string
@@ -451,16 +467,19 @@ func (in *Instance) createSkill(ctx context.Context, tr trigger, c Candidate, re
 				return llm.ErrorOutput(err.Error()), nil
 			}
 			rep.Created = append(rep.Created, spec.Name)
-			what := "created skill " + spec.Name
+			piece := map[string]string{"skill": spec.Name, "version": shortVersion(made.Version), "replaced": shortVersion(made.Replaced), "help": made.Help}
+			file := "created.md"
 			if made.Replaced != "" {
-				what = fmt.Sprintf("revised skill %s: version %s replaces %s (kept in skills/.history/%s/)", spec.Name, shortVersion(made.Version), shortVersion(made.Replaced), spec.Name)
+				file = "revised.md"
 			}
-			outcomes = append(outcomes, fmt.Sprintf("%s; its --help says: %s", what, made.Help))
+			what := said.fill(file, piece)
+			piece["what"] = what
+			outcomes = append(outcomes, said.fill("outcome.md", piece))
 			_, logErr = in.remember(memory.Kernel, "act", "create-skill",
 				fmt.Sprintf("ACT: create-skill %s (%s) and read its --help: %s", what, strings.Join(files, ", "), clip.Line(made.Help, 400)),
 				map[string]any{"loop": LoopAction, "skill": spec.Name, "description": spec.Description, "files": files, "help": made.Help,
 					"version": made.Version, "replaced": made.Replaced})
-			return llm.TextOutput(fmt.Sprintf("%s; it is available now. --help:\n%s", what, made.Help)), nil
+			return llm.TextOutput(said.fill("tool-result.md", piece)), nil
 		},
 	}}}
 	res, err := loop.Run(ctx, req)
@@ -474,7 +493,7 @@ func (in *Instance) createSkill(ctx context.Context, tr trigger, c Candidate, re
 		return "", logErr
 	}
 	if len(outcomes) == 0 {
-		return "no skill was created; the model said: " + clip.Line(res.Text(), 400), nil
+		return said.fill("none.md", map[string]string{"said": clip.Line(res.Text(), 400)}), nil
 	}
 	return strings.Join(outcomes, "; "), nil
 }

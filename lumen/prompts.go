@@ -65,6 +65,52 @@ func render(where, tmpl string, vars map[string]string) (string, error) {
 	return out, nil
 }
 
+// pieces are the templates of one prompts/ directory that the kernel
+// fills in while it acts: outcomes, tool results, the JSON instruction.
+// They are loaded and checked together before the kernel acts, so a
+// template naming a variable it does not provide fails the step before
+// anything is done or paid for, not halfway through.
+type pieces struct {
+	dir  string
+	vars map[string][]string // file -> the variables it may use
+	tmpl map[string]string
+}
+
+// pieces loads prompts/<dir>/<file> for each file of vars, checking that
+// each uses only its variables. A file's final newlines are not part of
+// its text (editors add one), so a piece can be joined to another.
+func (in *Instance) pieces(dir string, vars map[string][]string) (*pieces, error) {
+	p := &pieces{dir: dir, vars: vars, tmpl: map[string]string{}}
+	for file, names := range vars {
+		t, err := in.template(dir, file)
+		if err != nil {
+			return nil, err
+		}
+		t = strings.TrimRight(t, "\n")
+		probe := map[string]string{}
+		for _, n := range names {
+			probe[n] = "x"
+		}
+		if _, err := render(dir+"/"+file, t, probe); err != nil {
+			return nil, err
+		}
+		p.tmpl[file] = t
+	}
+	return p, nil
+}
+
+// fill renders file with vars. It cannot fail: the template was checked
+// against the variable names given to pieces, and a name missing from vars
+// renders empty.
+func (p *pieces) fill(file string, vars map[string]string) string {
+	all := map[string]string{}
+	for _, n := range p.vars[file] {
+		all[n] = vars[n]
+	}
+	out, _ := render(p.dir+"/"+file, p.tmpl[file], all)
+	return out
+}
+
 // prompt renders a step's system and user prompt.
 func (in *Instance) prompt(step string, vars map[string]string) (string, string, error) {
 	sys, err := in.template(step, "system.md")
@@ -139,35 +185,20 @@ func ask[T any](ctx context.Context, in *Instance, step string, vars map[string]
 // prompts/json/instruction.md ({{schema}}: the JSON Schema document the
 // answer is checked against) and prompts/json/repair.md ({{problems}}: what
 // was wrong, one "- " line each), so this text is as editable as every
-// other prompt. Both are rendered once here so that a template naming an
-// unknown variable fails the step before any call is paid for. The schema
+// other prompt. Both are checked before the call. The schema
 // itself and the problem lines stay in Go: the schema is what the answer
 // is validated against, and the problems are the validator's findings.
 func (in *Instance) jsonOptions() (llm.JSONOptions, error) {
-	instruction, err := in.template("json", "instruction.md")
+	p, err := in.pieces("json", map[string][]string{"instruction.md": {"schema"}, "repair.md": {"problems"}})
 	if err != nil {
 		return llm.JSONOptions{}, err
 	}
-	repair, err := in.template("json", "repair.md")
-	if err != nil {
-		return llm.JSONOptions{}, err
-	}
-	if _, err := render("json/instruction.md", instruction, map[string]string{"schema": "{}"}); err != nil {
-		return llm.JSONOptions{}, err
-	}
-	if _, err := render("json/repair.md", repair, map[string]string{"problems": "- ?"}); err != nil {
-		return llm.JSONOptions{}, err
-	}
-	// The renders below cannot fail: the same templates and variable names
-	// were rendered above. A file's final newline is not part of the text.
 	return llm.JSONOptions{
 		Instruction: func(schema string) string {
-			out, _ := render("json/instruction.md", instruction, map[string]string{"schema": schema})
-			return strings.TrimRight(out, "\n")
+			return p.fill("instruction.md", map[string]string{"schema": schema})
 		},
 		Repair: func(problems []string) string {
-			out, _ := render("json/repair.md", repair, map[string]string{"problems": "- " + strings.Join(problems, "\n- ")})
-			return strings.TrimRight(out, "\n")
+			return p.fill("repair.md", map[string]string{"problems": "- " + strings.Join(problems, "\n- ")})
 		},
 	}, nil
 }

@@ -2,6 +2,7 @@ package lumen
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -126,5 +127,78 @@ func TestAJSONTemplateWithAnUnknownVariableFailsBeforeAnyCall(t *testing.T) {
 	}
 	if n := len(p.Requests()); n != 0 {
 		t.Fatalf("%d requests sent with a broken template", n)
+	}
+}
+
+func TestEditedActTemplatesAreWhatRecordReads(t *testing.T) {
+	p := scripted(t, chatTurn("hello Ada")...)
+	edit := func(root string) {
+		os.WriteFile(filepath.Join(root, "prompts/act/succeeded.md"), []byte("EDITED: {{skill}} ran and returned {{output}}\n"), 0o644)
+		os.WriteFile(filepath.Join(root, "prompts/act/shown.md"), []byte(" | the person saw: {{display}}\n"), 0o644)
+	}
+	in, _ := newInstance(t, "", edit, withScript(p))
+	if _, err := in.Chat(context.Background(), "hi"); err != nil {
+		t.Fatal(err)
+	}
+	allUsed(t, p)
+	want := `What happened: EDITED: chat ran and returned {"delivered": "hello Ada"} | the person saw: hello Ada`
+	if got := requestFor(p, "record", 0).Messages[0].Text(); !strings.Contains(got, want) {
+		t.Fatalf("RECORD's prompt lacks the edited outcome %q:\n%s", want, got)
+	}
+}
+
+func TestEditedCreateSkillTemplatesAreWhatTheModelReads(t *testing.T) {
+	greet, _ := json.Marshal(map[string]any{"name": "greet", "description": "greets", "files": map[string]string{"main.py": greetV1}})
+	author := Candidate{Action: "write a greeting skill", Skill: "create-skill", Input: json.RawMessage(`{"skill":"greet"}`), Predicted: "a skill", Counterfactual: "none"}
+	text := func(step string, v any) map[string]any {
+		data, _ := json.Marshal(v)
+		return map[string]any{"match": map[string]any{"system_contains": "step: " + step},
+			"response": map[string]any{"content": []any{map[string]any{"type": "text", "text": string(data)}}}}
+	}
+	entries := []any{
+		text("think", thinkOf(author)), text("decide", decideAll([]string{"warmth"}, []string{"greet people"}, true, 1)),
+		map[string]any{"match": map[string]any{"system_contains": "step: create-skill"}, "response": map[string]any{"content": []any{
+			map[string]any{"type": "tool_use", "id": "toolu_1", "name": "create_skill", "input": json.RawMessage(`{"name":"greet"}`)}}, "stop_reason": "tool_use"}},
+		map[string]any{"match": map[string]any{"tool_result_for": "create_skill"}, "response": map[string]any{"content": []any{
+			map[string]any{"type": "tool_use", "id": "toolu_2", "name": "create_skill", "input": json.RawMessage(greet)}}, "stop_reason": "tool_use"}},
+		map[string]any{"match": map[string]any{"tool_result_for": "create_skill"}, "response": map[string]any{"content": []any{
+			map[string]any{"type": "text", "text": "done"}}}},
+		text("record", recorded),
+	}
+	data, _ := json.Marshal(map[string]any{"responses": entries})
+	sc, err := script.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := script.New(sc)
+	edit := func(root string) {
+		state([]Value{{"warmth", 0.9, ValueActive}}, []Goal{{"greet people", 0.9, GoalWorking}})(root)
+		dir := filepath.Join(root, "prompts/create-skill")
+		os.WriteFile(filepath.Join(dir, "tool-bad-input.md"), []byte("EDITED bad input: {{problems}}\n"), 0o644)
+		os.WriteFile(filepath.Join(dir, "created.md"), []byte("EDITED made {{skill}}\n"), 0o644)
+		os.WriteFile(filepath.Join(dir, "tool-result.md"), []byte("EDITED result: {{what}}\n"), 0o644)
+		os.WriteFile(filepath.Join(dir, "outcome.md"), []byte("EDITED outcome: {{what}}\n"), 0o644)
+	}
+	in, _ := newInstance(t, "", edit, withScript(p))
+	rep, _, err := in.pursueGoal(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	allUsed(t, p)
+	if len(rep.Created) != 1 {
+		t.Fatalf("created %v", rep.Created)
+	}
+	var sent strings.Builder
+	for _, r := range p.Requests() {
+		data, _ := json.Marshal(r.Messages)
+		sent.Write(data)
+	}
+	for _, want := range []string{"EDITED bad input: at /: missing properties", "EDITED result: EDITED made greet"} {
+		if !strings.Contains(sent.String(), want) {
+			t.Errorf("no tool result says %q:\n%s", want, sent.String())
+		}
+	}
+	if got := requestFor(p, "record", 0).Messages[0].Text(); !strings.Contains(got, "What happened: EDITED outcome: EDITED made greet") {
+		t.Errorf("RECORD's prompt lacks the edited outcome:\n%s", got)
 	}
 }
