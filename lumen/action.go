@@ -54,6 +54,16 @@ func (t trigger) describe() string {
 	return "external input: " + t.external
 }
 
+// prompt is the trigger as the steps' {{trigger}} reads it, in the words
+// of prompts/parts/trigger-*.md. (describe is the kernel's own wording, in
+// memory situations that audit matches on.)
+func (t trigger) prompt(parts *pieces) string {
+	if t.goal != nil {
+		return parts.fill("trigger-goal.md", map[string]string{"goal": t.goal.Name, "weight": fmt.Sprintf("%.2f", t.goal.Weight), "status": string(t.goal.Status)})
+	}
+	return parts.fill("trigger-input.md", map[string]string{"input": t.external})
+}
+
 func (t trigger) text() string {
 	if t.goal != nil {
 		return t.goal.Name
@@ -118,10 +128,14 @@ func (in *Instance) actionLoop(ctx context.Context, tr trigger) (*ActionReport, 
 	if err != nil {
 		return rep, in.stepFailed("think", err)
 	}
+	parts, err := in.parts()
+	if err != nil {
+		return rep, in.stepFailed("think", err)
+	}
 	vars := snap.vars(in.opts.Now())
-	vars["trigger"] = tr.describe()
+	vars["trigger"] = tr.prompt(parts)
 	vars["input"] = tr.external
-	vars["conversation"] = in.formatConversation()
+	vars["conversation"] = in.formatConversation(parts)
 	vars["memories"] = formatMemories(ret.Entries)
 	vars["skills"] = skills.text
 	var thinkUsage Usage
@@ -153,7 +167,7 @@ func (in *Instance) actionLoop(ctx context.Context, tr trigger) (*ActionReport, 
 
 	// DECIDE
 	vars["situation"] = th.Situation
-	vars["candidates"] = formatCandidates(th.Candidates)
+	vars["candidates"] = formatCandidates(parts, th.Candidates)
 	var decideUsage Usage
 	dec, err := ask[decision](step, in, "decide", vars, &decideUsage)
 	rep.Usage.Add(decideUsage)
@@ -416,8 +430,12 @@ func (in *Instance) createSkill(ctx context.Context, tr trigger, c Candidate, re
 	if err != nil {
 		return "", err
 	}
+	parts, err := in.parts()
+	if err != nil {
+		return "", err
+	}
 	vars := snap.vars(in.opts.Now())
-	vars["trigger"], vars["action"], vars["input"], vars["skills"] = tr.describe(), c.Action, compactJSON(c.Input), skills.text
+	vars["trigger"], vars["action"], vars["input"], vars["skills"] = tr.prompt(parts), c.Action, compactJSON(c.Input), skills.text
 	sys, user, err := in.prompt("create-skill", vars)
 	if err != nil {
 		return "", err

@@ -43,8 +43,12 @@ func TestAuditAnswersTheEightQuestions(t *testing.T) {
 	}
 	// Reflection reverses a change; a goal is completed and followed up.
 	rr := &ReflectionReport{}
+	parts, err := b.parts()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, w := range []float64{0.9, 0.6} {
-		if err := b.evolve(ctx, map[string]string{}, []Tension{{Description: "t", Strength: 0.5}},
+		if err := b.evolve(ctx, parts, map[string]string{}, []Tension{{Description: "t", Strength: 0.5}},
 			[]Proposal{{Tension: 1, Change: Change{Target: "value", Op: "set_weight", Name: "honesty", Weight: weightOf(w)}, Rationale: "r"}}, rr); err != nil {
 			t.Fatal(err)
 		}
@@ -53,7 +57,7 @@ func TestAuditAnswersTheEightQuestions(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.remember(memory.Kernel, stepReview, "reflection loop", "REVIEW: test", map[string]any{"loop": LoopReflection})
-	if err := b.evolve(ctx, map[string]string{}, []Tension{{Description: "t", Strength: 0.5}},
+	if err := b.evolve(ctx, parts, map[string]string{}, []Tension{{Description: "t", Strength: 0.5}},
 		[]Proposal{{Tension: 1, Change: Change{Target: "goal", Op: "add", Name: "ask Sam about music"}, Rationale: "r"}}, rr); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -275,24 +276,25 @@ func (in *Instance) conversationSnapshot() []Exchange {
 
 // formatConversation is the current chat, oldest first; "" when there is
 // none.
-func (in *Instance) formatConversation() string {
-	var b strings.Builder
+func (in *Instance) formatConversation(parts *pieces) string {
+	var lines []string
 	for _, x := range in.conversationSnapshot() {
-		fmt.Fprintf(&b, "[%s] person: %s\n", x.At.UTC().Format("15:04"), clip.Line(x.Input, 2000))
+		at := x.At.UTC().Format("15:04")
+		lines = append(lines, parts.fill("person.md", map[string]string{"time": at, "input": clip.Line(x.Input, 2000)}))
 		if x.Reply != "" {
-			fmt.Fprintf(&b, "[%s] you: %s\n", x.At.UTC().Format("15:04"), clip.Line(x.Reply, 2000))
+			lines = append(lines, parts.fill("you.md", map[string]string{"time": at, "reply": clip.Line(x.Reply, 2000)}))
 		}
 	}
-	return strings.TrimRight(b.String(), "\n")
+	return strings.Join(lines, "\n")
 }
 
-func formatCandidates(cs []Candidate) string {
-	var b strings.Builder
+func formatCandidates(parts *pieces, cs []Candidate) string {
+	var lines []string
 	for i, c := range cs {
-		fmt.Fprintf(&b, "%d. %s\n   skill: %s\n   input: %s\n   predicted outcome: %s\n   counterfactual: %s\n",
-			i+1, c.Action, c.Skill, compactJSON(c.Input), c.Predicted, c.Counterfactual)
+		lines = append(lines, parts.fill("candidate.md", map[string]string{"number": strconv.Itoa(i + 1), "action": c.Action, "skill": c.Skill,
+			"input": compactJSON(c.Input), "predicted": c.Predicted, "counterfactual": c.Counterfactual}))
 	}
-	return strings.TrimRight(b.String(), "\n")
+	return strings.Join(lines, "\n")
 }
 
 func compactJSON(raw json.RawMessage) string {

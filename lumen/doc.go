@@ -8,7 +8,10 @@
 //
 // The kernel runs the loops and enforces the spec's write-permission table;
 // the LLM gives judgment through one structured-output call per step, with
-// every prompt a template the instance holds under prompts/<step>/.
+// every prompt a template the instance holds under prompts/<step>/; the
+// JSON instruction and re-ask (prompts/json/), skill outcomes
+// (prompts/act/) and the items of listed variables (prompts/parts/) are
+// templates too (docs/lumen.md lists which file holds which text).
 //
 // Where the spec is silent, or differs from the issue, the kernel chooses
 // (each choice is pinned by a test):

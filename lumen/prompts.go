@@ -111,6 +111,25 @@ func (p *pieces) fill(file string, vars map[string]string) string {
 	return out
 }
 
+// partVars are the files of prompts/parts/, each the text of one item of a
+// list the kernel puts into a step's variable (a candidate, a tension, a
+// line of the conversation...), with the variables each may use. Numbers
+// are formatted by the kernel (two decimals for weights and strengths).
+var partVars = map[string][]string{
+	"trigger-input.md": {"input"},
+	"trigger-goal.md":  {"goal", "weight", "status"},
+	"person.md":        {"time", "input"},
+	"you.md":           {"time", "reply"},
+	"candidate.md":     {"number", "action", "skill", "input", "predicted", "counterfactual"},
+	"tension.md":       {"number", "description", "strength"},
+	"evidence.md":      {"evidence"},
+	"proposal.md":      {"number", "change", "tension", "strength", "rationale"},
+	"delta.md":         {"time", "action", "predicted", "outcome", "delta", "explanation"},
+	"conflict.md":      {"time", "detail"},
+}
+
+func (in *Instance) parts() (*pieces, error) { return in.pieces("parts", partVars) }
+
 // prompt renders a step's system and user prompt.
 func (in *Instance) prompt(step string, vars map[string]string) (string, string, error) {
 	sys, err := in.template(step, "system.md")

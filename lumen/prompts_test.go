@@ -202,3 +202,34 @@ func TestEditedCreateSkillTemplatesAreWhatTheModelReads(t *testing.T) {
 		t.Errorf("RECORD's prompt lacks the edited outcome:\n%s", got)
 	}
 }
+
+func TestEditedPartsAreWhatTheStepsRead(t *testing.T) {
+	p := scripted(t, append(chatTurn("hello Ada"), chatTurn("bye Ada")...)...)
+	edit := func(root string) {
+		dir := filepath.Join(root, "prompts/parts")
+		os.WriteFile(filepath.Join(dir, "trigger-input.md"), []byte("EDITED the person wrote: {{input}}\n"), 0o644)
+		os.WriteFile(filepath.Join(dir, "candidate.md"), []byte("EDITED option {{number}}: {{action}} with {{skill}}\n"), 0o644)
+		os.WriteFile(filepath.Join(dir, "person.md"), []byte("EDITED {{time}} they said {{input}}\n"), 0o644)
+	}
+	in, _ := newInstance(t, "", edit, withScript(p))
+	for _, msg := range []string{"hi", "see you"} {
+		if _, err := in.Chat(context.Background(), msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allUsed(t, p)
+	if got := requestFor(p, "think", 0).Messages[0].Text(); !strings.Contains(got, "trigger: EDITED the person wrote: hi") {
+		t.Errorf("THINK's trigger is not the edited part:\n%s", got)
+	}
+	if got := requestFor(p, "decide", 0).Messages[0].Text(); !strings.Contains(got, "EDITED option 1: say hello Ada with chat") {
+		t.Errorf("DECIDE's candidates are not the edited part:\n%s", got)
+	}
+	if got := requestFor(p, "think", 1).Messages[0].Text(); !strings.Contains(got, "they said hi") {
+		t.Errorf("the conversation is not the edited part:\n%s", got)
+	}
+	// The kernel's own records keep its wording: audit matches on it.
+	acts := list(t, in, memory.Filter{Step: "act"})
+	if len(acts) == 0 || acts[0].Situation != "action loop: external input: hi" {
+		t.Errorf("the ACT memory's situation changed with the template: %+v", acts)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/llmkernels/kernels/internal/clip"
@@ -111,7 +112,11 @@ func (in *Instance) reflect(ctx context.Context, fired []Fired) (*ReflectionRepo
 	if err != nil {
 		return rep, in.stepFailed(stepReview, err)
 	}
-	deltas, conflicts, err := in.sinceReflection(step, lastReview)
+	parts, err := in.parts()
+	if err != nil {
+		return rep, in.stepFailed(stepReview, err)
+	}
+	deltas, conflicts, err := in.sinceReflection(step, parts, lastReview)
 	if err != nil {
 		return rep, in.stepFailed(stepReview, err)
 	}
@@ -151,7 +156,7 @@ func (in *Instance) reflect(ctx context.Context, fired []Fired) (*ReflectionRepo
 
 	// ASK
 	vars["summary"] = rv.Summary
-	vars["tensions"] = formatTensions(rv.Tensions)
+	vars["tensions"] = formatTensions(parts, rv.Tensions)
 	asked, err := ask[askAnswer](step, in, "ask", vars, &rep.Usage)
 	if err != nil {
 		return rep, in.stepFailed("ask", err)
@@ -184,12 +189,12 @@ func (in *Instance) reflect(ctx context.Context, fired []Fired) (*ReflectionRepo
 	}
 
 	// EVOLVE
-	return rep, in.evolve(step, vars, rv.Tensions, asked.Proposals, rep)
+	return rep, in.evolve(step, parts, vars, rv.Tensions, asked.Proposals, rep)
 }
 
 // evolve checks the proposals for consistency, resolves conflicts by the
 // strength of their evidence, and applies the rest.
-func (in *Instance) evolve(ctx context.Context, vars map[string]string, tensions []Tension, proposals []Proposal, rep *ReflectionReport) error {
+func (in *Instance) evolve(ctx context.Context, parts *pieces, vars map[string]string, tensions []Tension, proposals []Proposal, rep *ReflectionReport) error {
 	if len(proposals) == 0 {
 		_, err := in.remember(memory.Kernel, "evolve", "reflection loop", "EVOLVE: no changes proposed; no file modified", map[string]any{"loop": LoopReflection})
 		return err
@@ -203,7 +208,7 @@ func (in *Instance) evolve(ctx context.Context, vars map[string]string, tensions
 	}
 	found := kernelConflicts(proposals)
 	if len(proposals) >= 2 {
-		vars["proposals"] = formatProposals(proposals, tensions)
+		vars["proposals"] = formatProposals(parts, proposals, tensions)
 		ans, err := ask[evolveAnswer](ctx, in, "evolve", vars, &rep.Usage)
 		if err != nil {
 			return in.stepFailed("evolve", err)
@@ -372,36 +377,34 @@ func orNoneJoined(parts []string) string {
 	return strings.Join(parts, " ")
 }
 
-func formatTensions(ts []Tension) string {
-	if len(ts) == 0 {
-		return ""
-	}
-	var b strings.Builder
+func formatTensions(parts *pieces, ts []Tension) string {
+	var lines []string
 	for i, t := range ts {
-		fmt.Fprintf(&b, "%d. %s (evidence strength %.2f)\n", i+1, t.Description, t.Strength)
+		lines = append(lines, parts.fill("tension.md", map[string]string{"number": strconv.Itoa(i + 1), "description": t.Description, "strength": fmt.Sprintf("%.2f", t.Strength)}))
 		for _, e := range t.Evidence {
-			fmt.Fprintf(&b, "   - %s\n", e)
+			lines = append(lines, parts.fill("evidence.md", map[string]string{"evidence": e}))
 		}
 	}
-	return strings.TrimRight(b.String(), "\n")
+	return strings.Join(lines, "\n")
 }
 
-func formatProposals(ps []Proposal, ts []Tension) string {
-	var b strings.Builder
+func formatProposals(parts *pieces, ps []Proposal, ts []Tension) string {
+	var lines []string
 	for i, p := range ps {
 		strength := 0.0
 		if p.Tension >= 1 && p.Tension <= len(ts) {
 			strength = ts[p.Tension-1].Strength
 		}
-		fmt.Fprintf(&b, "%d. %s (answers tension %d, evidence strength %.2f)\n   rationale: %s\n", i+1, p.Change, p.Tension, strength, p.Rationale)
+		lines = append(lines, parts.fill("proposal.md", map[string]string{"number": strconv.Itoa(i + 1), "change": p.Change.String(),
+			"tension": strconv.Itoa(p.Tension), "strength": fmt.Sprintf("%.2f", strength), "rationale": p.Rationale}))
 	}
-	return strings.TrimRight(b.String(), "\n")
+	return strings.Join(lines, "\n")
 }
 
 // sinceReflection lists the prediction deltas and value conflicts recorded
 // since the last reflection. The kernel reads its own records for these
 // numbers; the memories themselves are not shown to reflection.
-func (in *Instance) sinceReflection(ctx context.Context, lastReview int64) (deltas, conflicts []string, err error) {
+func (in *Instance) sinceReflection(ctx context.Context, parts *pieces, lastReview int64) (deltas, conflicts []string, err error) {
 	records, err := in.mem.List(ctx, memory.Filter{Authors: []string{memory.Kernel}, Step: "record", AfterSeq: lastReview})
 	if err != nil {
 		return nil, nil, err
@@ -417,8 +420,8 @@ func (in *Instance) sinceReflection(ctx context.Context, lastReview int64) (delt
 		if json.Unmarshal(e.Data, &d) != nil || d.Delta == nil {
 			continue
 		}
-		deltas = append(deltas, fmt.Sprintf("- %s: %q predicted %q, got %q: delta %.2f (%s)",
-			e.Timestamp.UTC().Format("2006-01-02 15:04"), d.Action, clip.Line(d.Predicted, 200), clip.Line(d.Outcome, 200), *d.Delta, d.Explanation))
+		deltas = append(deltas, parts.fill("delta.md", map[string]string{"time": e.Timestamp.UTC().Format("2006-01-02 15:04"), "action": d.Action,
+			"predicted": clip.Line(d.Predicted, 200), "outcome": clip.Line(d.Outcome, 200), "delta": fmt.Sprintf("%.2f", *d.Delta), "explanation": d.Explanation}))
 	}
 	triggers, err := in.mem.List(ctx, memory.Filter{Authors: []string{memory.Kernel}, Step: stepTrigger, AfterSeq: lastReview})
 	if err != nil {
@@ -433,7 +436,7 @@ func (in *Instance) sinceReflection(ctx context.Context, lastReview int64) (delt
 		}
 		for _, f := range d.Fired {
 			if f.Condition == FiredTension {
-				conflicts = append(conflicts, fmt.Sprintf("- %s: %s", e.Timestamp.UTC().Format("2006-01-02 15:04"), f.Detail))
+				conflicts = append(conflicts, parts.fill("conflict.md", map[string]string{"time": e.Timestamp.UTC().Format("2006-01-02 15:04"), "detail": f.Detail}))
 			}
 		}
 	}

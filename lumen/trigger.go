@@ -134,8 +134,12 @@ func (in *Instance) checkTrigger(ctx context.Context, tr trigger, rep *ActionRep
 		for _, v := range high {
 			names = append(names, fmt.Sprintf("%s (%.2f)", v.Name, v.Weight))
 		}
+		parts, err := in.parts()
+		if err != nil {
+			return nil, err
+		}
 		vars := map[string]string{
-			"trigger":     tr.describe(),
+			"trigger":     tr.prompt(parts),
 			"input":       tr.external,
 			"action":      "",
 			"outcome":     rep.Outcome,

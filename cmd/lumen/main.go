@@ -125,8 +125,9 @@ func initCommand(o *options) *cobra.Command {
 		Short: "Create a new instance in --dir: data/, skills/chat/, prompts/, a git repository",
 		Long: `Create a new instance in --dir (created if missing): data/ with an empty soul.md,
 values.json holding [], goals/ and memory/; skills/chat/, the default chat skill;
-prompts/<step>/{system,prompt}.md, every instruction the kernel gives the LLM, for
-you to read and edit; .gitignore for the derived .lumen/ directory; and a git
+prompts/<step>/{system,prompt}.md, every instruction the kernel gives the LLM, and
+prompts/{json,act,parts}/, the rest of the text it reads, for you to read and edit
+(a missing file falls back to the built-in default); .gitignore for the derived .lumen/ directory; and a git
 repository (when git is installed; you make the commits). Refuses a directory
 that already holds an instance.`,
 		Args: cobra.NoArgs,
