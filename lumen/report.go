@@ -18,6 +18,7 @@ func (r *InitReport) Text() string {
 		fmt.Fprintf(&b, "  created %s\n", c)
 	}
 	fmt.Fprintf(&b, "  created prompts/<step>/{system,prompt}.md for %s\n", strings.Join(steps, ", "))
+	fmt.Fprintf(&b, "  created prompts/json/, prompts/act/, prompts/parts/: the rest of the text the model reads (docs/lumen.md, Prompts)\n")
 	fmt.Fprintf(&b, "git: %s\n", r.Git)
 	return b.String()
 }
