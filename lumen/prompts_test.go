@@ -30,6 +30,16 @@ func jsonWording(t *testing.T, p *script.Provider) (instruction, repair string) 
 	return first.System[len(first.System)-1].Text, second.Messages[2].Text()
 }
 
+// editPrompts writes files (path under prompts/ -> content) into a new
+// instance before it is opened.
+func editPrompts(files map[string]string) func(root string) {
+	return func(root string) {
+		for path, content := range files {
+			os.WriteFile(filepath.Join(root, "prompts", path), []byte(content), 0o644)
+		}
+	}
+}
+
 func thinkSchema(t *testing.T) *llm.Schema {
 	t.Helper()
 	s, err := llm.SchemaFor[thought]()
@@ -41,10 +51,10 @@ func thinkSchema(t *testing.T) *llm.Schema {
 
 func TestEditedJSONTemplatesAreWhatTheModelReads(t *testing.T) {
 	p := scripted(t, malformedChatTurn()...)
-	edit := func(root string) {
-		os.WriteFile(filepath.Join(root, "prompts/json/instruction.md"), []byte("Reply in JSON only. Schema: {{schema}} (edited)\n"), 0o644)
-		os.WriteFile(filepath.Join(root, "prompts/json/repair.md"), []byte("That was not right (edited):\n{{problems}}\n"), 0o644)
-	}
+	edit := editPrompts(map[string]string{
+		"json/instruction.md": "Reply in JSON only. Schema: {{schema}} (edited)\n",
+		"json/repair.md":      "That was not right (edited):\n{{problems}}\n",
+	})
 	in, _ := newInstance(t, "", edit, withScript(p))
 	if _, err := in.Chat(context.Background(), "hi"); err != nil {
 		t.Fatal(err)
@@ -117,9 +127,7 @@ func TestAnInstanceWithoutTheJSONTemplatesStillWorks(t *testing.T) {
 
 func TestAJSONTemplateWithAnUnknownVariableFailsBeforeAnyCall(t *testing.T) {
 	p := scripted(t, malformedChatTurn()...)
-	bad := func(root string) {
-		os.WriteFile(filepath.Join(root, "prompts/json/repair.md"), []byte("Wrong: {{errors}}\n"), 0o644)
-	}
+	bad := editPrompts(map[string]string{"json/repair.md": "Wrong: {{errors}}\n"})
 	in, _ := newInstance(t, "", bad, withScript(p))
 	_, err := in.Chat(context.Background(), "hi")
 	if err == nil || !strings.Contains(err.Error(), "json/repair.md uses {{errors}}") || !strings.Contains(err.Error(), "{{problems}}") {
@@ -132,10 +140,10 @@ func TestAJSONTemplateWithAnUnknownVariableFailsBeforeAnyCall(t *testing.T) {
 
 func TestEditedActTemplatesAreWhatRecordReads(t *testing.T) {
 	p := scripted(t, chatTurn("hello Ada")...)
-	edit := func(root string) {
-		os.WriteFile(filepath.Join(root, "prompts/act/succeeded.md"), []byte("EDITED: {{skill}} ran and returned {{output}}\n"), 0o644)
-		os.WriteFile(filepath.Join(root, "prompts/act/shown.md"), []byte(" | the person saw: {{display}}\n"), 0o644)
-	}
+	edit := editPrompts(map[string]string{
+		"act/succeeded.md": "EDITED: {{skill}} ran and returned {{output}}\n",
+		"act/shown.md":     " | the person saw: {{display}}\n",
+	})
 	in, _ := newInstance(t, "", edit, withScript(p))
 	if _, err := in.Chat(context.Background(), "hi"); err != nil {
 		t.Fatal(err)
@@ -173,11 +181,12 @@ func TestEditedCreateSkillTemplatesAreWhatTheModelReads(t *testing.T) {
 	p := script.New(sc)
 	edit := func(root string) {
 		state([]Value{{"warmth", 0.9, ValueActive}}, []Goal{{"greet people", 0.9, GoalWorking}})(root)
-		dir := filepath.Join(root, "prompts/create-skill")
-		os.WriteFile(filepath.Join(dir, "tool-bad-input.md"), []byte("EDITED bad input: {{problems}}\n"), 0o644)
-		os.WriteFile(filepath.Join(dir, "created.md"), []byte("EDITED made {{skill}}\n"), 0o644)
-		os.WriteFile(filepath.Join(dir, "tool-result.md"), []byte("EDITED result: {{what}}\n"), 0o644)
-		os.WriteFile(filepath.Join(dir, "outcome.md"), []byte("EDITED outcome: {{what}}\n"), 0o644)
+		editPrompts(map[string]string{
+			"create-skill/tool-bad-input.md": "EDITED bad input: {{problems}}\n",
+			"create-skill/created.md":        "EDITED made {{skill}}\n",
+			"create-skill/tool-result.md":    "EDITED result: {{what}}\n",
+			"create-skill/outcome.md":        "EDITED outcome: {{what}}\n",
+		})(root)
 	}
 	in, _ := newInstance(t, "", edit, withScript(p))
 	rep, _, err := in.pursueGoal(context.Background())
@@ -205,12 +214,11 @@ func TestEditedCreateSkillTemplatesAreWhatTheModelReads(t *testing.T) {
 
 func TestEditedPartsAreWhatTheStepsRead(t *testing.T) {
 	p := scripted(t, append(chatTurn("hello Ada"), chatTurn("bye Ada")...)...)
-	edit := func(root string) {
-		dir := filepath.Join(root, "prompts/parts")
-		os.WriteFile(filepath.Join(dir, "trigger-input.md"), []byte("EDITED the person wrote: {{input}}\n"), 0o644)
-		os.WriteFile(filepath.Join(dir, "candidate.md"), []byte("EDITED option {{number}}: {{action}} with {{skill}}\n"), 0o644)
-		os.WriteFile(filepath.Join(dir, "person.md"), []byte("EDITED {{time}} they said {{input}}\n"), 0o644)
-	}
+	edit := editPrompts(map[string]string{
+		"parts/trigger-input.md": "EDITED the person wrote: {{input}}\n",
+		"parts/candidate.md":     "EDITED option {{number}}: {{action}} with {{skill}}\n",
+		"parts/person.md":        "EDITED {{time}} they said {{input}}\n",
+	})
 	in, _ := newInstance(t, "", edit, withScript(p))
 	for _, msg := range []string{"hi", "see you"} {
 		if _, err := in.Chat(context.Background(), msg); err != nil {
