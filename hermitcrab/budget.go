@@ -138,6 +138,9 @@ type meteredProvider struct {
 	b     *budget
 }
 
+// Betas are the inner provider's (llm.ProviderBetas).
+func (p meteredProvider) Betas() []string { return llm.ProviderBetas(p.inner) }
+
 func (p meteredProvider) Messages(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	if err := p.b.allow(req.Model); err != nil {
 		return nil, err

@@ -33,9 +33,14 @@ type BetaProvider interface {
 
 // Betas are the anthropic-beta values the provider sends with every
 // request; nil when it sends none or is not a BetaProvider.
-func (c *Client) Betas() []string {
-	if p, ok := c.Provider.(BetaProvider); ok {
-		return p.Betas()
+func (c *Client) Betas() []string { return ProviderBetas(c.Provider) }
+
+// ProviderBetas is p's Betas when p is a BetaProvider, else nil. A
+// Provider that wraps another (a meter, a spend cap) passes its inner
+// provider's betas on with it, so the request check sees them.
+func ProviderBetas(p Provider) []string {
+	if bp, ok := p.(BetaProvider); ok {
+		return bp.Betas()
 	}
 	return nil
 }

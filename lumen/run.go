@@ -98,6 +98,9 @@ type capped struct {
 	check func() error
 }
 
+// Betas are the wrapped provider's (llm.ProviderBetas).
+func (c capped) Betas() []string { return llm.ProviderBetas(c.Provider) }
+
 func (c capped) Messages(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	if err := c.check(); err != nil {
 		return nil, err

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmkernels/kernels/llm"
+	"github.com/llmkernels/kernels/llm/anthropic"
 	"github.com/llmkernels/kernels/lumen/memory"
 )
 
@@ -351,5 +353,18 @@ func TestARunThatCannotRecordAFailureStopsWithAnError(t *testing.T) {
 	}})
 	if err == nil || rep == nil || !rep.Limited() || rep.Stopped != StopFailed {
 		t.Fatalf("run = %+v, %v; want an error and the stop %q", rep, err, StopFailed)
+	}
+}
+
+// The run's spend cap wraps the provider; the request check must still see
+// the provider's betas.
+func TestTheSpendCapKeepsTheProvidersBetas(t *testing.T) {
+	p, err := anthropic.New(anthropic.Config{APIKey: "test-key", BaseURL: "http://127.0.0.1:1", Betas: []string{llm.BetaInterleavedThinking}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &llm.Client{Provider: capped{Provider: p, check: func() error { return nil }}}
+	if !llm.HasBeta(c.Betas(), llm.BetaInterleavedThinking) {
+		t.Errorf("betas under the cap: %q", c.Betas())
 	}
 }
