@@ -42,6 +42,14 @@ func Usagef(format string, args ...any) error {
 	return Exit(ExitUsage, fmt.Errorf(format, args...))
 }
 
+// usageMarked is an error that a package below this one (which cannot
+// return Usagef without importing it) marks as the command line's fault:
+// internal/provider's *FlagError. It exits 2 like Usagef.
+type usageMarked interface {
+	error
+	UsageError() bool
+}
+
 // runError marks an error returned by a command's own RunE, as against one
 // cobra returned while parsing the command line (a usage error).
 type runError struct{ err error }
@@ -53,13 +61,17 @@ func (e *runError) Unwrap() error { return e.err }
 // line: 0 for nil, the status of an ExitError, 1 for any other error a
 // command returned, and 2 for an error cobra returned before the command
 // ran (unknown command or flag, bad flag value, wrong number of arguments,
-// missing required flag).
+// missing required flag) or that is marked as a usage error (an unknown
+// --provider, found only when the command builds its client).
 func StatusOf(err error) int {
 	if err == nil {
 		return ExitOK
 	}
 	if e, ok := errors.AsType[*ExitError](err); ok {
 		return e.Status
+	}
+	if u, ok := errors.AsType[usageMarked](err); ok && u.UsageError() {
+		return ExitUsage
 	}
 	if _, ok := errors.AsType[*runError](err); ok {
 		return ExitFailure

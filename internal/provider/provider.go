@@ -73,26 +73,52 @@ func (c *Config) ClientWithKey(key string, notice io.Writer) (*llm.Client, error
 	return client, nil
 }
 
-func (c *Config) open(key string) (llm.Provider, error) {
+// FlagError is a provider set-up the flags (or LLM_PROVIDER) cannot
+// describe: a mistake on the command line, which the CLIs report as a
+// usage error (exit 2), as against a key, a file or a server that fails.
+type FlagError struct{ msg string }
+
+func (e *FlagError) Error() string { return e.msg }
+
+// UsageError marks the error as the command line's fault for internal/cli.
+func (e *FlagError) UsageError() bool { return true }
+
+// Check reports, as a *FlagError, what makes the flags describe no
+// provider: an unknown --provider, --provider script without --script,
+// --beta with openai. It reads no file and needs no key. Client checks
+// it first; a command that starts long work (a server) checks it before.
+func (c *Config) Check() error {
 	switch c.Provider {
 	case Anthropic:
-		return anthropic.New(anthropic.Config{APIKey: key, BaseURL: c.BaseURL, Betas: c.Betas})
 	case OpenAI:
 		if len(c.Betas) > 0 {
-			return nil, fmt.Errorf("--beta is an Anthropic header; --provider openai cannot send it")
+			return &FlagError{"--beta is an Anthropic header; --provider openai cannot send it"}
 		}
-		return openai.New(openai.Config{APIKey: key, BaseURL: c.BaseURL})
 	case Script:
 		if c.Script == "" {
-			return nil, fmt.Errorf("--provider script needs --script FILE (format: docs/scripts.md)")
+			return &FlagError{"--provider script needs --script FILE (format: docs/scripts.md)"}
 		}
+	default:
+		return &FlagError{fmt.Sprintf("unknown --provider %q (or LLM_PROVIDER): choose %s", c.Provider, strings.Join([]string{Anthropic, OpenAI, Script}, ", "))}
+	}
+	return nil
+}
+
+func (c *Config) open(key string) (llm.Provider, error) {
+	if err := c.Check(); err != nil {
+		return nil, err
+	}
+	switch c.Provider {
+	case OpenAI:
+		return openai.New(openai.Config{APIKey: key, BaseURL: c.BaseURL})
+	case Script:
 		s, err := script.Load(c.Script)
 		if err != nil {
 			return nil, err
 		}
 		return script.New(s), nil
 	}
-	return nil, fmt.Errorf("unknown --provider %q: choose %s", c.Provider, strings.Join([]string{Anthropic, OpenAI, Script}, ", "))
+	return anthropic.New(anthropic.Config{APIKey: key, BaseURL: c.BaseURL, Betas: c.Betas})
 }
 
 func envOr(key, fallback string) string {
