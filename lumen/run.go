@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -28,7 +29,9 @@ type CycleReport struct {
 	Backoff time.Duration `json:"backoff,omitempty"`
 }
 
-// RunOptions control lumen run. Zero fields mean no limit, or the default.
+// RunOptions control lumen run. Zero fields mean no limit, or the default;
+// Run refuses a negative one (or a cap that is not a number) as an
+// *ArgError before it starts.
 type RunOptions struct {
 	Cycles   int           // stop after this many cycles
 	Interval time.Duration // wait between cycles (the loop timer); 0 goes back to back
@@ -118,6 +121,9 @@ func (c capped) Messages(ctx context.Context, req *llm.Request) (*llm.Response, 
 // goes on after a back-off that grows while failures repeat. When ctx is
 // cancelled, the step under way finishes first.
 func (in *Instance) Run(ctx context.Context, ro RunOptions) (*RunReport, error) {
+	if err := ro.Check(); err != nil {
+		return nil, err
+	}
 	if err := in.writable(); err != nil {
 		return nil, err
 	}
@@ -243,6 +249,32 @@ func (in *Instance) Run(ctx context.Context, ro RunOptions) (*RunReport, error) 
 		}
 	}
 	return finish(StopCycles, fmt.Sprintf("%d cycles", ro.Cycles))
+}
+
+// Check refuses what no limit can mean: a negative count, duration or
+// cap (-1 is not "no limit": 0 is), and a cap that is not a number.
+func (ro RunOptions) Check() error {
+	switch {
+	case ro.Cycles < 0:
+		return argErrorf("--cycles %d: give how many cycles to run, or 0 for no limit", ro.Cycles)
+	case ro.Interval < 0:
+		return argErrorf("--interval %s: give the wait between cycles, e.g. 5m, or 0 to run them back to back", ro.Interval)
+	case ro.For < 0:
+		return argErrorf("--for %s: give how long to run, e.g. 8h, or 0 for no limit", ro.For)
+	case ro.Backoff < 0:
+		return argErrorf("--backoff %s: give the wait after a failed cycle, e.g. 30s", ro.Backoff)
+	case ro.MaxBackoff < 0:
+		return argErrorf("the longest back-off %s is negative", ro.MaxBackoff)
+	}
+	for _, c := range []struct {
+		flag string
+		usd  float64
+	}{{"--max-cost", ro.MaxCost}, {"--max-cost-day", ro.MaxCostDay}} {
+		if c.usd < 0 || math.IsNaN(c.usd) {
+			return argErrorf("%s %v: give a cap in US dollars, e.g. 2, or 0 for no cap", c.flag, c.usd)
+		}
+	}
+	return nil
 }
 
 // capsCountable refuses a spend cap the run could not count: a call to a

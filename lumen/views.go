@@ -256,6 +256,18 @@ func orDash(s string) string {
 	return s
 }
 
+// ArgError is a value a caller gave that a view or the loop cannot take
+// (a --date that is no day, an unknown --author, a negative --cycles):
+// the caller's mistake, which the CLI reports as a usage error (exit 2).
+type ArgError struct{ msg string }
+
+func argErrorf(format string, args ...any) error { return &ArgError{fmt.Sprintf(format, args...)} }
+
+func (e *ArgError) Error() string { return e.msg }
+
+// UsageError marks the error as the command line's fault for internal/cli.
+func (e *ArgError) UsageError() bool { return true }
+
 // MemoryQuery selects memories for lumen memory.
 type MemoryQuery struct {
 	Author string // self, kernel, goal or external; "" for all
@@ -271,13 +283,13 @@ func (in *Instance) Memories(ctx context.Context, q MemoryQuery) ([]memory.Entry
 	}
 	if q.Author != "" {
 		if !memory.ValidAuthor(q.Author) {
-			return nil, fmt.Errorf("--author %q: use self, kernel, goal or external", q.Author)
+			return nil, argErrorf("--author %q: use self, kernel, goal or external", q.Author)
 		}
 		f.Authors = []string{q.Author}
 	}
 	if q.Date != "" {
 		if _, err := time.Parse(time.DateOnly, q.Date); err != nil {
-			return nil, fmt.Errorf("--date %q: use YYYY-MM-DD, e.g. 2026-02-14", q.Date)
+			return nil, argErrorf("--date %q: use YYYY-MM-DD, e.g. 2026-02-14", q.Date)
 		}
 		f.Day = q.Date
 	}
@@ -308,17 +320,21 @@ func memoryLine(e memory.Entry) string {
 
 // Search ranks memories for query the way the loops retrieve them (recency,
 // importance and relevance, each normalised, summed with weights), best
-// first: at most limit, of these authors (all when empty).
+// first: at most limit (0: as many as a step loads, Options.TopK), of these
+// authors (all when empty).
 func (in *Instance) Search(ctx context.Context, query string, authors []string, limit int) (*memory.Retrieval, error) {
 	if strings.TrimSpace(query) == "" {
-		return nil, fmt.Errorf("memory search: give a query, e.g. lumen memory search \"my sister\"")
+		return nil, argErrorf("memory search: give a query, e.g. lumen memory search \"my sister\"")
 	}
 	for _, a := range authors {
 		if !memory.ValidAuthor(a) {
-			return nil, fmt.Errorf("--author %q: use self, kernel, goal or external", a)
+			return nil, argErrorf("--author %q: use self, kernel, goal or external", a)
 		}
 	}
-	if limit <= 0 {
+	if limit < 0 {
+		return nil, argErrorf("--limit %d: give how many memories, or 0 for as many as a step loads (%d)", limit, in.opts.TopK)
+	}
+	if limit == 0 {
 		limit = in.opts.TopK
 	}
 	return in.mem.Retrieve(ctx, memory.Query{Text: query, TopK: limit, Authors: authors, Now: in.opts.Now()})
@@ -349,7 +365,10 @@ func (in *Instance) SortedValues() ([]Value, error) {
 // heaviest first (lumen goals).
 func (in *Instance) FilteredGoals(year int, status string) ([]GoalRecord, error) {
 	if status != "" && !validGoalStatus(status) {
-		return nil, fmt.Errorf("--status %q: use todo, working, done or perpetual", status)
+		return nil, argErrorf("--status %q: use todo, working, done or perpetual", status)
+	}
+	if year < 0 {
+		return nil, argErrorf("--year %d: give a year such as 2026, or 0 for every year", year)
 	}
 	gs, err := in.Goals()
 	if err != nil {

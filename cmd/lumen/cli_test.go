@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestTheCommandsEndToEnd drives the binary through the docs' walk-through
@@ -158,5 +160,74 @@ func TestChatRefusesAnOverlongLineAndGoesOn(t *testing.T) {
 	}
 	if !strings.Contains(errb.String(), "not sent") || !strings.Contains(out.String(), "lumen> Hello! I am a new mind") {
 		t.Fatalf("stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
+	}
+}
+
+// Mistakes on the command line that only the command sees (a bad filter,
+// a negative limit, a provider the flags cannot describe) exit 2 with the
+// --help hint, before anything runs: the memory is as it was. What a user
+// reasonably means by 0 (no limit, every year, the default) still works.
+func TestUsageMistakesExit2AndRunNothing(t *testing.T) {
+	bin, dir := lumenInstance(t)
+	testdata, _ := filepath.Abs("../../lumen/testdata")
+	script := []string{"--provider", "script", "--script", filepath.Join(testdata, "demo-run.json")}
+	lumenRun := func(args ...string) (int, string) {
+		t.Helper()
+		// A run that is not refused would go on: a minute ends it.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, append(args, "--dir", dir)...)
+		cmd.Env = append(os.Environ(), "LLM_PROVIDER=")
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		cmd.Run()
+		return cmd.ProcessState.ExitCode(), errb.String()
+	}
+	memories := func() string {
+		t.Helper()
+		out, err := exec.Command(bin, "memory", "--all", "--json", "--dir", dir).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	before := memories()
+	for want, args := range map[string][]string{
+		`--date "garbage": use YYYY-MM-DD`:           {"memory", "--date", "garbage"},
+		`--author "bogus": use self, kernel`:         {"memory", "--author", "bogus"},
+		`--author "bogus": use self, kernel `:        {"memory", "search", "x", "--author", "bogus"},
+		`--status "bogus": use todo, working`:        {"goals", "--status", "bogus"},
+		"--year -1: give a year":                     {"goals", "--year", "-1"},
+		"--limit -1: give how many memories":         {"memory", "search", "x", "--limit", "-1"},
+		"--cycles -1: give how many cycles":          append([]string{"run", "--cycles", "-1", "--interval", "0"}, script...),
+		"--interval -5s: give the wait":              append([]string{"run", "--interval", "-5s"}, script...),
+		"--for -1h0m0s: give how long":               append([]string{"run", "--for", "-1h"}, script...),
+		"--backoff -1s: give the wait":               append([]string{"run", "--backoff", "-1s"}, script...),
+		"--max-cost -1: give a cap":                  append([]string{"run", "--max-cost", "-1"}, script...),
+		"--max-cost-day NaN: give a cap":             append([]string{"run", "--max-cost-day", "NaN"}, script...),
+		`unknown --provider "bogus"`:                 {"run", "--provider", "bogus"},
+		`unknown --provider "bogus" `:                {"chat", "--provider", "bogus"},
+		"--provider script needs --script":           {"run", "--provider", "script"},
+		"--provider script needs --script ":          {"audit", "--judge", "--provider", "script"},
+		"--skill-timeout 0s: give how long":          {"status", "--skill-timeout", "0"},
+		"--skill-output-cap -5: give how many bytes": {"status", "--skill-output-cap", "-5"},
+		"--reflect-every -1: give how many action":   {"status", "--reflect-every", "-1"},
+	} {
+		status, stderr := lumenRun(args...)
+		if status != 2 || !strings.Contains(stderr, strings.TrimSpace(want)) || !strings.Contains(stderr, "Run 'lumen ") {
+			t.Errorf("lumen %v: exit %d, stderr %q; want 2 and %q with the --help hint", args, status, stderr, want)
+		}
+	}
+	if out, err := exec.Command(bin, "status", "--dir", "").CombinedOutput(); !strings.Contains(string(out), "--dir is empty") {
+		t.Errorf("lumen status --dir '': %v, %s", err, out)
+	}
+	if after := memories(); after != before {
+		t.Errorf("a refused command wrote memories:\nbefore %s\nafter %s", before, after)
+	}
+	for _, args := range [][]string{{"memory", "search", "x", "--limit", "0"}, {"goals", "--year", "0"}, {"memory", "--date", "2026-02-14"},
+		append([]string{"run", "--cycles", "1", "--interval", "0", "--max-cost", "0", "--for", "0"}, script...)} {
+		if status, stderr := lumenRun(args...); status != 0 {
+			t.Errorf("lumen %v: exit %d, %s", args, status, stderr)
+		}
 	}
 }

@@ -95,9 +95,28 @@ func envOr(key, fallback string) string {
 	return fallback
 }
 
+// check refuses global flag values that mean nothing: the kernel would
+// take a zero or negative one for its default, silently.
+func (o *options) check() error {
+	switch {
+	case o.dir == "":
+		return cli.Usagef("--dir is empty: give the instance directory (default: the current one)")
+	case o.skillTimeout <= 0:
+		return cli.Usagef("--skill-timeout %s: give how long a skill run may take, e.g. 60s", o.skillTimeout)
+	case o.skillOutputCap <= 0:
+		return cli.Usagef("--skill-output-cap %d: give how many bytes of output a skill run may write, e.g. 65536", o.skillOutputCap)
+	case o.reflectEvery <= 0:
+		return cli.Usagef("--reflect-every %d: give how many action cycles between reflections (--no-reflect on lumen run turns reflection off)", o.reflectEvery)
+	}
+	return nil
+}
+
 // open opens the instance; with app set it also builds the LLM client.
 // readOnly is for the views: nothing in the instance is created or written.
 func (o *options) open(app *cli.App, stderr io.Writer, readOnly bool) (*lumen.Instance, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
 	opts := lumen.Options{Python: o.python, SkillTimeout: o.skillTimeout, SkillOutputCap: o.skillOutputCap, ReflectEvery: o.reflectEvery,
 		ReadOnly: readOnly}
 	if o.embeddingURL != "" {
@@ -132,6 +151,9 @@ repository (when git is installed; you make the commits). Refuses a directory
 that already holds an instance.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.check(); err != nil {
+				return err
+			}
 			rep, err := lumen.Init(cmd.Context(), o.dir)
 			if err != nil {
 				return err
@@ -293,6 +315,9 @@ totals at the end. Exit status 0 when --cycles ran out, 5 when a signal, --for
 or a spend cap stopped it (run again to go on).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
+			if err := ro.Check(); err != nil {
+				return err // before the instance is opened
+			}
 			in, err := o.open(app, cmd.ErrOrStderr(), false)
 			if err != nil {
 				return err
@@ -318,7 +343,7 @@ or a spend cap stopped it (run again to go on).`,
 	f.Float64Var(&ro.MaxCost, "max-cost", 0, "stop once this run's LLM calls cost this many US dollars (0: no cap)")
 	f.Float64Var(&ro.MaxCostDay, "max-cost-day", 0, "stop once today's LLM spend (UTC, every process, from the memory records) reaches this many US dollars (0: no cap)")
 	f.BoolVar(&ro.NoReflect, "no-reflect", false, "never enter the reflection loop (the reflexivity ablation); recorded on every cycle")
-	f.DurationVar(&ro.Backoff, "backoff", 30*time.Second, "wait after a failed cycle, doubling while failures repeat (at most 30m)")
+	f.DurationVar(&ro.Backoff, "backoff", 30*time.Second, "wait after a failed cycle, doubling while failures repeat (at most 30m; 0: 30s)")
 	return cmd
 }
 
@@ -438,7 +463,7 @@ the first line shows. Best first.`,
 		},
 	}
 	cmd.Flags().StringSliceVar(&authors, "author", nil, "only these authors (comma-separated): self, kernel, goal, external")
-	cmd.Flags().IntVar(&limit, "limit", 10, "how many memories")
+	cmd.Flags().IntVar(&limit, "limit", 10, "how many memories (0: as many as a loop step loads)")
 	asJSON = cli.JSONFlag(cmd)
 	return cmd
 }
@@ -505,7 +530,7 @@ func goalsCommand(o *options) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().IntVar(&year, "year", 0, "only goals created in this year (data/goals/YEAR.json)")
+	cmd.Flags().IntVar(&year, "year", 0, "only goals created in this year (data/goals/YEAR.json; 0: every year)")
 	cmd.Flags().StringVar(&status, "status", "", "only this status: todo, working, done or perpetual")
 	asJSON = cli.JSONFlag(cmd)
 	return cmd
@@ -672,6 +697,9 @@ audits show the latest.`,
 
 // openWritable opens the instance for writing, without an LLM.
 func (o *options) openWritable() (*lumen.Instance, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
 	return lumen.Open(o.dir, lumen.Options{Python: o.python, SkillTimeout: o.skillTimeout, SkillOutputCap: o.skillOutputCap, ReflectEvery: o.reflectEvery})
 }
 
