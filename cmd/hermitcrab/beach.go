@@ -250,6 +250,7 @@ func beachPassportCommand(client clientFunc) *cobra.Command {
 	var listJSON *bool
 	list := &cobra.Command{
 		Use: "list", Short: "List the passports published most recently, verified", Args: cobra.NoArgs,
+		PreRunE: func(*cobra.Command, []string) error { return checkLimit(limit) },
 		RunE: client.run(func(cmd *cobra.Command, _ []string, c *beach.Client) error {
 			good, bad, err := c.Passports(cmd.Context(), limit)
 			if err != nil {
@@ -294,6 +295,7 @@ func beachMarkCommands(client clientFunc) []*cobra.Command {
 	var marksJSON *bool
 	marks := &cobra.Command{
 		Use: "marks URL", Short: "List who marked a URL and why, newest first, verified", Args: cobra.ExactArgs(1),
+		PreRunE: func(*cobra.Command, []string) error { return checkLimit(limit) },
 		RunE: client.run(func(cmd *cobra.Command, args []string, c *beach.Client) error {
 			good, bad, err := c.Marks(cmd.Context(), args[0], limit)
 			if err != nil {
@@ -334,11 +336,26 @@ func beachSendCommand(client clientFunc) *cobra.Command {
 	return cmd
 }
 
+// checkLimit refuses a negative --limit (0 leaves the number to the
+// beach), before the command opens the instance's identity.
+func checkLimit(limit int) error {
+	if limit < 0 {
+		return cli.Usagef("--limit %d: give at most how many, or 0 for the beach's default", limit)
+	}
+	return nil
+}
+
 func beachInboxCommand(client clientFunc) *cobra.Command {
 	var limit int
 	var after int64
 	cmd := &cobra.Command{
 		Use: "inbox", Short: "Take this instance's unread messages (marked read on the beach), each verified", Args: cobra.NoArgs,
+		PreRunE: func(*cobra.Command, []string) error {
+			if after < 0 {
+				return cli.Usagef("--after %d: give a message id (they start at 1), or 0 for every message", after)
+			}
+			return checkLimit(limit)
+		},
 		RunE: client.run(func(cmd *cobra.Command, _ []string, c *beach.Client) error {
 			// One request or the other: taking the unread messages first
 			// would record their nonces, and the fetch that follows would

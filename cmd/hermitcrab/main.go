@@ -105,11 +105,43 @@ func (f *flags) open(cmd *cobra.Command, withLLM bool) (*hermitcrab.Kernel, erro
 	return k, nil
 }
 
+// dataDir is --data, else the default data directory. Every command
+// finds its data directory here, so the global flags are checked here
+// first.
 func (f *flags) dataDir() (string, error) {
+	if err := f.check(); err != nil {
+		return "", err
+	}
 	if f.data != "" {
 		return f.data, nil
 	}
 	return hermitcrab.DataDir()
+}
+
+// check refuses global flag values that mean nothing: an empty --data
+// (a variable that was not set) would open the default data directory,
+// and a zero or negative size or cap would be taken for the default.
+func (f *flags) check() error {
+	pf := f.app.Root.PersistentFlags()
+	switch {
+	case pf.Lookup("data").Changed && f.data == "":
+		return cli.Usagef("--data is empty: give the data directory, or leave the flag out for the default ($HERMITCRAB_DATA, else ~/.local/share/hermitcrab)")
+	case f.maxBlockBytes <= 0:
+		return cli.Usagef("--max-block-bytes %d: give the largest block in bytes, e.g. 65536", f.maxBlockBytes)
+	case f.caps.Wakes <= 0:
+		return cli.Usagef("--max-wakes %d: give at least 1 wake a day (serve --no-wake runs no triggers)", f.caps.Wakes)
+	case !(f.caps.CostUSD > 0): // NaN too
+		return cli.Usagef("--max-wake-cost %v: give a daily cap in US dollars above 0, e.g. 1 (serve --no-wake runs no triggers)", f.caps.CostUSD)
+	}
+	return nil
+}
+
+// checkTier refuses a tier the prompt has no instructions for.
+func checkTier(tier int) error {
+	if tier < prompt.Light || tier > prompt.Deep {
+		return cli.Usagef("--tier %d: give 1 (light), 2 (present) or 3 (deep)", tier)
+	}
+	return nil
 }
 
 func (f *flags) kernelOptions() hermitcrab.Options {
@@ -162,6 +194,9 @@ clients holding its token (mcp_token in the data directory).`,
 				return err
 			}
 			p := f.app.Provider
+			if err := p.Check(); err != nil {
+				return err // before the server starts: every call would fail
+			}
 			base := p.BaseURL
 			if base == "" {
 				base = os.Getenv("ANTHROPIC_BASE_URL")
@@ -415,6 +450,9 @@ its size. With --json: {"tier", "text", "sections": [{"instruction", "text", "er
 "aperture", "problems", "characters", "tokens"} (docs/configuration.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkTier(tier); err != nil {
+				return err
+			}
 			return f.withReady(cmd, true, func(k *hermitcrab.Kernel) error {
 				c, err := k.CompilePrompt(cmd.Context(), tier)
 				if err != nil {
@@ -485,6 +523,9 @@ Tool calls are shown as they happen. The conversation is saved (under --conversa
 and continues next time unless --new. Ctrl-D ends.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkTier(tier); err != nil {
+				return err
+			}
 			return f.withKernel(cmd, true, func(k *hermitcrab.Kernel) error {
 				ctx := cmd.Context()
 				if fresh {

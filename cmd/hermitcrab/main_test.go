@@ -200,7 +200,14 @@ func TestExitStatusesAndVersion(t *testing.T) {
 	cases := map[int][][]string{
 		0: {{"blocks", "list"}, {"--version"}, {"blocks", "--help"}},
 		1: {{"blocks", "show", "nosuch"}, {"boot", "--provider", "anthropic"}},
-		2: {{"blocks", "show"}, {"blocks", "bogus"}, {"bogus"}, {"blocks", "list", "--bogus"}, {"prompt", "--tier", "x"}, {"serve", "extra"}},
+		2: {{"blocks", "show"}, {"blocks", "bogus"}, {"bogus"}, {"blocks", "list", "--bogus"}, {"prompt", "--tier", "x"}, {"serve", "extra"},
+			// values only the command can see are wrong
+			{"prompt", "--tier", "9"}, {"chat", "--tier", "0", "--provider", "script", "--script", "testdata/boot.json"},
+			{"boot", "--provider", "bogus"}, {"boot", "--provider", "script"}, {"serve", "--provider", "bogus", "--addr", "127.0.0.1:0"},
+			{"wake", "--provider", "gemini"}, {"wake", "--daemon", "--interval", "0", "--provider", "script", "--script", "testdata/boot.json"},
+			{"blocks", "list", "--data", ""}, {"blocks", "list", "--max-block-bytes", "0"}, {"blocks", "list", "--max-wakes", "-1"},
+			{"wake", "status", "--max-wake-cost", "NaN"}, {"wake", "status", "--max-wake-cost", "-1"},
+			{"beach", "passport", "list", "--limit", "-1"}, {"beach", "marks", "https://example.org", "--limit", "-5"}, {"beach", "inbox", "--after", "-1"}},
 	}
 	for want, list := range cases {
 		for _, args := range list {
@@ -213,6 +220,9 @@ func TestExitStatusesAndVersion(t *testing.T) {
 			}
 			if got != want {
 				t.Errorf("%v: exit %d, want %d (stderr %q)", args, got, want, stderr)
+			}
+			if want == 2 && !strings.Contains(stderr, "--help' for usage.") {
+				t.Errorf("%v: stderr %q lacks the --help hint", args, stderr)
 			}
 		}
 	}

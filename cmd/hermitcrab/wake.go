@@ -59,6 +59,9 @@ With --json (one pass only): {"wakes": [...], "problems": [...], "errors": [...]
 			if !daemon && (addr != "" || withMCP) {
 				return cli.Usagef("--addr and --mcp serve while the daemon runs: add --daemon")
 			}
+			if interval <= 0 {
+				return cli.Usagef("--interval %s: give how often the triggers are checked, e.g. 15s", interval)
+			}
 			return f.withKernel(cmd, true, func(k *hermitcrab.Kernel) error {
 				if !daemon {
 					r, err := k.RunTriggers(cmd.Context())
