@@ -385,8 +385,8 @@ func (f *flags) bspCommand() *cobra.Command {
 		Short: "Block, spindle, point: print a block, the chain to SPINDLE, or the node at pscale POINT on it, as JSON",
 		Long: `Block, spindle, point. With NAME alone: the whole block. With SPINDLE (an address such
 as 0.12): the chain of texts from the root to that node, each with its pscale. With
-POINT (a pscale such as -1): the one node at that pscale on the chain. Flags go before
-NAME, so a negative POINT is read as a number: hermitcrab bsp wake 0.9.6 -2
+POINT (a pscale such as -1): the one node at that pscale on the chain. Flags may come
+anywhere; a negative POINT is read as a number, not a flag: hermitcrab bsp wake 0.9.6 -2
 It only reads: the store is opened read-only.
 
 The output is JSON: {"mode", "address", "tree" | "nodes" | "point"}, each node
@@ -410,7 +410,7 @@ The output is JSON: {"mode", "address", "tree" | "nodes" | "point"}, each node
 		},
 	}
 	cli.JSONFlag(cmd) // the output is JSON already
-	cmd.Flags().SetInterspersed(false)
+	cli.NegativeArgs(cmd)
 	return cmd
 }
 

@@ -308,3 +308,49 @@ func TestToolsResetIsTheWayOutOfAToolSetThatFailsEveryCall(t *testing.T) {
 		t.Fatalf("after the reset: %v\n%s\n%s", err, out, errOut)
 	}
 }
+
+// TestBSPReadsFlagsAfterTheArguments pins that bsp reads flags wherever
+// they come, as blocks show does, while a negative POINT stays a number:
+// --data after NAME used to be read as an address, and the command opened
+// the default store under $HOME instead.
+func TestBSPReadsFlagsAfterTheArguments(t *testing.T) {
+	data, home := t.TempDir(), t.TempDir()
+	mustHC(t, data, "", "tools", "reset") // seeds the default shell: the wake block
+	mustHC(t, data, "", "blocks", "import", "--replace", "testdata/localstorage.json")
+	for _, args := range [][]string{
+		{"bsp", "purpose", "--data", data},
+		{"bsp", "purpose", "--data=" + data, "--json"},
+		{"bsp", "wake", "0.9", "--json", "--data", data},
+		{"bsp", "wake", "0.9.6", "-2", "--data", data, "--json"},
+		{"bsp", "--json", "wake", "0.9.6", "--data", data, "-2"},
+		{"bsp", "--data", data, "wake", "0.9.6", "--", "-2"},
+		{"--data", data, "bsp", "wake", "0.9.6", "-2"},
+		{"blocks", "show", "purpose", "--data", data},
+	} {
+		cmd := exec.Command(binary, args...)
+		cmd.Env = append(os.Environ(), "HOME="+home, "XDG_DATA_HOME=", "HERMITCRAB_DATA=")
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		if err := cmd.Run(); err != nil || !json.Valid(out.Bytes()) || strings.Contains(errOut.String(), "no store") {
+			t.Errorf("hermitcrab %v: %v\nstdout %.200s\nstderr %s", args, err, out.String(), errOut.String())
+		}
+		want := "Help the person build kernels."
+		if args[1] == "wake" || args[2] == "wake" || args[3] == "wake" {
+			want = `"mode": "`
+		}
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("hermitcrab %v: %.300s", args, out.String())
+		}
+	}
+	if es, _ := os.ReadDir(home); len(es) != 0 {
+		t.Errorf("a command opened the default data directory under $HOME: %v", es)
+	}
+	for _, args := range [][]string{{"bsp", "wake", "-x"}, {"bsp", "wake", "--tier", "3"}, {"bsp", "--json"}, {"bsp", "a", "b", "c", "d"}} {
+		if _, stderr, err := hc(t, data, "", args...); err == nil || err.(*exec.ExitError).ExitCode() != 2 || !strings.Contains(stderr, "Run 'hermitcrab bsp --help'") {
+			t.Errorf("hermitcrab %v: %v, stderr %q; want exit 2", args, err, stderr)
+		}
+	}
+	if out, _ := mustHC(t, data, "", "bsp", "--help"); !strings.Contains(out, "Flags may come") {
+		t.Errorf("bsp --help: %s", out)
+	}
+}
