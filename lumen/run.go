@@ -192,10 +192,30 @@ func (in *Instance) Run(ctx context.Context, ro RunOptions) (*RunReport, error) 
 		}
 		return limit, limit == ""
 	}
+	// interrupted ends a run stopped by ctx, with a kernel memory saying
+	// where, unless the cycle under way already wrote one (it stopped
+	// between two of its steps): the signal may come between cycles, in
+	// the wait, or before the first.
+	var last *CycleReport
+	interrupted := func() (*RunReport, error) {
+		if !last.stopRecorded() {
+			where, after := "before its first cycle", 0
+			if last != nil {
+				where, after = fmt.Sprintf("between cycles, after cycle %d", last.N), last.N
+			}
+			if _, err := in.remember(memory.Kernel, "run", "interrupted",
+				fmt.Sprintf("interrupted: lumen run stopped %s at the user's request (Ctrl-C or SIGTERM); running it again goes on", where),
+				map[string]any{"after_cycle": after}); err != nil {
+				rep, ferr := finish(StopInterrupted, "")
+				return rep, errors.Join(fmt.Errorf("lumen run: recording where the run stopped: %w", err), ferr)
+			}
+		}
+		return finish(StopInterrupted, "")
+	}
 	failures := 0
 	for n := 1; ro.Cycles <= 0 || n <= ro.Cycles; n++ {
 		if ctx.Err() != nil {
-			return finish(StopInterrupted, "")
+			return interrupted()
 		}
 		if ro.For > 0 && time.Since(start) >= ro.For {
 			return finish(StopTimeLimit, fmt.Sprintf("ran for %s", ro.For))
@@ -206,6 +226,7 @@ func (in *Instance) Run(ctx context.Context, ro RunOptions) (*RunReport, error) 
 			return finish(ce.which, err.Error())
 		}
 		cr, err := in.cycle(ctx, n, ro)
+		last = cr
 		rep.Cycles++
 		rep.ByLoop[cr.Loop]++
 		if cr.Idle != "" {
@@ -245,10 +266,27 @@ func (in *Instance) Run(ctx context.Context, ro RunOptions) (*RunReport, error) 
 			pause = max(pause, cr.Backoff)
 		}
 		if why, ok := wait(pause); !ok {
+			if why == StopInterrupted {
+				return interrupted()
+			}
 			return finish(why, "")
 		}
 	}
 	return finish(StopCycles, fmt.Sprintf("%d cycles", ro.Cycles))
+}
+
+// stopRecorded reports whether the cycle wrote the kernel memory saying
+// after which of its steps Ctrl-C stopped it.
+func (c *CycleReport) stopRecorded() bool {
+	switch {
+	case c == nil:
+		return false
+	case c.Explore != nil && c.Explore.Stopped != "":
+		return true
+	case c.Action != nil && c.Action.Stopped != "":
+		return true
+	}
+	return c.Action != nil && c.Action.Reflection != nil && c.Action.Reflection.Stopped != ""
 }
 
 // Check refuses what no limit can mean: a negative count, duration or

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -40,5 +41,38 @@ func TestChatStopsCleanlyOnSIGTERMAndUsageErrorsExit2(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "data", "soul.md")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Ctrl-C while lumen run waits between cycles stops it (exit 5) with a
+// kernel memory saying where the loop stopped, as one during a cycle does.
+func TestRunInterruptedBetweenCyclesRecordsWhereItStopped(t *testing.T) {
+	bin, dir := lumenInstance(t)
+	testdata, _ := filepath.Abs("../../lumen/testdata")
+	run := clitest.Start(t, exec.Command(bin, "run", "--dir", dir, "--interval", "10m",
+		"--provider", "script", "--script", filepath.Join(testdata, "demo-run.json")))
+	clitest.Until(t, run.Stdout, "cycle 1 · ") // printed once the cycle is over: the wait begins
+	stderr, state, _ := run.Stop(t, syscall.SIGINT)
+	if state.ExitCode() != 5 || !strings.Contains(stderr, "lumen: SIGINT: stopping cleanly") {
+		t.Fatalf("lumen run after SIGINT: exit %d, stderr %s", state.ExitCode(), stderr)
+	}
+	out, err := exec.Command(bin, "memory", "--author", "kernel", "--dir", dir, "--json").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mems []struct {
+		Step        string `json:"step"`
+		Situation   string `json:"situation"`
+		Description string `json:"description"`
+	}
+	if err := json.Unmarshal(out, &mems); err != nil || len(mems) == 0 {
+		t.Fatalf("memory --json: %v\n%s", err, out)
+	}
+	last := mems[len(mems)-1]
+	if last.Step != "run" || last.Situation != "interrupted" || !strings.Contains(last.Description, "between cycles, after cycle 1") {
+		t.Fatalf("the last kernel memory is %+v, not where the run stopped", last)
+	}
+	if n := strings.Count(string(out), `"situation": "interrupted"`); n != 1 {
+		t.Errorf("%d interrupted memories, want 1:\n%s", n, out)
 	}
 }
