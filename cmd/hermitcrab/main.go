@@ -661,6 +661,20 @@ request (unless it runs on ANTHROPIC_API_KEY).`}
 	return key
 }
 
+// toolsJSON is tools list --json (docs/configuration.md).
+type toolsJSON struct {
+	Tools                []toolJSON `json:"tools"`
+	DefinitionCharacters int        `json:"definition_characters"` // the definitions' total
+}
+
+// toolJSON is one active tool: used by name (the kernel's own definition)
+// or with the definition set_tools gave, as it is sent with every call.
+type toolJSON struct {
+	Name       string          `json:"name"`
+	Characters int             `json:"characters"`           // the definition's size; 0 without one
+	Definition json.RawMessage `json:"definition,omitempty"` // present only when set_tools gave one
+}
+
 func (f *flags) toolsCommand() *cobra.Command {
 	tools := &cobra.Command{Use: "tools", Short: "List the tools the LLM has active, or put the boot tools back",
 		Long: `The LLM chooses its tools with set_tools (names, or definitions that replace a tool's
@@ -669,32 +683,48 @@ description and schema); the choice is kept in the data directory and every call
 'tools reset' puts the boot tools back: the way out when the chosen set makes every call
 fail (definitions so large no request fits), since the LLM cannot call set_tools then.
 The web page's 'reset tools' control (hermitcrab serve) does the same.`}
-	tools.AddCommand(&cobra.Command{
+	var listJSON *bool
+	list := &cobra.Command{
 		Use: "list", Short: "Print the active tools, each with the size of its definition when it has one", Args: cobra.NoArgs,
+		Long: `Print the active tools, one a line, each with the size of its definition when
+set_tools gave one, then the total. With --json: {"tools": [{"name", "characters",
+"definition"}], "definition_characters"} (docs/configuration.md).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withReady(cmd, true, func(k *hermitcrab.Kernel) error {
 				active, err := k.ActiveTools(cmd.Context())
 				if err != nil {
 					return err
 				}
-				w, total := cmd.OutOrStdout(), 0
+				doc := toolsJSON{Tools: []toolJSON{}}
 				for _, t := range active {
-					data, err := json.Marshal(t)
-					if err != nil {
-						return err
+					tj := toolJSON{Name: t.Name}
+					if t.Description != "" || len(t.InputSchema) != 0 || t.Type != "" || len(t.Options) != 0 {
+						if tj.Definition, err = json.Marshal(t); err != nil {
+							return err
+						}
+						tj.Characters = len(tj.Definition)
 					}
-					if t.Description == "" && len(t.InputSchema) == 0 && t.Type == "" && len(t.Options) == 0 {
+					doc.Tools = append(doc.Tools, tj)
+					doc.DefinitionCharacters += tj.Characters
+				}
+				if *listJSON {
+					return cli.PrintJSON(cmd.OutOrStdout(), doc)
+				}
+				w := cmd.OutOrStdout()
+				for _, t := range doc.Tools {
+					if t.Definition == nil {
 						fmt.Fprintln(w, t.Name)
 						continue
 					}
-					total += len(data)
-					fmt.Fprintf(w, "%s (a definition of %d characters)\n", t.Name, len(data))
+					fmt.Fprintf(w, "%s (a definition of %d characters)\n", t.Name, t.Characters)
 				}
-				fmt.Fprintf(w, "%d tools; definitions given with set_tools: %d characters\n", len(active), total)
+				fmt.Fprintf(w, "%d tools; definitions given with set_tools: %d characters\n", len(doc.Tools), doc.DefinitionCharacters)
 				return nil
 			})
 		},
-	})
+	}
+	listJSON = cli.JSONFlag(list)
+	tools.AddCommand(list)
 	tools.AddCommand(&cobra.Command{
 		Use: "reset", Short: "Put the boot tools back in place of the set the LLM chose with set_tools", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -298,6 +298,29 @@ func TestToolsResetIsTheWayOutOfAToolSetThatFailsEveryCall(t *testing.T) {
 	if list, _ := mustHC(t, data, "", "tools", "list"); !strings.Contains(list, "block_read (a definition of 3000") {
 		t.Fatalf("tools list: %s", list)
 	}
+	var doc struct {
+		Tools []struct {
+			Name       string          `json:"name"`
+			Characters int             `json:"characters"`
+			Definition json.RawMessage `json:"definition"`
+		} `json:"tools"`
+		DefinitionCharacters int `json:"definition_characters"`
+	}
+	out, _ = mustHC(t, data, "", "tools", "list", "--json")
+	err = json.Unmarshal([]byte(out), &doc)
+	var def bytes.Buffer // as sent: compact
+	if err == nil && len(doc.Tools) > 0 {
+		err = json.Compact(&def, doc.Tools[0].Definition)
+	}
+	if err != nil || len(doc.Tools) < 2 || doc.Tools[0].Name != "block_read" || doc.Tools[0].Characters != def.Len() ||
+		doc.Tools[0].Characters < 300000 || doc.DefinitionCharacters != doc.Tools[0].Characters {
+		t.Fatalf("tools list --json: %v\n%.400s", err, out)
+	}
+	for _, tool := range doc.Tools[1:] { // block_write and the tools always kept: by name
+		if tool.Characters != 0 || tool.Definition != nil {
+			t.Errorf("tools list --json: %s has a definition of %d characters", tool.Name, tool.Characters)
+		}
+	}
 	if msg, _ := mustHC(t, data, "", "tools", "reset"); !strings.Contains(msg, "the boot tools are back") {
 		t.Fatalf("tools reset: %s", msg)
 	}
