@@ -140,8 +140,11 @@ func Open(dir string, opts Options) (*Kernel, error) {
 	return k, nil
 }
 
+// StoreFile is the SQLite store's name in the data directory.
+const StoreFile = "hermitcrab.db"
+
 func openStore(dir string, opts Options) (*store.Store, error) {
-	path, so := filepath.Join(dir, "hermitcrab.db"), store.Options{MaxBlockBytes: opts.MaxBlockBytes}
+	path, so := filepath.Join(dir, StoreFile), store.Options{MaxBlockBytes: opts.MaxBlockBytes}
 	if !opts.ReadOnly {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("data directory %s: %w", dir, err)

@@ -9,10 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -85,8 +87,11 @@ func (f *flags) open(cmd *cobra.Command, withLLM bool) (*hermitcrab.Kernel, erro
 		opts.Observe = progress
 	}
 	k, err := hermitcrab.Open(dir, opts)
-	if err != nil || !withLLM {
-		return k, err
+	if err != nil {
+		return nil, readOnlyData(dir, cmd, err)
+	}
+	if !withLLM {
+		return k, nil
 	}
 	// ANTHROPIC_API_KEY wins; without it, the key stored with `key set` or
 	// the web page.
@@ -133,6 +138,45 @@ func (f *flags) check() error {
 	case !(f.caps.CostUSD > 0): // NaN too
 		return cli.Usagef("--max-wake-cost %v: give a daily cap in US dollars above 0, e.g. 1 (serve --no-wake runs no triggers)", f.caps.CostUSD)
 	}
+	return nil
+}
+
+// readOnlyData says plainly, in place of err (SQLite's "attempt to write a
+// readonly database"), that a command which writes was given a data
+// directory or store this process cannot write, and which commands work
+// there. It returns err as it is when both can be written.
+func readOnlyData(dir string, cmd *cobra.Command, err error) error {
+	reason := unwritable(dir)
+	if reason == nil {
+		return err
+	}
+	return fmt.Errorf("%s is read-only (%v), and '%s' writes there; the commands that only read work on it "+
+		"(blocks list, blocks show, blocks export, bsp, prompt, tools list, wake status, wake hooks once its secret exists), "+
+		"or give --data a directory you can write", dir, reason, cmd.CommandPath())
+}
+
+// unwritable is why this process cannot write in dir or to its store
+// (permission denied, a read-only file system), or nil. It is asked only
+// once opening for writing failed, so the probe file it makes and removes
+// at once costs nothing in the ordinary case.
+func unwritable(dir string) error {
+	denied := func(err error) error {
+		if pe, ok := errors.AsType[*fs.PathError](err); ok && (errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS)) {
+			return pe.Err
+		}
+		return nil
+	}
+	probe, err := os.CreateTemp(dir, ".write-probe-*")
+	if err != nil {
+		return denied(err)
+	}
+	_ = probe.Close()           // empty, and removed at once: nothing to lose
+	_ = os.Remove(probe.Name()) // a leftover probe is harmless; the open error is what counts
+	store, err := os.OpenFile(filepath.Join(dir, hermitcrab.StoreFile), os.O_WRONLY, 0)
+	if err != nil {
+		return denied(err)
+	}
+	_ = store.Close() // opened to learn if it may be written: nothing written
 	return nil
 }
 
@@ -209,7 +253,7 @@ clients holding its token (mcp_token in the data directory).`,
 				Log:       slog.New(slog.NewTextHandler(errOut, nil)),
 			})
 			if err != nil {
-				return err
+				return readOnlyData(dir, cmd, err)
 			}
 			// Ctrl-C and SIGTERM cancel the context: the server finishes the
 			// requests in flight, closes the event streams and the store.
@@ -367,6 +411,9 @@ func (f *flags) withReady(cmd *cobra.Command, readOnly bool, fn func(*hermitcrab
 	opts.ReadOnly = readOnly
 	k, err := hermitcrab.Open(dir, opts)
 	if err != nil {
+		if !readOnly {
+			err = readOnlyData(dir, cmd, err)
+		}
 		return err
 	}
 	defer func() { err = errors.Join(err, k.Close()) }()

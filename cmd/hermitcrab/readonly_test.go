@@ -3,11 +3,13 @@
 package main
 
 import (
+	"bytes"
 	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/llmkernels/kernels/internal/rodir"
 )
@@ -79,6 +81,46 @@ func TestWakeHooksOnAReadOnlyDataDir(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "secret: ") {
 		t.Fatalf("wake hooks in a read-only data directory: %v\n%s", err, out)
+	}
+	if after := rodir.Snapshot(t, base); !maps.Equal(before, after) {
+		t.Fatalf("the read-only directory changed:\nbefore %v\nafter  %v", before, after)
+	}
+}
+
+// TestWritingCommandsOnAReadOnlyDataDirSaySo pins that serve and the other
+// commands that write, given a data directory the process cannot write,
+// fail saying so plainly and naming the commands that work there (it was
+// SQLite's "attempt to write a readonly database (1544)"), and change
+// nothing.
+func TestWritingCommandsOnAReadOnlyDataDirSaySo(t *testing.T) {
+	bin := rodir.Executable(t, binary)
+	base := rodir.TempDir(t)
+	data := filepath.Join(base, "data")
+	mustHC(t, data, "", "blocks", "import", "testdata/localstorage.json")
+	empty := filepath.Join(base, "empty")
+	os.Mkdir(empty, 0o755)
+	rodir.Lock(t, base)
+	before := rodir.Snapshot(t, base)
+	for _, dir := range []string{data, empty} {
+		for _, args := range [][]string{{"serve", "--addr", "127.0.0.1:0"}, {"tools", "reset"}, {"blocks", "import", "testdata/localstorage.json"},
+			{"boot", "--provider", "script", "--script", "testdata/boot.json"}} {
+			cmd := rodir.Command(t, bin, append([]string{"--data", dir}, args...)...)
+			cmd.Env = append(os.Environ(), "HERMITCRAB_DATA=", "ANTHROPIC_API_KEY=")
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			// serve would run until stopped: a minute is a failure.
+			timer := time.AfterFunc(time.Minute, func() { _ = cmd.Process.Kill() })
+			err := cmd.Wait()
+			timer.Stop()
+			msg := out.String()
+			if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(msg, dir+" is read-only") || !strings.Contains(msg, "blocks list") ||
+				strings.Contains(msg, "readonly database") {
+				t.Errorf("hermitcrab %v in a read-only %s: %v\n%s", args, filepath.Base(dir), err, msg)
+			}
+		}
 	}
 	if after := rodir.Snapshot(t, base); !maps.Equal(before, after) {
 		t.Fatalf("the read-only directory changed:\nbefore %v\nafter  %v", before, after)
