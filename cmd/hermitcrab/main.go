@@ -344,6 +344,7 @@ accepted so that every read command takes it (docs/configuration.md).`,
 		},
 	}
 	export.Flags().StringVar(&out, "out", "", "write to this file instead of standard output")
+	cli.JSONFlag(export) // the output is JSON already
 	var replace bool
 	imp := &cobra.Command{
 		Use:   "import FILE...",

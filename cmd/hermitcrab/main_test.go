@@ -182,7 +182,7 @@ func TestReadCommandsPrintOneJSONDocumentWithJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &p); err != nil || p.Tier != 3 || p.Characters != len([]rune(p.Text)) || p.Tokens == 0 || len(p.Sections) == 0 {
 		t.Fatalf("prompt --json: %v\n%.300s", err, out)
 	}
-	for _, args := range [][]string{{"blocks", "show", "wake", "--json"}, {"blocks", "show", "wake", "0.9", "--json"}, {"bsp", "--json", "wake", "0.9.6", "-2"}} {
+	for _, args := range [][]string{{"blocks", "export", "--json"}, {"blocks", "show", "wake", "--json"}, {"blocks", "show", "wake", "0.9", "--json"}, {"bsp", "--json", "wake", "0.9.6", "-2"}} {
 		out, _ := mustHC(t, data, "", args...)
 		if !json.Valid([]byte(out)) || strings.Contains(out, `\u003c`) {
 			t.Errorf("%v: not one plain JSON document:\n%.300s", args, out)
