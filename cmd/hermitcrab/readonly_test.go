@@ -14,18 +14,28 @@ import (
 	"github.com/llmkernels/kernels/internal/rodir"
 )
 
+// readOnlyDataDirs makes, under base, an instance (data) and a directory
+// with no store yet (empty), both read-only for bin, the binary a child
+// runs (rodir).
+func readOnlyDataDirs(t *testing.T) (bin, base, data, empty string) {
+	bin = rodir.Executable(t, binary)
+	base = rodir.TempDir(t)
+	data = filepath.Join(base, "data")
+	mustHC(t, data, "", "blocks", "import", "testdata/localstorage.json")
+	empty = filepath.Join(base, "empty")
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rodir.Lock(t, base)
+	return bin, base, data, empty
+}
+
 // TestReadCommandsOnAReadOnlyDataDir pins that the commands that only read
-// (blocks list, show and export, bsp, prompt, wake status) work in a data directory the process cannot write (as root, the
+// (blocks list, show and export, bsp, prompt, tools list, wake status) work in a data directory the process cannot write (as root, the
 // binary runs as an unprivileged user) and change nothing there, for an
 // instance and for a directory with no store yet.
 func TestReadCommandsOnAReadOnlyDataDir(t *testing.T) {
-	bin := rodir.Executable(t, binary)
-	base := rodir.TempDir(t)
-	data := filepath.Join(base, "data")
-	mustHC(t, data, "", "blocks", "import", "testdata/localstorage.json")
-	empty := filepath.Join(base, "empty")
-	os.Mkdir(empty, 0o755)
-	rodir.Lock(t, base)
+	bin, base, data, empty := readOnlyDataDirs(t)
 	before := rodir.Snapshot(t, base)
 	for _, c := range []struct {
 		dir  string
@@ -37,6 +47,7 @@ func TestReadCommandsOnAReadOnlyDataDir(t *testing.T) {
 		{data, []string{"bsp", "purpose"}, "Help the person build kernels."},
 		{data, []string{"blocks", "export"}, "Help the person build kernels."},
 		{data, []string{"prompt"}, "characters"},
+		{data, []string{"tools", "list"}, "tools; definitions"},
 		{data, []string{"wake", "status"}, "caps: 48 wakes"},
 		{empty, []string{"wake", "status"}, "no triggers"},
 		{empty, []string{"blocks", "list"}, "touchstone"},
@@ -93,13 +104,7 @@ func TestWakeHooksOnAReadOnlyDataDir(t *testing.T) {
 // SQLite's "attempt to write a readonly database (1544)"), and change
 // nothing.
 func TestWritingCommandsOnAReadOnlyDataDirSaySo(t *testing.T) {
-	bin := rodir.Executable(t, binary)
-	base := rodir.TempDir(t)
-	data := filepath.Join(base, "data")
-	mustHC(t, data, "", "blocks", "import", "testdata/localstorage.json")
-	empty := filepath.Join(base, "empty")
-	os.Mkdir(empty, 0o755)
-	rodir.Lock(t, base)
+	bin, base, data, empty := readOnlyDataDirs(t)
 	before := rodir.Snapshot(t, base)
 	for _, dir := range []string{data, empty} {
 		for _, args := range [][]string{{"serve", "--addr", "127.0.0.1:0"}, {"tools", "reset"}, {"blocks", "import", "testdata/localstorage.json"},
