@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"path/filepath"
 	"strings"
 	"time"
@@ -80,6 +81,9 @@ rebinding): loopback names and the bound address are accepted, add others (a DNS
 a reverse proxy's) with --allow-host.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkBeachLimits(cfg); err != nil {
+				return err
+			}
 			if db == "" {
 				dir, err := f.dataDir()
 				if err != nil {
@@ -116,6 +120,29 @@ a reverse proxy's) with --allow-host.`,
 	fl.Int64Var(&cfg.MaxBody, "max-body", server.DefaultMaxBody, "largest request body in bytes (save points and MCP: --max-savepoint-body)")
 	fl.Int64Var(&cfg.MaxSavePointBody, "max-savepoint-body", server.DefaultSavePointBody, "largest save point upload or MCP request in bytes")
 	return cmd
+}
+
+// checkBeachLimits refuses limits that mean nothing, which the server would
+// take for its defaults silently: a window, burst or body size at or below
+// 0, a rate of 0 or not a number (-1 is "no limit").
+func checkBeachLimits(cfg server.Config) error {
+	switch {
+	case cfg.Window <= 0:
+		return cli.Usagef("--window %s: give how far a signed time may be from this clock, e.g. 5m", cfg.Window)
+	case cfg.AgentBurst <= 0 || cfg.AddrBurst <= 0:
+		return cli.Usagef("--agent-burst %d, --addr-burst %d: give a burst of at least 1 request", cfg.AgentBurst, cfg.AddrBurst)
+	case cfg.MaxBody <= 0 || cfg.MaxSavePointBody <= 0:
+		return cli.Usagef("--max-body %d, --max-savepoint-body %d: give sizes in bytes above 0", cfg.MaxBody, cfg.MaxSavePointBody)
+	}
+	for _, r := range []struct {
+		flag string
+		rate float64
+	}{{"--agent-rate", cfg.AgentPerMinute}, {"--addr-rate", cfg.AddrPerMinute}} {
+		if r.rate == 0 || math.IsNaN(r.rate) {
+			return cli.Usagef("%s %v: give requests a minute, or -1 for no limit", r.flag, r.rate)
+		}
+	}
+	return nil
 }
 
 func beachIDCommand(f *flags) *cobra.Command {
