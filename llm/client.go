@@ -56,6 +56,18 @@ type Call struct {
 	Attempts int           // provider calls made
 }
 
+// ErrNotInFlight marks the error of a Send its context stopped while none
+// of its requests awaited an answer: before a request was handed to the
+// network, or while it waited out a retry back-off after an error answer.
+// Error answers are not billed, so such a Send cost nothing: a caller that
+// holds money for the call settles it at what was paid (solve does). A Send
+// stopped while a request was in flight is not marked: the API may have
+// charged for it, and no one knows how much.
+var ErrNotInFlight = errors.New("no request was in flight")
+
+// notInFlight marks a context error with ErrNotInFlight.
+func notInFlight(err error) error { return fmt.Errorf("%w (%w)", err, ErrNotInFlight) }
+
 // Event reports progress to Client.Observe and Loop.Observe.
 type Event struct {
 	Kind    string // EventRetry, EventFallback, EventResponse, EventToolCall, EventToolResult, EventNote
@@ -180,6 +192,9 @@ func (c *Client) sendWithRetry(ctx context.Context, req *Request) (*Response, in
 	p := c.Retry.withDefaults()
 	var waited time.Duration
 	for attempt := 1; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return nil, attempt - 1, notInFlight(err)
+		}
 		resp, err := c.Provider.Messages(ctx, req)
 		if err == nil {
 			return resp, attempt, nil
@@ -194,7 +209,7 @@ func (c *Client) sendWithRetry(ctx context.Context, req *Request) (*Response, in
 		}
 		c.observe(Event{Kind: EventRetry, Model: req.Model, Attempt: attempt, Wait: wait, Err: err})
 		if err := p.Sleep(ctx, wait); err != nil {
-			return nil, attempt, err
+			return nil, attempt, notInFlight(err)
 		}
 		waited += wait
 	}

@@ -302,3 +302,42 @@ func TestOutOfCreditIsNotRetried(t *testing.T) {
 		t.Fatal("a plain rate limit must be retried")
 	}
 }
+
+// A Send stopped while no request of its awaited an answer (before the
+// first was sent, or waiting out a back-off after an error answer) says
+// so with ErrNotInFlight, so a caller holding money for it knows nothing
+// was billed; one stopped while its request was in flight does not.
+func TestACancelledSendSaysWhetherARequestWasInFlight(t *testing.T) {
+	t.Run("before sending", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		p := &fakeProvider{steps: []func(*Request) (*Response, error){answer("ok")}}
+		_, err := (&Client{Provider: p}).Send(ctx, simpleRequest("claude-sonnet-4-5"))
+		if !errors.Is(err, context.Canceled) || !errors.Is(err, ErrNotInFlight) || len(p.reqs) != 0 {
+			t.Fatalf("err %v, %d requests sent", err, len(p.reqs))
+		}
+	})
+	t.Run("in a back-off", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		p := &fakeProvider{steps: []func(*Request) (*Response, error){fail(529, "overloaded_error"), answer("ok")}}
+		c := &Client{Provider: p, Retry: RetryPolicy{Sleep: func(ctx context.Context, d time.Duration) error {
+			cancel()
+			return ctx.Err()
+		}}}
+		_, err := c.Send(ctx, simpleRequest("claude-sonnet-4-5"))
+		if !errors.Is(err, context.Canceled) || !errors.Is(err, ErrNotInFlight) || len(p.reqs) != 1 {
+			t.Fatalf("err %v, %d requests sent", err, len(p.reqs))
+		}
+	})
+	t.Run("in flight", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		p := &fakeProvider{steps: []func(*Request) (*Response, error){func(*Request) (*Response, error) {
+			cancel() // the request is out; the answer never comes
+			return nil, ctx.Err()
+		}}}
+		_, err := (&Client{Provider: p}).Send(ctx, simpleRequest("claude-sonnet-4-5"))
+		if !errors.Is(err, context.Canceled) || errors.Is(err, ErrNotInFlight) {
+			t.Fatalf("err %v: a request in flight is not marked as not in flight", err)
+		}
+	})
+}

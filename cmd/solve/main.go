@@ -390,6 +390,8 @@ func printResult(w io.Writer, r *loop.Result) {
 		fmt.Fprintf(w, "σ_system %.2f · artifact %s\n%s\n", r.SigmaSystem, r.ArtifactID, r.Summary)
 	case loop.OutcomeWaiting:
 		fmt.Fprintf(w, "%d capability request(s) wait for a human: answer with 'solve hire', then 'solve resume %s'\n", r.OpenRequests, r.RootID)
+	case loop.OutcomeStopped:
+		fmt.Fprintf(w, "stopped before the end; continue with 'solve resume %s'\n", r.RootID)
 	default:
 		fmt.Fprintf(w, "the goal was not achieved; see 'solve status %s' and 'solve log --node ID'\n", r.RootID)
 	}
@@ -438,14 +440,16 @@ func stopped(err error) error {
 }
 
 // outcomeStatus ends solve run and solve resume with the outcome's exit
-// status: 0 achieved, 3 infeasible, 4 waiting for a human. (A run stopped by
-// Ctrl-C or SIGTERM fails with the context's error and exits 5.)
+// status: 0 achieved, 3 infeasible, 4 waiting for a human, 5 stopped. (A run
+// stopped by Ctrl-C or SIGTERM fails with the context's error and exits 5.)
 func outcomeStatus(r *loop.Result) error {
 	switch r.Outcome {
 	case loop.OutcomeInfeasible:
 		return cli.Exit(cli.ExitInfeasible, nil)
 	case loop.OutcomeWaiting:
 		return cli.Exit(cli.ExitWaiting, nil)
+	case loop.OutcomeStopped:
+		return cli.Exit(cli.ExitStopped, nil)
 	}
 	return nil
 }

@@ -21,8 +21,13 @@ import (
 // error as is, an HTTP error answer as *llm.APIError, a failure after the
 // request was handed to the HTTP client as llm.ConnectionError, and any
 // other (encoding, configuration) as a plain error that is not retried.
+// The caller's context error is marked llm.ErrNotInFlight when the request
+// was never handed to the HTTP client: nothing can have been billed.
 func mapError(ctx context.Context, err error, sent bool) error {
 	if ctx.Err() != nil {
+		if !sent {
+			return fmt.Errorf("%w (%w)", err, llm.ErrNotInFlight)
+		}
 		return err
 	}
 	var apiErr *sdk.Error

@@ -1,12 +1,30 @@
 package anthropic
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"testing"
 	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
+
+	"github.com/llmkernels/kernels/llm"
 )
+
+// A call cancelled before its request reached the HTTP client is marked
+// llm.ErrNotInFlight (nothing can have been billed); one cancelled after
+// is not (the API may have charged for it).
+func TestACancelledCallIsMarkedNotInFlightOnlyWhenNotSent(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, sent := range []bool{false, true} {
+		err := mapError(ctx, ctx.Err(), sent)
+		if !errors.Is(err, context.Canceled) || errors.Is(err, llm.ErrNotInFlight) == sent {
+			t.Errorf("sent=%v: %v", sent, err)
+		}
+	}
+}
 
 func TestRetryAfterReadsSecondsAndHTTPDates(t *testing.T) {
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)

@@ -102,8 +102,11 @@ func (s *stepCtx) paid(ctx context.Context, r Resolver, resolverID string, c *Ca
 	interrupted := err != nil && cctx.Err() != nil // at the deadline, or stopped (Ctrl-C)
 	cancel()
 	// What the call cost: its own account, or the amount reserved when it
-	// was cut off (the cost of an interrupted request is unknown; the
-	// reservation is the most it was allowed to cost).
+	// was cut off with a request in flight (the cost of an interrupted
+	// request is unknown; the reservation is the most it was allowed to
+	// cost). Cut off with none in flight (waiting out a retry back-off
+	// after an error answer, or before sending), its own account holds:
+	// error answers are not billed.
 	spent := 0.0
 	var re *ResolverError
 	switch {
@@ -112,7 +115,7 @@ func (s *stepCtx) paid(ctx context.Context, r Resolver, resolverID string, c *Ca
 	case errors.As(err, &re):
 		spent = re.Cost
 	}
-	if interrupted {
+	if interrupted && (re == nil || !re.NotInFlight) {
 		spent = math.Max(spent, res.Cost)
 	}
 	reported := spent

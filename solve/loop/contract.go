@@ -162,6 +162,11 @@ type ResolverError struct {
 	Cost      float64 // what the failed call cost (USD)
 	Seconds   float64
 	LLMCalls  int // LLM requests the failed call made
+	// NotInFlight: the call was stopped (cancelled, or at its deadline)
+	// while none of its requests awaited an answer (llm.ErrNotInFlight):
+	// Cost is all it cost, and its reservation is settled at Cost, not at
+	// the amount held.
+	NotInFlight bool
 }
 
 func (e *ResolverError) Error() string {

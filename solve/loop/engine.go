@@ -67,7 +67,7 @@ type Options struct {
 // Result is where a run stands when the dispatch loop stops.
 type Result struct {
 	RootID       string  `json:"root_id"`
-	Outcome      string  `json:"outcome"` // achieved | waiting_for_human | infeasible
+	Outcome      string  `json:"outcome"` // achieved | waiting_for_human | infeasible | stopped
 	SigmaSystem  float64 `json:"sigma_system"`
 	ArtifactID   string  `json:"artifact_id,omitempty"`
 	Summary      string  `json:"summary,omitempty"`
@@ -84,6 +84,10 @@ const (
 	OutcomeAchieved   = "achieved"
 	OutcomeWaiting    = "waiting_for_human"
 	OutcomeInfeasible = "infeasible"
+	// OutcomeStopped is a run that still has work a resume would do: a
+	// node ready to step, or a finished tree not yet assembled. Its process
+	// stopped (a signal, kill -9, a lease taken over) or is running now.
+	OutcomeStopped = "stopped"
 )
 
 // runConfig is stored with the run (a run_config artifact of the root) so
@@ -735,12 +739,32 @@ func Outcome(ctx context.Context, st *store.Store, root string) (*Result, error)
 		}
 		r.SigmaSystem, r.Summary = m.SigmaSystem, m.Summary
 	default:
-		r.Outcome = OutcomeInfeasible
-		if r.OpenRequests > 0 {
+		more, err := workLeft(ctx, st, root)
+		switch {
+		case err != nil:
+			return nil, err
+		case more:
+			r.Outcome = OutcomeStopped
+		case r.OpenRequests > 0:
 			r.Outcome = OutcomeWaiting
+		default:
+			r.Outcome = OutcomeInfeasible
 		}
 	}
 	return r, nil
+}
+
+// workLeft reports whether a resume of root would do anything: the
+// scheduler, loaded from the store as a resume loads it, has a node ready
+// to step, or the tree is done and only finalizing is left. Only when
+// neither holds is a run infeasible (or waiting for a human): nothing is
+// left to try.
+func workLeft(ctx context.Context, st *store.Store, root string) (bool, error) {
+	e := &engine{st: st, root: root}
+	if err := e.load(ctx); err != nil {
+		return false, err
+	}
+	return len(e.queue) > 0 || e.done(root), nil
 }
 
 func orNone(s string) string {

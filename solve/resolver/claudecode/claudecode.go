@@ -187,7 +187,8 @@ func ask[T any](ctx context.Context, c *llm.Client, req *llm.Request, opts llm.J
 		out.Cost += call.CostUSD
 	}
 	fail := func(permanent bool, mode string, err error) error {
-		return &loop.ResolverError{Permanent: permanent, Mode: mode, Err: err, Cost: out.Cost, Seconds: out.Seconds, LLMCalls: len(calls)}
+		return &loop.ResolverError{Permanent: permanent, Mode: mode, Err: err, Cost: out.Cost, Seconds: out.Seconds, LLMCalls: len(calls),
+			NotInFlight: errors.Is(err, llm.ErrNotInFlight)}
 	}
 	if err != nil {
 		var soe *llm.StructuredOutputError
