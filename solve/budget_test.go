@@ -91,12 +91,22 @@ func TestDeclinedSoftwareHireIsNotAskedTwice(t *testing.T) {
 	root := rootOf(t, r.stdout)
 	h := runSolve(t, dir, "hire")
 	id := strings.Fields(strings.TrimPrefix(h.stdout, "request "))[0]
-	if d := runSolve(t, dir, "hire", id, "--decline", "--reason", "not worth more"); d.code != 0 {
+	d := runSolve(t, dir, "hire", id, "--decline", "--reason", "not worth more")
+	if d.code != 0 || !strings.Contains(d.stdout, "is infeasible") {
 		t.Fatalf("decline: %s%s", d.stdout, d.stderr)
 	}
+	// The resume sees the decline before any paid call (before: it paid
+	// for identify_constraints again, then met the decline at HIRE).
+	calls, spent := paid(t, dir)
 	res := runSolve(t, dir, "resume", root, "--provider", "script", "--script", sc)
-	if res.code != cli.ExitInfeasible || !strings.Contains(res.stdout, ": infeasible") || !strings.Contains(res.stderr, "was declined before; not asking again") {
+	if res.code != cli.ExitInfeasible || !strings.Contains(res.stdout, ": infeasible") {
 		t.Fatalf("resume after decline:\n%s\n%s", res.stdout, res.stderr)
+	}
+	if c, s := paid(t, dir); c != calls || s != spent {
+		t.Errorf("the resume after a decline paid for %d more calls ($%.4f)\n%s", c-calls, s-spent, res.stderr)
+	}
+	if l := runSolve(t, dir, "log"); !strings.Contains(l.stdout, "INFEASIBLE: capability request "+id) {
+		t.Errorf("the log does not say why the node is infeasible:\n%s", l.stdout)
 	}
 	invariants(t, dir, root)
 	r2 := runSolve(t, dir, args...)

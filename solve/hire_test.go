@@ -45,9 +45,13 @@ func TestNonSoftwareGoalBottomsOutAtHireAndADeclineIsNotAskedTwice(t *testing.T)
 		if d := runSolve(t, dir, "hire", id, "--decline", "--reason", "no thermal rig"); d.code != 0 {
 			t.Fatalf("decline: %s%s", d.stdout, d.stderr)
 		}
+		calls, spent := paid(t, dir)
 		res := runSolve(t, dir, "resume", root, "--provider", "script", "--script", sc)
-		if res.code != cli.ExitInfeasible || !strings.Contains(res.stdout, ": infeasible") || !strings.Contains(res.stderr, "was declined before; not asking again") {
+		if res.code != cli.ExitInfeasible || !strings.Contains(res.stdout, ": infeasible") {
 			t.Fatalf("resume after decline:\n%s\n%s", res.stdout, res.stderr)
+		}
+		if c, s := paid(t, dir); c != calls || s != spent {
+			t.Errorf("the resume after a decline paid for %d more calls ($%.4f)", c-calls, s-spent)
 		}
 		invariants(t, dir, root)
 		// A second run of the same goal meets the same gap: no new request.

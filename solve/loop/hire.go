@@ -100,7 +100,9 @@ func (s *stepCtx) hire(ctx context.Context, g hireGap, reason string) (stepResul
 		}
 		switch status {
 		case store.Declined:
-			return s.declined(ctx, fmt.Sprintf("capability request %s (%s) declined on the terminal", store.Short(id), g.Tag))
+			// Answer has ended the node infeasible, saying why.
+			s.e.progress("Node %s: INFEASIBLE: capability request %s (%s) declined on the terminal", store.Short(n.ID), store.Short(id), g.Tag)
+			return stepResult{status: store.StatusInfeasible}, nil
 		case store.Delivered:
 			return stepResult{status: n.Status}, nil // the node goes on with the resolver or budget
 		}
@@ -180,6 +182,14 @@ func Answer(ctx context.Context, st *store.Store, prefix string, a HireAnswer) (
 			if err := tx.AnswerRequest(ctx, r.ID, store.Declined, "", d); err != nil {
 				return err
 			}
+			// The waiting node ends infeasible now, so that a resume sees
+			// it before any paid call (the node would otherwise step again
+			// from the state it waits in and meet the decline only at HIRE).
+			ended, err := endDeclined(ctx, tx, node, r)
+			if err != nil {
+				return err
+			}
+			msg += ended
 		case a.Command != "":
 			// Toolization (B8): the human's answer is a registered resolver.
 			n, err := tx.CountResolvers(ctx, "human")
@@ -223,6 +233,33 @@ func Answer(ctx context.Context, st *store.Store, prefix string, a HireAnswer) (
 		return tx.Log(ctx, 1, node, "HIRE answered: "+msg, nil)
 	})
 	return msg, err
+}
+
+// endDeclined ends infeasible the live node a declined request was made
+// for, unless it has ended already; it says so in the answer's message.
+func endDeclined(ctx context.Context, tx *store.Tx, node string, r *store.CapabilityRequest) (string, error) {
+	if node == "" {
+		return "", nil
+	}
+	n, err := tx.Node(ctx, node)
+	if err != nil {
+		return "", err
+	}
+	switch n.Status {
+	case store.StatusResolved, store.StatusInfeasible, store.StatusFailed, store.StatusGated:
+		return "", nil
+	}
+	if n.Invalidated {
+		return "", nil
+	}
+	if err := tx.EndInfeasible(ctx, n.ID, n.Status); err != nil {
+		return "", err
+	}
+	why := fmt.Sprintf("Node %s: INFEASIBLE: capability request %s (%s) was declined", store.Short(n.ID), store.Short(r.ID), r.Capability)
+	if err := tx.Log(ctx, 1, n.ID, why, nil); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("; node %s (%s) is infeasible", store.Short(n.ID), clip.Line(n.Summary, 60)), nil
 }
 
 // askHuman asks on the terminal (Request.Interactive).

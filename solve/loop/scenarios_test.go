@@ -236,7 +236,7 @@ func TestDeclinedHireIsNeverAskedAgain(t *testing.T) {
 			t.Fatal(err)
 		}
 		res, err := loop.Resume(context.Background(), k.st, res.RootID, k.options(f))
-		if err != nil || res.Outcome != loop.OutcomeInfeasible || !strings.Contains(k.flow(t), "was declined before; not asking again") {
+		if err != nil || res.Outcome != loop.OutcomeInfeasible || !strings.Contains(k.flow(t), "INFEASIBLE: capability request") || len(f.called(loop.OpIdentify)) != 1 {
 			t.Fatalf("resume %+v %v", res, err)
 		}
 		res = k.run(t, request(goal), k.options(f))
