@@ -374,7 +374,15 @@ func runOptions(cmd *cobra.Command, app *cli.App, workers int) (solve.Options, s
 	if model == "" {
 		model = defaultModels[app.Provider.Provider]
 	}
-	o := solve.Options{Client: client, Progress: cmd.ErrOrStderr(), In: cmd.InOrStdin(), Workers: workers}
+	progress := cmd.ErrOrStderr()
+	// A retry's wait (a 529's retry-after may be long) is said in the live
+	// view, so a run that seems idle says why.
+	client.Observe = func(e llm.Event) {
+		if e.Kind == llm.EventRetry {
+			fmt.Fprintf(progress, "solve: %s: %v; retrying in %s\n", e.Model, e.Err, e.Wait.Round(time.Millisecond))
+		}
+	}
+	o := solve.Options{Client: client, Progress: progress, In: cmd.InOrStdin(), Workers: workers}
 	if v := os.Getenv("SOLVE_CRASH_AFTER"); v != "" {
 		if o.CrashAfter, err = strconv.Atoi(v); err != nil {
 			return o, "", fmt.Errorf("SOLVE_CRASH_AFTER=%q: give a whole number", v)
