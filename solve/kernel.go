@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"time"
 
 	"github.com/llmkernels/kernels/internal/pgdb"
+	"github.com/llmkernels/kernels/internal/sqlite"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/solve/loop"
 	"github.com/llmkernels/kernels/solve/planning"
@@ -27,8 +29,16 @@ type Kernel struct {
 }
 
 // Open opens (creating if needed) the kernel database at path.
+// A file (or directory) this user cannot write is refused at once, saying
+// that the read side works on it: wraps sqlite.ErrReadOnly.
 func Open(ctx context.Context, path string) (*Kernel, error) {
 	st, err := store.Open(ctx, path)
+	if errors.Is(err, sqlite.ErrReadOnly) {
+		if _, serr := os.Stat(path); serr != nil {
+			return nil, fmt.Errorf("%w: run, resume, plan and hire write the kernel database, so they need a place this user can write (give another --db)", err)
+		}
+		return nil, fmt.Errorf("%w: the commands that only read (status, log, kg, artifacts, resolvers) work on it as it is; run, resume, plan and hire write to it, so they need a database this user can write (copy it, or give another --db)", err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -38,9 +48,13 @@ func Open(ctx context.Context, path string) (*Kernel, error) {
 // OpenReadOnly opens the existing kernel database at path for the read
 // side (Runs, Status, Logs, Artifacts, KG, Resolvers, Requests): it never
 // creates or changes a file, and works where the directory cannot be
-// written. A missing file is an error wrapping fs.ErrNotExist.
+// written. A missing file is an error wrapping fs.ErrNotExist; an empty
+// one wraps sqlite.ErrEmpty (which is fs.ErrNotExist too) and says so.
 func OpenReadOnly(ctx context.Context, path string) (*Kernel, error) {
 	st, err := store.OpenReadOnly(ctx, path)
+	if errors.Is(err, sqlite.ErrEmpty) {
+		return nil, fmt.Errorf("%s: %w, not a solve kernel.db: nothing has been planned or run with it; it was left unchanged", path, sqlite.ErrEmpty)
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		if pgdb.IsURL(path) {
 			return nil, fmt.Errorf("no solve kernel in PostgreSQL %s (%w): nothing has been planned or run there yet", store.Name(path), fs.ErrNotExist)

@@ -158,3 +158,87 @@ func TestKernelDBFromBeforeTheMarkerIsAdopted(t *testing.T) {
 		t.Fatalf("solve status after the migration: exit %d: %s", r.code, r.stderr)
 	}
 }
+
+// TestWriteCommandsOnAReadOnlyDatabaseSayWhatWorks pins that run and
+// resume on a kernel.db this user cannot write (a read-only directory, a
+// read-only file, or no file in a read-only directory) stop before any
+// call, saying the database is read-only and which commands work on it
+// (before: "setting WAL mode: attempt to write a readonly database
+// (1544)"), and change nothing.
+func TestWriteCommandsOnAReadOnlyDatabaseSayWhatWorks(t *testing.T) {
+	bin := rodir.Executable(t, solveBin)
+	for _, c := range []struct{ name, db, why string }{
+		{"read-only directory", "kernel.db", "this user cannot create files in"},
+		{"read-only file", "kernel.db", "this user cannot write the file"},
+		{"no file in a read-only directory", "new.db", "the file does not exist, and this user cannot create files in"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(rodir.TempDir(t), "run")
+			os.Mkdir(dir, 0o755)
+			sc := writeScript(t, dir, gatingSteps()...)
+			if r := runSolve(t, dir, "hire"); r.code != 0 { // creates kernel.db
+				t.Fatalf("solve hire: exit %d\n%s", r.code, r.stderr)
+			}
+			if err := os.Chmod(filepath.Join(dir, "kernel.db"), 0o444); err != nil {
+				t.Fatal(err)
+			}
+			switch c.name {
+			case "read-only file":
+				os.Chmod(dir, 0o777)
+				t.Cleanup(func() { os.Chmod(dir, 0o755) })
+			case "read-only directory":
+				rodir.Lock(t, dir) // the file stays writable by its user
+				if os.Geteuid() == 0 {
+					os.Chown(filepath.Join(dir, "kernel.db"), 65534, 65534)
+				}
+			default:
+				rodir.Lock(t, dir)
+			}
+			before := rodir.Snapshot(t, dir)
+			for _, args := range [][]string{{"run", runbookGoal, "--provider", "script", "--script", sc}, {"resume", "--provider", "script", "--script", sc}} {
+				cmd := rodir.Command(t, bin, append(args, "--db", c.db)...)
+				cmd.Dir = dir
+				out, err := cmd.CombinedOutput()
+				hint := "(status, log, kg, artifacts, resolvers) work on it"
+				if c.db != "kernel.db" {
+					hint = "they need a place this user can write"
+				}
+				if err == nil || !strings.Contains(string(out), "read-only: "+c.why) || !strings.Contains(string(out), hint) || strings.Contains(string(out), "started") {
+					t.Errorf("solve %s: %v\n%s", args[0], err, out)
+				}
+			}
+			if after := rodir.Snapshot(t, dir); !maps.Equal(before, after) {
+				t.Fatalf("the directory changed:\nbefore %v\nafter  %v", before, after)
+			}
+			if c.db == "kernel.db" {
+				cmd := rodir.Command(t, bin, "status")
+				cmd.Dir = dir
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Errorf("solve status on the read-only database: %v\n%s", err, out)
+				}
+			}
+		})
+	}
+}
+
+// TestReadCommandsOnAnEmptyFileSayItIsEmpty pins that status and log on
+// an empty --db say it is empty, not that it does not exist (it does),
+// and leave it as it is.
+func TestReadCommandsOnAnEmptyFileSayItIsEmpty(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "empty.db"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range readCommands {
+		r := runSolve(t, dir, append(args, "--db", "empty.db")...)
+		if r.code != 1 || !strings.Contains(r.stderr, "empty.db: the file is empty (0 bytes), not a solve kernel.db") || strings.Contains(r.stderr, "does not exist") {
+			t.Errorf("solve %v on an empty file: exit %d, %s", args, r.code, r.stderr)
+		}
+	}
+	if got := names(t, dir); !maps.Equal(got, map[string]bool{"empty.db": true}) {
+		t.Errorf("files after: %v", got)
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "empty.db")); err != nil || len(data) != 0 {
+		t.Errorf("empty.db changed: %d bytes, %v", len(data), err)
+	}
+}

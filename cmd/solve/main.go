@@ -21,6 +21,7 @@ import (
 	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/internal/pgdb"
 	"github.com/llmkernels/kernels/internal/provider"
+	"github.com/llmkernels/kernels/internal/sqlite"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/solve"
 	"github.com/llmkernels/kernels/solve/loop"
@@ -348,6 +349,9 @@ func withKernel(ctx context.Context, db string, readOnly bool, f func(*solve.Ker
 		open = solve.OpenReadOnly
 	}
 	k, err := open(ctx, db)
+	if errors.Is(err, sqlite.ErrEmpty) {
+		return fmt.Errorf("%w ('solve plan' or 'solve run' makes it one; --db names another)", err)
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%w ('solve plan' or 'solve run' creates it; --db names another)", err)
 	}

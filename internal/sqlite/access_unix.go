@@ -10,3 +10,10 @@ func dirWritable(dir string) bool {
 	const wOK = 0x2
 	return syscall.Access(dir, wOK) == nil
 }
+
+// fileWritable reports whether this process may write the file at path
+// (no when it does not exist).
+func fileWritable(path string) bool {
+	const wOK = 0x2
+	return syscall.Access(path, wOK) == nil
+}

@@ -36,7 +36,8 @@
 //     step re-reads the marker and version under the write lock.
 //
 // Read-only opening (OpenReadOnly) never creates a file and never migrates:
-// a missing file is an error wrapping fs.ErrNotExist, and a file at an
+// a missing file is an error wrapping fs.ErrNotExist (an empty one too,
+// wrapping ErrEmpty, whose message says so), and a file at an
 // older version asks for a command that writes. The connection is opened
 // with mode=ro and query_only. In a directory the process can write, SQLite
 // may add its usual -wal and -shm side files (they let a reader see a
@@ -103,6 +104,18 @@ const BusyTimeout = 30 * time.Second
 // kernel's.
 var ErrForeign = errors.New("not this kernel's file")
 
+// ErrEmpty is wrapped by OpenReadOnly's error for an empty (0-byte) file:
+// it exists, but nothing has written it (Open makes it the kernel's).
+// errors.Is(err, fs.ErrNotExist) holds for it too, since as with a missing
+// file there is nothing to read; its message does not say the file is
+// missing.
+var ErrEmpty error = emptyFile{}
+
+type emptyFile struct{}
+
+func (emptyFile) Error() string        { return "the file is empty (0 bytes)" }
+func (emptyFile) Is(target error) bool { return target == fs.ErrNotExist }
+
 // Schema is what one kernel keeps in its file.
 type Schema struct {
 	// Name says what the file is, in errors: "solve kernel.db".
@@ -148,6 +161,9 @@ func Open(ctx context.Context, path string, s *Schema) (*sql.DB, error) {
 			return fail(err)
 		}
 	}
+	if err := writable(abs, h.exists); err != nil {
+		return fail(err)
+	}
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(1)")
@@ -163,6 +179,10 @@ func Open(ctx context.Context, path string, s *Schema) (*sql.DB, error) {
 		closeErr := db.Close()
 		if _, statErr := os.Stat(filepath.Dir(abs)); statErr != nil {
 			return fail(errors.Join(fmt.Errorf("its directory: %w", statErr), closeErr))
+		}
+		var se *msqlite.Error
+		if errors.As(err, &se) && se.Code()&0xff == sqliteReadOnly {
+			err = fmt.Errorf("%w: SQLite cannot write it here (%v)", ErrReadOnly, err)
 		}
 		return fail(errors.Join(fmt.Errorf("setting WAL mode: %w", err), closeErr))
 	}
@@ -203,6 +223,39 @@ func setWAL(ctx context.Context, db *sql.DB) error {
 // sqliteBusy is SQLITE_BUSY, the primary result code of "database is locked".
 const sqliteBusy = 5
 
+// sqliteReadOnly is SQLITE_READONLY, the primary result code of "attempt
+// to write a readonly database".
+const sqliteReadOnly = 8
+
+// ErrReadOnly is wrapped by Open's error for a file this process cannot
+// write: the file itself, or its directory where SQLite must create the
+// file or its -wal and -shm files. OpenReadOnly reads such a file.
+var ErrReadOnly = errors.New("read-only")
+
+// writable refuses, before SQLite is asked, a file Open could not write:
+// SQLite would open it read-only and fail at the first write with "attempt
+// to write a readonly database". It asks access(2), as SQLite would be
+// answered, and refuses the directory only where SQLite must create a file
+// in it (the database, or a missing -wal or -shm).
+func writable(abs string, exists bool) error {
+	dir := filepath.Dir(abs)
+	switch {
+	case !exists && !dirWritable(dir):
+		return fmt.Errorf("%w: the file does not exist, and this user cannot create files in %s", ErrReadOnly, dir)
+	case exists && !fileWritable(abs):
+		return fmt.Errorf("%w: this user cannot write the file", ErrReadOnly)
+	case exists && !dirWritable(dir) && !sideFiles(abs):
+		return fmt.Errorf("%w: this user cannot create files in %s, where SQLite keeps the database's -wal and -shm files", ErrReadOnly, dir)
+	}
+	return nil
+}
+
+// sideFiles reports whether abs's -wal and -shm files both exist and can
+// be written (SQLite then needs no new file beside it).
+func sideFiles(abs string) bool {
+	return fileWritable(abs+"-wal") && fileWritable(abs+"-shm")
+}
+
 // OpenReadOnly opens the kernel's existing file at path for reading only.
 // It never creates, migrates or writes the file; see the package doc for
 // how it reads in a directory it cannot write.
@@ -218,8 +271,11 @@ func OpenReadOnly(ctx context.Context, path string, s *Schema) (*sql.DB, error) 
 	if err != nil {
 		return fail(err)
 	}
-	if !h.exists || h.size == 0 {
+	if !h.exists {
 		return fail(fmt.Errorf("%w: nothing has been written here yet", fs.ErrNotExist))
+	}
+	if h.size == 0 {
+		return fail(fmt.Errorf("%w: nothing has been written to it, so it is no %s yet; it was left unchanged", ErrEmpty, s.Name))
 	}
 	if err := precheck(ctx, abs, h, s); err != nil {
 		return fail(err)

@@ -295,8 +295,11 @@ func TestReadOnlyNeverCreates(t *testing.T) {
 		t.Fatalf("a read-only open left %q", got)
 	}
 	os.WriteFile(path, nil, 0o644)
-	if _, err := OpenReadOnly(context.Background(), path, testSchema); !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("OpenReadOnly of an empty file: %v; want fs.ErrNotExist", err)
+	// Empty: as missing for the callers (nothing to read), but not said to
+	// be missing.
+	if _, err := OpenReadOnly(context.Background(), path, testSchema); !errors.Is(err, fs.ErrNotExist) || !errors.Is(err, ErrEmpty) ||
+		!strings.Contains(err.Error(), "empty") || strings.Contains(err.Error(), "does not exist") {
+		t.Fatalf("OpenReadOnly of an empty file: %v; want ErrEmpty (and fs.ErrNotExist), saying it is empty", err)
 	}
 	if data, _ := os.ReadFile(path); len(data) != 0 {
 		t.Fatal("a read-only open wrote to an empty file")
