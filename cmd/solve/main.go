@@ -603,7 +603,7 @@ on the command line.`,
 	f.StringArrayVar(&req.Suggest, "suggest", nil, "a human idea: scored against the constraints as an attempt of its own, like any candidate, and given to resolvers as an input (repeatable)")
 	f.Float64Var(&req.BudgetUSD, "budget", 1, "root budget in USD")
 	f.StringVar(&timeCap, "time", "30m", "root wall-time budget (e.g. 30m, 2h)")
-	f.StringVar(&req.Workspace, "workspace", "", "directory where software goals are built and tested")
+	f.StringVar(&req.Workspace, "workspace", "", "directory where software goals are built and tested (it must exist: a mistyped path is refused, not created)")
 	f.IntVar(&req.Workers, "workers", 1, "independent ready nodes run in parallel (same results as 1)")
 	f.IntVar(&req.TMax, "tmax", loop.DefaultTMax, "attempts per resolver before BUILD (T_max)")
 	f.BoolVar(&req.Interactive, "interactive", false, "ask the human on the terminal: the Step 1 extraction dialogue, and HIRE at once")
@@ -942,7 +942,7 @@ capability: toolization, never a one-off answer), --add-budget/--add-time, or
 }
 
 func statusCommand() *cobra.Command {
-	return readCommand("status [ROOT]", "Show a run's tree: states, σ, money spent/allocated/delegated/reserve, goals, times, events (all runs without ROOT)",
+	return readCommand("status [ROOT]", "Show every run's outcome (achieved, stopped: resume continues it, waiting_for_human, infeasible: nothing left to try), or ROOT's tree: states, σ, money spent/allocated/delegated/reserve, goals, times, events",
 		func(ctx context.Context, k *solve.Kernel, w io.Writer, root string, asJSON bool) error {
 			if root == "" {
 				runs, err := k.Runs(ctx)
