@@ -26,7 +26,9 @@
 //     failures, up to RetryPolicy.MaxAttempts per model; the wait is the
 //     provider's retry-after when given, else a random point in the upper
 //     half of base·2^(n−1) (half jitter, never near zero), capped per wait
-//     and in total. Adapters never retry on their own.
+//     and in total. Adapters never retry on their own. A Send its context
+//     ends while none of its requests awaits an answer (before sending, or
+//     in a back-off) fails marked ErrNotInFlight: nothing was billed.
 //   - Fallback: a model is unavailable on 404 or on overload (529) that
 //     outlasts the retries; any other error ends the call at once.
 //   - Normalize raises max_tokens to budget+4096 when a thinking budget is

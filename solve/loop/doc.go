@@ -11,7 +11,11 @@
 //     up from the parent's reserve, as PRE_CHECK says), and settled after it
 //     with what it actually cost; no interleaving of workers or processes
 //     can overdraw, and a call a killed process made is settled on resume
-//     at what it reserved. A call is capped at its reservation
+//     at what it reserved. A call cut off (deadline, Ctrl-C) is settled at
+//     its hold when a request of its was in flight (its cost is unknown),
+//     and at what it reported when none was (ResolverError.NotInFlight: a
+//     retry back-off after an error answer, or nothing sent; error answers
+//     are not billed). A call is capped at its reservation
 //     (Call.MaxCost; the hold grows towards a resolver's Ceiling from the
 //     node's own remainder), so not even one answer overshoots. An
 //     invalidated subtree's unspent money returns to the reopened ancestor.
