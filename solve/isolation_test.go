@@ -308,12 +308,15 @@ func TestAFailingHiredToolOpensANewRequestSayingHow(t *testing.T) {
 	if id2 == id {
 		t.Fatal("the failed tool's request was not a new one")
 	}
-	if d := runSolve(t, dir, "hire", id2, "--decline", "--reason", "no camera this week"); d.code != 0 {
+	if d := runSolve(t, dir, "hire", id2, "--decline", "--reason", "no camera this week"); d.code != 0 || !strings.Contains(d.stdout, "is infeasible") {
 		t.Fatalf("decline: %s%s", d.stdout, d.stderr)
 	}
 	end := runSolve(t, dir, "resume", root, "--provider", "script", "--script", sc)
-	if end.code != cli.ExitInfeasible || !strings.Contains(end.stderr, "INFEASIBLE: capability request") {
+	if end.code != cli.ExitInfeasible {
 		t.Fatalf("after the decline: exit %d\n%s\n%s", end.code, end.stdout, end.stderr)
+	}
+	if l := runSolve(t, dir, "log"); !strings.Contains(l.stdout, "INFEASIBLE: capability request "+id2) {
+		t.Errorf("the log does not say the decline ended the node:\n%s", l.stdout)
 	}
 	invariants(t, dir, root)
 }
