@@ -56,10 +56,12 @@ func (t trigger) describe() string {
 
 // prompt is the trigger as the steps' {{trigger}} reads it, in the words
 // of prompts/parts/trigger-*.md. (describe is the kernel's own wording, in
-// memory situations that audit matches on.)
+// memory situations that audit matches on.) The person's input is passed
+// as written, line breaks and all: it is their message, not an item of a
+// list.
 func (t trigger) prompt(parts *pieces) string {
 	if t.goal != nil {
-		return parts.fill("trigger-goal.md", map[string]string{"goal": t.goal.Name, "weight": fmt.Sprintf("%.2f", t.goal.Weight), "status": string(t.goal.Status)})
+		return parts.item("trigger-goal.md", map[string]string{"goal": quote(t.goal.Name), "weight": fmt.Sprintf("%.2f", t.goal.Weight), "status": string(t.goal.Status)})
 	}
 	return parts.fill("trigger-input.md", map[string]string{"input": t.external})
 }

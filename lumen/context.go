@@ -280,9 +280,9 @@ func (in *Instance) formatConversation(parts *pieces) string {
 	var lines []string
 	for _, x := range in.conversationSnapshot() {
 		at := x.At.UTC().Format("15:04")
-		lines = append(lines, parts.fill("person.md", map[string]string{"time": at, "input": clip.Line(x.Input, 2000)}))
+		lines = append(lines, parts.item("person.md", map[string]string{"time": at, "input": clip.Line(x.Input, 2000)}))
 		if x.Reply != "" {
-			lines = append(lines, parts.fill("you.md", map[string]string{"time": at, "reply": clip.Line(x.Reply, 2000)}))
+			lines = append(lines, parts.item("you.md", map[string]string{"time": at, "reply": clip.Line(x.Reply, 2000)}))
 		}
 	}
 	return strings.Join(lines, "\n")
@@ -291,7 +291,7 @@ func (in *Instance) formatConversation(parts *pieces) string {
 func formatCandidates(parts *pieces, cs []Candidate) string {
 	var lines []string
 	for i, c := range cs {
-		lines = append(lines, parts.fill("candidate.md", map[string]string{"number": strconv.Itoa(i + 1), "action": c.Action, "skill": c.Skill,
+		lines = append(lines, parts.item("candidate.md", map[string]string{"number": strconv.Itoa(i + 1), "action": c.Action, "skill": c.Skill,
 			"input": compactJSON(c.Input), "predicted": c.Predicted, "counterfactual": c.Counterfactual}))
 	}
 	return strings.Join(lines, "\n")

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/llmkernels/kernels/llm"
@@ -129,6 +130,35 @@ var partVars = map[string][]string{
 }
 
 func (in *Instance) parts() (*pieces, error) { return in.pieces("parts", partVars) }
+
+// item renders one item of a listed variable from prompts/parts/. Its
+// values are folded onto one line first, so text the model or a person
+// wrote (an action, a tension, an explanation) cannot start an item of its
+// own, such as a second delta line in REVIEW's prompt. A value without a
+// line break is passed unchanged, so the wording is the kernel's of before
+// the text moved into templates. Values the kernel used to quote (%q) are
+// quoted by the caller, with quote, and the templates carry no quotes of
+// their own.
+func (p *pieces) item(file string, vars map[string]string) string {
+	flat := make(map[string]string, len(vars))
+	for k, v := range vars {
+		flat[k] = oneLine(v)
+	}
+	return p.fill(file, flat)
+}
+
+// oneLine folds every run of white space in s into one space when s holds
+// a line break (any Unicode one); text without one is returned unchanged.
+func oneLine(s string) string {
+	if !strings.ContainsAny(s, "\n\v\f\r\u0085\u2028\u2029") {
+		return s
+	}
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// quote is how the kernel quotes a value inside a part: Go syntax, with
+// its own quotes, so no line break or quote in it survives unescaped.
+func quote(s string) string { return strconv.Quote(s) }
 
 // prompt renders a step's system and user prompt.
 func (in *Instance) prompt(step string, vars map[string]string) (string, string, error) {

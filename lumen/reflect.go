@@ -380,9 +380,9 @@ func orNoneJoined(parts []string) string {
 func formatTensions(parts *pieces, ts []Tension) string {
 	var lines []string
 	for i, t := range ts {
-		lines = append(lines, parts.fill("tension.md", map[string]string{"number": strconv.Itoa(i + 1), "description": t.Description, "strength": fmt.Sprintf("%.2f", t.Strength)}))
+		lines = append(lines, parts.item("tension.md", map[string]string{"number": strconv.Itoa(i + 1), "description": t.Description, "strength": fmt.Sprintf("%.2f", t.Strength)}))
 		for _, e := range t.Evidence {
-			lines = append(lines, parts.fill("evidence.md", map[string]string{"evidence": e}))
+			lines = append(lines, parts.item("evidence.md", map[string]string{"evidence": e}))
 		}
 	}
 	return strings.Join(lines, "\n")
@@ -395,7 +395,7 @@ func formatProposals(parts *pieces, ps []Proposal, ts []Tension) string {
 		if p.Tension >= 1 && p.Tension <= len(ts) {
 			strength = ts[p.Tension-1].Strength
 		}
-		lines = append(lines, parts.fill("proposal.md", map[string]string{"number": strconv.Itoa(i + 1), "change": p.Change.String(),
+		lines = append(lines, parts.item("proposal.md", map[string]string{"number": strconv.Itoa(i + 1), "change": p.Change.String(),
 			"tension": strconv.Itoa(p.Tension), "strength": fmt.Sprintf("%.2f", strength), "rationale": p.Rationale}))
 	}
 	return strings.Join(lines, "\n")
@@ -420,8 +420,8 @@ func (in *Instance) sinceReflection(ctx context.Context, parts *pieces, lastRevi
 		if json.Unmarshal(e.Data, &d) != nil || d.Delta == nil {
 			continue
 		}
-		deltas = append(deltas, parts.fill("delta.md", map[string]string{"time": e.Timestamp.UTC().Format("2006-01-02 15:04"), "action": d.Action,
-			"predicted": clip.Line(d.Predicted, 200), "outcome": clip.Line(d.Outcome, 200), "delta": fmt.Sprintf("%.2f", *d.Delta), "explanation": d.Explanation}))
+		deltas = append(deltas, parts.item("delta.md", map[string]string{"time": e.Timestamp.UTC().Format("2006-01-02 15:04"), "action": quote(d.Action),
+			"predicted": quote(clip.Line(d.Predicted, 200)), "outcome": quote(clip.Line(d.Outcome, 200)), "delta": fmt.Sprintf("%.2f", *d.Delta), "explanation": d.Explanation}))
 	}
 	triggers, err := in.mem.List(ctx, memory.Filter{Authors: []string{memory.Kernel}, Step: stepTrigger, AfterSeq: lastReview})
 	if err != nil {
@@ -436,7 +436,7 @@ func (in *Instance) sinceReflection(ctx context.Context, parts *pieces, lastRevi
 		}
 		for _, f := range d.Fired {
 			if f.Condition == FiredTension {
-				conflicts = append(conflicts, parts.fill("conflict.md", map[string]string{"time": e.Timestamp.UTC().Format("2006-01-02 15:04"), "detail": f.Detail}))
+				conflicts = append(conflicts, parts.item("conflict.md", map[string]string{"time": e.Timestamp.UTC().Format("2006-01-02 15:04"), "detail": f.Detail}))
 			}
 		}
 	}
