@@ -176,7 +176,26 @@ func (in *Instance) prompt(step string, vars map[string]string) (string, string,
 	if user, err = render(step+"/prompt.md", user, vars); err != nil {
 		return "", "", err
 	}
+	if err := notBlank(step+"/system.md", sys, "system prompt"); err != nil {
+		return "", "", err
+	}
+	if err := notBlank(step+"/prompt.md", user, "message"); err != nil {
+		return "", "", err
+	}
 	return sys, user, nil
+}
+
+// notBlank fails a template whose text is a whole system block or message
+// of its own when it holds nothing but white space: the API refuses a
+// blank one, and the step would fail only once the call was made (for the
+// re-ask, after the malformed answer was paid for). A deleted file is the
+// way back to the default; a blank one is not taken to mean it, because
+// the model would then read text the user removed.
+func notBlank(where, text, what string) error {
+	if strings.TrimSpace(text) != "" {
+		return nil
+	}
+	return fmt.Errorf("prompt %s is blank: it would be an empty %s, which the API refuses; write its text, or delete the file to use the built-in default", where, what)
 }
 
 // Usage is what LLM calls cost: calls, tokens and US dollars.
@@ -234,12 +253,18 @@ func ask[T any](ctx context.Context, in *Instance, step string, vars map[string]
 // prompts/json/instruction.md ({{schema}}: the JSON Schema document the
 // answer is checked against) and prompts/json/repair.md ({{problems}}: what
 // was wrong, one "- " line each), so this text is as editable as every
-// other prompt. Both are checked before the call. The schema
+// other prompt. Both are checked before the call, blank ones refused. The schema
 // itself and the problem lines stay in Go: the schema is what the answer
 // is validated against, and the problems are the validator's findings.
 func (in *Instance) jsonOptions() (llm.JSONOptions, error) {
 	p, err := in.pieces("json", map[string][]string{"instruction.md": {"schema"}, "repair.md": {"problems"}})
 	if err != nil {
+		return llm.JSONOptions{}, err
+	}
+	if err := notBlank("json/instruction.md", p.tmpl["instruction.md"], "system prompt block"); err != nil {
+		return llm.JSONOptions{}, err
+	}
+	if err := notBlank("json/repair.md", p.tmpl["repair.md"], "message"); err != nil {
 		return llm.JSONOptions{}, err
 	}
 	return llm.JSONOptions{

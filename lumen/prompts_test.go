@@ -349,3 +349,25 @@ func TestNoValueCanAddALineToAListItem(t *testing.T) {
 		}
 	}
 }
+
+// A template that would be a whole system block or message is refused
+// when blank, before any call: the API refuses an empty block, and a blank
+// re-ask would fail only after the malformed answer was paid for.
+func TestABlankTemplateFailsTheStepBeforeAnyCall(t *testing.T) {
+	for _, file := range []string{"json/instruction.md", "json/repair.md", "think/system.md", "think/prompt.md"} {
+		t.Run(file, func(t *testing.T) {
+			p := scripted(t, malformedChatTurn()...)
+			in, _ := newInstance(t, "", editPrompts(map[string]string{file: " \n\n"}), withScript(p))
+			_, err := in.Chat(context.Background(), "hi")
+			if err == nil || !strings.Contains(err.Error(), "prompt "+file+" is blank") || !strings.Contains(err.Error(), "delete the file") {
+				t.Fatalf("err = %v, want the blank template named", err)
+			}
+			if n := len(p.Requests()); n != 0 {
+				t.Fatalf("%d requests sent with a blank %s", n, file)
+			}
+			if find(byAuthor(t, in, memory.Kernel), file+" is blank") == nil {
+				t.Errorf("no kernel memory records the failed step")
+			}
+		})
+	}
+}
