@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -140,6 +142,10 @@ func (in *Instance) actionLoop(ctx context.Context, tr trigger) (*ActionReport, 
 	vars["conversation"] = in.formatConversation(parts)
 	vars["memories"] = formatMemories(ret.Entries)
 	vars["skills"] = skills.text
+	texts, err := in.actTexts(slices.Collect(maps.Keys(vars)))
+	if err != nil {
+		return rep, in.stepFailed("think", err)
+	}
 	var thinkUsage Usage
 	th, err := ask[thought](step, in, "think", vars, &thinkUsage)
 	rep.Usage.Add(thinkUsage)
@@ -198,7 +204,7 @@ func (in *Instance) actionLoop(ctx context.Context, tr trigger) (*ActionReport, 
 		}
 		// A person is waiting: still answer them.
 		if v.Fallback == 0 {
-			return rep, in.gapReply(step, tr, th.Candidates[v.Chosen-1], rep, vars)
+			return rep, in.gapReply(step, tr, th.Candidates[v.Chosen-1], rep, vars, texts)
 		}
 	}
 	chosenN := v.Chosen
@@ -224,7 +230,7 @@ func (in *Instance) actionLoop(ctx context.Context, tr trigger) (*ActionReport, 
 	}
 
 	// ACT
-	outcome, err := in.act(step, tr, chosen, rep)
+	outcome, err := in.act(step, tr, chosen, rep, texts)
 	if err != nil {
 		return rep, in.stepFailed("act", err)
 	}
@@ -287,19 +293,15 @@ func scoredIDs(ss []memory.Scored) []string {
 // gapReply answers a person when the action they need has no skill (A = 0)
 // and no other candidate can act: the chat skill says so, in the words of
 // prompts/decide/gap-reply.md.
-func (in *Instance) gapReply(ctx context.Context, tr trigger, c Candidate, rep *ActionReport, vars map[string]string) error {
-	text, err := in.template("decide", "gap-reply.md")
-	if err != nil {
-		return in.stepFailed("act", err)
-	}
+func (in *Instance) gapReply(ctx context.Context, tr trigger, c Candidate, rep *ActionReport, vars map[string]string, texts *actTexts) error {
 	vars["action"], vars["skill"], vars["goal"] = c.Action, c.Skill, rep.CreatedGoal
-	msg, err := render("decide/gap-reply.md", text, vars)
+	msg, err := render("decide/gap-reply.md", texts.gapReply, vars)
 	if err != nil {
 		return in.stepFailed("act", err)
 	}
 	input, _ := json.Marshal(map[string]string{"message": strings.TrimSpace(msg)})
 	reply := Candidate{Action: "tell the person the skill is missing", Skill: "chat", Input: input}
-	if _, err := in.act(ctx, tr, reply, rep); err != nil {
+	if _, err := in.act(ctx, tr, reply, rep, texts); err != nil {
 		return in.stepFailed("act", err)
 	}
 	return in.afterAction(ctx, "act", tr, rep, nil)
@@ -389,17 +391,14 @@ func (in *Instance) authorSkillGoal(c Candidate, s Score, rep *ActionReport) err
 func clamp01(x float64) float64 { return max(0, min(1, x)) }
 
 // act invokes the chosen candidate's skill, or runs the create-skill tool.
-func (in *Instance) act(ctx context.Context, tr trigger, c Candidate, rep *ActionReport) (string, error) {
+func (in *Instance) act(ctx context.Context, tr trigger, c Candidate, rep *ActionReport, texts *actTexts) (string, error) {
 	if c.Skill == skill.BuiltinCreate {
-		return in.createSkill(ctx, tr, c, rep)
+		return in.createSkill(ctx, tr, c, rep, texts)
 	}
 	if _, err := in.skills.Help(ctx, c.Skill); err != nil {
 		return "", err
 	}
-	said, err := in.pieces("act", map[string][]string{"succeeded.md": {"skill", "output"}, "failed.md": {"skill", "error"}, "shown.md": {"skill", "display"}})
-	if err != nil {
-		return "", err
-	}
+	said := texts.outcome
 	res, err := in.skills.Invoke(ctx, c.Skill, skill.Request{Input: c.Input, Situation: tr.describe()})
 	if err != nil {
 		return "", err
@@ -423,7 +422,7 @@ func (in *Instance) act(ctx context.Context, tr trigger, c Candidate, rep *Actio
 // createSkill runs the create-skill tool loop: the LLM writes a new skill,
 // or a new version of one, through the create_skill tool; the kernel
 // writes it, runs its --help and only then makes it the current version.
-func (in *Instance) createSkill(ctx context.Context, tr trigger, c Candidate, rep *ActionReport) (string, error) {
+func (in *Instance) createSkill(ctx context.Context, tr trigger, c Candidate, rep *ActionReport, texts *actTexts) (string, error) {
 	skills, err := in.skillContext(ctx, c.Action+" "+compactJSON(c.Input))
 	if err != nil {
 		return "", err
@@ -437,22 +436,13 @@ func (in *Instance) createSkill(ctx context.Context, tr trigger, c Candidate, re
 		return "", err
 	}
 	vars := snap.vars(in.opts.Now())
+	// The names of createSkillPrompt, checked before THINK.
 	vars["trigger"], vars["action"], vars["input"], vars["skills"] = tr.prompt(parts), c.Action, compactJSON(c.Input), skills.text
 	sys, user, err := in.prompt("create-skill", vars)
 	if err != nil {
 		return "", err
 	}
-	toolText, err := in.template("create-skill", "tool.md")
-	if err != nil {
-		return "", err
-	}
-	result := []string{"skill", "version", "replaced", "help"}
-	said, err := in.pieces("create-skill", map[string][]string{"created.md": result, "revised.md": result,
-		"outcome.md": {"what", "skill", "help"}, "tool-result.md": {"what", "skill", "help"},
-		"tool-bad-input.md": {"problems"}, "none.md": {"said"}})
-	if err != nil {
-		return "", err
-	}
+	said := texts.create
 	schema, err := llm.SchemaFor[skill.NewSkill]()
 	if err != nil {
 		return "", err
@@ -464,7 +454,7 @@ func (in *Instance) createSkill(ctx context.Context, tr trigger, c Candidate, re
 	var outcomes []string
 	var logErr error
 	loop := &llm.Loop{Client: in.opts.Client, MaxLoops: 6, Handlers: []llm.ToolHandler{{
-		Tool: llm.Tool{Name: "create_skill", Description: strings.TrimSpace(toolText), InputSchema: schema.JSON},
+		Tool: llm.Tool{Name: "create_skill", Description: texts.tool, InputSchema: schema.JSON},
 		Run: func(ctx context.Context, input json.RawMessage) (llm.ToolOutput, error) {
 			var spec skill.NewSkill
 			_, problems := schema.Check(string(input))

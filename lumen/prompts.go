@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/lumen/memory"
@@ -88,11 +89,7 @@ func (in *Instance) pieces(dir string, vars map[string][]string) (*pieces, error
 			return nil, err
 		}
 		t = strings.TrimRight(t, "\n")
-		probe := map[string]string{}
-		for _, n := range names {
-			probe[n] = "x"
-		}
-		if _, err := render(dir+"/"+file, t, probe); err != nil {
+		if _, err := render(dir+"/"+file, t, probe(names)); err != nil {
 			return nil, err
 		}
 		p.tmpl[file] = t
@@ -159,6 +156,73 @@ func oneLine(s string) string {
 // quote is how the kernel quotes a value inside a part: Go syntax, with
 // its own quotes, so no line break or quote in it survives unescaped.
 func quote(s string) string { return strconv.Quote(s) }
+
+// actTexts are the templates ACT fills in besides the steps' own: a skill
+// call's outcome (prompts/act/), the create-skill step's prompts and its
+// tool's description, replies and outcomes (prompts/create-skill/), and
+// the reply when no skill can do what a person asked
+// (prompts/decide/gap-reply.md). The action loop loads and checks them
+// before THINK, with prompts/parts/, so a broken one fails the loop before
+// any call is paid for or any skill runs, not after THINK and DECIDE.
+type actTexts struct {
+	outcome  *pieces // prompts/act/
+	create   *pieces // prompts/create-skill/: the tool's replies, the step's outcome
+	tool     string  // prompts/create-skill/tool.md
+	gapReply string  // prompts/decide/gap-reply.md
+}
+
+// actVars and createSkillVars are the files of prompts/act/ and
+// prompts/create-skill/ that the kernel fills in, with their variables.
+var (
+	actVars = map[string][]string{"succeeded.md": {"skill", "output"}, "failed.md": {"skill", "error"}, "shown.md": {"skill", "display"}}
+
+	createSkillVars = map[string][]string{
+		"created.md": {"skill", "version", "replaced", "help"}, "revised.md": {"skill", "version", "replaced", "help"},
+		"outcome.md": {"what", "skill", "help"}, "tool-result.md": {"what", "skill", "help"},
+		"tool-bad-input.md": {"problems"}, "none.md": {"said"},
+	}
+)
+
+// createSkillPrompt are the variables the create-skill step's prompts get
+// besides the snapshot's (now, soul, values, goals).
+var createSkillPrompt = []string{"trigger", "action", "input", "skills"}
+
+// actTexts loads and checks the templates ACT uses. loop names the
+// variables THINK has: gap-reply.md gets them, with those DECIDE adds.
+func (in *Instance) actTexts(loop []string) (*actTexts, error) {
+	t := &actTexts{}
+	var err error
+	if t.outcome, err = in.pieces("act", actVars); err != nil {
+		return nil, err
+	}
+	if t.create, err = in.pieces("create-skill", createSkillVars); err != nil {
+		return nil, err
+	}
+	if t.tool, err = in.template("create-skill", "tool.md"); err != nil {
+		return nil, err
+	}
+	t.tool = strings.TrimSpace(t.tool)
+	if _, _, err := in.prompt("create-skill", probe(slices.Collect(maps.Keys((&snapshot{}).vars(time.Time{}))), createSkillPrompt...)); err != nil {
+		return nil, err
+	}
+	if t.gapReply, err = in.template("decide", "gap-reply.md"); err != nil {
+		return nil, err
+	}
+	if _, err := render("decide/gap-reply.md", t.gapReply, probe(loop, "situation", "candidates", "action", "skill", "goal")); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// probe is a value for each name, to check which variables a template
+// uses before the real values exist.
+func probe(names []string, more ...string) map[string]string {
+	vars := map[string]string{}
+	for _, n := range append(slices.Clone(names), more...) {
+		vars[n] = "x"
+	}
+	return vars
+}
 
 // prompt renders a step's system and user prompt.
 func (in *Instance) prompt(step string, vars map[string]string) (string, string, error) {

@@ -371,3 +371,37 @@ func TestABlankTemplateFailsTheStepBeforeAnyCall(t *testing.T) {
 		})
 	}
 }
+
+// The templates ACT fills in are checked with the others, before THINK:
+// a broken one fails the loop before any call is paid for or any skill
+// runs, not after THINK and DECIDE.
+func TestABrokenActTemplateFailsBeforeAnyCall(t *testing.T) {
+	for file, want := range map[string]string{
+		"act/succeeded.md":            "act/succeeded.md uses {{bogus}}",
+		"act/shown.md":                "act/shown.md uses {{bogus}}",
+		"create-skill/created.md":     "create-skill/created.md uses {{bogus}}",
+		"create-skill/tool-result.md": "create-skill/tool-result.md uses {{bogus}}",
+		"create-skill/prompt.md":      "create-skill/prompt.md uses {{bogus}}",
+		"create-skill/system.md":      "create-skill/system.md uses {{bogus}}",
+		"decide/gap-reply.md":         "decide/gap-reply.md uses {{bogus}}",
+	} {
+		t.Run(file, func(t *testing.T) {
+			p := scripted(t, chatTurn("hello")...)
+			in, _ := newInstance(t, "", editPrompts(map[string]string{file: "X {{bogus}}\n"}), withScript(p))
+			_, err := in.Chat(context.Background(), "hi")
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("err = %v, want %q", err, want)
+			}
+			if n := len(p.Requests()); n != 0 {
+				t.Fatalf("%d requests sent with a broken %s", n, file)
+			}
+		})
+	}
+	// The create-skill step's prompts may use what that step provides,
+	// and no more: {{memories}} is THINK's, not create-skill's.
+	p := scripted(t, chatTurn("hello")...)
+	in, _ := newInstance(t, "", editPrompts(map[string]string{"create-skill/prompt.md": "{{now}} {{soul}} {{values}} {{goals}} {{trigger}} {{action}} {{input}} {{skills}} {{memories}}\n"}), withScript(p))
+	if _, err := in.Chat(context.Background(), "hi"); err == nil || !strings.Contains(err.Error(), "create-skill/prompt.md uses {{memories}}") {
+		t.Fatalf("err = %v, want {{memories}} refused", err)
+	}
+}
