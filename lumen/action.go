@@ -142,8 +142,17 @@ func (in *Instance) actionLoop(ctx context.Context, tr trigger) (*ActionReport, 
 	vars["conversation"] = in.formatConversation(parts)
 	vars["memories"] = formatMemories(ret.Entries)
 	vars["skills"] = skills.text
-	texts, err := in.actTexts(slices.Collect(maps.Keys(vars)))
+	loopVars := slices.Collect(maps.Keys(vars))
+	texts, err := in.actTexts(loopVars)
 	if err != nil {
+		return rep, in.stepFailed("think", err)
+	}
+	decided := []string{"situation", "candidates"}
+	if err := in.checkPrompts(loopVars, map[string][]string{"decide": decided,
+		"record": append(decided, "action", "skill", "predicted", "counterfactual", "outcome")}); err != nil {
+		return rep, in.stepFailed("think", err)
+	}
+	if err := in.checkPrompts(nil, map[string][]string{stepTrigger: triggerVars}); err != nil {
 		return rep, in.stepFailed("think", err)
 	}
 	var thinkUsage Usage

@@ -214,6 +214,18 @@ func (in *Instance) actTexts(loop []string) (*actTexts, error) {
 	return t, nil
 }
 
+// checkPrompts checks the prompts of the steps a loop reaches later
+// (step -> the variables it gets besides loop), so a broken one fails the
+// loop before its first call, not once the calls before it were paid for.
+func (in *Instance) checkPrompts(loop []string, later map[string][]string) error {
+	for _, step := range slices.Sorted(maps.Keys(later)) {
+		if _, _, err := in.prompt(step, probe(loop, later[step]...)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // probe is a value for each name, to check which variables a template
 // uses before the real values exist.
 func probe(names []string, more ...string) map[string]string {

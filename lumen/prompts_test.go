@@ -384,6 +384,9 @@ func TestABrokenActTemplateFailsBeforeAnyCall(t *testing.T) {
 		"create-skill/prompt.md":      "create-skill/prompt.md uses {{bogus}}",
 		"create-skill/system.md":      "create-skill/system.md uses {{bogus}}",
 		"decide/gap-reply.md":         "decide/gap-reply.md uses {{bogus}}",
+		"decide/prompt.md":            "decide/prompt.md uses {{bogus}}",
+		"record/prompt.md":            "record/prompt.md uses {{bogus}}",
+		"trigger/system.md":           "trigger/system.md uses {{bogus}}",
 	} {
 		t.Run(file, func(t *testing.T) {
 			p := scripted(t, chatTurn("hello")...)
@@ -403,5 +406,22 @@ func TestABrokenActTemplateFailsBeforeAnyCall(t *testing.T) {
 	in, _ := newInstance(t, "", editPrompts(map[string]string{"create-skill/prompt.md": "{{now}} {{soul}} {{values}} {{goals}} {{trigger}} {{action}} {{input}} {{skills}} {{memories}}\n"}), withScript(p))
 	if _, err := in.Chat(context.Background(), "hi"); err == nil || !strings.Contains(err.Error(), "create-skill/prompt.md uses {{memories}}") {
 		t.Fatalf("err = %v, want {{memories}} refused", err)
+	}
+}
+
+// So are the prompts of the reflection loop's later steps, before REVIEW.
+func TestABrokenReflectionTemplateFailsBeforeAnyCall(t *testing.T) {
+	for _, file := range []string{"ask/prompt.md", "evolve/system.md"} {
+		t.Run(file, func(t *testing.T) {
+			p := scripted(t, answer("review", map[string]any{"summary": "s", "tensions": []any{}}))
+			in, _ := newInstance(t, "", editPrompts(map[string]string{file: "X {{bogus}}\n"}), withScript(p))
+			_, err := in.Reflect(context.Background())
+			if err == nil || !strings.Contains(err.Error(), file+" uses {{bogus}}") {
+				t.Fatalf("err = %v, want %s named", err, file)
+			}
+			if n := len(p.Requests()); n != 0 {
+				t.Fatalf("%d requests sent with a broken %s", n, file)
+			}
+		})
 	}
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -130,6 +132,10 @@ func (in *Instance) reflect(ctx context.Context, fired []Fired) (*ReflectionRepo
 	vars["deltas"] = strings.Join(deltas, "\n")
 	vars["conflicts"] = strings.Join(conflicts, "\n")
 	vars["summaries"] = summaries
+	asks := []string{"summary", "tensions"}
+	if err := in.checkPrompts(slices.Collect(maps.Keys(vars)), map[string][]string{"ask": asks, "evolve": append(asks, "proposals")}); err != nil {
+		return rep, in.stepFailed(stepReview, err)
+	}
 	rv, err := ask[reviewAnswer](step, in, stepReview, vars, &rep.Usage)
 	if err != nil {
 		return rep, in.stepFailed(stepReview, err)

@@ -138,7 +138,7 @@ func (in *Instance) checkTrigger(ctx context.Context, tr trigger, rep *ActionRep
 		if err != nil {
 			return nil, err
 		}
-		vars := map[string]string{
+		vars := map[string]string{ // the names of triggerVars
 			"trigger":     tr.prompt(parts),
 			"input":       tr.external,
 			"action":      "",
@@ -236,3 +236,6 @@ func (in *Instance) idleGoals(ctx context.Context, from int64) ([]IdleGoal, erro
 	}
 	return out, nil
 }
+
+// triggerVars are the variables of the trigger step's prompts.
+var triggerVars = []string{"trigger", "input", "action", "outcome", "high_values"}
