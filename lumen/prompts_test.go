@@ -376,18 +376,9 @@ func TestABlankTemplateFailsTheStepBeforeAnyCall(t *testing.T) {
 // a broken one fails the loop before any call is paid for or any skill
 // runs, not after THINK and DECIDE.
 func TestABrokenActTemplateFailsBeforeAnyCall(t *testing.T) {
-	for file, want := range map[string]string{
-		"act/succeeded.md":            "act/succeeded.md uses {{bogus}}",
-		"act/shown.md":                "act/shown.md uses {{bogus}}",
-		"create-skill/created.md":     "create-skill/created.md uses {{bogus}}",
-		"create-skill/tool-result.md": "create-skill/tool-result.md uses {{bogus}}",
-		"create-skill/prompt.md":      "create-skill/prompt.md uses {{bogus}}",
-		"create-skill/system.md":      "create-skill/system.md uses {{bogus}}",
-		"decide/gap-reply.md":         "decide/gap-reply.md uses {{bogus}}",
-		"decide/prompt.md":            "decide/prompt.md uses {{bogus}}",
-		"record/prompt.md":            "record/prompt.md uses {{bogus}}",
-		"trigger/system.md":           "trigger/system.md uses {{bogus}}",
-	} {
+	for _, file := range []string{"act/succeeded.md", "act/shown.md", "create-skill/created.md", "create-skill/tool-result.md",
+		"create-skill/prompt.md", "create-skill/system.md", "decide/gap-reply.md", "decide/prompt.md", "record/prompt.md", "trigger/system.md"} {
+		want := file + " uses {{bogus}}"
 		t.Run(file, func(t *testing.T) {
 			p := scripted(t, chatTurn("hello")...)
 			in, _ := newInstance(t, "", editPrompts(map[string]string{file: "X {{bogus}}\n"}), withScript(p))
