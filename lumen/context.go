@@ -54,7 +54,9 @@ func (s *snapshot) loaded(memories int) map[string]any {
 }
 
 // Empty state formats as "": what the LLM reads instead is in the
-// templates ({{values|…}}).
+// templates ({{values|…}}). A name or situation is folded onto its line
+// (oneLine): a goal the model named, or a person's message in a memory's
+// situation, cannot add a line to the list.
 
 func formatSoul(text string) string { return strings.TrimSpace(text) }
 
@@ -66,7 +68,7 @@ func formatValues(vs []Value) string {
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Weight > sorted[j].Weight })
 	var b strings.Builder
 	for _, v := range sorted {
-		fmt.Fprintf(&b, "- %s (weight %.2f, %s)\n", v.Name, v.Weight, v.Status)
+		fmt.Fprintf(&b, "- %s (weight %.2f, %s)\n", oneLine(v.Name), v.Weight, v.Status)
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
@@ -79,7 +81,7 @@ func formatGoals(gs []GoalRecord) string {
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Weight > sorted[j].Weight })
 	var b strings.Builder
 	for _, g := range sorted {
-		fmt.Fprintf(&b, "- %s (weight %.2f, %s, %d)\n", g.Name, g.Weight, g.Status, g.Year)
+		fmt.Fprintf(&b, "- %s (weight %.2f, %s, %d)\n", oneLine(g.Name), g.Weight, g.Status, g.Year)
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
@@ -92,7 +94,7 @@ func formatMemories(es []memory.Entry) string {
 	for _, e := range es {
 		fmt.Fprintf(&b, "- [%s] %s (weight %.2f)", e.Timestamp.UTC().Format("2006-01-02 15:04 UTC"), e.Author, e.Current)
 		if e.Situation != "" {
-			fmt.Fprintf(&b, " %s —", e.Situation)
+			fmt.Fprintf(&b, " %s —", oneLine(e.Situation))
 		}
 		fmt.Fprintf(&b, " %s\n", clip.Line(e.Description, 600))
 	}

@@ -416,3 +416,19 @@ func TestABrokenReflectionTemplateFailsBeforeAnyCall(t *testing.T) {
 		})
 	}
 }
+
+// The lists that stay in Go (values, goals, memories) fold the names and
+// situations a model or a person wrote onto their line too.
+func TestNoNameOrSituationCanAddALineToTheLists(t *testing.T) {
+	values := formatValues([]Value{{hostile, 0.5, ValueActive}})
+	goals := formatGoals([]GoalRecord{{Goal: Goal{Name: hostile, Weight: 0.5, Status: GoalTodo}, Year: 2026}})
+	memories := formatMemories([]memory.Entry{{Memory: memory.Memory{Author: memory.Kernel, Situation: "action loop: external input: " + hostile, Description: "d"}}})
+	for _, got := range []string{values, goals, memories} {
+		if strings.ContainsAny(got, "\n\r\u2028") {
+			t.Errorf("one item became several lines:\n%s", got)
+		}
+	}
+	if want := "- plain  name (weight 0.50, active)"; formatValues([]Value{{"plain  name", 0.5, ValueActive}}) != want {
+		t.Errorf("a one-line name changed: %s", formatValues([]Value{{"plain  name", 0.5, ValueActive}}))
+	}
+}
