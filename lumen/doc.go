@@ -111,4 +111,16 @@
 //     structure only. Go renders data (lists of values, goals, memories,
 //     candidates) in a fixed plain format. Templates an instance still
 //     holds unedited from an earlier kernel are upgraded on open.
+//   - Every item of a list the model reads is one line (or the fixed
+//     lines of its part): a value with a line break is folded onto it, and
+//     the values the kernel always quoted (a delta's action, prediction and
+//     outcome, a goal in the trigger) are Go-quoted, escapes and all. The
+//     person's message in {{trigger}} is passed as written.
+//   - A loop loads and checks every template it may fill in (the later
+//     steps' prompts, prompts/act/, prompts/create-skill/, prompts/parts/)
+//     before its first call: a broken one fails the loop before anything
+//     is paid for, even when this cycle would not reach it. A blank
+//     system.md, prompt.md or prompts/json/ template fails the step too
+//     (the API refuses an empty block); deleting the file, not blanking
+//     it, is how to get the default back.
 package lumen
