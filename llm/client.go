@@ -58,15 +58,37 @@ type Call struct {
 
 // ErrNotInFlight marks the error of a Send its context stopped while none
 // of its requests awaited an answer: before a request was handed to the
-// network, or while it waited out a retry back-off after an error answer.
-// Error answers are not billed, so such a Send cost nothing: a caller that
+// network, or while it waited out a retry back-off after answers that
+// refused the work (429, 409, 503, 529). Such answers are not billed, so
+// such a Send cost nothing: a caller that
 // holds money for the call settles it at what was paid (solve does). A Send
-// stopped while a request was in flight is not marked: the API may have
+// stopped while a request was in flight is not marked, nor one with an
+// earlier attempt that got no answer, a timeout or a 5xx: the API may have
 // charged for it, and no one knows how much.
 var ErrNotInFlight = errors.New("no request was in flight")
 
-// notInFlight marks a context error with ErrNotInFlight.
-func notInFlight(err error) error { return fmt.Errorf("%w (%w)", err, ErrNotInFlight) }
+// notInFlight marks a context error with ErrNotInFlight, unless an earlier
+// attempt of the same Send may have been billed (maybeBilled): then the
+// error says so and is not marked.
+func notInFlight(err error, maybeBilled bool) error {
+	if maybeBilled {
+		return fmt.Errorf("%w (an earlier attempt may have been billed)", err)
+	}
+	return fmt.Errorf("%w (%w)", err, ErrNotInFlight)
+}
+
+// refused reports whether an attempt's error is an answer the API gives
+// before doing the work (rate limited, overloaded, a conflict): it is not
+// billed. Anything else a retry follows (no answer at all, a timeout, a
+// 500, a gateway's 502 or 504) may have come after the model ran, and may
+// have been billed.
+func refused(e *APIError) bool {
+	switch e.Status {
+	case 409, 429, 503, 529:
+		return true
+	}
+	return false
+}
 
 // Event reports progress to Client.Observe and Loop.Observe.
 type Event struct {
@@ -158,6 +180,7 @@ func (c *Client) Send(ctx context.Context, req *Request) (*Call, error) {
 	}
 	start := time.Now()
 	attempts := 0
+	maybeBilled := false // an attempt so far may have been billed (refused)
 	var failures []string
 	for i, model := range models {
 		r := req
@@ -165,7 +188,7 @@ func (c *Client) Send(ctx context.Context, req *Request) (*Call, error) {
 			r = req.Clone()
 			r.Model = model
 		}
-		resp, n, err := c.sendWithRetry(ctx, r)
+		resp, n, err := c.sendWithRetry(ctx, r, &maybeBilled)
 		attempts += n
 		if err == nil {
 			call := &Call{Model: model, Response: resp, Usage: resp.Usage, Latency: time.Since(start), Attempts: attempts}
@@ -188,18 +211,26 @@ func (c *Client) Send(ctx context.Context, req *Request) (*Call, error) {
 	panic("unreachable: the loop returns on its last model")
 }
 
-func (c *Client) sendWithRetry(ctx context.Context, req *Request) (*Response, int, error) {
+func (c *Client) sendWithRetry(ctx context.Context, req *Request, maybeBilled *bool) (*Response, int, error) {
 	p := c.Retry.withDefaults()
 	var waited time.Duration
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
-			return nil, attempt - 1, notInFlight(err)
+			return nil, attempt - 1, notInFlight(err, *maybeBilled)
 		}
 		resp, err := c.Provider.Messages(ctx, req)
 		if err == nil {
 			return resp, attempt, nil
 		}
+		if *maybeBilled && errors.Is(err, ErrNotInFlight) {
+			// This attempt was never sent, but an earlier one may have
+			// been billed: the Send as a whole is not free.
+			return nil, attempt, notInFlight(ctx.Err(), true)
+		}
 		apiErr, ok := AsAPIError(err)
+		if ok && !refused(apiErr) {
+			*maybeBilled = true
+		}
 		if !ok || !apiErr.Retryable() || attempt >= p.MaxAttempts || ctx.Err() != nil {
 			return nil, attempt, err
 		}
@@ -209,7 +240,7 @@ func (c *Client) sendWithRetry(ctx context.Context, req *Request) (*Response, in
 		}
 		c.observe(Event{Kind: EventRetry, Model: req.Model, Attempt: attempt, Wait: wait, Err: err})
 		if err := p.Sleep(ctx, wait); err != nil {
-			return nil, attempt, notInFlight(err)
+			return nil, attempt, notInFlight(err, *maybeBilled)
 		}
 		waited += wait
 	}

@@ -3,6 +3,7 @@ package llm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -327,6 +328,42 @@ func TestACancelledSendSaysWhetherARequestWasInFlight(t *testing.T) {
 		_, err := c.Send(ctx, simpleRequest("claude-sonnet-4-5"))
 		if !errors.Is(err, context.Canceled) || !errors.Is(err, ErrNotInFlight) || len(p.reqs) != 1 {
 			t.Fatalf("err %v, %d requests sent", err, len(p.reqs))
+		}
+	})
+	// After an attempt that may have been billed (no answer, a timeout, a
+	// 5xx other than 503 and 529) the Send is not free, whenever it stops.
+	for name, first := range map[string]func(*Request) (*Response, error){
+		"in a back-off after no answer": func(*Request) (*Response, error) { return nil, ConnectionError(errors.New("read tcp: i/o timeout")) },
+		"in a back-off after a 500":     fail(500, "api_error"),
+		"in a back-off after a 408":     fail(408, "timeout_error"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			p := &fakeProvider{steps: []func(*Request) (*Response, error){fail(529, "overloaded_error"), first, answer("ok")}}
+			c := &Client{Provider: p, Retry: RetryPolicy{Sleep: func(ctx context.Context, d time.Duration) error {
+				if len(p.reqs) == 2 {
+					cancel()
+				}
+				return ctx.Err()
+			}}}
+			_, err := c.Send(ctx, simpleRequest("claude-sonnet-4-5"))
+			if !errors.Is(err, context.Canceled) || errors.Is(err, ErrNotInFlight) || len(p.reqs) != 2 {
+				t.Fatalf("err %v, %d requests sent: an attempt that may have been billed was forgotten", err, len(p.reqs))
+			}
+		})
+	}
+	t.Run("unsent after one that may have been billed", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		p := &fakeProvider{steps: []func(*Request) (*Response, error){
+			func(*Request) (*Response, error) { return nil, ConnectionError(errors.New("read tcp: i/o timeout")) },
+			func(*Request) (*Response, error) {
+				cancel() // an adapter that saw the cancel before sending marks it
+				return nil, fmt.Errorf("%w (%w)", ctx.Err(), ErrNotInFlight)
+			}}}
+		c := &Client{Provider: p, Retry: RetryPolicy{Sleep: func(context.Context, time.Duration) error { return nil }}}
+		_, err := c.Send(ctx, simpleRequest("claude-sonnet-4-5"))
+		if !errors.Is(err, context.Canceled) || errors.Is(err, ErrNotInFlight) {
+			t.Fatalf("err %v: the first attempt may have been billed", err)
 		}
 	})
 	t.Run("in flight", func(t *testing.T) {

@@ -28,7 +28,9 @@
 //     half of base·2^(n−1) (half jitter, never near zero), capped per wait
 //     and in total. Adapters never retry on their own. A Send its context
 //     ends while none of its requests awaits an answer (before sending, or
-//     in a back-off) fails marked ErrNotInFlight: nothing was billed.
+//     in a back-off) and every earlier attempt was refused (409, 429, 503,
+//     529) fails marked ErrNotInFlight: nothing was billed. After no
+//     answer, a 408 or another 5xx it is not marked: that may be billed.
 //   - Fallback: a model is unavailable on 404 or on overload (529) that
 //     outlasts the retries; any other error ends the call at once.
 //   - Normalize raises max_tokens to budget+4096 when a thinking budget is
