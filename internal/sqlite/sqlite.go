@@ -238,7 +238,17 @@ var ErrReadOnly = errors.New("read-only")
 // answered, and refuses the directory only where SQLite must create a file
 // in it (the database, or a missing -wal or -shm).
 func writable(abs string, exists bool) error {
+	if exists {
+		// SQLite follows a symbolic link and keeps the -wal and -shm
+		// files beside the file it names: check that file and directory.
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			abs = real
+		}
+	}
 	dir := filepath.Dir(abs)
+	if _, err := os.Stat(dir); !exists && err != nil {
+		return nil // no directory: creating the file fails and says so
+	}
 	switch {
 	case !exists && !dirWritable(dir):
 		return fmt.Errorf("%w: the file does not exist, and this user cannot create files in %s", ErrReadOnly, dir)
