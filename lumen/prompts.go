@@ -89,6 +89,9 @@ func (in *Instance) pieces(dir string, vars map[string][]string) (*pieces, error
 			return nil, err
 		}
 		t = strings.TrimRight(t, "\n")
+		if dir == "parts" {
+			t = dropOwnQuotes(t, quotedVars[file])
+		}
 		if _, err := render(dir+"/"+file, t, probe(names)); err != nil {
 			return nil, err
 		}
@@ -127,6 +130,23 @@ var partVars = map[string][]string{
 }
 
 func (in *Instance) parts() (*pieces, error) { return in.pieces("parts", partVars) }
+
+// quotedVars are the variables of prompts/parts/ the kernel fills in
+// already quoted (quote), as the Go text before the templates did.
+var quotedVars = map[string][]string{
+	"trigger-goal.md": {"goal"},
+	"delta.md":        {"action", "predicted", "outcome"},
+}
+
+// dropOwnQuotes turns "{{name}}" into {{name}} for each quoted variable:
+// a template edited from the wording of before, which put the quotes
+// around the variable itself, would otherwise show them twice.
+func dropOwnQuotes(t string, names []string) string {
+	for _, n := range names {
+		t = strings.ReplaceAll(t, `"{{`+n+`}}"`, `{{`+n+`}}`)
+	}
+	return t
+}
 
 // item renders one item of a listed variable from prompts/parts/. Its
 // values are folded onto one line first, so text the model or a person

@@ -305,6 +305,23 @@ func TestTheQuotedPartsOfBeforeAreReplaced(t *testing.T) {
 	}
 }
 
+// An edited template that still puts its own quotes around a variable the
+// kernel quotes (the wording before) shows the quotes once, not twice.
+func TestAnEditedTemplateWithItsOwnQuotesQuotesOnce(t *testing.T) {
+	edited := editPrompts(map[string]string{
+		"parts/trigger-goal.md": "now pursue \"{{goal}}\" (weight {{weight}}, {{status}})\n",
+	})
+	in, _ := newInstance(t, "", edited, nil)
+	parts, err := in.parts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := trigger{goal: &GoalRecord{Goal: Goal{Name: `say "hi"`, Weight: 0.5, Status: GoalTodo}}}
+	if got, want := tr.prompt(parts), `now pursue "say \"hi\"" (weight 0.50, todo)`; got != want {
+		t.Fatalf("trigger:\n got %s\nwant %s", got, want)
+	}
+}
+
 // A goal's name reaches {{trigger}} quoted, in the words the kernel used
 // before (and still uses in its own memory lines).
 func TestAGoalTriggerQuotesTheGoalAsBefore(t *testing.T) {
