@@ -336,7 +336,7 @@ decide within its own 30s; with no FAIL, any UNDECIDED exits 5.`,
 	}
 	asJSON = cli.JSONFlag(cmd)
 	cmd.Flags().StringVar(&solver, "smt", "", "also ask z3 every verdict and repair question (needs the z3 binary): proves repair claims too large to enumerate")
-	cmd.Flags().DurationVar(&timeout, "timeout", DefaultCheckTimeout, "the time the whole check may take (0 = no limit); a proof still running then is reported UNDECIDED, exit 5")
+	cmd.Flags().DurationVar(&timeout, "timeout", DefaultCheckTimeout, "the time the whole check may take (0 = no limit); a proof or search still running then (or not started) is reported UNDECIDED, exit 5 when nothing fails; every other check is still decided")
 	return cmd
 }
 

@@ -45,9 +45,16 @@ func (c *assertions) stopped(ctx context.Context, group int, id, name string, er
 	if err == nil || ctx.Err() == nil {
 		return false
 	}
+	c.undecided(ctx, group, id, name)
+	return true
+}
+
+// undecided records a check whose proof or search ctx stopped. Only those
+// are: every other check is a recomputation and is decided whatever the
+// time left.
+func (c *assertions) undecided(ctx context.Context, group int, id, name string) {
 	c.out = append(c.out, Assertion{Group: group, ID: id, Name: name, Undecided: true,
 		Detail: fmt.Sprintf("undecided within the time limit: stopped by %v before the claim was proven or refuted", context.Cause(ctx))})
-	return true
 }
 
 func approx(a, b float64) bool {
@@ -454,6 +461,9 @@ func rounds(ctx context.Context, p *Plan, a *Analysis) ([]roundPlan, error) {
 	}
 	out := []roundPlan{firstRound(p.Tasks, a)}
 	for r := 2; r <= last; r++ {
+		if err := ctx.Err(); err != nil {
+			return out, err // past the time limit no search starts, however small
+		}
 		prior := surveysBefore(p.Surveys, r)
 		rep, err := repairPlan(ctx, p.Tasks, p.Quantities, p.Constraints, prior, a)
 		if err != nil {
@@ -472,11 +482,12 @@ func rounds(ctx context.Context, p *Plan, a *Analysis) ([]roundPlan, error) {
 }
 
 func checkSurveys(ctx context.Context, c *assertions, p *Plan, a *Analysis) {
+	// A later round is recomputed by a search; when the time limit stops
+	// it, the checks that need that round's triggers are undecided and
+	// the rest (ids, distinctness, estimates) still decided.
 	rps, err := rounds(ctx, p, a)
-	if c.stopped(ctx, 4, "4.0", "survey rounds recomputed", err) {
-		return
-	}
-	if err != nil {
+	stopped := err != nil && ctx.Err() != nil
+	if err != nil && !stopped {
 		c.add(4, "4.0", "survey rounds recomputed", false, "%v", err)
 	}
 	first := rps[0]
@@ -497,7 +508,17 @@ func checkSurveys(ctx context.Context, c *assertions, p *Plan, a *Analysis) {
 		var why []string
 		var ip itemProblems
 		better := []string{}
-		for _, rp := range rps {
+		pending := false // an approach from a round the limit stopped
+		known := slices.Clone(rps)
+		for _, ap := range sv.Approaches {
+			if stopped && ap.Round > len(rps) {
+				pending = true
+				for r := len(known) + 1; r <= ap.Round; r++ {
+					known = append(known, roundPlan{round: r})
+				}
+			}
+		}
+		for _, rp := range known {
 			var aps []Approach
 			for _, ap := range sv.Approaches {
 				if ap.Round == rp.round {
@@ -508,7 +529,7 @@ func checkSurveys(ctx context.Context, c *assertions, p *Plan, a *Analysis) {
 				continue
 			}
 			texts := rp.texts(sv.TaskID)
-			if len(texts) == 0 {
+			if len(texts) == 0 && rp.round <= len(rps) {
 				why = append(why, fmt.Sprintf("round %d (%s) did not ask about %s", rp.round, rp.kind, sv.TaskID))
 				continue
 			}
@@ -538,19 +559,27 @@ func checkSurveys(ctx context.Context, c *assertions, p *Plan, a *Analysis) {
 			why = append(why, fmt.Sprintf("triggers recorded %q, recomputed %q", sv.Triggers, want))
 		}
 		for _, ap := range sv.Approaches {
-			if ap.Round < 1 || ap.Round > len(rps) {
+			if ap.Round < 1 || ap.Round > len(known) {
 				why = append(why, fmt.Sprintf("%s/%s is from round %d, which did not run", sv.TaskID, ap.ID, ap.Round))
 			}
 		}
-		c.add(4, "4.1", "survey of "+sv.TaskID+" is triggered", len(why) == 0 && len(want) > 0, "%s",
-			orText(why, strings.Join(want, "; "), sv.TaskID+": "))
+		if pending {
+			c.undecided(ctx, 4, "4.1", "survey of "+sv.TaskID+" is triggered")
+		} else {
+			c.add(4, "4.1", "survey of "+sv.TaskID+" is triggered", len(why) == 0 && len(want) > 0, "%s",
+				orText(why, strings.Join(want, "; "), sv.TaskID+": "))
+		}
 		c.add(4, "4.2", "survey of "+sv.TaskID+" has at least 2 distinct approaches", len(ip.distinct) == 0,
 			"%d approaches%s", len(sv.Approaches), orText(ip.distinct, "", "; "))
 		detail := strings.Join(better, "; ")
 		if strings.TrimSpace(sv.NothingBetter) != "" {
 			detail = orDash(detail) + "; nothing better possible, the model says: " + sv.NothingBetter
 		}
-		c.add(4, "4.3", "survey of "+sv.TaskID+" offers what its trigger asks", len(ip.better) == 0, "%s", orText(ip.better, detail, ""))
+		if pending {
+			c.undecided(ctx, 4, "4.3", "survey of "+sv.TaskID+" offers what its trigger asks")
+		} else {
+			c.add(4, "4.3", "survey of "+sv.TaskID+" offers what its trigger asks", len(ip.better) == 0, "%s", orText(ip.better, detail, ""))
+		}
 		c.add(4, "4.4", "approach estimates of "+sv.TaskID+" plausible", len(ip.plausible) == 0, "%s",
 			orText(ip.plausible, "no negative costs, no zero-time approaches, effects only on semantic constraints", ""))
 	}
@@ -570,6 +599,11 @@ func checkSurveys(ctx context.Context, c *assertions, p *Plan, a *Analysis) {
 				missing = append(missing, fmt.Sprintf("%s in round %d (%s)", id, rp.round, strings.Join(rp.texts(id), ", ")))
 			}
 		}
+	}
+	if stopped {
+		c.undecided(ctx, 4, "4.5", "every triggered task is surveyed")
+		c.undecided(ctx, 4, "4.6", "survey rounds recomputed")
+		return
 	}
 	c.add(4, "4.5", "every triggered task is surveyed", len(missing) == 0, "%s", orText(missing, fmt.Sprintf("%d asked in %d round(s), %d surveyed", asked, len(rps), len(p.Surveys)), "not surveyed: "))
 	var bad []string
@@ -607,11 +641,12 @@ func checkRepair(ctx context.Context, c *assertions, p *Plan, a *Analysis, o Che
 			"no logic constraint is UNSAT, so no repair is needed; plan reports %s with %d choice(s)", orDash(p.Repair.Status), len(p.Repair.Choices))
 		return
 	}
+	// A proof the time limit stops leaves undecided only the claims it
+	// proves (the status where no example shows it, "none possible", the
+	// best); every recomputation below is still decided.
 	en, done, err := enumerate(ctx, p.Tasks, p.Quantities, p.Constraints, p.Surveys)
-	if c.stopped(ctx, 5, "5.0", "recompute repair", err) {
-		return
-	}
-	if err != nil {
+	stopped := err != nil && ctx.Err() != nil
+	if err != nil && !stopped {
 		c.add(5, "5.0", "recompute repair", false, "cannot enumerate the combinations: %v", err)
 		return
 	}
@@ -619,32 +654,43 @@ func checkRepair(ctx context.Context, c *assertions, p *Plan, a *Analysis, o Che
 	// proved by z3 (CheckOptions.SMT, in checkSMT) or taken from the
 	// kernel's search, and the detail says which.
 	var search Repair
-	how := fmt.Sprintf("every one of the %s combinations tried", num(en.space))
-	if !done {
+	how := ""
+	if !stopped {
+		how = fmt.Sprintf("every one of the %s combinations tried", num(en.space))
+	}
+	if !stopped && !done {
 		how = fmt.Sprintf("%s combinations are beyond the exhaustive check (%s units of work); taken from the kernel's search", num(en.space), num(ExhaustiveWork))
 		if o.SMT {
 			how += "; z3 proves it below (5.z)"
 		} else {
 			how += "; solve check --smt z3 proves it"
 		}
-		if search, err = repairPlan(ctx, p.Tasks, p.Quantities, p.Constraints, p.Surveys, a); err != nil {
-			if c.stopped(ctx, 5, "5.0", "recompute repair", err) {
-				return
-			}
+		search, err = repairPlan(ctx, p.Tasks, p.Quantities, p.Constraints, p.Surveys, a)
+		stopped = err != nil && ctx.Err() != nil
+		if err != nil && !stopped {
 			c.add(5, "5.0", "recompute repair", false, "cannot recompute the repair: %v", err)
 			return
 		}
 	}
-	status := RepairInfeasible
 	switch {
-	case (done && en.found) || (!done && search.Status == RepairRepaired):
-		status = RepairRepaired
-	case !done && search.Status == RepairUndecided:
-		// The search's limit is in nodes, so it stops at the same place
-		// here: the plan may say so, and claims nothing else.
-		status = RepairUndecided
+	case !stopped:
+		status := RepairInfeasible
+		switch {
+		case (done && en.found) || (!done && search.Status == RepairRepaired):
+			status = RepairRepaired
+		case !done && search.Status == RepairUndecided:
+			// The search's limit is in nodes, so it stops at the same place
+			// here: the plan may say so, and claims nothing else.
+			status = RepairUndecided
+		}
+		c.add(5, "5.1", "repair status", status == p.Repair.Status, "UNSAT %s; %s: %s; plan reports %s", strings.Join(unsat, ", "), how, status, orDash(p.Repair.Status))
+	case p.Repair.Status == RepairRepaired && keepsRequired(p, floors):
+		c.add(5, "5.1", "repair status", true, "UNSAT %s; the plan's own choices keep every required constraint (%s), so a repair exists; plan reports %s", strings.Join(unsat, ", "), strings.Join(required, ", "), p.Repair.Status)
+	case p.Repair.Status == RepairRepaired || p.Repair.Status == RepairInfeasible || p.Repair.Status == RepairUndecided:
+		c.undecided(ctx, 5, "5.1", "repair status")
+	default:
+		c.add(5, "5.1", "repair status", false, "UNSAT %s, so a repair is needed; plan reports %s", strings.Join(unsat, ", "), orDash(p.Repair.Status))
 	}
-	c.add(5, "5.1", "repair status", status == p.Repair.Status, "UNSAT %s; %s: %s; plan reports %s", strings.Join(unsat, ", "), how, status, orDash(p.Repair.Status))
 
 	var excluded []Exclusion
 	for _, sv := range p.Surveys {
@@ -658,11 +704,12 @@ func checkRepair(ctx context.Context, c *assertions, p *Plan, a *Analysis, o Che
 	}
 	d := diffJSON("repair.required", required, p.Repair.Required)
 	d = append(d, diffJSON("repair.excluded", sortExclusions(excluded), sortExclusions(p.Repair.Excluded))...)
-	if !approx(en.space, p.Repair.Space) {
-		d = append(d, fmt.Sprintf("repair.space is %s, recomputed %s", num(p.Repair.Space), num(en.space)))
+	space := spaceOf(p.Surveys)
+	if !approx(space, p.Repair.Space) {
+		d = append(d, fmt.Sprintf("repair.space is %s, recomputed %s", num(p.Repair.Space), num(space)))
 	}
 	c.add(5, "5.8", "required constraints, exclusions and space recomputed", len(d) == 0, "%s",
-		orText(d, fmt.Sprintf("required %s; %d approach(es) below a semantic floor; %s combinations", strings.Join(required, ", "), len(excluded), num(en.space)), ""))
+		orText(d, fmt.Sprintf("required %s; %d approach(es) below a semantic floor; %s combinations", strings.Join(required, ", "), len(excluded), num(space)), ""))
 
 	switch p.Repair.Status {
 	case RepairUndecided:
@@ -671,6 +718,10 @@ func checkRepair(ctx context.Context, c *assertions, p *Plan, a *Analysis, o Che
 		return
 	case RepairInfeasible:
 		core := p.Repair.UnsatCore
+		if stopped {
+			c.undecided(ctx, 5, "5.2", "no combination keeps every required constraint")
+			return
+		}
 		if !done {
 			c.add(5, "5.2", "no combination keeps every required constraint", slices.Equal(sortedCopy(search.UnsatCore), sortedCopy(core)),
 				"%s; the search's minimal conflicting set %s; plan reports %s", how, orDash(strings.Join(search.UnsatCore, ", ")), orDash(strings.Join(core, ", ")))
@@ -757,6 +808,8 @@ func checkRepair(ctx context.Context, c *assertions, p *Plan, a *Analysis, o Che
 	switch {
 	case err != nil:
 		c.add(5, "5.5", "repair is the best by the documented order", false, "%v", err)
+	case stopped:
+		c.undecided(ctx, 5, "5.5", "repair is the best by the documented order")
 	case done && !en.found:
 		c.add(5, "5.5", "repair is the best by the documented order", false, "%s; none keeps every required constraint; the plan's choice: %s", how, mine)
 	case done:
@@ -798,6 +851,40 @@ func checkRepair(ctx context.Context, c *assertions, p *Plan, a *Analysis, o Che
 		needs = append(needs, fmt.Sprintf("%s → %s for %s", ch.TaskID, ch.ApproachID, strings.Join(fail, ", ")))
 	}
 	c.add(5, "5.7", "each swap is needed", len(problems) == 0, "%s", orText(problems, orDash(strings.Join(needs, "; "))+" (kept as planned, the constraint fails)", ""))
+}
+
+// keepsRequired reports whether the plan's own choices, one surveyed
+// option per surveyed task, keep every required constraint: an example
+// that proves a repair exists without a search.
+func keepsRequired(p *Plan, floors map[string]float64) bool {
+	seen := map[string]bool{}
+	for _, ch := range p.Repair.Choices {
+		ap, ok := findApproach(p.Surveys, ch)
+		if seen[ch.TaskID] || !ok && ch.ApproachID != OriginalApproach {
+			return false
+		}
+		seen[ch.TaskID] = true
+		for _, ef := range ap.ConstraintEffects {
+			if f, ok := floors[ef.ConstraintID]; ok && ef.Sigma < f {
+				return false
+			}
+		}
+	}
+	for _, sv := range p.Surveys {
+		if !seen[sv.TaskID] {
+			return false
+		}
+	}
+	rev, err := Analyze(applyChoices(p.Tasks, p.Surveys, p.Repair.Choices), p.Quantities, p.Constraints)
+	if err != nil || len(p.Repair.Choices) != len(p.Surveys) {
+		return false
+	}
+	for _, v := range rev.Verdicts {
+		if v.Type == Logic && v.Verdict == UNSAT {
+			return false
+		}
+	}
+	return true
 }
 
 func choiceText(cs []Choice) string {
