@@ -170,8 +170,8 @@ func (r *RunReport) Markdown(ganttFile, mermaidFile string) string {
 	if len(r.CriticalPath) == 0 {
 		w("No node has run yet.\n")
 	} else {
-		w("%s: %.1fs of calls end to end (a node starts after its parent and the siblings it depends on). ![Gantt chart](%s)\n",
-			strings.Join(r.CriticalPath, " → "), r.CriticalPathSeconds, ganttFile)
+		w("%s: %.1fs of calls end to end (a node starts after its parent and the siblings it depends on). !%s\n",
+			strings.Join(r.CriticalPath, " → "), r.CriticalPathSeconds, planning.MarkdownLink("Gantt chart", ganttFile))
 	}
 	w("\n## Events\n\n")
 	if len(r.Status.Events) == 0 {
@@ -180,7 +180,7 @@ func (r *RunReport) Markdown(ganttFile, mermaidFile string) string {
 	for _, e := range r.Status.Events {
 		w("- %s · `%s` %s: %s\n", e.Time, store.Short(e.NodeID), cell(e.Goal), cell(e.Detail))
 	}
-	w("\n## Tree as a flowchart\n\n(also in %s; the critical path in red)\n\n```mermaid\n%s```\n", mermaidFile, planning.Mermaid(r.tasks, r.analysis))
+	w("\n## Tree as a flowchart\n\n(also in %s; the critical path in red)\n\n```mermaid\n%s```\n", cell(mermaidFile), planning.Mermaid(r.tasks, r.analysis))
 	return b.String()
 }
 

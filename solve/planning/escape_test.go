@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/llmkernels/kernels/internal/clip"
 )
 
 // Hostile is text a user or a model may put in a goal, a title, an id or
@@ -143,7 +146,7 @@ func TestGanttStaysWellFormedWithHostileText(t *testing.T) {
 
 var (
 	mermaidLine  = regexp.MustCompile(`^(%%\{init: \{"flowchart": \{"nodeSpacing": 18, "rankSpacing": 36\}\}\}%%|flowchart (LR|TB)|  n\d+\["(.*)"\]|  n\d+ --> n\d+|  classDef critical fill:#fde2e1,stroke:#c0392b,stroke-width:2px|  class n\d+(,n\d+)* critical|  linkStyle \d+(,\d+)* stroke:#c0392b,stroke-width:3px)$`)
-	mermaidLabel = regexp.MustCompile(`^([A-Za-z0-9 .,:_+/=*'!?@$-]|[^\x00-\x7f]|#quot;|#\d+;|<br/>)*$`)
+	mermaidLabel = regexp.MustCompile(`^([A-Za-z0-9 .,:_+/=*'!?@-]|[^\x00-\x7f]|#quot;|#\d+;|<br/>)*$`)
 	mermaidCode  = regexp.MustCompile(`#quot;|#\d+;`)
 )
 
@@ -160,9 +163,23 @@ func mermaidDecode(label string) string {
 	})
 }
 
+// shownCapped reports whether a label's lines show text as written, or
+// its first characters up to the cap (MermaidLabelChars, SVGLabelChars)
+// and an ellipsis: at most LabelLines lines, at most chars characters.
+func shownCapped(lines []string, text string, chars int) bool {
+	got := shown(mermaidDecode(strings.Join(lines, " ")))
+	want := shown(text)
+	if got == want {
+		return len(lines) <= LabelLines
+	}
+	cut, ok := strings.CutSuffix(got, clip.Ellipsis)
+	return ok && cut != "" && strings.HasPrefix(want, cut) && len(lines) <= LabelLines &&
+		utf8.RuneCountInString(mermaidDecode(strings.Join(lines, ""))) <= chars+1
+}
+
 // Every Mermaid line is one the writer makes; a label holds only plain
 // characters, entity codes and the writer's <br/>, and decodes to the
-// task's id and title.
+// task's id and title, capped.
 func TestMermaidLabelsHoldHostileText(t *testing.T) {
 	for _, h := range Hostile {
 		p := hostilePlan(t, h)
@@ -182,15 +199,17 @@ func TestMermaidLabelsHoldHostileText(t *testing.T) {
 			if !mermaidLabel.MatchString(sub[3]) {
 				t.Errorf("title %q: label %q holds a character Mermaid reads", h, sub[3])
 			}
-			if got := shown(mermaidDecode(sub[3])); !strings.Contains(got, shown(h)) {
-				t.Errorf("title %q: label %q shows %q", h, sub[3], got)
+			if labels > len(p.Tasks) {
+				continue
+			}
+			tk := p.Tasks[labels-1]
+			rows := strings.Split(sub[3], "<br/>")
+			if !shownCapped(rows[:len(rows)-1], tk.ID+" · "+tk.Title, MermaidLabelChars) {
+				t.Errorf("title %q: label %q does not show %q capped at %d", h, sub[3], tk.ID+" · "+tk.Title, MermaidLabelChars)
 			}
 		}
 		if labels != len(p.Tasks) {
 			t.Errorf("title %q: %d labels for %d tasks", h, labels, len(p.Tasks))
-		}
-		if !strings.Contains(shown(mermaidDecode(m)), shown("b"+h+" · "+h)) {
-			t.Errorf("title %q: the renamed task's label is lost", h)
 		}
 	}
 }
@@ -370,5 +389,101 @@ func TestMarkdownCodeStaysInItsCell(t *testing.T) {
 		if stripCode(row) != "|  | next |" {
 			t.Errorf("%q: the code span does not close where it should: %q", s, stripCode(row))
 		}
+	}
+}
+
+// A text that starts a line stays text: its leading block marker, $ (math
+// on GitHub) and indentation are escaped or dropped.
+func TestMarkdownTextStartingALineStaysText(t *testing.T) {
+	for in, want := range map[string]string{
+		"- item":       `\- item`,
+		"+ item":       `\+ item`,
+		"* item":       `\* item`,
+		"> quote":      `\> quote`,
+		"# h":          `\# h`,
+		"1. first":     `1\. first`,
+		"12) twelfth":  `12\) twelfth`,
+		"---":          `\---`,
+		"===":          `\===`,
+		"    code":     "code",
+		"$x$ and $5":   `\$x\$ and \$5`,
+		"a-b 1.5 c+d":  "a-b 1.5 c+d",
+		"total_cost 2": "total_cost 2",
+	} {
+		if got := MarkdownText(in); got != want {
+			t.Errorf("MarkdownText(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// A link's target is percent-encoded: it neither breaks nor turns into
+// another link.
+func TestMarkdownLinkEncodesItsTarget(t *testing.T) {
+	got := MarkdownLink("my plan (v2).svg", "my plan (v2)<b>javascript:x#y.svg")
+	want := `[my plan (v2).svg](my%20plan%20%28v2%29%3Cb%3Ejavascript%3Ax%23y.svg)`
+	if got != want {
+		t.Errorf("MarkdownLink = %q, want %q", got, want)
+	}
+	if got := MarkdownLink("plan.svg", "out/plan-1_a~.svg"); got != "[plan.svg](out/plan-1_a~.svg)" {
+		t.Errorf("a plain target changed: %q", got)
+	}
+}
+
+// A picture's label is capped in characters and lines, with an ellipsis.
+func TestLabelsAreCapped(t *testing.T) {
+	for _, s := range []string{strings.Repeat("word ", 100), strings.Repeat("abcdefghijklm ", 30), strings.Repeat("x", 500)} {
+		for _, c := range []struct{ chars, width int }{{MermaidLabelChars, 24}, {SVGLabelChars, 44}, {SVGLabelChars, 20}} {
+			lines := label(s, c.chars, c.width)
+			n := 0
+			for _, l := range lines {
+				n += utf8.RuneCountInString(l)
+				if utf8.RuneCountInString(l) > c.width {
+					t.Errorf("%q at %d: line %q is wider", s[:20], c.width, l)
+				}
+			}
+			if len(lines) > LabelLines || n > c.chars+1 || !strings.HasSuffix(lines[len(lines)-1], clip.Ellipsis) {
+				t.Errorf("%q at %d/%d: %d lines, %d characters: %q", s[:20], c.chars, c.width, len(lines), n, lines)
+			}
+		}
+	}
+	if got := label("short title", MermaidLabelChars, 24); len(got) != 1 || got[0] != "short title" {
+		t.Errorf("a short label changed: %q", got)
+	}
+}
+
+// One hostile goal and title through every writer: the report's goal
+// heading and the task's lines stay text (no list, link, math or tag), the
+// Gantt link is encoded, the Mermaid label holds no markup and the SVG
+// parses.
+func TestAHostileTitleStaysTextInEveryWriter(t *testing.T) {
+	h := "- [x](javascript:alert(1)) $x$ <b>\n# h"
+	p := hostilePlan(t, h)
+	doc := Report(p, "my plan (1).svg")
+	var text []string // the report outside code spans
+	for _, l := range strings.Split(doc, "\n") {
+		text = append(text, stripCode(l))
+	}
+	for _, bad := range []string{"x](javascript", "$x$", "<b>", "\n# h", "\n- [x]", "](my plan"} {
+		if strings.Contains(strings.Join(text, "\n"), bad) {
+			t.Errorf("the report holds %q", bad)
+		}
+	}
+	for _, want := range []string{`# Plan: \- \[x\](javascript:alert(1)) \$x\$ \<b\> \# h`, "[my plan (1).svg](my%20plan%20%281%29.svg)"} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("the report lacks %q", want)
+		}
+	}
+	if strings.Join(shape(doc), "\n") != strings.Join(shape(Report(hostilePlan(t, "plain"), "my plan (1).svg")), "\n") {
+		t.Errorf("the report's shape changed:\n%s", doc)
+	}
+	m := Mermaid(p.Tasks, p.Analysis)
+	for _, bad := range []string{"$x", "<b>", "javascript:alert(1)", "\n# h"} {
+		if strings.Contains(m, bad) {
+			t.Errorf("the DAG holds %q", bad)
+		}
+	}
+	svg := Gantt(p)
+	if err := xml.Unmarshal([]byte(svg), new(struct{})); err != nil || strings.Contains(svg, "<b>") {
+		t.Errorf("the SVG: %v", err)
 	}
 }

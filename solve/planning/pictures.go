@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/solve/dag"
 )
 
@@ -38,6 +39,33 @@ func wrap(text string, width int) []string {
 	return lines
 }
 
+// A picture's labels are capped so that a title of any length keeps the
+// chart readable: clipped to MermaidLabelChars characters in the DAG,
+// SVGLabelChars in the Gantt chart, then wrapped on at most LabelLines
+// lines, with clip.Ellipsis where text was cut. The Markdown report's
+// tables show every title whole.
+const (
+	MermaidLabelChars = 120
+	SVGLabelChars     = 200
+	LabelLines        = 8
+)
+
+// label is s clipped to chars characters (clip.Line) and wrapped at width
+// on at most LabelLines lines, the last ending in clip.Ellipsis when the
+// text goes on.
+func label(s string, chars, width int) []string {
+	lines := wrap(clip.Line(s, chars), width)
+	if len(lines) > LabelLines {
+		lines = lines[:LabelLines]
+		last := clip.Text(lines[LabelLines-1], width-1)
+		if !strings.HasSuffix(last, clip.Ellipsis) {
+			last += clip.Ellipsis
+		}
+		lines[LabelLines-1] = last
+	}
+	return lines
+}
+
 // criticalEdges lists the dependency edges on a critical path.
 func criticalEdges(a *Analysis) map[[2]string]bool {
 	out := map[[2]string]bool{}
@@ -53,7 +81,7 @@ func criticalEdges(a *Analysis) map[[2]string]bool {
 // edges in red, drawn to stay readable at 10–50 tasks: dependencies that
 // another path already implies are left out (the transitive reduction;
 // the report's task table lists every one), labels wrap at 24 characters
-// (the id, the whole title, the mid cost and hours), spacing is tight,
+// (the id, the title up to MermaidLabelChars, the mid cost and hours), spacing is tight,
 // and the chart runs top to bottom or left to right, whichever is nearer
 // a screen's shape. Label text is escaped with Mermaid's entity codes
 // (mermaidText): a title cannot close its label or add to the chart.
@@ -84,7 +112,7 @@ func Mermaid(tasks []Task, a *Analysis) string {
 	var crit []string
 	for i, t := range tasks {
 		node[t.ID], index[t.ID] = fmt.Sprintf("n%d", i), i
-		lines := wrap(strings.TrimSuffix(t.ID+" · "+t.Title, " · "), 24)
+		lines := label(strings.TrimSuffix(t.ID+" · "+t.Title, " · "), MermaidLabelChars, 24)
 		lines = append(lines, fmt.Sprintf("$%s · %sh", num(t.CostUSD.Mid), num(t.Hours.Mid)))
 		for j, l := range lines {
 			lines[j] = mermaidText(l)
@@ -228,11 +256,11 @@ func Gantt(p *Plan) string {
 	}
 	var rows []row
 	for _, t := range p.Tasks {
-		r := row{id: t.ID, label: wrap(t.ID+" "+t.Title, 44)}
+		r := row{id: t.ID, label: label(t.ID+" "+t.Title, SVGLabelChars, 44)}
 		if len(panels) == 2 {
 			if c, ok := panels[1].swap[t.ID]; ok {
 				if ap, ok := findApproach(p.Surveys, c); ok {
-					r.swaps = wrap(fmt.Sprintf("→ %s: %s (for %s)", c.ApproachID, ap.Title, strings.Join(c.NeededFor, ", ")), int(panelW/6.6))
+					r.swaps = label(fmt.Sprintf("→ %s: %s (for %s)", c.ApproachID, ap.Title, strings.Join(c.NeededFor, ", ")), SVGLabelChars, int(panelW/6.6))
 				}
 			}
 		}
@@ -245,7 +273,7 @@ func Gantt(p *Plan) string {
 	}
 	height := bottom + 70
 
-	goal := wrap(p.Goal, int((width-20)/7.8))
+	goal := label(p.Goal, SVGLabelChars, int((width-20)/7.8))
 	shift := float64(len(goal)-1) * 17
 	top, bottom, height = top+shift, bottom+shift, height+shift
 	var b strings.Builder

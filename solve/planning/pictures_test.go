@@ -71,7 +71,7 @@ func TestMermaidIsReadable(t *testing.T) {
 		t.Fatal(err)
 	}
 	lm := Mermaid(long.Tasks, la)
-	if !strings.Contains(lm, "flowchart TB") || !strings.Contains(lm, "t1 · Dev-split<br/>iteration: 50 tasks x 3<br/>rounds with failure<br/>triage<br/>$45.5 · 2h") {
+	if !strings.Contains(lm, "flowchart TB") || !strings.Contains(lm, "t1 · Dev-split<br/>iteration: 50 tasks x 3<br/>rounds with failure<br/>triage<br/>#36;45.5 · 2h") {
 		t.Fatalf("40 tasks in %d waves:\n%s", len(la.Waves), lm[:400])
 	}
 }

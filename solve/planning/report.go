@@ -276,7 +276,7 @@ func Report(p *Plan, ganttFile string) string {
 		if p.Repair.Status == RepairRepaired {
 			label = "the revised plan"
 		}
-		w("\n## DAG\n\nCritical path of %s in red. Gantt chart: [%s](%s).\n\n```mermaid\n%s```\n", label, md(ganttFile), ganttFile, Mermaid(tasks, a))
+		w("\n## DAG\n\nCritical path of %s in red. Gantt chart: %s.\n\n```mermaid\n%s```\n", label, MarkdownLink(ganttFile, ganttFile), Mermaid(tasks, a))
 	}
 	return b.String()
 }
