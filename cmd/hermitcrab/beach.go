@@ -78,9 +78,18 @@ Every write must be an envelope signed by the writer's key, dated within --windo
 this machine's clock, with a nonce never used before; reads of passports and marks are
 open. Requests whose Host header is not a name of this server are refused (DNS
 rebinding): loopback names and the bound address are accepted, add others (a DNS name,
-a reverse proxy's) with --allow-host.`,
+a reverse proxy's) with --allow-host.
+
+A value that means nothing (a --window, burst or body size at or below 0, a rate of 0;
+a global flag every command refuses, such as --max-block-bytes 0) is a usage error
+(exit 2), with --db as without it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// The global flags are checked with --db too, which finds no
+			// data directory (where the other commands check them).
+			if err := f.check(); err != nil {
+				return err
+			}
 			if err := checkBeachLimits(cfg); err != nil {
 				return err
 			}
@@ -145,27 +154,46 @@ func checkBeachLimits(cfg server.Config) error {
 	return nil
 }
 
+// idJSON is beach id --json (docs/configuration.md).
+type idJSON struct {
+	Agent   string `json:"agent"`    // "hc1…"
+	KeyFile string `json:"key_file"` // identity.key in the data directory
+}
+
 func beachIDCommand(f *flags) *cobra.Command {
-	return &cobra.Command{
+	var asJSON *bool
+	cmd := &cobra.Command{
 		Use:   "id",
 		Short: "Print this instance's agent id (making its key on first use)",
-		Args:  cobra.NoArgs,
+		Long: `Print this instance's agent id, the name it signs with on every beach, and say on
+stderr where its key is (identity.key in the data directory, made on first use). With
+--json: {"agent", "key_file"} (docs/configuration.md).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dir, id, err := f.identity()
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), id.Agent())
-			fmt.Fprintf(cmd.ErrOrStderr(), "key: %s (keep it: it is this instance's identity and opens its save points)\n", filepath.Join(dir, identity.KeyFile))
-			return nil
+			key := filepath.Join(dir, identity.KeyFile)
+			fmt.Fprintf(cmd.ErrOrStderr(), "key: %s (keep it: it is this instance's identity and opens its save points)\n", key)
+			if *asJSON {
+				return cli.PrintJSON(cmd.OutOrStdout(), idJSON{Agent: id.Agent(), KeyFile: key})
+			}
+			_, err = fmt.Fprintln(cmd.OutOrStdout(), id.Agent())
+			return err
 		},
 	}
+	asJSON = cli.JSONFlag(cmd)
+	return cmd
 }
 
 // instanceBeach is the beach of this data directory's instance: --beach,
 // $HERMITCRAB_BEACH, the data directory's setting, or the default. The
 // store is only read (nothing is created to find the setting).
 func (f *flags) instanceBeach() (string, error) {
+	if err := f.check(); err != nil { // --beach finds no data directory, where they are checked
+		return "", err
+	}
 	if u := f.beachURL(); u != "" {
 		return u, nil
 	}
@@ -184,13 +212,15 @@ func (f *flags) instanceBeach() (string, error) {
 }
 
 func (f *flags) beachUseCommand() *cobra.Command {
-	return &cobra.Command{
+	var asJSON *bool
+	cmd := &cobra.Command{
 		Use:   "use [URL]",
 		Short: "Set the beach this instance uses (its network tools, its inbox trigger, these commands); without URL, print it",
 		Long: `Set the beach this data directory's instance talks to, kept in its store: the
 instance's network tools (passport_publish, inbox_send, …), its inbox trigger and the
 beach commands use it unless --beach or $HERMITCRAB_BEACH names another. 'use ""' goes
-back to the default (` + hermitcrab.DefaultBeach + `). Without URL it prints the beach in use.`,
+back to the default (` + hermitcrab.DefaultBeach + `). Without URL it prints the beach in use;
+with --json as {"beach": URL} (docs/configuration.md).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
@@ -198,8 +228,16 @@ back to the default (` + hermitcrab.DefaultBeach + `). Without URL it prints the
 				if err != nil {
 					return err
 				}
-				fmt.Fprintln(cmd.OutOrStdout(), u)
-				return nil
+				if *asJSON {
+					return cli.PrintJSON(cmd.OutOrStdout(), struct {
+						Beach string `json:"beach"`
+					}{u})
+				}
+				_, err = fmt.Fprintln(cmd.OutOrStdout(), u)
+				return err
+			}
+			if *asJSON {
+				return cli.Usagef("--json prints the beach in use: leave out URL (setting one is not a read)")
 			}
 			return f.withKernel(cmd, false, func(k *hermitcrab.Kernel) error {
 				if err := k.SetBeach(cmd.Context(), args[0]); err != nil {
@@ -217,6 +255,8 @@ back to the default (` + hermitcrab.DefaultBeach + `). Without URL it prints the
 			})
 		},
 	}
+	asJSON = cli.JSONFlag(cmd)
+	return cmd
 }
 
 // identity loads (making on first use) the instance's key.

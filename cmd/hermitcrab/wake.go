@@ -195,15 +195,35 @@ cost, and the recent wakes. With --json: {"triggers", "problems", "caps", "today
 	return cmd
 }
 
+// hooksJSON is wake hooks --json (docs/configuration.md).
+type hooksJSON struct {
+	Hooks      []hookJSON `json:"hooks"`
+	Secret     string     `json:"secret"`
+	SecretFile string     `json:"secret_file"`
+}
+
+// hookJSON is one webhook trigger: where a sender POSTs, and the line
+// that made it.
+type hookJSON struct {
+	Name  string `json:"name"`
+	Path  string `json:"path"`  // "/hooks/NAME"
+	Where string `json:"where"` // "wake 0.5.1"
+	Line  string `json:"line"`
+}
+
 func (f *flags) wakeHooksCommand() *cobra.Command {
-	return &cobra.Command{
+	var asJSON *bool
+	cmd := &cobra.Command{
 		Use:   "hooks",
 		Short: "Print the webhook URLs of the instance's webhook triggers and the secret a post must carry",
 		Long: `Print, for each "webhook NAME" trigger at wake 0.5, the path a sender POSTs to, and
 the instance's webhook secret (webhook_secret in the data directory, 0600, made on first
 use). A post carries it as "Authorization: Bearer SECRET", or signs its body:
 "X-Hub-Signature-256: sha256=HMAC-SHA256(SECRET, body)" (GitHub's form). Posts go to
-'hermitcrab serve' (its address) or to 'hermitcrab wake --daemon --addr ADDR'.`,
+'hermitcrab serve' (its address) or to 'hermitcrab wake --daemon --addr ADDR'.
+
+With --json: {"hooks": [{"name", "path", "where", "line"}], "secret", "secret_file"}
+(docs/configuration.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withReady(cmd, true, func(k *hermitcrab.Kernel) error {
@@ -215,23 +235,30 @@ use). A post carries it as "Authorization: Bearer SECRET", or signs its body:
 				if err != nil {
 					return err
 				}
-				w := cmd.OutOrStdout()
-				n := 0
+				doc := hooksJSON{Hooks: []hookJSON{}, Secret: secret, SecretFile: k.SecretPath(true)}
 				for _, t := range set.Triggers {
 					if t.Name != "" {
-						fmt.Fprintf(w, "POST /hooks/%s  (%s: %s)\n", t.Name, t.Where, t.Line)
-						n++
+						doc.Hooks = append(doc.Hooks, hookJSON{Name: t.Name, Path: "/hooks/" + t.Name, Where: t.Where, Line: t.Line})
 					}
 				}
-				if n == 0 {
+				w := cmd.OutOrStdout()
+				if *asJSON {
+					return cli.PrintJSON(w, doc)
+				}
+				for _, h := range doc.Hooks {
+					fmt.Fprintf(w, "POST %s  (%s: %s)\n", h.Path, h.Where, h.Line)
+				}
+				if len(doc.Hooks) == 0 {
 					fmt.Fprintln(w, `no webhook triggers yet: the instance writes "webhook NAME tier 1: ..." at wake 0.5`)
 				}
-				fmt.Fprintf(w, "secret: %s (%s)\n", secret, k.SecretPath(true))
+				fmt.Fprintf(w, "secret: %s (%s)\n", secret, doc.SecretFile)
 				fmt.Fprintf(w, "example: curl -X POST -H 'Authorization: Bearer %s' --data '{\"event\":\"deploy\"}' http://127.0.0.1:8420/hooks/NAME\n", secret)
 				return nil
 			})
 		},
 	}
+	asJSON = cli.JSONFlag(cmd)
+	return cmd
 }
 
 // printMCP says how an MCP client connects to the instance's blocks,
