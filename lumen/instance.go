@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/llmkernels/kernels/internal/proc"
+	"github.com/llmkernels/kernels/internal/sqlite"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/lumen/memory"
 	"github.com/llmkernels/kernels/lumen/skill"
@@ -153,13 +154,13 @@ func Open(root string, opts Options) (*Instance, error) {
 		return nil, fmt.Errorf("no lumen instance at %s (data/ is missing): run `lumen init --dir %s` first, or pass --dir", abs, root)
 	}
 	if !opts.ReadOnly {
+		if err := in.checkWritable(); err != nil {
+			return nil, err
+		}
 		for _, dir := range []string{in.memoryDir(), in.goalsDir()} {
 			if err := keepDir(dir); err != nil {
 				return nil, fmt.Errorf("open %s: %w", abs, err)
 			}
-		}
-		if err := canWrite(in.memoryDir()); err != nil {
-			return nil, fmt.Errorf("open %s for writing: %w (the read commands work on it; the loops need to write memories)", abs, err)
 		}
 	}
 	in.mem, err = memory.Open(in.memoryDir(), filepath.Join(in.derivedDir(), "index.db"),
@@ -190,6 +191,34 @@ func keepDir(dir string) error {
 	path := filepath.Join(dir, placeholder)
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return os.WriteFile(path, nil, 0o644)
+	}
+	return nil
+}
+
+// checkWritable refuses, before anything is written or any model is
+// called, an instance this user cannot write (another user's, chmod -R
+// a-w, a read-only mount): every command that opens it for writing writes
+// memories in data/memory/ and the index and locks in .lumen/ (in the
+// parent of either that is missing, which opening creates). The error
+// wraps sqlite.ErrReadOnly and names the directory.
+func (in *Instance) checkWritable() error {
+	for _, dir := range []string{in.memoryDir(), in.derivedDir()} {
+		for dir != in.Root {
+			if _, err := os.Stat(dir); err == nil {
+				break
+			}
+			dir = filepath.Dir(dir)
+		}
+		err := canWrite(dir)
+		if err == nil {
+			continue
+		}
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the probe file's name says nothing
+		}
+		return fmt.Errorf("open %s for writing: %w: this user cannot create files in %s (%v): the read commands (status, memory, values, goals, skills, audit) work on it as it is; chat, run, reflect, audit --judge and skills restore write to it, so they need an instance this user can write (a copy: cp -r or git clone)",
+			in.Root, sqlite.ErrReadOnly, dir, err)
 	}
 	return nil
 }
