@@ -39,9 +39,12 @@
 // a missing file is an error wrapping fs.ErrNotExist (an empty one too,
 // wrapping ErrEmpty, whose message says so), and a file at an
 // older version asks for a command that writes. The connection is opened
-// with mode=ro and query_only. In a directory the process can write, SQLite
-// may add its usual -wal and -shm side files (they let a reader see a
-// concurrent writer's commits consistently). In a directory it cannot
+// with query_only. In a directory the process can write, SQLite adds its
+// usual -wal and -shm side files while it reads (they let a reader see a
+// concurrent writer's commits consistently); when no WAL is in use and the
+// file can be written, it is opened read-write (still query_only), so that
+// closing removes them as a writer's close does and a read leaves nothing
+// behind (mode=ro cannot checkpoint, and left both). In a directory it cannot
 // write, SQLite cannot create them: when there is neither a -shm file nor
 // a non-empty -wal file the file is opened immutable=1 (no locks, no side
 // files; the main file is complete, since a writer that closes cleanly
@@ -366,15 +369,23 @@ func dsn(abs string, q url.Values) string {
 	return (&url.URL{Scheme: "file", Path: p, RawQuery: q.Encode()}).String()
 }
 
-// readOnlyDSN opens abs read-only. Where the directory cannot be written
-// and no connection has the file open in WAL mode, SQLite could not create
-// its -shm file: immutable=1 reads the main file alone, which then holds
-// every commit.
+// readOnlyDSN opens abs for reading only. Where the directory cannot be
+// written and no connection has the file open in WAL mode, SQLite could
+// not create its -shm file: immutable=1 reads the main file alone, which
+// then holds every commit. Where the directory and the file can be written
+// and no WAL is in use, the file is opened read-write with query_only (no
+// statement may write): a read-only connection cannot checkpoint, so the
+// last one to close leaves the -wal and -shm files it made behind, where a
+// read-write one removes them as a writer does, and a command that only
+// reads leaves nothing beside the file.
 func readOnlyDSN(abs string, writableDir bool) string {
 	q := url.Values{}
 	q.Set("mode", "ro")
-	if !writableDir && !walInUse(abs) {
+	switch inUse := walInUse(abs); {
+	case !writableDir && !inUse:
 		q.Set("immutable", "1")
+	case writableDir && !inUse && fileWritable(abs):
+		q.Set("mode", "rw")
 	}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
 	q.Add("_pragma", "query_only(1)")

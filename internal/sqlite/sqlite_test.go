@@ -318,6 +318,51 @@ func TestReadOnlyNeverCreates(t *testing.T) {
 	}
 }
 
+// TestReadOnlyLeavesNoSideFiles pins that a read in a directory the
+// process can write leaves no -wal or -shm file behind (a mode=ro
+// connection cannot checkpoint, so SQLite kept both), and that a writer
+// that came and went during the read still has its commit in the file.
+func TestReadOnlyLeavesNoSideFiles(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.db")
+	db := mustOpen(t, path)
+	db.Exec(`INSERT INTO notes (body) VALUES ('a')`)
+	db.Close()
+	ro, err := OpenReadOnly(ctx, path, testSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := countNotes(t, ro); n != 1 {
+		t.Fatalf("read %d notes, want 1", n)
+	}
+	if _, err := ro.Exec(`INSERT INTO notes (body) VALUES ('x')`); err == nil {
+		t.Fatal("a read-only handle accepted an INSERT")
+	}
+	w := mustOpen(t, path)
+	if _, err := w.Exec(`INSERT INTO notes (body) VALUES ('b')`); err != nil {
+		t.Fatal(err)
+	}
+	w.Close() // the reader still has the file open: the WAL stays
+	if n := countNotes(t, ro); n != 2 {
+		t.Fatalf("read %d notes after the writer's commit, want 2", n)
+	}
+	if err := ro.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(t, dir); !slices.Equal(got, []string{"x.db"}) {
+		t.Fatalf("after a read the directory holds %q, want x.db alone", got)
+	}
+	ro, err = OpenReadOnly(ctx, path, testSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if n := countNotes(t, ro); n != 2 {
+		t.Fatalf("the main file holds %d notes, want 2", n)
+	}
+}
+
 // TestMigrationSteps pins the scheme: steps are applied in order, one
 // transaction each; a failing step leaves the file at the step before it
 // and names the step; a file from a newer kernel is refused; a read-only
