@@ -58,7 +58,9 @@ passes some on; docs/configuration.md).
 The views (status, memory, values, goals, skills, audit) only read: they create
 and change nothing in the instance, and work where it cannot be written (a
 memory index that is missing or behind the files is built in memory). Each
-takes --json.
+takes --json. The commands that write (chat, run, reflect, audit --judge,
+skills restore) refuse an instance this user cannot write before any model
+is called, changing nothing.
 
 Start with: lumen init --dir mind && lumen chat --dir mind
 Docs: docs/lumen.md. Provider flags: docs/configuration.md.`)
