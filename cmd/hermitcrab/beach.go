@@ -21,6 +21,7 @@ import (
 	"github.com/llmkernels/kernels/hermitcrab/beach/store"
 	"github.com/llmkernels/kernels/hermitcrab/identity"
 	"github.com/llmkernels/kernels/internal/cli"
+	"github.com/llmkernels/kernels/internal/termtext"
 )
 
 func (f *flags) beachCommand() *cobra.Command {
@@ -329,8 +330,8 @@ func beachPassportCommand(client clientFunc) *cobra.Command {
 			}
 			for _, v := range good {
 				// Names and coordinates are a stranger's text: inert on a terminal.
-				fmt.Fprintf(cmd.OutOrStdout(), "%s  %s  offers %s  needs %s\n", v.Agent, beach.Inert(v.Body.Name),
-					beach.Inert(strings.Join(v.Body.Offers, ",")), beach.Inert(strings.Join(v.Body.Needs, ",")))
+				fmt.Fprintf(cmd.OutOrStdout(), "%s  %s  offers %s  needs %s\n", v.Agent, termtext.Line(v.Body.Name),
+					termtext.Line(strings.Join(v.Body.Offers, ",")), termtext.Line(strings.Join(v.Body.Needs, ",")))
 			}
 			return nil
 		}),
@@ -373,7 +374,7 @@ func beachMarkCommands(client clientFunc) []*cobra.Command {
 				return printPeerJSON(cmd.OutOrStdout(), nonNil(good))
 			}
 			for _, v := range good {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s  %s  %s\n", v.Time.UTC().Format(time.RFC3339), v.Agent, beach.Inert(v.Body.Purpose))
+				fmt.Fprintf(cmd.OutOrStdout(), "%s  %s  %s\n", v.Time.UTC().Format(time.RFC3339), v.Agent, termtext.Line(v.Body.Purpose))
 			}
 			return nil
 		}),
@@ -549,7 +550,7 @@ func printPeerJSON(w io.Writer, v any) error {
 		return err
 	}
 	out := b.String()
-	escape := func(r rune) bool { return r != '\n' && beach.ControlRune(r) }
+	escape := func(r rune) bool { return r != '\n' && termtext.Control(r) }
 	if strings.ContainsFunc(out, escape) {
 		var e strings.Builder
 		for _, r := range out {
@@ -568,6 +569,6 @@ func printPeerJSON(w io.Writer, v any) error {
 func printRefused(cmd *cobra.Command, bad []beach.Refused) {
 	for _, r := range bad {
 		// The agent is the beach's unverified word, the detail may quote it.
-		fmt.Fprintf(cmd.ErrOrStderr(), "refused an entry from %s (%s): %s\n", beach.Inert(r.Agent), beach.Inert(r.Reason), beach.Inert(r.Detail))
+		fmt.Fprintf(cmd.ErrOrStderr(), "refused an entry from %s (%s): %s\n", termtext.Line(r.Agent), termtext.Line(r.Reason), termtext.Line(r.Detail))
 	}
 }

@@ -13,9 +13,9 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"github.com/llmkernels/kernels/hermitcrab/identity"
+	"github.com/llmkernels/kernels/internal/termtext"
 )
 
 // Client talks to a beach for one instance: it signs what the instance
@@ -96,34 +96,10 @@ type Error struct {
 }
 
 // Error says it on one inert line: the reason and message are the beach's
-// text (see Inert).
+// text (see termtext.Line).
 func (e *Error) Error() string {
-	return fmt.Sprintf("beach refused (%d %s): %s", e.Status, Inert(e.Reason), Inert(e.Message))
+	return fmt.Sprintf("beach refused (%d %s): %s", e.Status, termtext.Line(e.Reason), termtext.Line(e.Message))
 }
-
-// Inert makes text from a peer or a beach safe to print as part of a line:
-// control characters (escape sequences, line breaks, C1 controls) and
-// bidirectional overrides are written as Go escapes (\x1b, \n, \u202e),
-// so the text can neither drive a terminal nor forge a line of output.
-func Inert(s string) string {
-	if !strings.ContainsFunc(s, ControlRune) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if ControlRune(r) {
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-// ControlRune reports whether r can drive a terminal or reorder the text
-// around it: a control character (C0, DEL, C1) or a bidirectional control.
-func ControlRune(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) }
 
 // Verified is a statement whose signature the client checked.
 type Verified[T any] struct {
