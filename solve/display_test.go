@@ -207,3 +207,36 @@ func TestRunReportHoldsHostileGoals(t *testing.T) {
 		}
 	}
 }
+
+// What the model says reaches the terminal inert: a summary that would
+// retitle the window and clear the screen shows its escapes as text in
+// run's result, the live view, status and log (docs/configuration.md).
+func TestModelTextReachesTheTerminalInert(t *testing.T) {
+	const hostile = "\x1b]0;pwned\x07\x1b[2J"
+	dir := t.TempDir()
+	ws := workspace(t, dir, "example.com/mathx")
+	steps := clampSteps()
+	for i, s := range steps {
+		switch s.op {
+		case OpResolve:
+			steps[i].answer.(m)["summary"] = "Clamp" + hostile
+		case OpAssemble:
+			steps[i].answer = m{"summary": "mathx gains Clamp" + hostile}
+		}
+	}
+	r := runSolve(t, dir, "run", clampGoal, "--provider", "script", "--script", writeScript(t, dir, steps...), "--workspace", ws, "--budget", "5", "--time", "30m")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stdout, `mathx gains Clamp\x1b]0;pwned\a\x1b[2J`) {
+		t.Errorf("run does not show the summary's escapes as text:\n%q", r.stdout)
+	}
+	root := rootOf(t, r.stdout)
+	st := runSolve(t, dir, "status", root)
+	lg := runSolve(t, dir, "log", "--tier", "3")
+	for name, s := range map[string]string{"run stdout": r.stdout, "run stderr": r.stderr, "status": st.stdout + st.stderr, "log": lg.stdout + lg.stderr} {
+		if strings.ContainsAny(s, "\x1b\x07") {
+			t.Errorf("%s printed a raw control character:\n%q", name, s)
+		}
+	}
+}

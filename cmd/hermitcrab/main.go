@@ -25,6 +25,7 @@ import (
 	"github.com/llmkernels/kernels/internal/atomicfile"
 	"github.com/llmkernels/kernels/internal/cli"
 	"github.com/llmkernels/kernels/internal/provider"
+	"github.com/llmkernels/kernels/internal/termtext"
 	"github.com/llmkernels/kernels/llm"
 )
 
@@ -295,7 +296,7 @@ array of {"name", "pscale0"} objects (docs/configuration.md).`,
 					return cli.PrintJSON(cmd.OutOrStdout(), list)
 				}
 				for _, b := range list {
-					fmt.Fprintf(cmd.OutOrStdout(), "%-16s %s\n", b.Name, b.Pscale0)
+					fmt.Fprintf(cmd.OutOrStdout(), "%-16s %s\n", termtext.Line(b.Name), termtext.Line(b.Pscale0))
 				}
 				return nil
 			})
@@ -369,14 +370,14 @@ Existing blocks are kept unless --replace. The files are only read.`,
 				}
 				w := cmd.OutOrStdout()
 				for _, n := range res.Notes {
-					fmt.Fprintln(w, "note:", n)
+					fmt.Fprintln(w, "note:", termtext.Line(n))
 				}
-				fmt.Fprintf(w, "imported %d blocks: %s\n", len(res.Written), strings.Join(res.Written, ", "))
+				fmt.Fprintf(w, "imported %d blocks: %s\n", len(res.Written), termtext.Line(strings.Join(res.Written, ", ")))
 				if len(res.Skipped) > 0 {
-					fmt.Fprintf(w, "kept %d existing blocks (use --replace to overwrite): %s\n", len(res.Skipped), strings.Join(res.Skipped, ", "))
+					fmt.Fprintf(w, "kept %d existing blocks (use --replace to overwrite): %s\n", len(res.Skipped), termtext.Line(strings.Join(res.Skipped, ", ")))
 				}
 				if len(res.Unreadable) > 0 {
-					fmt.Fprintf(w, "skipped %d unreadable keys (the notes say why): %s\n", len(res.Unreadable), strings.Join(res.Unreadable, ", "))
+					fmt.Fprintf(w, "skipped %d unreadable keys (the notes say why): %s\n", len(res.Unreadable), termtext.Line(strings.Join(res.Unreadable, ", ")))
 				}
 				return nil
 			})
@@ -510,10 +511,10 @@ its size. With --json: {"tier", "text", "sections": [{"instruction", "text", "er
 					return cli.PrintJSON(cmd.OutOrStdout(), newPromptJSON(c))
 				}
 				w := cmd.OutOrStdout()
-				fmt.Fprintln(w, c.Text)
+				fmt.Fprintln(w, termtext.Block(c.Text))
 				fmt.Fprintln(w)
 				for _, p := range c.Problems {
-					fmt.Fprintln(w, "problem:", p)
+					fmt.Fprintln(w, "problem:", termtext.Line(p))
 				}
 				how := "from the wake block's instructions"
 				if c.Aperture {
@@ -548,7 +549,7 @@ without recompile is an error: no shell was built.`,
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "shell %d built (%d characters of JSX); cost $%.4f\n", res.Shell.ID, len(res.Shell.Source), res.Result.CostUSD)
 				if print {
-					fmt.Fprintln(cmd.OutOrStdout(), res.Shell.Source)
+					fmt.Fprintln(cmd.OutOrStdout(), termtext.Block(res.Shell.Source))
 				}
 				return nil
 			})
@@ -637,7 +638,7 @@ func chat(ctx context.Context, k *hermitcrab.Kernel, id string, tier int, in io.
 		}
 		switch {
 		case res.Text != "":
-			fmt.Fprintln(out, res.Text)
+			fmt.Fprintln(out, termtext.Block(res.Text))
 		case res.Limit != "":
 			fmt.Fprintln(out, "(no reply yet: "+res.Limit+")")
 		default:
@@ -651,7 +652,7 @@ func printNotes(w io.Writer, res *hermitcrab.CallResult) {
 		return
 	}
 	for _, n := range res.Notes {
-		fmt.Fprintln(w, "note:", n)
+		fmt.Fprintln(w, "note:", termtext.Line(n))
 	}
 }
 
@@ -659,7 +660,7 @@ func printNotes(w io.Writer, res *hermitcrab.CallResult) {
 func progressPrinter(w io.Writer) func(llm.Event) {
 	return func(e llm.Event) {
 		if line, _, ok := hermitcrab.Describe(e); ok {
-			fmt.Fprintln(w, line)
+			fmt.Fprintln(w, termtext.Line(line))
 		}
 	}
 }

@@ -379,3 +379,35 @@ func TestBSPReadsFlagsAfterTheArguments(t *testing.T) {
 		t.Errorf("bsp --help: %s", out)
 	}
 }
+
+// What the model says, and what it writes into blocks, reaches the
+// terminal inert: a reply that retitles the window and clears the screen
+// shows its escapes as text (docs/configuration.md, text the user did not
+// write).
+func TestModelTextReachesTheTerminalInert(t *testing.T) {
+	data := t.TempDir()
+	const hostile = `\u001b]0;pwned\u0007\u001b[2J`
+	scriptFile := filepath.Join(t.TempDir(), "hostile.json")
+	js := `{"responses": [
+  {"match": {"last_user_contains": "hello"}, "response": {"content": [
+    {"type": "thinking", "thinking": "Write.", "signature": "sig-1"},
+    {"type": "tool_use", "id": "toolu_1", "name": "block_write", "input": {"name": "stash", "path": "0", "content": "stash` + hostile + `"}}]}},
+  {"match": {"tool_result_for": "block_write"}, "response": {"content": [{"type": "thinking", "thinking": "Done.", "signature": "sig-2"}, {"type": "text", "text": "line one\n` + hostile + `line two"}]}}
+]}`
+	if err := os.WriteFile(scriptFile, []byte(js), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut := mustHC(t, data, "hello\n", "chat", "--provider", "script", "--script", scriptFile)
+	if want := "line one\n" + `\x1b]0;pwned\a\x1b[2J` + "line two\n"; out != want {
+		t.Errorf("chat printed %q, want %q", out, want)
+	}
+	list, _ := mustHC(t, data, "", "blocks", "list")
+	if !strings.Contains(list, `stash\x1b]0;pwned\a\x1b[2J`) {
+		t.Errorf("blocks list does not show the escapes as text:\n%q", list)
+	}
+	for name, s := range map[string]string{"chat stdout": out, "chat stderr": errOut, "blocks list": list} {
+		if strings.ContainsAny(s, "\x1b\x07") {
+			t.Errorf("%s printed a raw control character:\n%q", name, s)
+		}
+	}
+}

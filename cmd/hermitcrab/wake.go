@@ -12,6 +12,7 @@ import (
 	"github.com/llmkernels/kernels/hermitcrab"
 	"github.com/llmkernels/kernels/hermitcrab/endpoint"
 	"github.com/llmkernels/kernels/internal/cli"
+	"github.com/llmkernels/kernels/internal/termtext"
 )
 
 func (f *flags) wakeCommand() *cobra.Command {
@@ -127,10 +128,10 @@ func runDaemon(cmd *cobra.Command, k *hermitcrab.Kernel, addr string, allowHosts
 // printReport says what a pass did, one line per wake.
 func printReport(w io.Writer, r *hermitcrab.WakeReport) {
 	for _, p := range r.Problems {
-		fmt.Fprintln(w, "problem:", p)
+		fmt.Fprintln(w, "problem:", termtext.Line(p))
 	}
 	for _, e := range r.Errors {
-		fmt.Fprintln(w, "error:", e)
+		fmt.Fprintln(w, "error:", termtext.Line(e))
 	}
 	for _, wk := range r.Wakes {
 		line := fmt.Sprintf("%s %s tier %d %s: %s", wk.At.Local().Format("2006-01-02 15:04:05"), wk.Where, wk.Tier, wk.Status, wk.Reason)
@@ -140,7 +141,7 @@ func printReport(w io.Writer, r *hermitcrab.WakeReport) {
 		if wk.Reply != "" {
 			line += " — " + strings.Join(strings.Fields(wk.Reply), " ")
 		}
-		fmt.Fprintln(w, line)
+		fmt.Fprintln(w, termtext.Line(line))
 	}
 	if len(r.Wakes) == 0 && len(r.Errors) == 0 {
 		fmt.Fprintln(w, "no trigger was due")
@@ -175,17 +176,17 @@ cost, and the recent wakes. With --json: {"triggers", "problems", "caps", "today
 					if !t.NextDue.IsZero() {
 						next = t.NextDue.Local().Format("2006-01-02 15:04")
 					}
-					fmt.Fprintf(w, "%s  %s  (tier %d; next %s)\n", t.Where, t.Line, t.Tier, next)
+					fmt.Fprintf(w, "%s  %s  (tier %d; next %s)\n", t.Where, termtext.Line(t.Line), t.Tier, next)
 					if t.Error != "" {
-						fmt.Fprintf(w, "    last error: %s\n", t.Error)
+						fmt.Fprintf(w, "    last error: %s\n", termtext.Line(t.Error))
 					}
 				}
 				for _, p := range s.Problems {
-					fmt.Fprintln(w, "problem:", p)
+					fmt.Fprintln(w, "problem:", termtext.Line(p))
 				}
 				fmt.Fprintf(w, "caps: %d wakes and $%.2f a day; today (%s): %d wakes, $%.4f\n", s.Caps.Wakes, s.Caps.CostUSD, s.Today.Day, s.Today.Wakes, s.Today.CostUSD)
 				for _, wk := range s.Recent {
-					fmt.Fprintf(w, "  #%d %s %s %s: %s\n", wk.ID, wk.At.Local().Format("2006-01-02 15:04"), wk.Where, wk.Status, wk.Reason)
+					fmt.Fprintf(w, "  #%d %s %s %s: %s\n", wk.ID, wk.At.Local().Format("2006-01-02 15:04"), wk.Where, wk.Status, termtext.Line(wk.Reason))
 				}
 				return nil
 			})
@@ -246,7 +247,7 @@ With --json: {"hooks": [{"name", "path", "where", "line"}], "secret", "secret_fi
 					return cli.PrintJSON(w, doc)
 				}
 				for _, h := range doc.Hooks {
-					fmt.Fprintf(w, "POST %s  (%s: %s)\n", h.Path, h.Where, h.Line)
+					fmt.Fprintf(w, "POST %s  (%s: %s)\n", termtext.Line(h.Path), h.Where, termtext.Line(h.Line))
 				}
 				if len(doc.Hooks) == 0 {
 					fmt.Fprintln(w, `no webhook triggers yet: the instance writes "webhook NAME tier 1: ..." at wake 0.5`)

@@ -231,3 +231,60 @@ func TestUsageMistakesExit2AndRunNothing(t *testing.T) {
 		}
 	}
 }
+
+// What the model says reaches the terminal inert: a chat reply that would
+// retitle the window and clear the screen shows its escapes as text, in
+// the reply and in the memory listing (docs/configuration.md).
+func TestModelTextReachesTheTerminalInert(t *testing.T) {
+	bin, dir := lumenInstance(t)
+	const hostile = "\x1b]0;pwned\x07\x1b[2J"
+	text := func(v any) map[string]any {
+		inner, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return map[string]any{"content": []any{map[string]any{"type": "text", "text": string(inner)}}}
+	}
+	script, err := json.Marshal(map[string]any{"responses": []any{
+		map[string]any{"match": map[string]any{"system_contains": "step: think"}, "response": text(map[string]any{
+			"situation": "a greeting" + hostile, "candidates": []any{map[string]any{"action": "greet" + hostile, "skill": "chat",
+				"input": map[string]any{"message": "line one\n" + hostile + "line two"}, "predicted_outcome": "a reply", "counterfactual": "none"}}})},
+		map[string]any{"match": map[string]any{"system_contains": "step: decide"}, "response": text(map[string]any{
+			"alignments": []any{map[string]any{"candidate": 1, "values": []any{}, "goals": []any{}, "direct": true}}, "preference": []any{1}, "rationale": "asked" + hostile})},
+		map[string]any{"match": map[string]any{"system_contains": "step: record"}, "response": text(map[string]any{
+			"outcome": "shown" + hostile, "delta": 0.1, "delta_explanation": "as predicted", "changes": []any{}})},
+		map[string]any{"match": map[string]any{"system_contains": "step: trigger"}, "response": text(map[string]any{
+			"tension_values": []any{}, "tension_why": "", "self_examination_quote": ""})},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scriptFile := filepath.Join(t.TempDir(), "hostile.json")
+	if err := os.WriteFile(scriptFile, script, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, string) {
+		t.Helper()
+		cmd := exec.Command(bin, append(args, "--dir", dir)...)
+		cmd.Stdin = strings.NewReader("hello\n")
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("lumen %v: %v\nstdout: %s\nstderr: %s", args, err, out.String(), errb.String())
+		}
+		return out.String(), errb.String()
+	}
+	out, errOut := run("chat", "--provider", "script", "--script", scriptFile)
+	if !strings.Contains(out, "lumen> line one\n"+`\x1b]0;pwned\a\x1b[2J`+"line two") {
+		t.Errorf("chat reply:\n%q", out)
+	}
+	mem, _ := run("memory", "--all")
+	for name, s := range map[string]string{"chat stdout": out, "chat stderr": errOut, "memory": mem} {
+		if strings.ContainsAny(s, "\x1b\x07") {
+			t.Errorf("%s printed a raw control character:\n%q", name, s)
+		}
+	}
+	if !strings.Contains(mem, `\x1b]0;pwned`) {
+		t.Errorf("memory does not show the model's escapes as text:\n%s", mem)
+	}
+}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/llmkernels/kernels/internal/cli"
 	"github.com/llmkernels/kernels/internal/provider"
+	"github.com/llmkernels/kernels/internal/termtext"
 	"github.com/llmkernels/kernels/lumen"
 	"github.com/llmkernels/kernels/lumen/memory"
 	"github.com/llmkernels/kernels/lumen/skill"
@@ -228,9 +229,9 @@ not sent (a paste gone wrong): the chat says so and goes on.`,
 				}
 				rep, err := in.Chat(ctx, line)
 				if rep != nil {
-					fmt.Fprintln(errw, rep.Text())
+					fmt.Fprintln(errw, termtext.Block(rep.Text()))
 					if reply := rep.Reply(); reply != "" {
-						fmt.Fprintf(out, "lumen> %s\n", reply)
+						fmt.Fprintf(out, "lumen> %s\n", termtext.Block(reply))
 					} else {
 						fmt.Fprintln(out, "(no reply: see the decision above)")
 					}
@@ -326,11 +327,11 @@ or a spend cap stopped it (run again to go on).`,
 			}
 			defer func() { err = errors.Join(err, in.Close()) }()
 			out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
-			ro.OnStep = func(r lumen.Record) { fmt.Fprintln(errw, lumen.StepLine(r)) }
-			ro.OnCycle = func(r *lumen.CycleReport) { fmt.Fprintln(out, r.Text()) }
+			ro.OnStep = func(r lumen.Record) { fmt.Fprintln(errw, termtext.Line(lumen.StepLine(r))) }
+			ro.OnCycle = func(r *lumen.CycleReport) { fmt.Fprintln(out, termtext.Block(r.Text())) }
 			rep, err := in.Run(cmd.Context(), ro)
 			if rep != nil {
-				fmt.Fprintln(out, rep.Text())
+				fmt.Fprintln(out, termtext.Block(rep.Text()))
 			}
 			if err == nil && rep.Limited() {
 				return cli.Exit(cli.ExitStopped, nil) // the totals say why; running again resumes
@@ -366,7 +367,7 @@ to values.json, goals and soul.md. Prints the tensions, conflicts and changes.`,
 			defer func() { err = errors.Join(err, in.Close()) }()
 			rep, err := in.Reflect(cmd.Context())
 			if rep != nil {
-				fmt.Fprintln(cmd.OutOrStdout(), rep.Text())
+				fmt.Fprintln(cmd.OutOrStdout(), termtext.Block(rep.Text()))
 			}
 			return err
 		},
@@ -388,7 +389,7 @@ func statusCommand(o *options) *cobra.Command {
 				if *asJSON {
 					return cli.PrintJSON(cmd.OutOrStdout(), st)
 				}
-				fmt.Fprint(cmd.OutOrStdout(), st.Text())
+				fmt.Fprint(cmd.OutOrStdout(), termtext.Block(st.Text()))
 				return nil
 			})
 		},
@@ -422,7 +423,7 @@ memories and lumen audit cite.`,
 				if len(es) == 0 {
 					fmt.Fprintln(cmd.OutOrStdout(), "(no memories match)")
 				}
-				fmt.Fprint(cmd.OutOrStdout(), lumen.MemoryText(es))
+				fmt.Fprint(cmd.OutOrStdout(), termtext.Block(lumen.MemoryText(es)))
 				return nil
 			})
 		},
@@ -459,7 +460,7 @@ the first line shows. Best first.`,
 					}
 					return cli.PrintJSON(cmd.OutOrStdout(), map[string]any{"mode": r.Mode, "scoring": memory.DefaultScoring, "results": r.Relevant})
 				}
-				fmt.Fprint(cmd.OutOrStdout(), lumen.SearchText(r))
+				fmt.Fprint(cmd.OutOrStdout(), termtext.Block(lumen.SearchText(r)))
 				return nil
 			})
 		},
@@ -492,7 +493,7 @@ func valuesCommand(o *options) *cobra.Command {
 					fmt.Fprintln(cmd.OutOrStdout(), "(no values yet: reflection sets them)")
 				}
 				for _, v := range vs {
-					fmt.Fprintf(cmd.OutOrStdout(), "%.2f  %-10s  %s\n", v.Weight, v.Status, v.Name)
+					fmt.Fprintf(cmd.OutOrStdout(), "%.2f  %-10s  %s\n", v.Weight, v.Status, termtext.Line(v.Name))
 				}
 				return nil
 			})
@@ -526,7 +527,7 @@ func goalsCommand(o *options) *cobra.Command {
 					fmt.Fprintln(cmd.OutOrStdout(), "(no goals match)")
 				}
 				for _, g := range gs {
-					fmt.Fprintf(cmd.OutOrStdout(), "%.2f  %-9s  %d  %s\n", g.Weight, g.Status, g.Year, g.Name)
+					fmt.Fprintf(cmd.OutOrStdout(), "%.2f  %-9s  %d  %s\n", g.Weight, g.Status, g.Year, termtext.Line(g.Name))
 				}
 				return nil
 			})
@@ -572,7 +573,7 @@ by the loops; not run here), and how many earlier versions are kept.`,
 					case s.Checked:
 						state = "--help failed: " + s.Error
 					}
-					fmt.Fprintf(cmd.OutOrStdout(), "%-20s %-12.12s %s; %d kept versions\n", s.Name, s.Version, state, s.Kept)
+					fmt.Fprintf(cmd.OutOrStdout(), "%-20s %-12.12s %s; %d kept versions\n", termtext.Line(s.Name), s.Version, termtext.Line(state), s.Kept)
 				}
 				return nil
 			})
@@ -688,7 +689,7 @@ audits show the latest.`,
 			if *asJSON {
 				return errors.Join(cli.PrintJSON(cmd.OutOrStdout(), rep), judged)
 			}
-			fmt.Fprint(cmd.OutOrStdout(), rep.Text())
+			fmt.Fprint(cmd.OutOrStdout(), termtext.Block(rep.Text()))
 			return judged
 		},
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmkernels/kernels/internal/cli"
+	"github.com/llmkernels/kernels/internal/termtext"
 	"github.com/llmkernels/kernels/solve"
 	"github.com/llmkernels/kernels/solve/planning"
 )
@@ -81,7 +82,7 @@ given; the project's own tests run it only on scripted answers.`,
 							return perr
 						}
 					} else {
-						fmt.Fprint(cmd.OutOrStdout(), planning.EvalMarkdown(rep))
+						fmt.Fprint(cmd.OutOrStdout(), termtext.Block(planning.EvalMarkdown(rep)))
 					}
 				}
 				if err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/llmkernels/kernels/internal/pgdb"
 	"github.com/llmkernels/kernels/internal/provider"
 	"github.com/llmkernels/kernels/internal/sqlite"
+	"github.com/llmkernels/kernels/internal/termtext"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/solve"
 	"github.com/llmkernels/kernels/solve/loop"
@@ -149,7 +150,7 @@ Everything is also stored in kernel.db (--db). Progress lines go to stderr.`,
 				if err != nil {
 					return fmt.Errorf("%w (the plan is kept in %s: solve log --db %s --node %s --tier 2 shows it)", err, db, db, p.RootID)
 				}
-				fmt.Fprint(cmd.OutOrStdout(), planning.Summary(p, files))
+				fmt.Fprint(cmd.OutOrStdout(), termtext.Block(planning.Summary(p, files)))
 				if p.SMT != nil && p.SMT.Disagree > 0 {
 					return fmt.Errorf("--smt z3: z3 disagrees with the kernel on %d question(s): %s; the plan was written to %s, with z3's answers in its smt section; this is a kernel bug, please report it with the plan",
 						p.SMT.Disagree, p.SMT.Disagreements(), files.JSON)
@@ -201,7 +202,7 @@ func planSetup(cmd *cobra.Command, app *cli.App, solver string, req *planning.Re
 	if req.Model == "" {
 		req.Model = defaultModels[app.Provider.Provider]
 	}
-	req.Progress = cmd.ErrOrStderr()
+	req.Progress = termtext.NewWriter(cmd.ErrOrStderr()) // the live view quotes the model
 	return client, nil
 }
 
@@ -317,7 +318,7 @@ decide within its own 30s; with no FAIL, any UNDECIDED exits 5.`,
 					case !r.Pass:
 						status = "FAIL"
 					}
-					fmt.Fprintf(w, "  %s %s %s: %s\n", status, r.ID, r.Name, r.Detail)
+					fmt.Fprintf(w, "  %s %s %s: %s\n", status, r.ID, termtext.Line(r.Name), termtext.Line(r.Detail))
 				}
 				fmt.Fprintf(w, "%d checks: %d PASS, %d FAIL", len(rep.Assertions), rep.Passed, rep.Failed)
 				if rep.Undecided > 0 {
@@ -378,7 +379,7 @@ func runOptions(cmd *cobra.Command, app *cli.App, workers int) (solve.Options, s
 	if model == "" {
 		model = defaultModels[app.Provider.Provider]
 	}
-	progress := cmd.ErrOrStderr()
+	progress := termtext.NewWriter(cmd.ErrOrStderr()) // the live view and the questions quote the model
 	// A retry's wait (a 529's retry-after may be long) is said in the live
 	// view, so a run that seems idle says why.
 	client.Observe = func(e llm.Event) {
@@ -399,7 +400,7 @@ func printResult(w io.Writer, r *loop.Result) {
 	fmt.Fprintf(w, "root %s: %s\n", r.RootID, r.Outcome)
 	switch r.Outcome {
 	case loop.OutcomeAchieved:
-		fmt.Fprintf(w, "σ_system %.2f · artifact %s\n%s\n", r.SigmaSystem, r.ArtifactID, r.Summary)
+		fmt.Fprintf(w, "σ_system %.2f · artifact %s\n%s\n", r.SigmaSystem, r.ArtifactID, termtext.Block(r.Summary))
 	case loop.OutcomeWaiting:
 		fmt.Fprintf(w, "%d capability request(s) wait for a human: answer with 'solve hire', then 'solve resume %s'\n", r.OpenRequests, r.RootID)
 	case loop.OutcomeStopped:
@@ -770,11 +771,11 @@ func logCommand() *cobra.Command {
 				for _, l := range rows {
 					fmt.Fprintf(w, "[%s] T%d", clock(l.Time), l.Tier)
 					if l.Goal != "" {
-						fmt.Fprintf(w, " (%s)", clip.Line(l.Goal, 40))
+						fmt.Fprintf(w, " (%s)", termtext.Line(clip.Line(l.Goal, 40)))
 					}
-					fmt.Fprintf(w, " %s", l.Summary)
+					fmt.Fprintf(w, " %s", termtext.Line(l.Summary))
 					if l.Tier > 1 && len(l.Detail) > 0 {
-						fmt.Fprintf(w, " %s", clip.Line(string(l.Detail), 300))
+						fmt.Fprintf(w, " %s", termtext.Line(clip.Line(string(l.Detail), 300)))
 					}
 					fmt.Fprintln(w)
 				}
@@ -808,7 +809,7 @@ func resolversCommand() *cobra.Command {
 					return cli.PrintJSON(cmd.OutOrStdout(), rs)
 				}
 				for _, r := range rs {
-					fmt.Fprintf(cmd.OutOrStdout(), "%-28s %-8s built by %-6s used %d (%d ok, %d failed)  %v\n", r.ID, r.Type, r.BuiltBy, r.UsageCount, r.SuccessCount, r.FailureCount, r.Capabilities)
+					fmt.Fprintf(cmd.OutOrStdout(), "%-28s %-8s built by %-6s used %d (%d ok, %d failed)  %s\n", termtext.Line(r.ID), r.Type, r.BuiltBy, r.UsageCount, r.SuccessCount, r.FailureCount, termtext.Line(fmt.Sprint(r.Capabilities)))
 				}
 				return nil
 			})
@@ -847,11 +848,11 @@ func kgCommand() *cobra.Command {
 					if p.History.Empty() {
 						fmt.Fprintf(w, "[no history for %q]\n", p.Goal)
 					} else {
-						fmt.Fprintln(w, p.History.Render(p.Goal))
+						fmt.Fprintln(w, termtext.Block(p.History.Render(p.Goal)))
 					}
 				}
 				if r.Lookup != nil {
-					fmt.Fprintf(w, "lookup-before-build %s: %s\n", r.Lookup.Capability, strings.Join(r.Lookup.Resolvers, ", "))
+					fmt.Fprintf(w, "lookup-before-build %s: %s\n", termtext.Line(r.Lookup.Capability), termtext.Line(strings.Join(r.Lookup.Resolvers, ", ")))
 				}
 				return nil
 			})
@@ -905,7 +906,7 @@ capability: toolization, never a one-off answer), --add-budget/--add-time, or
 						fmt.Fprintln(cmd.OutOrStdout(), "no open capability requests")
 					}
 					for _, r := range reqs {
-						fmt.Fprint(cmd.OutOrStdout(), loop.FormatRequest(r))
+						fmt.Fprint(cmd.OutOrStdout(), termtext.Block(loop.FormatRequest(r)))
 					}
 					return nil
 				}
@@ -923,7 +924,7 @@ capability: toolization, never a one-off answer), --add-budget/--add-time, or
 				if err != nil {
 					return err
 				}
-				fmt.Fprintln(cmd.OutOrStdout(), msg)
+				fmt.Fprintln(cmd.OutOrStdout(), termtext.Line(msg))
 				return nil
 			})
 		},
@@ -1007,12 +1008,12 @@ func printStatus(w io.Writer, st *solve.RunStatus) {
 		if n.Goal != n.Summary {
 			goal += " — " + clip.Line(n.Goal, 160)
 		}
-		fmt.Fprintf(w, "%s  %s\n", in, goal)
+		fmt.Fprintf(w, "%s  %s\n", in, termtext.Line(goal))
 	}
 	if len(st.Events) > 0 {
 		fmt.Fprintln(w, "events:")
 		for _, e := range st.Events {
-			fmt.Fprintf(w, "  %s  %s %q: %s\n", clock(e.Time), store.Short(e.NodeID), clip.Line(e.Goal, 50), e.Detail)
+			fmt.Fprintf(w, "  %s  %s %q: %s\n", clock(e.Time), store.Short(e.NodeID), clip.Line(e.Goal, 50), termtext.Line(e.Detail))
 		}
 	}
 	if len(st.Held) > 0 {

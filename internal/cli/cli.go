@@ -30,6 +30,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmkernels/kernels/internal/provider"
+	"github.com/llmkernels/kernels/internal/termtext"
 	"github.com/llmkernels/kernels/llm"
 )
 
@@ -95,11 +96,11 @@ func (a *App) Execute(ctx context.Context, args []string) int {
 	case carries && exit.Err == nil:
 		// the command has said what happened
 	case status == ExitUsage:
-		fmt.Fprintf(w, "%s: %v\nRun '%s --help' for usage.\n", name, err, cmd.CommandPath())
+		fmt.Fprintf(w, "%s: %s\nRun '%s --help' for usage.\n", name, termtext.Block(err.Error()), cmd.CommandPath())
 	case status == ExitStopped && sig != "":
-		fmt.Fprintf(w, "%s: stopped by %s: %v\n", name, sig, err)
+		fmt.Fprintf(w, "%s: stopped by %s: %s\n", name, sig, termtext.Block(err.Error()))
 	default:
-		fmt.Fprintf(w, "%s: %v\n", name, err)
+		fmt.Fprintf(w, "%s: %s\n", name, termtext.Block(err.Error())) // errors may quote the model
 	}
 	return status
 }

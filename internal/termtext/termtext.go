@@ -21,6 +21,7 @@
 package termtext
 
 import (
+	"io"
 	"strconv"
 	"strings"
 	"unicode"
@@ -66,4 +67,20 @@ func escape(s string, multiline bool) string {
 		}
 	}
 	return b.String()
+}
+
+// NewWriter returns a writer that passes each Write on to w through Block:
+// for a stream of lines such as a live progress view or interactive
+// questions, where every writer writes whole text at once (as fmt.Fprintf
+// does). A character split across two writes is valid UTF-8 in neither
+// and shows as U+FFFD.
+func NewWriter(w io.Writer) io.Writer { return writer{w} }
+
+type writer struct{ w io.Writer }
+
+func (t writer) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(t.w, Block(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

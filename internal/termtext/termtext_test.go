@@ -1,6 +1,7 @@
 package termtext
 
 import (
+	"io"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -67,4 +68,17 @@ func assertInert(t *testing.T, s string, multiline bool) {
 	if strings.ContainsRune(s, 0x1b) {
 		t.Errorf("raw ESC left in %q", s)
 	}
+}
+
+func TestWriterPassesEachWriteThroughBlock(t *testing.T) {
+	var b strings.Builder
+	w := NewWriter(&b)
+	n, err := io.WriteString(w, "solve: [plan] "+hostile+"\n")
+	if err != nil || n != len("solve: [plan] "+hostile+"\n") {
+		t.Fatalf("Write = %d, %v", n, err)
+	}
+	if want := "solve: [plan] " + Block(hostile) + "\n"; b.String() != want {
+		t.Fatalf("wrote %q, want %q", b.String(), want)
+	}
+	assertInert(t, b.String(), true)
 }
