@@ -20,6 +20,9 @@ func testApp() *App {
 			if args[0] == "missing" {
 				return fmt.Errorf("block %q not found", args[0])
 			}
+			if strings.HasPrefix(args[0], "model:") {
+				return fmt.Errorf("the answer was not JSON: %s", args[0]) // quoting what the model said
+			}
 			if n < 0 {
 				return Usagef("--n %d: give 0 or more", n)
 			}
@@ -80,6 +83,8 @@ func TestExitStatuses(t *testing.T) {
 	}{
 		{[]string{"blocks", "show", "purpose"}, ExitOK, ""},
 		{[]string{"blocks", "show", "missing"}, ExitFailure, `kernel: block "missing" not found`},
+		// An error that quotes the model reaches the terminal inert.
+		{[]string{"blocks", "show", "model:\x1b]0;pwned\x07\x1b[2J"}, ExitFailure, `kernel: the answer was not JSON: model:\x1b]0;pwned\a\x1b[2J` + "\n"},
 		{[]string{"blocks", "show"}, ExitUsage, "accepts 1 arg(s), received 0\nRun 'kernel blocks show --help' for usage."},
 		{[]string{"blocks", "show", "a", "b"}, ExitUsage, "accepts 1 arg(s), received 2"},
 		{[]string{"blocks", "show", "a", "--bogus"}, ExitUsage, "unknown flag: --bogus"},
