@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"path/filepath"
@@ -310,7 +308,7 @@ func beachPassportCommand(client clientFunc) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printPeerJSON(cmd.OutOrStdout(), v)
+			return cli.PrintJSON(cmd.OutOrStdout(), v)
 		}),
 	}
 	cli.JSONFlag(show) // the output is JSON already
@@ -326,7 +324,7 @@ func beachPassportCommand(client clientFunc) *cobra.Command {
 			}
 			printRefused(cmd, bad)
 			if *listJSON {
-				return printPeerJSON(cmd.OutOrStdout(), nonNil(good))
+				return cli.PrintJSON(cmd.OutOrStdout(), nonNil(good))
 			}
 			for _, v := range good {
 				// Names and coordinates are a stranger's text: inert on a terminal.
@@ -371,7 +369,7 @@ func beachMarkCommands(client clientFunc) []*cobra.Command {
 			}
 			printRefused(cmd, bad)
 			if *marksJSON {
-				return printPeerJSON(cmd.OutOrStdout(), nonNil(good))
+				return cli.PrintJSON(cmd.OutOrStdout(), nonNil(good))
 			}
 			for _, v := range good {
 				fmt.Fprintf(cmd.OutOrStdout(), "%s  %s  %s\n", v.Time.UTC().Format(time.RFC3339), v.Agent, termtext.Line(v.Body.Purpose))
@@ -439,7 +437,7 @@ func beachInboxCommand(client clientFunc) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := printPeerJSON(cmd.OutOrStdout(), good); err != nil {
+			if err := cli.PrintJSON(cmd.OutOrStdout(), good); err != nil {
 				return err
 			}
 			printRefused(cmd, bad)
@@ -538,32 +536,6 @@ beach's --window (5 minutes by default) and once.
 			return cli.PrintJSON(cmd.OutOrStdout(), e)
 		},
 	}
-}
-
-// printPeerJSON prints JSON holding peers' text. encoding/json escapes C0
-// controls but leaves C1 controls (U+009B is CSI on some terminals) and
-// bidirectional overrides raw; they are escaped too (\uXXXX: they can only
-// be inside strings, so the JSON reads the same).
-func printPeerJSON(w io.Writer, v any) error {
-	var b bytes.Buffer
-	if err := cli.PrintJSON(&b, v); err != nil {
-		return err
-	}
-	out := b.String()
-	escape := func(r rune) bool { return r != '\n' && termtext.Control(r) }
-	if strings.ContainsFunc(out, escape) {
-		var e strings.Builder
-		for _, r := range out {
-			if escape(r) {
-				fmt.Fprintf(&e, "\\u%04x", r)
-				continue
-			}
-			e.WriteRune(r)
-		}
-		out = e.String()
-	}
-	_, err := io.WriteString(w, out)
-	return err
 }
 
 func printRefused(cmd *cobra.Command, bad []beach.Refused) {
