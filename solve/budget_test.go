@@ -1,10 +1,12 @@
 package solve_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/llmkernels/kernels/internal/cli"
+	"github.com/llmkernels/kernels/solve/loop"
 )
 
 const clampGoal = "Add Clamp(x, lo, hi float64) float64 to package mathx, with a test"
@@ -118,4 +120,56 @@ func TestDeclinedSoftwareHireIsNotAskedTwice(t *testing.T) {
 	if n := count(t, db, "SELECT COUNT(*) FROM capability_requests"); n != 1 {
 		t.Errorf("%d capability requests, want the one declined", n)
 	}
+}
+
+// statusJSON is `solve status --json`'s one run.
+func statusJSON(t *testing.T, dir string) loop.Result {
+	t.Helper()
+	r := runSolve(t, dir, "status", "--json")
+	var runs []loop.Result
+	if err := json.Unmarshal([]byte(r.stdout), &runs); err != nil || len(runs) != 1 {
+		t.Fatalf("status --json: %v\n%s%s", err, r.stdout, r.stderr)
+	}
+	return runs[0]
+}
+
+// A done tree whose Step 12 pre_check is denied is a HIRE on the root:
+// the run waits for a human (exit 4, waiting_for_human in status), and a
+// resume before the answer pays for nothing and still waits; once budget
+// is added the resume assembles. Before, the root's wait was counted as
+// work left: the run read "stopped" (exit 5) and suggested a resume that
+// could only be denied again.
+func TestARootWaitingForAHumanAtAssemblyIsWaitingNotStopped(t *testing.T) {
+	eachStore(t, func(t *testing.T, dir string) {
+		ws := workspace(t, dir, "example.com/mathx")
+		// Each call costs $0.06: the five calls of the leaf leave $0.01,
+		// less than the consistency check's estimate.
+		sc := writeScriptUsage(t, dir, map[string]int{"input_tokens": 2000, "output_tokens": 2000}, clampSteps()...)
+		r := runSolve(t, dir, "run", clampGoal, "--provider", "script", "--script", sc, "--workspace", ws, "--budget", "0.32", "--time", "30m")
+		if r.code != cli.ExitWaiting || !strings.Contains(r.stdout, ": waiting_for_human") || !strings.Contains(r.stderr, "check_consistency estimated") {
+			t.Fatalf("run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+		}
+		root := rootOf(t, r.stdout)
+		if st := statusJSON(t, dir); st.Outcome != loop.OutcomeWaiting || st.OpenRequests != 1 {
+			t.Errorf("status --json: outcome %s with %d open requests; want waiting_for_human with 1", st.Outcome, st.OpenRequests)
+		}
+		calls, spent := paid(t, dir)
+		res := runSolve(t, dir, "resume", root, "--provider", "script", "--script", sc)
+		if res.code != cli.ExitWaiting || !strings.Contains(res.stdout, ": waiting_for_human") {
+			t.Fatalf("resume before the answer: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
+		}
+		if c, s := paid(t, dir); c != calls || s != spent {
+			t.Errorf("the resume before the answer paid for %d more calls ($%.4f)", c-calls, s-spent)
+		}
+		invariants(t, dir, root)
+		h := runSolve(t, dir, "hire")
+		id := strings.Fields(strings.TrimPrefix(h.stdout, "request "))[0]
+		if a := runSolve(t, dir, "hire", id, "--add-budget", "1"); a.code != 0 {
+			t.Fatalf("add budget: %s%s", a.stdout, a.stderr)
+		}
+		if res := runSolve(t, dir, "resume", root, "--provider", "script", "--script", sc); res.code != 0 || !strings.Contains(res.stdout, ": achieved") {
+			t.Fatalf("resume after the answer: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
+		}
+		invariants(t, dir, root)
+	})
 }

@@ -4,7 +4,6 @@ package solve_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,17 +25,6 @@ func overloaded(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return sc
-}
-
-// statusJSON is `solve status --json`'s one run.
-func statusJSON(t *testing.T, dir string) loop.Result {
-	t.Helper()
-	r := runSolve(t, dir, "status", "--json")
-	var runs []loop.Result
-	if err := json.Unmarshal([]byte(r.stdout), &runs); err != nil || len(runs) != 1 {
-		t.Fatalf("status --json: %v\n%s%s", err, r.stdout, r.stderr)
-	}
-	return runs[0]
 }
 
 // A run stopped by a signal while its first call waits out a 529's

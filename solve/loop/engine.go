@@ -525,6 +525,14 @@ func (e *engine) done(id string) bool {
 	return true
 }
 
+// finishing: the tree is done and only Steps 12 and 13 are left, with
+// the root not waiting on a capability request (a denied pre_check of
+// Step 12 or 13 is a HIRE on the root: until a human answers it, the
+// same pre_check would only be denied again).
+func (e *engine) finishing() bool {
+	return e.done(e.root) && !e.nodes[e.root].waitHire
+}
+
 func (e *engine) ready(n *snode) bool {
 	if n.invalidated || n.waitHire || e.inflight[n.id] || e.queued[n.id] {
 		return false
@@ -612,7 +620,7 @@ func (e *engine) dispatch(ctx context.Context) (*Result, error) {
 				}
 				return nil, firstErr
 			}
-			if !e.done(e.root) {
+			if !e.finishing() {
 				break
 			}
 			finished, err := e.finalize(ctx)
@@ -756,7 +764,9 @@ func Outcome(ctx context.Context, st *store.Store, root string) (*Result, error)
 
 // workLeft reports whether a resume of root would do anything: the
 // scheduler, loaded from the store as a resume loads it, has a node ready
-// to step, or the tree is done and only finalizing is left. Only when
+// to step, or the tree is done and only finalizing is left (engine.
+// finishing). A node waiting on a capability request, the root too, is
+// never work left: it moves only once `solve hire` answers. Only when
 // neither holds is a run infeasible (or waiting for a human): nothing is
 // left to try.
 func workLeft(ctx context.Context, st *store.Store, root string) (bool, error) {
@@ -764,7 +774,7 @@ func workLeft(ctx context.Context, st *store.Store, root string) (bool, error) {
 	if err := e.load(ctx); err != nil {
 		return false, err
 	}
-	return len(e.queue) > 0 || e.done(root), nil
+	return len(e.queue) > 0 || e.finishing(), nil
 }
 
 func orNone(s string) string {
