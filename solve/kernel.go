@@ -35,9 +35,9 @@ func Open(ctx context.Context, path string) (*Kernel, error) {
 	st, err := store.Open(ctx, path)
 	if errors.Is(err, sqlite.ErrReadOnly) {
 		if _, serr := os.Stat(path); serr != nil {
-			return nil, fmt.Errorf("%w: run, resume, plan and hire write the kernel database, so they need a place this user can write (give another --db)", err)
+			return nil, fmt.Errorf("%w: run, resume, plan and hire REQUEST write the kernel database, so they need a place this user can write (give another --db)", err)
 		}
-		return nil, fmt.Errorf("%w: the commands that only read (status, log, kg, artifacts, resolvers) work on it as it is; run, resume, plan and hire write to it, so they need a database this user can write (copy it, or give another --db)", err)
+		return nil, fmt.Errorf("%w: the commands that only read (status, log, kg, artifacts, resolvers, the hire listing) work on it as it is; run, resume, plan and hire REQUEST write to it, so they need a database this user can write (copy it, or give another --db)", err)
 	}
 	if err != nil {
 		return nil, err
@@ -46,7 +46,8 @@ func Open(ctx context.Context, path string) (*Kernel, error) {
 }
 
 // OpenReadOnly opens the existing kernel database at path for the read
-// side (Runs, Status, Logs, Artifacts, KG, Resolvers, Requests): it never
+// side (Runs, Status, Logs, Artifacts, KG, Resolvers, Requests: the
+// commands that only read, `solve hire` without REQUEST too): it never
 // creates or changes a file, and works where the directory cannot be
 // written. A missing file is an error wrapping fs.ErrNotExist; an empty
 // one wraps sqlite.ErrEmpty (which is fs.ErrNotExist too) and says so.

@@ -37,7 +37,7 @@ func pgAdmin(t *testing.T, dsn string, stmts ...string) {
 func TestReadCommandsOnPostgresOnlyRead(t *testing.T) {
 	dsn := pgtest.New(t)
 	dir := t.TempDir()
-	empty := []string{"status", "log", "kg", "artifacts", "resolvers", "report"}
+	empty := []string{"status", "log", "kg", "artifacts", "resolvers", "report", "hire"}
 	for _, c := range empty {
 		r := runSolve(t, dir, c, "--db", dsn)
 		u, _ := url.Parse(dsn)
@@ -62,7 +62,7 @@ func TestReadCommandsOnPostgresOnlyRead(t *testing.T) {
 	})
 	u.User = url.UserPassword(role, "reads-only")
 	reader := u.String()
-	want := map[string]string{"status": "achieved", "log": "Goal achieved", "kg": "edges:", "artifacts": "artifact_blobs/", "resolvers": "codex-tools-0", "report": "report: run-"}
+	want := map[string]string{"status": "achieved", "log": "Goal achieved", "kg": "edges:", "artifacts": "artifact_blobs/", "resolvers": "codex-tools-0", "report": "report: run-", "hire": "no open capability requests"}
 	for _, c := range empty {
 		r := runSolve(t, dir, c, "--db", reader)
 		if r.code != 0 || !strings.Contains(r.stdout, want[c]) {

@@ -27,8 +27,9 @@ func TestADatabaseLinkedFromAReadOnlyDirectoryIsWritable(t *testing.T) {
 		}
 	}
 	sc := writeScript(t, data, gatingSteps()...)
-	if r := runSolve(t, data, "hire"); r.code != 0 { // creates kernel.db
-		t.Fatalf("solve hire: exit %d\n%s", r.code, r.stderr)
+	// A command that writes creates kernel.db (then finds no such request).
+	if r := runSolve(t, data, "hire", "x", "--decline"); r.code != 1 || !strings.Contains(r.stderr, `no capability request "x"`) {
+		t.Fatalf("solve hire x --decline: exit %d\n%s", r.code, r.stderr)
 	}
 	db := filepath.Join(data, "kernel.db")
 	if os.Geteuid() == 0 {

@@ -12,10 +12,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmkernels/kernels/internal/cli"
 	"github.com/llmkernels/kernels/internal/rodir"
 )
 
-var readCommands = [][]string{{"status"}, {"log"}, {"kg"}, {"artifacts"}, {"resolvers"}}
+var readCommands = [][]string{{"status"}, {"log"}, {"kg"}, {"artifacts"}, {"resolvers"}, {"hire"}}
 
 // TestReadCommandsNeverCreateKernelDB pins that the read commands in a
 // directory without kernel.db say so and create nothing, also for a --db
@@ -44,7 +45,7 @@ func TestReadCommandsNeverCreateKernelDB(t *testing.T) {
 func slicesEqual(a, b []string) bool { return strings.Join(a, "\n") == strings.Join(b, "\n") }
 
 // TestReadCommandsOnAReadOnlyDirectory pins that status, log, kg,
-// artifacts and resolvers read a run's kernel.db in a directory the
+// artifacts, resolvers and the hire listing read a run's kernel.db in a directory the
 // process cannot write (as root, the binary runs as an unprivileged user)
 // and change nothing there.
 func TestReadCommandsOnAReadOnlyDirectory(t *testing.T) {
@@ -57,7 +58,7 @@ func TestReadCommandsOnAReadOnlyDirectory(t *testing.T) {
 	}
 	rodir.Lock(t, dir)
 	before := rodir.Snapshot(t, dir)
-	want := map[string]string{"status": "achieved", "log": "Goal achieved", "kg": "edges:", "artifacts": "artifact_store/", "resolvers": "codex-tools-0"}
+	want := map[string]string{"status": "achieved", "log": "Goal achieved", "kg": "edges:", "artifacts": "artifact_store/", "resolvers": "codex-tools-0", "hire": "no open capability requests"}
 	for _, args := range readCommands {
 		cmd := rodir.Command(t, bin, args...)
 		cmd.Dir = dir
@@ -94,7 +95,7 @@ func TestAnotherProgramsDatabaseIsRefusedUnchanged(t *testing.T) {
 	}
 	sc := writeScript(t, t.TempDir(), gatingSteps()...)
 	before, files := hash(), names(t, dir)
-	for _, args := range append(readCommands, []string{"hire"}, []string{"run", runbookGoal, "--provider", "script", "--script", sc}) {
+	for _, args := range append(readCommands, []string{"hire", "x", "--decline"}, []string{"run", runbookGoal, "--provider", "script", "--script", sc}) {
 		r := runSolve(t, dir, append(args, "--db", "other-program.db")...)
 		if r.code == 0 || !strings.Contains(r.stderr, "refused, the file was not changed") {
 			t.Errorf("solve %v on another program's database: exit %d, stderr %q", args, r.code, r.stderr)
@@ -147,8 +148,8 @@ func TestKernelDBFromBeforeTheMarkerIsAdopted(t *testing.T) {
 	if data, _ := os.ReadFile(filepath.Join(dir, "kernel.db")); !bytes.Equal(data, old) {
 		t.Fatal("solve status changed the earlier solve's kernel.db")
 	}
-	if r := runSolve(t, dir, "hire"); r.code != 0 || !strings.Contains(r.stdout, "no open capability requests") {
-		t.Fatalf("solve hire: exit %d: %s%s", r.code, r.stdout, r.stderr)
+	if r := runSolve(t, dir, "hire", "x", "--decline"); r.code != 1 || !strings.Contains(r.stderr, `no capability request "x"`) {
+		t.Fatalf("solve hire x --decline: exit %d: %s%s", r.code, r.stdout, r.stderr)
 	}
 	data, _ := os.ReadFile(filepath.Join(dir, "kernel.db"))
 	if string(data[68:72]) != "SOLV" || !maps.Equal(names(t, dir), before) {
@@ -176,8 +177,8 @@ func TestWriteCommandsOnAReadOnlyDatabaseSayWhatWorks(t *testing.T) {
 			dir := filepath.Join(rodir.TempDir(t), "run")
 			os.Mkdir(dir, 0o755)
 			sc := writeScript(t, dir, gatingSteps()...)
-			if r := runSolve(t, dir, "hire"); r.code != 0 { // creates kernel.db
-				t.Fatalf("solve hire: exit %d\n%s", r.code, r.stderr)
+			if r := runSolve(t, dir, "run", runbookGoal, "--provider", "script", "--script", sc, "--budget", "5", "--time", "1h", "--no-report"); r.code != 0 { // creates kernel.db
+				t.Fatalf("solve run: exit %d\n%s", r.code, r.stderr)
 			}
 			if err := os.Chmod(filepath.Join(dir, "kernel.db"), 0o444); err != nil {
 				t.Fatal(err)
@@ -199,7 +200,7 @@ func TestWriteCommandsOnAReadOnlyDatabaseSayWhatWorks(t *testing.T) {
 				cmd := rodir.Command(t, bin, append(args, "--db", c.db)...)
 				cmd.Dir = dir
 				out, err := cmd.CombinedOutput()
-				hint := "(status, log, kg, artifacts, resolvers) work on it"
+				hint := "(status, log, kg, artifacts, resolvers, the hire listing) work on it"
 				if c.db != "kernel.db" {
 					hint = "they need a place this user can write"
 				}
@@ -240,5 +241,45 @@ func TestReadCommandsOnAnEmptyFileSayItIsEmpty(t *testing.T) {
 	}
 	if data, err := os.ReadFile(filepath.Join(dir, "empty.db")); err != nil || len(data) != 0 {
 		t.Errorf("empty.db changed: %d bytes, %v", len(data), err)
+	}
+}
+
+// TestHireListingOnlyReads pins that `solve hire` without REQUEST only
+// reads: on a run waiting for a human in a directory this user cannot
+// write, it lists the open request (text, --json, --all) and changes
+// nothing (before: refused as read-only, the database was opened for
+// writing); and that the answer flags without REQUEST are a usage error,
+// exit 2, with nothing created (before: ignored, and the listing created
+// kernel.db).
+func TestHireListingOnlyReads(t *testing.T) {
+	bin := rodir.Executable(t, solveBin)
+	dir := filepath.Join(rodir.TempDir(t), "run")
+	os.Mkdir(dir, 0o755)
+	sc := writeScript(t, dir, pcbSteps()...)
+	if r := runSolve(t, dir, "run", pcbGoal, "--provider", "script", "--script", sc, "--budget", "5", "--time", "1h"); r.code != cli.ExitWaiting {
+		t.Fatalf("solve run: exit %d\n%s", r.code, r.stderr)
+	}
+	rodir.Lock(t, dir)
+	before := rodir.Snapshot(t, dir)
+	for _, args := range [][]string{{"hire"}, {"hire", "--json"}, {"hire", "--all"}} {
+		cmd := rodir.Command(t, bin, args...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "thermal_measurement") {
+			t.Errorf("solve %v in a read-only directory: %v\n%s", args, err, out)
+		}
+	}
+	if after := rodir.Snapshot(t, dir); !maps.Equal(before, after) {
+		t.Fatalf("the read-only directory changed:\nbefore %v\nafter  %v", before, after)
+	}
+	empty := t.TempDir()
+	for _, flags := range [][]string{{"--decline"}, {"--add-budget", "1"}, {"--add-time", "1h"}, {"--resolver-command", "true"}, {"--label", "rig"}, {"--reason", "no rig"}} {
+		r := runSolve(t, empty, append([]string{"hire"}, flags...)...)
+		if r.code != cli.ExitUsage || !strings.Contains(r.stderr, "hire "+flags[0]+": the answer flags need a REQUEST id") {
+			t.Errorf("solve hire %v without REQUEST: exit %d, %s%s", flags, r.code, r.stdout, r.stderr)
+		}
+	}
+	if got := names(t, empty); len(got) != 0 {
+		t.Errorf("the refused answers left %v", got)
 	}
 }

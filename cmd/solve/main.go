@@ -881,17 +881,26 @@ human needs: what is needed, what was tried, why it failed, the budget left and
 similar past resolutions. With REQUEST (an id prefix) answer it with exactly one
 of --resolver-command (registered as a reusable resolver providing the
 capability: toolization, never a one-off answer), --add-budget/--add-time, or
---decline (that request fingerprint is never asked again). Then 'solve resume'.`,
+--decline (that request fingerprint is never asked again). Then 'solve resume'.
+
+The listing only reads: it opens the database read-only (it works on a copy of
+a run this user cannot write, and creates no kernel.db where there is none).
+The answer flags without REQUEST are refused (exit 2), nothing written.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if addUSD < 0 || math.IsInf(addUSD, 0) || math.IsNaN(addUSD) {
-				return cli.Usagef("--add-budget %v: give a positive, finite amount in USD", addUSD)
-			}
-			if addTime < 0 {
-				return cli.Usagef("--add-time %s: give a positive duration", addTime)
-			}
-			return withKernel(cmd.Context(), db, false, func(k *solve.Kernel) error {
-				if len(args) == 0 {
+			if len(args) == 0 {
+				var given []string
+				for _, name := range []string{"resolver-command", "label", "add-budget", "add-time", "decline", "reason"} {
+					if cmd.Flags().Changed(name) {
+						given = append(given, "--"+name)
+					}
+				}
+				if len(given) > 0 {
+					return cli.Usagef("hire %s: the answer flags need a REQUEST id (list the open requests with 'solve hire'); nothing was written", strings.Join(given, " "))
+				}
+				// The listing only reads: it opens the database read-only,
+				// so it works on a copy nobody may write, and creates nothing.
+				return withKernel(cmd.Context(), db, true, func(k *solve.Kernel) error {
 					reqs, err := k.Requests(cmd.Context(), all)
 					if err != nil {
 						return err
@@ -909,7 +918,15 @@ capability: toolization, never a one-off answer), --add-budget/--add-time, or
 						fmt.Fprint(cmd.OutOrStdout(), termtext.Block(loop.FormatRequest(r)))
 					}
 					return nil
-				}
+				})
+			}
+			if addUSD < 0 || math.IsInf(addUSD, 0) || math.IsNaN(addUSD) {
+				return cli.Usagef("--add-budget %v: give a positive, finite amount in USD", addUSD)
+			}
+			if addTime < 0 {
+				return cli.Usagef("--add-time %s: give a positive duration", addTime)
+			}
+			return withKernel(cmd.Context(), db, false, func(k *solve.Kernel) error {
 				set := 0
 				for _, b := range []bool{command != "", addUSD > 0 || addTime > 0, decline} {
 					if b {
