@@ -28,27 +28,11 @@ import (
 func TestViewsOnAReadOnlyInstance(t *testing.T) {
 	bin := rodir.Executable(t, lumenBinary(t))
 	base := rodir.TempDir(t)
-	ctx := context.Background()
 	for _, name := range []string{"indexed", "unindexed"} {
 		root := filepath.Join(base, name)
-		if _, err := lumen.Init(ctx, root); err != nil {
-			t.Fatal(err)
-		}
-		in, err := lumen.Open(root, lumen.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, what := range []string{"the first lesson", "the second lesson"} {
-			if _, err := in.Memory().Append(memory.Memory{Timestamp: time.Date(2026, 2, 14, 9, i, 0, 0, time.UTC), Author: "self", Weight: 0.5, Situation: what, Description: what}); err != nil {
-				t.Fatal(err)
-			}
-			if i == 0 {
-				if err := in.Memory().Sync(ctx); err != nil { // the second memory is not indexed
-					t.Fatal(err)
-				}
-			}
-		}
-		in.Close()
+		// the second memory is not indexed
+		initWithMemories(t, root, 1, memory.Memory{Author: "self", Situation: "the first lesson", Description: "the first lesson"},
+			memory.Memory{Author: "self", Situation: "the second lesson", Description: "the second lesson"})
 		if name == "unindexed" {
 			os.RemoveAll(filepath.Join(root, ".lumen"))
 		}
@@ -88,23 +72,9 @@ func TestViewsOnAReadOnlyInstance(t *testing.T) {
 func TestWriteCommandsOnAReadOnlyInstanceAreRefusedBeforeAnyCall(t *testing.T) {
 	bin := rodir.Executable(t, lumenBinary(t))
 	base := rodir.TempDir(t)
-	ctx := context.Background()
 	for _, name := range []string{"indexed", "cloned"} {
 		root := filepath.Join(base, name)
-		if _, err := lumen.Init(ctx, root); err != nil {
-			t.Fatal(err)
-		}
-		in, err := lumen.Open(root, lumen.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := in.Memory().Append(memory.Memory{Timestamp: time.Date(2026, 2, 14, 9, 0, 0, 0, time.UTC), Author: "external", Weight: 0.5, Situation: "chat", Description: "hello"}); err != nil {
-			t.Fatal(err)
-		}
-		if err := in.Memory().Sync(ctx); err != nil {
-			t.Fatal(err)
-		}
-		in.Close()
+		initWithMemories(t, root, 1, memory.Memory{Author: "external", Situation: "chat", Description: "hello"})
 		if name == "cloned" {
 			os.RemoveAll(filepath.Join(root, ".lumen"))
 			os.RemoveAll(filepath.Join(root, "data", "goals"))
@@ -165,23 +135,7 @@ func TestWriteCommandsOnAReadOnlyInstanceAreRefusedBeforeAnyCall(t *testing.T) {
 func TestViewsLeaveAWritableInstanceUnchanged(t *testing.T) {
 	bin := lumenBinary(t)
 	root := filepath.Join(t.TempDir(), "mind")
-	ctx := context.Background()
-	if _, err := lumen.Init(ctx, root); err != nil {
-		t.Fatal(err)
-	}
-	in, err := lumen.Open(root, lumen.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := in.Memory().Append(memory.Memory{Timestamp: time.Date(2026, 2, 14, 9, 0, 0, 0, time.UTC), Author: "self", Weight: 0.5, Situation: "a lesson", Description: "a lesson"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := in.Memory().Sync(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := in.Close(); err != nil {
-		t.Fatal(err)
-	}
+	initWithMemories(t, root, 1, memory.Memory{Author: "self", Situation: "a lesson", Description: "a lesson"})
 	if _, err := os.Stat(filepath.Join(root, ".lumen", "index.db")); err != nil {
 		t.Fatalf("no index to read: %v", err)
 	}
@@ -194,5 +148,34 @@ func TestViewsLeaveAWritableInstanceUnchanged(t *testing.T) {
 		if after := rodir.Snapshot(t, root); !maps.Equal(before, after) {
 			t.Fatalf("lumen %v changed the instance:\nbefore %v\nafter  %v", args, before, after)
 		}
+	}
+}
+
+// initWithMemories makes a lumen instance at root holding mems (weight 0.5,
+// a minute apart), the first indexed of them in its memory index and the
+// rest only in the day files.
+func initWithMemories(t *testing.T, root string, indexed int, mems ...memory.Memory) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := lumen.Init(ctx, root); err != nil {
+		t.Fatal(err)
+	}
+	in, err := lumen.Open(root, lumen.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range mems {
+		m.Timestamp, m.Weight = time.Date(2026, 2, 14, 9, i, 0, 0, time.UTC), 0.5
+		if _, err := in.Memory().Append(m); err != nil {
+			t.Fatal(err)
+		}
+		if i+1 == indexed {
+			if err := in.Memory().Sync(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := in.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
