@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/llmkernels/kernels/internal/cli"
+	"github.com/llmkernels/kernels/solve/loop"
 )
 
 const pcbGoal = "Design a 4-layer PCB for a 48V to 12V 10A buck converter that passes a 60C thermal soak"
@@ -67,4 +68,149 @@ func TestNonSoftwareGoalBottomsOutAtHireAndADeclineIsNotAskedTwice(t *testing.T)
 			t.Errorf("%d infeasible nodes, want 2 (one per run)", n)
 		}
 	})
+}
+
+const (
+	boardsGoal = "Measure the hot spots of prototype boards A and B"
+	boardA     = "Measure the hot spot of prototype board A"
+	boardB     = "Measure the hot spot of prototype board B"
+)
+
+// boardsSteps is a goal whose two leaves meet the same capability gap
+// (same tag, same build constraints: one request fingerprint), then are
+// resolved by the hired tool and judged.
+func boardsSteps() []step {
+	judged := func(goal string, leaf bool) step {
+		return step{OpVerify, goal, 1, m{"checks": []any{m{"ref": "c1", "passed": true, "sigma": 0.9, "detail": "a reading"}}, "is_leaf": leaf, "leaf_kind": "atomic", "leaf_reason": "ok"}}
+	}
+	s := []step{
+		{OpIdentify, boardsGoal, 0, m{"constraints": []any{m{"type": "semantic", "domain": "hardware", "title": "a reading per board", "rubric": "two numbers"}},
+			"required_capabilities": []string{"planning"}, "rationale": "two measurements"}},
+		{OpSelect, boardsGoal, 0, m{"selected": []string{"c1"}, "rationale": "it"}},
+		{OpRoute, boardsGoal, 0, m{"resolver_id": "claude-code-0", "capability": "planning", "rationale": "a plan"}},
+		{OpResolve, boardsGoal, 1, m{"summary": "one measurement per board", "text": "1. board A\n2. board B"}},
+		judged(boardsGoal, false),
+		{OpDecompose, boardsGoal, 0, m{"children": []any{
+			m{"ref": "a", "goal": boardA, "summary": "Board A", "weight": 1, "depends_on": []string{}},
+			m{"ref": "b", "goal": boardB, "summary": "Board B", "weight": 1, "depends_on": []string{}}}, "rationale": "one per board"}},
+		{OpConsistency, boardsGoal, 0, m{"verdict": "SAT", "conflicts": []any{}}},
+		{OpAssemble, boardsGoal, 0, m{"summary": "both boards measured"}},
+	}
+	for _, g := range []string{boardA, boardB} {
+		s = append(s,
+			step{OpIdentify, g, 0, m{"constraints": []any{m{"type": "semantic", "domain": "hardware", "title": "a reading in degrees C", "rubric": "a number"}},
+				"required_capabilities": []string{"thermal_measurement"}, "rationale": "a measurement"}},
+			step{OpSelect, g, 0, m{"selected": []string{"c1"}, "rationale": "it"}},
+			step{OpRoute, g, 0, m{"resolver_id": "", "capability": "", "rationale": "no candidate measures",
+				"gap": m{"capability_tag": "thermal_measurement", "resolver_type": "physical", "build_constraints": []string{"reads a board with a thermal camera"}, "rationale": "hands and a camera"}}},
+			judged(g, true))
+	}
+	return s
+}
+
+// boardsWaiting runs boardsGoal to its shared capability request and
+// checks that both leaves wait on it durably: the run and status say
+// waiting_for_human (exit 4), the listing names both nodes, and a resume
+// before the answer pays for nothing. (Before, only the node that asked
+// was recorded: a reload found the other ready, status read "stopped",
+// and every resume paid for its route call again.) It returns the root
+// and the request id.
+func boardsWaiting(t *testing.T, dir string) (root, id string) {
+	t.Helper()
+	ws := workspace(t, dir, "example.com/boards")
+	sc := writeScript(t, dir, boardsSteps()...)
+	r := runSolve(t, dir, "run", boardsGoal, "--provider", "script", "--script", sc, "--workspace", ws, "--budget", "5", "--time", "1h")
+	if r.code != cli.ExitWaiting || !strings.Contains(r.stdout, ": waiting_for_human") {
+		t.Fatalf("run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	root = rootOf(t, r.stdout)
+	invariants(t, dir, root)
+	db := openDB(t, dir)
+	if n := count(t, db, "SELECT COUNT(*) FROM capability_requests"); n != 1 {
+		t.Fatalf("%d capability requests, want the one both leaves share", n)
+	}
+	if st := statusJSON(t, dir); st.Outcome != loop.OutcomeWaiting || st.OpenRequests != 1 {
+		t.Errorf("status --json: outcome %s with %d open requests; want waiting_for_human with 1", st.Outcome, st.OpenRequests)
+	}
+	h := runSolve(t, dir, "hire")
+	id = strings.Fields(strings.TrimPrefix(h.stdout, "request "))[0]
+	_, waiting, _ := strings.Cut(h.stdout, "Waiting nodes: ")
+	waiting, _, _ = strings.Cut(waiting, "\n")
+	if strings.Count(waiting, ",") != 1 {
+		t.Errorf("the listing does not name both waiting nodes (%q):\n%s", waiting, h.stdout)
+	}
+	for i := 0; i < 2; i++ {
+		calls, spent := paid(t, dir)
+		res := runSolve(t, dir, "resume", root, "--provider", "script", "--script", sc)
+		if res.code != cli.ExitWaiting || !strings.Contains(res.stdout, ": waiting_for_human") {
+			t.Fatalf("resume %d before the answer: exit %d\n%s\n%s", i+1, res.code, res.stdout, res.stderr)
+		}
+		if c, s := paid(t, dir); c != calls || s != spent {
+			t.Errorf("resume %d before the answer paid for %d more calls ($%.4f)\n%s", i+1, c-calls, s-spent, res.stderr)
+		}
+	}
+	invariants(t, dir, root)
+	return root, id
+}
+
+// Two leaves meeting the same capability gap share one request and both
+// wait on it; one answer (a resolver command) lets both go on with the
+// hired tool.
+func TestTwoNodesWaitingOnOneRequestBothWaitAndBothGoOnWhenAnswered(t *testing.T) {
+	eachStore(t, func(t *testing.T, dir string) {
+		root, id := boardsWaiting(t, dir)
+		a := runSolve(t, dir, "hire", id, "--resolver-command", "echo 71C")
+		if a.code != 0 || !strings.Contains(a.stdout, "the 2 nodes waiting on it use it") {
+			t.Fatalf("hire: exit %d\n%s%s", a.code, a.stdout, a.stderr)
+		}
+		sc := writeScript(t, dir, boardsSteps()...)
+		res := runSolve(t, dir, "resume", root, "--provider", "script", "--script", sc)
+		if res.code != 0 || !strings.Contains(res.stdout, ": achieved") {
+			t.Fatalf("resume after the answer: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
+		}
+		invariants(t, dir, root)
+		db := openDB(t, dir)
+		if n := count(t, db, "SELECT COUNT(*) FROM resolution_attempts WHERE resolver_id = 'human-thermal_measurement-1'"); n != 2 {
+			t.Errorf("the hired tool ran on %d nodes, want both leaves", n)
+		}
+	})
+}
+
+// A decline of the shared request ends both waiting nodes infeasible at
+// once: the resume pays for nothing and the run is infeasible.
+func TestADeclinedSharedRequestEndsEveryNodeWaitingOnIt(t *testing.T) {
+	dir := t.TempDir()
+	root, id := boardsWaiting(t, dir)
+	d := runSolve(t, dir, "hire", id, "--decline", "--reason", "no camera")
+	if d.code != 0 || strings.Count(d.stdout, "is infeasible") != 2 {
+		t.Fatalf("decline: exit %d\n%s%s", d.code, d.stdout, d.stderr)
+	}
+	calls, spent := paid(t, dir)
+	sc := writeScript(t, dir, boardsSteps()...)
+	res := runSolve(t, dir, "resume", root, "--provider", "script", "--script", sc)
+	if res.code != cli.ExitInfeasible || !strings.Contains(res.stdout, ": infeasible") {
+		t.Fatalf("resume after the decline: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
+	}
+	if c, s := paid(t, dir); c != calls || s != spent {
+		t.Errorf("the resume after the decline paid for %d more calls ($%.4f)", c-calls, s-spent)
+	}
+	invariants(t, dir, root)
+}
+
+// A top-up of the shared request is shared evenly by its waiting nodes:
+// the run's allowance grows by what the human gave, not twice that.
+func TestATopUpOfASharedRequestIsSharedByItsWaitingNodes(t *testing.T) {
+	dir := t.TempDir()
+	root, id := boardsWaiting(t, dir)
+	a := runSolve(t, dir, "hire", id, "--add-budget", "1")
+	if a.code != 0 || !strings.Contains(a.stdout, "shared by the 2 nodes waiting on it ($0.5000 and 0s each") {
+		t.Fatalf("add budget: exit %d\n%s%s", a.code, a.stdout, a.stderr)
+	}
+	db := openDB(t, dir)
+	if n := count(t, db, "SELECT COUNT(DISTINCT node_id) FROM budget_ledger WHERE description = 'HIRE: budget added by a human' AND amount = 0.5"); n != 2 {
+		t.Errorf("%d nodes got $0.50 of the top-up, want both", n)
+	}
+	if st := runSolve(t, dir, "status", root); !strings.Contains(st.stdout, " of $6.00 · LLM calls") {
+		t.Errorf("status does not count the top-up once in the allowance:\n%s", st.stdout)
+	}
 }

@@ -18,7 +18,10 @@ import (
 
 // ── Step 11: HIRE ──
 // Headless by default: the request is recorded (fingerprint dedupe), the
-// node waits and other nodes continue; `solve hire` answers it. A
+// node waits and other nodes continue; `solve hire` answers it. Another
+// node of the run meeting the same gap waits on the same request, and
+// its wait is recorded too (a reload, a resume or a remote coordinator
+// sees it waiting). A
 // fingerprint that was declined is never asked again: the node becomes
 // infeasible. With Request.Interactive the human is asked on the terminal now.
 func (s *stepCtx) hire(ctx context.Context, g hireGap, reason string) (stepResult, error) {
@@ -40,6 +43,16 @@ func (s *stepCtx) hire(ctx context.Context, g hireGap, reason string) (stepResul
 	case store.Declined:
 		return s.declined(ctx, fmt.Sprintf("capability request %s (%s) was declined before; not asking again", store.Short(reqID), g.Tag))
 	case store.Requested:
+		// One request per run and fingerprint: this node waits on the one
+		// asked already, durably, so that a reload does not find it ready.
+		if err := s.commit(ctx, func(tx *store.Tx) error {
+			if err := tx.WaitOn(ctx, reqID, n.ID); err != nil {
+				return err
+			}
+			return s.flow(ctx, tx, "HIRE (%s): %s was asked already; waits on request %s (solve hire)", reason, g.Tag, store.Short(reqID))
+		}); err != nil {
+			return stepResult{}, err
+		}
 		return stepResult{status: n.Status, waitHire: true}, nil
 	case store.Delivered:
 		// The answer's resolver, not yet tried here, is used now; an answer
@@ -79,7 +92,7 @@ func (s *stepCtx) hire(ctx context.Context, g hireGap, reason string) (stepResul
 	var id string
 	err = s.commit(ctx, func(tx *store.Tx) error {
 		var err error
-		if id, err = tx.AddRequest(ctx, n.Root, g.Tag, fp, detail); err != nil {
+		if id, err = tx.AddRequest(ctx, n.Root, n.ID, g.Tag, fp, detail); err != nil {
 			return err
 		}
 		return s.flow(ctx, tx, "HIRE (%s): need a human for %s (%s); request %s waits (solve hire)", reason, g.Tag, clip.Line(g.Rationale, 240), store.Short(id))
@@ -98,13 +111,15 @@ func (s *stepCtx) hire(ctx context.Context, g hireGap, reason string) (stepResul
 		if err != nil {
 			return stepResult{}, err
 		}
+		// An answer settles every node waiting on the request (another may
+		// have met the same gap meanwhile): the scheduler reloads the tree.
 		switch status {
 		case store.Declined:
-			// Answer has ended the node infeasible, saying why.
+			// Answer has ended the waiting nodes infeasible, saying why.
 			s.e.progress("Node %s: INFEASIBLE: capability request %s (%s) declined on the terminal", store.Short(n.ID), store.Short(id), g.Tag)
-			return stepResult{status: store.StatusInfeasible}, nil
+			return stepResult{reload: true}, nil
 		case store.Delivered:
-			return stepResult{status: n.Status}, nil // the node goes on with the resolver or budget
+			return stepResult{reload: true}, nil // the nodes go on with the resolver or budget
 		}
 	}
 	return stepResult{status: n.Status, waitHire: true}, nil
@@ -162,7 +177,7 @@ func Answer(ctx context.Context, st *store.Store, prefix string, a HireAnswer) (
 			return "", fmt.Errorf("HireAnswer: add $%v and %vs: give positive, finite amounts (a top-up never takes money or time away)", a.AddUSD, a.AddSeconds)
 		}
 	}
-	node, _ := r.Detail["node_id"].(string)
+	node, _ := r.Detail["node_id"].(string) // the node that asked
 	set := 0
 	for _, b := range []bool{a.Command != "", a.AddUSD > 0 || a.AddSeconds > 0, a.Decline} {
 		if b {
@@ -182,14 +197,16 @@ func Answer(ctx context.Context, st *store.Store, prefix string, a HireAnswer) (
 			if err := tx.AnswerRequest(ctx, r.ID, store.Declined, "", d); err != nil {
 				return err
 			}
-			// The waiting node ends infeasible now, so that a resume sees
-			// it before any paid call (the node would otherwise step again
+			// The waiting nodes end infeasible now, so that a resume sees
+			// it before any paid call (a node would otherwise step again
 			// from the state it waits in and meet the decline only at HIRE).
-			ended, err := endDeclined(ctx, tx, node, r)
-			if err != nil {
-				return err
+			for _, w := range r.Nodes {
+				ended, err := endDeclined(ctx, tx, w, r)
+				if err != nil {
+					return err
+				}
+				msg += ended
 			}
-			msg += ended
 		case a.Command != "":
 			// Toolization (B8): the human's answer is a registered resolver.
 			n, err := tx.CountResolvers(ctx, "human")
@@ -217,15 +234,39 @@ func Answer(ctx context.Context, st *store.Store, prefix string, a HireAnswer) (
 			}
 			d["answer"] = map[string]any{"kind": "resolver", "resolver_id": id}
 			msg = fmt.Sprintf("registered resolver %s providing %s for request %s", id, r.Capability, store.Short(r.ID))
+			if len(r.Nodes) > 1 {
+				msg += fmt.Sprintf("; the %d nodes waiting on it use it", len(r.Nodes))
+			}
 			if err := tx.AnswerRequest(ctx, r.ID, store.Delivered, id, d); err != nil {
 				return err
 			}
 		default:
-			if err := tx.WriteLedger(ctx, store.LedgerEntry{Node: node, Event: store.Allocate, Amount: a.AddUSD, Time: a.AddSeconds, Description: "HIRE: budget added by a human"}); err != nil {
-				return err
+			// The top-up is shared evenly by the nodes waiting on the
+			// request: the run's allowance grows by what the human gave,
+			// never by a multiple of it.
+			waiting := r.Nodes
+			if len(waiting) == 0 {
+				waiting = []string{node}
+			}
+			k := float64(len(waiting))
+			var names []string
+			for i, w := range waiting {
+				usd, secs := a.AddUSD/k, a.AddSeconds/k
+				if i == len(waiting)-1 { // the last share takes the rounding
+					usd, secs = a.AddUSD-usd*(k-1), a.AddSeconds-secs*(k-1)
+				}
+				if err := tx.WriteLedger(ctx, store.LedgerEntry{Node: w, Event: store.Allocate, Amount: usd, Time: secs, Description: "HIRE: budget added by a human"}); err != nil {
+					return err
+				}
+				names = append(names, store.Short(w))
 			}
 			d["answer"] = map[string]any{"kind": "increase_budget", "add_cost": a.AddUSD, "add_time_seconds": a.AddSeconds}
-			msg = fmt.Sprintf("added $%.2f and %.0fs to node %s for request %s", a.AddUSD, a.AddSeconds, store.Short(node), store.Short(r.ID))
+			if len(waiting) == 1 {
+				msg = fmt.Sprintf("added $%.2f and %.0fs to node %s for request %s", a.AddUSD, a.AddSeconds, names[0], store.Short(r.ID))
+			} else {
+				msg = fmt.Sprintf("added $%.2f and %.0fs for request %s, shared by the %d nodes waiting on it ($%.4f and %.0fs each to %s)",
+					a.AddUSD, a.AddSeconds, store.Short(r.ID), len(waiting), a.AddUSD/k, a.AddSeconds/k, strings.Join(names, ", "))
+			}
 			if err := tx.AnswerRequest(ctx, r.ID, store.Delivered, "", d); err != nil {
 				return err
 			}
@@ -235,8 +276,8 @@ func Answer(ctx context.Context, st *store.Store, prefix string, a HireAnswer) (
 	return msg, err
 }
 
-// endDeclined ends infeasible the live node a declined request was made
-// for, unless it has ended already; it says so in the answer's message.
+// endDeclined ends infeasible a live node waiting on a declined request,
+// unless it has ended already; it says so in the answer's message.
 func endDeclined(ctx context.Context, tx *store.Tx, node string, r *store.CapabilityRequest) (string, error) {
 	if node == "" {
 		return "", nil
@@ -309,6 +350,14 @@ func FormatRequest(r store.CapabilityRequest) string {
 	d := r.Detail
 	fmt.Fprintf(&b, "request %s  [%s]  root %s\n", store.Short(r.ID), r.Status, store.Short(r.RootID))
 	fmt.Fprintf(&b, "  Goal:   %s\n  Need:   %s (%s, %s)\n", text(d["goal"]), r.Capability, text(d["resolver_type"]), text(d["reason"]))
+	var waiting []string
+	for _, n := range r.Nodes {
+		waiting = append(waiting, store.Short(n))
+	}
+	if len(waiting) == 0 {
+		waiting = []string{"none"}
+	}
+	fmt.Fprintf(&b, "  Waiting nodes: %s\n", strings.Join(waiting, ", "))
 	fmt.Fprintf(&b, "  Tried:%s\n  Failed because: %s\n", bullets(d["tried"]), text(d["failed_because"]))
 	budget := "unknown"
 	if m, ok := d["budget_remaining"].(map[string]any); ok {

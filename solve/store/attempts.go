@@ -158,11 +158,12 @@ func (c *Conn) SuggestionTried(ctx context.Context, node, suggestion string) (bo
 	return n > 0, nil
 }
 
-// DeliveredResolver is a resolver a HIRE answer delivered for the node
-// and not yet tried on it ("" when none).
+// DeliveredResolver is a resolver a HIRE answer delivered to a request
+// the node waited on, not yet tried on it ("" when none).
 func (c *Conn) DeliveredResolver(ctx context.Context, node string) (string, error) {
-	return c.untried(ctx, "a delivered resolver", `SELECT resolver_id FROM capability_requests WHERE detail->>'node_id' = ? AND status = 'delivered' AND resolver_id IS NOT NULL
-		AND resolver_id NOT IN (SELECT resolver_id FROM resolution_attempts WHERE node_id = ?) ORDER BY {seq} DESC LIMIT 1`, node)
+	return c.untried(ctx, "a delivered resolver", `SELECT c.resolver_id FROM capability_requests c JOIN capability_request_nodes w ON w.request_id = c.id
+		WHERE w.node_id = ? AND c.status = 'delivered' AND c.resolver_id IS NOT NULL
+		AND c.resolver_id NOT IN (SELECT resolver_id FROM resolution_attempts WHERE node_id = ?) ORDER BY c.{seq} DESC LIMIT 1`, node)
 }
 
 // BuiltResolver is a resolver BUILD registered for the node and not yet

@@ -318,7 +318,7 @@ type TreeNode struct {
 	ID, Parent, Status string
 	Invalidated        bool
 	Build              bool // a BUILD subgoal (it has a build_goal artifact)
-	WaitHire           bool // an open capability request names it
+	WaitHire           bool // it waits on an open capability request
 }
 
 // Tree lists a root's nodes for the scheduler, in creation order.
@@ -329,7 +329,8 @@ func (c *Conn) Tree(ctx context.Context, root string) ([]TreeNode, error) {
 		return n, err
 	}, `SELECT n.id, COALESCE(n.parent_id, ''), n.status, n.invalidated_at IS NOT NULL,
 		EXISTS (SELECT 1 FROM artifacts a WHERE a.node_id = n.id AND a.type = 'build_goal'),
-		EXISTS (SELECT 1 FROM capability_requests c WHERE c.status = 'requested' AND c.detail->>'node_id' = n.id)
+		EXISTS (SELECT 1 FROM capability_request_nodes w JOIN capability_requests c ON c.id = w.request_id
+			WHERE w.node_id = n.id AND c.status = 'requested')
 		FROM nodes n WHERE n.root_id = ? ORDER BY n.{seq}`, root)
 }
 

@@ -105,16 +105,38 @@ type CapabilityRequest struct {
 	Status      string         `json:"status"`
 	ResolverID  string         `json:"resolver_id,omitempty"`
 	Detail      map[string]any `json:"detail"`
+	// Nodes are the nodes waiting on it, in the order they met it: the
+	// one that asked (Detail's node_id) first, then any other node of
+	// the run that met the same gap.
+	Nodes []string `json:"waiting_node_ids"`
 }
 
-// AddRequest inserts a requested capability request and returns its id.
-func (c *Conn) AddRequest(ctx context.Context, root, tag, fingerprint string, detail map[string]any) (string, error) {
+// AddRequest inserts a requested capability request, asked for node, and
+// returns its id; node waits on it.
+func (c *Conn) AddRequest(ctx context.Context, root, node, tag, fingerprint string, detail map[string]any) (string, error) {
 	id := NewID()
 	if _, err := c.exec(ctx, `INSERT INTO capability_requests (id, root_id, capability_tag, request_fingerprint, status, detail, created_at)
 		VALUES (?, ?, ?, ?, 'requested', ?, ?)`, id, root, tag, fingerprint, JSONText(detail), now()); err != nil {
 		return "", fmt.Errorf("insert capability request %s: %w", tag, err)
 	}
-	return id, nil
+	return id, c.WaitOn(ctx, id, node)
+}
+
+// WaitOn records that node waits on the capability request id (once: a
+// node already waiting on it is left as it is).
+func (c *Conn) WaitOn(ctx context.Context, id, node string) error {
+	if _, err := c.exec(ctx, `INSERT INTO capability_request_nodes (request_id, node_id, created_at) VALUES (?, ?, ?)
+		ON CONFLICT (request_id, node_id) DO NOTHING`, id, node, now()); err != nil {
+		return fmt.Errorf("node %s: wait on capability request %s: %w", node, id, err)
+	}
+	return nil
+}
+
+// RequestNodes lists the nodes waiting on capability request id, in the
+// order they met it.
+func (c *Conn) RequestNodes(ctx context.Context, id string) ([]string, error) {
+	return list(ctx, c, "list the nodes waiting on capability request "+id, scanString,
+		"SELECT node_id FROM capability_request_nodes WHERE request_id = ? ORDER BY {seq}", id)
 }
 
 // PriorRequest finds the request with this tag and fingerprint asked in
@@ -132,10 +154,10 @@ func (c *Conn) PriorRequest(ctx context.Context, root, tag, fingerprint string) 
 	return id, status, nil
 }
 
-// Requests lists capability requests in the order they were asked: the
-// open ones, or all with all.
+// Requests lists capability requests in the order they were asked, each
+// with the nodes waiting on it: the open ones, or all with all.
 func (c *Conn) Requests(ctx context.Context, all bool) ([]CapabilityRequest, error) {
-	return list(ctx, c, "list capability requests", func(r *sql.Rows) (CapabilityRequest, error) {
+	reqs, err := list(ctx, c, "list capability requests", func(r *sql.Rows) (CapabilityRequest, error) {
 		var q CapabilityRequest
 		var d string
 		if err := r.Scan(&q.ID, &q.RootID, &q.Capability, &q.Fingerprint, &q.Status, &q.ResolverID, &d); err != nil {
@@ -147,6 +169,15 @@ func (c *Conn) Requests(ctx context.Context, all bool) ([]CapabilityRequest, err
 		return q, nil
 	}, `SELECT id, root_id, capability_tag, request_fingerprint, status, COALESCE(resolver_id, ''), COALESCE(detail, '{}')
 		FROM capability_requests WHERE ? OR status = 'requested' ORDER BY {seq}`, all)
+	if err != nil {
+		return nil, err
+	}
+	for i := range reqs {
+		if reqs[i].Nodes, err = c.RequestNodes(ctx, reqs[i].ID); err != nil {
+			return nil, err
+		}
+	}
+	return reqs, nil
 }
 
 // RequestStatus reads a capability request's status.

@@ -42,6 +42,12 @@ var schema = &sqlite.Schema{
 		// written before name their counterpart only in their description;
 		// it is read back from there.
 		migrationReservations,
+		// 3 → 4: the nodes that wait on a capability request. Two nodes
+		// meeting the same gap share one request (one per run and
+		// fingerprint), and each waits on it durably, so a reload sees
+		// both waiting. The requests asked before name their node in their
+		// detail; it is read back from there.
+		migrationRequestNodes,
 	},
 	Legacy: func(ctx context.Context, q sqlite.Querier) (int, bool, error) {
 		tables, err := sqlite.Tables(ctx, q)
@@ -107,6 +113,20 @@ CREATE TABLE IF NOT EXISTS run_leases (
     acquired_at     INTEGER NOT NULL,         -- unix milliseconds
     expires_at      INTEGER NOT NULL          -- unix milliseconds; renewed while the run goes on
 );
+`
+
+// migrationRequestNodes is schema step 4.
+const migrationRequestNodes = `
+CREATE TABLE IF NOT EXISTS capability_request_nodes (
+    request_id      TEXT NOT NULL REFERENCES capability_requests(id),
+    node_id         TEXT NOT NULL REFERENCES nodes(id),
+    created_at      TEXT,
+    PRIMARY KEY (request_id, node_id)
+);
+CREATE INDEX IF NOT EXISTS idx_capreq_nodes_node ON capability_request_nodes(node_id);
+INSERT INTO capability_request_nodes (request_id, node_id, created_at)
+	SELECT id, detail->>'node_id', created_at FROM capability_requests
+	WHERE detail->>'node_id' IS NOT NULL AND detail->>'node_id' IN (SELECT id FROM nodes);
 `
 
 // Store is an open kernel database: kernel.db and its artifact_store/
