@@ -173,6 +173,11 @@ func TestTwoNodesWaitingOnOneRequestBothWaitAndBothGoOnWhenAnswered(t *testing.T
 		if n := count(t, db, "SELECT COUNT(*) FROM resolution_attempts WHERE resolver_id = 'human-thermal_measurement-1'"); n != 2 {
 			t.Errorf("the hired tool ran on %d nodes, want both leaves", n)
 		}
+		// Each leaf takes the delivered tool without asking the router
+		// again: one route call per node in all (root, A, B).
+		if n := count(t, db, "SELECT COUNT(*) FROM logs WHERE tier = 3 AND summary = 'claude-code-0 select_resolver'"); n != 3 {
+			t.Errorf("%d route calls, want 3: a leaf waiting on the answered request asked the router again", n)
+		}
 	})
 }
 
