@@ -878,7 +878,9 @@ func hireCommand() *cobra.Command {
 		Short: "List open capability requests, or answer one: register a resolver command, add budget, or decline",
 		Long: `Without REQUEST, list the open capability requests with the context a
 human needs: what is needed, what was tried, why it failed, the budget left and
-similar past resolutions. With REQUEST (an id prefix) answer it with exactly one
+similar past resolutions, and the nodes waiting on it (nodes of a run meeting
+the same gap share one request). With REQUEST (an id prefix) answer it, for
+every node waiting on it, with exactly one
 of --resolver-command (registered as a reusable resolver providing the
 capability: toolization, never a one-off answer), --add-budget/--add-time, or
 --decline (that request fingerprint is never asked again). Then 'solve resume'.
@@ -951,9 +953,9 @@ The answer flags without REQUEST are refused (exit 2), nothing written.`,
 	f := cmd.Flags()
 	f.StringVar(&command, "resolver-command", "", "register this shell command (run in the workspace) as a resolver for the capability")
 	f.StringVar(&label, "label", "", "label of the registered resolver")
-	f.Float64Var(&addUSD, "add-budget", 0, "add this many USD to the waiting node's budget")
-	f.DurationVar(&addTime, "add-time", 0, "add this much wall time to the waiting node's budget")
-	f.BoolVar(&decline, "decline", false, "decline: the node becomes infeasible and the request is never asked again")
+	f.Float64Var(&addUSD, "add-budget", 0, "add this many USD to the budget of the nodes waiting on the request (shared evenly)")
+	f.DurationVar(&addTime, "add-time", 0, "add this much wall time to the nodes waiting on the request (shared evenly)")
+	f.BoolVar(&decline, "decline", false, "decline: the waiting nodes become infeasible and the request is never asked again")
 	f.StringVar(&reason, "reason", "", "why (kept with a decline)")
 	f.BoolVar(&all, "all", false, "list answered requests too")
 	return cmd
