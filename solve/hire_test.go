@@ -219,3 +219,92 @@ func TestATopUpOfASharedRequestIsSharedByItsWaitingNodes(t *testing.T) {
 		t.Errorf("status does not count the top-up once in the allowance:\n%s", st.stdout)
 	}
 }
+
+// waitingOn lists the nodes recorded as waiting on request id (prefix),
+// in the order they met it, invalidated ones included.
+func waitingOn(t *testing.T, db *testDB, id string) []string {
+	t.Helper()
+	rows, err := db.Query("SELECT node_id FROM capability_request_nodes WHERE request_id LIKE ? || '%' ORDER BY rowid", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, n)
+	}
+	if err := rows.Err(); err != nil || len(ids) != 2 {
+		t.Fatalf("nodes waiting on %s: %v (%v), want both leaves", id, ids, err)
+	}
+	return ids
+}
+
+// invalidate marks nodes invalidated, as an ancestor's reopen does.
+func invalidate(t *testing.T, db *testDB, ids ...string) {
+	t.Helper()
+	for _, id := range ids {
+		if _, err := db.Exec("UPDATE nodes SET invalidated_at = '2026-01-01 00:00:00' WHERE id = ?", id); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A node invalidated since it met the shared request (an ancestor was
+// reopened) waits no more: the listing leaves it out, and a top-up goes
+// whole to the live node still waiting. (Before, the invalidated node was
+// listed and took half, stranded where no step would spend it.)
+func TestATopUpOfASharedRequestSkipsAnInvalidatedWaitingNode(t *testing.T) {
+	eachStore(t, func(t *testing.T, dir string) {
+		_, id := boardsWaiting(t, dir)
+		db := openDB(t, dir)
+		w := waitingOn(t, db, id)
+		invalidate(t, db, w[1])
+		h := runSolve(t, dir, "hire")
+		if !strings.Contains(h.stdout, "Waiting nodes: "+w[0][:8]+"\n") {
+			t.Errorf("the listing should name only the live waiting node %s:\n%s", w[0][:8], h.stdout)
+		}
+		a := runSolve(t, dir, "hire", id, "--add-budget", "1")
+		if a.code != 0 || !strings.Contains(a.stdout, "added $1.00 and 0s to node "+w[0][:8]) {
+			t.Fatalf("add budget: exit %d\n%s%s", a.code, a.stdout, a.stderr)
+		}
+		var got float64
+		if err := db.QueryRow("SELECT COALESCE(SUM(amount), 0) FROM budget_ledger WHERE description = 'HIRE: budget added by a human' AND node_id = ?", w[0]).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != 1 {
+			t.Errorf("the live waiting node got $%v of the $1 top-up, want all of it", got)
+		}
+	})
+}
+
+// A top-up of a request no live node waits on any more goes to the
+// nearest live ancestor of the node that asked, not onto a node no step
+// will spend from.
+func TestATopUpOfARequestWhoseNodesAreInvalidatedReachesALiveAncestor(t *testing.T) {
+	dir := t.TempDir()
+	root, id := boardsWaiting(t, dir)
+	db := openDB(t, dir)
+	w := waitingOn(t, db, id)
+	invalidate(t, db, w...)
+	left := func() float64 {
+		var v float64
+		if err := db.QueryRow("SELECT budget_allocated - budget_spent - budget_reserved FROM nodes WHERE id = ?", w[0]).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if a := runSolve(t, dir, "hire", id, "--add-budget", "1"); a.code != 0 {
+		t.Fatalf("add budget: exit %d\n%s%s", a.code, a.stdout, a.stderr)
+	}
+	if v := left(); v > 1e-9 {
+		t.Errorf("$%.4f is left on the invalidated node that asked", v)
+	}
+	if n := count(t, db, "SELECT COUNT(*) FROM budget_ledger WHERE node_id = ? AND event_type = 'refund' AND amount >= 1", root); n != 1 {
+		t.Errorf("%d refunds of the top-up reached the root, want 1", n)
+	}
+	invariants(t, dir, root)
+}

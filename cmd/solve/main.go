@@ -953,7 +953,7 @@ The answer flags without REQUEST are refused (exit 2), nothing written.`,
 	f := cmd.Flags()
 	f.StringVar(&command, "resolver-command", "", "register this shell command (run in the workspace) as a resolver for the capability")
 	f.StringVar(&label, "label", "", "label of the registered resolver")
-	f.Float64Var(&addUSD, "add-budget", 0, "add this many USD to the budget of the nodes waiting on the request (shared evenly)")
+	f.Float64Var(&addUSD, "add-budget", 0, "add this many USD to the budget of the nodes waiting on the request (shared evenly; with none left waiting, their nearest live ancestor)")
 	f.DurationVar(&addTime, "add-time", 0, "add this much wall time to the nodes waiting on the request (shared evenly)")
 	f.BoolVar(&decline, "decline", false, "decline: the waiting nodes become infeasible and the request is never asked again")
 	f.StringVar(&reason, "reason", "", "why (kept with a decline)")

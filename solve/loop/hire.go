@@ -243,7 +243,9 @@ func Answer(ctx context.Context, st *store.Store, prefix string, a HireAnswer) (
 		default:
 			// The top-up is shared evenly by the nodes waiting on the
 			// request: the run's allowance grows by what the human gave,
-			// never by a multiple of it.
+			// never by a multiple of it. None waits any more (an
+			// ancestor's reopen invalidated them): it goes to the node
+			// that asked, and from there to its nearest live ancestor.
 			waiting := r.Nodes
 			if len(waiting) == 0 {
 				waiting = []string{node}
@@ -256,6 +258,9 @@ func Answer(ctx context.Context, st *store.Store, prefix string, a HireAnswer) (
 					usd, secs = a.AddUSD-usd*(k-1), a.AddSeconds-secs*(k-1)
 				}
 				if err := tx.WriteLedger(ctx, store.LedgerEntry{Node: w, Event: store.Allocate, Amount: usd, Time: secs, Description: "HIRE: budget added by a human"}); err != nil {
+					return err
+				}
+				if err := tx.ReturnUnspent(ctx, w); err != nil {
 					return err
 				}
 				names = append(names, store.Short(w))

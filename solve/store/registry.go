@@ -107,7 +107,8 @@ type CapabilityRequest struct {
 	Detail      map[string]any `json:"detail"`
 	// Nodes are the nodes waiting on it, in the order they met it: the
 	// one that asked (Detail's node_id) first, then any other node of
-	// the run that met the same gap.
+	// the run that met the same gap; a node invalidated or ended since
+	// is left out.
 	Nodes []string `json:"waiting_node_ids"`
 }
 
@@ -133,10 +134,12 @@ func (c *Conn) WaitOn(ctx context.Context, id, node string) error {
 }
 
 // RequestNodes lists the nodes waiting on capability request id, in the
-// order they met it.
+// order they met it: those still live and not ended (a node invalidated
+// by an ancestor's reopen, or ended, waits no more).
 func (c *Conn) RequestNodes(ctx context.Context, id string) ([]string, error) {
 	return list(ctx, c, "list the nodes waiting on capability request "+id, scanString,
-		"SELECT node_id FROM capability_request_nodes WHERE request_id = ? ORDER BY {seq}", id)
+		`SELECT w.node_id FROM capability_request_nodes w JOIN nodes n ON n.id = w.node_id
+		WHERE w.request_id = ? AND n.invalidated_at IS NULL AND n.status NOT IN ('resolved', 'infeasible', 'failed', 'gated') ORDER BY w.{seq}`, id)
 }
 
 // PriorRequest finds the request with this tag and fingerprint asked in
