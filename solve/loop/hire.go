@@ -190,6 +190,12 @@ func Answer(ctx context.Context, st *store.Store, prefix string, a HireAnswer) (
 	var msg string
 	err = st.Write(ctx, func(tx *store.Tx) error {
 		d := r.Detail
+		// The nodes waiting now: another may have met the request since
+		// the listing above.
+		var err error
+		if r.Nodes, err = tx.RequestNodes(ctx, r.ID); err != nil {
+			return err
+		}
 		switch {
 		case a.Decline:
 			d["answer"] = map[string]any{"kind": "decline", "reason": a.Reason}

@@ -193,11 +193,19 @@ func (c *Conn) RequestStatus(ctx context.Context, id string) (string, error) {
 }
 
 // AnswerRequest records a human's answer: the status, the resolver it
-// delivered ("" = none) and the detail with the answer.
+// delivered ("" = none) and the detail with the answer. A request
+// answered already (by another process meanwhile) is an error, so that a
+// transaction answering it twice rolls back.
 func (c *Conn) AnswerRequest(ctx context.Context, id, status, resolver string, detail map[string]any) error {
-	if _, err := c.exec(ctx, "UPDATE capability_requests SET status = ?, resolver_id = COALESCE(?, resolver_id), detail = ? WHERE id = ?",
-		status, nullStr(resolver), JSONText(detail), id); err != nil {
+	res, err := c.exec(ctx, "UPDATE capability_requests SET status = ?, resolver_id = COALESCE(?, resolver_id), detail = ? WHERE id = ? AND status = 'requested'",
+		status, nullStr(resolver), JSONText(detail), id)
+	if err != nil {
 		return fmt.Errorf("answer capability request %s: %w", id, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("answer capability request %s: %w", id, err)
+	} else if n != 1 {
+		return fmt.Errorf("answer capability request %s: it was answered meanwhile; nothing written", Short(id))
 	}
 	return nil
 }

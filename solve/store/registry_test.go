@@ -53,3 +53,34 @@ func TestStep4KeepsTheNodeOfAnOpenRequestWaiting(t *testing.T) {
 		})
 	}
 }
+
+// A request answered already cannot be answered again: two `solve hire
+// ID --add-budget` racing both read it open, and the second to write
+// must roll back rather than add its top-up too.
+func TestARequestIsAnsweredOnce(t *testing.T) {
+	eachStore(t, func(t *testing.T, st *Store) {
+		ctx := context.Background()
+		var id string
+		err := st.Write(ctx, func(tx *Tx) error {
+			if _, err := tx.exec(ctx, `INSERT INTO nodes (id, root_id, goal_description, goal_summary, goal_modality, tau_local, tau_global)
+				VALUES ('n', 'n', 'g', 'g', 'text', 0.5, 0.5)`); err != nil {
+				return err
+			}
+			var err error
+			id, err = tx.AddRequest(ctx, "n", "n", "tag", "fp", map[string]any{"node_id": "n"})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		answer := func() error {
+			return st.Write(ctx, func(tx *Tx) error { return tx.AnswerRequest(ctx, id, Delivered, "", map[string]any{}) })
+		}
+		if err := answer(); err != nil {
+			t.Fatal(err)
+		}
+		if err := answer(); err == nil || !strings.Contains(err.Error(), "answered meanwhile") {
+			t.Errorf("a second answer: %v, want refused", err)
+		}
+	})
+}
