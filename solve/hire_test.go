@@ -181,6 +181,33 @@ func TestTwoNodesWaitingOnOneRequestBothWaitAndBothGoOnWhenAnswered(t *testing.T
 	})
 }
 
+// A node that meets a gap whose request is answered with a resolver, but
+// that was not waiting on it (here its wait is removed before the answer,
+// as for a child made after a reopen), takes the answer too: the lookup
+// before BUILD finds the hired tool by its capability, so the node never
+// reaches the "answered, and still needs the same thing" end.
+func TestANodeMeetingAnAnsweredRequestUsesItsAnswer(t *testing.T) {
+	dir := t.TempDir()
+	root, id := boardsWaiting(t, dir)
+	db := openDB(t, dir)
+	w := waitingOn(t, db, id)
+	if _, err := db.Exec("DELETE FROM capability_request_nodes WHERE node_id = ?", w[1]); err != nil {
+		t.Fatal(err)
+	}
+	if a := runSolve(t, dir, "hire", id, "--resolver-command", "echo 71C"); a.code != 0 {
+		t.Fatalf("hire: exit %d\n%s%s", a.code, a.stdout, a.stderr)
+	}
+	sc := writeScript(t, dir, boardsSteps()...)
+	res := runSolve(t, dir, "resume", root, "--provider", "script", "--script", sc)
+	if res.code != 0 || !strings.Contains(res.stdout, ": achieved") {
+		t.Fatalf("resume after the answer: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
+	}
+	if n := count(t, db, "SELECT COUNT(*) FROM resolution_attempts WHERE resolver_id = 'human-thermal_measurement-1'"); n != 2 {
+		t.Errorf("the hired tool ran on %d nodes, want both leaves", n)
+	}
+	invariants(t, dir, root)
+}
+
 // A decline of the shared request ends both waiting nodes infeasible at
 // once: the resume pays for nothing and the run is infeasible.
 func TestADeclinedSharedRequestEndsEveryNodeWaitingOnIt(t *testing.T) {
