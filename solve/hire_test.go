@@ -211,40 +211,42 @@ func TestANodeMeetingAnAnsweredRequestUsesItsAnswer(t *testing.T) {
 // A decline of the shared request ends both waiting nodes infeasible at
 // once: the resume pays for nothing and the run is infeasible.
 func TestADeclinedSharedRequestEndsEveryNodeWaitingOnIt(t *testing.T) {
-	dir := t.TempDir()
-	root, id := boardsWaiting(t, dir)
-	d := runSolve(t, dir, "hire", id, "--decline", "--reason", "no camera")
-	if d.code != 0 || strings.Count(d.stdout, "is infeasible") != 2 {
-		t.Fatalf("decline: exit %d\n%s%s", d.code, d.stdout, d.stderr)
-	}
-	calls, spent := paid(t, dir)
-	sc := writeScript(t, dir, boardsSteps()...)
-	res := runSolve(t, dir, "resume", root, "--provider", "script", "--script", sc)
-	if res.code != cli.ExitInfeasible || !strings.Contains(res.stdout, ": infeasible") {
-		t.Fatalf("resume after the decline: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
-	}
-	if c, s := paid(t, dir); c != calls || s != spent {
-		t.Errorf("the resume after the decline paid for %d more calls ($%.4f)", c-calls, s-spent)
-	}
-	invariants(t, dir, root)
+	eachStore(t, func(t *testing.T, dir string) {
+		root, id := boardsWaiting(t, dir)
+		d := runSolve(t, dir, "hire", id, "--decline", "--reason", "no camera")
+		if d.code != 0 || strings.Count(d.stdout, "is infeasible") != 2 {
+			t.Fatalf("decline: exit %d\n%s%s", d.code, d.stdout, d.stderr)
+		}
+		calls, spent := paid(t, dir)
+		sc := writeScript(t, dir, boardsSteps()...)
+		res := runSolve(t, dir, "resume", root, "--provider", "script", "--script", sc)
+		if res.code != cli.ExitInfeasible || !strings.Contains(res.stdout, ": infeasible") {
+			t.Fatalf("resume after the decline: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
+		}
+		if c, s := paid(t, dir); c != calls || s != spent {
+			t.Errorf("the resume after the decline paid for %d more calls ($%.4f)", c-calls, s-spent)
+		}
+		invariants(t, dir, root)
+	})
 }
 
 // A top-up of the shared request is shared evenly by its waiting nodes:
 // the run's allowance grows by what the human gave, not twice that.
 func TestATopUpOfASharedRequestIsSharedByItsWaitingNodes(t *testing.T) {
-	dir := t.TempDir()
-	root, id := boardsWaiting(t, dir)
-	a := runSolve(t, dir, "hire", id, "--add-budget", "1")
-	if a.code != 0 || !strings.Contains(a.stdout, "shared by the 2 nodes waiting on it ($0.5000 and 0s each") {
-		t.Fatalf("add budget: exit %d\n%s%s", a.code, a.stdout, a.stderr)
-	}
-	db := openDB(t, dir)
-	if n := count(t, db, "SELECT COUNT(DISTINCT node_id) FROM budget_ledger WHERE description = 'HIRE: budget added by a human' AND amount = 0.5"); n != 2 {
-		t.Errorf("%d nodes got $0.50 of the top-up, want both", n)
-	}
-	if st := runSolve(t, dir, "status", root); !strings.Contains(st.stdout, " of $6.00 · LLM calls") {
-		t.Errorf("status does not count the top-up once in the allowance:\n%s", st.stdout)
-	}
+	eachStore(t, func(t *testing.T, dir string) {
+		root, id := boardsWaiting(t, dir)
+		a := runSolve(t, dir, "hire", id, "--add-budget", "1")
+		if a.code != 0 || !strings.Contains(a.stdout, "shared by the 2 nodes waiting on it ($0.5000 and 0s each") {
+			t.Fatalf("add budget: exit %d\n%s%s", a.code, a.stdout, a.stderr)
+		}
+		db := openDB(t, dir)
+		if n := count(t, db, "SELECT COUNT(DISTINCT node_id) FROM budget_ledger WHERE description = 'HIRE: budget added by a human' AND amount = 0.5"); n != 2 {
+			t.Errorf("%d nodes got $0.50 of the top-up, want both", n)
+		}
+		if st := runSolve(t, dir, "status", root); !strings.Contains(st.stdout, " of $6.00 · LLM calls") {
+			t.Errorf("status does not count the top-up once in the allowance:\n%s", st.stdout)
+		}
+	})
 }
 
 // waitingOn lists the nodes recorded as waiting on request id (prefix),
