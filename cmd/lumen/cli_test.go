@@ -288,3 +288,35 @@ func TestModelTextReachesTheTerminalInert(t *testing.T) {
 		t.Errorf("memory does not show the model's escapes as text:\n%s", mem)
 	}
 }
+
+// A chat turn that fails on an answer that is not JSON quotes the answer
+// in its error; the quote reaches the terminal inert too.
+func TestChatTurnErrorQuotingTheModelIsInert(t *testing.T) {
+	bin, dir := lumenInstance(t)
+	const hostile = "\x1b]0;pwned\x07\x1b[2J\u009b31m\u202e"
+	var responses []any
+	for range 3 {
+		responses = append(responses, map[string]any{"content": []any{map[string]any{"type": "text", "text": "not JSON" + hostile}}})
+	}
+	script, err := json.Marshal(map[string]any{"responses": responses})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scriptFile := filepath.Join(t.TempDir(), "hostile.json")
+	if err := os.WriteFile(scriptFile, script, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "chat", "--dir", dir, "--provider", "script", "--script", scriptFile)
+	cmd.Stdin = strings.NewReader("hello\n")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("chat: %v\nstderr: %s", err, errb.String())
+	}
+	if !strings.Contains(errb.String(), "this turn failed") || !strings.Contains(errb.String(), `not JSON\x1b]0;pwned\a\x1b[2J\u009b31m\u202e`) {
+		t.Errorf("chat stderr does not quote the answer inert:\n%q", errb.String())
+	}
+	if s := out.String() + errb.String(); strings.ContainsAny(s, "\x1b\x07\u009b\u202e") {
+		t.Errorf("chat printed a raw control character:\n%q", s)
+	}
+}

@@ -237,7 +237,7 @@ not sent (a paste gone wrong): the chat says so and goes on.`,
 					}
 				}
 				if err != nil {
-					fmt.Fprintf(errw, "lumen: this turn failed (your input is kept in memory): %v\n", err)
+					fmt.Fprintf(errw, "lumen: this turn failed (your input is kept in memory): %s\n", termtext.Block(err.Error())) // may quote the model
 				}
 			}
 		},
