@@ -633,7 +633,7 @@ func chat(ctx context.Context, k *hermitcrab.Kernel, id string, tier int, in io.
 			if ctx.Err() != nil {
 				return err
 			}
-			fmt.Fprintln(errOut, "error:", err, "(nothing was saved; say it again)")
+			fmt.Fprintln(errOut, "error:", termtext.Line(err.Error()), "(nothing was saved; say it again)") // may quote the API or the model
 			continue
 		}
 		switch {

@@ -411,3 +411,22 @@ func TestModelTextReachesTheTerminalInert(t *testing.T) {
 		}
 	}
 }
+
+// An error from the API quotes its message, text the user did not write:
+// chat prints it inert and goes on.
+func TestChatErrorQuotingTheAPIIsInert(t *testing.T) {
+	data := t.TempDir()
+	const hostile = `\u001b]0;pwned\u0007\u001b[2J\u009b31m\u202e`
+	scriptFile := filepath.Join(t.TempDir(), "hostile.json")
+	js := `{"responses": [{"error": {"status": 400, "type": "invalid_request_error", "message": "refused` + hostile + `"}}]}`
+	if err := os.WriteFile(scriptFile, []byte(js), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut := mustHC(t, data, "hello\n", "chat", "--provider", "script", "--script", scriptFile)
+	if !strings.Contains(errOut, `error: llm: HTTP 400 invalid_request_error: refused\x1b]0;pwned\a\x1b[2J\u009b31m\u202e (nothing was saved`) {
+		t.Errorf("chat does not quote the API's message inert:\n%q", errOut)
+	}
+	if s := out + errOut; strings.ContainsAny(s, "\x1b\x07\u009b\u202e") {
+		t.Errorf("chat printed a raw control character:\n%q", s)
+	}
+}
