@@ -292,7 +292,7 @@ func beachPassportCommand(client clientFunc) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "published the passport of %s at %s\n", ack.Agent, ack.Time)
+			fmt.Fprintf(cmd.OutOrStdout(), "published the passport of %s at %s\n", termtext.Line(ack.Agent), termtext.Line(ack.Time))
 			return nil
 		}),
 	}
@@ -353,7 +353,7 @@ func beachMarkCommands(client clientFunc) []*cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "marked %s (url_hash %s) as %s\n", args[0], beach.URLHash(args[0]), ack.Agent)
+			fmt.Fprintf(cmd.OutOrStdout(), "marked %s (url_hash %s) as %s\n", args[0], beach.URLHash(args[0]), termtext.Line(ack.Agent))
 			return nil
 		}),
 	}
@@ -392,7 +392,7 @@ func beachSendCommand(client clientFunc) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "sent message %d (nonce %s) to %s\n", ack.ID, ack.Nonce, m.To)
+			fmt.Fprintf(cmd.OutOrStdout(), "sent message %d (nonce %s) to %s\n", ack.ID, termtext.Line(ack.Nonce), termtext.Line(m.To))
 			return nil
 		}),
 	}
@@ -468,7 +468,7 @@ instance can do the same itself with its savepoint_save tool.`,
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "saved %d bytes of blocks, sealed, to %s as %s at %s\n", n, u, ack.Agent, ack.Time)
+				fmt.Fprintf(cmd.OutOrStdout(), "saved %d bytes of blocks, sealed, to %s as %s at %s\n", n, u, termtext.Line(ack.Agent), termtext.Line(ack.Time))
 				return nil
 			})
 		},
@@ -493,7 +493,7 @@ the new data directory first. Existing blocks are kept unless --replace.`,
 				w := cmd.OutOrStdout()
 				fmt.Fprintf(w, "restored the save point of %s signed at %s: %d blocks written", v.Agent, v.Time.UTC().Format(time.RFC3339), len(res.Written))
 				if len(res.Skipped) > 0 {
-					fmt.Fprintf(w, ", %d existing kept (use --replace to overwrite): %s", len(res.Skipped), strings.Join(res.Skipped, ", "))
+					fmt.Fprintf(w, ", %d existing kept (use --replace to overwrite): %s", len(res.Skipped), termtext.Line(strings.Join(res.Skipped, ", ")))
 				}
 				fmt.Fprintln(w)
 				return nil

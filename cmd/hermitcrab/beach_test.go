@@ -325,6 +325,17 @@ func TestPeerTextReachesTheTerminalInert(t *testing.T) {
 	if err == nil || strings.ContainsAny(errOut, "\x1b\x07") || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
 		t.Errorf("a hostile beach's refusal reached the terminal raw (%v):\n%q", err, errOut)
 	}
+	// So is its acknowledgement of what this instance published or marked.
+	acking := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, `{"agent":"hc\u001b]0;pwned\u0007","time":"now\u009b2J\u202e","nonce":"n"}`)
+	}))
+	defer acking.Close()
+	for _, args := range [][]string{{"passport", "publish", "--name", "me"}, {"mark", "https://example.org/", "reading"}} {
+		out, errOut, err := hc(t, d, "", append([]string{"beach", "--beach", acking.URL}, args...)...)
+		if err != nil || strings.ContainsAny(out+errOut, "\x1b\x07\u009b\u202e") || !strings.Contains(out, `hc\x1b]0;pwned\a`) {
+			t.Errorf("beach %v printed a hostile beach's acknowledgement raw (%v):\n%q\n%q", args, err, out, errOut)
+		}
+	}
 }
 
 // `beach serve` names its database on start; a PostgreSQL password given

@@ -762,10 +762,10 @@ set_tools gave one, then the total. With --json: {"tools": [{"name", "characters
 				w := cmd.OutOrStdout()
 				for _, t := range doc.Tools {
 					if t.Definition == nil {
-						fmt.Fprintln(w, t.Name)
+						fmt.Fprintln(w, termtext.Line(t.Name))
 						continue
 					}
-					fmt.Fprintf(w, "%s (a definition of %d characters)\n", t.Name, t.Characters)
+					fmt.Fprintf(w, "%s (a definition of %d characters)\n", termtext.Line(t.Name), t.Characters)
 				}
 				fmt.Fprintf(w, "%d tools; definitions given with set_tools: %d characters\n", len(doc.Tools), doc.DefinitionCharacters)
 				return nil

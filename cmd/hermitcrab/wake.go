@@ -117,7 +117,7 @@ func runDaemon(cmd *cobra.Command, k *hermitcrab.Kernel, addr string, allowHosts
 	fmt.Fprintf(out, "running the wake triggers of %s every %s; Ctrl-C or SIGTERM stops it\n", k.Dir(), interval)
 	k.RunWakes(ctx, interval, func(r *hermitcrab.WakeReport, err error) {
 		if err != nil {
-			fmt.Fprintln(errOut, "error:", err)
+			fmt.Fprintln(errOut, "error:", termtext.Line(err.Error())) // it may quote the API or the model
 			return
 		}
 		printReport(out, r)
