@@ -99,14 +99,7 @@ func TestDeclinedSoftwareHireIsNotAskedTwice(t *testing.T) {
 	}
 	// The resume sees the decline before any paid call (before: it paid
 	// for identify_constraints again, then met the decline at HIRE).
-	calls, spent := paid(t, dir)
-	res := runSolve(t, dir, "resume", root, "--provider", "script", "--script", sc)
-	if res.code != cli.ExitInfeasible || !strings.Contains(res.stdout, ": infeasible") {
-		t.Fatalf("resume after decline:\n%s\n%s", res.stdout, res.stderr)
-	}
-	if c, s := paid(t, dir); c != calls || s != spent {
-		t.Errorf("the resume after a decline paid for %d more calls ($%.4f)\n%s", c-calls, s-spent, res.stderr)
-	}
+	resumePaysNothing(t, dir, root, sc, cli.ExitInfeasible, ": infeasible", "after a decline")
 	if l := runSolve(t, dir, "log"); !strings.Contains(l.stdout, "INFEASIBLE: capability request "+id) {
 		t.Errorf("the log does not say why the node is infeasible:\n%s", l.stdout)
 	}
@@ -153,14 +146,7 @@ func TestARootWaitingForAHumanAtAssemblyIsWaitingNotStopped(t *testing.T) {
 		if st := statusJSON(t, dir); st.Outcome != loop.OutcomeWaiting || st.OpenRequests != 1 {
 			t.Errorf("status --json: outcome %s with %d open requests; want waiting_for_human with 1", st.Outcome, st.OpenRequests)
 		}
-		calls, spent := paid(t, dir)
-		res := runSolve(t, dir, "resume", root, "--provider", "script", "--script", sc)
-		if res.code != cli.ExitWaiting || !strings.Contains(res.stdout, ": waiting_for_human") {
-			t.Fatalf("resume before the answer: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
-		}
-		if c, s := paid(t, dir); c != calls || s != spent {
-			t.Errorf("the resume before the answer paid for %d more calls ($%.4f)", c-calls, s-spent)
-		}
+		resumePaysNothing(t, dir, root, sc, cli.ExitWaiting, ": waiting_for_human", "before the answer")
 		invariants(t, dir, root)
 		h := runSolve(t, dir, "hire")
 		id := strings.Fields(strings.TrimPrefix(h.stdout, "request "))[0]

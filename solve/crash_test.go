@@ -69,6 +69,22 @@ func paid(t *testing.T, dir string) (int, float64) {
 	return n, cost
 }
 
+// resumePaysNothing resumes root with the script sc, checks that it ends
+// with exit status code and the outcome (": waiting_for_human", say), and
+// that no paid call was added to the ledger; when says when, in messages.
+func resumePaysNothing(t *testing.T, dir, root, sc string, code int, outcome, when string) result {
+	t.Helper()
+	calls, spent := paid(t, dir)
+	res := runSolve(t, dir, "resume", root, "--provider", "script", "--script", sc)
+	if res.code != code || !strings.Contains(res.stdout, outcome) {
+		t.Fatalf("resume %s: exit %d, want %d and %q\n%s\n%s", when, res.code, code, outcome, res.stdout, res.stderr)
+	}
+	if c, s := paid(t, dir); c != calls || s != spent {
+		t.Errorf("the resume %s paid for %d more calls ($%.4f)\n%s", when, c-calls, s-spent, res.stderr)
+	}
+	return res
+}
+
 // ledgerMatches checks that claude-code-0's spends in the ledger are the
 // calls the fake served: as many, costing the same. Calls cut off by a
 // kill are settled at their reservation on resume; settledAtHold says

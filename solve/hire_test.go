@@ -1,6 +1,7 @@
 package solve_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -46,14 +47,7 @@ func TestNonSoftwareGoalBottomsOutAtHireAndADeclineIsNotAskedTwice(t *testing.T)
 		if d := runSolve(t, dir, "hire", id, "--decline", "--reason", "no thermal rig"); d.code != 0 {
 			t.Fatalf("decline: %s%s", d.stdout, d.stderr)
 		}
-		calls, spent := paid(t, dir)
-		res := runSolve(t, dir, "resume", root, "--provider", "script", "--script", sc)
-		if res.code != cli.ExitInfeasible || !strings.Contains(res.stdout, ": infeasible") {
-			t.Fatalf("resume after decline:\n%s\n%s", res.stdout, res.stderr)
-		}
-		if c, s := paid(t, dir); c != calls || s != spent {
-			t.Errorf("the resume after a decline paid for %d more calls ($%.4f)", c-calls, s-spent)
-		}
+		resumePaysNothing(t, dir, root, sc, cli.ExitInfeasible, ": infeasible", "after a decline")
 		invariants(t, dir, root)
 		// A second run of the same goal meets the same gap: no new request.
 		r2 := runSolve(t, dir, "run", pcbGoal, "--provider", "script", "--script", sc, "--budget", "5", "--time", "1h")
@@ -140,14 +134,7 @@ func boardsWaiting(t *testing.T, dir string) (root, id string) {
 		t.Errorf("the listing does not name both waiting nodes (%q):\n%s", waiting, h.stdout)
 	}
 	for i := 0; i < 2; i++ {
-		calls, spent := paid(t, dir)
-		res := runSolve(t, dir, "resume", root, "--provider", "script", "--script", sc)
-		if res.code != cli.ExitWaiting || !strings.Contains(res.stdout, ": waiting_for_human") {
-			t.Fatalf("resume %d before the answer: exit %d\n%s\n%s", i+1, res.code, res.stdout, res.stderr)
-		}
-		if c, s := paid(t, dir); c != calls || s != spent {
-			t.Errorf("resume %d before the answer paid for %d more calls ($%.4f)\n%s", i+1, c-calls, s-spent, res.stderr)
-		}
+		resumePaysNothing(t, dir, root, sc, cli.ExitWaiting, ": waiting_for_human", fmt.Sprintf("%d before the answer", i+1))
 	}
 	invariants(t, dir, root)
 	return root, id
@@ -217,15 +204,7 @@ func TestADeclinedSharedRequestEndsEveryNodeWaitingOnIt(t *testing.T) {
 		if d.code != 0 || strings.Count(d.stdout, "is infeasible") != 2 {
 			t.Fatalf("decline: exit %d\n%s%s", d.code, d.stdout, d.stderr)
 		}
-		calls, spent := paid(t, dir)
-		sc := writeScript(t, dir, boardsSteps()...)
-		res := runSolve(t, dir, "resume", root, "--provider", "script", "--script", sc)
-		if res.code != cli.ExitInfeasible || !strings.Contains(res.stdout, ": infeasible") {
-			t.Fatalf("resume after the decline: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
-		}
-		if c, s := paid(t, dir); c != calls || s != spent {
-			t.Errorf("the resume after the decline paid for %d more calls ($%.4f)", c-calls, s-spent)
-		}
+		resumePaysNothing(t, dir, root, writeScript(t, dir, boardsSteps()...), cli.ExitInfeasible, ": infeasible", "after the decline")
 		invariants(t, dir, root)
 	})
 }
