@@ -187,7 +187,7 @@ func TestTouchstoneIsTheDefaultsAndRendersUnder2200Characters(t *testing.T) {
 	if n := utf8.RuneCountInString(section); n >= 2200 {
 		t.Fatalf("touchstone renders to %d characters, want under 2200", n)
 	}
-	for _, term := range []string{"place", "(place-1)-i", "0.12 = 0.1.2", "block:", "spindle:", "point:", "summary", "emergence", "nine children stay"} {
+	for _, term := range []string{"place", "(place-1)-i", "0.12 = 0.1.2", "mode?", "block:", "spindle:", "point:", "disc:", "ring:", "dir:", "star:", "digit 0", "summary", "emergence", "nine children stay"} {
 		if !strings.Contains(section, term) {
 			t.Errorf("touchstone does not teach %q", term)
 		}
