@@ -14,7 +14,7 @@ type Step struct {
 }
 
 // Entry is one node of a list that ring, dir, disc and star answer: its
-// address (written with the point after the block's place digits, as
+// address (written with the dot after the block's place digits, as
 // AppendEntry writes them), its pscale and its text. A branch's text is its
 // own "_" ("" when it has none); Branch says there is more below it.
 type Entry struct {
