@@ -14,6 +14,7 @@ import (
 	"github.com/llmkernels/kernels/hermitcrab/identity"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/internal/clip"
+	"github.com/llmkernels/kernels/pscale"
 )
 
 // The instance on the network (docs/hermitcrab-network.md): its key, its
@@ -190,7 +191,11 @@ func (k *Kernel) spindle(ctx context.Context, c string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	r, err := k.BSP(ctx, name, addr, nil)
+	q, err := pscale.ParseQuery(string(pscale.ModeSpindle), addr, nil)
+	if err != nil {
+		return "", err
+	}
+	r, err := k.BSP(ctx, name, q)
 	if err != nil {
 		return "", err
 	}

@@ -52,8 +52,8 @@ func (k *Kernel) catalogue(c *callState) map[string]llm.ToolHandler {
 	add("block_create", "Create a block with its pscale-0 text.",
 		schema(nameProp+`,"pscale0":{"type":"string"},"place":{"type":"integer","minimum":1}`, "name", "pscale0"),
 		jsonTool(k.toolBlockCreate))
-	add("bsp", "Block, spindle, point: the whole block; with spindle the texts from the root to that node; with point the one node at that pscale.",
-		schema(nameProp+`,"spindle":{"type":"string","description":"address, e.g. \"0.12\""},"point":{"type":"integer"}`, "name"),
+	add("bsp", BSPDescription,
+		schema(nameProp+`,"spindle":{"type":"string","description":"address, e.g. \"0.12\""},"point":{"type":"integer","description":"a pscale"},"mode":{"type":"string","enum":`+bspModes+`}`, "name"),
 		jsonTool(k.toolBSP))
 	add("resolve", "Every node's text of a block down to depth (default 3).",
 		schema(nameProp+`,"depth":{"type":"integer","minimum":1}`, "name"), jsonTool(k.toolResolve))
@@ -214,12 +214,26 @@ func (k *Kernel) toolBlockCreate(ctx context.Context, args struct {
 	return map[string]any{"success": true, "block": args.Name}, nil
 }
 
+// BSPDescription describes the bsp tool, to the LLM and to MCP clients.
+const BSPDescription = "Read a block by mode: block (whole), spindle (texts from the root to an address), point (one of them, by pscale), ring (the address's siblings), dir (it and all below, to point), disc (every node at pscale point), star (the references at its digit 0). Without mode: what you give decides."
+
+// bspModes is the JSON list of BSP's modes, for the bsp tool's schema.
+var bspModes = func() string {
+	data, _ := json.Marshal(pscale.Modes) // a list of strings always marshals
+	return string(data)
+}()
+
 func (k *Kernel) toolBSP(ctx context.Context, args struct {
 	Name    string `json:"name"`
 	Spindle any    `json:"spindle"`
 	Point   any    `json:"point"`
+	Mode    string `json:"mode"`
 }) (any, error) {
-	return k.BSP(ctx, args.Name, args.Spindle, args.Point)
+	q, err := pscale.ParseQuery(args.Mode, args.Spindle, args.Point)
+	if err != nil {
+		return nil, err
+	}
+	return k.BSP(ctx, args.Name, q)
 }
 
 func (k *Kernel) toolResolve(ctx context.Context, args struct {
