@@ -153,6 +153,9 @@ func (e *Envelope) Verify(kind string) (time.Time, error) {
 	if err != nil || len(sig) != ed25519.SignatureSize || base64.RawURLEncoding.EncodeToString(sig) != e.Sig {
 		return time.Time{}, refuse(ReasonMalformed, "sig is not a base64url (unpadded) ed25519 signature")
 	}
+	if smallOrder(sig[:32]) { // R: libsodium refuses it, crypto/ed25519 does not (see smallOrderY)
+		return time.Time{}, refuse(ReasonSignature, "the signature on this %s has a point of small order for R, which no honest signer makes", clip.Text(e.Kind, 80))
+	}
 	msg, err := e.SignedBytes()
 	if err != nil {
 		return time.Time{}, refuse(ReasonMalformed, "%v", err)
