@@ -113,7 +113,7 @@ func (s *Server) chargeBatches(next http.Handler) http.Handler {
 			return
 		}
 		if len(batch) > maxBatch {
-			s.writeError(w, &apiError{http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("a JSON-RPC batch of %d messages: at most %d", len(batch), maxBatch), 0})
+			s.writeError(w, &apiError{http.StatusRequestEntityTooLarge, httpguard.ReasonTooLarge, fmt.Sprintf("a JSON-RPC batch of %d messages: at most %d", len(batch), maxBatch), 0})
 			return
 		}
 		if ok, wait := s.addrs.allowN(remoteHost(r), s.now(), len(batch)-1); !ok {
@@ -133,7 +133,7 @@ func (s *Server) chargeBatches(next http.Handler) http.Handler {
 // large (cut while reading, when it came without a length), or cut off.
 func readError(err error) *apiError {
 	if limit, ok := httpguard.TooLarge(err); ok {
-		return &apiError{http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("request body over %d bytes", limit), 0}
+		return &apiError{http.StatusRequestEntityTooLarge, httpguard.ReasonTooLarge, fmt.Sprintf("request body over %d bytes", limit), 0}
 	}
 	return &apiError{http.StatusBadRequest, identity.ReasonMalformed, "reading the request body: " + err.Error(), 0}
 }
