@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -578,5 +579,19 @@ func TestForeignTextReachesTheLLMInert(t *testing.T) {
 		if out.IsError || rawControl(out.Content.Text) {
 			t.Errorf("%s on a hostile beach: error %v:\n%q", tool, out.IsError, out.Content.Text)
 		}
+	}
+}
+
+// inbox_send refuses a message type the beach would refuse before it
+// reads anything or sends anything.
+func TestInboxSendRefusesAnUnknownTypeBeforeSending(t *testing.T) {
+	var reached atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reached.Store(true) }))
+	defer srv.Close()
+	k := openKernel(t, Options{Beach: srv.URL})
+	someone, _ := identity.Generate()
+	out := runTool(t, k, "inbox_send", `{"to":"`+someone.Agent()+`","content":"hi","type":"bogus"}`)
+	if !out.IsError || !strings.Contains(out.Content.Text, "grain_probe, grain_response or general") || reached.Load() {
+		t.Fatalf("inbox_send with type bogus: %+v (the beach reached: %v)", out, reached.Load())
 	}
 }
