@@ -112,6 +112,22 @@ func TestAnMCPClientListsTheToolsAndSendsASignedMessage(t *testing.T) {
 	}
 }
 
+// postMCP posts a JSON-RPC text to the MCP endpoint as it is, as a
+// stateless client does, and returns the status and the answer.
+func postMCP(t *testing.T, b *testBeach, rpc string) (int, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, b.URL+"/mcp", strings.NewReader(rpc))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, data
+}
+
 // A JSON-RPC batch (MCP before 2025-06-18 allows them, and the SDK serves
 // them to a request without a protocol version header) is as many calls as
 // it holds: each is charged to the per-address limit, so one HTTP request
@@ -123,16 +139,8 @@ func TestAnMCPBatchIsChargedPerCall(t *testing.T) {
 		for i := range n {
 			calls = append(calls, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"beach_info","arguments":{}}}`, i+1))
 		}
-		req, _ := http.NewRequest(http.MethodPost, b.URL+"/mcp", strings.NewReader("["+strings.Join(calls, ",")+"]"))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		data, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(data)
+		st, data := postMCP(t, b, "["+strings.Join(calls, ",")+"]")
+		return st, string(data)
 	}
 	if st, body := batch(1000); st != http.StatusRequestEntityTooLarge || !strings.Contains(body, "too_large") {
 		t.Fatalf("a batch of 1,000 calls (over the cap on batches): %d %.200s", st, body)
@@ -175,26 +183,9 @@ func TestHTTPAndMCPReadAnEnvelopeTheSameWay(t *testing.T) {
 		data, _ := json.Marshal(e)
 		return string(data)
 	}
-	postHTTP := func(text string) (int, string) {
-		resp, err := http.Post(b.URL+"/v1/passports", "application/json", strings.NewReader(text))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var out struct{ Reason string }
-		_ = json.NewDecoder(resp.Body).Decode(&out)
-		return resp.StatusCode, out.Reason
-	}
+	postHTTP := func(text string) (int, string) { return postText(t, b, "/v1/passports", []byte(text)) }
 	callMCP := func(args string) (bool, string) {
-		rpc := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"passport_publish","arguments":` + args + `}}`
-		req, _ := http.NewRequest(http.MethodPost, b.URL+"/mcp", strings.NewReader(rpc))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
+		st, data := postMCP(t, b, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"passport_publish","arguments":`+args+`}}`)
 		var out struct {
 			Result struct {
 				IsError bool `json:"isError"`
@@ -202,9 +193,8 @@ func TestHTTPAndMCPReadAnEnvelopeTheSameWay(t *testing.T) {
 			}
 			Error *struct{ Message string }
 		}
-		data, _ := io.ReadAll(resp.Body)
 		if err := json.Unmarshal(data, &out); err != nil || out.Error != nil || len(out.Result.Content) == 0 {
-			t.Fatalf("MCP answer %d: %s (%v)", resp.StatusCode, data, err)
+			t.Fatalf("MCP answer %d: %s (%v)", st, data, err)
 		}
 		return !out.Result.IsError, out.Result.Content[0].Text
 	}

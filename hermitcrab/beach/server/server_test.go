@@ -85,6 +85,12 @@ func newAgent(t testing.TB, b *testBeach) (*identity.Identity, *beach.Client) {
 func post(t testing.TB, b *testBeach, path string, e any) (int, string) {
 	t.Helper()
 	data, _ := json.Marshal(e)
+	return postText(t, b, path, data)
+}
+
+// postText sends a body as it is and returns the status and reason.
+func postText(t testing.TB, b *testBeach, path string, data []byte) (int, string) {
+	t.Helper()
 	resp, err := http.Post(b.URL+path, "application/json", bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
