@@ -75,7 +75,7 @@ func (k *Kernel) BeachURL(ctx context.Context) (string, error) {
 // data directory); "" goes back to the default.
 func (k *Kernel) SetBeach(ctx context.Context, rawURL string) error {
 	if rawURL != "" {
-		if _, err := beach.NewClient(rawURL, nil); err != nil {
+		if _, err := beach.ParseURL(rawURL); err != nil {
 			return err
 		}
 	}
@@ -258,11 +258,21 @@ type Outgoing struct {
 	// goes to its sender, responding to it (a grain probe is answered with
 	// a grain response unless Type says otherwise).
 	ReplyTo int64 `json:"reply_to,omitempty"`
+	// RespondingTo is the nonce of the message this one answers, given
+	// as it is (the command line's --responding-to; the LLM gives
+	// ReplyTo, and never copies a nonce).
+	RespondingTo string `json:"-"`
 }
 
-// SendMessage signs and sends a message.
+// SendMessage signs and sends a message. A type other than the three is
+// refused before anything is read or sent.
 func (k *Kernel) SendMessage(ctx context.Context, o Outgoing) (*beach.Ack, beach.Message, error) {
-	m := beach.Message{To: strings.TrimSpace(o.To), Type: o.Type, Content: o.Content}
+	m := beach.Message{To: strings.TrimSpace(o.To), Type: o.Type, Content: o.Content, RespondingTo: o.RespondingTo}
+	if m.Type != "" {
+		if err := beach.CheckType(m.Type); err != nil {
+			return nil, m, err
+		}
+	}
 	if o.ReplyTo != 0 {
 		orig, err := k.store.ReceivedMessage(ctx, o.ReplyTo)
 		if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmkernels/kernels/hermitcrab"
+	"github.com/llmkernels/kernels/hermitcrab/beach"
 	"github.com/llmkernels/kernels/hermitcrab/prompt"
 	"github.com/llmkernels/kernels/hermitcrab/trigger"
 	"github.com/llmkernels/kernels/hermitcrab/web"
@@ -139,6 +140,15 @@ func (f *flags) check() error {
 		return cli.Usagef("--max-wakes %d: give at least 1 wake a day (serve --no-wake runs no triggers)", f.caps.Wakes)
 	case !(f.caps.CostUSD > 0): // NaN too
 		return cli.Usagef("--max-wake-cost %v: give a daily cap in US dollars above 0, e.g. 1 (serve --no-wake runs no triggers)", f.caps.CostUSD)
+	}
+	if u := f.beachURL(); u != "" {
+		if _, err := beach.ParseURL(u); err != nil {
+			from := "--beach"
+			if f.beach == "" {
+				from = "$HERMITCRAB_BEACH"
+			}
+			return cli.Usagef("%s: %v", from, err)
+		}
 	}
 	return nil
 }
@@ -280,7 +290,7 @@ func (f *flags) blocksCommand() *cobra.Command {
 	blocks := &cobra.Command{Use: "blocks", Short: "List, show, export and import blocks",
 		Long: `List, show, export and import blocks. list and show (and bsp) only read: they open
 the store read-only, never create or change anything in the data directory, and work
-where it cannot be written. Before anything was stored they show the shell a new
+where it cannot be written. Before any block was stored they show the shell a new
 instance starts with.`}
 	var listJSON *bool
 	list := &cobra.Command{
@@ -403,9 +413,21 @@ func (f *flags) withKernel(cmd *cobra.Command, withLLM bool, fn func(*hermitcrab
 
 // withReady opens the kernel without an LLM, seeds an empty store, runs
 // fn and closes the kernel. readOnly opens it read-only: nothing in the
-// data directory is created or written, and without a store yet fn sees
-// the shell a new instance starts with, held in memory.
-func (f *flags) withReady(cmd *cobra.Command, readOnly bool, fn func(*hermitcrab.Kernel) error) (err error) {
+// data directory is created or written, and without a store yet (or with
+// one no command has put blocks in) fn sees the shell a new instance
+// starts with, held in memory.
+func (f *flags) withReady(cmd *cobra.Command, readOnly bool, fn func(*hermitcrab.Kernel) error) error {
+	return f.openReady(cmd, readOnly, true, fn)
+}
+
+// withBlocksRead is withReady read-only for a command that reads the
+// blocks on its way to something else (the beach commands that publish
+// nodes of them): it says nothing of a shell held in memory.
+func (f *flags) withBlocksRead(cmd *cobra.Command, fn func(*hermitcrab.Kernel) error) error {
+	return f.openReady(cmd, true, false, fn)
+}
+
+func (f *flags) openReady(cmd *cobra.Command, readOnly, note bool, fn func(*hermitcrab.Kernel) error) (err error) {
 	dir, err := f.dataDir()
 	if err != nil {
 		return err
@@ -420,8 +442,8 @@ func (f *flags) withReady(cmd *cobra.Command, readOnly bool, fn func(*hermitcrab
 		return err
 	}
 	defer func() { err = errors.Join(err, k.Close()) }()
-	if k.InMemory() {
-		fmt.Fprintf(cmd.ErrOrStderr(), "note: no store in %s yet: showing the shell a new instance starts with (nothing was written)\n", dir)
+	if note && k.InMemory() {
+		fmt.Fprintf(cmd.ErrOrStderr(), "note: no blocks in %s yet: showing the shell a new instance starts with (nothing was written)\n", dir)
 	}
 	if err := k.Ready(cmd.Context()); err != nil {
 		return err

@@ -199,6 +199,27 @@ func (s *Store) Setting(ctx context.Context, key string) (string, bool, error) {
 	return v, true, nil
 }
 
+// Settings returns every setting, by key.
+func (s *Store) Settings(ctx context.Context) (map[string]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT key, value FROM settings`)
+	if err != nil {
+		return nil, fmt.Errorf("settings: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, fmt.Errorf("settings: %w", err)
+		}
+		out[k] = v
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("settings: %w", err)
+	}
+	return out, nil
+}
+
 // SetSetting stores value under key, replacing any earlier value.
 func (s *Store) SetSetting(ctx context.Context, key, value string) error {
 	if key == "" {
