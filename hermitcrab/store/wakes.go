@@ -46,9 +46,28 @@ type Wake struct {
 	Tier     int       `json:"tier"`
 	Status   string    `json:"status"`
 	Reason   string    `json:"reason"` // why it fired, or why it was skipped
-	Reply    string    `json:"reply,omitempty"`
+	Reply    string    `json:"reply"` // "" (null in JSON) while it has none: skipped, running
 	CostUSD  float64   `json:"cost_usd"`
-	Finished time.Time `json:"finished,omitzero"`
+	Finished time.Time `json:"finished"` // zero (null in JSON) until it ended
+}
+
+// MarshalJSON writes every field, whatever the status, as
+// docs/configuration.md lists them: reply and finished are null on a wake
+// that has none yet (skipped, running).
+func (w Wake) MarshalJSON() ([]byte, error) {
+	type plain Wake
+	out := struct {
+		plain
+		Reply    *string    `json:"reply"`
+		Finished *time.Time `json:"finished"`
+	}{plain: plain(w)}
+	if w.Reply != "" {
+		out.Reply = &w.Reply
+	}
+	if !w.Finished.IsZero() {
+		out.Finished = &w.Finished
+	}
+	return json.Marshal(out)
 }
 
 // countedStatuses are the wakes the daily caps count: all but the skipped.
