@@ -152,6 +152,10 @@ func TestWakeFromTheCommandLine(t *testing.T) {
 	if skipped := raw.Recent[0]; string(skipped["status"]) != `"skipped"` || string(skipped["reply"]) != "null" || string(skipped["finished"]) != "null" {
 		t.Fatalf("the skipped wake: %s", status)
 	}
+	// The text shows each wake's reason and reply.
+	if text, _ := mustHC(t, data, "", "wake", "status"); !strings.Contains(text, "woke: a POST to /hooks/ci: 1 post(s) — reply 1") || !strings.Contains(text, "skipped: skipped: the daily cap of 1 wakes") {
+		t.Fatalf("wake status: %s", text)
+	}
 }
 
 // daemon starts `hermitcrab wake --daemon --addr` on data and returns its

@@ -1,0 +1,279 @@
+package hermitcrab
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/llmkernels/kernels/hermitcrab/beach"
+	"github.com/llmkernels/kernels/hermitcrab/identity"
+	"github.com/llmkernels/kernels/hermitcrab/store"
+	"github.com/llmkernels/kernels/llm"
+	"github.com/llmkernels/kernels/llm/script"
+)
+
+// Outages: a post or message is consumed only when a wake that carried it
+// got an answer from the model; until then the next wake carries it, also
+// after the process was killed.
+
+// outage is an API that answers 500 to every try while down, and from
+// its script otherwise.
+type outage struct {
+	mu    sync.Mutex
+	down  bool
+	tries int // requests sent while down
+	inner *script.Provider
+}
+
+func (o *outage) Messages(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	o.mu.Lock()
+	down := o.down
+	if down {
+		o.tries++
+	}
+	o.mu.Unlock()
+	if down {
+		return nil, &llm.APIError{Status: 500, Type: "api_error", Message: "Internal server error"}
+	}
+	return o.inner.Messages(ctx, req)
+}
+
+func (o *outage) set(down bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.down = down
+}
+
+func (o *outage) sent() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.tries
+}
+
+// noRetryWait makes the client's retries wait no time.
+func noRetryWait(o *Options) {
+	o.Client.Retry.Sleep = func(context.Context, time.Duration) error { return nil }
+}
+
+// A webhook post whose wake failed (the API answering 500 to every try)
+// is given back: the trigger waits a minute, then two, and so on, and
+// the next wake after the outage carries it, with the post that arrived
+// meanwhile. Each failed wake sent its request 4 times in all.
+func TestAPostWhoseWakeFailedIsCarriedByTheNextWake(t *testing.T) {
+	ctx := context.Background()
+	clock := &testClock{t: wakeT0}
+	api := &outage{down: true, inner: scripted(t, wakeScript(2, 0))}
+	k := openAt(t, t.TempDir(), api, clock, noRetryWait)
+	writeTriggers(t, k, "every 1h tier 1: my rhythm")
+	if _, err := k.WriteAt(ctx, "wake", "0.5.1", "webhook ci tier 1: check the build"); err != nil {
+		t.Fatal(err)
+	}
+	pass(t, k)
+	if _, err := k.Webhook(ctx, "ci", []byte(`{"build":7,"status":"failed"}`)); err != nil {
+		t.Fatal(err)
+	}
+	r := pass(t, k)
+	if statuses(r) != "failed" || api.sent() != 4 || !strings.Contains(r.Wakes[0].Reply, "never answered") {
+		t.Fatalf("the wake in the outage: %+v, %d tries", r.Wakes, api.sent())
+	}
+	clock.Add(30 * time.Second)
+	if r := pass(t, k); len(r.Wakes) != 0 {
+		t.Fatalf("tried again at once: %+v", r.Wakes)
+	}
+	clock.Add(30 * time.Second) // a minute after the failure
+	if r := pass(t, k); statuses(r) != "failed" || api.sent() != 8 {
+		t.Fatalf("a minute after the failure: %+v, %d tries", r.Wakes, api.sent())
+	}
+	if _, err := k.Webhook(ctx, "ci", []byte(`{"build":8,"status":"passed"}`)); err != nil {
+		t.Fatal(err)
+	}
+	api.set(false)
+	clock.Add(time.Minute)
+	if r := pass(t, k); len(r.Wakes) != 0 {
+		t.Fatalf("before the doubled wait of two minutes: %+v", r.Wakes)
+	}
+	clock.Add(time.Hour) // the rhythm is due too
+	r = pass(t, k)
+	if statuses(r) != "woke,woke" {
+		t.Fatalf("after the outage: %+v", r.Wakes)
+	}
+	msg := api.inner.Requests()[1].Messages
+	text := msg[len(msg)-1].Text()
+	if !strings.Contains(text, "2 authenticated POST(s) to /hooks/ci") || !strings.Contains(text, `{"build":7,"status":"failed"}`) || !strings.Contains(text, `{"build":8`) {
+		t.Fatalf("the wake after the outage did not carry the posts: %s", text)
+	}
+	clock.Add(time.Hour)
+	for _, w := range pass(t, k).Wakes {
+		if w.Where == "wake 0.5.1" {
+			t.Fatalf("the posts were carried twice: %+v", w)
+		}
+	}
+	all, _ := k.Wakes(ctx, 0, 0)
+	if len(all) != 5 || all[3].Status != store.WakeFailed || !strings.Contains(all[3].Due, "given back") {
+		t.Fatalf("the wakes: %+v", all)
+	}
+}
+
+// A message fetched from the beach during an outage is not marked
+// delivered by the wake that failed: the next inbox wake carries it.
+func TestAMessageThatArrivedDuringAnOutageIsDeliveredAfterIt(t *testing.T) {
+	ctx := context.Background()
+	b := startTestBeach(t, "sqlite")
+	clock := &testClock{t: wakeT0}
+	aID, _ := identity.Generate()
+	api := &outage{down: true, inner: scripted(t, wakeScript(1, 0))}
+	k := openAt(t, t.TempDir(), api, clock, noRetryWait, func(o *Options) { o.Beach = b.URL })
+	if err := aID.Save(filepath.Join(k.dir, identity.KeyFile)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.WriteAt(ctx, "wake", "0.5.1", "inbox tier 1"); err != nil {
+		t.Fatal(err)
+	}
+	pass(t, k)
+	peer, _ := identity.Generate()
+	c, err := beach.NewClient(b.URL, peer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Send(ctx, beach.Message{To: aID.Agent(), Type: beach.TypeGeneral, Content: "are you there?"}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Add(time.Minute)
+	if r := pass(t, k); statuses(r) != "failed" {
+		t.Fatalf("the inbox wake in the outage: %+v %v", r.Wakes, r.Errors)
+	}
+	if n, _ := k.store.CountWaiting(ctx); n != 1 {
+		t.Fatalf("after the failed wake %d message(s) wait, want 1", n)
+	}
+	api.set(false)
+	clock.Add(time.Minute)
+	if r := pass(t, k); statuses(r) != "woke" {
+		t.Fatalf("after the outage: %+v %v", r.Wakes, r.Errors)
+	}
+	reqs := api.inner.Requests()
+	if len(reqs) != 1 || !strings.Contains(reqs[0].Messages[len(reqs[0].Messages)-1].Text(), "are you there?") {
+		t.Fatalf("the message was not delivered after the outage: %d requests", len(reqs))
+	}
+	if n, _ := k.store.CountWaiting(ctx); n != 0 {
+		t.Fatalf("%d message(s) still wait", n)
+	}
+}
+
+// kill -9 during a webhook wake: when the model had not answered, the
+// post is carried by the next wake; when it had (its first answer called
+// a tool, and the process died on the second request), the post counts as
+// delivered and is not carried again.
+func TestAKilledWakeGivesBackOnlyWhatTheModelNeverAnswered(t *testing.T) {
+	for _, answered := range []bool{false, true} {
+		t.Run(fmt.Sprint("answered=", answered), func(t *testing.T) {
+			arrived := make(chan struct{}, 1)
+			release := make(chan struct{})
+			var mu sync.Mutex
+			n := 0
+			llmAPI := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				mu.Lock()
+				n++
+				first := n == 1
+				mu.Unlock()
+				if answered && first {
+					w.Header().Set("Content-Type", "application/json")
+					io.WriteString(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-haiku-4-5-20251001","content":[{"type":"tool_use","id":"c1","name":"block_list","input":{}}],"stop_reason":"tool_use","usage":{"input_tokens":10,"output_tokens":5}}`)
+					return
+				}
+				select {
+				case arrived <- struct{}{}:
+				default:
+				}
+				<-release
+			}))
+			defer llmAPI.Close()
+			defer close(release)
+			dir := t.TempDir()
+			clock := &testClock{t: wakeT0}
+			k := openAt(t, dir, scripted(t, wakeScript(0, 0)), clock)
+			if _, err := k.WriteAt(context.Background(), "wake", "0.5.1", "webhook ci tier 1: check the build"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := k.Webhook(context.Background(), "ci", []byte(`{"build":9}`)); err != nil {
+				t.Fatal(err)
+			}
+			k.Close()
+
+			c := startChild(t, dir, wakeT0, llmAPI.URL)
+			io.WriteString(c.stdin, "go\n")
+			select {
+			case <-arrived:
+			case <-time.After(2 * time.Minute):
+				t.Fatal("the child's wake never reached the LLM")
+			}
+			if err := c.cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			c.cmd.Wait()
+
+			p := scripted(t, wakeScript(1, 0))
+			k2 := openAt(t, dir, p, clock)
+			clock.Add(time.Minute)
+			r := pass(t, k2)
+			all, _ := k2.Wakes(context.Background(), 0, 0)
+			killed := all[len(all)-1]
+			if killed.Status != store.WakeInterrupted {
+				t.Fatalf("the killed wake: %+v", killed)
+			}
+			if answered {
+				if len(r.Wakes) != 0 || strings.Contains(killed.Reply, "delivered again") {
+					t.Fatalf("a post the model had answered was carried again: %+v; %q", r.Wakes, killed.Reply)
+				}
+				return
+			}
+			if statuses(r) != "woke" || !strings.Contains(killed.Reply, "delivered again") {
+				t.Fatalf("the post of a wake killed before the model answered: %+v; %q", r.Wakes, killed.Reply)
+			}
+			if msgs := p.Requests()[0].Messages; !strings.Contains(msgs[len(msgs)-1].Text(), `{"build":9}`) {
+				t.Fatalf("the next wake did not carry the post")
+			}
+		})
+	}
+}
+
+// A watched page's change whose wake failed is not taken as seen: the
+// next look finds it again and its wake carries it.
+func TestAPageChangeWhoseWakeFailedIsCarriedByTheNextLook(t *testing.T) {
+	page := "version one"
+	var mu sync.Mutex
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		io.WriteString(w, page)
+	}))
+	defer site.Close()
+	clock := &testClock{t: wakeT0}
+	api := &outage{down: true, inner: scripted(t, wakeScript(1, 0))}
+	k := openAt(t, t.TempDir(), api, clock, noRetryWait, func(o *Options) { o.WebRequest = WebPolicy{Allow: []string{"127.0.0.1"}} })
+	writeTriggers(t, k, "watch "+site.URL+"/news every 10m tier 1: what changed?")
+	pass(t, k) // the first look
+	mu.Lock()
+	page = "version two: the news"
+	mu.Unlock()
+	clock.Add(10 * time.Minute)
+	if r := pass(t, k); statuses(r) != "failed" {
+		t.Fatalf("the change in the outage: %+v %v", r.Wakes, r.Errors)
+	}
+	api.set(false)
+	clock.Add(10 * time.Minute)
+	if r := pass(t, k); statuses(r) != "woke" || !strings.Contains(api.inner.Requests()[0].Messages[0].Text(), "version two: the news") {
+		t.Fatalf("the next look after the outage: %+v %v", r.Wakes, r.Errors)
+	}
+	clock.Add(10 * time.Minute)
+	if r := pass(t, k); len(r.Wakes) != 0 {
+		t.Fatalf("the change was carried twice: %+v", r.Wakes)
+	}
+}
