@@ -277,3 +277,76 @@ func TestAPageChangeWhoseWakeFailedIsCarriedByTheNextLook(t *testing.T) {
 		t.Fatalf("the change was carried twice: %+v", r.Wakes)
 	}
 }
+
+// A beach that accepts connections and never answers, and a watched page
+// that does the same, hold up only their own looks: the rhythm after them
+// in the wake block fires at once in the daemon's pass, and later passes
+// go on; each look ends at its own deadline, and one pass for cron
+// reports both as errors after running the rhythm.
+func TestAHangingBeachOrPageHoldsUpOnlyItsOwnLook(t *testing.T) {
+	release := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer hang.Close()
+	defer close(release)
+	ctx := context.Background()
+	clock := &testClock{t: wakeT0}
+	k := openAt(t, t.TempDir(), respondAll(), clock, func(o *Options) {
+		o.Beach = hang.URL
+		o.WebRequest = WebPolicy{Allow: []string{"127.0.0.1"}}
+		o.WakeCaps.Wakes = 100
+	})
+	if _, err := k.WriteAt(ctx, "wake", "0.4.3", "every 1m tier 1: tick"); err != nil {
+		t.Fatal(err)
+	}
+	pass(t, k) // the rhythm is first read: due in a minute
+	writeTriggers(t, k, "inbox tier 1", "watch "+hang.URL+"/news every 5m tier 1: what changed?")
+	clock.Add(time.Minute)
+
+	wakes := make(chan store.Wake, 10)
+	rctx, stop := context.WithCancel(ctx)
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		k.RunWakes(rctx, 10*time.Millisecond, func(r *WakeReport, err error) {
+			if r != nil {
+				for _, w := range r.Wakes {
+					wakes <- w
+				}
+			}
+		})
+	}()
+	for want := range 2 { // the rhythm now, and a minute later
+		select {
+		case w := <-wakes:
+			if w.Where != "wake 0.4.3" || w.Status != store.WakeDone {
+				t.Fatalf("a wake: %+v", w)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("wake %d of the rhythm waited for the looks (their deadline is %s)", want+1, pollTimeout)
+		}
+		clock.Add(time.Minute)
+	}
+	stop()
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the daemon did not stop: its looks went on")
+	}
+
+	// One pass for cron waits for its looks, each to its own deadline,
+	// after the rhythm fired.
+	old := pollTimeout
+	pollTimeout = 200 * time.Millisecond
+	defer func() { pollTimeout = old }()
+	clock.Add(10 * time.Minute)
+	r := pass(t, k)
+	if statuses(r) != "woke" || len(r.Errors) != 2 || !strings.Contains(r.Errors[0], "polling the beach: no answer within 200ms") ||
+		!strings.Contains(r.Errors[1], "no answer within 200ms") {
+		t.Fatalf("one pass with a hanging beach and page: %+v %q", r.Wakes, r.Errors)
+	}
+}
