@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/llmkernels/kernels/hermitcrab/store"
+	"github.com/llmkernels/kernels/hermitcrab/trigger"
 )
 
 // Looks: a trigger that looks at the network (an inbox polling its beach,
@@ -29,6 +32,19 @@ type look struct {
 	inbox *Inbox
 	page  page
 	err   error
+}
+
+// lookWhenDue starts fn as t's look when t is due, in the one process
+// that moves its due time on.
+func (k *Kernel) lookWhenDue(ctx context.Context, t trigger.Trigger, st store.TriggerState, now time.Time, fn func(ctx context.Context, l *look)) error {
+	if now.Before(st.NextDue) {
+		return nil
+	}
+	moved, err := k.store.AdvanceTrigger(ctx, t.Key(), st.NextDue, t.Next(st.NextDue, now), now)
+	if err == nil && moved {
+		k.startLook(ctx, t.Key(), st.NextDue, fn)
+	}
+	return err
 }
 
 // startLook starts fn as the look of trigger key for due, on its own

@@ -339,16 +339,10 @@ func (k *Kernel) due(ctx context.Context, t trigger.Trigger, st store.TriggerSta
 				}
 			}
 		}
-		if !now.Before(st.NextDue) {
-			moved, err := k.store.AdvanceTrigger(ctx, key, st.NextDue, t.Next(st.NextDue, now), now)
-			if err != nil {
-				return nil, err
-			}
-			if moved {
-				k.startLook(ctx, key, st.NextDue, func(ctx context.Context, l *look) {
-					l.inbox, l.err = k.FetchInbox(ctx)
-				})
-			}
+		if err := k.lookWhenDue(ctx, t, st, now, func(ctx context.Context, l *look) {
+			l.inbox, l.err = k.FetchInbox(ctx)
+		}); err != nil {
+			return nil, err
 		}
 		if pause, err := k.retryPause(ctx, t, now); err != nil || pause {
 			return nil, err
@@ -360,16 +354,10 @@ func (k *Kernel) due(ctx context.Context, t trigger.Trigger, st store.TriggerSta
 		}
 		return k.webhookWake(ctx, t, base)
 	case trigger.Watch:
-		if !now.Before(st.NextDue) {
-			moved, err := k.store.AdvanceTrigger(ctx, key, st.NextDue, t.Next(st.NextDue, now), now)
-			if err != nil {
-				return nil, err
-			}
-			if moved {
-				k.startLook(ctx, key, st.NextDue, func(ctx context.Context, l *look) {
-					l.page, l.err = k.fetchPage(ctx, t.URL)
-				})
-			}
+		if err := k.lookWhenDue(ctx, t, st, now, func(ctx context.Context, l *look) {
+			l.page, l.err = k.fetchPage(ctx, t.URL)
+		}); err != nil {
+			return nil, err
 		}
 		if l := k.takeLook(key); l != nil {
 			return k.watchWake(ctx, t, st, base, l)

@@ -173,9 +173,7 @@ func TestTheFirstWakeOfATierIsBoundedByItsWorstCase(t *testing.T) {
 // tools is stopped before the request that could pass it.
 func TestAnInboxWakeSpendsNoMoreThanItsShare(t *testing.T) {
 	ctx := context.Background()
-	b := startTestBeach(t, "sqlite")
 	clock := &testClock{t: wakeT0}
-	aID, _ := identity.Generate()
 	// Each answer calls a tool again and costs $0.01 (3,000 tokens in at
 	// Haiku's $1 per million, 1,400 out at $5).
 	var entries []string
@@ -183,28 +181,12 @@ func TestAnInboxWakeSpendsNoMoreThanItsShare(t *testing.T) {
 		entries = append(entries, `{"content":[`+toolUse(fmt.Sprintf("c%d", i), "block_list", map[string]string{})+`],"usage":{"input_tokens":3000,"output_tokens":1400}}`)
 	}
 	p := scripted(t, `{"responses":[`+strings.Join(entries, ",")+`]}`)
-	k := openAt(t, t.TempDir(), p, clock, func(o *Options) {
-		o.Beach = b.URL
-		o.WakeCaps.CostUSD = 0.10
-	})
-	if err := aID.Save(filepath.Join(k.dir, identity.KeyFile)); err != nil {
-		t.Fatal(err)
-	}
+	k, b, aID := inboxInstance(t, p, clock, func(o *Options) { o.WakeCaps.CostUSD = 0.10 })
 	if _, err := k.WriteAt(ctx, "wake", "0.9.4.3", "max_tool_loops 20"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.WriteAt(ctx, "wake", "0.5.1", "inbox tier 1"); err != nil {
-		t.Fatal(err)
-	}
 	pass(t, k)
-	peer, _ := identity.Generate()
-	c, err := beach.NewClient(b.URL, peer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Send(ctx, beach.Message{To: aID.Agent(), Type: beach.TypeGeneral, Content: "keep busy"}); err != nil {
-		t.Fatal(err)
-	}
+	sendTo(t, b, aID, "keep busy")
 	clock.Add(time.Minute)
 	r := pass(t, k)
 	if statuses(r) != "woke" {
@@ -418,31 +400,15 @@ func TestTheWakeConversationStaysBounded(t *testing.T) {
 // wait are delivered the next day.
 func TestAFloodOfMessagesSpendsOnlyTheInboxsShare(t *testing.T) {
 	ctx := context.Background()
-	b := startTestBeach(t, "sqlite")
 	clock := &testClock{t: wakeT0}
-	aID, _ := identity.Generate()
-	k := openAt(t, t.TempDir(), scripted(t, wakeScript(20, 0)), clock, func(o *Options) {
-		o.Beach = b.URL
-		o.WakeCaps.Wakes = 6
-	})
-	if err := aID.Save(filepath.Join(k.dir, identity.KeyFile)); err != nil {
-		t.Fatal(err)
-	}
-	writeTriggers(t, k, "every 10m tier 1: my own rhythm")
-	if _, err := k.WriteAt(ctx, "wake", "0.5.1", "inbox tier 1"); err != nil {
+	k, b, aID := inboxInstance(t, scripted(t, wakeScript(20, 0)), clock, func(o *Options) { o.WakeCaps.Wakes = 6 })
+	if _, err := k.WriteAt(ctx, "wake", "0.4.1", "every 10m tier 1: my own rhythm"); err != nil {
 		t.Fatal(err)
 	}
 	pass(t, k)
 	var got []string
 	for i := range 8 {
-		peer, _ := identity.Generate()
-		c, err := beach.NewClient(b.URL, peer)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.Send(ctx, beach.Message{To: aID.Agent(), Type: beach.TypeGeneral, Content: fmt.Sprintf("flood %d", i)}); err != nil {
-			t.Fatal(err)
-		}
+		sendTo(t, b, aID, fmt.Sprintf("flood %d", i))
 		clock.Add(time.Minute)
 		for _, w := range pass(t, k).Wakes {
 			got = append(got, w.Where+" "+w.Status)
@@ -555,26 +521,11 @@ func TestTheStateOfATriggerEditedAwayIsRemoved(t *testing.T) {
 // it never reaching the LLM.
 func TestTheMessagesOfAWakeKilledMidCallAreDeliveredAgain(t *testing.T) {
 	ctx := context.Background()
-	b := startTestBeach(t, "sqlite")
 	clock := &testClock{t: wakeT0}
-	aID, _ := identity.Generate()
 	p := scripted(t, wakeScript(1, 0))
-	k := openAt(t, t.TempDir(), p, clock, func(o *Options) { o.Beach = b.URL })
-	if err := aID.Save(filepath.Join(k.dir, identity.KeyFile)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := k.WriteAt(ctx, "wake", "0.5.1", "inbox tier 1"); err != nil {
-		t.Fatal(err)
-	}
+	k, b, aID := inboxInstance(t, p, clock)
 	pass(t, k)
-	peer, _ := identity.Generate()
-	c, err := beach.NewClient(b.URL, peer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Send(ctx, beach.Message{To: aID.Agent(), Type: beach.TypeGeneral, Content: "are you there?"}); err != nil {
-		t.Fatal(err)
-	}
+	sendTo(t, b, aID, "are you there?")
 	// A process fetches the message, claims the wake that delivers it,
 	// and is killed before the call ends: the claim stays running.
 	if _, err := k.FetchInbox(ctx); err != nil {
@@ -653,5 +604,40 @@ func TestAFloodOfMessagesWaitsOnTheBeach(t *testing.T) {
 	}
 	if waiting, _ := k.store.CountWaiting(ctx); waiting != 0 || wakes != sent/wakeBatch {
 		t.Fatalf("%d messages still waiting after 30 passes, %d wakes", waiting, wakes)
+	}
+}
+
+// inboxInstance opens an instance with its own key on a new SQLite beach,
+// its LLM p, and "inbox tier 1" at wake 0.5.1 (not yet read by a pass).
+func inboxInstance(t *testing.T, p llm.Provider, clock *testClock, tune ...func(*Options)) (*Kernel, *testBeach, *identity.Identity) {
+	t.Helper()
+	b := startTestBeach(t, "sqlite")
+	aID, err := identity.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := openAt(t, t.TempDir(), p, clock, append([]func(*Options){func(o *Options) { o.Beach = b.URL }}, tune...)...)
+	if err := aID.Save(filepath.Join(k.dir, identity.KeyFile)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.WriteAt(context.Background(), "wake", "0.5.1", "inbox tier 1"); err != nil {
+		t.Fatal(err)
+	}
+	return k, b, aID
+}
+
+// sendTo sends content to the agent to from a new peer on the beach b.
+func sendTo(t *testing.T, b *testBeach, to *identity.Identity, content string) {
+	t.Helper()
+	peer, err := identity.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := beach.NewClient(b.URL, peer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Send(context.Background(), beach.Message{To: to.Agent(), Type: beach.TypeGeneral, Content: content}); err != nil {
+		t.Fatal(err)
 	}
 }

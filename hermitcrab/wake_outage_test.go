@@ -6,14 +6,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/llmkernels/kernels/hermitcrab/beach"
-	"github.com/llmkernels/kernels/hermitcrab/identity"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/llm/script"
@@ -125,26 +122,11 @@ func TestAPostWhoseWakeFailedIsCarriedByTheNextWake(t *testing.T) {
 // delivered by the wake that failed: the next inbox wake carries it.
 func TestAMessageThatArrivedDuringAnOutageIsDeliveredAfterIt(t *testing.T) {
 	ctx := context.Background()
-	b := startTestBeach(t, "sqlite")
 	clock := &testClock{t: wakeT0}
-	aID, _ := identity.Generate()
 	api := &outage{down: true, inner: scripted(t, wakeScript(1, 0))}
-	k := openAt(t, t.TempDir(), api, clock, noRetryWait, func(o *Options) { o.Beach = b.URL })
-	if err := aID.Save(filepath.Join(k.dir, identity.KeyFile)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := k.WriteAt(ctx, "wake", "0.5.1", "inbox tier 1"); err != nil {
-		t.Fatal(err)
-	}
+	k, b, aID := inboxInstance(t, api, clock, noRetryWait)
 	pass(t, k)
-	peer, _ := identity.Generate()
-	c, err := beach.NewClient(b.URL, peer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Send(ctx, beach.Message{To: aID.Agent(), Type: beach.TypeGeneral, Content: "are you there?"}); err != nil {
-		t.Fatal(err)
-	}
+	sendTo(t, b, aID, "are you there?")
 	clock.Add(time.Minute)
 	if r := pass(t, k); statuses(r) != "failed" {
 		t.Fatalf("the inbox wake in the outage: %+v %v", r.Wakes, r.Errors)
@@ -207,17 +189,7 @@ func TestAKilledWakeGivesBackOnlyWhatTheModelNeverAnswered(t *testing.T) {
 			}
 			k.Close()
 
-			c := startChild(t, dir, wakeT0, llmAPI.URL)
-			io.WriteString(c.stdin, "go\n")
-			select {
-			case <-arrived:
-			case <-time.After(2 * time.Minute):
-				t.Fatal("the child's wake never reached the LLM")
-			}
-			if err := c.cmd.Process.Kill(); err != nil {
-				t.Fatal(err)
-			}
-			c.cmd.Wait()
+			killMidCall(t, dir, wakeT0, llmAPI.URL, arrived)
 
 			p := scripted(t, wakeScript(1, 0))
 			k2 := openAt(t, dir, p, clock)
