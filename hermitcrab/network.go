@@ -38,6 +38,10 @@ type network struct {
 	id     *identity.Identity
 	client *beach.Client
 	url    string
+	// fetching makes this process's inbox fetches one at a time: two at
+	// once (a trigger's poll beside a wake's inbox_check) would fetch the
+	// same messages, and the second would take them for replays.
+	fetching sync.Mutex
 }
 
 // Identity is the instance's key, made (identity.key, 0600) on first use.
@@ -355,6 +359,8 @@ const maxWaiting = 200
 // returned with the reason. With maxWaiting messages undelivered it
 // fetches nothing, and never more than makes them maxWaiting.
 func (k *Kernel) FetchInbox(ctx context.Context) (*Inbox, error) {
+	k.net.fetching.Lock()
+	defer k.net.fetching.Unlock()
 	c, err := k.Beach(ctx)
 	if err != nil {
 		return nil, err
