@@ -45,6 +45,29 @@ func ProviderBetas(p Provider) []string {
 	return nil
 }
 
+// ErrNoModel is Send's error for a request that names no model sent by a
+// Client without a fallback chain. A command maps it to its model flag.
+var ErrNoModel = errors.New("llm: no model: the request names none and the client has no fallback chain")
+
+// UnavailableError is Send's error when every model of the chain was
+// unavailable (not found, or still overloaded after the retries): waiting,
+// or choosing other models, may help. It unwraps to the last model's error.
+type UnavailableError struct {
+	Models []string // the models tried, in order
+	Errs   []error  // each model's last error
+}
+
+func (e *UnavailableError) Error() string {
+	parts := make([]string, len(e.Models))
+	for i, m := range e.Models {
+		parts[i] = fmt.Sprintf("%s: %v", m, e.Errs[i])
+	}
+	return "llm: every model in the chain is unavailable: " + strings.Join(parts, "; ")
+}
+
+// Unwrap gives the last model's error.
+func (e *UnavailableError) Unwrap() error { return e.Errs[len(e.Errs)-1] }
+
 // Call is one request's outcome: the response and what it cost.
 type Call struct {
 	Model    string // the model that answered (after any fallback)
@@ -176,12 +199,12 @@ func (p RetryPolicy) delay(n int, retryAfter time.Duration) time.Duration {
 func (c *Client) Send(ctx context.Context, req *Request) (*Call, error) {
 	models := c.chain(req.Model)
 	if len(models) == 0 {
-		return nil, errors.New("llm: no model: set the request's model or a fallback chain (--model)")
+		return nil, ErrNoModel
 	}
 	start := time.Now()
 	attempts := 0
 	maybeBilled := false // an attempt so far may have been billed (refused)
-	var failures []string
+	unavailable := &UnavailableError{}
 	for i, model := range models {
 		r := req
 		if model != req.Model {
@@ -200,13 +223,13 @@ func (c *Client) Send(ctx context.Context, req *Request) (*Call, error) {
 		if !ok || !apiErr.ModelUnavailable() || ctx.Err() != nil || len(models) == 1 {
 			return nil, err
 		}
+		unavailable.Models = append(unavailable.Models, model)
+		unavailable.Errs = append(unavailable.Errs, err)
 		if i+1 < len(models) {
-			failures = append(failures, fmt.Sprintf("%s: %v", model, err))
 			c.observe(Event{Kind: EventFallback, Model: models[i+1], Err: err})
 			continue
 		}
-		return nil, fmt.Errorf("llm: every model in the chain is unavailable; try later or change --model: %s; %s: %w",
-			strings.Join(failures, "; "), model, err)
+		return nil, unavailable
 	}
 	panic("unreachable: the loop returns on its last model")
 }

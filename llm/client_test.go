@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -377,4 +378,23 @@ func TestACancelledSendSaysWhetherARequestWasInFlight(t *testing.T) {
 			t.Fatalf("err %v: a request in flight is not marked as not in flight", err)
 		}
 	})
+}
+
+// The runtime's errors are typed and name no command-line flag: the
+// command maps them to its own flags.
+func TestSendErrorsAreTypedAndFlagFree(t *testing.T) {
+	_, err := (&Client{Provider: &fakeProvider{}}).Send(context.Background(), &Request{MaxTokens: 1})
+	if !errors.Is(err, ErrNoModel) || strings.Contains(err.Error(), "--") {
+		t.Errorf("no model: got %v, want ErrNoModel without a flag", err)
+	}
+	p := &fakeProvider{steps: []func(*Request) (*Response, error){fail(404, "not_found_error"), fail(529, "overloaded_error")}}
+	c := &Client{Provider: p, Fallback: []string{"a", "b"}, Retry: RetryPolicy{MaxAttempts: 1}}
+	_, err = c.Send(context.Background(), simpleRequest("a"))
+	var ue *UnavailableError
+	if !errors.As(err, &ue) || !slices.Equal(ue.Models, []string{"a", "b"}) || len(ue.Errs) != 2 || strings.Contains(err.Error(), "--") {
+		t.Fatalf("every model unavailable: got %#v (%v)", ue, err)
+	}
+	if apiErr, ok := AsAPIError(err); !ok || apiErr.Status != 529 {
+		t.Errorf("the error unwraps to the last model's: got %v", apiErr)
+	}
 }

@@ -7,9 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-
-	"github.com/llmkernels/kernels/internal/clip"
-	"github.com/llmkernels/kernels/internal/plainjson"
+	"unicode/utf8"
 )
 
 // Roles of a conversation turn.
@@ -474,7 +472,7 @@ func (b *ContentBlock) decodeFields(data []byte) error {
 	*b = ContentBlock{Type: head.Type}
 	switch head.Type {
 	case "":
-		return fmt.Errorf("content block has no type: %s", clip.Text(string(data), 200))
+		return fmt.Errorf("content block has no type: %s", Excerpt(string(data), 200))
 	case BlockText:
 		var w textWire
 		if err := json.Unmarshal(data, &w); err != nil {
@@ -729,4 +727,23 @@ func joinText(blocks []ContentBlock) string {
 // not escape <, > and &, so raw blocks keep their exact bytes. Like any
 // encoding/json output it is compact: whitespace between tokens, which the
 // API never sends, is not kept.
-func MarshalWire(v any) ([]byte, error) { return plainjson.Marshal(v) }
+func MarshalWire(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// Excerpt quotes foreign text (an error body, a model's answer) in one line
+// of at most n characters, cut on a character boundary and marked with …
+// when cut: how the runtime's errors quote what it did not write.
+func Excerpt(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= max(n, 0) {
+		return s
+	}
+	return fmt.Sprintf("%.*s…", max(n, 0), s)
+}

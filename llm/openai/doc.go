@@ -54,7 +54,7 @@
 //
 // What Chat Completions cannot express fails before anything is sent, with
 // an error wrapping ErrUnsupported that names each offending part and,
-// where it applies, says to use --provider anthropic. It is not an
+// where it applies, says to use the anthropic provider. It is not an
 // *llm.APIError: sending it again cannot succeed.
 //
 //   - Anthropic server tools in Tools (web_search_…, web_fetch_…,

@@ -497,7 +497,7 @@ func TestUnsupportedRequestsAreRefusedBeforeSending(t *testing.T) {
 	}{
 		{"server tools", func(r *llm.Request) {
 			r.Tools = []llm.Tool{readFileTool, {Type: "web_search_20260209", Name: "web_search"}, {Type: "code_execution_20250825", Name: "code_execution"}}
-		}, []string{"web_search (web_search_20260209)", "code_execution (code_execution_20250825)", "--provider anthropic"}},
+		}, []string{"web_search (web_search_20260209)", "code_execution (code_execution_20250825)", "the anthropic provider"}},
 		{"thinking enabled", func(r *llm.Request) { r.Thinking = &llm.Thinking{Type: "enabled", BudgetTokens: 2000} }, []string{"thinking", "enabled"}},
 		{"thinking adaptive", func(r *llm.Request) { r.Thinking = &llm.Thinking{Type: "adaptive"} }, []string{"thinking", "adaptive"}},
 		{"thinking block in history", func(r *llm.Request) {
