@@ -19,7 +19,7 @@ type Client struct {
 	// a model in the chain continues from its place; a request for another
 	// model tries it first, then the whole chain.
 	Fallback []string
-	Prices   PriceTable // nil means DefaultPrices
+	Prices   PriceTable // nil means DefaultPriceTable()
 	Observe  func(Event)
 }
 
@@ -283,10 +283,14 @@ func (c *Client) chain(model string) []string {
 
 func (c *Client) prices() PriceTable {
 	if c.Prices == nil {
-		return DefaultPrices
+		return builtinPrices
 	}
 	return c.Prices
 }
+
+// builtinPrices is the Client's copy of the built-in table, which nothing
+// changes.
+var builtinPrices = DefaultPriceTable()
 
 func (c *Client) observe(e Event) {
 	if c.Observe != nil {

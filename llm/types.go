@@ -695,12 +695,22 @@ type Container struct {
 }
 
 // Usage counts tokens. Input tokens exclude cache reads and writes, as the
-// API reports them.
+// API reports them: the prompt is InputTokens + CacheCreationInputTokens +
+// CacheReadInputTokens.
 type Usage struct {
 	InputTokens              int `json:"input_tokens"`
 	OutputTokens             int `json:"output_tokens"`
 	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
 	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+	// CacheCreation splits the cache writes by lifetime when the API
+	// does; zero when it did not.
+	CacheCreation CacheCreation `json:"cache_creation,omitzero"`
+}
+
+// CacheCreation is the API's split of cache writes by lifetime.
+type CacheCreation struct {
+	Ephemeral5mInputTokens int `json:"ephemeral_5m_input_tokens"`
+	Ephemeral1hInputTokens int `json:"ephemeral_1h_input_tokens"`
 }
 
 // Add returns the sum of two usages.
@@ -710,7 +720,36 @@ func (u Usage) Add(o Usage) Usage {
 		OutputTokens:             u.OutputTokens + o.OutputTokens,
 		CacheCreationInputTokens: u.CacheCreationInputTokens + o.CacheCreationInputTokens,
 		CacheReadInputTokens:     u.CacheReadInputTokens + o.CacheReadInputTokens,
+		CacheCreation: CacheCreation{
+			Ephemeral5mInputTokens: u.CacheCreation.Ephemeral5mInputTokens + o.CacheCreation.Ephemeral5mInputTokens,
+			Ephemeral1hInputTokens: u.CacheCreation.Ephemeral1hInputTokens + o.CacheCreation.Ephemeral1hInputTokens,
+		},
 	}
+}
+
+// PromptTokens is every input token: uncached, written to the cache and
+// read from it.
+func (u Usage) PromptTokens() int {
+	return u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
+}
+
+// CacheReadShare is the part of the prompt read from the cache, from 0 to
+// 1: cache reads over all input tokens. 0 for no input.
+func (u Usage) CacheReadShare() float64 {
+	if u.PromptTokens() == 0 {
+		return 0
+	}
+	return float64(u.CacheReadInputTokens) / float64(u.PromptTokens())
+}
+
+// EffectiveInputTokens weighs the prompt by what the API charges for it
+// against an uncached token: uncached + 1.25 × written for 5 minutes + 2 ×
+// written for an hour + 0.1 × read (the usual multipliers; a few models
+// charge less for reads, see models.go). Writes the usage does not split
+// count as 5-minute writes.
+func (u Usage) EffectiveInputTokens() float64 {
+	w1h := min(u.CacheCreation.Ephemeral1hInputTokens, u.CacheCreationInputTokens)
+	return float64(u.InputTokens) + 1.25*float64(u.CacheCreationInputTokens-w1h) + 2*float64(w1h) + 0.1*float64(u.CacheReadInputTokens)
 }
 
 func joinText(blocks []ContentBlock) string {
