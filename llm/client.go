@@ -106,6 +106,9 @@ func notInFlight(err error, maybeBilled bool) error {
 // 500, a gateway's 502 or 504) may have come after the model ran, and may
 // have been billed.
 func refused(e *APIError) bool {
+	if e.InStream {
+		return false
+	}
 	switch e.Status {
 	case 409, 429, 503, 529:
 		return true
@@ -205,15 +208,25 @@ func (c *Client) Send(ctx context.Context, req *Request) (*Call, error) {
 	attempts := 0
 	maybeBilled := false // an attempt so far may have been billed (refused)
 	unavailable := &UnavailableError{}
+	base, deltas := req, (*restarter)(nil)
+	if req.OnDelta != nil {
+		deltas = &restarter{onDelta: req.OnDelta}
+		withDeltas := *req
+		withDeltas.OnDelta = deltas.deliver
+		base = &withDeltas
+	}
 	for i, model := range models {
-		r := req
+		r := base
 		if model != req.Model {
-			r = req.Clone()
+			r = base.Clone()
 			r.Model = model
 		}
-		resp, n, err := c.sendWithRetry(ctx, r, &maybeBilled)
+		resp, n, err := c.sendWithRetry(ctx, r, &maybeBilled, deltas)
 		attempts += n
 		if err == nil {
+			for _, note := range resp.Notes {
+				c.observe(Event{Kind: EventNote, Model: model, Note: note})
+			}
 			call := &Call{Model: model, Response: resp, Usage: resp.Usage, Latency: time.Since(start), Attempts: attempts}
 			call.CostUSD, call.Priced = c.prices().Cost(model, resp.Usage)
 			c.observe(Event{Kind: EventResponse, Model: model, Call: call})
@@ -227,6 +240,7 @@ func (c *Client) Send(ctx context.Context, req *Request) (*Call, error) {
 		unavailable.Errs = append(unavailable.Errs, err)
 		if i+1 < len(models) {
 			c.observe(Event{Kind: EventFallback, Model: models[i+1], Err: err})
+			deltas.restart()
 			continue
 		}
 		return nil, unavailable
@@ -234,7 +248,27 @@ func (c *Client) Send(ctx context.Context, req *Request) (*Call, error) {
 	panic("unreachable: the loop returns on its last model")
 }
 
-func (c *Client) sendWithRetry(ctx context.Context, req *Request, maybeBilled *bool) (*Response, int, error) {
+// restarter hands a request's deltas on, and says DeltaRestart before the
+// request is sent again once pieces of the broken answer were delivered.
+// A nil restarter (a request without OnDelta) does nothing.
+type restarter struct {
+	onDelta   func(Delta)
+	delivered bool
+}
+
+func (s *restarter) deliver(d Delta) {
+	s.delivered = true
+	s.onDelta(d)
+}
+
+func (s *restarter) restart() {
+	if s != nil && s.delivered {
+		s.delivered = false
+		s.onDelta(Delta{Kind: DeltaRestart})
+	}
+}
+
+func (c *Client) sendWithRetry(ctx context.Context, req *Request, maybeBilled *bool, deltas *restarter) (*Response, int, error) {
 	p := c.Retry.withDefaults()
 	var waited time.Duration
 	for attempt := 1; ; attempt++ {
@@ -262,6 +296,7 @@ func (c *Client) sendWithRetry(ctx context.Context, req *Request, maybeBilled *b
 			return nil, attempt, fmt.Errorf("%w (gave up: the next wait of %s would pass the retry budget of %s)", err, wait, p.MaxWait)
 		}
 		c.observe(Event{Kind: EventRetry, Model: req.Model, Attempt: attempt, Wait: wait, Err: err})
+		deltas.restart()
 		if err := p.Sleep(ctx, wait); err != nil {
 			return nil, attempt, notInFlight(err, *maybeBilled)
 		}

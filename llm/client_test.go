@@ -432,6 +432,9 @@ func TestACancelledSendSaysWhetherARequestWasInFlight(t *testing.T) {
 		"in a back-off after no answer": func(*Request) (*Response, error) { return nil, ConnectionError(errors.New("read tcp: i/o timeout")) },
 		"in a back-off after a 500":     fail(500, "api_error"),
 		"in a back-off after a 408":     fail(408, "timeout_error"),
+		// A stream broken off by an overload had begun: the model ran.
+		"in a back-off after an overload in the stream": func(*Request) (*Response, error) { return nil, StreamError("overloaded_error", "Overloaded") },
+		"in a back-off after a stream cut off":          func(*Request) (*Response, error) { return nil, ConnectionError(ErrStreamCut) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())

@@ -54,6 +54,11 @@ type Request struct {
 	// Container is the code-execution container id from an earlier
 	// response; sending it back keeps the sandbox's files between calls.
 	Container string `json:"container,omitempty"`
+
+	// OnDelta, when set, receives the answer's pieces as they arrive
+	// (text, thinking, tool input; see Delta), in order, on the goroutine
+	// that sends the request: it should return quickly. It is not sent.
+	OnDelta func(Delta) `json:"-"`
 }
 
 // Clone returns a copy of r whose top-level slices (system, messages, tools,
@@ -672,6 +677,10 @@ type Response struct {
 	StopSequence *string        `json:"stop_sequence"`
 	Usage        Usage          `json:"usage"`
 	Container    *Container     `json:"container,omitempty"`
+
+	// Notes are what the provider says about how it answered (once: a
+	// server that does not stream, say). Not part of the API's JSON.
+	Notes []string `json:"-"`
 }
 
 // Text joins the response's text blocks.
