@@ -476,3 +476,154 @@ func StreamError(errType, message string) *APIError {
 	}
 	return &APIError{Status: status, Type: errType, Message: message, InStream: true}
 }
+
+// streamPiece is the most characters one delta of a generated stream
+// carries: a few tokens, as the API sends them.
+const streamPiece = 16
+
+// StreamEvents is the stream the Messages API would send for resp, the
+// inverse of StreamAssembler: message_start with the usage known before
+// the answer (output_tokens at most 1), each block started with the
+// members its deltas build emptied (text, thinking and signature "",
+// citations [], a tool call's input {}), then text and thinking in pieces
+// of a few characters, the signature whole, a tool call's input JSON in
+// pieces; a ping after the first block starts; message_delta with the
+// stop reason, the container and the usage; message_stop. Blocks of other
+// types (redacted_thinking, a server tool's result) come whole in their
+// start. The fakes (llm/script, llm/llmtest) serve it.
+func StreamEvents(resp *Response) ([]StreamEvent, error) {
+	var evs []StreamEvent
+	add := func(typ string, v any) error {
+		data, err := MarshalWire(v)
+		evs = append(evs, StreamEvent{Type: typ, Data: data})
+		return err
+	}
+	startUsage := resp.Usage
+	startUsage.OutputTokens = min(resp.Usage.OutputTokens, 1)
+	head := struct {
+		ID           string         `json:"id"`
+		Type         string         `json:"type"`
+		Role         string         `json:"role"`
+		Model        string         `json:"model"`
+		Content      []ContentBlock `json:"content"`
+		StopReason   *string        `json:"stop_reason"`
+		StopSequence *string        `json:"stop_sequence"`
+		Usage        Usage          `json:"usage"`
+	}{resp.ID, resp.Type, resp.Role, resp.Model, []ContentBlock{}, nil, nil, startUsage}
+	if err := add("message_start", map[string]any{"type": "message_start", "message": head}); err != nil {
+		return nil, err
+	}
+	for i, b := range resp.Content {
+		block, err := json.Marshal(b)
+		if err != nil {
+			return nil, fmt.Errorf("llm: content %d: %w", i, err)
+		}
+		start, deltas, err := blockEvents(block)
+		if err != nil {
+			return nil, fmt.Errorf("llm: content %d (%s): %w", i, b.Type, err)
+		}
+		if err := add("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": start}); err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			if err := add("ping", map[string]string{"type": "ping"}); err != nil {
+				return nil, err
+			}
+		}
+		for _, d := range deltas {
+			if err := add("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": d}); err != nil {
+				return nil, err
+			}
+		}
+		if err := add("content_block_stop", map[string]any{"type": "content_block_stop", "index": i}); err != nil {
+			return nil, err
+		}
+	}
+	delta := map[string]any{"stop_reason": resp.StopReason, "stop_sequence": resp.StopSequence}
+	if resp.Container != nil {
+		delta["container"] = resp.Container
+	}
+	u := resp.Usage
+	usage := map[string]int{"input_tokens": u.InputTokens, "cache_creation_input_tokens": u.CacheCreationInputTokens,
+		"cache_read_input_tokens": u.CacheReadInputTokens, "output_tokens": u.OutputTokens}
+	if err := add("message_delta", map[string]any{"type": "message_delta", "delta": delta, "usage": usage}); err != nil {
+		return nil, err
+	}
+	if err := add("message_stop", map[string]string{"type": "message_stop"}); err != nil {
+		return nil, err
+	}
+	return evs, nil
+}
+
+// blockEvents splits a block's JSON into its content_block_start block and
+// its deltas.
+func blockEvents(block json.RawMessage) (json.RawMessage, []map[string]any, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(block, &m); err != nil {
+		return nil, nil, err
+	}
+	var typ string
+	_ = json.Unmarshal(m["type"], &typ) // the block marshalled from a ContentBlock has one
+	var deltas []map[string]any
+	var set []member
+	text := func(member, deltaType string) {
+		var s string
+		if json.Unmarshal(m[member], &s) != nil {
+			return
+		}
+		for _, p := range pieces(s) {
+			deltas = append(deltas, map[string]any{"type": deltaType, member: p})
+		}
+		set = append(set, rawMember(member, `""`))
+	}
+	switch typ {
+	case BlockText:
+		var citations []json.RawMessage
+		if json.Unmarshal(m["citations"], &citations) == nil && len(citations) > 0 {
+			for _, c := range citations {
+				deltas = append(deltas, map[string]any{"type": "citations_delta", "citation": c})
+			}
+			set = append(set, rawMember("citations", `[]`))
+		}
+		text("text", "text_delta")
+	case BlockThinking:
+		text("thinking", "thinking_delta")
+		var sig string
+		if json.Unmarshal(m["signature"], &sig) == nil {
+			deltas = append(deltas, map[string]any{"type": "signature_delta", "signature": sig})
+			set = append(set, rawMember("signature", `""`))
+		}
+	case BlockToolUse, "server_tool_use", "mcp_tool_use":
+		if in, ok := m["input"]; ok {
+			deltas = append(deltas, map[string]any{"type": "input_json_delta", "partial_json": ""})
+			for _, p := range pieces(string(in)) {
+				deltas = append(deltas, map[string]any{"type": "input_json_delta", "partial_json": p})
+			}
+			set = append(set, rawMember("input", `{}`))
+		}
+	}
+	if len(set) == 0 {
+		return block, nil, nil
+	}
+	start, err := setMembers(block, set)
+	return start, deltas, err
+}
+
+func rawMember(name, value string) member { return member{name, json.RawMessage(value)} }
+
+// pieces cuts s into pieces of at most streamPiece characters.
+func pieces(s string) []string {
+	var out []string
+	n, from := 0, 0
+	for i := range s {
+		if n == streamPiece {
+			out = append(out, s[from:i])
+			n, from = 0, i
+		}
+		n++
+	}
+	if from < len(s) {
+		out = append(out, s[from:])
+	}
+	return out
+}

@@ -216,3 +216,45 @@ func TestClientRestartsABrokenStream(t *testing.T) {
 		t.Errorf("the second answer's deltas: %v", got)
 	}
 }
+
+// The stream StreamEvents writes for an answer assembles back into the
+// same answer, byte for byte, whatever its blocks.
+func TestStreamEventsAssembleBackIntoTheAnswer(t *testing.T) {
+	var resp Response
+	if err := json.Unmarshal([]byte(`{"id":"msg_9","type":"message","role":"assistant","model":"claude-opus-4-6",
+		"content":[
+		{"type":"thinking","thinking":"Säure & <base>: a long thought that spans pieces, with ünïcödé throughout","signature":"c2lnbmF0dXJl"},
+		{"type":"redacted_thinking","data":"cmVkYWN0ZWQ="},
+		{"type":"text","text":"Look:","citations":[{"type":"char_location","cited_text":"x","document_index":0}]},
+		{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{"query":"tallest building in Oslo"}},
+		{"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[{"type":"web_search_result","url":"https://x","encrypted_content":"zz"}]},
+		{"type":"tool_use","id":"toolu_1","name":"run","input":{"cmd":"ls — ünïcödé","n":[1,2,3]},"caller":{"type":"code_execution_20250825","tool_id":"srvtoolu_2"}},
+		{"type":"tool_use","id":"toolu_2","name":"now","input":{}}],
+		"stop_reason":"stop_sequence","stop_sequence":"END",
+		"usage":{"input_tokens":10,"output_tokens":300,"cache_creation_input_tokens":4000,"cache_read_input_tokens":8000,"cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":4000}},
+		"container":{"id":"cntr_1","expires_at":"2026-11-04T10:00:00Z"}}`), &resp); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := StreamEvents(&resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) < 30 || evs[0].Type != "message_start" || evs[2].Type != "ping" || evs[len(evs)-1].Type != "message_stop" {
+		t.Fatalf("%d events: %v", len(evs), evs)
+	}
+	a := NewStreamAssembler(nil)
+	for _, e := range evs {
+		if err := a.Add(e); err != nil {
+			t.Fatalf("%s %s: %v", e.Type, e.Data, err)
+		}
+	}
+	got, err := a.Response()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := MarshalWire(&resp)
+	back, _ := MarshalWire(got)
+	if string(back) != string(want) {
+		t.Fatalf("assembled\n%s\nwant\n%s", back, want)
+	}
+}

@@ -29,8 +29,9 @@ func New(s *Script) *Provider {
 }
 
 // Messages records req, checks it, and answers it with the first unused
-// entry of the script whose match holds: a response, or an error entry as
-// an *llm.APIError. When no entry answers, the error wraps
+// entry of the script whose match holds: a response, streamed as the API
+// streams it (its pieces go to req.OnDelta), or an error entry as an
+// *llm.APIError. When no entry answers, the error wraps
 // ErrExhausted and is not an *llm.APIError.
 func (p *Provider) Messages(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	if req == nil {
@@ -58,7 +59,27 @@ func (p *Provider) Messages(ctx context.Context, req *llm.Request) (*llm.Respons
 	if se != nil {
 		return nil, &llm.APIError{Status: se.Status, Type: se.Type, Message: se.Message, RetryAfter: se.RetryAfterDuration()}
 	}
-	return resp, nil
+	return stream(ctx, resp, req.OnDelta)
+}
+
+// stream delivers resp as the API streams it: through the events it would
+// send (llm.StreamEvents), assembled again, with each piece handed to
+// onDelta. What it returns is the assembled answer.
+func stream(ctx context.Context, resp *llm.Response, onDelta func(llm.Delta)) (*llm.Response, error) {
+	evs, err := llm.StreamEvents(resp)
+	if err != nil {
+		return nil, fmt.Errorf("script: streaming the answer: %w", err)
+	}
+	a := llm.NewStreamAssembler(onDelta)
+	for _, e := range evs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := a.Add(e); err != nil {
+			return nil, fmt.Errorf("script: streaming the answer: %w", err)
+		}
+	}
+	return a.Response()
 }
 
 // Requests returns a deep copy of every request received, in order,
