@@ -500,7 +500,7 @@ func StreamEvents(resp *Response) ([]StreamEvent, error) {
 	}
 	startUsage := resp.Usage
 	startUsage.OutputTokens = min(resp.Usage.OutputTokens, 1)
-	head := struct {
+	type head struct {
 		ID           string         `json:"id"`
 		Type         string         `json:"type"`
 		Role         string         `json:"role"`
@@ -509,8 +509,11 @@ func StreamEvents(resp *Response) ([]StreamEvent, error) {
 		StopReason   *string        `json:"stop_reason"`
 		StopSequence *string        `json:"stop_sequence"`
 		Usage        Usage          `json:"usage"`
-	}{resp.ID, resp.Type, resp.Role, resp.Model, []ContentBlock{}, nil, nil, startUsage}
-	if err := add("message_start", map[string]any{"type": "message_start", "message": head}); err != nil {
+	}
+	if err := add("message_start", struct {
+		Type    string `json:"type"`
+		Message head   `json:"message"`
+	}{"message_start", head{resp.ID, resp.Type, resp.Role, resp.Model, []ContentBlock{}, nil, nil, startUsage}}); err != nil {
 		return nil, err
 	}
 	for i, b := range resp.Content {
@@ -522,66 +525,97 @@ func StreamEvents(resp *Response) ([]StreamEvent, error) {
 		if err != nil {
 			return nil, fmt.Errorf("llm: content %d (%s): %w", i, b.Type, err)
 		}
-		if err := add("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": start}); err != nil {
+		if err := add("content_block_start", struct {
+			indexed
+			ContentBlock json.RawMessage `json:"content_block"`
+		}{indexed{"content_block_start", i}, start}); err != nil {
 			return nil, err
 		}
 		if i == 0 {
-			if err := add("ping", map[string]string{"type": "ping"}); err != nil {
+			if err := add("ping", typed{"ping"}); err != nil {
 				return nil, err
 			}
 		}
 		for _, d := range deltas {
-			if err := add("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": d}); err != nil {
+			if err := add("content_block_delta", struct {
+				indexed
+				Delta json.RawMessage `json:"delta"`
+			}{indexed{"content_block_delta", i}, d}); err != nil {
 				return nil, err
 			}
 		}
-		if err := add("content_block_stop", map[string]any{"type": "content_block_stop", "index": i}); err != nil {
+		if err := add("content_block_stop", indexed{"content_block_stop", i}); err != nil {
 			return nil, err
 		}
 	}
-	delta := map[string]any{"stop_reason": resp.StopReason, "stop_sequence": resp.StopSequence}
-	if resp.Container != nil {
-		delta["container"] = resp.Container
-	}
 	u := resp.Usage
-	usage := map[string]int{"input_tokens": u.InputTokens, "cache_creation_input_tokens": u.CacheCreationInputTokens,
-		"cache_read_input_tokens": u.CacheReadInputTokens, "output_tokens": u.OutputTokens}
-	if err := add("message_delta", map[string]any{"type": "message_delta", "delta": delta, "usage": usage}); err != nil {
+	type deltaUsage struct {
+		InputTokens              int `json:"input_tokens"`
+		CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+		CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+		OutputTokens             int `json:"output_tokens"`
+	}
+	type messageDelta struct {
+		StopReason   string     `json:"stop_reason"`
+		StopSequence *string    `json:"stop_sequence"`
+		Container    *Container `json:"container,omitempty"`
+	}
+	if err := add("message_delta", struct {
+		Type  string       `json:"type"`
+		Delta messageDelta `json:"delta"`
+		Usage deltaUsage   `json:"usage"`
+	}{"message_delta", messageDelta{resp.StopReason, resp.StopSequence, resp.Container},
+		deltaUsage{u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens, u.OutputTokens}}); err != nil {
 		return nil, err
 	}
-	if err := add("message_stop", map[string]string{"type": "message_stop"}); err != nil {
+	if err := add("message_stop", typed{"message_stop"}); err != nil {
 		return nil, err
 	}
 	return evs, nil
 }
 
+type typed struct {
+	Type string `json:"type"`
+}
+
+type indexed struct {
+	Type  string `json:"type"`
+	Index int    `json:"index"`
+}
+
 // blockEvents splits a block's JSON into its content_block_start block and
 // its deltas.
-func blockEvents(block json.RawMessage) (json.RawMessage, []map[string]any, error) {
+func blockEvents(block json.RawMessage) (json.RawMessage, []json.RawMessage, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(block, &m); err != nil {
 		return nil, nil, err
 	}
-	var typ string
-	_ = json.Unmarshal(m["type"], &typ) // the block marshalled from a ContentBlock has one
-	var deltas []map[string]any
+	var head typed
+	_ = json.Unmarshal(block, &head) // it decoded as an object above
+	var deltas []json.RawMessage
 	var set []member
-	text := func(member, deltaType string) {
+	var err error
+	delta := func(typ, name string, value any) {
+		v, e := MarshalWire(value)
+		err = errors.Join(err, e)
+		deltas = append(deltas, fmt.Appendf(nil, `{"type":%q,%q:%s}`, typ, name, v))
+	}
+	text := func(name, deltaType string) {
 		var s string
-		if json.Unmarshal(m[member], &s) != nil {
+		if json.Unmarshal(m[name], &s) != nil {
 			return
 		}
 		for _, p := range pieces(s) {
-			deltas = append(deltas, map[string]any{"type": deltaType, member: p})
+			delta(deltaType, name, p)
 		}
-		set = append(set, rawMember(member, `""`))
+		set = append(set, rawMember(name, `""`))
 	}
-	switch typ {
+	switch head.Type {
 	case BlockText:
 		var citations []json.RawMessage
 		if json.Unmarshal(m["citations"], &citations) == nil && len(citations) > 0 {
 			for _, c := range citations {
-				deltas = append(deltas, map[string]any{"type": "citations_delta", "citation": c})
+				delta("citations_delta", "citation", c)
 			}
 			set = append(set, rawMember("citations", `[]`))
 		}
@@ -590,20 +624,20 @@ func blockEvents(block json.RawMessage) (json.RawMessage, []map[string]any, erro
 		text("thinking", "thinking_delta")
 		var sig string
 		if json.Unmarshal(m["signature"], &sig) == nil {
-			deltas = append(deltas, map[string]any{"type": "signature_delta", "signature": sig})
+			delta("signature_delta", "signature", sig)
 			set = append(set, rawMember("signature", `""`))
 		}
 	case BlockToolUse, "server_tool_use", "mcp_tool_use":
 		if in, ok := m["input"]; ok {
-			deltas = append(deltas, map[string]any{"type": "input_json_delta", "partial_json": ""})
+			delta("input_json_delta", "partial_json", "")
 			for _, p := range pieces(string(in)) {
-				deltas = append(deltas, map[string]any{"type": "input_json_delta", "partial_json": p})
+				delta("input_json_delta", "partial_json", p)
 			}
 			set = append(set, rawMember("input", `{}`))
 		}
 	}
-	if len(set) == 0 {
-		return block, nil, nil
+	if err != nil || len(set) == 0 {
+		return block, nil, err
 	}
 	start, err := setMembers(block, set)
 	return start, deltas, err

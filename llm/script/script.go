@@ -292,6 +292,8 @@ type Player struct {
 	used   []bool
 	nUsed  int
 	echoes echoes // the thinking served, to check it comes back unchanged
+	// answered maps a request's number to the entry that answered it.
+	answered map[int]int
 }
 
 // NewPlayer returns a player of s with no entry used yet.
@@ -299,7 +301,20 @@ func NewPlayer(s *Script) *Player {
 	if s == nil {
 		s = &Script{}
 	}
-	return &Player{script: s, used: make([]bool, len(s.entries))}
+	return &Player{script: s, used: make([]bool, len(s.entries)), answered: map[int]int{}}
+}
+
+// GiveBack marks the entry that answered the number-th request unused
+// again: its answer never arrived whole (a stream broken off), so the
+// request sent again gets it.
+func (p *Player) GiveBack(number int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if idx, ok := p.answered[number]; ok && p.used[idx] {
+		p.used[idx] = false
+		p.nUsed--
+		delete(p.answered, number)
+	}
 }
 
 // Remaining is the number of entries not used yet.
@@ -336,6 +351,7 @@ func (p *Player) Answer(req *llm.Request, number int, encoded []byte) (*llm.Resp
 	}
 	p.used[idx] = true
 	p.nUsed++
+	p.answered[number] = idx
 	p.mu.Unlock()
 
 	e := p.script.entries[idx]
