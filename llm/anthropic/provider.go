@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -31,22 +32,26 @@ type Config struct {
 	// Betas are sent in the anthropic-beta header of every request, with
 	// the values the request's tools need (see RequiredBeta), each once.
 	Betas []string
-	// Timeout caps one request; default 10 minutes. Setting it also lets
-	// the SDK send large max_tokens without streaming, which it otherwise
-	// refuses above about 21k tokens.
+	// Timeout is the longest a request waits with nothing arriving: for
+	// the answer to begin, or for the next piece of its stream (the API's
+	// pings count). A request that stalls longer is cancelled and fails
+	// as a connection error, which llm.Client retries; an answer that
+	// keeps arriving is never cut off. Default 10 minutes.
 	Timeout time.Duration
 	// HTTPClient sends the requests; default http.DefaultClient.
 	HTTPClient *http.Client
 }
 
-// defaultTimeout is the SDK's own limit for a non-streaming request.
+// defaultTimeout is the default stall limit: the SDK's own limit for a
+// whole request that does not stream.
 const defaultTimeout = 10 * time.Minute
 
 // Provider is an llm.Provider on the official Anthropic Go SDK. It makes
 // exactly one HTTP request per call: retries belong to llm.Client.
 type Provider struct {
-	client sdk.Client
-	betas  []string // Config.Betas
+	client  sdk.Client
+	betas   []string      // Config.Betas
+	timeout time.Duration // Config.Timeout: the stall limit
 }
 
 var _ llm.Provider = (*Provider)(nil)
@@ -84,42 +89,77 @@ func New(cfg Config) (*Provider, error) {
 	if timeout <= 0 {
 		timeout = defaultTimeout
 	}
-	opts = append(opts, option.WithRequestTimeout(timeout))
+	// No request timeout for the SDK: it would cut off a long answer that
+	// is still streaming. The stall limit watches the stream instead.
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	}
-	return &Provider{client: sdk.NewClient(opts...), betas: Betas(cfg.Betas, nil)}, nil
+	return &Provider{client: sdk.NewClient(opts...), betas: Betas(cfg.Betas, nil), timeout: timeout}, nil
 }
 
 // Betas are the configured anthropic-beta values, sent with every request
 // (llm.BetaProvider): the kernel's request check relaxes what they relax.
 func (p *Provider) Betas() []string { return p.betas }
 
-// Messages sends req with the SDK's Messages.New and returns the response
-// read from the response body's raw JSON.
+// Messages sends req with the SDK's streaming Messages.NewStreaming,
+// hands the answer's pieces to req.OnDelta as they arrive and returns the
+// answer the events assemble into (llm.StreamAssembler), built from their
+// raw JSON. A stream that breaks off, or stalls longer than the timeout,
+// is an error: a partial answer is never returned.
 func (p *Provider) Messages(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	params, err := buildParams(req)
 	if err != nil {
 		return nil, err
 	}
-	var opts []option.RequestOption
+	attempt, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stall := time.AfterFunc(p.timeout, func() { cancel(errStalled) })
+	defer stall.Stop()
+	alive := func() { stall.Reset(p.timeout) }
+	opts := []option.RequestOption{option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		res, err := next(r)
+		if res != nil && res.Body != nil {
+			alive()
+			res.Body = &activityBody{ReadCloser: res.Body, alive: alive}
+		}
+		return res, err
+	})}
 	if betas := Betas(p.betas, req.Tools); len(betas) > 0 {
 		opts = append(opts, option.WithHeader("anthropic-beta", strings.Join(betas, ",")))
 	}
 	sent := new(atomic.Bool)
-	msg, err := p.client.Messages.New(context.WithValue(ctx, sentKey{}, sent), params, opts...)
-	if err != nil {
-		return nil, mapError(ctx, err, sent.Load())
+	stream := p.client.Messages.NewStreaming(context.WithValue(attempt, sentKey{}, sent), params, opts...)
+	defer stream.Close()
+	asm := llm.NewStreamAssembler(req.OnDelta)
+	for stream.Next() {
+		ev := stream.Current()
+		if err := asm.Add(llm.StreamEvent{Type: ev.Type, Data: json.RawMessage(ev.RawJSON())}); err != nil {
+			return nil, err
+		}
 	}
-	raw := msg.RawJSON()
-	if raw == "" {
-		return nil, errors.New("llm/anthropic: the response has no JSON body")
+	if err := stream.Err(); err != nil {
+		return nil, p.mapError(ctx, attempt, err, sent.Load())
 	}
-	var resp llm.Response
-	if err := json.Unmarshal([]byte(raw), &resp); err != nil {
-		return nil, fmt.Errorf("llm/anthropic: reading the response: %w", err)
+	return asm.Response()
+}
+
+// errStalled is why a request's context is cancelled when nothing arrived
+// for the stall limit.
+var errStalled = errors.New("the answer stalled")
+
+// activityBody tells the stall watch each time a piece of the answer
+// arrives.
+type activityBody struct {
+	io.ReadCloser
+	alive func()
+}
+
+func (b *activityBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		b.alive()
 	}
-	return &resp, nil
+	return n, err
 }
 
 // sentKey marks, in a call's context, whether the SDK handed the request to

@@ -113,7 +113,7 @@ func TestPlainTextCallSendsKeyVersionBetaAndExactBody(t *testing.T) {
 			t.Errorf("header %s = %q, want [%q]", header, got, want)
 		}
 	}
-	sameJSON(t, "body", r.Body, []byte(`{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[{"role":"user","content":[{"type":"text","text":"Hi"}]}]}`))
+	sameJSON(t, "body", r.Body, []byte(`{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[{"role":"user","content":[{"type":"text","text":"Hi"}]}],"stream":true}`))
 }
 
 func TestNoBetaHeaderWithoutBetas(t *testing.T) {
@@ -202,7 +202,9 @@ func TestEveryBlockTypeReachesTheWireAsLLMWouldWriteIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameJSON(t, "body the server received vs json.Marshal(request)", r.Body, want)
+	// Every request streams: the body is the request's JSON with "stream".
+	want = append(bytes.TrimSuffix(want, []byte("}")), `,"stream":true}`...)
+	sameJSON(t, "body the server received vs json.Marshal(request) streaming", r.Body, want)
 	if r.Request == nil {
 		t.Fatal("the server could not decode the body as a request")
 	}
@@ -573,8 +575,8 @@ func TestCancelledContextIsReturnedAsIs(t *testing.T) {
 }
 
 func TestLargeMaxTokensIsSentWithTheDefaultTimeout(t *testing.T) {
-	// Without a request timeout the SDK refuses non-streaming calls above
-	// about 21k max_tokens; the adapter's default timeout lets them through.
+	// The SDK refuses a request it expects to take over ten minutes unless
+	// it streams; every request streams.
 	srv, p := serve(t, `{"responses":[{"content":[{"type":"text","text":"ok"}]}]}`, anthropic.Config{})
 	req := &llm.Request{Model: model, MaxTokens: 64000, Messages: []llm.Message{llm.UserText("Write a book.")}}
 	if _, err := p.Messages(context.Background(), req); err != nil {

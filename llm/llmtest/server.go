@@ -93,7 +93,9 @@ func (s *Server) SetEventDelay(d time.Duration) {
 
 // BreakStream breaks the next streamed answer with f (each call adds one
 // fault, used in order). The script entry of an answer that did not reach
-// its end is given back, so that the request sent again gets it.
+// its end is given back, so that the request sent again gets it; a stall
+// gives it back as it begins (a client that waits it out still gets the
+// answer, and the entry stays unused).
 func (s *Server) BreakStream(f StreamFault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -178,9 +180,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case se != nil:
 		reply.error(se.Status, se.Type, se.Message, se.RetryAfter)
 	case wantsStream(body):
-		if !s.stream(r, reply, resp, number) {
-			s.player.GiveBack(number)
-		}
+		s.stream(r, reply, resp, func() { s.player.GiveBack(number) })
 	default:
 		reply.json(http.StatusOK, resp)
 	}
@@ -195,18 +195,21 @@ func wantsStream(body []byte) bool {
 }
 
 // stream writes resp as the API streams it (llm.StreamEvents), breaking it
-// with the next fault if one was set, and reports whether the whole stream
-// was written. The answer is kept as the message its events assemble into,
-// before the first event is written.
-func (s *Server) stream(r *http.Request, reply responder, resp *llm.Response, number int) bool {
+// with the next fault if one was set. The answer is kept as the message
+// its events assemble into, before its last event is written. An answer
+// that does not reach its end gives its entry back (giveBack) before the
+// client can see it break, so that the request sent again gets it; a
+// stall gives it back as it begins.
+func (s *Server) stream(r *http.Request, reply responder, resp *llm.Response, giveBack func()) {
 	evs, err := llm.StreamEvents(resp)
 	var assembled []byte
 	if err == nil {
 		assembled, err = assemble(evs)
 	}
 	if err != nil {
+		giveBack()
 		reply.error(http.StatusInternalServerError, "api_error", "llmtest: streaming the answer: "+err.Error(), 0)
-		return false
+		return
 	}
 	s.mu.Lock()
 	delay := s.eventDelay
@@ -230,6 +233,8 @@ func (s *Server) stream(r *http.Request, reply responder, resp *llm.Response, nu
 		var answer []byte
 		if whole {
 			answer = assembled
+		} else {
+			giveBack()
 		}
 		reply.keep(http.StatusOK, answer, slices.Clone(written))
 	}
@@ -249,30 +254,27 @@ func (s *Server) stream(r *http.Request, reply responder, resp *llm.Response, nu
 			switch {
 			case fault.Error != "":
 				data, _ := json.Marshal(errorBody(reply.requestID, fault.Error, "llmtest: a scripted "+fault.Error+" in the stream"))
-				send("error", data, false)
 				keep(false)
-				return false
+				send("error", data, false)
+				return
 			case fault.Drop:
 				keep(false)
 				// The connection closes without the body's end: the
 				// client reads a body cut short.
 				panic(http.ErrAbortHandler)
-			case fault.Stall > 0 && !wait(r, fault.Stall):
+			case fault.Stall > 0:
 				keep(false)
-				return false
+				if !wait(r, fault.Stall) {
+					return
+				}
 			}
 		}
 		last := i == len(evs)-1
-		if !send(e.Type, e.Data, last) {
+		if !send(e.Type, e.Data, last) || (!last && delay > 0 && !wait(r, delay)) {
 			keep(false)
-			return false
-		}
-		if !last && delay > 0 && !wait(r, delay) {
-			keep(false)
-			return false
+			return
 		}
 	}
-	return true
 }
 
 // wait waits d, or until the client hangs up (false).
