@@ -21,6 +21,9 @@ type Client struct {
 	Fallback []string
 	Prices   PriceTable // nil means DefaultPriceTable()
 	Observe  func(Event)
+	// NoCache sends every request without cache breakpoints
+	// (Request.WithoutCache): the commands' --no-cache.
+	NoCache bool
 }
 
 // BetaProvider is a Provider that sends anthropic-beta values with every
@@ -209,9 +212,12 @@ func (c *Client) Send(ctx context.Context, req *Request) (*Call, error) {
 	maybeBilled := false // an attempt so far may have been billed (refused)
 	unavailable := &UnavailableError{}
 	base, deltas := req, (*restarter)(nil)
+	if c.NoCache {
+		base = req.WithoutCache()
+	}
 	if req.OnDelta != nil {
 		deltas = &restarter{onDelta: req.OnDelta}
-		withDeltas := *req
+		withDeltas := *base
 		withDeltas.OnDelta = deltas.deliver
 		base = &withDeltas
 	}

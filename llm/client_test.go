@@ -2,6 +2,7 @@ package llm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -494,5 +495,21 @@ func TestSendErrorsAreTypedAndFlagFree(t *testing.T) {
 	}
 	if apiErr, ok := AsAPIError(err); !ok || apiErr.Status != 529 {
 		t.Errorf("the error unwraps to the last model's: got %v", apiErr)
+	}
+}
+
+// NoCache sends every request without a breakpoint; the caller's request
+// keeps its own.
+func TestNoCacheSendsNoBreakpoint(t *testing.T) {
+	p := &fakeProvider{steps: []func(*Request) (*Response, error){answer("ok")}}
+	req := simpleRequest("claude-sonnet-4-5")
+	req.CacheControl = Ephemeral()
+	req.System = []SystemBlock{{Type: BlockText, Text: "s", CacheControl: Ephemeral()}}
+	if _, err := (&Client{Provider: p, NoCache: true}).Send(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	sent, _ := json.Marshal(p.reqs[0])
+	if strings.Contains(string(sent), "cache_control") || req.CacheControl == nil || req.System[0].CacheControl == nil {
+		t.Fatalf("sent %s; the caller's request lost its breakpoints: %v", sent, req.CacheControl == nil)
 	}
 }

@@ -55,6 +55,12 @@ type Request struct {
 	// response; sending it back keeps the sandbox's files between calls.
 	Container string `json:"container,omitempty"`
 
+	// CacheControl asks for automatic prompt caching: the API puts a
+	// breakpoint on the last cacheable block and moves it forward as the
+	// conversation grows. It counts as one of the four breakpoints a
+	// request may have.
+	CacheControl *CacheControl `json:"cache_control,omitempty"`
+
 	// OnDelta, when set, receives the answer's pieces as they arrive
 	// (text, thinking, tool input; see Delta), in order, on the goroutine
 	// that sends the request: it should return quickly. It is not sent.
@@ -87,7 +93,62 @@ func (r *Request) Clone() *Request {
 		m := *r.Metadata
 		c.Metadata = &m
 	}
+	if r.CacheControl != nil {
+		cc := *r.CacheControl
+		c.CacheControl = &cc
+	}
 	return &c
+}
+
+// WithoutCache returns a copy of r with no cache breakpoint: no top-level
+// cache_control, none on a tool, a system block or a content block (nor
+// inside a tool result). r is not changed. Client.NoCache sends every
+// request so.
+func (r *Request) WithoutCache() *Request {
+	c := r.Clone()
+	c.CacheControl = nil
+	for i := range c.Tools {
+		c.Tools[i].CacheControl = nil
+	}
+	for i := range c.System {
+		c.System[i].CacheControl = nil
+	}
+	for i, m := range c.Messages {
+		if blocks, changed := uncached(m.Content); changed {
+			c.Messages[i] = Message{Role: m.Role, Content: blocks}
+		}
+	}
+	return c
+}
+
+// uncached is blocks without cache_control, copied when one had it.
+func uncached(blocks []ContentBlock) ([]ContentBlock, bool) {
+	var out []ContentBlock
+	for i, b := range blocks {
+		inner, innerChanged := uncached(b.Content.Blocks)
+		if b.CacheControl == nil && !innerChanged {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(blocks)
+		}
+		out[i].CacheControl = nil
+		if innerChanged {
+			out[i].Content.Blocks = inner
+		}
+	}
+	return out, out != nil
+}
+
+// WithCacheControl returns m with cc on its last block (a copy; m is not
+// changed): a breakpoint at the end of the message.
+func (m Message) WithCacheControl(cc *CacheControl) Message {
+	if len(m.Content) == 0 {
+		return m
+	}
+	blocks := slices.Clone(m.Content)
+	blocks[len(blocks)-1].CacheControl = cc
+	return Message{Role: m.Role, Content: blocks}
 }
 
 // CacheControl marks a prompt-caching breakpoint.
@@ -96,8 +157,13 @@ type CacheControl struct {
 	TTL  string `json:"ttl,omitempty"` // "5m" or "1h"
 }
 
-// Ephemeral is the cache_control value that marks a cache breakpoint.
+// Ephemeral is the cache_control value that marks a cache breakpoint
+// (the 5-minute cache).
 func Ephemeral() *CacheControl { return &CacheControl{Type: "ephemeral"} }
+
+// EphemeralTTL marks a breakpoint with a lifetime: "5m" or "1h" (a 1-hour
+// write costs 2× an input token instead of 1.25×).
+func EphemeralTTL(ttl string) *CacheControl { return &CacheControl{Type: "ephemeral", TTL: ttl} }
 
 // SystemBlock is one text block of the system prompt.
 type SystemBlock struct {

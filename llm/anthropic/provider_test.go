@@ -138,13 +138,14 @@ const (
 )
 
 // fullRequest has every block type, server tools, allowed_callers,
-// cache_control everywhere it may go, thinking, and every top-level field.
+// cache_control on each kind of thing that takes it (four breakpoints, the
+// most the API takes), thinking, and every top-level field.
 const fullRequest = `{
  "model":"claude-sonnet-4-5","max_tokens":4096,
  "system":[{"type":"text","text":"You are terse."},{"type":"text","text":"Cite sources.","cache_control":{"type":"ephemeral","ttl":"1h"}}],
  "messages":[
   {"role":"user","content":[
-   {"type":"text","text":"Look at these.","cache_control":{"type":"ephemeral"}},
+   {"type":"text","text":"Look at these."},
    {"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}},
    {"type":"image","source":{"type":"url","url":"https://example.com/cat.png"},"cache_control":{"type":"ephemeral","ttl":"5m"}},
    ` + rawContainerUpload + `]},
@@ -385,7 +386,7 @@ func TestCacheControlOnSystemToolsAndMessages(t *testing.T) {
 		{"system.1", body.System[1].CacheControl, json.RawMessage(`{"type":"ephemeral","ttl":"1h"}`)},
 		{"tools.0", body.Tools[0].CacheControl, json.RawMessage(`{"type":"ephemeral"}`)},
 		{"tools.1", body.Tools[1].CacheControl, nil},
-		{"messages.0.content.0 (text)", body.Messages[0].Content[0].CacheControl, json.RawMessage(`{"type":"ephemeral"}`)},
+		{"messages.0.content.0 (text)", body.Messages[0].Content[0].CacheControl, nil},
 		{"messages.0.content.1 (image)", body.Messages[0].Content[1].CacheControl, nil},
 		{"messages.0.content.2 (image)", body.Messages[0].Content[2].CacheControl, json.RawMessage(`{"type":"ephemeral","ttl":"5m"}`)},
 		{"messages.1.content.8 (tool_use)", body.Messages[1].Content[8].CacheControl, json.RawMessage(`{"type":"ephemeral"}`)},
@@ -664,4 +665,15 @@ func TestRequestTheSDKCannotEncodeIsNotAConnectionError(t *testing.T) {
 	if n := len(srv.Received()); n != 0 {
 		t.Errorf("server received %d requests, want 0", n)
 	}
+}
+
+// The top-level cache_control (automatic caching) goes out as given.
+func TestAutomaticCacheControlOnTheWire(t *testing.T) {
+	srv, p := serve(t, `{"responses":[{"content":[{"type":"text","text":"ok"}]}]}`, anthropic.Config{})
+	req := hi()
+	req.CacheControl = llm.EphemeralTTL("1h")
+	if _, err := p.Messages(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	sameJSON(t, "cache_control", bodyField(t, onlyRequest(t, srv).Body, "cache_control"), []byte(`{"type":"ephemeral","ttl":"1h"}`))
 }

@@ -82,6 +82,10 @@ func NewServer(s *script.Script) *Server {
 // Close shuts the server down, waiting for requests in flight.
 func (s *Server) Close() { s.ts.Close() }
 
+// SetClock sets the clock of the simulated prompt cache (time.Now by
+// default), so that a test can let a cached prefix expire.
+func (s *Server) SetClock(now func() time.Time) { s.player.SetClock(now) }
+
 // SetEventDelay makes the server wait d after each event of a stream it
 // writes, as a model generating tokens does: for measuring how soon the
 // first words arrive.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/llm/script"
@@ -154,6 +155,7 @@ func TestServerAcceptsEveryFieldOfLLMRequest(t *testing.T) {
 		StopSequences: []string{"STOP"},
 		Metadata:      &llm.Metadata{UserID: "u1"},
 		Container:     "container_1",
+		CacheControl:  llm.Ephemeral(),
 	}
 	body, _ := json.Marshal(req)
 	var fields map[string]json.RawMessage
@@ -309,5 +311,33 @@ func TestServerBreaksAStreamWithAnErrorEvent(t *testing.T) {
 	}
 	if res := post(t, srv, validHeaders(), body); !strings.Contains(string(res.body), "event: message_stop") || srv.Remaining() != 0 {
 		t.Errorf("the request sent again did not get the entry whole: %s", res.body)
+	}
+}
+
+// The server reports what its simulated prompt cache read and wrote, and
+// its clock can be moved.
+func TestServerSimulatesThePromptCache(t *testing.T) {
+	srv := NewServer(mustParse(t, `{"responses":[{"content":[{"type":"text","text":"a"}]},{"content":[{"type":"text","text":"b"}]},{"content":[{"type":"text","text":"c"}]}]}`))
+	defer srv.Close()
+	now := time.Date(2026, 11, 4, 10, 0, 0, 0, time.UTC)
+	srv.SetClock(func() time.Time { return now })
+	system := strings.Repeat("Stable instructions. ", 300)
+	body := `{"model":"` + testModel + `","max_tokens":64,"stream":true,"system":[{"type":"text","text":"` + system + `","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":"hi"}]}`
+	usage := func() llm.Usage {
+		post(t, srv, validHeaders(), body)
+		got := srv.Received()
+		var resp llm.Response
+		if err := json.Unmarshal(got[len(got)-1].Response, &resp); err != nil {
+			t.Fatal(err)
+		}
+		return resp.Usage
+	}
+	first, second := usage(), usage()
+	if first.CacheCreationInputTokens == 0 || second.CacheReadInputTokens != first.CacheCreationInputTokens {
+		t.Fatalf("first %+v, second %+v", first, second)
+	}
+	now = now.Add(6 * time.Minute)
+	if third := usage(); third.CacheReadInputTokens != 0 || third.CacheCreationInputTokens == 0 {
+		t.Fatalf("after 6 minutes: %+v", third)
 	}
 }

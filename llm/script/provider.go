@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/llmkernels/kernels/llm"
 )
@@ -81,6 +82,10 @@ func stream(ctx context.Context, resp *llm.Response, onDelta func(llm.Delta)) (*
 	}
 	return a.Response()
 }
+
+// SetClock sets the clock of the simulated prompt cache (see
+// Player.SetClock).
+func (p *Provider) SetClock(now func() time.Time) { p.player.SetClock(now) }
 
 // Requests returns a deep copy of every request received, in order,
 // including those rejected as invalid.
