@@ -49,9 +49,10 @@ const defaultTimeout = 10 * time.Minute
 // Provider is an llm.Provider on the official Anthropic Go SDK. It makes
 // exactly one HTTP request per call: retries belong to llm.Client.
 type Provider struct {
-	client  sdk.Client
-	betas   []string      // Config.Betas
-	timeout time.Duration // Config.Timeout: the stall limit
+	client    sdk.Client
+	betas     []string      // Config.Betas
+	timeout   time.Duration // Config.Timeout: the stall limit
+	saidWhole atomic.Bool   // the note that the server does not stream was given
 }
 
 var _ llm.Provider = (*Provider)(nil)
@@ -116,11 +117,20 @@ func (p *Provider) Messages(ctx context.Context, req *llm.Request) (*llm.Respons
 	stall := time.AfterFunc(p.timeout, func() { cancel(errStalled) })
 	defer stall.Stop()
 	alive := func() { stall.Reset(p.timeout) }
+	var whole []byte // the answer of a server that did not stream
 	opts := []option.RequestOption{option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 		res, err := next(r)
-		if res != nil && res.Body != nil {
-			alive()
-			res.Body = &activityBody{ReadCloser: res.Body, alive: alive}
+		if res == nil || res.Body == nil {
+			return res, err
+		}
+		alive()
+		res.Body = &activityBody{ReadCloser: res.Body, alive: alive}
+		if res.StatusCode/100 == 2 && !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+			// A gateway that ignores "stream" answers whole: keep the
+			// answer, and give the SDK's stream nothing to read.
+			whole, err = io.ReadAll(res.Body)
+			res.Body.Close()
+			res.Body = http.NoBody
 		}
 		return res, err
 	})}
@@ -140,7 +150,23 @@ func (p *Provider) Messages(ctx context.Context, req *llm.Request) (*llm.Respons
 	if err := stream.Err(); err != nil {
 		return nil, p.mapError(ctx, attempt, err, sent.Load())
 	}
+	if whole != nil {
+		return p.wholeAnswer(whole)
+	}
 	return asm.Response()
+}
+
+// wholeAnswer reads the answer of a server that does not stream, and says
+// so once.
+func (p *Provider) wholeAnswer(body []byte) (*llm.Response, error) {
+	var resp llm.Response
+	if err := json.Unmarshal(body, &resp); err != nil || resp.Type != "message" {
+		return nil, &llm.APIError{Status: 200, Type: "invalid_response", Message: "the answer is neither a stream nor a message: " + llm.Excerpt(string(body), 300)}
+	}
+	if !p.saidWhole.Swap(true) {
+		resp.Notes = append(resp.Notes, "the Anthropic API server answers without streaming: answers arrive whole")
+	}
+	return &resp, nil
 }
 
 // errStalled is why a request's context is cancelled when nothing arrived

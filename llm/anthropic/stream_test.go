@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -194,5 +197,35 @@ func TestACancelStopsAStreamAtOnce(t *testing.T) {
 	}
 	if _, ok := llm.AsAPIError(err); ok {
 		t.Error("a cancelled stream must not be retried")
+	}
+}
+
+// A gateway that ignores "stream" and answers whole is read as a whole
+// answer, and the Client says so once.
+func TestAGatewayThatDoesNotStreamIsReadWhole(t *testing.T) {
+	whole := `{"id":"msg_w","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"whole"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":3,"output_tokens":1}}`
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, whole)
+	}))
+	defer gw.Close()
+	p, err := anthropic.New(anthropic.Config{APIKey: "k", BaseURL: gw.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var notes []string
+	c := &llm.Client{Provider: p, Observe: func(e llm.Event) {
+		if e.Kind == llm.EventNote {
+			notes = append(notes, e.Note)
+		}
+	}}
+	for range 2 {
+		call, err := c.Send(context.Background(), hi())
+		if err != nil || call.Response.Text() != "whole" || string(call.Response.Content[0].Raw) != `{"type":"text","text":"whole"}` {
+			t.Fatalf("%v %+v", err, call)
+		}
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0], "without streaming") {
+		t.Errorf("notes %q, want one", notes)
 	}
 }
