@@ -583,6 +583,27 @@ type indexed struct {
 	Index int    `json:"index"`
 }
 
+// EmitDeltas hands onDelta (when not nil) the pieces a stream of resp
+// would carry (StreamEvents): for an answer that arrived whole (a server
+// that does not stream, a scripted answer), so that a caller showing
+// pieces as they arrive shows it too.
+func EmitDeltas(resp *Response, onDelta func(Delta)) error {
+	if onDelta == nil {
+		return nil
+	}
+	evs, err := StreamEvents(resp)
+	if err != nil {
+		return err
+	}
+	a := NewStreamAssembler(onDelta)
+	for _, e := range evs {
+		if err := a.Add(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // blockEvents splits a block's JSON into its content_block_start block and
 // its deltas.
 func blockEvents(block json.RawMessage) (json.RawMessage, []json.RawMessage, error) {

@@ -60,27 +60,12 @@ func (p *Provider) Messages(ctx context.Context, req *llm.Request) (*llm.Respons
 	if se != nil {
 		return nil, &llm.APIError{Status: se.Status, Type: se.Type, Message: se.Message, RetryAfter: se.RetryAfterDuration()}
 	}
-	return stream(ctx, resp, req.OnDelta)
-}
-
-// stream delivers resp as the API streams it: through the events it would
-// send (llm.StreamEvents), assembled again, with each piece handed to
-// onDelta. What it returns is the assembled answer.
-func stream(ctx context.Context, resp *llm.Response, onDelta func(llm.Delta)) (*llm.Response, error) {
-	evs, err := llm.StreamEvents(resp)
-	if err != nil {
+	// Delivered as the API streams it: the pieces a stream of it carries
+	// go to OnDelta.
+	if err := llm.EmitDeltas(resp, req.OnDelta); err != nil {
 		return nil, fmt.Errorf("script: streaming the answer: %w", err)
 	}
-	a := llm.NewStreamAssembler(onDelta)
-	for _, e := range evs {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if err := a.Add(e); err != nil {
-			return nil, fmt.Errorf("script: streaming the answer: %w", err)
-		}
-	}
-	return a.Response()
+	return resp, nil
 }
 
 // SetClock sets the clock of the simulated prompt cache (see
