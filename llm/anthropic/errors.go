@@ -17,21 +17,13 @@ import (
 )
 
 // mapError turns the SDK's error into the runtime's: the caller's context
-// error as is; a stall (attempt cancelled with errStalled) as
-// llm.ConnectionError; an HTTP error answer as *llm.APIError, and an error
+// error as is; an HTTP error answer as *llm.APIError, and an error
 // event that broke off the stream as llm.StreamError; a failure after the
 // request was handed to the HTTP client (a connection dropped mid-stream
 // among them) as llm.ConnectionError; and any other (encoding,
 // configuration) as a plain error that is not retried. The caller's
 // context error is marked llm.ErrNotInFlight when the request was never
 // handed to the HTTP client: nothing can have been billed.
-func (p *Provider) mapError(ctx, attempt context.Context, err error, sent bool) error {
-	if ctx.Err() == nil && errors.Is(context.Cause(attempt), errStalled) {
-		return llm.ConnectionError(fmt.Errorf("%w: nothing arrived for %s", errStalled, p.timeout))
-	}
-	return mapError(ctx, err, sent)
-}
-
 func mapError(ctx context.Context, err error, sent bool) error {
 	if ctx.Err() != nil {
 		if !sent {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -112,27 +111,11 @@ func (p *Provider) Messages(ctx context.Context, req *llm.Request) (*llm.Respons
 	if err != nil {
 		return nil, err
 	}
-	attempt, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stall := time.AfterFunc(p.timeout, func() { cancel(errStalled) })
-	defer stall.Stop()
-	alive := func() { stall.Reset(p.timeout) }
-	var whole []byte // the answer of a server that did not stream
+	attempt, watch := llm.WatchStream(ctx, p.timeout)
+	defer watch.Stop()
 	opts := []option.RequestOption{option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 		res, err := next(r)
-		if res == nil || res.Body == nil {
-			return res, err
-		}
-		alive()
-		res.Body = &activityBody{ReadCloser: res.Body, alive: alive}
-		if res.StatusCode/100 == 2 && !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
-			// A gateway that ignores "stream" answers whole: keep the
-			// answer, and give the SDK's stream nothing to read.
-			whole, err = io.ReadAll(res.Body)
-			res.Body.Close()
-			res.Body = http.NoBody
-		}
-		return res, err
+		return res, errors.Join(err, watch.Response(res))
 	})}
 	if betas := Betas(p.betas, req.Tools); len(betas) > 0 {
 		opts = append(opts, option.WithHeader("anthropic-beta", strings.Join(betas, ",")))
@@ -148,10 +131,13 @@ func (p *Provider) Messages(ctx context.Context, req *llm.Request) (*llm.Respons
 		}
 	}
 	if err := stream.Err(); err != nil {
-		return nil, p.mapError(ctx, attempt, err, sent.Load())
+		if watch.Stalled() {
+			return nil, watch.StallError("the API")
+		}
+		return nil, mapError(ctx, err, sent.Load())
 	}
-	if whole != nil {
-		return p.wholeAnswer(whole)
+	if watch.Whole != nil {
+		return p.wholeAnswer(watch.Whole)
 	}
 	return asm.Response()
 }
@@ -167,25 +153,6 @@ func (p *Provider) wholeAnswer(body []byte) (*llm.Response, error) {
 		resp.Notes = append(resp.Notes, "the Anthropic API server answers without streaming: answers arrive whole")
 	}
 	return &resp, nil
-}
-
-// errStalled is why a request's context is cancelled when nothing arrived
-// for the stall limit.
-var errStalled = errors.New("the answer stalled")
-
-// activityBody tells the stall watch each time a piece of the answer
-// arrives.
-type activityBody struct {
-	io.ReadCloser
-	alive func()
-}
-
-func (b *activityBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if n > 0 {
-		b.alive()
-	}
-	return n, err
 }
 
 // sentKey marks, in a call's context, whether the SDK handed the request to

@@ -139,11 +139,7 @@ func (p *Provider) Messages(ctx context.Context, req *llm.Request) (*llm.Respons
 	if err != nil {
 		return nil, err
 	}
-	p.noteWhole(resp)
-	if err := llm.EmitDeltas(resp, req.OnDelta); err != nil {
-		return nil, err
-	}
-	return resp, nil
+	return p.arrivedWhole(resp, req)
 }
 
 // whole sends a plain (not streaming) request, limited to the timeout.

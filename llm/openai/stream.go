@@ -9,17 +9,12 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"time"
 
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/llmkernels/kernels/llm"
 )
-
-// errStalled is why a request's context is cancelled when nothing arrived
-// for the stall limit.
-var errStalled = errors.New("the answer stalled")
 
 // streamed sends req as a streaming Chat Completions request and returns
 // the answer its chunks assemble into, handing the pieces to req.OnDelta.
@@ -28,52 +23,34 @@ var errStalled = errors.New("the answer stalled")
 // streaming request for streaming (it does not stream): the caller sends
 // it again without.
 func (p *Provider) streamed(ctx context.Context, req *llm.Request, params oai.ChatCompletionNewParams) (resp *llm.Response, refused bool, err error) {
-	attempt, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stall := time.AfterFunc(p.timeout, func() { cancel(errStalled) })
-	defer stall.Stop()
-	alive := func() { stall.Reset(p.timeout) }
-
+	attempt, watch := llm.WatchStream(ctx, p.timeout)
+	defer watch.Stop()
 	var httpResp *http.Response
-	var whole []byte // the answer of a server that did not stream
-	sent := false    // set once the SDK hands the request to the HTTP client
-	watch := func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	sent := false // set once the SDK hands the request to the HTTP client
+	observe := func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 		sent = true
 		res, err := next(r)
-		if res == nil || res.Body == nil {
-			return res, err
-		}
-		alive()
-		res.Body = &activityBody{ReadCloser: res.Body, alive: alive}
-		if res.StatusCode/100 == 2 && !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
-			whole, err = io.ReadAll(res.Body)
-			res.Body.Close()
-			res.Body = http.NoBody
-			if whole == nil {
-				whole = []byte{}
-			}
-		}
-		return res, err
+		return res, errors.Join(err, watch.Response(res))
 	}
 	params.StreamOptions = oai.ChatCompletionStreamOptionsParam{IncludeUsage: oai.Bool(true)}
 	stream := p.client.Chat.Completions.NewStreaming(attempt, params,
-		option.WithResponseInto(&httpResp), option.WithMiddleware(watch))
+		option.WithResponseInto(&httpResp), option.WithMiddleware(observe))
 	defer stream.Close()
 	acc := &chunks{onDelta: req.OnDelta}
 	for stream.Next() {
 		acc.add(stream.Current())
 	}
 	if err := stream.Err(); err != nil {
-		if ctx.Err() == nil && errors.Is(context.Cause(attempt), errStalled) {
-			return nil, false, llm.ConnectionError(fmt.Errorf("no response from %s within the %s timeout: %w", p.endpoint(), p.timeout, errStalled))
+		if watch.Stalled() {
+			return nil, false, watch.StallError(p.endpoint())
 		}
 		if refusesStreaming(err) {
 			return nil, true, nil
 		}
 		return nil, false, p.mapError(ctx, err, sent, httpResp)
 	}
-	if whole != nil {
-		resp, err := p.wholeAnswer(whole, httpResp, req)
+	if watch.Whole != nil {
+		resp, err := p.wholeAnswer(watch.Whole, httpResp, req)
 		return resp, false, err
 	}
 	if acc.finish == "" {
@@ -102,18 +79,20 @@ func (p *Provider) wholeAnswer(body []byte, httpResp *http.Response, req *llm.Re
 	if err != nil {
 		return nil, err
 	}
-	p.noteWhole(resp)
+	return p.arrivedWhole(resp, req)
+}
+
+// arrivedWhole takes an answer that arrived whole: it switches the
+// provider to plain requests and says so, once, and hands its pieces to
+// req.OnDelta.
+func (p *Provider) arrivedWhole(resp *llm.Response, req *llm.Request) (*llm.Response, error) {
+	if !p.plain.Swap(true) {
+		resp.Notes = append(resp.Notes, fmt.Sprintf("%s does not stream: answers arrive whole, and requests are sent without streaming", p.endpoint()))
+	}
 	if err := llm.EmitDeltas(resp, req.OnDelta); err != nil {
 		return nil, err
 	}
 	return resp, nil
-}
-
-// noteWhole switches the provider to plain requests and says so, once.
-func (p *Provider) noteWhole(resp *llm.Response) {
-	if !p.plain.Swap(true) {
-		resp.Notes = append(resp.Notes, fmt.Sprintf("%s does not stream: answers arrive whole, and requests are sent without streaming", p.endpoint()))
-	}
 }
 
 // refusesStreaming reports whether err is a server's refusal of a
@@ -130,21 +109,6 @@ func refusesStreaming(err error) bool {
 		text += " " + string(body)
 	}
 	return strings.Contains(strings.ToLower(text), "stream")
-}
-
-// activityBody tells the stall watch each time a piece of the answer
-// arrives.
-type activityBody struct {
-	io.ReadCloser
-	alive func()
-}
-
-func (b *activityBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if n > 0 {
-		b.alive()
-	}
-	return n, err
 }
 
 // chunks assembles a stream's chunks into the answer of its first choice,
