@@ -52,7 +52,7 @@ func (w *StreamWatch) Response(res *http.Response) error {
 		return nil
 	}
 	whole, err := io.ReadAll(res.Body)
-	res.Body.Close()
+	_ = res.Body.Close() // read whole: nothing to report
 	res.Body = http.NoBody
 	w.Whole = append([]byte{}, whole...)
 	return err

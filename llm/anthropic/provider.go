@@ -122,7 +122,7 @@ func (p *Provider) Messages(ctx context.Context, req *llm.Request) (*llm.Respons
 	}
 	sent := new(atomic.Bool)
 	stream := p.client.Messages.NewStreaming(context.WithValue(attempt, sentKey{}, sent), params, opts...)
-	defer stream.Close()
+	defer func() { _ = stream.Close() }() // read to its end or abandoned: nothing to report
 	asm := llm.NewStreamAssembler(req.OnDelta)
 	for stream.Next() {
 		ev := stream.Current()

@@ -35,7 +35,7 @@ func (p *Provider) streamed(ctx context.Context, req *llm.Request, params oai.Ch
 	params.StreamOptions = oai.ChatCompletionStreamOptionsParam{IncludeUsage: oai.Bool(true)}
 	stream := p.client.Chat.Completions.NewStreaming(attempt, params,
 		option.WithResponseInto(&httpResp), option.WithMiddleware(observe))
-	defer stream.Close()
+	defer func() { _ = stream.Close() }() // read to its end or abandoned: nothing to report
 	acc := &chunks{onDelta: req.OnDelta}
 	for stream.Next() {
 		acc.add(stream.Current())
