@@ -285,10 +285,12 @@ func (in *Instance) actionLoop(ctx context.Context, tr trigger) (*ActionReport, 
 // query is what a loop step retrieves: the Recent latest experiential
 // memories (self, goal, external: the kernel's audit lines never crowd
 // them out) and the TopK most relevant to text among authors (all when
-// nil).
+// nil). The memories the current turn wrote are no candidates for
+// relevance: a person's question, stored before THINK reads it, is the
+// best match for itself and would squeeze every other memory's relevance.
 func (in *Instance) query(text string, authors []string) memory.Query {
 	return memory.Query{Text: text, Recent: in.opts.Recent, TopK: in.opts.TopK, Authors: authors,
-		RecentAuthors: []string{memory.Self, memory.Goal, memory.External}, Now: in.opts.Now()}
+		RecentAuthors: []string{memory.Self, memory.Goal, memory.External}, Now: in.opts.Now(), Exclude: in.turnIDs()}
 }
 
 func scoredIDs(ss []memory.Scored) []string {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/llm/script"
@@ -84,4 +85,33 @@ func BenchmarkActionCycleKernelOnly(b *testing.B) {
 			b.Fatalf("cycle %d: %v %+v", i, err, rep)
 		}
 	}
+}
+
+// BenchmarkChatRecall100k asks the planted questions, in turn, in chat
+// turns on a generated instance of 100,000 memories (a year of chat turns,
+// goal and explore cycles, a decay pass every six hours; twelve facts told
+// early, their words in everyday chatter since): the time of a whole turn
+// with an instant scripted provider (retrieval, prompts, THINK, DECIDE
+// skipping, the trigger, every memory write) and the share of questions
+// whose fact THINK got among the relevant memories. Target: recall 1.
+func BenchmarkChatRecall100k(b *testing.B) {
+	root, facts := buildChat100k(b)
+	start := time.Now()
+	in := openRecall(b, root, b.N)
+	defer in.Close()
+	b.Logf("opened (index brought up to date) in %s", time.Since(start).Round(time.Millisecond))
+	ctx := context.Background()
+	found := 0
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ok, err := askPlanted(ctx, in, i%len(plantedChat), facts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if ok {
+			found++
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(found)/float64(b.N), "recall")
 }

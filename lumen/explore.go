@@ -50,6 +50,7 @@ func (in *Instance) Explore(ctx context.Context) (*ExploreReport, error) {
 	if err := in.writable(); err != nil {
 		return rep, err
 	}
+	in.beginTurn()
 	snap, err := in.snapshot()
 	if err != nil {
 		return rep, in.stepFailed("explore", err)

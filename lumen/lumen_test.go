@@ -111,6 +111,11 @@ func TestChatTurnWritesMemoriesAndRepliesThroughTheChatSkill(t *testing.T) {
 	if act := find(kernel, "ACT: invoked skill chat"); act == nil {
 		t.Error("no kernel memory of the chat skill invocation")
 	}
+	// The input is in THINK's recent window, never among the memories
+	// relevant to itself (it would squeeze every other one's relevance).
+	if d := dataOf(t, *find(kernel, "THINK:")); fmt.Sprint(d["recent"]) != "["+ext[0].ID+"]" || len(d["relevant"].([]any)) != 0 {
+		t.Errorf("THINK's recent %v and relevant %v; want the input recent and nothing relevant", d["recent"], d["relevant"])
+	}
 	goals := byAuthor(t, in, memory.Goal)
 	if len(goals) != 1 || dataOf(t, goals[0])["goal"] != "get to know the user" {
 		t.Errorf("goal memories = %+v, want the goal that drove the reply", goals)

@@ -52,6 +52,13 @@ type Query struct {
 	RecentAuthors []string
 	// Now is the time recency is measured from; zero means now.
 	Now time.Time
+	// Exclude lists memories that are not candidates for relevance: the
+	// query's own memory (a person's question matches itself best) and
+	// whatever else the current turn wrote. They would take the top
+	// relevance and squeeze every other memory's normalised relevance
+	// towards 0, leaving importance to decide. The recent window may
+	// still hold them.
+	Exclude []string
 }
 
 // Scored is a relevant memory with its score and the normalised
@@ -211,17 +218,24 @@ func normalise(xs []float64) {
 
 // words are the distinct words of text with three or more characters,
 // lower-cased, in order; at most limit of them when limit > 0. Memories
-// are counted by them (the terms table) and queries are built from them.
+// are counted by them (the terms table).
 func words(text string, limit int) []string {
 	var out []string
 	seen := map[string]bool{}
-	add := func(w string) bool {
+	scanTokens(text, func(w string) bool {
 		if utf8.RuneCountInString(w) >= 3 && !seen[w] {
 			seen[w] = true
 			out = append(out, w)
 		}
-		return limit > 0 && len(out) >= limit
-	}
+		return limit <= 0 || len(out) < limit
+	})
+	return out
+}
+
+// scanTokens calls fn with each token of text (a run of letters and
+// digits, as FTS5's unicode61 tokenizer cuts them), lower-cased, in
+// order, while fn returns true.
+func scanTokens(text string, fn func(string) bool) {
 	start, ascii, upper := -1, true, false
 	for i, r := range text {
 		if unicode.IsLetter(r) || unicode.IsDigit(r) {
@@ -236,16 +250,15 @@ func words(text string, limit int) []string {
 			continue
 		}
 		if start >= 0 {
-			if add(fold(text[start:i], ascii, upper)) {
-				return out
+			if !fn(fold(text[start:i], ascii, upper)) {
+				return
 			}
 			start = -1
 		}
 	}
 	if start >= 0 {
-		add(fold(text[start:], ascii, upper))
+		fn(fold(text[start:], ascii, upper))
 	}
-	return out
 }
 
 // fold lower-cases a word, cheaply when it is ASCII already lower-case.
@@ -263,17 +276,61 @@ func fold(w string, ascii, upper bool) string {
 // retrieval fast as memory grows.
 const maxPostings = 20_000
 
-// ftsQuery builds the FTS5 query for text from its rarest words, quoted
-// and joined by OR.
-func (s *Store) ftsQuery(ctx context.Context, text string) (string, error) {
-	type term struct {
-		word string
-		docs int
+// maxPhrases bounds the phrases of one query: each is matched on its own
+// (a question has a few).
+const maxPhrases = 8
+
+// stopWords are English words that say how a question is asked, not what
+// it is about ("what", "when", "with", "does"). As query words of their
+// own they rank the memories that happen to share them ("when I was a
+// kid") above the one that answers, which seldom contains them; they
+// still join the words around them into phrases. Words shorter than
+// three letters are never query words.
+var stopWords = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`the and but for nor not yet are was were been being have has had does did doing
+		can could would should will shall may might must what when where which who whom whose why how that this these those
+		there here then than with from into onto about over under after before again any all some such only own same too very
+		just also you your yours they them their theirs she her hers him his its our ours mine myself yourself itself
+		ourselves themselves one tell told know say said please`) {
+		stopWords[w] = true
 	}
-	var terms []term
-	for _, w := range words(text, 16) {
-		var docs int
-		err := s.db.QueryRowContext(ctx, `SELECT docs FROM terms WHERE term = ?`, w).Scan(&docs)
+}
+
+// ftsQuery builds the FTS5 query for text: its rarest words, quoted and
+// joined by OR, and the phrases its words make. A word and the next one,
+// next to each other or with one short or stop word between them ("first
+// car", "sister's name", "friend from school"), are a phrase: a person
+// asking about something in their own words uses the words they told it
+// in, side by side as they said them, and bm25 weighs a phrase by how rare
+// it is, as it weighs a word. Words and phrases each have maxPostings to
+// spend; a phrase costs what the rarer of its two words does (it matches
+// no more memories than that), so a phrase of two common words still
+// counts when the words alone are too common to be query words.
+func (s *Store) ftsQuery(ctx context.Context, text string) (string, error) {
+	var toks []string
+	scanTokens(text, func(t string) bool {
+		toks = append(toks, t)
+		return len(toks) < 64
+	})
+	content := func(t string) bool { return utf8.RuneCountInString(t) >= 3 && !stopWords[t] }
+	var cands []string
+	docs := map[string]int{}
+	for _, t := range toks {
+		if content(t) && len(cands) < 16 {
+			if _, ok := docs[t]; !ok {
+				docs[t] = 0
+				cands = append(cands, t)
+			}
+		}
+	}
+	if len(cands) == 0 { // nothing but stop words ("who are you?"): they are all there is
+		cands = words(text, 16)
+	}
+	for _, w := range cands {
+		var n int
+		err := s.db.QueryRowContext(ctx, `SELECT docs FROM terms WHERE term = ?`, w).Scan(&n)
 		if errors.Is(err, sql.ErrNoRows) {
 			// In no memory as written; the tokenizer may still fold it
 			// (diacritics) into a word that is: keep it, it costs nothing.
@@ -282,26 +339,60 @@ func (s *Store) ftsQuery(ctx context.Context, text string) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("memory index: %w", err)
 		}
-		terms = append(terms, term{w, docs})
+		docs[w] = n
 	}
-	sort.Slice(terms, func(i, j int) bool { return terms[i].docs < terms[j].docs })
-	var kept []string
+	sort.SliceStable(cands, func(i, j int) bool { return docs[cands[i]] < docs[cands[j]] })
+	var terms []string
 	total := 0
-	for i, t := range terms {
-		if i > 0 && total+t.docs > maxPostings {
+	for i, w := range cands {
+		if i > 0 && total+docs[w] > maxPostings {
 			break
 		}
-		total += t.docs
-		kept = append(kept, `"`+t.word+`"`)
+		total += docs[w]
+		terms = append(terms, `"`+w+`"`)
 	}
-	return strings.Join(kept, " OR "), nil
+	seen := map[string]bool{}
+	total = 0
+	counted := func(t string) bool {
+		_, ok := docs[t]
+		return ok && content(t)
+	}
+	for i, t := range toks {
+		if !counted(t) {
+			continue
+		}
+		for j := i + 1; j < len(toks) && j <= i+2; j++ {
+			if !content(toks[j]) {
+				continue
+			}
+			if !counted(toks[j]) {
+				break
+			}
+			p := `"` + strings.Join(toks[i:j+1], " ") + `"`
+			if cost := min(docs[t], docs[toks[j]]); !seen[p] && len(seen) < maxPhrases && total+cost <= maxPostings {
+				seen[p] = true
+				total += cost
+				terms = append(terms, p)
+			}
+			break
+		}
+	}
+	return strings.Join(terms, " OR "), nil
 }
 
-// authorClause is the author condition of q for a query that already has
-// a WHERE.
-func authorClause(authors []string) (string, []any, error) {
-	where, args, err := Filter{Authors: authors}.where()
-	return strings.Replace(where, " WHERE ", " AND ", 1), args, err
+// candidateClause is the condition q puts on relevance candidates (their
+// authors, the memories it excludes) for a query on memories m that
+// already has a WHERE.
+func candidateClause(q Query) (string, []any, error) {
+	where, args, err := Filter{Authors: q.Authors}.where()
+	and := strings.Replace(where, " WHERE ", " AND ", 1)
+	if len(q.Exclude) > 0 {
+		and += " AND m.id NOT IN (?" + strings.Repeat(",?", len(q.Exclude)-1) + ")"
+		for _, id := range q.Exclude {
+			args = append(args, id)
+		}
+	}
+	return and, args, err
 }
 
 // byFullText takes the candidatePool best memories by bm25.
@@ -310,7 +401,7 @@ func (s *Store) byFullText(ctx context.Context, q Query) ([]Scored, error) {
 	if err != nil || match == "" {
 		return nil, err
 	}
-	and, args, err := authorClause(q.Authors)
+	and, args, err := candidateClause(q)
 	if err != nil {
 		return nil, err
 	}
@@ -349,7 +440,7 @@ func (s *Store) byEmbedding(ctx context.Context, q Query) ([]Scored, error) {
 	if err := s.embedMissing(ctx, e, len(qv[0])); err != nil {
 		return nil, err
 	}
-	and, args, err := authorClause(q.Authors)
+	and, args, err := candidateClause(q)
 	if err != nil {
 		return nil, err
 	}
