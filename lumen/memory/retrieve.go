@@ -514,9 +514,12 @@ func (s *Store) embedMissing(ctx context.Context, e *Embedder, dim int) error {
 	if s.readOnly {
 		// Vectors cannot be stored in a read-only index: copy it into memory.
 		s.mu.Lock()
-		err := s.useMemory(ctx)
-		if err == nil {
-			err = s.sync(ctx, true)
+		err := s.copyToMemory(ctx)
+		if err != nil {
+			s.opts.Logger.Warn("memory index: it cannot be copied into memory: building it there from the files", "path", s.indexPath, "err", err)
+			if err = s.useMemory(ctx); err == nil {
+				err = s.sync(ctx, true)
+			}
 		}
 		s.mu.Unlock()
 		if err != nil {
