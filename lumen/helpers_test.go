@@ -160,7 +160,11 @@ func appendUnindexed(t testing.TB, root string, m memory.Memory) {
 		t.Fatal(err)
 	}
 	day := memory.Day(m.Timestamp)
-	f, err := os.OpenFile(filepath.Join(root, "data", "memory", day[:4], day+".jsonl"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	path := filepath.Join(root, "data", "memory", day[:4], day+".jsonl")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}

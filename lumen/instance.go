@@ -133,6 +133,9 @@ type Instance struct {
 	// (a chat input, a goal pursued, an explore or reflect run) began:
 	// retrieval leaves them out of relevance (see query).
 	turn []string
+	// toldPending: the person was told that memories are recalled by
+	// their words while they are being embedded (retrievalNotes).
+	toldPending bool
 }
 
 func (in *Instance) dataDir() string    { return filepath.Join(in.Root, "data") }

@@ -81,6 +81,9 @@ type Retrieval struct {
 	Recent   []string // ids of the most recent, newest first
 	Relevant []Scored // the most relevant, best first
 	Mode     string
+	// Pending is set when an embedder is configured but relevance was
+	// ranked by full text because memories are still without a vector.
+	Pending *EmbeddingProgress
 }
 
 // IDs lists the ids of the entries, to record as Memory.Used.
@@ -136,7 +139,13 @@ func (s *Store) retrieve(ctx context.Context, q Query) (*Retrieval, error) {
 		var err error
 		if s.opts.Embedder != nil {
 			cands, err = s.byEmbedding(ctx, q)
-			if err != nil {
+			var pending *EmbeddingProgress
+			switch {
+			case errors.As(err, &pending):
+				res.Pending = pending
+				res.Mode = ModeFullText + " (" + pending.String() + ")"
+				cands, err = s.byFullText(ctx, q)
+			case err != nil:
 				s.opts.Logger.Warn("memory: embeddings failed; ranking by full text instead", "err", err)
 				res.Mode = ModeFullText + " (embeddings failed: " + truncate(err.Error(), 200) + ")"
 				cands, err = s.byFullText(ctx, q)
@@ -429,13 +438,30 @@ func (s *Store) byFullText(ctx context.Context, q Query) ([]Scored, error) {
 	return out, nil
 }
 
-// byEmbedding embeds whatever memories have no vector yet for the model,
-// then takes the candidatePool most similar by cosine.
+// byEmbedding takes the candidatePool memories most similar to q.Text by
+// cosine. Memories without a vector for the model are embedded first when
+// they are a few (those written since the last retrieval); when they are
+// more (an endpoint configured on an instance that has lived without one),
+// it returns *EmbeddingProgress: they are embedded in the background
+// meanwhile (startEmbedding), and the caller ranks by full text.
 func (s *Store) byEmbedding(ctx context.Context, q Query) ([]Scored, error) {
 	e := s.opts.Embedder
 	qv, err := e.Embed(ctx, []string{q.Text})
 	if err != nil {
 		return nil, err
+	}
+	if p := s.embeddingProgress(); p != nil {
+		return nil, p
+	}
+	if err := s.dropOtherSizes(ctx, e.Model, len(qv[0])); err != nil {
+		return nil, err
+	}
+	n, err := s.missingVectors(ctx, e.Model, inlineEmbed+1)
+	if err != nil {
+		return nil, err
+	}
+	if n > inlineEmbed {
+		return nil, s.startEmbedding(ctx, e, len(qv[0]))
 	}
 	if err := s.embedMissing(ctx, e, len(qv[0])); err != nil {
 		return nil, err
@@ -494,91 +520,127 @@ func (s *Store) dropOtherSizes(ctx context.Context, model string, dim int) error
 	if s.dims[model] == dim {
 		return nil
 	}
-	res, err := s.db.ExecContext(ctx, `DELETE FROM vectors WHERE model = ? AND length(vec) != ?`, model, 4*dim)
-	if err != nil {
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM vectors WHERE model = ? AND length(vec) != ?`, model, 4*dim).Scan(&n); err != nil {
 		return fmt.Errorf("memory index: %w", err)
 	}
-	if n, _ := res.RowsAffected(); n > 0 {
+	if n > 0 {
+		if err := s.writableLocked(ctx); err != nil {
+			return err
+		}
+		if _, err := s.db.ExecContext(ctx, `DELETE FROM vectors WHERE model = ? AND length(vec) != ?`, model, 4*dim); err != nil {
+			return fmt.Errorf("memory index: %w", err)
+		}
 		s.opts.Logger.Warn("memory: the embedding endpoint now answers vectors of another size; the stored ones are made again", "model", model, "dimensions", dim, "dropped", n)
 	}
 	s.dims[model] = dim
 	return nil
 }
 
-// embedMissing embeds, in batches, the texts that have no vector of dim
-// dimensions for the embedder's model yet: vectors of another size (the
-// model behind the name changed) cannot be compared with the query's, and
-// are made again. Vectors are keyed by the text's hash, so they survive
-// rebuilds; on a read-only index they live as long as the process.
-func (s *Store) embedMissing(ctx context.Context, e *Embedder, dim int) error {
-	if s.readOnly {
-		// Vectors cannot be stored in a read-only index: copy it into memory.
-		s.mu.Lock()
-		err := s.copyToMemory(ctx)
-		if err != nil {
-			s.opts.Logger.Warn("memory index: it cannot be copied into memory: building it there from the files", "path", s.indexPath, "err", err)
-			if err = s.useMemory(ctx); err == nil {
-				err = s.sync(ctx, true)
-			}
-		}
-		s.mu.Unlock()
-		if err != nil {
-			return err
+// writableLocked makes a read-only index one this process can write: a
+// copy in memory (nothing is written beside the files). Called under s.mu.
+func (s *Store) writableLocked(ctx context.Context) error {
+	if !s.readOnly {
+		return nil
+	}
+	err := s.copyToMemory(ctx)
+	if err != nil {
+		s.opts.Logger.Warn("memory index: it cannot be copied into memory: building it there from the files", "path", s.indexPath, "err", err)
+		if err = s.useMemory(ctx); err == nil {
+			err = s.sync(ctx, true)
 		}
 	}
-	if err := s.dropOtherSizes(ctx, e.Model, dim); err != nil {
+	return err
+}
+
+// embedMissing embeds, in batches, the texts that have no vector of dim
+// dimensions for the embedder's model yet (a few: see byEmbedding).
+// Vectors are keyed by the text's hash, so they survive rebuilds; on a
+// read-only index they live in a copy in memory, as long as the process.
+func (s *Store) embedMissing(ctx context.Context, e *Embedder, dim int) error {
+	s.mu.Lock()
+	err := s.writableLocked(ctx)
+	s.mu.Unlock()
+	if err != nil {
 		return err
 	}
 	for {
-		rows, err := s.db.QueryContext(ctx, `SELECT text_hash, min(line) FROM memories m
-			WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.hash = m.text_hash AND v.model = ?) GROUP BY text_hash LIMIT 512`, e.Model)
-		if err != nil {
-			return fmt.Errorf("memory index: %w", err)
-		}
-		var hashes [][]byte
-		var texts []string
-		for rows.Next() {
-			var h []byte
-			var text string
-			if err := rows.Scan(&h, &text); err != nil {
-				rows.Close()
-				return fmt.Errorf("memory index: %w", err)
-			}
-			var m Memory
-			if err := json.Unmarshal([]byte(text), &m); err != nil {
-				rows.Close()
-				return fmt.Errorf("memory index: %w", err)
-			}
-			hashes = append(hashes, h)
-			texts = append(texts, strings.TrimSpace(m.Situation+"\n"+m.Description))
-		}
-		if err := rows.Err(); err != nil {
-			rows.Close()
-			return fmt.Errorf("memory index: %w", err)
-		}
-		rows.Close()
-		if len(hashes) == 0 {
-			return nil
-		}
-		vecs, err := e.Embed(ctx, texts)
-		if err != nil {
+		n, err := s.embedBatch(ctx, e, dim)
+		if err != nil || n == 0 {
 			return err
 		}
-		if len(vecs[0]) != dim {
-			return fmt.Errorf("embeddings: %s answered vectors of %d dimensions for memories and %d for the query: they cannot be compared", e.URL, len(vecs[0]), dim)
-		}
-		tx, err := s.db.BeginTx(ctx, nil)
-		if err != nil {
-			return fmt.Errorf("memory index: %w", err)
-		}
-		for i, v := range vecs {
-			if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO vectors (hash, model, vec) VALUES (?, ?, ?)`, hashes[i], e.Model, encodeVector(v)); err != nil {
-				tx.Rollback()
-				return fmt.Errorf("memory index: %w", err)
-			}
-		}
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("memory index: %w", err)
+	}
+}
+
+// embedBatch embeds up to embedBatchSize texts that have no vector for
+// e's model and stores their vectors; it returns how many (0: none was
+// missing). The index is read and written under s.mu, the endpoint called
+// outside it.
+func (s *Store) embedBatch(ctx context.Context, e *Embedder, dim int) (int, error) {
+	hashes, texts, err := s.withDB(func(db *sql.DB) ([][]byte, []string, error) {
+		return missingTexts(ctx, db, e.Model, embedBatchSize)
+	})
+	if err != nil || len(hashes) == 0 {
+		return 0, err
+	}
+	vecs, err := e.Embed(ctx, texts)
+	if err != nil {
+		return 0, err
+	}
+	if len(vecs[0]) != dim {
+		return 0, fmt.Errorf("embeddings: %s answered vectors of %d dimensions for memories and %d for the query: they cannot be compared", e.URL, len(vecs[0]), dim)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("memory index: %w", err)
+	}
+	for i, v := range vecs {
+		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO vectors (hash, model, vec) VALUES (?, ?, ?)`, hashes[i], e.Model, encodeVector(v)); err != nil {
+			tx.Rollback()
+			return 0, fmt.Errorf("memory index: %w", err)
 		}
 	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("memory index: %w", err)
+	}
+	return len(vecs), nil
+}
+
+// withDB runs fn on the index under s.mu (a rebuild may replace it).
+func (s *Store) withDB(fn func(*sql.DB) ([][]byte, []string, error)) ([][]byte, []string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return fn(s.db)
+}
+
+// missingTexts are up to limit texts (situation and description) of
+// memories without a vector for model, with their hashes.
+func missingTexts(ctx context.Context, db *sql.DB, model string, limit int) ([][]byte, []string, error) {
+	rows, err := db.QueryContext(ctx, `SELECT text_hash, min(line) FROM memories m
+		WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.hash = m.text_hash AND v.model = ?) GROUP BY text_hash LIMIT ?`, model, limit)
+	if err != nil {
+		return nil, nil, fmt.Errorf("memory index: %w", err)
+	}
+	defer rows.Close()
+	var hashes [][]byte
+	var texts []string
+	for rows.Next() {
+		var h []byte
+		var line string
+		if err := rows.Scan(&h, &line); err != nil {
+			return nil, nil, fmt.Errorf("memory index: %w", err)
+		}
+		var m Memory
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			return nil, nil, fmt.Errorf("memory index: %w", err)
+		}
+		hashes = append(hashes, h)
+		texts = append(texts, strings.TrimSpace(m.Situation+"\n"+m.Description))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("memory index: %w", err)
+	}
+	return hashes, texts, nil
 }

@@ -196,6 +196,8 @@ type Store struct {
 	// rebuilds counts the times this process read every file again (under
 	// mu): the paths that extend the index are meant to avoid it.
 	rebuilds int
+	// background embeds memories without a vector (startEmbedding).
+	background embedding
 }
 
 // decayState is the replayed decay: the latest pass time (running
@@ -314,8 +316,12 @@ func (s *Store) repair(ctx context.Context) error {
 	return nil
 }
 
-// Close closes the index.
-func (s *Store) Close() error { return s.db.Close() }
+// Close stops the background embedding, if any (what it stored stays),
+// and closes the index.
+func (s *Store) Close() error {
+	s.stopEmbedding()
+	return s.db.Close()
+}
 
 // InMemory reports whether the index is held in this process only (a
 // read-only instance whose index was missing or stale).
