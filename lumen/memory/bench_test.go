@@ -127,6 +127,7 @@ func BenchmarkRetrieve100k(b *testing.B) {
 	ctx := context.Background()
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
+	cpu := cpuTime()
 	for i := 0; i < b.N; i++ {
 		q := Query{Text: sentence(r, words, 12), Recent: 20, TopK: 10, Authors: []string{Self, Goal, External}}
 		start := time.Now()
@@ -143,6 +144,7 @@ func BenchmarkRetrieve100k(b *testing.B) {
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*95/100].Microseconds())/1000, "p95-ms")
+	b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/1000/float64(b.N), "cpu-ms/op")
 }
 
 // BenchmarkAppend measures one locked append of a typical memory line.
