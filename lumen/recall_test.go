@@ -1,7 +1,6 @@
 package lumen
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/llm/script"
+	"github.com/llmkernels/kernels/lumen/internal/dayfiles"
 	"github.com/llmkernels/kernels/lumen/memory"
 )
 
@@ -115,34 +115,12 @@ func writeChatInstance(root string, c chatInstance) ([]string, error) {
 		return nil, err
 	}
 	r := rand.New(rand.NewPCG(c.seed, c.seed+1))
-	dir := filepath.Join(root, "data", "memory")
-	files := map[string]*bufio.Writer{}
-	var handles []*os.File
+	files := dayfiles.New(filepath.Join(root, "data", "memory"))
 	count := 0
 	write := func(m memory.Memory) (string, error) {
 		m.ID = memory.NewID(m.Timestamp)
-		day := memory.Day(m.Timestamp)
-		w, ok := files[day]
-		if !ok {
-			path := filepath.Join(dir, day[:4], day+".jsonl")
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				return "", err
-			}
-			f, err := os.Create(path)
-			if err != nil {
-				return "", err
-			}
-			handles = append(handles, f)
-			w = bufio.NewWriterSize(f, 64<<10)
-			files[day] = w
-		}
-		line, err := json.Marshal(m)
-		if err != nil {
-			return "", err
-		}
 		count++
-		_, err = w.Write(append(line, '\n'))
-		return m.ID, err
+		return m.ID, files.Write(memory.Day(m.Timestamp), m)
 	}
 	turns := c.memories / 7
 	step := 365 * 24 * time.Hour / time.Duration(turns)
@@ -245,15 +223,8 @@ func writeChatInstance(root string, c chatInstance) ([]string, error) {
 			recent = recent[len(recent)-300:]
 		}
 	}
-	for _, w := range files {
-		if err := w.Flush(); err != nil {
-			return nil, err
-		}
-	}
-	for _, f := range handles {
-		if err := f.Close(); err != nil {
-			return nil, err
-		}
+	if err := files.Close(); err != nil {
+		return nil, err
 	}
 	return facts, nil
 }

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -138,52 +139,37 @@ func TestEmbeddingsOfTheWrongSizeAreRefusedOrMadeAgain(t *testing.T) {
 	}
 }
 
-// gatedServer answers a query (one input) at once and holds every batch
-// of memories (more than one input) until release is closed; it counts
-// the batches it was sent and those waiting at once.
+// gatedServer answers the query "my cat" at once and holds every text of
+// a memory until open is called; it counts the memory texts it was sent
+// and the most held at once (one per request: the rest of a request's
+// texts come after the first).
 type gatedServer struct {
 	*httptest.Server
-	release          chan struct{}
-	batches, waiting atomic.Int64
-	mostWaiting      atomic.Int64
+	release                    chan struct{}
+	once                       sync.Once
+	sent, waiting, mostWaiting atomic.Int64
 }
 
 func newGatedServer(t *testing.T) *gatedServer {
 	g := &gatedServer{release: make(chan struct{})}
-	g.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Input []string `json:"input"`
-		}
-		json.NewDecoder(r.Body).Decode(&req)
-		if len(req.Input) > 1 {
-			g.batches.Add(1)
+	g.Server, _ = embedServer(t, func(text string) []float64 {
+		if text != "my cat" {
+			g.sent.Add(1)
 			n := g.waiting.Add(1)
 			g.mostWaiting.Store(max(g.mostWaiting.Load(), n))
-			select {
-			case <-g.release:
-			case <-r.Context().Done():
-				g.waiting.Add(-1)
-				return
-			}
+			<-g.release
 			g.waiting.Add(-1)
 		}
-		type item struct {
-			Index     int       `json:"index"`
-			Embedding []float64 `json:"embedding"`
+		if strings.Contains(text, "cat") {
+			return []float64{0, 1}
 		}
-		var data []item
-		for i, in := range req.Input {
-			v := []float64{1, 0}
-			if strings.Contains(in, "cat") {
-				v = []float64{0, 1}
-			}
-			data = append(data, item{i, v})
-		}
-		json.NewEncoder(w).Encode(map[string]any{"data": data})
-	}))
-	t.Cleanup(g.Server.Close)
+		return []float64{1, 0}
+	})
+	t.Cleanup(g.open) // before the server closes: it waits for held requests
 	return g
 }
+
+func (g *gatedServer) open() { g.once.Do(func() { close(g.release) }) }
 
 // manyMemories writes n memories (one about a cat) as lines an earlier
 // run wrote, without an index.
@@ -248,7 +234,7 @@ func TestManyMemoriesWithoutVectorsAreEmbeddedInTheBackground(t *testing.T) {
 	if r := retrieveWithin(t, s, q); r.Pending == nil || !r.Pending.Background {
 		t.Fatalf("second retrieval: pending %+v, want the embedding still under way", r.Pending)
 	}
-	close(g.release)
+	g.open()
 	s.background.mu.Lock()
 	done := s.background.done
 	s.background.mu.Unlock()
@@ -300,12 +286,12 @@ func TestBackgroundEmbeddingStopsOnCloseAndReadOnlyStoresLeaveIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ro.Close()
-	before := g.batches.Load()
+	before := g.sent.Load()
 	r := retrieveWithin(t, ro, Query{Text: "my cat", TopK: 1})
 	if r.Pending == nil || r.Pending.Background || r.Pending.Total != 300 || !strings.Contains(r.Mode, "300 memories have no embedding yet") {
 		t.Fatalf("read-only: mode %q, pending %+v; want full text and the 300 memories without a vector named", r.Mode, r.Pending)
 	}
-	if g.batches.Load() != before {
+	if g.sent.Load() != before {
 		t.Error("a read-only store sent memories to be embedded")
 	}
 }
