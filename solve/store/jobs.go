@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
@@ -46,4 +47,27 @@ func MigrateJobQueue(ctx context.Context, pool *pgxpool.Pool) (err error) {
 		return fmt.Errorf("migrate the job queue's tables (River): %w", err)
 	}
 	return nil
+}
+
+// StepDue reports, in tx (the job queue's transaction that is about to
+// enqueue the step), whether node is still due to step from status: in
+// that status, live, and not waiting on an open capability request. The
+// latest job of kind whose arguments contain args (the step's earlier
+// job, if any) is locked first, so that a job finishing right now waits
+// for tx: either its step's commit is seen here (the node moved on, no
+// new job), or the job is still unfinished when tx enqueues and River
+// finds it instead of adding another. A coordinator that read the tree
+// while a job of the step was finishing (solve resume --remote after a
+// stopped coordinator) would otherwise enqueue the step a second time.
+func StepDue(ctx context.Context, tx pgx.Tx, kind string, args []byte, node, status string) (bool, error) {
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM river_job WHERE kind = $1 AND args @> $2 ORDER BY id DESC LIMIT 1 FOR UPDATE`, kind, args); err != nil {
+		return false, fmt.Errorf("node %s: lock the jobs of its %s step: %w", node, status, err)
+	}
+	var due bool
+	err := tx.QueryRow(ctx, `SELECT n.status = $2 AND n.invalidated_at IS NULL AND NOT `+waitingOnRequest+`
+		FROM nodes n WHERE n.id = $1`, node, status).Scan(&due)
+	if err != nil {
+		return false, fmt.Errorf("node %s: is its %s step due: %w", node, status, err)
+	}
+	return due, nil
 }
