@@ -215,7 +215,12 @@ func (e *engine) remoteStep(ctx context.Context, id, status string) stepResult {
 		return stepResult{node: id, err: fmt.Errorf("node %s: enqueue its %s step: %w", store.Short(id), status, err)}
 	}
 	if job == nil {
-		return stepResult{node: id, reload: true}
+		// What the job that moved the node on spent is counted too.
+		spent, err := e.st.CallSpend(ctx, id)
+		if err != nil {
+			return stepResult{node: id, err: err}
+		}
+		return stepResult{node: id, reload: true, spent: &spent}
 	}
 	t := time.NewTicker(remotePoll)
 	defer t.Stop()

@@ -106,8 +106,9 @@ func stepJobs(t *testing.T, e *engine, node, status string) int {
 // that step. The step is no longer due, so it is not enqueued a second
 // time: the coordinator reads the tree again instead. (Before, a second
 // job of the same (node, status) was inserted, River's uniqueness covering
-// unfinished jobs only.) While the first job is unfinished, sending the
-// step finds it instead of inserting another.
+// unfinished jobs only.) What the finished job spent is still counted in
+// the live view. While the first job is unfinished, sending the step
+// finds it instead of inserting another.
 func TestAStepWhoseJobFinishedBeforeItWasSentIsNotEnqueuedAgain(t *testing.T) {
 	ctx := context.Background()
 	e, url := newRemoteRun(t)
@@ -146,8 +147,8 @@ func TestAStepWhoseJobFinishedBeforeItWasSentIsNotEnqueuedAgain(t *testing.T) {
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	res := e.remoteStep(sctx, e.root, store.StatusPending)
-	if res.err != nil || !res.reload {
-		t.Errorf("the step sent after its job finished: %+v, want the tree read again", res)
+	if res.err != nil || !res.reload || res.spent == nil || *res.spent != 0.001 {
+		t.Errorf("the step sent after its job finished: %+v, want the tree read again and the identify call's $0.001 counted", res)
 	}
 	if n := stepJobs(t, e, e.root, store.StatusPending); n != 1 {
 		t.Errorf("%d jobs of the root's pending step, want 1", n)
