@@ -37,9 +37,9 @@ import (
 //     enqueued before and waits for them instead of enqueuing twice. A job
 //     that finishes after the new coordinator read the tree but before it
 //     sends the step is no longer unfinished: so the step is enqueued in a
-//     transaction that first locks the step's latest job and checks that
-//     the node is still in S (store.StepDue); if not, the coordinator reads
-//     the tree again instead.
+//     transaction that takes the node's step lock (which the worker holds
+//     while it completes the job) and checks that the node is still in S
+//     (store.StepDue); if not, the coordinator reads the tree again.
 //   - A worker killed mid-step holds its job until River's rescuer (on the
 //     elected leader among the workers) gives it back after
 //     --rescue-after; another worker then redoes the step from the node's
@@ -264,17 +264,13 @@ func (e *engine) remoteStep(ctx context.Context, id, status string) stepResult {
 // unless the step is no longer due (store.StepDue): then it returns no
 // job. The check and the insert are one transaction.
 func (r *Remote) enqueue(ctx context.Context, a StepArgs) (*rivertype.JobRow, error) {
-	args, err := json.Marshal(a)
-	if err != nil {
-		return nil, err
-	}
 	tx, err := r.pool.Begin(ctx)
 	if err != nil {
 		return nil, err
 	}
 	// A no-op after Commit; before it, the error being returned is the news.
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if due, err := store.StepDue(ctx, tx, a.Kind(), args, a.Node, a.Status); err != nil || !due {
+	if due, err := store.StepDue(ctx, tx, a.Node, a.Status); err != nil || !due {
 		return nil, err
 	}
 	res, err := r.client.InsertTx(ctx, tx, a, nil)

@@ -233,10 +233,11 @@ func (w *stepWorker) Work(ctx context.Context, job *river.Job[StepArgs]) error {
 }
 
 // complete records the step's result r as its job's output, with what
-// the node's calls have cost, and marks the job completed at once: River's
-// own completer batches completions and writes them up to 250 ms later, a
-// wait every step would add to the run (should the early completion fail,
-// River's completer still records it, output included).
+// the node's calls have cost, and marks the job completed at once, under
+// the node's step lock (store.StepDue): River's own completer batches
+// completions and writes them up to 250 ms later, a wait every step would
+// add to the run. Should the early completion fail (the database does not
+// answer), River's completer still records it, output included.
 func (w *stepWorker) complete(ctx context.Context, job *river.Job[StepArgs], r stepResult) error {
 	o := outputOf(r)
 	spent, err := w.st.CallSpend(ctx, job.Args.Node)
@@ -252,6 +253,9 @@ func (w *stepWorker) complete(ctx context.Context, job *river.Job[StepArgs], r s
 		return nil
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }() // a no-op after Commit
+	if store.LockStep(ctx, tx, job.Args.Node) != nil {
+		return nil
+	}
 	if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err == nil {
 		_ = tx.Commit(ctx) // failed, River's completer completes the job
 	}
