@@ -13,9 +13,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -33,12 +38,40 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		os.Exit(0)
+	case "deaf": // a server that does not exit when its stdin or stdout closes
+		signal.Ignore(syscall.SIGPIPE)
+		srv := testServer(nil)
+		_ = srv.Run(context.Background(), &mcp.IOTransport{Reader: deafReader{os.Stdin}, Writer: deafWriter{os.Stdout}})
+		os.Exit(0)
 	case "crash":
 		fmt.Fprintln(os.Stderr, "fatal: no config file at /etc/nowhere.conf")
 		os.Exit(3)
 	}
 	os.Exit(m.Run())
 }
+
+// deafReader never ends: at the end of its input it waits forever.
+type deafReader struct{ r io.Reader }
+
+func (d deafReader) Read(p []byte) (int, error) {
+	n, err := d.r.Read(p)
+	if err == io.EOF {
+		time.Sleep(time.Hour) // not select{}: the runtime would end a process whose goroutines all wait
+	}
+	return n, err
+}
+
+func (deafReader) Close() error { return nil }
+
+// deafWriter does not notice that no one reads.
+type deafWriter struct{ w io.Writer }
+
+func (d deafWriter) Write(p []byte) (int, error) {
+	_, _ = d.w.Write(p) // deaf on purpose
+	return len(p), nil
+}
+
+func (deafWriter) Close() error { return nil }
 
 // stdioServer is the stdio test server: this binary, told to serve by its
 // environment (given as the server's Env: the command gets nothing else of
@@ -141,6 +174,20 @@ func testServer(die func()) *mcp.Server {
 		}
 		die() // the connection carrying this call is gone: no one reads what follows
 		return nil, fmt.Errorf("dead")
+	})
+	add("pid", "Say the server's process id.", object, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return text(strconv.Itoa(os.Getpid())), nil
+	})
+	add("spawn", "Start a child that holds stdout and outlives the server; say its process id.", object, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		child := exec.Command("sleep", "300")
+		child.Stdout = os.Stdout
+		if err := child.Start(); err != nil {
+			return nil, err
+		}
+		return text(strconv.Itoa(child.Process.Pid)), nil
+	})
+	add("huge", "Answer more than a message may hold.", object, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return text(strings.Repeat("x", maxFrame+1)), nil
 	})
 	add("garbage", "Write garbage on stdout.", object, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		fmt.Fprintln(os.Stdout, "this is not JSON-RPC {{{")

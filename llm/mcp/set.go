@@ -236,9 +236,10 @@ func (c *conn) ready(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool, erro
 	var listed []*mcp.Tool
 	for t, err := range sess.Tools(ctx, nil) {
 		if err != nil {
+			err = fmt.Errorf("listing its tools: %w", err)
 			c.stale.Store(true)
-			c.drop(sess)
-			return nil, nil, c.unreachable(fmt.Errorf("listing its tools: %w", err))
+			c.drop(sess, err)
+			return nil, nil, c.unreachable(err)
 		}
 		listed = append(listed, t)
 	}
@@ -272,36 +273,42 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	c.mu.Unlock()
 	go func() {
 		err := sess.Wait()
-		c.mu.Lock()
-		gone := c.sess == sess
-		if gone {
-			c.sess = nil
+		if err == nil {
+			err = errors.New("the connection ended")
 		}
-		c.mu.Unlock()
-		if gone {
-			detail := "the connection ended"
-			if err != nil {
-				detail = c.red.line(err.Error())
-			}
-			if s := c.stderr.String(); s != "" {
-				detail += "; it wrote on stderr: " + c.red.line(s)
-			}
-			c.observe(Event{Kind: EventClosed, Server: c.srv.Name, Err: detail})
-		}
+		c.drop(sess, err)
 	}()
 	return sess, nil
 }
 
-// drop forgets sess and closes it, so the next call connects afresh.
-func (c *conn) drop(sess *mcp.ClientSession) {
+// drop forgets sess, broken by err, and closes it, so the next call
+// connects afresh. The first to drop a session reports it (the call that
+// saw it break, or the watch on its end), and only a session that was not
+// closed on purpose.
+func (c *conn) drop(sess *mcp.ClientSession, err error) {
 	c.mu.Lock()
-	if c.sess == sess {
+	current := c.sess == sess
+	if current {
 		c.sess = nil
 	}
 	c.mu.Unlock()
+	if !current {
+		return
+	}
+	c.observe(Event{Kind: EventClosed, Server: c.srv.Name, Err: c.detail(err)})
 	// A stdio server's close waits for its command to exit: not on the
 	// caller's time.
 	go func() { _ = sess.Close() }() // the session is broken already; its close error says nothing new
+}
+
+// detail is err's text for a person or the model: redacted, inert, and
+// with the end of a command's stderr when it wrote some.
+func (c *conn) detail(err error) string {
+	d := c.red.line(err.Error())
+	if s := c.stderr.String(); s != "" {
+		d += "; it wrote on stderr: " + c.red.line(s)
+	}
+	return d
 }
 
 func (c *conn) close() error {
@@ -326,14 +333,10 @@ func (c *conn) close() error {
 }
 
 func (c *conn) unreachable(err error) *UnreachableError {
-	detail := c.red.line(err.Error())
 	if errors.Is(err, context.DeadlineExceeded) {
-		detail = "it did not answer in time (" + detail + ")"
+		err = fmt.Errorf("it did not answer in time (%w)", err)
 	}
-	if s := c.stderr.String(); s != "" {
-		detail += "; it wrote on stderr: " + c.red.line(s)
-	}
-	return &UnreachableError{Server: c.srv.Name, Detail: detail}
+	return &UnreachableError{Server: c.srv.Name, Detail: c.detail(err)}
 }
 
 func (c *conn) takeChanges() []string {
@@ -487,12 +490,8 @@ func (c *conn) run(parent context.Context, tool string, input json.RawMessage) (
 	}
 	// The connection broke (the server died, or sent what is not MCP): the
 	// next call connects afresh.
-	c.drop(sess)
-	detail := c.red.line(err.Error())
-	if s := c.stderr.String(); s != "" {
-		detail += "; it wrote on stderr: " + c.red.line(s)
-	}
-	return fail("mcp server %q failed during the call (%s); the next call starts a new connection", c.srv.Name, detail)
+	c.drop(sess, err)
+	return fail("mcp server %q failed during the call (%s); the next call starts a new connection", c.srv.Name, c.detail(err))
 }
 
 // codeRejected is the code of the SDK's "rejected by transport" error: no

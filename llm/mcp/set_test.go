@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -198,7 +199,7 @@ func TestATenMegabyteResultIsCutWithANote(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			loop := &llm.Loop{Client: &llm.Client{Provider: script.New(sc)}, Handlers: o.Handlers, MaxResultChars: 1000}
+			loop := &llm.Loop{Client: &llm.Client{Provider: script.New(sc)}, Handlers: o.Handlers}
 			res, err := loop.Run(t.Context(), &llm.Request{Model: "claude-sonnet-4-5", MaxTokens: 100, Messages: []llm.Message{llm.UserText("go")}})
 			if err != nil {
 				t.Fatal(err)
@@ -207,7 +208,7 @@ func TestATenMegabyteResultIsCutWithANote(t *testing.T) {
 				t.Fatalf("the loop ended with %q", res.Text())
 			}
 			result := res.Messages[2].Content[0]
-			want := strings.Repeat("x", 1000) + fmt.Sprintf("\n[output cut: %d of %d characters omitted]", bigResult-1000, bigResult)
+			want := strings.Repeat("x", 100_000) + fmt.Sprintf("\n[output cut: %d of %d characters omitted]", bigResult-100_000, bigResult)
 			if result.Type != llm.BlockToolResult || result.IsError || result.Content.String() != want {
 				t.Fatalf("tool result: is_error=%v, %d characters: %.80q…", result.IsError, len(result.Content.String()), result.Content.String())
 			}
@@ -256,6 +257,15 @@ func TestAServerThatDiesMidCallGivesAnErrorResult(t *testing.T) {
 		}
 		if connects != 2 {
 			t.Errorf("%d connections, want 2: %+v", connects, rec.all())
+		}
+		var closed []Event
+		for _, e := range rec.all() {
+			if e.Kind == EventClosed {
+				closed = append(closed, e)
+			}
+		}
+		if len(closed) != 1 || closed[0].Server != "proc" || !strings.Contains(closed[0].Err, "panic: the server crashed") {
+			t.Errorf("closed events: %+v", closed)
 		}
 	})
 	t.Run("http", func(t *testing.T) {
@@ -504,5 +514,67 @@ func TestServersSharingANameAreRefused(t *testing.T) {
 	var ierr *InvalidError
 	if !errors.As(err, &ierr) || ierr.Field != "name" {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// A message over the limit is refused, not buffered without end: over a
+// JSON answer (the limit here), as over an event stream or stdio (the
+// SDK's, set to the same).
+func TestAnAnswerOverTheMessageLimitIsAnErrorResult(t *testing.T) {
+	srv := testServer(func() { t.Error("die called") })
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{JSONResponse: true}))
+	t.Cleanup(ts.Close)
+	set := newSet(t, Options{}, Server{Name: "web", URL: ts.URL})
+	o := set.Offer(t.Context())
+	wantError(t, call(t, t.Context(), handler(t, o, "web__huge"), `{}`), "the server's answer is larger than 16 MiB")
+	wantText(t, call(t, t.Context(), handler(t, o, "web__echo"), `{"text":"fine"}`), "echo: fine")
+}
+
+// alive reports whether process pid runs (a zombie does not).
+func alive(t *testing.T, pid string) bool {
+	t.Helper()
+	stat, err := os.ReadFile("/proc/" + pid + "/stat")
+	if errors.Is(err, os.ErrNotExist) {
+		return false
+	}
+	if err != nil {
+		t.Skipf("no /proc here: %v", err)
+	}
+	_, rest, _ := strings.Cut(string(stat), ") ")
+	return !strings.HasPrefix(rest, "Z")
+}
+
+// A server's child that holds its stdout and outlives it goes with it: the
+// call sees the server die instead of waiting for an answer.
+func TestAStdioServersWholeProcessGroupEnds(t *testing.T) {
+	set := newSet(t, Options{CallTimeout: time.Minute}, stdioServer(t, "proc"))
+	o := set.Offer(t.Context())
+	child := call(t, t.Context(), handler(t, o, "proc__spawn"), `{}`).Content.String()
+	if !alive(t, child) {
+		t.Fatalf("the child %s did not start", child)
+	}
+	wantError(t, call(t, t.Context(), handler(t, o, "proc__die"), `{}`), `mcp server "proc" failed during the call`)
+	for deadline := time.Now().Add(10 * time.Second); alive(t, child); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server's child %s lives on", child)
+		}
+	}
+}
+
+// A server that does not exit when its stdin closes is ended.
+func TestCloseEndsAServerThatWillNotExit(t *testing.T) {
+	srv := stdioServer(t, "deaf")
+	srv.Env[stdioMode] = "deaf"
+	set, err := NewSet([]Server{srv}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := set.Offer(t.Context())
+	pid := call(t, t.Context(), handler(t, o, "deaf__pid"), `{}`).Content.String()
+	if err := set.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if alive(t, pid) {
+		t.Errorf("the server %s lives on after close", pid)
 	}
 }
