@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func TestTheRegistryAddsListsAndRemoves(t *testing.T) {
@@ -106,12 +107,22 @@ func TestAddRefusesWhatCannotWork(t *testing.T) {
 		{Server{Name: "down", URL: gone.URL}, "connection refused"},
 		{Server{Name: "none", Command: filepath.Join(t.TempDir(), "no-such-server")}, "no such file or directory"},
 		{Server{Name: "crash", Command: exe, Env: map[string]string{stdioMode: "crash"}}, "it wrote on stderr: fatal: no config file at /etc/nowhere.conf"},
-		{Server{Name: "notmcp", Command: "/bin/sh", Args: []string{"-c", "echo hello; sleep 30"}}, `mcp server "notmcp" cannot be reached`},
+		{Server{Name: "notmcp", Command: "/bin/sh", Args: []string{"-c", "echo pid $$ >&2; echo hello; exec sleep 30"}}, `mcp server "notmcp" cannot be reached`},
 	} {
 		_, err := reg.Add(t.Context(), c.srv, Options{})
 		var uerr *UnreachableError
 		if !errors.As(err, &uerr) || !strings.Contains(err.Error(), c.words) {
 			t.Errorf("%s: want an unreachable error about %q, got %v", c.srv.Name, c.words, err)
+		}
+		// A command that is not an MCP server is not left running.
+		if _, pid, ok := strings.Cut(uerr.Detail, "it wrote on stderr: pid "); ok {
+			for deadline := time.Now().Add(10 * time.Second); alive(t, pid); time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: the command (pid %s) lives on", c.srv.Name, pid)
+				}
+			}
+		} else if c.srv.Name == "notmcp" {
+			t.Errorf("no pid in %q", uerr.Detail)
 		}
 	}
 	var ierr *InvalidError

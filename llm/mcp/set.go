@@ -256,8 +256,13 @@ func (c *conn) ready(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool, erro
 
 func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	start := time.Now()
-	sess, err := c.client.Connect(ctx, transport(c.srv, c.stderr), nil)
+	c.stderr.reset()
+	tr := transport(c.srv, c.stderr)
+	sess, err := c.client.Connect(ctx, tr, nil)
 	if err != nil {
+		if st, ok := tr.(*stdioTransport); ok {
+			st.stop()
+		}
 		uerr := c.unreachable(err)
 		c.observe(Event{Kind: EventConnect, Server: c.srv.Name, Duration: time.Since(start), Err: uerr.Detail})
 		return nil, uerr
@@ -397,7 +402,7 @@ func (c *conn) offer(o *Offer, seen map[string]bool) {
 	}
 }
 
-// changeNote says how a server's tool list changed, or "" if it did not.
+// changeNote names the tools that came and went, or is "" when none did.
 func changeNote(server string, before, after []*mcp.Tool) string {
 	names := func(ts []*mcp.Tool) []string {
 		n := make([]string, len(ts))
@@ -419,7 +424,7 @@ func changeNote(server string, before, after []*mcp.Tool) string {
 		}
 	}
 	if len(added) == 0 && len(removed) == 0 {
-		return fmt.Sprintf("mcp server %q changed its tools (same names)", server)
+		return "" // a connection made again, or new descriptions: nothing to tell
 	}
 	note := fmt.Sprintf("mcp server %q changed its tools", server)
 	if len(added) > 0 {

@@ -247,8 +247,11 @@ func TestAServerThatDiesMidCallGivesAnErrorResult(t *testing.T) {
 		out := call(t, t.Context(), handler(t, o, "proc__die"), `{}`)
 		wantError(t, out, `mcp server "proc" failed during the call`)
 		wantError(t, out, "panic: the server crashed") // its stderr says why
-		// The next call starts the command again.
+		// The next call starts the command again; the same tools are no news.
 		wantText(t, call(t, t.Context(), handler(t, o, "proc__echo"), `{"text":"again"}`), "echo: again")
+		if next := set.Offer(t.Context()); slices.ContainsFunc(next.Notes, func(n string) bool { return strings.Contains(n, "changed its tools") }) {
+			t.Errorf("a new connection was reported as a change: %q", next.Notes)
+		}
 		connects := 0
 		for _, e := range rec.all() {
 			if e.Kind == EventConnect && e.Err == "" {
@@ -266,6 +269,10 @@ func TestAServerThatDiesMidCallGivesAnErrorResult(t *testing.T) {
 		}
 		if len(closed) != 1 || closed[0].Server != "proc" || !strings.Contains(closed[0].Err, "panic: the server crashed") {
 			t.Errorf("closed events: %+v", closed)
+		}
+		// What the dead command wrote is not blamed on the new one.
+		if out := call(t, t.Context(), handler(t, o, "proc__garbage"), `{}`); strings.Contains(out.Content.String(), "crashed") {
+			t.Errorf("an earlier run's stderr: %q", out.Content.String())
 		}
 	})
 	t.Run("http", func(t *testing.T) {

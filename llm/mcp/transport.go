@@ -103,6 +103,7 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 type stdioTransport struct {
 	srv    Server
 	stderr *tail
+	proc   *process // the command Connect started
 }
 
 // passedEnv names the variables of the kernel's environment a server's
@@ -147,18 +148,29 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, errors.Join(err, outR.Close(), inW.Close())
 	}
-	p := &process{cmd: cmd, stdin: inW, exited: make(chan struct{})}
+	p := &process{cmd: cmd, stdin: inW, stdout: outR, exited: make(chan struct{})}
 	go p.wait()
 	if closeErr != nil {
-		return nil, errors.Join(closeErr, outR.Close(), p.Close())
+		return nil, errors.Join(closeErr, p.Close())
 	}
+	t.proc = p
 	return (&mcp.IOTransport{Reader: outR, Writer: p, MaxLineLength: maxFrame}).Connect(ctx)
 }
 
-// process is a running server command: its stdin, and the group it leads.
+// stop ends the command of a connection that failed: the SDK closes what
+// it made on most failures of its handshake, but not all.
+func (t *stdioTransport) stop() {
+	if t.proc != nil {
+		go func() { _ = t.proc.Close() }() // the connection failed already; how it ends adds nothing
+	}
+}
+
+// process is a running server command: our ends of its stdin and stdout,
+// and the group it leads.
 type process struct {
 	cmd    *exec.Cmd
 	stdin  *os.File
+	stdout *os.File // closed by the session first, or by Close
 	exited chan struct{}
 	once   sync.Once
 	err    error
@@ -191,6 +203,9 @@ func (p *process) Close() error {
 		}
 		p.err = errors.Join(p.err, fmt.Errorf("the server's command (pid %d) did not exit", p.cmd.Process.Pid))
 	})
+	if err := p.stdout.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
+		return errors.Join(p.err, err)
+	}
 	return p.err
 }
 
@@ -210,6 +225,16 @@ func (t *tail) Write(p []byte) (int, error) {
 		t.buf = append([]byte(nil), t.buf[len(t.buf)-tailSize:]...)
 	}
 	return len(p), nil
+}
+
+// reset forgets what an earlier run of the command wrote.
+func (t *tail) reset() {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = nil
 }
 
 func (t *tail) String() string {
