@@ -168,13 +168,12 @@ type conn struct {
 	srv    Server
 	opts   Options
 	red    redactor
-	stderr *tail         // a command's stderr, for error messages
 	lock   chan struct{} // held while connecting or listing
 	stale  atomic.Bool   // the server said its tools changed since they were listed
 	client *mcp.Client
 
 	mu      sync.Mutex // guards the fields below
-	sess    *mcp.ClientSession
+	sess    *session
 	tools   []*mcp.Tool // as last listed; nil before the first list
 	changes []string    // notes of list changes not yet in an Offer
 	closed  bool
@@ -182,9 +181,6 @@ type conn struct {
 
 func newConn(srv Server, opts Options) *conn {
 	c := &conn{srv: srv, opts: opts, red: newRedactor(srv), lock: make(chan struct{}, 1)}
-	if srv.Transport() == TransportStdio {
-		c.stderr = &tail{}
-	}
 	c.client = mcp.NewClient(&mcp.Implementation{Name: "llmkernels", Version: "1"}, &mcp.ClientOptions{
 		// Offer the server nothing of ours (no roots, sampling or
 		// elicitation): it gets tool calls and their arguments.
@@ -203,15 +199,22 @@ func (c *conn) observe(e Event) {
 	}
 }
 
+// session is a connection to a server, and the command it runs over
+// stdio (nil over HTTP).
+type session struct {
+	*mcp.ClientSession
+	proc *process
+}
+
 // ready returns a connected session and the server's current tools:
 // connecting first if there is no session, listing again if the list
 // changed. Its error is an *UnreachableError.
-func (c *conn) ready(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool, error) {
+func (c *conn) ready(ctx context.Context) (*session, []*mcp.Tool, error) {
 	select {
 	case c.lock <- struct{}{}:
 		defer func() { <-c.lock }()
 	case <-ctx.Done():
-		return nil, nil, c.unreachable(ctx.Err())
+		return nil, nil, c.unreachable(ctx.Err(), nil)
 	}
 	c.mu.Lock()
 	sess, tools, closed := c.sess, c.tools, c.closed
@@ -239,7 +242,7 @@ func (c *conn) ready(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool, erro
 			err = fmt.Errorf("listing its tools: %w", err)
 			c.stale.Store(true)
 			c.drop(sess, err)
-			return nil, nil, c.unreachable(err)
+			return nil, nil, c.unreachable(err, sess.proc)
 		}
 		listed = append(listed, t)
 	}
@@ -254,30 +257,36 @@ func (c *conn) ready(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool, erro
 	return sess, listed, nil
 }
 
-func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
+func (c *conn) connect(ctx context.Context) (*session, error) {
 	start := time.Now()
-	c.stderr.reset()
-	tr := transport(c.srv, c.stderr)
-	sess, err := c.client.Connect(ctx, tr, nil)
+	tr := transport(c.srv)
+	cs, err := c.client.Connect(ctx, tr, nil)
+	var proc *process
+	if st, ok := tr.(*stdioTransport); ok {
+		proc = st.proc
+	}
 	if err != nil {
-		if st, ok := tr.(*stdioTransport); ok {
-			st.stop()
+		uerr := c.unreachable(err, proc)
+		if proc != nil {
+			// The SDK closes what it made on most failures of its
+			// handshake, but not all.
+			go func() { _ = proc.Close() }() // the connection failed already; how it ends adds nothing
 		}
-		uerr := c.unreachable(err)
 		c.observe(Event{Kind: EventConnect, Server: c.srv.Name, Duration: time.Since(start), Err: uerr.Detail})
 		return nil, uerr
 	}
 	c.observe(Event{Kind: EventConnect, Server: c.srv.Name, Duration: time.Since(start)})
+	sess := &session{cs, proc}
 	c.mu.Lock()
 	if c.closed { // Close ran while connecting
 		c.mu.Unlock()
-		_ = sess.Close() // closing what was never used: nothing to report
+		_ = cs.Close() // closing what was never used: nothing to report
 		return nil, &UnreachableError{Server: c.srv.Name, Detail: "this MCP client was closed"}
 	}
 	c.sess = sess
 	c.mu.Unlock()
 	go func() {
-		err := sess.Wait()
+		err := cs.Wait()
 		if err == nil {
 			err = errors.New("the connection ended")
 		}
@@ -290,7 +299,7 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 // connects afresh. The first to drop a session reports it (the call that
 // saw it break, or the watch on its end), and only a session that was not
 // closed on purpose.
-func (c *conn) drop(sess *mcp.ClientSession, err error) {
+func (c *conn) drop(sess *session, err error) {
 	c.mu.Lock()
 	current := c.sess == sess
 	if current {
@@ -300,17 +309,17 @@ func (c *conn) drop(sess *mcp.ClientSession, err error) {
 	if !current {
 		return
 	}
-	c.observe(Event{Kind: EventClosed, Server: c.srv.Name, Err: c.detail(err)})
 	// A stdio server's close waits for its command to exit: not on the
 	// caller's time.
 	go func() { _ = sess.Close() }() // the session is broken already; its close error says nothing new
+	c.observe(Event{Kind: EventClosed, Server: c.srv.Name, Err: c.detail(err, sess.proc)})
 }
 
 // detail is err's text for a person or the model: redacted, inert, and
-// with the end of a command's stderr when it wrote some.
-func (c *conn) detail(err error) string {
+// with the last words of proc (a server's command) on stderr, if any.
+func (c *conn) detail(err error, proc *process) string {
 	d := c.red.line(err.Error())
-	if s := c.stderr.String(); s != "" {
+	if s := proc.lastWords(); s != "" {
 		d += "; it wrote on stderr: " + c.red.line(s)
 	}
 	return d
@@ -337,11 +346,11 @@ func (c *conn) close() error {
 	return nil
 }
 
-func (c *conn) unreachable(err error) *UnreachableError {
+func (c *conn) unreachable(err error, proc *process) *UnreachableError {
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = fmt.Errorf("it did not answer in time (%w)", err)
 	}
-	return &UnreachableError{Server: c.srv.Name, Detail: c.detail(err)}
+	return &UnreachableError{Server: c.srv.Name, Detail: c.detail(err, proc)}
 }
 
 func (c *conn) takeChanges() []string {
@@ -496,7 +505,7 @@ func (c *conn) run(parent context.Context, tool string, input json.RawMessage) (
 	// The connection broke (the server died, or sent what is not MCP): the
 	// next call connects afresh.
 	c.drop(sess, err)
-	return fail("mcp server %q failed during the call (%s); the next call starts a new connection", c.srv.Name, c.detail(err))
+	return fail("mcp server %q failed during the call (%s); the next call starts a new connection", c.srv.Name, c.detail(err, sess.proc))
 }
 
 // codeRejected is the code of the SDK's "rejected by transport" error: no

@@ -495,10 +495,10 @@ func TestASlowServerIsLeftOutWithANote(t *testing.T) {
 	}))
 	t.Cleanup(slow.Close)
 	t.Cleanup(func() { close(stop) }) // runs first
-	set := newSet(t, Options{ConnectTimeout: 300 * time.Millisecond}, Server{Name: "slow", URL: slow.URL}, stdioServer(t, "proc"))
+	set := newSet(t, Options{ConnectTimeout: time.Second}, Server{Name: "slow", URL: slow.URL}, Server{Name: "web", URL: httpServer(t, "").URL})
 	o := set.Offer(t.Context())
 	wantNote(t, o.Notes, `mcp server "slow" cannot be reached: it did not answer in time`)
-	if !slices.Contains(names(o), "proc__echo") || slices.ContainsFunc(names(o), func(n string) bool { return strings.HasPrefix(n, "slow__") }) {
+	if !slices.Contains(names(o), "web__echo") || slices.ContainsFunc(names(o), func(n string) bool { return strings.HasPrefix(n, "slow__") }) {
 		t.Errorf("offered %v", names(o))
 	}
 }

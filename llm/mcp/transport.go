@@ -24,7 +24,7 @@ import (
 const maxFrame = 16 << 20
 
 // transport is the SDK transport that reaches s.
-func transport(s Server, stderr *tail) mcp.Transport {
+func transport(s Server) mcp.Transport {
 	if s.URL != "" {
 		return &mcp.StreamableClientTransport{
 			Endpoint:   s.URL,
@@ -35,7 +35,7 @@ func transport(s Server, stderr *tail) mcp.Transport {
 			MaxEventSize: maxFrame,
 		}
 	}
-	return &stdioTransport{srv: s, stderr: stderr}
+	return &stdioTransport{srv: s}
 }
 
 // headerTransport adds a server's headers to the requests bound for its
@@ -101,9 +101,8 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 // so a server started through a wrapper (npx, uvx, a shell) leaves nothing
 // behind.
 type stdioTransport struct {
-	srv    Server
-	stderr *tail
-	proc   *process // the command Connect started
+	srv  Server
+	proc *process // the command Connect started
 }
 
 // passedEnv names the variables of the kernel's environment a server's
@@ -129,26 +128,32 @@ func commandEnv(extra map[string]string) []string {
 func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	cmd := exec.Command(t.srv.Command, t.srv.Args...)
 	cmd.Env = commandEnv(t.srv.Env)
-	cmd.Stderr = t.stderr
 	ownGroup(cmd)
-	// Plain pipes rather than cmd's: Wait then closes nothing of ours, and
-	// the reader sees the server's last bytes, then EOF.
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return nil, err
+	// Plain pipes rather than cmd's: Wait then neither closes our ends nor
+	// waits for a child of the server that holds one, and the reader sees
+	// the server's last bytes, then EOF.
+	var pipes [6]*os.File // stdout, stderr and stdin: read end, write end
+	for i := 0; i < len(pipes); i += 2 {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, errors.Join(err, closeAll(pipes[:i]...))
+		}
+		pipes[i], pipes[i+1] = r, w
 	}
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		return nil, errors.Join(err, outR.Close(), outW.Close())
-	}
-	cmd.Stdout, cmd.Stdin = outW, inR
-	err = cmd.Start()
+	outR, outW, errR, errW, inR, inW := pipes[0], pipes[1], pipes[2], pipes[3], pipes[4], pipes[5]
+	cmd.Stdout, cmd.Stderr, cmd.Stdin = outW, errW, inR
+	err := cmd.Start()
 	// The child has its own copies of these ends now.
-	closeErr := errors.Join(outW.Close(), inR.Close())
+	closeErr := closeAll(outW, errW, inR)
 	if err != nil {
-		return nil, errors.Join(err, outR.Close(), inW.Close())
+		return nil, errors.Join(err, closeAll(outR, errR, inW))
 	}
-	p := &process{cmd: cmd, stdin: inW, stdout: outR, exited: make(chan struct{})}
+	p := &process{cmd: cmd, stdin: inW, stdout: outR, stderr: &tail{}, stderrDone: make(chan struct{}), exited: make(chan struct{})}
+	go func() {
+		_, _ = io.Copy(p.stderr, errR) // it ends when the whole group has exited, or on a read error: either way, the end
+		_ = errR.Close()               // ours, and read to its end
+		close(p.stderrDone)
+	}()
 	go p.wait()
 	if closeErr != nil {
 		return nil, errors.Join(closeErr, p.Close())
@@ -157,23 +162,25 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	return (&mcp.IOTransport{Reader: outR, Writer: p, MaxLineLength: maxFrame}).Connect(ctx)
 }
 
-// stop ends the command of a connection that failed: the SDK closes what
-// it made on most failures of its handshake, but not all.
-func (t *stdioTransport) stop() {
-	if t.proc != nil {
-		go func() { _ = t.proc.Close() }() // the connection failed already; how it ends adds nothing
+func closeAll(files ...*os.File) error {
+	var errs []error
+	for _, f := range files {
+		errs = append(errs, f.Close())
 	}
+	return errors.Join(errs...)
 }
 
 // process is a running server command: our ends of its stdin and stdout,
-// and the group it leads.
+// the end of what it wrote on stderr, and the group it leads.
 type process struct {
-	cmd    *exec.Cmd
-	stdin  *os.File
-	stdout *os.File // closed by the session first, or by Close
-	exited chan struct{}
-	once   sync.Once
-	err    error
+	cmd        *exec.Cmd
+	stdin      *os.File
+	stdout     *os.File // closed by the session first, or by Close
+	stderr     *tail
+	stderrDone chan struct{} // closed once stderr is read to its end
+	exited     chan struct{} // closed once the group has exited and its stderr is read
+	once       sync.Once
+	err        error
 }
 
 // wait reaps the command; once it has exited, the rest of its group goes
@@ -181,7 +188,26 @@ type process struct {
 func (p *process) wait() {
 	_ = p.cmd.Wait() // how it exited is not news to anyone: the session ends either way
 	killGroup(p.cmd)
+	select {
+	case <-p.stderrDone:
+	case <-time.After(time.Second): // a child that left the group holds stderr
+	}
 	close(p.exited)
+}
+
+// lastWords is the end of what the command wrote on stderr, complete once
+// it has exited: a caller that saw the connection break waits a moment for
+// that (a dying command's last words may still be in the pipe), not for a
+// command that lives on.
+func (p *process) lastWords() string {
+	if p == nil {
+		return ""
+	}
+	select {
+	case <-p.exited:
+	case <-time.After(time.Second):
+	}
+	return p.stderr.String()
 }
 
 func (p *process) Write(b []byte) (int, error) { return p.stdin.Write(b) }
@@ -227,20 +253,7 @@ func (t *tail) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// reset forgets what an earlier run of the command wrote.
-func (t *tail) reset() {
-	if t == nil {
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = nil
-}
-
 func (t *tail) String() string {
-	if t == nil {
-		return ""
-	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return strings.TrimSpace(string(t.buf))
