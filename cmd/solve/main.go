@@ -408,7 +408,7 @@ func printResult(w io.Writer, r *loop.Result) {
 	default:
 		fmt.Fprintf(w, "the goal was not achieved; see 'solve status %s' and 'solve log --node ID'\n", r.RootID)
 	}
-	fmt.Fprintf(w, "LLM calls: %d · spent $%.4f of $%.2f · nodes %d\n", r.LLMCalls, r.SpentUSD, r.AllocatedUSD, r.Nodes)
+	fmt.Fprintf(w, "LLM calls: %d · spent $%.4f of $%.2f%s · nodes %d\n", r.LLMCalls, r.SpentUSD, r.AllocatedUSD, solve.UnknownNote(r.SpentUSD, r.UnknownUSD), r.Nodes)
 }
 
 // reportFlags are --report FILE and --no-report.
@@ -1003,7 +1003,11 @@ func printStatus(w io.Writer, st *solve.RunStatus) {
 		if n.SigmaV != nil {
 			sigma = fmt.Sprintf("σ_v %.2f σ_path %.2f", *n.SigmaV, *n.SigmaPath)
 		}
-		money := fmt.Sprintf("spent $%.4f · allocated $%.4f", n.SpentUSD, n.AllocatedUSD)
+		money := fmt.Sprintf("spent $%.4f", n.SpentUSD)
+		if n.UnknownUSD != 0 {
+			money += fmt.Sprintf(" ($%.4f unknown outcome)", n.UnknownUSD)
+		}
+		money += fmt.Sprintf(" · allocated $%.4f", n.AllocatedUSD)
 		if n.DelegatedUSD != 0 {
 			money += fmt.Sprintf(" · delegated $%.4f", n.DelegatedUSD)
 		}
@@ -1042,7 +1046,7 @@ func printStatus(w io.Writer, st *solve.RunStatus) {
 		}
 	}
 	r := st.Result
-	fmt.Fprintf(w, "outcome %s · σ_system %.2f · spent $%.4f of $%.2f", r.Outcome, r.SigmaSystem, r.SpentUSD, r.AllocatedUSD)
+	fmt.Fprintf(w, "outcome %s · σ_system %.2f · spent $%.4f of $%.2f%s", r.Outcome, r.SigmaSystem, r.SpentUSD, r.AllocatedUSD, solve.UnknownNote(r.SpentUSD, r.UnknownUSD))
 	if r.ReservedUSD > 0 {
 		fmt.Fprintf(w, " ($%.4f held by calls in flight)", r.ReservedUSD)
 	}
