@@ -13,6 +13,28 @@ import (
 	"github.com/llmkernels/kernels/internal/sqlite"
 )
 
+// atStep is a new database of dialect d (its URL or path) at schema step
+// n, holding rows (SQL run after the steps).
+func atStep(t *testing.T, d string, n int, rows string) string {
+	t.Helper()
+	if d == "postgres" {
+		db := pgtest.New(t)
+		pgExec(t, db, fmt.Sprintf("CREATE TABLE solve_schema (only_row BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (only_row), application TEXT NOT NULL, version INTEGER NOT NULL); INSERT INTO solve_schema (application, version) VALUES ('%s', %d);", pgMarker, n)+
+			strings.Join(pgSteps()[:n], ";")+";"+rows)
+		return db
+	}
+	db := filepath.Join(t.TempDir(), "kernel.db")
+	raw, err := sql.Open("sqlite", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.Exec(strings.Join(schema.Steps[:n], ";") + fmt.Sprintf(";PRAGMA application_id = %d; PRAGMA user_version = %d;", sqlite.SolveID, n) + rows); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
 // A database at step 3 holds an open request naming its node only in its
 // detail: step 4 records that node as waiting on it, so the scheduler
 // still sees it waiting after the upgrade, on both engines.
@@ -22,23 +44,7 @@ func TestStep4KeepsTheNodeOfAnOpenRequestWaiting(t *testing.T) {
 	for _, d := range dialects {
 		t.Run(d, func(t *testing.T) {
 			ctx := context.Background()
-			db := filepath.Join(t.TempDir(), "kernel.db")
-			if d == "postgres" {
-				db = pgtest.New(t)
-				s := pgSteps()
-				pgExec(t, db, "CREATE TABLE solve_schema (only_row BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (only_row), application TEXT NOT NULL, version INTEGER NOT NULL); INSERT INTO solve_schema (application, version) VALUES ('"+pgMarker+"', 3);"+
-					strings.Join(s[:3], ";")+";"+rows)
-			} else {
-				raw, err := sql.Open("sqlite", db)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := raw.Exec(strings.Join(schema.Steps[:3], ";") + fmt.Sprintf(";PRAGMA application_id = %d; PRAGMA user_version = 3;", sqlite.SolveID) + rows); err != nil {
-					t.Fatal(err)
-				}
-				raw.Close()
-			}
-			st, err := Open(ctx, db)
+			st, err := Open(ctx, atStep(t, d, 3, rows))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,23 +73,7 @@ func TestStep5MarksTheCallsSettledAtTheirHoldAsUnknown(t *testing.T) {
 	for _, d := range dialects {
 		t.Run(d, func(t *testing.T) {
 			ctx := context.Background()
-			db := filepath.Join(t.TempDir(), "kernel.db")
-			if d == "postgres" {
-				db = pgtest.New(t)
-				s := pgSteps()
-				pgExec(t, db, "CREATE TABLE solve_schema (only_row BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (only_row), application TEXT NOT NULL, version INTEGER NOT NULL); INSERT INTO solve_schema (application, version) VALUES ('"+pgMarker+"', 4);"+
-					strings.Join(s[:4], ";")+";"+rows)
-			} else {
-				raw, err := sql.Open("sqlite", db)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := raw.Exec(strings.Join(schema.Steps[:4], ";") + fmt.Sprintf(";PRAGMA application_id = %d; PRAGMA user_version = 4;", sqlite.SolveID) + rows); err != nil {
-					t.Fatal(err)
-				}
-				raw.Close()
-			}
-			st, err := Open(ctx, db)
+			st, err := Open(ctx, atStep(t, d, 4, rows))
 			if err != nil {
 				t.Fatal(err)
 			}
