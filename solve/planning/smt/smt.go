@@ -163,6 +163,13 @@ func Ask(ctx context.Context, version string, qs []Question) (*Report, error) {
 	return rep, nil
 }
 
+// tactic is how z3 takes a question: it substitutes the definitions
+// (each variable a function of earlier ones) and folds the constants
+// before it searches. Left to plain (check-sat), z3 4.8 searched a
+// 10,000-task plan's definitions as they stand and decided half the
+// questions within the timeout; this way, each in seconds.
+const tactic = "(then simplify propagate-values solve-eqs simplify smt)"
+
 // ask runs z3 on one question and returns its answer.
 func ask(ctx context.Context, q Question) (string, error) {
 	var b strings.Builder
@@ -170,7 +177,7 @@ func ask(ctx context.Context, q Question) (string, error) {
 	if q.Defs != nil {
 		b.WriteString(q.Defs.b.String())
 	}
-	fmt.Fprintf(&b, "%s(check-sat)\n", q.Body)
+	fmt.Fprintf(&b, "%s(check-sat-using %s)\n", q.Body, tactic)
 	qctx, cancel := context.WithTimeout(ctx, Timeout+Timeout/2)
 	defer cancel()
 	r, err := proc.Run(qctx, proc.Cmd{Name: "z3", Args: []string{"-in", "-smt2"}, Stdin: strings.NewReader(b.String())})
