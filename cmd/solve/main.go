@@ -626,8 +626,10 @@ func resumeCommand(app *cli.App) *cobra.Command {
 		Long: `Continue a run where it stopped: after kill -9, after an error, or after
 'solve hire' answered its requests. No resolver attempt whose output was
 recorded is repeated; a call the stopped process made but did not record is
-settled at what it reserved (its cost is unknown), so the ledger never holds
-less than was spent. A run another process is running is refused. ROOT may be
+settled at what it reserved, marked an unknown outcome (whether it was billed
+is not known), so the ledger never holds less than was spent, and at the wall
+time it ran by its heartbeat: the time the process was dead is not charged.
+A run another process is running is refused. ROOT may be
 a prefix of the root node id. Writes the run's report at the end, as 'solve
 run' does. Exit status as for 'solve run': 0 achieved, 3 infeasible, 4 waiting
 for a human, 5 stopped.`,
