@@ -118,13 +118,13 @@ func (s *stepCtx) paid(ctx context.Context, r Resolver, resolverID string, c *Ca
 	case errors.As(err, &re):
 		spent = re.Cost
 	}
-	reported := spent
+	reported, known := spent, spent
 	if !(spent >= 0) || math.IsInf(spent, 1) {
-		spent = res.Cost // a cost below zero or not a number: the most it was allowed
+		spent, known = res.Cost, 0 // a cost below zero or not a number: the most it was allowed
 	}
 	unknown := 0.0
-	if interrupted && (re == nil || !re.NotInFlight) && spent < res.Cost {
-		unknown, spent = res.Cost-spent, res.Cost
+	if interrupted && (re == nil || !re.NotInFlight) && known < res.Cost {
+		unknown, spent = res.Cost-known, math.Max(spent, res.Cost)
 	}
 	if timedOut {
 		took = math.Min(took, res.TimeLeft)
