@@ -419,7 +419,7 @@ func printResult(w io.Writer, r *loop.Result) {
 	default:
 		fmt.Fprintf(w, "the goal was not achieved; see 'solve status %s' and 'solve log --node ID'\n", r.RootID)
 	}
-	fmt.Fprintf(w, "LLM calls: %d · spent $%.4f of $%.2f · nodes %d\n", r.LLMCalls, r.SpentUSD, r.AllocatedUSD, r.Nodes)
+	fmt.Fprintf(w, "LLM calls: %d · spent $%.4f of $%.2f%s · nodes %d\n", r.LLMCalls, r.SpentUSD, r.AllocatedUSD, solve.UnknownNote(r.SpentUSD, r.UnknownUSD), r.Nodes)
 }
 
 // reportFlags are --report FILE and --no-report.
@@ -636,8 +636,10 @@ func resumeCommand(app *cli.App) *cobra.Command {
 		Long: `Continue a run where it stopped: after kill -9, after an error, or after
 'solve hire' answered its requests. No resolver attempt whose output was
 recorded is repeated; a call the stopped process made but did not record is
-settled at what it reserved (its cost is unknown), so the ledger never holds
-less than was spent. A run another process is running is refused. ROOT may be
+settled at what it reserved, marked an unknown outcome (whether it was billed
+is not known), so the ledger never holds less than was spent, and at the wall
+time it ran by its heartbeat: the time the process was dead is not charged.
+A run another process is running is refused. ROOT may be
 a prefix of the root node id. Writes the run's report at the end, as 'solve
 run' does. Exit status as for 'solve run': 0 achieved, 3 infeasible, 4 waiting
 for a human, 5 stopped.`,
@@ -1016,7 +1018,11 @@ func printStatus(w io.Writer, st *solve.RunStatus) {
 		if n.SigmaV != nil {
 			sigma = fmt.Sprintf("σ_v %.2f σ_path %.2f", *n.SigmaV, *n.SigmaPath)
 		}
-		money := fmt.Sprintf("spent $%.4f · allocated $%.4f", n.SpentUSD, n.AllocatedUSD)
+		money := fmt.Sprintf("spent $%.4f", n.SpentUSD)
+		if n.UnknownUSD != 0 {
+			money += fmt.Sprintf(" ($%.4f unknown outcome)", n.UnknownUSD)
+		}
+		money += fmt.Sprintf(" · allocated $%.4f", n.AllocatedUSD)
 		if n.DelegatedUSD != 0 {
 			money += fmt.Sprintf(" · delegated $%.4f", n.DelegatedUSD)
 		}
@@ -1055,7 +1061,7 @@ func printStatus(w io.Writer, st *solve.RunStatus) {
 		}
 	}
 	r := st.Result
-	fmt.Fprintf(w, "outcome %s · σ_system %.2f · spent $%.4f of $%.2f", r.Outcome, r.SigmaSystem, r.SpentUSD, r.AllocatedUSD)
+	fmt.Fprintf(w, "outcome %s · σ_system %.2f · spent $%.4f of $%.2f%s", r.Outcome, r.SigmaSystem, r.SpentUSD, r.AllocatedUSD, solve.UnknownNote(r.SpentUSD, r.UnknownUSD))
 	if r.ReservedUSD > 0 {
 		fmt.Fprintf(w, " ($%.4f held by calls in flight)", r.ReservedUSD)
 	}

@@ -74,6 +74,7 @@ type Result struct {
 	Summary      string  `json:"summary,omitempty"`
 	LLMCalls     int     `json:"llm_calls"`
 	SpentUSD     float64 `json:"spent_usd"`     // what the run's paid calls cost
+	UnknownUSD   float64 `json:"unknown_usd"`   // the part of SpentUSD whose outcome is unknown (calls cut off in flight, at their hold)
 	AllocatedUSD float64 `json:"allocated_usd"` // its allowance: --budget and every human top-up
 	ReservedUSD  float64 `json:"reserved_usd"`  // held by calls in flight (or by a stopped process until resume)
 	OpenRequests int     `json:"open_requests"`
@@ -371,7 +372,8 @@ func Resume(ctx context.Context, st *store.Store, root string, opts Options) (*R
 		return nil, err
 	}
 	for _, o := range open {
-		msg := fmt.Sprintf("Node %s: SETTLED %s %s at its reservation $%.4f / %.1fs (the process stopped during the call)", store.Short(o.Node), o.Resolver, o.Op, o.Cost, o.Time)
+		msg := fmt.Sprintf("Node %s: SETTLED %s %s at its reservation $%.4f, an unknown outcome, and the %.1fs it ran of %.1fs held (the process stopped during the call)",
+			store.Short(o.Node), o.Resolver, o.Op, o.Cost, o.Ran(), o.Time)
 		e.progress("%s", msg)
 		if err := st.Log(ctx, 1, o.Node, msg, nil); err != nil {
 			return nil, err
@@ -811,7 +813,7 @@ func Outcome(ctx context.Context, st *store.Store, root string) (*Result, error)
 	if err != nil {
 		return nil, err
 	}
-	r.SpentUSD, r.AllocatedUSD, r.ReservedUSD = tb.SpentUSD, tb.AllowanceUSD, tb.ReservedUSD
+	r.SpentUSD, r.UnknownUSD, r.AllocatedUSD, r.ReservedUSD = tb.SpentUSD, tb.UnknownUSD, tb.AllowanceUSD, tb.ReservedUSD
 	if r.LLMCalls, err = st.LLMCalls(ctx, root); err != nil {
 		return nil, err
 	}

@@ -57,6 +57,11 @@ func TestGatingReopensTheWeakestAncestor(t *testing.T) {
 		if i < 0 || !strings.Contains(strings.Join(rs[i].Feedback, " "), "confidence gating") {
 			t.Errorf("the cutover's retry was not told about the gating")
 		}
+		// The reopened ancestor's attempt failed because of low confidence:
+		// the knowledge graph says so (Step 9's failure-pattern query).
+		if i >= 0 && !strings.Contains(rs[i].History, "low_confidence (1 occurrences)") {
+			t.Errorf("the cutover's retry's history does not name its low_confidence failure:\n%s", rs[i].History)
+		}
 	})
 }
 
