@@ -372,8 +372,7 @@ func Resume(ctx context.Context, st *store.Store, root string, opts Options) (*R
 		return nil, err
 	}
 	for _, o := range open {
-		msg := fmt.Sprintf("Node %s: SETTLED %s %s at its reservation $%.4f, an unknown outcome, and the %.1fs it ran of %.1fs held (the process stopped during the call)",
-			store.Short(o.Node), o.Resolver, o.Op, o.Cost, o.Ran(), o.Time)
+		msg := settledMessage(o, "the process stopped during the call")
 		e.progress("%s", msg)
 		if err := st.Log(ctx, 1, o.Node, msg, nil); err != nil {
 			return nil, err
@@ -383,6 +382,14 @@ func Resume(ctx context.Context, st *store.Store, root string, opts Options) (*R
 		return nil, err
 	}
 	return e.dispatch(ctx)
+}
+
+// settledMessage is the log line of a call settled after its process
+// stopped during it: the money held (an unknown outcome) and the time the
+// call ran until its last heartbeat, never the time the process was dead.
+func settledMessage(o store.OpenReservation, why string) string {
+	return fmt.Sprintf("Node %s: SETTLED %s %s at its reservation $%.4f, an unknown outcome, and the %.1fs it ran of %.1fs held (%s)",
+		store.Short(o.Node), o.Resolver, o.Op, o.Cost, o.Ran(), o.Time, why)
 }
 
 // loadConfig reads the settings a run was started with.
