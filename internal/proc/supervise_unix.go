@@ -40,6 +40,7 @@ const (
 )
 
 func init() {
+	maybeLaunch()
 	ppid := os.Getenv(superviseVar)
 	switch {
 	case ppid == "":
@@ -137,6 +138,8 @@ func run(ctx context.Context, cmd *exec.Cmd) (outcome, error) {
 		return outcome{}, errors.New(arg)
 	case "stopped":
 		return outcome{exitCode: -1, signal: syscall.SIGKILL.String(), stopped: true}, nil
+	case "limit":
+		return outcome{exitCode: -1, signal: syscall.SIGKILL.String(), stopped: true, limit: arg}, nil
 	}
 	// No status: the supervisor was killed before it could say (by the
 	// backstop, or from outside), and the group with it.
@@ -164,10 +167,8 @@ func supervise(ppidText string) int {
 	if os.Getppid() != ppid {
 		endGroup() // the runner died before the supervisor could watch it
 	}
-	cmd := exec.Command(os.Args[2], os.Args[3:]...)
-	cmd.Args[0] = strings.TrimSuffix(os.Args[0], " (supervisor)")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	if err := cmd.Start(); err != nil {
+	cmd, overLimit, err := startSupervised(strings.TrimSuffix(os.Args[0], " (supervisor)"), os.Args[2], os.Args[3:])
+	if err != nil {
 		_, _ = fmt.Fprintf(status, "start %v", err)
 		return 127
 	}
@@ -195,6 +196,8 @@ func supervise(ppidText string) int {
 				continue // a thread of the runner ended, not the runner
 			}
 			_, _ = fmt.Fprintf(status, "stopped")
+		case <-overLimit:
+			_, _ = fmt.Fprintf(status, "limit %s", LimitProcesses)
 		case <-orphaned:
 		}
 		endGroup()
