@@ -418,8 +418,8 @@ func landlock(pol policy) error {
 	add := func(path string, allowed uint64) error {
 		f, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
 		if err != nil {
-			if errors.Is(err, unix.ENOENT) {
-				return nil // a system path this machine lacks
+			if allowed != fs && (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EACCES)) {
+				return nil // a path to read that this machine lacks, or this user cannot reach anyway
 			}
 			return fmt.Errorf("open %s: %w", path, err)
 		}
@@ -689,12 +689,14 @@ func (k *confined) finish(res *Result) {
 	}
 }
 
-// limitOf names the limit a signal says the command ran into.
-func limitOf(signal string) string {
-	switch signal {
-	case syscall.SIGXCPU.String():
+// limitOf names the limit the command ran into, by the signal that ended
+// it, or by the exit status a shell gives when that signal ended the
+// program it ran (128 + the signal).
+func limitOf(signal string, exitCode int) string {
+	switch {
+	case signal == syscall.SIGXCPU.String() || exitCode == 128+int(syscall.SIGXCPU):
 		return LimitCPU
-	case syscall.SIGXFSZ.String():
+	case signal == syscall.SIGXFSZ.String() || exitCode == 128+int(syscall.SIGXFSZ):
 		return LimitOutput
 	}
 	return ""

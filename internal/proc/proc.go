@@ -147,7 +147,8 @@ type Result struct {
 	// Limit names the confinement limit the command ran into, when the
 	// runner can tell: LimitProcesses (forks refused, or stopped for too
 	// many), LimitCPU (SIGXCPU), LimitOutput (a file past the size limit,
-	// SIGXFSZ, or stopped for writing too much to stdout and stderr). A
+	// SIGXFSZ, or stopped for writing too much to stdout and stderr); a
+	// shell's exit status 128+SIGXCPU or 128+SIGXFSZ counts as the signal. A
 	// refused path, connection or allocation is seen by the command
 	// (EACCES, ENETUNREACH, ENOMEM), which says so on stderr.
 	Limit string
@@ -253,7 +254,7 @@ func finishRun(ctx context.Context, c Cmd, out outcome, err error, stdout *head,
 		res.Stopped = context.Cause(ctx)
 	}
 	if res.Confined && res.Limit == "" {
-		res.Limit = limitOf(res.Signal)
+		res.Limit = limitOf(res.Signal, res.ExitCode)
 		if errors.Is(res.Stopped, ErrOutputTotal) {
 			res.Limit = LimitOutput
 		}

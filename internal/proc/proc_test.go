@@ -39,6 +39,10 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	case "reaper":
 		reaper()
+	case "dial":
+		dial()
+	case "nobody-kernel":
+		nobodyKernel()
 	case "kernel":
 		// A kernel running a stubborn command, until it is killed.
 		res, err := Run(context.Background(), Cmd{Name: os.Args[0], Env: []string{"PROC_TEST_ROLE=stubborn"}})
