@@ -34,17 +34,17 @@ func TestWriteKeepsEveryPathInsideTheDirectory(t *testing.T) {
 
 func TestRunReportsExitOutputAndEnvironment(t *testing.T) {
 	dir := t.TempDir()
-	r := Run(context.Background(), dir, `echo "$GREETING from $(pwd)"; exit 3`, []string{"GREETING=hello"})
+	r := Run(context.Background(), dir, `echo "$GREETING from $(pwd)"; exit 3`, []string{"GREETING=hello"}, Sandbox{})
 	if r.Passed || r.ExitCode != 3 || !strings.Contains(r.Output, "hello from "+dir) {
 		t.Errorf("result %+v", r)
 	}
-	if r := Run(context.Background(), dir, "true", nil); !r.Passed || r.ExitCode != 0 {
+	if r := Run(context.Background(), dir, "true", nil, Sandbox{}); !r.Passed || r.ExitCode != 0 {
 		t.Errorf("true: %+v", r)
 	}
 }
 
 func TestRunCapsOutput(t *testing.T) {
-	r := Run(context.Background(), t.TempDir(), "head -c 100000 /dev/zero | tr '\\0' x", nil)
+	r := Run(context.Background(), t.TempDir(), "head -c 100000 /dev/zero | tr '\\0' x", nil, Sandbox{})
 	if len(r.Output) > OutputCap+100 || !strings.Contains(r.Output, "[output cut: 83616 more bytes]") {
 		t.Errorf("output of %d bytes ends %q", len(r.Output), r.Output[len(r.Output)-40:])
 	}
@@ -56,7 +56,7 @@ func TestRunKillsTheProcessGroupOnCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan Result)
 	began := time.Now()
-	go func() { done <- Run(ctx, t.TempDir(), "sleep 60 & sleep 60; echo survived", nil) }()
+	go func() { done <- Run(ctx, t.TempDir(), "sleep 60 & sleep 60; echo survived", nil, Sandbox{}) }()
 	time.AfterFunc(200*time.Millisecond, cancel)
 	select {
 	case r := <-done:

@@ -10,6 +10,7 @@ import (
 
 	"github.com/llmkernels/kernels/solve/loop"
 	"github.com/llmkernels/kernels/solve/store"
+	"github.com/llmkernels/kernels/solve/workspace"
 )
 
 func open(t *testing.T) *store.Store {
@@ -33,7 +34,7 @@ func TestAToolRunsItsCommandWithItsFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := New(st, store.Resolver{ID: "tool-say-1", CostPerInvocation: 0.001, Metadata: map[string]any{"command": `sh "$SOLVE_TOOL_DIR/say.sh"`, "tool_artifact_id": art}})
+	r := New(st, store.Resolver{ID: "tool-say-1", CostPerInvocation: 0.001, Metadata: map[string]any{"command": `sh "$SOLVE_TOOL_DIR/say.sh"`, "tool_artifact_id": art}}, workspace.Sandbox{})
 	if cost, secs := r.Estimate(ctx, &loop.Call{}); cost != 0.001 || secs != 1 {
 		t.Errorf("estimate %v %v", cost, secs)
 	}
@@ -60,7 +61,7 @@ func TestAToolFailsPermanentlyWithTheReason(t *testing.T) {
 		{store.Resolver{ID: "h", Metadata: map[string]any{"command": "exit 4"}}, t.TempDir(), "command_failed"},
 		{store.Resolver{ID: "h", Metadata: map[string]any{"command": "true", "tool_artifact_id": "gone"}}, t.TempDir(), "tool_missing"},
 	} {
-		if _, err := New(st, tc.entry).Resolve(ctx, &loop.Call{Workspace: tc.ws}); !errors.As(err, &re) || !re.Permanent || re.Mode != tc.mode {
+		if _, err := New(st, tc.entry, workspace.Sandbox{}).Resolve(ctx, &loop.Call{Workspace: tc.ws}); !errors.As(err, &re) || !re.Permanent || re.Mode != tc.mode {
 			t.Errorf("%+v: %v, want %s", tc.entry, err, tc.mode)
 		}
 	}
