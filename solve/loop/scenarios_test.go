@@ -11,8 +11,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmkernels/kernels/internal/proc"
+	"github.com/llmkernels/kernels/internal/proc/proctest"
 	"github.com/llmkernels/kernels/solve/loop"
+	"github.com/llmkernels/kernels/solve/resolver/tool"
 	"github.com/llmkernels/kernels/solve/store"
+	"github.com/llmkernels/kernels/solve/workspace"
 )
 
 // Confidence gating in process: σ_path 0.72 × 0.70 × 0.75 = 0.378 < τ_global
@@ -421,4 +425,50 @@ func TestFourWorkersEndLikeOne(t *testing.T) {
 			t.Errorf("--workers 4 differs:\n--- 1\n%s\n--- 4\n%s", one, four)
 		}
 	})
+}
+
+// A hired command that tries to leave its confinement (read an SSH key,
+// write outside, reach the network, fork 10,000 processes, allocate 8 GiB,
+// write 10 GB) is refused each time, and the loop goes on: the failed
+// tool opens a new capability request whose detail records why.
+func TestAHiredCommandRunsConfinedAndTheLoopGoesOn(t *testing.T) {
+	if !proc.Probe().Available {
+		t.Skipf("confinement not available here: %s", proc.Probe().Reason)
+	}
+	k := newKernel(t)
+	ws := k.workspace(t)
+	e := proctest.NewEscape(t)
+	for name, content := range map[string]string{"escape.py": e.Python(), "input.txt": "in"} {
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := newFake(map[string]any{loop.OpRoute: m{"resolver_id": "", "capability": "", "rationale": "no candidate",
+		"gap": m{"capability_tag": "measure", "resolver_type": "digital", "build_constraints": []string{}, "rationale": "a tool is needed"}}})
+	req := request("Measure the board")
+	req.Workspace = ws
+	res := k.run(t, req, k.options(f))
+	reqs, _ := k.st.Requests(context.Background(), false)
+	if res.Outcome != loop.OutcomeWaiting || len(reqs) != 1 {
+		t.Fatalf("outcome %s, %d requests", res.Outcome, len(reqs))
+	}
+	if _, err := loop.Answer(context.Background(), k.st, reqs[0].ID, loop.HireAnswer{Command: "python3 escape.py; exit 1"}); err != nil {
+		t.Fatal(err)
+	}
+	o := k.options(f)
+	o.Tool = func(e store.Resolver) (loop.Resolver, error) {
+		return tool.New(k.st, e, workspace.Sandbox{Limits: proc.Limits{Processes: 64, Memory: 1 << 30, Output: 1 << 20}}), nil
+	}
+	res, err := loop.Resume(context.Background(), k.st, "", o)
+	if err != nil || res.Outcome != loop.OutcomeWaiting {
+		t.Fatalf("resume %+v %v\n%s", res, err, k.flow(t))
+	}
+	reqs, _ = k.st.Requests(context.Background(), false)
+	if len(reqs) != 1 {
+		t.Fatalf("%d open requests, want the one naming the failed tool", len(reqs))
+	}
+	detail, _ := json.Marshal(reqs[0].Detail)
+	t.Logf("%s", detail)
+	e.Check(t, strings.ReplaceAll(string(detail), `\n`, "\n"))
+	k.invariants(t, res.RootID)
 }
