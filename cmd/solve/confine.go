@@ -39,7 +39,7 @@ func sandboxOf(cmd *cobra.Command, f *cli.ConfineFlags) (workspace.Sandbox, erro
 
 // printConfinement ends solve status: how commands are confined here.
 func printConfinement(w io.Writer) {
-	fmt.Fprintf(w, "confinement of commands on this machine: %s\n", cli.ConfinementStatus(false, proc.Limits{}))
+	fmt.Fprintf(w, "confinement of commands on this machine: %s\n", proc.Describe(false, proc.Limits{}))
 }
 
 // allowCommand is solve resolvers allow ID --network.

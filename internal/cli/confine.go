@@ -67,16 +67,3 @@ func (f *ConfineFlags) Refuse(w io.Writer, what string) {
 		_, _ = fmt.Fprintf(w, "note: confinement is not available here (%s): %s will not run unless you pass --unconfined (they then run with your user's rights)\n", s.Reason, what)
 	}
 }
-
-// ConfinementStatus is the confinement in force, in one line, as status commands
-// show it.
-func ConfinementStatus(unconfined bool, l proc.Limits) string {
-	s := proc.Probe()
-	switch {
-	case unconfined:
-		return "off (--unconfined): model-written code runs with your user's rights"
-	case !s.Available:
-		return s.String() + "; model-written code is refused unless --unconfined"
-	}
-	return "on: " + s.String() + "; limits: " + l.WithDefaults().String()
-}

@@ -165,6 +165,20 @@ func (s Support) String() string {
 	return out
 }
 
+// Describe is the confinement in force for model-written code, in one
+// line, as status commands show it: off (the person's --unconfined), not
+// available (and so refused), or on with the limits.
+func Describe(unconfined bool, l Limits) string {
+	s := Probe()
+	switch {
+	case unconfined:
+		return "off (--unconfined): model-written code runs with your user's rights"
+	case !s.Available:
+		return s.String() + "; model-written code is refused unless --unconfined"
+	}
+	return "on: " + s.String() + "; limits: " + l.WithDefaults().String()
+}
+
 // UnavailableError is Run's error for a confined command where
 // confinement is not available.
 type UnavailableError struct{ Reason string }
