@@ -49,6 +49,10 @@ func (f *ConfineFlags) Limits() (proc.Limits, error) {
 		return proc.Limits{}, Usagef("--output-limit: %v", err)
 	}
 	switch {
+	case mem < 32<<20:
+		return proc.Limits{}, Usagef("--memory-limit %s: give at least 32MiB (an interpreter needs that much to start)", f.memory)
+	case out < 1<<10:
+		return proc.Limits{}, Usagef("--output-limit %s: give at least 1KiB", f.output)
 	case f.cpu < time.Second:
 		return proc.Limits{}, Usagef("--cpu-limit %s: give at least 1s", f.cpu)
 	case f.processes < 1:

@@ -671,8 +671,8 @@ func (k *confined) finish(res *Result) {
 			res.Limit = LimitProcesses
 		}
 		// Its processes are dead, but the cgroup may be busy for a moment.
-		for i := 0; i < 40 && os.Remove(k.cgroup) != nil; i++ {
-			time.Sleep(25 * time.Millisecond)
+		for i := 0; i < 200 && os.Remove(k.cgroup) != nil; i++ {
+			time.Sleep(5 * time.Millisecond)
 		}
 	}
 	if os.RemoveAll(k.tmp) != nil {

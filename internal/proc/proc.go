@@ -53,6 +53,65 @@
 // of those (a DATABASE_URL built with it). A user passes one on by naming it in LLMKERNELS_PASS_ENV
 // (comma-separated names).
 //
+// # Confinement
+//
+// A command with Cmd.Confine set (model-written code: lumen's skills,
+// solve's checks and tools) runs confined, on Linux:
+//
+//   - Files (Landlock): it may read and write its working directory, a
+//     private temporary directory made for the run (its TMPDIR and HOME,
+//     removed after it) and Confinement.Write; read and run the system's
+//     paths (systemRead: /usr, /lib, certificates, name resolution, /proc,
+//     /sys; not /etc as a whole), the directories on PATH and the
+//     installations they belong to, the Go module cache (GOMODCACHE) and
+//     Confinement.Read; write /dev/null and its kin. Confined Go builds
+//     share a cache of their own (GOCACHE), so no command can plant an
+//     entry in the user's. Nothing else: not ~/.ssh, not a key file, not
+//     another process's /proc/PID/environ (Landlock limits ptrace access to
+//     the command's own domain), not a path a symbolic link leads out to.
+//   - Network: none by default. A network namespace of its own (with only
+//     its own loopback up) where a user namespace can be made; otherwise
+//     Landlock's TCP rules (bind and connect refused; UDP and other
+//     protocols then pass). An allowance of "host:port" entries becomes
+//     Landlock TCP connect rules for those ports: the host is not enforced.
+//     "all" lifts it.
+//   - Resources: RLIMIT_CPU, RLIMIT_AS, RLIMIT_NOFILE, RLIMIT_FSIZE (soft
+//     and hard, so the command cannot raise them), no core files, and the
+//     runner's cap on what it writes to stdout and stderr together. The
+//     process cap holds for root too: a pids cgroup of its own where the
+//     kernel can make one (root on a writable cgroup hierarchy), else
+//     RLIMIT_NPROC in a user namespace of its own (counting only its
+//     processes, for a user other than root), else the supervisor counts
+//     its descendants every 50 ms and stops it past the cap.
+//   - No capability (an empty bounding set for root), no_new_privs, a
+//     seccomp filter refusing AF_UNIX sockets and io_uring where Landlock
+//     is older than ABI 9 (which cannot stop a connect to a socket by its
+//     path, such as /var/run/docker.sock), and from Landlock ABI 6 no
+//     signal to a process outside its domain.
+//
+// How: Go cannot run code between fork and exec, and all of the above must
+// be in place before the command's first instruction. So the supervisor
+// does not start the command itself: it starts this executable once more,
+// as a launcher (selected by LLMKERNELS_PROC_CONFINE, which carries the
+// policy as JSON, and checked like the supervisor's mode: its parent named
+// there, a command after "--", its launch pipe open), in a new user and
+// network namespace. The launcher joins the pids cgroup, brings its
+// loopback up, sets the rlimits, drops its capabilities, sets
+// no_new_privs, the seccomp filter and the Landlock domain on its one
+// locked thread, and execs the command from that thread: each of these
+// belongs to the thread that calls execve, and the command inherits them.
+// A failure before the exec goes back to the supervisor on the launch pipe
+// and is Run's error ("could not be started"). The launcher costs one more
+// start of the kernel's binary, which reaches this package's init within
+// 2 ms; go-landlock was not used because it applies Landlock to every
+// thread of a running Go program (through libpsx, linked into every binary
+// with cgo), which a process about to exec does not need.
+//
+// Probe says what this machine gives; where it is not enough (not Linux,
+// Landlock older than ABI 3, neither a network namespace nor Landlock ABI
+// 4), Run refuses a confined command with an *UnavailableError, and the
+// kernels refuse to run model-written code unless the person opts out.
+//
 // On macOS the supervisor works the same way except that there is no
 // Pdeathsig (the pipe still ends the group when the kernel dies), no
 // subreaper and no /proc: a descendant that left the process group
