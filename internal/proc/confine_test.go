@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/llmkernels/kernels/internal/proc/proctest"
 )
 
 // requireConfinement skips where this machine cannot confine (the tests
@@ -198,26 +200,6 @@ func dial() {
 	os.Exit(0)
 }
 
-// loopbackServer listens on the loopback and returns its address.
-func loopbackServer(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	return l.Addr().String()
-}
-
 func dialConfined(t *testing.T, conf Confinement, addrs ...string) string {
 	t.Helper()
 	netns, _ := os.Readlink("/proc/self/ns/net")
@@ -236,7 +218,7 @@ func dialConfined(t *testing.T, conf Confinement, addrs ...string) string {
 // allowance opens the network: all of it, or TCP to the ports named.
 func TestConfinedNetwork(t *testing.T) {
 	requireConfinement(t)
-	server := loopbackServer(t)
+	server := proctest.LoopbackServer(t)
 	_, port, _ := net.SplitHostPort(server)
 	t.Run("none", func(t *testing.T) {
 		if !probeOnce2().netns {
@@ -268,7 +250,7 @@ c = socket.create_connection(s.getsockname()); print("OWN LOOPBACK OK")'`)
 		}
 	})
 	t.Run("ports", func(t *testing.T) {
-		other := loopbackServer(t)
+		other := proctest.LoopbackServer(t)
 		out := dialConfined(t, Confinement{Network: []string{"localhost:" + port}}, server, other)
 		if !strings.Contains(out, server+": CONNECTED") || !strings.Contains(out, other+": refused") {
 			t.Fatalf("want the allowed port connected and the other refused:\n%s", out)

@@ -61,11 +61,9 @@ func TestASkillRunsConfined(t *testing.T) {
 // allowed again.
 func TestASkillReachesOnlyWhatThePersonAllowed(t *testing.T) {
 	requireConfinement(t)
-	e := proctest.NewEscape(t)
-	other := proctest.NewEscape(t)
 	r := newRunner(t)
-	_, port, _ := net.SplitHostPort(e.Server)
-	_, otherPort, _ := net.SplitHostPort(other.Server)
+	_, port, _ := net.SplitHostPort(proctest.LoopbackServer(t))
+	_, otherPort, _ := net.SplitHostPort(proctest.LoopbackServer(t))
 	writeSkill(t, r, "fetch", fmt.Sprintf(`import socket, sys
 if "--help" in sys.argv:
     print("fetch: connects. Input: none. Output: what happened.")

@@ -38,6 +38,15 @@ func NewEscape(t *testing.T) *Escape {
 		}
 	}
 	t.Setenv("HOME", e.Home)
+	e.Server = LoopbackServer(t)
+	e.NetNS, _ = os.Readlink("/proc/self/ns/net")
+	return e
+}
+
+// LoopbackServer listens on the kernel's loopback, accepting and closing
+// connections until the test ends, and returns its address.
+func LoopbackServer(t *testing.T) string {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -52,9 +61,7 @@ func NewEscape(t *testing.T) *Escape {
 			c.Close()
 		}
 	}()
-	e.Server = l.Addr().String()
-	e.NetNS, _ = os.Readlink("/proc/self/ns/net")
-	return e
+	return l.Addr().String()
 }
 
 // attempts is the order of the attempts, each printed as "NAME: refused

@@ -121,8 +121,7 @@ func TestAToolReachesWhatAPersonAllowed(t *testing.T) {
 	if !proc.Probe().Available {
 		t.Skipf("confinement not available here: %s", proc.Probe().Reason)
 	}
-	e := proctest.NewEscape(t)
-	host, port, _ := net.SplitHostPort(e.Server)
+	host, port, _ := net.SplitHostPort(proctest.LoopbackServer(t))
 	command := fmt.Sprintf(`python3 -c 'import socket; socket.create_connection((%q, %s), timeout=3); print("CONNECTED")'`, host, port)
 	for _, tc := range []struct {
 		meta map[string]any
