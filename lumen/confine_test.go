@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,5 +58,38 @@ func TestASkillTryingToEscapeIsRefusedAndTheLoopGoesOn(t *testing.T) {
 	e.Check(t, output)
 	if find(byAuthor(t, in, memory.Kernel), "EXPLORE: invoked skill chat") == nil {
 		t.Error("the loop did not go on to explore")
+	}
+}
+
+// lumen skills allow NAME --network records the allowance (a kernel
+// memory, and the listing shows it), and lumen status says how skills are
+// confined.
+func TestAllowingASkillsNetworkIsRecordedAndShown(t *testing.T) {
+	in, _ := newInstance(t, "", func(root string) {
+		os.WriteFile(filepath.Join(root, "skills", "chat", "skill.json"), []byte(`{"network": ["api.example.org:443"]}`), 0o644)
+	}, nil)
+	list, err := in.SkillStatuses()
+	if err != nil || len(list) != 1 || len(list[0].Network) != 1 || len(list[0].NetworkAllowed) != 0 {
+		t.Fatalf("before: %+v %v", list, err)
+	}
+	if _, err := in.AllowSkillNetwork("chat"); err != nil {
+		t.Fatal(err)
+	}
+	if find(byAuthor(t, in, memory.Kernel), "ALLOW: skill chat may reach api.example.org:443") == nil {
+		t.Error("no kernel memory of the allowance")
+	}
+	if list, _ = in.SkillStatuses(); len(list[0].NetworkAllowed) != 1 {
+		t.Errorf("after: %+v", list)
+	}
+	st, err := in.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "on: Landlock"
+	if !proc.Probe().Available {
+		want = "not available"
+	}
+	if !strings.HasPrefix(st.Confinement, want) || !strings.Contains(st.Text(), "\nconfined  "+st.Confinement+"\n") {
+		t.Errorf("status confinement %q, want it to start %q and be in the text:\n%s", st.Confinement, want, st.Text())
 	}
 }

@@ -134,7 +134,7 @@ func (o *options) open(app *cli.App, stderr io.Writer, readOnly bool) (*lumen.In
 	opts := lumen.Options{Python: o.python, SkillTimeout: o.skillTimeout, SkillOutputCap: o.skillOutputCap, ReflectEvery: o.reflectEvery,
 		ReadOnly: readOnly, Unconfined: o.confine.Unconfined, SkillLimits: o.skillLimits}
 	if !readOnly {
-		o.confine.Refuse(stderr, "skills")
+		o.confine.Refuse(stderr, "skills", proc.Probe())
 	}
 	if o.embeddingURL != "" {
 		key := envOr("LUMEN_EMBEDDING_KEY", os.Getenv("OPENAI_API_KEY"))

@@ -30,7 +30,7 @@ func sandboxOf(cmd *cobra.Command, f *cli.ConfineFlags) (workspace.Sandbox, erro
 	if err != nil {
 		return workspace.Sandbox{}, err
 	}
-	f.Refuse(cmd.ErrOrStderr(), commandsRun)
+	f.Refuse(cmd.ErrOrStderr(), commandsRun, proc.Probe())
 	if f.Unconfined {
 		fmt.Fprintf(cmd.ErrOrStderr(), "warning: --unconfined: %s run with your user's rights; each one's output records it\n", commandsRun)
 	}

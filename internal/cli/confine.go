@@ -64,10 +64,10 @@ func (f *ConfineFlags) Limits() (proc.Limits, error) {
 }
 
 // Refuse says, once, on w, why model-written code will not run here: where
-// confinement is not available and --unconfined was not given. It says
-// nothing otherwise.
-func (f *ConfineFlags) Refuse(w io.Writer, what string) {
-	if s := proc.Probe(); !s.Available && !f.Unconfined {
+// confinement is not available (s, from proc.Probe) and --unconfined was
+// not given. It says nothing otherwise.
+func (f *ConfineFlags) Refuse(w io.Writer, what string, s proc.Support) {
+	if !s.Available && !f.Unconfined {
 		_, _ = fmt.Fprintf(w, "note: confinement is not available here (%s): %s will not run unless you pass --unconfined (they then run with your user's rights)\n", s.Reason, what)
 	}
 }

@@ -34,3 +34,26 @@ func TestConfineFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestRefuseSaysWhyOnce pins the note where confinement is not available:
+// it names the reason and --unconfined; nothing where it is available or
+// the person chose --unconfined.
+func TestRefuseSaysWhyOnce(t *testing.T) {
+	off := proc.Support{Reason: "confinement needs Linux (Landlock and namespaces); this is darwin"}
+	for _, tc := range []struct {
+		s          proc.Support
+		unconfined bool
+		want       string
+	}{
+		{off, false, "note: confinement is not available here (confinement needs Linux (Landlock and namespaces); this is darwin): skills will not run unless you pass --unconfined"},
+		{off, true, ""},
+		{proc.Support{Available: true}, false, ""},
+	} {
+		var b strings.Builder
+		f := &ConfineFlags{Unconfined: tc.unconfined}
+		f.Refuse(&b, "skills", tc.s)
+		if !strings.HasPrefix(b.String(), tc.want) || (tc.want == "") != (b.Len() == 0) || strings.Count(b.String(), "\n") > 1 {
+			t.Errorf("%+v unconfined=%v: %q", tc.s, tc.unconfined, b.String())
+		}
+	}
+}

@@ -124,26 +124,30 @@ for port in (%s, %s):
 func TestWhereConfinementIsNotAvailableASkillIsNotRun(t *testing.T) {
 	r := newRunner(t)
 	writeSkill(t, r, "echo", echo)
-	if proc.Probe().Available {
-		// Stand in for a machine without it: an unreadable interpreter is
-		// not that, so this half runs only where confinement is missing.
-		t.Log("confinement is available here: the refusal is pinned by proc's TestUnavailableRefuses; checking --unconfined only")
-	} else {
-		res, err := r.Invoke(context.Background(), "echo", Request{})
-		var ue *proc.UnavailableError
-		if err != nil || res.OK || !strings.Contains(res.Error, "--unconfined") {
-			t.Fatalf("refused run: %v %+v", err, res)
+	// A machine without confinement: what proc.Run says there.
+	r.testRun = func(ctx context.Context, c proc.Cmd) (*proc.Result, error) {
+		if c.Confine == nil {
+			return proc.Run(ctx, c)
 		}
-		if _, err := r.Help(context.Background(), "echo"); !errors.As(err, &ue) {
-			t.Fatalf("help: %v", err)
-		}
-		if c, _ := r.Cached("echo"); c.Checked {
-			t.Fatal("the refusal was cached as the version's --help result")
-		}
+		return nil, fmt.Errorf("run %s: %w", c.Name, &proc.UnavailableError{Reason: "this Linux kernel has no Landlock"})
+	}
+	res, err := r.Invoke(context.Background(), "echo", Request{})
+	if err != nil || res.OK || !strings.Contains(res.Error, "was not run") || !strings.Contains(res.Error, "--unconfined") {
+		t.Fatalf("refused run: %v %+v", err, res)
+	}
+	var ue *proc.UnavailableError
+	if _, err := r.Help(context.Background(), "echo"); !errors.As(err, &ue) {
+		t.Fatalf("help: %v", err)
+	}
+	if c, _ := r.Cached("echo"); c.Checked {
+		t.Fatal("the refusal was cached as the version's --help result")
 	}
 	r.Unconfined = true
-	res, err := r.Invoke(context.Background(), "echo", Request{Input: json.RawMessage(`1`)})
+	res, err = r.Invoke(context.Background(), "echo", Request{Input: json.RawMessage(`1`)})
 	if err != nil || !res.OK || !res.Unconfined {
 		t.Fatalf("unconfined run: %v %+v", err, res)
+	}
+	if !r.Ready(context.Background(), "echo") {
+		t.Fatal("unconfined, the skill's --help passes")
 	}
 }

@@ -91,6 +91,9 @@ type Runner struct {
 	// testWrite are more directories a confined skill may write: the tests
 	// count --help runs in a file outside the skill.
 	testWrite []string
+	// testRun replaces proc.Run: the tests stand in for a machine without
+	// confinement.
+	testRun func(context.Context, proc.Cmd) (*proc.Result, error)
 	// OnCheck, when set, is told of every --help run: once per version.
 	OnCheck func(Check)
 
@@ -563,7 +566,11 @@ func (r *Runner) run(ctx context.Context, name, dir string, stdin []byte, networ
 	if !r.Unconfined {
 		c.Confine = &proc.Confinement{Network: network, Limits: r.Limits, Write: r.testWrite}
 	}
-	res, err := proc.Run(ctx, c)
+	run := proc.Run
+	if r.testRun != nil {
+		run = r.testRun
+	}
+	res, err := run(ctx, c)
 	var unavailable *proc.UnavailableError
 	if errors.As(err, &unavailable) {
 		return nil, fmt.Errorf("skill %s was not run: %w", name, err)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmkernels/kernels/internal/proc"
 )
 
 // A path is taken inside the workspace whatever it says (.. and a
@@ -120,5 +122,27 @@ func TestAPathThroughALinkOutOfTheWorkspaceIsRefused(t *testing.T) {
 	}
 	if fi, err := os.Lstat(filepath.Join(dir, "file")); err != nil || !fi.Mode().IsRegular() {
 		t.Errorf("file: %v %v", fi, err)
+	}
+}
+
+// TestRunConfinesAndSaysWhenItDoesNot pins that a command writes its
+// directory but nothing outside it, and that an unconfined run (the
+// person's --unconfined) says so in its output.
+func TestRunConfinesAndSaysWhenItDoesNot(t *testing.T) {
+	if s := proc.Probe(); !s.Available {
+		t.Skipf("confinement not available here: %s", s.Reason)
+	}
+	dir, outside := t.TempDir(), t.TempDir()
+	script := "echo in > in.txt && echo out > " + filepath.Join(outside, "out.txt")
+	r := Run(context.Background(), dir, script, nil, Sandbox{})
+	if r.Passed || !strings.Contains(r.Output, "Permission denied") || strings.Contains(r.Output, Unconfined) {
+		t.Fatalf("confined: %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "in.txt")); err != nil {
+		t.Errorf("the command could not write its directory: %v", err)
+	}
+	r = Run(context.Background(), dir, script, nil, Sandbox{Unconfined: true})
+	if !r.Passed || !strings.HasSuffix(r.Output, "\n"+Unconfined) {
+		t.Fatalf("unconfined: %+v", r)
 	}
 }
