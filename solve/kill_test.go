@@ -83,9 +83,12 @@ func TestAHangingCheckIsKilledAtTheNodesDeadline(t *testing.T) {
 	steps[0].answer = m{"constraints": []any{m{"type": "logic", "domain": "software", "title": "the check passes", "check": "echo $$ > " + pid + "; sleep 600"}},
 		"required_capabilities": []string{"generate_code"}, "rationale": "a check that hangs"}
 	sc := writeScript(t, dir, steps...)
-	// 65 s: the check is estimated at a minute, so it may start.
+	// 65 s: the check is estimated at a minute, so it may start. Unconfined:
+	// the check writes its pid where the test reads it after the attempt's
+	// copy of the workspace is gone (a confined command's deadline is
+	// pinned in internal/proc).
 	began := time.Now()
-	r := runSolve(t, dir, "run", clampGoal, "--provider", "script", "--script", sc, "--workspace", ws, "--budget", "5", "--time", "65s")
+	r := runSolve(t, dir, "run", clampGoal, "--provider", "script", "--script", sc, "--workspace", ws, "--budget", "5", "--time", "65s", "--unconfined")
 	took := time.Since(began)
 	if r.code != cli.ExitWaiting || !strings.Contains(r.stderr, "HIRE (over_budget): need a human for budget (the node's wall time ran out during codex-tools-0 run_check") {
 		t.Fatalf("exit %d after %s\n%s\n%s", r.code, took, r.stdout, r.stderr)
