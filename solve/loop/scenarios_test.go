@@ -472,3 +472,47 @@ func TestAHiredCommandRunsConfinedAndTheLoopGoesOn(t *testing.T) {
 	e.Check(t, strings.ReplaceAll(string(detail), `\n`, "\n"))
 	k.invariants(t, res.RootID)
 }
+
+// A person's network allowance is recorded with the tool: a hired command
+// gets what `solve hire … --allow-network` gave, a built tool what it
+// declares once `solve resolvers allow ID --network` allowed it; the
+// listing line says which; nothing else is allowed.
+func TestNetworkAllowancesAreRecordedWithTheTool(t *testing.T) {
+	k := newKernel(t)
+	ctx := context.Background()
+	f := newFake(map[string]any{loop.OpRoute: m{"resolver_id": "", "capability": "", "rationale": "no candidate",
+		"gap": m{"capability_tag": "fetch", "resolver_type": "digital", "build_constraints": []string{}, "rationale": "a tool is needed"}}})
+	req := request("Fetch the prices")
+	req.Workspace = k.workspace(t)
+	k.run(t, req, k.options(f))
+	reqs, _ := k.st.Requests(ctx, false)
+	if _, err := loop.Answer(ctx, k.st, reqs[0].ID, loop.HireAnswer{Command: "true", Network: []string{"example.org"}}); err == nil || !strings.Contains(err.Error(), "host:port") {
+		t.Fatalf("an allowance without a port: %v", err)
+	}
+	if _, err := loop.Answer(ctx, k.st, reqs[0].ID, loop.HireAnswer{Command: "true", Network: []string{"api.example.org:443"}}); err != nil {
+		t.Fatal(err)
+	}
+	hired, _ := k.st.Resolvers(ctx, "human-fetch-1")
+	if got := loop.AllowedNetwork(hired[0]); len(got) != 1 || got[0] != "api.example.org:443" || loop.NetworkLine(hired[0]) != "network allowed: api.example.org:443" {
+		t.Fatalf("hired: allowed %v, line %q", got, loop.NetworkLine(hired[0]))
+	}
+	built := store.Resolver{ID: "tool-fetch-2", Label: "fetch", Type: "digital", Capabilities: []string{"fetch"}, BuiltBy: "system",
+		Metadata: map[string]any{"command": "true", "network": []string{"pypi.org:443"}}}
+	if err := k.st.UpsertResolver(ctx, built); err != nil {
+		t.Fatal(err)
+	}
+	rs, _ := k.st.Resolvers(ctx, built.ID)
+	if len(loop.AllowedNetwork(rs[0])) != 0 || !strings.Contains(loop.NetworkLine(rs[0]), "not allowed: pypi.org:443 (solve resolvers allow tool-fetch-2 --network)") {
+		t.Fatalf("built, before: %q", loop.NetworkLine(rs[0]))
+	}
+	if msg, err := loop.AllowNetwork(ctx, k.st, built.ID); err != nil || !strings.Contains(msg, "pypi.org:443") {
+		t.Fatalf("allow: %q %v", msg, err)
+	}
+	rs, _ = k.st.Resolvers(ctx, built.ID)
+	if got := loop.AllowedNetwork(rs[0]); len(got) != 1 || got[0] != "pypi.org:443" {
+		t.Fatalf("built, after: %v", got)
+	}
+	if _, err := loop.AllowNetwork(ctx, k.st, loop.CodexToolsID); err == nil || !strings.Contains(err.Error(), "declares no network") {
+		t.Errorf("allowing a resolver that declares nothing: %v", err)
+	}
+}
