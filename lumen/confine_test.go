@@ -57,7 +57,10 @@ func TestASkillTryingToEscapeIsRefusedAndTheLoopGoesOn(t *testing.T) {
 	t.Logf("%s", output)
 	e.Check(t, output)
 	if find(byAuthor(t, in, memory.Kernel), "EXPLORE: invoked skill chat") == nil {
-		t.Error("the loop did not go on to explore")
+		for _, m := range byAuthor(t, in, memory.Kernel) {
+			t.Log(m.Description)
+		}
+		t.Error("the loop did not go on to explore (the kernel memories are above)")
 	}
 }
 

@@ -232,7 +232,9 @@ func launcherPolicy() (policy, bool) {
 // belongs to the thread that calls execve (no_new_privs, the seccomp
 // filter, the Landlock domain), so the thread is locked and the command
 // is run from it. What went wrong goes to the supervisor on the launch
-// pipe.
+// pipe. The memory limit comes last, with nothing allocated between it and
+// execve: this Go program itself may already map more than the command may
+// (a -race build maps terabytes), and any allocation after it could fail.
 func launch(pol policy) {
 	runtime.LockOSThread()
 	syscall.CloseOnExec(launchFD)
@@ -240,6 +242,23 @@ func launch(pol policy) {
 	fail := func(format string, a ...any) {
 		_, _ = fmt.Fprintf(pipe, format, a...) // the supervisor reads it; nothing else can be done if it cannot
 		os.Exit(127)
+	}
+	var path string
+	var argv0p *byte
+	var argvp, envp []*byte
+	var err error
+	if !pol.Probe {
+		path = os.Args[2]
+		argv0p, err = syscall.BytePtrFromString(path)
+		if err == nil {
+			argvp, err = syscall.SlicePtrFromStrings(append([]string{os.Args[0]}, os.Args[3:]...))
+		}
+		if err == nil {
+			envp, err = syscall.SlicePtrFromStrings(os.Environ())
+		}
+		if err != nil {
+			fail("cannot start %s: %v", path, err)
+		}
 	}
 	if pol.Cgroup != "" {
 		if err := os.WriteFile(filepath.Join(pol.Cgroup, "cgroup.procs"), []byte("0\n"), 0); err != nil {
@@ -271,12 +290,20 @@ func launch(pol policy) {
 	if pol.Probe {
 		os.Exit(0)
 	}
-	argv := append([]string{os.Args[0]}, os.Args[3:]...)
-	err := syscall.Exec(os.Args[2], argv, os.Environ())
-	if errors.Is(err, syscall.EACCES) {
-		fail("cannot start %s: %v (a confined command can run only programs in the system's directories, on PATH, in its own directory or in what it was given to read)", os.Args[2], err)
+	msg := make([]byte, 0, 4096)
+	msg = append(msg, "cannot start "+path+": "...)
+	memory := &syscall.Rlimit{Cur: uint64(pol.Limits.Memory), Max: uint64(pol.Limits.Memory)}
+	if err := syscall.Setrlimit(syscall.RLIMIT_AS, memory); err != nil {
+		fail("confinement: set the memory limit: %v", err)
 	}
-	fail("cannot start %s: %v", os.Args[2], err)
+	_, _, e := syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(argv0p)), uintptr(unsafe.Pointer(&argvp[0])), uintptr(unsafe.Pointer(&envp[0])))
+	// No allocation from here: copy into msg's room, write, exit.
+	msg = msg[:len(msg)+copy(msg[len(msg):cap(msg)], e.Error())]
+	if e == syscall.EACCES {
+		msg = msg[:len(msg)+copy(msg[len(msg):cap(msg)], " (a confined command can run only programs in the system's directories, on PATH, in its own directory or in what it was given to read)")]
+	}
+	_, _ = syscall.Write(launchFD, msg) // the supervisor reads it; nothing else can be done if it cannot
+	syscall.Exit(127)
 }
 
 // loopbackUp brings up "lo" in the new network namespace, so the command
@@ -298,9 +325,9 @@ func loopbackUp() error {
 	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, req)
 }
 
-// setLimits sets the rlimits (soft and hard: the command cannot raise
-// them). CPU's hard limit is 5 s above the soft one, so the command first
-// gets SIGXCPU, which says why it ended.
+// setLimits sets the rlimits but the memory limit (soft and hard: the
+// command cannot raise them). CPU's hard limit is 5 s above the soft one,
+// so the command first gets SIGXCPU, which says why it ended.
 func setLimits(pol policy) error {
 	l := pol.Limits
 	cpu := uint64((l.CPU + 999_999_999) / 1e9)
@@ -310,7 +337,6 @@ func setLimits(pol policy) error {
 		cur, max uint64
 	}{
 		{"CPU time", syscall.RLIMIT_CPU, cpu, cpu + 5},
-		{"memory", syscall.RLIMIT_AS, uint64(l.Memory), uint64(l.Memory)},
 		{"open files", syscall.RLIMIT_NOFILE, uint64(l.OpenFiles), uint64(l.OpenFiles)},
 		{"file size", syscall.RLIMIT_FSIZE, uint64(l.Output), uint64(l.Output)},
 		{"core size", syscall.RLIMIT_CORE, 0, 0},

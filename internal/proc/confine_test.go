@@ -491,16 +491,35 @@ func TestUnavailableRefuses(t *testing.T) {
 }
 
 // TestConfinedStartErrors pins that a program a confined command may not
-// run is an error of Run, saying why.
+// run is refused: inside the command (its error in the output), or, for
+// the command itself, as an error of Run saying why.
 func TestConfinedStartErrors(t *testing.T) {
 	requireConfinement(t)
 	hidden := filepath.Join(t.TempDir(), "prog")
 	if err := os.WriteFile(hidden, []byte("#!/bin/sh\necho ran\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Run(context.Background(), Cmd{Name: "sh", Args: []string{"-c", "exec " + hidden}, Dir: t.TempDir(), Confine: &Confinement{}})
+	res, err := Run(context.Background(), Cmd{Name: "sh", Args: []string{"-c", "exec " + hidden}, Dir: t.TempDir(), Confine: &Confinement{}, MergeStderr: true})
+	if err != nil || res.OK() || !strings.Contains(string(res.Stdout), "Permission denied") {
+		t.Fatalf("sh started, its exec refused inside: %v %v %s", err, res.Err(), res.Stdout)
+	}
+	// The program itself may run, but its interpreter may not: the
+	// launcher's execve is refused, and Run says why.
+	interp := filepath.Join(t.TempDir(), "sh")
+	data, err := os.ReadFile("/bin/sh")
 	if err != nil {
-		t.Fatal(err) // sh started; its exec is refused inside
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(interp, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(t.TempDir(), "script")
+	if err := os.WriteFile(script, []byte("#!"+interp+"\necho ran\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(context.Background(), Cmd{Name: script, Dir: t.TempDir(), Confine: &Confinement{}})
+	if err == nil || !strings.Contains(err.Error(), "cannot start "+script+": permission denied (a confined command can run only") {
+		t.Fatalf("an interpreter outside: %v", err)
 	}
 	_, err = Run(context.Background(), Cmd{Name: "true", Confine: &Confinement{}})
 	if err == nil || !strings.Contains(err.Error(), "working directory") {
