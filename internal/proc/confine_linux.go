@@ -51,6 +51,8 @@ type policy struct {
 	NProc  bool   `json:"nproc,omitempty"`
 	Cgroup string `json:"cgroup,omitempty"`
 	Count  bool   `json:"count,omitempty"`
+	// Tmp is the private temporary directory, removed after the command.
+	Tmp string `json:"tmp,omitempty"`
 }
 
 // probed is Probe's finding with what the runner needs to apply it.
@@ -646,6 +648,7 @@ func prepare(c *Cmd, path string) (*confined, error) {
 	if k.tmp, err = os.MkdirTemp("", "llmkernels-confined-"); err != nil {
 		return nil, fmt.Errorf("make its private temporary directory: %w", err)
 	}
+	k.pol.Tmp = k.tmp
 	switch {
 	case p.pidsParent != "" && !forceCount:
 		if k.cgroup, err = newPidsCgroup(p.pidsParent, k.pol.Limits.Processes); err != nil {
@@ -692,27 +695,54 @@ func (k *confined) outputLimit() int64 { return k.pol.Limits.Output }
 // finish notes in res a process limit the pids cgroup enforced, and
 // removes the cgroup and the private temporary directory.
 func (k *confined) finish(res *Result) {
-	if k.cgroup != "" {
-		if res != nil && res.Limit == "" && cgroupRefused(k.cgroup) > 0 {
-			res.Limit = LimitProcesses
-		}
-		// Its processes are dead, but the cgroup may be busy for a moment.
-		for i := 0; i < 200 && os.Remove(k.cgroup) != nil; i++ {
+	if k.cgroup != "" && res != nil && res.Limit == "" && cgroupRefused(k.cgroup) > 0 {
+		res.Limit = LimitProcesses
+	}
+	removeConfinement(k.cgroup, k.tmp)
+}
+
+// removeConfinement removes a command's pids cgroup (once its processes
+// are gone: it may be busy for a moment after) and its private temporary
+// directory, giving back the write permission of any directory the
+// command took it from. What still fails stays behind: an empty cgroup
+// is removed by the next kernel's probe.
+func removeConfinement(cgroup, tmp string) {
+	if cgroup != "" {
+		for i := 0; i < 200; i++ {
+			if err := os.Remove(cgroup); err == nil || errors.Is(err, os.ErrNotExist) {
+				break
+			}
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	if os.RemoveAll(k.tmp) != nil {
-		// A directory the command left without write permission: give it
-		// back, then remove. What still fails stays in the temporary
-		// directory.
-		_ = filepath.WalkDir(k.tmp, func(p string, d os.DirEntry, err error) error {
+	if tmp != "" && os.RemoveAll(tmp) != nil {
+		_ = filepath.WalkDir(tmp, func(p string, d os.DirEntry, err error) error {
 			if err == nil && d.IsDir() {
 				_ = os.Chmod(p, 0o700)
 			}
 			return nil
 		})
-		_ = os.RemoveAll(k.tmp)
+		_ = os.RemoveAll(tmp)
 	}
+}
+
+// supervised is the policy of the command this supervisor runs, if
+// confined.
+var supervised *policy
+
+// cleanUpConfinement removes, once the supervised command's processes are
+// gone, its private temporary directory, and its pids cgroup if the
+// runner is gone too (a runner still there reads the cgroup's count of
+// refused forks first, then removes it). runner is the runner's pid.
+func cleanUpConfinement(runner int) {
+	if supervised == nil {
+		return
+	}
+	cgroup := ""
+	if os.Getppid() != runner {
+		cgroup = supervised.Cgroup
+	}
+	removeConfinement(cgroup, supervised.Tmp)
 }
 
 // limitOf names the limit the command ran into, by the signal that ended
@@ -825,6 +855,7 @@ func startSupervised(argv0, path string, args []string) (cmd *exec.Cmd, over <-c
 		return nil, nil, fmt.Errorf("confinement policy: %w", err)
 	}
 	pol.Parent = os.Getpid()
+	supervised = &pol
 	exe, err := self()
 	if err != nil {
 		return nil, nil, err

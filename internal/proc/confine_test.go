@@ -143,6 +143,53 @@ func TestConfinedPrivateTempGoesAway(t *testing.T) {
 	}
 }
 
+// TestKill9OfTheKernelLeavesNoConfinementBehind pins that when the kernel
+// is killed with SIGKILL while a confined command runs, the command's
+// private temporary directory and its pids cgroup go with it.
+func TestKill9OfTheKernelLeavesNoConfinementBehind(t *testing.T) {
+	requireConfinement(t)
+	dir := t.TempDir()
+	kernel := exec.Command(os.Args[0])
+	kernel.Env = append(os.Environ(), "PROC_TEST_ROLE=confined-kernel", "PROC_TEST_DIR="+dir)
+	if err := kernel.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer kernel.Process.Kill()
+	var tmp string
+	for deadline := time.Now().Add(30 * time.Second); tmp == ""; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the command never said where its temporary directory is")
+		}
+		data, _ := os.ReadFile(filepath.Join(dir, "tmp"))
+		tmp = strings.TrimSpace(string(data))
+	}
+	cgroups := func() []string {
+		p := probeOnce2().pidsParent
+		if p == "" {
+			return nil
+		}
+		found, _ := filepath.Glob(filepath.Join(p, fmt.Sprintf("llmkernels-%d-*", kernel.Process.Pid)))
+		return found
+	}
+	if _, err := os.Stat(tmp); err != nil {
+		t.Fatalf("the temporary directory %s: %v", tmp, err)
+	}
+	if probeOnce2().pidsParent != "" && len(cgroups()) != 1 {
+		t.Fatalf("the kernel's pids cgroups: %v", cgroups())
+	}
+	kernel.Process.Signal(syscall.SIGKILL)
+	kernel.Wait()
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		_, err := os.Stat(tmp)
+		if errors.Is(err, os.ErrNotExist) && len(cgroups()) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("15 s after kill -9 of the kernel: temporary directory %v, cgroups %v", err, cgroups())
+		}
+	}
+}
+
 // TestConfinedSignalsAndSockets pins that a confined command cannot signal
 // the kernel nor connect to a UNIX socket outside its directory (a
 // docker.sock).

@@ -30,3 +30,6 @@ func startSupervised(argv0, path string, args []string) (*exec.Cmd, <-chan struc
 
 // maybeLaunch: there is no launcher on macOS.
 func maybeLaunch() {}
+
+// cleanUpConfinement: nothing is confined on macOS.
+func cleanUpConfinement(int) {}

@@ -165,7 +165,7 @@ func supervise(ppidText string) int {
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, deathSignal)
 	becomeSubreaper()
 	if os.Getppid() != ppid {
-		endGroup() // the runner died before the supervisor could watch it
+		endGroup(ppid) // the runner died before the supervisor could watch it
 	}
 	cmd, overLimit, err := startSupervised(strings.TrimSuffix(os.Args[0], " (supervisor)"), os.Args[2], os.Args[3:])
 	if err != nil {
@@ -200,14 +200,18 @@ func supervise(ppidText string) int {
 			_, _ = fmt.Fprintf(status, "limit %s", LimitProcesses)
 		case <-orphaned:
 		}
-		endGroup()
+		endGroup(ppid)
 	}
 }
 
 // endGroup kills every descendant, in the process group or out of it, then
-// the group, the supervisor included.
-func endGroup() {
+// the group, the supervisor included. A confined command's private
+// temporary directory goes with it, and its pids cgroup when the runner
+// (pid runner) is gone, so that neither outlives a kernel killed with
+// SIGKILL.
+func endGroup(runner int) {
 	killDescendants()
+	cleanUpConfinement(runner)
 	// This kills the supervisor too; should it fail, os.Exit ends it.
 	_ = syscall.Kill(0, syscall.SIGKILL)
 	os.Exit(1)
