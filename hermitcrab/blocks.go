@@ -189,32 +189,27 @@ func (k *Kernel) CreateBlock(ctx context.Context, name, pscale0 string, place in
 	return err
 }
 
-// BSP runs block/spindle/point on a named block. spindle and point may be
-// nil or "" (block mode, spindle mode).
-func (k *Kernel) BSP(ctx context.Context, name string, spindle, point any) (pscale.Result, error) {
+// BSP reads a named block in one of BSP's modes (see pscale.BSP); the tool,
+// the shell's props and the commands parse their input into the query with
+// pscale.ParseQuery. The references a star answer lists are read as well,
+// in this block or the one each names, so the answer shows what they point
+// at (or why that cannot be read).
+func (k *Kernel) BSP(ctx context.Context, name string, q pscale.Query) (pscale.Result, error) {
 	b, err := k.Block(ctx, name)
 	if err != nil {
 		return pscale.Result{}, err
 	}
-	var addr *pscale.Address
-	if spindle != nil && spindle != "" {
-		a, err := address(spindle, "spindle")
-		if err != nil {
-			return pscale.Result{}, err
-		}
-		addr = &a
-	}
-	var p *int
-	if point != nil && point != "" {
-		n, err := pscale.ParsePscale(point)
-		if err != nil {
-			return pscale.Result{}, fmt.Errorf("point: %w", err)
-		}
-		p = &n
-	}
-	r, err := pscale.BSP(b, addr, p)
+	r, err := pscale.BSP(b, q)
 	if err != nil {
-		return r, fmt.Errorf("block %q: %w%s", name, err, k.movedHint(ctx, b, addr, err))
+		return r, fmt.Errorf("block %q: %w%s", name, err, k.movedHint(ctx, b, q.Address, err))
+	}
+	if r.Mode == pscale.ModeStar {
+		pscale.ResolveRefs(&r, func(ref string) (*pscale.Block, error) {
+			if ref == "" {
+				return b, nil
+			}
+			return k.Block(ctx, ref)
+		})
 	}
 	return r, nil
 }

@@ -11,43 +11,57 @@ import (
 	"github.com/llmkernels/kernels/llm"
 )
 
-// A wake's budget: what the day's cost cap leaves it. It rides on the
-// context of the wake's call, so every LLM request made under it is
-// metered and stopped by it — the tool loop's own requests, and the ones
-// its tools make (call_llm's delegations, compress, auto-save's
+// A wake's budget: the least that any cap on its cost leaves it (the
+// day's cost cap, and for an inbox trigger its share of that cap). It
+// rides on the context of the wake's call, so every LLM request made under
+// it is metered and bounded by it — the tool loop's own requests, and the
+// ones its tools make (call_llm's delegations, compress, auto-save's
 // compression), which the tool loop's count of its own cost does not see.
 //
-//   - A request is refused before it is sent once the budget is spent, or
-//     when the most one request to that model cost in this wake would pass
-//     what is left (the next request carries at least the last one's
-//     context). The first request to a model is judged at the claim, by
-//     what recent wakes at the tier cost.
+//   - Every request is reserved before it is sent at the most it can cost
+//     (worstCase): a token for every byte of the request as sent, and all
+//     of max_tokens as output, at the model's prices. One that does not fit
+//     in what is left (the budget less what was spent and what requests
+//     under way hold) is refused, and the refusal is kept for the wake's
+//     record. Once answered, the request counts at what it cost.
 //   - A model the price table does not know is counted at the table's
 //     highest price of each kind (input, output, cache writes, cache
 //     reads), so the cap holds whatever model the wake block names; the
 //     wake says which models were so counted.
-//   - What is spent is recorded after every response (onSpend), so a
-//     process killed during a wake leaves its spending counted.
+//   - What is spent is recorded after every response (onAnswer), so a
+//     process killed during a wake leaves its spending counted, and the
+//     wake known to have been answered.
 type budget struct {
 	limit   float64
+	cap     string // the cap that leaves the least, as a refusal names it
 	prices  llm.PriceTable
 	ceiling llm.Price
-	onSpend func(total float64)
+	// onAnswer is told, after every response, what the wake has spent.
+	onAnswer func(total float64)
 
 	mu       sync.Mutex
 	spent    float64
-	most     map[string]float64 // the most one request to each model cost
+	held     float64 // reserved by the requests under way
+	answers  int     // responses received
+	refusal  string  // the first request refused, said in the wake's record
 	unpriced map[string]bool
 }
 
 // errBudget is the error of a request the wake's budget refuses.
-var errBudget = errors.New("the wake's budget for today is spent (the daily cap on wakes' cost)")
+var errBudget = errors.New("the wake's budget cannot pay for this request")
 
-func newBudget(limit float64, prices llm.PriceTable, onSpend func(float64)) *budget {
+// framingTokens bound what the API adds to a request's own bytes: the
+// system prompt it writes for tool use (a few hundred tokens) and the
+// markers of roles and turns.
+const framingTokens = 1024
+
+// newBudget is a budget of limit dollars; capName says which cap sets it
+// ("the daily cap of $1.00 (earlier wakes today spent $0.2000)").
+func newBudget(limit float64, capName string, prices llm.PriceTable, onAnswer func(float64)) *budget {
 	if prices == nil {
 		prices = llm.DefaultPrices
 	}
-	b := &budget{limit: limit, prices: prices, onSpend: onSpend, most: map[string]float64{}, unpriced: map[string]bool{}}
+	b := &budget{limit: limit, cap: capName, prices: prices, onAnswer: onAnswer, unpriced: map[string]bool{}}
 	for _, p := range prices {
 		b.ceiling.Input = max(b.ceiling.Input, p.Input)
 		b.ceiling.Output = max(b.ceiling.Output, p.Output)
@@ -57,33 +71,104 @@ func newBudget(limit float64, prices llm.PriceTable, onSpend func(float64)) *bud
 	return b
 }
 
-// allow refuses a request to model that the budget cannot pay for.
-func (b *budget) allow(model string) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	switch {
-	case b.spent >= b.limit:
-		return fmt.Errorf("%w: $%.4f spent of the $%.4f it had", errBudget, b.spent, b.limit)
-	case b.spent+b.most[model] > b.limit:
-		return fmt.Errorf("%w: $%.4f spent of the $%.4f it had, and a request to %s has cost $%.4f", errBudget, b.spent, b.limit, model, b.most[model])
+// price is what model is counted at: its price, or the ceiling when the
+// table does not know it (the caller holds mu).
+func (b *budget) price(model string) llm.Price {
+	p, ok := b.prices.Lookup(model)
+	if !ok {
+		b.unpriced[model] = true
+		return b.ceiling
 	}
-	return nil
+	return p
 }
 
-// spend counts a response's usage.
-func (b *budget) spend(model string, u llm.Usage) {
-	cost, ok := b.prices.Cost(model, u)
-	b.mu.Lock()
-	if !ok {
-		cost, _ = llm.PriceTable{"": b.ceiling}.Cost(model, u)
-		b.unpriced[model] = true
+// worstCase is the most req can cost at price p, and the input tokens it
+// counts: no token is shorter than a byte, so the request's bytes as sent,
+// plus framingTokens, bound its input; all of max_tokens (thinking
+// included) bounds its output. When the request marks a cache breakpoint,
+// every input token is counted at the cache-write price if that is higher
+// (writing the whole prompt is the dearest case; a one-hour write costs
+// twice the input price).
+func worstCase(req *llm.Request, p llm.Price) (usd float64, inputTokens int, err error) {
+	wire, err := llm.MarshalWire(req)
+	if err != nil {
+		return 0, 0, fmt.Errorf("pricing the request: %w", err)
 	}
+	inputTokens = len(wire) + framingTokens
+	in := p.Input
+	if write, marked := cacheWrite(req, p); marked {
+		in = max(in, write)
+	}
+	const perToken = 1e-6
+	return float64(inputTokens)*in*perToken + float64(max(req.MaxTokens, 0))*p.Output*perToken, inputTokens, nil
+}
+
+// cacheWrite is the price of a cache write for req, and whether req marks
+// a cache breakpoint at all.
+func cacheWrite(req *llm.Request, p llm.Price) (float64, bool) {
+	price, marked := p.CacheWrite, false
+	mark := func(c *llm.CacheControl) {
+		if c == nil {
+			return
+		}
+		marked = true
+		if c.TTL == "1h" {
+			price = max(price, 2*p.Input)
+		}
+	}
+	for _, s := range req.System {
+		mark(s.CacheControl)
+	}
+	for _, t := range req.Tools {
+		mark(t.CacheControl)
+	}
+	for _, m := range req.Messages {
+		for _, c := range m.Content {
+			mark(c.CacheControl)
+		}
+	}
+	return price, marked
+}
+
+// reserve holds the most req can cost, or refuses it when that does not
+// fit in what is left. It returns what it holds.
+func (b *budget) reserve(req *llm.Request) (float64, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	worst, tokens, err := worstCase(req, b.price(req.Model))
+	if err != nil {
+		return 0, err
+	}
+	left := b.limit - b.spent - b.held
+	if worst > left {
+		err := fmt.Errorf("%w: a request to %s (%d input tokens at most, max_tokens %d) may cost $%.4f, and $%.4f is left of %s",
+			errBudget, req.Model, tokens, req.MaxTokens, worst, max(left, 0), b.cap)
+		if b.refusal == "" {
+			b.refusal = strings.TrimPrefix(err.Error(), errBudget.Error()+": ")
+		}
+		return 0, err
+	}
+	b.held += worst
+	return worst, nil
+}
+
+// settle ends a reservation of held: an answered request counts at what
+// its usage cost, one that failed at nothing (an error answer is not
+// billed).
+func (b *budget) settle(held float64, model string, u *llm.Usage) {
+	b.mu.Lock()
+	b.held -= held
+	if u == nil {
+		b.mu.Unlock()
+		return
+	}
+	cost, _ := llm.PriceTable{"": b.price(model)}.Cost(model, *u)
 	b.spent += cost
-	b.most[model] = max(b.most[model], cost)
+	b.answers++
 	total := b.spent
 	b.mu.Unlock()
-	if b.onSpend != nil {
-		b.onSpend(total)
+	if b.onAnswer != nil {
+		b.onAnswer(total)
 	}
 }
 
@@ -92,6 +177,20 @@ func (b *budget) Spent() float64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.spent
+}
+
+// Answered reports whether any request of the wake got an answer.
+func (b *budget) Answered() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.answers > 0
+}
+
+// Refusal says the first request the budget refused, "" when none was.
+func (b *budget) Refusal() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.refusal
 }
 
 // Note says which models were counted at the highest prices, "" when none.
@@ -131,8 +230,9 @@ func (k *Kernel) clientFor(ctx context.Context) *llm.Client {
 	return &metered
 }
 
-// meteredProvider sends a request only when the budget allows it, and
-// counts what it cost.
+// meteredProvider sends a request only when the budget can hold the most
+// it may cost, and counts what it did cost. Each try the client makes
+// (retries, fallbacks) passes here, so each is reserved on its own.
 type meteredProvider struct {
 	inner llm.Provider
 	b     *budget
@@ -142,12 +242,15 @@ type meteredProvider struct {
 func (p meteredProvider) Betas() []string { return llm.ProviderBetas(p.inner) }
 
 func (p meteredProvider) Messages(ctx context.Context, req *llm.Request) (*llm.Response, error) {
-	if err := p.b.allow(req.Model); err != nil {
+	held, err := p.b.reserve(req)
+	if err != nil {
 		return nil, err
 	}
 	resp, err := p.inner.Messages(ctx, req)
-	if err == nil {
-		p.b.spend(req.Model, resp.Usage)
+	if err != nil {
+		p.b.settle(held, req.Model, nil)
+		return nil, err
 	}
-	return resp, err
+	p.b.settle(held, req.Model, &resp.Usage)
+	return resp, nil
 }

@@ -54,13 +54,13 @@ func (k *Kernel) Say(ctx context.Context, id, text string, opts CallOptions) (*C
 }
 
 // continuable makes a conversation one the API takes, the way a person
-// continuing it means it: a tool_use left unanswered (a turn cut off by
-// max_tokens) is answered with an error result saying it did not run.
-// (Consecutive turns of one role need nothing: the API combines them, and
-// so a line typed after a tool loop that stopped at its limit joins the
-// pending tool results.) The input is not changed.
+// continuing it means it: consecutive turns of one role become one turn
+// (joinTurns), so a line typed after a tool loop that stopped at its limit
+// joins the pending tool results; and a tool_use left unanswered (a turn
+// cut off by max_tokens) is answered with an error result saying it did
+// not run. The input is not changed.
 func continuable(msgs []llm.Message) []llm.Message {
-	out := slices.Clone(msgs)
+	out := joinTurns(msgs)
 	for i := 0; i+1 < len(out); i++ {
 		if out[i].Role != llm.RoleAssistant || out[i+1].Role != llm.RoleUser {
 			continue
@@ -82,6 +82,24 @@ func continuable(msgs []llm.Message) []llm.Message {
 			next.Content = append(missing, next.Content...)
 			out[i+1] = next
 		}
+	}
+	return out
+}
+
+// joinTurns returns msgs with each run of consecutive messages of one role
+// made one message. Anthropic's API combines such a run itself, but
+// OpenAI-compatible servers (vLLM's chat templates, llama.cpp) may refuse
+// two user turns in a row, so the kernel never sends them. The input is
+// not changed.
+func joinTurns(msgs []llm.Message) []llm.Message {
+	out := make([]llm.Message, 0, len(msgs))
+	for _, m := range msgs {
+		n := len(out)
+		if n == 0 || out[n-1].Role != m.Role {
+			out = append(out, m)
+			continue
+		}
+		out[n-1] = llm.Message{Role: m.Role, Content: append(slices.Clone(out[n-1].Content), m.Content...)}
 	}
 	return out
 }

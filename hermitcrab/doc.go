@@ -70,8 +70,9 @@
 //     compress a full node instead of doing it.
 //   - A conversation is made continuable before each call: a tool_use left
 //     unanswered gets an error result. A line typed after the tool loop
-//     stopped at max_tool_loops follows the pending tool results (the API
-//     combines consecutive turns of one role), and the stop is said in
+//     stopped at max_tool_loops joins the pending tool results in one user
+//     turn (consecutive turns of one role are joined: OpenAI-compatible
+//     servers may refuse them), and the stop is said in
 //     CallResult.Limit instead of an empty reply.
 //   - props.callAPI gets §7.1's clean-up (CleanAPIRequest): the deep tier's
 //     model when none is given, nulls dropped, temperature dropped beside

@@ -33,7 +33,7 @@ func TestAHundredMemoryG0DumpAndADumpWithACorruptKeyImport(t *testing.T) {
 	}
 	for i := 1; i <= 100; i++ {
 		v := i - 1
-		r, err := k.BSP(ctx, "history", fmt.Sprintf("0%d%d.%d", v/81+1, v/9%9+1, v%9+1), -1)
+		r, err := k.BSP(ctx, "history", bspQuery(t, fmt.Sprintf("0%d%d.%d", v/81+1, v/9%9+1, v%9+1), -1))
 		if err != nil || r.Point.Text != fmt.Sprintf("[/memories/M-%d.md] session %d", i, i) {
 			t.Fatalf("memory %d: %+v %v", i, r.Point, err)
 		}
@@ -113,7 +113,7 @@ func TestALargeG0DumpWithHostileKeysImportsWholeUnderTheSizeLimit(t *testing.T) 
 		walk = func(p pscale.Phrase) {
 			if strings.HasPrefix(p.Text, "[") && len(p.Children) == 0 {
 				// Entries are at pscale -1; Naming's under constitution 0.5.
-				b, err := k.BSP(ctx, name, p.Path, nil)
+				b, err := k.BSP(ctx, name, bspQuery(t, p.Path))
 				if err != nil || b.Nodes[len(b.Nodes)-1].Text != p.Text || (name != "constitution" && b.Nodes[len(b.Nodes)-1].Pscale != -1) {
 					t.Errorf("%s %s: %+v %v", name, p.Path, b.Nodes, err)
 				}

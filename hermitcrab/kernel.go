@@ -155,7 +155,44 @@ func openStore(dir string, opts Options) (*store.Store, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return store.OpenMemory(so)
 	}
-	return st, err
+	if err != nil {
+		return nil, err
+	}
+	return unseededAsNew(st, so)
+}
+
+// unseededAsNew returns st, or, when st holds no blocks, an in-memory store
+// with st's settings in its place, which Ready seeds as a new instance's.
+// A command that opens the store without reading blocks (beach use, key
+// set) creates it without seeding it, and the next command that writes
+// blocks seeds it (Ready); until then a read-only command sees the shell
+// the instance will start with, not an empty one.
+func unseededAsNew(st *store.Store, so store.Options) (*store.Store, error) {
+	ctx := context.Background()
+	empty, err := st.Empty(ctx)
+	if err != nil {
+		return nil, errors.Join(err, st.Close())
+	}
+	if !empty {
+		return st, nil
+	}
+	settings, err := st.Settings(ctx)
+	if err != nil {
+		return nil, errors.Join(err, st.Close())
+	}
+	if err := st.Close(); err != nil {
+		return nil, err
+	}
+	mem, err := store.OpenMemory(so)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range settings {
+		if err := mem.SetSetting(ctx, k, v); err != nil {
+			return nil, errors.Join(err, mem.Close())
+		}
+	}
+	return mem, nil
 }
 
 // SetClient sets the LLM client, for a server that learns the API key
@@ -172,7 +209,8 @@ func (k *Kernel) Close() error { return k.store.Close() }
 func (k *Kernel) Dir() string { return k.dir }
 
 // InMemory tells whether the kernel was opened read-only on a data
-// directory that has no store yet: it holds the default shell in memory.
+// directory that has no store yet, or a store without blocks: it holds the
+// default shell in memory.
 func (k *Kernel) InMemory() bool { return k.store.InMemory() }
 
 // Ready seeds an empty store (with the default shell, or Options.ShellFile)

@@ -319,7 +319,7 @@ func TestAHundredExchangesAreAllSavedAndTheHistoryPromptStaysBounded(t *testing.
 		// Entry n sits at 0, then the base-9 digits of n−1 (each plus one).
 		v := n - 1
 		addr := fmt.Sprintf("0%d%d.%d", v/81+1, v/9%9+1, v%9+1)
-		r, err := k.BSP(ctx, "history", addr, -1)
+		r, err := k.BSP(ctx, "history", bspQuery(t, addr, -1))
 		if err != nil || !strings.HasPrefix(r.Point.Text, fmt.Sprintf("reply %d: ", n)) {
 			t.Fatalf("exchange %d at history %s: %+v %v", n, addr, r.Point, err)
 		}
@@ -500,7 +500,7 @@ func everyReplySavedOnce(t *testing.T, k *Kernel, n int) {
 			t.Fatalf("exchange %d is in no history block (%v)", i, names)
 		}
 		block, path, _ := strings.Cut(at, " ")
-		if r, err := k.BSP(ctx, block, path, -1); err != nil || !strings.HasPrefix(r.Point.Text, fmt.Sprintf("reply %d: ", i)) {
+		if r, err := k.BSP(ctx, block, bspQuery(t, path, -1)); err != nil || !strings.HasPrefix(r.Point.Text, fmt.Sprintf("reply %d: ", i)) {
 			t.Fatalf("exchange %d at %s %s, pscale -1: %+v %v", i, block, path, r.Point, err)
 		}
 	}
@@ -538,11 +538,11 @@ func TestHistoryKeepsSavingWhenTheLightTierNeverCompresses(t *testing.T) {
 	// and the same spindle there finds the entry.
 	leaf := text(t, k, "history", "01")
 	moved := leaf[strings.LastIndex(leaf, " ")+1 : len(leaf)-1]
-	_, err := k.BSP(ctx, "history", "011", nil)
+	_, err := k.BSP(ctx, "history", bspQuery(t, "011"))
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("moved to block %q", moved)) {
 		t.Fatalf("bsp history 011 (history 01 is %q): %v", leaf, err)
 	}
-	if r, err := k.BSP(ctx, moved, "011", nil); err != nil || len(r.Nodes) != 3 {
+	if r, err := k.BSP(ctx, moved, bspQuery(t, "011")); err != nil || len(r.Nodes) != 3 {
 		t.Fatalf("bsp %s 011: %+v %v", moved, r, err)
 	}
 }
@@ -737,11 +737,11 @@ func TestAWalkIntoAMovedOutNodeNamesTheBlockAndTheSpindleThere(t *testing.T) {
 	}
 	check := func(spindle, there string) {
 		t.Helper()
-		_, err := k.BSP(ctx, "log", spindle, nil)
+		_, err := k.BSP(ctx, "log", bspQuery(t, spindle))
 		if err == nil || !strings.Contains(err.Error(), `block "log-1"`) || !strings.Contains(err.Error(), "this entry is at "+there) {
 			t.Fatalf("bsp log %s: %v (want block log-1, spindle %s)", spindle, err, there)
 		}
-		r, err := k.BSP(ctx, "log-1", there, nil)
+		r, err := k.BSP(ctx, "log-1", bspQuery(t, there))
 		if err != nil || r.Nodes[len(r.Nodes)-1].Text != "entry 3" {
 			t.Fatalf("bsp log-1 %s: %+v %v", there, r, err)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/llmkernels/kernels/hermitcrab/identity"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/internal/clip"
+	"github.com/llmkernels/kernels/pscale"
 )
 
 // The instance on the network (docs/hermitcrab-network.md): its key, its
@@ -37,6 +38,10 @@ type network struct {
 	id     *identity.Identity
 	client *beach.Client
 	url    string
+	// fetching makes this process's inbox fetches one at a time: two at
+	// once (a trigger's poll beside a wake's inbox_check) would fetch the
+	// same messages, and the second would take them for replays.
+	fetching sync.Mutex
 }
 
 // Identity is the instance's key, made (identity.key, 0600) on first use.
@@ -74,7 +79,7 @@ func (k *Kernel) BeachURL(ctx context.Context) (string, error) {
 // data directory); "" goes back to the default.
 func (k *Kernel) SetBeach(ctx context.Context, rawURL string) error {
 	if rawURL != "" {
-		if _, err := beach.NewClient(rawURL, nil); err != nil {
+		if _, err := beach.ParseURL(rawURL); err != nil {
 			return err
 		}
 	}
@@ -190,7 +195,11 @@ func (k *Kernel) spindle(ctx context.Context, c string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	r, err := k.BSP(ctx, name, addr, nil)
+	q, err := pscale.ParseQuery(string(pscale.ModeSpindle), addr, nil)
+	if err != nil {
+		return "", err
+	}
+	r, err := k.BSP(ctx, name, q)
 	if err != nil {
 		return "", err
 	}
@@ -253,11 +262,21 @@ type Outgoing struct {
 	// goes to its sender, responding to it (a grain probe is answered with
 	// a grain response unless Type says otherwise).
 	ReplyTo int64 `json:"reply_to,omitempty"`
+	// RespondingTo is the nonce of the message this one answers, given
+	// as it is (the command line's --responding-to; the LLM gives
+	// ReplyTo, and never copies a nonce).
+	RespondingTo string `json:"-"`
 }
 
-// SendMessage signs and sends a message.
+// SendMessage signs and sends a message. A type other than the three is
+// refused before anything is read or sent.
 func (k *Kernel) SendMessage(ctx context.Context, o Outgoing) (*beach.Ack, beach.Message, error) {
-	m := beach.Message{To: strings.TrimSpace(o.To), Type: o.Type, Content: o.Content}
+	m := beach.Message{To: strings.TrimSpace(o.To), Type: o.Type, Content: o.Content, RespondingTo: o.RespondingTo}
+	if m.Type != "" {
+		if err := beach.CheckType(m.Type); err != nil {
+			return nil, m, err
+		}
+	}
 	if o.ReplyTo != 0 {
 		orig, err := k.store.ReceivedMessage(ctx, o.ReplyTo)
 		if err != nil {
@@ -340,6 +359,8 @@ const maxWaiting = 200
 // returned with the reason. With maxWaiting messages undelivered it
 // fetches nothing, and never more than makes them maxWaiting.
 func (k *Kernel) FetchInbox(ctx context.Context) (*Inbox, error) {
+	k.net.fetching.Lock()
+	defer k.net.fetching.Unlock()
 	c, err := k.Beach(ctx)
 	if err != nil {
 		return nil, err

@@ -118,7 +118,7 @@ func TestTheBudgetMeterKeepsTheProvidersBetas(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := openKernel(t, Options{Client: &llm.Client{Provider: p}})
-	c := k.clientFor(withBudget(context.Background(), newBudget(1, nil, nil)))
+	c := k.clientFor(withBudget(context.Background(), newBudget(1, "a test cap", nil, nil)))
 	if _, metered := c.Provider.(meteredProvider); !metered {
 		t.Fatalf("the client under a budget is not metered: %T", c.Provider)
 	}

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
+	"github.com/llmkernels/kernels/internal/termtext"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/pscale"
 )
@@ -52,8 +54,8 @@ func (k *Kernel) catalogue(c *callState) map[string]llm.ToolHandler {
 	add("block_create", "Create a block with its pscale-0 text.",
 		schema(nameProp+`,"pscale0":{"type":"string"},"place":{"type":"integer","minimum":1}`, "name", "pscale0"),
 		jsonTool(k.toolBlockCreate))
-	add("bsp", "Block, spindle, point: the whole block; with spindle the texts from the root to that node; with point the one node at that pscale.",
-		schema(nameProp+`,"spindle":{"type":"string","description":"address, e.g. \"0.12\""},"point":{"type":"integer"}`, "name"),
+	add("bsp", BSPDescription,
+		schema(nameProp+`,"spindle":{"type":"string","description":"address, e.g. \"0.12\""},"point":{"type":"integer","description":"a pscale"},"mode":{"type":"string","enum":`+bspModes+`}`, "name"),
 		jsonTool(k.toolBSP))
 	add("resolve", "Every node's text of a block down to depth (default 3).",
 		schema(nameProp+`,"depth":{"type":"integer","minimum":1}`, "name"), jsonTool(k.toolResolve))
@@ -73,16 +75,79 @@ func (k *Kernel) catalogue(c *callState) map[string]llm.ToolHandler {
 		k.toolCallLLM)
 	add("get_datetime", "Date, time, timezone, unix time.", schema(""), jsonTool(k.toolDatetime))
 	add("fetch_url", "GET a URL when web_fetch fails; text cut at 50,000 characters. Loopback and private addresses are refused unless allowed.",
-		schema(`"url":{"type":"string"}`, "url"), k.toolFetchURL)
+		schema(`"url":{"type":"string"}`, "url"), inert(k.toolFetchURL))
 	add("web_request", "Send an HTTP request (any method) from the kernel; the answer is cut at 50,000 characters. Loopback and private addresses are refused unless allowed.",
 		schema(`"method":{"type":"string"},"url":{"type":"string"},"headers":{"type":"object","additionalProperties":{"type":"string"}},"body":{"type":"string"}`, "url"),
-		k.toolWebRequest)
+		inert(k.toolWebRequest))
 	for _, name := range browserTools {
 		add(name, browserDescriptions[name], browserSchemas[name], k.browserTool(name))
 	}
-	k.networkTools(add)
+	// Everything the network tools answer is the beach's or another
+	// agent's text (passports, marks, messages, the beach's acknowledgements).
+	k.networkTools(func(name, desc string, in json.RawMessage, run llm.ToolFunc) { add(name, desc, in, inert(run)) })
 	return h
 }
+
+// inert wraps a tool whose result carries text from outside the instance
+// (a web page, a beach, another agent) so that it reaches the LLM inert,
+// as the foreign text of a wake message does: control characters,
+// escape sequences, C1 and bidirectional controls are shown as escapes
+// (termtext.Block; line breaks and tabs kept). A JSON result stays valid
+// JSON: each of its strings is made inert, so what it decodes to is inert
+// too. An error, which may quote the same text, is made inert as one line.
+// The person's own data (clipboard, files, speech, through the browser
+// tools) is theirs, and reaches the LLM as it is.
+func inert(run llm.ToolFunc) llm.ToolFunc {
+	return func(ctx context.Context, in json.RawMessage) (llm.ToolOutput, error) {
+		out, err := run(ctx, in)
+		if err != nil {
+			return out, inertError{err}
+		}
+		out.Content.Text = inertText(out.Content.Text)
+		for i, b := range out.Content.Blocks {
+			if b.Type == llm.BlockText {
+				out.Content.Blocks[i].Text = inertText(b.Text)
+			}
+		}
+		return out, nil
+	}
+}
+
+// inertText is termtext.Block of text, or of each string of text when it
+// is JSON (the whole text through termtext would write DEL as \x7f, which
+// JSON does not have).
+func inertText(text string) string {
+	if !json.Valid([]byte(text)) {
+		return termtext.Block(text)
+	}
+	var b strings.Builder
+	for i := 0; i < len(text); {
+		if text[i] != '"' {
+			b.WriteByte(text[i])
+			i++
+			continue
+		}
+		end := i + 1 // the closing quote: the first not escaped
+		for text[end] != '"' {
+			if text[end] == '\\' {
+				end++
+			}
+			end++
+		}
+		var s string
+		_ = json.Unmarshal([]byte(text[i:end+1]), &s) // a string of valid JSON
+		q, _ := llm.MarshalWire(termtext.Block(s))    // a string always encodes
+		b.Write(q)
+		i = end + 1
+	}
+	return b.String()
+}
+
+// inertError is a tool's error made inert (see inert).
+type inertError struct{ err error }
+
+func (e inertError) Error() string { return termtext.Line(e.err.Error()) }
+func (e inertError) Unwrap() error { return e.err }
 
 // browserTools are run by the page of an attached browser.
 var browserTools = []string{"clipboard_write", "clipboard_read", "speak", "notify", "download", "open_tab", "get_geolocation",
@@ -214,12 +279,26 @@ func (k *Kernel) toolBlockCreate(ctx context.Context, args struct {
 	return map[string]any{"success": true, "block": args.Name}, nil
 }
 
+// BSPDescription describes the bsp tool, to the LLM and to MCP clients.
+const BSPDescription = "Read a block by mode: block (whole), spindle (texts from the root to an address), point (one of them, by pscale), ring (the address's siblings), dir (it and all below, to point), disc (every node at pscale point), star (the references at its digit 0). Without mode: what you give decides."
+
+// bspModes is the JSON list of BSP's modes, for the bsp tool's schema.
+var bspModes = func() string {
+	data, _ := json.Marshal(pscale.Modes) // a list of strings always marshals
+	return string(data)
+}()
+
 func (k *Kernel) toolBSP(ctx context.Context, args struct {
 	Name    string `json:"name"`
 	Spindle any    `json:"spindle"`
 	Point   any    `json:"point"`
+	Mode    string `json:"mode"`
 }) (any, error) {
-	return k.BSP(ctx, args.Name, args.Spindle, args.Point)
+	q, err := pscale.ParseQuery(args.Mode, args.Spindle, args.Point)
+	if err != nil {
+		return nil, err
+	}
+	return k.BSP(ctx, args.Name, q)
 }
 
 func (k *Kernel) toolResolve(ctx context.Context, args struct {

@@ -91,19 +91,24 @@ func TestAnUnpricedModelCannotVoidTheCostCap(t *testing.T) {
 		clock.Add(time.Minute)
 		got = append(got, statuses(pass(t, k)))
 	}
-	if strings.Join(got, ",") != "woke,woke,woke,skipped,skipped" {
+	// The third: $0.40 is left, and a request at the highest prices may
+	// cost more (4,096 tokens out at $75 per million are $0.31 alone).
+	if strings.Join(got, ",") != "woke,woke,skipped,skipped,skipped" {
 		t.Fatalf("wakes on an unpriced model under a $1 cap: %v", got)
 	}
 	all, _ := k.Wakes(ctx, 0, 0)
-	first := all[len(all)-1]
+	first, third := all[len(all)-1], all[len(all)-3]
 	if first.CostUSD < 0.299 || !strings.Contains(first.Reply, "claude-fable-9") || !strings.Contains(first.Reply, "price") {
 		t.Fatalf("the first wake: $%.4f %q", first.CostUSD, first.Reply)
+	}
+	if !strings.Contains(third.Reason, "did not fit") || !strings.Contains(third.Reason, "$0.4000 is left of the daily cap") {
+		t.Fatalf("the third wake: %q", third.Reason)
 	}
 }
 
 // A wake under way stops before a request its remaining budget cannot
-// pay for, judged by what the last request to that model cost: not only
-// once the budget is already spent.
+// pay for, judged by the most that request can cost: not only once the
+// budget is already spent.
 func TestAWakeStopsBeforeARequestItsBudgetCannotPayFor(t *testing.T) {
 	clock := &testClock{t: wakeT0}
 	p := scripted(t, `{"responses":[
@@ -123,6 +128,76 @@ func TestAWakeStopsBeforeARequestItsBudgetCannotPayFor(t *testing.T) {
 	// What the wake did is kept: the next wake continues the conversation.
 	if conv, _ := k.Conversation(context.Background(), "wake"); len(conv) != 3 {
 		t.Fatalf("the stopped wake's conversation: %d messages", len(conv))
+	}
+}
+
+// The first wake of a tier has no earlier wake to estimate its cost from:
+// its first request is still reserved at the most it can cost (its bytes
+// as input tokens, all of max_tokens as output, at the model's prices),
+// and refused when that does not fit the cap. The present tier's first
+// request may cost $0.14 (8,192 tokens out at Sonnet's $15 per million
+// are $0.12): under a $0.10 cap the wake is skipped, nothing is sent, and
+// wake status says why.
+func TestTheFirstWakeOfATierIsBoundedByItsWorstCase(t *testing.T) {
+	ctx := context.Background()
+	clock := &testClock{t: wakeT0}
+	// Were it sent, the answer would cost $0.18.
+	p := scripted(t, `{"responses":[{"content":[{"type":"text","text":"an answer that costs $0.18"}],"usage":{"input_tokens":10000,"output_tokens":10000}}]}`)
+	k := openAt(t, t.TempDir(), p, clock, func(o *Options) { o.WakeCaps.CostUSD = 0.10 })
+	writeTriggers(t, k, "every 1m tier 2: tick")
+	pass(t, k)
+	clock.Add(time.Minute)
+	r := pass(t, k)
+	if statuses(r) != "skipped" || len(p.Requests()) != 0 {
+		t.Fatalf("the first wake under a $0.10 cap: %+v, %d requests sent", r.Wakes, len(p.Requests()))
+	}
+	st, err := k.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := st.Recent[0]
+	if w.Status != store.WakeSkipped || !strings.Contains(w.Reason, "did not fit") || !strings.Contains(w.Reason, "claude-sonnet-4-6") ||
+		!strings.Contains(w.Reason, "$0.1000 is left of the daily cap of $0.10") || !strings.Contains(w.Reason, "every 1m") {
+		t.Fatalf("wake status does not say why: %+v", w)
+	}
+	if st.Today.CostUSD != 0 || st.Today.Wakes != 0 {
+		t.Fatalf("a skipped wake counted: %+v", st.Today)
+	}
+	if conv, _ := k.Conversation(ctx, "wake"); len(conv) != 0 {
+		t.Fatalf("a wake never sent left %d messages in the conversation", len(conv))
+	}
+}
+
+// An inbox wake may spend half the day's cost cap: the share bounds every
+// request of the wake, not only its start, so a model that keeps calling
+// tools is stopped before the request that could pass it.
+func TestAnInboxWakeSpendsNoMoreThanItsShare(t *testing.T) {
+	ctx := context.Background()
+	clock := &testClock{t: wakeT0}
+	// Each answer calls a tool again and costs $0.01 (3,000 tokens in at
+	// Haiku's $1 per million, 1,400 out at $5).
+	var entries []string
+	for i := range 20 {
+		entries = append(entries, `{"content":[`+toolUse(fmt.Sprintf("c%d", i), "block_list", map[string]string{})+`],"usage":{"input_tokens":3000,"output_tokens":1400}}`)
+	}
+	p := scripted(t, `{"responses":[`+strings.Join(entries, ",")+`]}`)
+	k, b, aID := inboxInstance(t, p, clock, func(o *Options) { o.WakeCaps.CostUSD = 0.10 })
+	if _, err := k.WriteAt(ctx, "wake", "0.9.4.3", "max_tool_loops 20"); err != nil {
+		t.Fatal(err)
+	}
+	pass(t, k)
+	sendTo(t, b, aID, "keep busy")
+	clock.Add(time.Minute)
+	r := pass(t, k)
+	if statuses(r) != "woke" {
+		t.Fatalf("the inbox wake: %+v %v", r.Wakes, r.Errors)
+	}
+	w := r.Wakes[0]
+	if w.CostUSD > 0.05 || len(p.Requests()) < 2 || !strings.Contains(w.Reply, "this trigger's share of the daily cap, $0.05") {
+		t.Fatalf("the inbox wake spent $%.4f of its $0.05 share in %d requests: %q", w.CostUSD, len(p.Requests()), w.Reply)
+	}
+	if st, _ := k.Status(ctx); st.Today.CostUSD > 0.05 {
+		t.Fatalf("the day's cost $%.4f passed the inbox's share", st.Today.CostUSD)
 	}
 }
 
@@ -325,31 +400,15 @@ func TestTheWakeConversationStaysBounded(t *testing.T) {
 // wait are delivered the next day.
 func TestAFloodOfMessagesSpendsOnlyTheInboxsShare(t *testing.T) {
 	ctx := context.Background()
-	b := startTestBeach(t, "sqlite")
 	clock := &testClock{t: wakeT0}
-	aID, _ := identity.Generate()
-	k := openAt(t, t.TempDir(), scripted(t, wakeScript(20, 0)), clock, func(o *Options) {
-		o.Beach = b.URL
-		o.WakeCaps.Wakes = 6
-	})
-	if err := aID.Save(filepath.Join(k.dir, identity.KeyFile)); err != nil {
-		t.Fatal(err)
-	}
-	writeTriggers(t, k, "every 10m tier 1: my own rhythm")
-	if _, err := k.WriteAt(ctx, "wake", "0.5.1", "inbox tier 1"); err != nil {
+	k, b, aID := inboxInstance(t, scripted(t, wakeScript(20, 0)), clock, func(o *Options) { o.WakeCaps.Wakes = 6 })
+	if _, err := k.WriteAt(ctx, "wake", "0.4.1", "every 10m tier 1: my own rhythm"); err != nil {
 		t.Fatal(err)
 	}
 	pass(t, k)
 	var got []string
 	for i := range 8 {
-		peer, _ := identity.Generate()
-		c, err := beach.NewClient(b.URL, peer)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.Send(ctx, beach.Message{To: aID.Agent(), Type: beach.TypeGeneral, Content: fmt.Sprintf("flood %d", i)}); err != nil {
-			t.Fatal(err)
-		}
+		sendTo(t, b, aID, fmt.Sprintf("flood %d", i))
 		clock.Add(time.Minute)
 		for _, w := range pass(t, k).Wakes {
 			got = append(got, w.Where+" "+w.Status)
@@ -401,7 +460,9 @@ func TestAWakeEndedAtTheDeadlineKeepsItsTurns(t *testing.T) {
 	if r := pass(t, k); statuses(r) != "woke" {
 		t.Fatalf("the next wake: %+v", r.Wakes)
 	}
-	if conv, _ := k.Conversation(ctx, "wake"); len(conv) != 5 {
+	// The next wake's message joins the tool result left pending: one
+	// user turn, then the reply.
+	if conv, _ := k.Conversation(ctx, "wake"); len(conv) != 4 || conv[2].Content[0].Type != llm.BlockToolResult || !strings.Contains(conv[2].Text(), "[wake]") {
 		t.Fatalf("the next wake did not continue the conversation: %d messages", len(conv))
 	}
 }
@@ -460,26 +521,11 @@ func TestTheStateOfATriggerEditedAwayIsRemoved(t *testing.T) {
 // it never reaching the LLM.
 func TestTheMessagesOfAWakeKilledMidCallAreDeliveredAgain(t *testing.T) {
 	ctx := context.Background()
-	b := startTestBeach(t, "sqlite")
 	clock := &testClock{t: wakeT0}
-	aID, _ := identity.Generate()
 	p := scripted(t, wakeScript(1, 0))
-	k := openAt(t, t.TempDir(), p, clock, func(o *Options) { o.Beach = b.URL })
-	if err := aID.Save(filepath.Join(k.dir, identity.KeyFile)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := k.WriteAt(ctx, "wake", "0.5.1", "inbox tier 1"); err != nil {
-		t.Fatal(err)
-	}
+	k, b, aID := inboxInstance(t, p, clock)
 	pass(t, k)
-	peer, _ := identity.Generate()
-	c, err := beach.NewClient(b.URL, peer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Send(ctx, beach.Message{To: aID.Agent(), Type: beach.TypeGeneral, Content: "are you there?"}); err != nil {
-		t.Fatal(err)
-	}
+	sendTo(t, b, aID, "are you there?")
 	// A process fetches the message, claims the wake that delivers it,
 	// and is killed before the call ends: the claim stays running.
 	if _, err := k.FetchInbox(ctx); err != nil {
@@ -558,5 +604,40 @@ func TestAFloodOfMessagesWaitsOnTheBeach(t *testing.T) {
 	}
 	if waiting, _ := k.store.CountWaiting(ctx); waiting != 0 || wakes != sent/wakeBatch {
 		t.Fatalf("%d messages still waiting after 30 passes, %d wakes", waiting, wakes)
+	}
+}
+
+// inboxInstance opens an instance with its own key on a new SQLite beach,
+// its LLM p, and "inbox tier 1" at wake 0.5.1 (not yet read by a pass).
+func inboxInstance(t *testing.T, p llm.Provider, clock *testClock, tune ...func(*Options)) (*Kernel, *testBeach, *identity.Identity) {
+	t.Helper()
+	b := startTestBeach(t, "sqlite")
+	aID, err := identity.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := openAt(t, t.TempDir(), p, clock, append([]func(*Options){func(o *Options) { o.Beach = b.URL }}, tune...)...)
+	if err := aID.Save(filepath.Join(k.dir, identity.KeyFile)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.WriteAt(context.Background(), "wake", "0.5.1", "inbox tier 1"); err != nil {
+		t.Fatal(err)
+	}
+	return k, b, aID
+}
+
+// sendTo sends content to the agent to from a new peer on the beach b.
+func sendTo(t *testing.T, b *testBeach, to *identity.Identity, content string) {
+	t.Helper()
+	peer, err := identity.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := beach.NewClient(b.URL, peer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Send(context.Background(), beach.Message{To: to.Agent(), Type: beach.TypeGeneral, Content: content}); err != nil {
+		t.Fatal(err)
 	}
 }

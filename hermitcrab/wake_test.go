@@ -450,6 +450,24 @@ func startChild(t *testing.T, dir string, now time.Time, llmURL string) *child {
 	return c
 }
 
+// killMidCall runs a pass in a child process on dir, with the clock at
+// now and its LLM at llmURL, and kills it (SIGKILL) once a request it
+// made has arrived.
+func killMidCall(t *testing.T, dir string, now time.Time, llmURL string, arrived <-chan struct{}) {
+	t.Helper()
+	c := startChild(t, dir, now, llmURL)
+	io.WriteString(c.stdin, "go\n")
+	select {
+	case <-arrived:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the child's wake never reached the LLM")
+	}
+	if err := c.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	c.cmd.Wait()
+}
+
 // Several OS processes share one data directory and check the same due
 // time at the same moment: it fires once, and the LLM is called once.
 func TestTwoProcessesNeverFireOneDueTimeTwice(t *testing.T) {
@@ -521,17 +539,7 @@ func TestAWakeKilledMidCallIsMarkedInterrupted(t *testing.T) {
 	pass(t, k)
 	k.Close()
 
-	c := startChild(t, dir, wakeT0.Add(time.Hour), hang.URL)
-	io.WriteString(c.stdin, "go\n")
-	select {
-	case <-arrived:
-	case <-time.After(2 * time.Minute):
-		t.Fatal("the child's wake never reached the LLM")
-	}
-	if err := c.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	c.cmd.Wait()
+	killMidCall(t, dir, wakeT0.Add(time.Hour), hang.URL, arrived)
 
 	p := scripted(t, wakeScript(1, 0))
 	k2 := openAt(t, dir, p, clock)

@@ -19,8 +19,11 @@ type Client struct {
 	// a model in the chain continues from its place; a request for another
 	// model tries it first, then the whole chain.
 	Fallback []string
-	Prices   PriceTable // nil means DefaultPrices
+	Prices   PriceTable // nil means DefaultPriceTable()
 	Observe  func(Event)
+	// NoCache sends every request without cache breakpoints
+	// (Request.WithoutCache): the commands' --no-cache.
+	NoCache bool
 }
 
 // BetaProvider is a Provider that sends anthropic-beta values with every
@@ -44,6 +47,29 @@ func ProviderBetas(p Provider) []string {
 	}
 	return nil
 }
+
+// ErrNoModel is Send's error for a request that names no model sent by a
+// Client without a fallback chain. A command maps it to its model flag.
+var ErrNoModel = errors.New("llm: no model: the request names none and the client has no fallback chain")
+
+// UnavailableError is Send's error when every model of the chain was
+// unavailable (not found, or still overloaded after the retries): waiting,
+// or choosing other models, may help. It unwraps to the last model's error.
+type UnavailableError struct {
+	Models []string // the models tried, in order
+	Errs   []error  // each model's last error
+}
+
+func (e *UnavailableError) Error() string {
+	parts := make([]string, len(e.Models))
+	for i, m := range e.Models {
+		parts[i] = fmt.Sprintf("%s: %v", m, e.Errs[i])
+	}
+	return "llm: every model in the chain is unavailable: " + strings.Join(parts, "; ")
+}
+
+// Unwrap gives the last model's error.
+func (e *UnavailableError) Unwrap() error { return e.Errs[len(e.Errs)-1] }
 
 // Call is one request's outcome: the response and what it cost.
 type Call struct {
@@ -83,6 +109,9 @@ func notInFlight(err error, maybeBilled bool) error {
 // 500, a gateway's 502 or 504) may have come after the model ran, and may
 // have been billed.
 func refused(e *APIError) bool {
+	if e.InStream {
+		return false
+	}
 	switch e.Status {
 	case 409, 429, 503, 529:
 		return true
@@ -176,21 +205,34 @@ func (p RetryPolicy) delay(n int, retryAfter time.Duration) time.Duration {
 func (c *Client) Send(ctx context.Context, req *Request) (*Call, error) {
 	models := c.chain(req.Model)
 	if len(models) == 0 {
-		return nil, errors.New("llm: no model: set the request's model or a fallback chain (--model)")
+		return nil, ErrNoModel
 	}
 	start := time.Now()
 	attempts := 0
 	maybeBilled := false // an attempt so far may have been billed (refused)
-	var failures []string
+	unavailable := &UnavailableError{}
+	base, deltas := req, (*restarter)(nil)
+	if c.NoCache {
+		base = req.WithoutCache()
+	}
+	if req.OnDelta != nil {
+		deltas = &restarter{onDelta: req.OnDelta}
+		withDeltas := *base
+		withDeltas.OnDelta = deltas.deliver
+		base = &withDeltas
+	}
 	for i, model := range models {
-		r := req
+		r := base
 		if model != req.Model {
-			r = req.Clone()
+			r = base.Clone()
 			r.Model = model
 		}
-		resp, n, err := c.sendWithRetry(ctx, r, &maybeBilled)
+		resp, n, err := c.sendWithRetry(ctx, r, &maybeBilled, deltas)
 		attempts += n
 		if err == nil {
+			for _, note := range resp.Notes {
+				c.observe(Event{Kind: EventNote, Model: model, Note: note})
+			}
 			call := &Call{Model: model, Response: resp, Usage: resp.Usage, Latency: time.Since(start), Attempts: attempts}
 			call.CostUSD, call.Priced = c.prices().Cost(model, resp.Usage)
 			c.observe(Event{Kind: EventResponse, Model: model, Call: call})
@@ -200,18 +242,39 @@ func (c *Client) Send(ctx context.Context, req *Request) (*Call, error) {
 		if !ok || !apiErr.ModelUnavailable() || ctx.Err() != nil || len(models) == 1 {
 			return nil, err
 		}
+		unavailable.Models = append(unavailable.Models, model)
+		unavailable.Errs = append(unavailable.Errs, err)
 		if i+1 < len(models) {
-			failures = append(failures, fmt.Sprintf("%s: %v", model, err))
 			c.observe(Event{Kind: EventFallback, Model: models[i+1], Err: err})
+			deltas.restart()
 			continue
 		}
-		return nil, fmt.Errorf("llm: every model in the chain is unavailable; try later or change --model: %s; %s: %w",
-			strings.Join(failures, "; "), model, err)
+		return nil, unavailable
 	}
 	panic("unreachable: the loop returns on its last model")
 }
 
-func (c *Client) sendWithRetry(ctx context.Context, req *Request, maybeBilled *bool) (*Response, int, error) {
+// restarter hands a request's deltas on, and says DeltaRestart before the
+// request is sent again once pieces of the broken answer were delivered.
+// A nil restarter (a request without OnDelta) does nothing.
+type restarter struct {
+	onDelta   func(Delta)
+	delivered bool
+}
+
+func (s *restarter) deliver(d Delta) {
+	s.delivered = true
+	s.onDelta(d)
+}
+
+func (s *restarter) restart() {
+	if s != nil && s.delivered {
+		s.delivered = false
+		s.onDelta(Delta{Kind: DeltaRestart})
+	}
+}
+
+func (c *Client) sendWithRetry(ctx context.Context, req *Request, maybeBilled *bool, deltas *restarter) (*Response, int, error) {
 	p := c.Retry.withDefaults()
 	var waited time.Duration
 	for attempt := 1; ; attempt++ {
@@ -239,6 +302,7 @@ func (c *Client) sendWithRetry(ctx context.Context, req *Request, maybeBilled *b
 			return nil, attempt, fmt.Errorf("%w (gave up: the next wait of %s would pass the retry budget of %s)", err, wait, p.MaxWait)
 		}
 		c.observe(Event{Kind: EventRetry, Model: req.Model, Attempt: attempt, Wait: wait, Err: err})
+		deltas.restart()
 		if err := p.Sleep(ctx, wait); err != nil {
 			return nil, attempt, notInFlight(err, *maybeBilled)
 		}
@@ -260,10 +324,14 @@ func (c *Client) chain(model string) []string {
 
 func (c *Client) prices() PriceTable {
 	if c.Prices == nil {
-		return DefaultPrices
+		return builtinPrices
 	}
 	return c.Prices
 }
+
+// builtinPrices is the Client's copy of the built-in table, which nothing
+// changes.
+var builtinPrices = DefaultPriceTable()
 
 func (c *Client) observe(e Event) {
 	if c.Observe != nil {

@@ -2,11 +2,13 @@ package llm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -221,20 +223,115 @@ func TestEveryModelUnavailableSaysSo(t *testing.T) {
 }
 
 func TestCostArithmetic(t *testing.T) {
-	u := Usage{InputTokens: 1_000_000, OutputTokens: 200_000, CacheCreationInputTokens: 400_000, CacheReadInputTokens: 2_000_000}
+	u := Usage{InputTokens: 100_000, OutputTokens: 20_000, CacheCreationInputTokens: 40_000, CacheReadInputTokens: 60_000}
 	// Sonnet 4.5 at 3 / 15 / 3.75 / 0.30 per MTok:
-	// 3 + 0.2*15 + 0.4*3.75 + 2*0.3 = 3 + 3 + 1.5 + 0.6 = 8.1
-	usd, ok := DefaultPrices.Cost("claude-sonnet-4-5-20250929", u)
-	if !ok || math.Abs(usd-8.1) > 1e-9 {
-		t.Fatalf("cost %v ok=%v, want 8.1", usd, ok)
+	// 0.3 + 0.3 + 0.15 + 0.018 = 0.768
+	usd, ok := DefaultPriceTable().Cost("claude-sonnet-4-5-20250929", u)
+	if !ok || math.Abs(usd-0.768) > 1e-9 {
+		t.Fatalf("cost %v ok=%v, want 0.768", usd, ok)
 	}
 	// The longest family wins: opus 4.5 is not priced as opus 4.
-	usd, _ = DefaultPrices.Cost("claude-opus-4-5", Usage{InputTokens: 1_000_000})
+	usd, _ = DefaultPriceTable().Cost("claude-opus-4-5", Usage{InputTokens: 1_000_000})
 	if usd != 5 {
 		t.Fatalf("opus 4.5 input priced %v, want 5", usd)
 	}
-	if _, ok := DefaultPrices.Cost("mystery-model", u); ok {
+	if _, ok := DefaultPriceTable().Cost("mystery-model", u); ok {
 		t.Fatal("an unknown model must be reported unpriced")
+	}
+}
+
+// Cache writes are priced by their lifetime: 1.25× input for 5 minutes,
+// 2× for an hour; reads 0.1×. Writes the usage does not split are
+// 5-minute writes.
+func TestCacheWritesArePricedByLifetime(t *testing.T) {
+	prices := DefaultPriceTable()
+	cases := []struct {
+		name string
+		u    Usage
+		want float64
+	}{
+		{"5-minute writes", Usage{CacheCreationInputTokens: 1_000_000, CacheCreation: CacheCreation{Ephemeral5mInputTokens: 1_000_000}}, 3.75},
+		{"1-hour writes", Usage{CacheCreationInputTokens: 1_000_000, CacheCreation: CacheCreation{Ephemeral1hInputTokens: 1_000_000}}, 6},
+		{"a split", Usage{CacheCreationInputTokens: 1_000_000, CacheCreation: CacheCreation{Ephemeral5mInputTokens: 500_000, Ephemeral1hInputTokens: 500_000}}, 1.875 + 3},
+		{"no split", Usage{CacheCreationInputTokens: 1_000_000}, 3.75},
+		{"reads", Usage{CacheReadInputTokens: 1_000_000}, 0.3},
+	}
+	for _, c := range cases {
+		if got, _ := prices.Cost("claude-sonnet-4-6", c.u); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("%s: cost %v, want %v", c.name, got, c.want)
+		}
+	}
+	// A price without a 1-hour rate charges 2× input for it (1.6 × the
+	// 5-minute write).
+	table := PriceTable{"m": {Input: 2, CacheWrite: 2.5}}
+	if got, _ := table.Cost("m", Usage{CacheCreationInputTokens: 1_000_000, CacheCreation: CacheCreation{Ephemeral1hInputTokens: 1_000_000}}); math.Abs(got-4) > 1e-9 {
+		t.Errorf("default 1-hour write: cost %v, want 4", got)
+	}
+}
+
+// A model with long-context rates charges every token of a request whose
+// prompt passes the threshold at them, and none below.
+func TestLongPromptRates(t *testing.T) {
+	prices := DefaultPriceTable()
+	short := Usage{InputTokens: 100_000, OutputTokens: 1_000_000}
+	if got, _ := prices.Cost("claude-haiku-5-5", short); math.Abs(got-(0.01+0.5)) > 1e-9 {
+		t.Errorf("haiku 5.5 at 100k prompt tokens: %v, want 0.51", got)
+	}
+	long := Usage{InputTokens: 50_000, CacheReadInputTokens: 50_001, OutputTokens: 1_000_000}
+	if got, _ := prices.Cost("claude-haiku-5-5", long); math.Abs(got-(0.025+0.05*0.050001+2.5)) > 1e-9 {
+		t.Errorf("haiku 5.5 over 100k prompt tokens: %v, want the long rates", got)
+	}
+	if got, _ := prices.Cost("claude-sonnet-4-6", Usage{InputTokens: 300_000}); math.Abs(got-0.9) > 1e-9 {
+		t.Errorf("sonnet 4.6 has no long-context rate: %v, want 0.9", got)
+	}
+	if got, _ := prices.Cost("claude-sonnet-4-5", Usage{InputTokens: 300_000}); math.Abs(got-1.8) > 1e-9 {
+		t.Errorf("sonnet 4.5 over 200k: %v, want 1.8", got)
+	}
+}
+
+// One table gives both the prices and the minimum cacheable lengths; a
+// family that prefixes another does not lend it its minimum.
+func TestModelTable(t *testing.T) {
+	for model, want := range map[string]int{"claude-opus-4-6": 4096, "claude-haiku-4-5-20251001": 4096, "claude-sonnet-4-5-20250929": 1024, "claude-sonnet-4-6": 2048, "claude-opus-4-8": 1024} {
+		if got, ok := MinCacheTokens(model); !ok || got != want {
+			t.Errorf("MinCacheTokens(%s) = %d %v, want %d", model, got, ok, want)
+		}
+	}
+	if got, ok := MinCacheTokens("claude-opus-5-5"); ok {
+		t.Errorf("claude-opus-5-5 has no known minimum, got %d from a shorter family", got)
+	}
+	prices := DefaultPriceTable()
+	for family, m := range models {
+		if prices[family] != m.Price {
+			t.Errorf("%s: price table and model table differ", family)
+		}
+	}
+	prices["claude-opus-4-6"] = Price{}
+	if DefaultPriceTable()["claude-opus-4-6"].Input != 5 {
+		t.Error("DefaultPriceTable hands out the table itself: a caller changed it")
+	}
+}
+
+func TestReadShareAndCostLine(t *testing.T) {
+	u := Usage{InputTokens: 100, CacheCreationInputTokens: 60, CacheReadInputTokens: 840, OutputTokens: 50}
+	if got := u.CacheReadShare(); math.Abs(got-0.84) > 1e-12 {
+		t.Errorf("read share %v, want 0.84", got)
+	}
+	if got := CostLine(0.0123, u); got != "cost $0.0123, 84% of input from cache" {
+		t.Errorf("CostLine = %q", got)
+	}
+	if got := CostLine(0.5, Usage{InputTokens: 1, CacheReadInputTokens: 999}); got != "cost $0.5000, 99% of input from cache" {
+		t.Errorf("a prompt not read whole shows below 100%%: %q", got)
+	}
+	if got := CostLine(0, Usage{}); got != "cost $0.0000" {
+		t.Errorf("no input: %q", got)
+	}
+	if got, want := u.EffectiveInputTokens(), 100+1.25*60+0.1*840; math.Abs(got-want) > 1e-9 {
+		t.Errorf("effective input %v, want %v", got, want)
+	}
+	sum := u.Add(Usage{CacheCreationInputTokens: 10, CacheCreation: CacheCreation{Ephemeral1hInputTokens: 10}})
+	if sum.CacheCreationInputTokens != 70 || sum.CacheCreation.Ephemeral1hInputTokens != 10 {
+		t.Errorf("Add lost the split: %+v", sum)
 	}
 }
 
@@ -336,6 +433,9 @@ func TestACancelledSendSaysWhetherARequestWasInFlight(t *testing.T) {
 		"in a back-off after no answer": func(*Request) (*Response, error) { return nil, ConnectionError(errors.New("read tcp: i/o timeout")) },
 		"in a back-off after a 500":     fail(500, "api_error"),
 		"in a back-off after a 408":     fail(408, "timeout_error"),
+		// A stream broken off by an overload had begun: the model ran.
+		"in a back-off after an overload in the stream": func(*Request) (*Response, error) { return nil, StreamError("overloaded_error", "Overloaded") },
+		"in a back-off after a stream cut off":          func(*Request) (*Response, error) { return nil, ConnectionError(ErrStreamCut) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
@@ -377,4 +477,39 @@ func TestACancelledSendSaysWhetherARequestWasInFlight(t *testing.T) {
 			t.Fatalf("err %v: a request in flight is not marked as not in flight", err)
 		}
 	})
+}
+
+// The runtime's errors are typed and name no command-line flag: the
+// command maps them to its own flags.
+func TestSendErrorsAreTypedAndFlagFree(t *testing.T) {
+	_, err := (&Client{Provider: &fakeProvider{}}).Send(context.Background(), &Request{MaxTokens: 1})
+	if !errors.Is(err, ErrNoModel) || strings.Contains(err.Error(), "--") {
+		t.Errorf("no model: got %v, want ErrNoModel without a flag", err)
+	}
+	p := &fakeProvider{steps: []func(*Request) (*Response, error){fail(404, "not_found_error"), fail(529, "overloaded_error")}}
+	c := &Client{Provider: p, Fallback: []string{"a", "b"}, Retry: RetryPolicy{MaxAttempts: 1}}
+	_, err = c.Send(context.Background(), simpleRequest("a"))
+	var ue *UnavailableError
+	if !errors.As(err, &ue) || !slices.Equal(ue.Models, []string{"a", "b"}) || len(ue.Errs) != 2 || strings.Contains(err.Error(), "--") {
+		t.Fatalf("every model unavailable: got %#v (%v)", ue, err)
+	}
+	if apiErr, ok := AsAPIError(err); !ok || apiErr.Status != 529 {
+		t.Errorf("the error unwraps to the last model's: got %v", apiErr)
+	}
+}
+
+// NoCache sends every request without a breakpoint; the caller's request
+// keeps its own.
+func TestNoCacheSendsNoBreakpoint(t *testing.T) {
+	p := &fakeProvider{steps: []func(*Request) (*Response, error){answer("ok")}}
+	req := simpleRequest("claude-sonnet-4-5")
+	req.CacheControl = Ephemeral()
+	req.System = []SystemBlock{{Type: BlockText, Text: "s", CacheControl: Ephemeral()}}
+	if _, err := (&Client{Provider: p, NoCache: true}).Send(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	sent, _ := json.Marshal(p.reqs[0])
+	if strings.Contains(string(sent), "cache_control") || req.CacheControl == nil || req.System[0].CacheControl == nil {
+		t.Fatalf("sent %s; the caller's request lost its breakpoints: %v", sent, req.CacheControl == nil)
+	}
 }

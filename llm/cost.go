@@ -12,47 +12,70 @@ import (
 type Price struct {
 	Input      float64 `json:"input"`
 	Output     float64 `json:"output"`
-	CacheWrite float64 `json:"cache_write"`
-	CacheRead  float64 `json:"cache_read"`
+	CacheWrite float64 `json:"cache_write"` // a write to the 5-minute cache
+	// CacheWrite1h is a write to the 1-hour cache (cache_control ttl
+	// "1h"); 0 means 1.6 × CacheWrite, the API's 2× input against the
+	// 5-minute 1.25×.
+	CacheWrite1h float64 `json:"cache_write_1h,omitempty"`
+	CacheRead    float64 `json:"cache_read"`
+	// LongPrompt, when set, prices every token of a request whose prompt
+	// (input, cache writes and cache reads) is over LongPromptOver tokens,
+	// output included: the long-context rates of some models.
+	LongPromptOver int    `json:"long_prompt_over,omitempty"`
+	LongPrompt     *Price `json:"long_prompt,omitempty"`
+}
+
+// cacheWrite1h is the 1-hour write price, CacheWrite1h or its default.
+func (p Price) cacheWrite1h() float64 {
+	if p.CacheWrite1h > 0 {
+		return p.CacheWrite1h
+	}
+	return p.CacheWrite * 2 / 1.25
 }
 
 // PriceTable maps a model family (a model-name prefix) to its price. The
 // longest family that prefixes a model name prices it, so
-// "claude-sonnet-4-5-20250929" is priced by "claude-sonnet-4".
+// "claude-sonnet-4-5-20250929" is priced by "claude-sonnet-4-5".
 type PriceTable map[string]Price
 
-// DefaultPrices are list prices at the time of writing (cache writes at the
-// 5-minute rate). They change: override them with a prices file
-// (LoadPrices) rather than trusting them for billing.
-var DefaultPrices = PriceTable{
-	"claude-opus-4":     {Input: 15, Output: 75, CacheWrite: 18.75, CacheRead: 1.5},
-	"claude-opus-4-5":   {Input: 5, Output: 25, CacheWrite: 6.25, CacheRead: 0.5},
-	"claude-opus-4-6":   {Input: 5, Output: 25, CacheWrite: 6.25, CacheRead: 0.5},
-	"claude-sonnet-4":   {Input: 3, Output: 15, CacheWrite: 3.75, CacheRead: 0.3},
-	"claude-3-7-sonnet": {Input: 3, Output: 15, CacheWrite: 3.75, CacheRead: 0.3},
-	"claude-3-5-sonnet": {Input: 3, Output: 15, CacheWrite: 3.75, CacheRead: 0.3},
-	"claude-haiku-4-5":  {Input: 1, Output: 5, CacheWrite: 1.25, CacheRead: 0.1},
-	"claude-3-5-haiku":  {Input: 0.8, Output: 4, CacheWrite: 1, CacheRead: 0.08},
-	"claude-3-haiku":    {Input: 0.25, Output: 1.25, CacheWrite: 0.3, CacheRead: 0.03},
-	"gpt-4o":            {Input: 2.5, Output: 10, CacheRead: 1.25},
-	"gpt-4o-mini":       {Input: 0.15, Output: 0.6, CacheRead: 0.075},
-	"gpt-4.1":           {Input: 2, Output: 8, CacheRead: 0.5},
-	"gpt-4.1-mini":      {Input: 0.4, Output: 1.6, CacheRead: 0.1},
-	"gpt-5":             {Input: 1.25, Output: 10, CacheRead: 0.125},
-	"gpt-5-mini":        {Input: 0.25, Output: 2, CacheRead: 0.025},
+// DefaultPrices is the built-in price table.
+//
+// Deprecated: a mutable global; use DefaultPriceTable, which returns a
+// fresh copy of the same table (models.go). The Client no longer reads
+// this variable.
+var DefaultPrices = DefaultPriceTable()
+
+// DefaultPriceTable returns a copy of the built-in prices (list prices
+// when the table was last checked, see models.go). They change: a prices
+// file (LoadPrices) overrides them.
+func DefaultPriceTable() PriceTable {
+	t := make(PriceTable, len(models))
+	for family, m := range models {
+		t[family] = m.Price
+	}
+	return t
 }
 
-// Cost prices a usage for a model. ok is false, and the cost 0, when no
-// family in the table matches the model.
+// Cost prices one request's usage for a model: a long prompt's rates
+// depend on the request's prompt, so a sum of usages is priced call by
+// call. ok is false, and the cost 0, when no family in the table matches
+// the model. Cache writes are priced by their lifetime when the usage
+// splits them (Usage.CacheCreation); writes it does not split are priced
+// at the 5-minute rate.
 func (t PriceTable) Cost(model string, u Usage) (usd float64, ok bool) {
 	p, ok := t.Lookup(model)
 	if !ok {
 		return 0, false
 	}
+	if p.LongPrompt != nil && p.LongPromptOver > 0 && u.PromptTokens() > p.LongPromptOver {
+		p = *p.LongPrompt
+	}
+	w1h := min(u.CacheCreation.Ephemeral1hInputTokens, u.CacheCreationInputTokens)
 	const perToken = 1e-6
 	usd = float64(u.InputTokens)*p.Input*perToken +
 		float64(u.OutputTokens)*p.Output*perToken +
-		float64(u.CacheCreationInputTokens)*p.CacheWrite*perToken +
+		float64(u.CacheCreationInputTokens-w1h)*p.CacheWrite*perToken +
+		float64(w1h)*p.cacheWrite1h()*perToken +
 		float64(u.CacheReadInputTokens)*p.CacheRead*perToken
 	return usd, true
 }
@@ -69,8 +92,11 @@ func (t PriceTable) Lookup(model string) (Price, bool) {
 }
 
 // LoadPrices reads a JSON object of family → price (fields input, output,
-// cache_write, cache_read, USD per million tokens) and returns the default
-// table with those entries added or replaced.
+// cache_write, cache_write_1h, cache_read, USD per million tokens, and
+// optionally long_prompt_over with long_prompt) and returns the default
+// table with those entries added or replaced. A family given replaces the
+// built-in prices of the longer families it prefixes too, so that
+// "claude-sonnet-4" prices claude-sonnet-4-5 as the file says.
 func LoadPrices(path string) (PriceTable, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -80,7 +106,27 @@ func LoadPrices(path string) (PriceTable, error) {
 	if err := json.Unmarshal(data, &override); err != nil {
 		return nil, fmt.Errorf("prices file %s: %w (want {\"model-family\": {\"input\": 3, \"output\": 15, \"cache_write\": 3.75, \"cache_read\": 0.3}})", path, err)
 	}
-	table := maps.Clone(DefaultPrices)
+	table := DefaultPriceTable()
+	maps.DeleteFunc(table, func(builtin string, _ Price) bool {
+		for family := range override {
+			if strings.HasPrefix(builtin, family) {
+				return true
+			}
+		}
+		return false
+	})
 	maps.Copy(table, override)
 	return table, nil
+}
+
+// CostLine is the cost line every kernel prints: "cost $0.0123, 84% of
+// input from cache", the share left out when the usage has no input.
+func CostLine(usd float64, u Usage) string {
+	line := fmt.Sprintf("cost $%.4f", usd)
+	if u.PromptTokens() > 0 {
+		// Rounded down: a prompt that is not read whole from the cache
+		// never shows as 100%.
+		line += fmt.Sprintf(", %d%% of input from cache", int(u.CacheReadShare()*100))
+	}
+	return line
 }

@@ -33,6 +33,11 @@
 //     answer, a 408 or another 5xx it is not marked: that may be billed.
 //   - Fallback: a model is unavailable on 404 or on overload (529) that
 //     outlasts the retries; any other error ends the call at once.
+//   - Streaming: every adapter streams and hands pieces to
+//     Request.OnDelta; a stream that breaks off (an error event, a cut,
+//     a stall) is an error retried as a whole, counted as possibly
+//     billed, and announced to OnDelta as DeltaRestart before the next
+//     attempt. A partial answer is never returned.
 //   - Normalize raises max_tokens to budget+4096 when a thinking budget is
 //     not below it, and drops a temperature other than 1 while thinking is
 //     on; both are reported in Result.Notes. Every other rule the API

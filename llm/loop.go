@@ -131,6 +131,10 @@ func (l *Loop) Run(ctx context.Context, req *Request) (*Result, error) {
 			return res, err
 		}
 		resp := call.Response
+		for _, n := range resp.Notes {
+			res.Notes = append(res.Notes, n)
+			l.observe(Event{Kind: EventNote, Note: n})
+		}
 		res.Calls = append(res.Calls, call)
 		res.Final = resp
 		res.StopReason = resp.StopReason

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -319,5 +320,25 @@ func TestLoopAnswersClientToolCallsInAPausedTurn(t *testing.T) {
 	}
 	if got := string(second[1].Content[1].Caller); got != `{"type":"code_execution_20250825","tool_id":"srvtoolu_05"}` {
 		t.Fatalf("caller lost from the tool_use: %s", got)
+	}
+}
+
+// What a provider says about how it answered reaches Result.Notes and
+// Loop.Observe.
+func TestProviderNotesReachTheResult(t *testing.T) {
+	p := &fakeProvider{steps: []func(*Request) (*Response, error){func(r *Request) (*Response, error) {
+		resp, err := answer("ok")(r)
+		resp.Notes = []string{"the server does not stream"}
+		return resp, err
+	}}}
+	var observed []string
+	l := &Loop{Client: &Client{Provider: p}, Observe: func(e Event) {
+		if e.Kind == EventNote {
+			observed = append(observed, e.Note)
+		}
+	}}
+	res, err := l.Run(context.Background(), simpleRequest("claude-haiku-4-5"))
+	if err != nil || !slices.Contains(res.Notes, "the server does not stream") || len(observed) != 1 {
+		t.Fatalf("err %v, notes %q, observed %q", err, res.Notes, observed)
 	}
 }

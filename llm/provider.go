@@ -10,8 +10,10 @@ import (
 )
 
 // Provider sends one Messages request and returns the response. Adapters
-// (llm/anthropic, llm/openai, llm/llmtest) implement it; they do not retry,
-// the Client does.
+// (llm/anthropic, llm/openai, llm/script) implement it; they do not retry,
+// the Client does. An adapter streams the answer, handing its pieces to
+// req.OnDelta as they arrive, and returns only a whole answer: a stream
+// that breaks off is an error, never a partial response.
 type Provider interface {
 	Messages(ctx context.Context, req *Request) (*Response, error)
 }
@@ -24,6 +26,10 @@ type APIError struct {
 	RetryAfter time.Duration // from the retry-after header; 0 when absent
 	RequestID  string        // provider's request id, when it gave one
 	Err        error         // the transport error behind a connection_error
+	// InStream is set on an error that broke off an answer already
+	// streaming (an error event): the model had begun, so the attempt
+	// may have been billed whatever the type.
+	InStream bool
 }
 
 // Unwrap gives the transport error behind a connection error.

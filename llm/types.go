@@ -7,9 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-
-	"github.com/llmkernels/kernels/internal/clip"
-	"github.com/llmkernels/kernels/internal/plainjson"
+	"unicode/utf8"
 )
 
 // Roles of a conversation turn.
@@ -56,6 +54,17 @@ type Request struct {
 	// Container is the code-execution container id from an earlier
 	// response; sending it back keeps the sandbox's files between calls.
 	Container string `json:"container,omitempty"`
+
+	// CacheControl asks for automatic prompt caching: the API puts a
+	// breakpoint on the last cacheable block and moves it forward as the
+	// conversation grows. It counts as one of the four breakpoints a
+	// request may have.
+	CacheControl *CacheControl `json:"cache_control,omitempty"`
+
+	// OnDelta, when set, receives the answer's pieces as they arrive
+	// (text, thinking, tool input; see Delta), in order, on the goroutine
+	// that sends the request: it should return quickly. It is not sent.
+	OnDelta func(Delta) `json:"-"`
 }
 
 // Clone returns a copy of r whose top-level slices (system, messages, tools,
@@ -84,7 +93,62 @@ func (r *Request) Clone() *Request {
 		m := *r.Metadata
 		c.Metadata = &m
 	}
+	if r.CacheControl != nil {
+		cc := *r.CacheControl
+		c.CacheControl = &cc
+	}
 	return &c
+}
+
+// WithoutCache returns a copy of r with no cache breakpoint: no top-level
+// cache_control, none on a tool, a system block or a content block (nor
+// inside a tool result). r is not changed. Client.NoCache sends every
+// request so.
+func (r *Request) WithoutCache() *Request {
+	c := r.Clone()
+	c.CacheControl = nil
+	for i := range c.Tools {
+		c.Tools[i].CacheControl = nil
+	}
+	for i := range c.System {
+		c.System[i].CacheControl = nil
+	}
+	for i, m := range c.Messages {
+		if blocks, changed := uncached(m.Content); changed {
+			c.Messages[i] = Message{Role: m.Role, Content: blocks}
+		}
+	}
+	return c
+}
+
+// uncached is blocks without cache_control, copied when one had it.
+func uncached(blocks []ContentBlock) ([]ContentBlock, bool) {
+	var out []ContentBlock
+	for i, b := range blocks {
+		inner, innerChanged := uncached(b.Content.Blocks)
+		if b.CacheControl == nil && !innerChanged {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(blocks)
+		}
+		out[i].CacheControl = nil
+		if innerChanged {
+			out[i].Content.Blocks = inner
+		}
+	}
+	return out, out != nil
+}
+
+// WithCacheControl returns m with cc on its last block (a copy; m is not
+// changed): a breakpoint at the end of the message.
+func (m Message) WithCacheControl(cc *CacheControl) Message {
+	if len(m.Content) == 0 {
+		return m
+	}
+	blocks := slices.Clone(m.Content)
+	blocks[len(blocks)-1].CacheControl = cc
+	return Message{Role: m.Role, Content: blocks}
 }
 
 // CacheControl marks a prompt-caching breakpoint.
@@ -93,8 +157,13 @@ type CacheControl struct {
 	TTL  string `json:"ttl,omitempty"` // "5m" or "1h"
 }
 
-// Ephemeral is the cache_control value that marks a cache breakpoint.
+// Ephemeral is the cache_control value that marks a cache breakpoint
+// (the 5-minute cache).
 func Ephemeral() *CacheControl { return &CacheControl{Type: "ephemeral"} }
+
+// EphemeralTTL marks a breakpoint with a lifetime: "5m" or "1h" (a 1-hour
+// write costs 2× an input token instead of 1.25×).
+func EphemeralTTL(ttl string) *CacheControl { return &CacheControl{Type: "ephemeral", TTL: ttl} }
 
 // SystemBlock is one text block of the system prompt.
 type SystemBlock struct {
@@ -474,7 +543,7 @@ func (b *ContentBlock) decodeFields(data []byte) error {
 	*b = ContentBlock{Type: head.Type}
 	switch head.Type {
 	case "":
-		return fmt.Errorf("content block has no type: %s", clip.Text(string(data), 200))
+		return fmt.Errorf("content block has no type: %s", Excerpt(string(data), 200))
 	case BlockText:
 		var w textWire
 		if err := json.Unmarshal(data, &w); err != nil {
@@ -674,6 +743,10 @@ type Response struct {
 	StopSequence *string        `json:"stop_sequence"`
 	Usage        Usage          `json:"usage"`
 	Container    *Container     `json:"container,omitempty"`
+
+	// Notes are what the provider says about how it answered (once: a
+	// server that does not stream, say). Not part of the API's JSON.
+	Notes []string `json:"-"`
 }
 
 // Text joins the response's text blocks.
@@ -697,12 +770,22 @@ type Container struct {
 }
 
 // Usage counts tokens. Input tokens exclude cache reads and writes, as the
-// API reports them.
+// API reports them: the prompt is InputTokens + CacheCreationInputTokens +
+// CacheReadInputTokens.
 type Usage struct {
 	InputTokens              int `json:"input_tokens"`
 	OutputTokens             int `json:"output_tokens"`
 	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
 	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+	// CacheCreation splits the cache writes by lifetime when the API
+	// does; zero when it did not.
+	CacheCreation CacheCreation `json:"cache_creation,omitzero"`
+}
+
+// CacheCreation is the API's split of cache writes by lifetime.
+type CacheCreation struct {
+	Ephemeral5mInputTokens int `json:"ephemeral_5m_input_tokens"`
+	Ephemeral1hInputTokens int `json:"ephemeral_1h_input_tokens"`
 }
 
 // Add returns the sum of two usages.
@@ -712,7 +795,36 @@ func (u Usage) Add(o Usage) Usage {
 		OutputTokens:             u.OutputTokens + o.OutputTokens,
 		CacheCreationInputTokens: u.CacheCreationInputTokens + o.CacheCreationInputTokens,
 		CacheReadInputTokens:     u.CacheReadInputTokens + o.CacheReadInputTokens,
+		CacheCreation: CacheCreation{
+			Ephemeral5mInputTokens: u.CacheCreation.Ephemeral5mInputTokens + o.CacheCreation.Ephemeral5mInputTokens,
+			Ephemeral1hInputTokens: u.CacheCreation.Ephemeral1hInputTokens + o.CacheCreation.Ephemeral1hInputTokens,
+		},
 	}
+}
+
+// PromptTokens is every input token: uncached, written to the cache and
+// read from it.
+func (u Usage) PromptTokens() int {
+	return u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
+}
+
+// CacheReadShare is the part of the prompt read from the cache, from 0 to
+// 1: cache reads over all input tokens. 0 for no input.
+func (u Usage) CacheReadShare() float64 {
+	if u.PromptTokens() == 0 {
+		return 0
+	}
+	return float64(u.CacheReadInputTokens) / float64(u.PromptTokens())
+}
+
+// EffectiveInputTokens weighs the prompt by what the API charges for it
+// against an uncached token: uncached + 1.25 × written for 5 minutes + 2 ×
+// written for an hour + 0.1 × read (the usual multipliers; a few models
+// charge less for reads, see models.go). Writes the usage does not split
+// count as 5-minute writes.
+func (u Usage) EffectiveInputTokens() float64 {
+	w1h := min(u.CacheCreation.Ephemeral1hInputTokens, u.CacheCreationInputTokens)
+	return float64(u.InputTokens) + 1.25*float64(u.CacheCreationInputTokens-w1h) + 2*float64(w1h) + 0.1*float64(u.CacheReadInputTokens)
 }
 
 func joinText(blocks []ContentBlock) string {
@@ -729,4 +841,23 @@ func joinText(blocks []ContentBlock) string {
 // not escape <, > and &, so raw blocks keep their exact bytes. Like any
 // encoding/json output it is compact: whitespace between tokens, which the
 // API never sends, is not kept.
-func MarshalWire(v any) ([]byte, error) { return plainjson.Marshal(v) }
+func MarshalWire(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// Excerpt quotes foreign text (an error body, a model's answer) in one line
+// of at most n characters, cut on a character boundary and marked with …
+// when cut: how the runtime's errors quote what it did not write.
+func Excerpt(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= max(n, 0) {
+		return s
+	}
+	return fmt.Sprintf("%.*s…", max(n, 0), s)
+}

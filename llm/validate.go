@@ -82,6 +82,7 @@ func CheckRequest(req *Request, betas ...string) error {
 	}
 	v = append(v, checkTools(req)...)
 	v = append(v, checkMessages(req)...)
+	v = append(v, checkBreakpoints(req)...)
 	if len(v) == 0 {
 		return nil
 	}
@@ -359,4 +360,52 @@ func HasBeta(betas []string, want string) bool {
 		}
 	}
 	return false
+}
+
+// maxBreakpoints is how many blocks with cache_control a request may have.
+const maxBreakpoints = 4
+
+// checkBreakpoints counts the request's cache breakpoints (the top-level
+// automatic one among them) and checks each cache_control's value.
+func checkBreakpoints(req *Request) []string {
+	var v []string
+	n := 0
+	check := func(where string, cc *CacheControl) {
+		if cc == nil {
+			return
+		}
+		n++
+		path := "cache_control"
+		if where != "" {
+			path = where + ".cache_control"
+		}
+		if cc.Type != "ephemeral" {
+			v = append(v, fmt.Sprintf("%s.type: Input should be 'ephemeral', got %q", path, cc.Type))
+		}
+		if cc.TTL != "" && cc.TTL != "5m" && cc.TTL != "1h" {
+			v = append(v, fmt.Sprintf("%s.ttl: Input should be '5m' or '1h', got %q", path, cc.TTL))
+		}
+	}
+	var blocks func(where string, bs []ContentBlock)
+	blocks = func(where string, bs []ContentBlock) {
+		for j, b := range bs {
+			at := fmt.Sprintf("%s.content.%d", where, j)
+			check(at, b.CacheControl)
+			blocks(at, b.Content.Blocks)
+		}
+	}
+	for i, t := range req.Tools {
+		check(fmt.Sprintf("tools.%d", i), t.CacheControl)
+	}
+	for i, s := range req.System {
+		check(fmt.Sprintf("system.%d", i), s.CacheControl)
+	}
+	for i, m := range req.Messages {
+		blocks(fmt.Sprintf("messages.%d", i), m.Content)
+	}
+	check("", req.CacheControl)
+	if n > maxBreakpoints {
+		v = append(v, fmt.Sprintf("A maximum of %d blocks with cache_control may be provided. Found %d.", maxBreakpoints, n))
+	}
+	return v
 }

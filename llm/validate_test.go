@@ -236,3 +236,47 @@ func TestInterleavedThinkingBetaLetsTheBudgetExceedMaxTokens(t *testing.T) {
 		t.Errorf("without the beta Normalize gave max_tokens %d, notes %q", r.MaxTokens, notes)
 	}
 }
+
+// At most four cache breakpoints, the automatic one counted, as the API
+// refuses a fifth; each one ephemeral, with a ttl of 5m or 1h.
+func TestCacheBreakpointsAtMostFour(t *testing.T) {
+	req := &Request{Model: "m", MaxTokens: 10,
+		Tools:    []Tool{{Name: "a", CacheControl: Ephemeral()}},
+		System:   []SystemBlock{{Type: BlockText, Text: "s", CacheControl: EphemeralTTL("1h")}},
+		Messages: []Message{UserText("one").WithCacheControl(Ephemeral()), {Role: RoleAssistant, Content: []ContentBlock{TextBlock("two")}}}}
+	req.CacheControl = Ephemeral()
+	if err := CheckRequest(req); err != nil {
+		t.Fatalf("four breakpoints: %v", err)
+	}
+	req.Messages = append(req.Messages, Message{Role: RoleUser, Content: []ContentBlock{
+		ToolResultBlock("x", ToolResultContent{Blocks: []ContentBlock{{Type: BlockText, Text: "r", CacheControl: Ephemeral()}}}, false)}})
+	err := CheckRequest(req)
+	if err == nil || !strings.Contains(err.Error(), "A maximum of 4 blocks with cache_control may be provided. Found 5.") {
+		t.Fatalf("five breakpoints (one inside a tool result): %v", err)
+	}
+	bad := &Request{Model: "m", MaxTokens: 10, Messages: []Message{UserText("x")}, CacheControl: &CacheControl{Type: "persistent", TTL: "2h"}}
+	err = CheckRequest(bad)
+	if err == nil || !strings.Contains(err.Error(), "cache_control.type: Input should be 'ephemeral'") || !strings.Contains(err.Error(), "cache_control.ttl: Input should be '5m' or '1h'") {
+		t.Fatalf("bad cache_control: %v", err)
+	}
+}
+
+// WithoutCache takes every breakpoint off a copy and leaves the request
+// as it was.
+func TestWithoutCacheTakesEveryBreakpointOff(t *testing.T) {
+	inner := ToolResultBlock("x", ToolResultContent{Blocks: []ContentBlock{{Type: BlockText, Text: "r", CacheControl: Ephemeral()}}}, false)
+	req := &Request{Model: "m", MaxTokens: 10, CacheControl: Ephemeral(),
+		Tools:    []Tool{{Name: "a", CacheControl: Ephemeral()}},
+		System:   []SystemBlock{{Type: BlockText, Text: "s", CacheControl: Ephemeral()}},
+		Messages: []Message{{Role: RoleUser, Content: []ContentBlock{inner, TextBlock("q")}}, UserText("more").WithCacheControl(Ephemeral())}}
+	before, _ := json.Marshal(req)
+	plain := req.WithoutCache()
+	after, _ := json.Marshal(req)
+	got, _ := json.Marshal(plain)
+	if string(before) != string(after) {
+		t.Errorf("WithoutCache changed the request:\n%s\n%s", before, after)
+	}
+	if strings.Contains(string(got), "cache_control") || !strings.Contains(string(before), "cache_control") {
+		t.Errorf("left a breakpoint: %s", got)
+	}
+}

@@ -92,7 +92,11 @@ type ActionReport struct {
 	Fired       []Fired           `json:"fired,omitempty"`
 	Reflection  *ReflectionReport `json:"reflection,omitempty"`
 	Stopped     string            `json:"stopped,omitempty"` // the step after which Ctrl-C stopped the loop
-	Usage       Usage             `json:"usage"`
+	// Notes are what the person should know about how the loop ran: that
+	// memories are recalled by their words while they are being embedded
+	// (said once per process).
+	Notes []string `json:"notes,omitempty"`
+	Usage Usage    `json:"usage"`
 }
 
 // interrupted reports whether Ctrl-C asked the loop to stop; if so it
@@ -128,6 +132,7 @@ func (in *Instance) actionLoop(ctx context.Context, tr trigger) (*ActionReport, 
 	if err != nil {
 		return rep, in.stepFailed("think", err)
 	}
+	rep.Notes = in.retrievalNotes(ret)
 	skills, err := in.skillContext(step, tr.text())
 	if err != nil {
 		return rep, in.stepFailed("think", err)
@@ -285,10 +290,33 @@ func (in *Instance) actionLoop(ctx context.Context, tr trigger) (*ActionReport, 
 // query is what a loop step retrieves: the Recent latest experiential
 // memories (self, goal, external: the kernel's audit lines never crowd
 // them out) and the TopK most relevant to text among authors (all when
-// nil).
+// nil). The memories the current turn wrote are no candidates for
+// relevance: a person's question, stored before THINK reads it, is the
+// best match for itself and would squeeze every other memory's relevance.
 func (in *Instance) query(text string, authors []string) memory.Query {
 	return memory.Query{Text: text, Recent: in.opts.Recent, TopK: in.opts.TopK, Authors: authors,
-		RecentAuthors: []string{memory.Self, memory.Goal, memory.External}, Now: in.opts.Now()}
+		RecentAuthors: []string{memory.Self, memory.Goal, memory.External}, Now: in.opts.Now(), Exclude: in.turnIDs()}
+}
+
+// retrievalNotes says, once per Instance, that relevance was ranked by
+// full text because memories are still without an embedding: the person
+// would otherwise wonder why the agent recalls less than it should.
+func (in *Instance) retrievalNotes(ret *memory.Retrieval) []string {
+	p := ret.Pending
+	if p == nil {
+		return nil
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.toldPending {
+		return nil
+	}
+	in.toldPending = true
+	if p.Background {
+		return []string{fmt.Sprintf("memory: %d memories have no embedding yet; they are being embedded in the background (%d done so far), "+
+			"and until they all are, memories are recalled by the words they share with what you say", p.Total, p.Done)}
+	}
+	return []string{fmt.Sprintf("memory: %d memories have no embedding yet; memories are recalled by their words until a command that writes (chat, run) embeds them", p.Total)}
 }
 
 func scoredIDs(ss []memory.Scored) []string {

@@ -6,7 +6,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/llmkernels/kernels/lumen/memory"
 
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/llm/script"
@@ -84,4 +88,77 @@ func BenchmarkActionCycleKernelOnly(b *testing.B) {
 			b.Fatalf("cycle %d: %v %+v", i, err, rep)
 		}
 	}
+}
+
+// BenchmarkChatRecall100k asks the planted questions, in turn, in chat
+// turns on a generated instance of 100,000 memories (a year of chat turns,
+// goal and explore cycles, a decay pass every six hours; twelve facts told
+// early, their words in everyday chatter since): the time of a whole turn
+// with an instant scripted provider (retrieval, prompts, THINK, DECIDE
+// skipping, the trigger, every memory write) and the share of questions
+// whose fact THINK got among the relevant memories. Target: recall 1.
+func BenchmarkChatRecall100k(b *testing.B) {
+	root, facts := buildChat100k(b)
+	start := time.Now()
+	in := openRecall(b, root, b.N)
+	defer in.Close()
+	b.Logf("opened (index brought up to date) in %s", time.Since(start).Round(time.Millisecond))
+	ctx := context.Background()
+	found := 0
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ok, err := askPlanted(ctx, in, i%len(plantedChat), facts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if ok {
+			found++
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(found)/float64(b.N), "recall")
+}
+
+// BenchmarkStatus100k is lumen status (a read-only open and Status) on the
+// generated instance of 100,000 memories: with the index current on disk,
+// as every command that writes leaves it, and with it behind the files by
+// one line (a writer killed between writing a line and indexing it), when
+// the index is copied into memory and the line read into the copy.
+func BenchmarkStatus100k(b *testing.B) {
+	root, _ := buildChat100k(b)
+	ctx := context.Background()
+	status := func(b *testing.B, wantIndex string) {
+		for i := 0; i < b.N; i++ {
+			in, err := Open(root, Options{ReadOnly: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			if err != nil {
+				b.Fatal(err)
+			}
+			st, err := in.Status(ctx)
+			if err != nil || !strings.HasPrefix(st.Index, wantIndex) {
+				b.Fatalf("status: index %q, %v; want %s", st.Index, err, wantIndex)
+			}
+			in.Close()
+		}
+	}
+	sync := func(b *testing.B) {
+		in := openRecall(b, root, 0)
+		if _, err := in.mem.Count(ctx, memory.Filter{}); err != nil {
+			b.Fatal(err)
+		}
+		in.Close()
+	}
+	b.Run("current", func(b *testing.B) {
+		sync(b)
+		b.ResetTimer()
+		status(b, "on disk")
+	})
+	b.Run("behind", func(b *testing.B) {
+		sync(b)
+		appendUnindexed(b, root, memory.Memory{Timestamp: time.Date(2026, 1, 2, 9, 0, 0, 0, time.UTC), Author: memory.External, Weight: 0.5,
+			Situation: "chat", Description: "a line its writer did not index"})
+		b.ResetTimer()
+		status(b, "in memory")
+		b.StopTimer()
+		sync(b)
+	})
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -286,9 +288,16 @@ func TestAHundredTurnChatKeepsThinksPromptBoundedAndOldTurnsRetrievable(t *testi
 		t.Fatal(err)
 	}
 	allUsed(t, p)
-	size := func(n int) int { return len(requestFor(p, "think", n).Messages[0].Text()) }
+	// The memories THINK gets are bounded by count (Recent + TopK), and
+	// which ones come depends on the input; the conversation is bounded
+	// by Conversation exchanges.
+	size := func(n int) int {
+		text := requestFor(p, "think", n).Messages[0].Text()
+		conv, _, _ := strings.Cut(text[strings.Index(text, "The conversation so far"):], "What you remember")
+		return len(conv)
+	}
 	if early, last := size(turns/3), size(turns-1); last > early*5/4 {
-		t.Errorf("THINK's prompt grew from %d bytes at turn %d to %d at turn %d: the conversation must be bounded", early, turns/3+1, last, turns)
+		t.Errorf("THINK's conversation grew from %d bytes at turn %d to %d at turn %d: it must be bounded", early, turns/3+1, last, turns)
 	}
 	last := requestFor(p, "think", turns-1).Messages[0].Text()
 	conv, memories, ok := strings.Cut(last[strings.Index(last, "The conversation so far"):], "What you remember")
@@ -305,5 +314,62 @@ func TestAHundredTurnChatKeepsThinksPromptBoundedAndOldTurnsRetrievable(t *testi
 	}
 	if !strings.Contains(memories, input(3)) {
 		t.Errorf("turn 3, which the input names, was not retrieved:\n%s", memories)
+	}
+}
+
+// With an embedding endpoint configured on an instance that has lived
+// without one, chat answers at once (memories recalled by their words)
+// while they are embedded in the background, and tells the person so on
+// the first turn only.
+func TestChatAnswersWhileMemoriesAreEmbeddedAndSaysSoOnce(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Input []string `json:"input"`
+		}
+		json.NewDecoder(r.Body).Decode(&req)
+		if len(req.Input) > 1 { // a batch of memories: held until the test ends
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		json.NewEncoder(w).Encode(map[string]any{"data": []map[string]any{{"index": 0, "embedding": []float64{1, 0}}}})
+	}))
+	defer srv.Close()
+	defer close(release)
+	p := scripted(t, append(chatTurn("Hello again."), chatTurn("Still here.")...)...)
+	in, _ := newInstance(t, "", func(root string) {
+		state([]Value{{"honesty", 0.8, ValueActive}}, nil)(root)
+		for i := 0; i < 300; i++ {
+			appendUnindexed(t, root, memory.Memory{Timestamp: time.Date(2025, 3, 1, 9, 0, i, 0, time.UTC), Author: memory.External, Weight: 0.5,
+				Situation: "chat", Description: fmt.Sprintf("an earlier message, number %d", i)})
+		}
+	}, func(o *Options) {
+		withScript(p)(o)
+		o.Embedder = &memory.Embedder{URL: srv.URL, Model: "m"}
+	})
+	ctx := context.Background()
+	first, err := in.Chat(ctx, "Do you remember message number 7?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first.Notes) != 1 || !strings.Contains(first.Text(), "memories have no embedding yet; they are being embedded in the background") {
+		t.Errorf("first turn:\n%s\nwant a note that memories are being embedded", first.Text())
+	}
+	if first.Reply() != "Hello again." {
+		t.Errorf("reply %q", first.Reply())
+	}
+	think := list(t, in, memory.Filter{Step: "think"})
+	if mode := dataOf(t, think[0])["retrieval"].(string); !strings.Contains(mode, "full-text") || !strings.Contains(mode, "being embedded in the background") {
+		t.Errorf("THINK's retrieval: %q, want full text while memories are embedded", mode)
+	}
+	second, err := in.Chat(ctx, "And number 8?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(second.Notes) != 0 {
+		t.Errorf("the second turn said it again: %v", second.Notes)
 	}
 }

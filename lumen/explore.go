@@ -38,6 +38,7 @@ type ExploreReport struct {
 	Found      string               `json:"found,omitempty"`
 	Refused    []string             `json:"refused,omitempty"`
 	Stopped    string               `json:"stopped,omitempty"`
+	Notes      []string             `json:"notes,omitempty"` // as ActionReport.Notes
 	Usage      Usage                `json:"usage"`
 }
 
@@ -50,6 +51,7 @@ func (in *Instance) Explore(ctx context.Context) (*ExploreReport, error) {
 	if err := in.writable(); err != nil {
 		return rep, err
 	}
+	in.beginTurn()
 	snap, err := in.snapshot()
 	if err != nil {
 		return rep, in.stepFailed("explore", err)
@@ -69,6 +71,7 @@ func (in *Instance) Explore(ctx context.Context) (*ExploreReport, error) {
 	if err != nil {
 		return rep, in.stepFailed("explore", err)
 	}
+	rep.Notes = in.retrievalNotes(ret)
 	skills, err := in.skillContext(step, query)
 	if err != nil {
 		return rep, in.stepFailed("explore", err)

@@ -149,3 +149,43 @@ func dataOf(t *testing.T, e memory.Entry) map[string]any {
 	}
 	return d
 }
+
+// appendUnindexed appends m to its day file under root as a writer killed
+// before it indexed the line leaves it.
+func appendUnindexed(t testing.TB, root string, m memory.Memory) {
+	t.Helper()
+	m.ID = memory.NewID(m.Timestamp)
+	line, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := memory.Day(m.Timestamp)
+	path := filepath.Join(root, "data", "memory", day[:4], day+".jsonl")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(append(line, '\n')); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// indexCurrent reports whether a read-only open of root finds the memory
+// index on disk up to date, as a view (lumen status) would.
+func indexCurrent(t *testing.T, root string) bool {
+	t.Helper()
+	ro, err := Open(root, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	st, err := ro.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Index == "on disk"
+}

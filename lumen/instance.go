@@ -134,6 +134,13 @@ type Instance struct {
 	observe      func(Record) // told of every memory written (lumen run's step lines)
 	noReflect    bool         // lumen run --no-reflect: the trigger is not checked
 	conversation []Exchange   // the current chat, oldest first
+	// turn holds the ids of the memories written since the current turn
+	// (a chat input, a goal pursued, an explore or reflect run) began:
+	// retrieval leaves them out of relevance (see query).
+	turn []string
+	// toldPending: the person was told that memories are recalled by
+	// their words while they are being embedded (retrievalNotes).
+	toldPending bool
 }
 
 func (in *Instance) dataDir() string    { return filepath.Join(in.Root, "data") }

@@ -111,6 +111,11 @@ func TestChatTurnWritesMemoriesAndRepliesThroughTheChatSkill(t *testing.T) {
 	if act := find(kernel, "ACT: invoked skill chat"); act == nil {
 		t.Error("no kernel memory of the chat skill invocation")
 	}
+	// The input is in THINK's recent window, never among the memories
+	// relevant to itself (it would squeeze every other one's relevance).
+	if d := dataOf(t, *find(kernel, "THINK:")); fmt.Sprint(d["recent"]) != "["+ext[0].ID+"]" || len(d["relevant"].([]any)) != 0 {
+		t.Errorf("THINK's recent %v and relevant %v; want the input recent and nothing relevant", d["recent"], d["relevant"])
+	}
 	goals := byAuthor(t, in, memory.Goal)
 	if len(goals) != 1 || dataOf(t, goals[0])["goal"] != "get to know the user" {
 		t.Errorf("goal memories = %+v, want the goal that drove the reply", goals)
@@ -711,5 +716,25 @@ func BenchmarkSummaryDueWithABacklog(b *testing.B) {
 		if due, err := in.summaryDue(ctx); err != nil || len(due[2025]) != summaryBatch {
 			b.Fatalf("due %d, %v", len(due[2025]), err)
 		}
+	}
+}
+
+// A command that writes memories leaves the index up to date: a view
+// after it reads the index on disk instead of building one in memory (6 to
+// 15 s and 630 MB at 100,000 memories).
+func TestChatAndReflectLeaveTheIndexCurrent(t *testing.T) {
+	in, _ := newInstance(t, "chat-turn.json", chatState, nil)
+	if _, err := in.Chat(context.Background(), "Hi! I'm Ada. What are you?"); err != nil {
+		t.Fatal(err)
+	}
+	if !indexCurrent(t, in.Root) {
+		t.Error("after a chat turn the index is behind the memory files")
+	}
+	in, _ = newInstance(t, "reflection-conflict.json", state([]Value{{"honesty", 0.6, ValueActive}}, nil), nil)
+	if _, err := in.Reflect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !indexCurrent(t, in.Root) {
+		t.Error("after a reflection the index is behind the memory files")
 	}
 }

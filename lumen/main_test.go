@@ -24,5 +24,9 @@ func TestMain(m *testing.M) {
 	if root := os.Getenv(killHelperEnv); root != "" {
 		os.Exit(runUntilKilled(root))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if chatFixture.root != "" {
+		os.RemoveAll(chatFixture.root)
+	}
+	os.Exit(code)
 }

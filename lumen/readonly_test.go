@@ -19,8 +19,10 @@ func TestAReadOnlyInstanceIsReadableByEveryReadCommand(t *testing.T) {
 	if _, err := in.Status(context.Background()); err != nil { // the index is up to date on disk
 		t.Fatal(err)
 	}
-	in.remember(memory.External, "chat", "chat", "a line the index has not read", nil) // and now it is stale
 	in.Close()
+	// A line whose writer was killed before it indexed it: now it is stale.
+	appendUnindexed(t, in.Root, memory.Memory{Timestamp: newClock().now(), Author: memory.External, Weight: 0.8, Situation: "chat",
+		Description: "a line the index has not read"})
 	// Another user's instance: this test's copy, locked, read by a child
 	// process that cannot write it (as root, the child runs as nobody).
 	root := filepath.Join(rodir.TempDir(t), "mind")

@@ -84,6 +84,7 @@ type ReflectionReport struct {
 // Reflect runs the reflection loop now (lumen reflect), without an action
 // loop before it.
 func (in *Instance) Reflect(ctx context.Context) (*ReflectionReport, error) {
+	in.beginTurn()
 	return in.reflect(ctx, []Fired{{FiredManual, "lumen reflect"}})
 }
 

@@ -127,10 +127,26 @@ func (in *Instance) write(m memory.Memory, data any) (string, error) {
 		return "", err
 	}
 	in.pending = Usage{}
+	in.turn = append(in.turn, id)
 	if in.observe != nil {
 		in.observe(Record{ID: id, Memory: m})
 	}
 	return id, nil
+}
+
+// beginTurn starts a turn: a chat input, a goal pursued, an explore or a
+// reflection. What it writes from now on is the turn's own (turnIDs).
+func (in *Instance) beginTurn() {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.turn = nil
+}
+
+// turnIDs are the ids of the memories the current turn wrote so far.
+func (in *Instance) turnIDs() []string {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return append([]string(nil), in.turn...)
 }
 
 // logErr records a failed step as a kernel memory and returns err, with

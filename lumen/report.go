@@ -56,6 +56,9 @@ func (r *ActionReport) Text() string {
 			fmt.Fprintf(&b, " (others: %s)", strings.Join(others, ", "))
 		}
 	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "\n  note: %s", n)
+	}
 	if r.Skill != nil && !r.Skill.OK {
 		fmt.Fprintf(&b, "\n  skill %s failed: %s", r.Skill.Skill, r.Skill.Error)
 	}
@@ -111,6 +114,9 @@ func (r *ReflectionReport) Text() string {
 func (r *ExploreReport) Text() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "question: %s", r.Question)
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "\n  note: %s", n)
+	}
 	if r.Skill != nil {
 		fmt.Fprintf(&b, "\n  investigated with skill %s", r.Skill.Skill)
 	}

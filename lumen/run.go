@@ -422,6 +422,7 @@ func (in *Instance) pursueGoal(ctx context.Context) (*ActionReport, string, erro
 	if err != nil {
 		return nil, "", err
 	}
+	in.beginTurn()
 	active := activeGoals(goals)
 	if len(active) == 0 {
 		idle := "no active goal to pursue (reflection creates goals; chat works without them)"
@@ -463,6 +464,7 @@ func (in *Instance) Chat(ctx context.Context, input string) (*ActionReport, erro
 	if err := in.writable(); err != nil {
 		return nil, err
 	}
+	in.beginTurn()
 	id, err := in.remember(memory.External, "chat", "chat", input, nil)
 	if err != nil {
 		return nil, err

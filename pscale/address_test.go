@@ -118,7 +118,7 @@ func TestMultiDotAddressIsNotCutShort(t *testing.T) {
 	if a.Digits() != "094" {
 		t.Fatalf("0.9.4 walks %q, want 094", a.Digits())
 	}
-	r, err := BSP(b, &a, nil)
+	r, err := BSP(b, Query{Address: &a})
 	if err != nil {
 		t.Fatal(err)
 	}

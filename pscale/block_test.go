@@ -99,7 +99,7 @@ func TestParseConvertsOtherShapesAndSaysHow(t *testing.T) {
 func TestRenditionAddressesWalkTheSameAfterConversion(t *testing.T) {
 	b := mustParse(t, `{"decimal":0,"tree":{"_":"caps","2":{"_":"blocks","1":"block_read"}}}`)
 	a := mustAddr(t, "0.21")
-	r, err := BSP(b, &a, nil)
+	r, err := BSP(b, Query{Address: &a})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestTuningConversionKeepsPscales(t *testing.T) {
 	// Upstream: tuning "8" puts the root at pscale 1 and its children at 0.
 	b := mustParse(t, `{"tuning":"8","tree":{"_":"nine entries","3":"third entry"}}`)
 	a := mustAddr(t, "0.3") // upstream address 3
-	r, err := BSP(b, &a, nil)
+	r, err := BSP(b, Query{Address: &a})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,15 +6,6 @@ import (
 	"strings"
 )
 
-// Mode is the kind of answer BSP gives.
-type Mode string
-
-const (
-	ModeBlock   Mode = "block"   // the full tree
-	ModeSpindle Mode = "spindle" // the chain from the root to the addressed node
-	ModePoint   Mode = "point"   // one node of that chain
-)
-
 // Step is one node of a spindle.
 type Step struct {
 	Pscale int    `json:"pscale"`
@@ -22,15 +13,34 @@ type Step struct {
 	Text   string `json:"text"`
 }
 
+// Entry is one node of a list that ring, dir, disc and star answer: its
+// address (written with the dot after the block's place digits, as
+// AppendEntry writes them), its pscale and its text. A branch's text is its
+// own "_" ("" when it has none); Branch says there is more below it.
+type Entry struct {
+	Address string `json:"address"`
+	Pscale  int    `json:"pscale"`
+	Text    string `json:"text"`
+	Branch  bool   `json:"branch,omitempty"`
+	Ref     *Ref   `json:"ref,omitempty"` // star: the node the entry names
+}
+
 // Result is BSP's answer. Tree is set in block mode (the block's own tree,
 // not a copy), Nodes in spindle mode (highest pscale first), Point in point
-// mode. Address is the address as written, for rendering.
+// mode and, in star mode, for the node whose references Entries lists.
+// Entries holds ring's siblings, dir's nodes (layer by layer), disc's nodes
+// (in address order) and star's references; Note says why a list is empty.
+// Address is the address as written, for rendering; Pscale is the point
+// a disc or dir was asked for.
 type Result struct {
-	Mode    Mode   `json:"mode"`
-	Address string `json:"address,omitempty"`
-	Tree    *Node  `json:"tree,omitempty"`
-	Nodes   []Step `json:"nodes,omitempty"`
-	Point   *Step  `json:"point,omitempty"`
+	Mode    Mode    `json:"mode"`
+	Address string  `json:"address,omitempty"`
+	Pscale  *int    `json:"pscale,omitempty"`
+	Tree    *Node   `json:"tree,omitempty"`
+	Nodes   []Step  `json:"nodes,omitempty"`
+	Point   *Step   `json:"point,omitempty"`
+	Entries []Entry `json:"entries,omitempty"`
+	Note    string  `json:"note,omitempty"`
 }
 
 // PathError says where a walk left the tree: which digit was missing and
@@ -60,44 +70,72 @@ func (e *PathError) Error() string {
 // ErrFull is wrapped by NextDigit when digits 1–9 of a node are all taken.
 var ErrFull = errors.New("digits 1-9 all occupied: compress this node before adding to it")
 
-// BSP is Block·Spindle·Point navigation (architecture spec §4.1).
+// BSP is Block·Spindle·Point navigation (architecture spec §4.1), with the
+// four further modes of the reference walker (ring, dir, disc, star).
 //
-// With no address it returns the full tree (block mode). With an address it
-// walks one tree key per digit and returns every node on the way with its
-// pscale, (Place−1)−index (spindle mode). With a point as well it returns the
-// one node of that chain whose pscale is the point (point mode). A walk that
-// leaves the tree is a *PathError; a point that is not on the chain is an
-// error listing the pscales that are — never a silent fallback.
-func BSP(b *Block, addr *Address, point *int) (Result, error) {
+//   - block: the full tree.
+//   - spindle: every node from the tree root to the address, each with its
+//     pscale, (Place−1)−index.
+//   - point: the one node of that chain whose pscale is the query's.
+//   - ring: the other children of the addressed node's parent.
+//   - dir: the addressed node and every node below it, layer by layer,
+//     down to the query's pscale when it has one.
+//   - disc: every node of the block at the query's pscale.
+//   - star: the addressed node, and the entries of its hidden directory
+//     (the branch at its digit 0), each read as a reference where it is one.
+//
+// A walk that leaves the tree is a *PathError; a point that is not on the
+// chain, a pscale above what the mode can reach, and a query that gives a
+// mode more or less than it reads are errors that say so — never a silent
+// fallback.
+func BSP(b *Block, q Query) (Result, error) {
 	if b == nil {
 		return Result{}, errors.New("no block given")
 	}
-	if addr == nil {
-		if point != nil {
-			return Result{}, fmt.Errorf("point %d given without an address: point mode needs a spindle, e.g. 0.12 %d", *point, *point)
-		}
+	mode, err := q.resolve()
+	if err != nil {
+		return Result{}, err
+	}
+	if mode == ModeBlock {
 		return Result{Mode: ModeBlock, Tree: b.Tree}, nil
 	}
 	if b.Place < 1 {
 		return Result{}, fmt.Errorf("place %d: a block's place must be at least 1; read blocks with Parse, which converts rendition blocks", b.Place)
 	}
-	nodes, err := walk(b, *addr)
+	if mode == ModeDisc {
+		return disc(b, *q.Pscale)
+	}
+	addr := *q.Address
+	nodes, err := walk(b, addr)
 	if err != nil {
 		return Result{}, err
+	}
+	switch mode {
+	case ModeRing:
+		return ring(b, addr, nodes), nil
+	case ModeDir:
+		return dir(b, addr, nodes[len(nodes)-1], q.Pscale)
+	case ModeStar:
+		return star(b, addr, nodes[len(nodes)-1]), nil
 	}
 	steps := make([]Step, len(nodes))
 	for i, n := range nodes {
 		steps[i] = Step{Pscale: (b.Place - 1) - i, Digit: addr.digits[i : i+1], Text: nodeText(n)}
 	}
-	if point == nil {
+	if mode == ModeSpindle {
 		return Result{Mode: ModeSpindle, Address: addr.text, Nodes: steps}, nil
 	}
+	point := *q.Pscale
 	for i := range steps {
-		if steps[i].Pscale == *point {
+		if steps[i].Pscale == point {
 			return Result{Mode: ModePoint, Address: addr.text, Point: &steps[i]}, nil
 		}
 	}
-	return Result{}, fmt.Errorf("path %s: no pscale %d on this spindle (pscales: %s)", addr.text, *point, pscalesOf(steps))
+	hint := ""
+	if last := steps[len(steps)-1].Pscale; point < last {
+		hint = fmt.Sprintf("; for the nodes below it down to pscale %d, use dir", point)
+	}
+	return Result{}, fmt.Errorf("path %s: no pscale %d on this spindle (pscales: %s)%s", addr.text, point, pscalesOf(steps), hint)
 }
 
 func pscalesOf(steps []Step) string {

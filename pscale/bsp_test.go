@@ -17,7 +17,7 @@ func intp(i int) *int { return &i }
 
 func TestBSPBlockModeReturnsWholeTree(t *testing.T) {
 	b := mustParse(t, purposeJSON)
-	r, err := BSP(b, nil, nil)
+	r, err := BSP(b, Query{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestBSPSpindleWalksEveryDigitWithPscaleFromPlace(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a := mustAddr(t, tt.addr)
-			r, err := BSP(mustParse(t, tt.block), &a, nil)
+			r, err := BSP(mustParse(t, tt.block), Query{Address: &a})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -59,7 +59,7 @@ func TestBSPSpindleWalksEveryDigitWithPscaleFromPlace(t *testing.T) {
 func TestBSPSpindleShowsBranchWithoutTextAsUnescapedJSON(t *testing.T) {
 	b := mustParse(t, `{"place":1,"tree":{"0":{"1":"<div>","2":{"_":"b"}}}}`)
 	a := mustAddr(t, "0")
-	r, err := BSP(b, &a, nil)
+	r, err := BSP(b, Query{Address: &a})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestBSPPathOffTheTreeSaysWhichDigitAndWhichChildren(t *testing.T) {
 	}
 	for _, tt := range tests {
 		a := mustAddr(t, tt.addr)
-		_, err := BSP(b, &a, nil)
+		_, err := BSP(b, Query{Address: &a})
 		if err == nil || err.Error() != tt.want {
 			t.Errorf("BSP %s error = %v, want %q", tt.addr, err, tt.want)
 			continue
@@ -99,7 +99,7 @@ func TestBSPPathOffTheTreeSaysWhichDigitAndWhichChildren(t *testing.T) {
 	}
 	empty := mustParse(t, `{"place":1,"tree":{"0":{"_":"r"}}}`)
 	a := mustAddr(t, "0.1")
-	if _, err := BSP(empty, &a, nil); err == nil || err.Error() != "path 0.1: digit 1 not present (no children)" {
+	if _, err := BSP(empty, Query{Address: &a}); err == nil || err.Error() != "path 0.1: digit 1 not present (no children)" {
 		t.Errorf("childless node: %v", err)
 	}
 }
@@ -111,7 +111,7 @@ func TestBSPPointReturnsTheNodeAtThatPscale(t *testing.T) {
 		point int
 		want  Step
 	}{{0, Step{0, "0", "Purpose root"}}, {-2, Step{-2, "3", "Deep"}}, {-3, Step{-3, "4", "Deeper"}}} {
-		r, err := BSP(b, &a, intp(tt.point))
+		r, err := BSP(b, Query{Address: &a, Pscale: intp(tt.point)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,11 +125,14 @@ func TestBSPPointReturnsTheNodeAtThatPscale(t *testing.T) {
 func TestBSPPointNotOnTheSpindleIsAnErrorListingPscales(t *testing.T) {
 	b := mustParse(t, purposeJSON)
 	a := mustAddr(t, "0.2")
-	for _, p := range []int{1, -2, -99} {
-		_, err := BSP(b, &a, intp(p))
-		want := fmt.Sprintf("path 0.2: no pscale %d on this spindle (pscales: 0,-1)", p)
+	for _, tt := range []struct {
+		point int
+		hint  string
+	}{{1, ""}, {-2, "; for the nodes below it down to pscale -2, use dir"}, {-99, "; for the nodes below it down to pscale -99, use dir"}} {
+		_, err := BSP(b, Query{Address: &a, Pscale: intp(tt.point)})
+		want := fmt.Sprintf("path 0.2: no pscale %d on this spindle (pscales: 0,-1)%s", tt.point, tt.hint)
 		if err == nil || err.Error() != want {
-			t.Errorf("point %d: error = %v, want %q", p, err, want)
+			t.Errorf("point %d: error = %v, want %q", tt.point, err, want)
 		}
 	}
 }
@@ -141,25 +144,24 @@ func TestBSPPointGivenAsStringIsCoerced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := BSP(b, &a, &p)
+	r, err := BSP(b, Query{Address: &a, Pscale: &p})
 	if err != nil || r.Point.Text != "Second is a branch" {
 		t.Errorf("got %+v, %v", r.Point, err)
 	}
 }
 
-func TestBSPRefusesPointWithoutAddressAndPlaceBelowOne(t *testing.T) {
+func TestBSPRefusesPlaceBelowOneAndEmptyAddresses(t *testing.T) {
 	b := mustParse(t, purposeJSON)
-	if _, err := BSP(b, nil, intp(-1)); err == nil || !strings.Contains(err.Error(), "without an address") {
-		t.Errorf("point without address: %v", err)
-	}
 	a := mustAddr(t, "0")
-	if _, err := BSP(&Block{Tree: b.Tree}, &a, nil); err == nil || !strings.Contains(err.Error(), "place 0") {
-		t.Errorf("place 0: %v", err)
+	for _, q := range []Query{{Address: &a}, {Pscale: intp(0)}, {Mode: ModeRing, Address: &a}} {
+		if _, err := BSP(&Block{Tree: b.Tree}, q); err == nil || !strings.Contains(err.Error(), "place 0") {
+			t.Errorf("place 0, %+v: %v", q, err)
+		}
 	}
-	if _, err := BSP(nil, &a, nil); err == nil {
+	if _, err := BSP(nil, Query{Address: &a}); err == nil {
 		t.Error("nil block: no error")
 	}
-	if _, err := BSP(b, &Address{}, nil); err == nil || !strings.Contains(err.Error(), "empty address") {
+	if _, err := BSP(b, Query{Address: &Address{}}); err == nil || !strings.Contains(err.Error(), "empty address") {
 		t.Errorf("zero address: %v", err)
 	}
 }
@@ -338,7 +340,7 @@ func BenchmarkBSPSpindleDeep(b *testing.B) {
 	blk, a := deepBlock(200)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := BSP(blk, &a, nil); err != nil {
+		if _, err := BSP(blk, Query{Address: &a}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -5,8 +5,10 @@
 // A block is {"place": N, "tree": {"0": …}}. Each tree node is a string (a
 // leaf) or an object with its text at "_" and children at the digit keys.
 // An address such as "0.12" walks one key per digit from the tree root, and
-// the digit at index i sits at pscale (place−1)−i. BSP (block, spindle,
-// point) is the one read operation; Resolve, Read, Write, NextDigit and
+// the digit at index i sits at pscale (place−1)−i. BSP is the one read
+// operation, in seven modes (block, spindle, point, and the later reference
+// walker's ring, dir, disc and star), asked with a Query that ParseQuery
+// reads from tool input; Resolve, Read, Write, NextDigit and
 // NeedsCompression serve the tools; RenderSection formats BSP results as
 // system-prompt sections. Every walk that leaves the tree is an error naming
 // the missing digit and the children that do exist; callers add the block
@@ -45,10 +47,20 @@
 //     the digits written. Tools should take addresses as strings.
 //   - Digit keys 0–9 are all walkable (23.41 may pass through "0" keys); only
 //     1–9 are entry slots for NextDigit and NeedsCompression.
-//   - BSP: a point given without an address is an error; a point not on the
-//     spindle is an error listing the spindle's pscales (the original fell
-//     back to the last node). A branch with no "_" shows in a spindle as its
-//     JSON, as the original did, so the reader still sees what is there.
+//   - BSP: a point not on the spindle is an error listing the spindle's
+//     pscales (the original fell back to the last node). A branch with no
+//     "_" shows in a spindle as its JSON, as the original did, so the reader
+//     still sees what is there.
+//   - The reference walker's modes (pscale-commons/bsp-mcp-server): its
+//     blocks keep a node's text and digit 0 in one key, "_"; here digit 0 is
+//     the key "0", so its hidden directory is the branch at "0", which star
+//     lists, reading each entry "ADDRESS" or "BLOCK:ADDRESS" as a reference.
+//     An empty mode is inferred as there (a pscale alone is a disc). Where
+//     it answers nothing (a walk past the tree, a pscale no node can have,
+//     a part the mode does not read) BSP returns an error; an empty list is
+//     answered only when it is true, with a note saying why. Addresses are
+//     never padded or stripped of zeros. Lists hold a branch's own text
+//     (not its JSON) and say whether it has children.
 //   - Pscale coercion (ParsePscale): "-3", " -3 " and -3.0 read as -3;
 //     fractions, hex, "NaN" and other text are errors.
 //   - Read lists digit children only; a child branch with no text shows as

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -175,7 +176,7 @@ func FuzzBSP(f *testing.F) {
 		tree := genericTree(t, b)
 		want, fail, children, leaf := oracleWalk(tree, a.Digits())
 
-		r, err := BSP(b, &a, nil)
+		r, err := BSP(b, Query{Address: &a})
 		if fail >= 0 {
 			var pe *PathError
 			if !errors.As(err, &pe) {
@@ -185,7 +186,7 @@ func FuzzBSP(f *testing.F) {
 			if !reflect.DeepEqual(*pe, wantPE) {
 				t.Fatalf("BSP %s PathError = %+v, want %+v", addr, *pe, wantPE)
 			}
-			if _, perr := BSP(b, &a, &point); perr == nil || perr.Error() != err.Error() {
+			if _, perr := BSP(b, Query{Address: &a, Pscale: &point}); perr == nil || perr.Error() != err.Error() {
 				t.Fatalf("point on a broken path: %v, want %v", perr, err)
 			}
 			return
@@ -205,7 +206,7 @@ func FuzzBSP(f *testing.F) {
 			}
 		}
 
-		p, err := BSP(b, &a, &point)
+		p, err := BSP(b, Query{Address: &a, Pscale: &point})
 		for i, n := range r.Nodes {
 			if n.Pscale == point {
 				if err != nil || p.Point == nil || *p.Point != r.Nodes[i] {
@@ -292,7 +293,7 @@ func FuzzWrite(f *testing.F) {
 			t.Fatalf("Write: %v", err)
 		}
 		after := genericTree(t, b)
-		r, err := BSP(b, &a, nil)
+		r, err := BSP(b, Query{Address: &a})
 		if err != nil {
 			t.Fatalf("BSP after Write %s: %v", addr, err)
 		}
@@ -323,4 +324,257 @@ func FuzzWrite(f *testing.F) {
 			acur = am[d[i:i+1]]
 		}
 	})
+}
+
+// FuzzParseQuery: a query parses into what its text says (a trailing *
+// asks for star, the address is the digits before it, the point is the
+// whole number written) or fails naming the field at fault.
+func FuzzParseQuery(f *testing.F) {
+	for _, s := range [][3]string{
+		{"", "0.12", ""}, {"ring", "0.1", ""}, {"DIR", "0.2", "-3"}, {"", "", "0"}, {"star", "0.7*", ""},
+		{"", "0.7*1", ""}, {"", "*", ""}, {"disc", "", " -1 "}, {"spin", "0", "x"}, {"", "0.1", "1e3"},
+	} {
+		f.Add(s[0], s[1], s[2])
+	}
+	f.Fuzz(func(t *testing.T, mode, spindle, point string) {
+		q, err := ParseQuery(mode, spindle, point)
+		if err != nil {
+			msg := err.Error()
+			if !strings.HasPrefix(msg, `mode "`) && !strings.HasPrefix(msg, "spindle") && !strings.HasPrefix(msg, "point: ") && !strings.Contains(msg, " mode ") {
+				t.Fatalf("ParseQuery(%q, %q, %q): error names no field: %v", mode, spindle, point, err)
+			}
+			return
+		}
+		if _, merr := ParseMode(mode); merr != nil {
+			t.Fatalf("ParseQuery took mode %q that ParseMode refuses", mode)
+		}
+		pre, _, star := strings.Cut(spindle, "*")
+		if star {
+			if q.Mode != ModeStar || strings.Count(spindle, "*") != 1 || strings.TrimSpace(spindle)[len(strings.TrimSpace(spindle))-1] != '*' {
+				t.Fatalf("ParseQuery(%q, %q): mode %q", mode, spindle, q.Mode)
+			}
+		} else if m, _ := ParseMode(mode); m != "" && q.Mode != m {
+			t.Fatalf("ParseQuery(%q): mode %q", mode, q.Mode)
+		}
+		if _, err := q.resolve(); err != nil || q.Mode == "" {
+			t.Fatalf("ParseQuery(%q, %q, %q) = %+v, which BSP refuses: %v", mode, spindle, point, q, err)
+		}
+		var digits []byte
+		for _, r := range pre {
+			if r >= '0' && r <= '9' {
+				digits = append(digits, byte(r))
+			}
+		}
+		switch {
+		case strings.TrimSpace(pre) == "" && q.Address != nil:
+			t.Fatalf("blank spindle %q read as %q", spindle, q.Address.Digits())
+		case strings.TrimSpace(pre) != "" && (q.Address == nil || q.Address.Digits() != string(digits)):
+			t.Fatalf("spindle %q read as %+v, want digits %q", spindle, q.Address, digits)
+		}
+		if strings.TrimSpace(point) == "" {
+			if q.Pscale != nil {
+				t.Fatalf("blank point %q read as %d", point, *q.Pscale)
+			}
+		} else if n, err := strconv.Atoi(strings.TrimSpace(point)); err == nil && (q.Pscale == nil || *q.Pscale != n) {
+			t.Fatalf("point %q read as %v, want %d", point, q.Pscale, n)
+		}
+	})
+}
+
+// oracleNode is a node as an independent walk over the generic JSON sees it.
+type oracleNode struct {
+	digits, text string
+	branch       bool // it has digit children
+}
+
+// oracleNodes lists every node of a decoded canonical tree (the root
+// excluded) in address order.
+func oracleNodes(tree any) []oracleNode {
+	var out []oracleNode
+	var visit func(v any, digits string)
+	visit = func(v any, digits string) {
+		n := oracleNode{digits: digits}
+		m, isMap := v.(map[string]any)
+		if s, ok := v.(string); ok {
+			n.text = s
+		}
+		if isMap {
+			n.text, _ = m["_"].(string)
+		}
+		for d := 0; d <= 9 && isMap; d++ {
+			_, has := m[strconv.Itoa(d)]
+			n.branch = n.branch || has
+		}
+		if digits != "" {
+			out = append(out, n)
+		}
+		for d := 0; d <= 9 && isMap; d++ {
+			if c, ok := m[strconv.Itoa(d)]; ok {
+				visit(c, digits+strconv.Itoa(d))
+			}
+		}
+	}
+	visit(tree, "")
+	return out
+}
+
+// FuzzBSPModes: ring, dir, disc and star list exactly the nodes an
+// independent walk over the block's JSON finds, each with the address,
+// pscale, text and branch mark it has there; every mode refuses exactly
+// the queries it cannot answer (a missing or surplus part, a walk off the
+// tree, a pscale above what it reaches) and answers all others.
+func FuzzBSPModes(f *testing.F) {
+	blocks := append(slices.Clone(fuzzBlocks), fixtureTown, fixtureSun)
+	for _, b := range blocks {
+		for _, m := range Modes {
+			for _, a := range []string{"", "0", "0.2", "0.23", "1", "123", "5", "7", "000"} {
+				f.Add(b, string(m), a, -1, true)
+				f.Add(b, string(m), a, 0, false)
+			}
+		}
+	}
+	f.Add(fixtureTown, "disc", "", 2, true)
+	f.Add(fixtureTown, "dir", "1", -3, true)
+	f.Fuzz(func(t *testing.T, blockJSON, mode, addr string, point int, hasPoint bool) {
+		b, _, err := Parse([]byte(blockJSON))
+		if err != nil {
+			return
+		}
+		var pt any
+		if hasPoint {
+			pt = point
+		}
+		q, err := ParseQuery(mode, addr, pt)
+		if err != nil {
+			return
+		}
+		r, err := BSP(b, q)
+		all := oracleNodes(genericTree(t, b))
+
+		// What the query should be refused for, found independently.
+		m := q.Mode
+		if m == "" {
+			m = map[[2]bool]Mode{{false, false}: ModeBlock, {true, false}: ModeSpindle, {false, true}: ModeDisc, {true, true}: ModePoint}[[2]bool{q.Address != nil, q.Pscale != nil}]
+		}
+		wantAddr := m != ModeBlock && m != ModeDisc
+		pscaleNeeded, pscaleAllowed := m == ModePoint || m == ModeDisc, m == ModePoint || m == ModeDisc || m == ModeDir
+		refused := ""
+		switch {
+		case wantAddr != (q.Address != nil), pscaleNeeded && q.Pscale == nil, !pscaleAllowed && q.Pscale != nil:
+			refused = "parts"
+		}
+		var d string
+		var end *oracleNode
+		if refused == "" && q.Address != nil {
+			d = q.Address.Digits()
+			for i := range all {
+				if all[i].digits == d {
+					end = &all[i]
+				}
+			}
+			// The walk fails where the address leaves the tree: a missing
+			// node, or any step below a leaf.
+			if end == nil {
+				refused = "walk"
+			}
+		}
+		if refused == "" && q.Pscale != nil {
+			ps := *q.Pscale
+			switch {
+			case m == ModeDisc && ps > b.Place-1:
+				refused = "above"
+			case m == ModeDir && ps > b.Place-len(d):
+				refused = "above"
+			case m == ModePoint && (ps > b.Place-1 || ps < b.Place-len(d)):
+				refused = "off the spindle"
+			}
+		}
+		if refused != "" {
+			if err == nil {
+				t.Fatalf("%+v on %s: answered %+v, want a refusal (%s)", q, blockJSON, r, refused)
+			}
+			var pe *PathError
+			if (refused == "walk") != errors.As(err, &pe) {
+				t.Fatalf("%+v: refused with %v, want a %s refusal", q, err, refused)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("%+v on %s: %v", q, blockJSON, err)
+		}
+		if r.Mode != m {
+			t.Fatalf("%+v: mode %q, want %q", q, r.Mode, m)
+		}
+
+		var want []oracleNode
+		switch m {
+		case ModeBlock:
+			if r.Tree != b.Tree {
+				t.Fatal("block mode did not answer the block's tree")
+			}
+			return
+		case ModeSpindle, ModePoint:
+			return // FuzzBSP checks these against the same walk
+		case ModeRing:
+			for _, n := range all {
+				if len(n.digits) == len(d) && n.digits[:len(d)-1] == d[:len(d)-1] && n.digits != d {
+					want = append(want, n)
+				}
+			}
+		case ModeDir:
+			for _, n := range all {
+				if strings.HasPrefix(n.digits, d) && (q.Pscale == nil || b.Place-len(n.digits) >= *q.Pscale) {
+					want = append(want, n)
+				}
+			}
+			slices.SortStableFunc(want, func(x, y oracleNode) int { return len(x.digits) - len(y.digits) })
+		case ModeDisc:
+			for _, n := range all {
+				if b.Place-len(n.digits) == *q.Pscale {
+					want = append(want, n)
+				}
+			}
+		case ModeStar:
+			hidden := false
+			for _, n := range all {
+				hidden = hidden || (n.digits == d+"0" && !isLeafJSON(t, b, n.digits))
+			}
+			for _, n := range all {
+				if hidden && len(n.digits) == len(d)+2 && strings.HasPrefix(n.digits, d+"0") && n.digits[len(n.digits)-1] != '0' {
+					want = append(want, n)
+				}
+			}
+			if r.Point == nil || r.Point.Text != end.text || r.Point.Pscale != b.Place-len(d) {
+				t.Fatalf("star %s: node %+v, want text %q", d, r.Point, end.text)
+			}
+		}
+		if len(r.Entries) != len(want) {
+			t.Fatalf("%s %+v on %s: %d entries %+v, want %d %+v", m, q, blockJSON, len(r.Entries), r.Entries, len(want), want)
+		}
+		if (len(want) == 0) != (r.Note != "") {
+			t.Fatalf("%s %+v: %d entries and note %q", m, q, len(want), r.Note)
+		}
+		for i, e := range r.Entries {
+			w := want[i]
+			digits := strings.ReplaceAll(e.Address, ".", "")
+			dot := strings.IndexByte(e.Address, '.')
+			if digits != w.digits || e.Pscale != b.Place-len(w.digits) || e.Text != w.text || e.Branch != w.branch ||
+				(len(w.digits) > b.Place) != (dot == b.Place) || strings.Count(e.Address, ".") > 1 {
+				t.Fatalf("%s %+v entry %d = %+v, want %+v (place %d)", m, q, i, e, w, b.Place)
+			}
+			if _, isRef := ParseRef(e.Text); m == ModeStar && isRef != (e.Ref != nil) {
+				t.Fatalf("star entry %+v: reference %v", e, isRef)
+			}
+		}
+	})
+}
+
+// isLeafJSON says whether the node at digits is a string in the block's JSON.
+func isLeafJSON(t *testing.T, b *Block, digits string) bool {
+	var cur any = genericTree(t, b)
+	for i := 0; i < len(digits); i++ {
+		cur = cur.(map[string]any)[digits[i:i+1]]
+	}
+	_, leaf := cur.(string)
+	return leaf
 }

@@ -38,7 +38,7 @@ func TestAppendEntryGrowsUpwardAndKeepsEveryEntryAtPscaleMinusOne(t *testing.T) 
 	}
 	for n := 1; n <= 100; n++ {
 		a := mustAddr(t, entryDigits(n, 3))
-		r, err := BSP(b, &a, intp(-1))
+		r, err := BSP(b, Query{Address: &a, Pscale: intp(-1)})
 		if err != nil || r.Point.Text != fmt.Sprintf("entry %d", n) {
 			t.Fatalf("entry %d by BSP at %s pscale -1: %+v %v", n, a, r.Point, err)
 		}

@@ -13,7 +13,7 @@ func section(t *testing.T, js, name, addr string, point *int) string {
 		a := mustAddr(t, addr)
 		ap = &a
 	}
-	r, err := BSP(b, ap, point)
+	r, err := BSP(b, Query{Address: ap, Pscale: point})
 	if err != nil {
 		t.Fatal(err)
 	}

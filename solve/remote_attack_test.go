@@ -144,29 +144,41 @@ func TestAWorkerKilledAfterItsCommitDoesNotHaveItsStepDoneTwice(t *testing.T) {
 
 // A password with the characters a URL must escape (#, ?, %, @, /) is
 // never printed: not by a worker, a --remote run or status that cannot
-// connect, nor for a URL that does not parse (the same password
-// unescaped), which says how to write it.
+// connect (one line: the driver's two attempts, TLS then plain, said
+// once), nor for the same password unescaped: a URL with an @, # or ? in
+// its user part, or one that does not parse, is refused before anything
+// is dialled (exit 2, with the escaping hint).
 func TestTheDatabasePasswordIsNeverPrinted(t *testing.T) {
 	dir := t.TempDir()
 	api := newFakeAPI(t, 1)
-	const secret = "s3cr#t?50%/@x"
-	escaped := "s3cr%23t%3F50%25%2F%40x"
-	for _, u := range []string{
-		"postgres://solve:" + escaped + "@127.0.0.1:1/solve?connect_timeout=2",
-		"postgres://solve@127.0.0.1:1/solve?connect_timeout=2&password=" + escaped,
-		"postgres://solve:" + secret + "@127.0.0.1:1/solve",
+	const hint = "write # ? % @ / : as %23 %3F %25 %40 %2F %3A"
+	for _, c := range []struct {
+		url    string
+		usage  bool
+		secret []string
+	}{
+		{"postgres://solve:s3cr%23t%3F50%25%2F%40x@127.0.0.1:1/solve?connect_timeout=2", false, []string{"s3cr", "50%", "t%3F"}},
+		{"postgres://solve@127.0.0.1:1/solve?connect_timeout=2&password=s3cr%23t%3F50%25%2F%40x", false, []string{"s3cr", "50%", "t%3F"}},
+		{"postgres://solve:s3cr#t?50%/@x@127.0.0.1:1/solve", true, []string{"s3cr", "50%"}},
+		{"postgres://u:Secr3t@Word9@127.0.0.1:1/x", true, []string{"Secr3t", "Word9"}},
+		{"postgres://u:Secr#Word9@127.0.0.1:1/x", true, []string{"Secr", "Word9"}},
+		{"postgres://u:Secr?Word9@127.0.0.1:1/x", true, []string{"Secr", "Word9"}},
+		{"postgres://u:Secr%zzWord9@127.0.0.1:1/x", true, []string{"Secr", "Word9"}},
 	} {
 		for _, args := range [][]string{
-			{"worker", "--db", u},
-			{"run", "a goal", "--remote", "--db", u},
-			{"resume", "--remote", "--db", u},
-			{"status", "--db", u},
+			{"worker", "--db", c.url},
+			{"run", "a goal", "--remote", "--db", c.url},
+			{"resume", "--remote", "--db", c.url},
+			{"status", "--db", c.url},
 		} {
 			r := api.run(t, dir, args...)
-			if r.code == 0 || !strings.Contains(r.stderr, "127.0.0.1:1") && !strings.Contains(r.stderr, "write # ? % @ / : as %23 %3F %25 %40 %2F %3A") {
-				t.Errorf("%v: exit %d, and no word on the unreachable database:\n%s", args, r.code, r.stderr)
+			switch {
+			case c.usage && (r.code != cli.ExitUsage || !strings.Contains(r.stderr, hint)):
+				t.Errorf("%v: exit %d, want %d with the escaping hint:\n%s", args, r.code, cli.ExitUsage, r.stderr)
+			case !c.usage && (r.code != cli.ExitFailure || !strings.Contains(r.stderr, "127.0.0.1:1") || strings.Count(r.stderr, "\n") != 1):
+				t.Errorf("%v: exit %d, want %d and one line on the unreachable database:\n%s", args, r.code, cli.ExitFailure, r.stderr)
 			}
-			for _, part := range []string{"s3cr", "50%", "t%3F"} {
+			for _, part := range c.secret {
 				if strings.Contains(r.stdout+r.stderr, part) {
 					t.Errorf("%v printed the password:\n%s%s", args, r.stdout, r.stderr)
 					break
@@ -403,6 +415,13 @@ func TestAStoppedCoordinatorIsResumedWithoutLosingAStep(t *testing.T) {
 	if code := run.ProcessState.ExitCode(); code != cli.ExitStopped {
 		t.Fatalf("the coordinator on SIGTERM: exit %d, want %d\n%s", code, cli.ExitStopped, errb.String())
 	}
+	// One clear line (before: "stopped by SIGTERM: stopped by SIGTERM", or
+	// "stopped by SIGTERM: load the schedule of …: context canceled").
+	short := root[:8]
+	if e := errb.String(); strings.Count(e, "stopped by SIGTERM") != 1 || strings.Contains(e, "context canceled") ||
+		!strings.Contains(e, "solve: stopped by SIGTERM: run "+short+" stopped before its end; continue it with 'solve resume "+short+" --remote'\n") {
+		t.Errorf("the coordinator's stop, in its words:\n%s", e)
+	}
 	api.setHold(nil)
 	api.release() // the held call fails once; the client's retry is served
 	r := api.run(t, dir, "resume", root, "--remote")
@@ -427,6 +446,7 @@ func TestAStoppedCoordinatorIsResumedWithoutLosingAStep(t *testing.T) {
 	t.Logf("requests served twice: %v", servedTwice(api))
 	calls, cost := api.served(t)
 	db := openDB(t, dir)
+	liveSpentAgrees(t, r.stderr, db)
 	l := ledgerOf(t, db)
 	if l.open != 0 || l.spends != calls || math.Abs(l.spent-cost) > 1e-9 {
 		t.Errorf("ledger %+v; the fake served %d calls costing $%.9f", l, calls, cost)

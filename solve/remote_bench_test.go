@@ -1,14 +1,20 @@
 package solve_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/llmkernels/kernels/internal/pgtest"
+	"github.com/llmkernels/kernels/solve"
+	"github.com/llmkernels/kernels/solve/loop"
 )
 
 // benchLeaves and benchDelay shape BenchmarkWorkersOnPostgres: a root
@@ -39,7 +45,7 @@ func BenchmarkWorkersOnPostgres(b *testing.B) {
 				b.StopTimer()
 				dir, u := pgDir(b)
 				api := newFakeAPI(b, 1, pagesSteps(benchLeaves)...)
-				slow := slowFront(b, api.front.URL, benchDelay)
+				slow := slowFront(b, api.front.URL, benchDelay, nil)
 				api.front = slow
 				workers := startWorkers(b, api, dir, u, n)
 				b.StartTimer()
@@ -63,14 +69,39 @@ func BenchmarkWorkersOnPostgres(b *testing.B) {
 	}
 }
 
-// slowFront is a proxy to target that waits d before each request.
-func slowFront(tb testing.TB, target string, d time.Duration) *httptest.Server {
+// inFlight counts the requests a front is serving, and the most at once.
+type inFlight struct {
+	mu        sync.Mutex
+	now, peak int
+}
+
+func (f *inFlight) add(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.now += n
+	f.peak = max(f.peak, f.now)
+}
+
+// most is the most requests served at once.
+func (f *inFlight) most() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.peak
+}
+
+// slowFront is a proxy to target that waits d before each request;
+// count, when not nil, counts the requests in flight.
+func slowFront(tb testing.TB, target string, d time.Duration, count *inFlight) *httptest.Server {
 	u, err := url.Parse(target)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	p := httputil.NewSingleHostReverseProxy(u)
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if count != nil {
+			count.add(1)
+			defer count.add(-1)
+		}
 		select {
 		case <-time.After(d):
 		case <-r.Context().Done():
@@ -80,4 +111,72 @@ func slowFront(tb testing.TB, target string, d time.Duration) *httptest.Server {
 	}))
 	tb.Cleanup(s.Close)
 	return s
+}
+
+// BenchmarkRemoteStepCostFlat is BenchmarkStepCostFlat for solve run
+// --remote: the coordinator and one worker (solve.Kernel.Work) in this
+// process, on PostgreSQL (internal/pgtest), one step in flight, the tree
+// resolver in place of claude-code-0. The tree is a root, 50 children and
+// 60 leaves under each (3,051 nodes): the children's first five steps run
+// while the tree has 51 nodes, the leaves' once it has 3,051. It compares
+// the kernel's time from one call's return to the next call's start at
+// 50 to 111 nodes with that at 3,000 or more (the run is stopped after
+// 300 such steps). Target: within 1.3× (the coordinator applies each
+// step's result to its view, as the single-machine loop does, instead of
+// reading the tree again).
+func BenchmarkRemoteStepCostFlat(b *testing.B) {
+	const large, samples = 3000, 300
+	for range b.N {
+		b.StopTimer()
+		ctx := context.Background()
+		url := pgtest.New(b)
+		k, err := solve.Open(ctx, url)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := &treeResolver{}
+		res := map[string]loop.Resolver{loop.ClaudeCodeID: r}
+		wctx, stopWorker := context.WithCancel(ctx)
+		ready, worked := make(chan struct{}), make(chan error, 1)
+		go func() {
+			worked <- k.Work(wctx, solve.Options{Resolvers: res}, solve.WorkerOptions{Steps: 1, RescueAfter: time.Hour, Ready: func(string) { close(ready) }})
+		}()
+		<-ready
+		// Stopped once enough steps ran on the large tree.
+		rctx, stopRun := context.WithCancel(ctx)
+		go func() {
+			for rctx.Err() == nil {
+				time.Sleep(100 * time.Millisecond)
+				r.mu.Lock()
+				n := 0
+				for _, s := range r.sizes {
+					if s >= large {
+						n++
+					}
+				}
+				r.mu.Unlock()
+				if n > samples {
+					stopRun()
+				}
+			}
+		}()
+		b.StartTimer()
+		_, err = k.Run(rctx, loop.Request{Goal: "tree 50 60", BudgetUSD: 1000, Time: 1000 * time.Hour, Workers: 1, Model: "bench"},
+			solve.Options{Resolvers: res, Remote: true})
+		b.StopTimer()
+		stopRun()
+		if rctx.Err() == nil {
+			b.Fatalf("the run ended before %d steps on %d nodes: %v", samples, large, err)
+		}
+		stopWorker()
+		<-worked
+		if err := k.Close(); err != nil {
+			b.Fatal(err)
+		}
+		small, big := r.gapsAt(50, 112, large)
+		b.ReportMetric(p50(small), "ms/step-at-51")
+		b.ReportMetric(p50(big), "ms/step-at-3051")
+		b.ReportMetric(p50(big)/p50(small), "ratio")
+		b.StartTimer()
+	}
 }

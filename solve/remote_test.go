@@ -215,6 +215,7 @@ func TestWorkersCompleteARunAndOneKilledMidStepIsRedoneElsewhere(t *testing.T) {
 	if twice := servedTwice(api); len(twice) > 0 {
 		t.Errorf("requests served twice (a step ran twice): %v", twice)
 	}
+	liveSpentAgrees(t, runErr.String(), openDB(t, dir))
 	// The ledger: every served call, plus the killed one at its reservation.
 	calls, cost := api.served(t)
 	l := ledgerOf(t, openDB(t, dir))
@@ -245,6 +246,11 @@ func TestWorkersCompleteARunAndOneKilledMidStepIsRedoneElsewhere(t *testing.T) {
 		}
 		if code := w.cmd.ProcessState.ExitCode(); code != cli.ExitStopped {
 			t.Errorf("worker exit status %d on SIGTERM, want %d:\n%s", code, cli.ExitStopped, w.stderr.String())
+		}
+		// One clear line (before: "stopped by SIGTERM: stopped by SIGTERM").
+		if e := w.stderr.String(); strings.Count(e, "stopped by SIGTERM") != 1 || !strings.Contains(e, "solve: stopped by SIGTERM: worker ") ||
+			!strings.Contains(e, " stopped; the steps it was running go back to the queue\n") {
+			t.Errorf("a worker's stop, in its words:\n%s", e)
 		}
 	}
 }
@@ -308,6 +314,33 @@ func ledgerOf(t *testing.T, db *testDB) workerLedger {
 		t.Fatal(err)
 	}
 	return l
+}
+
+// liveSpentAgrees checks the coordinator's live view (stderr): its last
+// line's "spent" is what the workers' steps spent, every call of the run
+// but the coordinator's own consistency check and assembly after it
+// (before, a coordinator on workers said $0.0000 throughout, and a resumed
+// one the amount it started with).
+func liveSpentAgrees(t *testing.T, stderr string, db *testDB) {
+	t.Helper()
+	var live float64
+	found := false
+	for _, l := range strings.Split(stderr, "\n") {
+		if _, rest, ok := strings.Cut(l, "· spent $"); ok && strings.Contains(l, "solve: live: ") {
+			if _, err := fmt.Sscanf(rest, "%f", &live); err != nil {
+				t.Fatalf("live line %q: %v", l, err)
+			}
+			found = true
+		}
+	}
+	var steps float64
+	if err := db.QueryRow(`SELECT COALESCE(SUM(amount), 0) FROM budget_ledger WHERE event_type = 'spend' AND resolver_id IS NOT NULL
+		AND description NOT IN ('check_consistency', 'assemble')`).Scan(&steps); err != nil {
+		t.Fatal(err)
+	}
+	if !found || steps == 0 || math.Abs(live-steps) > 0.00006 {
+		t.Errorf("the last live line says spent $%.4f (found %v); the steps spent $%.6f:\n%s", live, found, steps, stderr)
+	}
 }
 
 // rootFromLive reads the run's root id from its live view ("run ID
@@ -449,5 +482,27 @@ func TestWorkersBuildTheWorkspaceFromTheDatabase(t *testing.T) {
 	db := openDB(t, dir)
 	if n := count(t, db, "SELECT COUNT(*) FROM artifacts WHERE type = 'workspace_merge'"); n != 4 {
 		t.Errorf("%d merges stored, want the 4 leaves'", n)
+	}
+}
+
+// solve run --remote --workers 3 keeps at most three of its steps in
+// flight, however many the workers could take (one worker taking eight at
+// once, eight independent pages, every model call 200 ms): the fake API
+// never serves more than three calls at once. (Before, --workers was
+// ignored with --remote and the coordinator kept up to 256 steps in
+// flight.)
+func TestWorkersCapsTheStepsInFlightOfARemoteRun(t *testing.T) {
+	dir, url := pgDir(t)
+	api := newFakeAPI(t, 1, pagesSteps(8)...)
+	calls := &inFlight{}
+	api.front = slowFront(t, api.front.URL, 200*time.Millisecond, calls)
+	workers := startWorkers(t, api, dir, url, 1, "--steps", "8")
+	r := api.run(t, dir, "run", pagesGoal, "--remote", "--workers", "3", "--budget", "5", "--time", "1h")
+	if r.code != 0 || !strings.Contains(r.stdout, ": achieved") {
+		t.Fatalf("run --remote --workers 3: exit %d\n%s\n%s\n%s", r.code, r.stdout, r.stderr, workers[0].stderr.String())
+	}
+	// At least two: the pages ran in parallel, so the cap was what held them.
+	if most := calls.most(); most > 3 || most < 2 {
+		t.Errorf("at most %d calls at once, want 2 or 3 (--workers 3)", most)
 	}
 }

@@ -138,6 +138,21 @@ func (r *treeResolver) gaps() (d []time.Duration, size []int) {
 	return d, size
 }
 
+// gapsAt are the gaps while the tree had lo to hi-1 nodes (small), and
+// once it had from or more (large).
+func (r *treeResolver) gapsAt(lo, hi, from int) (small, large []time.Duration) {
+	g, size := r.gaps()
+	for i, d := range g {
+		switch {
+		case size[i] >= lo && size[i] < hi:
+			small = append(small, d)
+		case size[i] >= from:
+			large = append(large, d)
+		}
+	}
+	return small, large
+}
+
 func p50(ds []time.Duration) float64 {
 	if len(ds) == 0 {
 		return math.NaN()
@@ -193,16 +208,7 @@ func BenchmarkStepCostFlat(b *testing.B) {
 		if res.Outcome != loop.OutcomeAchieved {
 			b.Fatalf("outcome %s", res.Outcome)
 		}
-		var small, large []time.Duration
-		g, size := r.gaps()
-		for i, d := range g {
-			switch {
-			case size[i] >= 100 && size[i] < 200:
-				small = append(small, d)
-			case size[i] >= 10000:
-				large = append(large, d)
-			}
-		}
+		small, large := r.gapsAt(100, 200, 10000)
 		b.ReportMetric(float64(res.Nodes), "nodes")
 		b.ReportMetric(p50(small), "ms/step-at-100")
 		b.ReportMetric(p50(large), "ms/step-at-10000")

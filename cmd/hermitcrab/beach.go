@@ -56,9 +56,9 @@ use the same beach.`,
 		c.Nonces = &beach.FileNonces{Path: filepath.Join(dir, "beach-received")}
 		return c, nil
 	}
-	cmd.AddCommand(f.beachServeCommand(), beachIDCommand(f), f.beachUseCommand(), beachPassportCommand(client))
-	cmd.AddCommand(beachMarkCommands(client)...)
-	cmd.AddCommand(beachSendCommand(client), beachInboxCommand(client), f.beachSaveCommand(), f.beachRestoreCommand(), beachSignCommand(f))
+	cmd.AddCommand(f.beachServeCommand(), beachIDCommand(f), f.beachUseCommand(), f.beachPassportCommand(client))
+	cmd.AddCommand(f.beachMarkCommands(client)...)
+	cmd.AddCommand(f.beachSendCommand(), beachInboxCommand(client), f.beachSaveCommand(), f.beachRestoreCommand(), beachSignCommand(f))
 	return cmd
 }
 
@@ -238,6 +238,11 @@ with --json as {"beach": URL} (docs/configuration.md).`,
 			if *asJSON {
 				return cli.Usagef("--json prints the beach in use: leave out URL (setting one is not a read)")
 			}
+			if args[0] != "" {
+				if _, err := beach.ParseURL(args[0]); err != nil {
+					return cli.Usagef("%v (or \"\" for the default)", err)
+				}
+			}
 			return f.withKernel(cmd, false, func(k *hermitcrab.Kernel) error {
 				if err := k.SetBeach(cmd.Context(), args[0]); err != nil {
 					return err
@@ -282,24 +287,30 @@ func (cf clientFunc) run(fn func(cmd *cobra.Command, args []string, c *beach.Cli
 	}
 }
 
-func beachPassportCommand(client clientFunc) *cobra.Command {
+func (f *flags) beachPassportCommand(client clientFunc) *cobra.Command {
 	cmd := &cobra.Command{Use: "passport", Short: "Publish this instance's passport, or read others'"}
-	var p beach.Passport
+	var p hermitcrab.PassportSpec
 	publish := &cobra.Command{
 		Use: "publish", Short: "Sign and publish this instance's passport (replaces the one before)", Args: cobra.NoArgs,
-		RunE: client.run(func(cmd *cobra.Command, _ []string, c *beach.Client) error {
-			ack, err := c.PublishPassport(cmd.Context(), p)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "published the passport of %s at %s\n", termtext.Line(ack.Agent), termtext.Line(ack.Time))
-			return nil
-		}),
+		Long: `Sign and publish this instance's passport, as its passport_publish tool does: each
+--offer and --need names a node of its own blocks ("purpose 0.2"), which must exist, and
+is published with its text ("purpose 0.2: learn to garden", cut to 200 characters), so a
+reader knows what it means without the blocks. The blocks are only read.`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return f.withBlocksRead(cmd, func(k *hermitcrab.Kernel) error {
+				ack, _, err := k.PublishPassport(cmd.Context(), p)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "published the passport of %s at %s\n", termtext.Line(ack.Agent), termtext.Line(ack.Time))
+				return nil
+			})
+		},
 	}
 	publish.Flags().StringVar(&p.Name, "name", "", "name (required)")
 	publish.Flags().StringVar(&p.Description, "description", "", "what this instance is")
-	publish.Flags().StringSliceVar(&p.Offers, "offer", nil, "an offer, as a pscale coordinate (repeatable)")
-	publish.Flags().StringSliceVar(&p.Needs, "need", nil, "a need, as a pscale coordinate (repeatable)")
+	publish.Flags().StringSliceVar(&p.Offers, "offer", nil, `an offer: a node of this instance's blocks, "BLOCK ADDRESS" (repeatable)`)
+	publish.Flags().StringSliceVar(&p.Needs, "need", nil, `a need: a node of this instance's blocks, "BLOCK ADDRESS" (repeatable)`)
 	_ = publish.MarkFlagRequired("name")
 	show := &cobra.Command{
 		Use: "show AGENT", Short: "Print an agent's passport, verified, as JSON", Args: cobra.ExactArgs(1),
@@ -340,22 +351,24 @@ func beachPassportCommand(client clientFunc) *cobra.Command {
 	return cmd
 }
 
-func beachMarkCommands(client clientFunc) []*cobra.Command {
+func (f *flags) beachMarkCommands(client clientFunc) []*cobra.Command {
 	mark := &cobra.Command{
 		Use: "mark URL [PURPOSE]", Short: "Leave a signed mark on a URL: this instance was there, for PURPOSE (only the URL's hash is sent)",
 		Args: cobra.RangeArgs(1, 2),
-		RunE: client.run(func(cmd *cobra.Command, args []string, c *beach.Client) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			purpose := ""
 			if len(args) == 2 {
 				purpose = args[1]
 			}
-			ack, err := c.Mark(cmd.Context(), args[0], purpose)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "marked %s (url_hash %s) as %s\n", args[0], beach.URLHash(args[0]), termtext.Line(ack.Agent))
-			return nil
-		}),
+			return f.withBlocksRead(cmd, func(k *hermitcrab.Kernel) error {
+				ack, err := k.Mark(cmd.Context(), args[0], purpose)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "marked %s (url_hash %s) as %s\n", termtext.Line(args[0]), beach.URLHash(args[0]), termtext.Line(ack.Agent))
+				return nil
+			})
+		},
 	}
 	var limit int
 	var marksJSON *bool
@@ -382,23 +395,35 @@ func beachMarkCommands(client clientFunc) []*cobra.Command {
 	return []*cobra.Command{mark, marks}
 }
 
-func beachSendCommand(client clientFunc) *cobra.Command {
-	var m beach.Message
+func (f *flags) beachSendCommand() *cobra.Command {
+	var o hermitcrab.Outgoing
 	cmd := &cobra.Command{
 		Use: "send AGENT CONTENT", Short: "Sign and send a message (grain_probe, grain_response or general)", Args: cobra.ExactArgs(2),
-		RunE: client.run(func(cmd *cobra.Command, args []string, c *beach.Client) error {
-			m.To, m.Content = args[0], args[1]
-			ack, err := c.Send(cmd.Context(), m)
-			if err != nil {
-				return err
+		Long: `Sign and send a message, as the instance's inbox_send tool does. --spindle names a node
+of this instance's blocks ("purpose 0.23"), which must exist: the message carries that
+spindle's texts from the root down ("purpose 0.23: … › … › …", cut to 500 characters).
+A --type other than the three is refused before anything is sent. The blocks are only read.`,
+		PreRunE: func(*cobra.Command, []string) error {
+			if err := beach.CheckType(o.Type); err != nil {
+				return cli.Usagef("--type: %v", err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "sent message %d (nonce %s) to %s\n", ack.ID, termtext.Line(ack.Nonce), termtext.Line(m.To))
 			return nil
-		}),
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.To, o.Content = args[0], args[1]
+			return f.withBlocksRead(cmd, func(k *hermitcrab.Kernel) error {
+				ack, m, err := k.SendMessage(cmd.Context(), o)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "sent message %d (nonce %s) to %s\n", ack.ID, termtext.Line(ack.Nonce), termtext.Line(m.To))
+				return nil
+			})
+		},
 	}
-	cmd.Flags().StringVar(&m.Type, "type", beach.TypeGeneral, "grain_probe, grain_response or general")
-	cmd.Flags().StringVar(&m.Spindle, "spindle", "", "a pscale spindle from this instance's blocks the message is about")
-	cmd.Flags().StringVar(&m.RespondingTo, "responding-to", "", "the nonce of the message this answers")
+	cmd.Flags().StringVar(&o.Type, "type", beach.TypeGeneral, "grain_probe, grain_response or general")
+	cmd.Flags().StringVar(&o.Spindle, "spindle", "", `a node of this instance's blocks the message is about, "BLOCK ADDRESS"; the message carries its spindle's texts`)
+	cmd.Flags().StringVar(&o.RespondingTo, "responding-to", "", "the nonce of the message this answers")
 	return cmd
 }
 

@@ -160,7 +160,7 @@ func beachFlow(t *testing.T, write, read string) {
 	if fi, err := os.Stat(filepath.Join(a, "identity.key")); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("key file: %v %v", fi, err)
 	}
-	mustHC(t, a, "", "beach", "--beach", write, "passport", "publish", "--name", "alice", "--offer", "purpose 0.2", "--need", "stash 0.1")
+	mustHC(t, a, "", "beach", "--beach", write, "passport", "publish", "--name", "alice", "--offer", "purpose 0", "--need", "stash 0")
 	mustHC(t, a, "", "beach", "--beach", write, "mark", "https://example.org/pscale", "reading about pscale")
 
 	marks, _ := mustHC(t, b, "", "beach", "--beach", read, "marks", " HTTPS://example.org/pscale")
@@ -184,12 +184,15 @@ func beachFlow(t *testing.T, write, read string) {
 		t.Fatalf("passport list --json:\n%s", listed)
 	}
 	passport, _ := mustHC(t, b, "", "beach", "--beach", read, "passport", "show", idA)
-	if !strings.Contains(passport, `"name": "alice"`) || !strings.Contains(passport, "purpose 0.2") {
+	// The offer and need are nodes of A's blocks, published with their
+	// text, as the passport_publish tool publishes them.
+	if !strings.Contains(passport, `"name": "alice"`) || !strings.Contains(passport, `"purpose 0: Your purpose at every timescale`) ||
+		!strings.Contains(passport, `"stash 0: Notes for your future self`) {
 		t.Fatalf("A's passport as B reads it:\n%s", passport)
 	}
-	mustHC(t, b, "", "beach", "--beach", read, "send", idA, "shall we trade?", "--type", "grain_probe", "--spindle", "purpose 0.2")
+	mustHC(t, b, "", "beach", "--beach", read, "send", idA, "shall we trade?", "--type", "grain_probe", "--spindle", "purpose 0")
 	inbox, _ := mustHC(t, a, "", "beach", "--beach", write, "inbox")
-	if !strings.Contains(inbox, "shall we trade?") || !strings.Contains(inbox, "grain_probe") {
+	if !strings.Contains(inbox, "shall we trade?") || !strings.Contains(inbox, "grain_probe") || !strings.Contains(inbox, `"spindle": "purpose 0: Your purpose at every timescale`) {
 		t.Fatalf("A's inbox:\n%s", inbox)
 	}
 	if again, _ := mustHC(t, a, "", "beach", "--beach", write, "inbox"); strings.TrimSpace(again) != "[]" {
@@ -204,7 +207,10 @@ func beachFlow(t *testing.T, write, read string) {
 	if err := os.WriteFile(filepath.Join(fresh, "identity.key"), key, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, _ := mustHC(t, fresh, "", "beach", "--beach", read, "restore")
+	// Setting the beach first (the new directory's first command) leaves
+	// it a new instance: the restore writes every block.
+	mustHC(t, fresh, "", "beach", "use", read)
+	out, _ := mustHC(t, fresh, "", "beach", "restore")
 	if !strings.Contains(out, "9 blocks written") {
 		t.Fatalf("restore: %s", out)
 	}
@@ -365,5 +371,91 @@ func TestBeachServeDoesNotPrintThePassword(t *testing.T) {
 	_ = cmd.Wait()
 	if !strings.Contains(line, "beach serving") || strings.Contains(line+stderr.String(), password) {
 		t.Fatalf("beach serve printed:\n%s%s", line, stderr.String())
+	}
+}
+
+// Mistakes on the command line are usage errors (exit 2), found before
+// anything is sent; offers, needs and spindles are checked as the
+// instance's own tools check them (nodes of its blocks), before anything
+// is sent.
+func TestBeachCommandLineMistakesSendNothing(t *testing.T) {
+	var requests atomic.Int64
+	counting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		requests.Add(1)
+		w.WriteHeader(http.StatusTeapot)
+	}))
+	defer counting.Close()
+	someone, _ := identity.Generate()
+	d := t.TempDir()
+	exit := func(err error) int {
+		if e, ok := err.(*exec.ExitError); ok {
+			return e.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0
+	}
+	for _, c := range []struct {
+		args []string
+		want int
+		says string
+	}{
+		{[]string{"beach", "--beach", counting.URL, "send", someone.Agent(), "hi", "--type", "bogus"}, 2, "grain_probe, grain_response or general"},
+		{[]string{"beach", "--beach", "127.0.0.1:8421", "marks", "https://example.org/"}, 2, "--beach"},
+		{[]string{"blocks", "list", "--beach", "ftp://example.org"}, 2, "want http://host[:port]"},
+		{[]string{"beach", "use", "example.org"}, 2, "want http://host[:port]"},
+		{[]string{"beach", "--beach", counting.URL, "passport", "publish", "--name", "a", "--offer", "purpose 0.2"}, 1, "digit 2 not present"},
+		{[]string{"beach", "--beach", counting.URL, "passport", "publish", "--name", "a", "--need", "purpose"}, 1, "BLOCK ADDRESS"},
+		{[]string{"beach", "--beach", counting.URL, "send", someone.Agent(), "hi", "--spindle", "nosuch 0"}, 1, "nosuch"},
+	} {
+		_, errOut, err := hc(t, d, "", c.args...)
+		if got := exit(err); got != c.want || !strings.Contains(errOut, c.says) {
+			t.Errorf("%v: exit %d, want %d, saying %q:\n%s", c.args, got, c.want, c.says, errOut)
+		}
+	}
+	if n := requests.Load(); n != 0 {
+		t.Fatalf("%d requests reached the beach", n)
+	}
+	cmd := exec.Command(binary, "--data", d, "beach", "marks", "https://example.org/")
+	cmd.Env = append(os.Environ(), "HERMITCRAB_BEACH=localhost:8421")
+	out, err := cmd.CombinedOutput()
+	if exit(err) != 2 || !strings.Contains(string(out), "$HERMITCRAB_BEACH") {
+		t.Fatalf("a HERMITCRAB_BEACH that is not a URL: %v\n%s", err, out)
+	}
+}
+
+// 'beach use URL' as a new data directory's first command creates its
+// store without blocks; the directory is still a new instance: blocks
+// list shows the default shell and the prompt is the default one.
+func TestBeachUseFirstKeepsTheDefaultShell(t *testing.T) {
+	fresh, used := t.TempDir(), t.TempDir()
+	mustHC(t, used, "", "beach", "use", "http://127.0.0.1:9")
+	if u, _ := mustHC(t, used, "", "beach", "use"); strings.TrimSpace(u) != "http://127.0.0.1:9" {
+		t.Fatalf("beach use printed %q", u)
+	}
+	for _, args := range [][]string{{"blocks", "list"}, {"prompt", "--tier", "3"}, {"blocks", "export"}} {
+		want, _ := mustHC(t, fresh, "", args...)
+		got, _ := mustHC(t, used, "", args...)
+		if got != want {
+			t.Errorf("%v after beach use (%d characters) differs from a new directory's (%d):\n%.300s", args, len(got), len(want), got)
+		}
+	}
+	// The first command that writes blocks stores the shell.
+	written := t.TempDir()
+	mustHC(t, written, "", "beach", "use", "http://127.0.0.1:9")
+	mustHC(t, written, "", "tools", "reset")
+	if list, errOut := mustHC(t, written, "", "blocks", "list"); strings.Count(list, "\n") != 9 || strings.Contains(errOut, "no blocks") {
+		t.Fatalf("blocks list after beach use and tools reset:\n%s%s", list, errOut)
+	}
+	// The reads wrote nothing: an import is still not mixed with the
+	// default shell, as in a new directory.
+	file := filepath.Join(t.TempDir(), "garden.json")
+	if err := os.WriteFile(file, []byte(`{"place":1,"tree":{"0":{"_":"what grows"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mustHC(t, used, "", "blocks", "import", file)
+	if list, _ := mustHC(t, used, "", "blocks", "list"); strings.Count(list, "\n") != 1 || !strings.HasPrefix(list, "garden ") {
+		t.Fatalf("blocks list after beach use and an import:\n%s", list)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmkernels/kernels/hermitcrab"
+	"github.com/llmkernels/kernels/hermitcrab/beach"
 	"github.com/llmkernels/kernels/hermitcrab/prompt"
 	"github.com/llmkernels/kernels/hermitcrab/trigger"
 	"github.com/llmkernels/kernels/hermitcrab/web"
@@ -27,6 +28,7 @@ import (
 	"github.com/llmkernels/kernels/internal/provider"
 	"github.com/llmkernels/kernels/internal/termtext"
 	"github.com/llmkernels/kernels/llm"
+	"github.com/llmkernels/kernels/pscale"
 )
 
 type flags struct {
@@ -138,6 +140,15 @@ func (f *flags) check() error {
 		return cli.Usagef("--max-wakes %d: give at least 1 wake a day (serve --no-wake runs no triggers)", f.caps.Wakes)
 	case !(f.caps.CostUSD > 0): // NaN too
 		return cli.Usagef("--max-wake-cost %v: give a daily cap in US dollars above 0, e.g. 1 (serve --no-wake runs no triggers)", f.caps.CostUSD)
+	}
+	if u := f.beachURL(); u != "" {
+		if _, err := beach.ParseURL(u); err != nil {
+			from := "--beach"
+			if f.beach == "" {
+				from = "$HERMITCRAB_BEACH"
+			}
+			return cli.Usagef("%s: %v", from, err)
+		}
 	}
 	return nil
 }
@@ -279,7 +290,7 @@ func (f *flags) blocksCommand() *cobra.Command {
 	blocks := &cobra.Command{Use: "blocks", Short: "List, show, export and import blocks",
 		Long: `List, show, export and import blocks. list and show (and bsp) only read: they open
 the store read-only, never create or change anything in the data directory, and work
-where it cannot be written. Before anything was stored they show the shell a new
+where it cannot be written. Before any block was stored they show the shell a new
 instance starts with.`}
 	var listJSON *bool
 	list := &cobra.Command{
@@ -402,9 +413,21 @@ func (f *flags) withKernel(cmd *cobra.Command, withLLM bool, fn func(*hermitcrab
 
 // withReady opens the kernel without an LLM, seeds an empty store, runs
 // fn and closes the kernel. readOnly opens it read-only: nothing in the
-// data directory is created or written, and without a store yet fn sees
-// the shell a new instance starts with, held in memory.
-func (f *flags) withReady(cmd *cobra.Command, readOnly bool, fn func(*hermitcrab.Kernel) error) (err error) {
+// data directory is created or written, and without a store yet (or with
+// one no command has put blocks in) fn sees the shell a new instance
+// starts with, held in memory.
+func (f *flags) withReady(cmd *cobra.Command, readOnly bool, fn func(*hermitcrab.Kernel) error) error {
+	return f.openReady(cmd, readOnly, true, fn)
+}
+
+// withBlocksRead is withReady read-only for a command that reads the
+// blocks on its way to something else (the beach commands that publish
+// nodes of them): it says nothing of a shell held in memory.
+func (f *flags) withBlocksRead(cmd *cobra.Command, fn func(*hermitcrab.Kernel) error) error {
+	return f.openReady(cmd, true, false, fn)
+}
+
+func (f *flags) openReady(cmd *cobra.Command, readOnly, note bool, fn func(*hermitcrab.Kernel) error) (err error) {
 	dir, err := f.dataDir()
 	if err != nil {
 		return err
@@ -419,8 +442,8 @@ func (f *flags) withReady(cmd *cobra.Command, readOnly bool, fn func(*hermitcrab
 		return err
 	}
 	defer func() { err = errors.Join(err, k.Close()) }()
-	if k.InMemory() {
-		fmt.Fprintf(cmd.ErrOrStderr(), "note: no store in %s yet: showing the shell a new instance starts with (nothing was written)\n", dir)
+	if note && k.InMemory() {
+		fmt.Fprintf(cmd.ErrOrStderr(), "note: no blocks in %s yet: showing the shell a new instance starts with (nothing was written)\n", dir)
 	}
 	if err := k.Ready(cmd.Context()); err != nil {
 		return err
@@ -429,28 +452,52 @@ func (f *flags) withReady(cmd *cobra.Command, readOnly bool, fn func(*hermitcrab
 }
 
 func (f *flags) bspCommand() *cobra.Command {
+	var mode string
 	cmd := &cobra.Command{
 		Use:   "bsp [flags] NAME [SPINDLE [POINT]]",
-		Short: "Block, spindle, point: print a block, the chain to SPINDLE, or the node at pscale POINT on it, as JSON",
-		Long: `Block, spindle, point. With NAME alone: the whole block. With SPINDLE (an address such
-as 0.12): the chain of texts from the root to that node, each with its pscale. With
-POINT (a pscale such as -1): the one node at that pscale on the chain. Flags may come
-anywhere; a negative POINT is read as a number, not a flag: hermitcrab bsp wake 0.9.6 -2
-It only reads: the store is opened read-only.
+		Short: "Read a block by BSP mode (block, spindle, point, ring, dir, disc, star) and print it as JSON",
+		Long: `Read a block by BSP mode and print the answer as JSON. SPINDLE is an address such as
+0.12; POINT is a pscale such as -1. Without --mode, what is given decides:
 
-The output is JSON: {"mode", "address", "tree" | "nodes" | "point"}, each node
-{"pscale", "digit", "text"}; --json is accepted as on every read command.`,
+  NAME                  block: the whole block
+  NAME SPINDLE          spindle: the chain of texts from the root to that node, with pscales
+  NAME SPINDLE POINT    point: the one node of that chain at pscale POINT
+  NAME "" POINT         disc: every node of the block at pscale POINT
+
+--mode names the others (and may name these):
+
+  --mode ring NAME SPINDLE         the node's siblings
+  --mode dir NAME SPINDLE [POINT]  the node and every node below it (down to POINT)
+  --mode disc NAME POINT           every node at pscale POINT
+  --mode star NAME SPINDLE         the references under the node's digit 0 ("block:address"
+                                   or an address), each with the text it names; SPINDLE*
+                                   asks for star without --mode
+
+Flags may come anywhere; a negative POINT is read as a number, not a flag:
+hermitcrab bsp wake 0.9.6 -2. It only reads: the store is opened read-only.
+
+The output is JSON: {"mode", "address", "pscale", "tree" | "nodes" | "point" | "entries",
+"note"}; a spindle node is {"pscale", "digit", "text"}, an entry {"address", "pscale", "text",
+"branch", "ref"}. A malformed SPINDLE, POINT or --mode, or one the mode does not read, exits 2.
+--json is accepted as on every read command.`,
 		Args: cobra.RangeArgs(1, 3),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var spindle, point any
+			switch {
+			case len(args) == 2 && strings.EqualFold(strings.TrimSpace(mode), string(pscale.ModeDisc)):
+				point = args[1] // disc reads no spindle: NAME POINT
+			case len(args) > 1:
+				spindle = args[1]
+			}
+			if len(args) > 2 {
+				point = args[2]
+			}
+			q, err := pscale.ParseQuery(mode, spindle, point)
+			if err != nil {
+				return cli.Exit(cli.ExitUsage, err)
+			}
 			return f.withReady(cmd, true, func(k *hermitcrab.Kernel) error {
-				var spindle, point any
-				if len(args) > 1 {
-					spindle = args[1]
-				}
-				if len(args) > 2 {
-					point = args[2]
-				}
-				r, err := k.BSP(cmd.Context(), args[0], spindle, point)
+				r, err := k.BSP(cmd.Context(), args[0], q)
 				if err != nil {
 					return err
 				}
@@ -458,6 +505,7 @@ The output is JSON: {"mode", "address", "tree" | "nodes" | "point"}, each node
 			})
 		},
 	}
+	cmd.Flags().StringVar(&mode, "mode", "", "block, spindle, point, ring, dir, disc or star (default: what is given decides)")
 	cli.JSONFlag(cmd) // the output is JSON already
 	cli.NegativeArgs(cmd)
 	return cmd

@@ -12,6 +12,7 @@ import (
 	"github.com/llmkernels/kernels/hermitcrab"
 	"github.com/llmkernels/kernels/hermitcrab/endpoint"
 	"github.com/llmkernels/kernels/internal/cli"
+	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/internal/termtext"
 )
 
@@ -39,11 +40,17 @@ A due trigger wakes the instance at its tier with a message saying which trigger
 and why; the wake is a call like any other, on the conversation "wake", auto-saved to
 history. Next due times are stored in the data directory, so triggers survive restarts,
 and a due time fires once even when several processes share the data directory. A wake
-that would pass a daily cap is skipped and logged; every LLM request a wake makes (its
-tools' too: call_llm, compress) counts against the cost cap, a model missing from the
-price table at the table's highest prices; an inbox trigger may spend half of each cap.
-A wake still running after 30 minutes is ended (failed; its turns are kept for the next
-wake). 'hermitcrab serve' runs the triggers too while it runs.
+that would pass a daily cap is skipped and logged. The cost caps are bounds: every LLM
+request a wake makes (its tools' too: call_llm, compress) is reserved before it is sent
+at the most it can cost (its bytes as input tokens, all of max_tokens as output, at the
+model's prices; a model missing from the price table at the table's highest prices) and
+refused when that does not fit what the caps leave; a wake whose first request is refused
+is recorded as skipped, saying why. An inbox trigger may spend half of each cap. A
+message or webhook post counts as delivered only once the model answered a wake that
+carried it: a wake that failed before gives it back to the next (its trigger waits a
+minute, doubling up to an hour, while wakes fail). A wake still running after 30 minutes
+is ended (failed; its turns are kept for the next wake). 'hermitcrab serve' runs the
+triggers too while it runs.
 
 Without --daemon: one pass, for cron or another scheduler; it prints what fired. With
 --daemon: a pass every --interval until Ctrl-C or SIGTERM; with --addr it also takes
@@ -186,7 +193,11 @@ cost, and the recent wakes. With --json: {"triggers", "problems", "caps", "today
 				}
 				fmt.Fprintf(w, "caps: %d wakes and $%.2f a day; today (%s): %d wakes, $%.4f\n", s.Caps.Wakes, s.Caps.CostUSD, s.Today.Day, s.Today.Wakes, s.Today.CostUSD)
 				for _, wk := range s.Recent {
-					fmt.Fprintf(w, "  #%d %s %s %s: %s\n", wk.ID, wk.At.Local().Format("2006-01-02 15:04"), wk.Where, wk.Status, termtext.Line(wk.Reason))
+					line := fmt.Sprintf("  #%d %s %s %s: %s", wk.ID, wk.At.Local().Format("2006-01-02 15:04"), wk.Where, wk.Status, wk.Reason)
+					if wk.Reply != "" {
+						line += " — " + clip.Line(wk.Reply, 300)
+					}
+					fmt.Fprintln(w, termtext.Line(line))
 				}
 				return nil
 			})

@@ -120,6 +120,42 @@ func TestWakeFromTheCommandLine(t *testing.T) {
 	if _, errOut, err := hc(t, data, "", "wake", "--mcp"); err == nil || !strings.Contains(errOut, "add --daemon") {
 		t.Fatalf("--mcp without --daemon: %v %s", err, errOut)
 	}
+
+	// A wake skipped at the cap has every field of the shape too: reply
+	// and finished are null, not missing.
+	k, err = hermitcrab.Open(data, hermitcrab.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Webhook(context.Background(), "ci", []byte(`{"build":2}`)); err != nil {
+		t.Fatal(err)
+	}
+	k.Close()
+	out, _ = mustHC(t, data, "", "--provider", "script", "--script", replyScript(t, 1), "--max-wakes", "1", "wake")
+	if !strings.Contains(out, "skipped") {
+		t.Fatalf("a pass at the cap: %s", out)
+	}
+	status, _ = mustHC(t, data, "", "wake", "status", "--json")
+	var raw struct {
+		Recent []map[string]json.RawMessage `json:"recent"`
+	}
+	if err := json.Unmarshal([]byte(status), &raw); err != nil || len(raw.Recent) != 2 {
+		t.Fatalf("wake status --json: %s %v", status, err)
+	}
+	for _, w := range raw.Recent {
+		for _, field := range []string{"id", "trigger", "where", "due", "at", "day", "tier", "status", "reason", "reply", "cost_usd", "finished"} {
+			if _, ok := w[field]; !ok {
+				t.Fatalf("a %s wake lacks %q: %s", w["status"], field, status)
+			}
+		}
+	}
+	if skipped := raw.Recent[0]; string(skipped["status"]) != `"skipped"` || string(skipped["reply"]) != "null" || string(skipped["finished"]) != "null" {
+		t.Fatalf("the skipped wake: %s", status)
+	}
+	// The text shows each wake's reason and reply.
+	if text, _ := mustHC(t, data, "", "wake", "status"); !strings.Contains(text, "woke: a POST to /hooks/ci: 1 post(s) — reply 1") || !strings.Contains(text, "skipped: skipped: the daily cap of 1 wakes") {
+		t.Fatalf("wake status: %s", text)
+	}
 }
 
 // daemon starts `hermitcrab wake --daemon --addr` on data and returns its

@@ -77,7 +77,7 @@ Docs: docs/lumen.md. Provider flags: docs/configuration.md.`)
 	pf := app.Root.PersistentFlags()
 	pf.StringVar(&o.dir, "dir", ".", "instance root directory")
 	pf.StringVar(&o.embeddingURL, "embedding-url", os.Getenv("LUMEN_EMBEDDING_URL"),
-		"OpenAI-compatible embeddings base URL (e.g. https://api.openai.com/v1); when set, memory relevance uses embeddings instead of full text; key from LUMEN_EMBEDDING_KEY or OPENAI_API_KEY; env LUMEN_EMBEDDING_URL")
+		"OpenAI-compatible embeddings base URL (e.g. https://api.openai.com/v1); when set, memory relevance uses embeddings instead of full text (many memories without one are embedded in the background, by full text meanwhile); key from LUMEN_EMBEDDING_KEY or OPENAI_API_KEY; env LUMEN_EMBEDDING_URL")
 	pf.StringVar(&o.embeddingModel, "embedding-model", envOr("LUMEN_EMBEDDING_MODEL", "text-embedding-3-small"), "embedding model; env LUMEN_EMBEDDING_MODEL")
 	pf.StringVar(&o.python, "python", envOr("LUMEN_PYTHON", "python3"), "interpreter that runs skills' main.py; env LUMEN_PYTHON")
 	pf.DurationVar(&o.skillTimeout, "skill-timeout", 60*time.Second, "a skill run is killed after this long")

@@ -364,9 +364,20 @@ func withKernel(ctx context.Context, db string, readOnly bool, f func(*solve.Ker
 	return f(k)
 }
 
-// dbFlag is every command's --db: a SQLite file or a PostgreSQL URL.
+// dbFlag is every command's --db: a SQLite file or a PostgreSQL URL. A
+// URL that does not parse, or whose parts are ambiguous (an unescaped @,
+// # or ? in the password), is refused before the command does anything
+// (exit 2), without showing the password.
 func dbFlag(cmd *cobra.Command, db *string) {
 	cmd.Flags().StringVar(db, "db", "kernel.db", "kernel database: a SQLite file (artifact_store/ sits beside it), or a postgres://user@host/dbname URL that keeps everything, artifact contents included, in PostgreSQL (see docs/solve.md)")
+	cmd.PreRunE = func(cmd *cobra.Command, args []string) error {
+		if pgdb.IsURL(*db) {
+			if err := pgdb.CheckURL(*db); err != nil {
+				return fmt.Errorf("--db: %w", err)
+			}
+		}
+		return nil
+	}
 }
 
 // runOptions builds the process options: the LLM client, the live view,
@@ -533,7 +544,8 @@ call count to stdout.
 With --db postgres://… --remote the run's steps are not run in this process:
 each ready node's step is sent to the 'solve worker' processes (any number, on
 any machines) through a job queue in the same database, and this process waits,
-dispatches what becomes ready and finishes the run (see 'solve worker --help').
+dispatches what becomes ready and finishes the run (see 'solve worker --help');
+--workers N then caps this run's steps in flight (default 256).
 
 Exit status: 0 achieved, 3 infeasible, 4 waiting for a human (answer with
 'solve hire', then 'solve resume'), 5 stopped by Ctrl-C or SIGTERM or because
@@ -550,7 +562,7 @@ on the command line.`,
 			if !(req.BudgetUSD > 0) || math.IsInf(req.BudgetUSD, 0) {
 				return cli.Usagef("--budget %v: give a positive, finite budget in USD, e.g. --budget 2", req.BudgetUSD)
 			}
-			if req.Workers < 1 {
+			if cmd.Flags().Changed("workers") && req.Workers < 1 {
 				return cli.Usagef("--workers %d: give at least 1 (nodes run in parallel up to it)", req.Workers)
 			}
 			if req.TMax < 1 {
@@ -576,9 +588,7 @@ on the command line.`,
 			if opts.Sandbox, err = sandboxOf(cmd, confine); err != nil {
 				return err
 			}
-			if opts.Remote = remote; remote && !cmd.Flags().Changed("workers") {
-				req.Workers = loop.RemoteInFlight
-			}
+			opts.Remote = remote
 			req.Model = model
 			prices := llm.DefaultPrices
 			if opts.Client != nil && opts.Client.Prices != nil {
@@ -610,10 +620,10 @@ on the command line.`,
 	f.Float64Var(&req.BudgetUSD, "budget", 1, "root budget in USD")
 	f.StringVar(&timeCap, "time", "30m", "root wall-time budget (e.g. 30m, 2h)")
 	f.StringVar(&req.Workspace, "workspace", "", "directory where software goals are built and tested (it must exist: a mistyped path is refused, not created)")
-	f.IntVar(&req.Workers, "workers", 1, "independent ready nodes run in parallel (same results as 1)")
+	f.IntVar(&req.Workers, "workers", 0, fmt.Sprintf("independent ready nodes run in parallel (same results as 1); default 1, with --remote %d", loop.RemoteInFlight))
 	f.IntVar(&req.TMax, "tmax", loop.DefaultTMax, "attempts per resolver before BUILD (T_max)")
 	f.BoolVar(&req.Interactive, "interactive", false, "ask the human on the terminal: the Step 1 extraction dialogue, and HIRE at once")
-	f.BoolVar(&remote, "remote", false, "send each ready node's step to 'solve worker' processes through --db postgres://… (--workers caps the steps in flight, default 256)")
+	f.BoolVar(&remote, "remote", false, fmt.Sprintf("send each ready node's step to 'solve worker' processes through --db postgres://… (--workers caps this run's steps in flight, default %d)", loop.RemoteInFlight))
 	confine = sandboxFlags(cmd)
 	dbFlag(cmd, &db)
 	return cmd
@@ -673,7 +683,7 @@ for a human, 5 stopped.`,
 	}
 	report.add(cmd)
 	dbFlag(cmd, &db)
-	cmd.Flags().IntVar(&workers, "workers", 0, "parallel workers (0 = as the run was started)")
+	cmd.Flags().IntVar(&workers, "workers", 0, fmt.Sprintf("steps run at once (0 = as the run was started; without --workers then, 1, or %d with --remote)", loop.RemoteInFlight))
 	cmd.Flags().BoolVar(&remote, "remote", false, "send the steps to 'solve worker' processes through --db postgres://… (as solve run --remote)")
 	confine = sandboxFlags(cmd)
 	return cmd
@@ -687,6 +697,9 @@ func remoteDB(db string) error {
 	}
 	if !pgdb.IsURL(db) {
 		return cli.Usagef("--db %s is a SQLite file, which only this machine can use: workers share a run through PostgreSQL (--db postgres://user@host/dbname)", db)
+	}
+	if err := pgdb.CheckURL(db); err != nil {
+		return fmt.Errorf("--db: %w", err)
 	}
 	return nil
 }

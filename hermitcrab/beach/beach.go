@@ -203,10 +203,8 @@ func validate(v any) error {
 		if _, err := identity.ParseAgent(b.To); err != nil {
 			return fmt.Errorf("to: %w", err)
 		}
-		switch b.Type {
-		case TypeGrainProbe, TypeGrainResponse, TypeGeneral:
-		default:
-			return fmt.Errorf("type %q: want grain_probe, grain_response or general", clip.Text(b.Type, 80))
+		if err := CheckType(b.Type); err != nil {
+			return err
 		}
 		if err := text("content", b.Content, 1, MaxContent); err != nil {
 			return err
@@ -226,6 +224,16 @@ func validate(v any) error {
 		return b.validate()
 	}
 	return nil
+}
+
+// CheckType says what is wrong with a message type, if anything: it is one
+// of grain_probe, grain_response and general.
+func CheckType(t string) error {
+	switch t {
+	case TypeGrainProbe, TypeGrainResponse, TypeGeneral:
+		return nil
+	}
+	return fmt.Errorf("type %q: want grain_probe, grain_response or general", clip.Text(t, 80))
 }
 
 func text(field, s string, min, max int) error {

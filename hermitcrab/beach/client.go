@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/llmkernels/kernels/hermitcrab/identity"
+	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/internal/termtext"
 )
 
@@ -75,12 +76,22 @@ func (m *MemoryNonces) Use(_ context.Context, agent, nonce string, _ time.Time) 
 // signs writes; it may be nil for a client that only reads passports and
 // marks.
 func NewClient(baseURL string, id *identity.Identity) (*Client, error) {
-	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("beach URL %q: want http://host[:port] or https://host[:port]", baseURL)
+	u, err := ParseURL(baseURL)
+	if err != nil {
+		return nil, err
 	}
 	return &Client{base: u, id: id, Now: time.Now, Nonces: &MemoryNonces{},
 		HTTP: &http.Client{Timeout: 2 * time.Minute, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}, nil
+}
+
+// ParseURL reads a beach's base URL: http or https, with a host (a
+// trailing slash is dropped), or an error that says what is wanted.
+func ParseURL(baseURL string) (*url.URL, error) {
+	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("beach URL %q: want http://host[:port] or https://host[:port]", clip.Text(baseURL, 200))
+	}
+	return u, nil
 }
 
 // URL is the beach's base URL.

@@ -51,6 +51,7 @@ import (
 	"github.com/llmkernels/kernels/hermitcrab"
 	"github.com/llmkernels/kernels/internal/httpguard"
 	"github.com/llmkernels/kernels/internal/plainjson"
+	"github.com/llmkernels/kernels/pscale"
 )
 
 // Body limits.
@@ -239,8 +240,9 @@ type (
 	}
 	bspArgs struct {
 		Name    string `json:"name" jsonschema:"the block's name"`
-		Spindle string `json:"spindle,omitempty" jsonschema:"an address: the texts from the root to that node"`
-		Point   *int   `json:"point,omitempty" jsonschema:"with spindle: the one node at this pscale"`
+		Spindle string `json:"spindle,omitempty" jsonschema:"an address such as 0.12"`
+		Point   *int   `json:"point,omitempty" jsonschema:"a pscale: the point on the spindle, the disc, or how deep dir lists"`
+		Mode    string `json:"mode,omitempty" jsonschema:"block, spindle, point, ring, dir, disc or star; without it what is given decides"`
 	}
 )
 
@@ -270,16 +272,17 @@ func mcpServer(k *hermitcrab.Kernel) http.Handler {
 			v, err := k.WriteAt(ctx, a.Name, a.Path, a.Content)
 			return nil, map[string]any{"block": a.Name, "path": a.Path, "version": v}, err
 		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "bsp", Description: "Block, spindle, point: the whole block; with spindle the texts from the root to that node; with point the one node at that pscale."},
+	mcp.AddTool(srv, &mcp.Tool{Name: "bsp", Description: hermitcrab.BSPDescription},
 		func(ctx context.Context, _ *mcp.CallToolRequest, a bspArgs) (*mcp.CallToolResult, any, error) {
-			var spindle, point any
-			if a.Spindle != "" {
-				spindle = a.Spindle
-			}
+			var point any
 			if a.Point != nil {
 				point = *a.Point
 			}
-			r, err := k.BSP(ctx, a.Name, spindle, point)
+			q, err := pscale.ParseQuery(a.Mode, a.Spindle, point)
+			if err != nil {
+				return nil, nil, err
+			}
+			r, err := k.BSP(ctx, a.Name, q)
 			return nil, r, err
 		})
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{

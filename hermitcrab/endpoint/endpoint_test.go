@@ -275,6 +275,12 @@ func TestAnMCPClientReadsAndWritesTheBlocks(t *testing.T) {
 	if out, _ := call("bsp", map[string]any{"name": "wake", "spindle": "0.5.1"}); !strings.Contains(out, "webhook ci tier 1") {
 		t.Fatalf("bsp: %s", out)
 	}
+	if out, isErr := call("bsp", map[string]any{"name": "wake", "spindle": "0.5", "mode": "ring"}); isErr || !strings.Contains(out, `"mode":"ring"`) || !strings.Contains(out, `"address":"0.4"`) {
+		t.Fatalf("bsp ring: %s", out)
+	}
+	if out, isErr := call("bsp", map[string]any{"name": "wake", "mode": "ring"}); !isErr || !strings.Contains(out, "ring mode needs a spindle") {
+		t.Fatalf("bsp ring without a spindle: %s", out)
+	}
 	if out, isErr := call("block_write", map[string]any{"name": "../etc", "path": "0.1", "content": "x"}); !isErr {
 		t.Fatalf("a bad block name was written: %s", out)
 	}

@@ -153,6 +153,9 @@ func (e *Envelope) Verify(kind string) (time.Time, error) {
 	if err != nil || len(sig) != ed25519.SignatureSize || base64.RawURLEncoding.EncodeToString(sig) != e.Sig {
 		return time.Time{}, refuse(ReasonMalformed, "sig is not a base64url (unpadded) ed25519 signature")
 	}
+	if smallOrder(sig[:32]) { // R: libsodium refuses it, crypto/ed25519 does not (see smallOrderY)
+		return time.Time{}, refuse(ReasonSignature, "the signature on this %s has a point of small order for R, which no honest signer makes", clip.Text(e.Kind, 80))
+	}
 	msg, err := e.SignedBytes()
 	if err != nil {
 		return time.Time{}, refuse(ReasonMalformed, "%v", err)
@@ -185,7 +188,11 @@ func CheckTime(t, now time.Time, window time.Duration) error {
 // and JSON agree on those); other numbers, duplicate keys, invalid UTF-8,
 // escaped lone surrogates and trailing data are errors, so that no two
 // parsers can read one signed body two ways.
-func Canonical(raw []byte) ([]byte, error) {
+func Canonical(raw []byte) ([]byte, error) { return canonical(raw, 0) }
+
+// canonical is Canonical for a value found at depth (-1: the envelope
+// around a body, so the body keeps Canonical's depth limit).
+func canonical(raw []byte, depth int) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if !utf8.Valid(raw) {
@@ -195,7 +202,7 @@ func Canonical(raw []byte) ([]byte, error) {
 		return nil, err
 	}
 	var out bytes.Buffer
-	if err := canonValue(dec, &out, 0); err != nil {
+	if err := canonValue(dec, &out, depth); err != nil {
 		return nil, err
 	}
 	if _, err := dec.Token(); err != io.EOF {
@@ -364,18 +371,44 @@ func canonString(out *bytes.Buffer, s string) {
 }
 
 // Decode decodes an envelope's body into v, refusing fields v does not
-// have, so a body is read exactly as it was signed. When v is a pointer to
-// a struct, the body's keys must be its fields' JSON names exactly:
-// encoding/json alone would also take "TO" or "To" for "to", which other
-// JSON readers do not.
+// have, so a body is read exactly as it was signed (see decodeStrict).
 func (e *Envelope) Decode(v any) error {
-	if err := exactKeys(e.Body, v); err != nil {
+	if err := decodeStrict(e.Body, v, 0); err != nil {
 		return refuse(ReasonMalformed, "%s body: %v", e.Kind, err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(e.Body))
+	return nil
+}
+
+// DecodeEnvelope reads a signed envelope from JSON into v: an *Envelope,
+// or a pointer to a struct that embeds Envelope beside further fields (an
+// MCP tool's arguments, with its limit). Every route that takes an
+// envelope reads it here, so no route reads one that another refuses:
+// the whole text, body included, is held to Canonical's rules (duplicate
+// keys, invalid UTF-8, escaped lone surrogates, numbers that are not
+// integers within ±2^53 and trailing data are refused), and the keys must
+// be v's fields' JSON names exactly. A failure is a malformed *Refusal.
+func DecodeEnvelope(raw []byte, v any) error {
+	if err := decodeStrict(raw, v, -1); err != nil {
+		return refuse(ReasonMalformed, "not a signed envelope {kind, agent, time, nonce, body, sig}: %v", err)
+	}
+	return nil
+}
+
+// decodeStrict decodes the JSON raw, found at depth, into v, after the
+// checks of Canonical, refusing keys that are not v's fields' JSON names
+// exactly: encoding/json alone would also take "TO" or "To" for "to",
+// which other JSON readers do not.
+func decodeStrict(raw []byte, v any, depth int) error {
+	if _, err := canonical(raw, depth); err != nil {
+		return err
+	}
+	if err := exactKeys(raw, v); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return refuse(ReasonMalformed, "%s body: %v", e.Kind, strings.TrimPrefix(err.Error(), "json: "))
+		return errors.New(strings.TrimPrefix(err.Error(), "json: "))
 	}
 	return nil
 }
@@ -394,20 +427,30 @@ func exactKeys(body []byte, v any) error {
 		return nil
 	}
 	names := map[string]bool{}
-	for f := range t.Elem().Fields() {
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		switch {
-		case !f.IsExported() || name == "-":
-		case name == "":
-			names[f.Name] = true
-		default:
-			names[name] = true
-		}
-	}
+	fieldNames(t.Elem(), names)
 	for key := range members {
 		if !names[key] {
 			return fmt.Errorf("unknown field %q", clip.Text(key, 80))
 		}
 	}
 	return nil
+}
+
+// fieldNames adds the JSON names of struct type t's fields to names, with
+// those of an embedded struct without a name of its own, as encoding/json
+// reads them.
+func fieldNames(t reflect.Type, names map[string]bool) {
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-":
+		case f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct:
+			fieldNames(f.Type, names)
+		case !f.IsExported():
+		case name == "":
+			names[f.Name] = true
+		default:
+			names[name] = true
+		}
+	}
 }

@@ -109,7 +109,75 @@ func ParseAgent(agent string) (ed25519.PublicKey, error) {
 	if AgentID(pub) != agent { // non-canonical trailing bits
 		return nil, fmt.Errorf("agent id %q: not in canonical form (did you mean %s?)", clip.Text(agent, 80), AgentID(pub))
 	}
+	switch {
+	case !canonicalPoint(raw):
+		return nil, fmt.Errorf("agent id %q: its key is a non-canonical encoding of a curve point (a second name for another key)", clip.Text(agent, 80))
+	case smallOrder(raw):
+		return nil, fmt.Errorf("agent id %q: its key is a point of small order, for which anyone can make a signature that verifies without a private key", clip.Text(agent, 80))
+	}
 	return pub, nil
+}
+
+// The checks libsodium's crypto_sign_verify_detached makes that Go's
+// crypto/ed25519 does not. A public key A of small order (one of the
+// eight points P with [8]P the identity) lets anyone sign as it without
+// a key: with S = 0 and R the identity, [S]B = R + [k]A holds whenever
+// the hash k is a multiple of A's order, one message in eight at worst.
+// The same goes for a signature whose R is of small order. A key encoded
+// with y >= p is a second spelling of a key that has a canonical one.
+
+// smallOrderY are the y coordinates of the points of small order, as
+// libsodium's ge25519_has_small_order lists them: 0 (order 4), 1 (order 1),
+// the two of order 8, p-1 (order 2), and p and p+1 (non-canonical 0 and 1).
+// They are compared without the sign bit (x's sign), which covers all 14
+// encodings of the eight points.
+var smallOrderY = [7][32]byte{
+	{},
+	{0x01},
+	{0x26, 0xe8, 0x95, 0x8f, 0xc2, 0xb2, 0x27, 0xb0, 0x45, 0xc3, 0xf4, 0x89, 0xf2, 0xef, 0x98, 0xf0,
+		0xd5, 0xdf, 0xac, 0x05, 0xd3, 0xc6, 0x33, 0x39, 0xb1, 0x38, 0x02, 0x88, 0x6d, 0x53, 0xfc, 0x05},
+	{0xc7, 0x17, 0x6a, 0x70, 0x3d, 0x4d, 0xd8, 0x4f, 0xba, 0x3c, 0x0b, 0x76, 0x0d, 0x10, 0x67, 0x0f,
+		0x2a, 0x20, 0x53, 0xfa, 0x2c, 0x39, 0xcc, 0xc6, 0x4e, 0xc7, 0xfd, 0x77, 0x92, 0xac, 0x03, 0x7a},
+	fieldNear(0xec), // p-1
+	fieldNear(0xed), // p
+	fieldNear(0xee), // p+1
+}
+
+// fieldNear is the little-endian encoding of 2^255 - 256 + low: p-1, p and
+// p+1 for low 0xec, 0xed and 0xee (p = 2^255 - 19).
+func fieldNear(low byte) [32]byte {
+	var b [32]byte
+	for i := range b {
+		b[i] = 0xff
+	}
+	b[0], b[31] = low, 0x7f
+	return b
+}
+
+// smallOrder reports whether the 32-byte point encoding p is one of a
+// point of small order (libsodium's ge25519_has_small_order).
+func smallOrder(p []byte) bool {
+	y := [32]byte(p)
+	y[31] &= 0x7f
+	for _, s := range smallOrderY {
+		if y == s {
+			return true
+		}
+	}
+	return false
+}
+
+// canonicalPoint reports whether the point encoding p has its y coordinate
+// below p = 2^255 - 19 (libsodium's ge25519_is_canonical): y >= p spells
+// y - p a second way.
+func canonicalPoint(p []byte) bool {
+	y := [32]byte(p)
+	y[31] &= 0x7f
+	atLeastP := y[0] >= 0xed && y[31] == 0x7f
+	for _, c := range y[1:31] {
+		atLeastP = atLeastP && c == 0xff
+	}
+	return !atLeastP
 }
 
 // Load reads the identity kept in dir, making and saving a new one on first

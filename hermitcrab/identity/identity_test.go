@@ -1,7 +1,14 @@
 package identity
 
 import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/sha512"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -240,4 +247,132 @@ func TestASignatureHasOneSpelling(t *testing.T) {
 			t.Errorf("%s: another spelling of the signature verified", name)
 		}
 	}
+}
+
+// smallOrderEncodings are the 14 encodings of the eight points of small
+// order on edwards25519, as the Ed25519 edge-case literature lists them
+// (Chalkias et al., "Taming the many EdDSAs"; the C2SP CCTV vectors):
+// eight canonical, and six more spelled with x = 0 and the sign bit set,
+// or with y = p or p+1.
+var smallOrderEncodings = []string{
+	"0100000000000000000000000000000000000000000000000000000000000000", // identity, order 1
+	"ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f", // (0, -1), order 2
+	"0000000000000000000000000000000000000000000000000000000000000000", // order 4
+	"0000000000000000000000000000000000000000000000000000000000000080", // order 4
+	"26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05", // order 8
+	"26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc85", // order 8
+	"c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a", // order 8
+	"c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac03fa", // order 8
+	"0100000000000000000000000000000000000000000000000000000000000080", // identity, x = -0
+	"ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff", // (0, -1), x = -0
+	"edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f", // y = p: order 4
+	"edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff", // y = p: order 4
+	"eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f", // y = p+1: identity
+	"eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff", // y = p+1: identity
+}
+
+// An agent id whose key is a point of small order is one anyone can sign
+// as: crypto/ed25519 accepts R = identity, S = 0 for every message whose
+// hash is a multiple of the point's order. Such ids are refused, and so is
+// an envelope "signed" by one, as libsodium refuses them.
+func TestSmallOrderAgentIDsAreRefused(t *testing.T) {
+	forgedSomething := 0
+	for _, h := range smallOrderEncodings {
+		pub, err := hex.DecodeString(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		agent := AgentID(pub)
+		if _, err := ParseAgent(agent); err == nil {
+			t.Errorf("ParseAgent accepted %s (key %s, of small order)", agent, h)
+		}
+		// The forgery, without a key: a nonce whose hash kills the point.
+		sig := make([]byte, ed25519.SignatureSize)
+		sig[0] = 1 // R = the identity, S = 0
+		e := &Envelope{Kind: "passport", Agent: agent, Time: time.Now().UTC().Format(TimeFormat), Body: json.RawMessage(`{"name":"anyone"}`),
+			Sig: base64.RawURLEncoding.EncodeToString(sig)}
+		for i := 0; i < 200; i++ {
+			e.Nonce = fmt.Sprintf("%032x", i)
+			msg, _ := e.SignedBytes()
+			if ed25519.Verify(pub, msg, sig) {
+				forgedSomething++
+				if _, err := e.Verify("passport"); err == nil {
+					t.Errorf("an envelope forged without a key for %s verified", agent)
+				} else if r, ok := AsRefusal(err); !ok || r.Reason != ReasonBadAgent {
+					t.Errorf("forged envelope for %s: %v, want a bad_agent refusal", agent, err)
+				}
+				break
+			}
+		}
+	}
+	// crypto/ed25519 decodes at least the eight canonical encodings, and
+	// takes the forgery for each: the list is what it claims to be.
+	t.Logf("crypto/ed25519 took a forgery for %d of the %d encodings", forgedSomething, len(smallOrderEncodings))
+	if forgedSomething < 8 {
+		t.Fatalf("crypto/ed25519 took a forgery for only %d of the listed points: the list is not of small-order points", forgedSomething)
+	}
+}
+
+// A key spelled with y >= p (19 values, either sign) is a second name for
+// another key, or for no point: refused whatever it decodes to.
+func TestNonCanonicalKeysAreRefused(t *testing.T) {
+	for low := 0xed; low <= 0xff; low++ {
+		for _, top := range []byte{0x7f, 0xff} {
+			key := bytes.Repeat([]byte{0xff}, 32)
+			key[0], key[31] = byte(low), top
+			if _, err := ParseAgent(AgentID(key)); err == nil {
+				t.Errorf("ParseAgent accepted the non-canonical key %x", key)
+			}
+		}
+	}
+	// p-1 minus one is canonical (and not of small order as a y value; it
+	// may be no point at all, which ed25519.Verify then refuses).
+	key := bytes.Repeat([]byte{0xff}, 32)
+	key[0], key[31] = 0xeb, 0x7f
+	if _, err := ParseAgent(AgentID(key)); err != nil {
+		t.Errorf("p-2 as y: %v", err)
+	}
+}
+
+// A signature whose R is of small order is one no honest signer makes;
+// libsodium refuses it and crypto/ed25519 does not. The key's owner can
+// make one (R = identity, S = k·a), so it is refused here too.
+func TestASignatureWithASmallOrderRIsRefused(t *testing.T) {
+	alice, _ := Generate()
+	e, _ := alice.Sign("message", map[string]any{"to": "b"}, time.Now())
+	h := sha512.Sum512(alice.Seed())
+	h[0] &= 248
+	h[31] &= 127
+	h[31] |= 64
+	a := new(big.Int).SetBytes(reverse(h[:32]))
+	l, _ := new(big.Int).SetString("7237005577332262213973186563042994240857116359379907606001950938285454250989", 10)
+	r := make([]byte, 32)
+	r[0] = 1 // the identity
+	msg, _ := e.SignedBytes()
+	kh := sha512.New()
+	kh.Write(r)
+	kh.Write(alice.Public())
+	kh.Write(msg)
+	k := new(big.Int).SetBytes(reverse(kh.Sum(nil)))
+	s := new(big.Int).Mul(k, a)
+	s.Mod(s, l)
+	sig := append(r, reverse(s.FillBytes(make([]byte, 32)))...)
+	if !ed25519.Verify(alice.Public(), msg, sig) {
+		t.Fatal("the test's signature with R = identity does not verify under crypto/ed25519: the test is wrong")
+	}
+	e.Sig = base64.RawURLEncoding.EncodeToString(sig)
+	if _, err := e.Verify("message"); err == nil {
+		t.Fatal("a signature whose R is the identity verified")
+	} else if r, ok := AsRefusal(err); !ok || r.Reason != ReasonSignature {
+		t.Fatalf("R = identity: %v, want a bad_signature refusal", err)
+	}
+}
+
+// reverse returns b's bytes in the opposite order (little- to big-endian).
+func reverse(b []byte) []byte {
+	out := make([]byte, len(b))
+	for i, c := range b {
+		out[len(b)-1-i] = c
+	}
+	return out
 }

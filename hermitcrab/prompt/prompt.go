@@ -155,7 +155,7 @@ func execute(src Source, line string) Section {
 		s.Text = pscale.RenderNarrative(in.Block, b)
 		return s
 	}
-	r, err := pscale.BSP(b, in.Address, in.Point)
+	r, err := pscale.BSP(b, pscale.Query{Address: in.Address, Pscale: in.Point})
 	if err != nil {
 		return fail(fmt.Errorf("block %q: %w", in.Block, err))
 	}

@@ -143,7 +143,7 @@ func TestEveryTierInstructionNamesABlockAndAddressThatExist(t *testing.T) {
 				t.Errorf("tier %d instruction %q: no block %q", tier, line, in.Block)
 				continue
 			}
-			if _, err := pscale.BSP(b, in.Address, in.Point); err != nil {
+			if _, err := pscale.BSP(b, pscale.Query{Address: in.Address, Pscale: in.Point}); err != nil {
 				t.Errorf("tier %d instruction %q: %v", tier, line, err)
 			}
 		}
@@ -179,7 +179,7 @@ func TestTouchstoneIsTheDefaultsAndRendersUnder2200Characters(t *testing.T) {
 	if string(got) != string(want) {
 		t.Fatalf("Touchstone() differs from Default()[\"touchstone\"]:\n%s\n%s", got, want)
 	}
-	r, err := pscale.BSP(ts, nil, nil)
+	r, err := pscale.BSP(ts, pscale.Query{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func TestTouchstoneIsTheDefaultsAndRendersUnder2200Characters(t *testing.T) {
 	if n := utf8.RuneCountInString(section); n >= 2200 {
 		t.Fatalf("touchstone renders to %d characters, want under 2200", n)
 	}
-	for _, term := range []string{"place", "(place-1)-i", "0.12 = 0.1.2", "block:", "spindle:", "point:", "summary", "emergence", "nine children stay"} {
+	for _, term := range []string{"place", "(place-1)-i", "0.12 = 0.1.2", "mode?", "block:", "spindle:", "point:", "disc:", "ring:", "dir:", "star:", "digit 0", "summary", "emergence", "nine children stay"} {
 		if !strings.Contains(section, term) {
 			t.Errorf("touchstone does not teach %q", term)
 		}

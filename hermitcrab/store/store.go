@@ -55,7 +55,7 @@ type Store struct {
 }
 
 // schema is the store's file: application_id "HCRB". Step 1 holds the
-// blocks, conversations, shells and settings; step 2 what the wake
+// blocks, conversations, shells and settings; steps 2 and 3 what the wake
 // triggers keep (wakes.go).
 // Files from before the marker carried a schema_version table at version 1,
 // which is step 1's tables; that table is left in them, unused.
@@ -84,7 +84,7 @@ CREATE TABLE shells (
 CREATE TABLE settings (
 	key   TEXT PRIMARY KEY,
 	value TEXT NOT NULL
-);`, wakeTables},
+);`, wakeTables, wakeAnswers},
 	// Read-only commands (blocks list and show, bsp) read only step 1's
 	// tables, so they read a file from before step 2 as it is.
 	ReadOnlyFrom: 1,
@@ -197,6 +197,27 @@ func (s *Store) Setting(ctx context.Context, key string) (string, bool, error) {
 		return "", false, fmt.Errorf("setting %q: %w", key, err)
 	}
 	return v, true, nil
+}
+
+// Settings returns every setting, by key.
+func (s *Store) Settings(ctx context.Context) (map[string]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT key, value FROM settings`)
+	if err != nil {
+		return nil, fmt.Errorf("settings: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, fmt.Errorf("settings: %w", err)
+		}
+		out[k] = v
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("settings: %w", err)
+	}
+	return out, nil
 }
 
 // SetSetting stores value under key, replacing any earlier value.

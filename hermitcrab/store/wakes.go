@@ -46,9 +46,28 @@ type Wake struct {
 	Tier     int       `json:"tier"`
 	Status   string    `json:"status"`
 	Reason   string    `json:"reason"` // why it fired, or why it was skipped
-	Reply    string    `json:"reply,omitempty"`
+	Reply    string    `json:"reply"`  // "" (null in JSON) while it has none: skipped, running
 	CostUSD  float64   `json:"cost_usd"`
-	Finished time.Time `json:"finished,omitzero"`
+	Finished time.Time `json:"finished"` // zero (null in JSON) until it ended
+}
+
+// MarshalJSON writes every field, whatever the status, as
+// docs/configuration.md lists them: reply and finished are null on a wake
+// that has none yet (skipped, running).
+func (w Wake) MarshalJSON() ([]byte, error) {
+	type plain Wake
+	out := struct {
+		plain
+		Reply    *string    `json:"reply"`
+		Finished *time.Time `json:"finished"`
+	}{plain: plain(w)}
+	if w.Reply != "" {
+		out.Reply = &w.Reply
+	}
+	if !w.Finished.IsZero() {
+		out.Finished = &w.Finished
+	}
+	return json.Marshal(out)
 }
 
 // countedStatuses are the wakes the daily caps count: all but the skipped.
@@ -325,16 +344,64 @@ func deliver(ctx context.Context, tx *sql.Tx, table string, ids []int64, wake in
 	return nil
 }
 
-// FinishWake records how a wake ended: WakeDone or WakeFailed, a summary
-// of the reply (or the error), and what it cost.
-func (s *Store) FinishWake(ctx context.Context, id int64, status, reply string, cost float64, at time.Time) error {
+// WakeEnd is how a wake ended.
+type WakeEnd struct {
+	Status string // WakeDone, WakeFailed, or WakeSkipped (its first request did not fit a cap)
+	Reply  string // a summary of the reply, or the error
+	// Reason, when set, replaces the wake's reason (a wake skipped once
+	// running says why).
+	Reason  string
+	CostUSD float64
+	At      time.Time
+	// GiveBack: the model never answered the wake, so the messages and
+	// posts it carried were never seen; they wait for the next wake.
+	GiveBack bool
+}
+
+// FinishWake records how a wake ended. A wake that gives back what it
+// carried (end.GiveBack) releases its messages and posts in the same
+// transaction; a failed one also frees its due (giveBack), so the next
+// wake may carry the same again, while a skipped one keeps it: the same
+// messages or posts are not tried again that day, until more arrive.
+func (s *Store) FinishWake(ctx context.Context, id int64, end WakeEnd) error {
 	return s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE wakes SET status = ?, reply = ?, cost = ?, finished = ? WHERE id = ?`, status, reply, cost, stamp(at), id)
+		if end.GiveBack {
+			if _, err := giveBack(ctx, tx, id, end.Status != WakeSkipped); err != nil {
+				return fmt.Errorf("wake %d: %w", id, err)
+			}
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE wakes SET status = ?, reply = ?, cost = ?, finished = ?, reason = CASE WHEN ? = '' THEN reason ELSE ? END WHERE id = ?`,
+			end.Status, end.Reply, end.CostUSD, stamp(end.At), end.Reason, end.Reason, id)
 		if err != nil {
 			return fmt.Errorf("wake %d: %w", id, err)
 		}
 		return nil
 	})
+}
+
+// giveBack releases the messages and posts wake carried, to be delivered
+// by the next wake, and returns how many. With free (and something
+// released), the wake's due gets " (given back by wake ID)", unique, so a
+// wake carrying the same ones again is not taken for this one.
+func giveBack(ctx context.Context, tx *sql.Tx, wake int64, free bool) (int64, error) {
+	var released int64
+	for _, table := range []string{"received", "events"} {
+		res, err := tx.ExecContext(ctx, `UPDATE `+table+` SET wake = NULL WHERE wake = ?`, wake)
+		if err != nil {
+			return 0, err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return 0, err
+		}
+		released += n
+	}
+	if released > 0 && free {
+		if _, err := tx.ExecContext(ctx, `UPDATE wakes SET due = due || ' (given back by wake ' || id || ')' WHERE id = ?`, wake); err != nil {
+			return 0, err
+		}
+	}
+	return released, nil
 }
 
 // WakeRecorded reports whether a wake (of any status) is recorded for a
@@ -347,11 +414,13 @@ func (s *Store) WakeRecorded(ctx context.Context, trigger, due string) (bool, er
 	return n > 0, nil
 }
 
-// SetWakeCost records what a running wake has spent so far, so a process
-// killed during the wake leaves its spending counted against the day.
-func (s *Store) SetWakeCost(ctx context.Context, id int64, cost float64) error {
+// WakeAnswered records that a running wake got an answer from the model
+// and what it has spent so far: a process killed during the wake leaves
+// its spending counted against the day's cap, and what the wake carried
+// delivered (the model saw it).
+func (s *Store) WakeAnswered(ctx context.Context, id int64, cost float64) error {
 	return s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE wakes SET cost = ? WHERE id = ? AND status = ?`, cost, id, WakeRunning)
+		_, err := tx.ExecContext(ctx, `UPDATE wakes SET cost = ?, answered = 1 WHERE id = ? AND status = ?`, cost, id, WakeRunning)
 		if err != nil {
 			return fmt.Errorf("wake %d: %w", id, err)
 		}
@@ -361,51 +430,46 @@ func (s *Store) SetWakeCost(ctx context.Context, id int64, cost float64) error {
 
 // InterruptWakes marks as interrupted every wake still running: the
 // caller knows their process ended during the call (it holds the wake
-// lock that a running wake's process holds). The messages and posts they
-// took are given back, to be delivered by
-// the next wake (the LLM may never have seen them; at least once is
-// better than lost): the interrupted wake's due gets " (interrupted)",
-// so the wake that delivers them again is not taken for the same one.
+// lock that a running wake's process holds). The messages and posts of
+// one the model never answered are given back (giveBack), to be delivered
+// by the next wake; one it answered keeps them, delivered.
 func (s *Store) InterruptWakes(ctx context.Context, at time.Time) (int64, error) {
 	var n int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		n = 0
-		rows, err := tx.QueryContext(ctx, `SELECT id FROM wakes WHERE status = ?`, WakeRunning)
+		rows, err := tx.QueryContext(ctx, `SELECT id, answered FROM wakes WHERE status = ?`, WakeRunning)
 		if err != nil {
 			return err
 		}
-		var ids []int64
+		type running struct {
+			id       int64
+			answered bool
+		}
+		var wakes []running
 		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
+			var w running
+			if err := rows.Scan(&w.id, &w.answered); err != nil {
 				rows.Close()
 				return err
 			}
-			ids = append(ids, id)
+			wakes = append(wakes, w)
 		}
 		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 			return err
 		}
-		for _, id := range ids {
-			var released int64
-			for _, table := range []string{"received", "events"} {
-				res, err := tx.ExecContext(ctx, `UPDATE `+table+` SET wake = NULL WHERE wake = ?`, id)
+		for _, w := range wakes {
+			reply := "the process ended during this wake (killed or crashed)"
+			if !w.answered {
+				released, err := giveBack(ctx, tx, w.id, true)
 				if err != nil {
 					return err
 				}
-				r, err := res.RowsAffected()
-				if err != nil {
-					return err
+				if released > 0 {
+					reply += fmt.Sprintf(" before the model answered; its %d message(s) or post(s) are delivered again by the next wake", released)
 				}
-				released += r
 			}
-			reply, due := "the process ended during this wake (killed or crashed)", "due"
-			if released > 0 {
-				reply += fmt.Sprintf("; its %d message(s) or post(s) are delivered again by the next wake", released)
-				due = "due || ' (interrupted)'"
-			}
-			if _, err := tx.ExecContext(ctx, `UPDATE wakes SET status = ?, reply = ?, finished = ?, due = `+due+` WHERE id = ?`,
-				WakeInterrupted, reply, stamp(at), id); err != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE wakes SET status = ?, reply = ?, finished = ? WHERE id = ?`,
+				WakeInterrupted, reply, stamp(at), w.id); err != nil {
 				return err
 			}
 			n++
@@ -418,15 +482,45 @@ func (s *Store) InterruptWakes(ctx context.Context, at time.Time) (int64, error)
 	return n, nil
 }
 
-// DayTotals counts the wakes of a day that the caps count, and their cost.
-func (s *Store) DayTotals(ctx context.Context, day string) (int, float64, error) {
+// DayTotals counts the wakes of a day that the caps count, and their
+// cost: of every trigger, or of one when trigger is not "".
+func (s *Store) DayTotals(ctx context.Context, day, trigger string) (int, float64, error) {
 	var n int
 	var cost float64
-	err := s.db.QueryRowContext(ctx, `SELECT count(*), COALESCE(sum(cost), 0) FROM wakes WHERE day = ? AND status IN `+countedStatuses, day).Scan(&n, &cost)
+	err := s.db.QueryRowContext(ctx, `SELECT count(*), COALESCE(sum(cost), 0) FROM wakes WHERE day = ? AND (? = '' OR trigger = ?) AND status IN `+countedStatuses,
+		day, trigger, trigger).Scan(&n, &cost)
 	if err != nil {
 		return 0, 0, fmt.Errorf("wakes of %s: %w", day, err)
 	}
 	return n, cost, nil
+}
+
+// FailedInARow counts a trigger's latest wakes that failed one after
+// another (skipped ones aside), up to limit, and says when the last
+// ended.
+func (s *Store) FailedInARow(ctx context.Context, trigger string, limit int) (int, time.Time, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT status, finished FROM wakes WHERE trigger = ? AND status != ? ORDER BY id DESC LIMIT ?`, trigger, WakeSkipped, limit)
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("wakes of %q: %w", trigger, err)
+	}
+	defer rows.Close()
+	n, last := 0, time.Time{}
+	for rows.Next() {
+		var status, finished string
+		if err := rows.Scan(&status, &finished); err != nil {
+			return 0, time.Time{}, fmt.Errorf("wakes of %q: %w", trigger, err)
+		}
+		if status != WakeFailed {
+			break
+		}
+		if n == 0 && finished != "" {
+			if last, err = parseTime(finished); err != nil {
+				return 0, time.Time{}, err
+			}
+		}
+		n++
+	}
+	return n, last, rows.Err()
 }
 
 // CostEstimate is what a wake at tier may be expected to cost: the most
@@ -752,3 +846,8 @@ CREATE TABLE events (
 	wake INTEGER
 );
 CREATE INDEX events_pending ON events (hook, wake, id);`)
+
+// wakeAnswers is step 3: answered is 1 once the model answered a wake
+// (WakeAnswered), so what the wake carried counts as delivered even when
+// its process is killed afterwards.
+const wakeAnswers = `ALTER TABLE wakes ADD COLUMN answered INTEGER NOT NULL DEFAULT 0;`

@@ -88,20 +88,20 @@ func TestClaimsRespectTheDailyCaps(t *testing.T) {
 		if w := claim(i, "2026-11-03", 0); w.Status != WakeRunning {
 			t.Fatalf("wake %d: %s %s", i, w.Status, w.Reason)
 		}
-		if err := s.FinishWake(ctx, int64(i+1), WakeDone, "ok", 0.25, t0); err != nil {
+		if err := s.FinishWake(ctx, int64(i+1), WakeEnd{Status: WakeDone, Reply: "ok", CostUSD: 0.25, At: t0}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if w := claim(3, "2026-11-03", 0); w.Status != WakeSkipped || !strings.Contains(w.Reason, "cap of 3 wakes") {
 		t.Fatalf("the fourth wake of a day capped at 3: %s %q", w.Status, w.Reason)
 	}
-	if n, cost, _ := s.DayTotals(ctx, "2026-11-03"); n != 3 || cost != 0.75 {
+	if n, cost, _ := s.DayTotals(ctx, "2026-11-03", ""); n != 3 || cost != 0.75 {
 		t.Fatalf("totals %d $%v: the skipped wake counted", n, cost)
 	}
 	if w := claim(4, "2026-11-04", 0); w.Status != WakeRunning {
 		t.Fatalf("a new day: %s %q", w.Status, w.Reason)
 	}
-	if err := s.FinishWake(ctx, 5, WakeDone, "ok", 0.75, t0); err != nil {
+	if err := s.FinishWake(ctx, 5, WakeEnd{Status: WakeDone, Reply: "ok", CostUSD: 0.75, At: t0}); err != nil {
 		t.Fatal(err)
 	}
 	if w := claim(5, "2026-11-04", 0.5); w.Status != WakeSkipped || !strings.Contains(w.Reason, "$1.00 would be passed") {
@@ -136,7 +136,7 @@ func TestATriggersShareOfTheCaps(t *testing.T) {
 		if w.Status != WakeRunning {
 			t.Fatalf("%s wake %s: %q", w.Trigger, w.Status, w.Reason)
 		}
-		if err := s.FinishWake(ctx, w.ID, WakeDone, "ok", cost, t0); err != nil {
+		if err := s.FinishWake(ctx, w.ID, WakeEnd{Status: WakeDone, Reply: "ok", CostUSD: cost, At: t0}); err != nil {
 			t.Fatal(err)
 		}
 	}

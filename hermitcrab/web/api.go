@@ -16,6 +16,7 @@ import (
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/llm/anthropic"
+	"github.com/llmkernels/kernels/pscale"
 )
 
 // Version is what props.version reports.
@@ -511,15 +512,13 @@ func (s *Server) writeBlock(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) bsp(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	var spindle, point any
-	if v := q.Get("spindle"); v != "" {
-		spindle = v
+	in := r.URL.Query()
+	q, err := pscale.ParseQuery(in.Get("mode"), in.Get("spindle"), in.Get("point"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
 	}
-	if v := q.Get("point"); v != "" {
-		point = v
-	}
-	res, err := s.kernel.BSP(r.Context(), r.PathValue("name"), spindle, point)
+	res, err := s.kernel.BSP(r.Context(), r.PathValue("name"), q)
 	if err != nil {
 		writeError(w, errStatus(err), err)
 		return

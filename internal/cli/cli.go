@@ -100,9 +100,21 @@ func (a *App) Execute(ctx context.Context, args []string) int {
 	case status == ExitStopped && sig != "":
 		fmt.Fprintf(w, "%s: stopped by %s: %s\n", name, sig, termtext.Block(err.Error()))
 	default:
-		fmt.Fprintf(w, "%s: %s\n", name, termtext.Block(err.Error())) // errors may quote the model
+		fmt.Fprintf(w, "%s: %s%s\n", name, termtext.Block(err.Error()), flagHint(err)) // errors may quote the model
 	}
 	return status
+}
+
+// flagHint names the flags that answer the runtime's typed errors: package
+// llm speaks in no flags, the commands do.
+func flagHint(err error) string {
+	switch {
+	case errors.Is(err, llm.ErrNoModel):
+		return " (choose one with --model)"
+	case errors.As(err, new(*llm.UnavailableError)):
+		return " (try later, or choose other models with --model and --fallback)"
+	}
+	return ""
 }
 
 // prepare makes every error cobra finds in the command line a usage error:

@@ -90,3 +90,22 @@ func TestProviderMistakesAreClearErrors(t *testing.T) {
 		}
 	}
 }
+
+// The runtime's typed errors reach the terminal with the flags that
+// answer them: llm names none itself.
+func TestModelErrorsNameTheFlagsThatAnswerThem(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gone.json")
+	gone := `{"responses":[{"error":{"status":404,"type":"not_found_error","message":"model: x"}},{"error":{"status":404,"type":"not_found_error","message":"model: y"}}]}`
+	if err := os.WriteFile(path, []byte(gone), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	app := New("kernel", "test", "test")
+	var out, errOut bytes.Buffer
+	app.Root.SetOut(&out)
+	app.Root.SetErr(&errOut)
+	status := app.Execute(context.Background(), []string{"ping", "--provider", "script", "--script", path, "--model", "x", "--fallback", "x,y"})
+	if status != ExitFailure || !strings.Contains(errOut.String(), "every model in the chain is unavailable") ||
+		!strings.Contains(errOut.String(), "--model and --fallback") {
+		t.Fatalf("status %d, stderr %q", status, errOut.String())
+	}
+}

@@ -26,7 +26,7 @@
 // against a client that never finishes a request (slowloris).
 //
 // Bodies: a request whose Content-Length is over its limit is refused with
-// 413 at once; with Options.MaxLarge, only that many bodies larger than
+// 413 at once ({"error": "...", "reason": "too_large"}); with Options.MaxLarge, only that many bodies larger than
 // MaxBody are read at once (503 and Retry-After for another); any other body is wrapped in http.MaxBytesReader, so a
 // handler reading past the limit gets an *http.MaxBytesError (TooLarge
 // recognises it) and the connection is closed after the response.
@@ -157,7 +157,7 @@ func (g *Guard) Allowed(hostHeader string) bool {
 func (g *Guard) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !g.Allowed(r.Host) {
-			writeError(w, http.StatusMisdirectedRequest, fmt.Sprintf("host %q is not a name this server answers to; if it is yours, start the server with --allow-host %s", clip.Text(r.Host, 100), clip.Text(hostOnly(r.Host), 100)))
+			writeError(w, http.StatusMisdirectedRequest, "", fmt.Sprintf("host %q is not a name this server answers to; if it is yours, start the server with --allow-host %s", clip.Text(r.Host, 100), clip.Text(hostOnly(r.Host), 100)))
 			return
 		}
 		limit := g.maxBody
@@ -168,7 +168,7 @@ func (g *Guard) Handler(next http.Handler) http.Handler {
 		}
 		if r.ContentLength > limit {
 			w.Header().Set("Connection", "close")
-			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body of %d bytes is over this route's limit of %d bytes", r.ContentLength, limit))
+			writeError(w, http.StatusRequestEntityTooLarge, ReasonTooLarge, fmt.Sprintf("request body of %d bytes is over this route's limit of %d bytes", r.ContentLength, limit))
 			return
 		}
 		if g.large != nil && limit > g.maxBody && (r.ContentLength > g.maxBody || r.ContentLength < 0) {
@@ -178,7 +178,7 @@ func (g *Guard) Handler(next http.Handler) http.Handler {
 			default:
 				w.Header().Set("Retry-After", "5")
 				w.Header().Set("Connection", "close")
-				writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("%d large uploads are being read already; retry in a few seconds", cap(g.large)))
+				writeError(w, http.StatusServiceUnavailable, "", fmt.Sprintf("%d large uploads are being read already; retry in a few seconds", cap(g.large)))
 				return
 			}
 		}
@@ -276,11 +276,21 @@ func TooLarge(err error) (int64, bool) {
 	return 0, false
 }
 
-func writeError(w http.ResponseWriter, status int, msg string) {
+// ReasonTooLarge is the "reason" of the 413 the guard answers for a
+// Content-Length over the limit, as the beach answers a body cut while
+// read, so a client tells them apart from other refusals the same way.
+const ReasonTooLarge = "too_large"
+
+// writeError answers {"error": msg}, with "reason" when there is one.
+func writeError(w http.ResponseWriter, status int, reason, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
+	body := map[string]string{"error": msg}
+	if reason != "" {
+		body["reason"] = reason
+	}
+	_ = json.NewEncoder(w).Encode(body)
 }
 
 func normalize(h string) string { return strings.TrimSuffix(strings.ToLower(h), ".") }

@@ -123,6 +123,8 @@ func TestBodyLimits(t *testing.T) {
 	// Content-Length over the limit: refused before the handler.
 	if resp := do(t, srv, "localhost", strings.NewReader(strings.Repeat("x", 101))); resp.StatusCode != http.StatusRequestEntityTooLarge || reached.Load() != 0 {
 		t.Fatalf("101 bytes: status %d, reached %d", resp.StatusCode, reached.Load())
+	} else if body, _ := io.ReadAll(resp.Body); !strings.Contains(string(body), `"reason":"too_large"`) {
+		t.Fatalf("101 bytes: the 413 does not say too_large: %s", body)
 	}
 	// A chunked body (no length) is cut at the limit while the handler reads.
 	resp := do(t, srv, "localhost", io.MultiReader(strings.NewReader(strings.Repeat("x", 150))))

@@ -14,6 +14,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,28 +34,92 @@ func IsURL(dsn string) bool {
 var secretParams = []string{"password", "sslpassword"}
 
 // Redact is a PostgreSQL URL without its secrets (the password in the
-// user part and in the query), for messages and logs.
+// user part and in the query), for messages and logs. The user part ends
+// at the URL's last @, so a password holding an unescaped @ (which
+// CheckURL refuses) is hidden whole, never shown as part of the host.
 func Redact(dsn string) string {
-	u, err := url.Parse(dsn)
-	if err != nil {
-		return "(a PostgreSQL URL that does not parse)"
+	scheme, rest, ok := strings.Cut(dsn, "://")
+	if !ok {
+		return "(not a PostgreSQL URL)"
 	}
-	q := u.Query()
-	for _, p := range secretParams {
-		if q.Has(p) {
-			q.Set(p, "xxxxx")
+	user := ""
+	if at := strings.LastIndexByte(rest, '@'); at >= 0 {
+		name, _, hasPassword := strings.Cut(rest[:at], ":")
+		if user = name; hasPassword {
+			user += ":xxxxx"
 		}
+		user, rest = user+"@", rest[at+1:]
 	}
-	u.RawQuery = q.Encode()
-	return u.Redacted()
+	if base, query, ok := strings.Cut(rest, "?"); ok {
+		q, err := url.ParseQuery(query)
+		if err != nil {
+			query = "(parameters that do not parse)"
+		} else {
+			for _, p := range secretParams {
+				if q.Has(p) {
+					q.Set(p, "xxxxx")
+				}
+			}
+			query = q.Encode()
+		}
+		rest = base + "?" + query
+	}
+	return scheme + "://" + user + rest
 }
+
+// URLError is a PostgreSQL URL refused before any connection is tried:
+// one that does not parse, or whose user part holds a character a URL
+// reserves, unescaped. Such a character moves the URL's boundaries: with
+// a second @ part of the password becomes the host (and is printed in a
+// DNS error), after # or ? other parsers see another host than pgx. It is
+// the command line's mistake (a usage error).
+type URLError struct {
+	URL    string // the URL as Redact shows it
+	Reason string
+}
+
+func (e *URLError) Error() string {
+	return fmt.Sprintf("PostgreSQL %s: %s (in a password, write # ? %% @ / : as %%23 %%3F %%25 %%40 %%2F %%3A, or give the password in PGPASSWORD)", e.URL, e.Reason)
+}
+
+// UsageError marks a URLError as a mistake on the command line.
+func (e *URLError) UsageError() bool { return true }
 
 // ParseError is the error for a URL that pgx cannot parse. pgx's and
 // net/url's own messages quote the URL, password and all, so they are not
 // passed on; the hint names the usual cause, a password with characters a
 // URL reserves.
 func ParseError(dsn string) error {
-	return fmt.Errorf("PostgreSQL %s: the URL does not parse (in a password, write # ? %% @ / : as %%23 %%3F %%25 %%40 %%2F %%3A, or give the password in PGPASSWORD)", Redact(dsn))
+	return &URLError{URL: Redact(dsn), Reason: "the URL does not parse"}
+}
+
+// CheckURL refuses, before anything is dialled, a URL whose parts are
+// ambiguous (a *URLError): more than one @, an @ after the host (a
+// password holding /, or an @ in the database name or a parameter, which
+// must be written %40), a user part holding # or ?; or one that pgx cannot
+// parse.
+func CheckURL(dsn string) error {
+	_, rest, ok := strings.Cut(dsn, "://")
+	if !ok {
+		return &URLError{URL: Redact(dsn), Reason: "not a postgres:// URL"}
+	}
+	host := strings.IndexByte(rest, '/')
+	if host < 0 {
+		host = len(rest)
+	}
+	at := strings.IndexByte(rest, '@')
+	switch {
+	case strings.Count(rest, "@") > 1:
+		return &URLError{URL: Redact(dsn), Reason: "the URL holds more than one @"}
+	case at > host:
+		return &URLError{URL: Redact(dsn), Reason: "the URL holds an @ after the host (in a database name or a parameter, write @ as %40)"}
+	case at >= 0 && strings.ContainsAny(rest[:at], "#?"):
+		return &URLError{URL: Redact(dsn), Reason: "the URL's user part holds an unescaped # or ?"}
+	}
+	if _, err := pgx.ParseConfig(dsn); err != nil {
+		return ParseError(dsn)
+	}
+	return nil
 }
 
 // ConnectTimeout bounds each connection attempt when the URL sets no
@@ -75,6 +140,9 @@ type Options struct {
 // answers. Its errors name the database without its password: pgx's own
 // messages may quote the URL, so they are scrubbed of it too.
 func Open(ctx context.Context, dsn string, o Options) (*sql.DB, error) {
+	if err := CheckURL(dsn); err != nil {
+		return nil, err
+	}
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return nil, ParseError(dsn)
@@ -95,19 +163,42 @@ func Open(ctx context.Context, dsn string, o Options) (*sql.DB, error) {
 	db.SetMaxOpenConns(n)
 	db.SetMaxIdleConns(n)
 	if err := db.PingContext(ctx); err != nil {
-		return nil, errors.Join(fmt.Errorf("PostgreSQL %s: connect: %w", Redact(dsn), scrub(err, cfg.Password)), db.Close())
+		return nil, errors.Join(fmt.Errorf("PostgreSQL %s: connect: %w", Redact(dsn), OneLine(err, cfg.Password)), db.Close())
 	}
 	return db, nil
 }
 
-// scrub is err with the password removed from its text, in case a
-// message quotes the connection string.
-func scrub(err error, password string) error {
-	if password == "" || !strings.Contains(err.Error(), password) {
-		return err
+// OneLine is a connection error on one line, without the password: pgx
+// tries each address in turn (with sslmode=prefer, TLS then plain) and
+// puts each attempt's error on a line of its own, which is the same line
+// twice when the server cannot be reached. The lines are joined, each
+// said once, and password replaced in case a message quotes the
+// connection string. err stays wrapped (Unavailable looks through it).
+func OneLine(err error, password string) error {
+	text := err.Error()
+	if ce, ok := errors.AsType[*pgconn.ConnectError](err); ok && errors.Unwrap(ce) != nil {
+		text = errors.Unwrap(ce).Error() // the attempts, without pgx's "failed to connect to `user=… database=…`:"
 	}
-	return errors.New(strings.ReplaceAll(err.Error(), password, "xxxxx"))
+	var lines []string
+	for _, l := range strings.Split(text, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !slices.Contains(lines, l) {
+			lines = append(lines, l)
+		}
+	}
+	msg := strings.Join(lines, "; ")
+	if password != "" {
+		msg = strings.ReplaceAll(msg, password, "xxxxx")
+	}
+	return &oneLine{msg: msg, err: err}
 }
+
+type oneLine struct {
+	msg string
+	err error
+}
+
+func (e *oneLine) Error() string { return e.msg }
+func (e *oneLine) Unwrap() error { return e.err }
 
 // Retryable reports whether err is a serialization failure or a deadlock:
 // the server rolled the transaction back and running it again may succeed.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/llmkernels/kernels/internal/pgtest"
@@ -61,12 +62,91 @@ func TestOpenFailsWithoutShowingThePassword(t *testing.T) {
 	db.Close()
 	u, _ := url.Parse(dsn)
 	u.User = url.UserPassword(u.User.Username(), "Wrong-Secret-42")
-	if _, err := Open(context.Background(), u.String(), Options{}); err == nil || strings.Contains(err.Error(), "Wrong-Secret-42") || !strings.Contains(err.Error(), "connect") {
+	// One line (pgx tries TLS, then plain: an error each), naming the cause.
+	if _, err := Open(context.Background(), u.String(), Options{}); err == nil || strings.Contains(err.Error(), "Wrong-Secret-42") ||
+		!strings.Contains(err.Error(), "connect") || !strings.Contains(err.Error(), "password authentication failed") || strings.Contains(err.Error(), "\n") {
 		t.Errorf("wrong password: %v", err)
 	}
 	if _, err := Open(context.Background(), "postgres://me:Wrong-Secret-42@[::1/x", Options{}); err == nil || strings.Contains(err.Error(), "Wrong-Secret-42") {
 		t.Errorf("a URL that does not parse: %v", err)
 	}
+	_, err = Open(context.Background(), "postgres://me@127.0.0.1:1/x?connect_timeout=2", Options{})
+	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "connection refused") || !Unavailable(err) {
+		t.Errorf("a refused connection, on one line: %q", err)
+	}
+}
+
+// A URL whose parts are ambiguous is refused before anything is dialled,
+// as a usage error with the escaping hint and without any part of the
+// password: an @ in it (pgx would dial "Word9@127.0.0.1" and print it), a
+// # or ? in it (pgx connects; other parsers see another host), a / in it,
+// or a URL that does not parse. The same passwords escaped are accepted,
+// and Redact shows none of them.
+func TestAmbiguousURLsAreRefusedBeforeAnyDial(t *testing.T) {
+	for _, dsn := range []string{
+		"postgres://u:Secr3t@Word9@127.0.0.1:5432/x",
+		"postgres://u:Hid#den9@127.0.0.1:5432/x",
+		"postgres://u:Hid?den9@127.0.0.1:5432/x",
+		"postgres://u:Hid?den9@127.0.0.1",
+		"postgres://u:Hid/den9@127.0.0.1:5432/x",
+		"postgres://u:12/Hidden9@127.0.0.1:5432/x",
+		"postgres://u:Hid%zzden9@127.0.0.1:5432/x",
+		"postgresql://u:Hid@den9@db.example/x?sslmode=require",
+	} {
+		err := CheckURL(dsn)
+		ue, ok := errors.AsType[*URLError](err)
+		if !ok || !ue.UsageError() || !strings.Contains(err.Error(), "write # ? % @ / : as %23 %3F %25 %40 %2F %3A") {
+			t.Errorf("CheckURL(%q) = %v, want a usage error with the hint", dsn, err)
+			continue
+		}
+		for _, part := range []string{"Secr3t", "Word9", "Hid", "den9", "Hidden9"} {
+			if strings.Contains(err.Error(), part) || strings.Contains(Redact(dsn), part) {
+				t.Errorf("CheckURL(%q) = %v; Redact = %s: the password shows", dsn, err, Redact(dsn))
+			}
+		}
+		if _, err := Open(context.Background(), dsn, Options{}); err == nil || err.Error() != ue.Error() {
+			t.Errorf("Open(%q) = %v, want the refusal %v", dsn, err, ue)
+		}
+	}
+	for _, dsn := range []string{
+		"postgres://u:Hid%23den9@127.0.0.1:5432/x?sslmode=disable",
+		"postgres://u:Secr3t%40Word9@127.0.0.1/x",
+		"postgres://u@db.example/solve",
+		"postgresql://db.example/solve?application_name=solve",
+		"postgres://u:p@[::1]:5432/solve",
+		"postgres://u@db.example/solve?application_name=me%40work",
+	} {
+		if err := CheckURL(dsn); err != nil {
+			t.Errorf("CheckURL(%q) = %v, want nil", dsn, err)
+		}
+	}
+}
+
+// With a live server and a role whose password holds #: the URL with the
+// password unescaped is refused (before, pgx connected while messages
+// called the URL one that does not parse); escaped, it connects.
+func TestAnUnescapedHashInThePasswordIsRefusedNotConnected(t *testing.T) {
+	dsn := pgtest.New(t)
+	admin, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.Background())
+	if _, err := admin.Exec(context.Background(), "CREATE ROLE hash_pw LOGIN PASSWORD 'Hid#den9'"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = admin.Exec(context.Background(), "DROP ROLE hash_pw") })
+	u, _ := url.Parse(dsn)
+	raw := strings.Replace(dsn, u.User.String()+"@", "hash_pw:Hid#den9@", 1)
+	if _, err := Open(context.Background(), raw, Options{}); err == nil || !strings.Contains(err.Error(), "unescaped # or ?") {
+		t.Fatalf("the unescaped password: %v", err)
+	}
+	u.User = url.UserPassword("hash_pw", "Hid#den9")
+	db, err := Open(context.Background(), u.String(), Options{})
+	if err != nil {
+		t.Fatalf("the escaped password: %v", err)
+	}
+	db.Close()
 }
 
 // Unavailable tells a database that cannot be reached from one that

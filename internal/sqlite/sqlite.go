@@ -318,24 +318,117 @@ func OpenReadOnly(ctx context.Context, path string, s *Schema) (*sql.DB, error) 
 // would hold (hermitcrab's default shell) without creating one. It is gone
 // when closed. Its journal is in memory, so a writer waits for readers.
 func OpenMemory(ctx context.Context, s *Schema) (*sql.DB, error) {
+	db, _, err := openMemory(s)
+	if err != nil {
+		return nil, err
+	}
+	if err := migrate(ctx, db, s); err != nil {
+		return nil, errors.Join(fmt.Errorf("open %s in memory: %w", s.Name, err), db.Close())
+	}
+	return db, nil
+}
+
+// openMemory opens a new, empty database in memory and returns its URI.
+func openMemory(s *Schema) (*sql.DB, string, error) {
 	q := url.Values{}
 	q.Set("vfs", "memdb") // one database shared by the handle's connections
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Set("_txlock", "immediate")
 	name := fmt.Sprintf("/%s-%d-%d", kernelOf(s), os.Getpid(), memories.Add(1))
-	db, err := sql.Open("sqlite", (&url.URL{Scheme: "file", Path: name, RawQuery: q.Encode()}).String())
+	uri := (&url.URL{Scheme: "file", Path: name, RawQuery: q.Encode()}).String()
+	db, err := sql.Open("sqlite", uri)
 	if err != nil {
-		return nil, fmt.Errorf("open %s in memory: %w", s.Name, err)
+		return nil, "", fmt.Errorf("open %s in memory: %w", s.Name, err)
 	}
 	// The database lives while one of its connections is open: keep every
 	// connection the pool opens.
 	db.SetMaxOpenConns(4)
 	db.SetMaxIdleConns(4)
-	if err := migrate(ctx, db, s); err != nil {
-		return nil, errors.Join(fmt.Errorf("open %s in memory: %w", s.Name, err), db.Close())
+	return db, uri, nil
+}
+
+// CopyToMemory copies the database src reads (opened by Open or
+// OpenReadOnly with s) into a new database in memory, as OpenMemory makes
+// one: a consistent snapshot of every page, its WAL's commits included. A
+// read-only command that must add to what the file holds does so in the
+// copy, without writing the file, for the cost of copying its pages
+// rather than of making its content again. The copy is made in two steps
+// (a private image, then SQLite's backup API into the database the
+// handle's connections share), so for a moment it takes about three times
+// the file's size in memory.
+func CopyToMemory(ctx context.Context, src *sql.DB, s *Schema) (*sql.DB, error) {
+	fail := func(err error) (*sql.DB, error) {
+		return nil, fmt.Errorf("copy %s into memory: %w", s.Name, err)
+	}
+	var image []byte
+	if err := raw(ctx, src, func(c driverConn) (err error) {
+		image, err = c.Serialize()
+		return err
+	}); err != nil {
+		return fail(err)
+	}
+	if len(image) < 100 {
+		return fail(fmt.Errorf("a %d-byte image has no SQLite header", len(image)))
+	}
+	// The header of a file in WAL mode says so (bytes 18 and 19, its read
+	// and write versions, are 2); a database in memory keeps no WAL, and
+	// SQLite refuses to open one whose header asks for it.
+	image[18], image[19] = 1, 1
+	staging, _, err := openMemory(s)
+	if err != nil {
+		return nil, err
+	}
+	db, uri, err := openMemory(s)
+	if err != nil {
+		return nil, errors.Join(err, staging.Close())
+	}
+	// The database lives while one of its connections is open: hold one
+	// while the backup's own connection (closed when it finishes) fills it.
+	hold, err := db.Conn(ctx)
+	if err == nil {
+		err = raw(ctx, staging, func(c driverConn) error {
+			if err := c.Deserialize(image); err != nil {
+				return err
+			}
+			bk, err := c.NewBackup(uri)
+			if err != nil {
+				return err
+			}
+			if _, err := bk.Step(-1); err != nil {
+				return errors.Join(err, bk.Finish())
+			}
+			return bk.Finish()
+		})
+		err = errors.Join(err, hold.Close())
+	}
+	if err = errors.Join(err, staging.Close()); err != nil {
+		return fail(errors.Join(err, db.Close()))
 	}
 	return db, nil
+}
+
+// driverConn is what CopyToMemory needs of the driver's connection.
+type driverConn interface {
+	Serialize() ([]byte, error)
+	Deserialize([]byte) error
+	NewBackup(dstURI string) (*msqlite.Backup, error)
+}
+
+// raw runs fn on one of db's connections as the driver made it.
+func raw(ctx context.Context, db *sql.DB, fn func(driverConn) error) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	err = conn.Raw(func(dc any) error {
+		c, ok := dc.(driverConn)
+		if !ok {
+			return fmt.Errorf("the driver's connection (%T) cannot copy a database", dc)
+		}
+		return fn(c)
+	})
+	return errors.Join(err, conn.Close())
 }
 
 // memories numbers the in-memory databases of this process.

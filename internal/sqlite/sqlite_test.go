@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -539,5 +540,58 @@ func TestOpenMemory(t *testing.T) {
 	}
 	if got := names(t, dir); len(got) != 0 {
 		t.Fatalf("OpenMemory created %q", got)
+	}
+}
+
+// TestCopyToMemory pins that a copy in memory holds what the file holds,
+// its WAL's commits included (a writer has it open), takes writes, and
+// leaves the file as it was.
+func TestCopyToMemory(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "notes.db")
+	db, err := Open(ctx, path, testSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`INSERT INTO notes (body, author) VALUES ('kept', 'a')`); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path + "-wal"); err != nil || fi.Size() == 0 {
+		t.Fatalf("the commit is not in the WAL (%v): the test does not show a copy reads it", err)
+	}
+	ro, err := OpenReadOnly(ctx, path, testSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	files := func() []byte {
+		main, _ := os.ReadFile(path)
+		wal, _ := os.ReadFile(path + "-wal")
+		return append(main, wal...)
+	}
+	before := files()
+	mem, err := CopyToMemory(ctx, ro, testSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	if _, err := mem.Exec(`INSERT INTO notes (body, author) VALUES ('added', 'b')`); err != nil {
+		t.Fatal(err)
+	}
+	c1, _ := mem.Conn(ctx)
+	c2, _ := mem.Conn(ctx)
+	for _, c := range []*sql.Conn{c1, c2} {
+		var n int
+		if err := c.QueryRowContext(ctx, `SELECT count(*) FROM notes`).Scan(&n); err != nil || n != 2 {
+			t.Fatalf("the copy holds %d notes, %v; want the file's one and the one added", n, err)
+		}
+		c.Close()
+	}
+	if n := countNotes(t, ro); n != 1 {
+		t.Fatalf("the file holds %d notes after the copy took a write, want 1", n)
+	}
+	if !bytes.Equal(before, files()) {
+		t.Fatal("copying into memory changed the file or its WAL")
 	}
 }

@@ -16,11 +16,12 @@
 // Betas). The SDK's retries are off: each Messages call is one
 // HTTP request, and llm.Client does the retrying.
 //
-// Without Config.Timeout the SDK picks a per-request timeout from max_tokens
-// and refuses non-streaming requests it expects to take over ten minutes
-// (max_tokens above 21,333, or above 8,192 on Claude Opus 4 and 4.1).
-// Messages reports that before sending; set Config.Timeout to send such a
-// request anyway.
+// Every request streams (the SDK's Messages.NewStreaming): the SDK refuses
+// a request that does not stream once it expects it to take over ten
+// minutes, and a person wants to see the answer arrive. Config.Timeout
+// (10 minutes when 0) is the stall limit: the longest a request waits with
+// nothing arriving, for the answer to begin or for its next event (pings
+// count); a long answer that keeps arriving is never cut off.
 //
 // # Requests
 //
@@ -65,11 +66,15 @@
 //
 // # Responses
 //
-// The llm.Response is decoded from the SDK message's RawJSON, the response
-// body as received, not from the SDK's typed message: blocks of types llm
-// does not interpret keep their exact bytes, and usage (with
-// cache_creation_input_tokens and cache_read_input_tokens), stop_reason and
-// the code-execution container are read as the API sent them.
+// The llm.Response is assembled from the raw JSON of the stream's events
+// (llm.StreamAssembler), not from the SDK's typed events: each block is
+// the JSON its content_block_start carried with the members its deltas
+// built set in place, so blocks of types llm does not interpret keep their
+// exact bytes, thinking and signatures come back as sent, and usage (with
+// the cache fields and their 5m/1h split), stop_reason and the
+// code-execution container are read as the API sent them. The pieces go to
+// the request's OnDelta as they arrive. A stream that ends before
+// message_stop is a connection error, never a partial answer.
 //
 // # Errors
 //
@@ -77,9 +82,14 @@
 //     and message from the body's {"type":"error","error":{…}}, the
 //     retry-after header (delay seconds or an HTTP date) and the request-id
 //     header.
+//   - An error event that breaks off a stream (overloaded_error,
+//     api_error, …) becomes llm.StreamError: the status the API gives its
+//     type outside a stream, marked InStream (the attempt may have been
+//     billed).
 //   - A failure after the request was handed to the HTTP client (no
-//     response, a dropped body, a Config.Timeout that expired) becomes
-//     llm.ConnectionError, which llm.Client retries.
+//     response, a connection dropped mid-stream, a stall longer than
+//     Config.Timeout) becomes llm.ConnectionError, which llm.Client
+//     retries.
 //   - When the caller's context is done, its error is returned as is.
 //   - A request that could not be built or encoded is a plain error, not
 //     retried.

@@ -13,16 +13,17 @@ import (
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
 
-	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/llm"
 )
 
 // mapError turns the SDK's error into the runtime's: the caller's context
-// error as is, an HTTP error answer as *llm.APIError, a failure after the
-// request was handed to the HTTP client as llm.ConnectionError, and any
-// other (encoding, configuration) as a plain error that is not retried.
-// The caller's context error is marked llm.ErrNotInFlight when the request
-// was never handed to the HTTP client: nothing can have been billed.
+// error as is; an HTTP error answer as *llm.APIError, and an error
+// event that broke off the stream as llm.StreamError; a failure after the
+// request was handed to the HTTP client (a connection dropped mid-stream
+// among them) as llm.ConnectionError; and any other (encoding,
+// configuration) as a plain error that is not retried. The caller's
+// context error is marked llm.ErrNotInFlight when the request was never
+// handed to the HTTP client: nothing can have been billed.
 func mapError(ctx context.Context, err error, sent bool) error {
 	if ctx.Err() != nil {
 		if !sent {
@@ -32,7 +33,14 @@ func mapError(ctx context.Context, err error, sent bool) error {
 	}
 	var apiErr *sdk.Error
 	if errors.As(err, &apiErr) {
-		return fromSDKError(apiErr, time.Now())
+		e := fromSDKError(apiErr, time.Now())
+		if apiErr.StatusCode < 400 {
+			// An error event in a 200 stream: the answer had begun.
+			se := llm.StreamError(e.Type, e.Message)
+			se.RequestID = e.RequestID
+			return se
+		}
+		return e
 	}
 	if sent {
 		return llm.ConnectionError(err)
@@ -67,7 +75,7 @@ func fromSDKError(e *sdk.Error, now time.Time) *llm.APIError {
 	}
 	// Not the API's error shape (a proxy's HTML page, an empty body): keep
 	// what there is to read.
-	out.Message = clip.Text(strings.TrimSpace(raw), 300)
+	out.Message = llm.Excerpt(raw, 300)
 	if out.Message == "" {
 		out.Message = http.StatusText(out.Status)
 	}

@@ -31,22 +31,27 @@ type Config struct {
 	// Betas are sent in the anthropic-beta header of every request, with
 	// the values the request's tools need (see RequiredBeta), each once.
 	Betas []string
-	// Timeout caps one request; default 10 minutes. Setting it also lets
-	// the SDK send large max_tokens without streaming, which it otherwise
-	// refuses above about 21k tokens.
+	// Timeout is the longest a request waits with nothing arriving: for
+	// the answer to begin, or for the next piece of its stream (the API's
+	// pings count). A request that stalls longer is cancelled and fails
+	// as a connection error, which llm.Client retries; an answer that
+	// keeps arriving is never cut off. Default 10 minutes.
 	Timeout time.Duration
 	// HTTPClient sends the requests; default http.DefaultClient.
 	HTTPClient *http.Client
 }
 
-// defaultTimeout is the SDK's own limit for a non-streaming request.
+// defaultTimeout is the default stall limit: the SDK's own limit for a
+// whole request that does not stream.
 const defaultTimeout = 10 * time.Minute
 
 // Provider is an llm.Provider on the official Anthropic Go SDK. It makes
 // exactly one HTTP request per call: retries belong to llm.Client.
 type Provider struct {
-	client sdk.Client
-	betas  []string // Config.Betas
+	client    sdk.Client
+	betas     []string      // Config.Betas
+	timeout   time.Duration // Config.Timeout: the stall limit
+	saidWhole atomic.Bool   // the note that the server does not stream was given
 }
 
 var _ llm.Provider = (*Provider)(nil)
@@ -84,40 +89,68 @@ func New(cfg Config) (*Provider, error) {
 	if timeout <= 0 {
 		timeout = defaultTimeout
 	}
-	opts = append(opts, option.WithRequestTimeout(timeout))
+	// No request timeout for the SDK: it would cut off a long answer that
+	// is still streaming. The stall limit watches the stream instead.
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	}
-	return &Provider{client: sdk.NewClient(opts...), betas: Betas(cfg.Betas, nil)}, nil
+	return &Provider{client: sdk.NewClient(opts...), betas: Betas(cfg.Betas, nil), timeout: timeout}, nil
 }
 
 // Betas are the configured anthropic-beta values, sent with every request
 // (llm.BetaProvider): the kernel's request check relaxes what they relax.
 func (p *Provider) Betas() []string { return p.betas }
 
-// Messages sends req with the SDK's Messages.New and returns the response
-// read from the response body's raw JSON.
+// Messages sends req with the SDK's streaming Messages.NewStreaming,
+// hands the answer's pieces to req.OnDelta as they arrive and returns the
+// answer the events assemble into (llm.StreamAssembler), built from their
+// raw JSON. A stream that breaks off, or stalls longer than the timeout,
+// is an error: a partial answer is never returned.
 func (p *Provider) Messages(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	params, err := buildParams(req)
 	if err != nil {
 		return nil, err
 	}
-	var opts []option.RequestOption
+	attempt, watch := llm.WatchStream(ctx, p.timeout)
+	defer watch.Stop()
+	opts := []option.RequestOption{option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		res, err := next(r)
+		return res, errors.Join(err, watch.Response(res))
+	})}
 	if betas := Betas(p.betas, req.Tools); len(betas) > 0 {
 		opts = append(opts, option.WithHeader("anthropic-beta", strings.Join(betas, ",")))
 	}
 	sent := new(atomic.Bool)
-	msg, err := p.client.Messages.New(context.WithValue(ctx, sentKey{}, sent), params, opts...)
-	if err != nil {
+	stream := p.client.Messages.NewStreaming(context.WithValue(attempt, sentKey{}, sent), params, opts...)
+	defer func() { _ = stream.Close() }() // read to its end or abandoned: nothing to report
+	asm := llm.NewStreamAssembler(req.OnDelta)
+	for stream.Next() {
+		ev := stream.Current()
+		if err := asm.Add(llm.StreamEvent{Type: ev.Type, Data: json.RawMessage(ev.RawJSON())}); err != nil {
+			return nil, err
+		}
+	}
+	if err := stream.Err(); err != nil {
+		if watch.Stalled() {
+			return nil, watch.StallError("the API")
+		}
 		return nil, mapError(ctx, err, sent.Load())
 	}
-	raw := msg.RawJSON()
-	if raw == "" {
-		return nil, errors.New("llm/anthropic: the response has no JSON body")
+	if watch.Whole != nil {
+		return p.wholeAnswer(watch.Whole)
 	}
+	return asm.Response()
+}
+
+// wholeAnswer reads the answer of a server that does not stream, and says
+// so once.
+func (p *Provider) wholeAnswer(body []byte) (*llm.Response, error) {
 	var resp llm.Response
-	if err := json.Unmarshal([]byte(raw), &resp); err != nil {
-		return nil, fmt.Errorf("llm/anthropic: reading the response: %w", err)
+	if err := json.Unmarshal(body, &resp); err != nil || resp.Type != "message" {
+		return nil, &llm.APIError{Status: 200, Type: "invalid_response", Message: "the answer is neither a stream nor a message: " + llm.Excerpt(string(body), 300)}
+	}
+	if !p.saidWhole.Swap(true) {
+		resp.Notes = append(resp.Notes, "the Anthropic API server answers without streaming: answers arrive whole")
 	}
 	return &resp, nil
 }

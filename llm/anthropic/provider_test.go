@@ -113,7 +113,7 @@ func TestPlainTextCallSendsKeyVersionBetaAndExactBody(t *testing.T) {
 			t.Errorf("header %s = %q, want [%q]", header, got, want)
 		}
 	}
-	sameJSON(t, "body", r.Body, []byte(`{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[{"role":"user","content":[{"type":"text","text":"Hi"}]}]}`))
+	sameJSON(t, "body", r.Body, []byte(`{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[{"role":"user","content":[{"type":"text","text":"Hi"}]}],"stream":true}`))
 }
 
 func TestNoBetaHeaderWithoutBetas(t *testing.T) {
@@ -138,13 +138,14 @@ const (
 )
 
 // fullRequest has every block type, server tools, allowed_callers,
-// cache_control everywhere it may go, thinking, and every top-level field.
+// cache_control on each kind of thing that takes it (four breakpoints, the
+// most the API takes), thinking, and every top-level field.
 const fullRequest = `{
  "model":"claude-sonnet-4-5","max_tokens":4096,
  "system":[{"type":"text","text":"You are terse."},{"type":"text","text":"Cite sources.","cache_control":{"type":"ephemeral","ttl":"1h"}}],
  "messages":[
   {"role":"user","content":[
-   {"type":"text","text":"Look at these.","cache_control":{"type":"ephemeral"}},
+   {"type":"text","text":"Look at these."},
    {"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}},
    {"type":"image","source":{"type":"url","url":"https://example.com/cat.png"},"cache_control":{"type":"ephemeral","ttl":"5m"}},
    ` + rawContainerUpload + `]},
@@ -202,7 +203,9 @@ func TestEveryBlockTypeReachesTheWireAsLLMWouldWriteIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameJSON(t, "body the server received vs json.Marshal(request)", r.Body, want)
+	// Every request streams: the body is the request's JSON with "stream".
+	want = append(bytes.TrimSuffix(want, []byte("}")), `,"stream":true}`...)
+	sameJSON(t, "body the server received vs json.Marshal(request) streaming", r.Body, want)
 	if r.Request == nil {
 		t.Fatal("the server could not decode the body as a request")
 	}
@@ -383,7 +386,7 @@ func TestCacheControlOnSystemToolsAndMessages(t *testing.T) {
 		{"system.1", body.System[1].CacheControl, json.RawMessage(`{"type":"ephemeral","ttl":"1h"}`)},
 		{"tools.0", body.Tools[0].CacheControl, json.RawMessage(`{"type":"ephemeral"}`)},
 		{"tools.1", body.Tools[1].CacheControl, nil},
-		{"messages.0.content.0 (text)", body.Messages[0].Content[0].CacheControl, json.RawMessage(`{"type":"ephemeral"}`)},
+		{"messages.0.content.0 (text)", body.Messages[0].Content[0].CacheControl, nil},
 		{"messages.0.content.1 (image)", body.Messages[0].Content[1].CacheControl, nil},
 		{"messages.0.content.2 (image)", body.Messages[0].Content[2].CacheControl, json.RawMessage(`{"type":"ephemeral","ttl":"5m"}`)},
 		{"messages.1.content.8 (tool_use)", body.Messages[1].Content[8].CacheControl, json.RawMessage(`{"type":"ephemeral"}`)},
@@ -573,8 +576,8 @@ func TestCancelledContextIsReturnedAsIs(t *testing.T) {
 }
 
 func TestLargeMaxTokensIsSentWithTheDefaultTimeout(t *testing.T) {
-	// Without a request timeout the SDK refuses non-streaming calls above
-	// about 21k max_tokens; the adapter's default timeout lets them through.
+	// The SDK refuses a request it expects to take over ten minutes unless
+	// it streams; every request streams.
 	srv, p := serve(t, `{"responses":[{"content":[{"type":"text","text":"ok"}]}]}`, anthropic.Config{})
 	req := &llm.Request{Model: model, MaxTokens: 64000, Messages: []llm.Message{llm.UserText("Write a book.")}}
 	if _, err := p.Messages(context.Background(), req); err != nil {
@@ -662,4 +665,15 @@ func TestRequestTheSDKCannotEncodeIsNotAConnectionError(t *testing.T) {
 	if n := len(srv.Received()); n != 0 {
 		t.Errorf("server received %d requests, want 0", n)
 	}
+}
+
+// The top-level cache_control (automatic caching) goes out as given.
+func TestAutomaticCacheControlOnTheWire(t *testing.T) {
+	srv, p := serve(t, `{"responses":[{"content":[{"type":"text","text":"ok"}]}]}`, anthropic.Config{})
+	req := hi()
+	req.CacheControl = llm.EphemeralTTL("1h")
+	if _, err := p.Messages(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	sameJSON(t, "cache_control", bodyField(t, onlyRequest(t, srv).Body, "cache_control"), []byte(`{"type":"ephemeral","ttl":"1h"}`))
 }

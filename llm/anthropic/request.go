@@ -28,6 +28,17 @@ func buildParams(req *llm.Request) (sdk.MessageNewParams, error) {
 	if req.Container != "" {
 		p.Container = sdk.MessageCreateParamsContainerUnion{OfString: param.NewOpt(req.Container)}
 	}
+	if req.CacheControl != nil {
+		cc, ok := cacheControl(req.CacheControl)
+		if !ok {
+			data, err := wire(req.CacheControl)
+			if err != nil {
+				return p, fmt.Errorf("llm/anthropic: cache_control: %w", err)
+			}
+			cc = param.Override[sdk.CacheControlEphemeralParam](data)
+		}
+		p.CacheControl = cc
+	}
 	for i, s := range req.System {
 		b, err := systemBlock(s)
 		if err != nil {

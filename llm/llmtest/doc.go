@@ -13,6 +13,12 @@
 // its tests instead of failing later against the real API. It refuses
 // nothing the API accepts: an edited assistant turn goes through.
 //
+// A request with "stream": true is answered with the API's server-sent
+// events; SetEventDelay paces them and BreakStream breaks a stream the
+// ways the API's break (an error event, a dropped connection, a stall).
+// The estimated usage shows what the API's prompt cache would read and
+// write (package script; SetClock moves its clock).
+//
 // The server keeps every request and its answer (Received). Tests of the
 // round-trip guarantee call CheckRoundTrips, which fails when a block the
 // server served came back changed in a later request.

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/llm/anthropic"
@@ -28,8 +29,22 @@ type Server struct {
 	ts     *httptest.Server
 	player *script.Player
 
-	mu       sync.Mutex
-	received []Received
+	mu         sync.Mutex
+	received   []Received
+	eventDelay time.Duration
+	faults     []StreamFault
+}
+
+// StreamFault breaks a streamed answer the way the API's streams break.
+// After events have been written (message_start is the first), the
+// server sends an error event of type Error (overloaded_error, api_error,
+// …), or drops the connection (Drop), or waits Stall before going on (a
+// stream that stalls; a client that gives up on it hangs up).
+type StreamFault struct {
+	After int
+	Error string
+	Drop  bool
+	Stall time.Duration
 }
 
 // Received is one HTTP request the server got, valid or not.
@@ -40,14 +55,20 @@ type Received struct {
 	Body    []byte
 	Request *llm.Request // the body decoded; nil when it is not a Messages request
 	// Status and Response are the server's answer: its HTTP status and the
-	// body exactly as written.
+	// body exactly as written, or for a stream (Stream holds the events
+	// as written) the message its events assemble into; nil when the
+	// stream did not reach its end.
 	Status   int
 	Response []byte
+	Stream   []byte
 }
 
 // requestFields are the top-level fields the server accepts: the JSON
-// fields of llm.Request, so the two cannot drift apart.
+// fields of llm.Request, so the two cannot drift apart, and "stream",
+// which the adapters set.
 var requestFields = script.JSONFields(reflect.TypeFor[llm.Request]())
+
+const streamField = "stream"
 
 // NewServer starts a server playing s from its first entry. Close it when
 // done.
@@ -61,6 +82,30 @@ func NewServer(s *script.Script) *Server {
 // Close shuts the server down, waiting for requests in flight.
 func (s *Server) Close() { s.ts.Close() }
 
+// SetClock sets the clock of the simulated prompt cache (time.Now by
+// default), so that a test can let a cached prefix expire.
+func (s *Server) SetClock(now func() time.Time) { s.player.SetClock(now) }
+
+// SetEventDelay makes the server wait d after each event of a stream it
+// writes, as a model generating tokens does: for measuring how soon the
+// first words arrive.
+func (s *Server) SetEventDelay(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.eventDelay = d
+}
+
+// BreakStream breaks the next streamed answer with f (each call adds one
+// fault, used in order). The script entry of an answer that did not reach
+// its end is given back, so that the request sent again gets it; a stall
+// gives it back as it begins (a client that waits it out still gets the
+// answer, and the entry stays unused).
+func (s *Server) BreakStream(f StreamFault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = append(s.faults, f)
+}
+
 // Received returns a copy of every request received, in order. Each
 // Request is decoded afresh from the stored body, so callers share no memory
 // with the server or with each other.
@@ -70,7 +115,7 @@ func (s *Server) Received() []Received {
 	out := make([]Received, len(s.received))
 	for i, r := range s.received {
 		out[i] = Received{Method: r.Method, Path: r.Path, Header: r.Header.Clone(), Body: slices.Clone(r.Body), Request: decodeRequest(r.Body),
-			Status: r.Status, Response: slices.Clone(r.Response)}
+			Status: r.Status, Response: slices.Clone(r.Response), Stream: slices.Clone(r.Stream)}
 	}
 	return out
 }
@@ -93,9 +138,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.received = append(s.received, Received{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
 	number := len(s.received)
 	s.mu.Unlock()
-	reply := responder{w: w, requestID: fmt.Sprintf("req_llmtest_%d", number), keep: func(status int, body []byte) {
+	reply := responder{w: w, requestID: fmt.Sprintf("req_llmtest_%d", number), keep: func(status int, body, stream []byte) {
 		s.mu.Lock()
-		s.received[number-1].Status, s.received[number-1].Response = status, body
+		s.received[number-1].Status, s.received[number-1].Response, s.received[number-1].Stream = status, body, stream
 		s.mu.Unlock()
 	}}
 
@@ -138,9 +183,130 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		reply.error(http.StatusBadRequest, "invalid_request_error", err.Error(), 0)
 	case se != nil:
 		reply.error(se.Status, se.Type, se.Message, se.RetryAfter)
+	case wantsStream(body):
+		s.stream(r, reply, resp, func() { s.player.GiveBack(number) })
 	default:
 		reply.json(http.StatusOK, resp)
 	}
+}
+
+// wantsStream reports whether the body asks for a stream ("stream": true).
+func wantsStream(body []byte) bool {
+	var b struct {
+		Stream bool `json:"stream"`
+	}
+	return json.Unmarshal(body, &b) == nil && b.Stream
+}
+
+// stream writes resp as the API streams it (llm.StreamEvents), breaking it
+// with the next fault if one was set. The answer is kept as the message
+// its events assemble into, before its last event is written. An answer
+// that does not reach its end gives its entry back (giveBack) before the
+// client can see it break, so that the request sent again gets it; a
+// stall gives it back as it begins.
+func (s *Server) stream(r *http.Request, reply responder, resp *llm.Response, giveBack func()) {
+	evs, err := llm.StreamEvents(resp)
+	var assembled []byte
+	if err == nil {
+		assembled, err = assemble(evs)
+	}
+	if err != nil {
+		giveBack()
+		reply.error(http.StatusInternalServerError, "api_error", "llmtest: streaming the answer: "+err.Error(), 0)
+		return
+	}
+	s.mu.Lock()
+	delay := s.eventDelay
+	var fault *StreamFault
+	if len(s.faults) > 0 {
+		fault = &s.faults[0]
+		s.faults = s.faults[1:]
+	}
+	s.mu.Unlock()
+
+	w := reply.w
+	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("request-id", reply.requestID)
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	var written []byte
+	// keep records what was written, with the assembled answer once the
+	// stream is whole.
+	keep := func(whole bool) {
+		var answer []byte
+		if whole {
+			answer = assembled
+		} else {
+			giveBack()
+		}
+		reply.keep(http.StatusOK, answer, slices.Clone(written))
+	}
+	send := func(typ string, data []byte, last bool) bool {
+		frame := fmt.Appendf(nil, "event: %s\ndata: %s\n\n", typ, data)
+		written = append(written, frame...)
+		if last {
+			// Kept before it is written: a client that has the whole
+			// answer finds it recorded.
+			keep(true)
+		}
+		_, err := w.Write(frame)
+		return err == nil && rc.Flush() == nil
+	}
+	for i, e := range evs {
+		if fault != nil && i == fault.After {
+			switch {
+			case fault.Error != "":
+				data, _ := json.Marshal(errorBody(reply.requestID, fault.Error, "llmtest: a scripted "+fault.Error+" in the stream"))
+				keep(false)
+				send("error", data, false)
+				return
+			case fault.Drop:
+				keep(false)
+				// The connection closes without the body's end: the
+				// client reads a body cut short.
+				panic(http.ErrAbortHandler)
+			case fault.Stall > 0:
+				keep(false)
+				if !wait(r, fault.Stall) {
+					return
+				}
+			}
+		}
+		last := i == len(evs)-1
+		if !send(e.Type, e.Data, last) || (!last && delay > 0 && !wait(r, delay)) {
+			keep(false)
+			return
+		}
+	}
+}
+
+// wait waits d, or until the client hangs up (false).
+func wait(r *http.Request, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
+}
+
+// assemble is the message a stream's events assemble into, as a client
+// assembles it.
+func assemble(evs []llm.StreamEvent) ([]byte, error) {
+	a := llm.NewStreamAssembler(nil)
+	for _, e := range evs {
+		if err := a.Add(e); err != nil {
+			return nil, err
+		}
+	}
+	resp, err := a.Response()
+	if err != nil {
+		return nil, err
+	}
+	return llm.MarshalWire(resp)
 }
 
 // checkBody returns the API's message for a body that is not a JSON object
@@ -151,13 +317,15 @@ func checkBody(body []byte) string {
 		return fmt.Sprintf("request body is not a JSON object: %v", err)
 	}
 	var extra []string
-	for k := range obj {
-		if !slices.Contains(requestFields, k) {
-			msg := k + ": Extra inputs are not permitted"
-			if k == "stream" {
-				msg += " (llmtest.Server does not stream)"
+	for k, v := range obj {
+		switch {
+		case k == streamField:
+			var b bool
+			if json.Unmarshal(v, &b) != nil {
+				extra = append(extra, k+": Input should be a valid boolean")
 			}
-			extra = append(extra, msg)
+		case !slices.Contains(requestFields, k):
+			extra = append(extra, k+": Extra inputs are not permitted")
 		}
 	}
 	if len(extra) > 0 {
@@ -193,7 +361,7 @@ func missingBetas(h http.Header, tools []llm.Tool) string {
 type responder struct {
 	w         http.ResponseWriter
 	requestID string
-	keep      func(status int, body []byte) // records the answer
+	keep      func(status int, body, stream []byte) // records the answer
 }
 
 func (r responder) json(status int, v any) {
@@ -207,7 +375,7 @@ func (r responder) json(status int, v any) {
 	// Kept before it is written: a client that has the answer (and a test
 	// that then compares its own records with this server's) must find
 	// it recorded, with no window between the two.
-	r.keep(status, data)
+	r.keep(status, data, nil)
 	r.w.WriteHeader(status)
 	_, _ = r.w.Write(data) // the client under test hung up: it sees that on its side
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/llm/script"
@@ -126,7 +127,7 @@ func TestServerRejectsBodiesTheAPIRejects(t *testing.T) {
 	}{
 		{"not JSON", `{"model":`, "not a JSON object"},
 		{"unknown top-level field", `{"model":"m","max_tokens":5,"temprature":0.5,"messages":[{"role":"user","content":"hi"}]}`, "temprature: Extra inputs are not permitted"},
-		{"stream", `{"model":"m","max_tokens":5,"stream":true,"messages":[{"role":"user","content":"hi"}]}`, "stream: Extra inputs are not permitted"},
+		{"stream", `{"model":"m","max_tokens":5,"stream":"yes","messages":[{"role":"user","content":"hi"}]}`, "stream: Input should be a valid boolean"},
 		{"rule violation", `{"model":"m","max_tokens":5,"messages":[{"role":"assistant","content":"hi"}]}`, "the first message must use the user role"},
 	}
 	for _, c := range cases {
@@ -154,6 +155,7 @@ func TestServerAcceptsEveryFieldOfLLMRequest(t *testing.T) {
 		StopSequences: []string{"STOP"},
 		Metadata:      &llm.Metadata{UserID: "u1"},
 		Container:     "container_1",
+		CacheControl:  llm.Ephemeral(),
 	}
 	body, _ := json.Marshal(req)
 	var fields map[string]json.RawMessage
@@ -249,4 +251,93 @@ const testModel = "claude-sonnet-4-5"
 // userRequest is a valid one-turn request.
 func userRequest(text string) *llm.Request {
 	return &llm.Request{Model: testModel, MaxTokens: 256, Messages: []llm.Message{llm.UserText(text)}}
+}
+
+// With "stream": true the answer comes as the API's server-sent events,
+// and the server records both the events and the message they assemble
+// into.
+func TestServerStreamsTheAPIsEventSequence(t *testing.T) {
+	srv := NewServer(mustParse(t, `{"responses":[{"content":[
+		{"type":"thinking","thinking":"a thought long enough for two pieces","signature":"sig"},
+		{"type":"text","text":"hello over a stream"}],"usage":{"input_tokens":7,"output_tokens":3}}]}`))
+	defer srv.Close()
+	body := `{"model":"` + testModel + `","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	res := post(t, srv, validHeaders(), body)
+	if res.status != 200 || res.header.Get("Content-Type") != "text/event-stream; charset=utf-8" || !strings.HasPrefix(res.header.Get("request-id"), "req_") {
+		t.Fatalf("%d %v", res.status, res.header)
+	}
+	var names []string
+	for _, frame := range strings.Split(strings.TrimSpace(string(res.body)), "\n\n") {
+		name, data, ok := strings.Cut(frame, "\ndata: ")
+		if !ok || !strings.HasPrefix(name, "event: ") || !json.Valid([]byte(data)) {
+			t.Fatalf("not an SSE frame: %q", frame)
+		}
+		var typed struct {
+			Type string `json:"type"`
+		}
+		json.Unmarshal([]byte(data), &typed)
+		if name = strings.TrimPrefix(name, "event: "); typed.Type != name {
+			t.Errorf("event %s carries type %s", name, typed.Type)
+		}
+		names = append(names, name)
+	}
+	want := []string{"message_start", "content_block_start", "ping", "content_block_delta", "content_block_delta", "content_block_delta",
+		"content_block_delta", "content_block_stop", "content_block_start", "content_block_delta", "content_block_delta", "content_block_stop",
+		"message_delta", "message_stop"}
+	if strings.Join(names, " ") != strings.Join(want, " ") {
+		t.Errorf("events\n%v\nwant\n%v", names, want)
+	}
+	got := srv.Received()[0]
+	wantAnswer := `{"id":"msg_script_0","type":"message","role":"assistant","model":"` + testModel + `","content":[{"type":"thinking","thinking":"a thought long enough for two pieces","signature":"sig"},{"type":"text","text":"hello over a stream"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":7,"output_tokens":3,"cache_creation_input_tokens":0,"cache_read_input_tokens":0}}`
+	if string(got.Response) != wantAnswer || string(got.Stream) != string(res.body) {
+		t.Errorf("recorded answer\n%s\nwant\n%s\n(stream recorded as written: %v)", got.Response, wantAnswer, string(got.Stream) == string(res.body))
+	}
+}
+
+// A stream broken by an error event ends with the API's error event; the
+// server records no answer for it and gives its entry back.
+func TestServerBreaksAStreamWithAnErrorEvent(t *testing.T) {
+	srv := NewServer(mustParse(t, oneAnswer))
+	defer srv.Close()
+	srv.BreakStream(StreamFault{After: 3, Error: "overloaded_error"})
+	body := `{"model":"` + testModel + `","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	res := post(t, srv, validHeaders(), body)
+	frames := strings.Split(strings.TrimSpace(string(res.body)), "\n\n")
+	if len(frames) != 4 || !strings.HasPrefix(frames[3], "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\"") {
+		t.Fatalf("frames %q", frames)
+	}
+	if got := srv.Received()[0]; got.Response != nil || srv.Remaining() != 1 {
+		t.Errorf("a broken stream recorded answer %s, %d entries left", got.Response, srv.Remaining())
+	}
+	if res := post(t, srv, validHeaders(), body); !strings.Contains(string(res.body), "event: message_stop") || srv.Remaining() != 0 {
+		t.Errorf("the request sent again did not get the entry whole: %s", res.body)
+	}
+}
+
+// The server reports what its simulated prompt cache read and wrote, and
+// its clock can be moved.
+func TestServerSimulatesThePromptCache(t *testing.T) {
+	srv := NewServer(mustParse(t, `{"responses":[{"content":[{"type":"text","text":"a"}]},{"content":[{"type":"text","text":"b"}]},{"content":[{"type":"text","text":"c"}]}]}`))
+	defer srv.Close()
+	now := time.Date(2026, 11, 4, 10, 0, 0, 0, time.UTC)
+	srv.SetClock(func() time.Time { return now })
+	system := strings.Repeat("Stable instructions. ", 300)
+	body := `{"model":"` + testModel + `","max_tokens":64,"stream":true,"system":[{"type":"text","text":"` + system + `","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":"hi"}]}`
+	usage := func() llm.Usage {
+		post(t, srv, validHeaders(), body)
+		got := srv.Received()
+		var resp llm.Response
+		if err := json.Unmarshal(got[len(got)-1].Response, &resp); err != nil {
+			t.Fatal(err)
+		}
+		return resp.Usage
+	}
+	first, second := usage(), usage()
+	if first.CacheCreationInputTokens == 0 || second.CacheReadInputTokens != first.CacheCreationInputTokens {
+		t.Fatalf("first %+v, second %+v", first, second)
+	}
+	now = now.Add(6 * time.Minute)
+	if third := usage(); third.CacheReadInputTokens != 0 || third.CacheCreationInputTokens == 0 {
+		t.Fatalf("after 6 minutes: %+v", third)
+	}
 }

@@ -13,9 +13,25 @@
 // is sent, since those servers ignore it. With neither, New fails and says
 // to set OPENAI_API_KEY or OPENAI_BASE_URL. The SDK still reads its other
 // variables (OPENAI_ORG_ID, OPENAI_PROJECT_ID, OPENAI_CUSTOM_HEADERS); it
-// has no public switch to turn them off. Each request is limited to
-// Config.Timeout (10 minutes when 0). The SDK's retries are off: each
-// Messages call is exactly one HTTP request, and llm.Client retries.
+// has no public switch to turn them off. The SDK's retries are off: each
+// Messages call is one HTTP request (two when a server refuses streaming,
+// below), and llm.Client retries.
+//
+// # Streaming
+//
+// Requests stream (the SDK's Chat.Completions.NewStreaming, with
+// stream_options.include_usage): the text and each tool call's arguments
+// reach the request's OnDelta as they arrive, and the answer is assembled
+// from the chunks (the usage of the last chunk that gives one). A stream
+// that ends without a finish_reason is a connection error, never a partial
+// answer. Config.Timeout (10 minutes when 0) is the stall limit: the
+// longest a request waits with nothing arriving. A server that does not
+// stream is found from its answer: a whole chat completion to a streaming
+// request is read as the answer; a 400, 422 or 501 whose message names
+// streaming is followed at once by the same request without streaming.
+// Either way the answer's Notes say so once, and later requests go without
+// streaming (limited to Config.Timeout as a whole), their answers' pieces
+// still handed to OnDelta.
 //
 // # Requests
 //
@@ -35,7 +51,7 @@
 //	temperature                        temperature
 //	stop_sequences                     stop
 //	metadata.user_id                   user
-//	cache_control                      ignored: OpenAI caches prompts on its own
+//	cache_control (blocks, top level)  ignored: OpenAI caches prompts on its own
 //
 // max_tokens: OpenAI's reasoning models reject max_tokens, while older
 // Ollama, llama.cpp and vLLM servers know only max_tokens and would ignore
@@ -54,7 +70,7 @@
 //
 // What Chat Completions cannot express fails before anything is sent, with
 // an error wrapping ErrUnsupported that names each offending part and,
-// where it applies, says to use --provider anthropic. It is not an
+// where it applies, says to use the anthropic provider. It is not an
 // *llm.APIError: sending it again cannot succeed.
 //
 //   - Anthropic server tools in Tools (web_search_…, web_fetch_…,
@@ -107,8 +123,9 @@
 //   - A success body that is not a usable chat completion becomes an
 //     *llm.APIError of type "invalid_response" with the answer's status.
 //   - A request that went out and got no answer (refused connection,
-//     dropped body, Config.Timeout expired) becomes llm.ConnectionError,
-//     which llm.Client retries; the message names the server.
+//     a body or stream cut off, nothing arriving for Config.Timeout)
+//     becomes llm.ConnectionError, which llm.Client retries; the message
+//     names the server.
 //   - The caller's cancelled or expired context is returned as is, and a
 //     request that could not be built is a plain error; neither is retried.
 package openai

@@ -14,7 +14,6 @@ import (
 
 	oai "github.com/openai/openai-go/v3"
 
-	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/llm"
 )
 
@@ -131,7 +130,7 @@ func parseErrorBody(body []byte) (errType, code, message string) {
 		Error json.RawMessage `json:"error"`
 	}
 	if err := json.Unmarshal(body, &outer); err != nil {
-		return "", "", clip.Text(text, 500)
+		return "", "", llm.Excerpt(text, 500)
 	}
 	f := outer.fields
 	var s string
@@ -139,7 +138,7 @@ func parseErrorBody(body []byte) (errType, code, message string) {
 		f.Message = s
 	}
 	if f.Message == "" {
-		f.Message = clip.Text(text, 500)
+		f.Message = llm.Excerpt(text, 500)
 	}
 	return f.Type, codeString(f.Code), f.Message
 }

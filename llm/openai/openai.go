@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	oai "github.com/openai/openai-go/v3"
@@ -38,10 +39,14 @@ var ErrUnsupported = errors.New("llm/openai: not supported by Chat Completions")
 
 // Config configures a Provider. Empty fields fall back to the environment.
 type Config struct {
-	APIKey     string        // default $OPENAI_API_KEY; may be empty when a base URL is set
-	BaseURL    string        // default $OPENAI_BASE_URL, else the OpenAI API
-	Timeout    time.Duration // per request; 0 means 10 minutes
-	HTTPClient *http.Client  // nil means the SDK's default client
+	APIKey  string // default $OPENAI_API_KEY; may be empty when a base URL is set
+	BaseURL string // default $OPENAI_BASE_URL, else the OpenAI API
+	// Timeout is the longest a request waits with nothing arriving: for
+	// the answer to begin, or for its next chunk; 0 means 10 minutes. A
+	// streamed answer that keeps arriving is never cut off; a whole answer
+	// (a server that does not stream) must come within it.
+	Timeout    time.Duration
+	HTTPClient *http.Client // nil means the SDK's default client
 }
 
 // Provider is an llm.Provider that sends Messages requests as Chat
@@ -53,6 +58,9 @@ type Provider struct {
 	// legacyMaxTokens sends max_tokens instead of max_completion_tokens,
 	// for servers that are not OpenAI's (see the package doc).
 	legacyMaxTokens bool
+	// plain is set once the server showed it does not stream: requests
+	// go without streaming from then on.
+	plain atomic.Bool
 }
 
 var _ llm.Provider = (*Provider)(nil)
@@ -96,7 +104,8 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	}
-	opts = append(opts, option.WithRequestTimeout(timeout))
+	// No request timeout for the SDK on a stream: it would cut off a long
+	// answer still arriving. The stall limit watches it instead.
 	p.client = oai.NewClient(opts...)
 	return p, nil
 }
@@ -108,14 +117,33 @@ func isOpenAIHost(host string) bool {
 	return host == "api.openai.com" || strings.HasSuffix(host, ".openai.azure.com")
 }
 
-// Messages sends req as one Chat Completions request and maps the answer
-// back. It refuses (ErrUnsupported) what Chat Completions cannot express,
-// and never retries: failures come back as *llm.APIError for llm.Client.
+// Messages sends req as one streaming Chat Completions request, hands the
+// answer's pieces to req.OnDelta as they arrive, and maps the answer back.
+// A server that does not stream (it answers whole, or refuses the
+// streaming request naming streaming) gets plain requests from then on,
+// said once in the answer's Notes. It refuses (ErrUnsupported) what Chat
+// Completions cannot express, and never retries: failures come back as
+// *llm.APIError for llm.Client.
 func (p *Provider) Messages(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	params, err := p.params(req)
 	if err != nil {
 		return nil, err
 	}
+	if !p.plain.Load() {
+		resp, refused, err := p.streamed(ctx, req, params)
+		if !refused {
+			return resp, err
+		}
+	}
+	resp, err := p.whole(ctx, params, req.Model)
+	if err != nil {
+		return nil, err
+	}
+	return p.arrivedWhole(resp, req)
+}
+
+// whole sends a plain (not streaming) request, limited to the timeout.
+func (p *Provider) whole(ctx context.Context, params oai.ChatCompletionNewParams, model string) (*llm.Response, error) {
 	var httpResp *http.Response
 	sent := false // set once the SDK hands the request to the HTTP client
 	markSent := func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
@@ -123,13 +151,9 @@ func (p *Provider) Messages(ctx context.Context, req *llm.Request) (*llm.Respons
 		return next(r)
 	}
 	completion, err := p.client.Chat.Completions.New(ctx, params,
-		option.WithResponseInto(&httpResp), option.WithMiddleware(markSent))
+		option.WithResponseInto(&httpResp), option.WithMiddleware(markSent), option.WithRequestTimeout(p.timeout))
 	if err != nil {
 		return nil, p.mapError(ctx, err, sent, httpResp)
 	}
-	resp, err := toResponse(completion, req.Model)
-	if err != nil {
-		return nil, err
-	}
-	return resp, nil
+	return toResponse(completion, model)
 }

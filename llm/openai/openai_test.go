@@ -47,6 +47,7 @@ type chatRequest struct {
 	Temperature         *float64        `json:"temperature"`
 	Stop                []string        `json:"stop"`
 	User                string          `json:"user"`
+	Stream              bool            `json:"stream"`
 }
 
 type chatMessage struct {
@@ -497,7 +498,7 @@ func TestUnsupportedRequestsAreRefusedBeforeSending(t *testing.T) {
 	}{
 		{"server tools", func(r *llm.Request) {
 			r.Tools = []llm.Tool{readFileTool, {Type: "web_search_20260209", Name: "web_search"}, {Type: "code_execution_20250825", Name: "code_execution"}}
-		}, []string{"web_search (web_search_20260209)", "code_execution (code_execution_20250825)", "--provider anthropic"}},
+		}, []string{"web_search (web_search_20260209)", "code_execution (code_execution_20250825)", "the anthropic provider"}},
 		{"thinking enabled", func(r *llm.Request) { r.Thinking = &llm.Thinking{Type: "enabled", BudgetTokens: 2000} }, []string{"thinking", "enabled"}},
 		{"thinking adaptive", func(r *llm.Request) { r.Thinking = &llm.Thinking{Type: "adaptive"} }, []string{"thinking", "adaptive"}},
 		{"thinking block in history", func(r *llm.Request) {
@@ -568,11 +569,17 @@ func TestThinkingDisabledAndCacheControlAreAccepted(t *testing.T) {
 	tool := readFileTool
 	tool.CacheControl = llm.Ephemeral()
 	req.Tools = []llm.Tool{tool}
+	req.CacheControl = llm.Ephemeral()
 	if _, err := f.provider(t).Messages(context.Background(), req); err != nil {
 		t.Fatalf("thinking disabled and cache_control refused: %v", err)
 	}
 	if f.count() != 1 {
 		t.Errorf("requests = %d, want 1", f.count())
+	}
+	for k, v := range f.last().Raw {
+		if strings.Contains(k+string(v), "cache_control") {
+			t.Errorf("a breakpoint was sent in %s: %s", k, v)
+		}
 	}
 }
 
@@ -759,8 +766,13 @@ func TestTimeoutIsAConnectionErrorAfterOneRequest(t *testing.T) {
 
 func TestDefaultTimeoutIsTenMinutes(t *testing.T) {
 	f := newFake(t, answer(200, completion("stop", "ok")))
-	if _, err := f.provider(t).Messages(context.Background(), simpleRequest()); err != nil {
-		t.Fatal(err)
+	p := f.provider(t)
+	// The first request streams (no whole-request timeout); its whole
+	// answer makes the next one plain, which carries the timeout.
+	for range 2 {
+		if _, err := p.Messages(context.Background(), simpleRequest()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// The SDK announces the per-request timeout it applies.
 	if got := f.last().Header.Get("X-Stainless-Timeout"); got != "600" {

@@ -22,10 +22,10 @@ func (p *Provider) params(req *llm.Request) (oai.ChatCompletionNewParams, error)
 	out.Model = shared.ChatModel(req.Model)
 
 	if req.Thinking.On() {
-		refuse("thinking %q: Chat Completions has no extended thinking; remove it (or set \"disabled\"), or use --provider anthropic", req.Thinking.Type)
+		refuse("thinking %q: Chat Completions has no extended thinking; remove it (or set \"disabled\"), or use the anthropic provider", req.Thinking.Type)
 	}
 	if req.Container != "" {
-		refuse("container %q: code-execution containers exist only on Anthropic; use --provider anthropic", req.Container)
+		refuse("container %q: code-execution containers exist only on Anthropic; use the anthropic provider", req.Container)
 	}
 
 	var server []string
@@ -42,7 +42,7 @@ func (p *Provider) params(req *llm.Request) (oai.ChatCompletionNewParams, error)
 		out.Tools = append(out.Tools, fn)
 	}
 	if len(server) > 0 {
-		refuse("Anthropic server tools %s: only Anthropic runs them; use --provider anthropic, or remove them", strings.Join(server, ", "))
+		refuse("Anthropic server tools %s: only Anthropic runs them; use the anthropic provider, or remove them", strings.Join(server, ", "))
 	}
 
 	if sys := systemText(req.System); sys != "" {
@@ -278,7 +278,7 @@ func assistantMessage(i int, blocks []llm.ContentBlock) (oai.ChatCompletionMessa
 			text.WriteString(b.Text)
 		case llm.BlockToolUse:
 			if len(b.Caller) > 0 {
-				problems = append(problems, fmt.Sprintf("%s: tool_use %s was made by Anthropic code execution (caller %s); continue this conversation with --provider anthropic", where, b.ID, b.Caller))
+				problems = append(problems, fmt.Sprintf("%s: tool_use %s was made by Anthropic code execution (caller %s); continue this conversation with the anthropic provider", where, b.ID, b.Caller))
 				continue
 			}
 			msg.ToolCalls = append(msg.ToolCalls, oai.ChatCompletionMessageToolCallUnionParam{
@@ -324,7 +324,7 @@ func arguments(input json.RawMessage) string {
 func unsupportedBlock(where string, b llm.ContentBlock) string {
 	switch b.Type {
 	case llm.BlockThinking, llm.BlockRedactedThinking:
-		return fmt.Sprintf("%s: %s block: Chat Completions cannot take Anthropic thinking back; continue this conversation with --provider anthropic", where, b.Type)
+		return fmt.Sprintf("%s: %s block: Chat Completions cannot take Anthropic thinking back; continue this conversation with the anthropic provider", where, b.Type)
 	case llm.BlockToolUse:
 		return fmt.Sprintf("%s: tool_use block in a user message: only assistant messages call tools", where)
 	case llm.BlockToolResult:
@@ -332,5 +332,5 @@ func unsupportedBlock(where string, b llm.ContentBlock) string {
 	case llm.BlockImage:
 		return fmt.Sprintf("%s: image block in an assistant message: Chat Completions takes images from the user only", where)
 	}
-	return fmt.Sprintf("%s: %q block: Chat Completions has no equivalent (server tool calls and results, documents and other Anthropic-only blocks need --provider anthropic)", where, b.Type)
+	return fmt.Sprintf("%s: %q block: Chat Completions has no equivalent (server tool calls and results, documents and other Anthropic-only blocks need the anthropic provider)", where, b.Type)
 }

@@ -12,6 +12,18 @@ import (
 	"github.com/llmkernels/kernels/llm"
 )
 
+// answer is a chat completion's first choice, read from a whole
+// completion or assembled from a stream's chunks.
+type answer struct {
+	id, model        string
+	content, refusal string
+	calls            []toolCall
+	finish           string
+	usage            oai.CompletionUsage
+}
+
+type toolCall struct{ id, typ, name, args string }
+
 // toResponse maps a chat completion's first choice to a Messages response.
 func toResponse(c *oai.ChatCompletion, requestModel string) (*llm.Response, error) {
 	if c == nil || len(c.Choices) == 0 {
@@ -22,33 +34,42 @@ func toResponse(c *oai.ChatCompletion, requestModel string) (*llm.Response, erro
 		return nil, fmt.Errorf("llm/openai: chat completion %q has no choices", id)
 	}
 	choice := c.Choices[0]
-	msg := choice.Message
+	a := answer{id: c.ID, model: c.Model, content: choice.Message.Content, refusal: choice.Message.Refusal,
+		finish: choice.FinishReason, usage: c.Usage}
+	for _, call := range choice.Message.ToolCalls {
+		a.calls = append(a.calls, toolCall{call.ID, call.Type, call.Function.Name, call.Function.Arguments})
+	}
+	return a.response(requestModel)
+}
+
+// response maps the answer to a Messages response.
+func (a answer) response(requestModel string) (*llm.Response, error) {
 	resp := &llm.Response{
-		ID:      c.ID,
+		ID:      a.id,
 		Type:    "message",
 		Role:    llm.RoleAssistant,
-		Model:   c.Model,
+		Model:   a.model,
 		Content: []llm.ContentBlock{},
-		Usage:   usage(c.Usage),
+		Usage:   usage(a.usage),
 	}
 	if resp.Model == "" {
 		resp.Model = requestModel
 	}
 
-	text, refused := msg.Content, false
-	if text == "" && msg.Refusal != "" {
-		text, refused = msg.Refusal, true
+	text, refused := a.content, false
+	if text == "" && a.refusal != "" {
+		text, refused = a.refusal, true
 	}
 	if text != "" {
 		resp.Content = append(resp.Content, llm.TextBlock(text))
 	}
-	for k, call := range msg.ToolCalls {
-		if call.Type != "" && call.Type != "function" {
-			return nil, fmt.Errorf("llm/openai: chat completion %q: tool call %d has type %q; only function tools are sent, so only function calls can be answered", c.ID, k, call.Type)
+	for k, call := range a.calls {
+		if call.typ != "" && call.typ != "function" {
+			return nil, fmt.Errorf("llm/openai: chat completion %q: tool call %d has type %q; only function tools are sent, so only function calls can be answered", a.id, k, call.typ)
 		}
-		resp.Content = append(resp.Content, toolUse(call.ID, call.Function.Name, call.Function.Arguments))
+		resp.Content = append(resp.Content, toolUse(call.id, call.name, call.args))
 	}
-	resp.StopReason = stopReason(choice.FinishReason, len(msg.ToolCalls) > 0, refused)
+	resp.StopReason = stopReason(a.finish, len(a.calls) > 0, refused)
 	return resp, nil
 }
 

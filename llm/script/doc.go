@@ -14,6 +14,10 @@
 // was served with, in order (see echoes, and docs/scripts.md). Turns that
 // are not continued may lose their thinking, as the API allows.
 //
+// Answers reach the request's OnDelta in the pieces a stream of them would
+// carry. Usage left out of a script is estimated, split as the API's
+// prompt cache would split it (cache.go, docs/scripts.md#prompt-caching).
+//
 // A Script is immutable. Each Provider and each server built from it keeps
 // its own record (a Player) of which entries it has used: the first unused
 // entry whose match holds answers a request, so concurrent callers whose

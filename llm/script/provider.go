@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/llmkernels/kernels/llm"
 )
@@ -29,8 +30,9 @@ func New(s *Script) *Provider {
 }
 
 // Messages records req, checks it, and answers it with the first unused
-// entry of the script whose match holds: a response, or an error entry as
-// an *llm.APIError. When no entry answers, the error wraps
+// entry of the script whose match holds: a response, streamed as the API
+// streams it (its pieces go to req.OnDelta), or an error entry as an
+// *llm.APIError. When no entry answers, the error wraps
 // ErrExhausted and is not an *llm.APIError.
 func (p *Provider) Messages(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	if req == nil {
@@ -58,8 +60,17 @@ func (p *Provider) Messages(ctx context.Context, req *llm.Request) (*llm.Respons
 	if se != nil {
 		return nil, &llm.APIError{Status: se.Status, Type: se.Type, Message: se.Message, RetryAfter: se.RetryAfterDuration()}
 	}
+	// Delivered as the API streams it: the pieces a stream of it carries
+	// go to OnDelta.
+	if err := llm.EmitDeltas(resp, req.OnDelta); err != nil {
+		return nil, fmt.Errorf("script: streaming the answer: %w", err)
+	}
 	return resp, nil
 }
+
+// SetClock sets the clock of the simulated prompt cache (see
+// Player.SetClock).
+func (p *Provider) SetClock(now func() time.Time) { p.player.SetClock(now) }
 
 // Requests returns a deep copy of every request received, in order,
 // including those rejected as invalid.

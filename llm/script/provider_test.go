@@ -337,3 +337,37 @@ func TestScriptedRefusedEchoUsesNoEntry(t *testing.T) {
 		t.Fatalf("Remaining = %d, want the refused request to use no entry", p.Remaining())
 	}
 }
+
+// The provider delivers its answer as the API streams it: the pieces, in
+// order, through the request's OnDelta, and the whole answer returned.
+func TestScriptedAnswersArriveThroughOnDelta(t *testing.T) {
+	p := New(mustParse(t, `{"responses":[{"content":[
+		{"type":"text","text":"Let me look that up for you, it takes a moment."},
+		{"type":"tool_use","id":"toolu_1","name":"search","input":{"query":"weather in Florence"}}]}]}`))
+	req := userRequest("weather?")
+	var text, input strings.Builder
+	var starts []string
+	req.OnDelta = func(d llm.Delta) {
+		switch d.Kind {
+		case llm.DeltaText:
+			text.WriteString(d.Text)
+		case llm.DeltaToolInput:
+			input.WriteString(d.Text)
+		case llm.DeltaBlockStart:
+			starts = append(starts, d.Block+" "+d.Name)
+		}
+	}
+	resp, err := p.Messages(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text.String() != resp.Text() || text.String() != "Let me look that up for you, it takes a moment." {
+		t.Errorf("text pieces %q, answer %q", text.String(), resp.Text())
+	}
+	if input.String() != string(resp.ToolUses()[0].Input) || input.String() != `{"query":"weather in Florence"}` {
+		t.Errorf("input pieces %q, answer %s", input.String(), resp.ToolUses()[0].Input)
+	}
+	if len(starts) != 2 || starts[1] != "tool_use search" {
+		t.Errorf("block starts %q", starts)
+	}
+}

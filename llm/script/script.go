@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/llm"
 )
 
@@ -293,6 +292,10 @@ type Player struct {
 	used   []bool
 	nUsed  int
 	echoes echoes // the thinking served, to check it comes back unchanged
+	// answered maps a request's number to the entry that answered it.
+	answered map[int]int
+	cache    promptCache
+	now      func() time.Time // the cache's clock
 }
 
 // NewPlayer returns a player of s with no entry used yet.
@@ -300,7 +303,28 @@ func NewPlayer(s *Script) *Player {
 	if s == nil {
 		s = &Script{}
 	}
-	return &Player{script: s, used: make([]bool, len(s.entries))}
+	return &Player{script: s, used: make([]bool, len(s.entries)), answered: map[int]int{}, now: time.Now}
+}
+
+// SetClock sets the clock the simulated prompt cache reads (time.Now by
+// default), so that a test can let a cached prefix expire.
+func (p *Player) SetClock(now func() time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.now = now
+}
+
+// GiveBack marks the entry that answered the number-th request unused
+// again: its answer never arrived whole (a stream broken off), so the
+// request sent again gets it.
+func (p *Player) GiveBack(number int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if idx, ok := p.answered[number]; ok && p.used[idx] {
+		p.used[idx] = false
+		p.nUsed--
+		delete(p.answered, number)
+	}
 }
 
 // Remaining is the number of entries not used yet.
@@ -337,14 +361,19 @@ func (p *Player) Answer(req *llm.Request, number int, encoded []byte) (*llm.Resp
 	}
 	p.used[idx] = true
 	p.nUsed++
+	p.answered[number] = idx
+	e := p.script.entries[idx]
+	var cached llm.Usage
+	if e.err == nil {
+		cached = p.cache.use(req, estimateTokens(len(encoded)), p.now())
+	}
 	p.mu.Unlock()
 
-	e := p.script.entries[idx]
 	if e.err != nil {
 		se := *e.err
 		return nil, &se, nil
 	}
-	resp, err := e.build(idx, req, encoded)
+	resp, err := e.build(idx, req, cached)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -360,12 +389,13 @@ func exhausted(v requestView, number, total, used int) error {
 		unmatched = fmt.Sprintf("; the %d unused do not match it", total-used)
 	}
 	return fmt.Errorf("%w for request %d (model %q, last user message %q): the script has %d entries, %d used%s; add an entry that answers it",
-		ErrExhausted, number, v.model, clip.Line(v.lastUser, 60), total, used, unmatched)
+		ErrExhausted, number, v.model, llm.Excerpt(v.lastUser, 60), total, used, unmatched)
 }
 
 // build decodes a fresh copy of the entry's response, so no two answers
-// share memory, and fills the fields the script left out.
-func (e entry) build(idx int, req *llm.Request, encoded []byte) (*llm.Response, error) {
+// share memory, and fills the fields the script left out; input is the
+// estimated input usage (with what the simulated cache read and wrote).
+func (e entry) build(idx int, req *llm.Request, input llm.Usage) (*llm.Response, error) {
 	var r llm.Response
 	if err := json.Unmarshal(e.response, &r); err != nil {
 		return nil, fmt.Errorf("script: responses[%d]: %w", idx, err) // checked at load; cannot happen
@@ -405,7 +435,8 @@ func (e entry) build(idx int, req *llm.Request, encoded []byte) (*llm.Response, 
 		if err != nil {
 			return nil, fmt.Errorf("script: responses[%d]: content: %w", idx, err)
 		}
-		r.Usage = llm.Usage{InputTokens: estimateTokens(len(encoded)), OutputTokens: estimateTokens(len(content))}
+		r.Usage = input
+		r.Usage.OutputTokens = estimateTokens(len(content))
 	}
 	return &r, nil
 }

@@ -1,13 +1,11 @@
 package memory
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"time"
+
+	"github.com/llmkernels/kernels/lumen/internal/dayfiles"
 )
 
 // aged describes a generated instance that has lived a long time: chat,
@@ -52,33 +50,12 @@ var plantedFacts = []struct{ text, lexical, paraphrase string }{
 func writeAged(dir string, a aged) ([]fact, error) {
 	r := rand.New(rand.NewPCG(a.seed, a.seed+1))
 	words := vocabulary(rand.New(rand.NewPCG(1, 2)))
-	files := map[string]*bufio.Writer{}
-	var handles []*os.File
+	files := dayfiles.New(dir)
 	write := func(m Memory) error {
 		if m.ID == "" {
 			m.ID = NewID(m.Timestamp)
 		}
-		day := Day(m.Timestamp)
-		w, ok := files[day]
-		if !ok {
-			path := dayPath(dir, day)
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				return err
-			}
-			f, err := os.Create(path)
-			if err != nil {
-				return err
-			}
-			handles = append(handles, f)
-			w = bufio.NewWriterSize(f, 64<<10)
-			files[day] = w
-		}
-		line, err := json.Marshal(m)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(append(line, '\n'))
-		return err
+		return files.Write(Day(m.Timestamp), m)
 	}
 	step := a.span / time.Duration(a.memories)
 	nextDecay := a.start.Add(6 * time.Hour)
@@ -133,15 +110,8 @@ func writeAged(dir string, a aged) ([]fact, error) {
 			recent = recent[1:]
 		}
 	}
-	for _, w := range files {
-		if err := w.Flush(); err != nil {
-			return nil, err
-		}
-	}
-	for _, f := range handles {
-		if err := f.Close(); err != nil {
-			return nil, err
-		}
+	if err := files.Close(); err != nil {
+		return nil, err
 	}
 	return facts, nil
 }

@@ -116,7 +116,8 @@ func TestAGrowingFileIsReadFromWhereTheIndexStopped(t *testing.T) {
 		s.Append(Memory{Timestamp: t0, Author: Self, Weight: 0.5, Description: strings.Repeat("padding ", 20)})
 	}
 	s.Count(ctx, Filter{})
-	s.Append(Memory{Timestamp: t0, Author: Self, Weight: 0.5, Description: "one more"})
+	// Lines another process appended (Append would index them at once).
+	appendLine(dir, Memory{Timestamp: t0, Author: Self, Weight: 0.5, Description: "one more"})
 	p, err := s.check(ctx, s.db)
 	if err != nil || len(p.appends) != 1 || p.appends[0].base == 0 || len(p.appends[0].data) > tailWindow+1000 {
 		t.Fatalf("plan = %+v, %v; want only the new line and the last %d bytes read", p, err, tailWindow)
@@ -128,7 +129,7 @@ func TestAGrowingFileIsReadFromWhereTheIndexStopped(t *testing.T) {
 	data, _ := os.ReadFile(dayFile(dir))
 	edited := bytes.Replace(data, []byte("padding"), []byte("PADDING"), 1)
 	os.WriteFile(dayFile(dir), edited, 0o644)
-	s.Append(Memory{Timestamp: t0, Author: Self, Weight: 0.5, Description: "and another"})
+	appendLine(dir, Memory{Timestamp: t0, Author: Self, Weight: 0.5, Description: "and another"})
 	s.verified = map[string]time.Time{} // as a new process would
 	if p, _ := s.check(ctx, s.db); !strings.Contains(p.rebuild, "was edited") {
 		t.Fatalf("plan = %+v, want the edit found by a whole-file check", p)
@@ -152,7 +153,7 @@ func TestAppendsAreReadIncrementallyAndEditsRebuild(t *testing.T) {
 	if err != nil || !p.fresh() {
 		t.Fatalf("plan after sync = %+v, %v; want nothing to do", p, err)
 	}
-	s.Append(Memory{Timestamp: t0, Author: Self, Weight: 0.5, Description: "two"})
+	appendLine(dir, Memory{Timestamp: t0, Author: Self, Weight: 0.5, Description: "two"}) // by another process
 	if p, _ := s.check(ctx, s.db); p.rebuild != "" || len(p.appends) != 1 {
 		t.Fatalf("plan after an append = %+v, want one file read from where it stopped", p)
 	}
@@ -267,7 +268,7 @@ func TestLinesAppendedBeforeADayFromTheFutureAreReadIncrementally(t *testing.T) 
 	s.Count(ctx, Filter{})
 	var ids []string
 	for i := 0; i < 5; i++ {
-		id, _ := s.Append(Memory{Timestamp: t0.Add(time.Duration(i+1) * time.Minute), Author: External, Weight: 0.5, Description: fmt.Sprintf("after the clock was set right %d", i)})
+		id, _ := appendLine(dir, Memory{Timestamp: t0.Add(time.Duration(i+1) * time.Minute), Author: External, Weight: 0.5, Description: fmt.Sprintf("after the clock was set right %d", i)})
 		ids = append(ids, id)
 		if p, err := s.check(ctx, s.db); err != nil || p.rebuild != "" || len(p.appends) != 1 {
 			t.Fatalf("append %d: plan = %+v, %v; want the new line read incrementally", i, p, err)

@@ -138,6 +138,7 @@ func TestWithEmbeddingsParaphrasesOfPlantedFactsComeBack(t *testing.T) {
 	ctx := context.Background()
 	lexical := openStore(t, dir, Options{})
 	s := openStore(t, dir, Options{Embedder: &Embedder{URL: srv.URL, Model: "concepts", Batch: 256}})
+	embedEverything(t, s)
 	byWords := 0
 	for _, f := range facts {
 		for _, w := range words2(f.text) {
@@ -180,4 +181,23 @@ func containsID(ss []Scored, id string) bool {
 		}
 	}
 	return false
+}
+
+// embedEverything starts the background embedding of s's memories (a
+// retrieval does, when more are without a vector than it embeds itself)
+// and waits for it to end.
+func embedEverything(t *testing.T, s *Store) {
+	t.Helper()
+	if _, err := s.Retrieve(context.Background(), Query{Text: "anything", TopK: 1}); err != nil {
+		t.Fatal(err)
+	}
+	s.background.mu.Lock()
+	done := s.background.done
+	s.background.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+	if p := s.embeddingProgress(); p != nil {
+		t.Fatalf("the background embedding still runs: %s", p)
+	}
 }

@@ -444,3 +444,28 @@ func TestADayFileThatIsNotJSONWarnsOnce(t *testing.T) {
 		t.Fatalf("%d warnings, want one counting the 100 lines:\n%s", n, logs.String())
 	}
 }
+
+func TestTheQuestionsOwnMemoryIsNoCandidateForRelevance(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, t.TempDir(), Options{})
+	fact, _ := s.Append(Memory{Timestamp: t0, Author: External, Weight: 0.5, Description: "I play chess with my uncle at the library"})
+	for i := 0; i < 9; i++ {
+		s.Append(Memory{Timestamp: t0.Add(time.Duration(i+1) * time.Hour), Author: External, Weight: 0.9,
+			Description: fmt.Sprintf("Jordan says: the library %d opens late", i)})
+	}
+	ask := "what do I play with my uncle at the library?"
+	question, _ := s.Append(Memory{Timestamp: t0.Add(10 * time.Hour), Author: External, Weight: 0.8, Description: ask})
+	r, err := s.Retrieve(ctx, Query{Text: ask, TopK: 3, Now: t0.Add(10 * time.Hour), Exclude: []string{question}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range r.Relevant {
+		t.Logf("%.2f rel %.2f imp %.2f %s", sc.Score, sc.Relevance, sc.Importance, sc.Description)
+	}
+	if containsID(r.Relevant, question) {
+		t.Errorf("the question's own memory came back as relevant to itself")
+	}
+	if len(r.Relevant) == 0 || r.Relevant[0].ID != fact || r.Relevant[0].Relevance != 1 {
+		t.Fatalf("the fact %s is not first with relevance 1", fact)
+	}
+}

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -20,7 +21,9 @@ func fileHash(t *testing.T, path string) [32]byte {
 
 // TestReadOnlyIndex pins the read-only index: a missing one is built in
 // memory and nothing is created; a current one is read as it is; one behind
-// the day files is rebuilt in memory, and the file keeps every byte.
+// the day files by lines appended is copied into memory and extended
+// there, not rebuilt, and the file keeps every byte; one behind by an edit
+// is rebuilt in memory.
 func TestReadOnlyIndex(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -69,11 +72,35 @@ func TestReadOnlyIndex(t *testing.T) {
 	s, _ := Open(dir, index, Options{})
 	add(s, "second")
 	s.Close()
-	if n := count(Options{ReadOnly: true}); n != 2 {
-		t.Fatalf("an index behind the files: %d memories, want 2", n)
+	if fileHash(t, index) == before {
+		t.Fatal("an append left the index behind the files")
+	}
+	before = fileHash(t, index)
+	// A line whose writer was killed before it indexed it.
+	appendLine(dir, Memory{Timestamp: t0, Author: "self", Weight: 0.5, Description: "third"})
+	ro, err := Open(dir, index, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if n, err := ro.Count(ctx, Filter{}); err != nil || n != 3 {
+		t.Fatalf("an index behind the files: %d memories, %v; want 3", n, err)
+	}
+	if !ro.InMemory() || ro.rebuilds != 0 {
+		t.Fatalf("an index behind the files by an append: in memory %v, %d rebuilds; want it copied and extended", ro.InMemory(), ro.rebuilds)
 	}
 	if fileHash(t, index) != before {
 		t.Fatal("a read-only open changed the index")
+	}
+	data, _ := os.ReadFile(dayFile(dir))
+	os.WriteFile(dayFile(dir), bytes.Replace(data, []byte(`"second"`), []byte(`"SECOND"`), 1), 0o644)
+	edited, err := Open(dir, index, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer edited.Close()
+	if es, err := edited.List(ctx, Filter{}); err != nil || len(es) != 3 || es[1].Situation != "SECOND" || edited.rebuilds != 1 {
+		t.Fatalf("an index behind an edit: %+v, %v, %d rebuilds; want it rebuilt in memory", es, err, edited.rebuilds)
 	}
 }
 

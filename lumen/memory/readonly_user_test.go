@@ -27,12 +27,8 @@ func TestAReadOnlyInstanceIsReadableFreshStaleOrWithoutAnIndex(t *testing.T) {
 	s.Count(ctx, Filter{})
 	s.Close()
 	asAnotherUser(t, root, "fresh")
-	s, err = Open(dir, index, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Append(Memory{Timestamp: t0.Add(time.Minute), Author: Self, Weight: 0.5, Description: "not indexed yet"})
-	s.Close()
+	// A line whose writer was killed before it indexed it.
+	appendLine(dir, Memory{Timestamp: t0.Add(time.Minute), Author: Self, Weight: 0.5, Description: "not indexed yet"})
 	asAnotherUser(t, root, "stale")
 	os.RemoveAll(filepath.Join(root, "derived"))
 	asAnotherUser(t, root, "none")

@@ -52,6 +52,13 @@ type Query struct {
 	RecentAuthors []string
 	// Now is the time recency is measured from; zero means now.
 	Now time.Time
+	// Exclude lists memories that are not candidates for relevance: the
+	// query's own memory (a person's question matches itself best) and
+	// whatever else the current turn wrote. They would take the top
+	// relevance and squeeze every other memory's normalised relevance
+	// towards 0, leaving importance to decide. The recent window may
+	// still hold them.
+	Exclude []string
 }
 
 // Scored is a relevant memory with its score and the normalised
@@ -74,6 +81,9 @@ type Retrieval struct {
 	Recent   []string // ids of the most recent, newest first
 	Relevant []Scored // the most relevant, best first
 	Mode     string
+	// Pending is set when an embedder is configured but relevance was
+	// ranked by full text because memories are still without a vector.
+	Pending *EmbeddingProgress
 }
 
 // IDs lists the ids of the entries, to record as Memory.Used.
@@ -129,7 +139,13 @@ func (s *Store) retrieve(ctx context.Context, q Query) (*Retrieval, error) {
 		var err error
 		if s.opts.Embedder != nil {
 			cands, err = s.byEmbedding(ctx, q)
-			if err != nil {
+			var pending *EmbeddingProgress
+			switch {
+			case errors.As(err, &pending):
+				res.Pending = pending
+				res.Mode = ModeFullText + " (" + pending.String() + ")"
+				cands, err = s.byFullText(ctx, q)
+			case err != nil:
 				s.opts.Logger.Warn("memory: embeddings failed; ranking by full text instead", "err", err)
 				res.Mode = ModeFullText + " (embeddings failed: " + truncate(err.Error(), 200) + ")"
 				cands, err = s.byFullText(ctx, q)
@@ -211,17 +227,24 @@ func normalise(xs []float64) {
 
 // words are the distinct words of text with three or more characters,
 // lower-cased, in order; at most limit of them when limit > 0. Memories
-// are counted by them (the terms table) and queries are built from them.
+// are counted by them (the terms table).
 func words(text string, limit int) []string {
 	var out []string
 	seen := map[string]bool{}
-	add := func(w string) bool {
+	scanTokens(text, func(w string) bool {
 		if utf8.RuneCountInString(w) >= 3 && !seen[w] {
 			seen[w] = true
 			out = append(out, w)
 		}
-		return limit > 0 && len(out) >= limit
-	}
+		return limit <= 0 || len(out) < limit
+	})
+	return out
+}
+
+// scanTokens calls fn with each token of text (a run of letters and
+// digits, as FTS5's unicode61 tokenizer cuts them), lower-cased, in
+// order, while fn returns true.
+func scanTokens(text string, fn func(string) bool) {
 	start, ascii, upper := -1, true, false
 	for i, r := range text {
 		if unicode.IsLetter(r) || unicode.IsDigit(r) {
@@ -236,16 +259,15 @@ func words(text string, limit int) []string {
 			continue
 		}
 		if start >= 0 {
-			if add(fold(text[start:i], ascii, upper)) {
-				return out
+			if !fn(fold(text[start:i], ascii, upper)) {
+				return
 			}
 			start = -1
 		}
 	}
 	if start >= 0 {
-		add(fold(text[start:], ascii, upper))
+		fn(fold(text[start:], ascii, upper))
 	}
-	return out
 }
 
 // fold lower-cases a word, cheaply when it is ASCII already lower-case.
@@ -263,17 +285,61 @@ func fold(w string, ascii, upper bool) string {
 // retrieval fast as memory grows.
 const maxPostings = 20_000
 
-// ftsQuery builds the FTS5 query for text from its rarest words, quoted
-// and joined by OR.
-func (s *Store) ftsQuery(ctx context.Context, text string) (string, error) {
-	type term struct {
-		word string
-		docs int
+// maxPhrases bounds the phrases of one query: each is matched on its own
+// (a question has a few).
+const maxPhrases = 8
+
+// stopWords are English words that say how a question is asked, not what
+// it is about ("what", "when", "with", "does"). As query words of their
+// own they rank the memories that happen to share them ("when I was a
+// kid") above the one that answers, which seldom contains them; they
+// still join the words around them into phrases. Words shorter than
+// three letters are never query words.
+var stopWords = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`the and but for nor not yet are was were been being have has had does did doing
+		can could would should will shall may might must what when where which who whom whose why how that this these those
+		there here then than with from into onto about over under after before again any all some such only own same too very
+		just also you your yours they them their theirs she her hers him his its our ours mine myself yourself itself
+		ourselves themselves one tell told know say said please`) {
+		stopWords[w] = true
 	}
-	var terms []term
-	for _, w := range words(text, 16) {
-		var docs int
-		err := s.db.QueryRowContext(ctx, `SELECT docs FROM terms WHERE term = ?`, w).Scan(&docs)
+}
+
+// ftsQuery builds the FTS5 query for text: its rarest words, quoted and
+// joined by OR, and the phrases its words make. A word and the next one,
+// next to each other or with one short or stop word between them ("first
+// car", "sister's name", "friend from school"), are a phrase: a person
+// asking about something in their own words uses the words they told it
+// in, side by side as they said them, and bm25 weighs a phrase by how rare
+// it is, as it weighs a word. Words and phrases each have maxPostings to
+// spend; a phrase costs what the rarer of its two words does (it matches
+// no more memories than that), so a phrase of two common words still
+// counts when the words alone are too common to be query words.
+func (s *Store) ftsQuery(ctx context.Context, text string) (string, error) {
+	var toks []string
+	scanTokens(text, func(t string) bool {
+		toks = append(toks, t)
+		return len(toks) < 64
+	})
+	content := func(t string) bool { return utf8.RuneCountInString(t) >= 3 && !stopWords[t] }
+	var cands []string
+	docs := map[string]int{}
+	for _, t := range toks {
+		if content(t) && len(cands) < 16 {
+			if _, ok := docs[t]; !ok {
+				docs[t] = 0
+				cands = append(cands, t)
+			}
+		}
+	}
+	if len(cands) == 0 { // nothing but stop words ("who are you?"): they are all there is
+		cands = words(text, 16)
+	}
+	for _, w := range cands {
+		var n int
+		err := s.db.QueryRowContext(ctx, `SELECT docs FROM terms WHERE term = ?`, w).Scan(&n)
 		if errors.Is(err, sql.ErrNoRows) {
 			// In no memory as written; the tokenizer may still fold it
 			// (diacritics) into a word that is: keep it, it costs nothing.
@@ -282,26 +348,60 @@ func (s *Store) ftsQuery(ctx context.Context, text string) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("memory index: %w", err)
 		}
-		terms = append(terms, term{w, docs})
+		docs[w] = n
 	}
-	sort.Slice(terms, func(i, j int) bool { return terms[i].docs < terms[j].docs })
-	var kept []string
+	sort.SliceStable(cands, func(i, j int) bool { return docs[cands[i]] < docs[cands[j]] })
+	var terms []string
 	total := 0
-	for i, t := range terms {
-		if i > 0 && total+t.docs > maxPostings {
+	for i, w := range cands {
+		if i > 0 && total+docs[w] > maxPostings {
 			break
 		}
-		total += t.docs
-		kept = append(kept, `"`+t.word+`"`)
+		total += docs[w]
+		terms = append(terms, `"`+w+`"`)
 	}
-	return strings.Join(kept, " OR "), nil
+	seen := map[string]bool{}
+	total = 0
+	counted := func(t string) bool {
+		_, ok := docs[t]
+		return ok && content(t)
+	}
+	for i, t := range toks {
+		if !counted(t) {
+			continue
+		}
+		for j := i + 1; j < len(toks) && j <= i+2; j++ {
+			if !content(toks[j]) {
+				continue
+			}
+			if !counted(toks[j]) {
+				break
+			}
+			p := `"` + strings.Join(toks[i:j+1], " ") + `"`
+			if cost := min(docs[t], docs[toks[j]]); !seen[p] && len(seen) < maxPhrases && total+cost <= maxPostings {
+				seen[p] = true
+				total += cost
+				terms = append(terms, p)
+			}
+			break
+		}
+	}
+	return strings.Join(terms, " OR "), nil
 }
 
-// authorClause is the author condition of q for a query that already has
-// a WHERE.
-func authorClause(authors []string) (string, []any, error) {
-	where, args, err := Filter{Authors: authors}.where()
-	return strings.Replace(where, " WHERE ", " AND ", 1), args, err
+// candidateClause is the condition q puts on relevance candidates (their
+// authors, the memories it excludes) for a query on memories m that
+// already has a WHERE.
+func candidateClause(q Query) (string, []any, error) {
+	where, args, err := Filter{Authors: q.Authors}.where()
+	and := strings.Replace(where, " WHERE ", " AND ", 1)
+	if len(q.Exclude) > 0 {
+		and += " AND m.id NOT IN (?" + strings.Repeat(",?", len(q.Exclude)-1) + ")"
+		for _, id := range q.Exclude {
+			args = append(args, id)
+		}
+	}
+	return and, args, err
 }
 
 // byFullText takes the candidatePool best memories by bm25.
@@ -310,7 +410,7 @@ func (s *Store) byFullText(ctx context.Context, q Query) ([]Scored, error) {
 	if err != nil || match == "" {
 		return nil, err
 	}
-	and, args, err := authorClause(q.Authors)
+	and, args, err := candidateClause(q)
 	if err != nil {
 		return nil, err
 	}
@@ -338,18 +438,35 @@ func (s *Store) byFullText(ctx context.Context, q Query) ([]Scored, error) {
 	return out, nil
 }
 
-// byEmbedding embeds whatever memories have no vector yet for the model,
-// then takes the candidatePool most similar by cosine.
+// byEmbedding takes the candidatePool memories most similar to q.Text by
+// cosine. Memories without a vector for the model are embedded first when
+// they are a few (those written since the last retrieval); when they are
+// more (an endpoint configured on an instance that has lived without one),
+// it returns *EmbeddingProgress: they are embedded in the background
+// meanwhile (startEmbedding), and the caller ranks by full text.
 func (s *Store) byEmbedding(ctx context.Context, q Query) ([]Scored, error) {
 	e := s.opts.Embedder
 	qv, err := e.Embed(ctx, []string{q.Text})
 	if err != nil {
 		return nil, err
 	}
+	if p := s.embeddingProgress(); p != nil {
+		return nil, p
+	}
+	if err := s.dropOtherSizes(ctx, e.Model, len(qv[0])); err != nil {
+		return nil, err
+	}
+	n, err := s.missingVectors(ctx, e.Model, inlineEmbed+1)
+	if err != nil {
+		return nil, err
+	}
+	if n > inlineEmbed {
+		return nil, s.startEmbedding(ctx, e, len(qv[0]))
+	}
 	if err := s.embedMissing(ctx, e, len(qv[0])); err != nil {
 		return nil, err
 	}
-	and, args, err := authorClause(q.Authors)
+	and, args, err := candidateClause(q)
 	if err != nil {
 		return nil, err
 	}
@@ -403,88 +520,127 @@ func (s *Store) dropOtherSizes(ctx context.Context, model string, dim int) error
 	if s.dims[model] == dim {
 		return nil
 	}
-	res, err := s.db.ExecContext(ctx, `DELETE FROM vectors WHERE model = ? AND length(vec) != ?`, model, 4*dim)
-	if err != nil {
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM vectors WHERE model = ? AND length(vec) != ?`, model, 4*dim).Scan(&n); err != nil {
 		return fmt.Errorf("memory index: %w", err)
 	}
-	if n, _ := res.RowsAffected(); n > 0 {
+	if n > 0 {
+		if err := s.writableLocked(ctx); err != nil {
+			return err
+		}
+		if _, err := s.db.ExecContext(ctx, `DELETE FROM vectors WHERE model = ? AND length(vec) != ?`, model, 4*dim); err != nil {
+			return fmt.Errorf("memory index: %w", err)
+		}
 		s.opts.Logger.Warn("memory: the embedding endpoint now answers vectors of another size; the stored ones are made again", "model", model, "dimensions", dim, "dropped", n)
 	}
 	s.dims[model] = dim
 	return nil
 }
 
-// embedMissing embeds, in batches, the texts that have no vector of dim
-// dimensions for the embedder's model yet: vectors of another size (the
-// model behind the name changed) cannot be compared with the query's, and
-// are made again. Vectors are keyed by the text's hash, so they survive
-// rebuilds; on a read-only index they live as long as the process.
-func (s *Store) embedMissing(ctx context.Context, e *Embedder, dim int) error {
-	if s.readOnly {
-		// Vectors cannot be stored in a read-only index: copy it into memory.
-		s.mu.Lock()
-		err := s.useMemory(ctx)
-		if err == nil {
+// writableLocked makes a read-only index one this process can write: a
+// copy in memory (nothing is written beside the files). Called under s.mu.
+func (s *Store) writableLocked(ctx context.Context) error {
+	if !s.readOnly {
+		return nil
+	}
+	err := s.copyToMemory(ctx)
+	if err != nil {
+		s.opts.Logger.Warn("memory index: it cannot be copied into memory: building it there from the files", "path", s.indexPath, "err", err)
+		if err = s.useMemory(ctx); err == nil {
 			err = s.sync(ctx, true)
 		}
-		s.mu.Unlock()
-		if err != nil {
-			return err
-		}
 	}
-	if err := s.dropOtherSizes(ctx, e.Model, dim); err != nil {
+	return err
+}
+
+// embedMissing embeds, in batches, the texts that have no vector of dim
+// dimensions for the embedder's model yet (a few: see byEmbedding).
+// Vectors are keyed by the text's hash, so they survive rebuilds; on a
+// read-only index they live in a copy in memory, as long as the process.
+func (s *Store) embedMissing(ctx context.Context, e *Embedder, dim int) error {
+	s.mu.Lock()
+	err := s.writableLocked(ctx)
+	s.mu.Unlock()
+	if err != nil {
 		return err
 	}
 	for {
-		rows, err := s.db.QueryContext(ctx, `SELECT text_hash, min(line) FROM memories m
-			WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.hash = m.text_hash AND v.model = ?) GROUP BY text_hash LIMIT 512`, e.Model)
-		if err != nil {
-			return fmt.Errorf("memory index: %w", err)
-		}
-		var hashes [][]byte
-		var texts []string
-		for rows.Next() {
-			var h []byte
-			var text string
-			if err := rows.Scan(&h, &text); err != nil {
-				rows.Close()
-				return fmt.Errorf("memory index: %w", err)
-			}
-			var m Memory
-			if err := json.Unmarshal([]byte(text), &m); err != nil {
-				rows.Close()
-				return fmt.Errorf("memory index: %w", err)
-			}
-			hashes = append(hashes, h)
-			texts = append(texts, strings.TrimSpace(m.Situation+"\n"+m.Description))
-		}
-		if err := rows.Err(); err != nil {
-			rows.Close()
-			return fmt.Errorf("memory index: %w", err)
-		}
-		rows.Close()
-		if len(hashes) == 0 {
-			return nil
-		}
-		vecs, err := e.Embed(ctx, texts)
-		if err != nil {
+		n, err := s.embedBatch(ctx, e, dim)
+		if err != nil || n == 0 {
 			return err
 		}
-		if len(vecs[0]) != dim {
-			return fmt.Errorf("embeddings: %s answered vectors of %d dimensions for memories and %d for the query: they cannot be compared", e.URL, len(vecs[0]), dim)
-		}
-		tx, err := s.db.BeginTx(ctx, nil)
-		if err != nil {
-			return fmt.Errorf("memory index: %w", err)
-		}
-		for i, v := range vecs {
-			if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO vectors (hash, model, vec) VALUES (?, ?, ?)`, hashes[i], e.Model, encodeVector(v)); err != nil {
-				tx.Rollback()
-				return fmt.Errorf("memory index: %w", err)
-			}
-		}
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("memory index: %w", err)
+	}
+}
+
+// embedBatch embeds up to embedBatchSize texts that have no vector for
+// e's model and stores their vectors; it returns how many (0: none was
+// missing). The index is read and written under s.mu, the endpoint called
+// outside it.
+func (s *Store) embedBatch(ctx context.Context, e *Embedder, dim int) (int, error) {
+	hashes, texts, err := s.withDB(func(db *sql.DB) ([][]byte, []string, error) {
+		return missingTexts(ctx, db, e.Model, embedBatchSize)
+	})
+	if err != nil || len(hashes) == 0 {
+		return 0, err
+	}
+	vecs, err := e.Embed(ctx, texts)
+	if err != nil {
+		return 0, err
+	}
+	if len(vecs[0]) != dim {
+		return 0, fmt.Errorf("embeddings: %s answered vectors of %d dimensions for memories and %d for the query: they cannot be compared", e.URL, len(vecs[0]), dim)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("memory index: %w", err)
+	}
+	for i, v := range vecs {
+		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO vectors (hash, model, vec) VALUES (?, ?, ?)`, hashes[i], e.Model, encodeVector(v)); err != nil {
+			tx.Rollback()
+			return 0, fmt.Errorf("memory index: %w", err)
 		}
 	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("memory index: %w", err)
+	}
+	return len(vecs), nil
+}
+
+// withDB runs fn on the index under s.mu (a rebuild may replace it).
+func (s *Store) withDB(fn func(*sql.DB) ([][]byte, []string, error)) ([][]byte, []string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return fn(s.db)
+}
+
+// missingTexts are up to limit texts (situation and description) of
+// memories without a vector for model, with their hashes.
+func missingTexts(ctx context.Context, db *sql.DB, model string, limit int) ([][]byte, []string, error) {
+	rows, err := db.QueryContext(ctx, `SELECT text_hash, min(line) FROM memories m
+		WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.hash = m.text_hash AND v.model = ?) GROUP BY text_hash LIMIT ?`, model, limit)
+	if err != nil {
+		return nil, nil, fmt.Errorf("memory index: %w", err)
+	}
+	defer rows.Close()
+	var hashes [][]byte
+	var texts []string
+	for rows.Next() {
+		var h []byte
+		var line string
+		if err := rows.Scan(&h, &line); err != nil {
+			return nil, nil, fmt.Errorf("memory index: %w", err)
+		}
+		var m Memory
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			return nil, nil, fmt.Errorf("memory index: %w", err)
+		}
+		hashes = append(hashes, h)
+		texts = append(texts, strings.TrimSpace(m.Situation+"\n"+m.Description))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("memory index: %w", err)
+	}
+	return hashes, texts, nil
 }

@@ -193,6 +193,11 @@ type Store struct {
 	dims map[string]int
 	// broken: a read found the index damaged; the next Sync rebuilds it.
 	broken atomic.Bool
+	// rebuilds counts the times this process read every file again (under
+	// mu): the paths that extend the index are meant to avoid it.
+	rebuilds int
+	// background embeds memories without a vector (startEmbedding).
+	background embedding
 }
 
 // decayState is the replayed decay: the latest pass time (running
@@ -311,12 +316,28 @@ func (s *Store) repair(ctx context.Context) error {
 	return nil
 }
 
-// Close closes the index.
-func (s *Store) Close() error { return s.db.Close() }
+// Close stops the background embedding, if any (what it stored stays),
+// and closes the index.
+func (s *Store) Close() error {
+	s.stopEmbedding()
+	return s.db.Close()
+}
 
 // InMemory reports whether the index is held in this process only (a
 // read-only instance whose index was missing or stale).
 func (s *Store) InMemory() bool { return s.inMemory }
+
+// copyToMemory replaces the read-only index with a copy of it in memory,
+// which this process may then extend: nothing is written beside the files.
+func (s *Store) copyToMemory(ctx context.Context) error {
+	db, err := sqlite.CopyToMemory(ctx, s.db, schema)
+	if err != nil {
+		return err
+	}
+	_ = s.db.Close() // a read-only handle being replaced: nothing it held is lost
+	s.db, s.inMemory, s.readOnly = db, true, false
+	return nil
+}
 
 // useMemory replaces the index with an empty one in this process, filled
 // at the next Sync: nothing is written beside the files.
@@ -333,8 +354,12 @@ func (s *Store) useMemory(ctx context.Context) error {
 }
 
 // Append writes m as one line of its day's file (the timestamp is taken
-// now when zero, the id made when empty) and returns its id. The index
-// learns of it at the next Sync.
+// now when zero, the id made when empty) and returns its id. It then
+// brings the index up to date, so that it never stays behind what this
+// process wrote: a command that only reads (and cannot write the index)
+// finds it current instead of building its own copy. The line is written
+// when Append returns its id: an index that could not take it in is
+// logged, and the next read tries again.
 func (s *Store) Append(m Memory) (string, error) {
 	if s.opts.ReadOnly {
 		return "", errors.New("memory: the instance is open read-only; nothing can be written")
@@ -342,7 +367,14 @@ func (s *Store) Append(m Memory) (string, error) {
 	if m.Timestamp.IsZero() {
 		m.Timestamp = time.Now()
 	}
-	return appendLine(s.dir, m)
+	id, err := appendLine(s.dir, m)
+	if err != nil {
+		return "", err
+	}
+	if err := s.Sync(context.Background()); err != nil {
+		s.opts.Logger.Warn("memory: a line was written but not indexed; the next read indexes it", "id", id, "err", err)
+	}
+	return id, nil
 }
 
 // fileState is a day file as the index recorded it.
@@ -577,11 +609,23 @@ func (s *Store) syncOnce(ctx context.Context, force bool) error {
 		return s.loadDecay(ctx)
 	}
 	if s.readOnly {
-		s.opts.Logger.Debug("memory index: behind the files and opened read-only; building it in memory", "path", s.indexPath)
-		if err := s.useMemory(ctx); err != nil {
-			return err
+		// The files only gained lines: extend a copy of the index in
+		// memory, as a writer would extend the file. Anything else (and a
+		// copy that fails) builds one from the files.
+		copied := false
+		if p.rebuild == "" {
+			err := s.copyToMemory(ctx)
+			if copied = err == nil; !copied {
+				s.opts.Logger.Warn("memory index: behind the files, and it cannot be copied into memory: building it there from the files", "path", s.indexPath, "err", err)
+			}
 		}
-		p.rebuild = "the on-disk index is read-only"
+		if !copied {
+			s.opts.Logger.Debug("memory index: behind the files and opened read-only; building it in memory", "path", s.indexPath)
+			if err := s.useMemory(ctx); err != nil {
+				return err
+			}
+			p.rebuild = "the on-disk index is read-only"
+		}
 	}
 	tx, err := s.db.BeginTx(ctx, nil) // immediate: one process indexes at a time
 	if err != nil {
@@ -646,6 +690,7 @@ func readDecay(ctx context.Context, q rowQuerier) (decayState, error) {
 
 // rebuildTx empties the derived tables and reads every day file.
 func (s *Store) rebuildTx(ctx context.Context, tx *sql.Tx) error {
+	s.rebuilds++
 	// Up to 64 MiB of pages: a large rebuild spills none before it commits.
 	if _, err := tx.ExecContext(ctx, `PRAGMA cache_size = -65536`); err != nil {
 		return fmt.Errorf("memory index: %w", err)

@@ -36,7 +36,7 @@ type Request struct {
 	BudgetUSD   float64       // root budget
 	Time        time.Duration // root wall-time budget
 	Workspace   string        // directory where software goals run for real
-	Workers     int           // parallel dispatch workers (default 1)
+	Workers     int           // steps run at once (0: unset, 1 in process, RemoteInFlight with Options.Remote)
 	TMax        int           // attempts before BUILD (default DefaultTMax)
 	Interactive bool          // ask the human on Options.In at Step 1 and Step 11
 	Model       string
@@ -55,8 +55,9 @@ type Options struct {
 	Workers  int       // overrides the stored worker count when > 0 (resume)
 	// Remote, when set, sends each ready node's step to the `solve worker`
 	// processes through the job queue (remote.go) instead of running it in
-	// this process; Workers then caps the steps in flight (0 =
-	// RemoteInFlight). PostgreSQL only; an interactive run is refused.
+	// this process; the worker count then caps the steps in flight
+	// (unset: RemoteInFlight). PostgreSQL only; an interactive run is
+	// refused.
 	Remote *Remote
 	// CrashAfter, when > 0, makes the process kill itself with SIGKILL at
 	// the CrashAfter-th crash point (after a resolver call returns and after
@@ -96,7 +97,7 @@ type runConfig struct {
 	Goal        string  `json:"goal"`
 	Workspace   string  `json:"workspace"`
 	Model       string  `json:"model"`
-	Workers     int     `json:"workers"`
+	Workers     int     `json:"workers"` // 0: not given (Request.Workers)
 	TMax        int     `json:"t_max"`
 	Interactive bool    `json:"interactive"`
 	BudgetUSD   float64 `json:"budget_usd"`
@@ -128,6 +129,10 @@ type engine struct {
 	// The live view's money, kept as it changes (never summed per step).
 	moneyMu          sync.Mutex
 	spent, allowance float64
+	// With remote workers: what each node's calls had cost when its last
+	// step's result came (the next result's figure less this is what that
+	// step spent).
+	callSpend map[string]float64
 
 	// scheduler state, touched only by the loop goroutine
 	nodes    map[string]*snode
@@ -154,11 +159,13 @@ type stepResult struct {
 	children []*snode
 	waitHire bool
 	reload   bool
+	spent    *float64 // with remote workers: what the node's calls have cost (stepOutput.SpentUSD)
 	err      error
 }
 
 // RemoteInFlight is how many steps a coordinator keeps enqueued at once
-// with Options.Remote unless Options.Workers says otherwise.
+// with Options.Remote when no worker count was given (Request.Workers,
+// Options.Workers).
 const RemoteInFlight = 256
 
 // remoteUsable refuses what remote steps cannot do.
@@ -186,7 +193,7 @@ func Run(ctx context.Context, st *store.Store, req Request, opts Options) (*Resu
 		return nil, fmt.Errorf("Request.Time %v: give a positive duration", req.Time)
 	}
 	if req.Workers < 0 {
-		return nil, fmt.Errorf("Request.Workers %d: give at least 1 worker (0 = 1)", req.Workers)
+		return nil, fmt.Errorf("Request.Workers %d: give at least 1 worker (0 = the default)", req.Workers)
 	}
 	if req.TMax < 0 {
 		return nil, fmt.Errorf("Request.TMax %d: give at least 1 attempt (0 = the default %d)", req.TMax, DefaultTMax)
@@ -205,9 +212,6 @@ func Run(ctx context.Context, st *store.Store, req Request, opts Options) (*Resu
 	}
 	if req.TMax == 0 {
 		req.TMax = DefaultTMax
-	}
-	if req.Workers == 0 {
-		req.Workers = 1
 	}
 	if err := Boot(ctx, st); err != nil {
 		return nil, err
@@ -574,14 +578,59 @@ func (e *engine) settled(id string) {
 	}
 }
 
+// workers is how many steps run at once: Options.Workers when given,
+// else the run's stored count, else the default (1 in process,
+// RemoteInFlight with remote workers).
+func (e *engine) workers() int {
+	switch {
+	case e.opts.Workers > 0:
+		return e.opts.Workers
+	case e.cfg.Workers > 0:
+		return e.cfg.Workers
+	case e.opts.Remote != nil:
+		return RemoteInFlight
+	}
+	return 1
+}
+
+// StoppedError is a run stopped before its end by its context (Ctrl-C,
+// SIGTERM): what it was doing then is cut short, and a resume continues
+// it.
+type StoppedError struct {
+	Root   string
+	Remote bool  // continued with solve resume --remote
+	Cause  error // the context's cause
+}
+
+func (e *StoppedError) Error() string {
+	resume := "solve resume " + store.Short(e.Root)
+	if e.Remote {
+		resume += " --remote"
+	}
+	return fmt.Sprintf("run %s stopped before its end; continue it with '%s'", store.Short(e.Root), resume)
+}
+
+func (e *StoppedError) Unwrap() error { return e.Cause }
+
+// stopped is err, or a *StoppedError when err is ctx's cancellation
+// (whatever operation it cut short: reading the tree, a call, waiting
+// for a worker) and not a lease taken over, which has its own message.
+func (e *engine) stopped(ctx context.Context, err error) error {
+	cause := context.Cause(ctx)
+	if err == nil || cause == nil || errors.Is(cause, store.ErrLeaseLost) || !errors.Is(err, context.Canceled) && !errors.Is(err, cause) {
+		return err
+	}
+	return &StoppedError{Root: e.root, Remote: e.opts.Remote != nil, Cause: cause}
+}
+
 // dispatch is the dispatch loop (spec §5) with Workers parallel workers.
 func (e *engine) dispatch(ctx context.Context) (*Result, error) {
-	workers := e.cfg.Workers
-	if e.opts.Workers > 0 {
-		workers = e.opts.Workers
-	} else if e.opts.Remote != nil {
-		workers = RemoteInFlight
-	}
+	r, err := e.loop(ctx)
+	return r, e.stopped(ctx, err)
+}
+
+func (e *engine) loop(ctx context.Context) (*Result, error) {
+	workers := e.workers()
 	var err error
 	if e.patterns, err = e.st.GoalPatterns(ctx, e.root); err != nil {
 		return nil, err
@@ -598,6 +647,18 @@ func (e *engine) dispatch(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	e.spent, e.allowance = tb.SpentUSD, tb.AllowanceUSD
+	if e.opts.Remote != nil {
+		// The steps' results say what their nodes' calls cost so far;
+		// the live view adds the difference (read in one go, so that the
+		// run's total is the sum of the nodes').
+		if e.callSpend, err = e.st.CallSpends(ctx, e.root); err != nil {
+			return nil, err
+		}
+		e.spent = 0
+		for _, usd := range e.callSpend {
+			e.spent += usd
+		}
+	}
 	results := make(chan stepResult)
 	var firstErr error
 	for {
@@ -623,6 +684,11 @@ func (e *engine) dispatch(ctx context.Context) (*Result, error) {
 			if !e.finishing() {
 				break
 			}
+			// Step 12 checks the assembled workspace: every merge a
+			// worker recorded is in the user's.
+			if err := e.syncWorkspace(ctx); err != nil {
+				return nil, err
+			}
 			finished, err := e.finalize(ctx)
 			if err != nil {
 				return nil, err
@@ -637,6 +703,10 @@ func (e *engine) dispatch(ctx context.Context) (*Result, error) {
 		}
 		r := <-results
 		delete(e.inflight, r.node)
+		if r.spent != nil {
+			e.addSpent(*r.spent - e.callSpend[r.node])
+			e.callSpend[r.node] = *r.spent
+		}
 		if r.err != nil {
 			if firstErr == nil {
 				firstErr = r.err
@@ -653,32 +723,51 @@ func (e *engine) dispatch(ctx context.Context) (*Result, error) {
 			e.live()
 			continue
 		}
-		n := e.nodes[r.node]
-		e.setStatus(n, r.status)
-		n.waitHire = r.waitHire
-		for _, c := range r.children {
-			c.seq = len(e.nodes)
-			e.nodes[c.id] = c
-			e.counts[c.status]++
-			if c.build {
-				n.deps = append(n.deps, c.id)
-				c.dependents = append(c.dependents, n.id)
-			} else {
-				n.children = append(n.children, c.id)
+		if r.status == store.StatusResolved {
+			// A verified leaf's files, merged by a worker.
+			if err := e.syncWorkspace(ctx); err != nil {
+				return nil, err
 			}
 		}
-		for _, c := range r.children {
-			for _, d := range c.deps {
-				e.nodes[d].dependents = append(e.nodes[d].dependents, c.id)
-			}
-		}
-		for _, c := range r.children {
-			e.recheck(c.id)
-		}
-		e.settled(r.node)
+		e.apply(r)
 		e.live()
 	}
 	return Outcome(ctx, e.st, e.root)
+}
+
+// apply updates the scheduler with a step's result: the node's new
+// status, the children it created, and what became ready. A child known
+// already (the tree was read again after the step committed) is not
+// added twice.
+func (e *engine) apply(r stepResult) {
+	n := e.nodes[r.node]
+	e.setStatus(n, r.status)
+	n.waitHire = r.waitHire
+	var added []*snode
+	for _, c := range r.children {
+		if e.nodes[c.id] != nil {
+			continue
+		}
+		c.seq = len(e.nodes)
+		e.nodes[c.id] = c
+		e.counts[c.status]++
+		if c.build {
+			n.deps = append(n.deps, c.id)
+			c.dependents = append(c.dependents, n.id)
+		} else {
+			n.children = append(n.children, c.id)
+		}
+		added = append(added, c)
+	}
+	for _, c := range added {
+		for _, d := range c.deps {
+			e.nodes[d].dependents = append(e.nodes[d].dependents, c.id)
+		}
+	}
+	for _, c := range added {
+		e.recheck(c.id)
+	}
+	e.settled(r.node)
 }
 
 // live prints the live view line: node states and budget, from counts

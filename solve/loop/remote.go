@@ -34,9 +34,12 @@ import (
 //     transaction, so a step is done once or not at all.
 //   - Jobs are unique by (root, node, status) while not finished, so a
 //     coordinator that restarts (solve resume --remote) finds the jobs it
-//     enqueued before and waits for them instead of enqueuing twice. The
-//     job's existence is derived from the node's committed state, so the
-//     enqueue needs no transaction of its own with the store.
+//     enqueued before and waits for them instead of enqueuing twice. A job
+//     that finishes after the new coordinator read the tree but before it
+//     sends the step is no longer unfinished: so the step is enqueued in a
+//     transaction that takes the node's step lock (which the worker holds
+//     while it completes the job) and checks that the node is still in S
+//     (store.StepDue); if not, the coordinator reads the tree again.
 //   - A worker killed mid-step holds its job until River's rescuer (on the
 //     elected leader among the workers) gives it back after
 //     --rescue-after; another worker then redoes the step from the node's
@@ -55,10 +58,15 @@ import (
 //     holds it when the step begins, so a run no coordinator holds moves
 //     no further, and a step fenced out by a takeover is tried again
 //     under the new coordinator.
-//   - The coordinator polls its jobs' states (remotePoll) and, when one
-//     finishes, reloads the tree from the store and dispatches what became
-//     ready; a job cancelled by its worker carries the step's error, which
-//     stops the run as it would in process (resumable).
+//   - The worker records the step's result as the job's output
+//     (stepOutput: the node's new status, the children it made, what the
+//     node's calls have cost) and completes the job at once. The
+//     coordinator polls its jobs' states (remotePoll) and, when one
+//     finishes, applies that result to its view of the tree as the
+//     single-machine loop does (its cost per step does not grow with the
+//     tree), reading the tree again only when the loop would; a job
+//     cancelled by its worker carries the step's error, which stops the
+//     run as it would in process (resumable).
 //   - A step that cannot reach the database (pgdb.Unavailable) is retried,
 //     not cancelled: a cancelled job would stop the run for good, and the
 //     database coming back is enough to go on. The coordinator stops when
@@ -117,6 +125,9 @@ func openRemote(ctx context.Context, url string, readOnly bool) (*Remote, error)
 	if !pgdb.IsURL(url) {
 		return nil, fmt.Errorf("remote steps need a PostgreSQL database (postgres://…), not %s: a SQLite file is one machine's", url)
 	}
+	if err := pgdb.CheckURL(url); err != nil {
+		return nil, err
+	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, pgdb.ParseError(url)
@@ -126,7 +137,7 @@ func openRemote(ctx context.Context, url string, readOnly bool) (*Remote, error)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("connect to the job queue's database %s: %w", pgdb.Redact(url), err)
+		return nil, fmt.Errorf("connect to the job queue's database %s: %w", pgdb.Redact(url), pgdb.OneLine(err, cfg.ConnConfig.Password))
 	}
 	if !readOnly {
 		if err := store.MigrateJobQueue(ctx, pool); err != nil {
@@ -134,7 +145,10 @@ func openRemote(ctx context.Context, url string, readOnly bool) (*Remote, error)
 			return nil, err
 		}
 	}
-	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Logger: quietLogger(io.Discard)})
+	// FetchCooldown is also how often an insert may notify the workers
+	// (River's default, 100 ms, left a step enqueued soon after another
+	// waiting for the workers' next poll).
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Logger: quietLogger(io.Discard), FetchCooldown: time.Millisecond})
 	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("make the job queue's client: %w", err)
@@ -150,20 +164,76 @@ func quietLogger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
-// remoteStep enqueues node id's step and waits for a worker to finish it.
-// The scheduler then reloads the tree from the store.
+// stepOutput is a step's result as its job records it (River's job
+// output), so that the coordinator applies it to its view of the tree as
+// the single-machine loop applies a step's result, and reads the tree
+// again only when the loop would (Reload: a gating backtrack, a node
+// invalidated under its step, a job that found its step done already).
+type stepOutput struct {
+	Status   string      `json:"status,omitempty"`
+	WaitHire bool        `json:"wait_hire,omitempty"`
+	Reload   bool        `json:"reload,omitempty"`
+	Children []stepChild `json:"children,omitempty"`
+	// SpentUSD is what the node's calls have cost, all its steps
+	// included (store.Conn.CallSpend), for the coordinator's live view.
+	SpentUSD *float64 `json:"spent_usd,omitempty"`
+}
+
+// stepChild is a node the step created under its node, pending.
+type stepChild struct {
+	ID    string   `json:"id"`
+	Deps  []string `json:"deps,omitempty"`
+	Build bool     `json:"build,omitempty"`
+}
+
+// outputOf is r as its job records it.
+func outputOf(r stepResult) stepOutput {
+	o := stepOutput{Status: r.status, WaitHire: r.waitHire, Reload: r.reload}
+	for _, c := range r.children {
+		o.Children = append(o.Children, stepChild{ID: c.id, Deps: c.deps, Build: c.build})
+	}
+	return o
+}
+
+// result is the stepResult of node id's step that o records; an output
+// that records nothing (a worker of an older solve) reads the tree again.
+func (o stepOutput) result(id string) stepResult {
+	r := stepResult{node: id, status: o.Status, waitHire: o.WaitHire, reload: o.Reload || o.Status == "", spent: o.SpentUSD}
+	for _, c := range o.Children {
+		r.children = append(r.children, &snode{id: c.ID, parent: id, status: store.StatusPending, deps: c.Deps, build: c.Build})
+	}
+	return r
+}
+
+// remoteStep enqueues node id's step and waits for a worker to finish it;
+// its result is the one the worker recorded. A step no longer due (its
+// node moved on since the scheduler read it) is not enqueued: the
+// scheduler reads the tree again.
 func (e *engine) remoteStep(ctx context.Context, id, status string) stepResult {
-	res, err := e.opts.Remote.client.Insert(ctx, StepArgs{Root: e.root, Node: id, Status: status}, nil)
+	job, err := e.opts.Remote.enqueue(ctx, StepArgs{Root: e.root, Node: id, Status: status})
 	if err != nil {
 		return stepResult{node: id, err: fmt.Errorf("node %s: enqueue its %s step: %w", store.Short(id), status, err)}
 	}
-	job := res.Job
+	if job == nil {
+		// What the job that moved the node on spent is counted too.
+		spent, err := e.st.CallSpend(ctx, id)
+		if err != nil {
+			return stepResult{node: id, err: err}
+		}
+		return stepResult{node: id, reload: true, spent: &spent}
+	}
 	t := time.NewTicker(remotePoll)
 	defer t.Stop()
 	for {
 		switch job.State {
 		case rivertype.JobStateCompleted:
-			return stepResult{node: id, reload: true}
+			var o stepOutput
+			if out := job.Output(); out != nil {
+				if err := json.Unmarshal(out, &o); err != nil {
+					return stepResult{node: id, err: fmt.Errorf("node %s: its %s step (job %d) recorded %s: %w", store.Short(id), status, job.ID, out, err)}
+				}
+			}
+			return o.result(id)
 		case rivertype.JobStateCancelled, rivertype.JobStateDiscarded:
 			msg := "no error recorded"
 			if n := len(job.Errors); n > 0 {
@@ -183,11 +253,34 @@ func (e *engine) remoteStep(ctx context.Context, id, status string) stepResult {
 			if pgdb.Unavailable(err) {
 				// The step goes on, or is retried, on its worker; this run
 				// is continued once the database answers.
-				err = fmt.Errorf("PostgreSQL %s does not answer (continue with solve resume %s --remote once it does): %w", e.opts.Remote.name, store.Short(e.root), err)
+				err = fmt.Errorf("PostgreSQL %s does not answer (continue with solve resume %s --remote once it does): %w", e.opts.Remote.name, store.Short(e.root), pgdb.OneLine(err, ""))
 			}
 			return stepResult{node: id, err: fmt.Errorf("node %s: wait for its %s step: %w", store.Short(id), status, err)}
 		}
 	}
+}
+
+// enqueue inserts the step's job, or finds the step's unfinished job,
+// unless the step is no longer due (store.StepDue): then it returns no
+// job. The check and the insert are one transaction.
+func (r *Remote) enqueue(ctx context.Context, a StepArgs) (*rivertype.JobRow, error) {
+	tx, err := r.pool.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// A no-op after Commit; before it, the error being returned is the news.
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if due, err := store.StepDue(ctx, tx, a.Node, a.Status); err != nil || !due {
+		return nil, err
+	}
+	res, err := r.client.InsertTx(ctx, tx, a, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, err
+	}
+	return res.Job, nil
 }
 
 // Holder is a step a worker holds: the node, its status, and the worker

@@ -82,15 +82,17 @@ func (s *stepCtx) commit(ctx context.Context, fn func(tx *store.Tx) error) error
 }
 
 // move is a checked transition; a refused one is logged (outside the
-// transaction, so the record survives its rollback) and returned.
+// transaction, so the record survives its rollback) and returned. Any
+// other error (a serialization failure, which Store.Write runs again) is
+// returned alone: no transition was refused.
 func (s *stepCtx) move(ctx context.Context, tx *store.Tx, from, to string) error {
-	if err := tx.Transition(ctx, s.n.ID, from, to); err != nil {
+	err := tx.Transition(ctx, s.n.ID, from, to)
+	if _, refused := errors.AsType[*store.RefusedTransition](err); refused {
 		if lerr := s.st.Log(ctx, 1, s.n.ID, fmt.Sprintf("Node %s: REJECTED transition %s → %s", store.Short(s.n.ID), from, to), map[string]any{"error": err.Error()}); lerr != nil {
 			return errors.Join(err, lerr)
 		}
-		return err
 	}
-	return nil
+	return err
 }
 
 func (s *stepCtx) flow(ctx context.Context, tx *store.Tx, format string, args ...any) error {

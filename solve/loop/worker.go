@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
@@ -41,7 +42,8 @@ func rescueMargin(after time.Duration) time.Duration { return max(after/10, 2*ti
 // Work runs a worker: it claims the node steps that coordinators enqueue
 // in the PostgreSQL database at url (whose kernel store st is) and runs
 // them, until ctx is done; then it cancels the steps it is running (their
-// jobs go back to the queue for another worker) and returns ctx's cause.
+// jobs go back to the queue for another worker) and returns a
+// *WorkerStopped.
 func Work(ctx context.Context, st *store.Store, url string, o WorkerOptions) error {
 	if o.Steps == 0 {
 		o.Steps = 1
@@ -68,7 +70,7 @@ func Work(ctx context.Context, st *store.Store, url string, o WorkerOptions) err
 		host = "unknown-host"
 	}
 	id := fmt.Sprintf("%s/%d/%s", host, os.Getpid(), uuid.NewString()[:8])
-	w := &stepWorker{st: st, opts: o}
+	w := &stepWorker{st: st, opts: o, pool: r.pool}
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, w); err != nil {
 		return fmt.Errorf("register the step worker: %w", err)
@@ -99,17 +101,31 @@ func Work(ctx context.Context, st *store.Store, url string, o WorkerOptions) err
 	<-ctx.Done()
 	stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	stopped := &WorkerStopped{ID: id, Cause: context.Cause(ctx)}
 	if err := client.StopAndCancel(stopCtx); err != nil {
-		return errors.Join(context.Cause(ctx), fmt.Errorf("stop the worker: %w", err))
+		return errors.Join(stopped, fmt.Errorf("stop the worker: %w", err))
 	}
-	return context.Cause(ctx)
+	return stopped
 }
+
+// WorkerStopped is how Work ends: its context was done.
+type WorkerStopped struct {
+	ID    string // host/pid/…
+	Cause error  // the context's cause
+}
+
+func (e *WorkerStopped) Error() string {
+	return "worker " + e.ID + " stopped; the steps it was running go back to the queue"
+}
+
+func (e *WorkerStopped) Unwrap() error { return e.Cause }
 
 // stepWorker runs StepArgs jobs.
 type stepWorker struct {
 	river.WorkerDefaults[StepArgs]
 	st   *store.Store
 	opts WorkerOptions
+	pool *pgxpool.Pool // the job queue's
 }
 
 func (w *stepWorker) progress(format string, args ...any) {
@@ -171,7 +187,7 @@ func (w *stepWorker) Work(ctx context.Context, job *river.Job[StepArgs]) error {
 		// An earlier attempt of this job committed the step before its
 		// worker died, or the node left the live tree since.
 		w.progress("Node %s: %s step already done (now %s%s)", store.Short(a.Node), a.Status, n.Status, map[bool]string{true: ", invalidated"}[n.Invalidated])
-		return nil
+		return w.complete(ctx, job, stepResult{reload: true})
 	}
 	if job.Attempt > 1 {
 		// The calls the dead attempt left open: settled at what they
@@ -212,6 +228,36 @@ func (w *stepWorker) Work(ctx context.Context, job *river.Job[StepArgs]) error {
 		// A step that fails in process stops the run; so does this one:
 		// the coordinator reads the error from the cancelled job.
 		return river.JobCancel(r.err)
+	}
+	return w.complete(ctx, job, r)
+}
+
+// complete records the step's result r as its job's output, with what
+// the node's calls have cost, and marks the job completed at once, under
+// the node's step lock (store.StepDue): River's own completer batches
+// completions and writes them up to 250 ms later, a wait every step would
+// add to the run. Should the early completion fail (the database does not
+// answer), River's completer still records it, output included.
+func (w *stepWorker) complete(ctx context.Context, job *river.Job[StepArgs], r stepResult) error {
+	o := outputOf(r)
+	spent, err := w.st.CallSpend(ctx, job.Args.Node)
+	if err != nil {
+		return err // retried: the next attempt finds the step done
+	}
+	o.SpentUSD = &spent
+	if err := river.RecordOutput(ctx, o); err != nil {
+		return river.JobCancel(err)
+	}
+	tx, err := w.pool.Begin(ctx)
+	if err != nil {
+		return nil
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }() // a no-op after Commit
+	if store.LockStep(ctx, tx, job.Args.Node) != nil {
+		return nil
+	}
+	if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err == nil {
+		_ = tx.Commit(ctx) // failed, River's completer completes the job
 	}
 	return nil
 }

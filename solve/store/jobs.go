@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
@@ -46,4 +47,44 @@ func MigrateJobQueue(ctx context.Context, pool *pgxpool.Pool) (err error) {
 		return fmt.Errorf("migrate the job queue's tables (River): %w", err)
 	}
 	return nil
+}
+
+// stepLock is the class of the advisory locks that order a node's step
+// being enqueued and its job being completed (StepDue, LockStep): the
+// two-key form of pg_advisory_xact_lock, whose keys never meet the
+// one-key locks above.
+const stepLock = 0x53544550 // "STEP"
+
+// LockStep takes, until tx ends, the lock of node's steps. The worker
+// takes it in the transaction that completes a step's job; StepDue takes
+// it before it reads the node.
+func LockStep(ctx context.Context, tx pgx.Tx, node string) error {
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1, hashtext($2))", stepLock, node); err != nil {
+		return fmt.Errorf("node %s: lock its steps: %w", node, err)
+	}
+	return nil
+}
+
+// StepDue reports, in tx (the job queue's transaction that is about to
+// enqueue the step), whether node is still due to step from status: in
+// that status, live, and not waiting on an open capability request. It
+// takes the node's step lock first, so that a job of the step completing
+// right now (its worker holds the lock while it completes it) either has
+// completed, and its step's commit, made before, is seen here (the node
+// moved on: no new job), or completes after tx, and River finds the
+// unfinished job when tx enqueues instead of adding another. A
+// coordinator that read the tree while a job of the step was finishing
+// (solve resume --remote after a stopped coordinator) would otherwise
+// enqueue the step a second time.
+func StepDue(ctx context.Context, tx pgx.Tx, node, status string) (bool, error) {
+	if err := LockStep(ctx, tx, node); err != nil {
+		return false, err
+	}
+	var due bool
+	err := tx.QueryRow(ctx, `SELECT n.status = $2 AND n.invalidated_at IS NULL AND NOT `+waitingOnRequest+`
+		FROM nodes n WHERE n.id = $1`, node, status).Scan(&due)
+	if err != nil {
+		return false, fmt.Errorf("node %s: is its %s step due: %w", node, status, err)
+	}
+	return due, nil
 }

@@ -173,16 +173,28 @@ func (c *Conn) InsertNode(ctx context.Context, n NewNode) (string, error) {
 // spec does not allow and moves from a status the node is not in.
 func (c *Conn) Transition(ctx context.Context, node, from, to string) error {
 	if !Allowed(from, to) {
-		return fmt.Errorf("node %s: invalid transition %s → %s", node, from, to)
+		return &RefusedTransition{Node: node, From: from, To: to, Why: "invalid transition"}
 	}
 	res, err := c.exec(ctx, "UPDATE nodes SET status = ? WHERE id = ? AND status = ?", to, node, from)
 	if err != nil {
 		return fmt.Errorf("node %s: %s → %s: %w", node, from, to, err)
 	}
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return fmt.Errorf("node %s: %s → %s: the node is not in status %s", node, from, to, from)
+		return &RefusedTransition{Node: node, From: from, To: to, Why: "the node is not in status " + from}
 	}
 	return nil
+}
+
+// RefusedTransition is a transition Transition refused: not in the
+// spec's table, or the node is not in the status it would leave. (A
+// database error, such as a serialization failure Store.Write runs
+// again, is not a refusal.)
+type RefusedTransition struct {
+	Node, From, To, Why string
+}
+
+func (e *RefusedTransition) Error() string {
+	return fmt.Sprintf("node %s: %s → %s: %s", e.Node, e.From, e.To, e.Why)
 }
 
 // EndInfeasible ends a node whose HIRE request was declined (spec §5
@@ -329,10 +341,14 @@ func (c *Conn) Tree(ctx context.Context, root string) ([]TreeNode, error) {
 		return n, err
 	}, `SELECT n.id, COALESCE(n.parent_id, ''), n.status, n.invalidated_at IS NOT NULL,
 		EXISTS (SELECT 1 FROM artifacts a WHERE a.node_id = n.id AND a.type = 'build_goal'),
-		EXISTS (SELECT 1 FROM capability_request_nodes w JOIN capability_requests c ON c.id = w.request_id
-			WHERE w.node_id = n.id AND c.status = 'requested')
+		`+waitingOnRequest+`
 		FROM nodes n WHERE n.root_id = ? ORDER BY n.{seq}`, root)
 }
+
+// waitingOnRequest is true for a node n waiting on an open capability
+// request: the scheduler leaves it alone until `solve hire` answers.
+const waitingOnRequest = `EXISTS (SELECT 1 FROM capability_request_nodes w JOIN capability_requests c ON c.id = w.request_id
+	WHERE w.node_id = n.id AND c.status = 'requested')`
 
 // Sigmas are a node's σ_v and σ_path and its parent.
 type Sigmas struct {

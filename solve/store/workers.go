@@ -48,3 +48,39 @@ func (c *Conn) LeaseOwner(ctx context.Context, root string) (string, error) {
 	}
 	return owner, nil
 }
+
+// CallSpend is what node's paid calls have cost so far (the ledger's
+// spends settled for a resolver, as TreeBudget counts them): with `solve
+// worker`, what a step reports, so that the coordinator's live view counts
+// what the step spent (its calls settled, and any a dead attempt left,
+// settled at their reservations) without reading the whole ledger.
+func (c *Conn) CallSpend(ctx context.Context, node string) (float64, error) {
+	var usd float64
+	if err := c.row(ctx, `SELECT COALESCE(SUM(amount), 0) FROM budget_ledger
+		WHERE node_id = ? AND event_type = 'spend' AND resolver_id IS NOT NULL`, node).Scan(&usd); err != nil {
+		return 0, fmt.Errorf("node %s: what its calls cost: %w", node, err)
+	}
+	return usd, nil
+}
+
+// CallSpends is CallSpend for every node of root that has spent anything,
+// in one read.
+func (c *Conn) CallSpends(ctx context.Context, root string) (map[string]float64, error) {
+	type spend struct {
+		node string
+		usd  float64
+	}
+	rows, err := list(ctx, c, "what the calls of "+root+" cost, by node", func(r *sql.Rows) (spend, error) {
+		var s spend
+		return s, r.Scan(&s.node, &s.usd)
+	}, `SELECT l.node_id, SUM(l.amount) FROM budget_ledger l JOIN nodes n ON n.id = l.node_id
+		WHERE n.root_id = ? AND l.event_type = 'spend' AND l.resolver_id IS NOT NULL GROUP BY l.node_id`, root)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]float64, len(rows))
+	for _, s := range rows {
+		out[s.node] = s.usd
+	}
+	return out, nil
+}

@@ -103,11 +103,7 @@ func (s *Server) chargeBatches(next http.Handler) http.Handler {
 		}
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
-			if limit, ok := httpguard.TooLarge(err); ok {
-				s.writeError(w, &apiError{http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("request body over %d bytes", limit), 0})
-				return
-			}
-			s.writeError(w, &apiError{http.StatusBadRequest, identity.ReasonMalformed, "reading the request body: " + err.Error(), 0})
+			s.writeError(w, readError(err))
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -117,7 +113,7 @@ func (s *Server) chargeBatches(next http.Handler) http.Handler {
 			return
 		}
 		if len(batch) > maxBatch {
-			s.writeError(w, &apiError{http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("a JSON-RPC batch of %d messages: at most %d", len(batch), maxBatch), 0})
+			s.writeError(w, &apiError{http.StatusRequestEntityTooLarge, httpguard.ReasonTooLarge, fmt.Sprintf("a JSON-RPC batch of %d messages: at most %d", len(batch), maxBatch), 0})
 			return
 		}
 		if ok, wait := s.addrs.allowN(remoteHost(r), s.now(), len(batch)-1); !ok {
@@ -133,25 +129,29 @@ func (s *Server) chargeBatches(next http.Handler) http.Handler {
 	})
 }
 
+// readError is the refusal of a request whose body could not be read: too
+// large (cut while reading, when it came without a length), or cut off.
+func readError(err error) *apiError {
+	if limit, ok := httpguard.TooLarge(err); ok {
+		return &apiError{http.StatusRequestEntityTooLarge, httpguard.ReasonTooLarge, fmt.Sprintf("request body over %d bytes", limit), 0}
+	}
+	return &apiError{http.StatusBadRequest, identity.ReasonMalformed, "reading the request body: " + err.Error(), 0}
+}
+
 // remoteHost is the client a request came from (httpguard.ClientKey).
 func remoteHost(r *http.Request) string { return httpguard.ClientKey(r.RemoteAddr) }
 
 // submit decodes a signed envelope from the body and runs op on it.
 func (s *Server) submit(op func(context.Context, *identity.Envelope, *http.Request) (any, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		dec := json.NewDecoder(r.Body)
-		dec.DisallowUnknownFields()
-		var e identity.Envelope
-		if err := dec.Decode(&e); err != nil {
-			if limit, ok := httpguard.TooLarge(err); ok {
-				s.writeError(w, &apiError{http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("request body over %d bytes", limit), 0})
-				return
-			}
-			s.writeError(w, &apiError{http.StatusBadRequest, identity.ReasonMalformed, "the body is not a signed envelope {kind, agent, time, nonce, body, sig}: " + err.Error(), 0})
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			s.writeError(w, readError(err))
 			return
 		}
-		if dec.More() {
-			s.writeError(w, &apiError{http.StatusBadRequest, identity.ReasonMalformed, "data after the envelope", 0})
+		var e identity.Envelope
+		if err := identity.DecodeEnvelope(body, &e); err != nil {
+			s.writeError(w, s.classify(err))
 			return
 		}
 		out, err := op(r.Context(), &e, r)

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -10,8 +9,10 @@ import (
 	"github.com/llmkernels/kernels/hermitcrab/identity"
 )
 
-// EnvelopeArgs are the arguments of every MCP tool that writes: a signed
-// envelope, field for field (what `hermitcrab beach sign` prints).
+// EnvelopeArgs describe the arguments of every MCP tool that writes: a
+// signed envelope, field for field (what `hermitcrab beach sign` prints).
+// They give the tools' input schema; the envelope itself is read from the
+// arguments as they were sent (see mcpEnvelope).
 type EnvelopeArgs struct {
 	Kind  string `json:"kind" jsonschema:"the envelope kind: passport, mark, message, inbox_check, savepoint or savepoint_get"`
 	Agent string `json:"agent" jsonschema:"the signer's agent id (hc + base32 of its ed25519 public key)"`
@@ -22,12 +23,15 @@ type EnvelopeArgs struct {
 	Limit int    `json:"limit,omitempty" jsonschema:"inbox_check only: at most this many messages (default 100)"`
 }
 
-func (a EnvelopeArgs) envelope() (*identity.Envelope, error) {
-	body, err := json.Marshal(a.Body)
-	if err != nil {
-		return nil, &identity.Refusal{Reason: identity.ReasonMalformed, Detail: "body: " + err.Error()}
-	}
-	return &identity.Envelope{Kind: a.Kind, Agent: a.Agent, Time: a.Time, Nonce: a.Nonce, Body: body, Sig: a.Sig}, nil
+// mcpEnvelope is a write tool's arguments as the beach reads them: by
+// identity.DecodeEnvelope, from the text the client sent, as the HTTP
+// routes read a body. The SDK has decoded them its own way by then (to
+// check them against the schema), which merges duplicate keys and reads
+// an escaped lone surrogate as U+FFFD; reading the envelope from that
+// would accept over MCP what the HTTP routes refuse.
+type mcpEnvelope struct {
+	identity.Envelope
+	Limit int `json:"limit,omitempty"`
 }
 
 // AgentArgs name an agent.
@@ -56,12 +60,12 @@ func (s *Server) mcpHandler() http.Handler {
 			"cannot write here. Produce envelopes with `hermitcrab beach sign`.",
 	})
 	signed := func(name, desc string, op func(context.Context, *identity.Envelope, int) (any, error)) {
-		mcp.AddTool(srv, &mcp.Tool{Name: name, Description: desc}, func(ctx context.Context, _ *mcp.CallToolRequest, a EnvelopeArgs) (*mcp.CallToolResult, any, error) {
-			e, err := a.envelope()
-			if err != nil {
-				return nil, nil, err
+		mcp.AddTool(srv, &mcp.Tool{Name: name, Description: desc}, func(ctx context.Context, req *mcp.CallToolRequest, _ EnvelopeArgs) (*mcp.CallToolResult, any, error) {
+			var a mcpEnvelope
+			if err := identity.DecodeEnvelope(req.Params.Arguments, &a); err != nil {
+				return nil, nil, s.classify(err)
 			}
-			out, err := op(ctx, e, a.Limit)
+			out, err := op(ctx, &a.Envelope, a.Limit)
 			if err != nil {
 				return nil, nil, s.classify(err)
 			}

@@ -112,6 +112,22 @@ func TestAnMCPClientListsTheToolsAndSendsASignedMessage(t *testing.T) {
 	}
 }
 
+// postMCP posts a JSON-RPC text to the MCP endpoint as it is, as a
+// stateless client does, and returns the status and the answer.
+func postMCP(t *testing.T, b *testBeach, rpc string) (int, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, b.URL+"/mcp", strings.NewReader(rpc))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, data
+}
+
 // A JSON-RPC batch (MCP before 2025-06-18 allows them, and the SDK serves
 // them to a request without a protocol version header) is as many calls as
 // it holds: each is charged to the per-address limit, so one HTTP request
@@ -123,16 +139,8 @@ func TestAnMCPBatchIsChargedPerCall(t *testing.T) {
 		for i := range n {
 			calls = append(calls, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"beach_info","arguments":{}}}`, i+1))
 		}
-		req, _ := http.NewRequest(http.MethodPost, b.URL+"/mcp", strings.NewReader("["+strings.Join(calls, ",")+"]"))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		data, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(data)
+		st, data := postMCP(t, b, "["+strings.Join(calls, ",")+"]")
+		return st, string(data)
 	}
 	if st, body := batch(1000); st != http.StatusRequestEntityTooLarge || !strings.Contains(body, "too_large") {
 		t.Fatalf("a batch of 1,000 calls (over the cap on batches): %d %.200s", st, body)
@@ -147,5 +155,79 @@ func TestAnMCPBatchIsChargedPerCall(t *testing.T) {
 	// calls three: none is left of the five.
 	if st, _ := batch(1); st != http.StatusTooManyRequests {
 		t.Fatalf("a call with no token left: %d", st)
+	}
+}
+
+// One envelope text, one reading: what the HTTP routes refuse (a duplicate
+// key, an escaped lone surrogate) the MCP tools refuse too, though the SDK
+// decodes tool arguments with a reader that merges duplicate keys and
+// reads \ud800 as U+FFFD, and an envelope-level duplicate or a key spelled
+// in another case, which encoding/json would take, is refused on both.
+func TestHTTPAndMCPReadAnEnvelopeTheSameWay(t *testing.T) {
+	b := startBeach(t, "sqlite", nil)
+	alice, _ := identity.Generate()
+	other, _ := identity.Generate()
+	var signAs func(id *identity.Identity, body any, bodyText string) string
+	// sign signs body and returns the envelope as JSON text, with the body
+	// replaced by the text given (which reads as the signed body to a
+	// reader that merges keys or replaces surrogates).
+	sign := func(body any, bodyText string) string { return signAs(alice, body, bodyText) }
+	signAs = func(id *identity.Identity, body any, bodyText string) string {
+		e, err := id.Sign(beach.KindPassport, body, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bodyText != "" {
+			e.Body = json.RawMessage(bodyText)
+		}
+		data, _ := json.Marshal(e)
+		return string(data)
+	}
+	postHTTP := func(text string) (int, string) { return postText(t, b, "/v1/passports", []byte(text)) }
+	callMCP := func(args string) (bool, string) {
+		st, data := postMCP(t, b, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"passport_publish","arguments":`+args+`}}`)
+		var out struct {
+			Result struct {
+				IsError bool `json:"isError"`
+				Content []struct{ Text string }
+			}
+			Error *struct{ Message string }
+		}
+		if err := json.Unmarshal(data, &out); err != nil || out.Error != nil || len(out.Result.Content) == 0 {
+			t.Fatalf("MCP answer %d: %s (%v)", st, data, err)
+		}
+		return !out.Result.IsError, out.Result.Content[0].Text
+	}
+	cases := map[string]func() string{
+		"duplicate key in the body": func() string {
+			return sign(beach.Passport{Name: "alice"}, `{"name":"mallory","name":"alice"}`)
+		},
+		"escaped lone surrogate in the body": func() string {
+			return sign(beach.Passport{Name: "alice\ufffd"}, `{"name":"alice\ud800"}`)
+		},
+		"duplicate key in the envelope": func() string {
+			text := sign(beach.Passport{Name: "alice"}, "")
+			return strings.Replace(text, `{"kind"`, `{"agent":"`+other.Agent()+`","kind"`, 1)
+		},
+		"a key in another case": func() string {
+			return strings.Replace(sign(beach.Passport{Name: "alice"}, ""), `"nonce"`, `"Nonce"`, 1)
+		},
+	}
+	for name, envelope := range cases {
+		if st, reason := postHTTP(envelope()); st != http.StatusBadRequest || reason != identity.ReasonMalformed {
+			t.Errorf("%s, over HTTP: %d %s, want 400 malformed", name, st, reason)
+		}
+		if ok, text := callMCP(envelope()); ok {
+			t.Errorf("%s, over MCP: accepted (%s)", name, text)
+		}
+	}
+	// Well formed, the same envelopes go through both (another signer
+	// over MCP: a second passport signed in the same millisecond would be
+	// refused as superseded).
+	if st, reason := postHTTP(sign(beach.Passport{Name: "alice"}, "")); st != http.StatusOK {
+		t.Fatalf("a good envelope over HTTP: %d %s", st, reason)
+	}
+	if ok, text := callMCP(signAs(other, beach.Passport{Name: "other"}, "")); !ok {
+		t.Fatalf("a good envelope over MCP: %s", text)
 	}
 }

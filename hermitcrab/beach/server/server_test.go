@@ -85,6 +85,12 @@ func newAgent(t testing.TB, b *testBeach) (*identity.Identity, *beach.Client) {
 func post(t testing.TB, b *testBeach, path string, e any) (int, string) {
 	t.Helper()
 	data, _ := json.Marshal(e)
+	return postText(t, b, path, data)
+}
+
+// postText sends a body as it is and returns the status and reason.
+func postText(t testing.TB, b *testBeach, path string, data []byte) (int, string) {
+	t.Helper()
 	resp, err := http.Post(b.URL+path, "application/json", bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
@@ -294,8 +300,8 @@ func TestLimits(t *testing.T) {
 		alice, _ := identity.Generate()
 		bob, _ := identity.Generate()
 		env, _ := alice.Sign(beach.KindMessage, beach.Message{To: bob.Agent(), Type: beach.TypeGeneral, Content: strings.Repeat("x", 8<<10)}, time.Now())
-		if st, r := post(t, b, "/v1/messages", env); st != http.StatusRequestEntityTooLarge {
-			t.Fatalf("8 KiB body on a 4 KiB limit: %d %s", st, r)
+		if st, r := post(t, b, "/v1/messages", env); st != http.StatusRequestEntityTooLarge || r != "too_large" {
+			t.Fatalf("8 KiB body (with its length) on a 4 KiB limit: %d %q, want 413 too_large", st, r)
 		}
 		// Chunked, without a length: cut while reading.
 		data, _ := json.Marshal(env)

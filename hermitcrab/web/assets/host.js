@@ -442,7 +442,7 @@
       blockWrite: (name, path, content) => post('/api/blocks/' + enc(name), { path, content }),
       blockList: async () => (await get('/api/blocks')).blocks,
       blockCreate: (name, pscale0, place) => post('/api/blocks', { name, pscale0, place }),
-      bsp: (name, spindle, point) => get('/api/bsp/' + enc(name) + query({ spindle, point })),
+      bsp: (name, spindle, point, mode) => get('/api/bsp/' + enc(name) + query({ spindle, point, mode })),
       resolve: (name, depth) => get('/api/resolve/' + enc(name) + query({ depth })),
       wakes: async () => (await get('/api/wakes')).wakes,
       version: st.version,

@@ -1,0 +1,146 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Registry is the file holding a person's servers, which a kernel keeps in
+// its instance directory: JSON, mode 0600 (it holds the servers' secrets),
+// replaced atomically on every change.
+type Registry struct {
+	Path string
+}
+
+// registryFile is the file's shape.
+type registryFile struct {
+	Servers []Server `json:"servers"`
+}
+
+// Load reads the servers, in the order they were added; a missing file is
+// no servers. A file someone edited into a wrong shape (an unknown field,
+// a malformed server, a name twice) is an error naming the file.
+func (r Registry) Load() ([]Server, error) {
+	data, err := os.ReadFile(r.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read mcp servers: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var f registryFile
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("read mcp servers from %s: %v (fix the file, or remove it and add the servers again)", r.Path, err)
+	}
+	if err := checkAll(f.Servers); err != nil {
+		// Not the caller's input: the file's, so no *InvalidError escapes.
+		return nil, fmt.Errorf("read mcp servers from %s: %v", r.Path, err)
+	}
+	return f.Servers, nil
+}
+
+// List is the servers as they may be shown: no secret values.
+func (r Registry) List() ([]Listing, error) {
+	servers, err := r.Load()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Listing, len(servers))
+	for i, s := range servers {
+		out[i] = s.Listing()
+	}
+	return out, nil
+}
+
+// Add checks srv, refuses a name already taken (whatever its case),
+// connects to the server and lists its tools (Probe), and only then
+// stores it. It returns what the server offers. A malformed server or a
+// taken name is an *InvalidError; a server that does not answer is an
+// *UnreachableError, and is not stored.
+func (r Registry) Add(ctx context.Context, srv Server, opts Options) (Offer, error) {
+	if err := srv.Check(); err != nil {
+		return Offer{}, err
+	}
+	servers, err := r.Load()
+	if err != nil {
+		return Offer{}, err
+	}
+	if i := r.index(servers, srv.Name); i >= 0 {
+		return Offer{}, &InvalidError{Server: srv.Name, Field: "name", Problem: fmt.Sprintf("a server named %q is added already; remove it first, or choose another name", servers[i].Name)}
+	}
+	offer, err := Probe(ctx, srv, opts)
+	if err != nil {
+		return Offer{}, err
+	}
+	return offer, r.save(append(servers, srv))
+}
+
+// Remove deletes the server named name (whatever its case); a name no
+// server has is a *NotFoundError.
+func (r Registry) Remove(name string) error {
+	servers, err := r.Load()
+	if err != nil {
+		return err
+	}
+	i := r.index(servers, name)
+	if i < 0 {
+		return &NotFoundError{Name: name}
+	}
+	return r.save(slices.Delete(servers, i, i+1))
+}
+
+func (Registry) index(servers []Server, name string) int {
+	return slices.IndexFunc(servers, func(s Server) bool { return strings.EqualFold(s.Name, name) })
+}
+
+func (r Registry) save(servers []Server) error {
+	data, err := json.MarshalIndent(registryFile{Servers: servers}, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write mcp servers: %w", err)
+	}
+	if err := writeFile(r.Path, append(data, '\n'), 0o600); err != nil {
+		return fmt.Errorf("write mcp servers: %w", err)
+	}
+	return nil
+}
+
+// writeFile replaces path with data, as internal/atomicfile.Write does:
+// a temporary file in the same directory, made with perm from the start
+// (the secrets are never readable by others, not even for a moment),
+// synced, renamed over path, and the directory synced. Package llm and its
+// subpackages import nothing of the module's internal/, hence this copy.
+func writeFile(path string, data []byte, perm os.FileMode) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*") // CreateTemp makes it 0600
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Chmod(perm)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	err = errors.Join(err, tmp.Close())
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		// The temporary file is ours and unused: removing it is all that
+		// is left to do, and the write error is the one to report.
+		_ = os.Remove(tmp.Name())
+		return err
+	}
+	return syncDir(dir)
+}
