@@ -450,6 +450,9 @@ func (s *stepCtx) registerTool(ctx context.Context, tx *store.Tx, builder, artif
 	id := fmt.Sprintf("tool-%s-%d", slug(t.Capabilities[0]), count+1)
 	entry := store.Resolver{ID: id, Label: t.Label, Description: t.Description, Type: "digital", Capabilities: t.Capabilities, CostPerInvocation: 0.001,
 		LatencyEstimate: 10, BuiltBy: "system", BuiltForNode: s.n.Parent, Metadata: map[string]any{"command": t.Command, "test_command": t.TestCommand, "tool_artifact_id": artifact}}
+	if len(t.Network) > 0 {
+		entry.Metadata[metaNetwork] = t.Network // declared; allowed only by a person
+	}
 	if err := register(ctx, &tx.Conn, entry); err != nil {
 		return err
 	}
