@@ -338,6 +338,9 @@ func inboxMessage(r store.Received) InboxMessage {
 type Inbox struct {
 	New     []InboxMessage  `json:"new"`
 	Refused []beach.Refused `json:"refused,omitempty"`
+	// Waiting is how many messages the model has not been given yet
+	// (FetchInbox only): a wake or inbox_check gives them to it.
+	Waiting int `json:"-"`
 }
 
 // inboxPages bounds one fetch: 10 pages of 100 messages.
@@ -349,16 +352,29 @@ const inboxPages = 10
 // inbox, not this instance's store.
 const maxWaiting = 200
 
+// FetchOptions tune FetchInbox; the zero value is what the inbox trigger
+// and inbox_check fetch.
+type FetchOptions struct {
+	// After, when set, starts the fetch above this beach message id, read
+	// or not, instead of above the newest one the instance stored (what
+	// the instance has already is refused as a replay).
+	After *int64
+	// Limit is the most messages taken; 0 is as many as room is left for.
+	Limit int
+}
+
 // FetchInbox takes the messages the beach holds for this instance that it
 // has not stored yet (those above the last beach id it stored, read or
 // not, so one whose answer was lost on the way comes again), verifies
-// each (signature, addressee, not seen before) and stores the good ones.
-// Then it takes any message still unread: one at or below that id can
-// only be there when the beach's ids started again (a new database at the
-// same address). It returns the messages stored; what did not verify is
-// returned with the reason. With maxWaiting messages undelivered it
-// fetches nothing, and never more than makes them maxWaiting.
-func (k *Kernel) FetchInbox(ctx context.Context) (*Inbox, error) {
+// each (signature, addressee, not seen before) and stores the good ones,
+// where they wait for the model: the next wake of an inbox trigger, or
+// inbox_check, gives them to it. Then it takes any message still unread:
+// one at or below that id can only be there when the beach's ids started
+// again (a new database at the same address). It returns the messages
+// stored; what did not verify is returned with the reason. With
+// maxWaiting messages undelivered it fetches nothing, and never more than
+// makes them maxWaiting.
+func (k *Kernel) FetchInbox(ctx context.Context, o FetchOptions) (*Inbox, error) {
 	k.net.fetching.Lock()
 	defer k.net.fetching.Unlock()
 	c, err := k.Beach(ctx)
@@ -371,15 +387,22 @@ func (k *Kernel) FetchInbox(ctx context.Context) (*Inbox, error) {
 	if err != nil {
 		return out, err
 	}
+	defer func() { out.Waiting = waiting + len(out.New) }()
 	room := maxWaiting - waiting
+	if o.Limit > 0 {
+		room = min(room, o.Limit)
+	}
 	if room <= 0 {
 		return out, nil
 	}
+	after, err := k.inboxAfter(ctx, host)
+	if err != nil {
+		return out, err
+	}
+	if o.After != nil {
+		after = *o.After
+	}
 	for range inboxPages {
-		after, err := k.inboxAfter(ctx, host)
-		if err != nil {
-			return out, err
-		}
 		good, bad, err := c.InboxAfter(ctx, after, min(100, room))
 		if err != nil {
 			return out, err
@@ -397,10 +420,8 @@ func (k *Kernel) FetchInbox(ctx context.Context) (*Inbox, error) {
 		for _, r := range bad {
 			top = max(top, r.ID)
 		}
-		if top > after {
-			if err := k.store.SetSetting(ctx, inboxAfterSetting+host, fmt.Sprint(top)); err != nil {
-				return out, err
-			}
+		if err := k.fetchedTo(ctx, host, top); err != nil {
+			return out, err
 		}
 		if room -= len(good); room <= 0 {
 			return out, nil
@@ -408,6 +429,7 @@ func (k *Kernel) FetchInbox(ctx context.Context) (*Inbox, error) {
 		if len(good)+len(bad) < 100 || top == after {
 			break
 		}
+		after = top
 	}
 	good, bad, err := c.Inbox(ctx, min(100, room))
 	if err != nil {
@@ -468,6 +490,16 @@ func (k *Kernel) inboxAfter(ctx context.Context, host string) (int64, error) {
 	return after, nil
 }
 
+// fetchedTo records that the fetches from host have seen every id up to
+// top; it never moves the mark back (a fetch from an earlier id, After).
+func (k *Kernel) fetchedTo(ctx context.Context, host string, top int64) error {
+	was, err := k.inboxAfter(ctx, host)
+	if err != nil || top <= was {
+		return err
+	}
+	return k.store.SetSetting(ctx, inboxAfterSetting+host, fmt.Sprint(top))
+}
+
 func beachHost(u string) string {
 	if p, err := url.Parse(u); err == nil {
 		return p.Host
@@ -479,7 +511,7 @@ func beachHost(u string) string {
 // returns every message not yet shown to the LLM and marks them shown.
 // With all, it returns the last 20 messages received instead.
 func (k *Kernel) CheckInbox(ctx context.Context, all bool) (*Inbox, error) {
-	fetched, err := k.FetchInbox(ctx)
+	fetched, err := k.FetchInbox(ctx, FetchOptions{})
 	if err != nil {
 		return nil, err
 	}

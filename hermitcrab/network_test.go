@@ -482,14 +482,14 @@ func TestABeachStartedAfreshAtTheSameAddressStillDelivers(t *testing.T) {
 	for _, m := range []string{"one", "two", "three"} {
 		send(m)
 	}
-	if in, err := k.FetchInbox(ctx); err != nil || len(in.New) != 3 {
+	if in, err := k.FetchInbox(ctx, FetchOptions{}); err != nil || len(in.New) != 3 {
 		t.Fatalf("first beach: %+v %v", in, err)
 	}
 	stop()
 	_, stop = beachAt(t, addr)
 	defer stop()
 	send("from the new beach")
-	in, err := k.FetchInbox(ctx)
+	in, err := k.FetchInbox(ctx, FetchOptions{})
 	if err != nil || len(in.New) != 1 || in.New[0].Content != "from the new beach" {
 		t.Fatalf("the new beach at the same address: %+v %v", in, err)
 	}

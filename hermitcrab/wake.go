@@ -340,7 +340,7 @@ func (k *Kernel) due(ctx context.Context, t trigger.Trigger, st store.TriggerSta
 			}
 		}
 		if err := k.lookWhenDue(ctx, t, st, now, func(ctx context.Context, l *look) {
-			l.inbox, l.err = k.FetchInbox(ctx)
+			l.inbox, l.err = k.FetchInbox(ctx, FetchOptions{})
 		}); err != nil {
 			return nil, err
 		}

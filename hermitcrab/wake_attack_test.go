@@ -528,7 +528,7 @@ func TestTheMessagesOfAWakeKilledMidCallAreDeliveredAgain(t *testing.T) {
 	sendTo(t, b, aID, "are you there?")
 	// A process fetches the message, claims the wake that delivers it,
 	// and is killed before the call ends: the claim stays running.
-	if _, err := k.FetchInbox(ctx); err != nil {
+	if _, err := k.FetchInbox(ctx, FetchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	set, _ := k.Triggers(ctx)
@@ -578,11 +578,11 @@ func TestAFloodOfMessagesWaitsOnTheBeach(t *testing.T) {
 			}
 		}
 	}
-	in, err := k.FetchInbox(ctx)
+	in, err := k.FetchInbox(ctx, FetchOptions{})
 	if err != nil || len(in.New) != maxWaiting {
 		t.Fatalf("the first fetch stored %d messages (bound %d): %v", len(in.New), maxWaiting, err)
 	}
-	if in, err := k.FetchInbox(ctx); err != nil || len(in.New) != 0 {
+	if in, err := k.FetchInbox(ctx, FetchOptions{}); err != nil || len(in.New) != 0 {
 		t.Fatalf("a fetch with %d waiting stored %d more: %v", maxWaiting, len(in.New), err)
 	}
 	if _, err := k.WriteAt(ctx, "wake", "0.5.1", "inbox tier 1"); err != nil {

@@ -38,27 +38,9 @@ else the one 'beach use' set for this data directory, else ` + hermitcrab.Defaul
 this data directory's instance; the instance's own network tools and its inbox trigger
 use the same beach.`,
 	}
-	client := func() (*beach.Client, error) {
-		dir, id, err := f.identity()
-		if err != nil {
-			return nil, err
-		}
-		u, err := f.instanceBeach()
-		if err != nil {
-			return nil, err
-		}
-		c, err := beach.NewClient(u, id)
-		if err != nil {
-			return nil, err
-		}
-		// Messages accepted from any beach, kept so a replay is refused even
-		// after this process ends.
-		c.Nonces = &beach.FileNonces{Path: filepath.Join(dir, "beach-received")}
-		return c, nil
-	}
-	cmd.AddCommand(f.beachServeCommand(), beachIDCommand(f), f.beachUseCommand(), f.beachPassportCommand(client))
-	cmd.AddCommand(f.beachMarkCommands(client)...)
-	cmd.AddCommand(f.beachSendCommand(), beachInboxCommand(client), f.beachSaveCommand(), f.beachRestoreCommand(), beachSignCommand(f))
+	cmd.AddCommand(f.beachServeCommand(), beachIDCommand(f), f.beachUseCommand(), f.beachPassportCommand())
+	cmd.AddCommand(f.beachMarkCommands()...)
+	cmd.AddCommand(f.beachSendCommand(), f.beachInboxCommand(), f.beachSaveCommand(), f.beachRestoreCommand(), beachSignCommand(f))
 	return cmd
 }
 
@@ -273,21 +255,7 @@ func (f *flags) identity() (string, *identity.Identity, error) {
 	return dir, id, err
 }
 
-// clientFunc makes the beach client of the instance.
-type clientFunc func() (*beach.Client, error)
-
-// run makes a command's RunE that gets the client first.
-func (cf clientFunc) run(fn func(cmd *cobra.Command, args []string, c *beach.Client) error) func(*cobra.Command, []string) error {
-	return func(cmd *cobra.Command, args []string) error {
-		c, err := cf()
-		if err != nil {
-			return err
-		}
-		return fn(cmd, args, c)
-	}
-}
-
-func (f *flags) beachPassportCommand(client clientFunc) *cobra.Command {
+func (f *flags) beachPassportCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "passport", Short: "Publish this instance's passport, or read others'"}
 	var p hermitcrab.PassportSpec
 	publish := &cobra.Command{
@@ -314,13 +282,15 @@ reader knows what it means without the blocks. The blocks are only read.`,
 	_ = publish.MarkFlagRequired("name")
 	show := &cobra.Command{
 		Use: "show AGENT", Short: "Print an agent's passport, verified, as JSON", Args: cobra.ExactArgs(1),
-		RunE: client.run(func(cmd *cobra.Command, args []string, c *beach.Client) error {
-			v, err := c.Passport(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			return cli.PrintJSON(cmd.OutOrStdout(), v)
-		}),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return f.withBlocksRead(cmd, func(k *hermitcrab.Kernel) error {
+				v, err := k.Passport(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				return cli.PrintJSON(cmd.OutOrStdout(), v)
+			})
+		},
 	}
 	cli.JSONFlag(show) // the output is JSON already
 	var limit int
@@ -328,22 +298,24 @@ reader knows what it means without the blocks. The blocks are only read.`,
 	list := &cobra.Command{
 		Use: "list", Short: "List the passports published most recently, verified", Args: cobra.NoArgs,
 		PreRunE: func(*cobra.Command, []string) error { return checkLimit(limit) },
-		RunE: client.run(func(cmd *cobra.Command, _ []string, c *beach.Client) error {
-			good, bad, err := c.Passports(cmd.Context(), limit)
-			if err != nil {
-				return err
-			}
-			printRefused(cmd, bad)
-			if *listJSON {
-				return cli.PrintJSON(cmd.OutOrStdout(), nonNil(good))
-			}
-			for _, v := range good {
-				// Names and coordinates are a stranger's text: inert on a terminal.
-				fmt.Fprintf(cmd.OutOrStdout(), "%s  %s  offers %s  needs %s\n", v.Agent, termtext.Line(v.Body.Name),
-					termtext.Line(strings.Join(v.Body.Offers, ",")), termtext.Line(strings.Join(v.Body.Needs, ",")))
-			}
-			return nil
-		}),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return f.withBlocksRead(cmd, func(k *hermitcrab.Kernel) error {
+				good, bad, err := k.Passports(cmd.Context(), limit)
+				if err != nil {
+					return err
+				}
+				printRefused(cmd, bad)
+				if *listJSON {
+					return cli.PrintJSON(cmd.OutOrStdout(), nonNil(good))
+				}
+				for _, v := range good {
+					// Names and coordinates are a stranger's text: inert on a terminal.
+					fmt.Fprintf(cmd.OutOrStdout(), "%s  %s  offers %s  needs %s\n", v.Agent, termtext.Line(v.Body.Name),
+						termtext.Line(strings.Join(v.Body.Offers, ",")), termtext.Line(strings.Join(v.Body.Needs, ",")))
+				}
+				return nil
+			})
+		},
 	}
 	list.Flags().IntVar(&limit, "limit", 100, "at most this many")
 	listJSON = cli.JSONFlag(list)
@@ -351,7 +323,7 @@ reader knows what it means without the blocks. The blocks are only read.`,
 	return cmd
 }
 
-func (f *flags) beachMarkCommands(client clientFunc) []*cobra.Command {
+func (f *flags) beachMarkCommands() []*cobra.Command {
 	mark := &cobra.Command{
 		Use: "mark URL [PURPOSE]", Short: "Leave a signed mark on a URL: this instance was there, for PURPOSE (only the URL's hash is sent)",
 		Args: cobra.RangeArgs(1, 2),
@@ -375,20 +347,22 @@ func (f *flags) beachMarkCommands(client clientFunc) []*cobra.Command {
 	marks := &cobra.Command{
 		Use: "marks URL", Short: "List who marked a URL and why, newest first, verified", Args: cobra.ExactArgs(1),
 		PreRunE: func(*cobra.Command, []string) error { return checkLimit(limit) },
-		RunE: client.run(func(cmd *cobra.Command, args []string, c *beach.Client) error {
-			good, bad, err := c.Marks(cmd.Context(), args[0], limit)
-			if err != nil {
-				return err
-			}
-			printRefused(cmd, bad)
-			if *marksJSON {
-				return cli.PrintJSON(cmd.OutOrStdout(), nonNil(good))
-			}
-			for _, v := range good {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s  %s  %s\n", v.Time.UTC().Format(time.RFC3339), v.Agent, termtext.Line(v.Body.Purpose))
-			}
-			return nil
-		}),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return f.withBlocksRead(cmd, func(k *hermitcrab.Kernel) error {
+				good, bad, err := k.Marks(cmd.Context(), args[0], limit)
+				if err != nil {
+					return err
+				}
+				printRefused(cmd, bad)
+				if *marksJSON {
+					return cli.PrintJSON(cmd.OutOrStdout(), nonNil(good))
+				}
+				for _, v := range good {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s  %s  %s\n", v.Time.UTC().Format(time.RFC3339), v.Agent, termtext.Line(v.Body.Purpose))
+				}
+				return nil
+			})
+		},
 	}
 	marks.Flags().IntVar(&limit, "limit", 50, "at most this many marks")
 	marksJSON = cli.JSONFlag(marks)
@@ -436,41 +410,61 @@ func checkLimit(limit int) error {
 	return nil
 }
 
-func beachInboxCommand(client clientFunc) *cobra.Command {
+func (f *flags) beachInboxCommand() *cobra.Command {
 	var limit int
 	var after int64
+	var all bool
 	cmd := &cobra.Command{
-		Use: "inbox", Short: "Take this instance's unread messages (marked read on the beach), each verified", Args: cobra.NoArgs,
-		PreRunE: func(*cobra.Command, []string) error {
+		Use: "inbox", Short: "Take this instance's new messages from the beach into its store, each verified, and print them", Args: cobra.NoArgs,
+		Long: `Take the messages the beach holds for this instance into its store, as its inbox
+trigger does: each is verified (signature, addressee, not seen before), kept in the
+store and marked read on the beach. Reading them here does not deliver them: they wait
+for the instance's next wake (an inbox trigger at wake 0.4 or 0.5) or its inbox_check,
+which gives them to the model. The output is the messages taken, as JSON: [{"id" (this
+instance's number for it: inbox_send's reply_to), "from", "type", "content", "spindle",
+"responding_to", "signed", "nonce"}]; what did not verify is said on stderr.
+
+--all takes nothing: it prints the newest --limit messages the instance has received,
+delivered to the model or not (it only reads the store).`,
+		PreRunE: func(c *cobra.Command, _ []string) error {
 			if after < 0 {
 				return cli.Usagef("--after %d: give a message id (they start at 1), or 0 for every message", after)
 			}
+			if all && c.Flags().Changed("after") {
+				return cli.Usagef("--all takes nothing from the beach: leave out --after")
+			}
 			return checkLimit(limit)
 		},
-		RunE: client.run(func(cmd *cobra.Command, _ []string, c *beach.Client) error {
-			// One request or the other: taking the unread messages first
-			// would record their nonces, and the fetch that follows would
-			// refuse them as replays.
-			var good []beach.Verified[beach.Message]
-			var bad []beach.Refused
-			var err error
-			if cmd.Flags().Changed("after") {
-				good, bad, err = c.InboxAfter(cmd.Context(), after, limit)
-			} else {
-				good, bad, err = c.Inbox(cmd.Context(), limit)
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if all {
+				return f.withBlocksRead(cmd, func(k *hermitcrab.Kernel) error {
+					list, err := k.Received(cmd.Context(), limit)
+					if err != nil {
+						return err
+					}
+					return cli.PrintJSON(cmd.OutOrStdout(), list)
+				})
 			}
-			if err != nil {
-				return err
-			}
-			if err := cli.PrintJSON(cmd.OutOrStdout(), good); err != nil {
-				return err
-			}
-			printRefused(cmd, bad)
-			return nil
-		}),
+			return f.withKernel(cmd, false, func(k *hermitcrab.Kernel) error {
+				o := hermitcrab.FetchOptions{Limit: limit}
+				if cmd.Flags().Changed("after") {
+					o.After = &after
+				}
+				in, err := k.FetchInbox(cmd.Context(), o)
+				if err != nil {
+					return err
+				}
+				printRefused(cmd, in.Refused)
+				if in.Waiting > 0 {
+					fmt.Fprintf(cmd.ErrOrStderr(), "%d message(s) wait in the instance's store for its next wake or inbox_check\n", in.Waiting)
+				}
+				return cli.PrintJSON(cmd.OutOrStdout(), in.New)
+			})
+		},
 	}
 	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many messages")
-	cmd.Flags().Int64Var(&after, "after", 0, "instead, the messages with ids above this one, read or not (when an answer was lost on the way); those already received are refused as replays")
+	cmd.Flags().Int64Var(&after, "after", 0, "take the messages with ids above this one, read or not (when an answer was lost on the way); those the instance has already are refused as replays")
+	cmd.Flags().BoolVar(&all, "all", false, "take nothing: print the newest --limit messages the instance has received")
 	return cmd
 }
 

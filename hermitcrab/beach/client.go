@@ -35,8 +35,8 @@ type Client struct {
 	HTTP *http.Client
 	// Nonces remembers the messages this instance has accepted, so a
 	// message a beach hands out twice is refused the second time. NewClient
-	// sets an in-memory one; an instance sets a *FileNonces in its data
-	// directory (as the CLI does) or its own store.
+	// sets an in-memory one; an instance sets its own store, where it
+	// keeps every message it accepted.
 	Nonces Nonces
 	// Now is the signing clock.
 	Now func() time.Time
