@@ -11,6 +11,7 @@ import (
 
 	"github.com/llmkernels/kernels/hermitcrab/prompt"
 	"github.com/llmkernels/kernels/hermitcrab/store"
+	"github.com/llmkernels/kernels/hermitcrab/tool"
 	"github.com/llmkernels/kernels/llm"
 )
 
@@ -298,7 +299,7 @@ func (k *Kernel) toolCallLLM(ctx context.Context, in json.RawMessage) (llm.ToolO
 		Model  string `json:"model"`
 		System string `json:"system"`
 	}
-	if err := decode(in, &args); err != nil {
+	if err := tool.Decode(in, &args); err != nil {
 		return llm.ToolOutput{}, err
 	}
 	tier := prompt.Deep

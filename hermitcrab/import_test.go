@@ -4,10 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/llmkernels/kernels/hermitcrab/store"
-	"github.com/llmkernels/kernels/pscale"
 	"strings"
 	"testing"
+
+	"github.com/llmkernels/kernels/hermitcrab/store"
+	"github.com/llmkernels/kernels/pscale"
 )
 
 func TestAHundredMemoryG0DumpAndADumpWithACorruptKeyImport(t *testing.T) {

@@ -7,16 +7,17 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"sync/atomic"
 	"time"
 
+	"github.com/llmkernels/kernels/hermitcrab/fetch"
 	"github.com/llmkernels/kernels/hermitcrab/migrate"
 	"github.com/llmkernels/kernels/hermitcrab/shell"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/hermitcrab/trigger"
+	"github.com/llmkernels/kernels/internal/option"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/pscale"
 )
@@ -58,7 +59,7 @@ type Options struct {
 	OnShell func(store.Shell)
 	// WebRequest is the host policy of the web_request and fetch_url tools;
 	// the zero value denies loopback and private addresses.
-	WebRequest WebPolicy
+	WebRequest fetch.Policy
 	// Beach is the beach URL the network tools and the inbox trigger use
 	// (--beach, $HERMITCRAB_BEACH); empty: the data directory's setting
 	// (SetBeach), else DefaultBeach.
@@ -78,6 +79,14 @@ type Options struct {
 	Log     *slog.Logger
 }
 
+// OptionError is the error for an option the kernel cannot take: which
+// (Field, as the library names it) and what is wrong (Problem).
+type OptionError = option.Error
+
+// WebPolicy says which hosts web_request, fetch_url and watch triggers
+// may reach (fetch.Policy).
+type WebPolicy = fetch.Policy
+
 // Browser runs a browser tool (clipboard_write, speak, download, …) in the
 // page attached to the kernel, and returns its answer.
 type Browser interface {
@@ -92,8 +101,7 @@ type Kernel struct {
 	store  *store.Store
 	dir    string
 	log    *slog.Logger
-	// isPrivate classifies addresses for web_request and fetch_url.
-	isPrivate func(net.IP) bool
+	fetch  *fetch.Fetcher // web_request, fetch_url and watched pages
 	// touchstoneReleased is when the embedded touchstone was written
 	// (shell.TouchstoneUpdated); a persisted copy changed after it wins.
 	touchstoneReleased time.Time
@@ -135,7 +143,7 @@ func Open(dir string, opts Options) (*Kernel, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("shell.TouchstoneUpdated %q: %w", shell.TouchstoneUpdated, err), st.Close())
 	}
-	k := &Kernel{opts: opts, store: st, dir: dir, log: log, touchstoneReleased: released, isPrivate: privateIP}
+	k := &Kernel{opts: opts, store: st, dir: dir, log: log, touchstoneReleased: released, fetch: fetch.New(opts.WebRequest)}
 	k.client.Store(opts.Client)
 	return k, nil
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/llmkernels/kernels/hermitcrab/fetch"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/hermitcrab/trigger"
 )
@@ -30,7 +31,7 @@ type look struct {
 	done chan struct{} // closed when it ended
 	// Set before done is closed: what it found, or why it failed.
 	inbox *Inbox
-	page  page
+	page  fetch.Page
 	err   error
 }
 

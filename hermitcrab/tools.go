@@ -1,16 +1,13 @@
 package hermitcrab
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"strings"
 	"time"
 
-	"github.com/llmkernels/kernels/internal/termtext"
+	"github.com/llmkernels/kernels/hermitcrab/tool"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/pscale"
 )
@@ -21,18 +18,6 @@ import (
 // short on purpose: definitions are sent on every call (the clean-build
 // spec budgets about 500 tokens for the boot set), and the capabilities
 // and touchstone blocks carry the detail.
-
-// fetchLimit is where fetch_url truncates, as the original proxy did.
-const fetchLimit = 50_000
-
-// schema builds an object schema from property JSON and required names.
-func schema(props string, required ...string) json.RawMessage {
-	if len(required) == 0 {
-		return json.RawMessage(`{"type":"object","properties":{` + props + `}}`)
-	}
-	req, _ := json.Marshal(required)
-	return json.RawMessage(`{"type":"object","properties":{` + props + `},"required":` + string(req) + `}`)
-}
 
 const (
 	nameProp = `"name":{"type":"string"}`
@@ -47,107 +32,44 @@ func (k *Kernel) catalogue(c *callState) map[string]llm.ToolHandler {
 		h[name] = llm.ToolHandler{Tool: llm.Tool{Name: name, Description: desc, InputSchema: in}, Run: run}
 	}
 	add("block_read", "A block whole, or the node at path with its children's texts.",
-		schema(nameProp+","+pathProp, "name"), k.toolBlockRead)
+		tool.Schema(nameProp+","+pathProp, "name"), k.toolBlockRead)
 	add("block_write", "Write text at path, creating nodes on the way; a branch keeps its children.",
-		schema(nameProp+","+pathProp+","+textProp, "name", "path", "content"), jsonTool(k.toolBlockWrite))
-	add("block_list", "Every block's name and pscale-0 text.", schema(""), jsonTool(k.toolBlockList))
+		tool.Schema(nameProp+","+pathProp+","+textProp, "name", "path", "content"), tool.Func(k.toolBlockWrite))
+	add("block_list", "Every block's name and pscale-0 text.", tool.Schema(""), tool.Func(k.toolBlockList))
 	add("block_create", "Create a block with its pscale-0 text.",
-		schema(nameProp+`,"pscale0":{"type":"string"},"place":{"type":"integer","minimum":1}`, "name", "pscale0"),
-		jsonTool(k.toolBlockCreate))
+		tool.Schema(nameProp+`,"pscale0":{"type":"string"},"place":{"type":"integer","minimum":1}`, "name", "pscale0"),
+		tool.Func(k.toolBlockCreate))
 	add("bsp", BSPDescription,
-		schema(nameProp+`,"spindle":{"type":"string","description":"address, e.g. \"0.12\""},"point":{"type":"integer","description":"a pscale"},"mode":{"type":"string","enum":`+bspModes+`}`, "name"),
-		jsonTool(k.toolBSP))
+		tool.Schema(nameProp+`,"spindle":{"type":"string","description":"address, e.g. \"0.12\""},"point":{"type":"integer","description":"a pscale"},"mode":{"type":"string","enum":`+bspModes+`}`, "name"),
+		tool.Func(k.toolBSP))
 	add("resolve", "Every node's text of a block down to depth (default 3).",
-		schema(nameProp+`,"depth":{"type":"integer","minimum":1}`, "name"), jsonTool(k.toolResolve))
+		tool.Schema(nameProp+`,"depth":{"type":"integer","minimum":1}`, "name"), tool.Func(k.toolResolve))
 	add("write_entry", "Add an entry to a block: without path as its newest (the block grows as it fills); with path at the next free digit under that node.",
-		schema(nameProp+","+pathProp+","+textProp, "name", "content"), jsonTool(k.toolWriteEntry))
+		tool.Schema(nameProp+","+pathProp+","+textProp, "name", "content"), tool.Func(k.toolWriteEntry))
 	add("compress", "When digits 1-9 under path are full: the light tier writes their summary or emergence as that node's text (the nine stay). Compressing a block's top (\"0\") grows the block.",
-		schema(nameProp+","+pathProp, "name", "path"), jsonTool(k.toolCompress))
-	add("get_source", "The JSX of the shell running now.", schema(""), k.toolGetSource)
+		tool.Schema(nameProp+","+pathProp, "name", "path"), tool.Func(k.toolCompress))
+	add("get_source", "The JSX of the shell running now.", tool.Schema(""), k.toolGetSource)
 	add("recompile", "Show a new interface: the whole JSX of one React component. Errors come back; success ends your turn.",
-		schema(`"jsx":{"type":"string"}`, "jsx"), func(ctx context.Context, in json.RawMessage) (llm.ToolOutput, error) {
+		tool.Schema(`"jsx":{"type":"string"}`, "jsx"), func(ctx context.Context, in json.RawMessage) (llm.ToolOutput, error) {
 			return k.toolRecompile(ctx, c, in)
 		})
 	add("set_tools", "Choose your tools for later calls: names or definitions (capabilities lists them).",
-		schema(`"tools":{"type":"array"}`, "tools"), jsonTool(k.toolSetTools))
+		tool.Schema(`"tools":{"type":"array"}`, "tools"), tool.Func(k.toolSetTools))
 	add("call_llm", "Delegate a task to another LLM: one call, no tools. model \"fast\" is the light tier, \"default\" the deep tier.",
-		schema(`"prompt":{"type":"string"},"model":{"type":"string","enum":["fast","default"]},"system":{"type":"string"}`, "prompt"),
+		tool.Schema(`"prompt":{"type":"string"},"model":{"type":"string","enum":["fast","default"]},"system":{"type":"string"}`, "prompt"),
 		k.toolCallLLM)
-	add("get_datetime", "Date, time, timezone, unix time.", schema(""), jsonTool(k.toolDatetime))
-	add("fetch_url", "GET a URL when web_fetch fails; text cut at 50,000 characters. Loopback and private addresses are refused unless allowed.",
-		schema(`"url":{"type":"string"}`, "url"), inert(k.toolFetchURL))
-	add("web_request", "Send an HTTP request (any method) from the kernel; the answer is cut at 50,000 characters. Loopback and private addresses are refused unless allowed.",
-		schema(`"method":{"type":"string"},"url":{"type":"string"},"headers":{"type":"object","additionalProperties":{"type":"string"}},"body":{"type":"string"}`, "url"),
-		inert(k.toolWebRequest))
+	add("get_datetime", "Date, time, timezone, unix time.", tool.Schema(""), tool.Func(k.toolDatetime))
+	for _, t := range k.fetch.Tools() { // another site's text
+		add(t.Tool.Name, t.Tool.Description, t.Tool.InputSchema, tool.Inert(t.Run))
+	}
 	for _, name := range browserTools {
 		add(name, browserDescriptions[name], browserSchemas[name], k.browserTool(name))
 	}
 	// Everything the network tools answer is the beach's or another
 	// agent's text (passports, marks, messages, the beach's acknowledgements).
-	k.networkTools(func(name, desc string, in json.RawMessage, run llm.ToolFunc) { add(name, desc, in, inert(run)) })
+	k.networkTools(func(name, desc string, in json.RawMessage, run llm.ToolFunc) { add(name, desc, in, tool.Inert(run)) })
 	return h
 }
-
-// inert wraps a tool whose result carries text from outside the instance
-// (a web page, a beach, another agent) so that it reaches the LLM inert,
-// as the foreign text of a wake message does: control characters,
-// escape sequences, C1 and bidirectional controls are shown as escapes
-// (termtext.Block; line breaks and tabs kept). A JSON result stays valid
-// JSON: each of its strings is made inert, so what it decodes to is inert
-// too. An error, which may quote the same text, is made inert as one line.
-// The person's own data (clipboard, files, speech, through the browser
-// tools) is theirs, and reaches the LLM as it is.
-func inert(run llm.ToolFunc) llm.ToolFunc {
-	return func(ctx context.Context, in json.RawMessage) (llm.ToolOutput, error) {
-		out, err := run(ctx, in)
-		if err != nil {
-			return out, inertError{err}
-		}
-		out.Content.Text = inertText(out.Content.Text)
-		for i, b := range out.Content.Blocks {
-			if b.Type == llm.BlockText {
-				out.Content.Blocks[i].Text = inertText(b.Text)
-			}
-		}
-		return out, nil
-	}
-}
-
-// inertText is termtext.Block of text, or of each string of text when it
-// is JSON (the whole text through termtext would write DEL as \x7f, which
-// JSON does not have).
-func inertText(text string) string {
-	if !json.Valid([]byte(text)) {
-		return termtext.Block(text)
-	}
-	var b strings.Builder
-	for i := 0; i < len(text); {
-		if text[i] != '"' {
-			b.WriteByte(text[i])
-			i++
-			continue
-		}
-		end := i + 1 // the closing quote: the first not escaped
-		for text[end] != '"' {
-			if text[end] == '\\' {
-				end++
-			}
-			end++
-		}
-		var s string
-		_ = json.Unmarshal([]byte(text[i:end+1]), &s) // a string of valid JSON
-		q, _ := llm.MarshalWire(termtext.Block(s))    // a string always encodes
-		b.Write(q)
-		i = end + 1
-	}
-	return b.String()
-}
-
-// inertError is a tool's error made inert (see inert).
-type inertError struct{ err error }
-
-func (e inertError) Error() string { return termtext.Line(e.err.Error()) }
-func (e inertError) Unwrap() error { return e.err }
 
 // browserTools are run by the page of an attached browser.
 var browserTools = []string{"clipboard_write", "clipboard_read", "speak", "notify", "download", "open_tab", "get_geolocation",
@@ -171,55 +93,20 @@ var browserDescriptions = map[string]string{
 }
 
 var browserSchemas = map[string]json.RawMessage{
-	"clipboard_write":   schema(`"text":{"type":"string"}`, "text"),
-	"clipboard_read":    schema(""),
-	"speak":             schema(`"text":{"type":"string"}`, "text"),
-	"notify":            schema(`"title":{"type":"string"},"body":{"type":"string"}`, "title"),
-	"download":          schema(`"filename":{"type":"string"},"content":{"type":"string"},"mime_type":{"type":"string"}`, "filename", "content"),
-	"open_tab":          schema(`"url":{"type":"string"}`, "url"),
-	"get_geolocation":   schema(""),
-	"listen":            schema(`"lang":{"type":"string","description":"e.g. en-GB"},"seconds":{"type":"integer","minimum":1,"maximum":60}`),
-	"fs_pick_directory": schema(""),
-	"fs_list":           schema(`"path":{"type":"string"}`),
-	"fs_read":           schema(`"path":{"type":"string"}`, "path"),
-	"fs_write":          schema(`"path":{"type":"string"},"content":{"type":"string"}`, "path", "content"),
-	"fs_mkdir":          schema(`"path":{"type":"string"}`, "path"),
-	"fs_delete":         schema(`"path":{"type":"string"}`, "path"),
-}
-
-// decode reads a tool's input, keeping numbers as written (so an address
-// sent as a number keeps what digits JSON kept).
-func decode(in json.RawMessage, v any) error {
-	d := json.NewDecoder(bytes.NewReader(in))
-	d.UseNumber()
-	if err := d.Decode(v); err != nil {
-		return fmt.Errorf("input is not the expected JSON object: %w", err)
-	}
-	return nil
-}
-
-func jsonOutput(v any) (llm.ToolOutput, error) {
-	data, err := llm.MarshalWire(v)
-	if err != nil {
-		return llm.ToolOutput{}, err
-	}
-	return llm.TextOutput(string(data)), nil
-}
-
-// jsonTool adapts a handler that takes its decoded arguments and returns a
-// value to answer as JSON.
-func jsonTool[A any](run func(context.Context, A) (any, error)) llm.ToolFunc {
-	return func(ctx context.Context, in json.RawMessage) (llm.ToolOutput, error) {
-		var args A
-		if err := decode(in, &args); err != nil {
-			return llm.ToolOutput{}, err
-		}
-		v, err := run(ctx, args)
-		if err != nil {
-			return llm.ToolOutput{}, err
-		}
-		return jsonOutput(v)
-	}
+	"clipboard_write":   tool.Schema(`"text":{"type":"string"}`, "text"),
+	"clipboard_read":    tool.Schema(""),
+	"speak":             tool.Schema(`"text":{"type":"string"}`, "text"),
+	"notify":            tool.Schema(`"title":{"type":"string"},"body":{"type":"string"}`, "title"),
+	"download":          tool.Schema(`"filename":{"type":"string"},"content":{"type":"string"},"mime_type":{"type":"string"}`, "filename", "content"),
+	"open_tab":          tool.Schema(`"url":{"type":"string"}`, "url"),
+	"get_geolocation":   tool.Schema(""),
+	"listen":            tool.Schema(`"lang":{"type":"string","description":"e.g. en-GB"},"seconds":{"type":"integer","minimum":1,"maximum":60}`),
+	"fs_pick_directory": tool.Schema(""),
+	"fs_list":           tool.Schema(`"path":{"type":"string"}`),
+	"fs_read":           tool.Schema(`"path":{"type":"string"}`, "path"),
+	"fs_write":          tool.Schema(`"path":{"type":"string"},"content":{"type":"string"}`, "path", "content"),
+	"fs_mkdir":          tool.Schema(`"path":{"type":"string"}`, "path"),
+	"fs_delete":         tool.Schema(`"path":{"type":"string"}`, "path"),
 }
 
 // pathArgs name a node: a block and a path (string or number).
@@ -231,7 +118,7 @@ type pathArgs struct {
 
 func (k *Kernel) toolBlockRead(ctx context.Context, in json.RawMessage) (llm.ToolOutput, error) {
 	var args pathArgs
-	if err := decode(in, &args); err != nil {
+	if err := tool.Decode(in, &args); err != nil {
 		return llm.ToolOutput{}, err
 	}
 	if args.Path == nil || args.Path == "" {
@@ -245,7 +132,7 @@ func (k *Kernel) toolBlockRead(ctx context.Context, in json.RawMessage) (llm.Too
 	if err != nil {
 		return llm.ToolOutput{}, err
 	}
-	return jsonOutput(view)
+	return tool.JSON(view)
 }
 
 func (k *Kernel) toolBlockWrite(ctx context.Context, args pathArgs) (any, error) {
@@ -345,7 +232,7 @@ func (k *Kernel) toolRecompile(ctx context.Context, c *callState, in json.RawMes
 	var args struct {
 		JSX string `json:"jsx"`
 	}
-	if err := decode(in, &args); err != nil {
+	if err := tool.Decode(in, &args); err != nil {
 		return llm.ToolOutput{}, err
 	}
 	sh, err := k.Recompile(ctx, args.JSX)
@@ -382,16 +269,6 @@ func (k *Kernel) toolDatetime(context.Context, struct{}) (any, error) {
 		"iso": now.UTC().Format(time.RFC3339), "unix": now.Unix(),
 		"timezone": now.Location().String(), "zone": zone, "local": now.Format("Monday 2 January 2006 15:04:05 MST"),
 	}, nil
-}
-
-func (k *Kernel) toolFetchURL(ctx context.Context, in json.RawMessage) (llm.ToolOutput, error) {
-	var args struct {
-		URL string `json:"url"`
-	}
-	if err := decode(in, &args); err != nil {
-		return llm.ToolOutput{}, err
-	}
-	return k.httpRequest(ctx, http.MethodGet, args.URL, nil, "")
 }
 
 func (k *Kernel) browserTool(name string) llm.ToolFunc {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/llmkernels/kernels/hermitcrab/beach"
+	"github.com/llmkernels/kernels/hermitcrab/tool"
 	"github.com/llmkernels/kernels/llm"
 )
 
@@ -16,22 +17,22 @@ import (
 func (k *Kernel) networkTools(add func(name, desc string, in json.RawMessage, run llm.ToolFunc)) {
 	coords := `{"type":"array","items":{"type":"string"},"description":"nodes of your blocks, \"BLOCK ADDRESS\", e.g. \"purpose 0.2\""}`
 	add("passport_publish", "Sign and publish your passport on the beach: a name, a description, and offers and needs as nodes of your own blocks (published with their text).",
-		schema(`"name":{"type":"string"},"description":{"type":"string"},"offers":`+coords+`,"needs":`+coords, "name"),
-		jsonTool(k.toolPassportPublish))
+		tool.Schema(`"name":{"type":"string"},"description":{"type":"string"},"offers":`+coords+`,"needs":`+coords, "name"),
+		tool.Func(k.toolPassportPublish))
 	add("passport_read", "An agent's passport from the beach, verified; without agent, the passports published most recently.",
-		schema(`"agent":{"type":"string","description":"an agent id, hc…"},"limit":{"type":"integer","minimum":1,"maximum":500}`),
-		jsonTool(k.toolPassportRead))
+		tool.Schema(`"agent":{"type":"string","description":"an agent id, hc…"},"limit":{"type":"integer","minimum":1,"maximum":500}`),
+		tool.Func(k.toolPassportRead))
 	add("beach_mark", "Leave a signed mark on a URL: you were there, for this purpose (only the URL's hash is sent).",
-		schema(`"url":{"type":"string"},"purpose":{"type":"string"}`, "url"), jsonTool(k.toolBeachMark))
+		tool.Schema(`"url":{"type":"string"},"purpose":{"type":"string"}`, "url"), tool.Func(k.toolBeachMark))
 	add("beach_read", "Who marked a URL and why, newest first, verified.",
-		schema(`"url":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":500}`, "url"), jsonTool(k.toolBeachRead))
+		tool.Schema(`"url":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":500}`, "url"), tool.Func(k.toolBeachRead))
 	add("inbox_send", "Sign and send a message: a grain_probe, grain_response or general; reply_to (a message's #) answers its sender. spindle is a node of your blocks the message is about.",
-		schema(`"to":{"type":"string","description":"an agent id, hc…"},"type":{"type":"string","enum":["grain_probe","grain_response","general"]},"content":{"type":"string"},"spindle":{"type":"string","description":"\"BLOCK ADDRESS\""},"reply_to":{"type":"integer"}`, "content"),
-		jsonTool(k.toolInboxSend))
+		tool.Schema(`"to":{"type":"string","description":"an agent id, hc…"},"type":{"type":"string","enum":["grain_probe","grain_response","general"]},"content":{"type":"string"},"spindle":{"type":"string","description":"\"BLOCK ADDRESS\""},"reply_to":{"type":"integer"}`, "content"),
+		tool.Func(k.toolInboxSend))
 	add("inbox_check", "Your new messages from the beach, verified (each has a # for reply_to); all: the last 20 received.",
-		schema(`"all":{"type":"boolean"}`), jsonTool(k.toolInboxCheck))
+		tool.Schema(`"all":{"type":"boolean"}`), tool.Func(k.toolInboxCheck))
 	add("savepoint_save", "Leave an encrypted, signed save point of all your blocks with the beach (replacing the last); only your key opens it.",
-		schema(""), jsonTool(k.toolSavePoint))
+		tool.Schema(""), tool.Func(k.toolSavePoint))
 }
 
 func (k *Kernel) toolPassportPublish(ctx context.Context, args PassportSpec) (any, error) {

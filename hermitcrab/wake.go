@@ -355,7 +355,7 @@ func (k *Kernel) due(ctx context.Context, t trigger.Trigger, st store.TriggerSta
 		return k.webhookWake(ctx, t, base)
 	case trigger.Watch:
 		if err := k.lookWhenDue(ctx, t, st, now, func(ctx context.Context, l *look) {
-			l.page, l.err = k.fetchPage(ctx, t.URL)
+			l.page, l.err = k.fetch.Get(ctx, t.URL)
 		}); err != nil {
 			return nil, err
 		}

@@ -592,15 +592,19 @@ func BenchmarkIdleTriggerPass(b *testing.B) {
 	}
 }
 
-// A watched page on a "public" host that redirects into loopback is
-// refused at the hop, like fetch_url: no wake, the refusal recorded, and
-// the loopback target never reached.
-func TestAWatchedPageRedirectingIntoLoopbackIsRefused(t *testing.T) {
-	base, hits, _ := redirectChain(t)
+// A watched page on a loopback or private address is refused, like
+// fetch_url (package fetch: also at a redirect's hop): no wake, the
+// refusal recorded, and the target never reached.
+func TestAWatchedPageIntoLoopbackIsRefused(t *testing.T) {
+	var hits atomic.Int32
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Write([]byte("the secret"))
+	}))
+	t.Cleanup(target.Close)
 	clock := &testClock{t: wakeT0}
 	k := openAt(t, t.TempDir(), scripted(t, wakeScript(0, 0)), clock)
-	asPublic(k)
-	writeTriggers(t, k, "watch "+base+"/chain every 1h tier 1: what changed?")
+	writeTriggers(t, k, "watch "+target.URL+"/secret every 1h tier 1: what changed?")
 	r := pass(t, k)
 	if len(r.Wakes) != 0 || len(r.Errors) != 1 || !strings.Contains(r.Errors[0], "loopback or private") || hits.Load() != 0 {
 		t.Fatalf("wakes %+v, errors %v, loopback hits %d", r.Wakes, r.Errors, hits.Load())

@@ -74,6 +74,7 @@ marks, inbox and encrypted save points. See docs/hermitcrab-network.md.`)}
 	pf.IntVar(&f.caps.Wakes, "max-wakes", hermitcrab.DefaultWakeCaps.Wakes, "most wakes a day the triggers may make (the wake block may set fewer)")
 	pf.Float64Var(&f.caps.CostUSD, "max-wake-cost", hermitcrab.DefaultWakeCaps.CostUSD, "most dollars a day the triggers' wakes may spend (the wake block may set less)")
 	f.app.Root.AddCommand(f.blocksCommand(), f.bspCommand(), f.promptCommand(), f.bootCommand(), f.chatCommand(), f.serveCommand(), f.beachCommand(), f.wakeCommand(), f.keyCommand(), f.toolsCommand())
+	mapOptionErrors(f.app.Root)
 	f.app.Run()
 }
 

@@ -430,3 +430,17 @@ func TestChatErrorQuotingTheAPIIsInert(t *testing.T) {
 		t.Errorf("chat printed a raw control character:\n%q", s)
 	}
 }
+
+// An option the kernel refuses is a usage error naming the flag that set
+// it (the kernel names the option, the command its flag).
+func TestAnOptionTheKernelRefusesNamesItsFlag(t *testing.T) {
+	for _, args := range [][]string{
+		{"blocks", "list", "--web-allow", "localhost:8080"},
+		{"blocks", "list", "--web-deny", "http://intranet"},
+	} {
+		_, errOut, err := hc(t, t.TempDir(), "", args...)
+		if exitStatus(t, err) != 2 || !strings.Contains(errOut, args[2]+` "`) || !strings.Contains(errOut, "--help' for usage.") {
+			t.Errorf("%v: %v %q", args, err, errOut)
+		}
+	}
+}

@@ -1,4 +1,8 @@
-package hermitcrab
+// Package fetch is the instance's reach into the web: the web_request and
+// fetch_url tools and the pages watch triggers look at, each request made
+// under the person's host policy (Policy), every hop and every address
+// dialled checked.
+package fetch
 
 import (
 	"context"
@@ -13,10 +17,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/llmkernels/kernels/hermitcrab/tool"
+	"github.com/llmkernels/kernels/internal/option"
 	"github.com/llmkernels/kernels/llm"
 )
 
-// WebPolicy says which hosts web_request and fetch_url may reach. Patterns
+// Policy says which hosts web_request and fetch_url may reach. Patterns
 // are host names, IP addresses or CIDR networks ("10.0.0.0/8"), and
 // "*.example.com" matches any subdomain; case, a trailing dot and IPv6
 // brackets do not matter, and an IP matches however it is spelled. Deny
@@ -33,27 +39,32 @@ import (
 // and must not be private unless the host being dialled is allowed by
 // name, so a public name that resolves (or is rebound) to a private
 // address is refused too. At most maxRedirects redirects are followed.
-type WebPolicy struct {
+type Policy struct {
 	Allow []string
 	Deny  []string
 }
 
+// Limit is where an answer is cut, in characters, as the original proxy
+// cut fetch_url.
+const Limit = 50_000
+
 // maxRedirects is how many redirects one request may follow.
 const maxRedirects = 5
 
-// Check says what is wrong with a pattern that can never match a host.
-func (p WebPolicy) Check() error {
+// Check says what is wrong with a pattern that can never match a host:
+// an *option.Error whose field is web_allow or web_deny.
+func (p Policy) Check() error {
 	for _, list := range []struct {
-		flag     string
+		field    string
 		patterns []string
-	}{{"--web-allow", p.Allow}, {"--web-deny", p.Deny}} {
+	}{{"web_allow", p.Allow}, {"web_deny", p.Deny}} {
 		for _, pat := range list.patterns {
 			n := normalHost(pat)
 			if _, _, err := net.ParseCIDR(n); err == nil || net.ParseIP(n) != nil {
 				continue
 			}
 			if n == "" || strings.ContainsAny(n, ":/@?#[] ") || strings.Contains(strings.TrimPrefix(n, "*."), "*") {
-				return fmt.Errorf("%s %q: want a host name, *.domain, an IP address or a CIDR network (no scheme, port or path)", list.flag, pat)
+				return option.Errorf(list.field, "%q: want a host name, *.domain, an IP address or a CIDR network (no scheme, port or path)", pat)
 			}
 		}
 	}
@@ -94,7 +105,7 @@ func matchHost(patterns []string, host string) bool {
 
 // check says whether host may be requested, and whether it may resolve to
 // a private address (only when allowed by name).
-func (p WebPolicy) check(host string) (privateOK bool, err error) {
+func (p Policy) check(host string) (privateOK bool, err error) {
 	if matchHost(p.Deny, host) {
 		return false, fmt.Errorf("host %s is on the web_request deny list", host)
 	}
@@ -171,10 +182,10 @@ func bytesZero(b []byte) bool {
 }
 
 // webClient makes one request's client: every connection it dials and
-// every redirect it follows is checked against the policy (see WebPolicy).
+// every redirect it follows is checked against the policy (see Policy).
 // private classifies addresses (privateIP; tests may count one loopback
 // address as public, to stand for a public host).
-func webClient(policy WebPolicy, private func(net.IP) bool) *http.Client {
+func webClient(policy Policy, private func(net.IP) bool) *http.Client {
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		host, _, err := net.SplitHostPort(addr)
 		if err != nil {
@@ -196,7 +207,7 @@ func webClient(policy WebPolicy, private func(net.IP) bool) *http.Client {
 			case matchHost(policy.Deny, ip.String()):
 				return fmt.Errorf("address %s (of %s) is on the web_request deny list", ip, host)
 			case private(ip) && !privateOK:
-				return fmt.Errorf("address %s (of %s) is loopback or private; web_request refuses it unless the host is on the allow list (--web-allow)", ip, host)
+				return fmt.Errorf("address %s (of %s) is loopback or private; web_request refuses it unless the person allows the host by name", ip, host)
 			}
 			return nil
 		}}
@@ -222,92 +233,125 @@ func webClient(policy WebPolicy, private func(net.IP) bool) *http.Client {
 	}
 }
 
-func (k *Kernel) toolWebRequest(ctx context.Context, in json.RawMessage) (llm.ToolOutput, error) {
+// Fetcher makes the instance's requests under one policy.
+type Fetcher struct {
+	policy Policy
+	// private classifies the addresses dialled: privateIP; a test counts
+	// one loopback address as public, to stand for a public host.
+	private func(net.IP) bool
+}
+
+// New is a Fetcher under p (which Check has passed).
+func New(p Policy) *Fetcher { return &Fetcher{policy: p, private: privateIP} }
+
+// Tools are the web_request and fetch_url tools: their answers are
+// another site's text, which the caller makes inert (tool.Inert).
+func (f *Fetcher) Tools() []llm.ToolHandler {
+	return []llm.ToolHandler{
+		{Tool: llm.Tool{Name: "fetch_url", Description: "GET a URL when web_fetch fails; text cut at 50,000 characters. Loopback and private addresses are refused unless allowed.",
+			InputSchema: tool.Schema(`"url":{"type":"string"}`, "url")}, Run: f.fetchURL},
+		{Tool: llm.Tool{Name: "web_request", Description: "Send an HTTP request (any method) from the kernel; the answer is cut at 50,000 characters. Loopback and private addresses are refused unless allowed.",
+			InputSchema: tool.Schema(`"method":{"type":"string"},"url":{"type":"string"},"headers":{"type":"object","additionalProperties":{"type":"string"}},"body":{"type":"string"}`, "url")}, Run: f.webRequest},
+	}
+}
+
+func (f *Fetcher) fetchURL(ctx context.Context, in json.RawMessage) (llm.ToolOutput, error) {
+	var args struct {
+		URL string `json:"url"`
+	}
+	if err := tool.Decode(in, &args); err != nil {
+		return llm.ToolOutput{}, err
+	}
+	return f.httpRequest(ctx, http.MethodGet, args.URL, nil, "")
+}
+
+func (f *Fetcher) webRequest(ctx context.Context, in json.RawMessage) (llm.ToolOutput, error) {
 	var args struct {
 		Method  string            `json:"method"`
 		URL     string            `json:"url"`
 		Headers map[string]string `json:"headers"`
 		Body    string            `json:"body"`
 	}
-	if err := decode(in, &args); err != nil {
+	if err := tool.Decode(in, &args); err != nil {
 		return llm.ToolOutput{}, err
 	}
 	method := strings.ToUpper(args.Method)
 	if method == "" {
 		method = http.MethodGet
 	}
-	return k.httpRequest(ctx, method, args.URL, args.Headers, args.Body)
+	return f.httpRequest(ctx, method, args.URL, args.Headers, args.Body)
 }
 
 // httpRequest is fetch_url and web_request: one request under the host
 // policy, answered as "HTTP status (type)" and the body, truncated at
-// fetchLimit characters. A 4xx or 5xx answer is an error result.
-func (k *Kernel) httpRequest(ctx context.Context, method, rawURL string, headers map[string]string, body string) (llm.ToolOutput, error) {
-	p, err := k.fetch(ctx, method, rawURL, headers, body)
+// Limit characters. A 4xx or 5xx answer is an error result.
+func (f *Fetcher) httpRequest(ctx context.Context, method, rawURL string, headers map[string]string, body string) (llm.ToolOutput, error) {
+	p, err := f.Do(ctx, method, rawURL, headers, body)
 	if err != nil {
 		return llm.ToolOutput{}, err
 	}
 	note := ""
 	if p.Truncated {
-		note = fmt.Sprintf("\n[truncated at %d characters]", fetchLimit)
+		note = fmt.Sprintf("\n[truncated at %d characters]", Limit)
 	}
 	out := llm.TextOutput(fmt.Sprintf("HTTP %d (%s)\n%s%s", p.Status, p.Type, p.Body, note))
 	out.IsError = p.Status >= 400
 	return out, nil
 }
 
-// page is one answer fetched under the host policy.
-type page struct {
+// Page is one answer fetched under the host policy.
+type Page struct {
 	Status    int
 	Type      string
-	Body      string // at most fetchLimit characters
+	Body      string // at most Limit characters
 	Truncated bool
 }
 
-// fetchPage GETs a URL under the host policy (a watched page).
-func (k *Kernel) fetchPage(ctx context.Context, rawURL string) (page, error) {
-	p, err := k.fetch(ctx, http.MethodGet, rawURL, nil, "")
+// Get GETs a URL under the host policy (a watched page); an answer of 400
+// or above is an error.
+func (f *Fetcher) Get(ctx context.Context, rawURL string) (Page, error) {
+	p, err := f.Do(ctx, http.MethodGet, rawURL, nil, "")
 	if err == nil && p.Status >= 400 {
 		err = fmt.Errorf("HTTP %d", p.Status)
 	}
 	return p, err
 }
 
-// fetch sends one request under the host policy (WebPolicy: every hop and
-// every address dialled checked) and reads at most fetchLimit characters
-// of the answer.
-func (k *Kernel) fetch(ctx context.Context, method, rawURL string, headers map[string]string, body string) (page, error) {
+// Do sends one request under the host policy (Policy: every hop and every
+// address dialled checked) and reads at most Limit characters of the
+// answer.
+func (f *Fetcher) Do(ctx context.Context, method, rawURL string, headers map[string]string, body string) (Page, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
-		return page{}, fmt.Errorf("url %q: want an absolute http(s) URL", rawURL)
+		return Page{}, fmt.Errorf("url %q: want an absolute http(s) URL", rawURL)
 	}
-	if _, err := k.opts.WebRequest.check(u.Hostname()); err != nil {
-		return page{}, err
+	if _, err := f.policy.check(u.Hostname()); err != nil {
+		return Page{}, err
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), strings.NewReader(body))
 	if err != nil {
-		return page{}, err
+		return Page{}, err
 	}
 	for name, v := range headers {
 		req.Header.Set(name, v)
 	}
-	client := webClient(k.opts.WebRequest, k.isPrivate)
+	client := webClient(f.policy, f.private)
 	// The client is this request's own: its kept-alive connections would
 	// stay open (and two goroutines each) for the life of the process.
 	defer client.CloseIdleConnections()
 	resp, err := client.Do(req)
 	if err != nil {
-		return page{}, fmt.Errorf("%s %s: %w", method, u, err)
+		return Page{}, fmt.Errorf("%s %s: %w", method, u, err)
 	}
 	defer func() { _ = resp.Body.Close() }() // what was read is the answer; closing has nothing to add
 	// Read a little past the limit so a cut can be reported.
-	data, err := io.ReadAll(io.LimitReader(resp.Body, fetchLimit*4+4))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, Limit*4+4))
 	if err != nil {
-		return page{}, fmt.Errorf("reading %s: %w", u, err)
+		return Page{}, fmt.Errorf("reading %s: %w", u, err)
 	}
-	p := page{Status: resp.StatusCode, Type: resp.Header.Get("Content-Type"), Body: string(data)}
-	if r := []rune(p.Body); len(r) > fetchLimit {
-		p.Body, p.Truncated = string(r[:fetchLimit]), true
+	p := Page{Status: resp.StatusCode, Type: resp.Header.Get("Content-Type"), Body: string(data)}
+	if r := []rune(p.Body); len(r) > Limit {
+		p.Body, p.Truncated = string(r[:Limit]), true
 	}
 	return p, nil
 }
