@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/llmkernels/kernels/hermitcrab/budget"
 	"github.com/llmkernels/kernels/hermitcrab/prompt"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/hermitcrab/tool"
@@ -67,7 +68,7 @@ type CallResult struct {
 // of the reply to the history block. Everything is read anew on every call,
 // so the LLM's writes to its wake block steer the next call.
 func (k *Kernel) Call(ctx context.Context, messages []llm.Message, opts CallOptions) (*CallResult, error) {
-	client := k.clientFor(ctx)
+	client := budget.Meter(ctx, k.Client())
 	if client == nil {
 		return nil, errNoClient
 	}
@@ -120,7 +121,7 @@ func (k *Kernel) Call(ctx context.Context, messages []llm.Message, opts CallOpti
 		k.keepContainer(ctx, res)
 	}
 	switch {
-	case errors.Is(err, errBudget):
+	case errors.Is(err, budget.ErrRefused):
 		// A wake's budget refused the next request: the turns so far are
 		// kept, like a stop at max_tool_loops.
 		out.Limit = fmt.Sprintf("the tool loop stopped after %d API calls, before the LLM finished its turn: %v", len(res.Calls), err)
@@ -282,7 +283,7 @@ func (k *Kernel) delegate(ctx context.Context, tier int, system, text string) (*
 	}
 	req := &llm.Request{Model: params.Model, MaxTokens: params.MaxTokens, Thinking: params.Thinking,
 		System: []llm.SystemBlock{{Type: llm.BlockText, Text: system}}, Messages: []llm.Message{llm.UserText(text)}}
-	client := k.clientFor(ctx)
+	client := budget.Meter(ctx, k.Client())
 	if client == nil {
 		return nil, errNoClient
 	}
@@ -335,7 +336,7 @@ func withNote(messages []llm.Message, note string) []llm.Message {
 // with the tool loop: client tools named in req.Tools that are the
 // kernel's run here, any others are sent as declared.
 func (k *Kernel) ToolLoop(ctx context.Context, req *llm.Request) (*llm.Result, error) {
-	client := k.clientFor(ctx)
+	client := budget.Meter(ctx, k.Client())
 	if client == nil {
 		return nil, errNoClient
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/llmkernels/kernels/hermitcrab/fetch"
 	"github.com/llmkernels/kernels/hermitcrab/migrate"
+	"github.com/llmkernels/kernels/hermitcrab/secrets"
 	"github.com/llmkernels/kernels/hermitcrab/shell"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/hermitcrab/trigger"
@@ -78,6 +79,10 @@ type Options struct {
 	Observe func(llm.Event)
 	Log     *slog.Logger
 }
+
+// KeyFromEnvironment is where an API key in use came from when the
+// environment gave it (Secrets().APIKey).
+const KeyFromEnvironment = secrets.FromEnvironment
 
 // OptionError is the error for an option the kernel cannot take: which
 // (Field, as the library names it) and what is wrong (Problem).
@@ -215,6 +220,10 @@ func (k *Kernel) Close() error { return k.store.Close() }
 
 // Dir is the instance's data directory.
 func (k *Kernel) Dir() string { return k.dir }
+
+// Secrets are the instance's API key, webhook secret and MCP token, kept
+// in its data directory.
+func (k *Kernel) Secrets() secrets.Dir { return secrets.Dir(k.dir) }
 
 // InMemory tells whether the kernel was opened read-only on a data
 // directory that has no store yet, or a store without blocks: it holds the

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/llmkernels/kernels/hermitcrab/budget"
 	"github.com/llmkernels/kernels/hermitcrab/prompt"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/internal/clip"
@@ -104,7 +105,7 @@ func (k *Kernel) Compress(ctx context.Context, name string, path any) (Compressi
 // node alone that someone compressed in the meantime, where the LLM's own
 // compress writes its text anyway.
 func (k *Kernel) compress(ctx context.Context, name string, addr pscale.Address, auto bool) (Compression, error) {
-	client := k.clientFor(ctx)
+	client := budget.Meter(ctx, k.Client())
 	if client == nil {
 		return Compression{}, errNoClient
 	}

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -414,31 +413,6 @@ func TestASavePointRestoresTheBlocksOnANewMachine(t *testing.T) {
 	stranger, _ := netInstance(t, other, b.URL, replies(), clock)
 	if _, _, err := stranger.RestoreFromBeach(ctx, true); err == nil {
 		t.Fatal("another key restored the save point")
-	}
-}
-
-// The webhook secret and the MCP token are made once, 0600, shared by
-// processes, and refused (with the chmod that fixes it) when others can
-// read them.
-func TestLocalSecretsArePrivate(t *testing.T) {
-	k := openKernel(t, Options{})
-	s1, err := k.WebhookSecret()
-	if err != nil || len(s1) != 64 {
-		t.Fatalf("secret %q %v", s1, err)
-	}
-	again, _ := Open(k.Dir(), Options{})
-	defer again.Close()
-	if s2, _ := again.WebhookSecret(); s2 != s1 {
-		t.Fatal("a second process got another secret")
-	}
-	if tok, _ := k.MCPToken(); tok == s1 || len(tok) != 64 {
-		t.Fatalf("the MCP token %q", tok)
-	}
-	if err := os.Chmod(k.SecretPath(true), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := k.WebhookSecret(); err == nil || !strings.Contains(err.Error(), "chmod 600") {
-		t.Fatalf("a secret others can read: %v", err)
 	}
 }
 

@@ -108,21 +108,3 @@ func TestASavedConversationGoesBackByteForByte(t *testing.T) {
 		t.Errorf("the saved reply lost a member:\n%s", body)
 	}
 }
-
-// A call under a wake's budget goes through the meter wrapped around the
-// provider; the request check must still see the provider's betas (with
-// the interleaved-thinking beta a thinking budget may exceed max_tokens).
-func TestTheBudgetMeterKeepsTheProvidersBetas(t *testing.T) {
-	p, err := anthropic.New(anthropic.Config{APIKey: "test-key", BaseURL: "http://127.0.0.1:1", Betas: []string{llm.BetaInterleavedThinking}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := openKernel(t, Options{Client: &llm.Client{Provider: p}})
-	c := k.clientFor(withBudget(context.Background(), newBudget(1, "a test cap", nil, nil)))
-	if _, metered := c.Provider.(meteredProvider); !metered {
-		t.Fatalf("the client under a budget is not metered: %T", c.Provider)
-	}
-	if !llm.HasBeta(c.Betas(), llm.BetaInterleavedThinking) {
-		t.Errorf("betas under the meter: %q", c.Betas())
-	}
-}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmkernels/kernels/hermitcrab/budget"
 	"github.com/llmkernels/kernels/hermitcrab/prompt"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/hermitcrab/trigger"
@@ -548,7 +549,7 @@ const notAnswered = "the model never answered this wake: what it carried waits f
 
 // wakeBudget is the budget of a wake: the least that the caps on its cost
 // leave it (the day's cost cap, and an inbox trigger's share of it).
-func (k *Kernel) wakeBudget(ctx context.Context, w *store.Wake, capUSD, shareUSD float64) (*budget, error) {
+func (k *Kernel) wakeBudget(ctx context.Context, w *store.Wake, capUSD, shareUSD float64) (*budget.Budget, error) {
 	_, spent, err := k.store.DayTotals(ctx, w.Day, "")
 	if err != nil {
 		return nil, err
@@ -567,7 +568,7 @@ func (k *Kernel) wakeBudget(ctx context.Context, w *store.Wake, capUSD, shareUSD
 	if c := k.Client(); c != nil {
 		prices = c.Prices
 	}
-	return newBudget(limit, name, prices, func(total float64) {
+	return budget.New(limit, name, prices, func(total float64) {
 		if err := k.store.WakeAnswered(context.WithoutCancel(ctx), w.ID, total); err != nil {
 			k.log.Warn("recording a wake's spending", "wake", w.ID, "err", err)
 		}
@@ -608,7 +609,7 @@ func (k *Kernel) runWake(ctx context.Context, t trigger.Trigger, w *store.Wake, 
 	if t.Kind == trigger.Inbox {
 		opts.Tools = inboxWakeTools
 	}
-	res, err := k.sayWake(withBudget(ctx, b), text, opts)
+	res, err := k.sayWake(budget.With(ctx, b), text, opts)
 	if err != nil && ctx.Err() != nil {
 		err = fmt.Errorf("%v: %w", context.Cause(ctx), err)
 	}

@@ -97,11 +97,11 @@ func (f *flags) open(cmd *cobra.Command, withLLM bool) (*hermitcrab.Kernel, erro
 	if !withLLM {
 		return k, nil
 	}
-	// ANTHROPIC_API_KEY wins; without it, the key stored with `key set` or
-	// the web page.
+	// The Anthropic provider takes the key the kernel decides on: the
+	// environment's, else the one stored with `key set` or the web page.
 	key := ""
-	if f.app.Provider.Provider == provider.Anthropic && os.Getenv("ANTHROPIC_API_KEY") == "" {
-		if key, err = k.StoredKey(); err != nil {
+	if f.app.Provider.Provider == provider.Anthropic {
+		if key, _, err = k.Secrets().APIKey(); err != nil {
 			return nil, errors.Join(err, k.Close())
 		}
 	}
@@ -728,7 +728,7 @@ request (unless it runs on ANTHROPIC_API_KEY).`}
 				if err != nil {
 					return fmt.Errorf("reading the key from standard input: %w", err)
 				}
-				if err := k.SetKey(line); err != nil {
+				if err := k.Secrets().SetKey(line); err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "key stored in %s\n", filepath.Join(k.Dir(), "api_key"))
@@ -740,7 +740,7 @@ request (unless it runs on ANTHROPIC_API_KEY).`}
 		Use: "clear", Short: "Remove the stored key", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withKernel(cmd, false, func(k *hermitcrab.Kernel) error {
-				had, err := k.ClearKey()
+				had, err := k.Secrets().ClearKey()
 				if err != nil {
 					return err
 				}
@@ -749,7 +749,7 @@ request (unless it runs on ANTHROPIC_API_KEY).`}
 				} else {
 					fmt.Fprintln(cmd.OutOrStdout(), "no key was stored")
 				}
-				if os.Getenv("ANTHROPIC_API_KEY") != "" {
+				if _, from, err := k.Secrets().APIKey(); err == nil && from == hermitcrab.KeyFromEnvironment {
 					fmt.Fprintln(cmd.OutOrStdout(), "note: ANTHROPIC_API_KEY is set in this environment and is used where it is set")
 				}
 				return nil

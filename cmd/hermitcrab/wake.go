@@ -243,11 +243,11 @@ With --json: {"hooks": [{"name", "path", "where", "line"}], "secret", "secret_fi
 				if err != nil {
 					return err
 				}
-				secret, err := k.WebhookSecret()
+				secret, err := k.Secrets().WebhookSecret()
 				if err != nil {
 					return err
 				}
-				doc := hooksJSON{Hooks: []hookJSON{}, Secret: secret, SecretFile: k.SecretPath(true)}
+				doc := hooksJSON{Hooks: []hookJSON{}, Secret: secret, SecretFile: k.Secrets().WebhookSecretPath()}
 				for _, t := range set.Triggers {
 					if t.Name != "" {
 						doc.Hooks = append(doc.Hooks, hookJSON{Name: t.Name, Path: "/hooks/" + t.Name, Where: t.Where, Line: t.Line})
@@ -277,6 +277,6 @@ With --json: {"hooks": [{"name", "path", "where", "line"}], "secret", "secret_fi
 // without printing the token itself.
 func printMCP(w io.Writer, base string, k *hermitcrab.Kernel) {
 	root := strings.TrimSuffix(strings.SplitN(base, "?", 2)[0], "/") // no page token, no trailing slash
-	fmt.Fprintf(w, "MCP endpoint over the blocks: %s/mcp (bearer token in %s)\n", root, k.SecretPath(false))
-	fmt.Fprintf(w, "  claude mcp add --transport http hermitcrab %s/mcp --header \"Authorization: Bearer $(cat %s)\"\n", root, k.SecretPath(false))
+	fmt.Fprintf(w, "MCP endpoint over the blocks: %s/mcp (bearer token in %s)\n", root, k.Secrets().MCPTokenPath())
+	fmt.Fprintf(w, "  claude mcp add --transport http hermitcrab %s/mcp --header \"Authorization: Bearer $(cat %s)\"\n", root, k.Secrets().MCPTokenPath())
 }

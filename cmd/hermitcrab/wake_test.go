@@ -195,7 +195,7 @@ func TestTwoDaemonsOnOneDataDirectoryWakeOncePerPost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	secret, err := k.WebhookSecret()
+	secret, err := k.Secrets().WebhookSecret()
 	k.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -280,8 +280,8 @@ func TestServeRunsTheTriggers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	secret, _ := k.WebhookSecret()
-	token, _ := k.MCPToken()
+	secret, _ := k.Secrets().WebhookSecret()
+	token, _ := k.Secrets().MCPToken()
 	k.Close()
 	if strings.Contains(printed, token) {
 		t.Fatal("serve printed the MCP token")

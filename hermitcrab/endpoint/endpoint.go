@@ -98,7 +98,7 @@ func New(k *hermitcrab.Kernel, withMCP bool, log *slog.Logger) (*Handler, error)
 	}
 	h := &Handler{k: k, log: log, hooks: map[string]*rate.Limiter{}}
 	if withMCP {
-		token, err := k.MCPToken()
+		token, err := k.Secrets().MCPToken()
 		if err != nil {
 			return nil, err
 		}
@@ -106,7 +106,7 @@ func New(k *hermitcrab.Kernel, withMCP bool, log *slog.Logger) (*Handler, error)
 	}
 	// The secret is made now, so the person can read it before the first
 	// post (hermitcrab wake hooks).
-	if _, err := k.WebhookSecret(); err != nil {
+	if _, err := k.Secrets().WebhookSecret(); err != nil {
 		return nil, err
 	}
 	return h, nil
@@ -144,7 +144,7 @@ func (h *Handler) hook(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "reading the body: "+err.Error())
 		return
 	}
-	secret, err := h.k.WebhookSecret()
+	secret, err := h.k.Secrets().WebhookSecret()
 	if err != nil {
 		h.log.Warn("webhook secret", "err", err)
 		writeError(w, http.StatusInternalServerError, "the webhook secret cannot be read")

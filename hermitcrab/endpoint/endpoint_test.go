@@ -104,11 +104,11 @@ func sign(secret string, body []byte) string {
 // to the hook's rate and to 100 waiting posts.
 func TestWebhooksAreAuthenticatedAndBounded(t *testing.T) {
 	k, base := serve(t, false)
-	secret, err := k.WebhookSecret()
+	secret, err := k.Secrets().WebhookSecret()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st, _ := os.Stat(k.SecretPath(true)); st.Mode().Perm() != 0o600 {
+	if st, _ := os.Stat(k.Secrets().WebhookSecretPath()); st.Mode().Perm() != 0o600 {
 		t.Fatalf("the secret's mode is %v", st.Mode().Perm())
 	}
 	body := []byte(`{"build":7,"status":"failed"}`)
@@ -208,7 +208,7 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // without the token, or with another Host, it gets nothing.
 func TestAnMCPClientReadsAndWritesTheBlocks(t *testing.T) {
 	k, base := serve(t, true)
-	token, err := k.MCPToken()
+	token, err := k.Secrets().MCPToken()
 	if err != nil {
 		t.Fatal(err)
 	}

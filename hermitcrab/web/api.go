@@ -13,6 +13,7 @@ import (
 
 	"github.com/llmkernels/kernels/hermitcrab"
 	"github.com/llmkernels/kernels/hermitcrab/prompt"
+	"github.com/llmkernels/kernels/hermitcrab/secrets"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/llm/anthropic"
@@ -176,11 +177,11 @@ func (s *Server) postKey(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	if err := s.kernel.SetKey(body.Key); err != nil {
+	if err := s.kernel.Secrets().SetKey(body.Key); err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	if err := s.useKey(strings.TrimSpace(body.Key), keyFromStored); err != nil {
+	if err := s.useKey(strings.TrimSpace(body.Key), secrets.FromStored); err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
@@ -190,7 +191,7 @@ func (s *Server) postKey(w http.ResponseWriter, r *http.Request) {
 
 // deleteKey removes the stored key and stops using it.
 func (s *Server) deleteKey(w http.ResponseWriter, _ *http.Request) {
-	if _, err := s.kernel.ClearKey(); err != nil {
+	if _, err := s.kernel.Secrets().ClearKey(); err != nil {
 		writeError(w, http.StatusInternalServerError, err)
 		return
 	}

@@ -133,14 +133,14 @@ func TestTheKeyCanBeRemovedFromThePageOrReplacedFromTheCLI(t *testing.T) {
 	}
 	// `hermitcrab key set` in another terminal writes the file; the
 	// running server uses it on its next request.
-	if err := srv.Kernel().SetKey("sk-ant-from-the-cli"); err != nil {
+	if err := srv.Kernel().Secrets().SetKey("sk-ant-from-the-cli"); err != nil {
 		t.Fatal(err)
 	}
 	get(t, ts, "/api/state", &state)
 	if state["has_key"] != true || state["key_from"] != "stored" || srv.passKey() != "sk-ant-from-the-cli" {
 		t.Fatalf("after key set: %v", state)
 	}
-	if _, err := srv.Kernel().ClearKey(); err != nil {
+	if _, err := srv.Kernel().Secrets().ClearKey(); err != nil {
 		t.Fatal(err)
 	}
 	if get(t, ts, "/api/state", &state); state["has_key"] != false {

@@ -31,7 +31,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,6 +38,7 @@ import (
 
 	"github.com/llmkernels/kernels/hermitcrab"
 	"github.com/llmkernels/kernels/hermitcrab/endpoint"
+	"github.com/llmkernels/kernels/hermitcrab/secrets"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/internal/httpguard"
 	"github.com/llmkernels/kernels/internal/plainjson"
@@ -97,17 +97,11 @@ type Server struct {
 
 	keyMu  sync.Mutex
 	apiKey string // the key in use; what the /api/claude passthrough sends; never leaves the server
-	// keyFrom says where apiKey came from: "environment" (ANTHROPIC_API_KEY
-	// at start), "stored" (the data directory's key file, given through the
-	// page or `hermitcrab key set`), or "" for none.
+	// keyFrom says where apiKey came from: secrets.FromEnvironment (at
+	// start), secrets.FromStored (the data directory's key file, given
+	// through the page or `hermitcrab key set`), or "" for none.
 	keyFrom string
 }
-
-// Where the key in use came from.
-const (
-	keyFromEnv    = "environment"
-	keyFromStored = "stored"
-)
 
 // New opens the kernel in cfg.DataDir and prepares the server.
 func New(ctx context.Context, cfg Config) (*Server, error) {
@@ -200,16 +194,17 @@ func randomToken() string {
 	return hex.EncodeToString(b)
 }
 
-// startKey uses ANTHROPIC_API_KEY when it is set (for the Anthropic
-// provider), else the key stored in the data directory.
+// startKey uses the key the kernel decides on for a provider that needs
+// one (Secrets().APIKey: the environment's, else the stored one).
 func (s *Server) startKey() error {
-	if k := os.Getenv("ANTHROPIC_API_KEY"); k != "" && s.cfg.Provider == "anthropic" {
-		return s.useKey(k, keyFromEnv)
-	}
 	if !s.cfg.KeyNeeded {
 		return s.useKey("", "")
 	}
-	return s.syncKey()
+	key, from, err := s.kernel.Secrets().APIKey()
+	if err != nil || key == "" {
+		return err
+	}
+	return s.useKey(key, from)
 }
 
 // syncKey follows the stored key: unless the environment's key is in use,
@@ -219,18 +214,18 @@ func (s *Server) syncKey() error {
 	s.keyMu.Lock()
 	from, current := s.keyFrom, s.apiKey
 	s.keyMu.Unlock()
-	if from == keyFromEnv || !s.cfg.KeyNeeded {
+	if from == secrets.FromEnvironment || !s.cfg.KeyNeeded {
 		return nil
 	}
-	stored, err := s.kernel.StoredKey()
-	if err != nil || (stored == current && (stored != "") == (from == keyFromStored)) {
+	stored, err := s.kernel.Secrets().StoredKey()
+	if err != nil || (stored == current && (stored != "") == (from == secrets.FromStored)) {
 		return err
 	}
 	if stored == "" {
 		s.dropKey()
 		return nil
 	}
-	return s.useKey(stored, keyFromStored)
+	return s.useKey(stored, secrets.FromStored)
 }
 
 // useKey builds the client with the key.

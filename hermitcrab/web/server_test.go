@@ -352,7 +352,7 @@ func TestWebhooksOnTheWebServerUseTheirOwnSecret(t *testing.T) {
 	if _, err := srv.Kernel().WriteAt(ctx, "wake", "0.5.1", "webhook ci tier 1"); err != nil {
 		t.Fatal(err)
 	}
-	secret, err := srv.Kernel().WebhookSecret()
+	secret, err := srv.Kernel().Secrets().WebhookSecret()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,7 @@
-package hermitcrab
+// Package budget bounds what a wake spends: a Budget rides on the context
+// of the wake's call (With), and every LLM request made under it goes
+// through a client metered by it (Meter).
+package budget
 
 import (
 	"context"
@@ -11,7 +14,7 @@ import (
 	"github.com/llmkernels/kernels/llm"
 )
 
-// A wake's budget: the least that any cap on its cost leaves it (the
+// Budget is a wake's budget: the least that any cap on its cost leaves it (the
 // day's cost cap, and for an inbox trigger its share of that cap). It
 // rides on the context of the wake's call, so every LLM request made under
 // it is metered and bounded by it — the tool loop's own requests, and the
@@ -31,7 +34,7 @@ import (
 //   - What is spent is recorded after every response (onAnswer), so a
 //     process killed during a wake leaves its spending counted, and the
 //     wake known to have been answered.
-type budget struct {
+type Budget struct {
 	limit   float64
 	cap     string // the cap that leaves the least, as a refusal names it
 	prices  llm.PriceTable
@@ -47,21 +50,22 @@ type budget struct {
 	unpriced map[string]bool
 }
 
-// errBudget is the error of a request the wake's budget refuses.
-var errBudget = errors.New("the wake's budget cannot pay for this request")
+// ErrRefused is the error of a request the wake's budget refuses.
+var ErrRefused = errors.New("the wake's budget cannot pay for this request")
 
 // framingTokens bound what the API adds to a request's own bytes: the
 // system prompt it writes for tool use (a few hundred tokens) and the
 // markers of roles and turns.
 const framingTokens = 1024
 
-// newBudget is a budget of limit dollars; capName says which cap sets it
-// ("the daily cap of $1.00 (earlier wakes today spent $0.2000)").
-func newBudget(limit float64, capName string, prices llm.PriceTable, onAnswer func(float64)) *budget {
+// New is a budget of limit dollars; capName says which cap sets it ("the
+// daily cap of $1.00 (earlier wakes today spent $0.2000)"); onAnswer is
+// told, after every response, what the wake has spent in all.
+func New(limit float64, capName string, prices llm.PriceTable, onAnswer func(total float64)) *Budget {
 	if prices == nil {
 		prices = llm.DefaultPrices
 	}
-	b := &budget{limit: limit, cap: capName, prices: prices, onAnswer: onAnswer, unpriced: map[string]bool{}}
+	b := &Budget{limit: limit, cap: capName, prices: prices, onAnswer: onAnswer, unpriced: map[string]bool{}}
 	for _, p := range prices {
 		b.ceiling.Input = max(b.ceiling.Input, p.Input)
 		b.ceiling.Output = max(b.ceiling.Output, p.Output)
@@ -73,7 +77,7 @@ func newBudget(limit float64, capName string, prices llm.PriceTable, onAnswer fu
 
 // price is what model is counted at: its price, or the ceiling when the
 // table does not know it (the caller holds mu).
-func (b *budget) price(model string) llm.Price {
+func (b *Budget) price(model string) llm.Price {
 	p, ok := b.prices.Lookup(model)
 	if !ok {
 		b.unpriced[model] = true
@@ -132,7 +136,7 @@ func cacheWrite(req *llm.Request, p llm.Price) (float64, bool) {
 
 // reserve holds the most req can cost, or refuses it when that does not
 // fit in what is left. It returns what it holds.
-func (b *budget) reserve(req *llm.Request) (float64, error) {
+func (b *Budget) reserve(req *llm.Request) (float64, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	worst, tokens, err := worstCase(req, b.price(req.Model))
@@ -142,9 +146,9 @@ func (b *budget) reserve(req *llm.Request) (float64, error) {
 	left := b.limit - b.spent - b.held
 	if worst > left {
 		err := fmt.Errorf("%w: a request to %s (%d input tokens at most, max_tokens %d) may cost $%.4f, and $%.4f is left of %s",
-			errBudget, req.Model, tokens, req.MaxTokens, worst, max(left, 0), b.cap)
+			ErrRefused, req.Model, tokens, req.MaxTokens, worst, max(left, 0), b.cap)
 		if b.refusal == "" {
-			b.refusal = strings.TrimPrefix(err.Error(), errBudget.Error()+": ")
+			b.refusal = strings.TrimPrefix(err.Error(), ErrRefused.Error()+": ")
 		}
 		return 0, err
 	}
@@ -155,7 +159,7 @@ func (b *budget) reserve(req *llm.Request) (float64, error) {
 // settle ends a reservation of held: an answered request counts at what
 // its usage cost, one that failed at nothing (an error answer is not
 // billed).
-func (b *budget) settle(held float64, model string, u *llm.Usage) {
+func (b *Budget) settle(held float64, model string, u *llm.Usage) {
 	b.mu.Lock()
 	b.held -= held
 	if u == nil {
@@ -173,28 +177,28 @@ func (b *budget) settle(held float64, model string, u *llm.Usage) {
 }
 
 // Spent is what the wake spent so far.
-func (b *budget) Spent() float64 {
+func (b *Budget) Spent() float64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.spent
 }
 
 // Answered reports whether any request of the wake got an answer.
-func (b *budget) Answered() bool {
+func (b *Budget) Answered() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.answers > 0
 }
 
 // Refusal says the first request the budget refused, "" when none was.
-func (b *budget) Refusal() string {
+func (b *Budget) Refusal() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.refusal
 }
 
 // Note says which models were counted at the highest prices, "" when none.
-func (b *budget) Note() string {
+func (b *Budget) Note() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.unpriced) == 0 {
@@ -205,23 +209,22 @@ func (b *budget) Note() string {
 		models = append(models, m)
 	}
 	sort.Strings(models)
-	return fmt.Sprintf("%s not in the price table: counted at its highest prices ($%g input, $%g output per million tokens) against the daily cap; give the real prices in a --prices file",
+	return fmt.Sprintf("%s not in the price table: counted at its highest prices ($%g input, $%g output per million tokens) against the daily cap; give the real prices in a prices file (docs/configuration.md)",
 		strings.Join(models, ", "), b.ceiling.Input, b.ceiling.Output)
 }
 
 type budgetKey struct{}
 
-// withBudget makes every LLM request made under ctx count against b.
-func withBudget(ctx context.Context, b *budget) context.Context {
+// With makes every LLM request made under ctx count against b (through
+// the client Meter gives).
+func With(ctx context.Context, b *Budget) context.Context {
 	return context.WithValue(ctx, budgetKey{}, b)
 }
 
-// clientFor is the LLM client for a request made under ctx: the
-// kernel's, metered by the budget ctx carries, if any. nil without a
-// client.
-func (k *Kernel) clientFor(ctx context.Context) *llm.Client {
-	c := k.Client()
-	b, _ := ctx.Value(budgetKey{}).(*budget)
+// Meter is the client for a request made under ctx: c, metered by the
+// budget ctx carries, if any. nil when c is.
+func Meter(ctx context.Context, c *llm.Client) *llm.Client {
+	b, _ := ctx.Value(budgetKey{}).(*Budget)
 	if c == nil || b == nil {
 		return c
 	}
@@ -235,7 +238,7 @@ func (k *Kernel) clientFor(ctx context.Context) *llm.Client {
 // (retries, fallbacks) passes here, so each is reserved on its own.
 type meteredProvider struct {
 	inner llm.Provider
-	b     *budget
+	b     *Budget
 }
 
 // Betas are the inner provider's (llm.ProviderBetas).

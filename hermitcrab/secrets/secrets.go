@@ -1,4 +1,8 @@
-package hermitcrab
+// Package secrets keeps an instance's secrets in its data directory, each
+// readable by its owner only and never sent to a page or written to a log:
+// the API key given through the web page or `hermitcrab key set`, the
+// secret webhook senders prove they know, and the MCP endpoint's token.
+package secrets
 
 import (
 	"crypto/rand"
@@ -12,14 +16,41 @@ import (
 	"github.com/llmkernels/kernels/internal/atomicfile"
 )
 
+// Dir is the secrets of the instance whose data directory it names.
+type Dir string
+
+// EnvKey is the environment variable whose API key wins over the stored
+// one (for the Anthropic provider, the only one that takes a stored key).
+const EnvKey = "ANTHROPIC_API_KEY"
+
+// Where the API key in use came from (APIKey).
+const (
+	FromEnvironment = "environment" // EnvKey
+	FromStored      = "stored"      // the data directory's key file
+)
+
+// APIKey is the API key the Anthropic provider uses: EnvKey's when it is
+// set, else the one stored in the data directory; from says which, "" when
+// there is none. This is the one place that decides it.
+func (d Dir) APIKey() (key, from string, err error) {
+	if k := os.Getenv(EnvKey); k != "" {
+		return k, FromEnvironment, nil
+	}
+	k, err := d.StoredKey()
+	if k == "" || err != nil {
+		return "", "", err
+	}
+	return k, FromStored, nil
+}
+
 // keyFile holds the API key given through the web page or `hermitcrab key
 // set`, in the data directory, readable by its owner only. The key is never
 // written anywhere else: not to the store, a log or a page.
 const keyFile = "api_key"
 
 // StoredKey returns the API key kept in the data directory, "" when none.
-func (k *Kernel) StoredKey() (string, error) {
-	data, err := os.ReadFile(filepath.Join(k.dir, keyFile))
+func (d Dir) StoredKey() (string, error) {
+	data, err := os.ReadFile(filepath.Join(string(d), keyFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return "", nil
 	}
@@ -31,20 +62,20 @@ func (k *Kernel) StoredKey() (string, error) {
 
 // SetKey keeps key in the data directory (mode 0600, replaced atomically),
 // replacing any key kept before.
-func (k *Kernel) SetKey(key string) error {
+func (d Dir) SetKey(key string) error {
 	key = strings.TrimSpace(key)
 	if key == "" || strings.ContainsAny(key, " \t\r\n") {
 		return errors.New("the key is empty or has spaces in it: paste the whole key")
 	}
-	if err := atomicfile.Write(filepath.Join(k.dir, keyFile), []byte(key+"\n"), 0o600); err != nil {
+	if err := atomicfile.Write(filepath.Join(string(d), keyFile), []byte(key+"\n"), 0o600); err != nil {
 		return fmt.Errorf("storing the API key: %w", err)
 	}
 	return nil
 }
 
 // ClearKey removes the stored key; it reports whether there was one.
-func (k *Kernel) ClearKey() (bool, error) {
-	err := os.Remove(filepath.Join(k.dir, keyFile))
+func (d Dir) ClearKey() (bool, error) {
+	err := os.Remove(filepath.Join(string(d), keyFile))
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return false, nil
@@ -65,18 +96,16 @@ const (
 
 // WebhookSecret is the secret a POST to /hooks/NAME must carry (as a
 // bearer token, or as the key of its HMAC-SHA256 signature).
-func (k *Kernel) WebhookSecret() (string, error) { return k.localSecret(webhookSecretFile) }
+func (d Dir) WebhookSecret() (string, error) { return d.localSecret(webhookSecretFile) }
+
+// WebhookSecretPath is where WebhookSecret is kept.
+func (d Dir) WebhookSecretPath() string { return filepath.Join(string(d), webhookSecretFile) }
 
 // MCPToken is the bearer token of the instance's MCP endpoint.
-func (k *Kernel) MCPToken() (string, error) { return k.localSecret(mcpTokenFile) }
+func (d Dir) MCPToken() (string, error) { return d.localSecret(mcpTokenFile) }
 
-// SecretPath is where a secret of WebhookSecret or MCPToken is kept.
-func (k *Kernel) SecretPath(webhook bool) string {
-	if webhook {
-		return filepath.Join(k.dir, webhookSecretFile)
-	}
-	return filepath.Join(k.dir, mcpTokenFile)
-}
+// MCPTokenPath is where MCPToken is kept.
+func (d Dir) MCPTokenPath() string { return filepath.Join(string(d), mcpTokenFile) }
 
 // localSecret reads the secret kept in the data directory under name,
 // making a random one (256 bits, hex) on first use under a file lock, so
@@ -84,13 +113,14 @@ func (k *Kernel) SecretPath(webhook bool) string {
 // read without taking the lock, so a read-only data directory serves it
 // (wake hooks). A file others can read is refused, as ssh refuses such a
 // key.
-func (k *Kernel) localSecret(name string) (string, error) {
-	path := filepath.Join(k.dir, name)
+func (d Dir) localSecret(name string) (string, error) {
+	dir := string(d)
+	path := filepath.Join(dir, name)
 	if s, err := readSecret(path); s != "" || err != nil {
 		return s, err
 	}
-	if err := os.MkdirAll(k.dir, 0o700); err != nil {
-		return "", fmt.Errorf("data directory %s: %w", k.dir, err)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("data directory %s: %w", dir, err)
 	}
 	unlock, err := atomicfile.Lock(path + ".lock")
 	if err != nil {
