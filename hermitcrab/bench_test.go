@@ -39,7 +39,7 @@ func BenchmarkCompile(b *testing.B) {
 // resetHistory empties the history block, so that every call of a
 // benchmark does the same work (no compressions).
 func resetHistory(ctx context.Context, k *Kernel) {
-	k.EditBlock(ctx, "history", func(h *pscale.Block) error {
+	k.Blocks().Edit(ctx, "history", func(h *pscale.Block) error {
 		h.Place, h.Tree.Children[0].Children = 1, [10]*pscale.Node{}
 		return nil
 	})

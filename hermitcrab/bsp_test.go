@@ -93,15 +93,15 @@ func TestTheBSPToolsStarReadsTheNodesItsReferencesName(t *testing.T) {
 	for path, text := range map[string]string{
 		"0.1": "a thread to follow", "0.1.0.1": "purpose:0", "0.1.0.2": "0", "0.1.0.3": "nosuch:0", "0.1.0.4": "0.7", "0.1.0.5": "a plain note",
 	} {
-		if _, err := k.WriteAt(ctx, "stash", path, text); err != nil {
+		if _, err := k.Blocks().WriteAt(ctx, "stash", at(t, path), text); err != nil {
 			t.Fatal(err)
 		}
 	}
-	purpose, err := k.ReadNode(ctx, "purpose", "0")
+	purpose, err := k.Blocks().ReadNode(ctx, "purpose", at(t, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	stash, err := k.ReadNode(ctx, "stash", "0")
+	stash, err := k.Blocks().ReadNode(ctx, "stash", at(t, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}

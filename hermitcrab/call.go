@@ -72,14 +72,14 @@ func (k *Kernel) Call(ctx context.Context, messages []llm.Message, opts CallOpti
 	if client == nil {
 		return nil, errNoClient
 	}
-	if err := k.Ready(ctx); err != nil {
+	if err := k.blocks.Ready(ctx); err != nil {
 		return nil, err
 	}
 	tier := opts.Tier
 	if tier == 0 {
 		tier = prompt.Present
 	}
-	params, err := k.tierParams(k.Source(ctx), tier)
+	params, err := k.tierParams(k.blocks.Source(ctx), tier)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +146,7 @@ func (k *Kernel) Call(ctx context.Context, messages []llm.Message, opts CallOpti
 // TierParams reads a tier's parameters from the wake block, with the
 // --model override applied.
 func (k *Kernel) TierParams(ctx context.Context, tier int) (prompt.Params, error) {
-	return k.tierParams(k.Source(ctx), tier)
+	return k.tierParams(k.blocks.Source(ctx), tier)
 }
 
 func (k *Kernel) tierParams(src prompt.Source, tier int) (prompt.Params, error) {
@@ -277,7 +277,7 @@ func (k *Kernel) Boot(ctx context.Context) (*CallResult, error) {
 
 // delegate makes one call with the given tier's model: no tools.
 func (k *Kernel) delegate(ctx context.Context, tier int, system, text string) (*llm.Call, error) {
-	params, err := k.tierParams(k.Source(ctx), tier)
+	params, err := k.tierParams(k.blocks.Source(ctx), tier)
 	if err != nil {
 		return nil, err
 	}

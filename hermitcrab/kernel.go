@@ -12,15 +12,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/llmkernels/kernels/hermitcrab/blocks"
 	"github.com/llmkernels/kernels/hermitcrab/fetch"
-	"github.com/llmkernels/kernels/hermitcrab/migrate"
 	"github.com/llmkernels/kernels/hermitcrab/secrets"
-	"github.com/llmkernels/kernels/hermitcrab/shell"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/hermitcrab/trigger"
 	"github.com/llmkernels/kernels/internal/option"
 	"github.com/llmkernels/kernels/llm"
-	"github.com/llmkernels/kernels/pscale"
 )
 
 // Options configure a Kernel. Zero values take the defaults.
@@ -107,11 +105,9 @@ type Kernel struct {
 	dir    string
 	log    *slog.Logger
 	fetch  *fetch.Fetcher // web_request, fetch_url and watched pages
-	// touchstoneReleased is when the embedded touchstone was written
-	// (shell.TouchstoneUpdated); a persisted copy changed after it wins.
-	touchstoneReleased time.Time
-	net                network
-	wake               wakeState
+	blocks *blocks.Blocks
+	net    network
+	wake   wakeState
 }
 
 // DataDir is the default data directory: $HERMITCRAB_DATA, else
@@ -144,11 +140,11 @@ func Open(dir string, opts Options) (*Kernel, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	released, err := time.Parse(time.RFC3339, shell.TouchstoneUpdated)
+	b, err := blocks.New(st, blocks.Options{MaxBlockBytes: opts.MaxBlockBytes, ShellFile: opts.ShellFile, ReadOnly: opts.ReadOnly, Log: log})
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("shell.TouchstoneUpdated %q: %w", shell.TouchstoneUpdated, err), st.Close())
+		return nil, errors.Join(err, st.Close())
 	}
-	k := &Kernel{opts: opts, store: st, dir: dir, log: log, touchstoneReleased: released, fetch: fetch.New(opts.WebRequest)}
+	k := &Kernel{opts: opts, store: st, dir: dir, log: log, blocks: b, fetch: fetch.New(opts.WebRequest)}
 	k.client.Store(opts.Client)
 	return k, nil
 }
@@ -218,90 +214,16 @@ func (k *Kernel) Client() *llm.Client { return k.client.Load() }
 // Close closes the store.
 func (k *Kernel) Close() error { return k.store.Close() }
 
+// Ready seeds an empty store and keeps the touchstone current
+// (blocks.Blocks.Ready): every command that reads blocks calls it first.
+func (k *Kernel) Ready(ctx context.Context) error { return k.blocks.Ready(ctx) }
+
+// Blocks are the instance's blocks.
+func (k *Kernel) Blocks() *blocks.Blocks { return k.blocks }
+
 // Dir is the instance's data directory.
 func (k *Kernel) Dir() string { return k.dir }
 
 // Secrets are the instance's API key, webhook secret and MCP token, kept
 // in its data directory.
 func (k *Kernel) Secrets() secrets.Dir { return secrets.Dir(k.dir) }
-
-// InMemory tells whether the kernel was opened read-only on a data
-// directory that has no store yet, or a store without blocks: it holds the
-// default shell in memory.
-func (k *Kernel) InMemory() bool { return k.store.InMemory() }
-
-// Ready seeds an empty store (with the default shell, or Options.ShellFile)
-// and keeps the touchstone current: the kernel's embedded touchstone is
-// persisted when missing, and replaces a persisted copy older than it; a
-// copy changed after it (by the LLM evolving the format) wins. Every
-// command that reads blocks calls it first; importing does not, so an
-// import into a new data directory is not mixed with the default shell.
-// On a store opened with Options.ReadOnly it writes nothing (a store held
-// in memory is seeded).
-func (k *Kernel) Ready(ctx context.Context) error {
-	if k.opts.ReadOnly && !k.store.InMemory() {
-		return nil // the blocks as stored; the next command that writes syncs them
-	}
-	empty, err := k.store.Empty(ctx)
-	if err != nil {
-		return err
-	}
-	if empty {
-		blocks, err := k.seedBlocks()
-		if err != nil {
-			return err
-		}
-		if _, _, err := k.store.PutMany(ctx, blocks, false); err != nil {
-			return fmt.Errorf("seeding the shell: %w", err)
-		}
-		k.log.Info("seeded an empty store", "blocks", len(blocks))
-	}
-	return k.syncTouchstone(ctx)
-}
-
-func (k *Kernel) seedBlocks() (map[string][]byte, error) {
-	var blocks map[string]*pscale.Block
-	if k.opts.ShellFile != "" {
-		data, err := os.ReadFile(k.opts.ShellFile)
-		if err != nil {
-			return nil, fmt.Errorf("--shell: %w", err)
-		}
-		res, err := migrate.File(k.opts.ShellFile, data, nil)
-		if err != nil {
-			return nil, fmt.Errorf("--shell %s: %w", k.opts.ShellFile, err)
-		}
-		blocks = res.Blocks
-	} else {
-		var err error
-		if blocks, err = shell.Default(); err != nil {
-			return nil, err
-		}
-	}
-	return encodeBlocks(blocks)
-}
-
-func (k *Kernel) syncTouchstone(ctx context.Context) error {
-	embedded, err := shell.Touchstone()
-	if err != nil {
-		return err
-	}
-	cur, err := k.store.Block(ctx, "touchstone")
-	expect := int64(0)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-	case err != nil:
-		return err
-	case cur.Updated.After(k.touchstoneReleased):
-		return nil
-	default:
-		expect = cur.Version
-	}
-	data, err := blockJSON(embedded)
-	if err != nil {
-		return err
-	}
-	if _, err := k.store.Put(ctx, "touchstone", data, expect); err != nil {
-		return fmt.Errorf("persisting the touchstone: %w", err)
-	}
-	return nil
-}

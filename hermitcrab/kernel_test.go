@@ -5,19 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
+	"github.com/llmkernels/kernels/hermitcrab/blocks"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 
 	"github.com/llmkernels/kernels/hermitcrab/prompt"
-	"github.com/llmkernels/kernels/hermitcrab/shell"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/llm/script"
 	"github.com/llmkernels/kernels/pscale"
@@ -61,9 +58,19 @@ func openKernelIn(t *testing.T, dir string, o Options) *Kernel {
 	return k
 }
 
+// at is the address s, which the test writes well.
+func at(t testing.TB, s string) pscale.Address {
+	t.Helper()
+	a, err := ParseAddress(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
 func text(t *testing.T, k *Kernel, block, path string) string {
 	t.Helper()
-	v, err := k.ReadNode(context.Background(), block, path)
+	v, err := k.Blocks().ReadNode(context.Background(), block, at(t, path))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +181,7 @@ func TestAWakeEditChangesTheNextCallsModelAndPrompt(t *testing.T) {
 func TestAThinkingBudgetAtMaxTokensIsFixedBeforeTheRequest(t *testing.T) {
 	k, p := newKernel(t, `{"responses":[{"content":[{"type":"text","text":"ok"}]}]}`)
 	ctx := context.Background()
-	k.EditBlock(ctx, "wake", func(b *pscale.Block) error {
+	k.Blocks().Edit(ctx, "wake", func(b *pscale.Block) error {
 		addr, _ := pscale.ParseAddress("0.9.5.3")
 		return pscale.Write(b, addr, "thinking enabled 8192")
 	})
@@ -199,13 +206,13 @@ func TestCompressWritesToTheNodeWhoseChildrenItCompressed(t *testing.T) {
 	]}`)
 	ctx := context.Background()
 	useTools(t, k, "compress")
-	if _, err := k.WriteEntry(ctx, "stash", "0", "topic three"); err != nil { // 0.1
+	if _, err := k.Blocks().WriteEntry(ctx, "stash", at(t, "0"), "topic three"); err != nil { // 0.1
 		t.Fatal(err)
 	}
-	k.WriteEntry(ctx, "stash", "0", "two") // 0.2
-	k.WriteEntry(ctx, "stash", "0", "three")
+	k.Blocks().WriteEntry(ctx, "stash", at(t, "0"), "two") // 0.2
+	k.Blocks().WriteEntry(ctx, "stash", at(t, "0"), "three")
 	for i := 1; i <= 9; i++ {
-		if _, err := k.WriteEntry(ctx, "stash", "0.3", fmt.Sprintf("note %d", i)); err != nil {
+		if _, err := k.Blocks().WriteEntry(ctx, "stash", at(t, "0.3"), fmt.Sprintf("note %d", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -231,7 +238,7 @@ func TestCompressWritesToTheNodeWhoseChildrenItCompressed(t *testing.T) {
 
 func TestCompressRefusesANodeThatIsNotFull(t *testing.T) {
 	k, _ := newKernel(t, `{"responses":[]}`)
-	_, err := k.Compress(context.Background(), "stash", "0")
+	_, err := k.Compress(context.Background(), "stash", at(t, "0"))
 	if err == nil || !strings.Contains(err.Error(), "not all taken") {
 		t.Fatalf("got %v", err)
 	}
@@ -247,7 +254,7 @@ func TestAutoSaveGrowsAFullHistoryAndKeepsItsDescription(t *testing.T) {
 	k, p := newKernel(t, `{"responses":[{"content":[{"type":"text","text":"tenth reply"}]},`+compressReply("Nine exchanges about the garden.")+`]}`)
 	ctx := context.Background()
 	for i := 1; i <= 9; i++ {
-		k.WriteEntry(ctx, "history", nil, fmt.Sprintf("exchange %d", i))
+		k.Blocks().WriteEntry(ctx, "history", pscale.Address{}, fmt.Sprintf("exchange %d", i))
 	}
 	desc := text(t, k, "history", "0")
 	res, err := k.Call(ctx, []llm.Message{llm.UserText("hi")}, CallOptions{})
@@ -273,7 +280,7 @@ func TestAutoSaveSavesPastANodeItCannotCompressAndCompressesItLater(t *testing.T
 	]}`)
 	ctx := context.Background()
 	for i := 1; i <= 9; i++ {
-		k.WriteEntry(ctx, "history", nil, fmt.Sprintf("exchange %d", i))
+		k.Blocks().WriteEntry(ctx, "history", pscale.Address{}, fmt.Sprintf("exchange %d", i))
 	}
 	res, err := k.Call(ctx, []llm.Message{llm.UserText("hi")}, CallOptions{})
 	if err != nil || !strings.Contains(strings.Join(res.Notes, "\n"), "could not be compressed") {
@@ -312,7 +319,7 @@ func TestAHundredExchangesAreAllSavedAndTheHistoryPromptStaysBounded(t *testing.
 	if p.Remaining() != 0 {
 		t.Fatalf("%d scripted answers unused: the compressions did not all happen", p.Remaining())
 	}
-	b, err := k.Block(ctx, "history")
+	b, err := k.Blocks().Block(ctx, "history")
 	if err != nil || b.Place != 3 {
 		t.Fatalf("history after 100 exchanges: place %d, %v", b.Place, err)
 	}
@@ -320,12 +327,12 @@ func TestAHundredExchangesAreAllSavedAndTheHistoryPromptStaysBounded(t *testing.
 		// Entry n sits at 0, then the base-9 digits of n−1 (each plus one).
 		v := n - 1
 		addr := fmt.Sprintf("0%d%d.%d", v/81+1, v/9%9+1, v%9+1)
-		r, err := k.BSP(ctx, "history", bspQuery(t, addr, -1))
+		r, err := k.Blocks().BSP(ctx, "history", bspQuery(t, addr, -1))
 		if err != nil || !strings.HasPrefix(r.Point.Text, fmt.Sprintf("reply %d: ", n)) {
 			t.Fatalf("exchange %d at history %s: %+v %v", n, addr, r.Point, err)
 		}
 	}
-	deep, err := prompt.Compile(k.Source(ctx), prompt.Deep)
+	deep, err := prompt.Compile(k.Blocks().Source(ctx), prompt.Deep)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,68 +355,6 @@ func TestAutoSaveKeeps500Characters(t *testing.T) {
 	}
 	if got := text(t, k, "history", "0.1"); got != strings.Repeat("é", 500)+"…" {
 		t.Fatalf("history entry has %d characters", len([]rune(got)))
-	}
-}
-
-func TestAPersistedTouchstoneChangedAfterTheKernelsWins(t *testing.T) {
-	k, _ := newKernel(t, `{"responses":[]}`)
-	ctx := context.Background()
-	k.EditBlock(ctx, "touchstone", func(b *pscale.Block) error {
-		addr, _ := pscale.ParseAddress("0.9")
-		return pscale.Write(b, addr, "The format evolved: a tenth rule.")
-	})
-	if err := k.Ready(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if got := text(t, k, "touchstone", "0.9"); got != "The format evolved: a tenth rule." {
-		t.Fatalf("the LLM's newer touchstone was replaced: %q", got)
-	}
-}
-
-func TestANewerEmbeddedTouchstoneReplacesAnOlderCopy(t *testing.T) {
-	k, _ := newKernel(t, `{"responses":[]}`)
-	ctx := context.Background()
-	k.EditBlock(ctx, "touchstone", func(b *pscale.Block) error {
-		addr, _ := pscale.ParseAddress("0.9")
-		return pscale.Write(b, addr, "an edit from before the kernel upgrade")
-	})
-	k.touchstoneReleased = time.Now().Add(time.Hour) // the kernel was upgraded after that edit
-	if err := k.Ready(ctx); err != nil {
-		t.Fatal(err)
-	}
-	embedded, _ := shell.Touchstone()
-	got, _ := k.Block(ctx, "touchstone")
-	want, _ := blockJSON(embedded)
-	have, _ := blockJSON(got)
-	if string(have) != string(want) {
-		t.Fatal("the older persisted touchstone was kept over the newer embedded one")
-	}
-}
-
-func TestShellFileSeedsAnEmptyStoreOnly(t *testing.T) {
-	dir := t.TempDir()
-	file := filepath.Join(t.TempDir(), "mini.json")
-	os.WriteFile(file, []byte(`{"blocks":{"wake":{"place":1,"tree":{"0":"Wake lightly."}},"purpose":{"decimal":1,"tree":{"0":"Tend the garden."}}}}`), 0o644)
-	k, err := Open(dir, Options{ShellFile: file})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer k.Close()
-	ctx := context.Background()
-	if err := k.Ready(ctx); err != nil {
-		t.Fatal(err)
-	}
-	names, _ := k.store.Names(ctx)
-	if strings.Join(names, ",") != "purpose,touchstone,wake" {
-		t.Fatalf("seeded %v, want the shell's blocks and the kernel's touchstone", names)
-	}
-	if got := text(t, k, "purpose", "0"); got != "Tend the garden." {
-		t.Fatalf("purpose 0 = %q", got)
-	}
-	k.store.Delete(ctx, "wake", -1)
-	k.Ready(ctx)
-	if _, err := k.Block(ctx, "wake"); err == nil {
-		t.Fatal("a store that is not empty was seeded again")
 	}
 }
 
@@ -460,7 +405,7 @@ func TestHistoryMovesItsOldestEntriesOutAtTheSizeLimitAndKeepsSaving(t *testing.
 		t.Fatal("250 exchanges in 16 KiB moved nothing out")
 	}
 	everyReplySavedOnce(t, k, 250)
-	if b, _ := k.RawBlock(ctx, "history"); len(b.Data) > 16<<10 {
+	if b, _ := k.Blocks().Raw(ctx, "history"); len(b.Data) > 16<<10 {
 		t.Fatalf("history is %d bytes", len(b.Data))
 	}
 }
@@ -488,7 +433,7 @@ func everyReplySavedOnce(t *testing.T, k *Kernel, n int) {
 	}
 	for _, name := range names {
 		if name == "history" || strings.HasPrefix(name, "history-") {
-			r, err := k.Resolve(ctx, name, 9)
+			r, err := k.Blocks().Resolve(ctx, name, 9)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -501,7 +446,7 @@ func everyReplySavedOnce(t *testing.T, k *Kernel, n int) {
 			t.Fatalf("exchange %d is in no history block (%v)", i, names)
 		}
 		block, path, _ := strings.Cut(at, " ")
-		if r, err := k.BSP(ctx, block, bspQuery(t, path, -1)); err != nil || !strings.HasPrefix(r.Point.Text, fmt.Sprintf("reply %d: ", i)) {
+		if r, err := k.Blocks().BSP(ctx, block, bspQuery(t, path, -1)); err != nil || !strings.HasPrefix(r.Point.Text, fmt.Sprintf("reply %d: ", i)) {
 			t.Fatalf("exchange %d at %s %s, pscale -1: %+v %v", i, block, path, r.Point, err)
 		}
 	}
@@ -539,11 +484,11 @@ func TestHistoryKeepsSavingWhenTheLightTierNeverCompresses(t *testing.T) {
 	// and the same spindle there finds the entry.
 	leaf := text(t, k, "history", "01")
 	moved := leaf[strings.LastIndex(leaf, " ")+1 : len(leaf)-1]
-	_, err := k.BSP(ctx, "history", bspQuery(t, "011"))
+	_, err := k.Blocks().BSP(ctx, "history", bspQuery(t, "011"))
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("moved to block %q", moved)) {
 		t.Fatalf("bsp history 011 (history 01 is %q): %v", leaf, err)
 	}
-	if r, err := k.BSP(ctx, moved, bspQuery(t, "011")); err != nil || len(r.Nodes) != 3 {
+	if r, err := k.Blocks().BSP(ctx, moved, bspQuery(t, "011")); err != nil || len(r.Nodes) != 3 {
 		t.Fatalf("bsp %s 011: %+v %v", moved, r, err)
 	}
 }
@@ -579,7 +524,7 @@ func TestConcurrentExchangesAreAllSavedOnceWhileHistoryGrows(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r, err := k.Resolve(ctx, "history", 9)
+	r, err := k.Blocks().Resolve(ctx, "history", 9)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -599,7 +544,7 @@ func TestConcurrentExchangesAreAllSavedOnceWhileHistoryGrows(t *testing.T) {
 			t.Errorf("reply %d saved %d times", i, c)
 		}
 	}
-	b, _ := k.Block(ctx, "history")
+	b, _ := k.Blocks().Block(ctx, "history")
 	if b.Place != 2 || len(pscale.Uncompressed(b)) != 0 {
 		t.Fatalf("history after %d concurrent exchanges: place %d, uncompressed %v", n, b.Place, pscale.Uncompressed(b))
 	}
@@ -608,18 +553,34 @@ func TestConcurrentExchangesAreAllSavedOnceWhileHistoryGrows(t *testing.T) {
 func TestWriteEntryAndCompressRefuseMalformedPaths(t *testing.T) {
 	k, _ := newKernel(t, `{"responses":[]}`)
 	ctx := context.Background()
+	// Each path as an edge is given it: parsed (blocks.ParseAddress), then
+	// taken by the operation.
+	writeEntry := func(path any) error {
+		addr, err := blocks.ParseAddress("path", path)
+		if err == nil {
+			_, err = k.Blocks().WriteEntry(ctx, "stash", addr, "x")
+		}
+		return err
+	}
+	compress := func(path any) error {
+		addr, err := blocks.ParseAddress("path", path)
+		if err == nil {
+			_, err = k.Compress(ctx, "stash", addr)
+		}
+		return err
+	}
 	for _, path := range []any{"0.x", "-1", "0..9.", "１", 1.5e300, "0.9.9"} {
-		if _, err := k.WriteEntry(ctx, "stash", path, "x"); err == nil {
+		if err := writeEntry(path); err == nil {
 			t.Errorf("write_entry at %v succeeded", path)
 		}
-		if _, err := k.Compress(ctx, "stash", path); err == nil {
+		if err := compress(path); err == nil {
 			t.Errorf("compress at %v succeeded", path)
 		}
 	}
-	if _, err := k.Compress(ctx, "no-such-block", "0"); err == nil || !strings.Contains(err.Error(), "not found") {
+	if _, err := k.Compress(ctx, "no-such-block", at(t, "0")); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Errorf("compress of a missing block: %v", err)
 	}
-	if at, err := k.WriteEntry(ctx, "stash", "", "x"); err != nil || at != "0.1" {
+	if at, err := k.Blocks().WriteEntry(ctx, "stash", pscale.Address{}, "x"); err != nil || at.String() != "0.1" {
 		t.Errorf("an empty path appends: %q %v", at, err)
 	}
 }
@@ -632,9 +593,9 @@ func TestAutoSaveGoesOnWhenAnotherWriterCompressedFirst(t *testing.T) {
 	k, p := newKernel(t, `{"responses":[`+compressReply("Nine entries.")+`]}`)
 	ctx := context.Background()
 	for i := 1; i <= 9; i++ {
-		k.WriteEntry(ctx, "history", nil, fmt.Sprintf("entry %d", i))
+		k.Blocks().WriteEntry(ctx, "history", pscale.Address{}, fmt.Sprintf("entry %d", i))
 	}
-	_, err := k.WriteEntry(ctx, "history", nil, "entry 10")
+	_, err := k.Blocks().WriteEntry(ctx, "history", pscale.Address{}, "entry 10")
 	var full *pscale.FullError
 	if !errors.As(err, &full) {
 		t.Fatalf("a full top: %v", err)
@@ -692,11 +653,11 @@ func TestAThousandExchangesAreAllSavedUnderTheSizeLimit(t *testing.T) {
 	everyReplySavedOnce(t, k, n)
 	names, _ := k.store.Names(ctx)
 	for _, name := range names {
-		if b, _ := k.RawBlock(ctx, name); len(b.Data) > store.DefaultMaxBlockBytes {
+		if b, _ := k.Blocks().Raw(ctx, name); len(b.Data) > store.DefaultMaxBlockBytes {
 			t.Errorf("block %s is %d bytes", name, len(b.Data))
 		}
 	}
-	deep, err := prompt.Compile(k.Source(ctx), prompt.Deep)
+	deep, err := prompt.Compile(k.Blocks().Source(ctx), prompt.Deep)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -705,54 +666,7 @@ func TestAThousandExchangesAreAllSavedUnderTheSizeLimit(t *testing.T) {
 			t.Fatalf("the deep prompt's history section (%d characters):\n%s", len(s.Text), s.Text)
 		}
 	}
-	if b, _ := k.Block(ctx, "history"); !raceEnabled && b.Place != 4 {
+	if b, _ := k.Blocks().Block(ctx, "history"); !raceEnabled && b.Place != 4 {
 		t.Fatalf("history after %d exchanges: place %d", n, b.Place)
 	}
-}
-
-// A walk into a node moved out at the size limit names the block it moved
-// to and the spindle that finds the entry there, also after the block has
-// grown since (growth puts a 1 after the 0 of every address, the moved-out
-// block keeps the addresses of the day it was made), and a block_read
-// through it says the same.
-func TestAWalkIntoAMovedOutNodeNamesTheBlockAndTheSpindleThere(t *testing.T) {
-	k, _ := newKernel(t, `{"responses":[]}`)
-	ctx := context.Background()
-	if err := k.CreateBlock(ctx, "log", "A log.", 1); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := k.WriteAt(ctx, "log", "01", "The first nine, compressed."); err != nil {
-		t.Fatal(err)
-	}
-	for d := 1; d <= 9; d++ {
-		if _, err := k.WriteAt(ctx, "log", fmt.Sprintf("01%d", d), fmt.Sprintf("entry %d", d)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := k.WriteAt(ctx, "log", "02", "The next."); err != nil {
-		t.Fatal(err)
-	}
-	moved, err := k.archive(ctx, "log")
-	if err != nil || moved != "log-1" {
-		t.Fatalf("archive: %q %v", moved, err)
-	}
-	check := func(spindle, there string) {
-		t.Helper()
-		_, err := k.BSP(ctx, "log", bspQuery(t, spindle))
-		if err == nil || !strings.Contains(err.Error(), `block "log-1"`) || !strings.Contains(err.Error(), "this entry is at "+there) {
-			t.Fatalf("bsp log %s: %v (want block log-1, spindle %s)", spindle, err, there)
-		}
-		r, err := k.BSP(ctx, "log-1", bspQuery(t, there))
-		if err != nil || r.Nodes[len(r.Nodes)-1].Text != "entry 3" {
-			t.Fatalf("bsp log-1 %s: %+v %v", there, r, err)
-		}
-		if _, err := k.ReadNode(ctx, "log", spindle); err == nil || !strings.Contains(err.Error(), `block "log-1"`) || !strings.Contains(err.Error(), "this entry is at "+there) {
-			t.Fatalf("block_read log %s: %v", spindle, err)
-		}
-	}
-	check("0.13", "0.13")
-	if _, err := k.EditBlock(ctx, "log", func(b *pscale.Block) error { return pscale.Grow(b, "All of it, compressed.") }); err != nil {
-		t.Fatal(err)
-	}
-	check("01.13", "0.13")
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/llmkernels/kernels/hermitcrab/beach"
+	"github.com/llmkernels/kernels/hermitcrab/blocks"
 	"github.com/llmkernels/kernels/hermitcrab/identity"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/internal/clip"
@@ -170,7 +171,11 @@ func (k *Kernel) coordinate(ctx context.Context, c string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	view, err := k.ReadNode(ctx, name, addr)
+	at, err := blocks.ParseAddress("path", addr)
+	if err != nil {
+		return "", err
+	}
+	view, err := k.blocks.ReadNode(ctx, name, at)
 	if err != nil {
 		return "", err
 	}
@@ -199,7 +204,7 @@ func (k *Kernel) spindle(ctx context.Context, c string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	r, err := k.BSP(ctx, name, q)
+	r, err := k.blocks.BSP(ctx, name, q)
 	if err != nil {
 		return "", err
 	}
@@ -545,7 +550,7 @@ func (k *Kernel) Received(ctx context.Context, limit int) ([]InboxMessage, error
 // the beach (beach.Seal), replacing the one before. It returns the size of
 // the export sealed.
 func (k *Kernel) SaveToBeach(ctx context.Context) (*beach.Ack, int, error) {
-	data, err := k.Export(ctx)
+	data, err := k.blocks.Export(ctx)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -560,7 +565,7 @@ func (k *Kernel) SaveToBeach(ctx context.Context) (*beach.Ack, int, error) {
 // RestoreFromBeach fetches the instance's save point, checks that its own
 // key signed it, opens it and imports its blocks (keeping existing blocks
 // unless replace).
-func (k *Kernel) RestoreFromBeach(ctx context.Context, replace bool) (*ImportResult, *beach.Verified[beach.SavePoint], error) {
+func (k *Kernel) RestoreFromBeach(ctx context.Context, replace bool) (*blocks.ImportResult, *beach.Verified[beach.SavePoint], error) {
 	c, err := k.Beach(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -569,7 +574,7 @@ func (k *Kernel) RestoreFromBeach(ctx context.Context, replace bool) (*ImportRes
 	if err != nil {
 		return nil, nil, err
 	}
-	res, err := k.Import(ctx, []ImportSource{{Name: "savepoint.json", Data: data}}, replace)
+	res, err := k.blocks.Import(ctx, []blocks.ImportSource{{Name: "savepoint.json", Data: data}}, replace)
 	return res, v, err
 }
 

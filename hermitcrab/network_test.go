@@ -359,7 +359,7 @@ func TestAHostileBeachCannotMisleadTheInstance(t *testing.T) {
 
 	clock := &testClock{t: now}
 	k, llmA := netInstance(t, idA, fake.URL, replies(textBlock("Noted.")), clock)
-	if _, err := k.WriteAt(ctx, "wake", "0.5.1", "inbox tier 1"); err != nil {
+	if _, err := k.Blocks().WriteAt(ctx, "wake", at(t, "0.5.1"), "inbox tier 1"); err != nil {
 		t.Fatal(err)
 	}
 	r, err := k.RunTriggers(ctx)
@@ -393,7 +393,7 @@ func TestASavePointRestoresTheBlocksOnANewMachine(t *testing.T) {
 		toolUse("s1", "set_tools", map[string]any{"tools": []string{"savepoint_save"}}), textBlock("ok"),
 		toolUse("s2", "savepoint_save", map[string]any{}), textBlock("Saved."),
 	), clock)
-	if _, err := k.WriteAt(ctx, "stash", "0.1", "the garden plan: basil by the tomatoes"); err != nil {
+	if _, err := k.Blocks().WriteAt(ctx, "stash", at(t, "0.1"), "the garden plan: basil by the tomatoes"); err != nil {
 		t.Fatal(err)
 	}
 	for _, text := range []string{"choose your tools", "leave a save point"} {
@@ -406,7 +406,7 @@ func TestASavePointRestoresTheBlocksOnANewMachine(t *testing.T) {
 	if err != nil || v.Agent != id.Agent() || len(res.Written) < 9 {
 		t.Fatalf("restore: %+v %+v %v", res, v, err)
 	}
-	if got, _ := fresh.ReadNode(ctx, "stash", "0.1"); got.Content != "the garden plan: basil by the tomatoes" {
+	if got, _ := fresh.Blocks().ReadNode(ctx, "stash", at(t, "0.1")); got.Content != "the garden plan: basil by the tomatoes" {
 		t.Fatalf("restored stash 0.1: %q", got.Content)
 	}
 	other, _ := identity.Generate()

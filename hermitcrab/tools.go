@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/llmkernels/kernels/hermitcrab/blocks"
 	"github.com/llmkernels/kernels/hermitcrab/tool"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/pscale"
@@ -109,7 +110,8 @@ var browserSchemas = map[string]json.RawMessage{
 	"fs_delete":         tool.Schema(`"path":{"type":"string"}`, "path"),
 }
 
-// pathArgs name a node: a block and a path (string or number).
+// pathArgs name a node: a block and a path (a string or a number, which
+// blocks.ParseAddress reads: the tools' edge).
 type pathArgs struct {
 	Name    string `json:"name"`
 	Path    any    `json:"path"`
@@ -122,13 +124,17 @@ func (k *Kernel) toolBlockRead(ctx context.Context, in json.RawMessage) (llm.Too
 		return llm.ToolOutput{}, err
 	}
 	if args.Path == nil || args.Path == "" {
-		b, err := k.RawBlock(ctx, args.Name)
+		b, err := k.blocks.Raw(ctx, args.Name)
 		if err != nil {
 			return llm.ToolOutput{}, err
 		}
 		return llm.TextOutput(string(b.Data)), nil
 	}
-	view, err := k.ReadNode(ctx, args.Name, args.Path)
+	addr, err := blocks.ParseAddress("path", args.Path)
+	if err != nil {
+		return llm.ToolOutput{}, err
+	}
+	view, err := k.blocks.ReadNode(ctx, args.Name, addr)
 	if err != nil {
 		return llm.ToolOutput{}, err
 	}
@@ -136,7 +142,11 @@ func (k *Kernel) toolBlockRead(ctx context.Context, in json.RawMessage) (llm.Too
 }
 
 func (k *Kernel) toolBlockWrite(ctx context.Context, args pathArgs) (any, error) {
-	v, err := k.WriteAt(ctx, args.Name, args.Path, args.Content)
+	addr, err := blocks.ParseAddress("path", args.Path)
+	if err != nil {
+		return nil, err
+	}
+	v, err := k.blocks.WriteAt(ctx, args.Name, addr, args.Content)
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +154,7 @@ func (k *Kernel) toolBlockWrite(ctx context.Context, args pathArgs) (any, error)
 }
 
 func (k *Kernel) toolBlockList(ctx context.Context, _ struct{}) (any, error) {
-	return k.ListBlocks(ctx)
+	return k.blocks.List(ctx)
 }
 
 func (k *Kernel) toolBlockCreate(ctx context.Context, args struct {
@@ -160,7 +170,7 @@ func (k *Kernel) toolBlockCreate(ctx context.Context, args struct {
 		}
 		place = p
 	}
-	if err := k.CreateBlock(ctx, args.Name, args.Pscale0, place); err != nil {
+	if err := k.blocks.Create(ctx, args.Name, args.Pscale0, place); err != nil {
 		return nil, err
 	}
 	return map[string]any{"success": true, "block": args.Name}, nil
@@ -185,18 +195,30 @@ func (k *Kernel) toolBSP(ctx context.Context, args struct {
 	if err != nil {
 		return nil, err
 	}
-	return k.BSP(ctx, args.Name, q)
+	return k.blocks.BSP(ctx, args.Name, q)
 }
 
 func (k *Kernel) toolResolve(ctx context.Context, args struct {
 	Name  string `json:"name"`
 	Depth any    `json:"depth"`
 }) (any, error) {
-	return k.Resolve(ctx, args.Name, args.Depth)
+	depth, err := blocks.ParseDepth("depth", args.Depth)
+	if err != nil {
+		return nil, err
+	}
+	return k.blocks.Resolve(ctx, args.Name, depth)
 }
 
 func (k *Kernel) toolWriteEntry(ctx context.Context, args pathArgs) (any, error) {
-	at, err := k.WriteEntry(ctx, args.Name, args.Path, args.Content)
+	var under pscale.Address
+	if args.Path != nil && args.Path != "" {
+		a, err := blocks.ParseAddress("path", args.Path)
+		if err != nil {
+			return nil, err
+		}
+		under = a
+	}
+	at, err := k.blocks.WriteEntry(ctx, args.Name, under, args.Content)
 	var full *pscale.FullError
 	switch {
 	case errors.As(err, &full):
@@ -210,7 +232,11 @@ func (k *Kernel) toolWriteEntry(ctx context.Context, args pathArgs) (any, error)
 }
 
 func (k *Kernel) toolCompress(ctx context.Context, args pathArgs) (any, error) {
-	c, err := k.Compress(ctx, args.Name, args.Path)
+	addr, err := blocks.ParseAddress("path", args.Path)
+	if err != nil {
+		return nil, err
+	}
+	c, err := k.Compress(ctx, args.Name, addr)
 	if err != nil {
 		return nil, err
 	}

@@ -133,7 +133,7 @@ type WakeReport struct {
 
 // Triggers reads the triggers at wake 0.4 and 0.5.
 func (k *Kernel) Triggers(ctx context.Context) (trigger.Set, error) {
-	return trigger.Read(k.Source(ctx))
+	return trigger.Read(k.blocks.Source(ctx))
 }
 
 // WakeCaps are the daily caps in force: the person's (Options.WakeCaps,
@@ -177,7 +177,7 @@ func (k *Kernel) RunTriggers(ctx context.Context) (*WakeReport, error) {
 func (k *Kernel) runPass(ctx context.Context, wait bool) (*WakeReport, error) {
 	k.wake.mu.Lock()
 	defer k.wake.mu.Unlock()
-	if err := k.Ready(ctx); err != nil {
+	if err := k.blocks.Ready(ctx); err != nil {
 		return nil, err
 	}
 	if err := k.sweepDeadWakes(ctx); err != nil {
@@ -870,7 +870,7 @@ func triggerNotice(problems []string) string {
 // wake block's instructions (package prompt), then, when there are any,
 // the trigger lines the kernel cannot read.
 func (k *Kernel) CompilePrompt(ctx context.Context, tier int) (prompt.Compiled, error) {
-	src := k.Source(ctx)
+	src := k.blocks.Source(ctx)
 	c, err := prompt.Compile(src, tier)
 	if err != nil {
 		return c, err

@@ -82,7 +82,7 @@ func TestAnUnpricedModelCannotVoidTheCostCap(t *testing.T) {
 	p := scripted(t, `{"responses":[`+strings.TrimSuffix(strings.Repeat(entry+",", 5), ",")+`]}`)
 	k := openAt(t, t.TempDir(), p, clock, func(o *Options) { o.WakeCaps.CostUSD = 1 })
 	writeTriggers(t, k, "every 1m tier 1: tick")
-	if _, err := k.WriteAt(ctx, "wake", "0.9.4.1", "model claude-fable-9"); err != nil {
+	if _, err := k.Blocks().WriteAt(ctx, "wake", at(t, "0.9.4.1"), "model claude-fable-9"); err != nil {
 		t.Fatal(err)
 	}
 	pass(t, k)
@@ -182,7 +182,7 @@ func TestAnInboxWakeSpendsNoMoreThanItsShare(t *testing.T) {
 	}
 	p := scripted(t, `{"responses":[`+strings.Join(entries, ",")+`]}`)
 	k, b, aID := inboxInstance(t, p, clock, func(o *Options) { o.WakeCaps.CostUSD = 0.10 })
-	if _, err := k.WriteAt(ctx, "wake", "0.9.4.3", "max_tool_loops 20"); err != nil {
+	if _, err := k.Blocks().WriteAt(ctx, "wake", at(t, "0.9.4.3"), "max_tool_loops 20"); err != nil {
 		t.Fatal(err)
 	}
 	pass(t, k)
@@ -402,7 +402,7 @@ func TestAFloodOfMessagesSpendsOnlyTheInboxsShare(t *testing.T) {
 	ctx := context.Background()
 	clock := &testClock{t: wakeT0}
 	k, b, aID := inboxInstance(t, scripted(t, wakeScript(20, 0)), clock, func(o *Options) { o.WakeCaps.Wakes = 6 })
-	if _, err := k.WriteAt(ctx, "wake", "0.4.1", "every 10m tier 1: my own rhythm"); err != nil {
+	if _, err := k.Blocks().WriteAt(ctx, "wake", at(t, "0.4.1"), "every 10m tier 1: my own rhythm"); err != nil {
 		t.Fatal(err)
 	}
 	pass(t, k)
@@ -494,13 +494,13 @@ func TestTheStateOfATriggerEditedAwayIsRemoved(t *testing.T) {
 	before, _ := k.store.TriggerStates(ctx)
 	for i := 2; i <= 100; i++ { // a hundred rewrites of one line
 		writeTriggers(t, k, "every 1h tier 1: a", fmt.Sprintf("every %dh tier 1: b", i+1))
-		if _, err := k.WriteAt(ctx, "wake", "0.4.3", ""); err != nil {
+		if _, err := k.Blocks().WriteAt(ctx, "wake", at(t, "0.4.3"), ""); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := k.WriteAt(ctx, "wake", "0.4.4", "every 1h tier 1: a"); err != nil {
+		if _, err := k.Blocks().WriteAt(ctx, "wake", at(t, "0.4.4"), "every 1h tier 1: a"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := k.WriteAt(ctx, "wake", "0.4.1", ""); err != nil {
+		if _, err := k.Blocks().WriteAt(ctx, "wake", at(t, "0.4.1"), ""); err != nil {
 			t.Fatal(err)
 		}
 		pass(t, k)
@@ -585,7 +585,7 @@ func TestAFloodOfMessagesWaitsOnTheBeach(t *testing.T) {
 	if in, err := k.FetchInbox(ctx, FetchOptions{}); err != nil || len(in.New) != 0 {
 		t.Fatalf("a fetch with %d waiting stored %d more: %v", maxWaiting, len(in.New), err)
 	}
-	if _, err := k.WriteAt(ctx, "wake", "0.5.1", "inbox tier 1"); err != nil {
+	if _, err := k.Blocks().WriteAt(ctx, "wake", at(t, "0.5.1"), "inbox tier 1"); err != nil {
 		t.Fatal(err)
 	}
 	wakes := 0
@@ -620,7 +620,7 @@ func inboxInstance(t *testing.T, p llm.Provider, clock *testClock, tune ...func(
 	if err := aID.Save(filepath.Join(k.dir, identity.KeyFile)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.WriteAt(context.Background(), "wake", "0.5.1", "inbox tier 1"); err != nil {
+	if _, err := k.Blocks().WriteAt(context.Background(), "wake", at(t, "0.5.1"), "inbox tier 1"); err != nil {
 		t.Fatal(err)
 	}
 	return k, b, aID

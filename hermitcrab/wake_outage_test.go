@@ -69,7 +69,7 @@ func TestAPostWhoseWakeFailedIsCarriedByTheNextWake(t *testing.T) {
 	api := &outage{down: true, inner: scripted(t, wakeScript(2, 0))}
 	k := openAt(t, t.TempDir(), api, clock, noRetryWait)
 	writeTriggers(t, k, "every 1h tier 1: my rhythm")
-	if _, err := k.WriteAt(ctx, "wake", "0.5.1", "webhook ci tier 1: check the build"); err != nil {
+	if _, err := k.Blocks().WriteAt(ctx, "wake", at(t, "0.5.1"), "webhook ci tier 1: check the build"); err != nil {
 		t.Fatal(err)
 	}
 	pass(t, k)
@@ -181,7 +181,7 @@ func TestAKilledWakeGivesBackOnlyWhatTheModelNeverAnswered(t *testing.T) {
 			dir := t.TempDir()
 			clock := &testClock{t: wakeT0}
 			k := openAt(t, dir, scripted(t, wakeScript(0, 0)), clock)
-			if _, err := k.WriteAt(context.Background(), "wake", "0.5.1", "webhook ci tier 1: check the build"); err != nil {
+			if _, err := k.Blocks().WriteAt(context.Background(), "wake", at(t, "0.5.1"), "webhook ci tier 1: check the build"); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := k.Webhook(context.Background(), "ci", []byte(`{"build":9}`)); err != nil {
@@ -272,7 +272,7 @@ func TestAHangingBeachOrPageHoldsUpOnlyItsOwnLook(t *testing.T) {
 		o.WebRequest = WebPolicy{Allow: []string{"127.0.0.1"}}
 		o.WakeCaps.Wakes = 100
 	})
-	if _, err := k.WriteAt(ctx, "wake", "0.4.3", "every 1m tier 1: tick"); err != nil {
+	if _, err := k.Blocks().WriteAt(ctx, "wake", at(t, "0.4.3"), "every 1m tier 1: tick"); err != nil {
 		t.Fatal(err)
 	}
 	pass(t, k) // the rhythm is first read: due in a minute

@@ -75,7 +75,7 @@ func writeTriggers(t *testing.T, k *Kernel, lines ...string) {
 		if i >= 9 {
 			path = fmt.Sprintf("0.5.%d", i-8)
 		}
-		if _, err := k.WriteAt(context.Background(), "wake", path, l); err != nil {
+		if _, err := k.Blocks().WriteAt(context.Background(), "wake", at(t, path), l); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -131,7 +131,7 @@ func TestATimerFiresOnTimeOnceAndSurvivesARestart(t *testing.T) {
 	if r := pass(t, k1); len(r.Wakes) != 0 {
 		t.Fatalf("fired twice for one due time: %+v", r.Wakes)
 	}
-	if hist, _ := k1.RawBlock(ctx, "history"); !strings.Contains(string(hist.Data), "wake reply 1") {
+	if hist, _ := k1.Blocks().Raw(ctx, "history"); !strings.Contains(string(hist.Data), "wake reply 1") {
 		t.Fatalf("the wake's reply is not in history: %s", hist.Data)
 	}
 	if conv, _ := k1.Conversation(ctx, "wake"); len(conv) != 2 {
@@ -296,7 +296,7 @@ func TestWebhookPostsWakeTheInstanceOnce(t *testing.T) {
 	p := scripted(t, wakeScript(1, 0))
 	k := openAt(t, t.TempDir(), p, clock)
 	writeTriggers(t, k, "every 1d tier 1: unrelated")
-	if _, err := k.WriteAt(ctx, "wake", "0.5.1", "webhook ci tier 2: check the build"); err != nil {
+	if _, err := k.Blocks().WriteAt(ctx, "wake", at(t, "0.5.1"), "webhook ci tier 2: check the build"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := k.Webhook(ctx, "other", []byte("x")); !errors.Is(err, ErrNoHook) {
@@ -577,11 +577,11 @@ func BenchmarkIdleTriggerPass(b *testing.B) {
 		b.Fatal(err)
 	}
 	for i := range 9 {
-		if _, err := k.WriteAt(ctx, "wake", fmt.Sprintf("0.4.%d", i+1), fmt.Sprintf("every %dh tier 1: rhythm %d", i+1, i)); err != nil {
+		if _, err := k.Blocks().WriteAt(ctx, "wake", at(b, fmt.Sprintf("0.4.%d", i+1)), fmt.Sprintf("every %dh tier 1: rhythm %d", i+1, i)); err != nil {
 			b.Fatal(err)
 		}
 	}
-	if _, err := k.WriteAt(ctx, "wake", "0.5.1", "webhook ci tier 1"); err != nil {
+	if _, err := k.Blocks().WriteAt(ctx, "wake", at(b, "0.5.1"), "webhook ci tier 1"); err != nil {
 		b.Fatal(err)
 	}
 	for b.Loop() {

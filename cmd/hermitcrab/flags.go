@@ -13,8 +13,10 @@ import (
 // kernel names in its errors (hermitcrab.OptionError): the one place the
 // command turns the library's names into its own.
 var optionFlags = map[string]string{
-	"web_allow": "--web-allow",
-	"web_deny":  "--web-deny",
+	"path":       "ADDRESS",
+	"shell_file": "--shell",
+	"web_allow":  "--web-allow",
+	"web_deny":   "--web-deny",
 }
 
 // flagError makes an option error a usage error (exit 2) that names the

@@ -28,7 +28,6 @@ import (
 	"github.com/llmkernels/kernels/internal/provider"
 	"github.com/llmkernels/kernels/internal/termtext"
 	"github.com/llmkernels/kernels/llm"
-	"github.com/llmkernels/kernels/pscale"
 )
 
 type flags struct {
@@ -300,7 +299,7 @@ instance starts with.`}
 array of {"name", "pscale0"} objects (docs/configuration.md).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withReady(cmd, true, func(k *hermitcrab.Kernel) error {
-				list, err := k.ListBlocks(cmd.Context())
+				list, err := k.Blocks().List(cmd.Context())
 				if err != nil {
 					return err
 				}
@@ -323,13 +322,17 @@ accepted so that every read command takes it (docs/configuration.md).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.withReady(cmd, true, func(k *hermitcrab.Kernel) error {
 				if len(args) == 1 {
-					b, err := k.Block(cmd.Context(), args[0])
+					b, err := k.Blocks().Block(cmd.Context(), args[0])
 					if err != nil {
 						return err
 					}
 					return cli.PrintJSON(cmd.OutOrStdout(), b)
 				}
-				view, err := k.ReadNode(cmd.Context(), args[0], args[1])
+				addr, err := hermitcrab.ParseAddress(args[1])
+				if err != nil {
+					return err
+				}
+				view, err := k.Blocks().ReadNode(cmd.Context(), args[0], addr)
 				if err != nil {
 					return err
 				}
@@ -344,7 +347,7 @@ accepted so that every read command takes it (docs/configuration.md).`,
 		Use: "export", Short: "Write every block as a shell file ({\"blocks\": {...}}) that import and --shell read", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withReady(cmd, true, func(k *hermitcrab.Kernel) error {
-				data, err := k.Export(cmd.Context())
+				data, err := k.Blocks().Export(cmd.Context())
 				if err != nil {
 					return err
 				}
@@ -376,7 +379,7 @@ Existing blocks are kept unless --replace. The files are only read.`,
 				if err != nil {
 					return err
 				}
-				res, err := k.Import(cmd.Context(), sources, replace)
+				res, err := k.Blocks().Import(cmd.Context(), sources, replace)
 				if err != nil {
 					return err
 				}
@@ -443,7 +446,7 @@ func (f *flags) openReady(cmd *cobra.Command, readOnly, note bool, fn func(*herm
 		return err
 	}
 	defer func() { err = errors.Join(err, k.Close()) }()
-	if note && k.InMemory() {
+	if note && k.Blocks().InMemory() {
 		fmt.Fprintf(cmd.ErrOrStderr(), "note: no blocks in %s yet: showing the shell a new instance starts with (nothing was written)\n", dir)
 	}
 	if err := k.Ready(cmd.Context()); err != nil {
@@ -483,9 +486,9 @@ The output is JSON: {"mode", "address", "pscale", "tree" | "nodes" | "point" | "
 --json is accepted as on every read command.`,
 		Args: cobra.RangeArgs(1, 3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var spindle, point any
+			var spindle, point string
 			switch {
-			case len(args) == 2 && strings.EqualFold(strings.TrimSpace(mode), string(pscale.ModeDisc)):
+			case len(args) == 2 && strings.EqualFold(strings.TrimSpace(mode), "disc"):
 				point = args[1] // disc reads no spindle: NAME POINT
 			case len(args) > 1:
 				spindle = args[1]
@@ -493,12 +496,12 @@ The output is JSON: {"mode", "address", "pscale", "tree" | "nodes" | "point" | "
 			if len(args) > 2 {
 				point = args[2]
 			}
-			q, err := pscale.ParseQuery(mode, spindle, point)
+			q, err := hermitcrab.ParseQuery(mode, spindle, point)
 			if err != nil {
 				return cli.Exit(cli.ExitUsage, err)
 			}
 			return f.withReady(cmd, true, func(k *hermitcrab.Kernel) error {
-				r, err := k.BSP(cmd.Context(), args[0], q)
+				r, err := k.Blocks().BSP(cmd.Context(), args[0], q)
 				if err != nil {
 					return err
 				}

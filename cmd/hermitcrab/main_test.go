@@ -431,16 +431,21 @@ func TestChatErrorQuotingTheAPIIsInert(t *testing.T) {
 	}
 }
 
-// An option the kernel refuses is a usage error naming the flag that set
-// it (the kernel names the option, the command its flag).
+// An option the kernel refuses is a usage error naming the flag (or the
+// argument) that set it: the kernel names the option, the command its flag.
 func TestAnOptionTheKernelRefusesNamesItsFlag(t *testing.T) {
-	for _, args := range [][]string{
-		{"blocks", "list", "--web-allow", "localhost:8080"},
-		{"blocks", "list", "--web-deny", "http://intranet"},
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"blocks", "list", "--web-allow", "localhost:8080"}, `--web-allow "localhost:8080"`},
+		{[]string{"blocks", "list", "--web-deny", "http://intranet"}, `--web-deny "http://intranet"`},
+		{[]string{"blocks", "show", "wake", "0.x"}, "ADDRESS"},
+		{[]string{"prompt", "--shell", "/no/such/shell.json"}, "--shell"},
 	} {
-		_, errOut, err := hc(t, t.TempDir(), "", args...)
-		if exitStatus(t, err) != 2 || !strings.Contains(errOut, args[2]+` "`) || !strings.Contains(errOut, "--help' for usage.") {
-			t.Errorf("%v: %v %q", args, err, errOut)
+		_, errOut, err := hc(t, t.TempDir(), "", c.args...)
+		if exitStatus(t, err) != 2 || !strings.Contains(errOut, c.says) || !strings.Contains(errOut, "--help' for usage.") {
+			t.Errorf("%v: %v %q", c.args, err, errOut)
 		}
 	}
 }

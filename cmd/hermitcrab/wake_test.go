@@ -16,6 +16,7 @@ import (
 
 	"github.com/llmkernels/kernels/hermitcrab"
 	"github.com/llmkernels/kernels/hermitcrab/store"
+	"github.com/llmkernels/kernels/pscale"
 )
 
 // withTriggers writes trigger lines at wake 0.5.1… of a new data directory.
@@ -32,7 +33,7 @@ func withTriggers(t *testing.T, lines ...string) string {
 		t.Fatal(err)
 	}
 	for i, l := range lines {
-		if _, err := k.WriteAt(ctx, "wake", fmt.Sprintf("0.5.%d", i+1), l); err != nil {
+		if _, err := k.Blocks().WriteAt(ctx, "wake", mustAddress(t, fmt.Sprintf("0.5.%d", i+1)), l); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -296,4 +297,14 @@ func TestServeRunsTheTriggers(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// mustAddress is the address s, which the test writes well.
+func mustAddress(t testing.TB, s string) pscale.Address {
+	t.Helper()
+	a, err := hermitcrab.ParseAddress(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }

@@ -49,6 +49,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/llmkernels/kernels/hermitcrab"
+	"github.com/llmkernels/kernels/hermitcrab/blocks"
 	"github.com/llmkernels/kernels/internal/httpguard"
 	"github.com/llmkernels/kernels/internal/plainjson"
 	"github.com/llmkernels/kernels/pscale"
@@ -252,24 +253,32 @@ func mcpServer(k *hermitcrab.Kernel) http.Handler {
 	})
 	mcp.AddTool(srv, &mcp.Tool{Name: "block_list", Description: "Every block's name and pscale-0 text."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-			list, err := k.ListBlocks(ctx)
+			list, err := k.Blocks().List(ctx)
 			return nil, map[string]any{"blocks": list}, err
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "block_read", Description: "A block whole, or the node at path with its children's texts."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, a blockArgs) (*mcp.CallToolResult, any, error) {
 			if a.Path == "" {
-				b, err := k.RawBlock(ctx, a.Name)
+				b, err := k.Blocks().Raw(ctx, a.Name)
 				if err != nil {
 					return nil, nil, err
 				}
 				return text(string(b.Data)), nil, nil
 			}
-			view, err := k.ReadNode(ctx, a.Name, a.Path)
+			addr, err := blocks.ParseAddress("path", a.Path)
+			if err != nil {
+				return nil, nil, err
+			}
+			view, err := k.Blocks().ReadNode(ctx, a.Name, addr)
 			return nil, view, err
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "block_write", Description: "Write text at path in a block, creating nodes on the way; a branch keeps its children."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, a writeArgs) (*mcp.CallToolResult, any, error) {
-			v, err := k.WriteAt(ctx, a.Name, a.Path, a.Content)
+			addr, err := blocks.ParseAddress("path", a.Path)
+			if err != nil {
+				return nil, nil, err
+			}
+			v, err := k.Blocks().WriteAt(ctx, a.Name, addr, a.Content)
 			return nil, map[string]any{"block": a.Name, "path": a.Path, "version": v}, err
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "bsp", Description: hermitcrab.BSPDescription},
@@ -282,7 +291,7 @@ func mcpServer(k *hermitcrab.Kernel) http.Handler {
 			if err != nil {
 				return nil, nil, err
 			}
-			r, err := k.BSP(ctx, a.Name, q)
+			r, err := k.Blocks().BSP(ctx, a.Name, q)
 			return nil, r, err
 		})
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{

@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/llmkernels/kernels/hermitcrab"
+	"github.com/llmkernels/kernels/pscale"
 )
 
 // serve runs the endpoints of a new instance alone, as `hermitcrab wake
@@ -35,7 +36,7 @@ func serve(t *testing.T, withMCP bool) (*hermitcrab.Kernel, string) {
 	if err := k.Ready(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.WriteAt(ctx, "wake", "0.5.1", "webhook ci tier 1: check the build"); err != nil {
+	if _, err := k.Blocks().WriteAt(ctx, "wake", mustAddress(t, "0.5.1"), "webhook ci tier 1: check the build"); err != nil {
 		t.Fatal(err)
 	}
 	h, err := New(k, withMCP, nil)
@@ -269,7 +270,7 @@ func TestAnMCPClientReadsAndWritesTheBlocks(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &node); err != nil || node.Content != "a note <from> an MCP client & co" {
 		t.Fatalf("block_read: %s", out)
 	}
-	if got, err := k.ReadNode(ctx, "stash", "0.1"); err != nil || got.Content != "a note <from> an MCP client & co" {
+	if got, err := k.Blocks().ReadNode(ctx, "stash", mustAddress(t, "0.1")); err != nil || got.Content != "a note <from> an MCP client & co" {
 		t.Fatalf("the kernel sees %+v %v", got, err)
 	}
 	if out, _ := call("bsp", map[string]any{"name": "wake", "spindle": "0.5.1"}); !strings.Contains(out, "webhook ci tier 1") {
@@ -287,4 +288,14 @@ func TestAnMCPClientReadsAndWritesTheBlocks(t *testing.T) {
 	if out, isErr := call("block_write", map[string]any{"name": "stash", "path": "0.1", "content": strings.Repeat("x", 70<<10)}); !isErr {
 		t.Fatalf("a write over the block size limit: %s", out)
 	}
+}
+
+// mustAddress is the address s, which the test writes well.
+func mustAddress(t testing.TB, s string) pscale.Address {
+	t.Helper()
+	a, err := hermitcrab.ParseAddress(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/llmkernels/kernels/hermitcrab"
+	"github.com/llmkernels/kernels/hermitcrab/blocks"
 	"github.com/llmkernels/kernels/hermitcrab/prompt"
 	"github.com/llmkernels/kernels/hermitcrab/secrets"
 	"github.com/llmkernels/kernels/hermitcrab/store"
@@ -451,7 +452,7 @@ func (s *Server) resetTools(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listBlocks(w http.ResponseWriter, r *http.Request) {
-	list, err := s.kernel.ListBlocks(r.Context())
+	list, err := s.kernel.Blocks().List(r.Context())
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err)
 		return
@@ -469,7 +470,7 @@ func (s *Server) createBlock(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	if err := s.kernel.CreateBlock(r.Context(), body.Name, body.Pscale0, body.Place); err != nil {
+	if err := s.kernel.Blocks().Create(r.Context(), body.Name, body.Pscale0, body.Place); err != nil {
 		writeError(w, errStatus(err), err)
 		return
 	}
@@ -479,7 +480,12 @@ func (s *Server) createBlock(w http.ResponseWriter, r *http.Request) {
 func (s *Server) readBlock(w http.ResponseWriter, r *http.Request) {
 	ctx, name := r.Context(), r.PathValue("name")
 	if path := r.URL.Query().Get("path"); path != "" {
-		node, err := s.kernel.ReadNode(ctx, name, path)
+		addr, err := blocks.ParseAddress("path", path)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, err)
+			return
+		}
+		node, err := s.kernel.Blocks().ReadNode(ctx, name, addr)
 		if err != nil {
 			writeError(w, errStatus(err), err)
 			return
@@ -487,7 +493,7 @@ func (s *Server) readBlock(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"node": node})
 		return
 	}
-	b, err := s.kernel.RawBlock(ctx, name)
+	b, err := s.kernel.Blocks().Raw(ctx, name)
 	if err != nil {
 		writeError(w, errStatus(err), err)
 		return
@@ -504,7 +510,12 @@ func (s *Server) writeBlock(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	v, err := s.kernel.WriteAt(r.Context(), r.PathValue("name"), body.Path, body.Content)
+	addr, err := blocks.ParseAddress("path", body.Path)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	v, err := s.kernel.Blocks().WriteAt(r.Context(), r.PathValue("name"), addr, body.Content)
 	if err != nil {
 		writeError(w, errStatus(err), err)
 		return
@@ -519,7 +530,7 @@ func (s *Server) bsp(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	res, err := s.kernel.BSP(r.Context(), r.PathValue("name"), q)
+	res, err := s.kernel.Blocks().BSP(r.Context(), r.PathValue("name"), q)
 	if err != nil {
 		writeError(w, errStatus(err), err)
 		return
@@ -528,11 +539,12 @@ func (s *Server) bsp(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) resolve(w http.ResponseWriter, r *http.Request) {
-	var depth any
-	if v := r.URL.Query().Get("depth"); v != "" {
-		depth = v
+	depth, err := blocks.ParseDepth("depth", r.URL.Query().Get("depth"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
 	}
-	res, err := s.kernel.Resolve(r.Context(), r.PathValue("name"), depth)
+	res, err := s.kernel.Blocks().Resolve(r.Context(), r.PathValue("name"), depth)
 	if err != nil {
 		writeError(w, errStatus(err), err)
 		return
@@ -594,7 +606,7 @@ func (s *Server) importEntries(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	res, err := s.kernel.Import(r.Context(), []hermitcrab.ImportSource{{Name: "localStorage.json", Data: data}}, true)
+	res, err := s.kernel.Blocks().Import(r.Context(), []blocks.ImportSource{{Name: "localStorage.json", Data: data}}, true)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return

@@ -337,7 +337,7 @@ func TestThePageShowsWhatWokeTheInstanceWhileThePersonWasAway(t *testing.T) {
 	})
 	ctx := context.Background()
 	k := b.srv.Kernel()
-	if _, err := k.WriteAt(ctx, "wake", "0.5.1", "webhook ci tier 1: look at the build"); err != nil {
+	if _, err := k.Blocks().WriteAt(ctx, "wake", mustAddress(t, "0.5.1"), "webhook ci tier 1: look at the build"); err != nil {
 		t.Fatal(err)
 	}
 	b.do(t, "key and boot", chromedp.Navigate(b.url), chromedp.WaitVisible(chromedp.ID("hc-key")),

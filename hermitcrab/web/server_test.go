@@ -13,8 +13,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmkernels/kernels/hermitcrab"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/llm/script"
+	"github.com/llmkernels/kernels/pscale"
 )
 
 func TestStateChangingRequestsNeedTheCSRFTokenAndOrigin(t *testing.T) {
@@ -212,7 +214,7 @@ func concrete(pattern string) (method, path string) {
 
 func TestAForeignHostIsRefusedOnEveryRouteBeforeAnyHandler(t *testing.T) {
 	srv, ts := testServer(t, `{"responses":[]}`)
-	before, err := srv.Kernel().RawBlock(context.Background(), "stash")
+	before, err := srv.Kernel().Blocks().Raw(context.Background(), "stash")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +242,7 @@ func TestAForeignHostIsRefusedOnEveryRouteBeforeAnyHandler(t *testing.T) {
 			}
 		}
 	}
-	after, _ := srv.Kernel().RawBlock(context.Background(), "stash")
+	after, _ := srv.Kernel().Blocks().Raw(context.Background(), "stash")
 	if after.Version != before.Version {
 		t.Fatal("a refused request wrote a block")
 	}
@@ -349,7 +351,7 @@ func TestWebhooksOnTheWebServerUseTheirOwnSecret(t *testing.T) {
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 	ctx := context.Background()
-	if _, err := srv.Kernel().WriteAt(ctx, "wake", "0.5.1", "webhook ci tier 1"); err != nil {
+	if _, err := srv.Kernel().Blocks().WriteAt(ctx, "wake", mustAddress(t, "0.5.1"), "webhook ci tier 1"); err != nil {
 		t.Fatal(err)
 	}
 	secret, err := srv.Kernel().Secrets().WebhookSecret()
@@ -383,4 +385,14 @@ func TestWebhooksOnTheWebServerUseTheirOwnSecret(t *testing.T) {
 	if code := get(t, ts, "/mcp", nil); code != http.StatusNotFound {
 		t.Fatalf("/mcp while off: HTTP %d", code)
 	}
+}
+
+// mustAddress is the address s, which the test writes well.
+func mustAddress(t testing.TB, s string) pscale.Address {
+	t.Helper()
+	a, err := hermitcrab.ParseAddress(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }

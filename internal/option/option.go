@@ -3,16 +3,26 @@
 // with its value. Only a command turns the option's name into a flag.
 package option
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
-// Error is an option the library cannot take.
+// Error is an option the library cannot take. Its message is the field's
+// name and the problem: a problem that begins with "is " reads on from
+// the name ("path is required"), any other follows a colon.
 type Error struct {
 	Field   string // the option, as the library names it ("web_allow")
 	Problem string // what is wrong with its value, and what to give instead
 	Err     error  // the cause, when there is one
 }
 
-func (e *Error) Error() string { return e.Field + ": " + e.Problem }
+func (e *Error) Error() string {
+	if strings.HasPrefix(e.Problem, "is ") {
+		return e.Field + " " + e.Problem
+	}
+	return e.Field + ": " + e.Problem
+}
 
 // Unwrap is the cause.
 func (e *Error) Unwrap() error { return e.Err }

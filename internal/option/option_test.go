@@ -18,4 +18,7 @@ func TestAnOptionErrorNamesItsFieldAndKeepsItsCause(t *testing.T) {
 	if Errorf("beach", "want http").Err != nil {
 		t.Fatal("a cause where there is none")
 	}
+	if got := Errorf("path", "is required").Error(); got != "path is required" {
+		t.Fatalf("a problem that reads on from the name: %q", got)
+	}
 }

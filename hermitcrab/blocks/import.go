@@ -1,4 +1,4 @@
-package hermitcrab
+package blocks
 
 import (
 	"context"
@@ -53,7 +53,7 @@ type ImportResult struct {
 // directory), so importing a G0 dump into an existing instance needs
 // replace to write the blocks that received entries. Later files replace
 // earlier files' blocks of the same name. The source files are only read.
-func (k *Kernel) Import(ctx context.Context, sources []ImportSource, replace bool) (*ImportResult, error) {
+func (k *Blocks) Import(ctx context.Context, sources []ImportSource, replace bool) (*ImportResult, error) {
 	base, err := k.migrationBase(ctx)
 	if err != nil {
 		return nil, err
@@ -101,7 +101,7 @@ func (k *Kernel) Import(ctx context.Context, sources []ImportSource, replace boo
 // whole and every entry stays reachable by BSP. A block the import will
 // skip (it exists, and replace is off) is left alone, and so is one with
 // nothing that can move (the store then refuses it, saying why).
-func (k *Kernel) fitBlocks(ctx context.Context, blocks map[string]*pscale.Block, replace bool, res *ImportResult) error {
+func (k *Blocks) fitBlocks(ctx context.Context, blocks map[string]*pscale.Block, replace bool, res *ImportResult) error {
 	names, err := k.store.Names(ctx)
 	if err != nil {
 		return err
@@ -138,7 +138,7 @@ func (k *Kernel) fitBlocks(ctx context.Context, blocks map[string]*pscale.Block,
 
 // migrationBase is what G0 memory is migrated into: the instance's own
 // blocks, or the default shell when the store is still empty.
-func (k *Kernel) migrationBase(ctx context.Context) (map[string]*pscale.Block, error) {
+func (k *Blocks) migrationBase(ctx context.Context) (map[string]*pscale.Block, error) {
 	recs, err := k.store.Blocks(ctx)
 	if err != nil {
 		return nil, err
@@ -159,7 +159,7 @@ func (k *Kernel) migrationBase(ctx context.Context) (map[string]*pscale.Block, e
 
 // Export returns every block as a shell file, {"blocks": {…}}, which
 // Import and --shell read back.
-func (k *Kernel) Export(ctx context.Context) ([]byte, error) {
+func (k *Blocks) Export(ctx context.Context) ([]byte, error) {
 	if err := k.Ready(ctx); err != nil {
 		return nil, err
 	}

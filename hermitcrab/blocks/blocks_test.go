@@ -1,15 +1,124 @@
-package hermitcrab
+package blocks
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/llmkernels/kernels/hermitcrab/shell"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/pscale"
 )
+
+func TestAPersistedTouchstoneChangedAfterTheKernelsWins(t *testing.T) {
+	k := newBlocks(t, Options{})
+	ctx := context.Background()
+	k.Edit(ctx, "touchstone", func(b *pscale.Block) error {
+		addr, _ := pscale.ParseAddress("0.9")
+		return pscale.Write(b, addr, "The format evolved: a tenth rule.")
+	})
+	if err := k.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := text(t, k, "touchstone", "0.9"); got != "The format evolved: a tenth rule." {
+		t.Fatalf("the LLM's newer touchstone was replaced: %q", got)
+	}
+}
+
+func TestANewerEmbeddedTouchstoneReplacesAnOlderCopy(t *testing.T) {
+	k := newBlocks(t, Options{})
+	ctx := context.Background()
+	k.Edit(ctx, "touchstone", func(b *pscale.Block) error {
+		addr, _ := pscale.ParseAddress("0.9")
+		return pscale.Write(b, addr, "an edit from before the kernel upgrade")
+	})
+	k.released = time.Now().Add(time.Hour) // the kernel was upgraded after that edit
+	if err := k.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	embedded, _ := shell.Touchstone()
+	got, _ := k.Block(ctx, "touchstone")
+	want, _ := blockJSON(embedded)
+	have, _ := blockJSON(got)
+	if string(have) != string(want) {
+		t.Fatal("the older persisted touchstone was kept over the newer embedded one")
+	}
+}
+
+func TestShellFileSeedsAnEmptyStoreOnly(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(t.TempDir(), "mini.json")
+	os.WriteFile(file, []byte(`{"blocks":{"wake":{"place":1,"tree":{"0":"Wake lightly."}},"purpose":{"decimal":1,"tree":{"0":"Tend the garden."}}}}`), 0o644)
+	k := storeBlocks(t, dir, Options{ShellFile: file})
+	ctx := context.Background()
+	if err := k.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	names, _ := k.store.Names(ctx)
+	if strings.Join(names, ",") != "purpose,touchstone,wake" {
+		t.Fatalf("seeded %v, want the shell's blocks and the kernel's touchstone", names)
+	}
+	if got := text(t, k, "purpose", "0"); got != "Tend the garden." {
+		t.Fatalf("purpose 0 = %q", got)
+	}
+	k.store.Delete(ctx, "wake", -1)
+	k.Ready(ctx)
+	if _, err := k.Block(ctx, "wake"); err == nil {
+		t.Fatal("a store that is not empty was seeded again")
+	}
+}
+
+// A walk into a node moved out at the size limit names the block it moved
+// to and the spindle that finds the entry there, also after the block has
+// grown since (growth puts a 1 after the 0 of every address, the moved-out
+// block keeps the addresses of the day it was made), and a block_read
+// through it says the same.
+func TestAWalkIntoAMovedOutNodeNamesTheBlockAndTheSpindleThere(t *testing.T) {
+	k := newBlocks(t, Options{})
+	ctx := context.Background()
+	if err := k.Create(ctx, "log", "A log.", 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.WriteAt(ctx, "log", at(t, "01"), "The first nine, compressed."); err != nil {
+		t.Fatal(err)
+	}
+	for d := 1; d <= 9; d++ {
+		if _, err := k.WriteAt(ctx, "log", at(t, fmt.Sprintf("01%d", d)), fmt.Sprintf("entry %d", d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := k.WriteAt(ctx, "log", at(t, "02"), "The next."); err != nil {
+		t.Fatal(err)
+	}
+	moved, err := k.Archive(ctx, "log")
+	if err != nil || moved != "log-1" {
+		t.Fatalf("archive: %q %v", moved, err)
+	}
+	check := func(spindle, there string) {
+		t.Helper()
+		_, err := k.BSP(ctx, "log", bspQuery(t, spindle))
+		if err == nil || !strings.Contains(err.Error(), `block "log-1"`) || !strings.Contains(err.Error(), "this entry is at "+there) {
+			t.Fatalf("bsp log %s: %v (want block log-1, spindle %s)", spindle, err, there)
+		}
+		r, err := k.BSP(ctx, "log-1", bspQuery(t, there))
+		if err != nil || r.Nodes[len(r.Nodes)-1].Text != "entry 3" {
+			t.Fatalf("bsp log-1 %s: %+v %v", there, r, err)
+		}
+		if _, err := k.ReadNode(ctx, "log", at(t, spindle)); err == nil || !strings.Contains(err.Error(), `block "log-1"`) || !strings.Contains(err.Error(), "this entry is at "+there) {
+			t.Fatalf("block_read log %s: %v", spindle, err)
+		}
+	}
+	check("0.13", "0.13")
+	if _, err := k.Edit(ctx, "log", func(b *pscale.Block) error { return pscale.Grow(b, "All of it, compressed.") }); err != nil {
+		t.Fatal(err)
+	}
+	check("01.13", "0.13")
+}
 
 func TestAHundredMemoryG0DumpAndADumpWithACorruptKeyImport(t *testing.T) {
 	ctx := context.Background()
@@ -20,11 +129,7 @@ func TestAHundredMemoryG0DumpAndADumpWithACorruptKeyImport(t *testing.T) {
 	data, _ := json.Marshal(dump)
 	// A new data directory, as `hermitcrab blocks import` meets it: the G0
 	// memory goes into the default shell's blocks.
-	k, err := Open(t.TempDir(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer k.Close()
+	k := storeBlocks(t, t.TempDir(), Options{})
 	res, err := k.Import(ctx, []ImportSource{{Name: "localStorage.json", Data: data}}, false)
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +149,7 @@ func TestAHundredMemoryG0DumpAndADumpWithACorruptKeyImport(t *testing.T) {
 	}
 
 	corrupt := `{"hc:purpose": "{\"place\":1,\"tree\":{\"0\":\"Why I am here, from the old browser.\"}}", "hc:stash": "{\"place\": 1, \"tr"}`
-	k2 := openKernel(t, Options{})
+	k2 := newBlocks(t, Options{})
 	res, err = k2.Import(ctx, []ImportSource{{Name: "old.json", Data: []byte(corrupt)}}, true)
 	if err != nil {
 		t.Fatal(err)
@@ -83,8 +188,8 @@ func TestALargeG0DumpWithHostileKeysImportsWholeUnderTheSizeLimit(t *testing.T) 
 		dump[fmt.Sprintf("hcmem:/memories/name-%02d.md", i)] = fmt.Sprintf("name note %d", i)
 	}
 	data, _ := json.Marshal(dump)
-	k := openKernel(t, Options{})
-	if err := k.CreateBlock(ctx, "history-1", "My own block, whose name an archive would take.", 1); err != nil {
+	k := newBlocks(t, Options{})
+	if err := k.Create(ctx, "history-1", "My own block, whose name an archive would take.", 1); err != nil {
 		t.Fatal(err)
 	}
 	res, err := k.Import(ctx, []ImportSource{{Name: "localStorage.json", Data: data}}, true)
@@ -99,7 +204,7 @@ func TestALargeG0DumpWithHostileKeysImportsWholeUnderTheSizeLimit(t *testing.T) 
 	names, _ := k.store.Names(ctx)
 	var found []string
 	for _, name := range names {
-		raw, _ := k.RawBlock(ctx, name)
+		raw, _ := k.Raw(ctx, name)
 		if len(raw.Data) > store.DefaultMaxBlockBytes {
 			t.Errorf("block %s is %d bytes", name, len(raw.Data))
 		}

@@ -1,26 +1,67 @@
-package hermitcrab
+// Package blocks is an instance's pscale blocks as the kernel keeps them:
+// read, written, walked (BSP) and grown in the store, one version per
+// block, with every rule of a write in one place. The LLM's tools, the
+// page's props, the MCP endpoint and the CLI all call it; each parses
+// addresses at its edge (ParseAddress, pscale.ParseQuery), so what reaches
+// this package is typed. See docs/design/hermitcrab.md.
+package blocks
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/llmkernels/kernels/hermitcrab/prompt"
+	"github.com/llmkernels/kernels/hermitcrab/shell"
 	"github.com/llmkernels/kernels/hermitcrab/store"
+	"github.com/llmkernels/kernels/internal/option"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/pscale"
 )
 
-// The kernel's block operations: the LLM's tools, the shell's props (through
-// the web server) and the CLI all call these, so each rule lives here once.
-// Addresses are strings or numbers (see address); a number keeps what
-// digits JSON kept.
+// Blocks are the blocks of one instance's store.
+type Blocks struct {
+	store *store.Store
+	opts  Options
+	log   *slog.Logger
+	// released is when the embedded touchstone was written
+	// (shell.TouchstoneUpdated); a persisted copy changed after it wins.
+	released time.Time
+}
+
+// Options configure Blocks.
+type Options struct {
+	// MaxBlockBytes is the store's block size limit; 0 is its default.
+	MaxBlockBytes int
+	// ShellFile seeds an empty store from this shell file instead of the
+	// default shell ({"blocks": {…}} or a flat map of blocks).
+	ShellFile string
+	// ReadOnly: the store was opened read-only, so Ready writes nothing
+	// (a store held in memory is seeded all the same).
+	ReadOnly bool
+	Log      *slog.Logger
+}
+
+// New makes the Blocks of st.
+func New(st *store.Store, o Options) (*Blocks, error) {
+	released, err := time.Parse(time.RFC3339, shell.TouchstoneUpdated)
+	if err != nil {
+		return nil, fmt.Errorf("shell.TouchstoneUpdated %q: %w", shell.TouchstoneUpdated, err)
+	}
+	log := o.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Blocks{store: st, opts: o, log: log, released: released}, nil
+}
 
 // Source returns the blocks as the prompt compiler reads them. Every read
 // goes to the store, so a write is seen by the very next call.
-func (k *Kernel) Source(ctx context.Context) prompt.Source { return storeSource{ctx, k.store} }
+func (k *Blocks) Source(ctx context.Context) prompt.Source { return storeSource{ctx, k.store} }
 
 type storeSource struct {
 	ctx   context.Context
@@ -54,7 +95,7 @@ func loadBlock(ctx context.Context, st *store.Store, name string) (*pscale.Block
 }
 
 // Block returns a parsed block.
-func (k *Kernel) Block(ctx context.Context, name string) (*pscale.Block, error) {
+func (k *Blocks) Block(ctx context.Context, name string) (*pscale.Block, error) {
 	b, _, err := loadBlock(ctx, k.store, name)
 	return b, err
 }
@@ -65,8 +106,8 @@ type BlockJSON struct {
 	Version int64           `json:"version"`
 }
 
-// RawBlock returns a block's JSON as stored, with its version.
-func (k *Kernel) RawBlock(ctx context.Context, name string) (BlockJSON, error) {
+// Raw returns a block's JSON as stored, with its version.
+func (k *Blocks) Raw(ctx context.Context, name string) (BlockJSON, error) {
 	rec, err := k.store.Block(ctx, name)
 	if err != nil {
 		return BlockJSON{}, err
@@ -74,10 +115,10 @@ func (k *Kernel) RawBlock(ctx context.Context, name string) (BlockJSON, error) {
 	return BlockJSON{Data: rec.Data, Version: rec.Version}, nil
 }
 
-// EditBlock applies edit to the current block and writes it back in one
-// store transaction, so concurrent edits queue and none is lost. It returns
-// the new version.
-func (k *Kernel) EditBlock(ctx context.Context, name string, edit func(*pscale.Block) error) (int64, error) {
+// Edit applies edit to the current block and writes it back in one store
+// transaction, so concurrent edits queue and none is lost. It returns the
+// new version.
+func (k *Blocks) Edit(ctx context.Context, name string, edit func(*pscale.Block) error) (int64, error) {
 	return k.store.Update(ctx, name, func(data json.RawMessage) ([]byte, error) {
 		b, _, err := pscale.Parse(data)
 		if err != nil {
@@ -105,26 +146,23 @@ func encodeBlocks(blocks map[string]*pscale.Block) (map[string][]byte, error) {
 	return out, nil
 }
 
-// address reads an address given as a string or a number.
-func address(v any, field string) (pscale.Address, error) {
+// ParseAddress reads the address an edge was given for the option field
+// (a tool's or a request's "path"): a string, or a number whose digits JSON
+// kept. A missing one (nil) is an error saying it is required.
+func ParseAddress(field string, v any) (pscale.Address, error) {
 	if v == nil {
-		return pscale.Address{}, fmt.Errorf("%s is required, as a string such as \"0.1\"", field)
+		return pscale.Address{}, option.Errorf(field, "is required, as a string such as \"0.1\"")
 	}
 	a, err := pscale.ParseAddress(v)
 	if err != nil {
-		return a, fmt.Errorf("%s: %w", field, err)
+		return a, option.Errorf(field, "%w", err)
 	}
 	return a, nil
 }
 
-// ReadNode returns the node at path (a string or number address) with the
-// text of its children.
-func (k *Kernel) ReadNode(ctx context.Context, name string, path any) (pscale.NodeView, error) {
+// ReadNode returns the node at addr with the text of its children.
+func (k *Blocks) ReadNode(ctx context.Context, name string, addr pscale.Address) (pscale.NodeView, error) {
 	b, err := k.Block(ctx, name)
-	if err != nil {
-		return pscale.NodeView{}, err
-	}
-	addr, err := address(path, "path")
 	if err != nil {
 		return pscale.NodeView{}, err
 	}
@@ -135,31 +173,27 @@ func (k *Kernel) ReadNode(ctx context.Context, name string, path any) (pscale.No
 	return view, nil
 }
 
-// WriteAt writes text at path (a string or number address) in a block and
-// returns the block's new version.
-func (k *Kernel) WriteAt(ctx context.Context, name string, path any, text string) (int64, error) {
-	addr, err := address(path, "path")
-	if err != nil {
-		return 0, err
-	}
-	return k.EditBlock(ctx, name, func(b *pscale.Block) error { return pscale.Write(b, addr, text) })
+// WriteAt writes text at addr in a block and returns the block's new
+// version.
+func (k *Blocks) WriteAt(ctx context.Context, name string, addr pscale.Address, text string) (int64, error) {
+	return k.Edit(ctx, name, func(b *pscale.Block) error { return pscale.Write(b, addr, text) })
 }
 
-// BlockSummary is a block's name and pscale-0 text.
-type BlockSummary struct {
+// Summary is a block's name and pscale-0 text.
+type Summary struct {
 	Name    string `json:"name"`
 	Pscale0 string `json:"pscale0"`
 }
 
-// ListBlocks lists every block with its pscale-0 text (its top node's).
-func (k *Kernel) ListBlocks(ctx context.Context) ([]BlockSummary, error) {
+// List lists every block with its pscale-0 text (its top node's).
+func (k *Blocks) List(ctx context.Context) ([]Summary, error) {
 	recs, err := k.store.Blocks(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]BlockSummary, 0, len(recs))
+	out := make([]Summary, 0, len(recs))
 	for _, r := range recs {
-		s := BlockSummary{Name: r.Name}
+		s := Summary{Name: r.Name}
 		if b, _, err := pscale.Parse(r.Data); err == nil && b.Tree != nil && !b.Tree.Leaf && b.Tree.Children[0] != nil {
 			s.Pscale0 = b.Tree.Children[0].Text
 		}
@@ -168,8 +202,9 @@ func (k *Kernel) ListBlocks(ctx context.Context) ([]BlockSummary, error) {
 	return out, nil
 }
 
-// CreateBlock makes a new block whose top node holds pscale0.
-func (k *Kernel) CreateBlock(ctx context.Context, name, pscale0 string, place int) error {
+// Create makes a new block whose top node holds pscale0; a place below 1
+// is 1.
+func (k *Blocks) Create(ctx context.Context, name, pscale0 string, place int) error {
 	if place < 1 {
 		place = 1
 	}
@@ -194,7 +229,7 @@ func (k *Kernel) CreateBlock(ctx context.Context, name, pscale0 string, place in
 // pscale.ParseQuery. The references a star answer lists are read as well,
 // in this block or the one each names, so the answer shows what they point
 // at (or why that cannot be read).
-func (k *Kernel) BSP(ctx context.Context, name string, q pscale.Query) (pscale.Result, error) {
+func (k *Blocks) BSP(ctx context.Context, name string, q pscale.Query) (pscale.Result, error) {
 	b, err := k.Block(ctx, name)
 	if err != nil {
 		return pscale.Result{}, err
@@ -220,7 +255,7 @@ func (k *Kernel) BSP(ctx context.Context, name string, q pscale.Query) (pscale.R
 // place and addresses of the day it was made; each growth of the block
 // since put a 1 after the leading 0 of every address in it, so those 1s
 // are taken off. It is "" for any other error.
-func (k *Kernel) movedHint(ctx context.Context, b *pscale.Block, addr *pscale.Address, err error) string {
+func (k *Blocks) movedHint(ctx context.Context, b *pscale.Block, addr *pscale.Address, err error) string {
 	var pe *pscale.PathError
 	if addr == nil || !errors.As(err, &pe) || !pe.Leaf {
 		return ""
@@ -265,20 +300,25 @@ func movedTo(b *pscale.Block, at string) string {
 	return ""
 }
 
-// Resolve is the phrase-level view of a block down to depth (a number or
-// numeric string; nil means the default depth).
-func (k *Kernel) Resolve(ctx context.Context, name string, depth any) (pscale.Phrase, error) {
-	d := 0
-	if depth != nil && depth != "" {
-		n, err := pscale.ParsePscale(depth)
-		if err != nil {
-			return pscale.Phrase{}, fmt.Errorf("depth: %w", err)
-		}
-		d = n
-	}
+// Resolve is the phrase-level view of a block down to depth (0 is the
+// default depth).
+func (k *Blocks) Resolve(ctx context.Context, name string, depth int) (pscale.Phrase, error) {
 	b, err := k.Block(ctx, name)
 	if err != nil {
 		return pscale.Phrase{}, err
 	}
-	return pscale.Resolve(b, d), nil
+	return pscale.Resolve(b, depth), nil
+}
+
+// ParseDepth reads the depth an edge was given for the option field: a
+// number or a numeric string; nil or "" is 0, the default depth.
+func ParseDepth(field string, v any) (int, error) {
+	if v == nil || v == "" {
+		return 0, nil
+	}
+	n, err := pscale.ParsePscale(v)
+	if err != nil {
+		return 0, option.Errorf(field, "%w", err)
+	}
+	return n, nil
 }
