@@ -105,7 +105,7 @@ func (k *Kernel) Call(ctx context.Context, messages []llm.Message, opts CallOpti
 		req.Container = c
 	}
 	markToolsForCaching(req, handlers)
-	if note := k.shellNotice(ctx); note != "" {
+	if note := k.shells.Notice(ctx); note != "" {
 		req.Messages = withNote(req.Messages, note)
 	}
 	loop := &llm.Loop{Client: client, Handlers: handlers, MaxLoops: params.MaxToolLoops, Observe: k.opts.Observe}

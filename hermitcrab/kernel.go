@@ -15,6 +15,7 @@ import (
 	"github.com/llmkernels/kernels/hermitcrab/blocks"
 	"github.com/llmkernels/kernels/hermitcrab/fetch"
 	"github.com/llmkernels/kernels/hermitcrab/secrets"
+	"github.com/llmkernels/kernels/hermitcrab/shells"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/hermitcrab/trigger"
 	"github.com/llmkernels/kernels/internal/option"
@@ -106,6 +107,7 @@ type Kernel struct {
 	log    *slog.Logger
 	fetch  *fetch.Fetcher // web_request, fetch_url and watched pages
 	blocks *blocks.Blocks
+	shells *shells.Shells
 	net    network
 	wake   wakeState
 }
@@ -144,7 +146,8 @@ func Open(dir string, opts Options) (*Kernel, error) {
 	if err != nil {
 		return nil, errors.Join(err, st.Close())
 	}
-	k := &Kernel{opts: opts, store: st, dir: dir, log: log, blocks: b, fetch: fetch.New(opts.WebRequest)}
+	sh := shells.New(st, shells.Options{Compile: opts.CompileShell, OnShell: opts.OnShell, Log: log})
+	k := &Kernel{opts: opts, store: st, dir: dir, log: log, blocks: b, shells: sh, fetch: fetch.New(opts.WebRequest)}
 	k.client.Store(opts.Client)
 	return k, nil
 }
@@ -220,6 +223,9 @@ func (k *Kernel) Ready(ctx context.Context) error { return k.blocks.Ready(ctx) }
 
 // Blocks are the instance's blocks.
 func (k *Kernel) Blocks() *blocks.Blocks { return k.blocks }
+
+// Shells are the React shells the instance built.
+func (k *Kernel) Shells() *shells.Shells { return k.shells }
 
 // Dir is the instance's data directory.
 func (k *Kernel) Dir() string { return k.dir }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/llmkernels/kernels/hermitcrab/blocks"
+	"github.com/llmkernels/kernels/hermitcrab/shells"
 	"github.com/llmkernels/kernels/hermitcrab/tool"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/pscale"
@@ -244,7 +245,7 @@ func (k *Kernel) toolCompress(ctx context.Context, args pathArgs) (any, error) {
 }
 
 func (k *Kernel) toolGetSource(ctx context.Context, _ json.RawMessage) (llm.ToolOutput, error) {
-	src, err := k.ShellSource(ctx)
+	src, err := k.shells.Source(ctx)
 	switch {
 	case err != nil:
 		return llm.ToolOutput{}, err
@@ -261,8 +262,8 @@ func (k *Kernel) toolRecompile(ctx context.Context, c *callState, in json.RawMes
 	if err := tool.Decode(in, &args); err != nil {
 		return llm.ToolOutput{}, err
 	}
-	sh, err := k.Recompile(ctx, args.JSX)
-	if errors.Is(err, ErrShellCompile) {
+	sh, err := k.shells.Recompile(ctx, args.JSX)
+	if errors.Is(err, shells.ErrCompile) {
 		return llm.ErrorOutput(err.Error()), nil
 	}
 	if err != nil {

@@ -149,13 +149,13 @@ func (s *Server) state(w http.ResponseWriter, r *http.Request) {
 		"csrf": s.csrf, "has_key": s.hasKey(), "key_needed": s.cfg.KeyNeeded, "key_from": from, "version": Version,
 		"model": deep.Model, "fast_model": light.Model, "shell": nil,
 	}
-	untouched, err := s.kernel.Untouched(ctx)
+	untouched, err := s.kernel.Shells().Untouched(ctx)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err)
 		return
 	}
 	out["empty_store"] = untouched
-	sh, ok, err := s.kernel.LastGoodShell(ctx)
+	sh, ok, err := s.kernel.Shells().LastGood(ctx)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err)
 		return
@@ -256,7 +256,7 @@ func (s *Server) shellStatus(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	if err := s.kernel.ShellRendered(r.Context(), body.ID, body.Status, body.Error); err != nil {
+	if err := s.kernel.Shells().Rendered(r.Context(), body.ID, body.Status, body.Error); err != nil {
 		writeError(w, errStatus(err), err)
 		return
 	}
@@ -391,7 +391,7 @@ func (s *Server) toolLoop(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) source(w http.ResponseWriter, r *http.Request) {
-	src, err := s.kernel.ShellSource(r.Context())
+	src, err := s.kernel.Shells().Source(r.Context())
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err)
 		return
@@ -407,7 +407,7 @@ func (s *Server) recompile(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	sh, err := s.kernel.Recompile(r.Context(), body.JSX)
+	sh, err := s.kernel.Shells().Recompile(r.Context(), body.JSX)
 	if err != nil {
 		writeJSON(w, http.StatusOK, map[string]any{"ok": false, "error": err.Error()})
 		return

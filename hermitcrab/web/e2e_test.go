@@ -199,7 +199,7 @@ func TestWebShellKeyGateBootPropsBrowserToolRenderErrorAndReload(t *testing.T) {
 	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](`window.hermitcrab.lastRender.status === 'failed'`)); err != nil {
 		t.Fatalf("render failure not recorded in the page: %v", err)
 	}
-	sh, err := b.srv.Kernel().LatestShell(ctx)
+	sh, err := b.srv.Kernel().Shells().Latest(ctx)
 	if err != nil || sh.Status != store.ShellFailed || !strings.Contains(sh.Error, "reading 'field'") {
 		t.Fatalf("the server did not hear of the failed render: %+v %v", sh, err)
 	}
