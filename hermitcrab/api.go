@@ -2,6 +2,7 @@ package hermitcrab
 
 import (
 	"github.com/llmkernels/kernels/hermitcrab/blocks"
+	"github.com/llmkernels/kernels/hermitcrab/network"
 	"github.com/llmkernels/kernels/pscale"
 )
 
@@ -12,7 +13,16 @@ type (
 	ImportSource = blocks.ImportSource
 	// ImportResult says what an import did (blocks.ImportResult).
 	ImportResult = blocks.ImportResult
+	// PassportSpec is what the instance publishes about itself.
+	PassportSpec = network.PassportSpec
+	// Outgoing is a message the instance sends.
+	Outgoing = network.Outgoing
+	// FetchOptions tune an inbox fetch.
+	FetchOptions = network.FetchOptions
 )
+
+// DefaultBeach is the beach an instance uses when none is named.
+const DefaultBeach = network.DefaultBeach
 
 // ReadImportFiles reads files for Import.
 func ReadImportFiles(paths []string) ([]ImportSource, error) { return blocks.ReadImportFiles(paths) }

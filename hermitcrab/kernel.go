@@ -14,6 +14,7 @@ import (
 
 	"github.com/llmkernels/kernels/hermitcrab/blocks"
 	"github.com/llmkernels/kernels/hermitcrab/fetch"
+	"github.com/llmkernels/kernels/hermitcrab/network"
 	"github.com/llmkernels/kernels/hermitcrab/secrets"
 	"github.com/llmkernels/kernels/hermitcrab/shells"
 	"github.com/llmkernels/kernels/hermitcrab/store"
@@ -108,7 +109,7 @@ type Kernel struct {
 	fetch  *fetch.Fetcher // web_request, fetch_url and watched pages
 	blocks *blocks.Blocks
 	shells *shells.Shells
-	net    network
+	net    *network.Agent
 	wake   wakeState
 }
 
@@ -147,7 +148,8 @@ func Open(dir string, opts Options) (*Kernel, error) {
 		return nil, errors.Join(err, st.Close())
 	}
 	sh := shells.New(st, shells.Options{Compile: opts.CompileShell, OnShell: opts.OnShell, Log: log})
-	k := &Kernel{opts: opts, store: st, dir: dir, log: log, blocks: b, shells: sh, fetch: fetch.New(opts.WebRequest)}
+	k := &Kernel{opts: opts, store: st, dir: dir, log: log, blocks: b, shells: sh, fetch: fetch.New(opts.WebRequest),
+		net: network.New(dir, st, b, network.Options{Beach: opts.Beach})}
 	k.client.Store(opts.Client)
 	return k, nil
 }
@@ -226,6 +228,10 @@ func (k *Kernel) Blocks() *blocks.Blocks { return k.blocks }
 
 // Shells are the React shells the instance built.
 func (k *Kernel) Shells() *shells.Shells { return k.shells }
+
+// Network is the instance on the network: its key, its beach, and what it
+// publishes, sends and receives there.
+func (k *Kernel) Network() *network.Agent { return k.net }
 
 // Dir is the instance's data directory.
 func (k *Kernel) Dir() string { return k.dir }

@@ -19,6 +19,7 @@ import (
 	"github.com/llmkernels/kernels/hermitcrab/beach/server"
 	bstore "github.com/llmkernels/kernels/hermitcrab/beach/store"
 	"github.com/llmkernels/kernels/hermitcrab/identity"
+	"github.com/llmkernels/kernels/hermitcrab/network"
 	"github.com/llmkernels/kernels/internal/pgtest"
 	"github.com/llmkernels/kernels/internal/termtext"
 	"github.com/llmkernels/kernels/llm/llmtest"
@@ -240,11 +241,11 @@ func twoInstancesMeet(t *testing.T, kind string) {
 	}
 
 	// B's inbox has A's answer, a grain response to its probe.
-	probe, err := kA.Received(ctx, 10)
+	probe, err := kA.Network().Received(ctx, 10)
 	if err != nil || len(probe) != 1 {
 		t.Fatalf("A received %+v, %v", probe, err)
 	}
-	in, err := kB.CheckInbox(ctx, false)
+	in, err := kB.Network().CheckInbox(ctx, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +282,7 @@ func twoInstancesMeet(t *testing.T, kind string) {
 	// forgeries written straight into its database.
 	forged, _ := json.Marshal(forgedPassport)
 	b.exec(t, `UPDATE beach_passports SET envelope = $1 WHERE agent = $2`, string(forged), idA.Agent())
-	if _, err := kB.Passport(ctx, idA.Agent()); err == nil || !strings.Contains(err.Error(), "signature") {
+	if _, err := kB.Network().Passport(ctx, idA.Agent()); err == nil || !strings.Contains(err.Error(), "signature") {
 		t.Errorf("B read a forged passport of A: %v", err)
 	}
 	stamp := time.Now().UTC().Format("2006-01-02T15:04:05.000000000Z")
@@ -374,10 +375,10 @@ func TestAHostileBeachCannotMisleadTheInstance(t *testing.T) {
 	if strings.ContainsAny(msg, "\x1b\u202e") || !strings.Contains(msg, `hello \x1b[2J\x1b[31mred\u202e`) || strings.Contains(msg, "for C") {
 		t.Fatalf("the wake message: %q", msg)
 	}
-	if _, err := k.Passport(ctx, idB.Agent()); err == nil || !strings.Contains(err.Error(), "answered with "+idC.Agent()) {
+	if _, err := k.Network().Passport(ctx, idB.Agent()); err == nil || !strings.Contains(err.Error(), "answered with "+idC.Agent()) {
 		t.Fatalf("another agent's passport: %v", err)
 	}
-	if good, bad, err := k.Marks(ctx, "https://example.org", 10); err != nil || len(good) != 0 || len(bad) != 1 || bad[0].Reason != "wrong_url" {
+	if good, bad, err := k.Network().Marks(ctx, "https://example.org", 10); err != nil || len(good) != 0 || len(bad) != 1 || bad[0].Reason != "wrong_url" {
 		t.Fatalf("marks of another URL: %+v %+v %v", good, bad, err)
 	}
 }
@@ -402,7 +403,7 @@ func TestASavePointRestoresTheBlocksOnANewMachine(t *testing.T) {
 		}
 	}
 	fresh, _ := netInstance(t, id, b.URL, replies(), clock)
-	res, v, err := fresh.RestoreFromBeach(ctx, true)
+	res, v, err := fresh.Network().RestoreFromBeach(ctx, true)
 	if err != nil || v.Agent != id.Agent() || len(res.Written) < 9 {
 		t.Fatalf("restore: %+v %+v %v", res, v, err)
 	}
@@ -411,7 +412,7 @@ func TestASavePointRestoresTheBlocksOnANewMachine(t *testing.T) {
 	}
 	other, _ := identity.Generate()
 	stranger, _ := netInstance(t, other, b.URL, replies(), clock)
-	if _, _, err := stranger.RestoreFromBeach(ctx, true); err == nil {
+	if _, _, err := stranger.Network().RestoreFromBeach(ctx, true); err == nil {
 		t.Fatal("another key restored the save point")
 	}
 }
@@ -456,14 +457,14 @@ func TestABeachStartedAfreshAtTheSameAddressStillDelivers(t *testing.T) {
 	for _, m := range []string{"one", "two", "three"} {
 		send(m)
 	}
-	if in, err := k.FetchInbox(ctx, FetchOptions{}); err != nil || len(in.New) != 3 {
+	if in, err := k.Network().FetchInbox(ctx, network.FetchOptions{}); err != nil || len(in.New) != 3 {
 		t.Fatalf("first beach: %+v %v", in, err)
 	}
 	stop()
 	_, stop = beachAt(t, addr)
 	defer stop()
 	send("from the new beach")
-	in, err := k.FetchInbox(ctx, FetchOptions{})
+	in, err := k.Network().FetchInbox(ctx, network.FetchOptions{})
 	if err != nil || len(in.New) != 1 || in.New[0].Content != "from the new beach" {
 		t.Fatalf("the new beach at the same address: %+v %v", in, err)
 	}
@@ -492,7 +493,7 @@ func TestForeignTextReachesTheLLMInert(t *testing.T) {
 	}))
 	defer page.Close()
 	k := openKernel(t, Options{Beach: b.URL, WebRequest: WebPolicy{Allow: []string{"127.0.0.1"}}})
-	me, err := k.Identity()
+	me, err := k.Network().Identity()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/llmkernels/kernels/hermitcrab/fetch"
+	"github.com/llmkernels/kernels/hermitcrab/network"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/hermitcrab/trigger"
 )
@@ -30,7 +31,7 @@ type look struct {
 	due  time.Time     // the trigger's due time it was made for
 	done chan struct{} // closed when it ended
 	// Set before done is closed: what it found, or why it failed.
-	inbox *Inbox
+	inbox *network.Inbox
 	page  fetch.Page
 	err   error
 }

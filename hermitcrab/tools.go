@@ -69,7 +69,9 @@ func (k *Kernel) catalogue(c *callState) map[string]llm.ToolHandler {
 	}
 	// Everything the network tools answer is the beach's or another
 	// agent's text (passports, marks, messages, the beach's acknowledgements).
-	k.networkTools(func(name, desc string, in json.RawMessage, run llm.ToolFunc) { add(name, desc, in, tool.Inert(run)) })
+	for _, t := range k.net.Tools() {
+		add(t.Tool.Name, t.Tool.Description, t.Tool.InputSchema, tool.Inert(t.Run))
+	}
 	return h
 }
 

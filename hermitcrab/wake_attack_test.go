@@ -11,6 +11,7 @@ import (
 
 	"github.com/llmkernels/kernels/hermitcrab/beach"
 	"github.com/llmkernels/kernels/hermitcrab/identity"
+	"github.com/llmkernels/kernels/hermitcrab/network"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/llm"
 )
@@ -528,7 +529,7 @@ func TestTheMessagesOfAWakeKilledMidCallAreDeliveredAgain(t *testing.T) {
 	sendTo(t, b, aID, "are you there?")
 	// A process fetches the message, claims the wake that delivers it,
 	// and is killed before the call ends: the claim stays running.
-	if _, err := k.FetchInbox(ctx, FetchOptions{}); err != nil {
+	if _, err := k.Network().FetchInbox(ctx, network.FetchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	set, _ := k.Triggers(ctx)
@@ -554,7 +555,7 @@ func TestTheMessagesOfAWakeKilledMidCallAreDeliveredAgain(t *testing.T) {
 }
 
 // A flood of messages waits on the beach, not in the instance's store:
-// past maxWaiting undelivered, nothing more is fetched until wakes have
+// past network.MaxWaiting undelivered, nothing more is fetched until wakes have
 // delivered them, and then the rest come, none lost.
 func TestAFloodOfMessagesWaitsOnTheBeach(t *testing.T) {
 	ctx := context.Background()
@@ -565,7 +566,7 @@ func TestAFloodOfMessagesWaitsOnTheBeach(t *testing.T) {
 	if err := aID.Save(filepath.Join(k.dir, identity.KeyFile)); err != nil {
 		t.Fatal(err)
 	}
-	const sent = maxWaiting + 20
+	const sent = network.MaxWaiting + 20
 	for p := range 4 {
 		peer, _ := identity.Generate()
 		c, err := beach.NewClient(b.URL, peer)
@@ -578,12 +579,12 @@ func TestAFloodOfMessagesWaitsOnTheBeach(t *testing.T) {
 			}
 		}
 	}
-	in, err := k.FetchInbox(ctx, FetchOptions{})
-	if err != nil || len(in.New) != maxWaiting {
-		t.Fatalf("the first fetch stored %d messages (bound %d): %v", len(in.New), maxWaiting, err)
+	in, err := k.Network().FetchInbox(ctx, network.FetchOptions{})
+	if err != nil || len(in.New) != network.MaxWaiting {
+		t.Fatalf("the first fetch stored %d messages (bound %d): %v", len(in.New), network.MaxWaiting, err)
 	}
-	if in, err := k.FetchInbox(ctx, FetchOptions{}); err != nil || len(in.New) != 0 {
-		t.Fatalf("a fetch with %d waiting stored %d more: %v", maxWaiting, len(in.New), err)
+	if in, err := k.Network().FetchInbox(ctx, network.FetchOptions{}); err != nil || len(in.New) != 0 {
+		t.Fatalf("a fetch with %d waiting stored %d more: %v", network.MaxWaiting, len(in.New), err)
 	}
 	if _, err := k.Blocks().WriteAt(ctx, "wake", at(t, "0.5.1"), "inbox tier 1"); err != nil {
 		t.Fatal(err)

@@ -188,7 +188,7 @@ func (f *flags) instanceBeach() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	u, err := k.BeachURL(context.Background())
+	u, err := k.Network().BeachURL(context.Background())
 	return u, errors.Join(err, k.Close())
 }
 
@@ -226,10 +226,10 @@ with --json as {"beach": URL} (docs/configuration.md).`,
 				}
 			}
 			return f.withKernel(cmd, false, func(k *hermitcrab.Kernel) error {
-				if err := k.SetBeach(cmd.Context(), args[0]); err != nil {
+				if err := k.Network().SetBeach(cmd.Context(), args[0]); err != nil {
 					return err
 				}
-				u, err := k.BeachURL(cmd.Context())
+				u, err := k.Network().BeachURL(cmd.Context())
 				if err != nil {
 					return err
 				}
@@ -266,7 +266,7 @@ is published with its text ("purpose 0.2: learn to garden", cut to 200 character
 reader knows what it means without the blocks. The blocks are only read.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withBlocksRead(cmd, func(k *hermitcrab.Kernel) error {
-				ack, _, err := k.PublishPassport(cmd.Context(), p)
+				ack, _, err := k.Network().PublishPassport(cmd.Context(), p)
 				if err != nil {
 					return err
 				}
@@ -284,7 +284,7 @@ reader knows what it means without the blocks. The blocks are only read.`,
 		Use: "show AGENT", Short: "Print an agent's passport, verified, as JSON", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.withBlocksRead(cmd, func(k *hermitcrab.Kernel) error {
-				v, err := k.Passport(cmd.Context(), args[0])
+				v, err := k.Network().Passport(cmd.Context(), args[0])
 				if err != nil {
 					return err
 				}
@@ -300,7 +300,7 @@ reader knows what it means without the blocks. The blocks are only read.`,
 		PreRunE: func(*cobra.Command, []string) error { return checkLimit(limit) },
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withBlocksRead(cmd, func(k *hermitcrab.Kernel) error {
-				good, bad, err := k.Passports(cmd.Context(), limit)
+				good, bad, err := k.Network().Passports(cmd.Context(), limit)
 				if err != nil {
 					return err
 				}
@@ -333,7 +333,7 @@ func (f *flags) beachMarkCommands() []*cobra.Command {
 				purpose = args[1]
 			}
 			return f.withBlocksRead(cmd, func(k *hermitcrab.Kernel) error {
-				ack, err := k.Mark(cmd.Context(), args[0], purpose)
+				ack, err := k.Network().Mark(cmd.Context(), args[0], purpose)
 				if err != nil {
 					return err
 				}
@@ -349,7 +349,7 @@ func (f *flags) beachMarkCommands() []*cobra.Command {
 		PreRunE: func(*cobra.Command, []string) error { return checkLimit(limit) },
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.withBlocksRead(cmd, func(k *hermitcrab.Kernel) error {
-				good, bad, err := k.Marks(cmd.Context(), args[0], limit)
+				good, bad, err := k.Network().Marks(cmd.Context(), args[0], limit)
 				if err != nil {
 					return err
 				}
@@ -386,7 +386,7 @@ A --type other than the three is refused before anything is sent. The blocks are
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.To, o.Content = args[0], args[1]
 			return f.withBlocksRead(cmd, func(k *hermitcrab.Kernel) error {
-				ack, m, err := k.SendMessage(cmd.Context(), o)
+				ack, m, err := k.Network().SendMessage(cmd.Context(), o)
 				if err != nil {
 					return err
 				}
@@ -438,7 +438,7 @@ delivered to the model or not (it only reads the store).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if all {
 				return f.withBlocksRead(cmd, func(k *hermitcrab.Kernel) error {
-					list, err := k.Received(cmd.Context(), limit)
+					list, err := k.Network().Received(cmd.Context(), limit)
 					if err != nil {
 						return err
 					}
@@ -450,7 +450,7 @@ delivered to the model or not (it only reads the store).`,
 				if cmd.Flags().Changed("after") {
 					o.After = &after
 				}
-				in, err := k.FetchInbox(cmd.Context(), o)
+				in, err := k.Network().FetchInbox(cmd.Context(), o)
 				if err != nil {
 					return err
 				}
@@ -479,11 +479,11 @@ instance can do the same itself with its savepoint_save tool.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withKernel(cmd, false, func(k *hermitcrab.Kernel) error {
-				ack, n, err := k.SaveToBeach(cmd.Context())
+				ack, n, err := k.Network().SaveToBeach(cmd.Context())
 				if err != nil {
 					return err
 				}
-				u, err := k.BeachURL(cmd.Context())
+				u, err := k.Network().BeachURL(cmd.Context())
 				if err != nil {
 					return err
 				}
@@ -505,7 +505,7 @@ the new data directory first. Existing blocks are kept unless --replace.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withKernel(cmd, false, func(k *hermitcrab.Kernel) error {
-				res, v, err := k.RestoreFromBeach(cmd.Context(), replace)
+				res, v, err := k.Network().RestoreFromBeach(cmd.Context(), replace)
 				if err != nil {
 					return err
 				}

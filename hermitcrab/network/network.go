@@ -1,4 +1,7 @@
-package hermitcrab
+// Package network is the instance on the network: its key, its beach,
+// and what it publishes, reads, sends and receives there, each statement
+// signed and everything read verified (docs/hermitcrab-network.md).
+package network
 
 import (
 	"context"
@@ -18,13 +21,12 @@ import (
 	"github.com/llmkernels/kernels/pscale"
 )
 
-// The instance on the network (docs/hermitcrab-network.md): its key, its
-// beach, and the kernel operations the LLM's network tools, the CLI and
-// the wake triggers call. Every statement is signed with the instance's
-// key (identity.key in the data directory) and everything read from a
-// beach is verified by beach.Client; what this instance received is kept
-// in its store, so a message is never lost between the beach marking it
-// read and the LLM seeing it, and never accepted twice.
+// The LLM's network tools, the CLI and the wake triggers call the same
+// operations. Every statement is signed with the instance's key
+// (identity.key in the data directory) and everything read from a beach
+// is verified by beach.Client; what this instance received is kept in its
+// store, so a message is never lost between the beach marking it read and
+// the LLM seeing it, and never accepted twice.
 
 // DefaultBeach is the beach an instance uses when none is named: one
 // served on this machine with the defaults (hermitcrab beach serve).
@@ -33,8 +35,14 @@ const DefaultBeach = "http://127.0.0.1:8421"
 // beachSetting keeps the beach named with `hermitcrab beach use URL`.
 const beachSetting = "beach"
 
-// network is the kernel's lazily made identity and beach client.
-type network struct {
+// Agent is the instance on the network, its identity and beach client
+// made when first needed.
+type Agent struct {
+	dir    string
+	store  *store.Store
+	blocks *blocks.Blocks
+	opts   Options
+
 	mu     sync.Mutex
 	id     *identity.Identity
 	client *beach.Client
@@ -45,24 +53,37 @@ type network struct {
 	fetching sync.Mutex
 }
 
+// Options configure an Agent.
+type Options struct {
+	// Beach is the beach URL for this run (a command's choice, or
+	// $HERMITCRAB_BEACH); empty: the data directory's setting (SetBeach),
+	// else DefaultBeach.
+	Beach string
+}
+
+// New is the Agent of the instance in dir, whose store and blocks are st
+// and b.
+func New(dir string, st *store.Store, b *blocks.Blocks, o Options) *Agent {
+	return &Agent{dir: dir, store: st, blocks: b, opts: o}
+}
+
 // Identity is the instance's key, made (identity.key, 0600) on first use.
-func (k *Kernel) Identity() (*identity.Identity, error) {
-	k.net.mu.Lock()
-	defer k.net.mu.Unlock()
-	if k.net.id == nil {
+func (k *Agent) Identity() (*identity.Identity, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.id == nil {
 		id, err := identity.Load(k.dir)
 		if err != nil {
 			return nil, err
 		}
-		k.net.id = id
+		k.id = id
 	}
-	return k.net.id, nil
+	return k.id, nil
 }
 
-// BeachURL is the beach this instance talks to: Options.Beach (--beach or
-// $HERMITCRAB_BEACH), else the one set in the data directory (SetBeach),
+// BeachURL is the beach this instance talks to: Options.Beach, else the one set in the data directory (SetBeach),
 // else DefaultBeach.
-func (k *Kernel) BeachURL(ctx context.Context) (string, error) {
+func (k *Agent) BeachURL(ctx context.Context) (string, error) {
 	if k.opts.Beach != "" {
 		return k.opts.Beach, nil
 	}
@@ -78,7 +99,7 @@ func (k *Kernel) BeachURL(ctx context.Context) (string, error) {
 
 // SetBeach names the beach this instance uses from now on (kept in the
 // data directory); "" goes back to the default.
-func (k *Kernel) SetBeach(ctx context.Context, rawURL string) error {
+func (k *Agent) SetBeach(ctx context.Context, rawURL string) error {
 	if rawURL != "" {
 		if _, err := beach.ParseURL(rawURL); err != nil {
 			return err
@@ -87,9 +108,9 @@ func (k *Kernel) SetBeach(ctx context.Context, rawURL string) error {
 	return k.store.SetSetting(ctx, beachSetting, strings.TrimRight(rawURL, "/"))
 }
 
-// Beach is the client of the instance's beach, signing with its key and
+// Client is the client of the instance's beach, signing with its key and
 // checking replays against the messages it has stored.
-func (k *Kernel) Beach(ctx context.Context) (*beach.Client, error) {
+func (k *Agent) Client(ctx context.Context) (*beach.Client, error) {
 	u, err := k.BeachURL(ctx)
 	if err != nil {
 		return nil, err
@@ -98,17 +119,17 @@ func (k *Kernel) Beach(ctx context.Context) (*beach.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	k.net.mu.Lock()
-	defer k.net.mu.Unlock()
-	if k.net.client == nil || k.net.url != u {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.client == nil || k.url != u {
 		c, err := beach.NewClient(u, id)
 		if err != nil {
 			return nil, err
 		}
 		c.Nonces = storeNonces{k.store} // signing keeps the real clock: a beach checks it against its own
-		k.net.client, k.net.url = c, u
+		k.client, k.url = c, u
 	}
-	return k.net.client, nil
+	return k.client, nil
 }
 
 // storeNonces is the instance's replay memory: the messages it stored. A
@@ -136,7 +157,7 @@ type PassportSpec struct {
 // published with that node's text, "purpose 0.2: learn to garden", cut to
 // the beach's 200 characters, so a reader sees what it means without the
 // blocks.
-func (k *Kernel) PublishPassport(ctx context.Context, spec PassportSpec) (*beach.Ack, beach.Passport, error) {
+func (k *Agent) PublishPassport(ctx context.Context, spec PassportSpec) (*beach.Ack, beach.Passport, error) {
 	p := beach.Passport{Name: strings.TrimSpace(spec.Name), Description: spec.Description}
 	if p.Name == "" {
 		return nil, p, errors.New("name is required: what other instances call you")
@@ -156,7 +177,7 @@ func (k *Kernel) PublishPassport(ctx context.Context, spec PassportSpec) (*beach
 			p.Needs = out
 		}
 	}
-	c, err := k.Beach(ctx)
+	c, err := k.Client(ctx)
 	if err != nil {
 		return nil, p, err
 	}
@@ -166,7 +187,7 @@ func (k *Kernel) PublishPassport(ctx context.Context, spec PassportSpec) (*beach
 
 // coordinate reads "block address" in the instance's own blocks and
 // renders it "block address: text".
-func (k *Kernel) coordinate(ctx context.Context, c string) (string, error) {
+func (k *Agent) coordinate(ctx context.Context, c string) (string, error) {
 	name, addr, err := splitCoordinate(c)
 	if err != nil {
 		return "", err
@@ -195,7 +216,7 @@ func splitCoordinate(c string) (name, addr string, err error) {
 // spindle renders "block address" as the chain of texts from the block's
 // root to that node: "purpose 0.23: root › 0.2's text › 0.23's text", cut
 // to the beach's 500 characters.
-func (k *Kernel) spindle(ctx context.Context, c string) (string, error) {
+func (k *Agent) spindle(ctx context.Context, c string) (string, error) {
 	name, addr, err := splitCoordinate(c)
 	if err != nil {
 		return "", err
@@ -216,8 +237,8 @@ func (k *Kernel) spindle(ctx context.Context, c string) (string, error) {
 }
 
 // Passport reads and verifies another agent's passport.
-func (k *Kernel) Passport(ctx context.Context, agent string) (*beach.Verified[beach.Passport], error) {
-	c, err := k.Beach(ctx)
+func (k *Agent) Passport(ctx context.Context, agent string) (*beach.Verified[beach.Passport], error) {
+	c, err := k.Client(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -225,8 +246,8 @@ func (k *Kernel) Passport(ctx context.Context, agent string) (*beach.Verified[be
 }
 
 // Passports lists the passports published most recently, verified.
-func (k *Kernel) Passports(ctx context.Context, limit int) ([]beach.Verified[beach.Passport], []beach.Refused, error) {
-	c, err := k.Beach(ctx)
+func (k *Agent) Passports(ctx context.Context, limit int) ([]beach.Verified[beach.Passport], []beach.Refused, error) {
+	c, err := k.Client(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -235,11 +256,11 @@ func (k *Kernel) Passports(ctx context.Context, limit int) ([]beach.Verified[bea
 
 // Mark signs and leaves a mark on a URL: this instance was there, for
 // purpose. Only the URL's hash is sent.
-func (k *Kernel) Mark(ctx context.Context, rawURL, purpose string) (*beach.Ack, error) {
+func (k *Agent) Mark(ctx context.Context, rawURL, purpose string) (*beach.Ack, error) {
 	if u, err := url.Parse(strings.TrimSpace(rawURL)); err != nil || u.Scheme == "" {
 		return nil, fmt.Errorf("url %q: want an absolute URL", rawURL)
 	}
-	c, err := k.Beach(ctx)
+	c, err := k.Client(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -247,8 +268,8 @@ func (k *Kernel) Mark(ctx context.Context, rawURL, purpose string) (*beach.Ack, 
 }
 
 // Marks lists who marked a URL and why, newest first, verified.
-func (k *Kernel) Marks(ctx context.Context, rawURL string, limit int) ([]beach.Verified[beach.Mark], []beach.Refused, error) {
-	c, err := k.Beach(ctx)
+func (k *Agent) Marks(ctx context.Context, rawURL string, limit int) ([]beach.Verified[beach.Mark], []beach.Refused, error) {
+	c, err := k.Client(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -268,14 +289,14 @@ type Outgoing struct {
 	// a grain response unless Type says otherwise).
 	ReplyTo int64 `json:"reply_to,omitempty"`
 	// RespondingTo is the nonce of the message this one answers, given
-	// as it is (the command line's --responding-to; the LLM gives
-	// ReplyTo, and never copies a nonce).
+	// as it is (the command line gives it; the LLM gives ReplyTo, and
+	// never copies a nonce).
 	RespondingTo string `json:"-"`
 }
 
 // SendMessage signs and sends a message. A type other than the three is
 // refused before anything is read or sent.
-func (k *Kernel) SendMessage(ctx context.Context, o Outgoing) (*beach.Ack, beach.Message, error) {
+func (k *Agent) SendMessage(ctx context.Context, o Outgoing) (*beach.Ack, beach.Message, error) {
 	m := beach.Message{To: strings.TrimSpace(o.To), Type: o.Type, Content: o.Content, RespondingTo: o.RespondingTo}
 	if m.Type != "" {
 		if err := beach.CheckType(m.Type); err != nil {
@@ -312,7 +333,7 @@ func (k *Kernel) SendMessage(ctx context.Context, o Outgoing) (*beach.Ack, beach
 		}
 		m.Spindle = s
 	}
-	c, err := k.Beach(ctx)
+	c, err := k.Client(ctx)
 	if err != nil {
 		return nil, m, err
 	}
@@ -351,11 +372,11 @@ type Inbox struct {
 // inboxPages bounds one fetch: 10 pages of 100 messages.
 const inboxPages = 10
 
-// maxWaiting bounds the messages kept waiting for a wake (or inbox_check)
+// MaxWaiting bounds the messages kept waiting for a wake (or inbox_check)
 // to deliver them: past it, the next stay unread on the beach until
 // these are delivered, so a flood (keys cost nothing) fills the beach's
 // inbox, not this instance's store.
-const maxWaiting = 200
+const MaxWaiting = 200
 
 // FetchOptions tune FetchInbox; the zero value is what the inbox trigger
 // and inbox_check fetch.
@@ -377,12 +398,12 @@ type FetchOptions struct {
 // one at or below that id can only be there when the beach's ids started
 // again (a new database at the same address). It returns the messages
 // stored; what did not verify is returned with the reason. With
-// maxWaiting messages undelivered it fetches nothing, and never more than
-// makes them maxWaiting.
-func (k *Kernel) FetchInbox(ctx context.Context, o FetchOptions) (*Inbox, error) {
-	k.net.fetching.Lock()
-	defer k.net.fetching.Unlock()
-	c, err := k.Beach(ctx)
+// MaxWaiting messages undelivered it fetches nothing, and never more than
+// makes them MaxWaiting.
+func (k *Agent) FetchInbox(ctx context.Context, o FetchOptions) (*Inbox, error) {
+	k.fetching.Lock()
+	defer k.fetching.Unlock()
+	c, err := k.Client(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -393,7 +414,7 @@ func (k *Kernel) FetchInbox(ctx context.Context, o FetchOptions) (*Inbox, error)
 		return out, err
 	}
 	defer func() { out.Waiting = waiting + len(out.New) }()
-	room := maxWaiting - waiting
+	room := MaxWaiting - waiting
 	if o.Limit > 0 {
 		room = min(room, o.Limit)
 	}
@@ -445,9 +466,9 @@ func (k *Kernel) FetchInbox(ctx context.Context, o FetchOptions) (*Inbox, error)
 
 // keep stores the verified messages of one answer and adds them, and the
 // entries refused, to out.
-func (k *Kernel) keep(ctx context.Context, host string, good []beach.Verified[beach.Message], bad []beach.Refused, out *Inbox) error {
+func (k *Agent) keep(ctx context.Context, host string, good []beach.Verified[beach.Message], bad []beach.Refused, out *Inbox) error {
 	out.Refused = append(out.Refused, bad...)
-	now := k.now()
+	now := time.Now()
 	recs := make([]store.Received, 0, len(good))
 	for _, v := range good {
 		body, err := json.Marshal(v.Body)
@@ -479,7 +500,7 @@ const inboxAfterSetting = "inbox_after "
 
 // inboxAfter is the beach id the next fetch starts above: the highest it
 // fetched, or stored.
-func (k *Kernel) inboxAfter(ctx context.Context, host string) (int64, error) {
+func (k *Agent) inboxAfter(ctx context.Context, host string) (int64, error) {
 	after, err := k.store.LastBeachID(ctx, host)
 	if err != nil {
 		return 0, err
@@ -497,7 +518,7 @@ func (k *Kernel) inboxAfter(ctx context.Context, host string) (int64, error) {
 
 // fetchedTo records that the fetches from host have seen every id up to
 // top; it never moves the mark back (a fetch from an earlier id, After).
-func (k *Kernel) fetchedTo(ctx context.Context, host string, top int64) error {
+func (k *Agent) fetchedTo(ctx context.Context, host string, top int64) error {
 	was, err := k.inboxAfter(ctx, host)
 	if err != nil || top <= was {
 		return err
@@ -515,7 +536,7 @@ func beachHost(u string) string {
 // CheckInbox is the LLM's inbox_check: it fetches new messages, then
 // returns every message not yet shown to the LLM and marks them shown.
 // With all, it returns the last 20 messages received instead.
-func (k *Kernel) CheckInbox(ctx context.Context, all bool) (*Inbox, error) {
+func (k *Agent) CheckInbox(ctx context.Context, all bool) (*Inbox, error) {
 	fetched, err := k.FetchInbox(ctx, FetchOptions{})
 	if err != nil {
 		return nil, err
@@ -533,8 +554,23 @@ func (k *Kernel) CheckInbox(ctx context.Context, all bool) (*Inbox, error) {
 	return out, k.store.MarkDelivered(ctx, ids)
 }
 
-// Received lists the messages received, newest last (the page's view).
-func (k *Kernel) Received(ctx context.Context, limit int) ([]InboxMessage, error) {
+// Waiting lists the messages the model has not been given yet, oldest
+// first, at most limit: what the next inbox wake carries.
+func (k *Agent) Waiting(ctx context.Context, limit int) ([]InboxMessage, error) {
+	recs, err := k.store.ReceivedMessages(ctx, true, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]InboxMessage, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, inboxMessage(r))
+	}
+	return out, nil
+}
+
+// Received lists the newest messages received, at most limit, oldest
+// first: delivered to the model or not.
+func (k *Agent) Received(ctx context.Context, limit int) ([]InboxMessage, error) {
 	recs, err := k.store.ReceivedMessages(ctx, false, limit)
 	if err != nil {
 		return nil, err
@@ -549,12 +585,12 @@ func (k *Kernel) Received(ctx context.Context, limit int) ([]InboxMessage, error
 // SaveToBeach leaves an encrypted, signed save point of every block with
 // the beach (beach.Seal), replacing the one before. It returns the size of
 // the export sealed.
-func (k *Kernel) SaveToBeach(ctx context.Context) (*beach.Ack, int, error) {
+func (k *Agent) SaveToBeach(ctx context.Context) (*beach.Ack, int, error) {
 	data, err := k.blocks.Export(ctx)
 	if err != nil {
 		return nil, 0, err
 	}
-	c, err := k.Beach(ctx)
+	c, err := k.Client(ctx)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -565,8 +601,8 @@ func (k *Kernel) SaveToBeach(ctx context.Context) (*beach.Ack, int, error) {
 // RestoreFromBeach fetches the instance's save point, checks that its own
 // key signed it, opens it and imports its blocks (keeping existing blocks
 // unless replace).
-func (k *Kernel) RestoreFromBeach(ctx context.Context, replace bool) (*blocks.ImportResult, *beach.Verified[beach.SavePoint], error) {
-	c, err := k.Beach(ctx)
+func (k *Agent) RestoreFromBeach(ctx context.Context, replace bool) (*blocks.ImportResult, *beach.Verified[beach.SavePoint], error) {
+	c, err := k.Client(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -576,12 +612,4 @@ func (k *Kernel) RestoreFromBeach(ctx context.Context, replace bool) (*blocks.Im
 	}
 	res, err := k.blocks.Import(ctx, []blocks.ImportSource{{Name: "savepoint.json", Data: data}}, replace)
 	return res, v, err
-}
-
-// now is the kernel's clock.
-func (k *Kernel) now() time.Time {
-	if k.opts.Now != nil {
-		return k.opts.Now()
-	}
-	return time.Now()
 }

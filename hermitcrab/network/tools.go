@@ -1,4 +1,4 @@
-package hermitcrab
+package network
 
 import (
 	"context"
@@ -11,10 +11,15 @@ import (
 
 // The network tools: thin adapters over network.go, one set_tools away
 // (capabilities 0.8 describes them). What another agent wrote comes back
-// as JSON strings, so it stays data in the tool result.
+// as JSON strings, so it stays data in the tool result; the caller makes
+// it inert (tool.Inert).
 
-// networkTools adds the network tools to the catalogue.
-func (k *Kernel) networkTools(add func(name, desc string, in json.RawMessage, run llm.ToolFunc)) {
+// Tools are the network tools.
+func (k *Agent) Tools() []llm.ToolHandler {
+	var out []llm.ToolHandler
+	add := func(name, desc string, in json.RawMessage, run llm.ToolFunc) {
+		out = append(out, llm.ToolHandler{Tool: llm.Tool{Name: name, Description: desc, InputSchema: in}, Run: run})
+	}
 	coords := `{"type":"array","items":{"type":"string"},"description":"nodes of your blocks, \"BLOCK ADDRESS\", e.g. \"purpose 0.2\""}`
 	add("passport_publish", "Sign and publish your passport on the beach: a name, a description, and offers and needs as nodes of your own blocks (published with their text).",
 		tool.Schema(`"name":{"type":"string"},"description":{"type":"string"},"offers":`+coords+`,"needs":`+coords, "name"),
@@ -33,9 +38,10 @@ func (k *Kernel) networkTools(add func(name, desc string, in json.RawMessage, ru
 		tool.Schema(`"all":{"type":"boolean"}`), tool.Func(k.toolInboxCheck))
 	add("savepoint_save", "Leave an encrypted, signed save point of all your blocks with the beach (replacing the last); only your key opens it.",
 		tool.Schema(""), tool.Func(k.toolSavePoint))
+	return out
 }
 
-func (k *Kernel) toolPassportPublish(ctx context.Context, args PassportSpec) (any, error) {
+func (k *Agent) toolPassportPublish(ctx context.Context, args PassportSpec) (any, error) {
 	ack, p, err := k.PublishPassport(ctx, args)
 	if err != nil {
 		return nil, err
@@ -43,7 +49,7 @@ func (k *Kernel) toolPassportPublish(ctx context.Context, args PassportSpec) (an
 	return map[string]any{"success": true, "agent": ack.Agent, "published": p}, nil
 }
 
-func (k *Kernel) toolPassportRead(ctx context.Context, args struct {
+func (k *Agent) toolPassportRead(ctx context.Context, args struct {
 	Agent string `json:"agent"`
 	Limit int    `json:"limit"`
 }) (any, error) {
@@ -83,7 +89,7 @@ func passportViews(list []beach.Verified[beach.Passport]) []passportView {
 	return out
 }
 
-func (k *Kernel) toolBeachMark(ctx context.Context, args struct {
+func (k *Agent) toolBeachMark(ctx context.Context, args struct {
 	URL     string `json:"url"`
 	Purpose string `json:"purpose"`
 }) (any, error) {
@@ -94,7 +100,7 @@ func (k *Kernel) toolBeachMark(ctx context.Context, args struct {
 	return map[string]any{"success": true, "url_hash": beach.URLHash(args.URL), "agent": ack.Agent}, nil
 }
 
-func (k *Kernel) toolBeachRead(ctx context.Context, args struct {
+func (k *Agent) toolBeachRead(ctx context.Context, args struct {
 	URL   string `json:"url"`
 	Limit int    `json:"limit"`
 }) (any, error) {
@@ -112,7 +118,7 @@ func (k *Kernel) toolBeachRead(ctx context.Context, args struct {
 	return withRefused(map[string]any{"url_hash": beach.URLHash(args.URL), "marks": marks}, bad), nil
 }
 
-func (k *Kernel) toolInboxSend(ctx context.Context, args Outgoing) (any, error) {
+func (k *Agent) toolInboxSend(ctx context.Context, args Outgoing) (any, error) {
 	ack, m, err := k.SendMessage(ctx, args)
 	if err != nil {
 		return nil, err
@@ -127,13 +133,13 @@ func (k *Kernel) toolInboxSend(ctx context.Context, args Outgoing) (any, error) 
 	return out, nil
 }
 
-func (k *Kernel) toolInboxCheck(ctx context.Context, args struct {
+func (k *Agent) toolInboxCheck(ctx context.Context, args struct {
 	All bool `json:"all"`
 }) (any, error) {
 	return k.CheckInbox(ctx, args.All)
 }
 
-func (k *Kernel) toolSavePoint(ctx context.Context, _ struct{}) (any, error) {
+func (k *Agent) toolSavePoint(ctx context.Context, _ struct{}) (any, error) {
 	ack, n, err := k.SaveToBeach(ctx)
 	if err != nil {
 		return nil, err
