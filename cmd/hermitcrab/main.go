@@ -21,7 +21,6 @@ import (
 	"github.com/llmkernels/kernels/hermitcrab"
 	"github.com/llmkernels/kernels/hermitcrab/beach"
 	"github.com/llmkernels/kernels/hermitcrab/prompt"
-	"github.com/llmkernels/kernels/hermitcrab/trigger"
 	"github.com/llmkernels/kernels/hermitcrab/web"
 	"github.com/llmkernels/kernels/internal/atomicfile"
 	"github.com/llmkernels/kernels/internal/cli"
@@ -39,7 +38,7 @@ type flags struct {
 	webAllow      []string
 	webDeny       []string
 	beach         string
-	caps          trigger.Caps
+	caps          hermitcrab.Caps
 }
 
 func main() {
@@ -70,8 +69,8 @@ marks, inbox and encrypted save points. See docs/hermitcrab-network.md.`)}
 	pf.StringSliceVar(&f.webAllow, "web-allow", nil, "hosts web_request may reach (comma-separated names, *.example.com, IPs or CIDR networks); allowing a host by name also allows its private address")
 	pf.StringSliceVar(&f.webDeny, "web-deny", nil, "hosts web_request may never reach (names, *.example.com, IPs or CIDR networks such as 10.0.0.0/8)")
 	pf.StringVar(&f.beach, "beach", "", "beach URL this instance talks to (default $HERMITCRAB_BEACH, else the one set with 'beach use', else "+hermitcrab.DefaultBeach+")")
-	pf.IntVar(&f.caps.Wakes, "max-wakes", hermitcrab.DefaultWakeCaps.Wakes, "most wakes a day the triggers may make (the wake block may set fewer)")
-	pf.Float64Var(&f.caps.CostUSD, "max-wake-cost", hermitcrab.DefaultWakeCaps.CostUSD, "most dollars a day the triggers' wakes may spend (the wake block may set less)")
+	pf.IntVar(&f.caps.Wakes, "max-wakes", hermitcrab.DefaultWakeCaps().Wakes, "most wakes a day the triggers may make (the wake block may set fewer)")
+	pf.Float64Var(&f.caps.CostUSD, "max-wake-cost", hermitcrab.DefaultWakeCaps().CostUSD, "most dollars a day the triggers' wakes may spend (the wake block may set less)")
 	f.app.Root.AddCommand(f.blocksCommand(), f.bspCommand(), f.promptCommand(), f.bootCommand(), f.chatCommand(), f.serveCommand(), f.beachCommand(), f.wakeCommand(), f.keyCommand(), f.toolsCommand())
 	mapOptionErrors(f.app.Root)
 	f.app.Run()
@@ -109,7 +108,7 @@ func (f *flags) open(cmd *cobra.Command, withLLM bool) (*hermitcrab.Kernel, erro
 		return nil, errors.Join(err, k.Close())
 	}
 	client.Observe = progress
-	k.SetClient(client)
+	k.Conversation().SetClient(client)
 	return k, nil
 }
 
@@ -194,7 +193,7 @@ func unwritable(dir string) error {
 
 // checkTier refuses a tier the prompt has no instructions for.
 func checkTier(tier int) error {
-	if tier < prompt.Light || tier > prompt.Deep {
+	if tier < hermitcrab.Light || tier > hermitcrab.Deep {
 		return cli.Usagef("--tier %d: give 1 (light), 2 (present) or 3 (deep)", tier)
 	}
 	return nil
@@ -555,7 +554,7 @@ its size. With --json: {"tier", "text", "sections": [{"instruction", "text", "er
 				return err
 			}
 			return f.withReady(cmd, true, func(k *hermitcrab.Kernel) error {
-				c, err := k.CompilePrompt(cmd.Context(), tier)
+				c, err := k.Conversation().CompilePrompt(cmd.Context(), tier)
 				if err != nil {
 					return err
 				}
@@ -577,7 +576,7 @@ its size. With --json: {"tier", "text", "sections": [{"instruction", "text", "er
 			})
 		},
 	}
-	cmd.Flags().IntVarP(&tier, "tier", "t", prompt.Present, "tier: 1 light, 2 present, 3 deep (boot)")
+	cmd.Flags().IntVarP(&tier, "tier", "t", hermitcrab.Present, "tier: 1 light, 2 present, 3 deep (boot)")
 	asJSON = cli.JSONFlag(cmd)
 	return cmd
 }
@@ -594,7 +593,7 @@ without recompile is an error: no shell was built.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withKernel(cmd, true, func(k *hermitcrab.Kernel) error {
-				res, err := k.Boot(cmd.Context())
+				res, err := k.Conversation().Boot(cmd.Context())
 				printNotes(cmd.ErrOrStderr(), res)
 				if err != nil {
 					return err
@@ -630,7 +629,7 @@ and continues next time unless --new. Ctrl-D ends.`,
 			return f.withKernel(cmd, true, func(k *hermitcrab.Kernel) error {
 				ctx := cmd.Context()
 				if fresh {
-					if err := k.SaveConversation(ctx, id, nil); err != nil {
+					if err := k.Conversation().SaveConversation(ctx, id, nil); err != nil {
 						return err
 					}
 				}
@@ -638,7 +637,7 @@ and continues next time unless --new. Ctrl-D ends.`,
 			})
 		},
 	}
-	cmd.Flags().IntVarP(&tier, "tier", "t", prompt.Present, "tier: 1 light, 2 present, 3 deep")
+	cmd.Flags().IntVarP(&tier, "tier", "t", hermitcrab.Present, "tier: 1 light, 2 present, 3 deep")
 	cmd.Flags().BoolVar(&fresh, "new", false, "start a new conversation instead of continuing the saved one")
 	cmd.Flags().StringVar(&id, "conversation", "terminal", "name of the saved conversation")
 	return cmd
@@ -679,7 +678,7 @@ func chat(ctx context.Context, k *hermitcrab.Kernel, id string, tier int, in io.
 		if text == "" {
 			continue
 		}
-		res, err := k.Say(ctx, id, text, hermitcrab.CallOptions{Tier: tier})
+		res, err := k.Conversation().Say(ctx, id, text, hermitcrab.CallOptions{Tier: tier})
 		printNotes(errOut, res)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -792,7 +791,7 @@ set_tools gave one, then the total. With --json: {"tools": [{"name", "characters
 "definition"}], "definition_characters"} (docs/configuration.md).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withReady(cmd, true, func(k *hermitcrab.Kernel) error {
-				active, err := k.ActiveTools(cmd.Context())
+				active, err := k.Conversation().ActiveTools(cmd.Context())
 				if err != nil {
 					return err
 				}
@@ -830,12 +829,12 @@ set_tools gave one, then the total. With --json: {"tools": [{"name", "characters
 		Use: "reset", Short: "Put the boot tools back in place of the set the LLM chose with set_tools", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withReady(cmd, false, func(k *hermitcrab.Kernel) error {
-				had, err := k.ResetTools(cmd.Context())
+				had, err := k.Conversation().ResetTools(cmd.Context())
 				if err != nil {
 					return err
 				}
 				if had {
-					fmt.Fprintf(cmd.OutOrStdout(), "the boot tools are back: %s\n", strings.Join(hermitcrab.BootTools, ", "))
+					fmt.Fprintf(cmd.OutOrStdout(), "the boot tools are back: %s\n", strings.Join(hermitcrab.BootTools(), ", "))
 				} else {
 					fmt.Fprintln(cmd.OutOrStdout(), "the boot tools were already active")
 				}

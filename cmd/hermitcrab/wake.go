@@ -72,7 +72,7 @@ With --json (one pass only): {"wakes": [...], "problems": [...], "errors": [...]
 			}
 			return f.withKernel(cmd, true, func(k *hermitcrab.Kernel) error {
 				if !daemon {
-					r, err := k.RunTriggers(cmd.Context())
+					r, err := k.Wakes().RunTriggers(cmd.Context())
 					if err != nil {
 						return err
 					}
@@ -122,7 +122,7 @@ func runDaemon(cmd *cobra.Command, k *hermitcrab.Kernel, addr string, allowHosts
 		served <- nil
 	}
 	fmt.Fprintf(out, "running the wake triggers of %s every %s; Ctrl-C or SIGTERM stops it\n", k.Dir(), interval)
-	k.RunWakes(ctx, interval, func(r *hermitcrab.WakeReport, err error) {
+	k.Wakes().Run(ctx, interval, func(r *hermitcrab.WakeReport, err error) {
 		if err != nil {
 			fmt.Fprintln(errOut, "error:", termtext.Line(err.Error())) // it may quote the API or the model
 			return
@@ -167,7 +167,7 @@ cost, and the recent wakes. With --json: {"triggers", "problems", "caps", "today
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withReady(cmd, true, func(k *hermitcrab.Kernel) error {
-				s, err := k.Status(cmd.Context())
+				s, err := k.Wakes().Status(cmd.Context())
 				if err != nil {
 					return err
 				}
@@ -239,7 +239,7 @@ With --json: {"hooks": [{"name", "path", "where", "line"}], "secret", "secret_fi
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withReady(cmd, true, func(k *hermitcrab.Kernel) error {
-				set, err := k.Triggers(cmd.Context())
+				set, err := k.Wakes().Triggers(cmd.Context())
 				if err != nil {
 					return err
 				}

@@ -62,7 +62,7 @@ func wakes(t *testing.T, data string) []store.Wake {
 		t.Fatal(err)
 	}
 	defer k.Close()
-	list, err := k.Wakes(context.Background(), 0, 0)
+	list, err := k.Wakes().List(context.Background(), 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestWakeFromTheCommandLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Webhook(context.Background(), "ci", []byte(`{"build":1}`)); err != nil {
+	if _, err := k.Wakes().Webhook(context.Background(), "ci", []byte(`{"build":1}`)); err != nil {
 		t.Fatal(err)
 	}
 	k.Close()
@@ -128,7 +128,7 @@ func TestWakeFromTheCommandLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Webhook(context.Background(), "ci", []byte(`{"build":2}`)); err != nil {
+	if _, err := k.Wakes().Webhook(context.Background(), "ci", []byte(`{"build":2}`)); err != nil {
 		t.Fatal(err)
 	}
 	k.Close()

@@ -48,8 +48,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/time/rate"
 
-	"github.com/llmkernels/kernels/hermitcrab"
 	"github.com/llmkernels/kernels/hermitcrab/blocks"
+	"github.com/llmkernels/kernels/hermitcrab/conversation"
+	"github.com/llmkernels/kernels/hermitcrab/kernel"
+	"github.com/llmkernels/kernels/hermitcrab/wakes"
 	"github.com/llmkernels/kernels/internal/httpguard"
 	"github.com/llmkernels/kernels/internal/plainjson"
 	"github.com/llmkernels/kernels/pscale"
@@ -83,7 +85,7 @@ func BodyLimit(path string) int64 {
 
 // Handler serves /hooks/NAME and, when made with MCP, /mcp.
 type Handler struct {
-	k   *hermitcrab.Kernel
+	k   *kernel.Kernel
 	mcp http.Handler // nil: off
 	log *slog.Logger
 
@@ -93,7 +95,7 @@ type Handler struct {
 
 // New makes the handler of k's endpoints; withMCP turns on /mcp (making
 // its token on first use).
-func New(k *hermitcrab.Kernel, withMCP bool, log *slog.Logger) (*Handler, error) {
+func New(k *kernel.Kernel, withMCP bool, log *slog.Logger) (*Handler, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -165,9 +167,9 @@ func (h *Handler) hook(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("hook %s takes %d posts a minute", name, hookPerMinute))
 		return
 	}
-	id, err := h.k.Webhook(r.Context(), name, body)
+	id, err := h.k.Wakes().Webhook(r.Context(), name, body)
 	switch {
-	case errors.Is(err, hermitcrab.ErrNoHook):
+	case errors.Is(err, wakes.ErrNoHook):
 		writeError(w, http.StatusNotFound, err.Error())
 	case err != nil:
 		h.log.Warn("webhook", "hook", name, "err", err)
@@ -247,7 +249,7 @@ type (
 	}
 )
 
-func mcpServer(k *hermitcrab.Kernel) http.Handler {
+func mcpServer(k *kernel.Kernel) http.Handler {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "hermitcrab-blocks", Version: "1"}, &mcp.ServerOptions{
 		Instructions: "A hermitcrab instance's own pscale blocks: its memory, purpose and wake block. Read with block_list, block_read and bsp; block_write changes what the instance sees on its next call.",
 	})
@@ -281,7 +283,7 @@ func mcpServer(k *hermitcrab.Kernel) http.Handler {
 			v, err := k.Blocks().WriteAt(ctx, a.Name, addr, a.Content)
 			return nil, map[string]any{"block": a.Name, "path": a.Path, "version": v}, err
 		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "bsp", Description: hermitcrab.BSPDescription},
+	mcp.AddTool(srv, &mcp.Tool{Name: "bsp", Description: conversation.BSPDescription},
 		func(ctx context.Context, _ *mcp.CallToolRequest, a bspArgs) (*mcp.CallToolResult, any, error) {
 			var point any
 			if a.Point != nil {

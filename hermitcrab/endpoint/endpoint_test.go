@@ -19,15 +19,16 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/llmkernels/kernels/hermitcrab"
+	"github.com/llmkernels/kernels/hermitcrab/blocks"
+	"github.com/llmkernels/kernels/hermitcrab/kernel"
 	"github.com/llmkernels/kernels/pscale"
 )
 
 // serve runs the endpoints of a new instance alone, as `hermitcrab wake
 // --daemon --addr` does, and returns its kernel and base URL.
-func serve(t *testing.T, withMCP bool) (*hermitcrab.Kernel, string) {
+func serve(t *testing.T, withMCP bool) (*kernel.Kernel, string) {
 	t.Helper()
-	k, err := hermitcrab.Open(t.TempDir(), hermitcrab.Options{})
+	k, err := kernel.Open(t.TempDir(), kernel.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +294,7 @@ func TestAnMCPClientReadsAndWritesTheBlocks(t *testing.T) {
 // mustAddress is the address s, which the test writes well.
 func mustAddress(t testing.TB, s string) pscale.Address {
 	t.Helper()
-	a, err := hermitcrab.ParseAddress(s)
+	a, err := blocks.ParseAddress("path", s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,8 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/llmkernels/kernels/hermitcrab"
 	"github.com/llmkernels/kernels/hermitcrab/blocks"
+	"github.com/llmkernels/kernels/hermitcrab/conversation"
 	"github.com/llmkernels/kernels/hermitcrab/prompt"
 	"github.com/llmkernels/kernels/hermitcrab/secrets"
 	"github.com/llmkernels/kernels/hermitcrab/store"
@@ -68,12 +68,12 @@ func (s *Server) routeTable() []route {
 // were away.
 func (s *Server) wakes(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	list, err := s.kernel.Wakes(ctx, 0, 50)
+	list, err := s.kernel.Wakes().List(ctx, 0, 50)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err)
 		return
 	}
-	seen, err := s.kernel.WakesSeen(ctx)
+	seen, err := s.kernel.Wakes().Seen(ctx)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err)
 		return
@@ -90,7 +90,7 @@ func (s *Server) wakesSeen(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	if err := s.kernel.SetWakesSeen(r.Context(), body.ID); err != nil {
+	if err := s.kernel.Wakes().SetSeen(r.Context(), body.ID); err != nil {
 		writeError(w, http.StatusInternalServerError, err)
 		return
 	}
@@ -140,8 +140,8 @@ func (s *Server) state(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, err)
 		return
 	}
-	deep, _ := s.kernel.TierParams(ctx, prompt.Deep)
-	light, _ := s.kernel.TierParams(ctx, prompt.Light)
+	deep, _ := s.kernel.Conversation().TierParams(ctx, prompt.Deep)
+	light, _ := s.kernel.Conversation().TierParams(ctx, prompt.Light)
 	s.keyMu.Lock()
 	from := s.keyFrom
 	s.keyMu.Unlock()
@@ -221,14 +221,14 @@ func (s *Server) postBoot(w http.ResponseWriter, _ *http.Request) {
 	}
 	go func() {
 		defer s.booting.Store(false)
-		s.hub.send(event{"type": "status", "text": "waking: a deep-tier call with BOOT", "level": hermitcrab.LevelInfo})
-		res, err := s.kernel.Boot(s.ctx)
+		s.hub.send(event{"type": "status", "text": "waking: a deep-tier call with BOOT", "level": conversation.LevelInfo})
+		res, err := s.kernel.Conversation().Boot(s.ctx)
 		if err != nil {
 			s.log.Warn("boot failed", "err", err)
 			s.hub.send(event{"type": "boot_error", "error": err.Error(), "auth": authError(err)})
 			return
 		}
-		s.hub.send(event{"type": "status", "text": fmt.Sprintf("shell %d built; boot cost $%.4f", res.Shell.ID, res.Result.CostUSD), "level": hermitcrab.LevelSuccess})
+		s.hub.send(event{"type": "status", "text": fmt.Sprintf("shell %d built; boot cost $%.4f", res.Shell.ID, res.Result.CostUSD), "level": conversation.LevelSuccess})
 	}()
 	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
 }
@@ -261,7 +261,7 @@ func (s *Server) shellStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if body.Status == store.ShellFailed {
-		s.hub.send(event{"type": "status", "text": fmt.Sprintf("shell %d failed to render: %s (the previous shell stays)", body.ID, body.Error), "level": hermitcrab.LevelError})
+		s.hub.send(event{"type": "status", "text": fmt.Sprintf("shell %d failed to render: %s (the previous shell stays)", body.ID, body.Error), "level": conversation.LevelError})
 	}
 	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
 }
@@ -283,7 +283,7 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, err)
 		return
 	}
-	res, err := s.kernel.Call(r.Context(), body.Messages, hermitcrab.CallOptions{Tier: body.Tier})
+	res, err := s.kernel.Conversation().Call(r.Context(), body.Messages, conversation.CallOptions{Tier: body.Tier})
 	if err != nil {
 		writeCallError(w, err)
 		return
@@ -307,7 +307,7 @@ func (s *Server) claude(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, err)
 		return
 	}
-	body, tools, notes, err := s.kernel.CleanAPIRequest(r.Context(), raw)
+	body, tools, notes, err := s.kernel.Conversation().CleanAPIRequest(r.Context(), raw)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return
@@ -350,7 +350,7 @@ func (s *Server) claude(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) claudeViaClient(w http.ResponseWriter, ctx context.Context, body []byte) {
-	client := s.kernel.Client()
+	client := s.kernel.Conversation().Client()
 	if client == nil {
 		writeError(w, http.StatusBadRequest, errors.New("no LLM client configured"))
 		return
@@ -382,7 +382,7 @@ func (s *Server) toolLoop(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, err)
 		return
 	}
-	res, err := s.kernel.ToolLoop(r.Context(), &req)
+	res, err := s.kernel.Conversation().ToolLoop(r.Context(), &req)
 	if err != nil {
 		writeCallError(w, err)
 		return
@@ -423,12 +423,12 @@ func (s *Server) setTools(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	tools, err := hermitcrab.ParseToolEntries(body.Tools)
+	tools, err := conversation.ParseToolEntries(body.Tools)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	names, err := s.kernel.SetTools(r.Context(), tools)
+	names, err := s.kernel.Conversation().SetTools(r.Context(), tools)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return
@@ -440,7 +440,7 @@ func (s *Server) setTools(w http.ResponseWriter, r *http.Request) {
 // `hermitcrab tools reset`): the way out when the set the LLM chose makes
 // every call fail.
 func (s *Server) resetTools(w http.ResponseWriter, r *http.Request) {
-	reset, err := s.kernel.ResetTools(r.Context())
+	reset, err := s.kernel.Conversation().ResetTools(r.Context())
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err)
 		return
@@ -448,7 +448,7 @@ func (s *Server) resetTools(w http.ResponseWriter, r *http.Request) {
 	if reset {
 		s.log.Info("tools reset to the boot set from the page")
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "reset": reset, "tools": hermitcrab.BootTools})
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "reset": reset, "tools": conversation.BootTools()})
 }
 
 func (s *Server) listBlocks(w http.ResponseWriter, r *http.Request) {
@@ -560,7 +560,7 @@ func (s *Server) loadConversation(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, fmt.Errorf("conversation id %q: use 1-128 of A-Z a-z 0-9 _ . -", id))
 		return
 	}
-	msgs, err := s.kernel.Conversation(r.Context(), id)
+	msgs, err := s.kernel.Conversation().Conversation(r.Context(), id)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err)
 		return
@@ -584,7 +584,7 @@ func (s *Server) saveConversation(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	if err := s.kernel.SaveConversation(r.Context(), id, body.Messages); err != nil {
+	if err := s.kernel.Conversation().SaveConversation(r.Context(), id, body.Messages); err != nil {
 		writeError(w, http.StatusInternalServerError, err)
 		return
 	}

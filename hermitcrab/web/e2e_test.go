@@ -12,7 +12,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/llmkernels/kernels/hermitcrab"
+	"github.com/llmkernels/kernels/hermitcrab/conversation"
+	"github.com/llmkernels/kernels/hermitcrab/kernel"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/llm/llmtest"
@@ -78,7 +79,7 @@ func newBrowserSession(t *testing.T, responses []map[string]any, extra ...chrome
 		t.Skip("chromium is not installed (apt-get install chromium); CI runs this test")
 	}
 	data, _ := json.Marshal(map[string]any{"responses": append([]map[string]any{}, responses...)})
-	srv, ts, fake := anthropicServer(t, string(data), hermitcrab.Options{ServerTools: true})
+	srv, ts, fake := anthropicServer(t, string(data), kernel.Options{ServerTools: true})
 
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append([]chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromium), chromedp.Flag("headless", true), chromedp.Flag("no-sandbox", true),
@@ -149,10 +150,10 @@ func TestWebShellKeyGateBootPropsBrowserToolRenderErrorAndReload(t *testing.T) {
 	})
 	ctx := context.Background()
 	var tools []llm.Tool
-	for _, name := range append(append([]string{}, hermitcrab.BootTools...), "download") {
+	for _, name := range append(append([]string{}, conversation.BootTools()...), "download") {
 		tools = append(tools, llm.Tool{Name: name})
 	}
-	if _, err := b.srv.Kernel().SetTools(ctx, tools); err != nil {
+	if _, err := b.srv.Kernel().Conversation().SetTools(ctx, tools); err != nil {
 		t.Fatal(err)
 	}
 
@@ -274,14 +275,14 @@ func TestAWrongKeyAtBootAsksForAnotherAndTheNextBootWorks(t *testing.T) {
 	}
 	// The "reset tools" control puts the boot tools back in place of a set
 	// the LLM chose, and says so over the running shell.
-	if _, err := b.srv.Kernel().SetTools(context.Background(), []llm.Tool{{Name: "bsp"}}); err != nil {
+	if _, err := b.srv.Kernel().Conversation().SetTools(context.Background(), []llm.Tool{{Name: "bsp"}}); err != nil {
 		t.Fatal(err)
 	}
 	b.do(t, "reset the tools", chromedp.Click(chromedp.ID("hc-tools-reset")))
 	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](`document.getElementById('hc-lines').textContent.includes('the boot tools are back')`)); err != nil {
 		t.Fatalf("no word of the reset on the page: %v", err)
 	}
-	if reset, err := b.srv.Kernel().ResetTools(context.Background()); err != nil || reset {
+	if reset, err := b.srv.Kernel().Conversation().ResetTools(context.Background()); err != nil || reset {
 		t.Fatalf("the chosen tools were still set after the page's reset (%v)", err)
 	}
 	// The key control replaces or removes the key: removing it shows the
@@ -343,10 +344,10 @@ func TestThePageShowsWhatWokeTheInstanceWhileThePersonWasAway(t *testing.T) {
 	b.do(t, "key and boot", chromedp.Navigate(b.url), chromedp.WaitVisible(chromedp.ID("hc-key")),
 		chromedp.SendKeys(chromedp.ID("hc-key"), testKey), chromedp.Click(chromedp.ID("hc-key-submit")),
 		chromedp.WaitVisible(chromedp.ID("greeting")))
-	if _, err := k.Webhook(ctx, "ci", []byte(`{"build":7,"status":"failed"}`)); err != nil {
+	if _, err := k.Wakes().Webhook(ctx, "ci", []byte(`{"build":7,"status":"failed"}`)); err != nil {
 		t.Fatal(err)
 	}
-	r, err := k.RunTriggers(ctx)
+	r, err := k.Wakes().RunTriggers(ctx)
 	if err != nil || len(r.Wakes) != 1 || r.Wakes[0].Status != store.WakeDone {
 		t.Fatalf("the wake: %+v %v", r, err)
 	}

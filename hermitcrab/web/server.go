@@ -36,10 +36,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/llmkernels/kernels/hermitcrab"
+	"github.com/llmkernels/kernels/hermitcrab/conversation"
 	"github.com/llmkernels/kernels/hermitcrab/endpoint"
+	"github.com/llmkernels/kernels/hermitcrab/kernel"
 	"github.com/llmkernels/kernels/hermitcrab/secrets"
 	"github.com/llmkernels/kernels/hermitcrab/store"
+	"github.com/llmkernels/kernels/hermitcrab/wakes"
 	"github.com/llmkernels/kernels/internal/httpguard"
 	"github.com/llmkernels/kernels/internal/plainjson"
 	"github.com/llmkernels/kernels/llm"
@@ -56,7 +58,7 @@ type Config struct {
 	DataDir    string
 	// Kernel is the kernel's base options; the server sets Browser,
 	// CompileShell, OnShell and Observe.
-	Kernel hermitcrab.Options
+	Kernel kernel.Options
 	// NewClient builds the LLM client once the API key is known.
 	NewClient func(apiKey string) (*llm.Client, error)
 	// KeyNeeded is false for providers that need no key (scripted, local).
@@ -84,7 +86,7 @@ type Config struct {
 type Server struct {
 	cfg       Config
 	guardHost *httpguard.Guard
-	kernel    *hermitcrab.Kernel
+	kernel    *kernel.Kernel
 	hub       *hub
 	relay     *relay
 	outside   *endpoint.Handler // /hooks/NAME and /mcp
@@ -141,7 +143,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	opts.OnShell = s.pushShell
 	opts.Observe = s.progress
 	opts.OnWake = s.pushWake
-	k, err := hermitcrab.Open(cfg.DataDir, opts)
+	k, err := kernel.Open(cfg.DataDir, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +164,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 func (s *Server) Close() error { return s.kernel.Close() }
 
 // Kernel is the server's kernel.
-func (s *Server) Kernel() *hermitcrab.Kernel { return s.kernel }
+func (s *Server) Kernel() *kernel.Kernel { return s.kernel }
 
 // Token is the access token requests must carry, "" on loopback without one.
 func (s *Server) Token() string { return s.token }
@@ -237,7 +239,7 @@ func (s *Server) useKey(key, from string) error {
 	client.Observe = s.progress
 	s.keyMu.Lock()
 	defer s.keyMu.Unlock()
-	s.kernel.SetClient(client)
+	s.kernel.Conversation().SetClient(client)
 	s.apiKey, s.keyFrom = key, from
 	return nil
 }
@@ -246,7 +248,7 @@ func (s *Server) useKey(key, from string) error {
 func (s *Server) dropKey() {
 	s.keyMu.Lock()
 	defer s.keyMu.Unlock()
-	s.kernel.SetClient(nil)
+	s.kernel.Conversation().SetClient(nil)
 	s.apiKey, s.keyFrom = "", ""
 }
 
@@ -255,7 +257,7 @@ func (s *Server) dropKey() {
 func (s *Server) hasKey() bool {
 	s.keyMu.Lock()
 	defer s.keyMu.Unlock()
-	return s.kernel.Client() != nil
+	return s.kernel.Conversation().Client() != nil
 }
 
 func (s *Server) passKey() string {
@@ -266,7 +268,7 @@ func (s *Server) passKey() string {
 
 // progress sends an LLM or tool event to the page as a status line.
 func (s *Server) progress(e llm.Event) {
-	if line, level, ok := hermitcrab.Describe(e); ok {
+	if line, level, ok := conversation.Describe(e); ok {
 		s.hub.send(event{"type": "status", "text": line, "level": level})
 	}
 }
@@ -440,15 +442,15 @@ func (s *Server) ListenAndServe(ctx context.Context, ready func(url string)) err
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	wakes := make(chan struct{})
+	running := make(chan struct{})
 	wctx, stopWakes := context.WithCancel(ctx)
-	defer func() { stopWakes(); <-wakes }() // the store stays open until the runner is done
+	defer func() { stopWakes(); <-running }() // the store stays open until the runner is done
 	go func() {
-		defer close(wakes)
+		defer close(running)
 		if s.cfg.NoWake {
 			return
 		}
-		s.kernel.RunWakes(wctx, s.cfg.WakeInterval, func(r *hermitcrab.WakeReport, err error) {
+		s.kernel.Wakes().Run(wctx, s.cfg.WakeInterval, func(r *wakes.Report, err error) {
 			if err != nil {
 				s.log.Warn("wake triggers", "err", err)
 				return

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmkernels/kernels/hermitcrab"
+	"github.com/llmkernels/kernels/hermitcrab/blocks"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/llm/script"
 	"github.com/llmkernels/kernels/pscale"
@@ -390,7 +390,7 @@ func TestWebhooksOnTheWebServerUseTheirOwnSecret(t *testing.T) {
 // mustAddress is the address s, which the test writes well.
 func mustAddress(t testing.TB, s string) pscale.Address {
 	t.Helper()
-	a, err := hermitcrab.ParseAddress(s)
+	a, err := blocks.ParseAddress("path", s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package hermitcrab
+package conversation
 
 import (
 	"context"
@@ -18,8 +18,9 @@ import (
 // historyBlock is where the kernel auto-saves each exchange (§8.4).
 const historyBlock = "history"
 
-// historySummaryChars is how much of a reply auto-save keeps (§8.4).
-const historySummaryChars = 500
+// SummaryChars is how much of a reply auto-save keeps (§8.4), and a
+// wake's record of its reply.
+const SummaryChars = 500
 
 // maxCompressions bounds the compressions one append may need: one per
 // level of a block, and the top's growth.
@@ -52,19 +53,19 @@ type compression struct {
 // the block's description, the block grows instead (pscale.Grow): the
 // description stays on a new top and the compression goes on the old top,
 // now its digit 1, so writing can go on.
-func (k *Kernel) Compress(ctx context.Context, name string, addr pscale.Address) (Compression, error) {
-	return k.compress(ctx, name, addr, false)
+func (c *Caller) Compress(ctx context.Context, name string, addr pscale.Address) (Compression, error) {
+	return c.compress(ctx, name, addr, false)
 }
 
 // compress is Compress; auto (the kernel's own, for auto-save) leaves a
 // node alone that someone compressed in the meantime, where the LLM's own
 // compress writes its text anyway.
-func (k *Kernel) compress(ctx context.Context, name string, addr pscale.Address, auto bool) (Compression, error) {
-	client := budget.Meter(ctx, k.Client())
+func (c *Caller) compress(ctx context.Context, name string, addr pscale.Address, auto bool) (Compression, error) {
+	client := budget.Meter(ctx, c.Client())
 	if client == nil {
-		return Compression{}, errNoClient
+		return Compression{}, ErrNoClient
 	}
-	b, err := k.blocks.Block(ctx, name)
+	b, err := c.blocks.Block(ctx, name)
 	if err != nil {
 		return Compression{}, err
 	}
@@ -94,7 +95,7 @@ func (k *Kernel) compress(ctx context.Context, name string, addr pscale.Address,
 	for d := 1; d <= 9; d++ {
 		fmt.Fprintf(&entries, "%d: %s\n", d, view.Children[fmt.Sprint(d)])
 	}
-	params, err := k.tierParams(k.blocks.Source(ctx), prompt.Light)
+	params, err := c.tierParams(c.blocks.Source(ctx), prompt.Light)
 	if err != nil {
 		return Compression{}, err
 	}
@@ -106,7 +107,7 @@ func (k *Kernel) compress(ctx context.Context, name string, addr pscale.Address,
 		return Compression{}, fmt.Errorf("compress %s %s: %w", name, addr, err)
 	}
 	out := Compression{Block: name, Path: addr.String(), Mode: got.Mode, Text: got.Text}
-	_, err = k.blocks.Edit(ctx, name, func(b *pscale.Block) error {
+	_, err = c.blocks.Edit(ctx, name, func(b *pscale.Block) error {
 		// Checked again under the write lock: another writer may have
 		// compressed or grown the block while the light tier thought.
 		full, err := pscale.NeedsCompression(b, addr)
@@ -140,26 +141,26 @@ func (k *Kernel) compress(ctx context.Context, name string, addr pscale.Address,
 // compression that fails (the light tier unreachable) does not lose the
 // entry: it is saved past the uncompressed node, which a later exchange
 // compresses. It returns notes for the call's result.
-func (k *Kernel) autoSave(ctx context.Context, text string) []string {
+func (c *Caller) autoSave(ctx context.Context, text string) []string {
 	text = strings.TrimSpace(text)
 	if text == "" {
 		return nil
 	}
-	text = clip.Text(text, historySummaryChars)
-	notes := k.blocks.MakeRoom(ctx, historyBlock)
+	text = clip.Text(text, SummaryChars)
+	notes := c.blocks.MakeRoom(ctx, historyBlock)
 	for range maxCompressions {
-		_, err := k.blocks.WriteEntry(ctx, historyBlock, pscale.Address{}, text)
+		_, err := c.blocks.WriteEntry(ctx, historyBlock, pscale.Address{}, text)
 		var full *pscale.FullError
 		switch {
 		case err == nil:
-			return append(notes, k.compressPending(ctx)...)
+			return append(notes, c.compressPending(ctx)...)
 		case errors.As(err, &full):
-			if _, cerr := k.compress(ctx, historyBlock, full.Path, true); cerr != nil {
+			if _, cerr := c.compress(ctx, historyBlock, full.Path, true); cerr != nil {
 				notes = append(notes, fmt.Sprintf("history %s is full and could not be compressed (%v): this exchange is saved after it; a later exchange compresses it", full.Path, cerr))
-				return append(notes, k.savePast(ctx, text)...)
+				return append(notes, c.savePast(ctx, text)...)
 			}
 		case errors.Is(err, store.ErrTooLarge):
-			moved, aerr := k.blocks.Archive(ctx, historyBlock)
+			moved, aerr := c.blocks.Archive(ctx, historyBlock)
 			if aerr != nil {
 				return append(notes, "auto-save to history failed: "+err.Error()+"; and moving old entries out failed: "+aerr.Error())
 			}
@@ -174,8 +175,8 @@ func (k *Kernel) autoSave(ctx context.Context, text string) []string {
 }
 
 // savePast appends an entry past full nodes without compressing them.
-func (k *Kernel) savePast(ctx context.Context, text string) []string {
-	_, err := k.blocks.Edit(ctx, historyBlock, func(b *pscale.Block) error {
+func (c *Caller) savePast(ctx context.Context, text string) []string {
+	_, err := c.blocks.Edit(ctx, historyBlock, func(b *pscale.Block) error {
 		_, err := pscale.AppendEntry(b, text, func(pscale.Address, *pscale.Node) string { return "" })
 		return err
 	})
@@ -187,8 +188,8 @@ func (k *Kernel) savePast(ctx context.Context, text string) []string {
 
 // compressPending compresses the oldest history node an earlier auto-save
 // had to leave uncompressed, one per exchange.
-func (k *Kernel) compressPending(ctx context.Context) []string {
-	b, err := k.blocks.Block(ctx, historyBlock)
+func (c *Caller) compressPending(ctx context.Context) []string {
+	b, err := c.blocks.Block(ctx, historyBlock)
 	if err != nil {
 		return nil
 	}
@@ -196,7 +197,7 @@ func (k *Kernel) compressPending(ctx context.Context) []string {
 	if len(pending) == 0 {
 		return nil
 	}
-	if _, err := k.compress(ctx, historyBlock, pending[0], true); err != nil {
+	if _, err := c.compress(ctx, historyBlock, pending[0], true); err != nil {
 		return []string{fmt.Sprintf("history %s is still not compressed: %v", pending[0], err)}
 	}
 	return nil

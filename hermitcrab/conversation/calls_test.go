@@ -1,8 +1,7 @@
-package hermitcrab
+package conversation_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -16,71 +15,8 @@ import (
 
 	"github.com/llmkernels/kernels/hermitcrab/prompt"
 	"github.com/llmkernels/kernels/llm"
-	"github.com/llmkernels/kernels/llm/script"
 	"github.com/llmkernels/kernels/pscale"
 )
-
-// newKernel opens a kernel in a temporary directory whose LLM answers from
-// the script; the scripted provider is strict, so every request the kernel
-// makes must keep the API's rules.
-func newKernel(t *testing.T, scriptJSON string, opts ...func(*Options)) (*Kernel, *script.Provider) {
-	t.Helper()
-	s, err := script.Parse([]byte(scriptJSON))
-	if err != nil {
-		t.Fatalf("script: %v", err)
-	}
-	p := script.New(s)
-	o := Options{Client: &llm.Client{Provider: p}, ServerTools: true}
-	for _, f := range opts {
-		f(&o)
-	}
-	return openKernel(t, o), p
-}
-
-// openKernel opens a ready kernel in a temporary directory, closed when
-// the test ends.
-func openKernel(t *testing.T, o Options) *Kernel {
-	t.Helper()
-	return openKernelIn(t, t.TempDir(), o)
-}
-
-// openKernelIn opens a ready kernel in dir, closed when the test ends.
-func openKernelIn(t *testing.T, dir string, o Options) *Kernel {
-	t.Helper()
-	k, err := Open(dir, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { k.Close() })
-	if err := k.Ready(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
-// at is the address s, which the test writes well.
-func at(t testing.TB, s string) pscale.Address {
-	t.Helper()
-	a, err := ParseAddress(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
-}
-
-func text(t *testing.T, k *Kernel, block, path string) string {
-	t.Helper()
-	v, err := k.Blocks().ReadNode(context.Background(), block, at(t, path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v.Content
-}
-
-func toolUse(id, name string, input any) string {
-	in, _ := json.Marshal(input)
-	return fmt.Sprintf(`{"type":"tool_use","id":%q,"name":%q,"input":%s}`, id, name, in)
-}
 
 func TestBootCallsRecompileAndStoresTheJSX(t *testing.T) {
 	jsx := "function Shell(props) { return <div style={{background: '#0a0a1a'}}>hello</div>; }"
@@ -88,14 +24,14 @@ func TestBootCallsRecompileAndStoresTheJSX(t *testing.T) {
 		{"content":[{"type":"thinking","thinking":"Let me read my purpose.","signature":"sig1"},`+toolUse("t1", "block_read", map[string]string{"name": "purpose"})+`]},
 		{"content":[{"type":"thinking","thinking":"Now the shell.","signature":"sig2"},{"type":"text","text":"Building my face."},`+toolUse("t2", "recompile", map[string]string{"jsx": jsx})+`]}
 	]}`)
-	res, err := k.Boot(context.Background())
+	res, err := k.Conversation().Boot(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Shell == nil || res.Shell.Source != jsx {
 		t.Fatalf("shell not returned: %+v", res.Shell)
 	}
-	stored, err := k.store.LatestShell(context.Background(), "")
+	stored, err := k.Conversation().Store().LatestShell(context.Background(), "")
 	if err != nil || stored.Source != jsx {
 		t.Fatalf("shell not stored: %+v %v", stored, err)
 	}
@@ -120,7 +56,7 @@ func TestBootCallsRecompileAndStoresTheJSX(t *testing.T) {
 
 func TestBootWithoutRecompileBuildsNoShell(t *testing.T) {
 	k, _ := newKernel(t, `{"responses":[{"content":[{"type":"text","text":"Hello, I am awake."}]}]}`)
-	_, err := k.Boot(context.Background())
+	_, err := k.Conversation().Boot(context.Background())
 	if !errors.Is(err, ErrNoShell) || !strings.Contains(err.Error(), "end_turn") {
 		t.Fatalf("want ErrNoShell naming the stop reason, got %v", err)
 	}
@@ -132,7 +68,7 @@ func TestAChatTurnPersistsTheBlockWriteAndAHistoryEntry(t *testing.T) {
 		{"content":[{"type":"thinking","thinking":"Reply.","signature":"s2"},{"type":"text","text":"I have written that into my purpose, Ada."}]}
 	]}`)
 	ctx := context.Background()
-	res, err := k.Say(ctx, "terminal", "My name is Ada and I need help finishing my thesis.", CallOptions{})
+	res, err := k.Conversation().Say(ctx, "terminal", "My name is Ada and I need help finishing my thesis.", CallOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +81,7 @@ func TestAChatTurnPersistsTheBlockWriteAndAHistoryEntry(t *testing.T) {
 	if got := text(t, k, "history", "0.1"); got != "I have written that into my purpose, Ada." {
 		t.Fatalf("history 0.1 = %q (auto-save)", got)
 	}
-	conv, err := k.Conversation(ctx, "terminal")
+	conv, err := k.Conversation().Conversation(ctx, "terminal")
 	if err != nil || len(conv) != 4 {
 		t.Fatalf("saved conversation has %d messages, want 4 (user, tool_use, tool_result, reply): %v", len(conv), err)
 	}
@@ -162,10 +98,10 @@ func TestAWakeEditChangesTheNextCallsModelAndPrompt(t *testing.T) {
 		{"content":[{"type":"text","text":"Hello again."}]}
 	]}`)
 	ctx := context.Background()
-	if _, err := k.Say(ctx, "c", "Switch yourself to a cheaper model.", CallOptions{}); err != nil {
+	if _, err := k.Conversation().Say(ctx, "c", "Switch yourself to a cheaper model.", CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Say(ctx, "c", "Hi.", CallOptions{}); err != nil {
+	if _, err := k.Conversation().Say(ctx, "c", "Hi.", CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	reqs := p.Requests()
@@ -185,7 +121,7 @@ func TestAThinkingBudgetAtMaxTokensIsFixedBeforeTheRequest(t *testing.T) {
 		addr, _ := pscale.ParseAddress("0.9.5.3")
 		return pscale.Write(b, addr, "thinking enabled 8192")
 	})
-	res, err := k.Call(ctx, []llm.Message{llm.UserText("hi")}, CallOptions{})
+	res, err := k.Conversation().Call(ctx, []llm.Message{llm.UserText("hi")}, CallOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +152,7 @@ func TestCompressWritesToTheNodeWhoseChildrenItCompressed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := k.Call(ctx, []llm.Message{llm.UserText("Tidy the stash.")}, CallOptions{}); err != nil {
+	if _, err := k.Conversation().Call(ctx, []llm.Message{llm.UserText("Tidy the stash.")}, CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := text(t, k, "stash", "0.3"); got != "Small notes became a habit of care." {
@@ -238,7 +174,7 @@ func TestCompressWritesToTheNodeWhoseChildrenItCompressed(t *testing.T) {
 
 func TestCompressRefusesANodeThatIsNotFull(t *testing.T) {
 	k, _ := newKernel(t, `{"responses":[]}`)
-	_, err := k.Compress(context.Background(), "stash", at(t, "0"))
+	_, err := k.Conversation().Compress(context.Background(), "stash", at(t, "0"))
 	if err == nil || !strings.Contains(err.Error(), "not all taken") {
 		t.Fatalf("got %v", err)
 	}
@@ -257,7 +193,7 @@ func TestAutoSaveGrowsAFullHistoryAndKeepsItsDescription(t *testing.T) {
 		k.Blocks().WriteEntry(ctx, "history", pscale.Address{}, fmt.Sprintf("exchange %d", i))
 	}
 	desc := text(t, k, "history", "0")
-	res, err := k.Call(ctx, []llm.Message{llm.UserText("hi")}, CallOptions{})
+	res, err := k.Conversation().Call(ctx, []llm.Message{llm.UserText("hi")}, CallOptions{})
 	if err != nil || len(res.Notes) != 0 {
 		t.Fatalf("%v, notes %q", err, res.Notes)
 	}
@@ -282,14 +218,14 @@ func TestAutoSaveSavesPastANodeItCannotCompressAndCompressesItLater(t *testing.T
 	for i := 1; i <= 9; i++ {
 		k.Blocks().WriteEntry(ctx, "history", pscale.Address{}, fmt.Sprintf("exchange %d", i))
 	}
-	res, err := k.Call(ctx, []llm.Message{llm.UserText("hi")}, CallOptions{})
+	res, err := k.Conversation().Call(ctx, []llm.Message{llm.UserText("hi")}, CallOptions{})
 	if err != nil || !strings.Contains(strings.Join(res.Notes, "\n"), "could not be compressed") {
 		t.Fatalf("%v, notes %q", err, res.Notes)
 	}
 	if got := text(t, k, "history", "02.1"); got != "tenth reply" {
 		t.Fatalf("the exchange was not saved past the full node: %q", got)
 	}
-	if _, err := k.Call(ctx, []llm.Message{llm.UserText("again")}, CallOptions{}); err != nil {
+	if _, err := k.Conversation().Call(ctx, []llm.Message{llm.UserText("again")}, CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := text(t, k, "history", "01"); got != "Caught up." {
@@ -308,7 +244,7 @@ func TestAHundredExchangesAreAllSavedAndTheHistoryPromptStaysBounded(t *testing.
 	k, p := newKernel(t, `{"responses":[`+strings.Join(entries, ",")+`]}`)
 	ctx := context.Background()
 	for n := 1; n <= 100; n++ {
-		res, err := k.Say(ctx, "long", fmt.Sprintf("[message %d]", n), CallOptions{})
+		res, err := k.Conversation().Say(ctx, "long", fmt.Sprintf("[message %d]", n), CallOptions{})
 		if err != nil {
 			t.Fatalf("exchange %d: %v", n, err)
 		}
@@ -350,7 +286,7 @@ func TestAHundredExchangesAreAllSavedAndTheHistoryPromptStaysBounded(t *testing.
 func TestAutoSaveKeeps500Characters(t *testing.T) {
 	long := strings.Repeat("é", 600)
 	k, _ := newKernel(t, `{"responses":[{"content":[{"type":"text","text":"`+long+`"}]}]}`)
-	if _, err := k.Call(context.Background(), []llm.Message{llm.UserText("hi")}, CallOptions{}); err != nil {
+	if _, err := k.Conversation().Call(context.Background(), []llm.Message{llm.UserText("hi")}, CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := text(t, k, "history", "0.1"); got != strings.Repeat("é", 500)+"…" {
@@ -365,7 +301,7 @@ func TestCallLLMDelegatesToTheChosenTierWithoutTools(t *testing.T) {
 		{"content":[{"type":"thinking","thinking":"Done.","signature":"s2"},{"type":"text","text":"Here is your list."}]}
 	]}`)
 	useTools(t, k, "call_llm")
-	if _, err := k.Call(context.Background(), []llm.Message{llm.UserText("List my fruit.")}, CallOptions{}); err != nil {
+	if _, err := k.Conversation().Call(context.Background(), []llm.Message{llm.UserText("List my fruit.")}, CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	reqs := p.Requests()
@@ -390,7 +326,7 @@ func TestHistoryMovesItsOldestEntriesOutAtTheSizeLimitAndKeepsSaving(t *testing.
 	ctx := context.Background()
 	moved := 0
 	for n := 1; n <= 250; n++ {
-		res, err := k.Call(ctx, []llm.Message{llm.UserText(fmt.Sprintf("[message %d]", n))}, CallOptions{})
+		res, err := k.Conversation().Call(ctx, []llm.Message{llm.UserText(fmt.Sprintf("[message %d]", n))}, CallOptions{})
 		if err != nil {
 			t.Fatalf("exchange %d: %v", n, err)
 		}
@@ -416,7 +352,7 @@ func TestHistoryMovesItsOldestEntriesOutAtTheSizeLimitAndKeepsSaving(t *testing.
 func everyReplySavedOnce(t *testing.T, k *Kernel, n int) {
 	t.Helper()
 	ctx := context.Background()
-	names, _ := k.store.Names(ctx)
+	names, _ := k.Conversation().Store().Names(ctx)
 	where := map[string]string{}
 	var walk func(block string, p pscale.Phrase)
 	walk = func(block string, p pscale.Phrase) {
@@ -466,7 +402,7 @@ func TestHistoryKeepsSavingWhenTheLightTierNeverCompresses(t *testing.T) {
 	k, _ := newKernel(t, `{"responses":[`+strings.Join(entries, ",")+`]}`, func(o *Options) { o.MaxBlockBytes = 16 << 10 })
 	ctx := context.Background()
 	for n := 1; n <= 150; n++ {
-		res, err := k.Call(ctx, []llm.Message{llm.UserText(fmt.Sprintf("[message %d]", n))}, CallOptions{})
+		res, err := k.Conversation().Call(ctx, []llm.Message{llm.UserText(fmt.Sprintf("[message %d]", n))}, CallOptions{})
 		if err != nil {
 			t.Fatalf("exchange %d: %v", n, err)
 		}
@@ -510,7 +446,7 @@ func TestConcurrentExchangesAreAllSavedOnceWhileHistoryGrows(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := k.Call(ctx, []llm.Message{llm.UserText(fmt.Sprintf("[message %d]", i))}, CallOptions{})
+			res, err := k.Conversation().Call(ctx, []llm.Message{llm.UserText(fmt.Sprintf("[message %d]", i))}, CallOptions{})
 			if err == nil && len(res.Notes) > 0 {
 				err = fmt.Errorf("message %d: notes %q", i, res.Notes)
 			}
@@ -565,7 +501,7 @@ func TestWriteEntryAndCompressRefuseMalformedPaths(t *testing.T) {
 	compress := func(path any) error {
 		addr, err := blocks.ParseAddress("path", path)
 		if err == nil {
-			_, err = k.Compress(ctx, "stash", addr)
+			_, err = k.Conversation().Compress(ctx, "stash", addr)
 		}
 		return err
 	}
@@ -577,7 +513,7 @@ func TestWriteEntryAndCompressRefuseMalformedPaths(t *testing.T) {
 			t.Errorf("compress at %v succeeded", path)
 		}
 	}
-	if _, err := k.Compress(ctx, "no-such-block", at(t, "0")); err == nil || !strings.Contains(err.Error(), "not found") {
+	if _, err := k.Conversation().Compress(ctx, "no-such-block", at(t, "0")); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Errorf("compress of a missing block: %v", err)
 	}
 	if at, err := k.Blocks().WriteEntry(ctx, "stash", pscale.Address{}, "x"); err != nil || at.String() != "0.1" {
@@ -600,12 +536,12 @@ func TestAutoSaveGoesOnWhenAnotherWriterCompressedFirst(t *testing.T) {
 	if !errors.As(err, &full) {
 		t.Fatalf("a full top: %v", err)
 	}
-	if _, err := k.compress(ctx, "history", full.Path, true); err != nil { // the other writer
+	if _, err := k.Conversation().CompressAuto(ctx, "history", full.Path); err != nil { // the other writer
 		t.Fatal(err)
 	}
 	for _, late := range []string{full.Path.String(), "09"} { // the node as this append saw it; one gone after the growth
 		addr, _ := pscale.ParseAddress(late)
-		if _, err := k.compress(ctx, "history", addr, true); err != nil {
+		if _, err := k.Conversation().CompressAuto(ctx, "history", addr); err != nil {
 			t.Fatalf("the late compression of %s: %v", late, err)
 		}
 	}
@@ -640,7 +576,7 @@ func TestAThousandExchangesAreAllSavedUnderTheSizeLimit(t *testing.T) {
 	k := openKernel(t, Options{Client: &llm.Client{Provider: &compressing{}}})
 	ctx := context.Background()
 	for i := 1; i <= n; i++ {
-		res, err := k.Call(ctx, []llm.Message{llm.UserText(fmt.Sprintf("[message %d]", i))}, CallOptions{})
+		res, err := k.Conversation().Call(ctx, []llm.Message{llm.UserText(fmt.Sprintf("[message %d]", i))}, CallOptions{})
 		if err != nil {
 			t.Fatalf("exchange %d: %v", i, err)
 		}
@@ -651,7 +587,7 @@ func TestAThousandExchangesAreAllSavedUnderTheSizeLimit(t *testing.T) {
 		}
 	}
 	everyReplySavedOnce(t, k, n)
-	names, _ := k.store.Names(ctx)
+	names, _ := k.Conversation().Store().Names(ctx)
 	for _, name := range names {
 		if b, _ := k.Blocks().Raw(ctx, name); len(b.Data) > store.DefaultMaxBlockBytes {
 			t.Errorf("block %s is %d bytes", name, len(b.Data))

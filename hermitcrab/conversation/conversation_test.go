@@ -1,4 +1,4 @@
-package hermitcrab
+package conversation_test
 
 import (
 	"context"
@@ -28,21 +28,21 @@ func TestChatGoesOnAfterTheToolLoopLimit(t *testing.T) {
 	client, srv := fakeAnthropic(t, `{"responses":[`+strings.Join(entries, ",")+`]}`)
 	k := openKernel(t, Options{Client: client, ServerTools: true})
 	ctx := context.Background()
-	res, err := k.Say(ctx, "chat", "keep checking the time", CallOptions{})
+	res, err := k.Conversation().Say(ctx, "chat", "keep checking the time", CallOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Text != "" || !strings.Contains(res.Limit, "stopped after 10 API calls") || !strings.Contains(strings.Join(res.Notes, "\n"), "max_tool_loops") {
 		t.Fatalf("the limit was not said: text %q, limit %q, notes %q", res.Text, res.Limit, res.Notes)
 	}
-	saved, err := k.Conversation(ctx, "chat")
+	saved, err := k.Conversation().Conversation(ctx, "chat")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := llm.CheckRequest(&llm.Request{Model: "m", MaxTokens: 1, Messages: saved}); err != nil {
 		t.Fatalf("the saved conversation is not valid: %v", err)
 	}
-	res, err = k.Say(ctx, "chat", "go on", CallOptions{})
+	res, err = k.Conversation().Say(ctx, "chat", "go on", CallOptions{})
 	if err != nil || res.Text != "Done at last." {
 		t.Fatalf("the next line after the limit: %v %+v", err, res)
 	}
@@ -53,7 +53,7 @@ func TestChatGoesOnAfterTheToolLoopLimit(t *testing.T) {
 	if turn.Role != llm.RoleUser || turn.Content[0].Type != llm.BlockToolResult || turn.Content[0].ToolUseID != "t10" || turn.Text() != "go on" {
 		t.Fatalf("the line should join the pending tool results in one user turn: %+v", turn)
 	}
-	saved, _ = k.Conversation(ctx, "chat")
+	saved, _ = k.Conversation().Conversation(ctx, "chat")
 	alternating(t, saved)
 }
 
@@ -111,10 +111,10 @@ func TestChatGoesOnAfterTheToolLoopLimitOverOpenAI(t *testing.T) {
 	k := openKernel(t, Options{Client: &llm.Client{Provider: p}})
 	ctx := context.Background()
 	// The light tier: no thinking, five tool loops.
-	if res, err := k.Say(ctx, "chat", "keep checking the time", CallOptions{Tier: 1}); err != nil || res.Limit == "" {
+	if res, err := k.Conversation().Say(ctx, "chat", "keep checking the time", CallOptions{Tier: 1}); err != nil || res.Limit == "" {
 		t.Fatalf("the first line: %v %+v", err, res)
 	}
-	res, err := k.Say(ctx, "chat", "go on", CallOptions{Tier: 1})
+	res, err := k.Conversation().Say(ctx, "chat", "go on", CallOptions{Tier: 1})
 	if err != nil || res.Text != "Done at last." {
 		t.Fatalf("the next line after the limit: %v %+v", err, res)
 	}
@@ -161,7 +161,7 @@ func TestChatHittingTheToolLoopLimitLineAfterLineKeepsItsWindowBounded(t *testin
 	ctx := context.Background()
 	for line := 1; line <= 6; line++ {
 		before := len(p.Requests())
-		res, err := k.Say(ctx, "chat", fmt.Sprintf("line %d", line), CallOptions{})
+		res, err := k.Conversation().Say(ctx, "chat", fmt.Sprintf("line %d", line), CallOptions{})
 		if err != nil || res.Limit == "" {
 			t.Fatalf("line %d: %v, limit %q", line, err, res.Limit)
 		}

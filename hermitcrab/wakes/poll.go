@@ -1,4 +1,4 @@
-package hermitcrab
+package wakes
 
 import (
 	"context"
@@ -38,13 +38,13 @@ type look struct {
 
 // lookWhenDue starts fn as t's look when t is due, in the one process
 // that moves its due time on.
-func (k *Kernel) lookWhenDue(ctx context.Context, t trigger.Trigger, st store.TriggerState, now time.Time, fn func(ctx context.Context, l *look)) error {
+func (r *Runner) lookWhenDue(ctx context.Context, t trigger.Trigger, st store.TriggerState, now time.Time, fn func(ctx context.Context, l *look)) error {
 	if now.Before(st.NextDue) {
 		return nil
 	}
-	moved, err := k.store.AdvanceTrigger(ctx, t.Key(), st.NextDue, t.Next(st.NextDue, now), now)
+	moved, err := r.store.AdvanceTrigger(ctx, t.Key(), st.NextDue, t.Next(st.NextDue, now), now)
 	if err == nil && moved {
-		k.startLook(ctx, t.Key(), st.NextDue, fn)
+		r.startLook(ctx, t.Key(), st.NextDue, fn)
 	}
 	return err
 }
@@ -52,20 +52,20 @@ func (k *Kernel) lookWhenDue(ctx context.Context, t trigger.Trigger, st store.Tr
 // startLook starts fn as the look of trigger key for due, on its own
 // goroutine under its own deadline, unless the trigger has a look under
 // way or one waiting to be taken. A look that ends asks for a pass.
-func (k *Kernel) startLook(ctx context.Context, key string, due time.Time, fn func(ctx context.Context, l *look)) {
-	k.wake.lookMu.Lock()
-	defer k.wake.lookMu.Unlock()
-	if _, ok := k.wake.looks[key]; ok {
+func (r *Runner) startLook(ctx context.Context, key string, due time.Time, fn func(ctx context.Context, l *look)) {
+	r.wake.lookMu.Lock()
+	defer r.wake.lookMu.Unlock()
+	if _, ok := r.wake.looks[key]; ok {
 		return
 	}
-	if k.wake.looks == nil {
-		k.wake.looks = map[string]*look{}
+	if r.wake.looks == nil {
+		r.wake.looks = map[string]*look{}
 	}
 	l := &look{due: due, done: make(chan struct{})}
-	k.wake.looks[key] = l
-	k.wake.looking.Add(1)
+	r.wake.looks[key] = l
+	r.wake.looking.Add(1)
 	go func() {
-		defer k.wake.looking.Done()
+		defer r.wake.looking.Done()
 		lctx, cancel := context.WithTimeoutCause(ctx, pollTimeout, fmt.Errorf("no answer within %s", pollTimeout))
 		fn(lctx, l)
 		if l.err != nil && lctx.Err() != nil {
@@ -76,15 +76,15 @@ func (k *Kernel) startLook(ctx context.Context, key string, due time.Time, fn fu
 		if ctx.Err() != nil {
 			// Stopped with the runner, not at its deadline: what it found
 			// is nobody's; the trigger looks again when next due.
-			k.wake.lookMu.Lock()
-			if k.wake.looks[key] == l {
-				delete(k.wake.looks, key)
+			r.wake.lookMu.Lock()
+			if r.wake.looks[key] == l {
+				delete(r.wake.looks, key)
 			}
-			k.wake.lookMu.Unlock()
+			r.wake.lookMu.Unlock()
 			return
 		}
 		select {
-		case k.wake.kicks() <- struct{}{}:
+		case r.wake.kicks() <- struct{}{}:
 		default:
 		}
 	}()
@@ -92,16 +92,16 @@ func (k *Kernel) startLook(ctx context.Context, key string, due time.Time, fn fu
 
 // takeLook returns the look of trigger key once it has ended, and forgets
 // it; nil while none has.
-func (k *Kernel) takeLook(key string) *look {
-	k.wake.lookMu.Lock()
-	defer k.wake.lookMu.Unlock()
-	l, ok := k.wake.looks[key]
+func (r *Runner) takeLook(key string) *look {
+	r.wake.lookMu.Lock()
+	defer r.wake.lookMu.Unlock()
+	l, ok := r.wake.looks[key]
 	if !ok {
 		return nil
 	}
 	select {
 	case <-l.done:
-		delete(k.wake.looks, key)
+		delete(r.wake.looks, key)
 		return l
 	default:
 		return nil
@@ -112,33 +112,33 @@ func (k *Kernel) takeLook(key string) *look {
 // deadline) and returns the keys that have one to take. The looks of
 // triggers no longer in keys (their lines were edited away) are
 // forgotten once they end.
-func (k *Kernel) waitLooks(keys []string) map[string]bool {
-	k.wake.lookMu.Lock()
+func (r *Runner) waitLooks(keys []string) map[string]bool {
+	r.wake.lookMu.Lock()
 	var waiting []*look
 	ended := map[string]bool{}
-	for key, l := range k.wake.looks {
+	for key, l := range r.wake.looks {
 		if slices.Contains(keys, key) {
 			waiting = append(waiting, l)
 			ended[key] = true
 		}
 	}
-	k.wake.lookMu.Unlock()
+	r.wake.lookMu.Unlock()
 	for _, l := range waiting {
 		<-l.done
 	}
-	k.forgetLooks(keys)
+	r.forgetLooks(keys)
 	return ended
 }
 
 // forgetLooks forgets the ended looks of triggers not in keys.
-func (k *Kernel) forgetLooks(keys []string) {
-	k.wake.lookMu.Lock()
-	defer k.wake.lookMu.Unlock()
-	for key, l := range k.wake.looks {
+func (r *Runner) forgetLooks(keys []string) {
+	r.wake.lookMu.Lock()
+	defer r.wake.lookMu.Unlock()
+	for key, l := range r.wake.looks {
 		select {
 		case <-l.done:
 			if !slices.Contains(keys, key) {
-				delete(k.wake.looks, key)
+				delete(r.wake.looks, key)
 			}
 		default:
 		}

@@ -1,9 +1,7 @@
-package hermitcrab
+package wakes_test
 
 import (
-	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -11,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,7 +18,6 @@ import (
 	"github.com/llmkernels/kernels/hermitcrab/identity"
 	"github.com/llmkernels/kernels/hermitcrab/network"
 	"github.com/llmkernels/kernels/internal/pgtest"
-	"github.com/llmkernels/kernels/internal/termtext"
 	"github.com/llmkernels/kernels/llm/llmtest"
 )
 
@@ -32,126 +28,17 @@ func TestMain(m *testing.M) {
 	pgtest.Main(m)
 }
 
-// testClock is an injected clock tests move by hand.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
-
-func (c *testClock) Add(d time.Duration) { c.Set(c.Now().Add(d)) }
-
-// testBeach is a beach on loopback over SQLite or PostgreSQL.
-type testBeach struct {
-	URL, DSN, Dialect string
-}
-
-func startTestBeach(t *testing.T, kind string) *testBeach {
-	t.Helper()
-	dsn := filepath.Join(t.TempDir(), "beach.db")
-	if kind == "postgres" {
-		dsn = pgtest.New(t)
-	}
-	st, err := bstore.Open(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	hs := httptest.NewUnstartedServer(nil)
-	srv, err := server.New(server.Config{Store: st, Addr: hs.Listener.Addr().String()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs.Config.Handler = srv.Handler()
-	hs.Start()
-	t.Cleanup(hs.Close)
-	return &testBeach{URL: hs.URL, DSN: dsn, Dialect: st.Dialect()}
-}
-
-// exec runs SQL on the beach's database behind the server's back: a
-// dishonest beach.
-func (b *testBeach) exec(t *testing.T, query string, args ...any) {
-	t.Helper()
-	driver := "sqlite"
-	if b.Dialect == "postgres" {
-		driver = "pgx"
-	}
-	db, err := sql.Open(driver, b.DSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec(query, args...); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // netInstance is an instance with its own key, its own fake LLM (the
-// strict fake Anthropic server playing scriptJSON) and the beach.
+// strict fake Anthropic server playing scriptJSON), the beach and the
+// clock.
 func netInstance(t *testing.T, id *identity.Identity, beachURL, scriptJSON string, clock *testClock, tune ...func(*Options)) (*Kernel, *llmtest.Server) {
 	t.Helper()
-	dir := t.TempDir()
-	if id != nil {
-		if err := id.Save(filepath.Join(dir, identity.KeyFile)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	client, srv := fakeAnthropic(t, scriptJSON)
-	o := Options{Client: client, ServerTools: true, Beach: beachURL, Now: clock.Now}
-	for _, f := range tune {
-		f(&o)
-	}
-	return openKernelIn(t, dir, o), srv
-}
-
-// replies builds a script: each entry a response's content blocks.
-func replies(entries ...string) string {
-	var b strings.Builder
-	b.WriteString(`{"responses":[`)
-	for i, e := range entries {
-		if i > 0 {
-			b.WriteString(",")
-		}
-		b.WriteString(`{"content":[` + e + `]}`)
-	}
-	b.WriteString(`]}`)
-	return b.String()
-}
-
-func textBlock(s string) string {
-	data, _ := json.Marshal(s)
-	return `{"type":"text","text":` + string(data) + `}`
+	k, srv := netInstanceAt(t, id, beachURL, scriptJSON, tune...)
+	k.Wakes().SetClock(clock.Now)
+	return k, srv
 }
 
 var networkTools = []string{"block_read", "block_write", "set_tools", "passport_publish", "passport_read", "beach_mark", "beach_read", "inbox_send", "inbox_check"}
-
-// post sends an envelope to a beach route and returns the status and the
-// refusal's reason.
-func post(t *testing.T, url string, e *identity.Envelope) (int, string) {
-	t.Helper()
-	data, _ := json.Marshal(e)
-	resp, err := http.Post(url, "application/json", bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out struct {
-		Reason string `json:"reason"`
-	}
-	json.NewDecoder(resp.Body).Decode(&out)
-	return resp.StatusCode, out.Reason
-}
 
 // TestTwoInstancesMeetOnABeach is the issue's story, end to end on
 // loopback with both LLMs played by the strict fake server: A publishes
@@ -172,7 +59,7 @@ func twoInstancesMeet(t *testing.T, kind string) {
 	b := startTestBeach(t, kind)
 	idA, _ := identity.Generate()
 	idB, _ := identity.Generate()
-	clock := &testClock{t: time.Now()}
+	clock := newClock(time.Now())
 	const page = "https://example.org/pscale"
 
 	kA, llmA := netInstance(t, idA, b.URL, replies(
@@ -198,7 +85,7 @@ func twoInstancesMeet(t *testing.T, kind string) {
 
 	say := func(k *Kernel, text string) {
 		t.Helper()
-		if _, err := k.Say(ctx, "terminal", text, CallOptions{Tier: 1}); err != nil {
+		if _, err := k.Conversation().Say(ctx, "terminal", text, CallOptions{Tier: 1}); err != nil {
 			t.Fatalf("%s: %v", text, err)
 		}
 	}
@@ -221,7 +108,7 @@ func twoInstancesMeet(t *testing.T, kind string) {
 	}
 
 	// A's inbox trigger: the first pass polls the beach and wakes A at tier 1.
-	report, err := kA.RunTriggers(ctx)
+	report, err := kA.Wakes().RunTriggers(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +153,7 @@ func twoInstancesMeet(t *testing.T, kind string) {
 	if status, reason := post(t, b.URL+"/v1/messages", wrongKey); status != http.StatusUnauthorized || reason != identity.ReasonSignature {
 		t.Errorf("a message signed by the wrong key: %d %s", status, reason)
 	}
-	stored, err := kA.store.ReceivedMessage(ctx, probe[0].ID)
+	stored, err := kA.Wakes().Store().ReceivedMessage(ctx, probe[0].ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,18 +168,18 @@ func twoInstancesMeet(t *testing.T, kind string) {
 	// Refusals at the receiving instance, from a dishonest beach: the
 	// forgeries written straight into its database.
 	forged, _ := json.Marshal(forgedPassport)
-	b.exec(t, `UPDATE beach_passports SET envelope = $1 WHERE agent = $2`, string(forged), idA.Agent())
+	b.Exec(t, `UPDATE beach_passports SET envelope = $1 WHERE agent = $2`, string(forged), idA.Agent())
 	if _, err := kB.Network().Passport(ctx, idA.Agent()); err == nil || !strings.Contains(err.Error(), "signature") {
 		t.Errorf("B read a forged passport of A: %v", err)
 	}
 	stamp := time.Now().UTC().Format("2006-01-02T15:04:05.000000000Z")
 	for _, e := range []*identity.Envelope{wrongKey, &original} {
 		data, _ := json.Marshal(e)
-		b.exec(t, `INSERT INTO beach_messages (sender, recipient, type, time, received, envelope) VALUES ($1, $2, $3, $4, $5, $6)`,
+		b.Exec(t, `INSERT INTO beach_messages (sender, recipient, type, time, received, envelope) VALUES ($1, $2, $3, $4, $5, $6)`,
 			idB.Agent(), idA.Agent(), "general", stamp, stamp, string(data))
 	}
 	clock.Add(2 * time.Minute) // the inbox is polled again
-	report, err = kA.RunTriggers(ctx)
+	report, err = kA.Wakes().RunTriggers(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +192,7 @@ func twoInstancesMeet(t *testing.T, kind string) {
 	}
 	// A third pass fetches nothing new: what was refused is not fetched again.
 	clock.Add(2 * time.Minute)
-	if report, err = kA.RunTriggers(ctx); err != nil || len(report.Wakes)+len(report.Errors) != 0 {
+	if report, err = kA.Wakes().RunTriggers(ctx); err != nil || len(report.Wakes)+len(report.Errors) != 0 {
 		t.Fatalf("a quiet pass: %+v %v", report, err)
 	}
 	for _, srv := range []*llmtest.Server{llmA, llmB} {
@@ -358,12 +245,12 @@ func TestAHostileBeachCannotMisleadTheInstance(t *testing.T) {
 	}))
 	defer fake.Close()
 
-	clock := &testClock{t: now}
+	clock := newClock(now)
 	k, llmA := netInstance(t, idA, fake.URL, replies(textBlock("Noted.")), clock)
 	if _, err := k.Blocks().WriteAt(ctx, "wake", at(t, "0.5.1"), "inbox tier 1"); err != nil {
 		t.Fatal(err)
 	}
-	r, err := k.RunTriggers(ctx)
+	r, err := k.Wakes().RunTriggers(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,7 +276,7 @@ func TestASavePointRestoresTheBlocksOnANewMachine(t *testing.T) {
 	ctx := context.Background()
 	b := startTestBeach(t, "sqlite")
 	id, _ := identity.Generate()
-	clock := &testClock{t: time.Now()}
+	clock := newClock(time.Now())
 	k, _ := netInstance(t, id, b.URL, replies(
 		toolUse("s1", "set_tools", map[string]any{"tools": []string{"savepoint_save"}}), textBlock("ok"),
 		toolUse("s2", "savepoint_save", map[string]any{}), textBlock("Saved."),
@@ -398,7 +285,7 @@ func TestASavePointRestoresTheBlocksOnANewMachine(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, text := range []string{"choose your tools", "leave a save point"} {
-		if _, err := k.Say(ctx, "terminal", text, CallOptions{Tier: 1}); err != nil {
+		if _, err := k.Conversation().Say(ctx, "terminal", text, CallOptions{Tier: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -446,7 +333,7 @@ func TestABeachStartedAfreshAtTheSameAddressStillDelivers(t *testing.T) {
 	addr := strings.TrimPrefix(url, "http://")
 	idA, _ := identity.Generate()
 	idB, _ := identity.Generate()
-	k, _ := netInstance(t, idA, url, replies(), &testClock{t: time.Now()})
+	k, _ := netInstance(t, idA, url, replies(), newClock(time.Now()))
 	send := func(content string) {
 		t.Helper()
 		c, _ := beach.NewClient(url, idB)
@@ -467,106 +354,5 @@ func TestABeachStartedAfreshAtTheSameAddressStillDelivers(t *testing.T) {
 	in, err := k.Network().FetchInbox(ctx, network.FetchOptions{})
 	if err != nil || len(in.New) != 1 || in.New[0].Content != "from the new beach" {
 		t.Fatalf("the new beach at the same address: %+v %v", in, err)
-	}
-}
-
-// hostile is text a stranger chose: bidirectional overrides and isolates
-// (U+202E, U+2066), C1 CSI (U+009B), an OSC title sequence, DEL.
-const hostile = "a\u202eexe.txt\u2066b\u009b2J\x1b]0;pwned\x07\x7f"
-
-// rawControl says whether text holds a character the LLM would be handed
-// raw that termtext escapes (line breaks and tabs aside).
-func rawControl(text string) bool {
-	return strings.ContainsFunc(text, func(r rune) bool { return termtext.Control(r) && r != '\n' && r != '\t' })
-}
-
-// Every tool result that carries foreign text (another agent's passport,
-// mark or message, a beach's answer, a web page) reaches the LLM inert, as
-// the wake message does: the tools' JSON stays JSON, and decodes to the
-// text with its controls shown as escapes.
-func TestForeignTextReachesTheLLMInert(t *testing.T) {
-	ctx := context.Background()
-	b := startTestBeach(t, "sqlite")
-	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; x=\u202e\u009b") // a header has no C0 controls
-		w.Write([]byte("line one\n" + hostile))
-	}))
-	defer page.Close()
-	k := openKernel(t, Options{Beach: b.URL, WebRequest: WebPolicy{Allow: []string{"127.0.0.1"}}})
-	me, err := k.Network().Identity()
-	if err != nil {
-		t.Fatal(err)
-	}
-	evil, _ := identity.Generate()
-	ec, _ := beach.NewClient(b.URL, evil)
-	if _, err := ec.PublishPassport(ctx, beach.Passport{Name: hostile, Description: hostile, Offers: []string{hostile}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ec.Mark(ctx, "https://example.org/", hostile); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ec.Send(ctx, beach.Message{To: me.Agent(), Type: beach.TypeGeneral, Content: "line one\n" + hostile, Spindle: hostile}); err != nil {
-		t.Fatal(err)
-	}
-	escaped := termtext.Block(hostile)
-	check := func(tool, input string, wantError bool) {
-		t.Helper()
-		out := runTool(t, k, tool, input)
-		text := out.Content.Text
-		if out.IsError != wantError || rawControl(text) || !strings.Contains(text, `\u202e`) {
-			t.Errorf("%s %s: error %v, raw controls %v:\n%q", tool, input, out.IsError, rawControl(text), text)
-		}
-		if !wantError && strings.HasPrefix(text, "{") {
-			var v any
-			if err := json.Unmarshal([]byte(text), &v); err != nil {
-				t.Errorf("%s: the result is no longer JSON: %v", tool, err)
-			} else if data, _ := json.Marshal(v); !strings.Contains(string(data), strings.ReplaceAll(escaped, `\`, `\\`)) {
-				t.Errorf("%s: the result does not decode to the text made inert (%q):\n%s", tool, escaped, data)
-			}
-		}
-	}
-	check("passport_read", `{}`, false)
-	check("passport_read", `{"agent":"`+evil.Agent()+`"}`, false)
-	check("beach_read", `{"url":"https://example.org/"}`, false)
-	check("inbox_check", `{}`, false)
-	check("inbox_check", `{"all":true}`, false)
-	check("fetch_url", `{"url":"`+page.URL+`"}`, false)
-	check("web_request", `{"method":"POST","url":"`+page.URL+`"}`, false)
-	check("passport_read", `{"agent":"hc\u202e\u009b"}`, true) // an error quoting it
-	if out := runTool(t, k, "fetch_url", `{"url":"`+page.URL+`"}`); !strings.Contains(out.Content.Text, "line one\n") {
-		t.Errorf("fetch_url lost the page's line breaks: %q", out.Content.Text)
-	}
-
-	// A hostile beach's acknowledgements of what the instance writes.
-	acking := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		data, _ := json.Marshal(map[string]any{"agent": hostile, "time": hostile, "nonce": hostile, "id": 1})
-		w.Write(data)
-	}))
-	defer acking.Close()
-	k2 := openKernel(t, Options{Beach: acking.URL})
-	for tool, input := range map[string]string{
-		"passport_publish": `{"name":"me"}`,
-		"beach_mark":       `{"url":"https://example.org/","purpose":"reading"}`,
-		"inbox_send":       `{"to":"` + evil.Agent() + `","content":"hi"}`,
-		"savepoint_save":   `{}`,
-	} {
-		out := runTool(t, k2, tool, input)
-		if out.IsError || rawControl(out.Content.Text) {
-			t.Errorf("%s on a hostile beach: error %v:\n%q", tool, out.IsError, out.Content.Text)
-		}
-	}
-}
-
-// inbox_send refuses a message type the beach would refuse before it
-// reads anything or sends anything.
-func TestInboxSendRefusesAnUnknownTypeBeforeSending(t *testing.T) {
-	var reached atomic.Bool
-	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reached.Store(true) }))
-	defer srv.Close()
-	k := openKernel(t, Options{Beach: srv.URL})
-	someone, _ := identity.Generate()
-	out := runTool(t, k, "inbox_send", `{"to":"`+someone.Agent()+`","content":"hi","type":"bogus"}`)
-	if !out.IsError || !strings.Contains(out.Content.Text, "grain_probe, grain_response or general") || reached.Load() {
-		t.Fatalf("inbox_send with type bogus: %+v (the beach reached: %v)", out, reached.Load())
 	}
 }

@@ -1,4 +1,4 @@
-package hermitcrab
+package conversation
 
 import (
 	"context"
@@ -6,14 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/llm"
 )
 
 // Conversation returns a saved conversation; an unknown id is an empty one.
-func (k *Kernel) Conversation(ctx context.Context, id string) ([]llm.Message, error) {
-	data, err := k.store.Conversation(ctx, id)
+func (c *Caller) Conversation(ctx context.Context, id string) ([]llm.Message, error) {
+	data, err := c.store.Conversation(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
@@ -28,29 +29,65 @@ func (k *Kernel) Conversation(ctx context.Context, id string) ([]llm.Message, er
 }
 
 // SaveConversation stores a conversation under id.
-func (k *Kernel) SaveConversation(ctx context.Context, id string, msgs []llm.Message) error {
+func (c *Caller) SaveConversation(ctx context.Context, id string, msgs []llm.Message) error {
 	data, err := llm.MarshalWire(msgs)
 	if err != nil {
 		return err
 	}
-	return k.store.SaveConversation(ctx, id, data)
+	return c.store.SaveConversation(ctx, id, data)
 }
 
 // Say adds the person's text to the saved conversation id, runs callLLM on
 // it and saves the conversation with the reply and its tool turns. A failed
 // call saves nothing, so the person can simply say it again.
-func (k *Kernel) Say(ctx context.Context, id, text string, opts CallOptions) (*CallResult, error) {
-	msgs, err := k.Conversation(ctx, id)
+func (c *Caller) Say(ctx context.Context, id, text string, opts CallOptions) (*CallResult, error) {
+	msgs, err := c.Conversation(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	msgs = continuable(append(msgs, llm.UserText(text)))
-	res, err := k.Call(ctx, msgs, opts)
+	res, err := c.Call(ctx, msgs, opts)
 	if err != nil {
 		return res, err
 	}
 	// The call saw a trimmed window; the saved conversation keeps it all.
-	return res, k.SaveConversation(ctx, id, append(msgs, res.Added...))
+	return res, c.SaveConversation(ctx, id, append(msgs, res.Added...))
+}
+
+// SayUnattended is Say for a conversation no person watches (the wakes'),
+// with two differences: a call that fails after the model answered (a
+// deadline, the LLM down) still keeps the turns it made, since no person
+// is there to say it again and what was done is done; and the
+// conversation is kept to its newest keep messages. A call the model
+// never answered saves nothing: what it carried is carried by the next.
+func (c *Caller) SayUnattended(ctx context.Context, id, text string, keep int, opts CallOptions) (*CallResult, error) {
+	msgs, err := c.Conversation(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	msgs = continuable(append(msgs, llm.UserText(text)))
+	res, err := c.Call(ctx, msgs, opts)
+	if res == nil || len(res.Added) == 0 {
+		return res, err
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if serr := c.SaveConversation(sctx, id, keepNewest(append(msgs, res.Added...), keep)); serr != nil && err == nil {
+		err = serr
+	}
+	return res, err
+}
+
+// keepNewest drops a conversation's oldest messages so at most max are
+// left, cutting where a turn starts (never between a tool_use and its
+// result); with no such place in the newest max, it keeps them all.
+func keepNewest(msgs []llm.Message, max int) []llm.Message {
+	for start := len(msgs) - max; start > 0 && start < len(msgs); start++ {
+		if startsTurn(msgs, start) {
+			return msgs[start:]
+		}
+	}
+	return msgs
 }
 
 // continuable makes a conversation one the API takes, the way a person

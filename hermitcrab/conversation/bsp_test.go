@@ -1,4 +1,4 @@
-package hermitcrab
+package conversation_test
 
 import (
 	"context"
@@ -80,7 +80,7 @@ func TestTheBSPToolTakesEveryMode(t *testing.T) {
 			Enum []string `json:"enum"`
 		} `json:"properties"`
 	}
-	if err := json.Unmarshal(k.catalogue(&callState{})["bsp"].Tool.InputSchema, &def); err != nil || strings.Join(def.Properties["mode"].Enum, ",") != "block,spindle,point,ring,dir,disc,star" {
+	if err := json.Unmarshal(k.Conversation().Catalogue()["bsp"].Tool.InputSchema, &def); err != nil || strings.Join(def.Properties["mode"].Enum, ",") != "block,spindle,point,ring,dir,disc,star" {
 		t.Errorf("bsp schema's modes: %+v, %v", def.Properties["mode"], err)
 	}
 }

@@ -1,14 +1,11 @@
-package hermitcrab
+package conversation_test
 
 import (
 	"context"
 	"strings"
 	"testing"
 
-	"github.com/llmkernels/kernels/llm"
-	"github.com/llmkernels/kernels/llm/anthropic"
 	"github.com/llmkernels/kernels/llm/llmtest"
-	"github.com/llmkernels/kernels/llm/script"
 )
 
 // newKernelOverHTTP opens a kernel whose LLM is the Anthropic provider, on
@@ -17,44 +14,6 @@ func newKernelOverHTTP(t *testing.T, scriptJSON string) (*Kernel, *llmtest.Serve
 	t.Helper()
 	client, srv := fakeAnthropic(t, scriptJSON)
 	return openKernel(t, Options{Client: client, ServerTools: true}), srv
-}
-
-// fakeAnthropic starts the strict fake Anthropic server playing the script
-// and returns a client that reaches it through the real SDK.
-func fakeAnthropic(t *testing.T, scriptJSON string) (*llm.Client, *llmtest.Server) {
-	t.Helper()
-	s, err := script.Parse([]byte(scriptJSON))
-	if err != nil {
-		t.Fatalf("script: %v", err)
-	}
-	srv := llmtest.NewServer(s)
-	t.Cleanup(srv.Close)
-	p, err := anthropic.New(anthropic.Config{APIKey: "test-key", BaseURL: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &llm.Client{Provider: p}, srv
-}
-
-// everyRequestAcceptedAndEchoed fails unless the server answered every
-// request and every block it served came back byte for byte.
-func everyRequestAcceptedAndEchoed(t *testing.T, srv *llmtest.Server, want int) {
-	t.Helper()
-	got := srv.Received()
-	if len(got) != want || srv.Remaining() != 0 {
-		t.Errorf("server received %d requests with %d entries unused, want %d and 0", len(got), srv.Remaining(), want)
-	}
-	for i, r := range got {
-		if r.Status != 200 {
-			t.Errorf("request %d refused: %d %s", i+1, r.Status, r.Response)
-		}
-		if b := r.Header.Values("anthropic-beta"); b != nil {
-			t.Errorf("request %d sent anthropic-beta %q; its tools need none", i+1, b)
-		}
-	}
-	if err := srv.CheckRoundTrips(); err != nil {
-		t.Errorf("blocks did not come back byte for byte:\n%v", err)
-	}
 }
 
 // The deep tier thinks adaptively: the model may answer a tool turn
@@ -72,7 +31,7 @@ func TestDeepTierBootGoesOnWhenATurnHasNoThinking(t *testing.T) {
 			{"type":"code_execution_tool_result","tool_use_id":"srvtoolu_1","content":{"type":"code_execution_result","stdout":"wake read","stderr":"","return_code":0,"content":[]}},
 			`+toolUse("t3", "recompile", map[string]string{"jsx": jsx})+`]}
 	]}`)
-	res, err := k.Boot(context.Background())
+	res, err := k.Conversation().Boot(context.Background())
 	if err != nil {
 		t.Fatalf("boot: %v", err)
 	}
@@ -97,10 +56,10 @@ func TestASavedConversationGoesBackByteForByte(t *testing.T) {
 		{"content":[{"type":"thinking","thinking":"Again.","signature":"sig-2"},{"type":"text","text":"Still here."}]}
 	]}`)
 	ctx := context.Background()
-	if _, err := k.Say(ctx, "c", "Hi, I am Ada.", CallOptions{}); err != nil {
+	if _, err := k.Conversation().Say(ctx, "c", "Hi, I am Ada.", CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Say(ctx, "c", "Still there?", CallOptions{}); err != nil {
+	if _, err := k.Conversation().Say(ctx, "c", "Still there?", CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	everyRequestAcceptedAndEchoed(t, srv, 2)

@@ -1,4 +1,4 @@
-package hermitcrab
+package conversation_test
 
 import (
 	"context"
@@ -15,10 +15,10 @@ func TestAFailedRenderIsToldToTheLLMOnce(t *testing.T) {
 		{"content":[{"type":"text","text":"Hello."}]}
 	]}`)
 	ctx := context.Background()
-	sh, _ := k.store.AddShell(ctx, "function A(){ return <div>{x.y}</div> }")
-	k.store.SetShellStatus(ctx, sh.ID, store.ShellFailed, "ReferenceError: x is not defined")
-	k.Call(ctx, []llm.Message{llm.UserText("hi")}, CallOptions{})
-	k.Call(ctx, []llm.Message{llm.UserText("hi again")}, CallOptions{})
+	sh, _ := k.Conversation().Store().AddShell(ctx, "function A(){ return <div>{x.y}</div> }")
+	k.Conversation().Store().SetShellStatus(ctx, sh.ID, store.ShellFailed, "ReferenceError: x is not defined")
+	k.Conversation().Call(ctx, []llm.Message{llm.UserText("hi")}, CallOptions{})
+	k.Conversation().Call(ctx, []llm.Message{llm.UserText("hi again")}, CallOptions{})
 	first := p.Requests()[0].Messages[0]
 	if len(first.Content) != 2 || !strings.Contains(first.Content[1].Text, "ReferenceError: x is not defined") {
 		t.Fatalf("the render error was not told: %+v", first.Content)
@@ -35,7 +35,7 @@ func TestToolLoopRunsTheKernelsToolsNamedInTheRequest(t *testing.T) {
 	]}`)
 	req := &llm.Request{Model: "claude-haiku-4-5", MaxTokens: 500, Messages: []llm.Message{llm.UserText("how many blocks?")},
 		Tools: []llm.Tool{{Name: "block_list", InputSchema: []byte(`{"type":"object"}`)}, {Type: "web_search_20260209", Name: "web_search"}}}
-	res, err := k.ToolLoop(context.Background(), req)
+	res, err := k.Conversation().ToolLoop(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}

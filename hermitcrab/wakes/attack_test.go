@@ -1,4 +1,4 @@
-package hermitcrab
+package wakes_test
 
 import (
 	"context"
@@ -11,8 +11,10 @@ import (
 
 	"github.com/llmkernels/kernels/hermitcrab/beach"
 	"github.com/llmkernels/kernels/hermitcrab/identity"
+	"github.com/llmkernels/kernels/hermitcrab/internal/kerneltest"
 	"github.com/llmkernels/kernels/hermitcrab/network"
 	"github.com/llmkernels/kernels/hermitcrab/store"
+	"github.com/llmkernels/kernels/hermitcrab/wakes"
 	"github.com/llmkernels/kernels/llm"
 )
 
@@ -31,7 +33,7 @@ func usage(n int) string { return fmt.Sprintf(`,"usage":{"input_tokens":%d,"outp
 // pay for (the tool answers that the budget is spent), its recorded cost
 // is everything it spent, and the next wake is skipped by that cost.
 func TestEveryLLMRequestOfAWakeCountsAgainstTheCostCap(t *testing.T) {
-	clock := &testClock{t: wakeT0}
+	clock := newClock(wakeT0)
 	delegate := func(id string) string {
 		return toolUse(id, "call_llm", map[string]string{"prompt": "think hard about " + id})
 	}
@@ -42,7 +44,7 @@ func TestEveryLLMRequestOfAWakeCountsAgainstTheCostCap(t *testing.T) {
 		{"match":{"model":"claude-haiku-4-5-20251001"},"response":{"content":[{"type":"text","text":"done"}]`+usage(1000)+`}}]}`)
 	k := openAt(t, t.TempDir(), p, clock, func(o *Options) { o.WakeCaps.CostUSD = 1 })
 	writeTriggers(t, k, "every 1m tier 1: tick")
-	if _, err := k.SetTools(context.Background(), []llm.Tool{{Name: "call_llm"}}); err != nil {
+	if _, err := k.Conversation().SetTools(context.Background(), []llm.Tool{{Name: "call_llm"}}); err != nil {
 		t.Fatal(err)
 	}
 	pass(t, k)
@@ -76,7 +78,7 @@ func TestEveryLLMRequestOfAWakeCountsAgainstTheCostCap(t *testing.T) {
 // cap still holds; the wake says so.
 func TestAnUnpricedModelCannotVoidTheCostCap(t *testing.T) {
 	ctx := context.Background()
-	clock := &testClock{t: wakeT0}
+	clock := newClock(wakeT0)
 	// 20,000 input tokens: $0.30 at the highest input price ($15 per
 	// million), $0 at none.
 	entry := `{"content":[{"type":"text","text":"ok"}]` + usage(20000) + `}`
@@ -97,7 +99,7 @@ func TestAnUnpricedModelCannotVoidTheCostCap(t *testing.T) {
 	if strings.Join(got, ",") != "woke,woke,skipped,skipped,skipped" {
 		t.Fatalf("wakes on an unpriced model under a $1 cap: %v", got)
 	}
-	all, _ := k.Wakes(ctx, 0, 0)
+	all, _ := k.Wakes().List(ctx, 0, 0)
 	first, third := all[len(all)-1], all[len(all)-3]
 	if first.CostUSD < 0.299 || !strings.Contains(first.Reply, "claude-fable-9") || !strings.Contains(first.Reply, "price") {
 		t.Fatalf("the first wake: $%.4f %q", first.CostUSD, first.Reply)
@@ -111,7 +113,7 @@ func TestAnUnpricedModelCannotVoidTheCostCap(t *testing.T) {
 // pay for, judged by the most that request can cost: not only once the
 // budget is already spent.
 func TestAWakeStopsBeforeARequestItsBudgetCannotPayFor(t *testing.T) {
-	clock := &testClock{t: wakeT0}
+	clock := newClock(wakeT0)
 	p := scripted(t, `{"responses":[
 		{"content":[`+toolUse("c1", "block_list", map[string]string{})+`]`+usage(40000)+`},
 		{"content":[{"type":"text","text":"this answer would pass the cap"}]`+usage(40000)+`}]}`)
@@ -127,7 +129,7 @@ func TestAWakeStopsBeforeARequestItsBudgetCannotPayFor(t *testing.T) {
 		t.Fatalf("the second request was sent ($0.08 of a $0.05 cap)")
 	}
 	// What the wake did is kept: the next wake continues the conversation.
-	if conv, _ := k.Conversation(context.Background(), "wake"); len(conv) != 3 {
+	if conv, _ := k.Conversation().Conversation(context.Background(), "wake"); len(conv) != 3 {
 		t.Fatalf("the stopped wake's conversation: %d messages", len(conv))
 	}
 }
@@ -141,7 +143,7 @@ func TestAWakeStopsBeforeARequestItsBudgetCannotPayFor(t *testing.T) {
 // wake status says why.
 func TestTheFirstWakeOfATierIsBoundedByItsWorstCase(t *testing.T) {
 	ctx := context.Background()
-	clock := &testClock{t: wakeT0}
+	clock := newClock(wakeT0)
 	// Were it sent, the answer would cost $0.18.
 	p := scripted(t, `{"responses":[{"content":[{"type":"text","text":"an answer that costs $0.18"}],"usage":{"input_tokens":10000,"output_tokens":10000}}]}`)
 	k := openAt(t, t.TempDir(), p, clock, func(o *Options) { o.WakeCaps.CostUSD = 0.10 })
@@ -152,7 +154,7 @@ func TestTheFirstWakeOfATierIsBoundedByItsWorstCase(t *testing.T) {
 	if statuses(r) != "skipped" || len(p.Requests()) != 0 {
 		t.Fatalf("the first wake under a $0.10 cap: %+v, %d requests sent", r.Wakes, len(p.Requests()))
 	}
-	st, err := k.Status(ctx)
+	st, err := k.Wakes().Status(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +166,7 @@ func TestTheFirstWakeOfATierIsBoundedByItsWorstCase(t *testing.T) {
 	if st.Today.CostUSD != 0 || st.Today.Wakes != 0 {
 		t.Fatalf("a skipped wake counted: %+v", st.Today)
 	}
-	if conv, _ := k.Conversation(ctx, "wake"); len(conv) != 0 {
+	if conv, _ := k.Conversation().Conversation(ctx, "wake"); len(conv) != 0 {
 		t.Fatalf("a wake never sent left %d messages in the conversation", len(conv))
 	}
 }
@@ -174,7 +176,7 @@ func TestTheFirstWakeOfATierIsBoundedByItsWorstCase(t *testing.T) {
 // tools is stopped before the request that could pass it.
 func TestAnInboxWakeSpendsNoMoreThanItsShare(t *testing.T) {
 	ctx := context.Background()
-	clock := &testClock{t: wakeT0}
+	clock := newClock(wakeT0)
 	// Each answer calls a tool again and costs $0.01 (3,000 tokens in at
 	// Haiku's $1 per million, 1,400 out at $5).
 	var entries []string
@@ -197,7 +199,7 @@ func TestAnInboxWakeSpendsNoMoreThanItsShare(t *testing.T) {
 	if w.CostUSD > 0.05 || len(p.Requests()) < 2 || !strings.Contains(w.Reply, "this trigger's share of the daily cap, $0.05") {
 		t.Fatalf("the inbox wake spent $%.4f of its $0.05 share in %d requests: %q", w.CostUSD, len(p.Requests()), w.Reply)
 	}
-	if st, _ := k.Status(ctx); st.Today.CostUSD > 0.05 {
+	if st, _ := k.Wakes().Status(ctx); st.Today.CostUSD > 0.05 {
 		t.Fatalf("the day's cost $%.4f passed the inbox's share", st.Today.CostUSD)
 	}
 }
@@ -206,7 +208,7 @@ func TestAnInboxWakeSpendsNoMoreThanItsShare(t *testing.T) {
 // a wake leaves what it spent counted against the day's cap.
 func TestAWakesSpendingIsRecordedAsItGoes(t *testing.T) {
 	ctx := context.Background()
-	clock := &testClock{t: wakeT0}
+	clock := newClock(wakeT0)
 	inner := scripted(t, `{"responses":[{"content":[`+toolUse("c1", "block_list", map[string]string{})+`]`+usage(30000)+`}]}`)
 	arrived := make(chan struct{})
 	p := providerFunc(func(ctx context.Context, req *llm.Request) (*llm.Response, error) {
@@ -224,7 +226,7 @@ func TestAWakesSpendingIsRecordedAsItGoes(t *testing.T) {
 	clock.Add(time.Minute)
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	go func() { defer close(done); k.RunTriggers(wctx) }()
+	go func() { defer close(done); k.Wakes().RunTriggers(wctx) }()
 	select {
 	case <-arrived:
 	case <-time.After(2 * time.Minute):
@@ -233,10 +235,10 @@ func TestAWakesSpendingIsRecordedAsItGoes(t *testing.T) {
 	other := openAt(t, dir, scripted(t, wakeScript(0, 0)), clock)
 	// Another process's pass leaves the live wake alone: it holds the
 	// wake lock.
-	if _, err := other.RunTriggers(ctx); err != nil {
+	if _, err := other.Wakes().RunTriggers(ctx); err != nil {
 		t.Fatal(err)
 	}
-	st, err := other.Status(ctx)
+	st, err := other.Wakes().Status(ctx)
 	cancel()
 	<-done
 	if err != nil || st.Today.Wakes != 1 || st.Today.CostUSD < 0.029 {
@@ -260,7 +262,7 @@ func (f providerFunc) Messages(ctx context.Context, req *llm.Request) (*llm.Resp
 // catch up.
 func TestTriggersGoOnAfterTheClockIsSetBack(t *testing.T) {
 	ctx := context.Background()
-	clock := &testClock{t: wakeT0}
+	clock := newClock(wakeT0)
 	k := openAt(t, t.TempDir(), respondAll(), clock, func(o *Options) { o.WakeCaps.Wakes = 100 })
 	writeTriggers(t, k, "every 1h tier 1: check stash", "daily 13:30 tier 1: plan")
 	pass(t, k)
@@ -272,7 +274,7 @@ func TestTriggersGoOnAfterTheClockIsSetBack(t *testing.T) {
 	if r := pass(t, k); len(r.Wakes) != 0 {
 		t.Fatalf("just after the correction: %+v", r.Wakes)
 	}
-	st, _ := k.Status(ctx)
+	st, _ := k.Wakes().Status(ctx)
 	for _, tr := range st.Triggers {
 		// The daily's 13:30 of today fired (a month ahead): tomorrow's.
 		if tr.NextDue.Sub(clock.Now()) > 26*time.Hour {
@@ -312,10 +314,8 @@ func respondAll() llm.Provider {
 // A wake whose LLM never answers is given up after the wake deadline:
 // it does not hold the other triggers (nor the wake lock) forever.
 func TestAWakeThatHangsDoesNotHoldTheTriggers(t *testing.T) {
-	old := wakeDeadline
-	wakeDeadline = 2 * time.Second
-	defer func() { wakeDeadline = old }()
-	clock := &testClock{t: wakeT0}
+	defer wakes.SetWakeDeadline(2 * time.Second)()
+	clock := newClock(wakeT0)
 	hung := true
 	answers := scripted(t, wakeScript(2, 0))
 	p := providerFunc(func(ctx context.Context, req *llm.Request) (*llm.Response, error) {
@@ -329,9 +329,9 @@ func TestAWakeThatHangsDoesNotHoldTheTriggers(t *testing.T) {
 	writeTriggers(t, k, "every 1h tier 1: hangs", "every 2h tier 1: later")
 	pass(t, k)
 	clock.Add(time.Hour)
-	done := make(chan *WakeReport, 1)
-	go func() { r, _ := k.RunTriggers(context.Background()); done <- r }()
-	var r *WakeReport
+	done := make(chan *wakes.Report, 1)
+	go func() { r, _ := k.Wakes().RunTriggers(context.Background()); done <- r }()
+	var r *wakes.Report
 	select {
 	case r = <-done:
 	case <-time.After(2 * time.Minute):
@@ -351,7 +351,7 @@ func TestAWakeThatHangsDoesNotHoldTheTriggers(t *testing.T) {
 // count on the day they fire in, not the day the pass began.
 func TestTriggersAfterALongWakeCountOnTheirOwnDay(t *testing.T) {
 	start := time.Date(2026, 11, 3, 23, 59, 0, 0, time.Local)
-	clock := &testClock{t: start.Add(-time.Minute)}
+	clock := newClock(start.Add(-time.Minute))
 	answers := scripted(t, wakeScript(2, 0))
 	p := providerFunc(func(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 		clock.Add(5 * time.Minute) // the LLM takes five minutes
@@ -372,7 +372,7 @@ func TestTriggersAfterALongWakeCountOnTheirOwnDay(t *testing.T) {
 // reads and writes a bounded conversation however long the instance runs.
 func TestTheWakeConversationStaysBounded(t *testing.T) {
 	ctx := context.Background()
-	clock := &testClock{t: wakeT0}
+	clock := newClock(wakeT0)
 	n := 1000
 	if raceEnabled {
 		n = 250 // still 500 messages against a keep of 200
@@ -386,7 +386,7 @@ func TestTheWakeConversationStaysBounded(t *testing.T) {
 			t.Fatalf("a wake: %+v", r.Wakes)
 		}
 	}
-	conv, err := k.Conversation(ctx, "wake")
+	conv, err := k.Conversation().Conversation(ctx, "wake")
 	if err != nil || len(conv) > wakeConversationKeep || len(conv) < wakeConversationKeep-2 {
 		t.Fatalf("after %d wakes the conversation holds %d messages (keep %d): %v", n, len(conv), wakeConversationKeep, err)
 	}
@@ -401,7 +401,7 @@ func TestTheWakeConversationStaysBounded(t *testing.T) {
 // wait are delivered the next day.
 func TestAFloodOfMessagesSpendsOnlyTheInboxsShare(t *testing.T) {
 	ctx := context.Background()
-	clock := &testClock{t: wakeT0}
+	clock := newClock(wakeT0)
 	k, b, aID := inboxInstance(t, scripted(t, wakeScript(20, 0)), clock, func(o *Options) { o.WakeCaps.Wakes = 6 })
 	if _, err := k.Blocks().WriteAt(ctx, "wake", at(t, "0.4.1"), "every 10m tier 1: my own rhythm"); err != nil {
 		t.Fatal(err)
@@ -430,11 +430,9 @@ func TestAFloodOfMessagesSpendsOnlyTheInboxsShare(t *testing.T) {
 // the tool turn it made (a tool_use without its result is answered as
 // not run), instead of losing it.
 func TestAWakeEndedAtTheDeadlineKeepsItsTurns(t *testing.T) {
-	old := wakeDeadline
-	wakeDeadline = 2 * time.Second
-	defer func() { wakeDeadline = old }()
+	defer wakes.SetWakeDeadline(2 * time.Second)()
 	ctx := context.Background()
-	clock := &testClock{t: wakeT0}
+	clock := newClock(wakeT0)
 	inner := scripted(t, `{"responses":[{"content":[`+toolUse("c1", "block_write", map[string]string{"name": "stash", "path": "0.1", "content": "noted before the hang"})+`]},
 		{"content":[{"type":"text","text":"wake reply 2"}]}]}`)
 	hung := false
@@ -453,7 +451,7 @@ func TestAWakeEndedAtTheDeadlineKeepsItsTurns(t *testing.T) {
 	if r := pass(t, k); statuses(r) != "failed" || !strings.Contains(r.Wakes[0].Reply, "deadline") {
 		t.Fatalf("the hanging wake: %+v", r.Wakes)
 	}
-	conv, err := k.Conversation(ctx, "wake")
+	conv, err := k.Conversation().Conversation(ctx, "wake")
 	if err != nil || len(conv) != 3 || !strings.Contains(string(conv[1].Content[0].Input), "noted before the hang") {
 		t.Fatalf("after the deadline the conversation holds %d messages: %v", len(conv), err)
 	}
@@ -463,7 +461,7 @@ func TestAWakeEndedAtTheDeadlineKeepsItsTurns(t *testing.T) {
 	}
 	// The next wake's message joins the tool result left pending: one
 	// user turn, then the reply.
-	if conv, _ := k.Conversation(ctx, "wake"); len(conv) != 4 || conv[2].Content[0].Type != llm.BlockToolResult || !strings.Contains(conv[2].Text(), "[wake]") {
+	if conv, _ := k.Conversation().Conversation(ctx, "wake"); len(conv) != 4 || conv[2].Content[0].Type != llm.BlockToolResult || !strings.Contains(conv[2].Text(), "[wake]") {
 		t.Fatalf("the next wake did not continue the conversation: %d messages", len(conv))
 	}
 }
@@ -473,12 +471,12 @@ func TestAWakeEndedAtTheDeadlineKeepsItsTurns(t *testing.T) {
 // another place keeps its state (keys follow meaning, not place).
 func TestTheStateOfATriggerEditedAwayIsRemoved(t *testing.T) {
 	ctx := context.Background()
-	clock := &testClock{t: wakeT0}
+	clock := newClock(wakeT0)
 	k := openAt(t, t.TempDir(), scripted(t, wakeScript(0, 0)), clock)
 	writeTriggers(t, k, "every 1h tier 1: a", "every 2h tier 1: b", "stale stash after 3d tier 1: c")
 	pass(t, k)
 	keys := func() []string {
-		states, err := k.store.TriggerStates(ctx)
+		states, err := k.Wakes().Store().TriggerStates(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -492,7 +490,7 @@ func TestTheStateOfATriggerEditedAwayIsRemoved(t *testing.T) {
 	if got := keys(); len(got) != 3 {
 		t.Fatalf("states after the first pass: %v", got)
 	}
-	before, _ := k.store.TriggerStates(ctx)
+	before, _ := k.Wakes().Store().TriggerStates(ctx)
 	for i := 2; i <= 100; i++ { // a hundred rewrites of one line
 		writeTriggers(t, k, "every 1h tier 1: a", fmt.Sprintf("every %dh tier 1: b", i+1))
 		if _, err := k.Blocks().WriteAt(ctx, "wake", at(t, "0.4.3"), ""); err != nil {
@@ -510,7 +508,7 @@ func TestTheStateOfATriggerEditedAwayIsRemoved(t *testing.T) {
 	if strings.Join(got, ",") != "every 101h0m0s tier 1: b,every 1h0m0s tier 1: a" {
 		t.Fatalf("states after a hundred rewrites: %v", got)
 	}
-	after, _ := k.store.TriggerStates(ctx)
+	after, _ := k.Wakes().Store().TriggerStates(ctx)
 	if !after["every 1h0m0s tier 1: a"].NextDue.Equal(before["every 1h0m0s tier 1: a"].NextDue) {
 		t.Fatalf("the moved line lost its state: %v, was %v", after["every 1h0m0s tier 1: a"], before["every 1h0m0s tier 1: a"])
 	}
@@ -522,7 +520,7 @@ func TestTheStateOfATriggerEditedAwayIsRemoved(t *testing.T) {
 // it never reaching the LLM.
 func TestTheMessagesOfAWakeKilledMidCallAreDeliveredAgain(t *testing.T) {
 	ctx := context.Background()
-	clock := &testClock{t: wakeT0}
+	clock := newClock(wakeT0)
 	p := scripted(t, wakeScript(1, 0))
 	k, b, aID := inboxInstance(t, p, clock)
 	pass(t, k)
@@ -532,12 +530,12 @@ func TestTheMessagesOfAWakeKilledMidCallAreDeliveredAgain(t *testing.T) {
 	if _, err := k.Network().FetchInbox(ctx, network.FetchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	set, _ := k.Triggers(ctx)
-	pend, err := k.inboxWake(ctx, set.Triggers[0], store.WakeClaim{Trigger: set.Triggers[0].Key(), Where: "wake 0.5.1", At: clock.Now(), Day: k.day(clock.Now()), Tier: 1})
-	if err != nil || pend == nil {
-		t.Fatalf("the inbox wake: %v %v", pend, err)
+	set, _ := k.Wakes().Triggers(ctx)
+	claim, err := k.Wakes().InboxClaim(ctx, set.Triggers[0], store.WakeClaim{Trigger: set.Triggers[0].Key(), Where: "wake 0.5.1", At: clock.Now(), Day: k.Wakes().Day(clock.Now()), Tier: 1})
+	if err != nil || claim == nil {
+		t.Fatalf("the inbox wake: %v %v", claim, err)
 	}
-	if _, ok, err := k.store.ClaimWake(ctx, pend.claim); !ok || err != nil {
+	if _, ok, err := k.Wakes().Store().ClaimWake(ctx, *claim); !ok || err != nil {
 		t.Fatalf("the killed process's claim: %v %v", ok, err)
 	}
 	clock.Add(time.Minute)
@@ -548,7 +546,7 @@ func TestTheMessagesOfAWakeKilledMidCallAreDeliveredAgain(t *testing.T) {
 	if reqs := p.Requests(); len(reqs) != 1 || !strings.Contains(reqs[0].Messages[len(reqs[0].Messages)-1].Text(), "are you there?") {
 		t.Fatalf("the message was not delivered again: %d requests", len(reqs))
 	}
-	all, _ := k.Wakes(ctx, 0, 0)
+	all, _ := k.Wakes().List(ctx, 0, 0)
 	if len(all) != 2 || all[1].Status != store.WakeInterrupted || !strings.Contains(all[1].Reply, "delivered again") {
 		t.Fatalf("the wakes: %+v", all)
 	}
@@ -560,10 +558,10 @@ func TestTheMessagesOfAWakeKilledMidCallAreDeliveredAgain(t *testing.T) {
 func TestAFloodOfMessagesWaitsOnTheBeach(t *testing.T) {
 	ctx := context.Background()
 	b := startTestBeach(t, "sqlite")
-	clock := &testClock{t: wakeT0}
+	clock := newClock(wakeT0)
 	aID, _ := identity.Generate()
 	k := openAt(t, t.TempDir(), respondAll(), clock, func(o *Options) { o.Beach = b.URL; o.WakeCaps.Wakes = 100 })
-	if err := aID.Save(filepath.Join(k.dir, identity.KeyFile)); err != nil {
+	if err := aID.Save(filepath.Join(k.Dir(), identity.KeyFile)); err != nil {
 		t.Fatal(err)
 	}
 	const sent = network.MaxWaiting + 20
@@ -589,28 +587,28 @@ func TestAFloodOfMessagesWaitsOnTheBeach(t *testing.T) {
 	if _, err := k.Blocks().WriteAt(ctx, "wake", at(t, "0.5.1"), "inbox tier 1"); err != nil {
 		t.Fatal(err)
 	}
-	wakes := 0
+	woke := 0
 	for range 30 {
 		for _, w := range pass(t, k).Wakes {
 			if w.Status != store.WakeDone {
 				t.Fatalf("a wake: %+v", w)
 			}
-			wakes++
+			woke++
 		}
 		clock.Add(time.Minute)
 	}
-	all, err := k.store.ReceivedMessages(ctx, false, 1000)
+	all, err := k.Wakes().Store().ReceivedMessages(ctx, false, 1000)
 	if err != nil || len(all) != sent {
 		t.Fatalf("in the end %d of %d messages received: %v", len(all), sent, err)
 	}
-	if waiting, _ := k.store.CountWaiting(ctx); waiting != 0 || wakes != sent/wakeBatch {
-		t.Fatalf("%d messages still waiting after 30 passes, %d wakes", waiting, wakes)
+	if waiting, _ := k.Wakes().Store().CountWaiting(ctx); waiting != 0 || woke != sent/wakeBatch {
+		t.Fatalf("%d messages still waiting after 30 passes, %d wakes", waiting, woke)
 	}
 }
 
 // inboxInstance opens an instance with its own key on a new SQLite beach,
 // its LLM p, and "inbox tier 1" at wake 0.5.1 (not yet read by a pass).
-func inboxInstance(t *testing.T, p llm.Provider, clock *testClock, tune ...func(*Options)) (*Kernel, *testBeach, *identity.Identity) {
+func inboxInstance(t *testing.T, p llm.Provider, clock *testClock, tune ...func(*Options)) (*Kernel, *kerneltest.Beach, *identity.Identity) {
 	t.Helper()
 	b := startTestBeach(t, "sqlite")
 	aID, err := identity.Generate()
@@ -618,7 +616,7 @@ func inboxInstance(t *testing.T, p llm.Provider, clock *testClock, tune ...func(
 		t.Fatal(err)
 	}
 	k := openAt(t, t.TempDir(), p, clock, append([]func(*Options){func(o *Options) { o.Beach = b.URL }}, tune...)...)
-	if err := aID.Save(filepath.Join(k.dir, identity.KeyFile)); err != nil {
+	if err := aID.Save(filepath.Join(k.Dir(), identity.KeyFile)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := k.Blocks().WriteAt(context.Background(), "wake", at(t, "0.5.1"), "inbox tier 1"); err != nil {
@@ -628,7 +626,7 @@ func inboxInstance(t *testing.T, p llm.Provider, clock *testClock, tune ...func(
 }
 
 // sendTo sends content to the agent to from a new peer on the beach b.
-func sendTo(t *testing.T, b *testBeach, to *identity.Identity, content string) {
+func sendTo(t *testing.T, b *kerneltest.Beach, to *identity.Identity, content string) {
 	t.Helper()
 	peer, err := identity.Generate()
 	if err != nil {

@@ -1,4 +1,4 @@
-package hermitcrab
+package conversation
 
 import (
 	"bytes"
@@ -34,7 +34,9 @@ var serverToolOptions = map[string]map[string]byte{
 // server tools. Their definitions are measured against the spec's budget
 // of about 500 tokens (BenchmarkBootTools). Every other tool is one
 // set_tools away, and the capabilities block says what each does.
-var BootTools = []string{
+func BootTools() []string { return slices.Clone(bootTools) }
+
+var bootTools = []string{
 	"block_read", "block_write", "block_list", "block_create",
 	"get_source", "recompile", "get_datetime", "set_tools",
 	"web_search", "web_fetch", "code_execution",
@@ -50,9 +52,9 @@ const toolsSetting = "tools"
 
 // KnownTools lists every tool name set_tools accepts: the kernel's client
 // tools and the server tools.
-func (k *Kernel) KnownTools() []string {
+func (c *Caller) KnownTools() []string {
 	names := make([]string, 0, 40)
-	for name := range k.catalogue(&callState{}) {
+	for name := range c.catalogue(&callState{}) {
 		names = append(names, name)
 	}
 	for _, t := range serverTools {
@@ -94,8 +96,8 @@ func ParseToolEntries(raw []json.RawMessage) ([]llm.Tool, error) {
 // definitions of tools the kernel cannot run, and server tool options the
 // API would refuse are errors that change nothing. set_tools itself always
 // stays active, so the LLM can always change its tools again.
-func (k *Kernel) SetTools(ctx context.Context, tools []llm.Tool) ([]string, error) {
-	known := k.KnownTools()
+func (c *Caller) SetTools(ctx context.Context, tools []llm.Tool) ([]string, error) {
+	known := c.KnownTools()
 	var unknown, names []string
 	var entries []any
 	seen := map[string]bool{}
@@ -128,7 +130,7 @@ func (k *Kernel) SetTools(ctx context.Context, tools []llm.Tool) ([]string, erro
 	if err != nil {
 		return nil, err
 	}
-	return names, k.store.SetSetting(ctx, toolsSetting, string(data))
+	return names, c.store.SetSetting(ctx, toolsSetting, string(data))
 }
 
 // toolEntry is what the setting keeps for t: its name alone when it is
@@ -195,32 +197,32 @@ func serverType(name string) string {
 // definitions that leave no room in the context window, say), since the
 // LLM cannot call set_tools from a call that fails. It reports whether a
 // chosen set was there.
-func (k *Kernel) ResetTools(ctx context.Context) (bool, error) {
-	return k.store.DeleteSetting(ctx, toolsSetting)
+func (c *Caller) ResetTools(ctx context.Context) (bool, error) {
+	return c.store.DeleteSetting(ctx, toolsSetting)
 }
 
 // ActiveTools is the tool set the LLM chose with set_tools, or BootTools,
 // each as a name or a definition.
-func (k *Kernel) ActiveTools(ctx context.Context) ([]llm.Tool, error) {
+func (c *Caller) ActiveTools(ctx context.Context) ([]llm.Tool, error) {
 	boot := func() []llm.Tool {
-		out := make([]llm.Tool, len(BootTools))
-		for i, n := range BootTools {
+		out := make([]llm.Tool, len(bootTools))
+		for i, n := range bootTools {
 			out[i] = llm.Tool{Name: n}
 		}
 		return out
 	}
-	v, ok, err := k.store.Setting(ctx, toolsSetting)
+	v, ok, err := c.store.Setting(ctx, toolsSetting)
 	if err != nil || !ok {
 		return boot(), err
 	}
 	var raw []json.RawMessage
 	if err := json.Unmarshal([]byte(v), &raw); err != nil {
-		k.log.Warn("the stored tool set is damaged; using the boot tools", "err", err)
+		c.log.Warn("the stored tool set is damaged; using the boot tools", "err", err)
 		return boot(), nil
 	}
 	tools, err := ParseToolEntries(raw)
 	if err != nil {
-		k.log.Warn("the stored tool set is damaged; using the boot tools", "err", err)
+		c.log.Warn("the stored tool set is damaged; using the boot tools", "err", err)
 		return boot(), nil
 	}
 	return tools, nil
@@ -232,8 +234,8 @@ func (k *Kernel) ActiveTools(ctx context.Context) ([]llm.Tool, error) {
 // allowed_callers for programmatic tool calling), in the order a call puts
 // them on the wire. It carries no cache_control: the one breakpoint a call
 // puts on its last tool is the call's own choice, not the definitions'.
-func (k *Kernel) CurrentTools(ctx context.Context) ([]llm.Tool, error) {
-	handlers, server, err := k.toolSet(ctx, &callState{}, nil)
+func (c *Caller) CurrentTools(ctx context.Context) ([]llm.Tool, error) {
+	handlers, server, err := c.toolSet(ctx, &callState{}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -248,8 +250,8 @@ func (k *Kernel) CurrentTools(ctx context.Context) ([]llm.Tool, error) {
 // set and of extra (added for one call). Server tools are left out when Options.ServerTools is off; the
 // read-only tools get allowed_callers when code execution is among them
 // (programmatic tool calling) unless Options.NoPTC.
-func (k *Kernel) toolSet(ctx context.Context, c *callState, extra []string) ([]llm.ToolHandler, []llm.Tool, error) {
-	active, err := k.ActiveTools(ctx)
+func (c *Caller) toolSet(ctx context.Context, cs *callState, extra []string) ([]llm.ToolHandler, []llm.Tool, error) {
+	active, err := c.ActiveTools(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -258,7 +260,7 @@ func (k *Kernel) toolSet(ctx context.Context, c *callState, extra []string) ([]l
 			active = append(active, llm.Tool{Name: name})
 		}
 	}
-	all := k.catalogue(c)
+	all := c.catalogue(cs)
 	var handlers []llm.ToolHandler
 	var server []llm.Tool
 	for _, t := range active {
@@ -272,7 +274,7 @@ func (k *Kernel) toolSet(ctx context.Context, c *callState, extra []string) ([]l
 			handlers = append(handlers, h)
 			continue
 		}
-		if !k.opts.ServerTools {
+		if !c.opts.ServerTools {
 			continue
 		}
 		if t.Type == "" {
@@ -287,7 +289,7 @@ func (k *Kernel) toolSet(ctx context.Context, c *callState, extra []string) ([]l
 			server = append(server, t)
 		}
 	}
-	if i := slices.IndexFunc(server, func(t llm.Tool) bool { return t.Name == "code_execution" }); i >= 0 && !k.opts.NoPTC {
+	if i := slices.IndexFunc(server, func(t llm.Tool) bool { return t.Name == "code_execution" }); i >= 0 && !c.opts.NoPTC {
 		for j := range handlers {
 			if slices.Contains(readOnlyTools, handlers[j].Tool.Name) {
 				handlers[j].Tool.AllowedCallers = []string{server[i].Type}

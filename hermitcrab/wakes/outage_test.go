@@ -1,4 +1,4 @@
-package hermitcrab
+package wakes_test
 
 import (
 	"context"
@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmkernels/kernels/hermitcrab/fetch"
 	"github.com/llmkernels/kernels/hermitcrab/store"
+	"github.com/llmkernels/kernels/hermitcrab/wakes"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/llm/script"
 )
@@ -65,7 +67,7 @@ func noRetryWait(o *Options) {
 // meanwhile. Each failed wake sent its request 4 times in all.
 func TestAPostWhoseWakeFailedIsCarriedByTheNextWake(t *testing.T) {
 	ctx := context.Background()
-	clock := &testClock{t: wakeT0}
+	clock := newClock(wakeT0)
 	api := &outage{down: true, inner: scripted(t, wakeScript(2, 0))}
 	k := openAt(t, t.TempDir(), api, clock, noRetryWait)
 	writeTriggers(t, k, "every 1h tier 1: my rhythm")
@@ -73,7 +75,7 @@ func TestAPostWhoseWakeFailedIsCarriedByTheNextWake(t *testing.T) {
 		t.Fatal(err)
 	}
 	pass(t, k)
-	if _, err := k.Webhook(ctx, "ci", []byte(`{"build":7,"status":"failed"}`)); err != nil {
+	if _, err := k.Wakes().Webhook(ctx, "ci", []byte(`{"build":7,"status":"failed"}`)); err != nil {
 		t.Fatal(err)
 	}
 	r := pass(t, k)
@@ -88,7 +90,7 @@ func TestAPostWhoseWakeFailedIsCarriedByTheNextWake(t *testing.T) {
 	if r := pass(t, k); statuses(r) != "failed" || api.sent() != 8 {
 		t.Fatalf("a minute after the failure: %+v, %d tries", r.Wakes, api.sent())
 	}
-	if _, err := k.Webhook(ctx, "ci", []byte(`{"build":8,"status":"passed"}`)); err != nil {
+	if _, err := k.Wakes().Webhook(ctx, "ci", []byte(`{"build":8,"status":"passed"}`)); err != nil {
 		t.Fatal(err)
 	}
 	api.set(false)
@@ -112,7 +114,7 @@ func TestAPostWhoseWakeFailedIsCarriedByTheNextWake(t *testing.T) {
 			t.Fatalf("the posts were carried twice: %+v", w)
 		}
 	}
-	all, _ := k.Wakes(ctx, 0, 0)
+	all, _ := k.Wakes().List(ctx, 0, 0)
 	if len(all) != 5 || all[3].Status != store.WakeFailed || !strings.Contains(all[3].Due, "given back") {
 		t.Fatalf("the wakes: %+v", all)
 	}
@@ -122,7 +124,7 @@ func TestAPostWhoseWakeFailedIsCarriedByTheNextWake(t *testing.T) {
 // delivered by the wake that failed: the next inbox wake carries it.
 func TestAMessageThatArrivedDuringAnOutageIsDeliveredAfterIt(t *testing.T) {
 	ctx := context.Background()
-	clock := &testClock{t: wakeT0}
+	clock := newClock(wakeT0)
 	api := &outage{down: true, inner: scripted(t, wakeScript(1, 0))}
 	k, b, aID := inboxInstance(t, api, clock, noRetryWait)
 	pass(t, k)
@@ -131,7 +133,7 @@ func TestAMessageThatArrivedDuringAnOutageIsDeliveredAfterIt(t *testing.T) {
 	if r := pass(t, k); statuses(r) != "failed" {
 		t.Fatalf("the inbox wake in the outage: %+v %v", r.Wakes, r.Errors)
 	}
-	if n, _ := k.store.CountWaiting(ctx); n != 1 {
+	if n, _ := k.Wakes().Store().CountWaiting(ctx); n != 1 {
 		t.Fatalf("after the failed wake %d message(s) wait, want 1", n)
 	}
 	api.set(false)
@@ -143,7 +145,7 @@ func TestAMessageThatArrivedDuringAnOutageIsDeliveredAfterIt(t *testing.T) {
 	if len(reqs) != 1 || !strings.Contains(reqs[0].Messages[len(reqs[0].Messages)-1].Text(), "are you there?") {
 		t.Fatalf("the message was not delivered after the outage: %d requests", len(reqs))
 	}
-	if n, _ := k.store.CountWaiting(ctx); n != 0 {
+	if n, _ := k.Wakes().Store().CountWaiting(ctx); n != 0 {
 		t.Fatalf("%d message(s) still wait", n)
 	}
 }
@@ -179,12 +181,12 @@ func TestAKilledWakeGivesBackOnlyWhatTheModelNeverAnswered(t *testing.T) {
 			defer llmAPI.Close()
 			defer close(release)
 			dir := t.TempDir()
-			clock := &testClock{t: wakeT0}
+			clock := newClock(wakeT0)
 			k := openAt(t, dir, scripted(t, wakeScript(0, 0)), clock)
 			if _, err := k.Blocks().WriteAt(context.Background(), "wake", at(t, "0.5.1"), "webhook ci tier 1: check the build"); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := k.Webhook(context.Background(), "ci", []byte(`{"build":9}`)); err != nil {
+			if _, err := k.Wakes().Webhook(context.Background(), "ci", []byte(`{"build":9}`)); err != nil {
 				t.Fatal(err)
 			}
 			k.Close()
@@ -195,7 +197,7 @@ func TestAKilledWakeGivesBackOnlyWhatTheModelNeverAnswered(t *testing.T) {
 			k2 := openAt(t, dir, p, clock)
 			clock.Add(time.Minute)
 			r := pass(t, k2)
-			all, _ := k2.Wakes(context.Background(), 0, 0)
+			all, _ := k2.Wakes().List(context.Background(), 0, 0)
 			killed := all[len(all)-1]
 			if killed.Status != store.WakeInterrupted {
 				t.Fatalf("the killed wake: %+v", killed)
@@ -227,9 +229,9 @@ func TestAPageChangeWhoseWakeFailedIsCarriedByTheNextLook(t *testing.T) {
 		io.WriteString(w, page)
 	}))
 	defer site.Close()
-	clock := &testClock{t: wakeT0}
+	clock := newClock(wakeT0)
 	api := &outage{down: true, inner: scripted(t, wakeScript(1, 0))}
-	k := openAt(t, t.TempDir(), api, clock, noRetryWait, func(o *Options) { o.WebRequest = WebPolicy{Allow: []string{"127.0.0.1"}} })
+	k := openAt(t, t.TempDir(), api, clock, noRetryWait, func(o *Options) { o.WebRequest = fetch.Policy{Allow: []string{"127.0.0.1"}} })
 	writeTriggers(t, k, "watch "+site.URL+"/news every 10m tier 1: what changed?")
 	pass(t, k) // the first look
 	mu.Lock()
@@ -266,10 +268,10 @@ func TestAHangingBeachOrPageHoldsUpOnlyItsOwnLook(t *testing.T) {
 	defer hang.Close()
 	defer close(release)
 	ctx := context.Background()
-	clock := &testClock{t: wakeT0}
+	clock := newClock(wakeT0)
 	k := openAt(t, t.TempDir(), respondAll(), clock, func(o *Options) {
 		o.Beach = hang.URL
-		o.WebRequest = WebPolicy{Allow: []string{"127.0.0.1"}}
+		o.WebRequest = fetch.Policy{Allow: []string{"127.0.0.1"}}
 		o.WakeCaps.Wakes = 100
 	})
 	if _, err := k.Blocks().WriteAt(ctx, "wake", at(t, "0.4.3"), "every 1m tier 1: tick"); err != nil {
@@ -279,27 +281,27 @@ func TestAHangingBeachOrPageHoldsUpOnlyItsOwnLook(t *testing.T) {
 	writeTriggers(t, k, "inbox tier 1", "watch "+hang.URL+"/news every 5m tier 1: what changed?")
 	clock.Add(time.Minute)
 
-	wakes := make(chan store.Wake, 10)
+	woke := make(chan store.Wake, 10)
 	rctx, stop := context.WithCancel(ctx)
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
-		k.RunWakes(rctx, 10*time.Millisecond, func(r *WakeReport, err error) {
+		k.Wakes().Run(rctx, 10*time.Millisecond, func(r *wakes.Report, err error) {
 			if r != nil {
 				for _, w := range r.Wakes {
-					wakes <- w
+					woke <- w
 				}
 			}
 		})
 	}()
 	for want := range 2 { // the rhythm now, and a minute later
 		select {
-		case w := <-wakes:
+		case w := <-woke:
 			if w.Where != "wake 0.4.3" || w.Status != store.WakeDone {
 				t.Fatalf("a wake: %+v", w)
 			}
 		case <-time.After(10 * time.Second):
-			t.Fatalf("wake %d of the rhythm waited for the looks (their deadline is %s)", want+1, pollTimeout)
+			t.Fatalf("wake %d of the rhythm waited for the looks (their deadline is %s)", want+1, wakes.PollTimeout())
 		}
 		clock.Add(time.Minute)
 	}
@@ -312,9 +314,7 @@ func TestAHangingBeachOrPageHoldsUpOnlyItsOwnLook(t *testing.T) {
 
 	// One pass for cron waits for its looks, each to its own deadline,
 	// after the rhythm fired.
-	old := pollTimeout
-	pollTimeout = 200 * time.Millisecond
-	defer func() { pollTimeout = old }()
+	defer wakes.SetPollTimeout(200 * time.Millisecond)()
 	clock.Add(10 * time.Minute)
 	r := pass(t, k)
 	if statuses(r) != "woke" || len(r.Errors) != 2 || !strings.Contains(r.Errors[0], "polling the beach: no answer within 200ms") ||

@@ -1,4 +1,4 @@
-package hermitcrab
+package wakes_test
 
 import (
 	"bufio"
@@ -16,7 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmkernels/kernels/hermitcrab/fetch"
+	"github.com/llmkernels/kernels/hermitcrab/kernel"
 	"github.com/llmkernels/kernels/hermitcrab/store"
+	"github.com/llmkernels/kernels/hermitcrab/wakes"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/llm/anthropic"
 	"github.com/llmkernels/kernels/llm/llmtest"
@@ -50,20 +53,13 @@ func wakeScript(n int, cost float64) string {
 // clock.
 func openAt(t *testing.T, dir string, p llm.Provider, clock *testClock, tune ...func(*Options)) *Kernel {
 	t.Helper()
-	o := Options{Client: &llm.Client{Provider: p}, ServerTools: true, Now: clock.Now}
+	o := Options{Client: &llm.Client{Provider: p}, ServerTools: true}
 	for _, f := range tune {
 		f(&o)
 	}
-	return openKernelIn(t, dir, o)
-}
-
-func scripted(t *testing.T, js string) *script.Provider {
-	t.Helper()
-	s, err := script.Parse([]byte(js))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return script.New(s)
+	k := openKernelIn(t, dir, o)
+	k.Wakes().SetClock(clock.Now)
+	return k
 }
 
 // writeTriggers writes lines at wake 0.4.1…, then 0.5.1… for the rest
@@ -81,16 +77,16 @@ func writeTriggers(t *testing.T, k *Kernel, lines ...string) {
 	}
 }
 
-func pass(t *testing.T, k *Kernel) *WakeReport {
+func pass(t *testing.T, k *Kernel) *wakes.Report {
 	t.Helper()
-	r, err := k.RunTriggers(context.Background())
+	r, err := k.Wakes().RunTriggers(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	return r
 }
 
-func statuses(r *WakeReport) string {
+func statuses(r *wakes.Report) string {
 	var s []string
 	for _, w := range r.Wakes {
 		s = append(s, w.Status)
@@ -106,7 +102,7 @@ func statuses(r *WakeReport) string {
 func TestATimerFiresOnTimeOnceAndSurvivesARestart(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	clock := &testClock{t: wakeT0}
+	clock := newClock(wakeT0)
 	p1 := scripted(t, wakeScript(1, 0))
 	k1 := openAt(t, dir, p1, clock)
 	writeTriggers(t, k1, "every 1h tier 1: check stash")
@@ -134,7 +130,7 @@ func TestATimerFiresOnTimeOnceAndSurvivesARestart(t *testing.T) {
 	if hist, _ := k1.Blocks().Raw(ctx, "history"); !strings.Contains(string(hist.Data), "wake reply 1") {
 		t.Fatalf("the wake's reply is not in history: %s", hist.Data)
 	}
-	if conv, _ := k1.Conversation(ctx, "wake"); len(conv) != 2 {
+	if conv, _ := k1.Conversation().Conversation(ctx, "wake"); len(conv) != 2 {
 		t.Fatalf("the wake conversation holds %d messages", len(conv))
 	}
 	k1.Close()
@@ -157,7 +153,7 @@ func TestATimerFiresOnTimeOnceAndSurvivesARestart(t *testing.T) {
 	if statuses(r) != "woke" || !strings.Contains(r.Wakes[0].Reason, "and 167 more due times passed") {
 		t.Fatalf("after a week's jump: %+v", r.Wakes)
 	}
-	st, _ := k2.Status(ctx)
+	st, _ := k2.Wakes().Status(ctx)
 	next := st.Triggers[0].NextDue
 	if !next.After(clock.Now()) || next.Sub(wakeT0)%time.Hour != 0 {
 		t.Fatalf("next due %s: not the rhythm's next time after now", next)
@@ -167,7 +163,7 @@ func TestATimerFiresOnTimeOnceAndSurvivesARestart(t *testing.T) {
 	if r := pass(t, k2); len(r.Wakes) != 0 {
 		t.Fatalf("fired again after the clock went back: %+v", r.Wakes)
 	}
-	if all, _ := k2.Wakes(ctx, 0, 0); len(all) != 3 {
+	if all, _ := k2.Wakes().List(ctx, 0, 0); len(all) != 3 {
 		t.Fatalf("%d wakes recorded, want 3", len(all))
 	}
 }
@@ -186,7 +182,7 @@ func TestDailyCapsOnWakesSkipAndLog(t *testing.T) {
 		{"the person's cap", "cap 5 wakes a day", 1, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			clock := &testClock{t: wakeT0}
+			clock := newClock(wakeT0)
 			k := openAt(t, t.TempDir(), scripted(t, wakeScript(c.allow*2, 0)), clock, func(o *Options) { o.WakeCaps.Wakes = c.flag })
 			writeTriggers(t, k, "every 1m tier 1: tick", c.line)
 			pass(t, k)
@@ -199,7 +195,7 @@ func TestDailyCapsOnWakesSkipAndLog(t *testing.T) {
 			if strings.Join(got, ",")+"," != want {
 				t.Fatalf("statuses %v, want %s", got, want)
 			}
-			all, _ := k.Wakes(context.Background(), 0, 0)
+			all, _ := k.Wakes().List(context.Background(), 0, 0)
 			if !strings.Contains(all[0].Reason, fmt.Sprintf("daily cap of %d wakes", c.allow)) {
 				t.Fatalf("the skipped wake's reason: %q", all[0].Reason)
 			}
@@ -215,7 +211,7 @@ func TestDailyCapsOnWakesSkipAndLog(t *testing.T) {
 // wake cost before) is skipped; a wake under way stops before a request
 // its remaining budget cannot pay for.
 func TestTheDailyCostCap(t *testing.T) {
-	clock := &testClock{t: wakeT0}
+	clock := newClock(wakeT0)
 	k := openAt(t, t.TempDir(), scripted(t, wakeScript(3, 0.03)), clock, func(o *Options) { o.WakeCaps.CostUSD = 0.05 })
 	writeTriggers(t, k, "every 1m tier 1: tick")
 	pass(t, k)
@@ -230,7 +226,7 @@ func TestTheDailyCostCap(t *testing.T) {
 	}
 
 	// A wake whose first answer spends the budget stops there.
-	clock2 := &testClock{t: wakeT0}
+	clock2 := newClock(wakeT0)
 	k2 := openAt(t, t.TempDir(), scripted(t, `{"responses":[
 		{"content":[`+toolUse("c1", "block_list", map[string]string{})+`],"usage":{"input_tokens":60000,"output_tokens":0}},
 		{"content":[{"type":"text","text":"never sent"}]}]}`), clock2, func(o *Options) { o.WakeCaps.CostUSD = 0.05 })
@@ -247,7 +243,7 @@ func TestTheDailyCostCap(t *testing.T) {
 // up to the cap; the rest are skipped once each, and a second pass at the
 // same time fires nothing.
 func TestATriggerStormStopsAtTheCap(t *testing.T) {
-	clock := &testClock{t: wakeT0}
+	clock := newClock(wakeT0)
 	p := scripted(t, wakeScript(5, 0))
 	k := openAt(t, t.TempDir(), p, clock, func(o *Options) { o.WakeCaps.Wakes = 5 })
 	var lines []string
@@ -269,7 +265,7 @@ func TestATriggerStormStopsAtTheCap(t *testing.T) {
 // A wake block full of garbage: nothing fires, every bad line is
 // reported, and the next prompt tells the instance which lines and why.
 func TestUnreadableTriggerLinesAreReportedInTheNextPrompt(t *testing.T) {
-	clock := &testClock{t: wakeT0}
+	clock := newClock(wakeT0)
 	p := scripted(t, `{"responses":[{"content":[{"type":"text","text":"I will fix them."}]}]}`)
 	k := openAt(t, t.TempDir(), p, clock)
 	writeTriggers(t, k, "evry 6h tier 1", "every 10s", "daily 25:00", "watch ftp://x", "every 6h tier 9", "\x1b[2J", "cap lots")
@@ -277,7 +273,7 @@ func TestUnreadableTriggerLinesAreReportedInTheNextPrompt(t *testing.T) {
 	if len(r.Wakes) != 0 || len(r.Problems) != 7 {
 		t.Fatalf("wakes %+v, problems %v", r.Wakes, r.Problems)
 	}
-	if _, err := k.Say(context.Background(), "terminal", "hello", CallOptions{Tier: 1}); err != nil {
+	if _, err := k.Conversation().Say(context.Background(), "terminal", "hello", CallOptions{Tier: 1}); err != nil {
 		t.Fatal(err)
 	}
 	sys := p.Requests()[0].System[0].Text
@@ -292,18 +288,18 @@ func TestUnreadableTriggerLinesAreReportedInTheNextPrompt(t *testing.T) {
 // name no trigger has is refused.
 func TestWebhookPostsWakeTheInstanceOnce(t *testing.T) {
 	ctx := context.Background()
-	clock := &testClock{t: wakeT0}
+	clock := newClock(wakeT0)
 	p := scripted(t, wakeScript(1, 0))
 	k := openAt(t, t.TempDir(), p, clock)
 	writeTriggers(t, k, "every 1d tier 1: unrelated")
 	if _, err := k.Blocks().WriteAt(ctx, "wake", at(t, "0.5.1"), "webhook ci tier 2: check the build"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Webhook(ctx, "other", []byte("x")); !errors.Is(err, ErrNoHook) {
+	if _, err := k.Wakes().Webhook(ctx, "other", []byte("x")); !errors.Is(err, wakes.ErrNoHook) {
 		t.Fatalf("a post to an unknown hook: %v", err)
 	}
 	for i := range 3 {
-		if _, err := k.Webhook(ctx, "ci", []byte(fmt.Sprintf(`{"build":%d,"status":"failed"}`, i))); err != nil {
+		if _, err := k.Wakes().Webhook(ctx, "ci", []byte(fmt.Sprintf(`{"build":%d,"status":"failed"}`, i))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -331,19 +327,19 @@ func TestAWatchedPageWakesOnChange(t *testing.T) {
 	defer site.Close()
 	line := "watch " + site.URL + "/news every 1h tier 1: what changed?"
 
-	clock := &testClock{t: wakeT0}
+	clock := newClock(wakeT0)
 	refused := openAt(t, t.TempDir(), scripted(t, wakeScript(0, 0)), clock)
 	writeTriggers(t, refused, line)
 	r := pass(t, refused)
 	if len(r.Wakes) != 0 || len(r.Errors) != 1 || !strings.Contains(r.Errors[0], "loopback or private") {
 		t.Fatalf("a loopback page under the default policy: %+v", r)
 	}
-	if st, _ := refused.Status(context.Background()); !strings.Contains(st.Triggers[0].Error, "loopback or private") {
+	if st, _ := refused.Wakes().Status(context.Background()); !strings.Contains(st.Triggers[0].Error, "loopback or private") {
 		t.Fatalf("the refusal is not recorded: %+v", st.Triggers)
 	}
 
 	p := scripted(t, wakeScript(1, 0))
-	k := openAt(t, t.TempDir(), p, clock, func(o *Options) { o.WebRequest = WebPolicy{Allow: []string{"127.0.0.1"}} })
+	k := openAt(t, t.TempDir(), p, clock, func(o *Options) { o.WebRequest = fetch.Policy{Allow: []string{"127.0.0.1"}} })
 	writeTriggers(t, k, line)
 	if r := pass(t, k); len(r.Wakes)+len(r.Errors) != 0 {
 		t.Fatalf("the first look: %+v", r)
@@ -370,7 +366,7 @@ func TestAWatchedPageWakesOnChange(t *testing.T) {
 // A block left unchanged for the trigger's time wakes the instance once;
 // unchanged for as long again, once more.
 func TestAStaleBlockWakesTheInstance(t *testing.T) {
-	clock := &testClock{t: time.Now()} // blocks are stamped by the real clock
+	clock := newClock(time.Now()) // blocks are stamped by the real clock
 	k := openAt(t, t.TempDir(), scripted(t, wakeScript(2, 0)), clock)
 	writeTriggers(t, k, "stale stash after 1d tier 1: tidy it")
 	if r := pass(t, k); len(r.Wakes) != 0 {
@@ -407,14 +403,15 @@ func childMain() bool {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		os.Exit(2)
 	}
-	k, err := Open(os.Getenv("HC_WAKE_DIR"), Options{Client: &llm.Client{Provider: p}, ServerTools: true, Now: func() time.Time { return now }})
+	k, err := kernel.Open(os.Getenv("HC_WAKE_DIR"), Options{Client: &llm.Client{Provider: p}, ServerTools: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		os.Exit(2)
 	}
+	k.Wakes().SetClock(func() time.Time { return now })
 	fmt.Println("ready")
 	bufio.NewReader(os.Stdin).ReadString('\n')
-	r, err := k.RunTriggers(context.Background())
+	r, err := k.Wakes().RunTriggers(context.Background())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		os.Exit(1)
@@ -478,7 +475,7 @@ func TestTwoProcessesNeverFireOneDueTimeTwice(t *testing.T) {
 	srv := llmtest.NewServer(s)
 	defer srv.Close()
 	dir := t.TempDir()
-	clock := &testClock{t: wakeT0}
+	clock := newClock(wakeT0)
 	k := openAt(t, dir, scripted(t, wakeScript(0, 0)), clock)
 	writeTriggers(t, k, "every 1h tier 1: check stash", "every 2h tier 1: reflect")
 	pass(t, k) // the triggers are first read: due in an hour and in two
@@ -496,7 +493,7 @@ func TestTwoProcessesNeverFireOneDueTimeTwice(t *testing.T) {
 		}
 		woke := 0
 		for _, c := range children {
-			var r WakeReport
+			var r wakes.Report
 			if err := json.NewDecoder(c.out).Decode(&r); err != nil {
 				t.Fatalf("round %d: a child's report: %v", round, err)
 			}
@@ -533,7 +530,7 @@ func TestAWakeKilledMidCallIsMarkedInterrupted(t *testing.T) {
 	defer hang.Close()
 	defer close(release)
 	dir := t.TempDir()
-	clock := &testClock{t: wakeT0}
+	clock := newClock(wakeT0)
 	k := openAt(t, dir, scripted(t, wakeScript(0, 0)), clock)
 	writeTriggers(t, k, "every 1h tier 1: check stash")
 	pass(t, k)
@@ -547,17 +544,17 @@ func TestAWakeKilledMidCallIsMarkedInterrupted(t *testing.T) {
 	if r := pass(t, k2); len(r.Wakes) != 0 {
 		t.Fatalf("the killed wake's due time fired again: %+v", r.Wakes)
 	}
-	all, _ := k2.Wakes(context.Background(), 0, 0)
+	all, _ := k2.Wakes().List(context.Background(), 0, 0)
 	if len(all) != 1 || all[0].Status != store.WakeInterrupted {
 		t.Fatalf("the next pass, with the wake lock free: %+v", all)
 	}
 	clock.Set(wakeT0.Add(2*time.Hour + time.Minute))
 	r := pass(t, k2)
-	all, _ = k2.Wakes(context.Background(), 0, 0)
+	all, _ = k2.Wakes().List(context.Background(), 0, 0)
 	if statuses(r) != "woke" || len(all) != 2 || all[1].Status != store.WakeInterrupted {
 		t.Fatalf("at the next due time: pass %+v, wakes %+v", r.Wakes, all)
 	}
-	if st, _ := k2.Status(context.Background()); st.Today.Wakes != 2 {
+	if st, _ := k2.Wakes().Status(context.Background()); st.Today.Wakes != 2 {
 		t.Fatalf("the interrupted wake does not count against the cap: %+v", st.Today)
 	}
 }
@@ -566,12 +563,13 @@ func TestAWakeKilledMidCallIsMarkedInterrupted(t *testing.T) {
 // none of which is due and a webhook trigger with no post: what a running
 // kernel spends every 15 s between wakes.
 func BenchmarkIdleTriggerPass(b *testing.B) {
-	clock := &testClock{t: wakeT0}
-	k, err := Open(b.TempDir(), Options{Now: clock.Now})
+	clock := newClock(wakeT0)
+	k, err := kernel.Open(b.TempDir(), Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer k.Close()
+	k.Wakes().SetClock(clock.Now)
 	ctx := context.Background()
 	if err := k.Ready(ctx); err != nil {
 		b.Fatal(err)
@@ -585,7 +583,7 @@ func BenchmarkIdleTriggerPass(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		r, err := k.RunTriggers(ctx)
+		r, err := k.Wakes().RunTriggers(ctx)
 		if err != nil || len(r.Wakes) != 0 {
 			b.Fatal(r, err)
 		}
@@ -602,7 +600,7 @@ func TestAWatchedPageIntoLoopbackIsRefused(t *testing.T) {
 		w.Write([]byte("the secret"))
 	}))
 	t.Cleanup(target.Close)
-	clock := &testClock{t: wakeT0}
+	clock := newClock(wakeT0)
 	k := openAt(t, t.TempDir(), scripted(t, wakeScript(0, 0)), clock)
 	writeTriggers(t, k, "watch "+target.URL+"/secret every 1h tier 1: what changed?")
 	r := pass(t, k)
@@ -614,17 +612,17 @@ func TestAWatchedPageIntoLoopbackIsRefused(t *testing.T) {
 // Without an LLM client (serve before the person gave a key) nothing is
 // claimed: the due time waits and fires once the key comes.
 func TestTriggersWaitForAnAPIKey(t *testing.T) {
-	clock := &testClock{t: wakeT0}
+	clock := newClock(wakeT0)
 	k := openAt(t, t.TempDir(), scripted(t, wakeScript(1, 0)), clock)
 	writeTriggers(t, k, "every 1h tier 1: check stash")
 	pass(t, k)
-	client := k.Client()
-	k.SetClient(nil)
+	client := k.Conversation().Client()
+	k.Conversation().SetClient(nil)
 	clock.Add(time.Hour)
 	if r := pass(t, k); len(r.Wakes) != 0 || len(r.Errors) != 1 || !strings.Contains(r.Errors[0], "no LLM client") {
 		t.Fatalf("without a client: %+v", r)
 	}
-	k.SetClient(client)
+	k.Conversation().SetClient(client)
 	if r := pass(t, k); statuses(r) != "woke" {
 		t.Fatalf("once the key came: %+v", r)
 	}
@@ -634,7 +632,7 @@ func TestTriggersWaitForAnAPIKey(t *testing.T) {
 // hour after it fired, once after a week's jump.
 func TestADailyTriggerAcrossClockJumps(t *testing.T) {
 	day := time.Date(2026, 11, 3, 8, 0, 0, 0, time.UTC)
-	clock := &testClock{t: day}
+	clock := newClock(day)
 	k := openAt(t, t.TempDir(), scripted(t, wakeScript(2, 0)), clock)
 	writeTriggers(t, k, "daily 09:00 UTC tier 2: plan the day")
 	pass(t, k)

@@ -1,4 +1,4 @@
-package hermitcrab
+package conversation
 
 import (
 	"context"
@@ -28,48 +28,48 @@ const (
 )
 
 // catalogue returns every client tool the kernel can run, by name.
-func (k *Kernel) catalogue(c *callState) map[string]llm.ToolHandler {
+func (c *Caller) catalogue(cs *callState) map[string]llm.ToolHandler {
 	h := map[string]llm.ToolHandler{}
 	add := func(name, desc string, in json.RawMessage, run llm.ToolFunc) {
 		h[name] = llm.ToolHandler{Tool: llm.Tool{Name: name, Description: desc, InputSchema: in}, Run: run}
 	}
 	add("block_read", "A block whole, or the node at path with its children's texts.",
-		tool.Schema(nameProp+","+pathProp, "name"), k.toolBlockRead)
+		tool.Schema(nameProp+","+pathProp, "name"), c.toolBlockRead)
 	add("block_write", "Write text at path, creating nodes on the way; a branch keeps its children.",
-		tool.Schema(nameProp+","+pathProp+","+textProp, "name", "path", "content"), tool.Func(k.toolBlockWrite))
-	add("block_list", "Every block's name and pscale-0 text.", tool.Schema(""), tool.Func(k.toolBlockList))
+		tool.Schema(nameProp+","+pathProp+","+textProp, "name", "path", "content"), tool.Func(c.toolBlockWrite))
+	add("block_list", "Every block's name and pscale-0 text.", tool.Schema(""), tool.Func(c.toolBlockList))
 	add("block_create", "Create a block with its pscale-0 text.",
 		tool.Schema(nameProp+`,"pscale0":{"type":"string"},"place":{"type":"integer","minimum":1}`, "name", "pscale0"),
-		tool.Func(k.toolBlockCreate))
+		tool.Func(c.toolBlockCreate))
 	add("bsp", BSPDescription,
 		tool.Schema(nameProp+`,"spindle":{"type":"string","description":"address, e.g. \"0.12\""},"point":{"type":"integer","description":"a pscale"},"mode":{"type":"string","enum":`+bspModes+`}`, "name"),
-		tool.Func(k.toolBSP))
+		tool.Func(c.toolBSP))
 	add("resolve", "Every node's text of a block down to depth (default 3).",
-		tool.Schema(nameProp+`,"depth":{"type":"integer","minimum":1}`, "name"), tool.Func(k.toolResolve))
+		tool.Schema(nameProp+`,"depth":{"type":"integer","minimum":1}`, "name"), tool.Func(c.toolResolve))
 	add("write_entry", "Add an entry to a block: without path as its newest (the block grows as it fills); with path at the next free digit under that node.",
-		tool.Schema(nameProp+","+pathProp+","+textProp, "name", "content"), tool.Func(k.toolWriteEntry))
+		tool.Schema(nameProp+","+pathProp+","+textProp, "name", "content"), tool.Func(c.toolWriteEntry))
 	add("compress", "When digits 1-9 under path are full: the light tier writes their summary or emergence as that node's text (the nine stay). Compressing a block's top (\"0\") grows the block.",
-		tool.Schema(nameProp+","+pathProp, "name", "path"), tool.Func(k.toolCompress))
-	add("get_source", "The JSX of the shell running now.", tool.Schema(""), k.toolGetSource)
+		tool.Schema(nameProp+","+pathProp, "name", "path"), tool.Func(c.toolCompress))
+	add("get_source", "The JSX of the shell running now.", tool.Schema(""), c.toolGetSource)
 	add("recompile", "Show a new interface: the whole JSX of one React component. Errors come back; success ends your turn.",
 		tool.Schema(`"jsx":{"type":"string"}`, "jsx"), func(ctx context.Context, in json.RawMessage) (llm.ToolOutput, error) {
-			return k.toolRecompile(ctx, c, in)
+			return c.toolRecompile(ctx, cs, in)
 		})
 	add("set_tools", "Choose your tools for later calls: names or definitions (capabilities lists them).",
-		tool.Schema(`"tools":{"type":"array"}`, "tools"), tool.Func(k.toolSetTools))
+		tool.Schema(`"tools":{"type":"array"}`, "tools"), tool.Func(c.toolSetTools))
 	add("call_llm", "Delegate a task to another LLM: one call, no tools. model \"fast\" is the light tier, \"default\" the deep tier.",
 		tool.Schema(`"prompt":{"type":"string"},"model":{"type":"string","enum":["fast","default"]},"system":{"type":"string"}`, "prompt"),
-		k.toolCallLLM)
-	add("get_datetime", "Date, time, timezone, unix time.", tool.Schema(""), tool.Func(k.toolDatetime))
-	for _, t := range k.fetch.Tools() { // another site's text
+		c.toolCallLLM)
+	add("get_datetime", "Date, time, timezone, unix time.", tool.Schema(""), tool.Func(c.toolDatetime))
+	for _, t := range c.fetch.Tools() { // another site's text
 		add(t.Tool.Name, t.Tool.Description, t.Tool.InputSchema, tool.Inert(t.Run))
 	}
 	for _, name := range browserTools {
-		add(name, browserDescriptions[name], browserSchemas[name], k.browserTool(name))
+		add(name, browserDescriptions[name], browserSchemas[name], c.browserTool(name))
 	}
 	// Everything the network tools answer is the beach's or another
 	// agent's text (passports, marks, messages, the beach's acknowledgements).
-	for _, t := range k.net.Tools() {
+	for _, t := range c.net.Tools() {
 		add(t.Tool.Name, t.Tool.Description, t.Tool.InputSchema, tool.Inert(t.Run))
 	}
 	return h
@@ -121,13 +121,13 @@ type pathArgs struct {
 	Content string `json:"content"`
 }
 
-func (k *Kernel) toolBlockRead(ctx context.Context, in json.RawMessage) (llm.ToolOutput, error) {
+func (c *Caller) toolBlockRead(ctx context.Context, in json.RawMessage) (llm.ToolOutput, error) {
 	var args pathArgs
 	if err := tool.Decode(in, &args); err != nil {
 		return llm.ToolOutput{}, err
 	}
 	if args.Path == nil || args.Path == "" {
-		b, err := k.blocks.Raw(ctx, args.Name)
+		b, err := c.blocks.Raw(ctx, args.Name)
 		if err != nil {
 			return llm.ToolOutput{}, err
 		}
@@ -137,30 +137,30 @@ func (k *Kernel) toolBlockRead(ctx context.Context, in json.RawMessage) (llm.Too
 	if err != nil {
 		return llm.ToolOutput{}, err
 	}
-	view, err := k.blocks.ReadNode(ctx, args.Name, addr)
+	view, err := c.blocks.ReadNode(ctx, args.Name, addr)
 	if err != nil {
 		return llm.ToolOutput{}, err
 	}
 	return tool.JSON(view)
 }
 
-func (k *Kernel) toolBlockWrite(ctx context.Context, args pathArgs) (any, error) {
+func (c *Caller) toolBlockWrite(ctx context.Context, args pathArgs) (any, error) {
 	addr, err := blocks.ParseAddress("path", args.Path)
 	if err != nil {
 		return nil, err
 	}
-	v, err := k.blocks.WriteAt(ctx, args.Name, addr, args.Content)
+	v, err := c.blocks.WriteAt(ctx, args.Name, addr, args.Content)
 	if err != nil {
 		return nil, err
 	}
 	return map[string]any{"success": true, "block": args.Name, "path": fmt.Sprint(args.Path), "version": v}, nil
 }
 
-func (k *Kernel) toolBlockList(ctx context.Context, _ struct{}) (any, error) {
-	return k.blocks.List(ctx)
+func (c *Caller) toolBlockList(ctx context.Context, _ struct{}) (any, error) {
+	return c.blocks.List(ctx)
 }
 
-func (k *Kernel) toolBlockCreate(ctx context.Context, args struct {
+func (c *Caller) toolBlockCreate(ctx context.Context, args struct {
 	Name    string      `json:"name"`
 	Pscale0 string      `json:"pscale0"`
 	Place   json.Number `json:"place"`
@@ -173,7 +173,7 @@ func (k *Kernel) toolBlockCreate(ctx context.Context, args struct {
 		}
 		place = p
 	}
-	if err := k.blocks.Create(ctx, args.Name, args.Pscale0, place); err != nil {
+	if err := c.blocks.Create(ctx, args.Name, args.Pscale0, place); err != nil {
 		return nil, err
 	}
 	return map[string]any{"success": true, "block": args.Name}, nil
@@ -188,7 +188,7 @@ var bspModes = func() string {
 	return string(data)
 }()
 
-func (k *Kernel) toolBSP(ctx context.Context, args struct {
+func (c *Caller) toolBSP(ctx context.Context, args struct {
 	Name    string `json:"name"`
 	Spindle any    `json:"spindle"`
 	Point   any    `json:"point"`
@@ -198,10 +198,10 @@ func (k *Kernel) toolBSP(ctx context.Context, args struct {
 	if err != nil {
 		return nil, err
 	}
-	return k.blocks.BSP(ctx, args.Name, q)
+	return c.blocks.BSP(ctx, args.Name, q)
 }
 
-func (k *Kernel) toolResolve(ctx context.Context, args struct {
+func (c *Caller) toolResolve(ctx context.Context, args struct {
 	Name  string `json:"name"`
 	Depth any    `json:"depth"`
 }) (any, error) {
@@ -209,10 +209,10 @@ func (k *Kernel) toolResolve(ctx context.Context, args struct {
 	if err != nil {
 		return nil, err
 	}
-	return k.blocks.Resolve(ctx, args.Name, depth)
+	return c.blocks.Resolve(ctx, args.Name, depth)
 }
 
-func (k *Kernel) toolWriteEntry(ctx context.Context, args pathArgs) (any, error) {
+func (c *Caller) toolWriteEntry(ctx context.Context, args pathArgs) (any, error) {
 	var under pscale.Address
 	if args.Path != nil && args.Path != "" {
 		a, err := blocks.ParseAddress("path", args.Path)
@@ -221,7 +221,7 @@ func (k *Kernel) toolWriteEntry(ctx context.Context, args pathArgs) (any, error)
 		}
 		under = a
 	}
-	at, err := k.blocks.WriteEntry(ctx, args.Name, under, args.Content)
+	at, err := c.blocks.WriteEntry(ctx, args.Name, under, args.Content)
 	var full *pscale.FullError
 	switch {
 	case errors.As(err, &full):
@@ -234,20 +234,20 @@ func (k *Kernel) toolWriteEntry(ctx context.Context, args pathArgs) (any, error)
 	return map[string]any{"success": true, "block": args.Name, "path": at}, nil
 }
 
-func (k *Kernel) toolCompress(ctx context.Context, args pathArgs) (any, error) {
+func (c *Caller) toolCompress(ctx context.Context, args pathArgs) (any, error) {
 	addr, err := blocks.ParseAddress("path", args.Path)
 	if err != nil {
 		return nil, err
 	}
-	c, err := k.Compress(ctx, args.Name, addr)
+	comp, err := c.Compress(ctx, args.Name, addr)
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "compression": c}, nil
+	return map[string]any{"success": true, "compression": comp}, nil
 }
 
-func (k *Kernel) toolGetSource(ctx context.Context, _ json.RawMessage) (llm.ToolOutput, error) {
-	src, err := k.shells.Source(ctx)
+func (c *Caller) toolGetSource(ctx context.Context, _ json.RawMessage) (llm.ToolOutput, error) {
+	src, err := c.shells.Source(ctx)
 	switch {
 	case err != nil:
 		return llm.ToolOutput{}, err
@@ -257,41 +257,41 @@ func (k *Kernel) toolGetSource(ctx context.Context, _ json.RawMessage) (llm.Tool
 	return llm.TextOutput(src), nil
 }
 
-func (k *Kernel) toolRecompile(ctx context.Context, c *callState, in json.RawMessage) (llm.ToolOutput, error) {
+func (c *Caller) toolRecompile(ctx context.Context, cs *callState, in json.RawMessage) (llm.ToolOutput, error) {
 	var args struct {
 		JSX string `json:"jsx"`
 	}
 	if err := tool.Decode(in, &args); err != nil {
 		return llm.ToolOutput{}, err
 	}
-	sh, err := k.shells.Recompile(ctx, args.JSX)
+	sh, err := c.shells.Recompile(ctx, args.JSX)
 	if errors.Is(err, shells.ErrCompile) {
 		return llm.ErrorOutput(err.Error()), nil
 	}
 	if err != nil {
 		return llm.ToolOutput{}, err
 	}
-	c.shell = &sh
+	cs.shell = &sh
 	out := llm.TextOutput(fmt.Sprintf(`{"success":true,"shell":%d}`, sh.ID))
 	out.Stop = true
 	return out, nil
 }
 
-func (k *Kernel) toolSetTools(ctx context.Context, args struct {
+func (c *Caller) toolSetTools(ctx context.Context, args struct {
 	Tools []json.RawMessage `json:"tools"`
 }) (any, error) {
 	tools, err := ParseToolEntries(args.Tools)
 	if err != nil {
 		return nil, err
 	}
-	names, err := k.SetTools(ctx, tools)
+	names, err := c.SetTools(ctx, tools)
 	if err != nil {
 		return nil, err
 	}
 	return map[string]any{"success": true, "tools": names, "note": "takes effect on your next call; set_tools always stays"}, nil
 }
 
-func (k *Kernel) toolDatetime(context.Context, struct{}) (any, error) {
+func (c *Caller) toolDatetime(context.Context, struct{}) (any, error) {
 	now := time.Now()
 	zone, _ := now.Zone()
 	return map[string]any{
@@ -300,11 +300,11 @@ func (k *Kernel) toolDatetime(context.Context, struct{}) (any, error) {
 	}, nil
 }
 
-func (k *Kernel) browserTool(name string) llm.ToolFunc {
+func (c *Caller) browserTool(name string) llm.ToolFunc {
 	return func(ctx context.Context, in json.RawMessage) (llm.ToolOutput, error) {
-		if k.opts.Browser == nil {
+		if c.opts.Browser == nil {
 			return llm.ErrorOutput(fmt.Sprintf("%s needs a browser: no web shell page is attached to this kernel (start it with `hermitcrab serve` and open the page)", name)), nil
 		}
-		return k.opts.Browser.Call(ctx, name, in)
+		return c.opts.Browser.Call(ctx, name, in)
 	}
 }

@@ -1,4 +1,4 @@
-package hermitcrab
+package conversation_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 // a handler error becomes the is_error text the LLM would see.
 func runTool(t *testing.T, k *Kernel, name string, input string) llm.ToolOutput {
 	t.Helper()
-	h, ok := k.catalogue(&callState{})[name]
+	h, ok := k.Conversation().Catalogue()[name]
 	if !ok {
 		t.Fatalf("no tool %s", name)
 	}
@@ -92,7 +92,7 @@ func sentTools(req *llm.Request) string {
 
 func TestTheFirstCallsSendTheBootToolsOnly(t *testing.T) {
 	k, p := newKernel(t, `{"responses":[{"content":[{"type":"text","text":"ok"}]}]}`)
-	if _, err := k.Call(context.Background(), []llm.Message{llm.UserText("hi")}, CallOptions{}); err != nil {
+	if _, err := k.Conversation().Call(context.Background(), []llm.Message{llm.UserText("hi")}, CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	want := slices.Sorted(slices.Values(BootTools))
@@ -107,7 +107,7 @@ func TestSetToolsChangesTheNextCallsToolsAndAlwaysKeepsItself(t *testing.T) {
 	if out.IsError || !strings.Contains(out.Content.Text, `"set_tools"`) {
 		t.Fatal(out.Content.Text)
 	}
-	if _, err := k.Call(context.Background(), []llm.Message{llm.UserText("hi")}, CallOptions{}); err != nil {
+	if _, err := k.Conversation().Call(context.Background(), []llm.Message{llm.UserText("hi")}, CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := sentTools(p.Requests()[0]); got != "block_read,set_tools,speak,web_search" {
@@ -124,7 +124,7 @@ func TestSetToolsTakesDefinitions(t *testing.T) {
 	if out.IsError {
 		t.Fatal(out.Content.Text)
 	}
-	if _, err := k.Call(context.Background(), []llm.Message{llm.UserText("hi")}, CallOptions{}); err != nil {
+	if _, err := k.Conversation().Call(context.Background(), []llm.Message{llm.UserText("hi")}, CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	sent := map[string]llm.Tool{}
@@ -160,14 +160,14 @@ func TestSetToolsTakesDefinitions(t *testing.T) {
 			t.Errorf("set_tools %s: %+v, want an error saying %q", bad.tools, out, bad.says)
 		}
 	}
-	if got, _ := k.ActiveTools(context.Background()); len(got) != 4 {
+	if got, _ := k.Conversation().ActiveTools(context.Background()); len(got) != 4 {
 		t.Fatalf("a refused set_tools changed the tools: %+v", got)
 	}
 }
 
 func TestServerToolsAreLeftOutForOtherProviders(t *testing.T) {
 	k, p := newKernel(t, `{"responses":[{"content":[{"type":"text","text":"ok"}]}]}`, func(o *Options) { o.ServerTools = false })
-	k.Call(context.Background(), []llm.Message{llm.UserText("hi")}, CallOptions{})
+	k.Conversation().Call(context.Background(), []llm.Message{llm.UserText("hi")}, CallOptions{})
 	for _, tool := range p.Requests()[0].Tools {
 		if tool.IsServer() {
 			t.Fatalf("server tool %s sent with ServerTools off", tool.Name)
@@ -179,7 +179,7 @@ func TestPTCIsOnForTheReadOnlyToolsUnlessTurnedOff(t *testing.T) {
 	for _, off := range []bool{false, true} {
 		k, p := newKernel(t, `{"responses":[{"content":[{"type":"text","text":"ok"}]}]}`, func(o *Options) { o.NoPTC = off })
 		useTools(t, k, "bsp", "resolve", "write_entry")
-		k.Call(context.Background(), []llm.Message{llm.UserText("hi")}, CallOptions{})
+		k.Conversation().Call(context.Background(), []llm.Message{llm.UserText("hi")}, CallOptions{})
 		for _, tool := range p.Requests()[0].Tools {
 			callable := len(tool.AllowedCallers) == 1 && tool.AllowedCallers[0] == "code_execution_20250825"
 			if callable != (!off && slices.Contains(readOnlyTools, tool.Name)) {
@@ -189,7 +189,7 @@ func TestPTCIsOnForTheReadOnlyToolsUnlessTurnedOff(t *testing.T) {
 	}
 	// Without code execution there is nothing to call the tools from.
 	k, p := newKernel(t, `{"responses":[{"content":[{"type":"text","text":"ok"}]}]}`, func(o *Options) { o.ServerTools = false })
-	k.Call(context.Background(), []llm.Message{llm.UserText("hi")}, CallOptions{})
+	k.Conversation().Call(context.Background(), []llm.Message{llm.UserText("hi")}, CallOptions{})
 	for _, tool := range p.Requests()[0].Tools {
 		if len(tool.AllowedCallers) > 0 {
 			t.Errorf("%s callable from code with no code execution", tool.Name)
@@ -203,8 +203,8 @@ func TestTheCodeExecutionContainerIsKeptAcrossCalls(t *testing.T) {
 		{"content":[{"type":"text","text":"again"}]}
 	]}`)
 	ctx := context.Background()
-	k.Call(ctx, []llm.Message{llm.UserText("run")}, CallOptions{})
-	k.Call(ctx, []llm.Message{llm.UserText("again")}, CallOptions{})
+	k.Conversation().Call(ctx, []llm.Message{llm.UserText("run")}, CallOptions{})
+	k.Conversation().Call(ctx, []llm.Message{llm.UserText("again")}, CallOptions{})
 	if got := p.Requests()[1].Container; got != "cntr_7" {
 		t.Fatalf("second call's container %q", got)
 	}
@@ -242,7 +242,7 @@ func useTools(t *testing.T, k *Kernel, names ...string) {
 	for _, n := range append(slices.Clone(BootTools), names...) {
 		tools = append(tools, llm.Tool{Name: n})
 	}
-	if _, err := k.SetTools(context.Background(), tools); err != nil {
+	if _, err := k.Conversation().SetTools(context.Background(), tools); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -255,11 +255,11 @@ func TestCleanAPIRequestReturnsTheInjectedTools(t *testing.T) {
 	k, _ := newKernel(t, `{"responses":[]}`)
 	ctx := context.Background()
 	for _, body := range []string{`{"max_tokens":10}`, `{"max_tokens":10,"tools":null}`} {
-		out, tools, notes, err := k.CleanAPIRequest(ctx, []byte(body))
+		out, tools, notes, err := k.Conversation().CleanAPIRequest(ctx, []byte(body))
 		if err != nil {
 			t.Fatal(err)
 		}
-		current, err := k.CurrentTools(ctx)
+		current, err := k.Conversation().CurrentTools(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -283,7 +283,7 @@ func TestCleanAPIRequestReturnsTheInjectedTools(t *testing.T) {
 			t.Fatalf("%s: notes %q do not say the tools were added", body, notes)
 		}
 	}
-	out, tools, notes, err := k.CleanAPIRequest(ctx, []byte(`{"max_tokens":10,"tools":[]}`))
+	out, tools, notes, err := k.Conversation().CleanAPIRequest(ctx, []byte(`{"max_tokens":10,"tools":[]}`))
 	if err != nil || len(tools) != 0 || !strings.Contains(string(out), `"tools":[]`) || slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, "tools") }) {
 		t.Fatalf("tools: [] became %s %v %q %v", out, tools, notes, err)
 	}

@@ -1,4 +1,4 @@
-package hermitcrab
+package conversation_test
 
 import (
 	"context"
@@ -61,13 +61,13 @@ func BenchmarkBootTools(b *testing.B) {
 	k, p := benchKernel(b)
 	ctx := context.Background()
 	for b.Loop() {
-		if _, err := k.Call(ctx, []llm.Message{llm.UserText("BOOT")}, CallOptions{Tier: prompt.Deep}); err != nil {
+		if _, err := k.Conversation().Call(ctx, []llm.Message{llm.UserText("BOOT")}, CallOptions{Tier: prompt.Deep}); err != nil {
 			b.Fatal(err)
 		}
 		resetHistory(ctx, k)
 	}
 	var all []llm.Tool
-	for _, h := range k.catalogue(&callState{}) {
+	for _, h := range k.Conversation().Catalogue() {
 		all = append(all, h.Tool)
 	}
 	b.ReportMetric(float64(wireTokens(p.last.Tools)), "boot_tool_tokens")
@@ -117,7 +117,7 @@ func BenchmarkConversationalCall(b *testing.B) {
 	msgs = append(msgs, llm.UserText("And what about watering?"))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := k.Call(ctx, msgs, CallOptions{}); err != nil {
+		if _, err := k.Conversation().Call(ctx, msgs, CallOptions{}); err != nil {
 			b.Fatal(err)
 		}
 		resetHistory(ctx, k)

@@ -1,4 +1,4 @@
-package hermitcrab
+package conversation
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package hermitcrab
+package conversation
 
 import (
 	"bytes"
@@ -7,10 +7,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync/atomic"
 
+	"github.com/llmkernels/kernels/hermitcrab/blocks"
 	"github.com/llmkernels/kernels/hermitcrab/budget"
+	"github.com/llmkernels/kernels/hermitcrab/fetch"
+	"github.com/llmkernels/kernels/hermitcrab/network"
 	"github.com/llmkernels/kernels/hermitcrab/prompt"
+	"github.com/llmkernels/kernels/hermitcrab/shells"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/hermitcrab/tool"
 	"github.com/llmkernels/kernels/llm"
@@ -27,7 +33,81 @@ func promptText(name string) string {
 	return strings.TrimSpace(string(data))
 }
 
-var errNoClient = errors.New("no LLM client configured: give an API key (ANTHROPIC_API_KEY, or the web page's key form) or choose --provider")
+// ErrNoClient is the error of a call made before the kernel has an LLM
+// client (no API key given yet).
+var ErrNoClient = errors.New("no LLM client configured: give an API key (ANTHROPIC_API_KEY, or the web page's key form) or choose another provider")
+
+// Options configure a Caller.
+type Options struct {
+	// Client sends LLM requests; SetClient replaces it (a server that
+	// learns the API key after it started). Block and prompt operations
+	// work without one.
+	Client *llm.Client
+	// Model, when set, replaces the wake block's model on every tier; the
+	// wake block still decides everything else.
+	Model string
+	// ServerTools declares web_search, web_fetch and code_execution, which
+	// only the Anthropic provider runs. Set it false for other providers.
+	ServerTools bool
+	// NoPTC stops code execution from calling the read-only tools. By
+	// default (§8.3) block_read, block_list, bsp, resolve, get_datetime and
+	// get_source carry allowed_callers whenever code_execution is active
+	// (programmatic tool calling).
+	NoPTC bool
+	// Browser relays browser tools to an attached page; nil answers them
+	// with an error saying no browser is attached.
+	Browser Browser
+	// Observe receives LLM and tool events as they happen (progress lines).
+	Observe func(llm.Event)
+	Log     *slog.Logger
+}
+
+// Browser runs a browser tool (clipboard_write, speak, download, …) in the
+// page attached to the kernel, and returns its answer.
+type Browser interface {
+	Call(ctx context.Context, tool string, input json.RawMessage) (llm.ToolOutput, error)
+}
+
+// Caller makes an instance's calls to the LLM (callLLM) on its
+// conversations, with the tools that reach its blocks, shells, network
+// and the web.
+type Caller struct {
+	store  *store.Store
+	blocks *blocks.Blocks
+	shells *shells.Shells
+	net    *network.Agent
+	fetch  *fetch.Fetcher
+	opts   Options
+	log    *slog.Logger
+	client atomic.Pointer[llm.Client]
+}
+
+// Parts are what a Caller's tools reach.
+type Parts struct {
+	Store   *store.Store
+	Blocks  *blocks.Blocks
+	Shells  *shells.Shells
+	Network *network.Agent
+	Fetch   *fetch.Fetcher
+}
+
+// New makes the Caller of an instance.
+func New(p Parts, o Options) *Caller {
+	log := o.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	c := &Caller{store: p.Store, blocks: p.Blocks, shells: p.Shells, net: p.Network, fetch: p.Fetch, opts: o, log: log}
+	c.client.Store(o.Client)
+	return c
+}
+
+// SetClient sets the LLM client, for a server that learns the API key
+// after it started.
+func (c *Caller) SetClient(cl *llm.Client) { c.client.Store(cl) }
+
+// Client is the LLM client, nil until one is configured.
+func (c *Caller) Client() *llm.Client { return c.client.Load() }
 
 // containerSetting keeps the code-execution container id between calls.
 const containerSetting = "container"
@@ -67,29 +147,29 @@ type CallResult struct {
 // window, runs the tool loop with the active tools, and auto-saves a summary
 // of the reply to the history block. Everything is read anew on every call,
 // so the LLM's writes to its wake block steer the next call.
-func (k *Kernel) Call(ctx context.Context, messages []llm.Message, opts CallOptions) (*CallResult, error) {
-	client := budget.Meter(ctx, k.Client())
+func (c *Caller) Call(ctx context.Context, messages []llm.Message, opts CallOptions) (*CallResult, error) {
+	client := budget.Meter(ctx, c.Client())
 	if client == nil {
-		return nil, errNoClient
+		return nil, ErrNoClient
 	}
-	if err := k.blocks.Ready(ctx); err != nil {
+	if err := c.blocks.Ready(ctx); err != nil {
 		return nil, err
 	}
 	tier := opts.Tier
 	if tier == 0 {
 		tier = prompt.Present
 	}
-	params, err := k.tierParams(k.blocks.Source(ctx), tier)
+	params, err := c.tierParams(c.blocks.Source(ctx), tier)
 	if err != nil {
 		return nil, err
 	}
-	compiled, err := k.CompilePrompt(ctx, tier)
+	compiled, err := c.CompilePrompt(ctx, tier)
 	if err != nil {
 		return nil, err
 	}
 	kept, trimmed := Trim(continuable(messages), params.MaxMessages)
 	state := &callState{}
-	handlers, server, err := k.toolSet(ctx, state, opts.Tools)
+	handlers, server, err := c.toolSet(ctx, state, opts.Tools)
 	if err != nil {
 		return nil, err
 	}
@@ -101,14 +181,14 @@ func (k *Kernel) Call(ctx context.Context, messages []llm.Message, opts CallOpti
 		Messages:  kept,
 		Tools:     server,
 	}
-	if c, ok, err := k.store.Setting(ctx, containerSetting); err == nil && ok {
-		req.Container = c
+	if id, ok, err := c.store.Setting(ctx, containerSetting); err == nil && ok {
+		req.Container = id
 	}
 	markToolsForCaching(req, handlers)
-	if note := k.shells.Notice(ctx); note != "" {
+	if note := c.shells.Notice(ctx); note != "" {
 		req.Messages = withNote(req.Messages, note)
 	}
-	loop := &llm.Loop{Client: client, Handlers: handlers, MaxLoops: params.MaxToolLoops, Observe: k.opts.Observe}
+	loop := &llm.Loop{Client: client, Handlers: handlers, MaxLoops: params.MaxToolLoops, Observe: c.opts.Observe}
 	res, err := loop.Run(ctx, req)
 	out := &CallResult{Result: res, Params: params, Prompt: compiled, Shell: state.shell, Trimmed: trimmed}
 	out.Notes = append(append(append(out.Notes, params.Notes...), compiled.Problems...), res.Notes...)
@@ -118,7 +198,7 @@ func (k *Kernel) Call(ctx context.Context, messages []llm.Message, opts CallOpti
 			out.Added = res.Messages[len(kept):]
 		}
 		out.Text = res.Text()
-		k.keepContainer(ctx, res)
+		c.keepContainer(ctx, res)
 	}
 	switch {
 	case errors.Is(err, budget.ErrRefused):
@@ -136,24 +216,24 @@ func (k *Kernel) Call(ctx context.Context, messages []llm.Message, opts CallOpti
 	if out.Limit != "" {
 		out.Notes = append(out.Notes, out.Limit)
 	}
-	out.Notes = append(out.Notes, k.autoSave(ctx, out.Text)...)
+	out.Notes = append(out.Notes, c.autoSave(ctx, out.Text)...)
 	for _, n := range out.Notes {
-		k.log.Info(n)
+		c.log.Info(n)
 	}
 	return out, nil
 }
 
-// TierParams reads a tier's parameters from the wake block, with the
-// --model override applied.
-func (k *Kernel) TierParams(ctx context.Context, tier int) (prompt.Params, error) {
-	return k.tierParams(k.blocks.Source(ctx), tier)
+// TierParams reads a tier's parameters from the wake block, with
+// Options.Model applied.
+func (c *Caller) TierParams(ctx context.Context, tier int) (prompt.Params, error) {
+	return c.tierParams(c.blocks.Source(ctx), tier)
 }
 
-func (k *Kernel) tierParams(src prompt.Source, tier int) (prompt.Params, error) {
+func (c *Caller) tierParams(src prompt.Source, tier int) (prompt.Params, error) {
 	p, err := prompt.TierParams(src, tier)
-	if err == nil && k.opts.Model != "" && k.opts.Model != p.Model {
-		p.Notes = append(p.Notes, fmt.Sprintf("model %s (--model) instead of the wake block's %s", k.opts.Model, p.Model))
-		p.Model = k.opts.Model
+	if err == nil && c.opts.Model != "" && c.opts.Model != p.Model {
+		p.Notes = append(p.Notes, fmt.Sprintf("model %s (the one this kernel was started with) instead of the wake block's %s", c.opts.Model, p.Model))
+		p.Model = c.opts.Model
 	}
 	return p, err
 }
@@ -171,11 +251,11 @@ func markToolsForCaching(req *llm.Request, handlers []llm.ToolHandler) {
 	}
 }
 
-func (k *Kernel) keepContainer(ctx context.Context, res *llm.Result) {
+func (c *Caller) keepContainer(ctx context.Context, res *llm.Result) {
 	for i := len(res.Calls) - 1; i >= 0; i-- {
-		if c := res.Calls[i].Response.Container; c != nil && c.ID != "" {
-			if err := k.store.SetSetting(ctx, containerSetting, c.ID); err != nil {
-				k.log.Warn("keeping the code-execution container id", "err", err)
+		if ct := res.Calls[i].Response.Container; ct != nil && ct.ID != "" {
+			if err := c.store.SetSetting(ctx, containerSetting, ct.ID); err != nil {
+				c.log.Warn("keeping the code-execution container id", "err", err)
 			}
 			return
 		}
@@ -264,8 +344,8 @@ var ErrNoShell = errors.New("no shell was built")
 // Boot wakes the instance (spec §2): a deep-tier call with the single user
 // message "BOOT" that ends when the LLM calls recompile. It returns the
 // shell that was built; ending any other way is ErrNoShell.
-func (k *Kernel) Boot(ctx context.Context) (*CallResult, error) {
-	res, err := k.Call(ctx, []llm.Message{llm.UserText("BOOT")}, CallOptions{Tier: prompt.Deep})
+func (c *Caller) Boot(ctx context.Context) (*CallResult, error) {
+	res, err := c.Call(ctx, []llm.Message{llm.UserText("BOOT")}, CallOptions{Tier: prompt.Deep})
 	if err != nil {
 		return res, err
 	}
@@ -276,16 +356,16 @@ func (k *Kernel) Boot(ctx context.Context) (*CallResult, error) {
 }
 
 // delegate makes one call with the given tier's model: no tools.
-func (k *Kernel) delegate(ctx context.Context, tier int, system, text string) (*llm.Call, error) {
-	params, err := k.tierParams(k.blocks.Source(ctx), tier)
+func (c *Caller) delegate(ctx context.Context, tier int, system, text string) (*llm.Call, error) {
+	params, err := c.tierParams(c.blocks.Source(ctx), tier)
 	if err != nil {
 		return nil, err
 	}
 	req := &llm.Request{Model: params.Model, MaxTokens: params.MaxTokens, Thinking: params.Thinking,
 		System: []llm.SystemBlock{{Type: llm.BlockText, Text: system}}, Messages: []llm.Message{llm.UserText(text)}}
-	client := budget.Meter(ctx, k.Client())
+	client := budget.Meter(ctx, c.Client())
 	if client == nil {
-		return nil, errNoClient
+		return nil, ErrNoClient
 	}
 	llm.Normalize(req, client.Betas()...)
 	if err := llm.CheckRequest(req, client.Betas()...); err != nil {
@@ -294,7 +374,7 @@ func (k *Kernel) delegate(ctx context.Context, tier int, system, text string) (*
 	return client.Send(ctx, req)
 }
 
-func (k *Kernel) toolCallLLM(ctx context.Context, in json.RawMessage) (llm.ToolOutput, error) {
+func (c *Caller) toolCallLLM(ctx context.Context, in json.RawMessage) (llm.ToolOutput, error) {
 	var args struct {
 		Prompt string `json:"prompt"`
 		Model  string `json:"model"`
@@ -315,7 +395,7 @@ func (k *Kernel) toolCallLLM(ctx context.Context, in json.RawMessage) (llm.ToolO
 	if system == "" {
 		system = promptText("delegate_system.md")
 	}
-	call, err := k.delegate(ctx, tier, system, args.Prompt)
+	call, err := c.delegate(ctx, tier, system, args.Prompt)
 	if err != nil {
 		return llm.ToolOutput{}, err
 	}
@@ -335,12 +415,12 @@ func withNote(messages []llm.Message, note string) []llm.Message {
 // ToolLoop runs a caller's own Messages request (props.callWithToolLoop)
 // with the tool loop: client tools named in req.Tools that are the
 // kernel's run here, any others are sent as declared.
-func (k *Kernel) ToolLoop(ctx context.Context, req *llm.Request) (*llm.Result, error) {
-	client := budget.Meter(ctx, k.Client())
+func (c *Caller) ToolLoop(ctx context.Context, req *llm.Request) (*llm.Result, error) {
+	client := budget.Meter(ctx, c.Client())
 	if client == nil {
-		return nil, errNoClient
+		return nil, ErrNoClient
 	}
-	all := k.catalogue(&callState{})
+	all := c.catalogue(&callState{})
 	r := req.Clone()
 	r.Tools = nil
 	var handlers []llm.ToolHandler
@@ -351,7 +431,7 @@ func (k *Kernel) ToolLoop(ctx context.Context, req *llm.Request) (*llm.Result, e
 		}
 		r.Tools = append(r.Tools, t)
 	}
-	loop := &llm.Loop{Client: client, Handlers: handlers, Observe: k.opts.Observe}
+	loop := &llm.Loop{Client: client, Handlers: handlers, Observe: c.opts.Observe}
 	return loop.Run(ctx, r)
 }
 
@@ -366,7 +446,7 @@ func (k *Kernel) ToolLoop(ctx context.Context, req *llm.Request) (*llm.Result, e
 // empty array is the caller's choice of no tools and is sent as it is. It
 // returns the request as JSON, its tools (injected ones included, for the
 // beta headers they need) and a note for each change.
-func (k *Kernel) CleanAPIRequest(ctx context.Context, body []byte) ([]byte, []llm.Tool, []string, error) {
+func (c *Caller) CleanAPIRequest(ctx context.Context, body []byte) ([]byte, []llm.Tool, []string, error) {
 	var req map[string]json.RawMessage
 	if err := json.Unmarshal(body, &req); err != nil {
 		return nil, nil, nil, fmt.Errorf("the request is not a JSON object of Messages API fields: %w", err)
@@ -383,7 +463,7 @@ func (k *Kernel) CleanAPIRequest(ctx context.Context, body []byte) ([]byte, []ll
 	}
 	var model string
 	if raw, ok := req["model"]; !ok || json.Unmarshal(raw, &model) != nil || model == "" {
-		p, err := k.TierParams(ctx, prompt.Deep)
+		p, err := c.TierParams(ctx, prompt.Deep)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -407,7 +487,7 @@ func (k *Kernel) CleanAPIRequest(ctx context.Context, body []byte) ([]byte, []ll
 		// No tools key (or null, dropped above): the current tools, so
 		// the tool_use blocks of the answer name tools the kernel runs.
 		// An explicit [] is the caller's "no tools" and stays.
-		current, err := k.CurrentTools(ctx)
+		current, err := c.CurrentTools(ctx)
 		if err != nil {
 			return nil, nil, nil, err
 		}

@@ -1,4 +1,4 @@
-package hermitcrab
+package conversation_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 
 // conversation builds turns: "u" user text, "a" assistant text, "t" an
 // assistant tool_use followed by its user tool_result.
-func conversation(pattern string) []llm.Message {
+func turns(pattern string) []llm.Message {
 	var msgs []llm.Message
 	for i, c := range pattern {
 		switch c {
@@ -31,7 +31,7 @@ func conversation(pattern string) []llm.Message {
 }
 
 func TestTrimNeverSplitsAToolUseFromItsResult(t *testing.T) {
-	msgs := conversation("uttautttau") // 15 messages
+	msgs := turns("uttautttau") // 15 messages
 	for max := 1; max <= len(msgs); max++ {
 		kept, cut := Trim(msgs, max)
 		if cut+len(kept) != len(msgs) {
@@ -47,7 +47,7 @@ func TestTrimNeverSplitsAToolUseFromItsResult(t *testing.T) {
 }
 
 func TestTrimKeepsShortConversationsWhole(t *testing.T) {
-	msgs := conversation("uaua")
+	msgs := turns("uaua")
 	kept, cut := Trim(msgs, 20)
 	if cut != 0 || len(kept) != 4 || kept[0].Text() != "user 0" {
 		t.Fatalf("kept %d cut %d", len(kept), cut)
@@ -55,7 +55,7 @@ func TestTrimKeepsShortConversationsWhole(t *testing.T) {
 }
 
 func TestTrimDoesNotChangeTheCallersMessages(t *testing.T) {
-	msgs := conversation("uauauau")
+	msgs := turns("uauauau")
 	Trim(msgs, 3)
 	for _, m := range msgs {
 		if strings.Contains(m.Text(), "earlier messages") {
@@ -66,8 +66,8 @@ func TestTrimDoesNotChangeTheCallersMessages(t *testing.T) {
 
 func TestAFullWindowCallSendsAValidTrimmedConversation(t *testing.T) {
 	k, p := newKernel(t, `{"responses":[{"content":[{"type":"text","text":"still here"}]}]}`)
-	msgs := conversation("uttautau" + strings.Repeat("ua", 10) + "u")
-	if _, err := k.Call(context.Background(), msgs, CallOptions{}); err != nil {
+	msgs := turns("uttautau" + strings.Repeat("ua", 10) + "u")
+	if _, err := k.Conversation().Call(context.Background(), msgs, CallOptions{}); err != nil {
 		t.Fatal(err) // the strict scripted provider would refuse a split pair
 	}
 	sent := p.Requests()[0].Messages
@@ -79,7 +79,7 @@ func TestAFullWindowCallSendsAValidTrimmedConversation(t *testing.T) {
 func TestTrimNeverCutsInsideACombinedUserTurn(t *testing.T) {
 	// A tool loop stopped at its limit, then a line typed after it: the
 	// line and the tool results before it are one turn to the API.
-	msgs := append(conversation("uatttt"), llm.UserText("go on"))
+	msgs := append(turns("uatttt"), llm.UserText("go on"))
 	for max := 1; max < len(msgs); max++ {
 		kept, _ := Trim(msgs, max)
 		if len(kept) < 2 || kept[len(kept)-2].Role != llm.RoleUser {

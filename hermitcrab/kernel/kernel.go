@@ -1,24 +1,28 @@
-package hermitcrab
+// Package kernel opens a hermitcrab instance's data directory and wires
+// its concerns over the one store there: blocks, shells, the network, the
+// conversation with the LLM and the wake triggers. The web server and the
+// instance's endpoint take a Kernel; the hermitcrab package offers it to
+// commands and library users. See docs/design/hermitcrab.md.
+package kernel
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync/atomic"
-	"time"
 
 	"github.com/llmkernels/kernels/hermitcrab/blocks"
+	"github.com/llmkernels/kernels/hermitcrab/conversation"
 	"github.com/llmkernels/kernels/hermitcrab/fetch"
 	"github.com/llmkernels/kernels/hermitcrab/network"
 	"github.com/llmkernels/kernels/hermitcrab/secrets"
 	"github.com/llmkernels/kernels/hermitcrab/shells"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/hermitcrab/trigger"
+	"github.com/llmkernels/kernels/hermitcrab/wakes"
 	"github.com/llmkernels/kernels/internal/option"
 	"github.com/llmkernels/kernels/llm"
 )
@@ -26,10 +30,10 @@ import (
 // Options configure a Kernel. Zero values take the defaults.
 type Options struct {
 	// Client sends LLM requests. Required for calls; block and prompt
-	// commands work without it.
+	// operations work without it. Conversation().SetClient replaces it.
 	Client *llm.Client
-	// Model, when set, replaces the wake block's model on every tier (the
-	// --model flag); the wake block still decides everything else.
+	// Model, when set, replaces the wake block's model on every tier; the
+	// wake block still decides everything else.
 	Model string
 	// ShellFile seeds an empty store from this shell file instead of the
 	// default shell ({"blocks": {…}} or a flat map of blocks).
@@ -43,14 +47,12 @@ type Options struct {
 	// ServerTools declares web_search, web_fetch and code_execution, which
 	// only the Anthropic provider runs. Set it false for other providers.
 	ServerTools bool
-	// NoPTC stops code execution from calling the read-only tools. By
-	// default (§8.3) block_read, block_list, bsp, resolve, get_datetime and
-	// get_source carry allowed_callers whenever code_execution is active
-	// (programmatic tool calling).
+	// NoPTC stops code execution from calling the read-only tools
+	// (programmatic tool calling, on by default: conversation.Options).
 	NoPTC bool
 	// Browser relays browser tools to an attached page; nil answers them
 	// with an error saying no browser is attached.
-	Browser Browser
+	Browser conversation.Browser
 	// CompileShell checks JSX given to recompile (the web shell compiles it
 	// with esbuild); an error goes back to the LLM as the tool result. Nil
 	// only refuses empty JSX.
@@ -58,20 +60,17 @@ type Options struct {
 	// OnShell is told of every shell recompile stores (the web shell pushes
 	// it to the page).
 	OnShell func(store.Shell)
-	// WebRequest is the host policy of the web_request and fetch_url tools;
-	// the zero value denies loopback and private addresses.
+	// WebRequest is the host policy of the web_request and fetch_url tools
+	// and of watched pages; the zero value denies loopback and private
+	// addresses.
 	WebRequest fetch.Policy
-	// Beach is the beach URL the network tools and the inbox trigger use
-	// (--beach, $HERMITCRAB_BEACH); empty: the data directory's setting
-	// (SetBeach), else DefaultBeach.
+	// Beach is the beach URL the network tools and the inbox trigger use;
+	// empty: the data directory's setting (Network().SetBeach), else
+	// network.DefaultBeach.
 	Beach string
-	// WakeCaps are the person's daily caps on wakes and their cost (the
-	// --max-wakes and --max-wake-cost flags); zero fields take
-	// DefaultWakeCaps. The wake block may only lower them.
+	// WakeCaps are the person's daily caps on wakes and their cost; zero
+	// fields take wakes.DefaultCaps. The wake block may only lower them.
 	WakeCaps trigger.Caps
-	// Now is the kernel's clock for wake triggers and their caps; nil is
-	// time.Now (tests set one).
-	Now func() time.Time
 	// OnWake is told of every wake a trigger fires (or a cap skips), when
 	// it starts and when it ends (the web shell shows them).
 	OnWake func(store.Wake)
@@ -80,41 +79,21 @@ type Options struct {
 	Log     *slog.Logger
 }
 
-// KeyFromEnvironment is where an API key in use came from when the
-// environment gave it (Secrets().APIKey).
-const KeyFromEnvironment = secrets.FromEnvironment
-
-// OptionError is the error for an option the kernel cannot take: which
-// (Field, as the library names it) and what is wrong (Problem).
-type OptionError = option.Error
-
-// WebPolicy says which hosts web_request, fetch_url and watch triggers
-// may reach (fetch.Policy).
-type WebPolicy = fetch.Policy
-
-// Browser runs a browser tool (clipboard_write, speak, download, …) in the
-// page attached to the kernel, and returns its answer.
-type Browser interface {
-	Call(ctx context.Context, tool string, input json.RawMessage) (llm.ToolOutput, error)
-}
-
-// Kernel is a hermitcrab instance: its blocks, conversations and shells in
-// one SQLite file, and the calls that animate them.
+// Kernel is a hermitcrab instance: its data directory, the store in it,
+// and the concerns that work on them.
 type Kernel struct {
-	opts   Options
-	client atomic.Pointer[llm.Client]
-	store  *store.Store
 	dir    string
-	log    *slog.Logger
-	fetch  *fetch.Fetcher // web_request, fetch_url and watched pages
+	store  *store.Store
 	blocks *blocks.Blocks
 	shells *shells.Shells
 	net    *network.Agent
-	wake   wakeState
+	conv   *conversation.Caller
+	wakes  *wakes.Runner
 }
 
 // DataDir is the default data directory: $HERMITCRAB_DATA, else
-// $XDG_DATA_HOME/hermitcrab, else ~/.local/share/hermitcrab.
+// $XDG_DATA_HOME/hermitcrab, else ~/.local/share/hermitcrab. Without any
+// of them it is an option error of "data".
 func DataDir() (string, error) {
 	if d := os.Getenv("HERMITCRAB_DATA"); d != "" {
 		return d, nil
@@ -124,7 +103,7 @@ func DataDir() (string, error) {
 	}
 	home, err := os.UserHomeDir()
 	if err != nil {
-		return "", fmt.Errorf("no data directory: set --data, HERMITCRAB_DATA or HOME (%w)", err)
+		return "", option.Errorf("data", "is not set, and there is no default: set HERMITCRAB_DATA or HOME (%w)", err)
 	}
 	return filepath.Join(home, ".local", "share", "hermitcrab"), nil
 }
@@ -147,10 +126,15 @@ func Open(dir string, opts Options) (*Kernel, error) {
 	if err != nil {
 		return nil, errors.Join(err, st.Close())
 	}
-	sh := shells.New(st, shells.Options{Compile: opts.CompileShell, OnShell: opts.OnShell, Log: log})
-	k := &Kernel{opts: opts, store: st, dir: dir, log: log, blocks: b, shells: sh, fetch: fetch.New(opts.WebRequest),
-		net: network.New(dir, st, b, network.Options{Beach: opts.Beach})}
-	k.client.Store(opts.Client)
+	k := &Kernel{dir: dir, store: st, blocks: b}
+	k.shells = shells.New(st, shells.Options{Compile: opts.CompileShell, OnShell: opts.OnShell, Log: log})
+	k.net = network.New(dir, st, b, network.Options{Beach: opts.Beach})
+	web := fetch.New(opts.WebRequest)
+	k.conv = conversation.New(conversation.Parts{Store: st, Blocks: b, Shells: k.shells, Network: k.net, Fetch: web},
+		conversation.Options{Client: opts.Client, Model: opts.Model, ServerTools: opts.ServerTools, NoPTC: opts.NoPTC,
+			Browser: opts.Browser, Observe: opts.Observe, Log: log})
+	k.wakes = wakes.New(wakes.Parts{Dir: dir, Store: st, Blocks: b, Conversation: k.conv, Network: k.net, Fetch: web},
+		wakes.Options{Caps: opts.WakeCaps, OnWake: opts.OnWake, Log: log})
 	return k, nil
 }
 
@@ -209,15 +193,11 @@ func unseededAsNew(st *store.Store, so store.Options) (*store.Store, error) {
 	return mem, nil
 }
 
-// SetClient sets the LLM client, for a server that learns the API key
-// after it started.
-func (k *Kernel) SetClient(c *llm.Client) { k.client.Store(c) }
-
-// Client is the LLM client, nil until one is configured.
-func (k *Kernel) Client() *llm.Client { return k.client.Load() }
-
 // Close closes the store.
 func (k *Kernel) Close() error { return k.store.Close() }
+
+// Dir is the instance's data directory.
+func (k *Kernel) Dir() string { return k.dir }
 
 // Ready seeds an empty store and keeps the touchstone current
 // (blocks.Blocks.Ready): every command that reads blocks calls it first.
@@ -233,8 +213,12 @@ func (k *Kernel) Shells() *shells.Shells { return k.shells }
 // publishes, sends and receives there.
 func (k *Kernel) Network() *network.Agent { return k.net }
 
-// Dir is the instance's data directory.
-func (k *Kernel) Dir() string { return k.dir }
+// Conversation makes the instance's calls to the LLM on its
+// conversations.
+func (k *Kernel) Conversation() *conversation.Caller { return k.conv }
+
+// Wakes run the instance's wake triggers.
+func (k *Kernel) Wakes() *wakes.Runner { return k.wakes }
 
 // Secrets are the instance's API key, webhook secret and MCP token, kept
 // in its data directory.

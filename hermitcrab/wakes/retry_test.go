@@ -1,4 +1,4 @@
-package hermitcrab
+package wakes_test
 
 import (
 	"context"
@@ -12,18 +12,18 @@ import (
 // most an hour from the last failure.
 func TestRetryPauseDoublesUpToAnHour(t *testing.T) {
 	ctx := context.Background()
-	clock := &testClock{t: wakeT0}
+	clock := newClock(wakeT0)
 	k := openAt(t, t.TempDir(), respondAll(), clock)
 	writeTriggers(t, k, "every 1h tier 1: x")
-	set, _ := k.Triggers(ctx)
+	set, _ := k.Wakes().Triggers(ctx)
 	tr := set.Triggers[0]
 	last := wakeT0
 	for n := 1; n <= 8; n++ {
-		w, ok, err := k.store.ClaimWake(ctx, store.WakeClaim{Trigger: tr.Key(), Due: last.String(), At: last, Day: k.day(last), Tier: 1})
+		w, ok, err := k.Wakes().Store().ClaimWake(ctx, store.WakeClaim{Trigger: tr.Key(), Due: last.String(), At: last, Day: k.Wakes().Day(last), Tier: 1})
 		if err != nil || !ok {
 			t.Fatal(ok, err)
 		}
-		if err := k.store.FinishWake(ctx, w.ID, store.WakeEnd{Status: store.WakeFailed, Reply: "down", At: last}); err != nil {
+		if err := k.Wakes().Store().FinishWake(ctx, w.ID, store.WakeEnd{Status: store.WakeFailed, Reply: "down", At: last}); err != nil {
 			t.Fatal(err)
 		}
 		wait := min(time.Minute<<(n-1), time.Hour)
@@ -31,7 +31,7 @@ func TestRetryPauseDoublesUpToAnHour(t *testing.T) {
 			at    time.Time
 			pause bool
 		}{{last.Add(wait - time.Second), true}, {last.Add(wait), false}} {
-			if pause, err := k.retryPause(ctx, tr, c.at); err != nil || pause != c.pause {
+			if pause, err := k.Wakes().RetryPause(ctx, tr, c.at); err != nil || pause != c.pause {
 				t.Fatalf("after %d failures, %s after the last: pause %v, want %v (%v)", n, c.at.Sub(last), pause, c.pause, err)
 			}
 		}
