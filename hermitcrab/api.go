@@ -1,6 +1,7 @@
 package hermitcrab
 
 import (
+	"github.com/llmkernels/kernels/hermitcrab/beach"
 	"github.com/llmkernels/kernels/hermitcrab/blocks"
 	"github.com/llmkernels/kernels/hermitcrab/conversation"
 	"github.com/llmkernels/kernels/hermitcrab/fetch"
@@ -50,6 +51,10 @@ type (
 	Outgoing = network.Outgoing
 	// FetchOptions tune an inbox fetch.
 	FetchOptions = network.FetchOptions
+	// BeachInUse is the beach the instance talks to.
+	BeachInUse = network.BeachInUse
+	// Refused is an entry a beach handed out that did not verify.
+	Refused = beach.Refused
 )
 
 const (

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"path/filepath"
 	"strings"
 	"time"
@@ -14,10 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmkernels/kernels/hermitcrab"
-	"github.com/llmkernels/kernels/hermitcrab/beach"
-	"github.com/llmkernels/kernels/hermitcrab/beach/server"
-	"github.com/llmkernels/kernels/hermitcrab/beach/store"
-	"github.com/llmkernels/kernels/hermitcrab/identity"
 	"github.com/llmkernels/kernels/internal/cli"
 	"github.com/llmkernels/kernels/internal/termtext"
 )
@@ -45,8 +40,7 @@ use the same beach.`,
 }
 
 func (f *flags) beachServeCommand() *cobra.Command {
-	var db string
-	cfg := server.Config{}
+	var o hermitcrab.BeachOptions
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run a beach: signed passports, marks, inboxes and save points over HTTP and MCP",
@@ -71,74 +65,35 @@ a global flag every command refuses, such as --max-block-bytes 0) is a usage err
 			if err := f.check(); err != nil {
 				return err
 			}
-			if err := checkBeachLimits(cfg); err != nil {
-				return err
+			if err := o.Check(); err != nil {
+				return err // before the store is made
 			}
-			if db == "" {
+			if o.DB == "" {
 				dir, err := f.dataDir()
 				if err != nil {
 					return err
 				}
-				db = filepath.Join(dir, "beach.db")
+				o.DB = filepath.Join(dir, "beach.db")
 			}
-			st, err := store.Open(cmd.Context(), db)
-			if err != nil {
-				return err
-			}
-			cfg.Store = st
-			cfg.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-			srv, err := server.New(cfg)
-			if err != nil {
-				return errors.Join(err, st.Close())
-			}
-			where := store.Redact(db) // no password, from the user part or the query
-			err = srv.ListenAndServe(cmd.Context(), func(u string) {
-				fmt.Fprintf(cmd.OutOrStdout(), "beach serving %s (HTTP API %s/v1/, MCP %s/mcp; %s: %s); Ctrl-C or SIGTERM stops it\n", u, u, u, st.Dialect(), where)
+			o.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			return hermitcrab.ServeBeach(cmd.Context(), o, func(b hermitcrab.BeachInfo) {
+				// The database is named with no password, from the user part or the query.
+				fmt.Fprintf(cmd.OutOrStdout(), "beach serving %s (HTTP API %s/v1/, MCP %s/mcp; %s: %s); Ctrl-C or SIGTERM stops it\n", b.URL, b.URL, b.URL, b.Dialect, b.Database)
 			})
-			return errors.Join(err, st.Close())
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&cfg.Addr, "addr", "127.0.0.1:8421", "address to listen on")
-	fl.StringVar(&db, "db", "", "SQLite file or postgres:// URL (default beach.db in the data directory)")
-	fl.StringSliceVar(&cfg.AllowHosts, "allow-host", nil, "further Host names this beach answers to (name, *.domain or IP; repeatable)")
-	fl.DurationVar(&cfg.Window, "window", server.DefaultWindow, "how far a signed time may be from this clock, either way")
-	fl.Float64Var(&cfg.AgentPerMinute, "agent-rate", server.DefaultAgentPerMin, "signed requests a minute per agent (-1: no limit)")
-	fl.IntVar(&cfg.AgentBurst, "agent-burst", server.DefaultAgentBurst, "burst of signed requests per agent")
-	fl.Float64Var(&cfg.AddrPerMinute, "addr-rate", server.DefaultAddrPerMin, "requests a minute per remote address (-1: no limit; behind a proxy every client shares its address)")
-	fl.IntVar(&cfg.AddrBurst, "addr-burst", server.DefaultAddrBurst, "burst of requests per remote address, and the most connections it may hold open")
-	fl.Int64Var(&cfg.MaxBody, "max-body", server.DefaultMaxBody, "largest request body in bytes (save points and MCP: --max-savepoint-body)")
-	fl.Int64Var(&cfg.MaxSavePointBody, "max-savepoint-body", server.DefaultSavePointBody, "largest save point upload or MCP request in bytes")
+	fl.StringVar(&o.Addr, "addr", "127.0.0.1:8421", "address to listen on")
+	fl.StringVar(&o.DB, "db", "", "SQLite file or postgres:// URL (default beach.db in the data directory)")
+	fl.StringSliceVar(&o.AllowHosts, "allow-host", nil, "further Host names this beach answers to (name, *.domain or IP; repeatable)")
+	fl.DurationVar(&o.Window, "window", hermitcrab.DefaultBeachWindow, "how far a signed time may be from this clock, either way")
+	fl.Float64Var(&o.AgentPerMinute, "agent-rate", hermitcrab.DefaultBeachAgentPerMin, "signed requests a minute per agent (-1: no limit)")
+	fl.IntVar(&o.AgentBurst, "agent-burst", hermitcrab.DefaultBeachAgentBurst, "burst of signed requests per agent")
+	fl.Float64Var(&o.AddrPerMinute, "addr-rate", hermitcrab.DefaultBeachAddrPerMin, "requests a minute per remote address (-1: no limit; behind a proxy every client shares its address)")
+	fl.IntVar(&o.AddrBurst, "addr-burst", hermitcrab.DefaultBeachAddrBurst, "burst of requests per remote address, and the most connections it may hold open")
+	fl.Int64Var(&o.MaxBody, "max-body", hermitcrab.DefaultBeachMaxBody, "largest request body in bytes (save points and MCP: --max-savepoint-body)")
+	fl.Int64Var(&o.MaxSavePointBody, "max-savepoint-body", hermitcrab.DefaultBeachSavePointBody, "largest save point upload or MCP request in bytes")
 	return cmd
-}
-
-// checkBeachLimits refuses limits that mean nothing, which the server would
-// take for its defaults silently: a window, burst or body size at or below
-// 0, a rate of 0 or not a number (-1 is "no limit").
-func checkBeachLimits(cfg server.Config) error {
-	switch {
-	case cfg.Window <= 0:
-		return cli.Usagef("--window %s: give how far a signed time may be from this clock, e.g. 5m", cfg.Window)
-	case cfg.AgentBurst <= 0 || cfg.AddrBurst <= 0:
-		return cli.Usagef("--agent-burst %d, --addr-burst %d: give a burst of at least 1 request", cfg.AgentBurst, cfg.AddrBurst)
-	case cfg.MaxBody <= 0 || cfg.MaxSavePointBody <= 0:
-		return cli.Usagef("--max-body %d, --max-savepoint-body %d: give sizes in bytes above 0", cfg.MaxBody, cfg.MaxSavePointBody)
-	}
-	for _, r := range []struct {
-		flag string
-		rate float64
-	}{{"--agent-rate", cfg.AgentPerMinute}, {"--addr-rate", cfg.AddrPerMinute}} {
-		if r.rate == 0 || math.IsNaN(r.rate) {
-			return cli.Usagef("%s %v: give requests a minute, or -1 for no limit", r.flag, r.rate)
-		}
-	}
-	return nil
-}
-
-// idJSON is beach id --json (docs/configuration.md).
-type idJSON struct {
-	Agent   string `json:"agent"`    // "hc1…"
-	KeyFile string `json:"key_file"` // identity.key in the data directory
 }
 
 func beachIDCommand(f *flags) *cobra.Command {
@@ -151,17 +106,18 @@ stderr where its key is (identity.key in the data directory, made on first use).
 --json: {"agent", "key_file"} (docs/configuration.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir, id, err := f.identity()
-			if err != nil {
+			return f.withBlocksRead(cmd, func(k *hermitcrab.Kernel) error {
+				id, err := k.Network().ID()
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "key: %s (keep it: it is this instance's identity and opens its save points)\n", id.KeyFile)
+				if *asJSON {
+					return cli.PrintJSON(cmd.OutOrStdout(), id)
+				}
+				_, err = fmt.Fprintln(cmd.OutOrStdout(), id.Agent)
 				return err
-			}
-			key := filepath.Join(dir, identity.KeyFile)
-			fmt.Fprintf(cmd.ErrOrStderr(), "key: %s (keep it: it is this instance's identity and opens its save points)\n", key)
-			if *asJSON {
-				return cli.PrintJSON(cmd.OutOrStdout(), idJSON{Agent: id.Agent(), KeyFile: key})
-			}
-			_, err = fmt.Fprintln(cmd.OutOrStdout(), id.Agent())
-			return err
+			})
 		},
 	}
 	asJSON = cli.JSONFlag(cmd)
@@ -210,9 +166,7 @@ with --json as {"beach": URL} (docs/configuration.md).`,
 					return err
 				}
 				if *asJSON {
-					return cli.PrintJSON(cmd.OutOrStdout(), struct {
-						Beach string `json:"beach"`
-					}{u})
+					return cli.PrintJSON(cmd.OutOrStdout(), hermitcrab.BeachInUse{Beach: u})
 				}
 				_, err = fmt.Fprintln(cmd.OutOrStdout(), u)
 				return err
@@ -221,7 +175,7 @@ with --json as {"beach": URL} (docs/configuration.md).`,
 				return cli.Usagef("--json prints the beach in use: leave out URL (setting one is not a read)")
 			}
 			if args[0] != "" {
-				if _, err := beach.ParseURL(args[0]); err != nil {
+				if err := hermitcrab.CheckBeachURL(args[0]); err != nil {
 					return cli.Usagef("%v (or \"\" for the default)", err)
 				}
 			}
@@ -243,16 +197,6 @@ with --json as {"beach": URL} (docs/configuration.md).`,
 	}
 	asJSON = cli.JSONFlag(cmd)
 	return cmd
-}
-
-// identity loads (making on first use) the instance's key.
-func (f *flags) identity() (string, *identity.Identity, error) {
-	dir, err := f.dataDir()
-	if err != nil {
-		return "", nil, err
-	}
-	id, err := identity.Load(dir)
-	return dir, id, err
 }
 
 func (f *flags) beachPassportCommand() *cobra.Command {
@@ -333,11 +277,11 @@ func (f *flags) beachMarkCommands() []*cobra.Command {
 				purpose = args[1]
 			}
 			return f.withBlocksRead(cmd, func(k *hermitcrab.Kernel) error {
-				ack, err := k.Network().Mark(cmd.Context(), args[0], purpose)
+				m, err := k.Network().Mark(cmd.Context(), args[0], purpose)
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "marked %s (url_hash %s) as %s\n", termtext.Line(args[0]), beach.URLHash(args[0]), termtext.Line(ack.Agent))
+				fmt.Fprintf(cmd.OutOrStdout(), "marked %s (url_hash %s) as %s\n", termtext.Line(args[0]), m.URLHash, termtext.Line(m.Agent))
 				return nil
 			})
 		},
@@ -377,12 +321,6 @@ func (f *flags) beachSendCommand() *cobra.Command {
 of this instance's blocks ("purpose 0.23"), which must exist: the message carries that
 spindle's texts from the root down ("purpose 0.23: … › … › …", cut to 500 characters).
 A --type other than the three is refused before anything is sent. The blocks are only read.`,
-		PreRunE: func(*cobra.Command, []string) error {
-			if err := beach.CheckType(o.Type); err != nil {
-				return cli.Usagef("--type: %v", err)
-			}
-			return nil
-		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.To, o.Content = args[0], args[1]
 			return f.withBlocksRead(cmd, func(k *hermitcrab.Kernel) error {
@@ -395,7 +333,7 @@ A --type other than the three is refused before anything is sent. The blocks are
 			})
 		},
 	}
-	cmd.Flags().StringVar(&o.Type, "type", beach.TypeGeneral, "grain_probe, grain_response or general")
+	cmd.Flags().StringVar(&o.Type, "type", "general", "grain_probe, grain_response or general")
 	cmd.Flags().StringVar(&o.Spindle, "spindle", "", `a node of this instance's blocks the message is about, "BLOCK ADDRESS"; the message carries its spindle's texts`)
 	cmd.Flags().StringVar(&o.RespondingTo, "responding-to", "", "the nonce of the message this answers")
 	return cmd
@@ -538,26 +476,18 @@ beach's --window (5 minutes by default) and once.
   hermitcrab beach sign inbox_check '{"beach":"127.0.0.1:8421"}'`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, id, err := f.identity()
-			if err != nil {
-				return err
-			}
-			if !json.Valid([]byte(args[1])) {
-				return fmt.Errorf("BODY %q is not JSON", args[1])
-			}
-			e, err := id.Sign(args[0], json.RawMessage(args[1]), time.Now())
-			if err != nil {
-				return err
-			}
-			if err := beach.Check(e); err != nil {
-				return fmt.Errorf("a beach would refuse this envelope: %w", err)
-			}
-			return cli.PrintJSON(cmd.OutOrStdout(), e)
+			return f.withBlocksRead(cmd, func(k *hermitcrab.Kernel) error {
+				e, err := k.Network().Sign(args[0], json.RawMessage(args[1]))
+				if err != nil {
+					return err
+				}
+				return cli.PrintJSON(cmd.OutOrStdout(), e)
+			})
 		},
 	}
 }
 
-func printRefused(cmd *cobra.Command, bad []beach.Refused) {
+func printRefused(cmd *cobra.Command, bad []hermitcrab.Refused) {
 	for _, r := range bad {
 		// The agent is the beach's unverified word, the detail may quote it.
 		fmt.Fprintf(cmd.ErrOrStderr(), "refused an entry from %s (%s): %s\n", termtext.Line(r.Agent), termtext.Line(r.Reason), termtext.Line(r.Detail))

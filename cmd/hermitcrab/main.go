@@ -5,7 +5,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,9 +18,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmkernels/kernels/hermitcrab"
-	"github.com/llmkernels/kernels/hermitcrab/beach"
-	"github.com/llmkernels/kernels/hermitcrab/prompt"
-	"github.com/llmkernels/kernels/hermitcrab/web"
 	"github.com/llmkernels/kernels/internal/atomicfile"
 	"github.com/llmkernels/kernels/internal/cli"
 	"github.com/llmkernels/kernels/internal/provider"
@@ -141,7 +137,7 @@ func (f *flags) check() error {
 		return cli.Usagef("--max-wake-cost %v: give a daily cap in US dollars above 0, e.g. 1 (serve --no-wake runs no triggers)", f.caps.CostUSD)
 	}
 	if u := f.beachURL(); u != "" {
-		if _, err := beach.ParseURL(u); err != nil {
+		if err := hermitcrab.CheckBeachURL(u); err != nil {
 			from := "--beach"
 			if f.beach == "" {
 				from = "$HERMITCRAB_BEACH"
@@ -257,24 +253,23 @@ clients holding its token (mcp_token in the data directory).`,
 				base = os.Getenv("ANTHROPIC_BASE_URL")
 			}
 			errOut := cmd.ErrOrStderr()
-			srv, err := web.New(cmd.Context(), web.Config{
+			// Ctrl-C and SIGTERM cancel the context: the server finishes the
+			// requests in flight, closes the event streams and the store.
+			err = hermitcrab.Serve(cmd.Context(), hermitcrab.ServeOptions{
 				Addr: addr, Token: token, AllowHosts: allowHosts, DataDir: dir, Kernel: f.kernelOptions(), MCP: withMCP, NoWake: noWake,
 				KeyNeeded: p.Provider == provider.Anthropic, Provider: p.Provider, BaseURL: base, Betas: p.Betas,
 				NewClient: func(key string) (*llm.Client, error) { return p.ClientWithKey(key, errOut) },
 				Log:       slog.New(slog.NewTextHandler(errOut, nil)),
-			})
-			if err != nil {
-				return readOnlyData(dir, cmd, err)
-			}
-			// Ctrl-C and SIGTERM cancel the context: the server finishes the
-			// requests in flight, closes the event streams and the store.
-			err = srv.ListenAndServe(cmd.Context(), func(url string) {
+			}, func(url string, k *hermitcrab.Kernel) {
 				fmt.Fprintf(cmd.OutOrStdout(), "hermitcrab is serving %s (data: %s); Ctrl-C or SIGTERM stops it\n", url, dir)
 				if withMCP {
-					printMCP(cmd.OutOrStdout(), url, srv.Kernel())
+					printMCP(cmd.OutOrStdout(), url, k)
 				}
 			})
-			return errors.Join(err, srv.Close())
+			if err != nil {
+				return readOnlyData(dir, cmd, err) // a data directory the server cannot write, said plainly
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8420", "address to listen on")
@@ -514,23 +509,6 @@ The output is JSON: {"mode", "address", "pscale", "tree" | "nodes" | "point" | "
 	return cmd
 }
 
-// promptJSON is prompt --json: the compiled prompt with its size, every
-// field always present (docs/configuration.md).
-type promptJSON struct {
-	Tier       int              `json:"tier"`
-	Text       string           `json:"text"`
-	Sections   []prompt.Section `json:"sections"`
-	Aperture   bool             `json:"aperture"` // no instructions for the tier: the pscale-0 aperture was used
-	Problems   []string         `json:"problems"`
-	Characters int              `json:"characters"`
-	Tokens     int              `json:"tokens"` // estimated: characters / 4
-}
-
-func newPromptJSON(c prompt.Compiled) promptJSON {
-	return promptJSON{Tier: c.Tier, Text: c.Text, Sections: nonNil(c.Sections), Aperture: c.Aperture,
-		Problems: nonNil(c.Problems), Characters: len([]rune(c.Text)), Tokens: c.Tokens()}
-}
-
 // nonNil makes an empty list [] in JSON, never null.
 func nonNil[T any](s []T) []T {
 	if s == nil {
@@ -554,12 +532,12 @@ its size. With --json: {"tier", "text", "sections": [{"instruction", "text", "er
 				return err
 			}
 			return f.withReady(cmd, true, func(k *hermitcrab.Kernel) error {
-				c, err := k.Conversation().CompilePrompt(cmd.Context(), tier)
+				c, err := k.Conversation().Prompt(cmd.Context(), tier)
 				if err != nil {
 					return err
 				}
 				if *asJSON {
-					return cli.PrintJSON(cmd.OutOrStdout(), newPromptJSON(c))
+					return cli.PrintJSON(cmd.OutOrStdout(), c)
 				}
 				w := cmd.OutOrStdout()
 				fmt.Fprintln(w, termtext.Block(c.Text))
@@ -571,7 +549,7 @@ its size. With --json: {"tier", "text", "sections": [{"instruction", "text", "er
 				if c.Aperture {
 					how = "the aperture: no instructions for this tier"
 				}
-				fmt.Fprintf(w, "tier %d: %d characters, about %d tokens (%s)\n", tier, len([]rune(c.Text)), c.Tokens(), how)
+				fmt.Fprintf(w, "tier %d: %d characters, about %d tokens (%s)\n", tier, c.Characters, c.Tokens, how)
 				return nil
 			})
 		},
@@ -761,20 +739,6 @@ request (unless it runs on ANTHROPIC_API_KEY).`}
 	return key
 }
 
-// toolsJSON is tools list --json (docs/configuration.md).
-type toolsJSON struct {
-	Tools                []toolJSON `json:"tools"`
-	DefinitionCharacters int        `json:"definition_characters"` // the definitions' total
-}
-
-// toolJSON is one active tool: used by name (the kernel's own definition)
-// or with the definition set_tools gave, as it is sent with every call.
-type toolJSON struct {
-	Name       string          `json:"name"`
-	Characters int             `json:"characters"`           // the definition's size; 0 without one
-	Definition json.RawMessage `json:"definition,omitempty"` // present only when set_tools gave one
-}
-
 func (f *flags) toolsCommand() *cobra.Command {
 	tools := &cobra.Command{Use: "tools", Short: "List the tools the LLM has active, or put the boot tools back",
 		Long: `The LLM chooses its tools with set_tools (names, or definitions that replace a tool's
@@ -791,21 +755,9 @@ set_tools gave one, then the total. With --json: {"tools": [{"name", "characters
 "definition"}], "definition_characters"} (docs/configuration.md).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withReady(cmd, true, func(k *hermitcrab.Kernel) error {
-				active, err := k.Conversation().ActiveTools(cmd.Context())
+				doc, err := k.Conversation().ToolList(cmd.Context())
 				if err != nil {
 					return err
-				}
-				doc := toolsJSON{Tools: []toolJSON{}}
-				for _, t := range active {
-					tj := toolJSON{Name: t.Name}
-					if t.Description != "" || len(t.InputSchema) != 0 || t.Type != "" || len(t.Options) != 0 {
-						if tj.Definition, err = json.Marshal(t); err != nil {
-							return err
-						}
-						tj.Characters = len(tj.Definition)
-					}
-					doc.Tools = append(doc.Tools, tj)
-					doc.DefinitionCharacters += tj.Characters
 				}
 				if *listJSON {
 					return cli.PrintJSON(cmd.OutOrStdout(), doc)

@@ -20,6 +20,7 @@ import (
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/hermitcrab/tool"
 	"github.com/llmkernels/kernels/llm"
+	"github.com/llmkernels/kernels/llm/anthropic"
 )
 
 //go:embed prompts/*.md
@@ -443,16 +444,14 @@ func (c *Caller) ToolLoop(ctx context.Context, req *llm.Request) (*llm.Result, e
 // without tools (no "tools" key, or null) gets the current tool set
 // (CurrentTools: what a kernel call would send now, following set_tools),
 // so the answer's tool_use blocks name tools the kernel knows; an explicit
-// empty array is the caller's choice of no tools and is sent as it is. It
-// returns the request as JSON, its tools (injected ones included, for the
-// beta headers they need) and a note for each change.
-func (c *Caller) CleanAPIRequest(ctx context.Context, body []byte) ([]byte, []llm.Tool, []string, error) {
+// empty array is the caller's choice of no tools and is sent as it is.
+func (c *Caller) CleanAPIRequest(ctx context.Context, body []byte) (*APIRequest, error) {
 	var req map[string]json.RawMessage
 	if err := json.Unmarshal(body, &req); err != nil {
-		return nil, nil, nil, fmt.Errorf("the request is not a JSON object of Messages API fields: %w", err)
+		return nil, fmt.Errorf("the request is not a JSON object of Messages API fields: %w", err)
 	}
 	if req == nil {
-		return nil, nil, nil, errors.New("the request is null: send a JSON object of Messages API fields")
+		return nil, errors.New("the request is null: send a JSON object of Messages API fields")
 	}
 	var notes []string
 	for key, v := range req {
@@ -465,7 +464,7 @@ func (c *Caller) CleanAPIRequest(ctx context.Context, body []byte) ([]byte, []ll
 	if raw, ok := req["model"]; !ok || json.Unmarshal(raw, &model) != nil || model == "" {
 		p, err := c.TierParams(ctx, prompt.Deep)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, err
 		}
 		req["model"], _ = json.Marshal(p.Model)
 		notes = append(notes, "no model given: "+p.Model+", the deep tier's")
@@ -481,7 +480,7 @@ func (c *Caller) CleanAPIRequest(ctx context.Context, body []byte) ([]byte, []ll
 	var tools []llm.Tool
 	if raw, ok := req["tools"]; ok {
 		if err := json.Unmarshal(raw, &tools); err != nil {
-			return nil, nil, nil, fmt.Errorf("tools: %w", err)
+			return nil, fmt.Errorf("tools: %w", err)
 		}
 	} else {
 		// No tools key (or null, dropped above): the current tools, so
@@ -489,16 +488,34 @@ func (c *Caller) CleanAPIRequest(ctx context.Context, body []byte) ([]byte, []ll
 		// An explicit [] is the caller's "no tools" and stays.
 		current, err := c.CurrentTools(ctx)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, err
 		}
 		if len(current) > 0 {
 			if req["tools"], err = llm.MarshalWire(current); err != nil {
-				return nil, nil, nil, err
+				return nil, err
 			}
 			tools = current
 			notes = append(notes, fmt.Sprintf("no tools given: the %d current tools added (send \"tools\": [] for none)", len(current)))
 		}
 	}
 	out, err := llm.MarshalWire(req)
-	return out, tools, notes, err
+	if err != nil {
+		return nil, err
+	}
+	return &APIRequest{Body: out, Tools: tools, Notes: notes}, nil
+}
+
+// APIRequest is a raw Messages API request cleaned up for the shell's
+// passthrough (CleanAPIRequest).
+type APIRequest struct {
+	Body  []byte     // the request as JSON
+	Tools []llm.Tool // its tools, those added included
+	Notes []string   // a note for each change
+}
+
+// HeaderBetas is the anthropic-beta header of the request sent to the
+// Anthropic API: the configured values first, then each value its tools
+// need, every value once.
+func (r *APIRequest) HeaderBetas(configured []string) []string {
+	return anthropic.Betas(configured, r.Tools)
 }

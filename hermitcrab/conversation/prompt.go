@@ -37,3 +37,33 @@ func (c *Caller) CompilePrompt(ctx context.Context, tier int) (prompt.Compiled, 
 	}
 	return comp, nil
 }
+
+// Prompt is a tier's system prompt as a call sends it, with its size: what
+// `hermitcrab prompt --json` prints, every field always present.
+type Prompt struct {
+	Tier       int              `json:"tier"`
+	Text       string           `json:"text"`
+	Sections   []prompt.Section `json:"sections"`
+	Aperture   bool             `json:"aperture"` // no instructions for the tier: the pscale-0 aperture was used
+	Problems   []string         `json:"problems"`
+	Characters int              `json:"characters"`
+	Tokens     int              `json:"tokens"` // estimated: characters / 4
+}
+
+// Prompt compiles a tier's system prompt (CompilePrompt) and measures it.
+func (c *Caller) Prompt(ctx context.Context, tier int) (*Prompt, error) {
+	comp, err := c.CompilePrompt(ctx, tier)
+	if err != nil {
+		return nil, err
+	}
+	return &Prompt{Tier: comp.Tier, Text: comp.Text, Sections: nonNil(comp.Sections), Aperture: comp.Aperture,
+		Problems: nonNil(comp.Problems), Characters: len([]rune(comp.Text)), Tokens: comp.Tokens()}, nil
+}
+
+// nonNil makes an empty list [] in JSON, never null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

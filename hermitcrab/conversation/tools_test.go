@@ -255,10 +255,11 @@ func TestCleanAPIRequestReturnsTheInjectedTools(t *testing.T) {
 	k, _ := newKernel(t, `{"responses":[]}`)
 	ctx := context.Background()
 	for _, body := range []string{`{"max_tokens":10}`, `{"max_tokens":10,"tools":null}`} {
-		out, tools, notes, err := k.Conversation().CleanAPIRequest(ctx, []byte(body))
+		r, err := k.Conversation().CleanAPIRequest(ctx, []byte(body))
 		if err != nil {
 			t.Fatal(err)
 		}
+		out, tools, notes := r.Body, r.Tools, r.Notes
 		current, err := k.Conversation().CurrentTools(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -283,8 +284,12 @@ func TestCleanAPIRequestReturnsTheInjectedTools(t *testing.T) {
 			t.Fatalf("%s: notes %q do not say the tools were added", body, notes)
 		}
 	}
-	out, tools, notes, err := k.Conversation().CleanAPIRequest(ctx, []byte(`{"max_tokens":10,"tools":[]}`))
-	if err != nil || len(tools) != 0 || !strings.Contains(string(out), `"tools":[]`) || slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, "tools") }) {
+	r, err := k.Conversation().CleanAPIRequest(ctx, []byte(`{"max_tokens":10,"tools":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, tools, notes := r.Body, r.Tools, r.Notes
+	if len(tools) != 0 || !strings.Contains(string(out), `"tools":[]`) || slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, "tools") }) {
 		t.Fatalf("tools: [] became %s %v %q %v", out, tools, notes, err)
 	}
 }

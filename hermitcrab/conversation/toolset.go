@@ -228,6 +228,43 @@ func (c *Caller) ActiveTools(ctx context.Context) ([]llm.Tool, error) {
 	return tools, nil
 }
 
+// ToolList is the active tools and the size of the definitions sent with
+// every call: what `hermitcrab tools list --json` prints.
+type ToolList struct {
+	Tools                []ToolInfo `json:"tools"`
+	DefinitionCharacters int        `json:"definition_characters"` // the definitions' total
+}
+
+// ToolInfo is one active tool: used by name (the kernel's own definition)
+// or with the definition set_tools gave, as it is sent with every call.
+type ToolInfo struct {
+	Name       string          `json:"name"`
+	Characters int             `json:"characters"`           // the definition's size; 0 without one
+	Definition json.RawMessage `json:"definition,omitempty"` // present only when set_tools gave one
+}
+
+// ToolList lists the active tools (ActiveTools) with the size of each
+// definition set_tools gave.
+func (c *Caller) ToolList(ctx context.Context) (*ToolList, error) {
+	active, err := c.ActiveTools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := &ToolList{Tools: []ToolInfo{}}
+	for _, t := range active {
+		info := ToolInfo{Name: t.Name}
+		if t.Description != "" || len(t.InputSchema) != 0 || t.Type != "" || len(t.Options) != 0 {
+			if info.Definition, err = json.Marshal(t); err != nil {
+				return nil, err
+			}
+			info.Characters = len(info.Definition)
+		}
+		out.Tools = append(out.Tools, info)
+		out.DefinitionCharacters += info.Characters
+	}
+	return out, nil
+}
+
 // CurrentTools is the tool definitions a call sends now, as the API takes
 // them: the server tools of the active set (with their type and options),
 // then the kernel's client tools (with their input_schema, and

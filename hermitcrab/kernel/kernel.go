@@ -91,6 +91,15 @@ type Kernel struct {
 	wakes  *wakes.Runner
 }
 
+// The errors of what the kernel keeps, as the store gives them (so a
+// server maps them to statuses without reaching into the store, as os
+// names fs's errors).
+var (
+	ErrNotFound = store.ErrNotFound // a block, conversation or shell that does not exist
+	ErrConflict = store.ErrConflict // a block created twice, or written on a stale version
+	ErrTooLarge = store.ErrTooLarge // a block over the size limit
+)
+
 // DataDir is the default data directory: $HERMITCRAB_DATA, else
 // $XDG_DATA_HOME/hermitcrab, else ~/.local/share/hermitcrab. Without any
 // of them it is an option error of "data".

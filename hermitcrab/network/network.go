@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/llmkernels/kernels/hermitcrab/identity"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/internal/clip"
+	"github.com/llmkernels/kernels/internal/option"
 	"github.com/llmkernels/kernels/pscale"
 )
 
@@ -81,6 +83,50 @@ func (k *Agent) Identity() (*identity.Identity, error) {
 	return k.id, nil
 }
 
+// ID is the instance's agent id and the file of the key it signs with:
+// what `hermitcrab beach id --json` prints.
+type ID struct {
+	Agent   string `json:"agent"`    // "hc…"
+	KeyFile string `json:"key_file"` // identity.key in the data directory
+}
+
+// ID is the instance's agent id, its key made (identity.key, 0600) on
+// first use.
+func (k *Agent) ID() (ID, error) {
+	id, err := k.Identity()
+	if err != nil {
+		return ID{}, err
+	}
+	return ID{Agent: id.Agent(), KeyFile: filepath.Join(k.dir, identity.KeyFile)}, nil
+}
+
+// Sign signs body (a JSON object) as an envelope of kind with the
+// instance's key, for an MCP client that does not hold the key to relay;
+// one a beach would refuse is an error.
+func (k *Agent) Sign(kind string, body json.RawMessage) (*identity.Envelope, error) {
+	id, err := k.Identity()
+	if err != nil {
+		return nil, err
+	}
+	if !json.Valid(body) {
+		return nil, option.Errorf("body", "%q is not JSON", body)
+	}
+	e, err := id.Sign(kind, body, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	if err := beach.Check(e); err != nil {
+		return nil, fmt.Errorf("a beach would refuse this envelope: %w", err)
+	}
+	return e, nil
+}
+
+// BeachInUse is the beach the instance talks to: what `hermitcrab beach
+// use --json` prints.
+type BeachInUse struct {
+	Beach string `json:"beach"`
+}
+
 // BeachURL is the beach this instance talks to: Options.Beach, else the one set in the data directory (SetBeach),
 // else DefaultBeach.
 func (k *Agent) BeachURL(ctx context.Context) (string, error) {
@@ -95,6 +141,12 @@ func (k *Agent) BeachURL(ctx context.Context) (string, error) {
 		return u, nil
 	}
 	return DefaultBeach, nil
+}
+
+// CheckBeachURL refuses a beach URL that is not http(s)://host[:port].
+func CheckBeachURL(u string) error {
+	_, err := beach.ParseURL(u)
+	return err
 }
 
 // SetBeach names the beach this instance uses from now on (kept in the
@@ -256,7 +308,7 @@ func (k *Agent) Passports(ctx context.Context, limit int) ([]beach.Verified[beac
 
 // Mark signs and leaves a mark on a URL: this instance was there, for
 // purpose. Only the URL's hash is sent.
-func (k *Agent) Mark(ctx context.Context, rawURL, purpose string) (*beach.Ack, error) {
+func (k *Agent) Mark(ctx context.Context, rawURL, purpose string) (*Marked, error) {
 	if u, err := url.Parse(strings.TrimSpace(rawURL)); err != nil || u.Scheme == "" {
 		return nil, fmt.Errorf("url %q: want an absolute URL", rawURL)
 	}
@@ -264,7 +316,18 @@ func (k *Agent) Mark(ctx context.Context, rawURL, purpose string) (*beach.Ack, e
 	if err != nil {
 		return nil, err
 	}
-	return c.Mark(ctx, rawURL, purpose)
+	ack, err := c.Mark(ctx, rawURL, purpose)
+	if err != nil {
+		return nil, err
+	}
+	return &Marked{URLHash: beach.URLHash(rawURL), Agent: ack.Agent}, nil
+}
+
+// Marked is a mark the instance left: the URL's hash (all the beach
+// learns of the URL) and the agent that signed it.
+type Marked struct {
+	URLHash string `json:"url_hash"`
+	Agent   string `json:"agent"`
 }
 
 // Marks lists who marked a URL and why, newest first, verified.
@@ -300,7 +363,8 @@ func (k *Agent) SendMessage(ctx context.Context, o Outgoing) (*beach.Ack, beach.
 	m := beach.Message{To: strings.TrimSpace(o.To), Type: o.Type, Content: o.Content, RespondingTo: o.RespondingTo}
 	if m.Type != "" {
 		if err := beach.CheckType(m.Type); err != nil {
-			return nil, m, err
+			// An option error of "type" (beach.CheckType's message names it).
+			return nil, m, &option.Error{Field: "type", Problem: strings.TrimPrefix(err.Error(), "type "), Err: err}
 		}
 	}
 	if o.ReplyTo != 0 {

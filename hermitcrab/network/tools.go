@@ -93,11 +93,11 @@ func (k *Agent) toolBeachMark(ctx context.Context, args struct {
 	URL     string `json:"url"`
 	Purpose string `json:"purpose"`
 }) (any, error) {
-	ack, err := k.Mark(ctx, args.URL, args.Purpose)
+	m, err := k.Mark(ctx, args.URL, args.Purpose)
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "url_hash": beach.URLHash(args.URL), "agent": ack.Agent}, nil
+	return map[string]any{"success": true, "url_hash": m.URLHash, "agent": m.Agent}, nil
 }
 
 func (k *Agent) toolBeachRead(ctx context.Context, args struct {

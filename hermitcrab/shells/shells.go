@@ -14,6 +14,15 @@ import (
 	"github.com/llmkernels/kernels/hermitcrab/store"
 )
 
+// Shell is a shell recompile stored (store.Shell).
+type Shell = store.Shell
+
+// What a page reports of a shell it was given.
+const (
+	Rendered = store.ShellRendered
+	Failed   = store.ShellFailed
+)
+
 // ErrCompile is wrapped by Recompile's error when the JSX does not compile.
 var ErrCompile = errors.New("the shell did not compile, so the previous one stays")
 

@@ -18,6 +18,7 @@ import (
 	"github.com/llmkernels/kernels/hermitcrab/conversation"
 	"github.com/llmkernels/kernels/hermitcrab/fetch"
 	"github.com/llmkernels/kernels/hermitcrab/network"
+	"github.com/llmkernels/kernels/hermitcrab/secrets"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/hermitcrab/trigger"
 	"github.com/llmkernels/kernels/internal/atomicfile"
@@ -111,6 +112,9 @@ const (
 
 // inboxWakeTools are added to an inbox wake's tools, so it can answer.
 var inboxWakeTools = []string{"inbox_check", "inbox_send", "passport_read"}
+
+// Wake is a wake a trigger fired, or a cap skipped (store.Wake).
+type Wake = store.Wake
 
 // Options configure a Runner.
 type Options struct {
@@ -830,6 +834,44 @@ func (r *Runner) Status(ctx context.Context) (*Status, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// Hooks are the instance's webhook triggers and the secret a post must
+// carry: what `hermitcrab wake hooks --json` prints.
+type Hooks struct {
+	Hooks      []Hook `json:"hooks"`
+	Secret     string `json:"secret"`
+	SecretFile string `json:"secret_file"`
+}
+
+// Hook is one webhook trigger: where a sender POSTs, and the line that
+// made it.
+type Hook struct {
+	Name  string `json:"name"`
+	Path  string `json:"path"`  // "/hooks/NAME"
+	Where string `json:"where"` // "wake 0.5.1"
+	Line  string `json:"line"`
+}
+
+// Hooks lists the webhook triggers at wake 0.5 with the webhook secret
+// (made on first use).
+func (r *Runner) Hooks(ctx context.Context) (*Hooks, error) {
+	set, err := r.Triggers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	keys := secrets.Dir(r.dir)
+	secret, err := keys.WebhookSecret()
+	if err != nil {
+		return nil, err
+	}
+	out := &Hooks{Hooks: []Hook{}, Secret: secret, SecretFile: keys.WebhookSecretPath()}
+	for _, t := range set.Triggers {
+		if t.Name != "" {
+			out.Hooks = append(out.Hooks, Hook{Name: t.Name, Path: "/hooks/" + t.Name, Where: t.Where, Line: t.Line})
+		}
+	}
+	return out, nil
 }
 
 // ErrNoHook is Webhook's error for a name no webhook trigger has.

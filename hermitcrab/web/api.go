@@ -13,11 +13,11 @@ import (
 
 	"github.com/llmkernels/kernels/hermitcrab/blocks"
 	"github.com/llmkernels/kernels/hermitcrab/conversation"
+	"github.com/llmkernels/kernels/hermitcrab/kernel"
 	"github.com/llmkernels/kernels/hermitcrab/prompt"
 	"github.com/llmkernels/kernels/hermitcrab/secrets"
-	"github.com/llmkernels/kernels/hermitcrab/store"
+	"github.com/llmkernels/kernels/hermitcrab/shells"
 	"github.com/llmkernels/kernels/llm"
-	"github.com/llmkernels/kernels/llm/anthropic"
 	"github.com/llmkernels/kernels/pscale"
 )
 
@@ -107,11 +107,11 @@ func (s *Server) routes(mux *http.ServeMux) {
 // a refused write 409/413, anything the caller sent wrong 400.
 func errStatus(err error) int {
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, kernel.ErrNotFound):
 		return http.StatusNotFound
-	case errors.Is(err, store.ErrConflict):
+	case errors.Is(err, kernel.ErrConflict):
 		return http.StatusConflict
-	case errors.Is(err, store.ErrTooLarge):
+	case errors.Is(err, kernel.ErrTooLarge):
 		return http.StatusRequestEntityTooLarge
 	}
 	return http.StatusBadRequest
@@ -260,7 +260,7 @@ func (s *Server) shellStatus(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errStatus(err), err)
 		return
 	}
-	if body.Status == store.ShellFailed {
+	if body.Status == shells.Failed {
 		s.hub.send(event{"type": "status", "text": fmt.Sprintf("shell %d failed to render: %s (the previous shell stays)", body.ID, body.Error), "level": conversation.LevelError})
 	}
 	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
@@ -293,7 +293,7 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 
 // claude is the §7.2 passthrough for props.callAPI: raw Messages API JSON
 // in and out, the key added here, after the §7.1 clean-up
-// (Kernel.CleanAPIRequest, which also gives a request without tools the
+// (conversation.Caller.CleanAPIRequest, which also gives a request without tools the
 // current ones). With the Anthropic provider the request goes to
 // the API with the anthropic-beta values its tools need and the --beta
 // values; with others it runs through the kernel's client.
@@ -307,12 +307,13 @@ func (s *Server) claude(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, err)
 		return
 	}
-	body, tools, notes, err := s.kernel.Conversation().CleanAPIRequest(r.Context(), raw)
+	clean, err := s.kernel.Conversation().CleanAPIRequest(r.Context(), raw)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	for _, n := range notes {
+	body := clean.Body
+	for _, n := range clean.Notes {
 		s.log.Info("callAPI: " + n)
 	}
 	if s.cfg.Provider != "anthropic" {
@@ -332,7 +333,7 @@ func (s *Server) claude(w http.ResponseWriter, r *http.Request) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("x-api-key", key)
 	req.Header.Set("anthropic-version", "2023-06-01")
-	if betas := anthropic.Betas(s.cfg.Betas, tools); len(betas) > 0 {
+	if betas := clean.HeaderBetas(s.cfg.Betas); len(betas) > 0 {
 		req.Header.Set("anthropic-beta", strings.Join(betas, ","))
 	}
 	resp, err := http.DefaultClient.Do(req)

@@ -40,7 +40,7 @@ import (
 	"github.com/llmkernels/kernels/hermitcrab/endpoint"
 	"github.com/llmkernels/kernels/hermitcrab/kernel"
 	"github.com/llmkernels/kernels/hermitcrab/secrets"
-	"github.com/llmkernels/kernels/hermitcrab/store"
+	"github.com/llmkernels/kernels/hermitcrab/shells"
 	"github.com/llmkernels/kernels/hermitcrab/wakes"
 	"github.com/llmkernels/kernels/internal/httpguard"
 	"github.com/llmkernels/kernels/internal/plainjson"
@@ -274,7 +274,7 @@ func (s *Server) progress(e llm.Event) {
 }
 
 // pushShell compiles a new shell and sends it to the page.
-func (s *Server) pushShell(sh store.Shell) {
+func (s *Server) pushShell(sh shells.Shell) {
 	code, err := compileShell(sh.Source)
 	if err != nil {
 		s.log.Warn("a stored shell does not compile", "shell", sh.ID, "err", err)
@@ -284,7 +284,7 @@ func (s *Server) pushShell(sh store.Shell) {
 }
 
 // pushWake tells the page of a wake a trigger fired.
-func (s *Server) pushWake(w store.Wake) {
+func (s *Server) pushWake(w wakes.Wake) {
 	s.hub.send(event{"type": "wake", "wake": w})
 }
 
