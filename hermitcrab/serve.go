@@ -120,7 +120,9 @@ func (o BeachOptions) Check() error {
 // BeachInfo says where a beach serves: its URL, its database's dialect
 // and the database with no password in it.
 type BeachInfo struct {
-	URL, Dialect, Database string
+	URL      string `json:"url"`
+	Dialect  string `json:"dialect"`  // sqlite or postgres
+	Database string `json:"database"` // with no password in it
 }
 
 // ServeBeach opens (creating) the beach's database and serves it until ctx

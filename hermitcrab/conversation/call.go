@@ -508,9 +508,9 @@ func (c *Caller) CleanAPIRequest(ctx context.Context, body []byte) (*APIRequest,
 // APIRequest is a raw Messages API request cleaned up for the shell's
 // passthrough (CleanAPIRequest).
 type APIRequest struct {
-	Body  []byte     // the request as JSON
-	Tools []llm.Tool // its tools, those added included
-	Notes []string   // a note for each change
+	Body  json.RawMessage `json:"body"`  // the request as JSON
+	Tools []llm.Tool      `json:"tools"` // its tools, those added included
+	Notes []string        `json:"notes"` // a note for each change
 }
 
 // HeaderBetas is the anthropic-beta header of the request sent to the

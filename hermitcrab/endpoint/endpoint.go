@@ -122,7 +122,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Path == "/mcp" && h.mcp != nil:
 		h.mcp.ServeHTTP(w, r)
 	case r.URL.Path == "/mcp":
-		writeError(w, http.StatusNotFound, "the MCP endpoint is off: start with --mcp")
+		writeError(w, http.StatusNotFound, "the MCP endpoint is off: this server was started without it")
 	case strings.HasPrefix(r.URL.Path, "/hooks/"):
 		h.hook(w, r)
 	default:

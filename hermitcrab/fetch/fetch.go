@@ -301,10 +301,10 @@ func (f *Fetcher) httpRequest(ctx context.Context, method, rawURL string, header
 
 // Page is one answer fetched under the host policy.
 type Page struct {
-	Status    int
-	Type      string
-	Body      string // at most Limit characters
-	Truncated bool
+	Status    int    `json:"status"`
+	Type      string `json:"type"` // its Content-Type
+	Body      string `json:"body"` // at most Limit characters
+	Truncated bool   `json:"truncated"`
 }
 
 // Get GETs a URL under the host policy (a watched page); an answer of 400

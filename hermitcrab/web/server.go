@@ -68,19 +68,18 @@ type Config struct {
 	Provider string
 	BaseURL  string   // Anthropic base URL for the passthrough; default https://api.anthropic.com
 	Betas    []string // anthropic-beta values the passthrough adds
-	// BrowserTimeout bounds a browser tool call; default 60 s (listen and
-	// fs_pick_directory wait for a person, so they get 3 minutes).
-	BrowserTimeout time.Duration
 	// MCP turns on the MCP endpoint over the instance's blocks at /mcp
 	// (package endpoint); webhooks (/hooks/NAME) are always served.
 	MCP bool
 	// NoWake stops this server from running the wake triggers (another
 	// process runs them, e.g. hermitcrab wake --daemon).
 	NoWake bool
-	// WakeInterval is how often the triggers are checked; default 15 s.
-	WakeInterval time.Duration
-	Log          *slog.Logger
+	Log    *slog.Logger
 }
+
+// browserTimeout bounds a browser tool call (listen and fs_pick_directory
+// wait for a person, so they get 3 minutes).
+const browserTimeout = 60 * time.Second
 
 // Server is a running web shell.
 type Server struct {
@@ -113,9 +112,6 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.BaseURL == "" {
 		cfg.BaseURL = "https://api.anthropic.com"
 	}
-	if cfg.BrowserTimeout <= 0 {
-		cfg.BrowserTimeout = 60 * time.Second
-	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
@@ -133,7 +129,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if !loopback(cfg.Addr) && s.token == "" {
 		s.token = randomToken()
 	}
-	s.relay = &relay{hub: s.hub, timeout: cfg.BrowserTimeout, pending: map[string]chan browserResult{}}
+	s.relay = &relay{hub: s.hub, timeout: browserTimeout, pending: map[string]chan browserResult{}}
 	opts := cfg.Kernel
 	opts.Browser = s.relay
 	opts.CompileShell = func(_ context.Context, source string) error {
@@ -450,7 +446,7 @@ func (s *Server) ListenAndServe(ctx context.Context, ready func(url string)) err
 		if s.cfg.NoWake {
 			return
 		}
-		s.kernel.Wakes().Run(wctx, s.cfg.WakeInterval, func(r *wakes.Report, err error) {
+		s.kernel.Wakes().Run(wctx, 0, func(r *wakes.Report, err error) {
 			if err != nil {
 				s.log.Warn("wake triggers", "err", err)
 				return

@@ -94,7 +94,6 @@ type Config struct {
 	// endpoint get MaxSavePointBody.
 	MaxBody          int64
 	MaxSavePointBody int64
-	Now              func() time.Time
 	Log              *slog.Logger
 }
 
@@ -136,9 +135,6 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxSavePointBody == 0 {
 		cfg.MaxSavePointBody = DefaultSavePointBody
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
@@ -153,7 +149,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg, store: cfg.Store, guard: guard, now: cfg.Now, log: cfg.Log,
+	return &Server{cfg: cfg, store: cfg.Store, guard: guard, now: time.Now, log: cfg.Log,
 		agents: newLimiter(cfg.AgentPerMinute, cfg.AgentBurst), addrs: newLimiter(cfg.AddrPerMinute, cfg.AddrBurst)}, nil
 }
 
