@@ -4,27 +4,15 @@
 // own blocks (/mcp: block_list, block_read, block_write, bsp).
 //
 // `hermitcrab serve` mounts both beside the web shell; `hermitcrab wake
-// --daemon --addr ADDR` serves them alone (ListenAndServe). Either way the
-// Host rule of internal/httpguard runs first (a name this server is not
-// reachable by gets 421: DNS rebinding), and bodies are limited: 64 KiB
-// for a webhook post, 1 MiB for an MCP request.
-//
-// Webhooks: a post must prove it knows the instance's webhook secret
-// (webhook_secret in the data directory, 0600, made on first use), either
-// as "Authorization: Bearer SECRET" or as an HMAC-SHA256 of its body under
-// the secret in "X-Hub-Signature-256: sha256=HEX" (GitHub's form) or
-// "X-Hermitcrab-Signature: sha256=HEX"; anything else is 401 before the
-// hook's name is even looked at. Each hook takes 30 posts a minute (a
-// burst of 10; 429 and Retry-After beyond), a post is stored at once and
-// answered 202, and at most 100 undelivered posts wait per hook (the
-// oldest go): however many arrive, the instance wakes once for a batch,
-// within its daily caps.
-//
-// MCP: off unless asked for; every request must carry "Authorization:
-// Bearer TOKEN" (mcp_token in the data directory, 0600, made on first
-// use). The tools call the kernel's block API, so every rule of a block
-// write (name, size limit, versions) holds for an MCP client as for the
-// LLM.
+// --daemon --addr ADDR` serves them alone (Server). Either way the Host
+// rule of internal/httpguard runs first, and bodies are limited: 64 KiB
+// for a webhook post, 1 MiB for an MCP request. A post must prove it knows
+// the instance's webhook secret (a bearer token, or an HMAC-SHA256 of its
+// body); each hook takes 30 posts a minute, stores each at once (202) and
+// keeps at most 100 undelivered. The MCP endpoint needs its own bearer
+// token, and its tools call the kernel's block operations, so every rule
+// of a block write holds for an MCP client as for the LLM. See
+// docs/hermitcrab-network.md (webhooks, the MCP endpoint over the blocks).
 package endpoint
 
 import (

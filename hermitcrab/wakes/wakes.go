@@ -30,10 +30,10 @@ import (
 // Wake triggers (architecture spec §9.2, §14.6): the instance writes
 // trigger lines at wake 0.4 and 0.5 (package trigger says the form), and
 // the kernel runs them while no one has the page open: `hermitcrab serve`
-// and `hermitcrab wake --daemon` call RunTriggers every few seconds,
-// `hermitcrab wake` once (for cron). A due trigger wakes the instance at
+// and `hermitcrab wake --daemon` run a pass every few seconds (Run),
+// `hermitcrab wake` once (RunTriggers, for cron). A due trigger wakes the instance at
 // its tier with a message saying which trigger fired and why; the wake is
-// a call like any other (Say, on the conversation "wake"), so what it does
+// a call like any other (SayUnattended, on the conversation "wake"), so what it does
 // is auto-saved to history.
 //
 // Rules, each pinned by a test:
@@ -52,7 +52,7 @@ import (
 //     wake block may lower): a wake that would pass either is recorded as
 //     skipped, with the cap as its reason, and logged. An inbox trigger
 //     may spend half of each cap (inboxShare). The cost caps are bounds: a
-//     running wake carries a budget (budget.go), the least that any cap
+//     running wake carries a budget (package budget), the least that any cap
 //     leaves it, that reserves every LLM request made under it (its
 //     tools' included) at the most it can cost before it is sent, and
 //     refuses one that does not fit. A wake whose first request is refused
