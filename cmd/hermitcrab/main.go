@@ -286,6 +286,11 @@ func (f *flags) blocksCommand() *cobra.Command {
 the store read-only, never create or change anything in the data directory, and work
 where it cannot be written. Before any block was stored they show the shell a new
 instance starts with.`}
+	blocks.AddCommand(f.blocksListCommand(), f.blocksShowCommand(), f.blocksExportCommand(), f.blocksImportCommand())
+	return blocks
+}
+
+func (f *flags) blocksListCommand() *cobra.Command {
 	var listJSON *bool
 	list := &cobra.Command{
 		Use: "list", Short: "List every block with its pscale-0 text", Args: cobra.NoArgs,
@@ -308,6 +313,10 @@ array of {"name", "pscale0"} objects (docs/configuration.md).`,
 		},
 	}
 	listJSON = cli.JSONFlag(list)
+	return list
+}
+
+func (f *flags) blocksShowCommand() *cobra.Command {
 	show := &cobra.Command{
 		Use: "show NAME [ADDRESS]", Short: "Print a block as JSON, or the node at ADDRESS with its children", Args: cobra.RangeArgs(1, 2),
 		Long: `Print a block as JSON ({"place", "tree"}, as stored), or with ADDRESS the node
@@ -335,7 +344,10 @@ accepted so that every read command takes it (docs/configuration.md).`,
 		},
 	}
 	cli.JSONFlag(show) // the output is JSON already
-	blocks.AddCommand(list, show)
+	return show
+}
+
+func (f *flags) blocksExportCommand() *cobra.Command {
 	var out string
 	export := &cobra.Command{
 		Use: "export", Short: "Write every block as a shell file ({\"blocks\": {...}}) that import and --shell read", Args: cobra.NoArgs,
@@ -355,6 +367,10 @@ accepted so that every read command takes it (docs/configuration.md).`,
 	}
 	export.Flags().StringVar(&out, "out", "", "write to this file instead of standard output")
 	cli.JSONFlag(export) // the output is JSON already
+	return export
+}
+
+func (f *flags) blocksImportCommand() *cobra.Command {
 	var replace bool
 	imp := &cobra.Command{
 		Use:   "import FILE...",
@@ -393,8 +409,7 @@ Existing blocks are kept unless --replace. The files are only read.`,
 		},
 	}
 	imp.Flags().BoolVar(&replace, "replace", false, "overwrite blocks that already exist")
-	blocks.AddCommand(export, imp)
-	return blocks
+	return imp
 }
 
 // withKernel opens the kernel (withLLM: with the LLM client the provider

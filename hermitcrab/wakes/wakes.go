@@ -316,93 +316,21 @@ func (r *Runner) runTrigger(ctx context.Context, t trigger.Trigger, st store.Tri
 
 // due decides whether t fires now, and with what.
 func (r *Runner) due(ctx context.Context, t trigger.Trigger, st store.TriggerState, now time.Time, report *Report) (*pending, error) {
-	key := t.Key()
-	base := store.WakeClaim{Trigger: key, Where: t.Where, At: now, Day: r.day(now), Tier: t.Tier}
-	if st.Key == "" && t.Kind != trigger.Webhook {
-		first := t.Next(time.Time{}, now)
-		if t.Kind == trigger.Inbox || t.Kind == trigger.Watch || t.Kind == trigger.Stale {
-			first = now // poll, fetch and look at once
-		}
-		var err error
-		if st, err = r.store.InitTrigger(ctx, key, first, now); err != nil {
-			return nil, err
-		}
+	st, err := r.triggerState(ctx, t, st, now)
+	if err != nil {
+		return nil, err
 	}
-	if at, ok := t.Rebase(st.NextDue, now); ok {
-		// The clock was set back: the trigger goes on from the corrected
-		// time instead of waiting for the clock to catch up, from its
-		// first due time that has not fired.
-		for i := 0; i < 1000 && at.Before(st.NextDue); i++ {
-			fired, err := r.store.WakeRecorded(ctx, key, at.UTC().Format(time.RFC3339))
-			if err != nil {
-				return nil, err
-			}
-			if !fired {
-				break
-			}
-			at = t.Next(at, at)
-		}
-		if at.Before(st.NextDue) {
-			r.log.Warn("wake trigger: its next due time was later than the clock allows (the clock was set back); moved back", "trigger", t.Where, "was", st.NextDue, "now", at)
-			_, err := r.store.AdvanceTrigger(ctx, key, st.NextDue, at, now)
-			return nil, err
-		}
+	if moved, err := r.rebase(ctx, t, st, now); err != nil || moved {
+		return nil, err
 	}
+	base := store.WakeClaim{Trigger: t.Key(), Where: t.Where, At: now, Day: r.day(now), Tier: t.Tier}
 	switch t.Kind {
 	case trigger.Every, trigger.Daily:
-		if now.Before(st.NextDue) {
-			return nil, nil
-		}
-		next := t.Next(st.NextDue, now)
-		base.Due, base.From, base.Next = st.NextDue.UTC().Format(time.RFC3339), st.NextDue, next
-		base.Reason = fmt.Sprintf("%s: due at %s", t.Describe(), st.NextDue.Local().Format("2006-01-02 15:04 MST"))
-		if missed := missedTimes(t, st.NextDue, now); missed > 0 {
-			base.Reason += fmt.Sprintf(" (and %d more due times passed while no kernel ran, or the clock jumped: it fires once for them all)", missed)
-		}
-		return &pending{claim: base, text: wakeText(t, base.Reason, "")}, nil
+		return clockWake(t, st, now, base), nil
 	case trigger.Stale:
-		updated, err := r.store.BlockUpdated(ctx, t.Block)
-		if err != nil {
-			return nil, err
-		}
-		var last time.Time
-		if st.Seen != "" {
-			last, _ = time.Parse(time.RFC3339Nano, st.Seen)
-		}
-		at := t.StaleDue(updated, last)
-		if now.Before(at) {
-			return nil, nil
-		}
-		base.Due = at.UTC().Format(time.RFC3339Nano)
-		base.Reason = fmt.Sprintf("%s: last changed %s", t.Describe(), updated.Local().Format("2006-01-02 15:04 MST"))
-		return &pending{claim: base, text: wakeText(t, base.Reason, ""), after: func(ctx context.Context) error {
-			return r.store.SetTriggerSeen(ctx, key, now.UTC().Format(time.RFC3339Nano), "", now)
-		}}, nil
+		return r.staleWake(ctx, t, st, now, base)
 	case trigger.Inbox:
-		if l := r.takeLook(key); l != nil {
-			if l.err != nil {
-				return nil, fmt.Errorf("polling the beach: %w", l.err)
-			}
-			for _, bad := range l.inbox.Refused {
-				msg := fmt.Sprintf("%s: refused a message from %s (%s): %s", t.Where, termtext.Line(bad.Agent), termtext.Line(bad.Reason), termtext.Line(bad.Detail))
-				report.Errors = append(report.Errors, msg)
-				r.log.Warn("inbox: refused a message", "from", termtext.Line(bad.Agent), "reason", termtext.Line(bad.Reason), "detail", termtext.Line(bad.Detail))
-			}
-			if st.Error != "" {
-				if err := r.store.SetTriggerError(ctx, key, "", now); err != nil {
-					return nil, err
-				}
-			}
-		}
-		if err := r.lookWhenDue(ctx, t, st, now, func(ctx context.Context, l *look) {
-			l.inbox, l.err = r.net.FetchInbox(ctx, network.FetchOptions{})
-		}); err != nil {
-			return nil, err
-		}
-		if pause, err := r.retryPause(ctx, t, now); err != nil || pause {
-			return nil, err
-		}
-		return r.inboxWake(ctx, t, base)
+		return r.inboxDue(ctx, t, st, now, base, report)
 	case trigger.Webhook:
 		if pause, err := r.retryPause(ctx, t, now); err != nil || pause {
 			return nil, err
@@ -414,11 +342,117 @@ func (r *Runner) due(ctx context.Context, t trigger.Trigger, st store.TriggerSta
 		}); err != nil {
 			return nil, err
 		}
-		if l := r.takeLook(key); l != nil {
+		if l := r.takeLook(t.Key()); l != nil {
 			return r.watchWake(ctx, t, st, base, l)
 		}
 	}
 	return nil, nil
+}
+
+// triggerState is st, made first for a trigger that has none yet: due at
+// its first time on the clock, or at once for one that looks (polls,
+// fetches, looks at a block); a webhook has no due time.
+func (r *Runner) triggerState(ctx context.Context, t trigger.Trigger, st store.TriggerState, now time.Time) (store.TriggerState, error) {
+	if st.Key != "" || t.Kind == trigger.Webhook {
+		return st, nil
+	}
+	first := t.Next(time.Time{}, now)
+	if t.Kind == trigger.Inbox || t.Kind == trigger.Watch || t.Kind == trigger.Stale {
+		first = now // poll, fetch and look at once
+	}
+	return r.store.InitTrigger(ctx, t.Key(), first, now)
+}
+
+// rebase moves t's next due time back when the clock was set back, so the
+// trigger goes on from the corrected time instead of waiting for the
+// clock to catch up, from its first due time that has not fired. It
+// reports whether it moved it (the trigger then waits for the next pass).
+func (r *Runner) rebase(ctx context.Context, t trigger.Trigger, st store.TriggerState, now time.Time) (bool, error) {
+	at, ok := t.Rebase(st.NextDue, now)
+	if !ok {
+		return false, nil
+	}
+	for i := 0; i < 1000 && at.Before(st.NextDue); i++ {
+		fired, err := r.store.WakeRecorded(ctx, t.Key(), at.UTC().Format(time.RFC3339))
+		if err != nil {
+			return false, err
+		}
+		if !fired {
+			break
+		}
+		at = t.Next(at, at)
+	}
+	if !at.Before(st.NextDue) {
+		return false, nil
+	}
+	r.log.Warn("wake trigger: its next due time was later than the clock allows (the clock was set back); moved back", "trigger", t.Where, "was", st.NextDue, "now", at)
+	_, err := r.store.AdvanceTrigger(ctx, t.Key(), st.NextDue, at, now)
+	return true, err
+}
+
+// clockWake is the wake of a rhythm or a time of day when it is due: once
+// for every due time that passed.
+func clockWake(t trigger.Trigger, st store.TriggerState, now time.Time, base store.WakeClaim) *pending {
+	if now.Before(st.NextDue) {
+		return nil
+	}
+	base.Due, base.From, base.Next = st.NextDue.UTC().Format(time.RFC3339), st.NextDue, t.Next(st.NextDue, now)
+	base.Reason = fmt.Sprintf("%s: due at %s", t.Describe(), st.NextDue.Local().Format("2006-01-02 15:04 MST"))
+	if missed := missedTimes(t, st.NextDue, now); missed > 0 {
+		base.Reason += fmt.Sprintf(" (and %d more due times passed while no kernel ran, or the clock jumped: it fires once for them all)", missed)
+	}
+	return &pending{claim: base, text: wakeText(t, base.Reason, "")}
+}
+
+// staleWake is the wake of a block left unchanged for the trigger's time.
+func (r *Runner) staleWake(ctx context.Context, t trigger.Trigger, st store.TriggerState, now time.Time, base store.WakeClaim) (*pending, error) {
+	updated, err := r.store.BlockUpdated(ctx, t.Block)
+	if err != nil {
+		return nil, err
+	}
+	var last time.Time
+	if st.Seen != "" {
+		last, _ = time.Parse(time.RFC3339Nano, st.Seen)
+	}
+	at := t.StaleDue(updated, last)
+	if now.Before(at) {
+		return nil, nil
+	}
+	base.Due = at.UTC().Format(time.RFC3339Nano)
+	base.Reason = fmt.Sprintf("%s: last changed %s", t.Describe(), updated.Local().Format("2006-01-02 15:04 MST"))
+	return &pending{claim: base, text: wakeText(t, base.Reason, ""), after: func(ctx context.Context) error {
+		return r.store.SetTriggerSeen(ctx, t.Key(), now.UTC().Format(time.RFC3339Nano), "", now)
+	}}, nil
+}
+
+// inboxDue takes what the inbox's last poll found (reporting the messages
+// it refused), starts the next poll when it is due, and makes the wake of
+// the messages waiting, unless failed wakes make it wait.
+func (r *Runner) inboxDue(ctx context.Context, t trigger.Trigger, st store.TriggerState, now time.Time, base store.WakeClaim, report *Report) (*pending, error) {
+	if l := r.takeLook(t.Key()); l != nil {
+		if l.err != nil {
+			return nil, fmt.Errorf("polling the beach: %w", l.err)
+		}
+		for _, bad := range l.inbox.Refused {
+			msg := fmt.Sprintf("%s: refused a message from %s (%s): %s", t.Where, termtext.Line(bad.Agent), termtext.Line(bad.Reason), termtext.Line(bad.Detail))
+			report.Errors = append(report.Errors, msg)
+			r.log.Warn("inbox: refused a message", "from", termtext.Line(bad.Agent), "reason", termtext.Line(bad.Reason), "detail", termtext.Line(bad.Detail))
+		}
+		if st.Error != "" {
+			if err := r.store.SetTriggerError(ctx, t.Key(), "", now); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := r.lookWhenDue(ctx, t, st, now, func(ctx context.Context, l *look) {
+		l.inbox, l.err = r.net.FetchInbox(ctx, network.FetchOptions{})
+	}); err != nil {
+		return nil, err
+	}
+	if pause, err := r.retryPause(ctx, t, now); err != nil || pause {
+		return nil, err
+	}
+	return r.inboxWake(ctx, t, base)
 }
 
 // retryPause reports whether t, after wakes that failed, waits still
