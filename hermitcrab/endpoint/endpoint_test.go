@@ -19,9 +19,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/llmkernels/kernels/hermitcrab/blocks"
+	"github.com/llmkernels/kernels/hermitcrab/internal/kerneltest"
 	"github.com/llmkernels/kernels/hermitcrab/kernel"
-	"github.com/llmkernels/kernels/pscale"
 )
 
 // serve runs the endpoints of a new instance alone, as `hermitcrab wake
@@ -37,7 +36,7 @@ func serve(t *testing.T, withMCP bool) (*kernel.Kernel, string) {
 	if err := k.Ready(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Blocks().WriteAt(ctx, "wake", mustAddress(t, "0.5.1"), "webhook ci tier 1: check the build"); err != nil {
+	if _, err := k.Blocks().WriteAt(ctx, "wake", kerneltest.At(t, "0.5.1"), "webhook ci tier 1: check the build"); err != nil {
 		t.Fatal(err)
 	}
 	h, err := New(k, withMCP, nil)
@@ -271,7 +270,7 @@ func TestAnMCPClientReadsAndWritesTheBlocks(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &node); err != nil || node.Content != "a note <from> an MCP client & co" {
 		t.Fatalf("block_read: %s", out)
 	}
-	if got, err := k.Blocks().ReadNode(ctx, "stash", mustAddress(t, "0.1")); err != nil || got.Content != "a note <from> an MCP client & co" {
+	if got, err := k.Blocks().ReadNode(ctx, "stash", kerneltest.At(t, "0.1")); err != nil || got.Content != "a note <from> an MCP client & co" {
 		t.Fatalf("the kernel sees %+v %v", got, err)
 	}
 	if out, _ := call("bsp", map[string]any{"name": "wake", "spindle": "0.5.1"}); !strings.Contains(out, "webhook ci tier 1") {
@@ -289,14 +288,4 @@ func TestAnMCPClientReadsAndWritesTheBlocks(t *testing.T) {
 	if out, isErr := call("block_write", map[string]any{"name": "stash", "path": "0.1", "content": strings.Repeat("x", 70<<10)}); !isErr {
 		t.Fatalf("a write over the block size limit: %s", out)
 	}
-}
-
-// mustAddress is the address s, which the test writes well.
-func mustAddress(t testing.TB, s string) pscale.Address {
-	t.Helper()
-	a, err := blocks.ParseAddress("path", s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
 }

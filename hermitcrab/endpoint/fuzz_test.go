@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/llmkernels/kernels/hermitcrab/internal/kerneltest"
 	"github.com/llmkernels/kernels/hermitcrab/kernel"
 )
 
@@ -25,7 +26,7 @@ func fuzzHandler(f *testing.F) (h *Handler, webhook, token string) {
 	if err := k.Ready(ctx); err != nil {
 		f.Fatal(err)
 	}
-	if _, err := k.Blocks().WriteAt(ctx, "wake", mustAddress(f, "0.5.1"), "webhook ci tier 1: check the build"); err != nil {
+	if _, err := k.Blocks().WriteAt(ctx, "wake", kerneltest.At(f, "0.5.1"), "webhook ci tier 1: check the build"); err != nil {
 		f.Fatal(err)
 	}
 	if h, err = New(k, true, nil); err != nil {

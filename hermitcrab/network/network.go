@@ -621,21 +621,18 @@ func (k *Agent) CheckInbox(ctx context.Context, all bool) (*Inbox, error) {
 // Waiting lists the messages the model has not been given yet, oldest
 // first, at most limit: what the next inbox wake carries.
 func (k *Agent) Waiting(ctx context.Context, limit int) ([]InboxMessage, error) {
-	recs, err := k.store.ReceivedMessages(ctx, true, limit)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]InboxMessage, 0, len(recs))
-	for _, r := range recs {
-		out = append(out, inboxMessage(r))
-	}
-	return out, nil
+	return k.stored(ctx, true, limit)
 }
 
 // Received lists the newest messages received, at most limit, oldest
 // first: delivered to the model or not.
 func (k *Agent) Received(ctx context.Context, limit int) ([]InboxMessage, error) {
-	recs, err := k.store.ReceivedMessages(ctx, false, limit)
+	return k.stored(ctx, false, limit)
+}
+
+// stored lists stored messages as store.ReceivedMessages picks them.
+func (k *Agent) stored(ctx context.Context, waiting bool, limit int) ([]InboxMessage, error) {
+	recs, err := k.store.ReceivedMessages(ctx, waiting, limit)
 	if err != nil {
 		return nil, err
 	}

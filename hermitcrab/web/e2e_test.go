@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/llmkernels/kernels/hermitcrab/conversation"
+	"github.com/llmkernels/kernels/hermitcrab/internal/kerneltest"
 	"github.com/llmkernels/kernels/hermitcrab/kernel"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/llm"
@@ -338,7 +339,7 @@ func TestThePageShowsWhatWokeTheInstanceWhileThePersonWasAway(t *testing.T) {
 	})
 	ctx := context.Background()
 	k := b.srv.Kernel()
-	if _, err := k.Blocks().WriteAt(ctx, "wake", mustAddress(t, "0.5.1"), "webhook ci tier 1: look at the build"); err != nil {
+	if _, err := k.Blocks().WriteAt(ctx, "wake", kerneltest.At(t, "0.5.1"), "webhook ci tier 1: look at the build"); err != nil {
 		t.Fatal(err)
 	}
 	b.do(t, "key and boot", chromedp.Navigate(b.url), chromedp.WaitVisible(chromedp.ID("hc-key")),

@@ -13,10 +13,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmkernels/kernels/hermitcrab/blocks"
+	"github.com/llmkernels/kernels/hermitcrab/internal/kerneltest"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/llm/script"
-	"github.com/llmkernels/kernels/pscale"
 )
 
 func TestStateChangingRequestsNeedTheCSRFTokenAndOrigin(t *testing.T) {
@@ -351,7 +350,7 @@ func TestWebhooksOnTheWebServerUseTheirOwnSecret(t *testing.T) {
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 	ctx := context.Background()
-	if _, err := srv.Kernel().Blocks().WriteAt(ctx, "wake", mustAddress(t, "0.5.1"), "webhook ci tier 1"); err != nil {
+	if _, err := srv.Kernel().Blocks().WriteAt(ctx, "wake", kerneltest.At(t, "0.5.1"), "webhook ci tier 1"); err != nil {
 		t.Fatal(err)
 	}
 	secret, err := srv.Kernel().Secrets().WebhookSecret()
@@ -385,14 +384,4 @@ func TestWebhooksOnTheWebServerUseTheirOwnSecret(t *testing.T) {
 	if code := get(t, ts, "/mcp", nil); code != http.StatusNotFound {
 		t.Fatalf("/mcp while off: HTTP %d", code)
 	}
-}
-
-// mustAddress is the address s, which the test writes well.
-func mustAddress(t testing.TB, s string) pscale.Address {
-	t.Helper()
-	a, err := blocks.ParseAddress("path", s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
 }
