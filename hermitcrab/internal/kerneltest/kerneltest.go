@@ -68,7 +68,11 @@ func OpenIn(t testing.TB, dir string, o kernel.Options) *kernel.Kernel {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { k.Close() })
+	t.Cleanup(func() {
+		if err := k.Close(); err != nil {
+			t.Errorf("closing the kernel: %v", err)
+		}
+	})
 	if err := k.Ready(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +168,11 @@ func StartBeach(t *testing.T, kind string) *Beach {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Errorf("closing the beach's store: %v", err)
+		}
+	})
 	hs := httptest.NewUnstartedServer(nil)
 	srv, err := server.New(server.Config{Store: st, Addr: hs.Listener.Addr().String()})
 	if err != nil {
@@ -188,8 +196,11 @@ func (b *Beach) Exec(t *testing.T, query string, args ...any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	if _, err := db.Exec(query, args...); err != nil {
+	_, err = db.Exec(query, args...)
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 }
@@ -203,11 +214,16 @@ func Post(t *testing.T, url string, e *identity.Envelope) (int, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
 	var out struct {
 		Reason string `json:"reason"`
 	}
-	json.NewDecoder(resp.Body).Decode(&out)
+	err = json.NewDecoder(resp.Body).Decode(&out)
+	if cerr := resp.Body.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatalf("the beach's answer (HTTP %d): %v", resp.StatusCode, err)
+	}
 	return resp.StatusCode, out.Reason
 }
 
