@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"path/filepath"
 	"strings"
 	"time"
@@ -14,10 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmkernels/kernels/hermitcrab"
-	"github.com/llmkernels/kernels/hermitcrab/beach"
-	"github.com/llmkernels/kernels/hermitcrab/beach/server"
-	"github.com/llmkernels/kernels/hermitcrab/beach/store"
-	"github.com/llmkernels/kernels/hermitcrab/identity"
 	"github.com/llmkernels/kernels/internal/cli"
 	"github.com/llmkernels/kernels/internal/termtext"
 )
@@ -38,33 +33,14 @@ else the one 'beach use' set for this data directory, else ` + hermitcrab.Defaul
 this data directory's instance; the instance's own network tools and its inbox trigger
 use the same beach.`,
 	}
-	client := func() (*beach.Client, error) {
-		dir, id, err := f.identity()
-		if err != nil {
-			return nil, err
-		}
-		u, err := f.instanceBeach()
-		if err != nil {
-			return nil, err
-		}
-		c, err := beach.NewClient(u, id)
-		if err != nil {
-			return nil, err
-		}
-		// Messages accepted from any beach, kept so a replay is refused even
-		// after this process ends.
-		c.Nonces = &beach.FileNonces{Path: filepath.Join(dir, "beach-received")}
-		return c, nil
-	}
-	cmd.AddCommand(f.beachServeCommand(), beachIDCommand(f), f.beachUseCommand(), f.beachPassportCommand(client))
-	cmd.AddCommand(f.beachMarkCommands(client)...)
-	cmd.AddCommand(f.beachSendCommand(), beachInboxCommand(client), f.beachSaveCommand(), f.beachRestoreCommand(), beachSignCommand(f))
+	cmd.AddCommand(f.beachServeCommand(), beachIDCommand(f), f.beachUseCommand(), f.beachPassportCommand())
+	cmd.AddCommand(f.beachMarkCommands()...)
+	cmd.AddCommand(f.beachSendCommand(), f.beachInboxCommand(), f.beachSaveCommand(), f.beachRestoreCommand(), beachSignCommand(f))
 	return cmd
 }
 
 func (f *flags) beachServeCommand() *cobra.Command {
-	var db string
-	cfg := server.Config{}
+	var o hermitcrab.BeachOptions
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run a beach: signed passports, marks, inboxes and save points over HTTP and MCP",
@@ -89,74 +65,35 @@ a global flag every command refuses, such as --max-block-bytes 0) is a usage err
 			if err := f.check(); err != nil {
 				return err
 			}
-			if err := checkBeachLimits(cfg); err != nil {
-				return err
+			if err := o.Check(); err != nil {
+				return err // before the store is made
 			}
-			if db == "" {
+			if o.DB == "" {
 				dir, err := f.dataDir()
 				if err != nil {
 					return err
 				}
-				db = filepath.Join(dir, "beach.db")
+				o.DB = filepath.Join(dir, "beach.db")
 			}
-			st, err := store.Open(cmd.Context(), db)
-			if err != nil {
-				return err
-			}
-			cfg.Store = st
-			cfg.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-			srv, err := server.New(cfg)
-			if err != nil {
-				return errors.Join(err, st.Close())
-			}
-			where := store.Redact(db) // no password, from the user part or the query
-			err = srv.ListenAndServe(cmd.Context(), func(u string) {
-				fmt.Fprintf(cmd.OutOrStdout(), "beach serving %s (HTTP API %s/v1/, MCP %s/mcp; %s: %s); Ctrl-C or SIGTERM stops it\n", u, u, u, st.Dialect(), where)
+			o.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			return hermitcrab.ServeBeach(cmd.Context(), o, func(b hermitcrab.BeachInfo) {
+				// The database is named with no password, from the user part or the query.
+				fmt.Fprintf(cmd.OutOrStdout(), "beach serving %s (HTTP API %s/v1/, MCP %s/mcp; %s: %s); Ctrl-C or SIGTERM stops it\n", b.URL, b.URL, b.URL, b.Dialect, b.Database)
 			})
-			return errors.Join(err, st.Close())
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&cfg.Addr, "addr", "127.0.0.1:8421", "address to listen on")
-	fl.StringVar(&db, "db", "", "SQLite file or postgres:// URL (default beach.db in the data directory)")
-	fl.StringSliceVar(&cfg.AllowHosts, "allow-host", nil, "further Host names this beach answers to (name, *.domain or IP; repeatable)")
-	fl.DurationVar(&cfg.Window, "window", server.DefaultWindow, "how far a signed time may be from this clock, either way")
-	fl.Float64Var(&cfg.AgentPerMinute, "agent-rate", server.DefaultAgentPerMin, "signed requests a minute per agent (-1: no limit)")
-	fl.IntVar(&cfg.AgentBurst, "agent-burst", server.DefaultAgentBurst, "burst of signed requests per agent")
-	fl.Float64Var(&cfg.AddrPerMinute, "addr-rate", server.DefaultAddrPerMin, "requests a minute per remote address (-1: no limit; behind a proxy every client shares its address)")
-	fl.IntVar(&cfg.AddrBurst, "addr-burst", server.DefaultAddrBurst, "burst of requests per remote address, and the most connections it may hold open")
-	fl.Int64Var(&cfg.MaxBody, "max-body", server.DefaultMaxBody, "largest request body in bytes (save points and MCP: --max-savepoint-body)")
-	fl.Int64Var(&cfg.MaxSavePointBody, "max-savepoint-body", server.DefaultSavePointBody, "largest save point upload or MCP request in bytes")
+	fl.StringVar(&o.Addr, "addr", "127.0.0.1:8421", "address to listen on")
+	fl.StringVar(&o.DB, "db", "", "SQLite file or postgres:// URL (default beach.db in the data directory)")
+	fl.StringSliceVar(&o.AllowHosts, "allow-host", nil, "further Host names this beach answers to (name, *.domain or IP; repeatable)")
+	fl.DurationVar(&o.Window, "window", hermitcrab.DefaultBeachWindow, "how far a signed time may be from this clock, either way")
+	fl.Float64Var(&o.AgentPerMinute, "agent-rate", hermitcrab.DefaultBeachAgentPerMin, "signed requests a minute per agent (-1: no limit)")
+	fl.IntVar(&o.AgentBurst, "agent-burst", hermitcrab.DefaultBeachAgentBurst, "burst of signed requests per agent")
+	fl.Float64Var(&o.AddrPerMinute, "addr-rate", hermitcrab.DefaultBeachAddrPerMin, "requests a minute per remote address (-1: no limit; behind a proxy every client shares its address)")
+	fl.IntVar(&o.AddrBurst, "addr-burst", hermitcrab.DefaultBeachAddrBurst, "burst of requests per remote address, and the most connections it may hold open")
+	fl.Int64Var(&o.MaxBody, "max-body", hermitcrab.DefaultBeachMaxBody, "largest request body in bytes (save points and MCP: --max-savepoint-body)")
+	fl.Int64Var(&o.MaxSavePointBody, "max-savepoint-body", hermitcrab.DefaultBeachSavePointBody, "largest save point upload or MCP request in bytes")
 	return cmd
-}
-
-// checkBeachLimits refuses limits that mean nothing, which the server would
-// take for its defaults silently: a window, burst or body size at or below
-// 0, a rate of 0 or not a number (-1 is "no limit").
-func checkBeachLimits(cfg server.Config) error {
-	switch {
-	case cfg.Window <= 0:
-		return cli.Usagef("--window %s: give how far a signed time may be from this clock, e.g. 5m", cfg.Window)
-	case cfg.AgentBurst <= 0 || cfg.AddrBurst <= 0:
-		return cli.Usagef("--agent-burst %d, --addr-burst %d: give a burst of at least 1 request", cfg.AgentBurst, cfg.AddrBurst)
-	case cfg.MaxBody <= 0 || cfg.MaxSavePointBody <= 0:
-		return cli.Usagef("--max-body %d, --max-savepoint-body %d: give sizes in bytes above 0", cfg.MaxBody, cfg.MaxSavePointBody)
-	}
-	for _, r := range []struct {
-		flag string
-		rate float64
-	}{{"--agent-rate", cfg.AgentPerMinute}, {"--addr-rate", cfg.AddrPerMinute}} {
-		if r.rate == 0 || math.IsNaN(r.rate) {
-			return cli.Usagef("%s %v: give requests a minute, or -1 for no limit", r.flag, r.rate)
-		}
-	}
-	return nil
-}
-
-// idJSON is beach id --json (docs/configuration.md).
-type idJSON struct {
-	Agent   string `json:"agent"`    // "hc1…"
-	KeyFile string `json:"key_file"` // identity.key in the data directory
 }
 
 func beachIDCommand(f *flags) *cobra.Command {
@@ -169,17 +106,18 @@ stderr where its key is (identity.key in the data directory, made on first use).
 --json: {"agent", "key_file"} (docs/configuration.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir, id, err := f.identity()
-			if err != nil {
+			return f.withBlocksRead(cmd, func(k *hermitcrab.Kernel) error {
+				id, err := k.Network().ID()
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "key: %s (keep it: it is this instance's identity and opens its save points)\n", id.KeyFile)
+				if *asJSON {
+					return cli.PrintJSON(cmd.OutOrStdout(), id)
+				}
+				_, err = fmt.Fprintln(cmd.OutOrStdout(), id.Agent)
 				return err
-			}
-			key := filepath.Join(dir, identity.KeyFile)
-			fmt.Fprintf(cmd.ErrOrStderr(), "key: %s (keep it: it is this instance's identity and opens its save points)\n", key)
-			if *asJSON {
-				return cli.PrintJSON(cmd.OutOrStdout(), idJSON{Agent: id.Agent(), KeyFile: key})
-			}
-			_, err = fmt.Fprintln(cmd.OutOrStdout(), id.Agent())
-			return err
+			})
 		},
 	}
 	asJSON = cli.JSONFlag(cmd)
@@ -206,7 +144,7 @@ func (f *flags) instanceBeach() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	u, err := k.BeachURL(context.Background())
+	u, err := k.Network().BeachURL(context.Background())
 	return u, errors.Join(err, k.Close())
 }
 
@@ -228,9 +166,7 @@ with --json as {"beach": URL} (docs/configuration.md).`,
 					return err
 				}
 				if *asJSON {
-					return cli.PrintJSON(cmd.OutOrStdout(), struct {
-						Beach string `json:"beach"`
-					}{u})
+					return cli.PrintJSON(cmd.OutOrStdout(), hermitcrab.BeachInUse{Beach: u})
 				}
 				_, err = fmt.Fprintln(cmd.OutOrStdout(), u)
 				return err
@@ -239,15 +175,15 @@ with --json as {"beach": URL} (docs/configuration.md).`,
 				return cli.Usagef("--json prints the beach in use: leave out URL (setting one is not a read)")
 			}
 			if args[0] != "" {
-				if _, err := beach.ParseURL(args[0]); err != nil {
+				if err := hermitcrab.CheckBeachURL(args[0]); err != nil {
 					return cli.Usagef("%v (or \"\" for the default)", err)
 				}
 			}
 			return f.withKernel(cmd, false, func(k *hermitcrab.Kernel) error {
-				if err := k.SetBeach(cmd.Context(), args[0]); err != nil {
+				if err := k.Network().SetBeach(cmd.Context(), args[0]); err != nil {
 					return err
 				}
-				u, err := k.BeachURL(cmd.Context())
+				u, err := k.Network().BeachURL(cmd.Context())
 				if err != nil {
 					return err
 				}
@@ -263,31 +199,7 @@ with --json as {"beach": URL} (docs/configuration.md).`,
 	return cmd
 }
 
-// identity loads (making on first use) the instance's key.
-func (f *flags) identity() (string, *identity.Identity, error) {
-	dir, err := f.dataDir()
-	if err != nil {
-		return "", nil, err
-	}
-	id, err := identity.Load(dir)
-	return dir, id, err
-}
-
-// clientFunc makes the beach client of the instance.
-type clientFunc func() (*beach.Client, error)
-
-// run makes a command's RunE that gets the client first.
-func (cf clientFunc) run(fn func(cmd *cobra.Command, args []string, c *beach.Client) error) func(*cobra.Command, []string) error {
-	return func(cmd *cobra.Command, args []string) error {
-		c, err := cf()
-		if err != nil {
-			return err
-		}
-		return fn(cmd, args, c)
-	}
-}
-
-func (f *flags) beachPassportCommand(client clientFunc) *cobra.Command {
+func (f *flags) beachPassportCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "passport", Short: "Publish this instance's passport, or read others'"}
 	var p hermitcrab.PassportSpec
 	publish := &cobra.Command{
@@ -298,7 +210,7 @@ is published with its text ("purpose 0.2: learn to garden", cut to 200 character
 reader knows what it means without the blocks. The blocks are only read.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withBlocksRead(cmd, func(k *hermitcrab.Kernel) error {
-				ack, _, err := k.PublishPassport(cmd.Context(), p)
+				ack, _, err := k.Network().PublishPassport(cmd.Context(), p)
 				if err != nil {
 					return err
 				}
@@ -314,13 +226,15 @@ reader knows what it means without the blocks. The blocks are only read.`,
 	_ = publish.MarkFlagRequired("name")
 	show := &cobra.Command{
 		Use: "show AGENT", Short: "Print an agent's passport, verified, as JSON", Args: cobra.ExactArgs(1),
-		RunE: client.run(func(cmd *cobra.Command, args []string, c *beach.Client) error {
-			v, err := c.Passport(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			return cli.PrintJSON(cmd.OutOrStdout(), v)
-		}),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return f.withBlocksRead(cmd, func(k *hermitcrab.Kernel) error {
+				v, err := k.Network().Passport(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				return cli.PrintJSON(cmd.OutOrStdout(), v)
+			})
+		},
 	}
 	cli.JSONFlag(show) // the output is JSON already
 	var limit int
@@ -328,22 +242,24 @@ reader knows what it means without the blocks. The blocks are only read.`,
 	list := &cobra.Command{
 		Use: "list", Short: "List the passports published most recently, verified", Args: cobra.NoArgs,
 		PreRunE: func(*cobra.Command, []string) error { return checkLimit(limit) },
-		RunE: client.run(func(cmd *cobra.Command, _ []string, c *beach.Client) error {
-			good, bad, err := c.Passports(cmd.Context(), limit)
-			if err != nil {
-				return err
-			}
-			printRefused(cmd, bad)
-			if *listJSON {
-				return cli.PrintJSON(cmd.OutOrStdout(), nonNil(good))
-			}
-			for _, v := range good {
-				// Names and coordinates are a stranger's text: inert on a terminal.
-				fmt.Fprintf(cmd.OutOrStdout(), "%s  %s  offers %s  needs %s\n", v.Agent, termtext.Line(v.Body.Name),
-					termtext.Line(strings.Join(v.Body.Offers, ",")), termtext.Line(strings.Join(v.Body.Needs, ",")))
-			}
-			return nil
-		}),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return f.withBlocksRead(cmd, func(k *hermitcrab.Kernel) error {
+				good, bad, err := k.Network().Passports(cmd.Context(), limit)
+				if err != nil {
+					return err
+				}
+				printRefused(cmd, bad)
+				if *listJSON {
+					return cli.PrintJSON(cmd.OutOrStdout(), nonNil(good))
+				}
+				for _, v := range good {
+					// Names and coordinates are a stranger's text: inert on a terminal.
+					fmt.Fprintf(cmd.OutOrStdout(), "%s  %s  offers %s  needs %s\n", v.Agent, termtext.Line(v.Body.Name),
+						termtext.Line(strings.Join(v.Body.Offers, ",")), termtext.Line(strings.Join(v.Body.Needs, ",")))
+				}
+				return nil
+			})
+		},
 	}
 	list.Flags().IntVar(&limit, "limit", 100, "at most this many")
 	listJSON = cli.JSONFlag(list)
@@ -351,7 +267,7 @@ reader knows what it means without the blocks. The blocks are only read.`,
 	return cmd
 }
 
-func (f *flags) beachMarkCommands(client clientFunc) []*cobra.Command {
+func (f *flags) beachMarkCommands() []*cobra.Command {
 	mark := &cobra.Command{
 		Use: "mark URL [PURPOSE]", Short: "Leave a signed mark on a URL: this instance was there, for PURPOSE (only the URL's hash is sent)",
 		Args: cobra.RangeArgs(1, 2),
@@ -361,11 +277,11 @@ func (f *flags) beachMarkCommands(client clientFunc) []*cobra.Command {
 				purpose = args[1]
 			}
 			return f.withBlocksRead(cmd, func(k *hermitcrab.Kernel) error {
-				ack, err := k.Mark(cmd.Context(), args[0], purpose)
+				m, err := k.Network().Mark(cmd.Context(), args[0], purpose)
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "marked %s (url_hash %s) as %s\n", termtext.Line(args[0]), beach.URLHash(args[0]), termtext.Line(ack.Agent))
+				fmt.Fprintf(cmd.OutOrStdout(), "marked %s (url_hash %s) as %s\n", termtext.Line(args[0]), m.URLHash, termtext.Line(m.Agent))
 				return nil
 			})
 		},
@@ -375,20 +291,22 @@ func (f *flags) beachMarkCommands(client clientFunc) []*cobra.Command {
 	marks := &cobra.Command{
 		Use: "marks URL", Short: "List who marked a URL and why, newest first, verified", Args: cobra.ExactArgs(1),
 		PreRunE: func(*cobra.Command, []string) error { return checkLimit(limit) },
-		RunE: client.run(func(cmd *cobra.Command, args []string, c *beach.Client) error {
-			good, bad, err := c.Marks(cmd.Context(), args[0], limit)
-			if err != nil {
-				return err
-			}
-			printRefused(cmd, bad)
-			if *marksJSON {
-				return cli.PrintJSON(cmd.OutOrStdout(), nonNil(good))
-			}
-			for _, v := range good {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s  %s  %s\n", v.Time.UTC().Format(time.RFC3339), v.Agent, termtext.Line(v.Body.Purpose))
-			}
-			return nil
-		}),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return f.withBlocksRead(cmd, func(k *hermitcrab.Kernel) error {
+				good, bad, err := k.Network().Marks(cmd.Context(), args[0], limit)
+				if err != nil {
+					return err
+				}
+				printRefused(cmd, bad)
+				if *marksJSON {
+					return cli.PrintJSON(cmd.OutOrStdout(), nonNil(good))
+				}
+				for _, v := range good {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s  %s  %s\n", v.Time.UTC().Format(time.RFC3339), v.Agent, termtext.Line(v.Body.Purpose))
+				}
+				return nil
+			})
+		},
 	}
 	marks.Flags().IntVar(&limit, "limit", 50, "at most this many marks")
 	marksJSON = cli.JSONFlag(marks)
@@ -403,16 +321,10 @@ func (f *flags) beachSendCommand() *cobra.Command {
 of this instance's blocks ("purpose 0.23"), which must exist: the message carries that
 spindle's texts from the root down ("purpose 0.23: … › … › …", cut to 500 characters).
 A --type other than the three is refused before anything is sent. The blocks are only read.`,
-		PreRunE: func(*cobra.Command, []string) error {
-			if err := beach.CheckType(o.Type); err != nil {
-				return cli.Usagef("--type: %v", err)
-			}
-			return nil
-		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.To, o.Content = args[0], args[1]
 			return f.withBlocksRead(cmd, func(k *hermitcrab.Kernel) error {
-				ack, m, err := k.SendMessage(cmd.Context(), o)
+				ack, m, err := k.Network().SendMessage(cmd.Context(), o)
 				if err != nil {
 					return err
 				}
@@ -421,7 +333,7 @@ A --type other than the three is refused before anything is sent. The blocks are
 			})
 		},
 	}
-	cmd.Flags().StringVar(&o.Type, "type", beach.TypeGeneral, "grain_probe, grain_response or general")
+	cmd.Flags().StringVar(&o.Type, "type", "general", "grain_probe, grain_response or general")
 	cmd.Flags().StringVar(&o.Spindle, "spindle", "", `a node of this instance's blocks the message is about, "BLOCK ADDRESS"; the message carries its spindle's texts`)
 	cmd.Flags().StringVar(&o.RespondingTo, "responding-to", "", "the nonce of the message this answers")
 	return cmd
@@ -436,41 +348,61 @@ func checkLimit(limit int) error {
 	return nil
 }
 
-func beachInboxCommand(client clientFunc) *cobra.Command {
+func (f *flags) beachInboxCommand() *cobra.Command {
 	var limit int
 	var after int64
+	var all bool
 	cmd := &cobra.Command{
-		Use: "inbox", Short: "Take this instance's unread messages (marked read on the beach), each verified", Args: cobra.NoArgs,
-		PreRunE: func(*cobra.Command, []string) error {
+		Use: "inbox", Short: "Take this instance's new messages from the beach into its store, each verified, and print them", Args: cobra.NoArgs,
+		Long: `Take the messages the beach holds for this instance into its store, as its inbox
+trigger does: each is verified (signature, addressee, not seen before), kept in the
+store and marked read on the beach. Reading them here does not deliver them: they wait
+for the instance's next wake (an inbox trigger at wake 0.4 or 0.5) or its inbox_check,
+which gives them to the model. The output is the messages taken, as JSON: [{"id" (this
+instance's number for it: inbox_send's reply_to), "from", "type", "content", "spindle",
+"responding_to", "signed", "nonce"}]; what did not verify is said on stderr.
+
+--all takes nothing: it prints the newest --limit messages the instance has received,
+delivered to the model or not (it only reads the store).`,
+		PreRunE: func(c *cobra.Command, _ []string) error {
 			if after < 0 {
 				return cli.Usagef("--after %d: give a message id (they start at 1), or 0 for every message", after)
 			}
+			if all && c.Flags().Changed("after") {
+				return cli.Usagef("--all takes nothing from the beach: leave out --after")
+			}
 			return checkLimit(limit)
 		},
-		RunE: client.run(func(cmd *cobra.Command, _ []string, c *beach.Client) error {
-			// One request or the other: taking the unread messages first
-			// would record their nonces, and the fetch that follows would
-			// refuse them as replays.
-			var good []beach.Verified[beach.Message]
-			var bad []beach.Refused
-			var err error
-			if cmd.Flags().Changed("after") {
-				good, bad, err = c.InboxAfter(cmd.Context(), after, limit)
-			} else {
-				good, bad, err = c.Inbox(cmd.Context(), limit)
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if all {
+				return f.withBlocksRead(cmd, func(k *hermitcrab.Kernel) error {
+					list, err := k.Network().Received(cmd.Context(), limit)
+					if err != nil {
+						return err
+					}
+					return cli.PrintJSON(cmd.OutOrStdout(), list)
+				})
 			}
-			if err != nil {
-				return err
-			}
-			if err := cli.PrintJSON(cmd.OutOrStdout(), good); err != nil {
-				return err
-			}
-			printRefused(cmd, bad)
-			return nil
-		}),
+			return f.withKernel(cmd, false, func(k *hermitcrab.Kernel) error {
+				o := hermitcrab.FetchOptions{Limit: limit}
+				if cmd.Flags().Changed("after") {
+					o.After = &after
+				}
+				in, err := k.Network().FetchInbox(cmd.Context(), o)
+				if err != nil {
+					return err
+				}
+				printRefused(cmd, in.Refused)
+				if in.Waiting > 0 {
+					fmt.Fprintf(cmd.ErrOrStderr(), "%d message(s) wait in the instance's store for its next wake or inbox_check\n", in.Waiting)
+				}
+				return cli.PrintJSON(cmd.OutOrStdout(), in.New)
+			})
+		},
 	}
 	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many messages")
-	cmd.Flags().Int64Var(&after, "after", 0, "instead, the messages with ids above this one, read or not (when an answer was lost on the way); those already received are refused as replays")
+	cmd.Flags().Int64Var(&after, "after", 0, "take the messages with ids above this one, read or not (when an answer was lost on the way); those the instance has already are refused as replays")
+	cmd.Flags().BoolVar(&all, "all", false, "take nothing: print the newest --limit messages the instance has received")
 	return cmd
 }
 
@@ -485,11 +417,11 @@ instance can do the same itself with its savepoint_save tool.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withKernel(cmd, false, func(k *hermitcrab.Kernel) error {
-				ack, n, err := k.SaveToBeach(cmd.Context())
+				ack, n, err := k.Network().SaveToBeach(cmd.Context())
 				if err != nil {
 					return err
 				}
-				u, err := k.BeachURL(cmd.Context())
+				u, err := k.Network().BeachURL(cmd.Context())
 				if err != nil {
 					return err
 				}
@@ -511,7 +443,7 @@ the new data directory first. Existing blocks are kept unless --replace.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withKernel(cmd, false, func(k *hermitcrab.Kernel) error {
-				res, v, err := k.RestoreFromBeach(cmd.Context(), replace)
+				res, v, err := k.Network().RestoreFromBeach(cmd.Context(), replace)
 				if err != nil {
 					return err
 				}
@@ -544,26 +476,18 @@ beach's --window (5 minutes by default) and once.
   hermitcrab beach sign inbox_check '{"beach":"127.0.0.1:8421"}'`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, id, err := f.identity()
-			if err != nil {
-				return err
-			}
-			if !json.Valid([]byte(args[1])) {
-				return fmt.Errorf("BODY %q is not JSON", args[1])
-			}
-			e, err := id.Sign(args[0], json.RawMessage(args[1]), time.Now())
-			if err != nil {
-				return err
-			}
-			if err := beach.Check(e); err != nil {
-				return fmt.Errorf("a beach would refuse this envelope: %w", err)
-			}
-			return cli.PrintJSON(cmd.OutOrStdout(), e)
+			return f.withBlocksRead(cmd, func(k *hermitcrab.Kernel) error {
+				e, err := k.Network().Sign(args[0], json.RawMessage(args[1]))
+				if err != nil {
+					return err
+				}
+				return cli.PrintJSON(cmd.OutOrStdout(), e)
+			})
 		},
 	}
 }
 
-func printRefused(cmd *cobra.Command, bad []beach.Refused) {
+func printRefused(cmd *cobra.Command, bad []hermitcrab.Refused) {
 	for _, r := range bad {
 		// The agent is the beach's unverified word, the detail may quote it.
 		fmt.Fprintf(cmd.ErrOrStderr(), "refused an entry from %s (%s): %s\n", termtext.Line(r.Agent), termtext.Line(r.Reason), termtext.Line(r.Detail))

@@ -459,3 +459,35 @@ func TestBeachUseFirstKeepsTheDefaultShell(t *testing.T) {
 		t.Fatalf("blocks list after beach use and an import:\n%s", list)
 	}
 }
+
+// A message the person reads with `beach inbox` reaches the instance too:
+// the command takes it into the instance's store, where it waits for the
+// model (reading it is not delivering it), so the next wake of the inbox
+// trigger carries it even when the beach is gone by then.
+func TestAMessageReadWithBeachInboxStillReachesTheModel(t *testing.T) {
+	url, server := startBeachProcess(t)
+	a := withTriggers(t, "inbox tier 1")
+	b := t.TempDir()
+	idA, _ := mustHC(t, a, "", "beach", "id")
+	mustHC(t, b, "", "beach", "--beach", url, "send", strings.TrimSpace(idA), "are you there?")
+	inbox, _ := mustHC(t, a, "", "beach", "--beach", url, "inbox")
+	if !strings.Contains(inbox, "are you there?") {
+		t.Fatalf("beach inbox:\n%s", inbox)
+	}
+	if err := server.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = server.Wait()
+	out, _ := mustHC(t, a, "", "--beach", url, "--provider", "script", "--script", replyScript(t, 1), "wake")
+	if !strings.Contains(out, "1 message(s)") || !strings.Contains(out, "reply 1") {
+		t.Fatalf("the wake after beach inbox did not carry the message:\n%s", out)
+	}
+	// Delivered once: the next wake has nothing to carry.
+	if again, _ := mustHC(t, a, "", "--beach", url, "--provider", "script", "--script", replyScript(t, 0), "wake"); strings.Contains(again, "message(s)") {
+		t.Fatalf("the message was carried twice:\n%s", again)
+	}
+	// --all lists it still, delivered as it is now.
+	if all, _ := mustHC(t, a, "", "--beach", url, "beach", "inbox", "--all"); !strings.Contains(all, "are you there?") {
+		t.Fatalf("beach inbox --all:\n%s", all)
+	}
+}

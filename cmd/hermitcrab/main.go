@@ -5,7 +5,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,16 +18,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmkernels/kernels/hermitcrab"
-	"github.com/llmkernels/kernels/hermitcrab/beach"
-	"github.com/llmkernels/kernels/hermitcrab/prompt"
-	"github.com/llmkernels/kernels/hermitcrab/trigger"
-	"github.com/llmkernels/kernels/hermitcrab/web"
 	"github.com/llmkernels/kernels/internal/atomicfile"
 	"github.com/llmkernels/kernels/internal/cli"
 	"github.com/llmkernels/kernels/internal/provider"
 	"github.com/llmkernels/kernels/internal/termtext"
 	"github.com/llmkernels/kernels/llm"
-	"github.com/llmkernels/kernels/pscale"
 )
 
 type flags struct {
@@ -40,7 +34,7 @@ type flags struct {
 	webAllow      []string
 	webDeny       []string
 	beach         string
-	caps          trigger.Caps
+	caps          hermitcrab.Caps
 }
 
 func main() {
@@ -71,9 +65,10 @@ marks, inbox and encrypted save points. See docs/hermitcrab-network.md.`)}
 	pf.StringSliceVar(&f.webAllow, "web-allow", nil, "hosts web_request may reach (comma-separated names, *.example.com, IPs or CIDR networks); allowing a host by name also allows its private address")
 	pf.StringSliceVar(&f.webDeny, "web-deny", nil, "hosts web_request may never reach (names, *.example.com, IPs or CIDR networks such as 10.0.0.0/8)")
 	pf.StringVar(&f.beach, "beach", "", "beach URL this instance talks to (default $HERMITCRAB_BEACH, else the one set with 'beach use', else "+hermitcrab.DefaultBeach+")")
-	pf.IntVar(&f.caps.Wakes, "max-wakes", hermitcrab.DefaultWakeCaps.Wakes, "most wakes a day the triggers may make (the wake block may set fewer)")
-	pf.Float64Var(&f.caps.CostUSD, "max-wake-cost", hermitcrab.DefaultWakeCaps.CostUSD, "most dollars a day the triggers' wakes may spend (the wake block may set less)")
+	pf.IntVar(&f.caps.Wakes, "max-wakes", hermitcrab.DefaultWakeCaps().Wakes, "most wakes a day the triggers may make (the wake block may set fewer)")
+	pf.Float64Var(&f.caps.CostUSD, "max-wake-cost", hermitcrab.DefaultWakeCaps().CostUSD, "most dollars a day the triggers' wakes may spend (the wake block may set less)")
 	f.app.Root.AddCommand(f.blocksCommand(), f.bspCommand(), f.promptCommand(), f.bootCommand(), f.chatCommand(), f.serveCommand(), f.beachCommand(), f.wakeCommand(), f.keyCommand(), f.toolsCommand())
+	mapOptionErrors(f.app.Root)
 	f.app.Run()
 }
 
@@ -96,11 +91,11 @@ func (f *flags) open(cmd *cobra.Command, withLLM bool) (*hermitcrab.Kernel, erro
 	if !withLLM {
 		return k, nil
 	}
-	// ANTHROPIC_API_KEY wins; without it, the key stored with `key set` or
-	// the web page.
+	// The Anthropic provider takes the key the kernel decides on: the
+	// environment's, else the one stored with `key set` or the web page.
 	key := ""
-	if f.app.Provider.Provider == provider.Anthropic && os.Getenv("ANTHROPIC_API_KEY") == "" {
-		if key, err = k.StoredKey(); err != nil {
+	if f.app.Provider.Provider == provider.Anthropic {
+		if key, _, err = k.Secrets().APIKey(); err != nil {
 			return nil, errors.Join(err, k.Close())
 		}
 	}
@@ -109,7 +104,7 @@ func (f *flags) open(cmd *cobra.Command, withLLM bool) (*hermitcrab.Kernel, erro
 		return nil, errors.Join(err, k.Close())
 	}
 	client.Observe = progress
-	k.SetClient(client)
+	k.Conversation().SetClient(client)
 	return k, nil
 }
 
@@ -142,7 +137,7 @@ func (f *flags) check() error {
 		return cli.Usagef("--max-wake-cost %v: give a daily cap in US dollars above 0, e.g. 1 (serve --no-wake runs no triggers)", f.caps.CostUSD)
 	}
 	if u := f.beachURL(); u != "" {
-		if _, err := beach.ParseURL(u); err != nil {
+		if err := hermitcrab.CheckBeachURL(u); err != nil {
 			from := "--beach"
 			if f.beach == "" {
 				from = "$HERMITCRAB_BEACH"
@@ -194,7 +189,7 @@ func unwritable(dir string) error {
 
 // checkTier refuses a tier the prompt has no instructions for.
 func checkTier(tier int) error {
-	if tier < prompt.Light || tier > prompt.Deep {
+	if tier < hermitcrab.Light || tier > hermitcrab.Deep {
 		return cli.Usagef("--tier %d: give 1 (light), 2 (present) or 3 (deep)", tier)
 	}
 	return nil
@@ -258,24 +253,23 @@ clients holding its token (mcp_token in the data directory).`,
 				base = os.Getenv("ANTHROPIC_BASE_URL")
 			}
 			errOut := cmd.ErrOrStderr()
-			srv, err := web.New(cmd.Context(), web.Config{
+			// Ctrl-C and SIGTERM cancel the context: the server finishes the
+			// requests in flight, closes the event streams and the store.
+			err = hermitcrab.Serve(cmd.Context(), hermitcrab.ServeOptions{
 				Addr: addr, Token: token, AllowHosts: allowHosts, DataDir: dir, Kernel: f.kernelOptions(), MCP: withMCP, NoWake: noWake,
 				KeyNeeded: p.Provider == provider.Anthropic, Provider: p.Provider, BaseURL: base, Betas: p.Betas,
 				NewClient: func(key string) (*llm.Client, error) { return p.ClientWithKey(key, errOut) },
 				Log:       slog.New(slog.NewTextHandler(errOut, nil)),
-			})
-			if err != nil {
-				return readOnlyData(dir, cmd, err)
-			}
-			// Ctrl-C and SIGTERM cancel the context: the server finishes the
-			// requests in flight, closes the event streams and the store.
-			err = srv.ListenAndServe(cmd.Context(), func(url string) {
+			}, func(url string, k *hermitcrab.Kernel) {
 				fmt.Fprintf(cmd.OutOrStdout(), "hermitcrab is serving %s (data: %s); Ctrl-C or SIGTERM stops it\n", url, dir)
 				if withMCP {
-					printMCP(cmd.OutOrStdout(), url, srv.Kernel())
+					printMCP(cmd.OutOrStdout(), url, k)
 				}
 			})
-			return errors.Join(err, srv.Close())
+			if err != nil {
+				return readOnlyData(dir, cmd, err) // a data directory the server cannot write, said plainly
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8420", "address to listen on")
@@ -292,6 +286,11 @@ func (f *flags) blocksCommand() *cobra.Command {
 the store read-only, never create or change anything in the data directory, and work
 where it cannot be written. Before any block was stored they show the shell a new
 instance starts with.`}
+	blocks.AddCommand(f.blocksListCommand(), f.blocksShowCommand(), f.blocksExportCommand(), f.blocksImportCommand())
+	return blocks
+}
+
+func (f *flags) blocksListCommand() *cobra.Command {
 	var listJSON *bool
 	list := &cobra.Command{
 		Use: "list", Short: "List every block with its pscale-0 text", Args: cobra.NoArgs,
@@ -299,7 +298,7 @@ instance starts with.`}
 array of {"name", "pscale0"} objects (docs/configuration.md).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withReady(cmd, true, func(k *hermitcrab.Kernel) error {
-				list, err := k.ListBlocks(cmd.Context())
+				list, err := k.Blocks().List(cmd.Context())
 				if err != nil {
 					return err
 				}
@@ -314,6 +313,10 @@ array of {"name", "pscale0"} objects (docs/configuration.md).`,
 		},
 	}
 	listJSON = cli.JSONFlag(list)
+	return list
+}
+
+func (f *flags) blocksShowCommand() *cobra.Command {
 	show := &cobra.Command{
 		Use: "show NAME [ADDRESS]", Short: "Print a block as JSON, or the node at ADDRESS with its children", Args: cobra.RangeArgs(1, 2),
 		Long: `Print a block as JSON ({"place", "tree"}, as stored), or with ADDRESS the node
@@ -322,13 +325,17 @@ accepted so that every read command takes it (docs/configuration.md).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.withReady(cmd, true, func(k *hermitcrab.Kernel) error {
 				if len(args) == 1 {
-					b, err := k.Block(cmd.Context(), args[0])
+					b, err := k.Blocks().Block(cmd.Context(), args[0])
 					if err != nil {
 						return err
 					}
 					return cli.PrintJSON(cmd.OutOrStdout(), b)
 				}
-				view, err := k.ReadNode(cmd.Context(), args[0], args[1])
+				addr, err := hermitcrab.ParseAddress(args[1])
+				if err != nil {
+					return err
+				}
+				view, err := k.Blocks().ReadNode(cmd.Context(), args[0], addr)
 				if err != nil {
 					return err
 				}
@@ -337,13 +344,16 @@ accepted so that every read command takes it (docs/configuration.md).`,
 		},
 	}
 	cli.JSONFlag(show) // the output is JSON already
-	blocks.AddCommand(list, show)
+	return show
+}
+
+func (f *flags) blocksExportCommand() *cobra.Command {
 	var out string
 	export := &cobra.Command{
 		Use: "export", Short: "Write every block as a shell file ({\"blocks\": {...}}) that import and --shell read", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withReady(cmd, true, func(k *hermitcrab.Kernel) error {
-				data, err := k.Export(cmd.Context())
+				data, err := k.Blocks().Export(cmd.Context())
 				if err != nil {
 					return err
 				}
@@ -357,6 +367,10 @@ accepted so that every read command takes it (docs/configuration.md).`,
 	}
 	export.Flags().StringVar(&out, "out", "", "write to this file instead of standard output")
 	cli.JSONFlag(export) // the output is JSON already
+	return export
+}
+
+func (f *flags) blocksImportCommand() *cobra.Command {
 	var replace bool
 	imp := &cobra.Command{
 		Use:   "import FILE...",
@@ -375,7 +389,7 @@ Existing blocks are kept unless --replace. The files are only read.`,
 				if err != nil {
 					return err
 				}
-				res, err := k.Import(cmd.Context(), sources, replace)
+				res, err := k.Blocks().Import(cmd.Context(), sources, replace)
 				if err != nil {
 					return err
 				}
@@ -395,8 +409,7 @@ Existing blocks are kept unless --replace. The files are only read.`,
 		},
 	}
 	imp.Flags().BoolVar(&replace, "replace", false, "overwrite blocks that already exist")
-	blocks.AddCommand(export, imp)
-	return blocks
+	return imp
 }
 
 // withKernel opens the kernel (withLLM: with the LLM client the provider
@@ -442,7 +455,7 @@ func (f *flags) openReady(cmd *cobra.Command, readOnly, note bool, fn func(*herm
 		return err
 	}
 	defer func() { err = errors.Join(err, k.Close()) }()
-	if note && k.InMemory() {
+	if note && k.Blocks().InMemory() {
 		fmt.Fprintf(cmd.ErrOrStderr(), "note: no blocks in %s yet: showing the shell a new instance starts with (nothing was written)\n", dir)
 	}
 	if err := k.Ready(cmd.Context()); err != nil {
@@ -482,9 +495,9 @@ The output is JSON: {"mode", "address", "pscale", "tree" | "nodes" | "point" | "
 --json is accepted as on every read command.`,
 		Args: cobra.RangeArgs(1, 3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var spindle, point any
+			var spindle, point string
 			switch {
-			case len(args) == 2 && strings.EqualFold(strings.TrimSpace(mode), string(pscale.ModeDisc)):
+			case len(args) == 2 && strings.EqualFold(strings.TrimSpace(mode), "disc"):
 				point = args[1] // disc reads no spindle: NAME POINT
 			case len(args) > 1:
 				spindle = args[1]
@@ -492,12 +505,12 @@ The output is JSON: {"mode", "address", "pscale", "tree" | "nodes" | "point" | "
 			if len(args) > 2 {
 				point = args[2]
 			}
-			q, err := pscale.ParseQuery(mode, spindle, point)
+			q, err := hermitcrab.ParseQuery(mode, spindle, point)
 			if err != nil {
 				return cli.Exit(cli.ExitUsage, err)
 			}
 			return f.withReady(cmd, true, func(k *hermitcrab.Kernel) error {
-				r, err := k.BSP(cmd.Context(), args[0], q)
+				r, err := k.Blocks().BSP(cmd.Context(), args[0], q)
 				if err != nil {
 					return err
 				}
@@ -509,23 +522,6 @@ The output is JSON: {"mode", "address", "pscale", "tree" | "nodes" | "point" | "
 	cli.JSONFlag(cmd) // the output is JSON already
 	cli.NegativeArgs(cmd)
 	return cmd
-}
-
-// promptJSON is prompt --json: the compiled prompt with its size, every
-// field always present (docs/configuration.md).
-type promptJSON struct {
-	Tier       int              `json:"tier"`
-	Text       string           `json:"text"`
-	Sections   []prompt.Section `json:"sections"`
-	Aperture   bool             `json:"aperture"` // no instructions for the tier: the pscale-0 aperture was used
-	Problems   []string         `json:"problems"`
-	Characters int              `json:"characters"`
-	Tokens     int              `json:"tokens"` // estimated: characters / 4
-}
-
-func newPromptJSON(c prompt.Compiled) promptJSON {
-	return promptJSON{Tier: c.Tier, Text: c.Text, Sections: nonNil(c.Sections), Aperture: c.Aperture,
-		Problems: nonNil(c.Problems), Characters: len([]rune(c.Text)), Tokens: c.Tokens()}
 }
 
 // nonNil makes an empty list [] in JSON, never null.
@@ -551,12 +547,12 @@ its size. With --json: {"tier", "text", "sections": [{"instruction", "text", "er
 				return err
 			}
 			return f.withReady(cmd, true, func(k *hermitcrab.Kernel) error {
-				c, err := k.CompilePrompt(cmd.Context(), tier)
+				c, err := k.Conversation().Prompt(cmd.Context(), tier)
 				if err != nil {
 					return err
 				}
 				if *asJSON {
-					return cli.PrintJSON(cmd.OutOrStdout(), newPromptJSON(c))
+					return cli.PrintJSON(cmd.OutOrStdout(), c)
 				}
 				w := cmd.OutOrStdout()
 				fmt.Fprintln(w, termtext.Block(c.Text))
@@ -568,12 +564,12 @@ its size. With --json: {"tier", "text", "sections": [{"instruction", "text", "er
 				if c.Aperture {
 					how = "the aperture: no instructions for this tier"
 				}
-				fmt.Fprintf(w, "tier %d: %d characters, about %d tokens (%s)\n", tier, len([]rune(c.Text)), c.Tokens(), how)
+				fmt.Fprintf(w, "tier %d: %d characters, about %d tokens (%s)\n", tier, c.Characters, c.Tokens, how)
 				return nil
 			})
 		},
 	}
-	cmd.Flags().IntVarP(&tier, "tier", "t", prompt.Present, "tier: 1 light, 2 present, 3 deep (boot)")
+	cmd.Flags().IntVarP(&tier, "tier", "t", hermitcrab.Present, "tier: 1 light, 2 present, 3 deep (boot)")
 	asJSON = cli.JSONFlag(cmd)
 	return cmd
 }
@@ -590,7 +586,7 @@ without recompile is an error: no shell was built.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withKernel(cmd, true, func(k *hermitcrab.Kernel) error {
-				res, err := k.Boot(cmd.Context())
+				res, err := k.Conversation().Boot(cmd.Context())
 				printNotes(cmd.ErrOrStderr(), res)
 				if err != nil {
 					return err
@@ -626,7 +622,7 @@ and continues next time unless --new. Ctrl-D ends.`,
 			return f.withKernel(cmd, true, func(k *hermitcrab.Kernel) error {
 				ctx := cmd.Context()
 				if fresh {
-					if err := k.SaveConversation(ctx, id, nil); err != nil {
+					if err := k.Conversation().SaveConversation(ctx, id, nil); err != nil {
 						return err
 					}
 				}
@@ -634,7 +630,7 @@ and continues next time unless --new. Ctrl-D ends.`,
 			})
 		},
 	}
-	cmd.Flags().IntVarP(&tier, "tier", "t", prompt.Present, "tier: 1 light, 2 present, 3 deep")
+	cmd.Flags().IntVarP(&tier, "tier", "t", hermitcrab.Present, "tier: 1 light, 2 present, 3 deep")
 	cmd.Flags().BoolVar(&fresh, "new", false, "start a new conversation instead of continuing the saved one")
 	cmd.Flags().StringVar(&id, "conversation", "terminal", "name of the saved conversation")
 	return cmd
@@ -675,7 +671,7 @@ func chat(ctx context.Context, k *hermitcrab.Kernel, id string, tier int, in io.
 		if text == "" {
 			continue
 		}
-		res, err := k.Say(ctx, id, text, hermitcrab.CallOptions{Tier: tier})
+		res, err := k.Conversation().Say(ctx, id, text, hermitcrab.CallOptions{Tier: tier})
 		printNotes(errOut, res)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -727,7 +723,7 @@ request (unless it runs on ANTHROPIC_API_KEY).`}
 				if err != nil {
 					return fmt.Errorf("reading the key from standard input: %w", err)
 				}
-				if err := k.SetKey(line); err != nil {
+				if err := k.Secrets().SetKey(line); err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "key stored in %s\n", filepath.Join(k.Dir(), "api_key"))
@@ -739,7 +735,7 @@ request (unless it runs on ANTHROPIC_API_KEY).`}
 		Use: "clear", Short: "Remove the stored key", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withKernel(cmd, false, func(k *hermitcrab.Kernel) error {
-				had, err := k.ClearKey()
+				had, err := k.Secrets().ClearKey()
 				if err != nil {
 					return err
 				}
@@ -748,7 +744,7 @@ request (unless it runs on ANTHROPIC_API_KEY).`}
 				} else {
 					fmt.Fprintln(cmd.OutOrStdout(), "no key was stored")
 				}
-				if os.Getenv("ANTHROPIC_API_KEY") != "" {
+				if _, from, err := k.Secrets().APIKey(); err == nil && from == hermitcrab.KeyFromEnvironment {
 					fmt.Fprintln(cmd.OutOrStdout(), "note: ANTHROPIC_API_KEY is set in this environment and is used where it is set")
 				}
 				return nil
@@ -756,20 +752,6 @@ request (unless it runs on ANTHROPIC_API_KEY).`}
 		},
 	})
 	return key
-}
-
-// toolsJSON is tools list --json (docs/configuration.md).
-type toolsJSON struct {
-	Tools                []toolJSON `json:"tools"`
-	DefinitionCharacters int        `json:"definition_characters"` // the definitions' total
-}
-
-// toolJSON is one active tool: used by name (the kernel's own definition)
-// or with the definition set_tools gave, as it is sent with every call.
-type toolJSON struct {
-	Name       string          `json:"name"`
-	Characters int             `json:"characters"`           // the definition's size; 0 without one
-	Definition json.RawMessage `json:"definition,omitempty"` // present only when set_tools gave one
 }
 
 func (f *flags) toolsCommand() *cobra.Command {
@@ -788,21 +770,9 @@ set_tools gave one, then the total. With --json: {"tools": [{"name", "characters
 "definition"}], "definition_characters"} (docs/configuration.md).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withReady(cmd, true, func(k *hermitcrab.Kernel) error {
-				active, err := k.ActiveTools(cmd.Context())
+				doc, err := k.Conversation().ToolList(cmd.Context())
 				if err != nil {
 					return err
-				}
-				doc := toolsJSON{Tools: []toolJSON{}}
-				for _, t := range active {
-					tj := toolJSON{Name: t.Name}
-					if t.Description != "" || len(t.InputSchema) != 0 || t.Type != "" || len(t.Options) != 0 {
-						if tj.Definition, err = json.Marshal(t); err != nil {
-							return err
-						}
-						tj.Characters = len(tj.Definition)
-					}
-					doc.Tools = append(doc.Tools, tj)
-					doc.DefinitionCharacters += tj.Characters
 				}
 				if *listJSON {
 					return cli.PrintJSON(cmd.OutOrStdout(), doc)
@@ -826,12 +796,12 @@ set_tools gave one, then the total. With --json: {"tools": [{"name", "characters
 		Use: "reset", Short: "Put the boot tools back in place of the set the LLM chose with set_tools", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withReady(cmd, false, func(k *hermitcrab.Kernel) error {
-				had, err := k.ResetTools(cmd.Context())
+				had, err := k.Conversation().ResetTools(cmd.Context())
 				if err != nil {
 					return err
 				}
 				if had {
-					fmt.Fprintf(cmd.OutOrStdout(), "the boot tools are back: %s\n", strings.Join(hermitcrab.BootTools, ", "))
+					fmt.Fprintf(cmd.OutOrStdout(), "the boot tools are back: %s\n", strings.Join(hermitcrab.BootTools(), ", "))
 				} else {
 					fmt.Fprintln(cmd.OutOrStdout(), "the boot tools were already active")
 				}

@@ -430,3 +430,30 @@ func TestChatErrorQuotingTheAPIIsInert(t *testing.T) {
 		t.Errorf("chat printed a raw control character:\n%q", s)
 	}
 }
+
+// An option the kernel refuses is a usage error naming the flag (or the
+// argument) that set it: the kernel names the option, the command its flag.
+func TestAnOptionTheKernelRefusesNamesItsFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"blocks", "list", "--web-allow", "localhost:8080"}, `--web-allow "localhost:8080"`},
+		{[]string{"blocks", "list", "--web-deny", "http://intranet"}, `--web-deny "http://intranet"`},
+		{[]string{"blocks", "show", "wake", "0.x"}, "ADDRESS"},
+		{[]string{"prompt", "--shell", "/no/such/shell.json"}, "--shell"},
+		{[]string{"beach", "sign", "passport", "{not json"}, "BODY"},
+		{[]string{"beach", "serve", "--window", "-1s"}, "--window -1s: give how far"},
+	} {
+		_, errOut, err := hc(t, t.TempDir(), "", c.args...)
+		if exitStatus(t, err) != 2 || !strings.Contains(errOut, c.says) || !strings.Contains(errOut, "--help' for usage.") {
+			t.Errorf("%v: %v %q", c.args, err, errOut)
+		}
+	}
+	// An address the kernel reads inside another option keeps its context
+	// (the offer it is in) and is not taken for ADDRESS.
+	_, errOut, err := hc(t, t.TempDir(), "", "beach", "passport", "publish", "--name", "a", "--offer", "purpose 0.x")
+	if exitStatus(t, err) != 1 || !strings.Contains(errOut, `offers "purpose 0.x"`) || strings.Contains(errOut, "ADDRESS") {
+		t.Errorf("a malformed offer: %v %q", err, errOut)
+	}
+}

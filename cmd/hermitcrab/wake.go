@@ -10,9 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmkernels/kernels/hermitcrab"
-	"github.com/llmkernels/kernels/hermitcrab/endpoint"
 	"github.com/llmkernels/kernels/internal/cli"
-	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/internal/termtext"
 )
 
@@ -72,7 +70,7 @@ With --json (one pass only): {"wakes": [...], "problems": [...], "errors": [...]
 			}
 			return f.withKernel(cmd, true, func(k *hermitcrab.Kernel) error {
 				if !daemon {
-					r, err := k.RunTriggers(cmd.Context())
+					r, err := k.Wakes().RunTriggers(cmd.Context())
 					if err != nil {
 						return err
 					}
@@ -102,13 +100,11 @@ func runDaemon(cmd *cobra.Command, k *hermitcrab.Kernel, addr string, allowHosts
 	log := slog.New(slog.NewTextHandler(errOut, nil))
 	served := make(chan error, 1)
 	if addr != "" {
-		h, err := endpoint.New(k, withMCP, log)
-		if err != nil {
-			return err
-		}
-		srv := &endpoint.Server{Addr: addr, AllowHosts: allowHosts, Handler: h}
 		ready := make(chan string, 1)
-		go func() { served <- srv.ListenAndServe(ctx, func(u string) { ready <- u }) }()
+		go func() {
+			served <- hermitcrab.ServeEndpoints(ctx, k, hermitcrab.EndpointOptions{Addr: addr, AllowHosts: allowHosts, MCP: withMCP, Log: log},
+				func(u string) { ready <- u })
+		}()
 		select {
 		case u := <-ready:
 			fmt.Fprintf(out, "webhooks at %s/hooks/NAME (hermitcrab wake hooks prints the secret)\n", u)
@@ -122,7 +118,7 @@ func runDaemon(cmd *cobra.Command, k *hermitcrab.Kernel, addr string, allowHosts
 		served <- nil
 	}
 	fmt.Fprintf(out, "running the wake triggers of %s every %s; Ctrl-C or SIGTERM stops it\n", k.Dir(), interval)
-	k.RunWakes(ctx, interval, func(r *hermitcrab.WakeReport, err error) {
+	k.Wakes().Run(ctx, interval, func(r *hermitcrab.WakeReport, err error) {
 		if err != nil {
 			fmt.Fprintln(errOut, "error:", termtext.Line(err.Error())) // it may quote the API or the model
 			return
@@ -167,7 +163,7 @@ cost, and the recent wakes. With --json: {"triggers", "problems", "caps", "today
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withReady(cmd, true, func(k *hermitcrab.Kernel) error {
-				s, err := k.Status(cmd.Context())
+				s, err := k.Wakes().Status(cmd.Context())
 				if err != nil {
 					return err
 				}
@@ -193,11 +189,11 @@ cost, and the recent wakes. With --json: {"triggers", "problems", "caps", "today
 				}
 				fmt.Fprintf(w, "caps: %d wakes and $%.2f a day; today (%s): %d wakes, $%.4f\n", s.Caps.Wakes, s.Caps.CostUSD, s.Today.Day, s.Today.Wakes, s.Today.CostUSD)
 				for _, wk := range s.Recent {
-					line := fmt.Sprintf("  #%d %s %s %s: %s", wk.ID, wk.At.Local().Format("2006-01-02 15:04"), wk.Where, wk.Status, wk.Reason)
+					line := termtext.Line(fmt.Sprintf("  #%d %s %s %s: %s", wk.ID, wk.At.Local().Format("2006-01-02 15:04"), wk.Where, wk.Status, wk.Reason))
 					if wk.Reply != "" {
-						line += " — " + clip.Line(wk.Reply, 300)
+						line += " — " + cli.Line(wk.Reply, 300)
 					}
-					fmt.Fprintln(w, termtext.Line(line))
+					fmt.Fprintln(w, line)
 				}
 				return nil
 			})
@@ -205,22 +201,6 @@ cost, and the recent wakes. With --json: {"triggers", "problems", "caps", "today
 	}
 	asJSON = cli.JSONFlag(cmd)
 	return cmd
-}
-
-// hooksJSON is wake hooks --json (docs/configuration.md).
-type hooksJSON struct {
-	Hooks      []hookJSON `json:"hooks"`
-	Secret     string     `json:"secret"`
-	SecretFile string     `json:"secret_file"`
-}
-
-// hookJSON is one webhook trigger: where a sender POSTs, and the line
-// that made it.
-type hookJSON struct {
-	Name  string `json:"name"`
-	Path  string `json:"path"`  // "/hooks/NAME"
-	Where string `json:"where"` // "wake 0.5.1"
-	Line  string `json:"line"`
 }
 
 func (f *flags) wakeHooksCommand() *cobra.Command {
@@ -239,20 +219,11 @@ With --json: {"hooks": [{"name", "path", "where", "line"}], "secret", "secret_fi
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withReady(cmd, true, func(k *hermitcrab.Kernel) error {
-				set, err := k.Triggers(cmd.Context())
+				doc, err := k.Wakes().Hooks(cmd.Context())
 				if err != nil {
 					return err
 				}
-				secret, err := k.WebhookSecret()
-				if err != nil {
-					return err
-				}
-				doc := hooksJSON{Hooks: []hookJSON{}, Secret: secret, SecretFile: k.SecretPath(true)}
-				for _, t := range set.Triggers {
-					if t.Name != "" {
-						doc.Hooks = append(doc.Hooks, hookJSON{Name: t.Name, Path: "/hooks/" + t.Name, Where: t.Where, Line: t.Line})
-					}
-				}
+				secret := doc.Secret
 				w := cmd.OutOrStdout()
 				if *asJSON {
 					return cli.PrintJSON(w, doc)
@@ -277,6 +248,6 @@ With --json: {"hooks": [{"name", "path", "where", "line"}], "secret", "secret_fi
 // without printing the token itself.
 func printMCP(w io.Writer, base string, k *hermitcrab.Kernel) {
 	root := strings.TrimSuffix(strings.SplitN(base, "?", 2)[0], "/") // no page token, no trailing slash
-	fmt.Fprintf(w, "MCP endpoint over the blocks: %s/mcp (bearer token in %s)\n", root, k.SecretPath(false))
-	fmt.Fprintf(w, "  claude mcp add --transport http hermitcrab %s/mcp --header \"Authorization: Bearer $(cat %s)\"\n", root, k.SecretPath(false))
+	fmt.Fprintf(w, "MCP endpoint over the blocks: %s/mcp (bearer token in %s)\n", root, k.Secrets().MCPTokenPath())
+	fmt.Fprintf(w, "  claude mcp add --transport http hermitcrab %s/mcp --header \"Authorization: Bearer $(cat %s)\"\n", root, k.Secrets().MCPTokenPath())
 }

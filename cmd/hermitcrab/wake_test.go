@@ -16,6 +16,7 @@ import (
 
 	"github.com/llmkernels/kernels/hermitcrab"
 	"github.com/llmkernels/kernels/hermitcrab/store"
+	"github.com/llmkernels/kernels/pscale"
 )
 
 // withTriggers writes trigger lines at wake 0.5.1… of a new data directory.
@@ -32,7 +33,7 @@ func withTriggers(t *testing.T, lines ...string) string {
 		t.Fatal(err)
 	}
 	for i, l := range lines {
-		if _, err := k.WriteAt(ctx, "wake", fmt.Sprintf("0.5.%d", i+1), l); err != nil {
+		if _, err := k.Blocks().WriteAt(ctx, "wake", mustAddress(t, fmt.Sprintf("0.5.%d", i+1)), l); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -61,7 +62,7 @@ func wakes(t *testing.T, data string) []store.Wake {
 		t.Fatal(err)
 	}
 	defer k.Close()
-	list, err := k.Wakes(context.Background(), 0, 0)
+	list, err := k.Wakes().List(context.Background(), 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +104,7 @@ func TestWakeFromTheCommandLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Webhook(context.Background(), "ci", []byte(`{"build":1}`)); err != nil {
+	if _, err := k.Wakes().Webhook(context.Background(), "ci", []byte(`{"build":1}`)); err != nil {
 		t.Fatal(err)
 	}
 	k.Close()
@@ -127,7 +128,7 @@ func TestWakeFromTheCommandLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Webhook(context.Background(), "ci", []byte(`{"build":2}`)); err != nil {
+	if _, err := k.Wakes().Webhook(context.Background(), "ci", []byte(`{"build":2}`)); err != nil {
 		t.Fatal(err)
 	}
 	k.Close()
@@ -195,7 +196,7 @@ func TestTwoDaemonsOnOneDataDirectoryWakeOncePerPost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	secret, err := k.WebhookSecret()
+	secret, err := k.Secrets().WebhookSecret()
 	k.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -280,8 +281,8 @@ func TestServeRunsTheTriggers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	secret, _ := k.WebhookSecret()
-	token, _ := k.MCPToken()
+	secret, _ := k.Secrets().WebhookSecret()
+	token, _ := k.Secrets().MCPToken()
 	k.Close()
 	if strings.Contains(printed, token) {
 		t.Fatal("serve printed the MCP token")
@@ -296,4 +297,14 @@ func TestServeRunsTheTriggers(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// mustAddress is the address s, which the test writes well.
+func mustAddress(t testing.TB, s string) pscale.Address {
+	t.Helper()
+	a, err := hermitcrab.ParseAddress(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }

@@ -35,11 +35,10 @@ type Client struct {
 	HTTP *http.Client
 	// Nonces remembers the messages this instance has accepted, so a
 	// message a beach hands out twice is refused the second time. NewClient
-	// sets an in-memory one; an instance sets a *FileNonces in its data
-	// directory (as the CLI does) or its own store.
+	// sets an in-memory one; an instance sets its own store, where it
+	// keeps every message it accepted.
 	Nonces Nonces
-	// Now is the signing clock.
-	Now func() time.Time
+	now    func() time.Time // the signing clock
 }
 
 // Nonces records the (agent, nonce) pairs of the messages an instance
@@ -80,7 +79,7 @@ func NewClient(baseURL string, id *identity.Identity) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{base: u, id: id, Now: time.Now, Nonces: &MemoryNonces{},
+	return &Client{base: u, id: id, now: time.Now, Nonces: &MemoryNonces{},
 		HTTP: &http.Client{Timeout: 2 * time.Minute, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}, nil
 }
 
@@ -151,7 +150,7 @@ func (c *Client) Sign(kind string, body any) (*identity.Envelope, error) {
 	if c.id == nil {
 		return nil, errors.New("beach client: no identity to sign with")
 	}
-	return c.id.Sign(kind, body, c.Now())
+	return c.id.Sign(kind, body, c.now())
 }
 
 // PublishPassport signs and publishes the instance's passport.

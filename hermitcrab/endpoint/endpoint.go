@@ -4,27 +4,15 @@
 // own blocks (/mcp: block_list, block_read, block_write, bsp).
 //
 // `hermitcrab serve` mounts both beside the web shell; `hermitcrab wake
-// --daemon --addr ADDR` serves them alone (ListenAndServe). Either way the
-// Host rule of internal/httpguard runs first (a name this server is not
-// reachable by gets 421: DNS rebinding), and bodies are limited: 64 KiB
-// for a webhook post, 1 MiB for an MCP request.
-//
-// Webhooks: a post must prove it knows the instance's webhook secret
-// (webhook_secret in the data directory, 0600, made on first use), either
-// as "Authorization: Bearer SECRET" or as an HMAC-SHA256 of its body under
-// the secret in "X-Hub-Signature-256: sha256=HEX" (GitHub's form) or
-// "X-Hermitcrab-Signature: sha256=HEX"; anything else is 401 before the
-// hook's name is even looked at. Each hook takes 30 posts a minute (a
-// burst of 10; 429 and Retry-After beyond), a post is stored at once and
-// answered 202, and at most 100 undelivered posts wait per hook (the
-// oldest go): however many arrive, the instance wakes once for a batch,
-// within its daily caps.
-//
-// MCP: off unless asked for; every request must carry "Authorization:
-// Bearer TOKEN" (mcp_token in the data directory, 0600, made on first
-// use). The tools call the kernel's block API, so every rule of a block
-// write (name, size limit, versions) holds for an MCP client as for the
-// LLM.
+// --daemon --addr ADDR` serves them alone (Server). Either way the Host
+// rule of internal/httpguard runs first, and bodies are limited: 64 KiB
+// for a webhook post, 1 MiB for an MCP request. A post must prove it knows
+// the instance's webhook secret (a bearer token, or an HMAC-SHA256 of its
+// body); each hook takes 30 posts a minute, stores each at once (202) and
+// keeps at most 100 undelivered. The MCP endpoint needs its own bearer
+// token, and its tools call the kernel's block operations, so every rule
+// of a block write holds for an MCP client as for the LLM. See
+// docs/hermitcrab-network.md (webhooks, the MCP endpoint over the blocks).
 package endpoint
 
 import (
@@ -48,7 +36,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/time/rate"
 
-	"github.com/llmkernels/kernels/hermitcrab"
+	"github.com/llmkernels/kernels/hermitcrab/blocks"
+	"github.com/llmkernels/kernels/hermitcrab/conversation"
+	"github.com/llmkernels/kernels/hermitcrab/kernel"
+	"github.com/llmkernels/kernels/hermitcrab/wakes"
 	"github.com/llmkernels/kernels/internal/httpguard"
 	"github.com/llmkernels/kernels/internal/plainjson"
 	"github.com/llmkernels/kernels/pscale"
@@ -82,7 +73,7 @@ func BodyLimit(path string) int64 {
 
 // Handler serves /hooks/NAME and, when made with MCP, /mcp.
 type Handler struct {
-	k   *hermitcrab.Kernel
+	k   *kernel.Kernel
 	mcp http.Handler // nil: off
 	log *slog.Logger
 
@@ -92,13 +83,13 @@ type Handler struct {
 
 // New makes the handler of k's endpoints; withMCP turns on /mcp (making
 // its token on first use).
-func New(k *hermitcrab.Kernel, withMCP bool, log *slog.Logger) (*Handler, error) {
+func New(k *kernel.Kernel, withMCP bool, log *slog.Logger) (*Handler, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	h := &Handler{k: k, log: log, hooks: map[string]*rate.Limiter{}}
 	if withMCP {
-		token, err := k.MCPToken()
+		token, err := k.Secrets().MCPToken()
 		if err != nil {
 			return nil, err
 		}
@@ -106,7 +97,7 @@ func New(k *hermitcrab.Kernel, withMCP bool, log *slog.Logger) (*Handler, error)
 	}
 	// The secret is made now, so the person can read it before the first
 	// post (hermitcrab wake hooks).
-	if _, err := k.WebhookSecret(); err != nil {
+	if _, err := k.Secrets().WebhookSecret(); err != nil {
 		return nil, err
 	}
 	return h, nil
@@ -119,7 +110,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Path == "/mcp" && h.mcp != nil:
 		h.mcp.ServeHTTP(w, r)
 	case r.URL.Path == "/mcp":
-		writeError(w, http.StatusNotFound, "the MCP endpoint is off: start with --mcp")
+		writeError(w, http.StatusNotFound, "the MCP endpoint is off: this server was started without it")
 	case strings.HasPrefix(r.URL.Path, "/hooks/"):
 		h.hook(w, r)
 	default:
@@ -144,7 +135,7 @@ func (h *Handler) hook(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "reading the body: "+err.Error())
 		return
 	}
-	secret, err := h.k.WebhookSecret()
+	secret, err := h.k.Secrets().WebhookSecret()
 	if err != nil {
 		h.log.Warn("webhook secret", "err", err)
 		writeError(w, http.StatusInternalServerError, "the webhook secret cannot be read")
@@ -164,9 +155,9 @@ func (h *Handler) hook(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("hook %s takes %d posts a minute", name, hookPerMinute))
 		return
 	}
-	id, err := h.k.Webhook(r.Context(), name, body)
+	id, err := h.k.Wakes().Webhook(r.Context(), name, body)
 	switch {
-	case errors.Is(err, hermitcrab.ErrNoHook):
+	case errors.Is(err, wakes.ErrNoHook):
 		writeError(w, http.StatusNotFound, err.Error())
 	case err != nil:
 		h.log.Warn("webhook", "hook", name, "err", err)
@@ -246,33 +237,41 @@ type (
 	}
 )
 
-func mcpServer(k *hermitcrab.Kernel) http.Handler {
+func mcpServer(k *kernel.Kernel) http.Handler {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "hermitcrab-blocks", Version: "1"}, &mcp.ServerOptions{
 		Instructions: "A hermitcrab instance's own pscale blocks: its memory, purpose and wake block. Read with block_list, block_read and bsp; block_write changes what the instance sees on its next call.",
 	})
 	mcp.AddTool(srv, &mcp.Tool{Name: "block_list", Description: "Every block's name and pscale-0 text."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-			list, err := k.ListBlocks(ctx)
+			list, err := k.Blocks().List(ctx)
 			return nil, map[string]any{"blocks": list}, err
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "block_read", Description: "A block whole, or the node at path with its children's texts."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, a blockArgs) (*mcp.CallToolResult, any, error) {
 			if a.Path == "" {
-				b, err := k.RawBlock(ctx, a.Name)
+				b, err := k.Blocks().Raw(ctx, a.Name)
 				if err != nil {
 					return nil, nil, err
 				}
 				return text(string(b.Data)), nil, nil
 			}
-			view, err := k.ReadNode(ctx, a.Name, a.Path)
+			addr, err := blocks.ParseAddress("path", a.Path)
+			if err != nil {
+				return nil, nil, err
+			}
+			view, err := k.Blocks().ReadNode(ctx, a.Name, addr)
 			return nil, view, err
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "block_write", Description: "Write text at path in a block, creating nodes on the way; a branch keeps its children."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, a writeArgs) (*mcp.CallToolResult, any, error) {
-			v, err := k.WriteAt(ctx, a.Name, a.Path, a.Content)
+			addr, err := blocks.ParseAddress("path", a.Path)
+			if err != nil {
+				return nil, nil, err
+			}
+			v, err := k.Blocks().WriteAt(ctx, a.Name, addr, a.Content)
 			return nil, map[string]any{"block": a.Name, "path": a.Path, "version": v}, err
 		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "bsp", Description: hermitcrab.BSPDescription},
+	mcp.AddTool(srv, &mcp.Tool{Name: "bsp", Description: conversation.BSPDescription},
 		func(ctx context.Context, _ *mcp.CallToolRequest, a bspArgs) (*mcp.CallToolResult, any, error) {
 			var point any
 			if a.Point != nil {
@@ -282,7 +281,7 @@ func mcpServer(k *hermitcrab.Kernel) http.Handler {
 			if err != nil {
 				return nil, nil, err
 			}
-			r, err := k.BSP(ctx, a.Name, q)
+			r, err := k.Blocks().BSP(ctx, a.Name, q)
 			return nil, r, err
 		})
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{

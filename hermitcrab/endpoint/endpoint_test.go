@@ -19,14 +19,15 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/llmkernels/kernels/hermitcrab"
+	"github.com/llmkernels/kernels/hermitcrab/internal/kerneltest"
+	"github.com/llmkernels/kernels/hermitcrab/kernel"
 )
 
 // serve runs the endpoints of a new instance alone, as `hermitcrab wake
 // --daemon --addr` does, and returns its kernel and base URL.
-func serve(t *testing.T, withMCP bool) (*hermitcrab.Kernel, string) {
+func serve(t *testing.T, withMCP bool) (*kernel.Kernel, string) {
 	t.Helper()
-	k, err := hermitcrab.Open(t.TempDir(), hermitcrab.Options{})
+	k, err := kernel.Open(t.TempDir(), kernel.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func serve(t *testing.T, withMCP bool) (*hermitcrab.Kernel, string) {
 	if err := k.Ready(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.WriteAt(ctx, "wake", "0.5.1", "webhook ci tier 1: check the build"); err != nil {
+	if _, err := k.Blocks().WriteAt(ctx, "wake", kerneltest.At(t, "0.5.1"), "webhook ci tier 1: check the build"); err != nil {
 		t.Fatal(err)
 	}
 	h, err := New(k, withMCP, nil)
@@ -104,11 +105,11 @@ func sign(secret string, body []byte) string {
 // to the hook's rate and to 100 waiting posts.
 func TestWebhooksAreAuthenticatedAndBounded(t *testing.T) {
 	k, base := serve(t, false)
-	secret, err := k.WebhookSecret()
+	secret, err := k.Secrets().WebhookSecret()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st, _ := os.Stat(k.SecretPath(true)); st.Mode().Perm() != 0o600 {
+	if st, _ := os.Stat(k.Secrets().WebhookSecretPath()); st.Mode().Perm() != 0o600 {
 		t.Fatalf("the secret's mode is %v", st.Mode().Perm())
 	}
 	body := []byte(`{"build":7,"status":"failed"}`)
@@ -208,7 +209,7 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // without the token, or with another Host, it gets nothing.
 func TestAnMCPClientReadsAndWritesTheBlocks(t *testing.T) {
 	k, base := serve(t, true)
-	token, err := k.MCPToken()
+	token, err := k.Secrets().MCPToken()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +270,7 @@ func TestAnMCPClientReadsAndWritesTheBlocks(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &node); err != nil || node.Content != "a note <from> an MCP client & co" {
 		t.Fatalf("block_read: %s", out)
 	}
-	if got, err := k.ReadNode(ctx, "stash", "0.1"); err != nil || got.Content != "a note <from> an MCP client & co" {
+	if got, err := k.Blocks().ReadNode(ctx, "stash", kerneltest.At(t, "0.1")); err != nil || got.Content != "a note <from> an MCP client & co" {
 		t.Fatalf("the kernel sees %+v %v", got, err)
 	}
 	if out, _ := call("bsp", map[string]any{"name": "wake", "spindle": "0.5.1"}); !strings.Contains(out, "webhook ci tier 1") {

@@ -1,61 +1,24 @@
-// Package migrate reads the files `hermitcrab import` takes and turns them
-// into named pscale blocks, saying in notes every conversion it made and
-// every key it skipped. It is pure: it reads the bytes it is given, writes
-// nothing, and never changes the defaults it is passed.
+// Package migrate reads the files `hermitcrab blocks import` takes and
+// turns them into named pscale blocks, saying in notes every conversion it
+// made and every key it skipped. It is pure: it reads the bytes it is
+// given, writes nothing, and never changes the defaults it is passed.
 //
-// File recognises four kinds of file, in this order:
+// File recognises, in this order: a shell file, {"blocks": {NAME: BLOCK,
+// …}}; a single block (an object with "tree", "place", "decimal" or
+// "tuning"), named after the file; a browser localStorage dump (every value
+// a string: hc:NAME keys hold G1 blocks, hcmem:PATH keys G0's memory
+// files); a block map, {NAME: BLOCK, …}. Every block goes through
+// pscale.Parse, so every shape a hermitcrab block has had is converted, and
+// every name must pass store.ValidName (a bad name is an error, never a
+// silent rename).
 //
-//  1. a shell file, {"blocks": {NAME: BLOCK, …}}; other top-level fields
-//     are ignored with a note;
-//  2. a single block, an object with "tree", "place", "decimal" or
-//     "tuning"; its name is the file's base name without the extension;
-//  3. a browser localStorage dump (what JSON.stringify(localStorage) gives:
-//     every value is a string): hc:NAME keys hold G1 blocks as JSON text,
-//     hcmem:PATH keys hold G0's memory files (see below);
-//  4. a block map, {NAME: BLOCK, …}, every value an object.
-//
-// Every block goes through pscale.Parse, so every shape a hermitcrab block
-// has had is accepted and converted to {"place": N, "tree": {"0": …}}, with
-// the conversion in the notes. Every name must pass store.ValidName; a bad
-// name is an error that says what to rename, never a silent rename.
-//
-// # Migration from G0
-//
-// A dump with hcmem: keys and no hc: keys is migrated as the clean-build
-// spec's "Migration from G0" describes. Files whose base name (extension
-// dropped) is M followed by a number (M-0.1, M1, M_12) become entries of
-// the history block, in numeric order (the integer part as a number, the
-// digits after the point as a decimal fraction, so M-2 precedes M-10 and
-// M-0.14 sits between M-0.1 and M-0.2); S-numbered files become stash
-// entries in the same order; files whose base name contains "identity" or
-// "name" (naming.md included) become entries under constitution 0.5
-// (Naming); any other file becomes a stash entry after the S-numbered
-// ones. History and stash entries are appended as each block's newest
-// (pscale.AppendEntry), so a dump of any size imports whole: the block
-// grows as it fills, and each node that fills is labelled with the G0
-// files it holds ("G0 files FIRST to LAST, …", since no LLM compresses
-// them here). Naming entries take the free digits under 0.5, in groups of
-// nine past nine, at most 81; name files past the 81st, and any too long
-// for one entry, go to stash with a note. Each entry's text is
-// "[G0 PATH] content"; a file longer than 2,000 bytes becomes consecutive
-// entries, "[G0 PATH, part I of N] …", cut at line breaks or spaces, so that
-// nine entries always fit in a node the kernel can move to a block of its
-// own when the block reaches its size limit.
-//
-// Blocks that receive entries start from a deep copy of defaults[name] when
-// there is one, else from a new block whose pscale 0 says it came from G0
-// (texts in g0.json). Every other default block is added too, as the spec's
-// seeding step does. When a dump has hc: keys as well, G1 has already run
-// there: the hc: blocks are imported, the G0 keys are not, and each is
-// noted.
-//
-// A key whose value cannot be read (an hc: block that is not valid JSON or
-// not a block, a bad block name, a value that is not a string) is skipped,
-// named in Result.Unreadable and in a note, and the rest imports; only a
-// dump with nothing readable is an error.
-//
-// Keys naming an API key (containing "api_key", "api-key" or "apikey", any
-// case) are never imported; their notes never show the value.
+// G0 memory is migrated as the clean-build spec's "Migration from G0" says
+// (g0.go): M-numbered files become history entries in numeric order,
+// S-numbered ones and other notes stash entries, identity and naming files
+// entries under constitution 0.5, each appended as its block's newest so a
+// dump of any size imports whole. A key whose value cannot be read is
+// skipped and named (Result.Unreadable); keys naming an API key are never
+// imported. See docs/hermitcrab.md#import-and-migration.
 package migrate
 
 import (

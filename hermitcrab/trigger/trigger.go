@@ -13,17 +13,11 @@
 //	cap 24 wakes a day                      the daily caps (they can only lower the person's)
 //	cap $0.50 a day
 //
-// "tier N" (1 light, 2 present, 3 deep) is optional, tier 1 by default;
-// the text after the first colon (one that is not in a URL or a time of
-// day) is the instruction the wake carries. Durations are a number and a
-// unit (m, h, d, w, or minutes, hours, days, weeks; "1h30m" too, or
-// "every hour"). A rhythm is at least a minute apart; an inbox is polled
-// at most once a minute and a page fetched at most every 5 minutes.
-// Keywords are case-insensitive.
-//
-// A line that cannot be read does not stop the others: it is a problem,
-// which the kernel reports inside the instance's next prompt, as it
-// reports a wake instruction that fails.
+// "tier N" is optional, tier 1 by default; the text after the first colon
+// (one that is not in a URL or a time of day) is the instruction the wake
+// carries. A line that cannot be read does not stop the others: it is a
+// problem, which the kernel reports inside the instance's next prompt.
+// docs/hermitcrab-network.md#wake-triggers has the whole form.
 package trigger
 
 import (

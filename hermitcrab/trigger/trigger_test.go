@@ -2,6 +2,7 @@ package trigger
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -250,6 +251,27 @@ func FuzzParse(f *testing.F) {
 			if again := tr.Next(next, next); !again.After(next) {
 				t.Fatalf("%q: after %s comes %s", line, next, again)
 			}
+		}
+	})
+}
+
+// Any line: a cap line is read without panicking, and a cap it reads is
+// one bound, above 0 and finite: a whole number of wakes, or dollars.
+func FuzzParseCap(f *testing.F) {
+	for _, s := range []string{"cap 24 wakes a day", "cap $0.50 a day", "CAP 3 WAKES A DAY", "cap 0.5 usd a day", "cap 1e400 wakes a day",
+		"cap $-1 a day", "cap 2.5 wakes a day", "cap $NaN a day", "cap", "cap 24", "every 6h tier 1: check stash"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		c, ok, err := parseCap(line)
+		if !ok || err != nil {
+			return
+		}
+		switch {
+		case c.Wakes > 0 && c.CostUSD == 0:
+		case c.Wakes == 0 && c.CostUSD > 0 && !math.IsInf(c.CostUSD, 0):
+		default:
+			t.Fatalf("%q: caps %+v", line, c)
 		}
 	})
 }

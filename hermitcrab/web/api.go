@@ -11,11 +11,13 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/llmkernels/kernels/hermitcrab"
+	"github.com/llmkernels/kernels/hermitcrab/blocks"
+	"github.com/llmkernels/kernels/hermitcrab/conversation"
+	"github.com/llmkernels/kernels/hermitcrab/kernel"
 	"github.com/llmkernels/kernels/hermitcrab/prompt"
-	"github.com/llmkernels/kernels/hermitcrab/store"
+	"github.com/llmkernels/kernels/hermitcrab/secrets"
+	"github.com/llmkernels/kernels/hermitcrab/shells"
 	"github.com/llmkernels/kernels/llm"
-	"github.com/llmkernels/kernels/llm/anthropic"
 	"github.com/llmkernels/kernels/pscale"
 )
 
@@ -66,12 +68,12 @@ func (s *Server) routeTable() []route {
 // were away.
 func (s *Server) wakes(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	list, err := s.kernel.Wakes(ctx, 0, 50)
+	list, err := s.kernel.Wakes().List(ctx, 0, 50)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err)
 		return
 	}
-	seen, err := s.kernel.WakesSeen(ctx)
+	seen, err := s.kernel.Wakes().Seen(ctx)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err)
 		return
@@ -88,7 +90,7 @@ func (s *Server) wakesSeen(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	if err := s.kernel.SetWakesSeen(r.Context(), body.ID); err != nil {
+	if err := s.kernel.Wakes().SetSeen(r.Context(), body.ID); err != nil {
 		writeError(w, http.StatusInternalServerError, err)
 		return
 	}
@@ -105,11 +107,11 @@ func (s *Server) routes(mux *http.ServeMux) {
 // a refused write 409/413, anything the caller sent wrong 400.
 func errStatus(err error) int {
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, kernel.ErrNotFound):
 		return http.StatusNotFound
-	case errors.Is(err, store.ErrConflict):
+	case errors.Is(err, kernel.ErrConflict):
 		return http.StatusConflict
-	case errors.Is(err, store.ErrTooLarge):
+	case errors.Is(err, kernel.ErrTooLarge):
 		return http.StatusRequestEntityTooLarge
 	}
 	return http.StatusBadRequest
@@ -138,8 +140,8 @@ func (s *Server) state(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, err)
 		return
 	}
-	deep, _ := s.kernel.TierParams(ctx, prompt.Deep)
-	light, _ := s.kernel.TierParams(ctx, prompt.Light)
+	deep, _ := s.kernel.Conversation().TierParams(ctx, prompt.Deep)
+	light, _ := s.kernel.Conversation().TierParams(ctx, prompt.Light)
 	s.keyMu.Lock()
 	from := s.keyFrom
 	s.keyMu.Unlock()
@@ -147,13 +149,13 @@ func (s *Server) state(w http.ResponseWriter, r *http.Request) {
 		"csrf": s.csrf, "has_key": s.hasKey(), "key_needed": s.cfg.KeyNeeded, "key_from": from, "version": Version,
 		"model": deep.Model, "fast_model": light.Model, "shell": nil,
 	}
-	untouched, err := s.kernel.Untouched(ctx)
+	untouched, err := s.kernel.Shells().Untouched(ctx)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err)
 		return
 	}
 	out["empty_store"] = untouched
-	sh, ok, err := s.kernel.LastGoodShell(ctx)
+	sh, ok, err := s.kernel.Shells().LastGood(ctx)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err)
 		return
@@ -176,11 +178,11 @@ func (s *Server) postKey(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	if err := s.kernel.SetKey(body.Key); err != nil {
+	if err := s.kernel.Secrets().SetKey(body.Key); err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	if err := s.useKey(strings.TrimSpace(body.Key), keyFromStored); err != nil {
+	if err := s.useKey(strings.TrimSpace(body.Key), secrets.FromStored); err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
@@ -190,7 +192,7 @@ func (s *Server) postKey(w http.ResponseWriter, r *http.Request) {
 
 // deleteKey removes the stored key and stops using it.
 func (s *Server) deleteKey(w http.ResponseWriter, _ *http.Request) {
-	if _, err := s.kernel.ClearKey(); err != nil {
+	if _, err := s.kernel.Secrets().ClearKey(); err != nil {
 		writeError(w, http.StatusInternalServerError, err)
 		return
 	}
@@ -219,14 +221,14 @@ func (s *Server) postBoot(w http.ResponseWriter, _ *http.Request) {
 	}
 	go func() {
 		defer s.booting.Store(false)
-		s.hub.send(event{"type": "status", "text": "waking: a deep-tier call with BOOT", "level": hermitcrab.LevelInfo})
-		res, err := s.kernel.Boot(s.ctx)
+		s.hub.send(event{"type": "status", "text": "waking: a deep-tier call with BOOT", "level": conversation.LevelInfo})
+		res, err := s.kernel.Conversation().Boot(s.ctx)
 		if err != nil {
 			s.log.Warn("boot failed", "err", err)
 			s.hub.send(event{"type": "boot_error", "error": err.Error(), "auth": authError(err)})
 			return
 		}
-		s.hub.send(event{"type": "status", "text": fmt.Sprintf("shell %d built; boot cost $%.4f", res.Shell.ID, res.Result.CostUSD), "level": hermitcrab.LevelSuccess})
+		s.hub.send(event{"type": "status", "text": fmt.Sprintf("shell %d built; boot cost $%.4f", res.Shell.ID, res.Result.CostUSD), "level": conversation.LevelSuccess})
 	}()
 	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
 }
@@ -254,12 +256,12 @@ func (s *Server) shellStatus(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	if err := s.kernel.ShellRendered(r.Context(), body.ID, body.Status, body.Error); err != nil {
+	if err := s.kernel.Shells().Rendered(r.Context(), body.ID, body.Status, body.Error); err != nil {
 		writeError(w, errStatus(err), err)
 		return
 	}
-	if body.Status == store.ShellFailed {
-		s.hub.send(event{"type": "status", "text": fmt.Sprintf("shell %d failed to render: %s (the previous shell stays)", body.ID, body.Error), "level": hermitcrab.LevelError})
+	if body.Status == shells.Failed {
+		s.hub.send(event{"type": "status", "text": fmt.Sprintf("shell %d failed to render: %s (the previous shell stays)", body.ID, body.Error), "level": conversation.LevelError})
 	}
 	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
 }
@@ -281,7 +283,7 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, err)
 		return
 	}
-	res, err := s.kernel.Call(r.Context(), body.Messages, hermitcrab.CallOptions{Tier: body.Tier})
+	res, err := s.kernel.Conversation().Call(r.Context(), body.Messages, conversation.CallOptions{Tier: body.Tier})
 	if err != nil {
 		writeCallError(w, err)
 		return
@@ -291,7 +293,7 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 
 // claude is the §7.2 passthrough for props.callAPI: raw Messages API JSON
 // in and out, the key added here, after the §7.1 clean-up
-// (Kernel.CleanAPIRequest, which also gives a request without tools the
+// (conversation.Caller.CleanAPIRequest, which also gives a request without tools the
 // current ones). With the Anthropic provider the request goes to
 // the API with the anthropic-beta values its tools need and the --beta
 // values; with others it runs through the kernel's client.
@@ -305,12 +307,13 @@ func (s *Server) claude(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, err)
 		return
 	}
-	body, tools, notes, err := s.kernel.CleanAPIRequest(r.Context(), raw)
+	clean, err := s.kernel.Conversation().CleanAPIRequest(r.Context(), raw)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	for _, n := range notes {
+	body := clean.Body
+	for _, n := range clean.Notes {
 		s.log.Info("callAPI: " + n)
 	}
 	if s.cfg.Provider != "anthropic" {
@@ -330,7 +333,7 @@ func (s *Server) claude(w http.ResponseWriter, r *http.Request) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("x-api-key", key)
 	req.Header.Set("anthropic-version", "2023-06-01")
-	if betas := anthropic.Betas(s.cfg.Betas, tools); len(betas) > 0 {
+	if betas := clean.HeaderBetas(s.cfg.Betas); len(betas) > 0 {
 		req.Header.Set("anthropic-beta", strings.Join(betas, ","))
 	}
 	resp, err := http.DefaultClient.Do(req)
@@ -348,7 +351,7 @@ func (s *Server) claude(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) claudeViaClient(w http.ResponseWriter, ctx context.Context, body []byte) {
-	client := s.kernel.Client()
+	client := s.kernel.Conversation().Client()
 	if client == nil {
 		writeError(w, http.StatusBadRequest, errors.New("no LLM client configured"))
 		return
@@ -380,7 +383,7 @@ func (s *Server) toolLoop(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, err)
 		return
 	}
-	res, err := s.kernel.ToolLoop(r.Context(), &req)
+	res, err := s.kernel.Conversation().ToolLoop(r.Context(), &req)
 	if err != nil {
 		writeCallError(w, err)
 		return
@@ -389,7 +392,7 @@ func (s *Server) toolLoop(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) source(w http.ResponseWriter, r *http.Request) {
-	src, err := s.kernel.ShellSource(r.Context())
+	src, err := s.kernel.Shells().Source(r.Context())
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err)
 		return
@@ -405,7 +408,7 @@ func (s *Server) recompile(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	sh, err := s.kernel.Recompile(r.Context(), body.JSX)
+	sh, err := s.kernel.Shells().Recompile(r.Context(), body.JSX)
 	if err != nil {
 		writeJSON(w, http.StatusOK, map[string]any{"ok": false, "error": err.Error()})
 		return
@@ -421,12 +424,12 @@ func (s *Server) setTools(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	tools, err := hermitcrab.ParseToolEntries(body.Tools)
+	tools, err := conversation.ParseToolEntries(body.Tools)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	names, err := s.kernel.SetTools(r.Context(), tools)
+	names, err := s.kernel.Conversation().SetTools(r.Context(), tools)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return
@@ -438,7 +441,7 @@ func (s *Server) setTools(w http.ResponseWriter, r *http.Request) {
 // `hermitcrab tools reset`): the way out when the set the LLM chose makes
 // every call fail.
 func (s *Server) resetTools(w http.ResponseWriter, r *http.Request) {
-	reset, err := s.kernel.ResetTools(r.Context())
+	reset, err := s.kernel.Conversation().ResetTools(r.Context())
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err)
 		return
@@ -446,11 +449,11 @@ func (s *Server) resetTools(w http.ResponseWriter, r *http.Request) {
 	if reset {
 		s.log.Info("tools reset to the boot set from the page")
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "reset": reset, "tools": hermitcrab.BootTools})
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "reset": reset, "tools": conversation.BootTools()})
 }
 
 func (s *Server) listBlocks(w http.ResponseWriter, r *http.Request) {
-	list, err := s.kernel.ListBlocks(r.Context())
+	list, err := s.kernel.Blocks().List(r.Context())
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err)
 		return
@@ -468,7 +471,7 @@ func (s *Server) createBlock(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	if err := s.kernel.CreateBlock(r.Context(), body.Name, body.Pscale0, body.Place); err != nil {
+	if err := s.kernel.Blocks().Create(r.Context(), body.Name, body.Pscale0, body.Place); err != nil {
 		writeError(w, errStatus(err), err)
 		return
 	}
@@ -478,7 +481,12 @@ func (s *Server) createBlock(w http.ResponseWriter, r *http.Request) {
 func (s *Server) readBlock(w http.ResponseWriter, r *http.Request) {
 	ctx, name := r.Context(), r.PathValue("name")
 	if path := r.URL.Query().Get("path"); path != "" {
-		node, err := s.kernel.ReadNode(ctx, name, path)
+		addr, err := blocks.ParseAddress("path", path)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, err)
+			return
+		}
+		node, err := s.kernel.Blocks().ReadNode(ctx, name, addr)
 		if err != nil {
 			writeError(w, errStatus(err), err)
 			return
@@ -486,7 +494,7 @@ func (s *Server) readBlock(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"node": node})
 		return
 	}
-	b, err := s.kernel.RawBlock(ctx, name)
+	b, err := s.kernel.Blocks().Raw(ctx, name)
 	if err != nil {
 		writeError(w, errStatus(err), err)
 		return
@@ -503,7 +511,12 @@ func (s *Server) writeBlock(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	v, err := s.kernel.WriteAt(r.Context(), r.PathValue("name"), body.Path, body.Content)
+	addr, err := blocks.ParseAddress("path", body.Path)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	v, err := s.kernel.Blocks().WriteAt(r.Context(), r.PathValue("name"), addr, body.Content)
 	if err != nil {
 		writeError(w, errStatus(err), err)
 		return
@@ -518,7 +531,7 @@ func (s *Server) bsp(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	res, err := s.kernel.BSP(r.Context(), r.PathValue("name"), q)
+	res, err := s.kernel.Blocks().BSP(r.Context(), r.PathValue("name"), q)
 	if err != nil {
 		writeError(w, errStatus(err), err)
 		return
@@ -527,11 +540,12 @@ func (s *Server) bsp(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) resolve(w http.ResponseWriter, r *http.Request) {
-	var depth any
-	if v := r.URL.Query().Get("depth"); v != "" {
-		depth = v
+	depth, err := blocks.ParseDepth("depth", r.URL.Query().Get("depth"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
 	}
-	res, err := s.kernel.Resolve(r.Context(), r.PathValue("name"), depth)
+	res, err := s.kernel.Blocks().Resolve(r.Context(), r.PathValue("name"), depth)
 	if err != nil {
 		writeError(w, errStatus(err), err)
 		return
@@ -547,7 +561,7 @@ func (s *Server) loadConversation(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, fmt.Errorf("conversation id %q: use 1-128 of A-Z a-z 0-9 _ . -", id))
 		return
 	}
-	msgs, err := s.kernel.Conversation(r.Context(), id)
+	msgs, err := s.kernel.Conversation().Conversation(r.Context(), id)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err)
 		return
@@ -571,7 +585,7 @@ func (s *Server) saveConversation(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	if err := s.kernel.SaveConversation(r.Context(), id, body.Messages); err != nil {
+	if err := s.kernel.Conversation().SaveConversation(r.Context(), id, body.Messages); err != nil {
 		writeError(w, http.StatusInternalServerError, err)
 		return
 	}
@@ -593,7 +607,7 @@ func (s *Server) importEntries(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	res, err := s.kernel.Import(r.Context(), []hermitcrab.ImportSource{{Name: "localStorage.json", Data: data}}, true)
+	res, err := s.kernel.Blocks().Import(r.Context(), []blocks.ImportSource{{Name: "localStorage.json", Data: data}}, true)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return

@@ -11,7 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmkernels/kernels/hermitcrab"
+	"github.com/llmkernels/kernels/hermitcrab/conversation"
+	"github.com/llmkernels/kernels/hermitcrab/kernel"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/llm/anthropic"
 	"github.com/llmkernels/kernels/llm/llmtest"
@@ -41,7 +42,7 @@ func keyedAPI(t testing.TB, fake *llmtest.Server, good string) *httptest.Server 
 
 // anthropicServer is a web server on the Anthropic provider whose API is
 // the strict fake behind a check for the key testKey.
-func anthropicServer(t testing.TB, responses string, opts hermitcrab.Options) (*Server, *httptest.Server, *llmtest.Server) {
+func anthropicServer(t testing.TB, responses string, opts kernel.Options) (*Server, *httptest.Server, *llmtest.Server) {
 	t.Helper()
 	s, err := script.Parse([]byte(responses))
 	if err != nil {
@@ -67,7 +68,7 @@ func anthropicServer(t testing.TB, responses string, opts hermitcrab.Options) (*
 }
 
 func TestCallAPIWithoutAModelIsCleanedUpAndGetsTheBetasItsToolsNeed(t *testing.T) {
-	srv, ts, fake := anthropicServer(t, `{"responses":[{"content":[{"type":"text","text":"hi from the raw API"}]}]}`, hermitcrab.Options{})
+	srv, ts, fake := anthropicServer(t, `{"responses":[{"content":[{"type":"text","text":"hi from the raw API"}]}]}`, kernel.Options{})
 	if code := post(t, ts, srv, "/api/key", map[string]string{"key": testKey}, nil); code != http.StatusOK {
 		t.Fatalf("key: HTTP %d", code)
 	}
@@ -102,7 +103,7 @@ func TestCallAPIWithoutAModelThroughAnotherProvider(t *testing.T) {
 }
 
 func TestAWrongKeyIsReportedAsAuthAndTheNextKeyIsUsed(t *testing.T) {
-	srv, ts, _ := anthropicServer(t, `{"responses":[{"content":[{"type":"thinking","thinking":"hi","signature":"s"},{"type":"text","text":"now it works"}]}]}`, hermitcrab.Options{})
+	srv, ts, _ := anthropicServer(t, `{"responses":[{"content":[{"type":"thinking","thinking":"hi","signature":"s"},{"type":"text","text":"now it works"}]}]}`, kernel.Options{})
 	post(t, ts, srv, "/api/key", map[string]string{"key": "sk-ant-wrong"}, nil)
 	var out map[string]any
 	msgs := map[string]any{"messages": []any{map[string]any{"role": "user", "content": "hi"}}}
@@ -116,7 +117,7 @@ func TestAWrongKeyIsReportedAsAuthAndTheNextKeyIsUsed(t *testing.T) {
 }
 
 func TestTheKeyCanBeRemovedFromThePageOrReplacedFromTheCLI(t *testing.T) {
-	srv, ts, _ := anthropicServer(t, `{"responses":[]}`, hermitcrab.Options{})
+	srv, ts, _ := anthropicServer(t, `{"responses":[]}`, kernel.Options{})
 	post(t, ts, srv, "/api/key", map[string]string{"key": testKey}, nil)
 	req, _ := http.NewRequest(http.MethodDelete, ts.URL+"/api/key", nil)
 	req.Header.Set("Origin", ts.URL)
@@ -133,14 +134,14 @@ func TestTheKeyCanBeRemovedFromThePageOrReplacedFromTheCLI(t *testing.T) {
 	}
 	// `hermitcrab key set` in another terminal writes the file; the
 	// running server uses it on its next request.
-	if err := srv.Kernel().SetKey("sk-ant-from-the-cli"); err != nil {
+	if err := srv.Kernel().Secrets().SetKey("sk-ant-from-the-cli"); err != nil {
 		t.Fatal(err)
 	}
 	get(t, ts, "/api/state", &state)
 	if state["has_key"] != true || state["key_from"] != "stored" || srv.passKey() != "sk-ant-from-the-cli" {
 		t.Fatalf("after key set: %v", state)
 	}
-	if _, err := srv.Kernel().ClearKey(); err != nil {
+	if _, err := srv.Kernel().Secrets().ClearKey(); err != nil {
 		t.Fatal(err)
 	}
 	if get(t, ts, "/api/state", &state); state["has_key"] != false {
@@ -216,7 +217,7 @@ func toolNames(t *testing.T, tools string) []string {
 // need; an explicit [] is kept; after set_tools the injected set follows.
 func TestCallAPIWithoutToolsGetsTheCurrentTools(t *testing.T) {
 	text := `{"content":[{"type":"text","text":"ok"}]}`
-	srv, ts, fake := anthropicServer(t, `{"responses":[`+strings.Repeat(text+",", 5)+text+`]}`, hermitcrab.Options{ServerTools: true})
+	srv, ts, fake := anthropicServer(t, `{"responses":[`+strings.Repeat(text+",", 5)+text+`]}`, kernel.Options{ServerTools: true})
 	if code := post(t, ts, srv, "/api/key", map[string]string{"key": testKey}, nil); code != http.StatusOK {
 		t.Fatalf("key: HTTP %d", code)
 	}
@@ -242,7 +243,7 @@ func TestCallAPIWithoutToolsGetsTheCurrentTools(t *testing.T) {
 	if !ok || tools != kernelTools {
 		t.Fatalf("callAPI without tools sent\n%s\nwant what a kernel call sends\n%s", tools, kernelTools)
 	}
-	if names := toolNames(t, tools); len(names) != len(hermitcrab.BootTools) || !strings.Contains(tools, `"type":"web_search_20260209"`) ||
+	if names := toolNames(t, tools); len(names) != len(conversation.BootTools()) || !strings.Contains(tools, `"type":"web_search_20260209"`) ||
 		!strings.Contains(tools, `"input_schema"`) || !strings.Contains(tools, `"allowed_callers":["code_execution_20250825"]`) {
 		t.Fatalf("injected tools %s", tools)
 	}
@@ -290,7 +291,7 @@ func TestCallAPIWithoutToolsThroughAnotherProvider(t *testing.T) {
 	}
 	// The script provider runs no server tools: the boot set's client tools.
 	var client []string
-	for _, name := range hermitcrab.BootTools {
+	for _, name := range conversation.BootTools() {
 		if !slices.Contains([]string{"web_search", "web_fetch", "code_execution"}, name) {
 			client = append(client, name)
 		}
@@ -334,7 +335,7 @@ func TestThePageCanResetTheToolsToTheBootSet(t *testing.T) {
 		return resp.StatusCode, out
 	}
 	active := func() string {
-		tools, err := srv.Kernel().ActiveTools(ctx)
+		tools, err := srv.Kernel().Conversation().ActiveTools(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -349,7 +350,7 @@ func TestThePageCanResetTheToolsToTheBootSet(t *testing.T) {
 			t.Fatalf("a reset from %q with token %q: HTTP %d, tools %s", c.origin, c.token, code, active())
 		}
 	}
-	if code, out := reset(ts.URL, srv.csrf); code != http.StatusOK || out["reset"] != true || active() != strings.Join(hermitcrab.BootTools, ",") {
+	if code, out := reset(ts.URL, srv.csrf); code != http.StatusOK || out["reset"] != true || active() != strings.Join(conversation.BootTools(), ",") {
 		t.Fatalf("reset: HTTP %d %v, tools %s", code, out, active())
 	}
 	if code, out := reset(ts.URL, srv.csrf); code != http.StatusOK || out["reset"] != false {

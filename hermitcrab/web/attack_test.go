@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/llmkernels/kernels/llm"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/llmkernels/kernels/llm"
 
 	"github.com/chromedp/chromedp"
 )
@@ -70,7 +71,7 @@ func TestAPageOfAnotherSiteInChromiumGetsNothing(t *testing.T) {
 	})}}
 	hostile.Start()
 	defer hostile.Close()
-	before, _ := b.srv.Kernel().RawBlock(b.ctx, "purpose")
+	before, _ := b.srv.Kernel().Blocks().Raw(b.ctx, "purpose")
 
 	b.do(t, "open the hostile page", chromedp.Navigate(hostile.URL+"/"))
 	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](`!!window.frameLoaded && !!window.results.events && Object.keys(window.results).length === 6`)); err != nil {
@@ -85,7 +86,7 @@ func TestAPageOfAnotherSiteInChromiumGetsNothing(t *testing.T) {
 			t.Errorf("%s: the page saw %q, want %q", attempt, got[attempt], want)
 		}
 	}
-	after, _ := b.srv.Kernel().RawBlock(b.ctx, "purpose")
+	after, _ := b.srv.Kernel().Blocks().Raw(b.ctx, "purpose")
 	if string(after.Data) != string(before.Data) || b.srv.passKey() != "" {
 		t.Fatalf("the hostile page changed the server: purpose %s, key %q", after.Data, b.srv.passKey())
 	}

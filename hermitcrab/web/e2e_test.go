@@ -12,7 +12,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/llmkernels/kernels/hermitcrab"
+	"github.com/llmkernels/kernels/hermitcrab/conversation"
+	"github.com/llmkernels/kernels/hermitcrab/internal/kerneltest"
+	"github.com/llmkernels/kernels/hermitcrab/kernel"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/llm/llmtest"
@@ -78,7 +80,7 @@ func newBrowserSession(t *testing.T, responses []map[string]any, extra ...chrome
 		t.Skip("chromium is not installed (apt-get install chromium); CI runs this test")
 	}
 	data, _ := json.Marshal(map[string]any{"responses": append([]map[string]any{}, responses...)})
-	srv, ts, fake := anthropicServer(t, string(data), hermitcrab.Options{ServerTools: true})
+	srv, ts, fake := anthropicServer(t, string(data), kernel.Options{ServerTools: true})
 
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append([]chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromium), chromedp.Flag("headless", true), chromedp.Flag("no-sandbox", true),
@@ -149,10 +151,10 @@ func TestWebShellKeyGateBootPropsBrowserToolRenderErrorAndReload(t *testing.T) {
 	})
 	ctx := context.Background()
 	var tools []llm.Tool
-	for _, name := range append(append([]string{}, hermitcrab.BootTools...), "download") {
+	for _, name := range append(append([]string{}, conversation.BootTools()...), "download") {
 		tools = append(tools, llm.Tool{Name: name})
 	}
-	if _, err := b.srv.Kernel().SetTools(ctx, tools); err != nil {
+	if _, err := b.srv.Kernel().Conversation().SetTools(ctx, tools); err != nil {
 		t.Fatal(err)
 	}
 
@@ -199,7 +201,7 @@ func TestWebShellKeyGateBootPropsBrowserToolRenderErrorAndReload(t *testing.T) {
 	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](`window.hermitcrab.lastRender.status === 'failed'`)); err != nil {
 		t.Fatalf("render failure not recorded in the page: %v", err)
 	}
-	sh, err := b.srv.Kernel().LatestShell(ctx)
+	sh, err := b.srv.Kernel().Shells().Latest(ctx)
 	if err != nil || sh.Status != store.ShellFailed || !strings.Contains(sh.Error, "reading 'field'") {
 		t.Fatalf("the server did not hear of the failed render: %+v %v", sh, err)
 	}
@@ -274,14 +276,14 @@ func TestAWrongKeyAtBootAsksForAnotherAndTheNextBootWorks(t *testing.T) {
 	}
 	// The "reset tools" control puts the boot tools back in place of a set
 	// the LLM chose, and says so over the running shell.
-	if _, err := b.srv.Kernel().SetTools(context.Background(), []llm.Tool{{Name: "bsp"}}); err != nil {
+	if _, err := b.srv.Kernel().Conversation().SetTools(context.Background(), []llm.Tool{{Name: "bsp"}}); err != nil {
 		t.Fatal(err)
 	}
 	b.do(t, "reset the tools", chromedp.Click(chromedp.ID("hc-tools-reset")))
 	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](`document.getElementById('hc-lines').textContent.includes('the boot tools are back')`)); err != nil {
 		t.Fatalf("no word of the reset on the page: %v", err)
 	}
-	if reset, err := b.srv.Kernel().ResetTools(context.Background()); err != nil || reset {
+	if reset, err := b.srv.Kernel().Conversation().ResetTools(context.Background()); err != nil || reset {
 		t.Fatalf("the chosen tools were still set after the page's reset (%v)", err)
 	}
 	// The key control replaces or removes the key: removing it shows the
@@ -337,16 +339,16 @@ func TestThePageShowsWhatWokeTheInstanceWhileThePersonWasAway(t *testing.T) {
 	})
 	ctx := context.Background()
 	k := b.srv.Kernel()
-	if _, err := k.WriteAt(ctx, "wake", "0.5.1", "webhook ci tier 1: look at the build"); err != nil {
+	if _, err := k.Blocks().WriteAt(ctx, "wake", kerneltest.At(t, "0.5.1"), "webhook ci tier 1: look at the build"); err != nil {
 		t.Fatal(err)
 	}
 	b.do(t, "key and boot", chromedp.Navigate(b.url), chromedp.WaitVisible(chromedp.ID("hc-key")),
 		chromedp.SendKeys(chromedp.ID("hc-key"), testKey), chromedp.Click(chromedp.ID("hc-key-submit")),
 		chromedp.WaitVisible(chromedp.ID("greeting")))
-	if _, err := k.Webhook(ctx, "ci", []byte(`{"build":7,"status":"failed"}`)); err != nil {
+	if _, err := k.Wakes().Webhook(ctx, "ci", []byte(`{"build":7,"status":"failed"}`)); err != nil {
 		t.Fatal(err)
 	}
-	r, err := k.RunTriggers(ctx)
+	r, err := k.Wakes().RunTriggers(ctx)
 	if err != nil || len(r.Wakes) != 1 || r.Wakes[0].Status != store.WakeDone {
 		t.Fatalf("the wake: %+v %v", r, err)
 	}

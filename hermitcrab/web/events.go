@@ -139,7 +139,7 @@ type browserResult struct {
 // slowTools wait for a person to act.
 var slowTools = map[string]bool{"listen": true, "fs_pick_directory": true}
 
-// Call implements hermitcrab.Browser.
+// Call implements conversation.Browser.
 func (r *relay) Call(ctx context.Context, tool string, input json.RawMessage) (llm.ToolOutput, error) {
 	if r.hub.pages() == 0 {
 		return llm.ErrorOutput(fmt.Sprintf("%s needs the web shell page open in a browser, and none is attached now", tool)), nil

@@ -155,7 +155,7 @@ func BenchmarkBlockReadWriteUnderLoad(b *testing.B) {
 		_, lat := hammer(b, srv, ts, 200)
 		all = append(all, lat...)
 		// Start each round from a fresh stash so every round does the same work.
-		srv.kernel.EditBlock(context.Background(), "stash", func(bl *pscale.Block) error {
+		srv.kernel.Blocks().Edit(context.Background(), "stash", func(bl *pscale.Block) error {
 			bl.Tree = &pscale.Node{}
 			bl.Tree.Children[0] = &pscale.Node{Leaf: true, Text: "notes"}
 			return nil

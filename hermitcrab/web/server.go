@@ -31,15 +31,17 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/llmkernels/kernels/hermitcrab"
+	"github.com/llmkernels/kernels/hermitcrab/conversation"
 	"github.com/llmkernels/kernels/hermitcrab/endpoint"
-	"github.com/llmkernels/kernels/hermitcrab/store"
+	"github.com/llmkernels/kernels/hermitcrab/kernel"
+	"github.com/llmkernels/kernels/hermitcrab/secrets"
+	"github.com/llmkernels/kernels/hermitcrab/shells"
+	"github.com/llmkernels/kernels/hermitcrab/wakes"
 	"github.com/llmkernels/kernels/internal/httpguard"
 	"github.com/llmkernels/kernels/internal/plainjson"
 	"github.com/llmkernels/kernels/llm"
@@ -56,7 +58,7 @@ type Config struct {
 	DataDir    string
 	// Kernel is the kernel's base options; the server sets Browser,
 	// CompileShell, OnShell and Observe.
-	Kernel hermitcrab.Options
+	Kernel kernel.Options
 	// NewClient builds the LLM client once the API key is known.
 	NewClient func(apiKey string) (*llm.Client, error)
 	// KeyNeeded is false for providers that need no key (scripted, local).
@@ -66,25 +68,24 @@ type Config struct {
 	Provider string
 	BaseURL  string   // Anthropic base URL for the passthrough; default https://api.anthropic.com
 	Betas    []string // anthropic-beta values the passthrough adds
-	// BrowserTimeout bounds a browser tool call; default 60 s (listen and
-	// fs_pick_directory wait for a person, so they get 3 minutes).
-	BrowserTimeout time.Duration
 	// MCP turns on the MCP endpoint over the instance's blocks at /mcp
 	// (package endpoint); webhooks (/hooks/NAME) are always served.
 	MCP bool
 	// NoWake stops this server from running the wake triggers (another
 	// process runs them, e.g. hermitcrab wake --daemon).
 	NoWake bool
-	// WakeInterval is how often the triggers are checked; default 15 s.
-	WakeInterval time.Duration
-	Log          *slog.Logger
+	Log    *slog.Logger
 }
+
+// browserTimeout bounds a browser tool call (listen and fs_pick_directory
+// wait for a person, so they get 3 minutes).
+const browserTimeout = 60 * time.Second
 
 // Server is a running web shell.
 type Server struct {
 	cfg       Config
 	guardHost *httpguard.Guard
-	kernel    *hermitcrab.Kernel
+	kernel    *kernel.Kernel
 	hub       *hub
 	relay     *relay
 	outside   *endpoint.Handler // /hooks/NAME and /mcp
@@ -97,17 +98,11 @@ type Server struct {
 
 	keyMu  sync.Mutex
 	apiKey string // the key in use; what the /api/claude passthrough sends; never leaves the server
-	// keyFrom says where apiKey came from: "environment" (ANTHROPIC_API_KEY
-	// at start), "stored" (the data directory's key file, given through the
-	// page or `hermitcrab key set`), or "" for none.
+	// keyFrom says where apiKey came from: secrets.FromEnvironment (at
+	// start), secrets.FromStored (the data directory's key file, given
+	// through the page or `hermitcrab key set`), or "" for none.
 	keyFrom string
 }
-
-// Where the key in use came from.
-const (
-	keyFromEnv    = "environment"
-	keyFromStored = "stored"
-)
 
 // New opens the kernel in cfg.DataDir and prepares the server.
 func New(ctx context.Context, cfg Config) (*Server, error) {
@@ -116,9 +111,6 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.BaseURL == "" {
 		cfg.BaseURL = "https://api.anthropic.com"
-	}
-	if cfg.BrowserTimeout <= 0 {
-		cfg.BrowserTimeout = 60 * time.Second
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
@@ -137,7 +129,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if !loopback(cfg.Addr) && s.token == "" {
 		s.token = randomToken()
 	}
-	s.relay = &relay{hub: s.hub, timeout: cfg.BrowserTimeout, pending: map[string]chan browserResult{}}
+	s.relay = &relay{hub: s.hub, timeout: browserTimeout, pending: map[string]chan browserResult{}}
 	opts := cfg.Kernel
 	opts.Browser = s.relay
 	opts.CompileShell = func(_ context.Context, source string) error {
@@ -147,7 +139,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	opts.OnShell = s.pushShell
 	opts.Observe = s.progress
 	opts.OnWake = s.pushWake
-	k, err := hermitcrab.Open(cfg.DataDir, opts)
+	k, err := kernel.Open(cfg.DataDir, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +160,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 func (s *Server) Close() error { return s.kernel.Close() }
 
 // Kernel is the server's kernel.
-func (s *Server) Kernel() *hermitcrab.Kernel { return s.kernel }
+func (s *Server) Kernel() *kernel.Kernel { return s.kernel }
 
 // Token is the access token requests must carry, "" on loopback without one.
 func (s *Server) Token() string { return s.token }
@@ -200,16 +192,17 @@ func randomToken() string {
 	return hex.EncodeToString(b)
 }
 
-// startKey uses ANTHROPIC_API_KEY when it is set (for the Anthropic
-// provider), else the key stored in the data directory.
+// startKey uses the key the kernel decides on for a provider that needs
+// one (Secrets().APIKey: the environment's, else the stored one).
 func (s *Server) startKey() error {
-	if k := os.Getenv("ANTHROPIC_API_KEY"); k != "" && s.cfg.Provider == "anthropic" {
-		return s.useKey(k, keyFromEnv)
-	}
 	if !s.cfg.KeyNeeded {
 		return s.useKey("", "")
 	}
-	return s.syncKey()
+	key, from, err := s.kernel.Secrets().APIKey()
+	if err != nil || key == "" {
+		return err
+	}
+	return s.useKey(key, from)
 }
 
 // syncKey follows the stored key: unless the environment's key is in use,
@@ -219,18 +212,18 @@ func (s *Server) syncKey() error {
 	s.keyMu.Lock()
 	from, current := s.keyFrom, s.apiKey
 	s.keyMu.Unlock()
-	if from == keyFromEnv || !s.cfg.KeyNeeded {
+	if from == secrets.FromEnvironment || !s.cfg.KeyNeeded {
 		return nil
 	}
-	stored, err := s.kernel.StoredKey()
-	if err != nil || (stored == current && (stored != "") == (from == keyFromStored)) {
+	stored, err := s.kernel.Secrets().StoredKey()
+	if err != nil || (stored == current && (stored != "") == (from == secrets.FromStored)) {
 		return err
 	}
 	if stored == "" {
 		s.dropKey()
 		return nil
 	}
-	return s.useKey(stored, keyFromStored)
+	return s.useKey(stored, secrets.FromStored)
 }
 
 // useKey builds the client with the key.
@@ -242,7 +235,7 @@ func (s *Server) useKey(key, from string) error {
 	client.Observe = s.progress
 	s.keyMu.Lock()
 	defer s.keyMu.Unlock()
-	s.kernel.SetClient(client)
+	s.kernel.Conversation().SetClient(client)
 	s.apiKey, s.keyFrom = key, from
 	return nil
 }
@@ -251,7 +244,7 @@ func (s *Server) useKey(key, from string) error {
 func (s *Server) dropKey() {
 	s.keyMu.Lock()
 	defer s.keyMu.Unlock()
-	s.kernel.SetClient(nil)
+	s.kernel.Conversation().SetClient(nil)
 	s.apiKey, s.keyFrom = "", ""
 }
 
@@ -260,7 +253,7 @@ func (s *Server) dropKey() {
 func (s *Server) hasKey() bool {
 	s.keyMu.Lock()
 	defer s.keyMu.Unlock()
-	return s.kernel.Client() != nil
+	return s.kernel.Conversation().Client() != nil
 }
 
 func (s *Server) passKey() string {
@@ -271,13 +264,13 @@ func (s *Server) passKey() string {
 
 // progress sends an LLM or tool event to the page as a status line.
 func (s *Server) progress(e llm.Event) {
-	if line, level, ok := hermitcrab.Describe(e); ok {
+	if line, level, ok := conversation.Describe(e); ok {
 		s.hub.send(event{"type": "status", "text": line, "level": level})
 	}
 }
 
 // pushShell compiles a new shell and sends it to the page.
-func (s *Server) pushShell(sh store.Shell) {
+func (s *Server) pushShell(sh shells.Shell) {
 	code, err := compileShell(sh.Source)
 	if err != nil {
 		s.log.Warn("a stored shell does not compile", "shell", sh.ID, "err", err)
@@ -287,7 +280,7 @@ func (s *Server) pushShell(sh store.Shell) {
 }
 
 // pushWake tells the page of a wake a trigger fired.
-func (s *Server) pushWake(w store.Wake) {
+func (s *Server) pushWake(w wakes.Wake) {
 	s.hub.send(event{"type": "wake", "wake": w})
 }
 
@@ -445,15 +438,15 @@ func (s *Server) ListenAndServe(ctx context.Context, ready func(url string)) err
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	wakes := make(chan struct{})
+	running := make(chan struct{})
 	wctx, stopWakes := context.WithCancel(ctx)
-	defer func() { stopWakes(); <-wakes }() // the store stays open until the runner is done
+	defer func() { stopWakes(); <-running }() // the store stays open until the runner is done
 	go func() {
-		defer close(wakes)
+		defer close(running)
 		if s.cfg.NoWake {
 			return
 		}
-		s.kernel.RunWakes(wctx, s.cfg.WakeInterval, func(r *hermitcrab.WakeReport, err error) {
+		s.kernel.Wakes().Run(wctx, 0, func(r *wakes.Report, err error) {
 			if err != nil {
 				s.log.Warn("wake triggers", "err", err)
 				return

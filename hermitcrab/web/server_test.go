@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmkernels/kernels/hermitcrab/internal/kerneltest"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/llm/script"
 )
@@ -212,7 +213,7 @@ func concrete(pattern string) (method, path string) {
 
 func TestAForeignHostIsRefusedOnEveryRouteBeforeAnyHandler(t *testing.T) {
 	srv, ts := testServer(t, `{"responses":[]}`)
-	before, err := srv.Kernel().RawBlock(context.Background(), "stash")
+	before, err := srv.Kernel().Blocks().Raw(context.Background(), "stash")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +241,7 @@ func TestAForeignHostIsRefusedOnEveryRouteBeforeAnyHandler(t *testing.T) {
 			}
 		}
 	}
-	after, _ := srv.Kernel().RawBlock(context.Background(), "stash")
+	after, _ := srv.Kernel().Blocks().Raw(context.Background(), "stash")
 	if after.Version != before.Version {
 		t.Fatal("a refused request wrote a block")
 	}
@@ -349,10 +350,10 @@ func TestWebhooksOnTheWebServerUseTheirOwnSecret(t *testing.T) {
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 	ctx := context.Background()
-	if _, err := srv.Kernel().WriteAt(ctx, "wake", "0.5.1", "webhook ci tier 1"); err != nil {
+	if _, err := srv.Kernel().Blocks().WriteAt(ctx, "wake", kerneltest.At(t, "0.5.1"), "webhook ci tier 1"); err != nil {
 		t.Fatal(err)
 	}
-	secret, err := srv.Kernel().WebhookSecret()
+	secret, err := srv.Kernel().Secrets().WebhookSecret()
 	if err != nil {
 		t.Fatal(err)
 	}

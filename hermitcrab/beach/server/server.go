@@ -2,39 +2,20 @@
 // HTTP, the official Go SDK) over one set of operations on a beach store.
 //
 // Every write, and the two private reads (inbox, save point), is a signed
-// identity.Envelope. The beach accepts one only when, in this order:
-//  1. it verifies (beach.Open: well formed, signed by the key its agent id
-//     encodes, of the operation's kind, body fields within limits);
-//  2. its signed time is within Config.Window (default 5 minutes) of the
-//     beach's clock, either way;
-//  3. for a private read, its audience names this beach (a host the Host
-//     rule accepts);
-//  4. its nonce is new for this agent (asked before step 5, so a stranger
-//     replaying an agent's public envelopes cannot spend its allowance);
-//  5. the agent is within its rate limit (checked after the signature, so
-//     nobody can spend another agent's allowance);
-//  6. the store records the nonce in the same transaction as the write,
-//     refusing it if a concurrent request used it first, or if the
-//     envelope was signed before the horizon of pruned nonces.
+// identity.Envelope, accepted only when, in this order: it verifies
+// (beach.Open); its signed time is within Config.Window of the beach's
+// clock; a private read names this beach as its audience; its nonce is new
+// for its agent (asked before the rate limit, so a stranger replaying an
+// agent's envelopes cannot spend its allowance); the agent is within its
+// rate limit; and the store records the nonce in the write's transaction,
+// refusing one used meanwhile or signed before the horizon of pruned
+// nonces. Reads of passports and marks are open to anyone.
 //
-// Nonces are kept until their envelopes are too old to pass step 2, then
-// pruned, so replay protection costs bounded storage. The store remembers
-// how far it pruned (the horizon) and refuses anything signed before it,
-// so a server with a longer window or a slower clock on the same database
-// cannot accept a replay whose nonce was forgotten.
-//
-// Reads of passports and marks are open to anyone: passports are public by
-// design ("anyone can read your passport"), and marks are found only by
-// the hash of a URL the reader already knows. A list stops at
-// store.MaxListBytes of envelopes.
-//
-// In front of everything: httpguard's Host rule and body limits (at most
-// MaxLargeBodies bodies over MaxBody read at once), then a per-address
-// rate limit on every request, each call of an MCP JSON-RPC batch counted
-// as a request. ListenAndServe also caps the connections one address may
-// hold open (httpguard.LimitConns) and times out slow readers and writers.
-// Refusals are JSON {"error": "...", "reason": "..."} with the status the
-// reason implies.
+// In front of everything: httpguard's Host rule and body limits, then a
+// per-address rate limit on every request (each call of an MCP batch
+// counted). Refusals are JSON {"error", "reason"} with the status the
+// reason implies. See docs/hermitcrab-network.md (the beach, its refusals
+// and limits).
 package server
 
 import (
@@ -94,7 +75,6 @@ type Config struct {
 	// endpoint get MaxSavePointBody.
 	MaxBody          int64
 	MaxSavePointBody int64
-	Now              func() time.Time
 	Log              *slog.Logger
 }
 
@@ -136,9 +116,6 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxSavePointBody == 0 {
 		cfg.MaxSavePointBody = DefaultSavePointBody
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
@@ -153,7 +130,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg, store: cfg.Store, guard: guard, now: cfg.Now, log: cfg.Log,
+	return &Server{cfg: cfg, store: cfg.Store, guard: guard, now: time.Now, log: cfg.Log,
 		agents: newLimiter(cfg.AgentPerMinute, cfg.AgentBurst), addrs: newLimiter(cfg.AddrPerMinute, cfg.AddrBurst)}, nil
 }
 

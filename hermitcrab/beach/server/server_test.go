@@ -637,10 +637,11 @@ func openServer(t *testing.T, dsn string, window, skew time.Duration) *Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	s, err := New(Config{Store: st, Addr: "127.0.0.1:8421", Window: window, Now: func() time.Time { return time.Now().Add(skew) }})
+	s, err := New(Config{Store: st, Addr: "127.0.0.1:8421", Window: window})
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.now = func() time.Time { return time.Now().Add(skew) }
 	return s
 }
 

@@ -3,34 +3,16 @@
 // new Function('React', 'ReactDOM', 'module', 'exports', 'require', 'props', code)
 // and renders as its component.
 //
-// §10.1 of the G1 architecture prepares the source (imports stripped,
-// exports fixed, a props parameter added) and then compiles it. Here
-// esbuild does nearly all of that: its Transform parses the source as JSX
-// (its syntax errors are positions in the source as the LLM wrote it, so
-// they go back to the LLM as they are) and, with the CommonJS output
-// format, rewrites every import into a require and every export onto
-// module.exports. The page's require gives React for "react" and ReactDOM
-// for "react-dom" and "react-dom/client", and an empty object for any
-// other module (each such import is a warning). What esbuild cannot do is
-// done on its output, plain JavaScript with no JSX text and no comments:
-//
-//   - A source that hands over no component (no default export, no
-//     module.exports assignment, no top-level return) gets one: the
-//     top-level function, arrow or class with a capitalised name that no
-//     other such component uses (the last one if several qualify), and
-//     module.exports.default = Name; is appended.
-//   - A bare top-level return (return function Shell(props) {…}, written as
-//     if inside a wrapper, as the original's preparation allowed) is kept:
-//     the page's function returns the component. When the source also
-//     imports or exports, esbuild refuses a top-level return in a module,
-//     so the return becomes export default.
-//   - props is a parameter of the page's function, so a component written
-//     without a props parameter (function App() { … props.callLLM … })
-//     still reaches the shell's props. The code runs inside a block, so
-//     the source may declare its own props.
-//
-// A Markdown code fence around the whole source (```jsx … ```) is blanked
-// first, keeping line numbers.
+// esbuild does nearly all of §10.1's preparation: its Transform parses the
+// source as JSX (its syntax errors are positions in the source as the LLM
+// wrote it, so they go back to the LLM as they are) and, with the CommonJS
+// output format, rewrites every import into a require and every export
+// onto module.exports. What esbuild cannot do is done on its output, plain
+// JavaScript with no JSX text and no comments (prepare.go): a source that
+// hands over no component gets one, a bare top-level return is kept (or
+// made export default beside imports), and props is a parameter of the
+// page's function. A Markdown code fence around the whole source is blanked
+// first, keeping line numbers. See docs/hermitcrab.md#the-shells-jsx.
 package jsx
 
 import (

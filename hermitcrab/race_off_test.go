@@ -1,5 +1,0 @@
-//go:build !race
-
-package hermitcrab
-
-const raceEnabled = false
