@@ -192,13 +192,15 @@ func (f *fakeAPI) run(t testing.TB, dir string, args ...string) result {
 	return finish(t, f.command(dir, args...))
 }
 
-// served is what the fake answered with 200: the calls and what they cost
+// served is what the fake answered with 200 and a whole answer: the calls and what they cost
 // at the built-in prices (the binary's, with no --prices file).
 func (f *fakeAPI) served(t *testing.T) (int, float64) {
 	t.Helper()
 	calls, cost := 0, 0.0
 	for _, r := range f.api.Received() {
-		if r.Status != http.StatusOK || r.Request == nil {
+		if r.Status != http.StatusOK || r.Request == nil || r.Response == nil {
+			// A stream cut off before its end (the client was killed)
+			// has no answer: the fake gives its entry back, unserved.
 			continue
 		}
 		var resp llm.Response
