@@ -1,6 +1,6 @@
 //go:build unix
 
-package solve_test
+package main_test
 
 import (
 	"maps"

@@ -1,6 +1,6 @@
 //go:build unix
 
-package solve_test
+package main_test
 
 import (
 	"bytes"
@@ -126,7 +126,7 @@ func names(t *testing.T, dir string) map[string]bool {
 // writes migrates and marks it, after which the read side opens it.
 func TestKernelDBFromBeforeTheMarkerIsAdopted(t *testing.T) {
 	dir := t.TempDir()
-	schemaSQL, err := os.ReadFile(filepath.Join("store", "schema.sql"))
+	schemaSQL, err := os.ReadFile(filepath.Join("..", "..", "solve", "store", "schema.sql"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package solve_test
+package main_test
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package solve_test
+package main_test
 
 import (
 	"bytes"
@@ -36,8 +36,8 @@ func TestMain(m *testing.M) {
 	solveBin = filepath.Join(dir, "solve")
 	if bin := os.Getenv("SOLVE_TEST_BIN"); bin != "" {
 		solveBin = bin
-	} else if out, err := exec.Command("go", "build", "-buildvcs=false", "-o", solveBin, "../cmd/solve").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build ../cmd/solve: %v\n%s", err, out)
+	} else if out, err := exec.Command("go", "build", "-buildvcs=false", "-o", solveBin, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build cmd/solve: %v\n%s", err, out)
 		os.Exit(1)
 	}
 	code := pgtest.Run(m)

@@ -1,6 +1,6 @@
 //go:build linux
 
-package solve_test
+package main_test
 
 import (
 	"bytes"
