@@ -25,8 +25,10 @@ import (
 
 var solveBin string
 
-// TestMain builds the binary, or takes the one SOLVE_TEST_BIN names (to
-// run these tests against another build, e.g. main's, and see which fail).
+// TestMain builds the binary with the crash tests' fault injection
+// (-tags solvecrash: SOLVE_CRASH_AFTER, which release builds lack), or
+// takes the one SOLVE_TEST_BIN names (to run these tests against another
+// build, e.g. main's, and see which fail).
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "solve-cli")
 	if err != nil {
@@ -36,7 +38,7 @@ func TestMain(m *testing.M) {
 	solveBin = filepath.Join(dir, "solve")
 	if bin := os.Getenv("SOLVE_TEST_BIN"); bin != "" {
 		solveBin = bin
-	} else if out, err := exec.Command("go", "build", "-buildvcs=false", "-o", solveBin, ".").CombinedOutput(); err != nil {
+	} else if out, err := exec.Command("go", "build", "-buildvcs=false", "-tags", "solvecrash", "-o", solveBin, ".").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "go build cmd/solve: %v\n%s", err, out)
 		os.Exit(1)
 	}
