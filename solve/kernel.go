@@ -114,11 +114,10 @@ type Options struct {
 	// Resolvers replace or add resolver implementations by id (tests,
 	// benchmarks); the boot resolvers are claude-code-0 on Client,
 	// codex-tools-0 and self-model-0.
-	Resolvers  map[string]loop.Resolver
-	Progress   io.Writer // live view lines; nil = none
-	In         io.Reader // the terminal for an interactive run
-	Workers    int       // overrides the stored worker count when > 0 (resume)
-	CrashAfter int       // fault injection: SIGKILL at the N-th crash point (loop.Options)
+	Resolvers map[string]loop.Resolver
+	Progress  io.Writer // live view lines; nil = none
+	In        io.Reader // the terminal for an interactive run
+	Workers   int       // overrides the stored worker count when > 0 (resume)
 	// Remote sends each ready node's step to `solve worker` processes
 	// through the job queue in the kernel's PostgreSQL database instead
 	// of running it here (loop.Options.Remote).
@@ -138,7 +137,7 @@ func (k *Kernel) loopOptions(o Options) loop.Options {
 	for id, r := range o.Resolvers {
 		res[id] = r
 	}
-	return loop.Options{Resolvers: res, Progress: o.Progress, In: o.In, Workers: o.Workers, CrashAfter: o.CrashAfter,
+	return loop.Options{Resolvers: res, Progress: o.Progress, In: o.In, Workers: o.Workers,
 		Tool: func(e store.Resolver) (loop.Resolver, error) {
 			if cmd, _ := e.Metadata["command"].(string); cmd == "" {
 				return nil, loop.Permanent("capability_mismatch", fmt.Errorf("resolver %q has no command to run in this kernel", e.ID))

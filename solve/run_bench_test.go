@@ -288,3 +288,5 @@ func BenchmarkInterleavings(b *testing.B) {
 		}
 	}
 }
+
+type m = map[string]any

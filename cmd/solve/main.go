@@ -11,7 +11,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -380,8 +379,8 @@ func dbFlag(cmd *cobra.Command, db *string) {
 	}
 }
 
-// runOptions builds the process options: the LLM client, the live view,
-// the terminal and the crash-test hook (env SOLVE_CRASH_AFTER).
+// runOptions builds the process options: the LLM client, the live view
+// and the terminal.
 func runOptions(cmd *cobra.Command, app *cli.App, workers int) (solve.Options, string, error) {
 	client, err := app.Provider.Client(cmd.ErrOrStderr())
 	if err != nil {
@@ -399,13 +398,7 @@ func runOptions(cmd *cobra.Command, app *cli.App, workers int) (solve.Options, s
 			fmt.Fprintf(progress, "solve: %s: %v; retrying in %s\n", e.Model, e.Err, e.Wait.Round(time.Millisecond))
 		}
 	}
-	o := solve.Options{Client: client, Progress: progress, In: cmd.InOrStdin(), Workers: workers}
-	if v := os.Getenv("SOLVE_CRASH_AFTER"); v != "" {
-		if o.CrashAfter, err = strconv.Atoi(v); err != nil {
-			return o, "", fmt.Errorf("SOLVE_CRASH_AFTER=%q: give a whole number", v)
-		}
-	}
-	return o, model, nil
+	return solve.Options{Client: client, Progress: progress, In: cmd.InOrStdin(), Workers: workers}, model, nil
 }
 
 func printResult(w io.Writer, r *loop.Result) {

@@ -8,12 +8,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/llmkernels/kernels/internal/clip"
@@ -59,10 +57,6 @@ type Options struct {
 	// (unset: RemoteInFlight). PostgreSQL only; an interactive run is
 	// refused.
 	Remote *Remote
-	// CrashAfter, when > 0, makes the process kill itself with SIGKILL at
-	// the CrashAfter-th crash point (after a resolver call returns and after
-	// each commit). Fault injection for the crash tests.
-	CrashAfter int
 }
 
 // Result is where a run stands when the dispatch loop stops.
@@ -115,7 +109,6 @@ type engine struct {
 	rmu      sync.Mutex
 	res      map[string]Resolver
 	patterns []store.Pattern
-	crashes  atomic.Int64
 	termMu   sync.Mutex    // one interactive question at a time
 	term     *bufio.Reader // opts.In, buffered once for every question
 	mergeMu  sync.Mutex    // one merge into the workspace at a time
@@ -461,18 +454,6 @@ func (e *engine) resolver(ctx context.Context, id string) (Resolver, error) {
 	}
 	e.res[id] = r
 	return r, nil
-}
-
-// crashPoint is the fault injection of Options.CrashAfter.
-func (e *engine) crashPoint() {
-	if e.opts.CrashAfter > 0 && e.crashes.Add(1) == int64(e.opts.CrashAfter) {
-		// os.Process.Kill is SIGKILL on Unix and TerminateProcess on
-		// Windows: the process dies as abruptly as a kill -9.
-		if p, err := os.FindProcess(os.Getpid()); err == nil {
-			_ = p.Kill() // should it fail, select{} below hangs and the crash test times out
-		}
-		select {}
-	}
 }
 
 func (e *engine) progress(format string, args ...any) {

@@ -215,7 +215,7 @@ func TestQuantitiesAggregateBySumOrMax(t *testing.T) {
 func TestRepairPicksTheCheapestFeasibleCombination(t *testing.T) {
 	p := fixture()
 	a := analyse(t, p)
-	r, err := repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, a)
+	r, err := repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, a, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func TestRepairNamesAMinimalConflictingSet(t *testing.T) {
 	p.Constraints[1].Payload.Expr = "critical_path_hours <= 12"
 	p.Tasks[1].Hours = est(4, 5, 6) // … and d/x2 makes the path 16h
 	a := analyse(t, p)
-	r, err := repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, a)
+	r, err := repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, a, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func TestRepairNamesAMinimalConflictingSet(t *testing.T) {
 	// c3's floor is not part of the conflict: y1 alone would not help.
 	p.Constraints[1].Payload.Expr = "critical_path_hours <= 9" // unreachable on its own
 	a = analyse(t, p)
-	r, _ = repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, a)
+	r, _ = repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, a, 0)
 	if strings.Join(r.UnsatCore, ",") != "c2" {
 		t.Fatalf("core = %v, want c2 alone", r.UnsatCore)
 	}
@@ -264,7 +264,7 @@ func TestRepairNotNeededWithoutUNSAT(t *testing.T) {
 	p := fixture()
 	p.Constraints[0].Payload.Expr = "total_cost <= 1000"
 	a := analyse(t, p)
-	r, err := repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, a)
+	r, err := repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, a, 0)
 	if err != nil || r.Status != RepairNotNeeded {
 		t.Fatalf("repair = %+v, %v", r, err)
 	}

@@ -33,7 +33,7 @@ func BenchmarkRepairSearch(b *testing.B) {
 		for seed := uint64(0); ; seed++ {
 			p = generatePlan(seed, 40, 12, 3)
 			a, _ = Analyze(p.Tasks, p.Quantities, p.Constraints)
-			r, err := repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, a)
+			r, err := repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, a, 0)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -45,7 +45,7 @@ func BenchmarkRepairSearch(b *testing.B) {
 			var r Repair
 			var err error
 			for b.Loop() {
-				if r, err = repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, a); err != nil {
+				if r, err = repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, a, 0); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -69,7 +69,7 @@ func BenchmarkCrossCheck(b *testing.B) {
 			p := bigPlan(b, n, true, deep)
 			b.Run(fmt.Sprintf("%s/tasks=%d", map[bool]string{false: "wide", true: "deep"}[deep], n), func(b *testing.B) {
 				for b.Loop() {
-					rep, err := CrossCheck(context.Background(), p)
+					rep, err := CrossCheck(context.Background(), p, 0)
 					if err != nil || !rep.Agree {
 						b.Fatalf("%v %+v", err, rep)
 					}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/llmkernels/kernels/solve/dag"
 	"github.com/llmkernels/kernels/solve/planning/smt"
@@ -68,6 +69,12 @@ type CheckOptions struct {
 	// SMT asks z3 every verdict and repair question too (solve check --smt
 	// z3): the proof of a repair claim too large to enumerate.
 	SMT bool
+	// SMTTimeout is how long z3 may think about one question (0 =
+	// smt.DefaultTimeout); a question it cannot decide is undecided.
+	SMTTimeout time.Duration
+	// SearchLimit bounds the repair search the check recomputes, in nodes
+	// (0 = DefaultSearchLimit): give the limit the plan was made with.
+	SearchLimit int
 }
 
 // Check runs the spec's assertion framework on a plan. Every field of the
@@ -97,11 +104,11 @@ func Check(ctx context.Context, p *Plan, o CheckOptions) []Assertion {
 		return c.out
 	}
 	checkBudget(c, p, a)
-	checkSurveys(ctx, c, p, a)
+	checkSurveys(ctx, c, p, a, o.SearchLimit)
 	checkRepair(ctx, c, p, a, o)
 	checkCriticalPath(c, p, m, a)
 	if o.SMT {
-		checkSMT(ctx, c, p)
+		checkSMT(ctx, c, p, o.SMTTimeout)
 	}
 	slices.SortStableFunc(c.out, func(x, y Assertion) int { return x.Group - y.Group })
 	return c.out
@@ -449,7 +456,7 @@ func claimMetric(name string) string { return strings.TrimSuffix(name, "_mid") }
 // round 1 from the analysis, each later round from a repair over the
 // earlier rounds' approaches (the kernel's search: a round's trigger is
 // taken from it; the final claim is proved independently in group 5).
-func rounds(ctx context.Context, p *Plan, a *Analysis) ([]roundPlan, error) {
+func rounds(ctx context.Context, p *Plan, a *Analysis, limit int) ([]roundPlan, error) {
 	last := 1
 	for _, sv := range p.Surveys {
 		for _, ap := range sv.Approaches {
@@ -465,7 +472,7 @@ func rounds(ctx context.Context, p *Plan, a *Analysis) ([]roundPlan, error) {
 			return out, err // past the time limit no search starts, however small
 		}
 		prior := surveysBefore(p.Surveys, r)
-		rep, err := repairPlan(ctx, p.Tasks, p.Quantities, p.Constraints, prior, a)
+		rep, err := repairPlan(ctx, p.Tasks, p.Quantities, p.Constraints, prior, a, limit)
 		if err != nil {
 			return out, err
 		}
@@ -481,11 +488,11 @@ func rounds(ctx context.Context, p *Plan, a *Analysis) ([]roundPlan, error) {
 	return out, nil
 }
 
-func checkSurveys(ctx context.Context, c *assertions, p *Plan, a *Analysis) {
+func checkSurveys(ctx context.Context, c *assertions, p *Plan, a *Analysis, limit int) {
 	// A later round is recomputed by a search; when the time limit stops
 	// it, the checks that need that round's triggers are undecided and
 	// the rest (ids, distinctness, estimates) still decided.
-	rps, err := rounds(ctx, p, a)
+	rps, err := rounds(ctx, p, a, limit)
 	stopped := err != nil && ctx.Err() != nil
 	if err != nil && !stopped {
 		c.add(4, "4.0", "survey rounds recomputed", false, "%v", err)
@@ -665,7 +672,7 @@ func checkRepair(ctx context.Context, c *assertions, p *Plan, a *Analysis, o Che
 		} else {
 			how += "; solve check --smt z3 proves it"
 		}
-		search, err = repairPlan(ctx, p.Tasks, p.Quantities, p.Constraints, p.Surveys, a)
+		search, err = repairPlan(ctx, p.Tasks, p.Quantities, p.Constraints, p.Surveys, a, o.SearchLimit)
 		stopped = err != nil && ctx.Err() != nil
 		if err != nil && !stopped {
 			c.add(5, "5.0", "recompute repair", false, "cannot recompute the repair: %v", err)
@@ -920,8 +927,8 @@ func sortedCopy(s []string) []string {
 // checkSMT asks z3 the plan's verdict and repair questions, recomputed
 // from the raw plan, and reports each answer as an assertion: the proof
 // of a repair claim too large to enumerate.
-func checkSMT(ctx context.Context, c *assertions, p *Plan) {
-	rep, err := CrossCheck(ctx, p)
+func checkSMT(ctx context.Context, c *assertions, p *Plan, timeout time.Duration) {
+	rep, err := CrossCheck(ctx, p, timeout)
 	if c.stopped(ctx, 5, "5.z", "z3 proof", err) {
 		return
 	}
@@ -937,7 +944,7 @@ func checkSMT(ctx context.Context, c *assertions, p *Plan) {
 		id, name := fmt.Sprintf("%d.z", group), "z3: "+q.What
 		if q.Solver == smt.Unknown {
 			c.out = append(c.out, Assertion{Group: group, ID: id, Name: name, Undecided: true,
-				Detail: fmt.Sprintf("%s could not decide within its timeout (%v a question): the claim is neither proven nor refuted", rep.Solver, smt.Timeout)})
+				Detail: fmt.Sprintf("%s could not decide within its timeout (%v a question): the claim is neither proven nor refuted", rep.Solver, smt.OrDefault(timeout))})
 			continue
 		}
 		c.add(group, id, name, q.Agree, "%s answers %s; the plan's claim needs %s", rep.Solver, q.Solver, q.Kernel)

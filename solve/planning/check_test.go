@@ -16,7 +16,7 @@ func completed(t *testing.T) *Plan {
 	p := fixture()
 	p.Analysis = analyse(t, p)
 	var err error
-	if p.Repair, err = repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, p.Analysis); err != nil {
+	if p.Repair, err = repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, p.Analysis, 0); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -167,7 +167,7 @@ func infeasiblePlan(t *testing.T) *Plan {
 	p.Tasks[1].Hours = est(4, 5, 6)
 	p.Analysis = analyse(t, p)
 	var err error
-	if p.Repair, err = repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, p.Analysis); err != nil || p.Repair.Status != RepairInfeasible {
+	if p.Repair, err = repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, p.Analysis, 0); err != nil || p.Repair.Status != RepairInfeasible {
 		t.Fatalf("%+v %v", p.Repair, err)
 	}
 	p.Stated = cover(p.Goal, p.Inputs, p.Constraints, p.Stated, nil).stated
@@ -238,7 +238,7 @@ func TestCheckRecomputesEveryBudgetInTheWaterfall(t *testing.T) {
 	p.Constraints = append(p.Constraints, Constraint{ID: "c4", Type: Logic, Payload: Payload{Expr: "parts_usd <= 80"}, Sigma: 1, RemovalConsequence: "r", Provenance: Provenance{Source: "resolver", ResolverID: ResolverID}})
 	p.Analysis = analyse(t, p)
 	var err error
-	if p.Repair, err = repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, p.Analysis); err != nil {
+	if p.Repair, err = repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, p.Analysis, 0); err != nil {
 		t.Fatal(err)
 	}
 	if f := failures(Check(context.Background(), roundTrip(t, p), CheckOptions{})); len(f) > 0 {
@@ -267,7 +267,7 @@ func TestAnApproachJudgingAConstraintTwiceIsRefused(t *testing.T) {
 	p.Surveys[0].Approaches[1].ConstraintEffects = []Effect{{ConstraintID: "c3", Sigma: 0.2}, {ConstraintID: "c3", Sigma: 0.9}}
 	p.Analysis = analyse(t, p)
 	var err error
-	if p.Repair, err = repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, p.Analysis); err != nil {
+	if p.Repair, err = repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, p.Analysis, 0); err != nil {
 		t.Fatal(err)
 	}
 	f := failures(Check(context.Background(), roundTrip(t, p), CheckOptions{}))
@@ -286,7 +286,7 @@ func TestCheckFindsABetterRepairThanTheFirstFeasibleOne(t *testing.T) {
 	p.Surveys[1].Approaches[1].CostUSD = est(300, 400, 500)
 	p.Analysis = analyse(t, p)
 	var err error
-	if p.Repair, err = repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, p.Analysis); err != nil {
+	if p.Repair, err = repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, p.Analysis, 0); err != nil {
 		t.Fatal(err)
 	}
 	if f := failures(Check(context.Background(), roundTrip(t, p), CheckOptions{})); len(f) > 0 {

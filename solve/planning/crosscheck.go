@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/llmkernels/kernels/solve/expr"
 	"github.com/llmkernels/kernels/solve/planning/smt"
@@ -205,9 +206,10 @@ func repairQuestions(p *Plan, m *model, exprs map[string]*expr.Expr) []smt.Quest
 	return qs
 }
 
-// CrossCheck asks z3 the plan's feasibility and repair questions and
-// compares its answers with the plan's claims.
-func CrossCheck(ctx context.Context, p *Plan) (*smt.Report, error) {
+// CrossCheck asks z3 the plan's feasibility and repair questions, each
+// within timeout (0 = smt.DefaultTimeout), and compares its answers with
+// the plan's claims.
+func CrossCheck(ctx context.Context, p *Plan, timeout time.Duration) (*smt.Report, error) {
 	version, err := smt.Version(ctx)
 	if err != nil {
 		return nil, err
@@ -230,5 +232,5 @@ func CrossCheck(ctx context.Context, p *Plan) (*smt.Report, error) {
 	if p.Repair.Status != RepairNotNeeded {
 		qs = append(qs, repairQuestions(p, m, exprs)...)
 	}
-	return smt.Ask(ctx, version, qs)
+	return smt.Ask(ctx, version, qs, timeout)
 }

@@ -25,7 +25,7 @@ func solvedPlan(t testing.TB, p *Plan) *Plan {
 	if p.Analysis, err = Analyze(p.Tasks, p.Quantities, p.Constraints); err != nil {
 		t.Fatal(err)
 	}
-	if p.Repair, err = repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, p.Analysis); err != nil {
+	if p.Repair, err = repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, p.Analysis, 0); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -36,7 +36,7 @@ func TestZ3AgreesWithTheKernelOnGeneratedPlans(t *testing.T) {
 	seen := map[string]int{}
 	for seed := range uint64(12) {
 		p := solvedPlan(t, generatePlan(seed, 12, 4, 3))
-		rep, err := CrossCheck(context.Background(), p)
+		rep, err := CrossCheck(context.Background(), p, 0)
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
@@ -55,7 +55,7 @@ func TestZ3CatchesAWrongKernelAnswer(t *testing.T) {
 	p := solvedPlan(t, fixture())
 	p.Analysis.Verdicts[0].HoldsMid = true // c1 fails at mid: the plan "claims" it holds
 	p.Repair.Choices[0].ApproachID = "y2"  // a second swap the repair does not need
-	rep, err := CrossCheck(context.Background(), p)
+	rep, err := CrossCheck(context.Background(), p, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestZ3AgreesOnRandomSmallPlans(t *testing.T) {
 	needZ3(t)
 	for seed := range uint64(25) {
 		p := solvedPlan(t, randomRepairPlan(seed))
-		rep, err := CrossCheck(context.Background(), p)
+		rep, err := CrossCheck(context.Background(), p, 0)
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
@@ -150,7 +150,7 @@ func TestZ3CrossChecksAThousandTaskPlan(t *testing.T) {
 		if want := map[bool]string{true: RepairRepaired, false: RepairInfeasible}[c.repairable]; p.Repair.Status != want {
 			t.Fatalf("generated plan %+v: %s, want %s", c, p.Repair.Status, want)
 		}
-		rep, err := CrossCheck(context.Background(), p)
+		rep, err := CrossCheck(context.Background(), p, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -187,7 +187,7 @@ func TestZ3EncodesTheLongestPathAndMaximaExactly(t *testing.T) {
 	} {
 		qs = append(qs, smt.Question{What: q.body, Kernel: q.want, Defs: &en, Body: q.body + "\n"})
 	}
-	rep, err := smt.Ask(context.Background(), v, qs)
+	rep, err := smt.Ask(context.Background(), v, qs, 0)
 	if err != nil || !rep.Agree {
 		t.Fatalf("%v: %s", err, rep.Disagreements())
 	}

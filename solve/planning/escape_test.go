@@ -88,7 +88,7 @@ func hostilePlan(t *testing.T, h string) *Plan {
 	p.SurveyRounds[0].Feedback = h
 	p.Analysis = analyse(t, p)
 	var err error
-	if p.Repair, err = repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, p.Analysis); err != nil {
+	if p.Repair, err = repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, p.Analysis, 0); err != nil {
 		t.Fatal(err)
 	}
 	return p

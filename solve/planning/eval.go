@@ -138,7 +138,7 @@ func Eval(ctx context.Context, st *store.Store, client *llm.Client, goals []Eval
 			if f, err = WriteFiles(p, filepath.Join(outDir, g.Name+".json")); err == nil {
 				res.File = f.JSON
 				res.Repair = p.Repair.Status
-				res.Groups = evalGroups(Check(ctx, p, CheckOptions{SMT: req.SMT}))
+				res.Groups = evalGroups(Check(ctx, p, CheckOptions{SMT: req.SMT, SMTTimeout: req.SMTTimeout, SearchLimit: req.SearchLimit}))
 				res.Verdicts = evalVerdicts(p)
 			}
 		}

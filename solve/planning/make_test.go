@@ -17,7 +17,7 @@ const sweGoal = "Build an autonomous SWE agent achieving 80% on SWE-bench Lite, 
 
 func scripted(t *testing.T, name string) *llm.Client {
 	t.Helper()
-	s, err := script.Load(filepath.Join("..", "testdata", name))
+	s, err := script.Load(filepath.Join("..", "..", "cmd", "solve", "testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}

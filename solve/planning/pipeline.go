@@ -30,6 +30,8 @@ type Request struct {
 	LogRaw      bool          // keep raw prompts and answers in tier-3 logs
 	SMT         bool          // cross-check feasibility and repair with z3
 	SurveyCalls int           // most survey requests in all rounds, re-asks included; round 1 is always asked (0 = DefaultSurveyCalls)
+	SMTTimeout  time.Duration // how long z3 may think about one question (0 = smt.DefaultTimeout)
+	SearchLimit int           // nodes of one run of the repair search (0 = DefaultSearchLimit)
 	Progress    io.Writer     // progress lines; nil = none
 }
 
@@ -689,7 +691,7 @@ func (r *run) repair(ctx context.Context) error {
 	}
 	for round := 2; ; round++ {
 		r.stage = StageRepair
-		rep, err := repairPlan(ctx, r.plan.Tasks, r.plan.Quantities, r.plan.Constraints, r.plan.Surveys, r.plan.Analysis)
+		rep, err := repairPlan(ctx, r.plan.Tasks, r.plan.Quantities, r.plan.Constraints, r.plan.Surveys, r.plan.Analysis, r.req.SearchLimit)
 		if err != nil {
 			return &StageError{Stage: r.stage, Err: err}
 		}
@@ -791,7 +793,7 @@ func (r *run) crossCheck(ctx context.Context) error {
 		r.flow(fmt.Sprintf("Node %s: z3 cross-check not run: too little of --max-wall is left", store.Short(r.plan.RootID)))
 		return nil
 	}
-	rep, err := CrossCheck(zctx, r.plan)
+	rep, err := CrossCheck(zctx, r.plan, r.req.SMTTimeout)
 	if err != nil {
 		if ctx.Err() != nil {
 			return err // the run's own cap passed
@@ -810,7 +812,7 @@ func (r *run) crossCheck(ctx context.Context) error {
 	case rep.Disagree > 0:
 		r.flow(fmt.Sprintf("Node %s: z3 DISAGREES with the kernel on %d question(s): %s; this is a kernel bug, please report it with the plan", store.Short(r.plan.RootID), rep.Disagree, rep.Disagreements()))
 	case rep.Unknown > 0:
-		r.flow(fmt.Sprintf("Node %s: %s agrees on %d question(s) and could not decide %d within %s each", store.Short(r.plan.RootID), rep.Solver, len(rep.Checks)-rep.Unknown, rep.Unknown, smt.Timeout))
+		r.flow(fmt.Sprintf("Node %s: %s agrees on %d question(s) and could not decide %d within %s each", store.Short(r.plan.RootID), rep.Solver, len(rep.Checks)-rep.Unknown, rep.Unknown, smt.OrDefault(r.req.SMTTimeout)))
 	default:
 		r.flow(fmt.Sprintf("Node %s: %s agrees on all %d questions (%.1fs)", store.Short(r.plan.RootID), rep.Solver, len(rep.Checks), rep.Seconds))
 	}

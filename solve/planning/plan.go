@@ -39,7 +39,7 @@ const (
 	RepairNotNeeded  = "not_needed"
 	RepairRepaired   = "repaired"
 	RepairInfeasible = "infeasible"
-	// RepairUndecided: the search reached SearchLimit before it found
+	// RepairUndecided: the search reached its limit before it found
 	// the best repair or proved that none exists.
 	RepairUndecided = "undecided"
 )

@@ -88,15 +88,25 @@ func confidenceLoss(planned, option float64) int64 {
 	return max(0, int64(math.Round(planned*1e6))-int64(math.Round(option*1e6)))
 }
 
-// SearchLimit bounds the nodes of one run of the repair search (the
-// repair, and each test of the unsat core): about 5–20 s on the project's
-// 2-core VM, and more than any plan small enough for solve check to
-// enumerate can need. A limit in nodes rather than seconds makes the
-// outcome the same on every machine, so solve check can recompute it.
-// The search is exact but exponential in the worst case (caps on cost and
-// time that trade against each other among 30 or more surveyed tasks):
-// past the limit the repair is undecided, and the plan is still written.
-var SearchLimit = 20_000_000
+// DefaultSearchLimit bounds the nodes of one run of the repair search
+// (the repair, and each test of the unsat core) when Request.SearchLimit
+// and CheckOptions.SearchLimit are not given: about 5–20 s on the
+// project's 2-core VM, and more than any plan small enough for solve
+// check to enumerate can need. A limit in nodes rather than seconds makes
+// the outcome the same on every machine, so solve check can recompute it
+// (with the same limit). The search is exact but exponential in the worst
+// case (caps on cost and time that trade against each other among 30 or
+// more surveyed tasks): past the limit the repair is undecided, and the
+// plan is still written.
+const DefaultSearchLimit = 20_000_000
+
+// searchLimit is limit, or DefaultSearchLimit when it is not positive.
+func searchLimit(limit int) int {
+	if limit <= 0 {
+		return DefaultSearchLimit
+	}
+	return limit
+}
 
 type search struct {
 	m      *model
@@ -110,7 +120,8 @@ type search struct {
 	active    []bool
 	scratch   []float64
 	firstOnly bool // stop at the first feasible combination (feasibility questions)
-	cut       bool // the last run reached SearchLimit
+	limit     int  // nodes one run may visit
+	cut       bool // the last run reached limit
 	runStart  int  // explored when the last run began
 	choice    []int
 	best      []int
@@ -121,8 +132,8 @@ type search struct {
 }
 
 // newSearch prepares the search over the surveys' approaches.
-func newSearch(ctx context.Context, m *model, constraints []Constraint, exprs map[string]*expr.Expr, surveys []Survey) (*search, error) {
-	s := &search{m: m, sc: m.scenario(1), vals: map[string]float64{}, ef: make([]float64, len(m.tasks)), ctx: ctx}
+func newSearch(ctx context.Context, m *model, constraints []Constraint, exprs map[string]*expr.Expr, surveys []Survey, limit int) (*search, error) {
+	s := &search{m: m, sc: m.scenario(1), vals: map[string]float64{}, ef: make([]float64, len(m.tasks)), ctx: ctx, limit: searchLimit(limit)}
 	index := map[string]int{}
 	for i, t := range m.tasks {
 		index[t.ID] = i
@@ -394,7 +405,7 @@ func (s *search) dfs(k int, so objective, rest []float64) {
 		return
 	}
 	s.explored++
-	if s.explored-s.runStart >= SearchLimit {
+	if s.explored-s.runStart >= s.limit {
 		s.cut = true
 		return
 	}
@@ -556,7 +567,7 @@ func (s *search) unsatCore() ([]string, error) {
 		}
 		if ok || s.cut {
 			// Needed: without it the rest is feasible (or not proved
-			// infeasible within SearchLimit: the core stays infeasible,
+			// infeasible within the limit: the core stays infeasible,
 			// perhaps not minimal).
 			active[k] = true
 		}
@@ -579,7 +590,7 @@ func (s *search) requiredIDs() []string {
 }
 
 // repairPlan runs the repair for an analysed plan.
-func repairPlan(ctx context.Context, tasks []Task, quantities []Quantity, constraints []Constraint, surveys []Survey, a *Analysis) (Repair, error) {
+func repairPlan(ctx context.Context, tasks []Task, quantities []Quantity, constraints []Constraint, surveys []Survey, a *Analysis, limit int) (Repair, error) {
 	var unsat []string
 	for _, v := range a.Verdicts {
 		if v.Verdict == UNSAT {
@@ -593,7 +604,7 @@ func repairPlan(ctx context.Context, tasks []Task, quantities []Quantity, constr
 	if err != nil {
 		return Repair{}, err
 	}
-	s, err := newSearch(ctx, m, constraints, exprs, surveys)
+	s, err := newSearch(ctx, m, constraints, exprs, surveys, limit)
 	if err != nil {
 		return Repair{}, err
 	}
@@ -608,7 +619,7 @@ func repairPlan(ctx context.Context, tasks []Task, quantities []Quantity, constr
 	r := Repair{Required: s.requiredIDs(), Excluded: s.exclusions(), Space: s.space()}
 	if s.cut {
 		r.Status, r.Explored = RepairUndecided, s.explored
-		r.Note = fmt.Sprintf("the search reached its limit of %s nodes over %s combinations before it found the best repair or proved that none exists", num(float64(SearchLimit)), num(r.Space))
+		r.Note = fmt.Sprintf("the search reached its limit of %s nodes over %s combinations before it found the best repair or proved that none exists", num(float64(s.limit)), num(r.Space))
 		if ok {
 			var best []string
 			for _, c := range s.choices() {
@@ -650,7 +661,7 @@ func optimistic(tasks []Task, quantities []Quantity, surveys []Survey) (map[stri
 	if err != nil {
 		return nil, err
 	}
-	s, err := newSearch(context.Background(), m, nil, nil, surveys)
+	s, err := newSearch(context.Background(), m, nil, nil, surveys, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -71,7 +71,7 @@ func TestRepairEqualsBruteForceOnCompositeConstraints(t *testing.T) {
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
-		rep, err := repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, a)
+		rep, err := repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, a, 0)
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
@@ -137,7 +137,7 @@ func TestRepairSearchBoundsTheSwapsACapStillNeeds(t *testing.T) {
 	a := analyse(t, p)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	r, err := repairPlan(ctx, p.Tasks, p.Quantities, p.Constraints, p.Surveys, a)
+	r, err := repairPlan(ctx, p.Tasks, p.Quantities, p.Constraints, p.Surveys, a, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,16 +152,15 @@ func TestRepairSearchBoundsTheSwapsACapStillNeeds(t *testing.T) {
 	}
 }
 
-// A search that reaches SearchLimit says the repair is undecided, with
+// A search that reaches its limit says the repair is undecided, with
 // the best combination it met, instead of running until --max-wall and
 // failing the run with no plan; solve check recomputes the same outcome
 // (the limit is in nodes) and accepts nothing more.
 func TestARepairSearchPastItsLimitIsUndecided(t *testing.T) {
-	defer func(n int) { SearchLimit = n }(SearchLimit)
-	SearchLimit = 300_000
+	const limit = 300_000
 	p := generatePlan(1, 200, 30, 3) // cost and time caps: millions of nodes
 	a := analyse(t, p)
-	r, err := repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, a)
+	r, err := repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, a, limit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +170,7 @@ func TestARepairSearchPastItsLimitIsUndecided(t *testing.T) {
 	p.Analysis, p.Repair = a, r
 	check := func() []string {
 		var f []string
-		for _, as := range Check(context.Background(), roundTrip(t, p), CheckOptions{}) {
+		for _, as := range Check(context.Background(), roundTrip(t, p), CheckOptions{SearchLimit: limit}) {
 			if as.Group == 5 && !as.Pass {
 				f = append(f, as.ID+" "+as.Detail)
 			}

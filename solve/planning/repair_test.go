@@ -37,7 +37,7 @@ func TestRepairDoesNotLeakAnApproachsQuantityIntoOtherOptions(t *testing.T) {
 		}}},
 	}
 	a := analyse(t, p)
-	r, err := repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, a)
+	r, err := repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, a, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestRepairChangesLeastAndKeepsConfidenceBeforeCost(t *testing.T) {
 	p.Surveys[1].Approaches = append(p.Surveys[1].Approaches,
 		Approach{ID: "x3", Title: "cheaper, less sure", CostUSD: est(80, 120, 160), Hours: est(3, 4, 5), Confidence: 0.4, Round: 1})
 	a := analyse(t, p)
-	r, err := repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, a)
+	r, err := repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, a, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestRevisedSigmaFollowsTheChosenApproachesJudgedEffects(t *testing.T) {
 	p := fixture()
 	p.Surveys[1].Approaches[0].ConstraintEffects = []Effect{{ConstraintID: "c3", Sigma: 0.55, Reason: "fewer samples"}}
 	a := analyse(t, p)
-	r, err := repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, a)
+	r, err := repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, a, 0)
 	if err != nil || r.Status != RepairRepaired {
 		t.Fatalf("%+v %v", r, err)
 	}
@@ -312,7 +312,7 @@ func TestRepairEqualsBruteForceOnRandomSmallPlans(t *testing.T) {
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
-		r, err := repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, a)
+		r, err := repairPlan(context.Background(), p.Tasks, p.Quantities, p.Constraints, p.Surveys, a, 0)
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}

@@ -96,22 +96,32 @@ func Answer(sat bool) string {
 	return Unsat
 }
 
-// Timeout is how long z3 may think about one question before answering
-// unknown. z3 does not always keep to it (it reads and simplifies the
-// definitions before its clock starts): a run still going at half as
-// long again is stopped, and its question counted unknown.
-var Timeout = 30 * time.Second
+// DefaultTimeout is how long z3 may think about one question before
+// answering unknown when Ask is given no timeout. z3 does not always keep
+// to it (it reads and simplifies the definitions before its clock
+// starts): a run still going at half as long again is stopped, and its
+// question counted unknown.
+const DefaultTimeout = 30 * time.Second
+
+// OrDefault is timeout, or DefaultTimeout when it is not positive.
+func OrDefault(timeout time.Duration) time.Duration {
+	if timeout <= 0 {
+		return DefaultTimeout
+	}
+	return timeout
+}
 
 // Ask asks z3 the questions and reports, for each, the kernel's answer
 // next to the solver's (named by its version). Each question is its own
 // z3 run over only its own definitions, as many at once as there are
 // CPUs: a run without push and pop lets z3 simplify the definitions
 // before it searches (one run asking every question in turn searched
-// them as they stand). A question z3 cannot decide within Timeout is
-// answered unknown; ctx bounds the whole. Only z3's answer line counts:
+// them as they stand). A question z3 cannot decide within timeout (0 =
+// DefaultTimeout) is answered unknown; ctx bounds the whole. Only z3's answer line counts:
 // a run that ends without exactly one sat, unsat or unknown, or that says
 // anything else (an error), fails Ask, naming the question.
-func Ask(ctx context.Context, version string, qs []Question) (*Report, error) {
+func Ask(ctx context.Context, version string, qs []Question, timeout time.Duration) (*Report, error) {
+	timeout = OrDefault(timeout)
 	began := time.Now()
 	answers := make([]string, len(qs))
 	errs := make([]error, len(qs))
@@ -122,7 +132,7 @@ func Ask(ctx context.Context, version string, qs []Question) (*Report, error) {
 		go func() {
 			defer wg.Done()
 			for k := range next {
-				answers[k], errs[k] = ask(ctx, qs[k])
+				answers[k], errs[k] = ask(ctx, qs[k], timeout)
 			}
 		}()
 	}
@@ -171,14 +181,14 @@ func Ask(ctx context.Context, version string, qs []Question) (*Report, error) {
 const tactic = "(then simplify propagate-values solve-eqs simplify smt)"
 
 // ask runs z3 on one question and returns its answer.
-func ask(ctx context.Context, q Question) (string, error) {
+func ask(ctx context.Context, q Question, timeout time.Duration) (string, error) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "(set-option :timeout %d)\n(set-logic ALL)\n", Timeout.Milliseconds())
+	fmt.Fprintf(&b, "(set-option :timeout %d)\n(set-logic ALL)\n", timeout.Milliseconds())
 	if q.Defs != nil {
 		b.WriteString(q.Defs.b.String())
 	}
 	fmt.Fprintf(&b, "%s(check-sat-using %s)\n", q.Body, tactic)
-	qctx, cancel := context.WithTimeout(ctx, Timeout+Timeout/2)
+	qctx, cancel := context.WithTimeout(ctx, timeout+timeout/2)
 	defer cancel()
 	r, err := proc.Run(qctx, proc.Cmd{Name: "z3", Args: []string{"-in", "-smt2"}, Stdin: strings.NewReader(b.String())})
 	if err != nil {

@@ -38,7 +38,7 @@ func TestAskComparesTheSolversAnswersWithTheKernels(t *testing.T) {
 	rep, err := Ask(ctx, v, []Question{
 		{What: "x is 4", Kernel: "sat", Defs: &s, Body: "(assert (= x 4.0))\n"},
 		{What: "x exceeds 4 (a wrong kernel answer)", Kernel: "sat", Defs: &s, Body: "(assert (> x 4.0))\n"},
-	})
+	}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestAskCountsOnlyZ3sAnswers(t *testing.T) {
 	_, err := Ask(context.Background(), "z3", []Question{
 		{What: "x is 2", Kernel: Sat, Defs: &s, Body: "(assert (= x 2.0))\n"},
 		{What: "y is 2", Kernel: Sat, Defs: &s, Body: "(assert (= y 2.0))\n"},
-	})
+	}, 0)
 	if err == nil || !strings.Contains(err.Error(), `z3 answered 1 of 2 questions; no answer to "y is 2"`) || !strings.Contains(err.Error(), "unknown constant y") {
 		t.Fatalf("a question z3 refused: %v", err)
 	}
@@ -81,7 +81,7 @@ func TestAskStoppedByItsContextCountsNoAnswer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	qs := []Question{{What: "a", Kernel: Sat}, {What: "b", Kernel: Sat}, {What: "c", Kernel: Sat}}
-	_, err := Ask(ctx, "z3", qs)
+	_, err := Ask(ctx, "z3", qs, 0)
 	if err == nil || !strings.Contains(err.Error(), "z3 answered 0 of 3 questions") || !strings.Contains(err.Error(), "and 1 more") {
 		t.Fatalf("a z3 stopped by its context: %v", err)
 	}
@@ -92,24 +92,22 @@ func TestAskStoppedByItsContextCountsNoAnswer(t *testing.T) {
 func TestAskRefusesAnAnswerBesideAnythingElse(t *testing.T) {
 	for _, out := range []string{`echo sat; echo sat`, `echo '(error "line 9: x")'; echo sat`, `echo ""`} {
 		fakeZ3(t, out)
-		if _, err := Ask(context.Background(), "z3", []Question{{What: "q", Kernel: Sat}}); err == nil || !strings.Contains(err.Error(), "z3 answered 0 of 1 questions") {
+		if _, err := Ask(context.Background(), "z3", []Question{{What: "q", Kernel: Sat}}, 0); err == nil || !strings.Contains(err.Error(), "z3 answered 0 of 1 questions") {
 			t.Errorf("z3 printing `%s`: %v", out, err)
 		}
 	}
 	fakeZ3(t, `echo; echo unsat`)
-	rep, err := Ask(context.Background(), "z3", []Question{{What: "q", Kernel: Sat}})
+	rep, err := Ask(context.Background(), "z3", []Question{{What: "q", Kernel: Sat}}, 0)
 	if err != nil || rep.Disagree != 1 || rep.Checks[0].Solver != Unsat {
 		t.Errorf("an answer after a blank line: %+v %v", rep, err)
 	}
 }
 
-// A z3 that keeps thinking past Timeout (it did, reading a 10,000-task
+// A z3 that keeps thinking past its timeout (it did, reading a 10,000-task
 // plan) is stopped, and its question counted undecided, not failed.
 func TestAskStopsAQuestionPastItsTimeAsUnknown(t *testing.T) {
 	fakeZ3(t, `exec sleep 60`)
-	defer func(d time.Duration) { Timeout = d }(Timeout)
-	Timeout = 200 * time.Millisecond
-	rep, err := Ask(context.Background(), "z3", []Question{{What: "a", Kernel: Sat}, {What: "b", Kernel: Unsat}})
+	rep, err := Ask(context.Background(), "z3", []Question{{What: "a", Kernel: Sat}, {What: "b", Kernel: Unsat}}, 200*time.Millisecond)
 	if err != nil || rep.Unknown != 2 || rep.Agree || rep.Disagree != 0 {
 		t.Fatalf("a z3 past its time: %+v %v", rep, err)
 	}
