@@ -493,27 +493,36 @@ func (r *Runner) Invoke(ctx context.Context, name string, req Request) (*Result,
 		res.Error = runErr.Error()
 		return res, nil
 	}
+	readAnswer(out.stdout, res)
+	return res, nil
+}
+
+// readAnswer reads what a skill that exited 0 wrote to stdout into res: a
+// JSON object {ok, output, display, error}, or any other text, which is
+// its output. A skill answering ok: false fails, with an error message
+// even when it gave none.
+func readAnswer(stdout []byte, res *Result) {
 	res.OK = true
-	res.Output = strings.TrimSpace(string(out.stdout))
+	res.Output = strings.TrimSpace(string(stdout))
 	var resp struct {
 		OK      *bool           `json:"ok"`
 		Output  json.RawMessage `json:"output"`
 		Display string          `json:"display"`
 		Error   string          `json:"error"`
 	}
-	trimmed := bytes.TrimSpace(out.stdout)
-	if len(trimmed) > 0 && trimmed[0] == '{' && json.Unmarshal(trimmed, &resp) == nil {
-		res.Display = resp.Display
-		res.Output = outputText(resp.Output)
-		if resp.OK != nil && !*resp.OK {
-			res.OK = false
-			res.Error = resp.Error
-			if res.Error == "" {
-				res.Error = "the skill answered ok: false without an error message"
-			}
+	trimmed := bytes.TrimSpace(stdout)
+	if len(trimmed) == 0 || trimmed[0] != '{' || json.Unmarshal(trimmed, &resp) != nil {
+		return
+	}
+	res.Display = resp.Display
+	res.Output = outputText(resp.Output)
+	if resp.OK != nil && !*resp.OK {
+		res.OK = false
+		res.Error = resp.Error
+		if res.Error == "" {
+			res.Error = "the skill answered ok: false without an error message"
 		}
 	}
-	return res, nil
 }
 
 // carryOver notes in res a version the skill's run made by writing in its
