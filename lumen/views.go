@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/llmkernels/kernels/internal/clip"
-	"github.com/llmkernels/kernels/internal/proc"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/llmkernels/kernels/internal/clip"
+	"github.com/llmkernels/kernels/internal/option"
+	"github.com/llmkernels/kernels/internal/proc"
 
 	"github.com/llmkernels/kernels/lumen/memory"
 	"github.com/llmkernels/kernels/lumen/skill"
@@ -271,18 +273,6 @@ func orDash(s string) string {
 	return s
 }
 
-// ArgError is a value a caller gave that a view or the loop cannot take
-// (a --date that is no day, an unknown --author, a negative --cycles):
-// the caller's mistake, which the CLI reports as a usage error (exit 2).
-type ArgError struct{ msg string }
-
-func argErrorf(format string, args ...any) error { return &ArgError{fmt.Sprintf(format, args...)} }
-
-func (e *ArgError) Error() string { return e.msg }
-
-// UsageError marks the error as the command line's fault for internal/cli.
-func (e *ArgError) UsageError() bool { return true }
-
 // MemoryQuery selects memories for lumen memory.
 type MemoryQuery struct {
 	Author string // self, kernel, goal or external; "" for all
@@ -298,13 +288,13 @@ func (in *Instance) Memories(ctx context.Context, q MemoryQuery) ([]memory.Entry
 	}
 	if q.Author != "" {
 		if !memory.ValidAuthor(q.Author) {
-			return nil, argErrorf("--author %q: use self, kernel, goal or external", q.Author)
+			return nil, option.Errorf("author", "%q: use self, kernel, goal or external", q.Author)
 		}
 		f.Authors = []string{q.Author}
 	}
 	if q.Date != "" {
 		if _, err := time.Parse(time.DateOnly, q.Date); err != nil {
-			return nil, argErrorf("--date %q: use YYYY-MM-DD, e.g. 2026-02-14", q.Date)
+			return nil, option.Errorf("date", "%q: use YYYY-MM-DD, e.g. 2026-02-14", q.Date)
 		}
 		f.Day = q.Date
 	}
@@ -339,15 +329,15 @@ func memoryLine(e memory.Entry) string {
 // authors (all when empty).
 func (in *Instance) Search(ctx context.Context, query string, authors []string, limit int) (*memory.Retrieval, error) {
 	if strings.TrimSpace(query) == "" {
-		return nil, argErrorf("memory search: give a query, e.g. lumen memory search \"my sister\"")
+		return nil, option.Errorf("query", "is empty: give what to search for, e.g. \"my sister\"")
 	}
 	for _, a := range authors {
 		if !memory.ValidAuthor(a) {
-			return nil, argErrorf("--author %q: use self, kernel, goal or external", a)
+			return nil, option.Errorf("author", "%q: use self, kernel, goal or external", a)
 		}
 	}
 	if limit < 0 {
-		return nil, argErrorf("--limit %d: give how many memories, or 0 for as many as a step loads (%d)", limit, in.opts.TopK)
+		return nil, option.Errorf("limit", "%d: give how many memories, or 0 for as many as a step loads (%d)", limit, in.opts.TopK)
 	}
 	if limit == 0 {
 		limit = in.opts.TopK
@@ -380,10 +370,10 @@ func (in *Instance) SortedValues() ([]Value, error) {
 // heaviest first (lumen goals).
 func (in *Instance) FilteredGoals(year int, status string) ([]GoalRecord, error) {
 	if status != "" && !validGoalStatus(status) {
-		return nil, argErrorf("--status %q: use todo, working, done or perpetual", status)
+		return nil, option.Errorf("status", "%q: use todo, working, done or perpetual", status)
 	}
 	if year < 0 {
-		return nil, argErrorf("--year %d: give a year such as 2026, or 0 for every year", year)
+		return nil, option.Errorf("year", "%d: give a year such as 2026, or 0 for every year", year)
 	}
 	gs, err := in.Goals()
 	if err != nil {

@@ -585,7 +585,7 @@ func (r *Runner) run(ctx context.Context, name, dir string, stdin []byte, networ
 		return nil, fmt.Errorf("skill %s was not run: %w", name, err)
 	}
 	if err != nil {
-		return nil, &startError{fmt.Errorf("skill %s: cannot start %s main.py: %w (is %s installed? set the interpreter with --python)", name, r.python(), err, r.python())}
+		return nil, &startError{fmt.Errorf("skill %s: cannot start %s main.py: %w (is %s installed, or is another interpreter meant to run skills?)", name, r.python(), err, r.python())}
 	}
 	stderr := res.Stderr
 	if len(stderr) > stderrKeep {
@@ -596,9 +596,9 @@ func (r *Runner) run(ctx context.Context, name, dir string, stdin []byte, networ
 	// Stopped for its output, or past the cap and gone before the kill
 	// reached it: either way the answer is cut, not a success.
 	case errors.Is(res.Stopped, proc.ErrOutputLimit) || res.StdoutDropped > 0:
-		return out, fmt.Errorf("skill %s wrote more than %d bytes to stdout and was stopped (the output cap, --skill-output-cap)", name, r.outputCap())
+		return out, fmt.Errorf("skill %s wrote more than %d bytes to stdout and was stopped (the output cap of a skill run)", name, r.outputCap())
 	case errors.Is(res.Stopped, context.DeadlineExceeded):
-		return out, fmt.Errorf("skill %s did not finish within %s and was killed (the timeout, --skill-timeout)", name, r.timeout())
+		return out, fmt.Errorf("skill %s did not finish within %s and was killed (the time limit of a skill run)", name, r.timeout())
 	case !res.OK():
 		msg := strings.TrimSpace(string(out.stderr))
 		if msg == "" {
