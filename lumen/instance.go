@@ -196,12 +196,6 @@ func Confinement() proc.Support { return proc.Probe() }
 // Close releases the memory index.
 func (in *Instance) Close() error { return in.mem.Close() }
 
-// Memory is the instance's memory store.
-func (in *Instance) Memory() *memory.Store { return in.mem }
-
-// Skills is the instance's skill runner.
-func (in *Instance) Skills() *skill.Runner { return in.skills }
-
 // InitReport says what Init made.
 type InitReport struct {
 	Root string `json:"root"`

@@ -34,3 +34,21 @@ func TestKernelErrorsAreToldInTheCommandsTerms(t *testing.T) {
 		}
 	}
 }
+
+// The skills listing says what network a skill declares and what of it
+// was allowed, and how to allow the rest.
+func TestTheSkillsListingSaysWhatNetworkASkillMayReach(t *testing.T) {
+	for _, c := range []struct {
+		declared, allowed []string
+		want              string
+	}{
+		{nil, nil, ""},
+		{[]string{"a:443"}, []string{"a:443"}, "network allowed: a:443"},
+		{[]string{"a:443", "b:80"}, []string{"a:443"}, "network allowed: a:443; declared, not allowed: a:443, b:80 (lumen skills allow web --network)"},
+		{[]string{"b:80"}, nil, "network declared, not allowed: b:80 (lumen skills allow web --network)"},
+	} {
+		if got := networkLine("web", c.declared, c.allowed); got != c.want {
+			t.Errorf("networkLine(%v, %v) = %q, want %q", c.declared, c.allowed, got, c.want)
+		}
+	}
+}

@@ -15,12 +15,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmkernels/kernels/internal/cli"
-	"github.com/llmkernels/kernels/internal/proc"
 	"github.com/llmkernels/kernels/internal/provider"
 	"github.com/llmkernels/kernels/internal/termtext"
 	"github.com/llmkernels/kernels/lumen"
-	"github.com/llmkernels/kernels/lumen/memory"
-	"github.com/llmkernels/kernels/lumen/skill"
 )
 
 // defaultModels are lumen's model choices when --model is not given.
@@ -39,7 +36,6 @@ type options struct {
 	skillOutputCap int
 	reflectEvery   int
 	confine        *cli.ConfineFlags
-	skillLimits    proc.Limits
 }
 
 func main() {
@@ -427,7 +423,7 @@ memories and lumen audit cite.`,
 				}
 				if *asJSON {
 					if es == nil {
-						es = []memory.Entry{}
+						es = []lumen.MemoryEntry{}
 					}
 					return cli.PrintJSON(cmd.OutOrStdout(), es)
 				}
@@ -466,10 +462,7 @@ the first line shows. Best first.`,
 					return err
 				}
 				if *asJSON {
-					if r.Relevant == nil {
-						r.Relevant = []memory.Scored{}
-					}
-					return cli.PrintJSON(cmd.OutOrStdout(), map[string]any{"mode": r.Mode, "scoring": memory.DefaultScoring, "results": r.Relevant})
+					return cli.PrintJSON(cmd.OutOrStdout(), r)
 				}
 				fmt.Fprint(cmd.OutOrStdout(), termtext.Block(lumen.SearchText(r)))
 				return nil
@@ -585,7 +578,7 @@ by the loops; not run here), and how many earlier versions are kept.`,
 						state = "--help failed: " + s.Error
 					}
 					fmt.Fprintf(cmd.OutOrStdout(), "%-20s %-12.12s %s; %d kept versions\n", termtext.Line(s.Name), s.Version, termtext.Line(state), s.Kept)
-					if n := skill.NetworkLine(s.Name, s.Network, s.NetworkAllowed); n != "" {
+					if n := networkLine(s.Name, s.Network, s.NetworkAllowed); n != "" {
 						fmt.Fprintf(cmd.OutOrStdout(), "%-20s %s\n", "", termtext.Line(n))
 					}
 				}
@@ -598,6 +591,20 @@ by the loops; not run here), and how many earlier versions are kept.`,
 	return cmd
 }
 
+// networkLine says, in the skills listing, what a skill declares it needs
+// to reach and what of it was allowed; "" when it declares nothing.
+func networkLine(name string, declared, allowed []string) string {
+	switch {
+	case len(declared) == 0:
+		return ""
+	case len(allowed) == len(declared):
+		return "network allowed: " + strings.Join(allowed, ", ")
+	case len(allowed) > 0:
+		return "network allowed: " + strings.Join(allowed, ", ") + "; declared, not allowed: " + strings.Join(declared, ", ") + " (lumen skills allow " + name + " --network)"
+	}
+	return "network declared, not allowed: " + strings.Join(declared, ", ") + " (lumen skills allow " + name + " --network)"
+}
+
 func skillHistoryCommand(o *options) *cobra.Command {
 	var asJSON *bool
 	cmd := &cobra.Command{
@@ -606,14 +613,11 @@ func skillHistoryCommand(o *options) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.withInstance(func(in *lumen.Instance) error {
-				kept, err := in.Skills().History(args[0])
+				kept, err := in.SkillHistory(args[0])
 				if err != nil {
 					return err
 				}
 				if *asJSON {
-					if kept == nil {
-						kept = []skill.Kept{}
-					}
 					return cli.PrintJSON(cmd.OutOrStdout(), kept)
 				}
 				if len(kept) == 0 {
