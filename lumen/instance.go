@@ -6,17 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"time"
 
+	"github.com/llmkernels/kernels/internal/option"
 	"github.com/llmkernels/kernels/internal/proc"
 	"github.com/llmkernels/kernels/internal/sqlite"
-	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/lumen/memory"
 	"github.com/llmkernels/kernels/lumen/skill"
 )
@@ -31,93 +29,6 @@ var defaults embed.FS
 // create-skill is the built-in tool's authoring prompt.
 var steps = []string{"think", "decide", "record", "trigger", "explore", "review", "ask", "evolve", "summarize", "create-skill",
 	"judge-self-model", "judge-honesty", "judge-coherence"}
-
-// Options configure an open instance. Zero fields take the defaults.
-type Options struct {
-	Client    *llm.Client // required for the loops; views work without it
-	Provider  string      // the provider's name, recorded with the model on every memory ("anthropic")
-	Model     string      // model for every step
-	MaxTokens int         // per LLM call; default 4096
-
-	// Embedder ranks memory relevance by embeddings; nil means full text.
-	Embedder *memory.Embedder
-
-	// ReadOnly opens the instance for the views: nothing under it is
-	// created or written (see memory.Options.ReadOnly), and the loops
-	// refuse to run.
-	ReadOnly bool
-
-	Python         string        // interpreter for skills' main.py; default python3
-	SkillTimeout   time.Duration // per skill run; default 60s
-	SkillOutputCap int           // bytes of a skill's stdout; default 64 KiB
-	// Unconfined runs skills with the user's rights (--unconfined);
-	// SkillLimits are a confined skill's resource limits (zero fields:
-	// proc.DefaultLimits). See skill's package doc.
-	Unconfined  bool
-	SkillLimits proc.Limits
-
-	Recent int // N most recent self, goal and external memories a step loads; default 20
-	TopK   int // K most relevant memories a step loads; default 10
-	// Conversation is how many exchanges of the current chat THINK sees
-	// whole; default 12.
-	Conversation int
-	// SkillsInFull is how many skills' --help THINK and EXPLORE see whole
-	// (the most relevant ones); the rest are listed by name; default 6.
-	SkillsInFull int
-
-	ReflectEvery   int     // periodic trigger: action cycles between reflections; default 10
-	StaleAfter     int     // a todo/working goal idle this many action cycles is stale; default 20
-	DeltaThreshold float64 // a prediction delta above this triggers reflection; default 0.5
-
-	DecayEvery   time.Duration // maintenance decays memory weights this often; default 6h
-	HalfLife     time.Duration // an unused memory's weight halves in this time; default 7 days
-	SummaryEvery int           // new self/goal/external memories before a year's summary is updated; default 50
-
-	Now    func() time.Time // clock; default time.Now
-	Logger *slog.Logger     // default slog.Default()
-}
-
-func (o *Options) setDefaults() {
-	if o.MaxTokens <= 0 {
-		o.MaxTokens = 4096
-	}
-	if o.Recent <= 0 {
-		o.Recent = 20
-	}
-	if o.TopK <= 0 {
-		o.TopK = 10
-	}
-	if o.Conversation <= 0 {
-		o.Conversation = 12
-	}
-	if o.SkillsInFull <= 0 {
-		o.SkillsInFull = 6
-	}
-	if o.ReflectEvery <= 0 {
-		o.ReflectEvery = 10
-	}
-	if o.StaleAfter <= 0 {
-		o.StaleAfter = 20
-	}
-	if o.DeltaThreshold <= 0 {
-		o.DeltaThreshold = 0.5
-	}
-	if o.DecayEvery <= 0 {
-		o.DecayEvery = 6 * time.Hour
-	}
-	if o.HalfLife <= 0 {
-		o.HalfLife = 7 * 24 * time.Hour
-	}
-	if o.SummaryEvery <= 0 {
-		o.SummaryEvery = 50
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-}
 
 // Instance is one Lumen agent kept in a directory.
 type Instance struct {
@@ -156,14 +67,17 @@ func (in *Instance) derivedDir() string { return filepath.Join(in.Root, ".lumen"
 // day file), and brings prompt templates the user never edited up to the
 // kernel's current defaults (each a kernel memory).
 func Open(root string, opts Options) (*Instance, error) {
-	opts.setDefaults()
-	abs, err := filepath.Abs(root)
+	opts = opts.withDefaults()
+	if err := opts.Check(); err != nil {
+		return nil, err
+	}
+	abs, err := instanceDir(root)
 	if err != nil {
 		return nil, err
 	}
 	in := &Instance{Root: abs, opts: opts}
 	if st, err := os.Stat(in.dataDir()); err != nil || !st.IsDir() {
-		return nil, fmt.Errorf("no lumen instance at %s (data/ is missing): run `lumen init --dir %s` first, or pass --dir", abs, root)
+		return nil, &NoInstanceError{Dir: abs}
 	}
 	if !opts.ReadOnly {
 		if err := in.checkWritable(); err != nil {
@@ -207,12 +121,36 @@ func keepDir(dir string) error {
 	return nil
 }
 
+// instanceDir is root made absolute; "" is refused (an option error of
+// "dir"), as the current directory is rarely what an empty name meant.
+func instanceDir(root string) (string, error) {
+	if root == "" {
+		return "", option.Errorf("dir", "is empty: give the instance directory")
+	}
+	return filepath.Abs(root)
+}
+
+// NotWritableError is Open's error for an instance this user cannot write
+// (another user's, chmod -R a-w, a read-only mount), opened for writing.
+// It wraps sqlite.ErrReadOnly.
+type NotWritableError struct {
+	Root string // the instance
+	Dir  string // the directory no file can be created in
+	Err  error  // why not
+}
+
+func (e *NotWritableError) Error() string {
+	return fmt.Sprintf("open %s for writing: %v: this user cannot create files in %s (%v): open it read-only to read it as it is; what writes to it needs an instance this user can write (a copy: cp -r or git clone)",
+		e.Root, sqlite.ErrReadOnly, e.Dir, e.Err)
+}
+
+func (e *NotWritableError) Unwrap() []error { return []error{sqlite.ErrReadOnly, e.Err} }
+
 // checkWritable refuses, before anything is written or any model is
-// called, an instance this user cannot write (another user's, chmod -R
-// a-w, a read-only mount): every command that opens it for writing writes
-// memories in data/memory/ and the index and locks in .lumen/ (in the
-// parent of either that is missing, which opening creates). The error
-// wraps sqlite.ErrReadOnly and names the directory.
+// called, an instance this user cannot write: every command that opens it
+// for writing writes memories in data/memory/ and the index and locks in
+// .lumen/ (in the parent of either that is missing, which opening
+// creates). The error is a *NotWritableError.
 func (in *Instance) checkWritable() error {
 	for _, dir := range []string{in.memoryDir(), in.derivedDir()} {
 		for dir != in.Root {
@@ -229,8 +167,7 @@ func (in *Instance) checkWritable() error {
 		if errors.As(err, &pe) {
 			err = pe.Err // the probe file's name says nothing
 		}
-		return fmt.Errorf("open %s for writing: %w: this user cannot create files in %s (%v): the read commands (status, memory, values, goals, skills, audit) work on it as it is; chat, run, reflect, audit --judge and skills restore write to it, so they need an instance this user can write (a copy: cp -r or git clone)",
-			in.Root, sqlite.ErrReadOnly, dir, err)
+		return &NotWritableError{Root: in.Root, Dir: dir, Err: err}
 	}
 	return nil
 }
@@ -247,19 +184,17 @@ func canWrite(dir string) error {
 // writable says why the loops cannot run on this instance, if they cannot.
 func (in *Instance) writable() error {
 	if in.opts.ReadOnly {
-		return errors.New("the instance is open read-only: the loops write memories; open it without ReadOnly")
+		return errors.New("the instance is open read-only: the loops write memories; open it for writing")
 	}
 	return nil
 }
 
+// Confinement says whether skills can run confined on this machine, and
+// why not when they cannot (they then run only unconfined, if allowed).
+func Confinement() proc.Support { return proc.Probe() }
+
 // Close releases the memory index.
 func (in *Instance) Close() error { return in.mem.Close() }
-
-// Memory is the instance's memory store.
-func (in *Instance) Memory() *memory.Store { return in.mem }
-
-// Skills is the instance's skill runner.
-func (in *Instance) Skills() *skill.Runner { return in.skills }
 
 // InitReport says what Init made.
 type InitReport struct {
@@ -276,13 +211,13 @@ type InitReport struct {
 // repository when git is installed. It refuses a directory that already
 // holds an instance.
 func Init(ctx context.Context, root string) (*InitReport, error) {
-	abs, err := filepath.Abs(root)
+	abs, err := instanceDir(root)
 	if err != nil {
 		return nil, err
 	}
 	for _, p := range []string{"data", "skills", "prompts"} {
 		if _, err := os.Stat(filepath.Join(abs, p)); err == nil {
-			return nil, fmt.Errorf("%s already holds a lumen instance (%s/ exists); init never overwrites one: choose an empty directory with --dir", abs, p)
+			return nil, fmt.Errorf("%s already holds a lumen instance (%s/ exists); init never overwrites one: choose an empty directory", abs, p)
 		}
 	}
 	rep := &InitReport{Root: abs}

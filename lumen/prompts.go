@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmkernels/kernels/internal/option"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/lumen/memory"
 )
@@ -307,9 +308,12 @@ func callUsage(calls []*llm.Call) Usage {
 	return u
 }
 
+// errNoClient is the loops' error without a model to call.
+var errNoClient = option.Errorf("client", "is not set: the loops call a model (docs/configuration.md)")
+
 func (in *Instance) request(system, user string) (*llm.Request, error) {
 	if in.opts.Client == nil {
-		return nil, errors.New("no LLM configured: the loops need a provider (--provider, --model; docs/configuration.md)")
+		return nil, errNoClient
 	}
 	return &llm.Request{
 		Model:     in.opts.Model,

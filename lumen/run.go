@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
+	"github.com/llmkernels/kernels/internal/option"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/lumen/memory"
 )
@@ -31,7 +31,7 @@ type CycleReport struct {
 
 // RunOptions control lumen run. Zero fields mean no limit, or the default;
 // Run refuses a negative one (or a cap that is not a number) as an
-// *ArgError before it starts.
+// *OptionError before it starts (Check).
 type RunOptions struct {
 	Cycles   int           // stop after this many cycles
 	Interval time.Duration // wait between cycles (the loop timer); 0 goes back to back
@@ -128,7 +128,7 @@ func (in *Instance) Run(ctx context.Context, ro RunOptions) (*RunReport, error) 
 		return nil, err
 	}
 	if in.opts.Client == nil {
-		return nil, errors.New("no LLM configured: the loops need a provider (--provider, --model; docs/configuration.md)")
+		return nil, errNoClient
 	}
 	if err := in.capsCountable(ro); err != nil {
 		return nil, err
@@ -289,35 +289,10 @@ func (c *CycleReport) stopRecorded() bool {
 	return c.Action != nil && c.Action.Reflection != nil && c.Action.Reflection.Stopped != ""
 }
 
-// Check refuses what no limit can mean: a negative count, duration or
-// cap (-1 is not "no limit": 0 is), and a cap that is not a number.
-func (ro RunOptions) Check() error {
-	switch {
-	case ro.Cycles < 0:
-		return argErrorf("--cycles %d: give how many cycles to run, or 0 for no limit", ro.Cycles)
-	case ro.Interval < 0:
-		return argErrorf("--interval %s: give the wait between cycles, e.g. 5m, or 0 to run them back to back", ro.Interval)
-	case ro.For < 0:
-		return argErrorf("--for %s: give how long to run, e.g. 8h, or 0 for no limit", ro.For)
-	case ro.Backoff < 0:
-		return argErrorf("--backoff %s: give the wait after a failed cycle, e.g. 30s", ro.Backoff)
-	case ro.MaxBackoff < 0:
-		return argErrorf("the longest back-off %s is negative", ro.MaxBackoff)
-	}
-	for _, c := range []struct {
-		flag string
-		usd  float64
-	}{{"--max-cost", ro.MaxCost}, {"--max-cost-day", ro.MaxCostDay}} {
-		if c.usd < 0 || math.IsNaN(c.usd) {
-			return argErrorf("%s %v: give a cap in US dollars, e.g. 2, or 0 for no cap", c.flag, c.usd)
-		}
-	}
-	return nil
-}
-
 // capsCountable refuses a spend cap the run could not count: a call to a
 // model the price table does not know costs $0 to the meter, so a cap
-// would never stop the run. The model and every fallback must be priced.
+// would never stop the run. The model and every fallback must be priced;
+// the refusal is an option error of "prices", the client's price table.
 func (in *Instance) capsCountable(ro RunOptions) error {
 	if ro.MaxCost <= 0 && ro.MaxCostDay <= 0 {
 		return nil
@@ -328,8 +303,8 @@ func (in *Instance) capsCountable(ro RunOptions) error {
 	}
 	for _, model := range append([]string{in.opts.Model}, in.opts.Client.Fallback...) {
 		if _, ok := prices.Lookup(model); !ok {
-			return fmt.Errorf("a spend cap (--max-cost, --max-cost-day) needs the price of every model the run may call, and model %q has none: "+
-				"its calls would count as $0 and the cap would never stop the run; give its price per million tokens in a --prices file (docs/configuration.md)", model)
+			return option.Errorf("prices", "has no price for model %q, and a spend cap needs the price of every model the run may call: "+
+				"its calls would count as $0 and the cap would never stop the run; give its price per million tokens (docs/configuration.md)", model)
 		}
 	}
 	return nil
@@ -342,7 +317,7 @@ func (in *Instance) checkCaps(ctx context.Context, ro RunOptions, base Usage) er
 	in.mu.Unlock()
 	if ro.MaxCost > 0 {
 		if run := in.spentSince(base).CostUSD + unsettled; run >= ro.MaxCost {
-			return &capError{StopRunCost, fmt.Sprintf("%v: this run spent $%.4f of its --max-cost $%.4f", ErrSpendCap, run, ro.MaxCost)}
+			return &capError{StopRunCost, fmt.Sprintf("%v: this run spent $%.4f of its cap of $%.4f", ErrSpendCap, run, ro.MaxCost)}
 		}
 	}
 	if ro.MaxCostDay > 0 {
@@ -354,7 +329,7 @@ func (in *Instance) checkCaps(ctx context.Context, ro RunOptions, base Usage) er
 		day += in.pending.CostUSD + in.unsettled
 		in.mu.Unlock()
 		if day >= ro.MaxCostDay {
-			return &capError{StopDayCost, fmt.Sprintf("%v: $%.4f spent today (UTC, every process) of --max-cost-day $%.4f", ErrSpendCap, day, ro.MaxCostDay)}
+			return &capError{StopDayCost, fmt.Sprintf("%v: $%.4f spent today (UTC, every process) of the day's cap of $%.4f", ErrSpendCap, day, ro.MaxCostDay)}
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package lumen
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -305,8 +306,9 @@ func TestASpendCapRefusesAModelWithoutAPrice(t *testing.T) {
 				o.Client.Fallback = tc.fallback
 			})
 			rep, err := in.Run(context.Background(), tc.ro)
-			if err == nil || !strings.Contains(err.Error(), "--prices") {
-				t.Fatalf("run = %+v, %v; want a refusal naming --prices", rep, err)
+			var oe *OptionError
+			if !errors.As(err, &oe) || oe.Field != "prices" || !strings.Contains(err.Error(), "has no price for model") {
+				t.Fatalf("run = %+v, %v; want a refusal naming the price table", rep, err)
 			}
 			if n := len(p.Requests()); n != 0 {
 				t.Errorf("%d LLM calls made before the refusal, want none", n)

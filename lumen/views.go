@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/llmkernels/kernels/internal/clip"
-	"github.com/llmkernels/kernels/internal/proc"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/llmkernels/kernels/internal/clip"
+	"github.com/llmkernels/kernels/internal/option"
+	"github.com/llmkernels/kernels/internal/proc"
 
 	"github.com/llmkernels/kernels/lumen/memory"
 	"github.com/llmkernels/kernels/lumen/skill"
@@ -271,18 +273,6 @@ func orDash(s string) string {
 	return s
 }
 
-// ArgError is a value a caller gave that a view or the loop cannot take
-// (a --date that is no day, an unknown --author, a negative --cycles):
-// the caller's mistake, which the CLI reports as a usage error (exit 2).
-type ArgError struct{ msg string }
-
-func argErrorf(format string, args ...any) error { return &ArgError{fmt.Sprintf(format, args...)} }
-
-func (e *ArgError) Error() string { return e.msg }
-
-// UsageError marks the error as the command line's fault for internal/cli.
-func (e *ArgError) UsageError() bool { return true }
-
 // MemoryQuery selects memories for lumen memory.
 type MemoryQuery struct {
 	Author string // self, kernel, goal or external; "" for all
@@ -290,21 +280,41 @@ type MemoryQuery struct {
 	All    bool   // every match instead of the last 20
 }
 
+// MemoryEntry is a memory as the index knows it: its line (id, time,
+// author, weight, situation, description and what the kernel records
+// with them) and its weights now.
+type MemoryEntry = memory.Entry
+
+// ScoredMemory is a memory search found, with its score and the
+// normalised recency, importance and relevance that make it up.
+type ScoredMemory = memory.Scored
+
+// Scoring weighs recency, importance and relevance in a memory's score.
+type Scoring = memory.Scoring
+
+// SearchResult is what Search found: how relevance was ranked, the
+// weights of the score, and the memories, best first.
+type SearchResult struct {
+	Mode     string         `json:"mode"`
+	Scoring  Scoring        `json:"scoring"`
+	Relevant []ScoredMemory `json:"results"`
+}
+
 // Memories lists memories, oldest first: the last 20 unless q.All.
-func (in *Instance) Memories(ctx context.Context, q MemoryQuery) ([]memory.Entry, error) {
+func (in *Instance) Memories(ctx context.Context, q MemoryQuery) ([]MemoryEntry, error) {
 	f := memory.Filter{Limit: 20}
 	if q.All {
 		f.Limit = 0
 	}
 	if q.Author != "" {
 		if !memory.ValidAuthor(q.Author) {
-			return nil, argErrorf("--author %q: use self, kernel, goal or external", q.Author)
+			return nil, option.Errorf("author", "%q: use self, kernel, goal or external", q.Author)
 		}
 		f.Authors = []string{q.Author}
 	}
 	if q.Date != "" {
 		if _, err := time.Parse(time.DateOnly, q.Date); err != nil {
-			return nil, argErrorf("--date %q: use YYYY-MM-DD, e.g. 2026-02-14", q.Date)
+			return nil, option.Errorf("date", "%q: use YYYY-MM-DD, e.g. 2026-02-14", q.Date)
 		}
 		f.Day = q.Date
 	}
@@ -313,7 +323,7 @@ func (in *Instance) Memories(ctx context.Context, q MemoryQuery) ([]memory.Entry
 
 // MemoryText renders memories for the terminal, one per line: id, UTC
 // time, author, current weight, [step], situation — description.
-func MemoryText(es []memory.Entry) string {
+func MemoryText(es []MemoryEntry) string {
 	var b strings.Builder
 	for _, e := range es {
 		b.WriteString(memoryLine(e) + "\n")
@@ -321,7 +331,7 @@ func MemoryText(es []memory.Entry) string {
 	return b.String()
 }
 
-func memoryLine(e memory.Entry) string {
+func memoryLine(e MemoryEntry) string {
 	step := ""
 	if e.Step != "" {
 		step = "[" + e.Step + "] "
@@ -337,29 +347,37 @@ func memoryLine(e memory.Entry) string {
 // importance and relevance, each normalised, summed with weights), best
 // first: at most limit (0: as many as a step loads, Options.TopK), of these
 // authors (all when empty).
-func (in *Instance) Search(ctx context.Context, query string, authors []string, limit int) (*memory.Retrieval, error) {
+func (in *Instance) Search(ctx context.Context, query string, authors []string, limit int) (*SearchResult, error) {
 	if strings.TrimSpace(query) == "" {
-		return nil, argErrorf("memory search: give a query, e.g. lumen memory search \"my sister\"")
+		return nil, option.Errorf("query", "is empty: give what to search for, e.g. \"my sister\"")
 	}
 	for _, a := range authors {
 		if !memory.ValidAuthor(a) {
-			return nil, argErrorf("--author %q: use self, kernel, goal or external", a)
+			return nil, option.Errorf("author", "%q: use self, kernel, goal or external", a)
 		}
 	}
 	if limit < 0 {
-		return nil, argErrorf("--limit %d: give how many memories, or 0 for as many as a step loads (%d)", limit, in.opts.TopK)
+		return nil, option.Errorf("limit", "%d: give how many memories, or 0 for as many as a step loads (%d)", limit, in.opts.TopK)
 	}
 	if limit == 0 {
 		limit = in.opts.TopK
 	}
-	return in.mem.Retrieve(ctx, memory.Query{Text: query, TopK: limit, Authors: authors, Now: in.opts.Now()})
+	r, err := in.mem.Retrieve(ctx, memory.Query{Text: query, TopK: limit, Authors: authors, Now: in.opts.Now()})
+	if err != nil {
+		return nil, err
+	}
+	res := &SearchResult{Mode: r.Mode, Scoring: in.mem.Scoring(), Relevant: r.Relevant}
+	if res.Relevant == nil {
+		res.Relevant = []ScoredMemory{} // none is an empty list, not null, in --json
+	}
+	return res, nil
 }
 
 // SearchText renders search results, best first, with their scores.
-func SearchText(r *memory.Retrieval) string {
+func SearchText(r *SearchResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d memories by %s; score = %.1f×recency + %.1f×importance + %.1f×relevance, each normalised over the candidates\n",
-		len(r.Relevant), r.Mode, memory.DefaultScoring.Recency, memory.DefaultScoring.Importance, memory.DefaultScoring.Relevance)
+		len(r.Relevant), r.Mode, r.Scoring.Recency, r.Scoring.Importance, r.Scoring.Relevance)
 	for _, s := range r.Relevant {
 		fmt.Fprintf(&b, "%.2f (rec %.2f imp %.2f rel %.2f)  %s\n", s.Score, s.Recency, s.Importance, s.Relevance, memoryLine(s.Entry))
 	}
@@ -380,10 +398,10 @@ func (in *Instance) SortedValues() ([]Value, error) {
 // heaviest first (lumen goals).
 func (in *Instance) FilteredGoals(year int, status string) ([]GoalRecord, error) {
 	if status != "" && !validGoalStatus(status) {
-		return nil, argErrorf("--status %q: use todo, working, done or perpetual", status)
+		return nil, option.Errorf("status", "%q: use todo, working, done or perpetual", status)
 	}
 	if year < 0 {
-		return nil, argErrorf("--year %d: give a year such as 2026, or 0 for every year", year)
+		return nil, option.Errorf("year", "%d: give a year such as 2026, or 0 for every year", year)
 	}
 	gs, err := in.Goals()
 	if err != nil {
@@ -416,9 +434,26 @@ func (in *Instance) AllowSkillNetwork(name string) ([]string, error) {
 	return network, err
 }
 
+// KeptSkill is an earlier version of a skill, kept under
+// skills/.history/NAME/: its version, when it was replaced, and where.
+type KeptSkill = skill.Kept
+
+// SkillVersion is a version of a skill made current: its version, the
+// one it replaced (kept), and its --help.
+type SkillVersion = skill.Created
+
+// SkillHistory lists the kept earlier versions of a skill, oldest first.
+func (in *Instance) SkillHistory(name string) ([]KeptSkill, error) {
+	kept, err := in.skills.History(name)
+	if kept == nil && err == nil {
+		kept = []KeptSkill{} // none is an empty list, not null, in --json
+	}
+	return kept, err
+}
+
 // RestoreSkill makes a kept version of a skill current again (lumen skills
 // restore), logged as a kernel memory.
-func (in *Instance) RestoreSkill(ctx context.Context, name, version string) (*skill.Created, error) {
+func (in *Instance) RestoreSkill(ctx context.Context, name, version string) (*SkillVersion, error) {
 	if err := in.writable(); err != nil {
 		return nil, err
 	}

@@ -15,12 +15,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmkernels/kernels/internal/cli"
-	"github.com/llmkernels/kernels/internal/proc"
 	"github.com/llmkernels/kernels/internal/provider"
 	"github.com/llmkernels/kernels/internal/termtext"
 	"github.com/llmkernels/kernels/lumen"
-	"github.com/llmkernels/kernels/lumen/memory"
-	"github.com/llmkernels/kernels/lumen/skill"
 )
 
 // defaultModels are lumen's model choices when --model is not given.
@@ -39,7 +36,6 @@ type options struct {
 	skillOutputCap int
 	reflectEvery   int
 	confine        *cli.ConfineFlags
-	skillLimits    proc.Limits
 }
 
 func main() {
@@ -74,15 +70,16 @@ is called, changing nothing.
 Start with: lumen init --dir mind && lumen chat --dir mind
 Docs: docs/lumen.md. Provider flags: docs/configuration.md.`)
 	o := &options{}
+	d := lumen.DefaultOptions()
 	pf := app.Root.PersistentFlags()
 	pf.StringVar(&o.dir, "dir", ".", "instance root directory")
 	pf.StringVar(&o.embeddingURL, "embedding-url", os.Getenv("LUMEN_EMBEDDING_URL"),
 		"OpenAI-compatible embeddings base URL (e.g. https://api.openai.com/v1); when set, memory relevance uses embeddings instead of full text (many memories without one are embedded in the background, by full text meanwhile); key from LUMEN_EMBEDDING_KEY or OPENAI_API_KEY; env LUMEN_EMBEDDING_URL")
 	pf.StringVar(&o.embeddingModel, "embedding-model", envOr("LUMEN_EMBEDDING_MODEL", "text-embedding-3-small"), "embedding model; env LUMEN_EMBEDDING_MODEL")
-	pf.StringVar(&o.python, "python", envOr("LUMEN_PYTHON", "python3"), "interpreter that runs skills' main.py; env LUMEN_PYTHON")
-	pf.DurationVar(&o.skillTimeout, "skill-timeout", 60*time.Second, "a skill run is killed after this long")
-	pf.IntVar(&o.skillOutputCap, "skill-output-cap", 64<<10, "bytes of stdout a skill run may write before it is killed")
-	pf.IntVar(&o.reflectEvery, "reflect-every", 10, "periodic reflection trigger: action cycles between reflections")
+	pf.StringVar(&o.python, "python", envOr("LUMEN_PYTHON", d.Python), "interpreter that runs skills' main.py; env LUMEN_PYTHON")
+	pf.DurationVar(&o.skillTimeout, "skill-timeout", d.SkillTimeout, "a skill run is killed after this long")
+	pf.IntVar(&o.skillOutputCap, "skill-output-cap", d.SkillOutputCap, "bytes of stdout a skill run may write before it is killed")
+	pf.IntVar(&o.reflectEvery, "reflect-every", d.ReflectEvery, "periodic reflection trigger: action cycles between reflections")
 	o.confine = cli.AddConfineFlags(pf, "skills")
 
 	app.Root.AddCommand(
@@ -97,6 +94,7 @@ Docs: docs/lumen.md. Provider flags: docs/configuration.md.`)
 		skillsCommand(o),
 		auditCommand(app, o),
 	)
+	mapOptionErrors(app.Root, o)
 	app.Run()
 }
 
@@ -107,38 +105,33 @@ func envOr(key, fallback string) string {
 	return fallback
 }
 
-// check refuses global flag values that mean nothing: the kernel would
-// take a zero or negative one for its default, silently.
-func (o *options) check() error {
-	switch {
-	case o.dir == "":
-		return cli.Usagef("--dir is empty: give the instance directory (default: the current one)")
-	case o.skillTimeout <= 0:
-		return cli.Usagef("--skill-timeout %s: give how long a skill run may take, e.g. 60s", o.skillTimeout)
-	case o.skillOutputCap <= 0:
-		return cli.Usagef("--skill-output-cap %d: give how many bytes of output a skill run may write, e.g. 65536", o.skillOutputCap)
-	case o.reflectEvery <= 0:
-		return cli.Usagef("--reflect-every %d: give how many action cycles between reflections (--no-reflect on lumen run turns reflection off)", o.reflectEvery)
+// options are the instance options the flags give, checked by the kernel
+// (a zero or negative value someone typed is refused, not taken for the
+// default); with readOnly the instance is opened for the views.
+func (o *options) options(readOnly bool) (lumen.Options, error) {
+	limits, err := o.confine.Limits()
+	if err != nil {
+		return lumen.Options{}, err
 	}
-	var err error
-	o.skillLimits, err = o.confine.Limits()
-	return err
+	opts := lumen.DefaultOptions()
+	opts.Python, opts.SkillTimeout, opts.SkillOutputCap, opts.ReflectEvery = o.python, o.skillTimeout, o.skillOutputCap, o.reflectEvery
+	opts.ReadOnly, opts.Unconfined, opts.SkillLimits = readOnly, o.confine.Unconfined, limits
+	if o.embeddingURL != "" {
+		key := envOr("LUMEN_EMBEDDING_KEY", os.Getenv("OPENAI_API_KEY"))
+		opts.Embedder = &lumen.Embedder{URL: o.embeddingURL, Model: o.embeddingModel, Key: key}
+	}
+	return opts, opts.Check()
 }
 
 // open opens the instance; with app set it also builds the LLM client.
 // readOnly is for the views: nothing in the instance is created or written.
 func (o *options) open(app *cli.App, stderr io.Writer, readOnly bool) (*lumen.Instance, error) {
-	if err := o.check(); err != nil {
+	opts, err := o.options(readOnly)
+	if err != nil {
 		return nil, err
 	}
-	opts := lumen.Options{Python: o.python, SkillTimeout: o.skillTimeout, SkillOutputCap: o.skillOutputCap, ReflectEvery: o.reflectEvery,
-		ReadOnly: readOnly, Unconfined: o.confine.Unconfined, SkillLimits: o.skillLimits}
-	if !readOnly {
-		o.confine.Refuse(stderr, "skills", proc.Probe())
-	}
-	if o.embeddingURL != "" {
-		key := envOr("LUMEN_EMBEDDING_KEY", os.Getenv("OPENAI_API_KEY"))
-		opts.Embedder = &memory.Embedder{URL: o.embeddingURL, Model: o.embeddingModel, Key: key}
+	if !readOnly && stderr != nil {
+		o.confine.Refuse(stderr, "skills", lumen.Confinement())
 	}
 	if app != nil {
 		client, err := app.Provider.Client(stderr)
@@ -168,7 +161,7 @@ repository (when git is installed; you make the commits). Refuses a directory
 that already holds an instance.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.check(); err != nil {
+			if _, err := o.options(false); err != nil {
 				return err
 			}
 			rep, err := lumen.Init(cmd.Context(), o.dir)
@@ -430,7 +423,7 @@ memories and lumen audit cite.`,
 				}
 				if *asJSON {
 					if es == nil {
-						es = []memory.Entry{}
+						es = []lumen.MemoryEntry{}
 					}
 					return cli.PrintJSON(cmd.OutOrStdout(), es)
 				}
@@ -469,10 +462,7 @@ the first line shows. Best first.`,
 					return err
 				}
 				if *asJSON {
-					if r.Relevant == nil {
-						r.Relevant = []memory.Scored{}
-					}
-					return cli.PrintJSON(cmd.OutOrStdout(), map[string]any{"mode": r.Mode, "scoring": memory.DefaultScoring, "results": r.Relevant})
+					return cli.PrintJSON(cmd.OutOrStdout(), r)
 				}
 				fmt.Fprint(cmd.OutOrStdout(), termtext.Block(lumen.SearchText(r)))
 				return nil
@@ -588,7 +578,7 @@ by the loops; not run here), and how many earlier versions are kept.`,
 						state = "--help failed: " + s.Error
 					}
 					fmt.Fprintf(cmd.OutOrStdout(), "%-20s %-12.12s %s; %d kept versions\n", termtext.Line(s.Name), s.Version, termtext.Line(state), s.Kept)
-					if n := skill.NetworkLine(s.Name, s.Network, s.NetworkAllowed); n != "" {
+					if n := networkLine(s.Name, s.Network, s.NetworkAllowed); n != "" {
 						fmt.Fprintf(cmd.OutOrStdout(), "%-20s %s\n", "", termtext.Line(n))
 					}
 				}
@@ -601,6 +591,20 @@ by the loops; not run here), and how many earlier versions are kept.`,
 	return cmd
 }
 
+// networkLine says, in the skills listing, what a skill declares it needs
+// to reach and what of it was allowed; "" when it declares nothing.
+func networkLine(name string, declared, allowed []string) string {
+	switch {
+	case len(declared) == 0:
+		return ""
+	case len(allowed) == len(declared):
+		return "network allowed: " + strings.Join(allowed, ", ")
+	case len(allowed) > 0:
+		return "network allowed: " + strings.Join(allowed, ", ") + "; declared, not allowed: " + strings.Join(declared, ", ") + " (lumen skills allow " + name + " --network)"
+	}
+	return "network declared, not allowed: " + strings.Join(declared, ", ") + " (lumen skills allow " + name + " --network)"
+}
+
 func skillHistoryCommand(o *options) *cobra.Command {
 	var asJSON *bool
 	cmd := &cobra.Command{
@@ -609,14 +613,11 @@ func skillHistoryCommand(o *options) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.withInstance(func(in *lumen.Instance) error {
-				kept, err := in.Skills().History(args[0])
+				kept, err := in.SkillHistory(args[0])
 				if err != nil {
 					return err
 				}
 				if *asJSON {
-					if kept == nil {
-						kept = []skill.Kept{}
-					}
 					return cli.PrintJSON(cmd.OutOrStdout(), kept)
 				}
 				if len(kept) == 0 {
@@ -749,13 +750,7 @@ audits show the latest.`,
 }
 
 // openWritable opens the instance for writing, without an LLM.
-func (o *options) openWritable() (*lumen.Instance, error) {
-	if err := o.check(); err != nil {
-		return nil, err
-	}
-	return lumen.Open(o.dir, lumen.Options{Python: o.python, SkillTimeout: o.skillTimeout, SkillOutputCap: o.skillOutputCap, ReflectEvery: o.reflectEvery,
-		Unconfined: o.confine.Unconfined, SkillLimits: o.skillLimits})
-}
+func (o *options) openWritable() (*lumen.Instance, error) { return o.open(nil, nil, false) }
 
 // withInstance opens the instance without an LLM and read-only (the views
 // only read: nothing under the instance is created or written, and a

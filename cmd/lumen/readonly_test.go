@@ -5,7 +5,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -18,7 +20,6 @@ import (
 	"github.com/llmkernels/kernels/llm/llmtest"
 	"github.com/llmkernels/kernels/llm/script"
 	"github.com/llmkernels/kernels/lumen"
-	"github.com/llmkernels/kernels/lumen/memory"
 )
 
 // TestViewsOnAReadOnlyInstance pins that status, memory, values, goals and
@@ -31,8 +32,8 @@ func TestViewsOnAReadOnlyInstance(t *testing.T) {
 	for _, name := range []string{"indexed", "unindexed"} {
 		root := filepath.Join(base, name)
 		// the second memory is not indexed
-		initWithMemories(t, root, 1, memory.Memory{Author: "self", Situation: "the first lesson", Description: "the first lesson"},
-			memory.Memory{Author: "self", Situation: "the second lesson", Description: "the second lesson"})
+		initWithMemories(t, root, 1, memoryLine{Author: "self", Situation: "the first lesson", Description: "the first lesson"},
+			memoryLine{Author: "self", Situation: "the second lesson", Description: "the second lesson"})
 		if name == "unindexed" {
 			os.RemoveAll(filepath.Join(root, ".lumen"))
 		}
@@ -74,7 +75,7 @@ func TestWriteCommandsOnAReadOnlyInstanceAreRefusedBeforeAnyCall(t *testing.T) {
 	base := rodir.TempDir(t)
 	for _, name := range []string{"indexed", "cloned"} {
 		root := filepath.Join(base, name)
-		initWithMemories(t, root, 1, memory.Memory{Author: "external", Situation: "chat", Description: "hello"})
+		initWithMemories(t, root, 1, memoryLine{Author: "external", Situation: "chat", Description: "hello"})
 		if name == "cloned" {
 			os.RemoveAll(filepath.Join(root, ".lumen"))
 			os.RemoveAll(filepath.Join(root, "data", "goals"))
@@ -135,7 +136,7 @@ func TestWriteCommandsOnAReadOnlyInstanceAreRefusedBeforeAnyCall(t *testing.T) {
 func TestViewsLeaveAWritableInstanceUnchanged(t *testing.T) {
 	bin := lumenBinary(t)
 	root := filepath.Join(t.TempDir(), "mind")
-	initWithMemories(t, root, 1, memory.Memory{Author: "self", Situation: "a lesson", Description: "a lesson"})
+	initWithMemories(t, root, 1, memoryLine{Author: "self", Situation: "a lesson", Description: "a lesson"})
 	if _, err := os.Stat(filepath.Join(root, ".lumen", "index.db")); err != nil {
 		t.Fatalf("no index to read: %v", err)
 	}
@@ -151,31 +152,54 @@ func TestViewsLeaveAWritableInstanceUnchanged(t *testing.T) {
 	}
 }
 
+// memoryLine is a memory as lumen writes it in its day files
+// (docs/lumen.md, Memory).
+type memoryLine struct {
+	ID          string    `json:"id"`
+	Timestamp   time.Time `json:"timestamp"`
+	Author      string    `json:"author"`
+	Weight      float64   `json:"weight"`
+	Situation   string    `json:"situation"`
+	Description string    `json:"description"`
+}
+
 // initWithMemories makes a lumen instance at root holding mems (weight 0.5,
 // a minute apart), the first indexed of them in its memory index and the
 // rest only in the day files.
-func initWithMemories(t *testing.T, root string, indexed int, mems ...memory.Memory) {
+func initWithMemories(t *testing.T, root string, indexed int, mems ...memoryLine) {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := lumen.Init(ctx, root); err != nil {
 		t.Fatal(err)
 	}
-	in, err := lumen.Open(root, lumen.Options{})
-	if err != nil {
+	day := filepath.Join(root, "data", "memory", "2026", "2026-02-14.jsonl")
+	if err := os.MkdirAll(filepath.Dir(day), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for i, m := range mems {
+		m.ID = fmt.Sprintf("01KHDZ7Y00000000000000000%d", i) // a ULID of 2026-02-14
 		m.Timestamp, m.Weight = time.Date(2026, 2, 14, 9, i, 0, 0, time.UTC), 0.5
-		if _, err := in.Memory().Append(m); err != nil {
+		line, err := json.Marshal(m)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if i+1 == indexed {
-			if err := in.Memory().Sync(ctx); err != nil {
+		f, err := os.OpenFile(day, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = f.Write(append(line, '\n'))
+		if err := errors.Join(err, f.Close()); err != nil {
+			t.Fatal(err)
+		}
+		if i+1 == indexed { // a view of an instance opened for writing indexes what the files hold
+			in, err := lumen.Open(root, lumen.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = in.Status(ctx)
+			if err := errors.Join(err, in.Close()); err != nil {
 				t.Fatal(err)
 			}
 		}
-	}
-	if err := in.Close(); err != nil {
-		t.Fatal(err)
 	}
 }

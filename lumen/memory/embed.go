@@ -123,7 +123,7 @@ func (e *Embedder) embedBatch(ctx context.Context, texts []string) ([][]float32,
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("embeddings: %s: %w (check --embedding-url)", url, err)
+		return nil, fmt.Errorf("embeddings: %s: %w (check the endpoint's URL)", url, err)
 	}
 	defer func() { _ = resp.Body.Close() }() // what was read is the answer
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
@@ -131,8 +131,8 @@ func (e *Embedder) embedBatch(ctx context.Context, texts []string) ([][]float32,
 		return nil, fmt.Errorf("embeddings: %s: %w", url, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("embeddings: %s answered HTTP %d: %s (check --embedding-url, --embedding-model and the key)",
-			url, resp.StatusCode, clip.Text(string(data), 300))
+		return nil, fmt.Errorf("embeddings: %s answered HTTP %d for model %q: %s (check the endpoint's URL, the model and the key)",
+			url, resp.StatusCode, e.Model, clip.Text(string(data), 300))
 	}
 	var parsed struct {
 		Data []struct {

@@ -395,7 +395,7 @@ func TestEmbeddingEndpointErrorsSayWhatToCheck(t *testing.T) {
 	defer srv.Close()
 	e := &Embedder{URL: srv.URL, Model: "nope"}
 	_, err := e.Embed(context.Background(), []string{"x"})
-	if err == nil || !strings.Contains(err.Error(), "HTTP 404") || !strings.Contains(err.Error(), "--embedding-model") {
+	if err == nil || !strings.Contains(err.Error(), "HTTP 404") || !strings.Contains(err.Error(), `model "nope"`) {
 		t.Fatalf("err = %v, want the status and what to check", err)
 	}
 }

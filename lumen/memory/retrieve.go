@@ -103,6 +103,9 @@ func (s *Store) Mode() string {
 	return ModeFullText
 }
 
+// Scoring is how retrieval weighs recency, importance and relevance.
+func (s *Store) Scoring() Scoring { return s.opts.Scoring }
+
 // candidatePool is how many candidates relevance ranking rescores.
 func candidatePool(k int) int { return max(50, 5*k) }
 

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/llmkernels/kernels/internal/atomicfile"
@@ -120,18 +119,4 @@ func (r *Runner) AllowNetwork(name string) ([]string, error) {
 		return nil, err
 	}
 	return m.Network, nil
-}
-
-// NetworkLine says, for a listing, what a skill declares and was allowed;
-// "" when it declares nothing.
-func NetworkLine(name string, declared, allowed []string) string {
-	switch {
-	case len(declared) == 0:
-		return ""
-	case len(allowed) == len(declared):
-		return "network allowed: " + strings.Join(allowed, ", ")
-	case len(allowed) > 0:
-		return "network allowed: " + strings.Join(allowed, ", ") + "; declared, not allowed: " + strings.Join(declared, ", ") + " (lumen skills allow " + name + " --network)"
-	}
-	return "network declared, not allowed: " + strings.Join(declared, ", ") + " (lumen skills allow " + name + " --network)"
 }

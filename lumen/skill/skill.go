@@ -493,27 +493,36 @@ func (r *Runner) Invoke(ctx context.Context, name string, req Request) (*Result,
 		res.Error = runErr.Error()
 		return res, nil
 	}
+	readAnswer(out.stdout, res)
+	return res, nil
+}
+
+// readAnswer reads what a skill that exited 0 wrote to stdout into res: a
+// JSON object {ok, output, display, error}, or any other text, which is
+// its output. A skill answering ok: false fails, with an error message
+// even when it gave none.
+func readAnswer(stdout []byte, res *Result) {
 	res.OK = true
-	res.Output = strings.TrimSpace(string(out.stdout))
+	res.Output = strings.TrimSpace(string(stdout))
 	var resp struct {
 		OK      *bool           `json:"ok"`
 		Output  json.RawMessage `json:"output"`
 		Display string          `json:"display"`
 		Error   string          `json:"error"`
 	}
-	trimmed := bytes.TrimSpace(out.stdout)
-	if len(trimmed) > 0 && trimmed[0] == '{' && json.Unmarshal(trimmed, &resp) == nil {
-		res.Display = resp.Display
-		res.Output = outputText(resp.Output)
-		if resp.OK != nil && !*resp.OK {
-			res.OK = false
-			res.Error = resp.Error
-			if res.Error == "" {
-				res.Error = "the skill answered ok: false without an error message"
-			}
+	trimmed := bytes.TrimSpace(stdout)
+	if len(trimmed) == 0 || trimmed[0] != '{' || json.Unmarshal(trimmed, &resp) != nil {
+		return
+	}
+	res.Display = resp.Display
+	res.Output = outputText(resp.Output)
+	if resp.OK != nil && !*resp.OK {
+		res.OK = false
+		res.Error = resp.Error
+		if res.Error == "" {
+			res.Error = "the skill answered ok: false without an error message"
 		}
 	}
-	return res, nil
 }
 
 // carryOver notes in res a version the skill's run made by writing in its
@@ -576,7 +585,7 @@ func (r *Runner) run(ctx context.Context, name, dir string, stdin []byte, networ
 		return nil, fmt.Errorf("skill %s was not run: %w", name, err)
 	}
 	if err != nil {
-		return nil, &startError{fmt.Errorf("skill %s: cannot start %s main.py: %w (is %s installed? set the interpreter with --python)", name, r.python(), err, r.python())}
+		return nil, &startError{fmt.Errorf("skill %s: cannot start %s main.py: %w (is %s installed, or is another interpreter meant to run skills?)", name, r.python(), err, r.python())}
 	}
 	stderr := res.Stderr
 	if len(stderr) > stderrKeep {
@@ -587,9 +596,9 @@ func (r *Runner) run(ctx context.Context, name, dir string, stdin []byte, networ
 	// Stopped for its output, or past the cap and gone before the kill
 	// reached it: either way the answer is cut, not a success.
 	case errors.Is(res.Stopped, proc.ErrOutputLimit) || res.StdoutDropped > 0:
-		return out, fmt.Errorf("skill %s wrote more than %d bytes to stdout and was stopped (the output cap, --skill-output-cap)", name, r.outputCap())
+		return out, fmt.Errorf("skill %s wrote more than %d bytes to stdout and was stopped (the output cap of a skill run)", name, r.outputCap())
 	case errors.Is(res.Stopped, context.DeadlineExceeded):
-		return out, fmt.Errorf("skill %s did not finish within %s and was killed (the timeout, --skill-timeout)", name, r.timeout())
+		return out, fmt.Errorf("skill %s did not finish within %s and was killed (the time limit of a skill run)", name, r.timeout())
 	case !res.OK():
 		msg := strings.TrimSpace(string(out.stderr))
 		if msg == "" {
