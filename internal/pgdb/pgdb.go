@@ -1,8 +1,9 @@
 // Package pgdb is the one way the kernels open PostgreSQL through
 // database/sql (pgx v5's stdlib driver): telling a postgres:// URL from a
 // SQLite path, naming a database in messages without its secrets, one
-// pool with the same settings everywhere, read-only sessions, and the
-// errors after which a transaction is worth running again.
+// pool with the same settings everywhere, read-only sessions, the errors
+// after which a transaction is worth running again (internal/sqldb runs
+// it again), and migrating a kernel's tables under a lock (Migrate).
 package pgdb
 
 import (
@@ -261,4 +262,30 @@ func Numbered(q string) string {
 		}
 	}
 	return b.String()
+}
+
+// Migrate runs fn, which creates or updates a kernel's tables, in one
+// transaction holding the advisory lock key (pg_advisory_xact_lock; any
+// fixed number that names the kernel's schema), so that processes opening
+// the database together apply each step once, and a failed step leaves the
+// database as it was. The transaction is READ COMMITTED, the server's
+// default: each statement after the lock sees what the process before this
+// one committed, which a SERIALIZABLE transaction, whose snapshot is taken
+// at the lock statement, would not.
+func Migrate(ctx context.Context, db *sql.DB, key int64, fn func(*sql.Tx) error) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migrate: begin: %w", err)
+	}
+	defer tx.Rollback() // a no-op after Commit
+	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", key); err != nil {
+		return fmt.Errorf("migrate: lock the schema: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migrate: commit: %w", err)
+	}
+	return nil
 }
