@@ -179,3 +179,10 @@ func List[T any](ctx context.Context, q QueryFunc, op string, scan func(*sql.Row
 	}
 	return out, nil
 }
+
+// Column is a List scan function for a row of one column.
+func Column[T any](r *sql.Rows) (T, error) {
+	var v T
+	err := r.Scan(&v)
+	return v, err
+}

@@ -214,7 +214,7 @@ func TestListScansEveryRowAndNamesTheOperation(t *testing.T) {
 		return n, err
 	}
 	ctx := t.Context()
-	got, err := List(ctx, db.QueryContext, "list counters", scanN, `SELECT n FROM counter WHERE n > ? ORDER BY n`, 2)
+	got, err := List(ctx, db.QueryContext, "list counters", Column[int], `SELECT n FROM counter WHERE n > ? ORDER BY n`, 2)
 	if err != nil || len(got) != 3 || got[0] != 3 || got[2] != 5 {
 		t.Fatalf("got %v, %v", got, err)
 	}

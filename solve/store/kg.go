@@ -139,7 +139,7 @@ func (c *Conn) FailureModes(ctx context.Context, pattern string) ([]FailureCount
 // Providers lists the resolver graph ids that provide a capability graph
 // id, oldest first (the lookup-before-build query, §2C).
 func (c *Conn) Providers(ctx context.Context, capability string) ([]string, error) {
-	return sqldb.List(ctx, c.query, fmt.Sprintf("kg: providers of %s", capability), scanString, `SELECT r.id
+	return sqldb.List(ctx, c.query, fmt.Sprintf("kg: providers of %s", capability), sqldb.Column[string], `SELECT r.id
 		FROM kg_nodes cap
 		JOIN kg_edges p ON p.target_id = cap.id AND p.relation = 'provides'
 		JOIN kg_nodes r ON r.id = p.source_id AND r.type = 'resolver'
@@ -149,7 +149,7 @@ func (c *Conn) Providers(ctx context.Context, capability string) ([]string, erro
 // Targets lists the labels of the nodes a source points at by relation,
 // in label order.
 func (c *Conn) Targets(ctx context.Context, source, relation string) ([]string, error) {
-	return sqldb.List(ctx, c.query, fmt.Sprintf("kg: %s targets of %s", relation, source), scanString, "SELECT k.label FROM kg_edges e JOIN kg_nodes k ON k.id = e.target_id WHERE e.source_id = ? AND e.relation = ? ORDER BY k.label", source, relation)
+	return sqldb.List(ctx, c.query, fmt.Sprintf("kg: %s targets of %s", relation, source), sqldb.Column[string], "SELECT k.label FROM kg_edges e JOIN kg_nodes k ON k.id = e.target_id WHERE e.source_id = ? AND e.relation = ? ORDER BY k.label", source, relation)
 }
 
 // RelationCount is how many edges a relation has.

@@ -278,7 +278,7 @@ func (c *Conn) ClearResult(ctx context.Context, node string, clearSelected bool)
 // dependencies deleted, and what they did not spend returned to u. It
 // returns their ids.
 func (c *Conn) InvalidateSubtree(ctx context.Context, u string) ([]string, error) {
-	ids, err := sqldb.List(ctx, c.query, "list the subtree of "+u, scanString, `WITH RECURSIVE d(id) AS (SELECT id FROM nodes WHERE parent_id = ? AND invalidated_at IS NULL
+	ids, err := sqldb.List(ctx, c.query, "list the subtree of "+u, sqldb.Column[string], `WITH RECURSIVE d(id) AS (SELECT id FROM nodes WHERE parent_id = ? AND invalidated_at IS NULL
 		UNION ALL SELECT n.id FROM nodes n JOIN d ON n.parent_id = d.id WHERE n.invalidated_at IS NULL) SELECT id FROM d`, u)
 	if err != nil {
 		return nil, err
@@ -299,12 +299,6 @@ func (c *Conn) InvalidateSubtree(ctx context.Context, u string) ([]string, error
 		}
 	}
 	return ids, nil
-}
-
-func scanString(r *sql.Rows) (string, error) {
-	var s string
-	err := r.Scan(&s)
-	return s, err
 }
 
 // AddDependency records that node waits for dependsOn.
@@ -403,12 +397,12 @@ func (c *Conn) LiveNodeCount(ctx context.Context, root string) (int, error) {
 // RunRoots lists the roots of SOLVE-loop runs (those with a run_config),
 // oldest first.
 func (c *Conn) RunRoots(ctx context.Context) ([]string, error) {
-	return sqldb.List(ctx, c.query, "list runs", scanString, "SELECT n.id FROM nodes n JOIN artifacts a ON a.node_id = n.id AND a.type = 'run_config' WHERE n.parent_id IS NULL ORDER BY n.{seq}")
+	return sqldb.List(ctx, c.query, "list runs", sqldb.Column[string], "SELECT n.id FROM nodes n JOIN artifacts a ON a.node_id = n.id AND a.type = 'run_config' WHERE n.parent_id IS NULL ORDER BY n.{seq}")
 }
 
 // RootsWithPrefix lists the root nodes whose id starts with prefix.
 func (c *Conn) RootsWithPrefix(ctx context.Context, prefix string) ([]string, error) {
-	return sqldb.List(ctx, c.query, fmt.Sprintf("find root %q", prefix), scanString, "SELECT id FROM nodes WHERE parent_id IS NULL AND id LIKE ? || '%'", prefix)
+	return sqldb.List(ctx, c.query, fmt.Sprintf("find root %q", prefix), sqldb.Column[string], "SELECT id FROM nodes WHERE parent_id IS NULL AND id LIKE ? || '%'", prefix)
 }
 
 // LatestUnfinishedRun is the root of the newest run without an assembly

@@ -139,7 +139,7 @@ func (c *Conn) WaitOn(ctx context.Context, id, node string) error {
 // order they met it: those still live and not ended (a node invalidated
 // by an ancestor's reopen, or ended, waits no more).
 func (c *Conn) RequestNodes(ctx context.Context, id string) ([]string, error) {
-	return sqldb.List(ctx, c.query, "list the nodes waiting on capability request "+id, scanString,
+	return sqldb.List(ctx, c.query, "list the nodes waiting on capability request "+id, sqldb.Column[string],
 		`SELECT w.node_id FROM capability_request_nodes w JOIN nodes n ON n.id = w.node_id
 		WHERE w.request_id = ? AND n.invalidated_at IS NULL AND n.status NOT IN ('resolved', 'infeasible', 'failed', 'gated') ORDER BY w.{seq}`, id)
 }
