@@ -1,9 +1,9 @@
 // Package pgdb is the one way the kernels open PostgreSQL through
 // database/sql (pgx v5's stdlib driver): telling a postgres:// URL from a
 // SQLite path, naming a database in messages without its secrets, one
-// pool with the same settings everywhere, read-only sessions, the errors
-// after which a transaction is worth running again (internal/sqldb runs
-// it again), and migrating a kernel's tables under a lock (Migrate).
+// pool with the same settings everywhere, read-only sessions, errors that
+// say the server is unavailable, and migrating a kernel's tables under a
+// lock (Migrate).
 package pgdb
 
 import (
@@ -201,13 +201,6 @@ type oneLine struct {
 func (e *oneLine) Error() string { return e.msg }
 func (e *oneLine) Unwrap() error { return e.err }
 
-// Retryable reports whether err is a serialization failure or a deadlock:
-// the server rolled the transaction back and running it again may succeed.
-func Retryable(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
-}
-
 // Unavailable reports whether err says the database could not be reached
 // rather than refusing a statement: a connection that could not be made
 // or was lost, the server shutting down or not accepting connections
@@ -227,41 +220,6 @@ func Unavailable(err error) bool {
 	}
 	var ne net.Error
 	return errors.As(err, &ne)
-}
-
-// Numbered rewrites ? placeholders as $1, $2, … (PostgreSQL's), leaving
-// those inside quoted strings, quoted identifiers and comments alone.
-func Numbered(q string) string {
-	var b strings.Builder
-	n := 0
-	for i := 0; i < len(q); i++ {
-		c := q[i]
-		switch {
-		case c == '\'' || c == '"':
-			j := i + 1
-			for j < len(q) && q[j] != c {
-				j++
-			}
-			if j >= len(q) {
-				j = len(q) - 1
-			}
-			b.WriteString(q[i : j+1])
-			i = j
-		case c == '-' && i+1 < len(q) && q[i+1] == '-':
-			j := strings.IndexByte(q[i:], '\n')
-			if j < 0 {
-				j = len(q) - i - 1
-			}
-			b.WriteString(q[i : i+j+1])
-			i += j
-		case c == '?':
-			n++
-			fmt.Fprintf(&b, "$%d", n)
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return b.String()
 }
 
 // Migrate runs fn, which creates or updates a kernel's tables, in one

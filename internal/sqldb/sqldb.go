@@ -29,8 +29,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/llmkernels/kernels/internal/pgdb"
 )
 
 // Dialect is what one engine's SQL says differently. The marks a
@@ -64,7 +62,7 @@ func (d *Dialect) SQL(q string) string {
 	}
 	s := d.marks.Replace(q)
 	if d.numbered {
-		s = pgdb.Numbered(s)
+		s = Numbered(s)
 	}
 	d.rewrite.Store(q, s)
 	return s
@@ -110,7 +108,7 @@ func (db *DB) Write(ctx context.Context, fn func(*sql.Tx) error) error {
 	}
 	for try := 1; ; try++ {
 		err := db.run(ctx, &sql.TxOptions{Isolation: sql.LevelSerializable}, fn)
-		if err == nil || try == maxTries || !pgdb.Retryable(err) || ctx.Err() != nil {
+		if err == nil || try == maxTries || !retryable(err) || ctx.Err() != nil {
 			return err
 		}
 		// Back off a little, more with each try and at random, so the
@@ -121,6 +119,16 @@ func (db *DB) Write(ctx context.Context, fn func(*sql.Tx) error) error {
 			return err
 		}
 	}
+}
+
+// retryable reports whether err is PostgreSQL's serialization failure or
+// deadlock (SQLSTATE 40001, 40P01): the server rolled the transaction
+// back, and running it again may succeed. The driver's error says its
+// SQLSTATE (pgx's pgconn.PgError.SQLState), so no driver is imported here
+// and a kernel on SQLite alone links none.
+func retryable(err error) bool {
+	var e interface{ SQLState() string }
+	return errors.As(err, &e) && (e.SQLState() == "40001" || e.SQLState() == "40P01")
 }
 
 func (db *DB) run(ctx context.Context, opts *sql.TxOptions, fn func(*sql.Tx) error) error {
@@ -185,4 +193,39 @@ func Column[T any](r *sql.Rows) (T, error) {
 	var v T
 	err := r.Scan(&v)
 	return v, err
+}
+
+// Numbered rewrites ? placeholders as $1, $2, … (PostgreSQL's), leaving
+// those inside quoted strings, quoted identifiers and comments alone.
+func Numbered(q string) string {
+	var b strings.Builder
+	n := 0
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		switch {
+		case c == '\'' || c == '"':
+			j := i + 1
+			for j < len(q) && q[j] != c {
+				j++
+			}
+			if j >= len(q) {
+				j = len(q) - 1
+			}
+			b.WriteString(q[i : j+1])
+			i = j
+		case c == '-' && i+1 < len(q) && q[i+1] == '-':
+			j := strings.IndexByte(q[i:], '\n')
+			if j < 0 {
+				j = len(q) - i - 1
+			}
+			b.WriteString(q[i : i+j+1])
+			i += j
+		case c == '?':
+			n++
+			fmt.Fprintf(&b, "$%d", n)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }

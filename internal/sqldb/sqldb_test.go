@@ -64,6 +64,22 @@ func count(t *testing.T, db *DB) int {
 	return n
 }
 
+func TestNumberedLeavesQuotesAndCommentsAlone(t *testing.T) {
+	for in, want := range map[string]string{
+		"SELECT ? , ?":                              "SELECT $1 , $2",
+		"WHERE a = '?' AND b = ?":                   "WHERE a = '?' AND b = $1",
+		"WHERE a = 'it''s ?' AND b = ?":             "WHERE a = 'it''s ?' AND b = $1",
+		`SELECT "odd?col" FROM t WHERE x = ?`:       `SELECT "odd?col" FROM t WHERE x = $1`,
+		"SELECT ? -- why?\nFROM t WHERE x = ?":      "SELECT $1 -- why?\nFROM t WHERE x = $2",
+		"SELECT 'unterminated ?":                    "SELECT 'unterminated ?",
+		"SELECT a - ? FROM t -- trailing comment ?": "SELECT a - $1 FROM t -- trailing comment ?",
+	} {
+		if got := Numbered(in); got != want {
+			t.Errorf("Numbered(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 // The dialect marks are the only per-engine words in a statement.
 func TestDialectFillsItsMarks(t *testing.T) {
 	q := "CREATE TABLE t (id {id}); SELECT CAST(x AS {float}) FROM t WHERE {noindex}c = ? AND d = '?' ORDER BY {seq}"
