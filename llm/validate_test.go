@@ -2,6 +2,7 @@ package llm
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 )
@@ -324,5 +325,18 @@ func TestWithoutCacheTakesEveryBreakpointOff(t *testing.T) {
 	}
 	if strings.Contains(string(got), "cache_control") || !strings.Contains(string(before), "cache_control") {
 		t.Errorf("left a breakpoint: %s", got)
+	}
+}
+
+// A thinking budget so large that max_tokens cannot be raised above it
+// (the int would overflow to a negative max_tokens) is left as it is, and
+// CheckRequest names it (found by FuzzCheckRequest).
+func TestNormalizeLeavesABudgetTooLargeToRaiseAbove(t *testing.T) {
+	r := &Request{Model: "m", MaxTokens: 100, Thinking: &Thinking{Type: "enabled", BudgetTokens: math.MaxInt}, Messages: []Message{UserText("hi")}}
+	if notes := Normalize(r); len(notes) != 0 || r.MaxTokens != 100 {
+		t.Fatalf("Normalize gave max_tokens %d, notes %q", r.MaxTokens, notes)
+	}
+	if err := CheckRequest(r); err == nil || !strings.Contains(err.Error(), "must be greater than thinking.budget_tokens") {
+		t.Fatalf("CheckRequest: %v", err)
 	}
 }
