@@ -8,9 +8,9 @@
 //     SQLITE_BUSY half-way; waiting in the queue ends with the context. On
 //     PostgreSQL it is SERIALIZABLE, and a run the server rolls back for a
 //     serialization failure or a deadlock (40001, 40P01) is run again, the
-//     function included, up to 20 times: the caller sees only the
-//     last outcome. So the function writes only through its transaction
-//     and sets its results afresh on every run.
+//     function included, up to 20 times: the caller sees only the last
+//     outcome. So the function writes only through its transaction and
+//     sets its results afresh on every run.
 //   - List runs a query and scans each row into a slice; its errors name
 //     the operation.
 //   - A Dialect is what the engines' SQL says differently: statements are
