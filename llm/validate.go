@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -329,11 +330,13 @@ func checkThinkingKept(turns []turn) []string {
 // Normalize fixes, in place, the settings the API would reject but whose
 // intent is clear, and returns a note for each change: a thinking budget at
 // or above max_tokens raises max_tokens (unless betas hold
-// BetaInterleavedThinking, with which the API takes it as it is), and a
-// temperature other than 1 is dropped while thinking is on.
+// BetaInterleavedThinking, with which the API takes it as it is, or the
+// budget is too large to raise it above, which CheckRequest then names),
+// and a temperature other than 1 is dropped while thinking is on.
 func Normalize(req *Request, betas ...string) []string {
 	var notes []string
-	if t := req.Thinking; t != nil && t.Type == "enabled" && t.BudgetTokens >= req.MaxTokens && !HasBeta(betas, BetaInterleavedThinking) {
+	if t := req.Thinking; t != nil && t.Type == "enabled" && t.BudgetTokens >= req.MaxTokens && t.BudgetTokens <= math.MaxInt-thinkingHeadroom &&
+		!HasBeta(betas, BetaInterleavedThinking) {
 		raised := t.BudgetTokens + thinkingHeadroom
 		notes = append(notes, fmt.Sprintf("max_tokens raised from %d to %d so it stays above the thinking budget of %d", req.MaxTokens, raised, t.BudgetTokens))
 		req.MaxTokens = raised

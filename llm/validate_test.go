@@ -2,6 +2,7 @@ package llm
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 )
@@ -75,6 +76,12 @@ func TestCheckRequestCatchesEachRule(t *testing.T) {
 				Message{Role: RoleUser, Content: []ContentBlock{answered, answered}})
 		}, "answered twice"},
 		{"tool_use from user", func(r *Request) { r.Messages[0].Content = []ContentBlock{use} }, "tool_use blocks may only appear in assistant messages"},
+		{"thinking from user", func(r *Request) {
+			r.Messages[0].Content = append(r.Messages[0].Content, ContentBlock{Type: BlockThinking, Thinking: "t", Signature: "s"})
+		}, "messages.0.content.1: thinking blocks may only appear in assistant messages"},
+		{"redacted thinking from user", func(r *Request) {
+			r.Messages[0].Content = append(r.Messages[0].Content, ContentBlock{Type: BlockRedactedThinking, Data: "cmVkYWN0ZWQ="})
+		}, "messages.0.content.1: redacted_thinking blocks may only appear in assistant messages"},
 		{"duplicate tool names", func(r *Request) {
 			r.Tools = []Tool{{Name: "echo", InputSchema: schema}, {Name: "echo", InputSchema: schema}}
 		}, `duplicate tool name "echo"`},
@@ -95,6 +102,15 @@ func TestCheckRequestCatchesEachRule(t *testing.T) {
 			r.Thinking = &Thinking{Type: "adaptive"}
 			r.Temperature = &half
 		}, "temperature: may only be set to 1 when thinking is enabled"},
+		{"temperature with manual thinking", func(r *Request) {
+			r.MaxTokens = 4000
+			r.Thinking = &Thinking{Type: "enabled", BudgetTokens: 2000}
+			r.Temperature = new(0.0)
+		}, "temperature: may only be set to 1 when thinking is enabled, got 0"},
+		{"temperature with thinking disabled", func(r *Request) {
+			r.Thinking = &Thinking{Type: "disabled"}
+			r.Temperature = &half
+		}, ""},
 		{"temperature 1 with thinking", func(r *Request) {
 			r.MaxTokens = 4000
 			r.Thinking = &Thinking{Type: "enabled", BudgetTokens: 2000}
@@ -128,6 +144,12 @@ func TestCheckRequestCatchesEachRule(t *testing.T) {
 			r.Thinking = &Thinking{Type: "enabled", BudgetTokens: 2000}
 			r.Messages = append(r.Messages, Message{Role: RoleAssistant, Content: []ContentBlock{{Type: BlockThinking, Thinking: "t", Signature: "s"}}},
 				Message{Role: RoleAssistant, Content: []ContentBlock{use}},
+				Message{Role: RoleUser, Content: []ContentBlock{answered}})
+		}, ""},
+		{"manual thinking, a tool loop started with redacted thinking", func(r *Request) {
+			r.MaxTokens = 4000
+			r.Thinking = &Thinking{Type: "enabled", BudgetTokens: 2000}
+			r.Messages = append(r.Messages, Message{Role: RoleAssistant, Content: []ContentBlock{{Type: BlockRedactedThinking, Data: "cmVkYWN0ZWQ="}, use}},
 				Message{Role: RoleUser, Content: []ContentBlock{answered}})
 		}, ""},
 		{"manual thinking, the combined turn starts without it", func(r *Request) {
@@ -237,6 +259,31 @@ func TestInterleavedThinkingBetaLetsTheBudgetExceedMaxTokens(t *testing.T) {
 	}
 }
 
+// A temperature out of range with thinking on breaks two rules, and both
+// are named; Normalize drops a temperature only while thinking is on.
+func TestTemperatureWithThinking(t *testing.T) {
+	req := func(thinking string, temp float64) *Request {
+		return &Request{Model: "m", MaxTokens: 4000, Thinking: &Thinking{Type: thinking}, Temperature: &temp,
+			Messages: []Message{UserText("hi")}}
+	}
+	err := CheckRequest(req("adaptive", 1.5))
+	if inv, ok := err.(*InvalidRequestError); !ok || len(inv.Violations) != 2 ||
+		!strings.Contains(err.Error(), "between 0 and 1, got 1.5") || !strings.Contains(err.Error(), "may only be set to 1 when thinking is enabled, got 1.5") {
+		t.Errorf("temperature 1.5 with thinking: %v, want both rules named", err)
+	}
+	for _, c := range []struct {
+		thinking string
+		temp     float64
+		dropped  bool
+	}{{"adaptive", 0.5, true}, {"disabled", 0.5, false}, {"adaptive", 1, false}} {
+		r := req(c.thinking, c.temp)
+		notes := Normalize(r)
+		if dropped := r.Temperature == nil; dropped != c.dropped || len(notes) != map[bool]int{true: 1}[c.dropped] {
+			t.Errorf("thinking %s, temperature %g: dropped %v (notes %q), want %v", c.thinking, c.temp, dropped, notes, c.dropped)
+		}
+	}
+}
+
 // At most four cache breakpoints, the automatic one counted, as the API
 // refuses a fifth; each one ephemeral, with a ttl of 5m or 1h.
 func TestCacheBreakpointsAtMostFour(t *testing.T) {
@@ -278,5 +325,18 @@ func TestWithoutCacheTakesEveryBreakpointOff(t *testing.T) {
 	}
 	if strings.Contains(string(got), "cache_control") || !strings.Contains(string(before), "cache_control") {
 		t.Errorf("left a breakpoint: %s", got)
+	}
+}
+
+// A thinking budget so large that max_tokens cannot be raised above it
+// (the int would overflow to a negative max_tokens) is left as it is, and
+// CheckRequest names it (found by FuzzCheckRequest).
+func TestNormalizeLeavesABudgetTooLargeToRaiseAbove(t *testing.T) {
+	r := &Request{Model: "m", MaxTokens: 100, Thinking: &Thinking{Type: "enabled", BudgetTokens: math.MaxInt}, Messages: []Message{UserText("hi")}}
+	if notes := Normalize(r); len(notes) != 0 || r.MaxTokens != 100 {
+		t.Fatalf("Normalize gave max_tokens %d, notes %q", r.MaxTokens, notes)
+	}
+	if err := CheckRequest(r); err == nil || !strings.Contains(err.Error(), "must be greater than thinking.budget_tokens") {
+		t.Fatalf("CheckRequest: %v", err)
 	}
 }

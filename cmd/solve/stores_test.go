@@ -13,6 +13,7 @@ import (
 
 	"github.com/llmkernels/kernels/internal/pgdb"
 	"github.com/llmkernels/kernels/internal/pgtest"
+	"github.com/llmkernels/kernels/internal/sqldb"
 )
 
 // The loop's end-to-end tests run on both stores: eachStore runs a test
@@ -88,7 +89,7 @@ func (d *testDB) fix(q string) string {
 	if !d.pg {
 		return q
 	}
-	return pgdb.Numbered(strings.ReplaceAll(q, "rowid", "seq"))
+	return sqldb.Numbered(strings.ReplaceAll(q, "rowid", "seq"))
 }
 
 func (d *testDB) Query(q string, args ...any) (*sql.Rows, error) {

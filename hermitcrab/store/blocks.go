@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/llmkernels/kernels/internal/sqldb"
 )
 
 // AnyVersion as Put's or Delete's expect skips the version check.
@@ -123,7 +125,7 @@ func (s *Store) Put(ctx context.Context, name string, data []byte, expect int64)
 		return 0, fmt.Errorf("block %q: expected version %d: give the version you read, 0 for a new block, or %d (AnyVersion) to skip the check", name, expect, AnyVersion)
 	}
 	var version int64
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.db.Write(ctx, func(tx *sql.Tx) error {
 		cur, curData, err := currentBlock(ctx, tx, name)
 		if err != nil {
 			return err
@@ -160,7 +162,7 @@ func (s *Store) Update(ctx context.Context, name string, edit func(json.RawMessa
 func (s *Store) UpdateCreating(ctx context.Context, name string, edit func(data json.RawMessage, taken func(string) (bool, error)) ([]byte, map[string][]byte, error)) (int64, error) {
 	var version int64
 	missing := false
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.db.Write(ctx, func(tx *sql.Tx) error {
 		cur, data, err := currentBlock(ctx, tx, name)
 		if err != nil {
 			return err
@@ -225,7 +227,7 @@ func (s *Store) PutMany(ctx context.Context, blocks map[string][]byte, replace b
 		return nil, nil, fmt.Errorf("no blocks written: %w", errors.Join(errs...))
 	}
 	sort.Strings(names)
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.db.Write(ctx, func(tx *sql.Tx) error {
 		written, skipped = nil, nil
 		for _, name := range names {
 			cur, _, err := currentBlock(ctx, tx, name)
@@ -310,51 +312,26 @@ func (s *Store) notFound(ctx context.Context, name string) error {
 
 // Blocks returns every block, sorted by name.
 func (s *Store) Blocks(ctx context.Context) ([]Block, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT name, data, version, updated FROM blocks ORDER BY name`)
-	if err != nil {
-		return nil, fmt.Errorf("listing blocks: %w", err)
-	}
-	defer rows.Close()
-	var out []Block
-	for rows.Next() {
+	return sqldb.List(ctx, s.db.QueryContext, "listing blocks", func(r *sql.Rows) (Block, error) {
 		var (
 			b             Block
 			data, updated string
 		)
-		if err := rows.Scan(&b.Name, &data, &b.Version, &updated); err != nil {
-			return nil, fmt.Errorf("listing blocks: %w", err)
+		if err := r.Scan(&b.Name, &data, &b.Version, &updated); err != nil {
+			return b, err
 		}
 		b.Data = json.RawMessage(data)
+		var err error
 		if b.Updated, err = parseTime(updated); err != nil {
-			return nil, fmt.Errorf("block %q: %w", b.Name, err)
+			return b, fmt.Errorf("block %q: %w", b.Name, err)
 		}
-		out = append(out, b)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("listing blocks: %w", err)
-	}
-	return out, nil
+		return b, nil
+	}, `SELECT name, data, version, updated FROM blocks ORDER BY name`)
 }
 
 // Names returns every block name, sorted.
 func (s *Store) Names(ctx context.Context) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT name FROM blocks ORDER BY name`)
-	if err != nil {
-		return nil, fmt.Errorf("listing block names: %w", err)
-	}
-	defer rows.Close()
-	var names []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			return nil, fmt.Errorf("listing block names: %w", err)
-		}
-		names = append(names, n)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("listing block names: %w", err)
-	}
-	return names, nil
+	return sqldb.List(ctx, s.db.QueryContext, "listing block names", sqldb.Column[string], `SELECT name FROM blocks ORDER BY name`)
 }
 
 // Empty reports whether the store holds no blocks (a store to seed).
@@ -370,7 +347,7 @@ func (s *Store) Empty(ctx context.Context) (bool, error) {
 // its version). A missing block is an error wrapping ErrNotFound; a version
 // mismatch is a *ConflictError.
 func (s *Store) Delete(ctx context.Context, name string, expect int64) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.db.Write(ctx, func(tx *sql.Tx) error {
 		cur, curData, err := currentBlock(ctx, tx, name)
 		if err != nil {
 			return err

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/llmkernels/kernels/internal/sqldb"
 )
 
 // Shell statuses: a shell is "built" when recompile stores it, then
@@ -36,7 +38,7 @@ func (s *Store) SaveConversation(ctx context.Context, id string, messages json.R
 	if err := validJSON(messages); err != nil {
 		return fmt.Errorf("conversation %q: %w", id, err)
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.db.Write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO conversations (id, messages, updated) VALUES (?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET messages = excluded.messages, updated = excluded.updated`,
 			id, string(messages), now())
@@ -70,30 +72,14 @@ func (s *Store) Conversation(ctx context.Context, id string) (json.RawMessage, e
 
 // Conversations returns the ids of the saved conversations, sorted.
 func (s *Store) Conversations(ctx context.Context) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id FROM conversations ORDER BY id`)
-	if err != nil {
-		return nil, fmt.Errorf("listing conversations: %w", err)
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("listing conversations: %w", err)
-		}
-		ids = append(ids, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("listing conversations: %w", err)
-	}
-	return ids, nil
+	return sqldb.List(ctx, s.db.QueryContext, "listing conversations", sqldb.Column[string], `SELECT id FROM conversations ORDER BY id`)
 }
 
 // AddShell stores a shell source with status ShellBuilt.
 func (s *Store) AddShell(ctx context.Context, source string) (Shell, error) {
 	sh := Shell{Source: source, Status: ShellBuilt}
 	created := now()
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.db.Write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `INSERT INTO shells (source, status, error, created) VALUES (?, ?, '', ?)`,
 			source, ShellBuilt, created)
 		if err != nil {
@@ -117,7 +103,7 @@ func (s *Store) SetShellStatus(ctx context.Context, id int64, status, errText st
 	default:
 		return fmt.Errorf("shell %d: status %q: want %q, %q or %q", id, status, ShellBuilt, ShellRendered, ShellFailed)
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.db.Write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE shells SET status = ?, error = ? WHERE id = ?`, status, errText, id)
 		if err != nil {
 			return fmt.Errorf("shell %d: %w", id, err)
@@ -161,27 +147,18 @@ func (s *Store) shells(ctx context.Context, status string, limit int) ([]Shell, 
 		query += ` LIMIT ?`
 		args = append(args, limit)
 	}
-	rows, err := s.db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("listing shells: %w", err)
-	}
-	defer rows.Close()
-	var out []Shell
-	for rows.Next() {
+	return sqldb.List(ctx, s.db.QueryContext, "listing shells", func(r *sql.Rows) (Shell, error) {
 		var (
 			sh      Shell
 			created string
 		)
-		if err := rows.Scan(&sh.ID, &sh.Source, &sh.Status, &sh.Error, &created); err != nil {
-			return nil, fmt.Errorf("listing shells: %w", err)
+		if err := r.Scan(&sh.ID, &sh.Source, &sh.Status, &sh.Error, &created); err != nil {
+			return sh, err
 		}
+		var err error
 		if sh.Created, err = parseTime(created); err != nil {
-			return nil, fmt.Errorf("shell %d: %w", sh.ID, err)
+			return sh, fmt.Errorf("shell %d: %w", sh.ID, err)
 		}
-		out = append(out, sh)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("listing shells: %w", err)
-	}
-	return out, nil
+		return sh, nil
+	}, query, args...)
 }

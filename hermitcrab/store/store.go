@@ -2,8 +2,9 @@
 // (name → JSON text with a version and an updated time), conversations, the
 // shell sources recompile produced, and settings.
 //
-// Writes are SQLite transactions begun IMMEDIATE, so concurrent writers queue
-// on the file lock (up to the busy timeout) instead of failing. Every block
+// Writes are transactions of internal/sqldb: this process's writers queue in
+// it, and other processes' on the file lock (up to the busy timeout), instead
+// of failing. Every block
 // write checks the version the caller read (see Put), the block name
 // (ValidName), the size limit (Options.MaxBlockBytes) and that the data is
 // valid JSON; nothing else about a block is interpreted here. A refused write
@@ -19,9 +20,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
+	"github.com/llmkernels/kernels/internal/sqldb"
 	"github.com/llmkernels/kernels/internal/sqlite"
 )
 
@@ -44,14 +45,9 @@ type Options struct {
 
 // Store is an open store file. It is safe for concurrent use.
 type Store struct {
-	db       *sql.DB
+	db       *sqldb.DB // writers queue in the process (sqldb.DB.Write)
 	maxBytes int
 	memory   bool // OpenMemory: nothing is kept
-	// writeMu queues this process's writers in Go. SQLite's busy handler
-	// makes waiting writers sleep and poll, which under many concurrent
-	// writes costs far more than the writes; other processes still wait
-	// through busy_timeout.
-	writeMu sync.Mutex
 }
 
 // schema is the store's file: application_id "HCRB". Step 1 holds the
@@ -122,7 +118,7 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{db: db, maxBytes: maxBytes}, nil
+	return &Store{db: sqldb.New(db, sqldb.SQLite, "hermitcrab store "+abs), maxBytes: maxBytes}, nil
 }
 
 // OpenReadOnly opens the existing store file at path for reading only: it
@@ -137,7 +133,7 @@ func OpenReadOnly(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{db: db, maxBytes: maxBytes}, nil
+	return &Store{db: sqldb.New(db, sqldb.SQLite, "hermitcrab store "+path), maxBytes: maxBytes}, nil
 }
 
 // OpenMemory opens an empty store in memory, gone when closed: what a
@@ -151,7 +147,7 @@ func OpenMemory(opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{db: db, maxBytes: maxBytes, memory: true}, nil
+	return &Store{db: sqldb.New(db, sqldb.SQLite, "hermitcrab store in memory"), maxBytes: maxBytes, memory: true}, nil
 }
 
 // InMemory reports whether the store was opened by OpenMemory.
@@ -170,22 +166,6 @@ func (o Options) maxBytes() (int, error) {
 // Close closes the store file.
 func (s *Store) Close() error { return s.db.Close() }
 
-// write runs fn in one IMMEDIATE transaction: it waits for other writers,
-// and either all of fn's changes are kept or none.
-func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback() // a no-op after Commit
-	if err := fn(tx); err != nil {
-		return err
-	}
-	return tx.Commit()
-}
-
 // Setting returns the value stored under key and whether there is one.
 func (s *Store) Setting(ctx context.Context, key string) (string, bool, error) {
 	var v string
@@ -201,21 +181,16 @@ func (s *Store) Setting(ctx context.Context, key string) (string, bool, error) {
 
 // Settings returns every setting, by key.
 func (s *Store) Settings(ctx context.Context) (map[string]string, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT key, value FROM settings`)
+	pairs, err := sqldb.List(ctx, s.db.QueryContext, "settings", func(r *sql.Rows) ([2]string, error) {
+		var kv [2]string
+		return kv, r.Scan(&kv[0], &kv[1])
+	}, `SELECT key, value FROM settings`)
 	if err != nil {
-		return nil, fmt.Errorf("settings: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
-	out := map[string]string{}
-	for rows.Next() {
-		var k, v string
-		if err := rows.Scan(&k, &v); err != nil {
-			return nil, fmt.Errorf("settings: %w", err)
-		}
-		out[k] = v
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("settings: %w", err)
+	out := make(map[string]string, len(pairs))
+	for _, kv := range pairs {
+		out[kv[0]] = kv[1]
 	}
 	return out, nil
 }
@@ -225,7 +200,7 @@ func (s *Store) SetSetting(ctx context.Context, key, value string) error {
 	if key == "" {
 		return errors.New("setting key is empty: give a name such as \"model\"")
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.db.Write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO settings (key, value) VALUES (?, ?)
 			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
 		return err
@@ -236,7 +211,7 @@ func (s *Store) SetSetting(ctx context.Context, key, value string) error {
 // there was one.
 func (s *Store) DeleteSetting(ctx context.Context, key string) (bool, error) {
 	var had bool
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.db.Write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM settings WHERE key = ?`, key)
 		if err != nil {
 			return err

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmkernels/kernels/internal/sqldb"
 	"github.com/llmkernels/kernels/internal/sqlite"
 )
 
@@ -85,26 +86,27 @@ func (s *Store) KeepsWakes(ctx context.Context) (bool, error) {
 
 // TriggerStates returns every trigger's state, by key.
 func (s *Store) TriggerStates(ctx context.Context) (map[string]TriggerState, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT key, next_due, seen, error FROM triggers`)
+	states, err := sqldb.List(ctx, s.db.QueryContext, "trigger states", func(r *sql.Rows) (TriggerState, error) { return scanTriggerState(r) }, `SELECT key, next_due, seen, error FROM triggers`)
 	if err != nil {
-		return nil, fmt.Errorf("trigger states: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
-	out := map[string]TriggerState{}
-	for rows.Next() {
-		var st TriggerState
-		var due string
-		if err := rows.Scan(&st.Key, &due, &st.Seen, &st.Error); err != nil {
-			return nil, fmt.Errorf("trigger states: %w", err)
-		}
-		if due != "" {
-			if st.NextDue, err = parseTime(due); err != nil {
-				return nil, err
-			}
-		}
+	out := make(map[string]TriggerState, len(states))
+	for _, st := range states {
 		out[st.Key] = st
 	}
-	return out, rows.Err()
+	return out, nil
+}
+
+// scanTriggerState reads a row of key, next_due, seen and error.
+func scanTriggerState(row interface{ Scan(...any) error }) (TriggerState, error) {
+	var st TriggerState
+	var due string
+	if err := row.Scan(&st.Key, &due, &st.Seen, &st.Error); err != nil || due == "" {
+		return st, err
+	}
+	var err error
+	st.NextDue, err = parseTime(due)
+	return st, err
 }
 
 func stamp(t time.Time) string {
@@ -120,7 +122,7 @@ func stamp(t time.Time) string {
 // returns how many it removed.
 func (s *Store) PruneTriggers(ctx context.Context, keep []string) (int64, error) {
 	var n int64
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.db.Write(ctx, func(tx *sql.Tx) error {
 		q, args := `DELETE FROM triggers`, make([]any, len(keep))
 		if len(keep) > 0 {
 			q += ` WHERE key NOT IN (?` + strings.Repeat(`, ?`, len(keep)-1) + `)`
@@ -146,21 +148,14 @@ func (s *Store) PruneTriggers(ctx context.Context, keep []string) (int64, error)
 // It returns the state now stored.
 func (s *Store) InitTrigger(ctx context.Context, key string, next time.Time, at time.Time) (TriggerState, error) {
 	var st TriggerState
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.db.Write(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO triggers (key, next_due, seen, error, updated) VALUES (?, ?, '', '', ?) ON CONFLICT (key) DO NOTHING`,
 			key, stamp(next), stamp(at)); err != nil {
 			return err
 		}
-		var due string
-		if err := tx.QueryRowContext(ctx, `SELECT key, next_due, seen, error FROM triggers WHERE key = ?`, key).Scan(&st.Key, &due, &st.Seen, &st.Error); err != nil {
-			return err
-		}
-		if due != "" {
-			var err error
-			st.NextDue, err = parseTime(due)
-			return err
-		}
-		return nil
+		var err error
+		st, err = scanTriggerState(tx.QueryRowContext(ctx, `SELECT key, next_due, seen, error FROM triggers WHERE key = ?`, key))
+		return err
 	})
 	if err != nil {
 		return st, fmt.Errorf("trigger %q: %w", key, err)
@@ -173,7 +168,7 @@ func (s *Store) InitTrigger(ctx context.Context, key string, next time.Time, at 
 // moved it first (it has that due time, and fires it).
 func (s *Store) AdvanceTrigger(ctx context.Context, key string, from, next, at time.Time) (bool, error) {
 	var moved bool
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.db.Write(ctx, func(tx *sql.Tx) error {
 		var err error
 		moved, err = advance(ctx, tx, key, from, next, at)
 		return err
@@ -196,7 +191,7 @@ func advance(ctx context.Context, tx *sql.Tx, key string, from, next, at time.Ti
 // SetTriggerSeen records what a trigger last saw (a watched page's hash)
 // and the error of its last poll or fetch ("" when it worked).
 func (s *Store) SetTriggerSeen(ctx context.Context, key, seen, errText string, at time.Time) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.db.Write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE triggers SET seen = ?, error = ?, updated = ? WHERE key = ?`, seen, errText, stamp(at), key)
 		if err != nil {
 			return fmt.Errorf("trigger %q: %w", key, err)
@@ -207,7 +202,7 @@ func (s *Store) SetTriggerSeen(ctx context.Context, key, seen, errText string, a
 
 // SetTriggerError records the error of a trigger's last poll or fetch.
 func (s *Store) SetTriggerError(ctx context.Context, key, errText string, at time.Time) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.db.Write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE triggers SET error = ?, updated = ? WHERE key = ?`, errText, stamp(at), key)
 		if err != nil {
 			return fmt.Errorf("trigger %q: %w", key, err)
@@ -253,7 +248,7 @@ func (s *Store) ClaimWake(ctx context.Context, c WakeClaim) (w Wake, ok bool, er
 	w = Wake{Trigger: c.Trigger, Where: c.Where, Due: c.Due, At: c.At, Day: c.Day, Tier: c.Tier, Status: WakeRunning, Reason: c.Reason}
 	errTaken := errors.New("taken by another process")
 	fired := false
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.db.Write(ctx, func(tx *sql.Tx) error {
 		fired = false
 		if !c.Next.IsZero() {
 			moved, err := advance(ctx, tx, c.Trigger, c.From, c.Next, c.At)
@@ -364,7 +359,7 @@ type WakeEnd struct {
 // wake may carry the same again, while a skipped one keeps it: the same
 // messages or posts are not tried again that day, until more arrive.
 func (s *Store) FinishWake(ctx context.Context, id int64, end WakeEnd) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.db.Write(ctx, func(tx *sql.Tx) error {
 		if end.GiveBack {
 			if _, err := giveBack(ctx, tx, id, end.Status != WakeSkipped); err != nil {
 				return fmt.Errorf("wake %d: %w", id, err)
@@ -419,7 +414,7 @@ func (s *Store) WakeRecorded(ctx context.Context, trigger, due string) (bool, er
 // its spending counted against the day's cap, and what the wake carried
 // delivered (the model saw it).
 func (s *Store) WakeAnswered(ctx context.Context, id int64, cost float64) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.db.Write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE wakes SET cost = ?, answered = 1 WHERE id = ? AND status = ?`, cost, id, WakeRunning)
 		if err != nil {
 			return fmt.Errorf("wake %d: %w", id, err)
@@ -435,26 +430,17 @@ func (s *Store) WakeAnswered(ctx context.Context, id int64, cost float64) error 
 // by the next wake; one it answered keeps them, delivered.
 func (s *Store) InterruptWakes(ctx context.Context, at time.Time) (int64, error) {
 	var n int64
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.db.Write(ctx, func(tx *sql.Tx) error {
 		n = 0
-		rows, err := tx.QueryContext(ctx, `SELECT id, answered FROM wakes WHERE status = ?`, WakeRunning)
-		if err != nil {
-			return err
-		}
 		type running struct {
 			id       int64
 			answered bool
 		}
-		var wakes []running
-		for rows.Next() {
+		wakes, err := sqldb.List(ctx, tx.QueryContext, "running wakes", func(r *sql.Rows) (running, error) {
 			var w running
-			if err := rows.Scan(&w.id, &w.answered); err != nil {
-				rows.Close()
-				return err
-			}
-			wakes = append(wakes, w)
-		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return w, r.Scan(&w.id, &w.answered)
+		}, `SELECT id, answered FROM wakes WHERE status = ?`, WakeRunning)
+		if err != nil {
 			return err
 		}
 		for _, w := range wakes {
@@ -499,28 +485,30 @@ func (s *Store) DayTotals(ctx context.Context, day, trigger string) (int, float6
 // another (skipped ones aside), up to limit, and says when the last
 // ended.
 func (s *Store) FailedInARow(ctx context.Context, trigger string, limit int) (int, time.Time, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT status, finished FROM wakes WHERE trigger = ? AND status != ? ORDER BY id DESC LIMIT ?`, trigger, WakeSkipped, limit)
-	if err != nil {
-		return 0, time.Time{}, fmt.Errorf("wakes of %q: %w", trigger, err)
-	}
-	defer rows.Close()
-	n, last := 0, time.Time{}
-	for rows.Next() {
-		var status, finished string
-		if err := rows.Scan(&status, &finished); err != nil {
-			return 0, time.Time{}, fmt.Errorf("wakes of %q: %w", trigger, err)
+	// The list ends at the first wake that did not fail (Enough).
+	failed, err := sqldb.List(ctx, s.db.QueryContext, fmt.Sprintf("wakes of %q", trigger), func(r *sql.Rows) ([2]string, error) {
+		var w [2]string // status, finished
+		if err := r.Scan(&w[0], &w[1]); err != nil || w[0] == WakeFailed {
+			return w, err
 		}
-		if status != WakeFailed {
+		return w, sqldb.Enough
+	}, `SELECT status, finished FROM wakes WHERE trigger = ? AND status != ? ORDER BY id DESC LIMIT ?`, trigger, WakeSkipped, limit)
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	n, last := 0, time.Time{}
+	for _, w := range failed {
+		if w[0] != WakeFailed {
 			break
 		}
-		if n == 0 && finished != "" {
-			if last, err = parseTime(finished); err != nil {
+		if n == 0 && w[1] != "" {
+			if last, err = parseTime(w[1]); err != nil {
 				return 0, time.Time{}, err
 			}
 		}
 		n++
 	}
-	return n, last, rows.Err()
+	return n, last, nil
 }
 
 // CostEstimate is what a wake at tier may be expected to cost: the most
@@ -540,29 +528,22 @@ func (s *Store) Wakes(ctx context.Context, after int64, limit int) ([]Wake, erro
 	if limit <= 0 {
 		limit = 100
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT id, trigger, place, due, at, day, tier, status, reason, reply, cost, finished FROM wakes WHERE id > ? ORDER BY id DESC LIMIT ?`, after, limit)
-	if err != nil {
-		return nil, fmt.Errorf("listing wakes: %w", err)
-	}
-	defer rows.Close()
-	out := []Wake{}
-	for rows.Next() {
+	out, err := sqldb.List(ctx, s.db.QueryContext, "listing wakes", func(r *sql.Rows) (Wake, error) {
 		var w Wake
 		var at, finished string
-		if err := rows.Scan(&w.ID, &w.Trigger, &w.Where, &w.Due, &at, &w.Day, &w.Tier, &w.Status, &w.Reason, &w.Reply, &w.CostUSD, &finished); err != nil {
-			return nil, fmt.Errorf("listing wakes: %w", err)
+		err := r.Scan(&w.ID, &w.Trigger, &w.Where, &w.Due, &at, &w.Day, &w.Tier, &w.Status, &w.Reason, &w.Reply, &w.CostUSD, &finished)
+		if err == nil {
+			w.At, err = parseTime(at)
 		}
-		if w.At, err = parseTime(at); err != nil {
-			return nil, err
+		if err == nil && finished != "" {
+			w.Finished, err = parseTime(finished)
 		}
-		if finished != "" {
-			if w.Finished, err = parseTime(finished); err != nil {
-				return nil, err
-			}
-		}
-		out = append(out, w)
+		return w, err
+	}, `SELECT id, trigger, place, due, at, day, tier, status, reason, reply, cost, finished FROM wakes WHERE id > ? ORDER BY id DESC LIMIT ?`, after, limit)
+	if out == nil && err == nil {
+		out = []Wake{} // a JSON list, never null
 	}
-	return out, rows.Err()
+	return out, err
 }
 
 // Received is a message an instance received from a beach and verified.
@@ -584,7 +565,7 @@ type Received struct {
 // AddReceived stores verified messages; one whose sender and nonce are
 // stored already is a replay, returned in replays and not stored again.
 func (s *Store) AddReceived(ctx context.Context, msgs []Received) (added, replays []Received, err error) {
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.db.Write(ctx, func(tx *sql.Tx) error {
 		added, replays = nil, nil
 		for _, m := range msgs {
 			res, err := tx.ExecContext(ctx, `INSERT INTO received (beach, beach_id, sender, nonce, signed, received, message, envelope) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -657,23 +638,7 @@ func (s *Store) ReceivedMessages(ctx context.Context, pending bool, limit int) (
 	if limit <= 0 {
 		limit = 100
 	}
-	rows, err := s.db.QueryContext(ctx, q, limit)
-	if err != nil {
-		return nil, fmt.Errorf("received messages: %w", err)
-	}
-	defer rows.Close()
-	var out []Received
-	for rows.Next() {
-		m, err := scanReceived(rows)
-		if err != nil {
-			return nil, fmt.Errorf("received messages: %w", err)
-		}
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("received messages: %w", err)
-	}
-	return out, nil
+	return sqldb.List(ctx, s.db.QueryContext, "received messages", func(r *sql.Rows) (Received, error) { return scanReceived(r) }, q, limit)
 }
 
 // ReceivedMessage returns one stored message by this instance's id.
@@ -715,7 +680,7 @@ func (s *Store) MarkDelivered(ctx context.Context, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.db.Write(ctx, func(tx *sql.Tx) error {
 		for _, id := range ids {
 			if _, err := tx.ExecContext(ctx, `UPDATE received SET wake = 0 WHERE id = ? AND wake IS NULL`, id); err != nil {
 				return fmt.Errorf("message %d: %w", id, err)
@@ -738,7 +703,7 @@ type Event struct {
 // most maxPending rows and one wake), and dropped says how many.
 // Delivered posts beyond the last 1,000 are forgotten.
 func (s *Store) AddEvent(ctx context.Context, hook, body string, at time.Time, maxPending int) (id int64, dropped int64, err error) {
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.db.Write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `INSERT INTO events (hook, at, body) VALUES (?, ?, ?)`, hook, stamp(at), body)
 		if err != nil {
 			return err
@@ -765,24 +730,15 @@ func (s *Store) AddEvent(ctx context.Context, hook, body string, at time.Time, m
 
 // PendingEvents returns a hook's undelivered posts, oldest first.
 func (s *Store) PendingEvents(ctx context.Context, hook string) ([]Event, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, hook, at, body FROM events WHERE hook = ? AND wake IS NULL ORDER BY id`, hook)
-	if err != nil {
-		return nil, fmt.Errorf("webhook %s: %w", hook, err)
-	}
-	defer rows.Close()
-	var out []Event
-	for rows.Next() {
+	return sqldb.List(ctx, s.db.QueryContext, "webhook "+hook, func(r *sql.Rows) (Event, error) {
 		var e Event
 		var at string
-		if err := rows.Scan(&e.ID, &e.Hook, &at, &e.Body); err != nil {
-			return nil, fmt.Errorf("webhook %s: %w", hook, err)
+		err := r.Scan(&e.ID, &e.Hook, &at, &e.Body)
+		if err == nil {
+			e.At, err = parseTime(at)
 		}
-		if e.At, err = parseTime(at); err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+		return e, err
+	}, `SELECT id, hook, at, body FROM events WHERE hook = ? AND wake IS NULL ORDER BY id`, hook)
 }
 
 // BlockUpdated is when a block was last written, for staleness.

@@ -1,8 +1,9 @@
 // Package pgdb is the one way the kernels open PostgreSQL through
 // database/sql (pgx v5's stdlib driver): telling a postgres:// URL from a
 // SQLite path, naming a database in messages without its secrets, one
-// pool with the same settings everywhere, read-only sessions, and the
-// errors after which a transaction is worth running again.
+// pool with the same settings everywhere, read-only sessions, errors that
+// say the server is unavailable, and migrating a kernel's tables under a
+// lock (Migrate).
 package pgdb
 
 import (
@@ -200,13 +201,6 @@ type oneLine struct {
 func (e *oneLine) Error() string { return e.msg }
 func (e *oneLine) Unwrap() error { return e.err }
 
-// Retryable reports whether err is a serialization failure or a deadlock:
-// the server rolled the transaction back and running it again may succeed.
-func Retryable(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
-}
-
 // Unavailable reports whether err says the database could not be reached
 // rather than refusing a statement: a connection that could not be made
 // or was lost, the server shutting down or not accepting connections
@@ -228,37 +222,28 @@ func Unavailable(err error) bool {
 	return errors.As(err, &ne)
 }
 
-// Numbered rewrites ? placeholders as $1, $2, … (PostgreSQL's), leaving
-// those inside quoted strings, quoted identifiers and comments alone.
-func Numbered(q string) string {
-	var b strings.Builder
-	n := 0
-	for i := 0; i < len(q); i++ {
-		c := q[i]
-		switch {
-		case c == '\'' || c == '"':
-			j := i + 1
-			for j < len(q) && q[j] != c {
-				j++
-			}
-			if j >= len(q) {
-				j = len(q) - 1
-			}
-			b.WriteString(q[i : j+1])
-			i = j
-		case c == '-' && i+1 < len(q) && q[i+1] == '-':
-			j := strings.IndexByte(q[i:], '\n')
-			if j < 0 {
-				j = len(q) - i - 1
-			}
-			b.WriteString(q[i : i+j+1])
-			i += j
-		case c == '?':
-			n++
-			fmt.Fprintf(&b, "$%d", n)
-		default:
-			b.WriteByte(c)
-		}
+// Migrate runs fn, which creates or updates a kernel's tables, in one
+// transaction holding the advisory lock key (pg_advisory_xact_lock; any
+// fixed number that names the kernel's schema), so that processes opening
+// the database together apply each step once, and a failed step leaves the
+// database as it was. The transaction is READ COMMITTED, the server's
+// default: each statement after the lock sees what the process before this
+// one committed, which a SERIALIZABLE transaction, whose snapshot is taken
+// at the lock statement, would not.
+func Migrate(ctx context.Context, db *sql.DB, key int64, fn func(*sql.Tx) error) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migrate: begin: %w", err)
 	}
-	return b.String()
+	defer tx.Rollback() // a no-op after Commit
+	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", key); err != nil {
+		return fmt.Errorf("migrate: lock the schema: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migrate: commit: %w", err)
+	}
+	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/llmkernels/kernels/internal/sqldb"
 )
 
 // Filter selects memories. Zero fields select everything.
@@ -134,22 +136,20 @@ func (s *Store) countByAuthor(ctx context.Context) (map[string]int, error) {
 	if err := s.Sync(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT author, count(*) FROM memories GROUP BY author`)
+	type authorCount struct {
+		author string
+		n      int
+	}
+	rows, err := sqldb.List(ctx, s.db.QueryContext, "memory index", func(r *sql.Rows) (authorCount, error) {
+		var c authorCount
+		return c, r.Scan(&c.author, &c.n)
+	}, `SELECT author, count(*) FROM memories GROUP BY author`)
 	if err != nil {
-		return nil, fmt.Errorf("memory index: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
 	counts := map[string]int{Self: 0, Kernel: 0, Goal: 0, External: 0}
-	for rows.Next() {
-		var a string
-		var n int
-		if err := rows.Scan(&a, &n); err != nil {
-			return nil, fmt.Errorf("memory index: %w", err)
-		}
-		counts[a] = n
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("memory index: %w", err)
+	for _, c := range rows {
+		counts[c.author] = c.n
 	}
 	return counts, nil
 }
@@ -232,24 +232,23 @@ func (s *Store) goalMarks(ctx context.Context) (map[string]GoalMark, error) {
 	if err := s.Sync(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT goal, pursued, pursued_seq, touched_seq FROM goals`)
-	if err != nil {
-		return nil, fmt.Errorf("memory index: %w", err)
+	type goalMark struct {
+		goal string
+		GoalMark
 	}
-	defer rows.Close()
-	out := map[string]GoalMark{}
-	for rows.Next() {
-		var goal string
+	marks, err := sqldb.List(ctx, s.db.QueryContext, "memory index", func(r *sql.Rows) (goalMark, error) {
+		var m goalMark
 		var pursued float64
-		var m GoalMark
-		if err := rows.Scan(&goal, &pursued, &m.PursuedSeq, &m.TouchedSeq); err != nil {
-			return nil, fmt.Errorf("memory index: %w", err)
-		}
+		err := r.Scan(&m.goal, &pursued, &m.PursuedSeq, &m.TouchedSeq)
 		m.Pursued = unixTime(pursued)
-		out[goal] = m
+		return m, err
+	}, `SELECT goal, pursued, pursued_seq, touched_seq FROM goals`)
+	if err != nil {
+		return nil, err
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("memory index: %w", err)
+	out := make(map[string]GoalMark, len(marks))
+	for _, m := range marks {
+		out[m.goal] = m.GoalMark
 	}
 	return out, nil
 }
@@ -265,62 +264,40 @@ func (s *Store) legacyDays(ctx context.Context) (map[string]map[string]string, e
 	if err := s.Sync(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT alias, id FROM aliases WHERE pinned = 0`)
+	aliases, err := sqldb.List(ctx, s.db.QueryContext, "memory index", func(r *sql.Rows) ([2]string, error) {
+		var a [2]string // the reference, the id it names
+		return a, r.Scan(&a[0], &a[1])
+	}, `SELECT alias, id FROM aliases WHERE pinned = 0`)
 	if err != nil {
-		return nil, fmt.Errorf("memory index: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
 	out := map[string]map[string]string{}
-	for rows.Next() {
-		var ref, id string
-		if err := rows.Scan(&ref, &id); err != nil {
-			return nil, fmt.Errorf("memory index: %w", err)
-		}
-		day, _, _ := strings.Cut(ref, "@")
+	for _, a := range aliases {
+		day, _, _ := strings.Cut(a[0], "@")
 		if out[day] == nil {
 			out[day] = map[string]string{}
 		}
-		out[day][ref] = id
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("memory index: %w", err)
+		out[day][a[0]] = a[1]
 	}
 	return out, nil
 }
 
 func (s *Store) query(ctx context.Context, q string, args ...any) ([]Entry, error) {
-	rows, err := s.db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("memory index: %w", err)
-	}
-	defer rows.Close()
-	var out []Entry
-	for rows.Next() {
-		e, err := s.scanEntry(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("memory index: %w", err)
-	}
-	return out, nil
+	return sqldb.List(ctx, s.db.QueryContext, "memory index", func(r *sql.Rows) (Entry, error) { return s.scanEntry(r) }, q, args...)
 }
 
-type scanner interface{ Scan(dest ...any) error }
-
-// scanEntry reads the entryColumns of one row.
-func (s *Store) scanEntry(row scanner, extra ...any) (Entry, error) {
+// scanEntry reads the entryColumns of one row (then extra), for a list
+// whose errors say "memory index".
+func (s *Store) scanEntry(row *sql.Rows, extra ...any) (Entry, error) {
 	var e Entry
 	var text string
 	var weight, touched, mset float64
 	dest := append([]any{&e.Seq, &e.ID, &e.Day, &e.Offset, &text, &e.Importance, &e.Strength, &weight, &touched, &mset}, extra...)
 	if err := row.Scan(dest...); err != nil {
-		return e, fmt.Errorf("memory index: %w", err)
+		return e, err
 	}
 	if err := json.Unmarshal([]byte(text), &e.Memory); err != nil {
-		return e, fmt.Errorf("memory index: %s: %w", e.ID, err)
+		return e, fmt.Errorf("%s: %w", e.ID, err)
 	}
 	e.Current = s.decay.currentWeight(weight, touched, mset, s.opts.Floor)
 	e.LastAccess = unixTime(touched)

@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/llmkernels/kernels/internal/sqldb"
 )
 
 // Retrieval modes, as Mode and Retrieval.Mode name them.
@@ -417,28 +419,15 @@ func (s *Store) byFullText(ctx context.Context, q Query) ([]Scored, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT m.seq, m.id, m.day, m.offset, m.line, m.importance, m.strength, m.weight, m.touched, m.mset,
+	return sqldb.List(ctx, s.db.QueryContext, fmt.Sprintf("memory index: full-text query %q", match), func(r *sql.Rows) (Scored, error) {
+		var c Scored
+		var err error
+		c.Entry, err = s.scanEntry(r, &c.Raw)
+		return c, err
+	}, `SELECT m.seq, m.id, m.day, m.offset, m.line, m.importance, m.strength, m.weight, m.touched, m.mset,
 		-bm25(memories_fts) FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid
 		WHERE memories_fts MATCH ?`+and+` ORDER BY bm25(memories_fts) LIMIT ?`,
 		append(append([]any{match}, args...), candidatePool(q.TopK))...)
-	if err != nil {
-		return nil, fmt.Errorf("memory index: full-text query %q: %w", match, err)
-	}
-	defer rows.Close()
-	var out []Scored
-	for rows.Next() {
-		var c Scored
-		e, err := s.scanEntry(rows, &c.Raw)
-		if err != nil {
-			return nil, err
-		}
-		c.Entry = e
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("memory index: %w", err)
-	}
-	return out, nil
 }
 
 // byEmbedding takes the candidatePool memories most similar to q.Text by
@@ -473,31 +462,23 @@ func (s *Store) byEmbedding(ctx context.Context, q Query) ([]Scored, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT m.seq, v.vec FROM memories m JOIN vectors v ON v.hash = m.text_hash AND v.model = ?
-		WHERE 1`+and, append([]any{e.Model}, args...)...)
-	if err != nil {
-		return nil, fmt.Errorf("memory index: %w", err)
-	}
 	type hit struct {
 		seq int64
 		sim float64
 	}
-	var hits []hit
-	for rows.Next() {
+	hits, err := sqldb.List(ctx, s.db.QueryContext, "memory index", func(r *sql.Rows) (hit, error) {
 		var h hit
 		var vec []byte
-		if err := rows.Scan(&h.seq, &vec); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("memory index: %w", err)
+		if err := r.Scan(&h.seq, &vec); err != nil {
+			return h, err
 		}
 		h.sim = dot(qv[0], vec)
-		hits = append(hits, h)
+		return h, nil
+	}, `SELECT m.seq, v.vec FROM memories m JOIN vectors v ON v.hash = m.text_hash AND v.model = ?
+		WHERE 1`+and, append([]any{e.Model}, args...)...)
+	if err != nil {
+		return nil, err
 	}
-	if err := rows.Err(); err != nil {
-		rows.Close()
-		return nil, fmt.Errorf("memory index: %w", err)
-	}
-	rows.Close()
 	sort.Slice(hits, func(i, j int) bool { return hits[i].sim > hits[j].sim })
 	if n := candidatePool(q.TopK); len(hits) > n {
 		hits = hits[:n]
@@ -595,18 +576,16 @@ func (s *Store) embedBatch(ctx context.Context, e *Embedder, dim int) (int, erro
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return 0, fmt.Errorf("memory index: %w", err)
-	}
-	for i, v := range vecs {
-		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO vectors (hash, model, vec) VALUES (?, ?, ?)`, hashes[i], e.Model, encodeVector(v)); err != nil {
-			tx.Rollback()
-			return 0, fmt.Errorf("memory index: %w", err)
+	err = s.db.Write(ctx, func(tx *sql.Tx) error {
+		for i, v := range vecs {
+			if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO vectors (hash, model, vec) VALUES (?, ?, ?)`, hashes[i], e.Model, encodeVector(v)); err != nil {
+				return fmt.Errorf("memory index: %w", err)
+			}
 		}
-	}
-	if err := tx.Commit(); err != nil {
-		return 0, fmt.Errorf("memory index: %w", err)
+		return nil
+	})
+	if err != nil {
+		return 0, err
 	}
 	return len(vecs), nil
 }
@@ -615,35 +594,36 @@ func (s *Store) embedBatch(ctx context.Context, e *Embedder, dim int) (int, erro
 func (s *Store) withDB(fn func(*sql.DB) ([][]byte, []string, error)) ([][]byte, []string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return fn(s.db)
+	return fn(s.db.DB)
 }
 
 // missingTexts are up to limit texts (situation and description) of
 // memories without a vector for model, with their hashes.
 func missingTexts(ctx context.Context, db *sql.DB, model string, limit int) ([][]byte, []string, error) {
-	rows, err := db.QueryContext(ctx, `SELECT text_hash, min(line) FROM memories m
+	type missing struct {
+		hash []byte
+		text string
+	}
+	found, err := sqldb.List(ctx, db.QueryContext, "memory index", func(r *sql.Rows) (missing, error) {
+		var h missing
+		var line string
+		var m Memory
+		err := r.Scan(&h.hash, &line)
+		if err == nil {
+			err = json.Unmarshal([]byte(line), &m)
+		}
+		h.text = strings.TrimSpace(m.Situation + "\n" + m.Description)
+		return h, err
+	}, `SELECT text_hash, min(line) FROM memories m
 		WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.hash = m.text_hash AND v.model = ?) GROUP BY text_hash LIMIT ?`, model, limit)
 	if err != nil {
-		return nil, nil, fmt.Errorf("memory index: %w", err)
+		return nil, nil, err
 	}
-	defer rows.Close()
 	var hashes [][]byte
 	var texts []string
-	for rows.Next() {
-		var h []byte
-		var line string
-		if err := rows.Scan(&h, &line); err != nil {
-			return nil, nil, fmt.Errorf("memory index: %w", err)
-		}
-		var m Memory
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			return nil, nil, fmt.Errorf("memory index: %w", err)
-		}
-		hashes = append(hashes, h)
-		texts = append(texts, strings.TrimSpace(m.Situation+"\n"+m.Description))
-	}
-	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("memory index: %w", err)
+	for _, h := range found {
+		hashes = append(hashes, h.hash)
+		texts = append(texts, h.text)
 	}
 	return hashes, texts, nil
 }

@@ -22,6 +22,7 @@ import (
 	msqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/llmkernels/kernels/internal/sqldb"
 	"github.com/llmkernels/kernels/internal/sqlite"
 	"github.com/llmkernels/kernels/lumen/internal/filestat"
 )
@@ -181,7 +182,7 @@ type Store struct {
 	indexPath string
 	opts      Options
 	mu        sync.Mutex // one Sync at a time in this process
-	db        *sql.DB
+	db        *sqldb.DB
 	inMemory  bool // the index lives in this process only
 	readOnly  bool // the on-disk index is opened read-only
 	decay     decayState
@@ -227,7 +228,7 @@ func Open(dir, indexPath string, opts Options) (*Store, error) {
 		db, err := sqlite.OpenReadOnly(ctx, indexPath, schema)
 		switch {
 		case err == nil:
-			s.db, s.readOnly = db, true
+			s.db, s.readOnly = index(db), true
 			return s, nil
 		case errors.Is(err, sqlite.ErrForeign):
 			return nil, err
@@ -252,9 +253,12 @@ func Open(dir, indexPath string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w (the index is derived: delete it and it is rebuilt from the files)", err)
 	}
-	s.db = db
+	s.db = index(db)
 	return s, nil
 }
+
+// index is the seam the index is written and read through.
+func index(db *sql.DB) *sqldb.DB { return sqldb.New(db, sqldb.SQLite, "memory index") }
 
 // damaged reports whether err says the index file is damaged (a disk
 // fault, a torn copy): SQLite's SQLITE_CORRUPT or SQLITE_NOTADB. The file
@@ -312,7 +316,7 @@ func (s *Store) repair(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("memory index: %w", err)
 	}
-	s.db = db
+	s.db = index(db)
 	return nil
 }
 
@@ -330,12 +334,12 @@ func (s *Store) InMemory() bool { return s.inMemory }
 // copyToMemory replaces the read-only index with a copy of it in memory,
 // which this process may then extend: nothing is written beside the files.
 func (s *Store) copyToMemory(ctx context.Context) error {
-	db, err := sqlite.CopyToMemory(ctx, s.db, schema)
+	db, err := sqlite.CopyToMemory(ctx, s.db.DB, schema)
 	if err != nil {
 		return err
 	}
 	_ = s.db.Close() // a read-only handle being replaced: nothing it held is lost
-	s.db, s.inMemory, s.readOnly = db, true, false
+	s.db, s.inMemory, s.readOnly = index(db), true, false
 	return nil
 }
 
@@ -349,7 +353,7 @@ func (s *Store) useMemory(ctx context.Context) error {
 	if s.db != nil {
 		_ = s.db.Close() // a read-only handle being replaced: nothing it held is lost
 	}
-	s.db, s.inMemory, s.readOnly = db, true, false
+	s.db, s.inMemory, s.readOnly = index(db), true, false
 	return nil
 }
 
@@ -446,26 +450,23 @@ func (s *Store) check(ctx context.Context, q querier) (*plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("memory: list %s: %w", s.dir, err)
 	}
-	known := map[string]fileState{}
-	rows, err := q.QueryContext(ctx, `SELECT day, indexed, sha256, hasher, tail, size, mtime, ctime, ino, checked FROM files`)
+	type dayState struct {
+		day string
+		fileState
+	}
+	files, err := sqldb.List(ctx, q.QueryContext, "memory index", func(r *sql.Rows) (dayState, error) {
+		var f dayState
+		return f, r.Scan(&f.day, &f.indexed, &f.sha, &f.hasher, &f.tail, &f.seen.Size, &f.seen.Mtime, &f.seen.Ctime, &f.seen.Ino, &f.checked)
+	}, `SELECT day, indexed, sha256, hasher, tail, size, mtime, ctime, ino, checked FROM files`)
 	if err != nil {
-		return nil, fmt.Errorf("memory index: %w", err)
+		return nil, err
 	}
+	known := map[string]fileState{}
 	lastKnown := ""
-	for rows.Next() {
-		var day string
-		var f fileState
-		if err := rows.Scan(&day, &f.indexed, &f.sha, &f.hasher, &f.tail, &f.seen.Size, &f.seen.Mtime, &f.seen.Ctime, &f.seen.Ino, &f.checked); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("memory index: %w", err)
-		}
-		known[day] = f
-		lastKnown = max(lastKnown, day)
+	for _, f := range files {
+		known[f.day] = f.fileState
+		lastKnown = max(lastKnown, f.day)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("memory index: %w", err)
-	}
-	rows.Close()
 	p := &plan{}
 	onDisk := map[string]bool{}
 	for _, day := range days {
@@ -627,31 +628,26 @@ func (s *Store) syncOnce(ctx context.Context, force bool) error {
 			p.rebuild = "the on-disk index is read-only"
 		}
 	}
-	tx, err := s.db.BeginTx(ctx, nil) // immediate: one process indexes at a time
-	if err != nil {
-		return fmt.Errorf("memory index: %w", err)
-	}
-	defer tx.Rollback()
-	if p.rebuild == "" {
-		// Another process may have synced meanwhile: check again under
-		// the write lock.
-		if p, err = s.check(ctx, tx); err != nil {
-			return err
+	// Immediate: one process indexes at a time.
+	err = s.db.Write(ctx, func(tx *sql.Tx) error {
+		if p.rebuild == "" {
+			// Another process may have synced meanwhile: check again under
+			// the write lock.
+			var err error
+			if p, err = s.check(ctx, tx); err != nil {
+				return err
+			}
 		}
-	}
-	if p.rebuild != "" {
-		if !force && !s.inMemory {
-			s.opts.Logger.Warn("memory index: rebuilding from the files", "why", p.rebuild)
+		if p.rebuild != "" {
+			if !force && !s.inMemory {
+				s.opts.Logger.Warn("memory index: rebuilding from the files", "why", p.rebuild)
+			}
+			return s.rebuildTx(ctx, tx)
 		}
-		err = s.rebuildTx(ctx, tx)
-	} else {
-		err = s.appendTx(ctx, tx, p)
-	}
+		return s.appendTx(ctx, tx, p)
+	})
 	if err != nil {
 		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("memory index: %w", err)
 	}
 	return s.loadDecay(ctx)
 }

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 
 	"github.com/llmkernels/kernels/internal/atomicfile"
+	"github.com/llmkernels/kernels/internal/sqldb"
 )
 
 // blobStore keeps artifact contents by their sha256. Artifact rows point
@@ -240,5 +241,5 @@ func (c *Conn) SetArtifactSigma(ctx context.Context, id string, sigma float64) e
 // Artifacts lists the artifacts of the runs whose root id starts with
 // rootPrefix ("" = every run), oldest first.
 func (c *Conn) Artifacts(ctx context.Context, rootPrefix string) ([]Artifact, error) {
-	return list(ctx, c, "list artifacts", func(r *sql.Rows) (Artifact, error) { return scanArtifact(r) }, "SELECT "+artifactCols+" FROM artifacts a JOIN nodes n ON n.id = a.node_id WHERE ? = '' OR n.root_id LIKE ? || '%' ORDER BY a.{seq}", rootPrefix, rootPrefix)
+	return sqldb.List(ctx, c.query, "list artifacts", func(r *sql.Rows) (Artifact, error) { return scanArtifact(r) }, "SELECT "+artifactCols+" FROM artifacts a JOIN nodes n ON n.id = a.node_id WHERE ? = '' OR n.root_id LIKE ? || '%' ORDER BY a.{seq}", rootPrefix, rootPrefix)
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/llmkernels/kernels/internal/sqldb"
 )
 
 // NewConstraint is a constraint to insert. Payload and Provenance are
@@ -146,7 +148,7 @@ func (c *Conn) Attempt(ctx context.Context, id string) (*Attempt, error) {
 
 // Attempts lists a node's attempts by index.
 func (c *Conn) Attempts(ctx context.Context, node string) ([]Attempt, error) {
-	return list(ctx, c, fmt.Sprintf("list the attempts of node %s", node), func(r *sql.Rows) (Attempt, error) { return scanAttempt(r) }, "SELECT "+attemptCols+" FROM resolution_attempts WHERE node_id = ? ORDER BY attempt_index", node)
+	return sqldb.List(ctx, c.query, fmt.Sprintf("list the attempts of node %s", node), func(r *sql.Rows) (Attempt, error) { return scanAttempt(r) }, "SELECT "+attemptCols+" FROM resolution_attempts WHERE node_id = ? ORDER BY attempt_index", node)
 }
 
 // SuggestionTried reports whether a --suggest input of the node was

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/llmkernels/kernels/internal/sqldb"
 )
 
 // Reservations (the loop's rule: reserve before every paid call, settle
@@ -333,7 +335,7 @@ type OpenReservation struct {
 
 // OpenReservations lists a root's open reservations, oldest first.
 func (c *Conn) OpenReservations(ctx context.Context, root string) ([]OpenReservation, error) {
-	return list(ctx, c, "list the open reservations of "+root, func(r *sql.Rows) (OpenReservation, error) {
+	return sqldb.List(ctx, c.query, "list the open reservations of "+root, func(r *sql.Rows) (OpenReservation, error) {
 		var o OpenReservation
 		err := r.Scan(&o.ID, &o.Node, &o.Resolver, &o.Op, &o.Owner, &o.Cost, &o.Time, &o.Alive)
 		return o, err
@@ -484,7 +486,7 @@ func (c *Conn) NodeBudgets(ctx context.Context, root string) (map[string]NodeBud
 		node string
 		b    NodeBudget
 	}
-	rows, err := list(ctx, c, "read the budgets of "+root, func(r *sql.Rows) (row, error) {
+	rows, err := sqldb.List(ctx, c.query, "read the budgets of "+root, func(r *sql.Rows) (row, error) {
 		var x row
 		err := r.Scan(&x.node, &x.b.ReceivedUSD, &x.b.ReceivedSeconds, &x.b.ExternalUSD, &x.b.SpentUSD, &x.b.SpentSeconds, &x.b.UnknownUSD,
 			&x.b.DelegatedUSD, &x.b.DelegatedSeconds, &x.b.ReturnedUSD, &x.b.ReturnedSeconds)
@@ -510,7 +512,7 @@ func (c *Conn) NodeBudgets(ctx context.Context, root string) (map[string]NodeBud
 	for _, x := range rows {
 		out[x.node] = x.b
 	}
-	held, err := list(ctx, c, "read the open reservations of "+root, func(r *sql.Rows) (row, error) {
+	held, err := sqldb.List(ctx, c.query, "read the open reservations of "+root, func(r *sql.Rows) (row, error) {
 		var x row
 		err := r.Scan(&x.node, &x.b.HeldUSD, &x.b.HeldSeconds)
 		return x, err

@@ -66,5 +66,5 @@
 // PostgreSQL share; the few differences (insertion order, an index hint,
 // the float type in casts, and for PostgreSQL the placeholders, jsonb,
 // the schema and its version) are marks that one dialect value fills in
-// (see dialect in store.go).
+// (internal/sqldb's Dialect).
 package store

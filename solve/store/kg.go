@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"github.com/llmkernels/kernels/internal/sqldb"
 )
 
 // The knowledge graph's tables (spec §2C): kg_nodes and kg_edges with
@@ -55,7 +57,7 @@ type Pattern struct{ ID, Label string }
 // GoalPatterns lists goal patterns, oldest first, leaving out those
 // recorded by the run exceptRoot ("" = none left out).
 func (c *Conn) GoalPatterns(ctx context.Context, exceptRoot string) ([]Pattern, error) {
-	return list(ctx, c, "kg: list goal patterns", func(r *sql.Rows) (Pattern, error) {
+	return sqldb.List(ctx, c.query, "kg: list goal patterns", func(r *sql.Rows) (Pattern, error) {
 		var p Pattern
 		err := r.Scan(&p.ID, &p.Label)
 		return p, err
@@ -91,7 +93,7 @@ type FailureCount struct {
 
 // SimilarGoals lists a pattern's similar_to neighbours, best first (at most 10).
 func (c *Conn) SimilarGoals(ctx context.Context, pattern string) ([]SimilarGoal, error) {
-	return list(ctx, c, fmt.Sprintf("kg: similar goals of %s", pattern), func(r *sql.Rows) (SimilarGoal, error) {
+	return sqldb.List(ctx, c.query, fmt.Sprintf("kg: similar goals of %s", pattern), func(r *sql.Rows) (SimilarGoal, error) {
 		var s SimilarGoal
 		err := r.Scan(&s.ID, &s.Label, &s.Score)
 		return s, err
@@ -105,7 +107,7 @@ func (c *Conn) SimilarGoals(ctx context.Context, pattern string) ([]SimilarGoal,
 // ResolverOutcomes lists the resolvers' records on a pattern's similar
 // patterns, most successes first.
 func (c *Conn) ResolverOutcomes(ctx context.Context, pattern string) ([]ResolverOutcome, error) {
-	return list(ctx, c, fmt.Sprintf("kg: resolver outcomes on %s", pattern), func(r *sql.Rows) (ResolverOutcome, error) {
+	return sqldb.List(ctx, c.query, fmt.Sprintf("kg: resolver outcomes on %s", pattern), func(r *sql.Rows) (ResolverOutcome, error) {
 		var o ResolverOutcome
 		err := r.Scan(&o.ID, &o.Label, &o.Successes, &o.Failures, &o.BestSigma)
 		return o, err
@@ -121,7 +123,7 @@ func (c *Conn) ResolverOutcomes(ctx context.Context, pattern string) ([]Resolver
 
 // FailureModes counts the failure modes of the attempts tried for a pattern.
 func (c *Conn) FailureModes(ctx context.Context, pattern string) ([]FailureCount, error) {
-	return list(ctx, c, fmt.Sprintf("kg: failure modes of %s", pattern), func(r *sql.Rows) (FailureCount, error) {
+	return sqldb.List(ctx, c.query, fmt.Sprintf("kg: failure modes of %s", pattern), func(r *sql.Rows) (FailureCount, error) {
 		var f FailureCount
 		err := r.Scan(&f.Label, &f.Occurrences)
 		return f, err
@@ -137,7 +139,7 @@ func (c *Conn) FailureModes(ctx context.Context, pattern string) ([]FailureCount
 // Providers lists the resolver graph ids that provide a capability graph
 // id, oldest first (the lookup-before-build query, §2C).
 func (c *Conn) Providers(ctx context.Context, capability string) ([]string, error) {
-	return list(ctx, c, fmt.Sprintf("kg: providers of %s", capability), scanString, `SELECT r.id
+	return sqldb.List(ctx, c.query, fmt.Sprintf("kg: providers of %s", capability), sqldb.Column[string], `SELECT r.id
 		FROM kg_nodes cap
 		JOIN kg_edges p ON p.target_id = cap.id AND p.relation = 'provides'
 		JOIN kg_nodes r ON r.id = p.source_id AND r.type = 'resolver'
@@ -147,7 +149,7 @@ func (c *Conn) Providers(ctx context.Context, capability string) ([]string, erro
 // Targets lists the labels of the nodes a source points at by relation,
 // in label order.
 func (c *Conn) Targets(ctx context.Context, source, relation string) ([]string, error) {
-	return list(ctx, c, fmt.Sprintf("kg: %s targets of %s", relation, source), scanString, "SELECT k.label FROM kg_edges e JOIN kg_nodes k ON k.id = e.target_id WHERE e.source_id = ? AND e.relation = ? ORDER BY k.label", source, relation)
+	return sqldb.List(ctx, c.query, fmt.Sprintf("kg: %s targets of %s", relation, source), sqldb.Column[string], "SELECT k.label FROM kg_edges e JOIN kg_nodes k ON k.id = e.target_id WHERE e.source_id = ? AND e.relation = ? ORDER BY k.label", source, relation)
 }
 
 // RelationCount is how many edges a relation has.
@@ -158,7 +160,7 @@ type RelationCount struct {
 
 // EdgeCounts counts the graph's edges by relation.
 func (c *Conn) EdgeCounts(ctx context.Context) ([]RelationCount, error) {
-	return list(ctx, c, "kg: count edges", func(r *sql.Rows) (RelationCount, error) {
+	return sqldb.List(ctx, c.query, "kg: count edges", func(r *sql.Rows) (RelationCount, error) {
 		var rc RelationCount
 		err := r.Scan(&rc.Relation, &rc.Count)
 		return rc, err

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+
+	"github.com/llmkernels/kernels/internal/sqldb"
 )
 
 // The budget ledger (spec §2D) is authoritative: every allocation, spend
@@ -162,7 +164,7 @@ func scanLog(r *sql.Rows) (LogRow, error) {
 // Logs lists log rows, oldest first, of one tier (0 = all) and of the
 // nodes whose id starts with nodePrefix ("" = all).
 func (c *Conn) Logs(ctx context.Context, tier int, nodePrefix string) ([]LogRow, error) {
-	return list(ctx, c, "list logs", scanLog, `SELECT l.tier, COALESCE(l.node_id, ''), COALESCE(n.goal_summary, ''), l.timestamp, COALESCE(l.summary, ''), COALESCE(CAST(l.detail AS TEXT), '')
+	return sqldb.List(ctx, c.query, "list logs", scanLog, `SELECT l.tier, COALESCE(l.node_id, ''), COALESCE(n.goal_summary, ''), l.timestamp, COALESCE(l.summary, ''), COALESCE(CAST(l.detail AS TEXT), '')
 		FROM logs l LEFT JOIN nodes n ON n.id = l.node_id
 		WHERE (? = 0 OR l.tier = ?) AND (? = '' OR l.node_id LIKE ? || '%') ORDER BY l.{seq}`, tier, tier, nodePrefix, nodePrefix)
 }
@@ -171,7 +173,7 @@ func (c *Conn) Logs(ctx context.Context, tier int, nodePrefix string) ([]LogRow,
 // oldest first: reopened nodes, conflicts between leaves (Step 12),
 // merge conflicts, gating.
 func (c *Conn) RunEvents(ctx context.Context, root string) ([]LogRow, error) {
-	return list(ctx, c, "list the events of "+root, scanLog, `SELECT l.tier, COALESCE(l.node_id, ''), n.goal_summary, l.timestamp, COALESCE(l.summary, ''), COALESCE(CAST(l.detail AS TEXT), '')
+	return sqldb.List(ctx, c.query, "list the events of "+root, scanLog, `SELECT l.tier, COALESCE(l.node_id, ''), n.goal_summary, l.timestamp, COALESCE(l.summary, ''), COALESCE(CAST(l.detail AS TEXT), '')
 		FROM logs l JOIN nodes n ON n.id = l.node_id
 		WHERE n.root_id = ? AND l.tier = 2 AND l.detail->>'decision' IN ('reopen', 'coupling_conflict', 'merge_conflict', 'gated') ORDER BY l.{seq}`, root)
 }

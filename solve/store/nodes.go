@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/llmkernels/kernels/internal/sqldb"
 )
 
 // Node statuses (spec §2), plus "failed" (the first iteration's notes).
@@ -119,7 +121,7 @@ func (c *Conn) Node(ctx context.Context, id string) (*Node, error) {
 }
 
 func (c *Conn) nodes(ctx context.Context, op, where string, args ...any) ([]*Node, error) {
-	return list(ctx, c, fmt.Sprintf("%s", op), func(r *sql.Rows) (*Node, error) { return scanNode(r) }, "SELECT "+nodeCols+" FROM nodes WHERE "+where+" ORDER BY {seq}", args...)
+	return sqldb.List(ctx, c.query, fmt.Sprintf("%s", op), func(r *sql.Rows) (*Node, error) { return scanNode(r) }, "SELECT "+nodeCols+" FROM nodes WHERE "+where+" ORDER BY {seq}", args...)
 }
 
 // TreeNodes loads every node of a root's tree, invalidated ones included,
@@ -276,7 +278,7 @@ func (c *Conn) ClearResult(ctx context.Context, node string, clearSelected bool)
 // dependencies deleted, and what they did not spend returned to u. It
 // returns their ids.
 func (c *Conn) InvalidateSubtree(ctx context.Context, u string) ([]string, error) {
-	ids, err := list(ctx, c, "list the subtree of "+u, scanString, `WITH RECURSIVE d(id) AS (SELECT id FROM nodes WHERE parent_id = ? AND invalidated_at IS NULL
+	ids, err := sqldb.List(ctx, c.query, "list the subtree of "+u, sqldb.Column[string], `WITH RECURSIVE d(id) AS (SELECT id FROM nodes WHERE parent_id = ? AND invalidated_at IS NULL
 		UNION ALL SELECT n.id FROM nodes n JOIN d ON n.parent_id = d.id WHERE n.invalidated_at IS NULL) SELECT id FROM d`, u)
 	if err != nil {
 		return nil, err
@@ -299,12 +301,6 @@ func (c *Conn) InvalidateSubtree(ctx context.Context, u string) ([]string, error
 	return ids, nil
 }
 
-func scanString(r *sql.Rows) (string, error) {
-	var s string
-	err := r.Scan(&s)
-	return s, err
-}
-
 // AddDependency records that node waits for dependsOn.
 func (c *Conn) AddDependency(ctx context.Context, node, dependsOn string) error {
 	if _, err := c.exec(ctx, "INSERT INTO node_dependencies (node_id, depends_on) VALUES (?, ?)", node, dependsOn); err != nil {
@@ -318,7 +314,7 @@ type Dependency struct{ Node, DependsOn string }
 
 // Dependencies lists the dependencies of a root's tree.
 func (c *Conn) Dependencies(ctx context.Context, root string) ([]Dependency, error) {
-	return list(ctx, c, fmt.Sprintf("list the dependencies of %s", root), func(r *sql.Rows) (Dependency, error) {
+	return sqldb.List(ctx, c.query, fmt.Sprintf("list the dependencies of %s", root), func(r *sql.Rows) (Dependency, error) {
 		var d Dependency
 		err := r.Scan(&d.Node, &d.DependsOn)
 		return d, err
@@ -335,7 +331,7 @@ type TreeNode struct {
 
 // Tree lists a root's nodes for the scheduler, in creation order.
 func (c *Conn) Tree(ctx context.Context, root string) ([]TreeNode, error) {
-	return list(ctx, c, fmt.Sprintf("load the schedule of %s", root), func(r *sql.Rows) (TreeNode, error) {
+	return sqldb.List(ctx, c.query, fmt.Sprintf("load the schedule of %s", root), func(r *sql.Rows) (TreeNode, error) {
 		var n TreeNode
 		err := r.Scan(&n.ID, &n.Parent, &n.Status, &n.Invalidated, &n.Build, &n.WaitHire)
 		return n, err
@@ -401,12 +397,12 @@ func (c *Conn) LiveNodeCount(ctx context.Context, root string) (int, error) {
 // RunRoots lists the roots of SOLVE-loop runs (those with a run_config),
 // oldest first.
 func (c *Conn) RunRoots(ctx context.Context) ([]string, error) {
-	return list(ctx, c, "list runs", scanString, "SELECT n.id FROM nodes n JOIN artifacts a ON a.node_id = n.id AND a.type = 'run_config' WHERE n.parent_id IS NULL ORDER BY n.{seq}")
+	return sqldb.List(ctx, c.query, "list runs", sqldb.Column[string], "SELECT n.id FROM nodes n JOIN artifacts a ON a.node_id = n.id AND a.type = 'run_config' WHERE n.parent_id IS NULL ORDER BY n.{seq}")
 }
 
 // RootsWithPrefix lists the root nodes whose id starts with prefix.
 func (c *Conn) RootsWithPrefix(ctx context.Context, prefix string) ([]string, error) {
-	return list(ctx, c, fmt.Sprintf("find root %q", prefix), scanString, "SELECT id FROM nodes WHERE parent_id IS NULL AND id LIKE ? || '%'", prefix)
+	return sqldb.List(ctx, c.query, fmt.Sprintf("find root %q", prefix), sqldb.Column[string], "SELECT id FROM nodes WHERE parent_id IS NULL AND id LIKE ? || '%'", prefix)
 }
 
 // LatestUnfinishedRun is the root of the newest run without an assembly

@@ -9,6 +9,7 @@ import (
 	"regexp"
 
 	"github.com/llmkernels/kernels/internal/pgdb"
+	"github.com/llmkernels/kernels/internal/sqldb"
 	"github.com/llmkernels/kernels/internal/sqlite"
 )
 
@@ -88,7 +89,7 @@ func openPostgres(ctx context.Context, url string, readOnly bool) (*Store, error
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("open solve kernel in PostgreSQL %s: %w", name, err), db.Close())
 	}
-	return newStore(db, name, readOnly, postgresDialect, tableBlobs{}), nil
+	return newStore(db, name, readOnly, sqldb.Postgres, tableBlobs{}), nil
 }
 
 // pgState is what a database holds: the marker's step (-1: no marker)
@@ -127,45 +128,36 @@ func pgIdentify(ctx context.Context, q sqlite.Querier) (pgState, error) {
 // pgMigrate creates or updates the tables, under the schema lock, in one
 // transaction: a failed step leaves the database as it was.
 func pgMigrate(ctx context.Context, db *sql.DB) error {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("migrate: begin: %w", err)
-	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", pgSchemaLock); err != nil {
-		return fmt.Errorf("migrate: lock the schema: %w", err)
-	}
-	st, err := pgIdentify(ctx, tx)
-	if err != nil {
-		return err
-	}
-	if st.version < 0 {
-		if _, err := tx.ExecContext(ctx, `CREATE TABLE solve_schema (
-			only_row    BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (only_row),
-			application TEXT NOT NULL,
-			version     INTEGER NOT NULL)`); err != nil {
-			return fmt.Errorf("migrate: create solve_schema: %w", err)
+	return pgdb.Migrate(ctx, db, pgSchemaLock, func(tx *sql.Tx) error {
+		st, err := pgIdentify(ctx, tx)
+		if err != nil {
+			return err
 		}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO solve_schema (application, version) VALUES ($1, 0)", pgMarker); err != nil {
-			return fmt.Errorf("migrate: mark the database: %w", err)
+		if st.version < 0 {
+			if _, err := tx.ExecContext(ctx, `CREATE TABLE solve_schema (
+				only_row    BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (only_row),
+				application TEXT NOT NULL,
+				version     INTEGER NOT NULL)`); err != nil {
+				return fmt.Errorf("migrate: create solve_schema: %w", err)
+			}
+			if _, err := tx.ExecContext(ctx, "INSERT INTO solve_schema (application, version) VALUES ($1, 0)", pgMarker); err != nil {
+				return fmt.Errorf("migrate: mark the database: %w", err)
+			}
+			st.version = 0
 		}
-		st.version = 0
-	}
-	steps := pgSteps()
-	for i := st.version; i < len(steps); i++ {
-		// No arguments: pgx sends the step in the simple protocol, which
-		// runs several statements.
-		if _, err := tx.ExecContext(ctx, steps[i]); err != nil {
-			return fmt.Errorf("migrate: schema step %d: %w", i+1, err)
+		steps := pgSteps()
+		for i := st.version; i < len(steps); i++ {
+			// No arguments: pgx sends the step in the simple protocol, which
+			// runs several statements.
+			if _, err := tx.ExecContext(ctx, steps[i]); err != nil {
+				return fmt.Errorf("migrate: schema step %d: %w", i+1, err)
+			}
+			if _, err := tx.ExecContext(ctx, "UPDATE solve_schema SET version = $1", i+1); err != nil {
+				return fmt.Errorf("migrate: record schema step %d: %w", i+1, err)
+			}
 		}
-		if _, err := tx.ExecContext(ctx, "UPDATE solve_schema SET version = $1", i+1); err != nil {
-			return fmt.Errorf("migrate: record schema step %d: %w", i+1, err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("migrate: commit: %w", err)
-	}
-	return nil
+		return nil
+	})
 }
 
 // pgCheck is the read-only opening's check: the kernel's tables at this

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/llmkernels/kernels/internal/sqldb"
 )
 
 // Resolver is a resolvers row (spec §2B).
@@ -48,7 +50,7 @@ func (c *Conn) UpsertResolver(ctx context.Context, r Resolver) error {
 // Resolvers lists the registry in registration order; with id, only that
 // resolver (none when it is not registered).
 func (c *Conn) Resolvers(ctx context.Context, id string) ([]Resolver, error) {
-	return list(ctx, c, "list resolvers", func(r *sql.Rows) (Resolver, error) {
+	return sqldb.List(ctx, c.query, "list resolvers", func(r *sql.Rows) (Resolver, error) {
 		var v Resolver
 		var caps, meta string
 		if err := r.Scan(&v.ID, &v.Label, &v.Description, &v.Type, &caps, &v.CostPerInvocation, &v.CostPerToken, &v.LatencyEstimate,
@@ -137,7 +139,7 @@ func (c *Conn) WaitOn(ctx context.Context, id, node string) error {
 // order they met it: those still live and not ended (a node invalidated
 // by an ancestor's reopen, or ended, waits no more).
 func (c *Conn) RequestNodes(ctx context.Context, id string) ([]string, error) {
-	return list(ctx, c, "list the nodes waiting on capability request "+id, scanString,
+	return sqldb.List(ctx, c.query, "list the nodes waiting on capability request "+id, sqldb.Column[string],
 		`SELECT w.node_id FROM capability_request_nodes w JOIN nodes n ON n.id = w.node_id
 		WHERE w.request_id = ? AND n.invalidated_at IS NULL AND n.status NOT IN ('resolved', 'infeasible', 'failed', 'gated') ORDER BY w.{seq}`, id)
 }
@@ -160,7 +162,7 @@ func (c *Conn) PriorRequest(ctx context.Context, root, tag, fingerprint string) 
 // Requests lists capability requests in the order they were asked, each
 // with the nodes waiting on it: the open ones, or all with all.
 func (c *Conn) Requests(ctx context.Context, all bool) ([]CapabilityRequest, error) {
-	reqs, err := list(ctx, c, "list capability requests", func(r *sql.Rows) (CapabilityRequest, error) {
+	reqs, err := sqldb.List(ctx, c.query, "list capability requests", func(r *sql.Rows) (CapabilityRequest, error) {
 		var q CapabilityRequest
 		var d string
 		if err := r.Scan(&q.ID, &q.RootID, &q.Capability, &q.Fingerprint, &q.Status, &q.ResolverID, &d); err != nil {

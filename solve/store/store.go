@@ -7,15 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/llmkernels/kernels/internal/pgdb"
+	"github.com/llmkernels/kernels/internal/sqldb"
 	"github.com/llmkernels/kernels/internal/sqlite"
 )
 
@@ -152,14 +151,9 @@ UPDATE budget_ledger SET unknown_amount = amount
 // write transaction.
 type Store struct {
 	Conn
-	db       *sql.DB
+	db       *sqldb.DB
 	path     string // the SQLite path, or the URL without its password
 	readOnly bool
-	// wmu queues this process's write transactions on SQLite (it has one
-	// writer; a deferred transaction upgrading to a write could otherwise
-	// fail with SQLITE_BUSY when workers commit at once). PostgreSQL
-	// needs no queue.
-	wmu sync.Mutex
 }
 
 // Tx is a write transaction: every Conn method, inside it.
@@ -172,7 +166,7 @@ type Tx struct {
 type Conn struct {
 	tx    *sql.Tx // nil: on the database
 	stmts *stmts
-	d     *dialect
+	d     *sqldb.Dialect
 	blobs blobStore
 }
 
@@ -189,7 +183,7 @@ type stmts struct {
 // prepared is the statement q (as the dialect sends it), in c's
 // transaction when it has one.
 func (c *Conn) prepared(ctx context.Context, q string) (*sql.Stmt, error) {
-	q = c.d.sql(q)
+	q = c.d.SQL(q)
 	c.stmts.mu.Lock()
 	st, ok := c.stmts.m[q]
 	c.stmts.mu.Unlock()
@@ -258,11 +252,11 @@ func OpenReadOnly(ctx context.Context, db string) (*Store, error) {
 }
 
 func newSQLiteStore(db *sql.DB, path string, readOnly bool) *Store {
-	return newStore(db, path, readOnly, sqliteDialect, &fileBlobs{dir: filepath.Join(filepath.Dir(path), "artifact_store")})
+	return newStore(db, path, readOnly, sqldb.SQLite, &fileBlobs{dir: filepath.Join(filepath.Dir(path), "artifact_store")})
 }
 
-func newStore(db *sql.DB, name string, readOnly bool, d *dialect, b blobStore) *Store {
-	s := &Store{db: db, path: name, readOnly: readOnly}
+func newStore(db *sql.DB, name string, readOnly bool, d *sqldb.Dialect, b blobStore) *Store {
+	s := &Store{db: sqldb.New(db, d, "kernel database "+name), path: name, readOnly: readOnly}
 	s.Conn = Conn{stmts: &stmts{db: db, m: map[string]*sql.Stmt{}}, d: d, blobs: b}
 	return s
 }
@@ -287,91 +281,17 @@ func (s *Store) Close() error { return errors.Join(s.stmts.close(), s.db.Close()
 func (s *Store) Path() string { return s.path }
 
 // Dialect is "sqlite" or "postgres".
-func (s *Store) Dialect() string { return s.d.name }
-
-// maxTries bounds how often Write runs a transaction PostgreSQL rolled
-// back for a serialization failure or a deadlock.
-const maxTries = 20
+func (s *Store) Dialect() string { return s.d.Name }
 
 // Write runs fn in a write transaction; fn's error rolls everything back.
 // On SQLite it is queued behind this process's other writers. On
 // PostgreSQL it is SERIALIZABLE and run again (fn too: it must leave
 // nothing behind but what it writes through tx) when the server rolls it
-// back for a conflict with a concurrent transaction.
+// back for a conflict with a concurrent transaction (internal/sqldb).
 func (s *Store) Write(ctx context.Context, fn func(tx *Tx) error) error {
-	if !s.d.serializable {
-		s.wmu.Lock()
-		defer s.wmu.Unlock()
-		return s.write(ctx, nil, fn)
-	}
-	for try := 1; ; try++ {
-		err := s.write(ctx, &sql.TxOptions{Isolation: sql.LevelSerializable}, fn)
-		if err == nil || try == maxTries || !pgdb.Retryable(err) || ctx.Err() != nil {
-			return err
-		}
-		// Back off a little, more with each try and at random, so the
-		// conflicting transactions do not meet again at once.
-		select {
-		case <-time.After(time.Duration(1+rand.IntN(try*try)) * time.Millisecond):
-		case <-ctx.Done():
-			return err
-		}
-	}
-}
-
-func (s *Store) write(ctx context.Context, opts *sql.TxOptions, fn func(tx *Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, opts)
-	if err != nil {
-		return fmt.Errorf("kernel database %s: begin transaction: %w", s.path, err)
-	}
-	defer tx.Rollback()
-	if err := fn(&Tx{Conn: Conn{tx: tx, stmts: s.stmts, d: s.d, blobs: s.blobs}, tx: tx}); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("kernel database %s: commit: %w", s.path, err)
-	}
-	return nil
-}
-
-// dialect is what this package's SQL says differently per database
-// engine. Statements are written once, in the subset SQLite and
-// PostgreSQL share, with ? placeholders and these marks:
-//
-//	{seq}      the column that orders a table's rows by insertion
-//	{noindex}  before a column the planner must not use an index for
-//	{float}    the 64-bit floating point type in a CAST
-//
-// PostgreSQL's dialect also numbers the placeholders ($1, $2, …) and runs
-// write transactions SERIALIZABLE; its schema (JSON columns as jsonb, a
-// seq column, a version table instead of PRAGMA user_version) is derived
-// from schema.sql and the migrations in postgres.go.
-type dialect struct {
-	name     string
-	marks    *strings.Replacer
-	numbered bool // ? placeholders become $1, $2, …
-	// serializable: write transactions run SERIALIZABLE and are retried
-	// (PostgreSQL); false: they are queued in the process (SQLite).
-	serializable bool
-	rewrite      sync.Map // statement as written → as sent
-}
-
-var sqliteDialect = &dialect{name: "sqlite", marks: strings.NewReplacer("{seq}", "rowid", "{noindex}", "+", "{float}", "REAL")}
-
-var postgresDialect = &dialect{name: "postgres", marks: strings.NewReplacer("{seq}", "seq", "{noindex}", "", "{float}", "DOUBLE PRECISION"),
-	numbered: true, serializable: true}
-
-// sql is a statement as this dialect sends it (rewritten once, then cached).
-func (d *dialect) sql(q string) string {
-	if s, ok := d.rewrite.Load(q); ok {
-		return s.(string)
-	}
-	s := d.marks.Replace(q)
-	if d.numbered {
-		s = pgdb.Numbered(s)
-	}
-	d.rewrite.Store(q, s)
-	return s
+	return s.db.Write(ctx, func(tx *sql.Tx) error {
+		return fn(&Tx{Conn: Conn{tx: tx, stmts: s.stmts, d: s.d, blobs: s.blobs}, tx: tx})
+	})
 }
 
 func (c *Conn) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
@@ -396,33 +316,11 @@ func (c *Conn) row(ctx context.Context, q string, args ...any) *sql.Row {
 	st, err := c.prepared(ctx, q)
 	if err != nil {
 		if c.tx != nil {
-			return c.tx.QueryRowContext(ctx, c.d.sql(q), args...)
+			return c.tx.QueryRowContext(ctx, c.d.SQL(q), args...)
 		}
-		return c.stmts.db.QueryRowContext(ctx, c.d.sql(q), args...)
+		return c.stmts.db.QueryRowContext(ctx, c.d.SQL(q), args...)
 	}
 	return st.QueryRowContext(ctx, args...)
-}
-
-// list runs a query and scans every row (then the iteration's error);
-// its errors name the operation.
-func list[T any](ctx context.Context, c *Conn, op string, scan func(*sql.Rows) (T, error), q string, args ...any) ([]T, error) {
-	rows, err := c.query(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
-	}
-	defer rows.Close()
-	var out []T
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", op, err)
-		}
-		out = append(out, v)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
-	}
-	return out, nil
 }
 
 // NewID is a fresh primary id (a UUID, spec §0).

@@ -290,11 +290,3 @@ func TestInvalidateSubtreeKeepsHistoryAndDropsDependencies(t *testing.T) {
 		}
 	})
 }
-
-// The dialect marks are the only per-engine words in a statement.
-func TestDialectFillsItsMarks(t *testing.T) {
-	got := sqliteDialect.sql("SELECT CAST(x AS {float}) FROM t WHERE {noindex}c = ? ORDER BY {seq}")
-	if want := "SELECT CAST(x AS REAL) FROM t WHERE +c = ? ORDER BY rowid"; got != want {
-		t.Errorf("got %q, want %q", got, want)
-	}
-}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/llmkernels/kernels/internal/sqldb"
 )
 
 // SettleOpenOf settles at the amount they hold the open reservations of
@@ -30,7 +32,7 @@ func (s *Store) SettleOpenOf(ctx context.Context, root string, pick func(OpenRes
 // ArtifactsOf lists a node's artifacts of one type, oldest first (the
 // run's stored workspace: its base and the merges of verified leaves).
 func (c *Conn) ArtifactsOf(ctx context.Context, node, typ string) ([]Artifact, error) {
-	return list(ctx, c, "list the "+typ+" artifacts of "+node, func(r *sql.Rows) (Artifact, error) { return scanArtifact(r) },
+	return sqldb.List(ctx, c.query, "list the "+typ+" artifacts of "+node, func(r *sql.Rows) (Artifact, error) { return scanArtifact(r) },
 		"SELECT "+artifactCols+" FROM artifacts a WHERE a.node_id = ? AND a.type = ? ORDER BY a.{seq}", node, typ)
 }
 
@@ -70,7 +72,7 @@ func (c *Conn) CallSpends(ctx context.Context, root string) (map[string]float64,
 		node string
 		usd  float64
 	}
-	rows, err := list(ctx, c, "what the calls of "+root+" cost, by node", func(r *sql.Rows) (spend, error) {
+	rows, err := sqldb.List(ctx, c.query, "what the calls of "+root+" cost, by node", func(r *sql.Rows) (spend, error) {
 		var s spend
 		return s, r.Scan(&s.node, &s.usd)
 	}, `SELECT l.node_id, SUM(l.amount) FROM budget_ledger l JOIN nodes n ON n.id = l.node_id

@@ -1,9 +1,10 @@
 // Package store keeps a beach: passports, marks, messages, save points and
 // the nonces that stop replays, in SQLite (one file, the default) or in
 // PostgreSQL (a beach many servers share). Both run the same SQL and the
-// same numbered schema steps; what differs (driver, the identity column,
-// how steps are counted and locked, the SQLite file's marker) is in
-// dialect.go.
+// same numbered schema steps, and write through internal/sqldb (queued on
+// SQLite, SERIALIZABLE and run again after a conflict on PostgreSQL); what
+// differs in opening them (driver, how steps are counted and locked, the
+// SQLite file's marker) is in dialect.go.
 //
 // The store keeps each statement as the exact signed envelope it was given
 // (canonical JSON), beside the few columns it is looked up by; readers get
@@ -30,8 +31,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/llmkernels/kernels/internal/pgdb"
+	"github.com/llmkernels/kernels/internal/sqldb"
 )
 
 // schemaVersion is the number of schema steps this code knows (see
@@ -84,12 +87,8 @@ type Stored struct {
 
 // Store is an open beach database. It is safe for concurrent use.
 type Store struct {
-	db *sql.DB
-	d  dialect
-	// writeMu queues this process's SQLite writers in Go rather than in
-	// SQLite's sleep-and-poll busy handler; PostgreSQL needs no queue.
-	writeMu sync.Mutex
-	now     func() time.Time
+	db  *sqldb.DB
+	now func() time.Time
 }
 
 // Open opens (creating if needed) the beach database: a postgres:// or
@@ -99,13 +98,13 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := d.open(ctx, dsn)
+	db, err := open(ctx, d, dsn)
 	if err != nil {
-		return nil, fmt.Errorf("beach store %s: %w", d.describe(dsn), err)
+		return nil, fmt.Errorf("beach store %s: %w", Redact(dsn), err)
 	}
-	s := &Store{db: db, d: d, now: time.Now}
+	s := &Store{db: sqldb.New(db, d, ""), now: time.Now}
 	if err := s.migrate(ctx); err != nil {
-		return nil, errors.Join(fmt.Errorf("beach store %s: %w", d.describe(dsn), err), db.Close())
+		return nil, errors.Join(fmt.Errorf("beach store %s: %w", Redact(dsn), err), db.Close())
 	}
 	return s, nil
 }
@@ -114,7 +113,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 func (s *Store) Close() error { return s.db.Close() }
 
 // Dialect is "sqlite" or "postgres".
-func (s *Store) Dialect() string { return s.d.name }
+func (s *Store) Dialect() string { return s.db.Dialect.Name }
 
 // migrate brings a PostgreSQL database to the last step (internal/sqlite
 // has done it for a SQLite file), then makes sure the database can be
@@ -122,26 +121,25 @@ func (s *Store) Dialect() string { return s.d.name }
 // read-only replica) is refused here, not at the first write a client
 // sends.
 func (s *Store) migrate(ctx context.Context) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
-		if s.d.lockSchema != "" {
-			if err := s.applySteps(ctx, tx); err != nil {
-				return err
-			}
+	if s.db.Dialect == sqldb.Postgres {
+		if err := pgdb.Migrate(ctx, s.db.DB, schemaLock, func(tx *sql.Tx) error { return applySteps(ctx, tx) }); err != nil {
+			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE beach_meta SET value = value WHERE key = 'schema'`); err != nil {
-			return fmt.Errorf("the database cannot be written (a beach writes every signed request): %w", err)
-		}
-		return nil
+	}
+	err := s.db.Write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE beach_meta SET value = value WHERE key = 'schema'`)
+		return err
 	})
+	if err != nil {
+		return fmt.Errorf("the database cannot be written (a beach writes every signed request): %w", err)
+	}
+	return nil
 }
 
-// applySteps applies the steps a PostgreSQL database lacks, under the
-// schema lock so that servers starting together apply each once. Its step
-// count is beach_meta's schema value, which every step sets.
-func (s *Store) applySteps(ctx context.Context, tx *sql.Tx) error {
-	if _, err := tx.ExecContext(ctx, s.d.lockSchema); err != nil {
-		return err
-	}
+// applySteps applies the steps a PostgreSQL database lacks (pgdb.Migrate
+// holds the schema lock, so servers starting together apply each once).
+// Its step count is beach_meta's schema value, which every step sets.
+func applySteps(ctx context.Context, tx *sql.Tx) error {
 	var v int
 	var exists bool
 	if err := tx.QueryRowContext(ctx, `SELECT to_regclass('beach_meta') IS NOT NULL`).Scan(&exists); err != nil {
@@ -153,7 +151,7 @@ func (s *Store) applySteps(ctx context.Context, tx *sql.Tx) error {
 			return err
 		}
 	}
-	all := steps(s.d.idColumn)
+	all := steps(sqldb.Postgres)
 	if v > len(all) {
 		return fmt.Errorf("schema version %d was written by a newer hermitcrab (this one knows %d): upgrade hermitcrab", v, len(all))
 	}
@@ -170,12 +168,11 @@ func (s *Store) applySteps(ctx context.Context, tx *sql.Tx) error {
 	return nil
 }
 
-// steps are the schema, one step per version, for a database whose
-// auto-increment key is idColumn. Each step sets beach_meta's schema
-// value (PostgreSQL counts steps there; SQLite in user_version). Steps are
-// only ever appended.
-func steps(idColumn string) []string {
-	return []string{strings.ReplaceAll(step1, "{{id}}", idColumn), step2}
+// steps are the schema, one step per version, in dialect d. Each step
+// sets beach_meta's schema value (PostgreSQL counts steps there; SQLite in
+// user_version). Steps are only ever appended.
+func steps(d *sqldb.Dialect) []string {
+	return []string{d.SQL(step1), step2}
 }
 
 const step1 = `
@@ -206,7 +203,7 @@ CREATE TABLE IF NOT EXISTS beach_marks (
 );
 CREATE INDEX IF NOT EXISTS beach_marks_url ON beach_marks (url_hash, time);
 CREATE TABLE IF NOT EXISTS beach_messages (
-	id        {{id}},
+	id        {id},
 	sender    TEXT NOT NULL,
 	recipient TEXT NOT NULL,
 	type      TEXT NOT NULL,
@@ -230,24 +227,6 @@ CREATE TABLE IF NOT EXISTS beach_horizon (id INTEGER PRIMARY KEY CHECK (id = 1),
 UPDATE beach_meta SET value = 2 WHERE key = 'schema';`
 
 func ts(t time.Time) string { return t.UTC().Format(timeFormat) }
-
-// write runs fn in a transaction, queued behind this process's other
-// writers on SQLite.
-func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
-	if s.d.serialWrites {
-		s.writeMu.Lock()
-		defer s.writeMu.Unlock()
-	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	return tx.Commit()
-}
 
 // useNonce records the statement's nonce, or fails with ErrReplay, or
 // with ErrForgotten when the statement was signed before the horizon
@@ -304,7 +283,7 @@ func replaced(res sql.Result, err error) error {
 
 // PutPassport stores an agent's passport, replacing an older one.
 func (s *Store) PutPassport(ctx context.Context, st Statement, name string) error {
-	return s.wrap("passport", s.write(ctx, func(tx *sql.Tx) error {
+	return s.wrap("passport", s.db.Write(ctx, func(tx *sql.Tx) error {
 		if err := useNonce(ctx, tx, st); err != nil {
 			return err
 		}
@@ -337,7 +316,7 @@ func (s *Store) Passports(ctx context.Context, limit int) ([]Stored, error) {
 
 // PutMark stores an agent's mark on a URL, replacing its older mark there.
 func (s *Store) PutMark(ctx context.Context, st Statement, urlHash string) error {
-	return s.wrap("mark", s.write(ctx, func(tx *sql.Tx) error {
+	return s.wrap("mark", s.db.Write(ctx, func(tx *sql.Tx) error {
 		if err := useNonce(ctx, tx, st); err != nil {
 			return err
 		}
@@ -355,7 +334,7 @@ func (s *Store) Marks(ctx context.Context, urlHash string, limit int) ([]Stored,
 // PutMessage stores a message for its recipient and returns its id.
 func (s *Store) PutMessage(ctx context.Context, st Statement, to, typ string) (int64, error) {
 	var id int64
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.db.Write(ctx, func(tx *sql.Tx) error {
 		if err := useNonce(ctx, tx, st); err != nil {
 			return err
 		}
@@ -371,7 +350,7 @@ func (s *Store) PutMessage(ctx context.Context, st Statement, to, typ string) (i
 // after, read or not (marking the unread ones read).
 func (s *Store) TakeInbox(ctx context.Context, req Statement, after int64, limit int) ([]Stored, error) {
 	var out []Stored
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.db.Write(ctx, func(tx *sql.Tx) error {
 		if err := useNonce(ctx, tx, req); err != nil {
 			return err
 		}
@@ -385,11 +364,8 @@ func (s *Store) TakeInbox(ctx context.Context, req Statement, after int64, limit
 			RETURNING id, sender, time, received, envelope`
 			args = append(args, after)
 		}
-		rows, err := tx.QueryContext(ctx, query, args...)
-		if err != nil {
-			return err
-		}
-		out, err = scan(rows, 0) // every message taken is marked read: return them all
+		var err error
+		out, err = stored(ctx, tx.QueryContext, "taking messages", 0, query, args...) // every message taken is marked read: return them all
 		return err
 	})
 	if err != nil {
@@ -408,7 +384,7 @@ func (s *Store) Unread(ctx context.Context, agent string) (int, error) {
 
 // PutSavePoint stores an agent's save point, replacing an older one.
 func (s *Store) PutSavePoint(ctx context.Context, st Statement) error {
-	return s.wrap("save point", s.write(ctx, func(tx *sql.Tx) error {
+	return s.wrap("save point", s.db.Write(ctx, func(tx *sql.Tx) error {
 		if err := useNonce(ctx, tx, st); err != nil {
 			return err
 		}
@@ -422,7 +398,7 @@ func (s *Store) PutSavePoint(ctx context.Context, st Statement) error {
 // save point.
 func (s *Store) TakeSavePoint(ctx context.Context, req Statement) (*Stored, error) {
 	r := &Stored{}
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.db.Write(ctx, func(tx *sql.Tx) error {
 		if err := useNonce(ctx, tx, req); err != nil {
 			return err
 		}
@@ -449,7 +425,7 @@ func (s *Store) TakeSavePoint(ctx context.Context, req Statement) (*Stored, erro
 // forgotten.
 func (s *Store) PruneNonces(ctx context.Context, cutoff time.Time) (int64, error) {
 	var n int64
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.db.Write(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO beach_horizon (id, pruned_before) VALUES (1, $1)
 			ON CONFLICT (id) DO UPDATE SET pruned_before = excluded.pruned_before WHERE excluded.pruned_before > beach_horizon.pruned_before`, ts(cutoff)); err != nil {
 			return err
@@ -465,33 +441,30 @@ func (s *Store) PruneNonces(ctx context.Context, cutoff time.Time) (int64, error
 }
 
 func (s *Store) list(ctx context.Context, what, query string, limit int, args ...any) ([]Stored, error) {
-	rows, err := s.db.QueryContext(ctx, query, append([]any{limit}, args...)...)
-	if err != nil {
-		return nil, s.wrap(what, err)
-	}
-	out, err := scan(rows, MaxListBytes)
-	return out, s.wrap(what, err)
+	return stored(ctx, s.db.QueryContext, "beach store: "+what, MaxListBytes, query, append([]any{limit}, args...)...)
 }
 
-// scan reads rows of Stored until they end or, when maxBytes > 0, until
-// their envelopes have passed maxBytes.
-func scan(rows *sql.Rows, maxBytes int) ([]Stored, error) {
-	defer rows.Close()
-	out := []Stored{}
+// stored lists rows of Stored (never nil) until they end or, when
+// maxBytes > 0, until their envelopes have passed maxBytes; its errors
+// name op.
+func stored(ctx context.Context, q sqldb.QueryFunc, op string, maxBytes int, query string, args ...any) ([]Stored, error) {
 	total := 0
-	for rows.Next() {
+	out, err := sqldb.List(ctx, q, op, func(rows *sql.Rows) (Stored, error) {
 		var r Stored
 		var env string
 		if err := rows.Scan(&r.ID, &r.Agent, &r.Time, &r.Received, &env); err != nil {
-			return nil, err
+			return r, err
 		}
 		r.Envelope = json.RawMessage(env)
-		out = append(out, r)
 		if total += len(env); maxBytes > 0 && total >= maxBytes {
-			break
+			return r, sqldb.Enough
 		}
+		return r, nil
+	}, query, args...)
+	if err == nil && out == nil {
+		out = []Stored{}
 	}
-	return out, rows.Err()
+	return out, err
 }
 
 // wrap names the operation; ErrReplay, ErrStale and ErrNotFound stay

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/llmkernels/kernels/internal/pgtest"
+	"github.com/llmkernels/kernels/internal/sqldb"
 	isqlite "github.com/llmkernels/kernels/internal/sqlite"
 )
 
@@ -328,7 +329,7 @@ func legacyBeach(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	for _, q := range []string{strings.ReplaceAll(step1, "{{id}}", "INTEGER PRIMARY KEY AUTOINCREMENT"), step2, `PRAGMA journal_mode=WAL`,
+	for _, q := range []string{sqldb.SQLite.SQL(step1), step2, `PRAGMA journal_mode=WAL`,
 		`INSERT INTO beach_passports (agent, name, time, received, envelope) VALUES ('a', 'alice', '2026-11-03T12:00:00.000000000Z', '2026-11-03T12:00:00.000000000Z', '{}')`} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatal(err)
