@@ -59,7 +59,7 @@ const framingTokens = 1024
 // ("the daily cap of $1.00 (earlier wakes today spent $0.2000)").
 func newBudget(limit float64, capName string, prices llm.PriceTable, onAnswer func(float64)) *budget {
 	if prices == nil {
-		prices = llm.DefaultPrices
+		prices = llm.DefaultPriceTable()
 	}
 	b := &budget{limit: limit, cap: capName, prices: prices, onAnswer: onAnswer, unpriced: map[string]bool{}}
 	for _, p := range prices {

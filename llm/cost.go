@@ -38,13 +38,6 @@ func (p Price) cacheWrite1h() float64 {
 // "claude-sonnet-4-5-20250929" is priced by "claude-sonnet-4-5".
 type PriceTable map[string]Price
 
-// DefaultPrices is the built-in price table.
-//
-// Deprecated: a mutable global; use DefaultPriceTable, which returns a
-// fresh copy of the same table (models.go). The Client no longer reads
-// this variable.
-var DefaultPrices = DefaultPriceTable()
-
 // DefaultPriceTable returns a copy of the built-in prices (list prices
 // when the table was last checked, see models.go). They change: a prices
 // file (LoadPrices) overrides them.

@@ -585,7 +585,7 @@ on the command line.`,
 			}
 			opts.Remote = remote
 			req.Model = model
-			prices := llm.DefaultPrices
+			prices := llm.DefaultPriceTable()
 			if opts.Client != nil && opts.Client.Prices != nil {
 				prices = opts.Client.Prices
 			}

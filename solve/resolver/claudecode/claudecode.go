@@ -84,7 +84,7 @@ func (c *Resolver) prices() llm.PriceTable {
 	if c.client != nil && c.client.Prices != nil {
 		return c.client.Prices
 	}
-	return llm.DefaultPrices
+	return llm.DefaultPriceTable()
 }
 
 // Ceiling is the most one answer may cost: the request's text counted at
