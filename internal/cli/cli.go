@@ -48,12 +48,21 @@ func New(name, short, long string) *App {
 		Use:           name,
 		Short:         short,
 		Long:          long,
-		Version:       Version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}}
-	a.Root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
-	a.Root.Flags().Bool("version", false, "print the version (release or VCS commit, Go version, platform) and exit")
+	// --version is the root's own flag rather than cobra's, whose output
+	// goes through text/template: a program that can run a template keeps
+	// every exported method of every type it links (the linker cannot tell
+	// which a template calls), which made each binary twice its size.
+	version := a.Root.Flags().Bool("version", false, "print the version (release or VCS commit, Go version, platform) and exit")
+	a.Root.RunE = func(cmd *cobra.Command, _ []string) error {
+		if *version {
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n", name, Version())
+			return err
+		}
+		return cmd.Help()
+	}
 	a.Provider.AddFlags(a.Root.PersistentFlags())
 	a.Root.AddCommand(a.pingCommand())
 	return a
