@@ -148,9 +148,9 @@ func (k *Kernel) TierParams(ctx context.Context, tier int) (prompt.Params, error
 }
 
 func (k *Kernel) tierParams(src prompt.Source, tier int) (prompt.Params, error) {
-	p, err := prompt.TierParams(src, tier)
+	p, err := prompt.TierParamsWith(src, tier, k.opts.TierModels[tier])
 	if err == nil && k.opts.Model != "" && k.opts.Model != p.Model {
-		p.Notes = append(p.Notes, fmt.Sprintf("model %s (--model) instead of the wake block's %s", k.opts.Model, p.Model))
+		p.Notes = append(p.Notes, fmt.Sprintf("model %s (the one this kernel was started with) instead of the wake block's %s", k.opts.Model, p.Model))
 		p.Model = k.opts.Model
 	}
 	return p, err

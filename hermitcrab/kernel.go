@@ -29,6 +29,10 @@ type Options struct {
 	// Model, when set, replaces the wake block's model on every tier (the
 	// --model flag); the wake block still decides everything else.
 	Model string
+	// TierModels are the models, by tier, of a tier whose wake block names
+	// none (the config file's hermitcrab.models), in place of the spec's
+	// fallbacks; the wake block's own choice always wins.
+	TierModels map[int]string
 	// ShellFile seeds an empty store from this shell file instead of the
 	// default shell ({"blocks": {…}} or a flat map of blocks).
 	ShellFile string

@@ -99,6 +99,12 @@ func LoadPrices(path string) (PriceTable, error) {
 	if err := json.Unmarshal(data, &override); err != nil {
 		return nil, fmt.Errorf("prices file %s: %w (want {\"model-family\": {\"input\": 3, \"output\": 15, \"cache_write\": 3.75, \"cache_read\": 0.3}})", path, err)
 	}
+	return PricesWith(override), nil
+}
+
+// PricesWith is the default table with override's families added or
+// replaced, as LoadPrices reads them from a file.
+func PricesWith(override PriceTable) PriceTable {
 	table := DefaultPriceTable()
 	maps.DeleteFunc(table, func(builtin string, _ Price) bool {
 		for family := range override {
@@ -109,7 +115,7 @@ func LoadPrices(path string) (PriceTable, error) {
 		return false
 	})
 	maps.Copy(table, override)
-	return table, nil
+	return table
 }
 
 // CostLine is the cost line every kernel prints: "cost $0.0123, 84% of

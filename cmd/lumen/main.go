@@ -65,6 +65,7 @@ is called, changing nothing.
 
 Start with: lumen init --dir mind && lumen chat --dir mind
 Docs: docs/lumen.md. Provider flags: docs/configuration.md.`)
+	app.DefaultModels = defaultModels
 	o := &options{}
 	pf := app.Root.PersistentFlags()
 	pf.StringVar(&o.dir, "dir", ".", "instance root directory")
