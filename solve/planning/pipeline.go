@@ -113,7 +113,7 @@ func (r *run) observe(e llm.Event) {
 		r.progress("attempt %d: %s answered in %s", r.attempt, e.Call.Model, e.Call.Latency.Round(time.Millisecond))
 	case llm.EventRetry:
 		r.retries++
-		r.progress("retrying %s after: %v (wait %s)", e.Model, e.Err, e.Wait)
+		r.progress("retrying %s after: %v (wait %s)", e.Model, e.Err, e.Wait.Round(10*time.Millisecond))
 	case llm.EventFallback:
 		r.progress("falling back to %s after: %v", e.Model, e.Err)
 	}
