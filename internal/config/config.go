@@ -98,50 +98,18 @@ type document struct {
 
 // value is the key's value in the document, nil when absent.
 func (d *document) value(key string) any {
-	str := func(p *string) any {
-		if p == nil {
-			return nil
-		}
-		return *p
-	}
-	list := func(p *[]string) any {
-		if p == nil {
-			return nil
-		}
-		return *p
-	}
-	switch key {
-	case Provider:
-		return str(d.Provider)
-	case Model:
-		return str(d.Model)
-	case Fallback:
-		return list(d.Fallback)
-	case BaseURL:
-		return str(d.BaseURL)
-	case Beta:
-		return list(d.Beta)
-	case Script:
-		return str(d.Script)
-	case NoCache:
-		if d.NoCache == nil {
-			return nil
-		}
+	strs := map[string]*string{Provider: d.Provider, Model: d.Model, BaseURL: d.BaseURL, Script: d.Script, Output: d.Output,
+		"hermitcrab.model": d.Hermitcrab.Model, "hermitcrab.models.light": d.Hermitcrab.Models.Light,
+		"hermitcrab.models.present": d.Hermitcrab.Models.Present, "hermitcrab.models.deep": d.Hermitcrab.Models.Deep,
+		"lumen.model": d.Lumen.Model, "solve.model": d.Solve.Model}
+	lists := map[string]*[]string{Fallback: d.Fallback, Beta: d.Beta}
+	switch {
+	case strs[key] != nil:
+		return *strs[key]
+	case lists[key] != nil:
+		return *lists[key]
+	case key == NoCache && d.NoCache != nil:
 		return *d.NoCache
-	case Output:
-		return str(d.Output)
-	case "hermitcrab.model":
-		return str(d.Hermitcrab.Model)
-	case "hermitcrab.models.light":
-		return str(d.Hermitcrab.Models.Light)
-	case "hermitcrab.models.present":
-		return str(d.Hermitcrab.Models.Present)
-	case "hermitcrab.models.deep":
-		return str(d.Hermitcrab.Models.Deep)
-	case "lumen.model":
-		return str(d.Lumen.Model)
-	case "solve.model":
-		return str(d.Solve.Model)
 	}
 	return nil
 }

@@ -49,24 +49,15 @@ func userTurn(t *loop.Call) (string, error) {
 		fmt.Fprintf(&b, " · attempt %d", t.Attempt)
 	}
 	b.WriteString("\nGoal: " + t.Goal)
-	if len(t.Inherited) > 0 {
-		b.WriteString("\n\nInherited constraints (assumed true; do not repeat them):")
-		for _, c := range t.Inherited {
-			fmt.Fprintf(&b, "\n- %s [%s, %s] %s", c.Ref, c.Type, c.Domain, c.Title)
-		}
-	}
-	if len(t.Constraints) > 0 {
-		b.WriteString("\n\nConstraints:")
-		for _, c := range t.Constraints {
-			fmt.Fprintf(&b, "\n- %s [%s, %s] %s %s", c.Ref, c.Type, c.Domain, c.Title, c.Payload)
-		}
-	}
-	if len(t.Candidates) > 0 {
-		b.WriteString("\n\nCandidate resolvers:")
-		for _, r := range t.Candidates {
-			fmt.Fprintf(&b, "\n- %s (%s): %s; capabilities %s; %d successes, %d failures", r.ID, r.Type, r.Description, strings.Join(r.Capabilities, ", "), r.Successes, r.Failures)
-		}
-	}
+	bullets(&b, "\n\nInherited constraints (assumed true; do not repeat them):", each(t.Inherited, func(c loop.ConstraintView) string {
+		return fmt.Sprintf("%s [%s, %s] %s", c.Ref, c.Type, c.Domain, c.Title)
+	}))
+	bullets(&b, "\n\nConstraints:", each(t.Constraints, func(c loop.ConstraintView) string {
+		return fmt.Sprintf("%s [%s, %s] %s %s", c.Ref, c.Type, c.Domain, c.Title, c.Payload)
+	}))
+	bullets(&b, "\n\nCandidate resolvers:", each(t.Candidates, func(r loop.ResolverView) string {
+		return fmt.Sprintf("%s (%s): %s; capabilities %s; %d successes, %d failures", r.ID, r.Type, r.Description, strings.Join(r.Capabilities, ", "), r.Successes, r.Failures)
+	}))
 	if len(t.Params) > 0 {
 		params, err := json.Marshal(t.Params) // JSON, never a Go map's %v
 		if err != nil {
@@ -80,18 +71,12 @@ func userTurn(t *loop.Call) (string, error) {
 	if t.Output != nil {
 		fmt.Fprintf(&b, "\n\nOutput to judge (%s):\n%s", t.Output.Type, t.Output.Content)
 	}
-	if len(t.Checks) > 0 {
-		b.WriteString("\n\nKernel checks already run:")
-		for _, c := range t.Checks {
-			fmt.Fprintf(&b, "\n- %s passed=%v sigma=%v: %s", c.Ref, c.Passed, c.SigmaI, c.Text())
-		}
-	}
-	if len(t.Leaves) > 0 {
-		b.WriteString("\n\nResolved leaves:")
-		for _, l := range t.Leaves {
-			fmt.Fprintf(&b, "\n- %s \"%s\" (sigma_path %.2f): %s", l.Ref, l.Summary, l.Sigma, l.Output)
-		}
-	}
+	bullets(&b, "\n\nKernel checks already run:", each(t.Checks, func(c loop.ConstraintCheck) string {
+		return fmt.Sprintf("%s passed=%v sigma=%v: %s", c.Ref, c.Passed, c.SigmaI, c.Text())
+	}))
+	bullets(&b, "\n\nResolved leaves:", each(t.Leaves, func(l loop.LeafView) string {
+		return fmt.Sprintf("%s \"%s\" (sigma_path %.2f): %s", l.Ref, l.Summary, l.Sigma, l.Output)
+	}))
 	if len(t.Attempts) > 0 {
 		b.WriteString("\n\nEarlier attempts (oldest first):")
 		for _, a := range t.Attempts {
@@ -99,27 +84,38 @@ func userTurn(t *loop.Call) (string, error) {
 			if a.FailureMode != "" {
 				b.WriteString(", " + a.FailureMode)
 			}
-			if len(a.Violations) > 0 {
-				b.WriteString("\nViolations:")
-				for _, v := range a.Violations {
-					b.WriteString("\n- " + v)
-				}
-			}
+			bullets(&b, "\nViolations:", a.Violations)
 			if a.Output != "" {
 				b.WriteString("\nOutput:\n" + a.Output)
 			}
 		}
 	}
-	if len(t.Feedback) > 0 {
-		b.WriteString("\n\nFeedback from earlier attempts:")
-		for _, f := range t.Feedback {
-			b.WriteString("\n- " + f)
-		}
-	}
+	bullets(&b, "\n\nFeedback from earlier attempts:", t.Feedback)
 	if t.History != "" {
 		b.WriteString("\n\n" + t.History)
 	}
 	return strings.TrimSpace(b.String()), nil
+}
+
+// bullets writes header and items as a list, one "- item" a line;
+// nothing when there are none.
+func bullets(b *strings.Builder, header string, items []string) {
+	if len(items) == 0 {
+		return
+	}
+	b.WriteString(header)
+	for _, it := range items {
+		b.WriteString("\n- " + it)
+	}
+}
+
+// each is f of every item, in order.
+func each[T any](items []T, f func(T) string) []string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = f(it)
+	}
+	return out
 }
 
 // Resolver is claude-code-0 over an LLM client.
