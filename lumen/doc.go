@@ -18,7 +18,10 @@
 //
 //   - The kernel is Go; skills stay standalone programs run as
 //     `python3 main.py` (Options.Python) with a JSON stdin/stdout protocol
-//     (package skill). There is no sandbox.
+//     (package skill). The spec runs them without sandboxing; lumen runs
+//     them confined (internal/proc: Landlock, no network unless allowed,
+//     resource limits), or not at all where confinement is not available,
+//     unless the person passes --unconfined.
 //   - Concurrency: the spec allows lost updates; the issue asks that
 //     nothing be lost. Memory lines are appended under a file lock;
 //     values.json, goal files and soul.md are changed read-modify-write

@@ -50,6 +50,11 @@ type Options struct {
 	Python         string        // interpreter for skills' main.py; default python3
 	SkillTimeout   time.Duration // per skill run; default 60s
 	SkillOutputCap int           // bytes of a skill's stdout; default 64 KiB
+	// Unconfined runs skills with the user's rights (--unconfined);
+	// SkillLimits are a confined skill's resource limits (zero fields:
+	// proc.DefaultLimits). See skill's package doc.
+	Unconfined  bool
+	SkillLimits proc.Limits
 
 	Recent int // N most recent self, goal and external memories a step loads; default 20
 	TopK   int // K most relevant memories a step loads; default 10
@@ -177,7 +182,7 @@ func Open(root string, opts Options) (*Instance, error) {
 	}
 	in.skills = &skill.Runner{Dir: filepath.Join(abs, "skills"), Root: abs,
 		CacheFile: filepath.Join(in.derivedDir(), "skill-help.json"), ReadOnly: opts.ReadOnly,
-		Python: opts.Python, Timeout: opts.SkillTimeout, OutputCap: opts.SkillOutputCap}
+		Python: opts.Python, Timeout: opts.SkillTimeout, OutputCap: opts.SkillOutputCap, Unconfined: opts.Unconfined, Limits: opts.SkillLimits}
 	if !opts.ReadOnly {
 		in.skills.OnCheck = in.skillChecked
 		if err := in.upgrade(context.Background()); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/llmkernels/kernels/internal/clip"
+	"github.com/llmkernels/kernels/internal/proc"
 	"sort"
 	"strings"
 	"time"
@@ -39,6 +40,9 @@ type Status struct {
 	// dollars, by every process.
 	SpentToday float64 `json:"spent_today_usd"`
 	StaleAfter int     `json:"stale_after_cycles"`
+	// Confinement is how skills run: confined (with what), refused (not
+	// available here), or unconfined (--unconfined).
+	Confinement string `json:"confinement"`
 }
 
 // ReflectionMark is one reflection, as its REVIEW memory records it.
@@ -61,6 +65,10 @@ type SkillStatus struct {
 	skill.Check
 	HasMain bool `json:"has_main"`
 	Kept    int  `json:"kept_versions"`
+	// Network is what the skill declares it needs to reach (skill.json);
+	// NetworkAllowed what of it the person allowed.
+	Network        []string `json:"network,omitempty"`
+	NetworkAllowed []string `json:"network_allowed,omitempty"`
 }
 
 // topValues is how many values status shows.
@@ -83,7 +91,8 @@ func (in *Instance) Status(ctx context.Context) (*Status, error) {
 	st := &Status{Root: in.Root, Soul: summarizeSoul(snap.soul), SoulEmpty: strings.TrimSpace(snap.soul) == "",
 		Values: activeValues(snap.values), Goals: activeGoals(snap.goals), Memories: counts,
 		Retrieval: in.mem.Mode(), Index: "on disk", Skills: skills, StaleAfter: in.opts.StaleAfter,
-		StaleGoals: []IdleGoal{}, Failures: []Failure{}} // lists are empty, not null, in --json
+		Confinement: proc.Describe(in.opts.Unconfined, in.opts.SkillLimits),
+		StaleGoals:  []IdleGoal{}, Failures: []Failure{}} // lists are empty, not null, in --json
 	if st.Values == nil {
 		st.Values = []Value{}
 	}
@@ -162,7 +171,12 @@ func (in *Instance) SkillStatuses() ([]SkillStatus, error) {
 				return nil, err
 			}
 		}
-		out = append(out, SkillStatus{Check: c, HasMain: s.HasMain, Kept: len(kept)})
+		st := SkillStatus{Check: c, HasMain: s.HasMain, Kept: len(kept)}
+		if skill.ValidName(s.Name) == nil {
+			// A skill.json that cannot be read says so when the skill runs.
+			st.Network, st.NetworkAllowed, _ = in.skills.Network(s.Name)
+		}
+		out = append(out, st)
 	}
 	return out, nil
 }
@@ -231,6 +245,7 @@ func (s *Status) Text() string {
 		}
 	}
 	fmt.Fprintf(&b, "skills    %s\n", orDash(strings.Join(names, ", ")))
+	fmt.Fprintf(&b, "confined  %s\n", s.Confinement)
 	return b.String()
 }
 
@@ -382,6 +397,23 @@ func (in *Instance) FilteredGoals(year int, status string) ([]GoalRecord, error)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Weight > out[j].Weight })
 	return out, nil
+}
+
+// AllowSkillNetwork records that the person allows a skill to reach the
+// network its skill.json declares (lumen skills allow NAME --network),
+// logged as a kernel memory.
+func (in *Instance) AllowSkillNetwork(name string) ([]string, error) {
+	if err := in.writable(); err != nil {
+		return nil, err
+	}
+	network, err := in.skills.AllowNetwork(name)
+	if err != nil {
+		return nil, err
+	}
+	_, err = in.remember(memory.Kernel, "allow", "lumen skills allow",
+		fmt.Sprintf("ALLOW: skill %s may reach %s (allowed by the person)", name, strings.Join(network, ", ")),
+		map[string]any{"skill": name, "network": network})
+	return network, err
 }
 
 // RestoreSkill makes a kept version of a skill current again (lumen skills

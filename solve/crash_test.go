@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -175,8 +177,12 @@ func TestRunKilledAtTwentyRandomPointsResumesToTheUninterruptedResult(t *testing
 
 // kill -9 while a call is in flight (the fake holds the request): the
 // call's reservation stays open, and resume settles it at the amount
-// reserved, labelled as such, before it goes on; the ledger then holds
-// every served call plus that one at its reservation, never less.
+// reserved, an unknown outcome, before it goes on; the ledger then holds
+// every served call plus that one at its reservation, never less. Its
+// wall time is the time it ran (its heartbeat), not its hold, and the
+// seconds the process was dead are not counted (before, a kill cost the
+// call's whole 30 s hold). The run's report and status show the unknown
+// outcome apart from what was billed for certain.
 func TestKillDuringACallLeavesAReservationThatResumeSettles(t *testing.T) {
 	eachStore(t, func(t *testing.T, dir string) {
 		ws := workspace(t, dir, "example.com/stats")
@@ -194,33 +200,64 @@ func TestKillDuringACallLeavesAReservationThatResumeSettles(t *testing.T) {
 			_ = cmd.Process.Kill()
 			t.Fatal("the Mean resolve call never reached the fake")
 		}
+		const ran, dead = 2500 * time.Millisecond, 4 * time.Second
+		time.Sleep(ran)
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
 		_ = cmd.Wait()
 		api.setHold(nil)
 		db := openDB(t, dir)
-		var held float64
-		if err := db.QueryRow(`SELECT amount FROM budget_reservations WHERE status = 'open' AND operation = 'resolve'`).Scan(&held); err != nil || held <= 0 {
+		var held, heldTime, alive float64
+		if err := db.QueryRow(`SELECT amount, time_amount, alive_seconds FROM budget_reservations WHERE status = 'open' AND operation = 'resolve'`).Scan(&held, &heldTime, &alive); err != nil || held <= 0 {
 			t.Fatalf("after kill -9 during the call: open reservation $%v, %v", held, err)
 		}
+		if alive < 1 || alive > ran.Seconds() {
+			t.Errorf("the call ran %s before the kill; its last heartbeat says %.2fs", ran, alive)
+		}
 		invariants(t, dir, latestRoot(t, dir))
+		time.Sleep(dead)
 		r := api.run(t, dir, "resume")
-		if r.code != 0 || !strings.Contains(r.stdout, "achieved") || !strings.Contains(r.stderr, "SETTLED claude-code-0 resolve at its reservation") {
+		if r.code != 0 || !strings.Contains(r.stdout, "achieved") || !strings.Contains(r.stderr, "SETTLED claude-code-0 resolve at its reservation") ||
+			!strings.Contains(r.stderr, "an unknown outcome") {
 			t.Fatalf("resume: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 		}
 		invariants(t, dir, latestRoot(t, dir))
 		calls, cost := api.served(t)
 		var spends int
-		var spent, atHold float64
+		var spent, atHold, secs, unknown float64
 		if err := db.QueryRow(`SELECT COUNT(*), SUM(amount) FROM budget_ledger WHERE event_type = 'spend' AND resolver_id = 'claude-code-0'`).Scan(&spends, &spent); err != nil {
 			t.Fatal(err)
 		}
-		if err := db.QueryRow(`SELECT settled_amount FROM budget_reservations WHERE amount = ? AND operation = 'resolve' AND settled_amount = amount`, held).Scan(&atHold); err != nil {
+		if err := db.QueryRow(`SELECT r.settled_amount, r.settled_time, l.unknown_amount FROM budget_reservations r JOIN budget_ledger l ON l.reservation_id = r.id
+			WHERE r.amount = ? AND r.operation = 'resolve' AND r.settled_amount = r.amount`, held).Scan(&atHold, &secs, &unknown); err != nil {
 			t.Fatalf("the held call's reservation was not settled at its amount: %v", err)
 		}
 		if spends != calls+1 || math.Abs(spent-(cost+atHold)) > 1e-9 {
 			t.Errorf("ledger: %d spends, $%.9f; the fake served %d calls, $%.9f, plus the one in flight settled at $%.9f", spends, spent, calls, cost, atHold)
+		}
+		// Up to its last heartbeat (at least one, at 1 s) and the interval
+		// after it: at most what it ran and a second, never the dead time.
+		if secs < 2 || secs > ran.Seconds()+1 || secs >= heldTime {
+			t.Errorf("the call cut off after %s (then %s dead) was settled at %.2fs of its %.0fs hold", ran, dead, secs, heldTime)
+		}
+		if unknown != atHold {
+			t.Errorf("the call settled at its hold $%.6f is marked unknown for $%.6f", atHold, unknown)
+		}
+		root := latestRoot(t, dir)
+		_, total := paid(t, dir)
+		billed := fmt.Sprintf("$%.4f billed for certain, $%.4f of unknown outcome", total-atHold, atHold)
+		if !strings.Contains(r.stdout, billed) {
+			t.Errorf("the run's summary does not say %q:\n%s", billed, r.stdout)
+		}
+		st := runSolve(t, dir, "status", root)
+		if !strings.Contains(st.stdout, billed) || !strings.Contains(st.stdout, fmt.Sprintf("($%.4f unknown outcome)", atHold)) {
+			t.Errorf("status does not show the unknown outcome:\n%s", st.stdout)
+		}
+		rep := runSolve(t, dir, "report", root, "--out", filepath.Join(dir, "report.json"))
+		md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+		if rep.code != 0 || err != nil || !strings.Contains(string(md), billed) {
+			t.Errorf("the report does not show the unknown outcome (exit %d, %v):\n%s", rep.code, err, md)
 		}
 	})
 }
@@ -251,17 +288,77 @@ func TestRunKilledAtRandomMomentsKeepsEveryServedCall(t *testing.T) {
 		if run > 20 {
 			t.Fatalf("only %d kills in 20 runs", kills)
 		}
-		kills += killAtRandom(t, rng, 15-kills)
+		kills += killAtRandom(t, rng, killRun{dir: t.TempDir(), most: 15 - kills, money: "5", time: "30m"})
 	}
 }
 
-// killAtRandom runs the stats goal in a fresh directory, killing it up to
-// most times at random moments and resuming, and returns the kills made.
-func killAtRandom(t *testing.T, rng *rand.Rand, most int) int {
+// A run killed many times at random moments (kill -9 of the binary: in a
+// model call, a check, a commit) and resumed each time, after a pause, ends
+// as the uninterrupted run does: achieved, with the same live nodes,
+// attempts, σ and artifacts, on a wall-time budget the uninterrupted run
+// uses a fraction of. A call cut off costs the time it ran (its
+// heartbeat), not its hold (30 s for a model call, 60 s for a check), and
+// the seconds between a kill and the resume cost nothing: before, sixteen
+// kills used the run's time up and it ended waiting for a human.
+func TestARunKilledManyTimesEndsAsTheUninterruptedOne(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs of the binary killed at random")
+	}
+	eachStore(t, func(t *testing.T, dir string) {
+		// A model answer takes a second: most kills land in a call. Each
+		// call cut off in flight is paid at its hold (up to $0.40 here): the
+		// budget allows sixteen.
+		const money, budget, delay = "50", "6m", time.Second
+		ref := likeDir(t, dir)
+		refAPI := newFakeAPI(t, 1, statsSteps()...)
+		refAPI.setDelay(delay)
+		r := refAPI.run(t, ref, "run", statsGoal, "--workspace", workspace(t, ref, "example.com/stats"), "--budget", money, "--time", budget)
+		if r.code != 0 || !strings.Contains(r.stdout, "achieved") {
+			t.Fatalf("uninterrupted run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+		}
+		want := finalState(t, ref)
+		rng := rand.New(rand.NewPCG(21, 3))
+		kills := killAtRandom(t, rng, killRun{dir: dir, most: 16, money: money, time: budget, delay: delay, pause: 2 * time.Second, within: 1500 * time.Millisecond})
+		if kills < 16 {
+			t.Fatalf("the run ended after %d kills; the test needs 16", kills)
+		}
+		if got := finalState(t, dir); got != want {
+			t.Errorf("after %d kills the final state differs from the uninterrupted run's:\n--- want\n%s\n--- got\n%s", kills, want, got)
+		}
+		var unknown, secs float64
+		if err := openDB(t, dir).QueryRow(`SELECT COALESCE(SUM(unknown_amount), 0), COALESCE(SUM(time_amount), 0) FROM budget_ledger
+			WHERE event_type = 'spend' AND resolver_id IS NOT NULL`).Scan(&unknown, &secs); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%d kills; the calls took %.1fs, $%.4f of unknown outcome", kills, secs, unknown)
+	})
+}
+
+// killRun is how killAtRandom runs the stats goal.
+type killRun struct {
+	dir   string        // a fresh directory
+	most  int           // kills at most
+	money string        // --budget
+	time  string        // --time
+	delay time.Duration // how long each model answer takes
+	pause time.Duration // the longest a killed run stays dead before its resume
+	// within is the longest a process runs before its kill (0: 1.2 s).
+	within time.Duration
+}
+
+// killAtRandom runs the stats goal in k.dir, killing it up to k.most
+// times at random moments and resuming, and returns the kills made. The
+// run must end achieved.
+func killAtRandom(t *testing.T, rng *rand.Rand, k killRun) int {
 	t.Helper()
-	dir := t.TempDir()
+	dir, most := k.dir, k.most
 	ws := workspace(t, dir, "example.com/stats")
 	api := newFakeAPI(t, 25, statsSteps()...)
+	api.setDelay(k.delay)
+	within := k.within
+	if within == 0 {
+		within = 1200 * time.Millisecond
+	}
 	check := func(when string) (open int) {
 		db := openDB(t, dir)
 		var spends, atHoldN int
@@ -288,7 +385,7 @@ func killAtRandom(t *testing.T, rng *rand.Rand, most int) int {
 	for {
 		args := []string{"resume"}
 		if latestRoot(t, dir) == "" {
-			args = []string{"run", statsGoal, "--workspace", ws, "--budget", "5", "--time", "30m"}
+			args = []string{"run", statsGoal, "--workspace", ws, "--budget", k.money, "--time", k.time}
 		}
 		cmd := api.command(dir, args...)
 		var out bytes.Buffer
@@ -302,7 +399,7 @@ func killAtRandom(t *testing.T, rng *rand.Rand, most int) int {
 		if kills < most {
 			select {
 			case err = <-done:
-			case <-time.After(time.Duration(20+rng.IntN(1200)) * time.Millisecond):
+			case <-time.After(20*time.Millisecond + time.Duration(rng.Int64N(int64(within)))):
 				_ = cmd.Process.Signal(syscall.SIGKILL)
 				if err = <-done; !killed(err) {
 					break // it ended on its own just before the kill
@@ -317,6 +414,9 @@ func killAtRandom(t *testing.T, rng *rand.Rand, most int) int {
 				// writing its report, say): there is nothing to resume.
 				if root != "" && count(t, openDB(t, dir), "SELECT COUNT(*) FROM artifacts WHERE node_id = ? AND type = 'assembly'", root) > 0 {
 					break
+				}
+				if k.pause > 0 {
+					time.Sleep(time.Duration(rng.Int64N(int64(k.pause))))
 				}
 				continue
 			}

@@ -33,7 +33,7 @@ func TestStatusLogAndReportShowWhatARunDid(t *testing.T) {
 		t.Errorf("the achieved root's line: %q", lines[0])
 	}
 	for _, want := range []string{"· allocated $5.0000 · delegated $", "· reserve $", "created 20", ", resolved 20",
-		"  Add Mean — Add Mean(xs []float64) float64 with a test", "attempts 2/5"} {
+		"  Add Mean — Add Mean(xs []float64) float64 with a test", "attempts 2/5", "\nconfinement of commands on this machine: "} {
 		if !strings.Contains(st.stdout, want) {
 			t.Errorf("status lacks %q:\n%s", want, st.stdout)
 		}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/llm/llmtest"
@@ -27,6 +28,7 @@ type fakeAPI struct {
 	front *httptest.Server
 
 	mu    sync.Mutex
+	delay time.Duration          // how long each answer takes (a model thinking)
 	hold  func(body []byte) bool // requests to hold instead of serving
 	held  chan struct{}          // closed when a request is held
 	freed chan struct{}          // closed to let held requests go (unserved)
@@ -91,6 +93,7 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.mu.Lock()
+	delay := f.delay
 	hold := f.hold != nil && f.hold(body)
 	if hold {
 		f.nheld++
@@ -112,6 +115,11 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 		f.mu.Unlock()
 		http.Error(w, "held", http.StatusServiceUnavailable)
 		return
+	}
+	select {
+	case <-time.After(delay):
+	case <-r.Context().Done():
+		return // the client gave up (or was killed) before the answer: never served
 	}
 	req, err := http.NewRequestWithContext(r.Context(), r.Method, f.api.URL+r.URL.Path, bytes.NewReader(body))
 	if err != nil {
@@ -153,6 +161,13 @@ func (f *fakeAPI) holdFirst(marker string) {
 func (f *fakeAPI) setHold(hold func(body []byte) bool) {
 	f.mu.Lock()
 	f.hold = hold
+	f.mu.Unlock()
+}
+
+// setDelay makes every answer take d.
+func (f *fakeAPI) setDelay(d time.Duration) {
+	f.mu.Lock()
+	f.delay = d
 	f.mu.Unlock()
 }
 

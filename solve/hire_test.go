@@ -316,3 +316,24 @@ func TestATopUpOfARequestWhoseNodesAreInvalidatedReachesALiveAncestor(t *testing
 	}
 	invariants(t, dir, root)
 }
+
+// solve hire … --allow-network records what the hired command may reach
+// (the flag alone: all), solve resolvers lists it, and the flag without
+// --resolver-command is a usage error that writes nothing; solve
+// resolvers allow refuses a resolver that declares nothing.
+func TestHireAllowNetworkIsRecordedAndListed(t *testing.T) {
+	dir := t.TempDir()
+	_, id := boardsWaiting(t, dir)
+	if a := runSolve(t, dir, "hire", id, "--add-budget", "1", "--allow-network"); a.code != 2 || !strings.Contains(a.stderr, "--allow-network goes with --resolver-command") {
+		t.Fatalf("--allow-network with a budget: exit %d\n%s", a.code, a.stderr)
+	}
+	if a := runSolve(t, dir, "hire", id, "--resolver-command", "echo 71C", "--allow-network"); a.code != 0 {
+		t.Fatalf("hire: exit %d\n%s%s", a.code, a.stdout, a.stderr)
+	}
+	if r := runSolve(t, dir, "resolvers"); !strings.Contains(r.stdout, "network allowed: all") {
+		t.Errorf("the listing does not show the allowance:\n%s", r.stdout)
+	}
+	if r := runSolve(t, dir, "resolvers", "allow", "codex-tools-0", "--network"); r.code != 1 || !strings.Contains(r.stderr, "declares no network need") {
+		t.Errorf("allow a resolver that declares nothing: exit %d\n%s", r.code, r.stderr)
+	}
+}

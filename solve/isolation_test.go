@@ -406,14 +406,20 @@ func TestACyclicDecompositionIsAskedAgainWithTheCycleQuoted(t *testing.T) {
 func TestASecondProcessOnARunningRootIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	ws := workspace(t, dir, "example.com/mathx")
-	started := filepath.Join(dir, "started")
 	steps := clampSteps()
-	steps[0].answer = m{"constraints": []any{m{"type": "logic", "domain": "software", "title": "the check passes", "check": "touch " + started + "; sleep 30"}},
+	// The check runs confined: it marks its start in its own directory,
+	// the attempt's copy of the workspace, made under TMPDIR.
+	steps[0].answer = m{"constraints": []any{m{"type": "logic", "domain": "software", "title": "the check passes", "check": "touch started; sleep 30"}},
 		"required_capabilities": []string{"generate_code"}, "rationale": "a slow check"}
 	sc := writeScript(t, dir, steps...)
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", tmp)
 	first := runBackground(t, dir, "run", clampGoal, "--provider", "script", "--script", sc, "--workspace", ws, "--budget", "5", "--time", "1h")
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(started); err == nil {
+		if found, _ := filepath.Glob(filepath.Join(tmp, "solve-attempt-*", "started")); len(found) > 0 {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llmkernels/kernels/internal/pgdb"
+	"github.com/llmkernels/kernels/internal/proc"
 	"github.com/llmkernels/kernels/internal/sqlite"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/solve/loop"
@@ -19,6 +20,7 @@ import (
 	"github.com/llmkernels/kernels/solve/resolver/selfmodel"
 	"github.com/llmkernels/kernels/solve/resolver/tool"
 	"github.com/llmkernels/kernels/solve/store"
+	"github.com/llmkernels/kernels/solve/workspace"
 )
 
 // Kernel is an open kernel.db (and its artifact_store/). Its methods do
@@ -121,6 +123,9 @@ type Options struct {
 	// through the job queue in the kernel's PostgreSQL database instead
 	// of running it here (loop.Options.Remote).
 	Remote bool
+	// Sandbox confines the commands a run starts (checks, plan steps,
+	// built and hired tools): see workspace.Sandbox.
+	Sandbox workspace.Sandbox
 }
 
 // loopOptions wires the resolver implementations into the loop.
@@ -128,7 +133,7 @@ func (k *Kernel) loopOptions(o Options) loop.Options {
 	res := map[string]loop.Resolver{
 		loop.SelfModelID:  selfmodel.New(k.st),
 		loop.ClaudeCodeID: claudecode.New(o.Client),
-		loop.CodexToolsID: codex.New(),
+		loop.CodexToolsID: codex.New(o.Sandbox),
 	}
 	for id, r := range o.Resolvers {
 		res[id] = r
@@ -138,7 +143,7 @@ func (k *Kernel) loopOptions(o Options) loop.Options {
 			if cmd, _ := e.Metadata["command"].(string); cmd == "" {
 				return nil, loop.Permanent("capability_mismatch", fmt.Errorf("resolver %q has no command to run in this kernel", e.ID))
 			}
-			return tool.New(k.st, e), nil
+			return tool.New(k.st, e, o.Sandbox), nil
 		}}
 }
 
@@ -203,6 +208,16 @@ func (k *Kernel) Resolvers(ctx context.Context) ([]store.Resolver, error) {
 	}
 	return k.st.Resolvers(ctx, "")
 }
+
+// AllowNetwork records a person's allowance for a built tool to reach
+// what it declares (solve resolvers allow ID --network).
+func (k *Kernel) AllowNetwork(ctx context.Context, id string) (string, error) {
+	return loop.AllowNetwork(ctx, k.st, id)
+}
+
+// Confinement says how commands are confined on this machine (solve
+// status).
+func Confinement() proc.Support { return proc.Probe() }
 
 // Requests lists the capability requests waiting for a human (all of
 // them with all).

@@ -23,15 +23,20 @@ import (
 func TestKill9LeavesNoCheckRunning(t *testing.T) {
 	dir := t.TempDir()
 	ws := workspace(t, dir, "example.com/mathx")
-	pids := filepath.Join(dir, "check.pids")
 	steps := clampSteps()
+	// The check runs confined: it writes its pids in its own directory, the
+	// attempt's copy of the workspace, made under TMPDIR.
 	steps[0].answer = m{"constraints": []any{m{"type": "logic", "domain": "software", "title": "the check passes",
-		"check": `sleep 60 & echo "$$ $! ${ANTHROPIC_API_KEY:-none}" > ` + pids + `.tmp; mv ` + pids + `.tmp ` + pids + `; wait`}},
+		"check": `sleep 60 & echo "$$ $! ${ANTHROPIC_API_KEY:-none}" > check.pids.tmp; mv check.pids.tmp check.pids; wait`}},
 		"required_capabilities": []string{"generate_code"}, "rationale": "a check that takes its time"}
 	sc := writeScript(t, dir, steps...)
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(solveBin, "run", clampGoal, "--provider", "script", "--script", sc, "--workspace", ws, "--budget", "5", "--time", "30m")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "ANTHROPIC_API_KEY=sk-ant-kill-test-0123456789")
+	cmd.Env = append(os.Environ(), "ANTHROPIC_API_KEY=sk-ant-kill-test-0123456789", "TMPDIR="+tmp)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +46,11 @@ func TestKill9LeavesNoCheckRunning(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the check never started")
 		}
-		data, _ := os.ReadFile(pids)
+		found, _ := filepath.Glob(filepath.Join(tmp, "solve-attempt-*", "check.pids"))
+		if len(found) == 0 {
+			continue
+		}
+		data, _ := os.ReadFile(found[0])
 		fields = strings.Fields(string(data))
 	}
 	if fields[2] != "none" {
@@ -74,9 +83,12 @@ func TestAHangingCheckIsKilledAtTheNodesDeadline(t *testing.T) {
 	steps[0].answer = m{"constraints": []any{m{"type": "logic", "domain": "software", "title": "the check passes", "check": "echo $$ > " + pid + "; sleep 600"}},
 		"required_capabilities": []string{"generate_code"}, "rationale": "a check that hangs"}
 	sc := writeScript(t, dir, steps...)
-	// 65 s: the check is estimated at a minute, so it may start.
+	// 65 s: the check is estimated at a minute, so it may start. Unconfined:
+	// the check writes its pid where the test reads it after the attempt's
+	// copy of the workspace is gone (a confined command's deadline is
+	// pinned in internal/proc).
 	began := time.Now()
-	r := runSolve(t, dir, "run", clampGoal, "--provider", "script", "--script", sc, "--workspace", ws, "--budget", "5", "--time", "65s")
+	r := runSolve(t, dir, "run", clampGoal, "--provider", "script", "--script", sc, "--workspace", ws, "--budget", "5", "--time", "65s", "--unconfined")
 	took := time.Since(began)
 	if r.code != cli.ExitWaiting || !strings.Contains(r.stderr, "HIRE (over_budget): need a human for budget (the node's wall time ran out during codex-tools-0 run_check") {
 		t.Fatalf("exit %d after %s\n%s\n%s", r.code, took, r.stdout, r.stderr)

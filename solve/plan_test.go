@@ -213,7 +213,7 @@ func TestAFailedRunSetsAsideTheEarlierPlanFiles(t *testing.T) {
 func fakeZ3(t *testing.T, word string) []string {
 	t.Helper()
 	bin := t.TempDir()
-	answer := "grep -o '(check-sat)' | sed 's/.*/" + word + "/'"
+	answer := "grep -o '(check-sat' | sed 's/.*/" + word + "/'"
 	if word == "hang" {
 		answer = "exec sleep 600"
 	}

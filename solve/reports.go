@@ -65,8 +65,11 @@ type NodeStatus struct {
 	// (delegated, net of what invalidated children gave back), what it gave
 	// back to its parent (returned), what calls in flight hold (held), and
 	// what it has left (reserve = allocated − spent − delegated − returned −
-	// held). Time the same, in seconds.
+	// held). Time the same, in seconds. Unknown is the part of spent whose
+	// outcome is unknown (calls cut off in flight, settled at their hold);
+	// the rest was billed for certain.
 	SpentUSD         float64 `json:"spent_usd"`
+	UnknownUSD       float64 `json:"unknown_usd"`
 	AllocatedUSD     float64 `json:"allocated_usd"`
 	DelegatedUSD     float64 `json:"delegated_usd"`
 	ReturnedUSD      float64 `json:"returned_usd"`
@@ -243,7 +246,7 @@ func (k *Kernel) Status(ctx context.Context, root string) (*RunStatus, error) {
 	walk = func(n *store.Node, depth int) {
 		b := budgets[n.ID]
 		ns := NodeStatus{ID: n.ID, Parent: n.Parent, Depth: depth, Status: n.Status, State: state(n), Invalidated: n.Invalidated,
-			SpentUSD: b.SpentUSD, AllocatedUSD: b.ReceivedUSD, DelegatedUSD: b.DelegatedUSD, ReturnedUSD: b.ReturnedUSD, HeldUSD: b.HeldUSD,
+			SpentUSD: b.SpentUSD, UnknownUSD: b.UnknownUSD, AllocatedUSD: b.ReceivedUSD, DelegatedUSD: b.DelegatedUSD, ReturnedUSD: b.ReturnedUSD, HeldUSD: b.HeldUSD,
 			ReserveUSD: b.ReserveUSD(), SpentSeconds: b.SpentSeconds, AllocatedSeconds: b.ReceivedSeconds, ReserveSeconds: b.ReserveSeconds(),
 			Attempts: n.AttemptCount, MaxAttempts: n.MaxAttempts, Summary: n.Summary, Goal: n.Goal, Created: n.Created, Resolved: n.ResolvedAt,
 			Reopened: reopened[n.ID]}

@@ -145,6 +145,7 @@ func (r *RunReport) Markdown(ganttFile, mermaidFile string) string {
 		w(" · σ_system %.2f · assembly `%s`", res.SigmaSystem, res.ArtifactID)
 	}
 	w(" · spent $%.4f of $%.2f", res.SpentUSD, res.AllocatedUSD)
+	w("%s", UnknownNote(res.SpentUSD, res.UnknownUSD))
 	if res.ReservedUSD > 0 {
 		w(" ($%.4f held by calls in flight)", res.ReservedUSD)
 	}
@@ -152,7 +153,7 @@ func (r *RunReport) Markdown(ganttFile, mermaidFile string) string {
 	if res.Summary != "" {
 		w("%s\n\n", cell(res.Summary))
 	}
-	w("## Tree\n\nSpent: the node's own paid calls. Allocated: what it was given. Delegated: what it handed to its children. Reserve: what it has left. Time: its calls' wall time of what it was given.\n\n")
+	w("## Tree\n\nSpent: the node's own paid calls (with the part of unknown outcome, when a call was cut off in flight). Allocated: what it was given. Delegated: what it handed to its children. Reserve: what it has left. Time: its calls' wall time of what it was given.\n\n")
 	w("| node | goal | state | σ_v | σ_path | spent | allocated | delegated | reserve | time | attempts | created | resolved |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, n := range r.Status.Nodes {
 		sv, sp := "—", "—"
@@ -163,8 +164,12 @@ func (r *RunReport) Markdown(ganttFile, mermaidFile string) string {
 		if n.Goal != n.Summary {
 			goal += " — " + clip.Line(n.Goal, 120)
 		}
-		w("| `%s` | %s | %s | %s | %s | $%.4f | $%.4f | $%.4f | $%.4f | %.1fs / %.0fs | %d/%d | %s | %s |\n", store.Short(n.ID), cell(goal), cell(n.State), sv, sp,
-			n.SpentUSD, n.AllocatedUSD, n.DelegatedUSD, n.ReserveUSD, n.SpentSeconds, n.AllocatedSeconds, n.Attempts, n.MaxAttempts, n.Created, orDash(n.Resolved))
+		spent := fmt.Sprintf("$%.4f", n.SpentUSD)
+		if n.UnknownUSD > 0 {
+			spent += fmt.Sprintf(" ($%.4f unknown outcome)", n.UnknownUSD)
+		}
+		w("| `%s` | %s | %s | %s | %s | %s | $%.4f | $%.4f | $%.4f | %.1fs / %.0fs | %d/%d | %s | %s |\n", store.Short(n.ID), cell(goal), cell(n.State), sv, sp,
+			spent, n.AllocatedUSD, n.DelegatedUSD, n.ReserveUSD, n.SpentSeconds, n.AllocatedSeconds, n.Attempts, n.MaxAttempts, n.Created, orDash(n.Resolved))
 	}
 	w("\n## Critical path\n\n")
 	if len(r.CriticalPath) == 0 {
@@ -182,6 +187,18 @@ func (r *RunReport) Markdown(ganttFile, mermaidFile string) string {
 	}
 	w("\n## Tree as a flowchart\n\n(also in %s; the critical path in red)\n\n```mermaid\n%s```\n", cell(mermaidFile), planning.Mermaid(r.tasks, r.analysis))
 	return b.String()
+}
+
+// UnknownNote is what a run's or a node's spend says of the calls whose
+// outcome is unknown ("" when there are none): the part billed for
+// certain apart from the part counted at the hold of calls cut off in
+// flight (a kill, a deadline, Ctrl-C), which the provider may or may not
+// have billed.
+func UnknownNote(spent, unknown float64) string {
+	if unknown <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" ($%.4f billed for certain, $%.4f of unknown outcome: calls cut off in flight, counted at their hold)", spent-unknown, unknown)
 }
 
 func orDash(s string) string {

@@ -79,7 +79,8 @@ func rootOfStatus(t *testing.T, dir string) string {
 
 // A call cancelled (SIGINT) while its request is in flight, held by the
 // fake API, is settled at its hold: the request went out, the answer never
-// came, and what the API charged is unknown.
+// came, and what the API charged is unknown: the ledger and status say so,
+// apart from what was billed for certain.
 func TestACallCancelledInFlightIsSettledAtItsHold(t *testing.T) {
 	dir := t.TempDir()
 	ws := workspace(t, dir, "example.com/stats")
@@ -107,7 +108,12 @@ func TestACallCancelledInFlightIsSettledAtItsHold(t *testing.T) {
 	if status != "settled" || held <= 0 || settled != held {
 		t.Errorf("the call cancelled in flight: %s at $%v of $%v held; want settled at its hold", status, settled, held)
 	}
-	if st := statusJSON(t, dir); st.Outcome != loop.OutcomeStopped {
-		t.Errorf("outcome %s, want stopped", st.Outcome)
+	var unknown float64
+	if err := db.QueryRow(`SELECT l.unknown_amount FROM budget_ledger l JOIN budget_reservations r ON r.id = l.reservation_id
+		WHERE r.operation = 'resolve' AND r.node_id <> r.root_id`).Scan(&unknown); err != nil || unknown != held {
+		t.Errorf("the call cancelled in flight is of unknown outcome for $%v of its $%v (%v)", unknown, held, err)
+	}
+	if st := statusJSON(t, dir); st.Outcome != loop.OutcomeStopped || st.UnknownUSD != held {
+		t.Errorf("outcome %s with $%v of unknown outcome, want stopped with $%v", st.Outcome, st.UnknownUSD, held)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmkernels/kernels/internal/cli"
+	"github.com/llmkernels/kernels/internal/proc"
 	"github.com/llmkernels/kernels/internal/provider"
 	"github.com/llmkernels/kernels/internal/termtext"
 	"github.com/llmkernels/kernels/lumen"
@@ -37,6 +38,8 @@ type options struct {
 	skillTimeout   time.Duration
 	skillOutputCap int
 	reflectEvery   int
+	confine        *cli.ConfineFlags
+	skillLimits    proc.Limits
 }
 
 func main() {
@@ -52,9 +55,14 @@ soul. The kernel enforces who may write what and logs every step it runs as a
 kernel memory; lumen audit checks the record. Every prompt is a file under
 prompts/ that you can read and edit.
 
-Skills run in a process group killed whole at --skill-timeout and when lumen
-dies, without provider keys in their environment (LLMKERNELS_PASS_ENV=NAME,...
-passes some on; docs/configuration.md).
+Skills run confined: each may write only its own directory and a private
+temporary one, reaches no network unless its skill.json declares a need and you
+allow it (lumen skills allow NAME --network), and is held to --cpu-limit,
+--memory-limit, --process-limit, --open-files-limit and --output-limit. Where
+confinement is not available (not Linux, an old kernel) skills are not run
+unless you pass --unconfined. They run in a process group killed whole at
+--skill-timeout and when lumen dies, without provider keys in their environment
+(LLMKERNELS_PASS_ENV=NAME,... passes some on; docs/configuration.md).
 
 The views (status, memory, values, goals, skills, audit) only read: they create
 and change nothing in the instance, and work where it cannot be written (a
@@ -76,6 +84,7 @@ Docs: docs/lumen.md. Provider flags: docs/configuration.md.`)
 	pf.DurationVar(&o.skillTimeout, "skill-timeout", 60*time.Second, "a skill run is killed after this long")
 	pf.IntVar(&o.skillOutputCap, "skill-output-cap", 64<<10, "bytes of stdout a skill run may write before it is killed")
 	pf.IntVar(&o.reflectEvery, "reflect-every", 10, "periodic reflection trigger: action cycles between reflections")
+	o.confine = cli.AddConfineFlags(pf, "skills")
 
 	app.Root.AddCommand(
 		initCommand(o),
@@ -112,7 +121,9 @@ func (o *options) check() error {
 	case o.reflectEvery <= 0:
 		return cli.Usagef("--reflect-every %d: give how many action cycles between reflections (--no-reflect on lumen run turns reflection off)", o.reflectEvery)
 	}
-	return nil
+	var err error
+	o.skillLimits, err = o.confine.Limits()
+	return err
 }
 
 // open opens the instance; with app set it also builds the LLM client.
@@ -122,7 +133,10 @@ func (o *options) open(app *cli.App, stderr io.Writer, readOnly bool) (*lumen.In
 		return nil, err
 	}
 	opts := lumen.Options{Python: o.python, SkillTimeout: o.skillTimeout, SkillOutputCap: o.skillOutputCap, ReflectEvery: o.reflectEvery,
-		ReadOnly: readOnly}
+		ReadOnly: readOnly, Unconfined: o.confine.Unconfined, SkillLimits: o.skillLimits}
+	if !readOnly {
+		o.confine.Refuse(stderr, "skills", proc.Probe())
+	}
 	if o.embeddingURL != "" {
 		key := envOr("LUMEN_EMBEDDING_KEY", os.Getenv("OPENAI_API_KEY"))
 		opts.Embedder = &memory.Embedder{URL: o.embeddingURL, Model: o.embeddingModel, Key: key}
@@ -575,13 +589,16 @@ by the loops; not run here), and how many earlier versions are kept.`,
 						state = "--help failed: " + s.Error
 					}
 					fmt.Fprintf(cmd.OutOrStdout(), "%-20s %-12.12s %s; %d kept versions\n", termtext.Line(s.Name), s.Version, termtext.Line(state), s.Kept)
+					if n := skill.NetworkLine(s.Name, s.Network, s.NetworkAllowed); n != "" {
+						fmt.Fprintf(cmd.OutOrStdout(), "%-20s %s\n", "", termtext.Line(n))
+					}
 				}
 				return nil
 			})
 		},
 	}
 	asJSON = cli.JSONFlag(cmd)
-	cmd.AddCommand(skillHistoryCommand(o), skillRestoreCommand(o))
+	cmd.AddCommand(skillHistoryCommand(o), skillRestoreCommand(o), skillAllowCommand(o))
 	return cmd
 }
 
@@ -636,6 +653,39 @@ func skillRestoreCommand(o *options) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+func skillAllowCommand(o *options) *cobra.Command {
+	var network bool
+	cmd := &cobra.Command{
+		Use:   "allow NAME --network",
+		Short: "Let a skill reach the network its skill.json declares (recorded; shown by lumen skills)",
+		Long: `A skill runs confined and without network. One that declares a need in its
+skill.json ({"network": ["api.example.org:443"]}, or ["all"]) is listed by lumen
+skills; this allows what it declares, once: recorded in skills/.network.json and
+as a kernel memory. A need it declares later (a revision) is not allowed until
+you allow it again. Only the ports are enforced (TCP connect to those ports, on
+any host): see docs/configuration.md.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			if !network {
+				return cli.Usagef("allow %s: say what to allow: --network", args[0])
+			}
+			in, err := o.openWritable()
+			if err != nil {
+				return err
+			}
+			defer func() { err = errors.Join(err, in.Close()) }()
+			allowed, err := in.AllowSkillNetwork(args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "skill %s may now reach %s\n", args[0], termtext.Line(strings.Join(allowed, ", ")))
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&network, "network", false, "allow the network the skill declares")
+	return cmd
 }
 
 func auditCommand(app *cli.App, o *options) *cobra.Command {
@@ -704,7 +754,8 @@ func (o *options) openWritable() (*lumen.Instance, error) {
 	if err := o.check(); err != nil {
 		return nil, err
 	}
-	return lumen.Open(o.dir, lumen.Options{Python: o.python, SkillTimeout: o.skillTimeout, SkillOutputCap: o.skillOutputCap, ReflectEvery: o.reflectEvery})
+	return lumen.Open(o.dir, lumen.Options{Python: o.python, SkillTimeout: o.skillTimeout, SkillOutputCap: o.skillOutputCap, ReflectEvery: o.reflectEvery,
+		Unconfined: o.confine.Unconfined, SkillLimits: o.skillLimits})
 }
 
 // withInstance opens the instance without an LLM and read-only (the views

@@ -20,6 +20,7 @@ import (
 	"github.com/llmkernels/kernels/internal/cli"
 	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/internal/pgdb"
+	"github.com/llmkernels/kernels/internal/proc"
 	"github.com/llmkernels/kernels/internal/provider"
 	"github.com/llmkernels/kernels/internal/sqlite"
 	"github.com/llmkernels/kernels/internal/termtext"
@@ -420,7 +421,7 @@ func printResult(w io.Writer, r *loop.Result) {
 	default:
 		fmt.Fprintf(w, "the goal was not achieved; see 'solve status %s' and 'solve log --node ID'\n", r.RootID)
 	}
-	fmt.Fprintf(w, "LLM calls: %d · spent $%.4f of $%.2f · nodes %d\n", r.LLMCalls, r.SpentUSD, r.AllocatedUSD, r.Nodes)
+	fmt.Fprintf(w, "LLM calls: %d · spent $%.4f of $%.2f%s · nodes %d\n", r.LLMCalls, r.SpentUSD, r.AllocatedUSD, solve.UnknownNote(r.SpentUSD, r.UnknownUSD), r.Nodes)
 }
 
 // reportFlags are --report FILE and --no-report.
@@ -487,6 +488,7 @@ func runCommand(app *cli.App) *cobra.Command {
 		remote  bool
 		report  reportFlags
 	)
+	var confine *cli.ConfineFlags // set below, read when the command runs
 	cmd := &cobra.Command{
 		Use:   "run GOAL",
 		Short: "Run the SOLVE loop on a goal: resolve, verify, decompose, BUILD tools, HIRE a human",
@@ -584,6 +586,9 @@ on the command line.`,
 			if err != nil {
 				return err
 			}
+			if opts.Sandbox, err = sandboxOf(cmd, confine); err != nil {
+				return err
+			}
 			opts.Remote = remote
 			req.Model = model
 			prices := llm.DefaultPriceTable()
@@ -620,6 +625,7 @@ on the command line.`,
 	f.IntVar(&req.TMax, "tmax", loop.DefaultTMax, "attempts per resolver before BUILD (T_max)")
 	f.BoolVar(&req.Interactive, "interactive", false, "ask the human on the terminal: the Step 1 extraction dialogue, and HIRE at once")
 	f.BoolVar(&remote, "remote", false, fmt.Sprintf("send each ready node's step to 'solve worker' processes through --db postgres://… (--workers caps this run's steps in flight, default %d)", loop.RemoteInFlight))
+	confine = sandboxFlags(cmd)
 	dbFlag(cmd, &db)
 	return cmd
 }
@@ -631,14 +637,17 @@ func resumeCommand(app *cli.App) *cobra.Command {
 		remote  bool
 		report  reportFlags
 	)
+	var confine *cli.ConfineFlags // set below, read when the command runs
 	cmd := &cobra.Command{
 		Use:   "resume [ROOT]",
 		Short: "Continue a stopped, waiting or killed run (the latest unfinished one without ROOT)",
 		Long: `Continue a run where it stopped: after kill -9, after an error, or after
 'solve hire' answered its requests. No resolver attempt whose output was
 recorded is repeated; a call the stopped process made but did not record is
-settled at what it reserved (its cost is unknown), so the ledger never holds
-less than was spent. A run another process is running is refused. ROOT may be
+settled at what it reserved, marked an unknown outcome (whether it was billed
+is not known), so the ledger never holds less than was spent, and at the wall
+time it ran by its heartbeat: the time the process was dead is not charged.
+A run another process is running is refused. ROOT may be
 a prefix of the root node id. Writes the run's report at the end, as 'solve
 run' does. Exit status as for 'solve run': 0 achieved, 3 infeasible, 4 waiting
 for a human, 5 stopped.`,
@@ -654,6 +663,9 @@ for a human, 5 stopped.`,
 			}
 			opts, _, err := runOptions(cmd, app, workers)
 			if err != nil {
+				return err
+			}
+			if opts.Sandbox, err = sandboxOf(cmd, confine); err != nil {
 				return err
 			}
 			opts.Remote = remote
@@ -676,6 +688,7 @@ for a human, 5 stopped.`,
 	dbFlag(cmd, &db)
 	cmd.Flags().IntVar(&workers, "workers", 0, fmt.Sprintf("steps run at once (0 = as the run was started; without --workers then, 1, or %d with --remote)", loop.RemoteInFlight))
 	cmd.Flags().BoolVar(&remote, "remote", false, "send the steps to 'solve worker' processes through --db postgres://… (as solve run --remote)")
+	confine = sandboxFlags(cmd)
 	return cmd
 }
 
@@ -700,6 +713,7 @@ func workerCommand(app *cli.App) *cobra.Command {
 		steps       int
 		rescueAfter time.Duration
 	)
+	var confine *cli.ConfineFlags // set below, read when the command runs
 	cmd := &cobra.Command{
 		Use:   "worker --db postgres://…",
 		Short: "Run the steps of 'solve run --remote' runs from a shared PostgreSQL database, on any machine",
@@ -746,6 +760,9 @@ mistake on the command line, 1 any other failure.`,
 			if err != nil {
 				return err
 			}
+			if opts.Sandbox, err = sandboxOf(cmd, confine); err != nil {
+				return err
+			}
 			return withKernel(cmd.Context(), db, false, func(k *solve.Kernel) error {
 				return k.Work(cmd.Context(), opts, solve.WorkerOptions{Steps: steps, RescueAfter: rescueAfter})
 			})
@@ -755,6 +772,7 @@ mistake on the command line, 1 any other failure.`,
 	f.StringVar(&db, "db", "", "the kernel's PostgreSQL database (postgres://…), shared with the run and the other workers")
 	f.IntVar(&steps, "steps", 1, "steps this worker runs at once")
 	f.DurationVar(&rescueAfter, "rescue-after", loop.DefaultRescueAfter, "a step running longer is presumed abandoned and given to another worker")
+	confine = sandboxFlags(cmd)
 	return cmd
 }
 
@@ -824,6 +842,9 @@ func resolversCommand() *cobra.Command {
 				}
 				for _, r := range rs {
 					fmt.Fprintf(cmd.OutOrStdout(), "%-28s %-8s built by %-6s used %d (%d ok, %d failed)  %s\n", termtext.Line(r.ID), r.Type, r.BuiltBy, r.UsageCount, r.SuccessCount, r.FailureCount, termtext.Line(fmt.Sprint(r.Capabilities)))
+					if n := loop.NetworkLine(r); n != "" {
+						fmt.Fprintf(cmd.OutOrStdout(), "%28s %s\n", "", termtext.Line(n))
+					}
 				}
 				return nil
 			})
@@ -831,6 +852,7 @@ func resolversCommand() *cobra.Command {
 	}
 	dbFlag(cmd, &db)
 	asJSON = cli.JSONFlag(cmd)
+	cmd.AddCommand(allowCommand())
 	return cmd
 }
 
@@ -882,6 +904,7 @@ func kgCommand() *cobra.Command {
 func hireCommand() *cobra.Command {
 	var (
 		db, command, label, reason string
+		allowNetwork               string
 		addUSD                     float64
 		addTime                    time.Duration
 		decline, all               bool
@@ -906,7 +929,7 @@ The answer flags without REQUEST are refused (exit 2), nothing written.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				var given []string
-				for _, name := range []string{"resolver-command", "label", "add-budget", "add-time", "decline", "reason"} {
+				for _, name := range []string{"resolver-command", "label", "add-budget", "add-time", "decline", "reason", "allow-network"} {
 					if cmd.Flags().Changed(name) {
 						given = append(given, "--"+name)
 					}
@@ -952,7 +975,10 @@ The answer flags without REQUEST are refused (exit 2), nothing written.`,
 				if set != 1 {
 					return cli.Usagef("answer with exactly one of --resolver-command CMD, --add-budget USD (and/or --add-time), or --decline")
 				}
-				msg, err := k.Answer(cmd.Context(), args[0], loop.HireAnswer{Command: command, Label: label, AddUSD: addUSD,
+				if allowNetwork != "" && command == "" {
+					return cli.Usagef("--allow-network goes with --resolver-command: it is what the command may reach")
+				}
+				msg, err := k.Answer(cmd.Context(), args[0], loop.HireAnswer{Command: command, Network: allowNetworkFlag(allowNetwork), Label: label, AddUSD: addUSD,
 					AddSeconds: addTime.Seconds(), Decline: decline, Reason: reason})
 				if err != nil {
 					return err
@@ -967,6 +993,8 @@ The answer flags without REQUEST are refused (exit 2), nothing written.`,
 	f := cmd.Flags()
 	f.StringVar(&command, "resolver-command", "", "register this shell command (run in the workspace) as a resolver for the capability")
 	f.StringVar(&label, "label", "", "label of the registered resolver")
+	f.StringVar(&allowNetwork, "allow-network", "", "let the registered command reach the network: all (the flag alone), or host:port entries, comma-separated (only the ports are enforced)")
+	f.Lookup("allow-network").NoOptDefVal = proc.AllNetwork
 	f.Float64Var(&addUSD, "add-budget", 0, "add this many USD to the budget of the nodes waiting on the request (shared evenly; with none left waiting, their nearest live ancestor)")
 	f.DurationVar(&addTime, "add-time", 0, "add this much wall time to the nodes waiting on the request (shared evenly)")
 	f.BoolVar(&decline, "decline", false, "decline: the waiting nodes become infeasible and the request is never asked again")
@@ -992,6 +1020,7 @@ func statusCommand() *cobra.Command {
 				for _, r := range runs {
 					fmt.Fprintf(w, "%s  %-17s  σ_system %.2f  spent $%.4f of $%.2f  %d nodes  %q\n", r.RootID, r.Outcome, r.SigmaSystem, r.SpentUSD, r.AllocatedUSD, r.Nodes, clip.Line(r.Goal, 60))
 				}
+				printConfinement(w)
 				return nil
 			}
 			st, err := k.Status(ctx, root)
@@ -1002,6 +1031,7 @@ func statusCommand() *cobra.Command {
 				return cli.PrintJSON(w, st)
 			}
 			printStatus(w, st)
+			printConfinement(w)
 			return nil
 		})
 }
@@ -1017,7 +1047,11 @@ func printStatus(w io.Writer, st *solve.RunStatus) {
 		if n.SigmaV != nil {
 			sigma = fmt.Sprintf("σ_v %.2f σ_path %.2f", *n.SigmaV, *n.SigmaPath)
 		}
-		money := fmt.Sprintf("spent $%.4f · allocated $%.4f", n.SpentUSD, n.AllocatedUSD)
+		money := fmt.Sprintf("spent $%.4f", n.SpentUSD)
+		if n.UnknownUSD != 0 {
+			money += fmt.Sprintf(" ($%.4f unknown outcome)", n.UnknownUSD)
+		}
+		money += fmt.Sprintf(" · allocated $%.4f", n.AllocatedUSD)
 		if n.DelegatedUSD != 0 {
 			money += fmt.Sprintf(" · delegated $%.4f", n.DelegatedUSD)
 		}
@@ -1056,7 +1090,7 @@ func printStatus(w io.Writer, st *solve.RunStatus) {
 		}
 	}
 	r := st.Result
-	fmt.Fprintf(w, "outcome %s · σ_system %.2f · spent $%.4f of $%.2f", r.Outcome, r.SigmaSystem, r.SpentUSD, r.AllocatedUSD)
+	fmt.Fprintf(w, "outcome %s · σ_system %.2f · spent $%.4f of $%.2f%s", r.Outcome, r.SigmaSystem, r.SpentUSD, r.AllocatedUSD, solve.UnknownNote(r.SpentUSD, r.UnknownUSD))
 	if r.ReservedUSD > 0 {
 		fmt.Fprintf(w, " ($%.4f held by calls in flight)", r.ReservedUSD)
 	}

@@ -53,6 +53,65 @@
 // of those (a DATABASE_URL built with it). A user passes one on by naming it in LLMKERNELS_PASS_ENV
 // (comma-separated names).
 //
+// # Confinement
+//
+// A command with Cmd.Confine set (model-written code: lumen's skills,
+// solve's checks and tools) runs confined, on Linux:
+//
+//   - Files (Landlock): it may read and write its working directory, a
+//     private temporary directory made for the run (its TMPDIR and HOME,
+//     removed after it) and Confinement.Write; read and run the system's
+//     paths (systemRead: /usr, /lib, certificates, name resolution, /proc,
+//     /sys; not /etc as a whole), the directories on PATH and the
+//     installations they belong to, the Go module cache (GOMODCACHE) and
+//     Confinement.Read; write /dev/null and its kin. Confined Go builds
+//     share a cache of their own (GOCACHE), so no command can plant an
+//     entry in the user's. Nothing else: not ~/.ssh, not a key file, not
+//     another process's /proc/PID/environ (Landlock limits ptrace access to
+//     the command's own domain), not a path a symbolic link leads out to.
+//   - Network: none by default. A network namespace of its own (with only
+//     its own loopback up) where a user namespace can be made; otherwise
+//     Landlock's TCP rules (bind and connect refused; UDP and other
+//     protocols then pass). An allowance of "host:port" entries becomes
+//     Landlock TCP connect rules for those ports: the host is not enforced.
+//     "all" lifts it.
+//   - Resources: RLIMIT_CPU, RLIMIT_AS, RLIMIT_NOFILE, RLIMIT_FSIZE (soft
+//     and hard, so the command cannot raise them), no core files, and the
+//     runner's cap on what it writes to stdout and stderr together. The
+//     process cap holds for root too: a pids cgroup of its own where the
+//     kernel can make one (root on a writable cgroup hierarchy), else
+//     RLIMIT_NPROC in a user namespace of its own (counting only its
+//     processes, for a user other than root), else the supervisor counts
+//     its descendants every 50 ms and stops it past the cap.
+//   - No capability (an empty bounding set for root), no_new_privs, a
+//     seccomp filter refusing AF_UNIX sockets and io_uring where Landlock
+//     is older than ABI 9 (which cannot stop a connect to a socket by its
+//     path, such as /var/run/docker.sock), and from Landlock ABI 6 no
+//     signal to a process outside its domain.
+//
+// How: Go cannot run code between fork and exec, and all of the above must
+// be in place before the command's first instruction. So the supervisor
+// does not start the command itself: it starts this executable once more,
+// as a launcher (selected by LLMKERNELS_PROC_CONFINE, which carries the
+// policy as JSON, and checked like the supervisor's mode: its parent named
+// there, a command after "--", its launch pipe open), in a new user and
+// network namespace. The launcher joins the pids cgroup, brings its
+// loopback up, sets the rlimits, drops its capabilities, sets
+// no_new_privs, the seccomp filter and the Landlock domain on its one
+// locked thread, and execs the command from that thread: each of these
+// belongs to the thread that calls execve, and the command inherits them.
+// A failure before the exec goes back to the supervisor on the launch pipe
+// and is Run's error ("could not be started"). The launcher costs one more
+// start of the kernel's binary, which reaches this package's init within
+// 2 ms; go-landlock was not used because it applies Landlock to every
+// thread of a running Go program (through libpsx, linked into every binary
+// with cgo), which a process about to exec does not need.
+//
+// Probe says what this machine gives; where it is not enough (not Linux,
+// Landlock older than ABI 3, neither a network namespace nor Landlock ABI
+// 4), Run refuses a confined command with an *UnavailableError, and the
+// kernels refuse to run model-written code unless the person opts out.
+//
 // On macOS the supervisor works the same way except that there is no
 // Pdeathsig (the pipe still ends the group when the kernel dies), no
 // subreaper and no /proc: a descendant that left the process group
@@ -72,6 +131,8 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -84,6 +145,11 @@ const (
 // PassEnvVar names the environment variable in which a user lists,
 // comma-separated, the secret variables a command may see after all.
 const PassEnvVar = "LLMKERNELS_PASS_ENV"
+
+// confineVar carries a confined command's policy (JSON): from the runner
+// to the supervisor, and from the supervisor to the launcher. It never
+// reaches a command from the kernel's own environment.
+const confineVar = "LLMKERNELS_PROC_CONFINE"
 
 // ErrOutputLimit is Result.Stopped when the command was stopped for
 // writing more than MaxOutput bytes to stdout (Cmd.StopOnOverflow).
@@ -113,6 +179,10 @@ type Cmd struct {
 	// WaitDelay bounds the wait for the output pipes after the command
 	// exits; 0 means DefaultWaitDelay.
 	WaitDelay time.Duration
+	// Confine, when set, runs the command confined (Linux; see the
+	// package doc): Run refuses it with an *UnavailableError where
+	// confinement is not available, and it needs Dir.
+	Confine *Confinement
 }
 
 // Result is how a command ended and what it wrote.
@@ -131,6 +201,16 @@ type Result struct {
 	// itself: the context's error (or cause), or ErrOutputLimit.
 	Stopped  error
 	Duration time.Duration
+	// Confined: the command ran confined (Cmd.Confine).
+	Confined bool
+	// Limit names the confinement limit the command ran into, when the
+	// runner can tell: LimitProcesses (forks refused, or stopped for too
+	// many), LimitCPU (SIGXCPU), LimitOutput (a file past the size limit,
+	// SIGXFSZ, or stopped for writing too much to stdout and stderr); a
+	// shell's exit status 128+SIGXCPU or 128+SIGXFSZ counts as the signal. A
+	// refused path, connection or allocation is seen by the command
+	// (EACCES, ENETUNREACH, ENOMEM), which says so on stderr.
+	Limit string
 }
 
 // OK reports whether the command exited with status 0 by itself.
@@ -141,8 +221,12 @@ func (r *Result) Err() error {
 	switch {
 	case r.Stopped != nil:
 		return fmt.Errorf("stopped by the kernel: %w", r.Stopped)
+	case r.Signal != "" && r.Limit != "":
+		return fmt.Errorf("ended by signal: %s (its %s limit)", r.Signal, r.Limit)
 	case r.Signal != "":
 		return fmt.Errorf("ended by signal: %s", r.Signal)
+	case r.ExitCode != 0 && r.Limit != "":
+		return fmt.Errorf("exit status %d (it reached its %s limit)", r.ExitCode, r.Limit)
 	case r.ExitCode != 0:
 		return fmt.Errorf("exit status %d", r.ExitCode)
 	}
@@ -153,7 +237,8 @@ func (r *Result) Err() error {
 type outcome struct {
 	exitCode int
 	signal   string
-	stopped  bool // the runner ended it
+	stopped  bool   // the runner ended it
+	limit    string // for this confinement limit (Result.Limit)
 }
 
 // Run runs c and waits for it and its descendants to end. The error is
@@ -182,27 +267,73 @@ func Run(ctx context.Context, c Cmd) (*Result, error) {
 		stdout.overflow = func() { cancel(ErrOutputLimit) }
 	}
 	stderr := &tail{keep: c.MaxOutput}
+	env := slices.DeleteFunc(Environ(os.Environ()), func(kv string) bool { return strings.HasPrefix(kv, confineVar+"=") })
+	var conf *confined
+	if c.Confine != nil {
+		var err error
+		if conf, err = prepare(&c, path); err != nil {
+			return nil, fmt.Errorf("run %s: %w", c.Name, err)
+		}
+		env = append(env, conf.environ()...)
+		m := &meter{limit: conf.outputLimit(), over: func() { cancel(ErrOutputTotal) }}
+		stdout.meter, stderr.meter = m, m
+	}
 	cmd := &exec.Cmd{Path: path, Args: append([]string{c.Name}, c.Args...), Dir: c.Dir,
-		Env: append(Environ(os.Environ()), c.Env...), Stdin: c.Stdin, Stdout: stdout, Stderr: stderr, WaitDelay: c.WaitDelay}
+		Env: append(env, c.Env...), Stdin: c.Stdin, Stdout: stdout, Stderr: stderr, WaitDelay: c.WaitDelay}
 	if c.MergeStderr {
 		cmd.Stderr = stdout
 	}
 	began := time.Now()
 	out, err := run(ctx, cmd)
+	if conf != nil {
+		res := &Result{Confined: true}
+		defer func() { conf.finish(res) }()
+		return finishRun(ctx, c, out, err, stdout, stderr, began, res)
+	}
+	return finishRun(ctx, c, out, err, stdout, stderr, began, &Result{})
+}
+
+// finishRun fills res from how the command ended.
+func finishRun(ctx context.Context, c Cmd, out outcome, err error, stdout *head, stderr *tail, began time.Time, res *Result) (*Result, error) {
 	if err != nil && ctx.Err() != nil {
 		// Stopped before it started (a cancel racing the start, a deadline
 		// already past): said the way a stop a moment later is.
-		return &Result{ExitCode: -1, Stopped: context.Cause(ctx), Duration: time.Since(began)}, nil
+		res.ExitCode, res.Stopped, res.Duration = -1, context.Cause(ctx), time.Since(began)
+		return res, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", c.Name, err)
 	}
-	res := &Result{Stdout: stdout.buf.Bytes(), StdoutDropped: stdout.dropped, Stderr: stderr.bytes(),
-		ExitCode: out.exitCode, Signal: out.signal, Duration: time.Since(began)}
-	if out.stopped {
+	res.Stdout, res.StdoutDropped, res.Stderr = stdout.buf.Bytes(), stdout.dropped, stderr.bytes()
+	res.ExitCode, res.Signal, res.Duration = out.exitCode, out.signal, time.Since(began)
+	switch {
+	case out.limit == LimitProcesses:
+		res.Stopped, res.Limit = ErrProcessLimit, LimitProcesses
+	case out.stopped:
 		res.Stopped = context.Cause(ctx)
 	}
+	if res.Confined && res.Limit == "" {
+		res.Limit = limitOf(res.Signal, res.ExitCode)
+		if errors.Is(res.Stopped, ErrOutputTotal) {
+			res.Limit = LimitOutput
+		}
+	}
 	return res, nil
+}
+
+// meter counts what a confined command writes to stdout and stderr, and
+// calls over once, when the count passes limit.
+type meter struct {
+	n     atomic.Int64
+	limit int64
+	over  func()
+	once  sync.Once
+}
+
+func (m *meter) add(n int) {
+	if m != nil && m.n.Add(int64(n)) > m.limit {
+		m.once.Do(m.over)
+	}
 }
 
 // head keeps the first limit bytes written and counts the rest; it never
@@ -212,9 +343,11 @@ type head struct {
 	limit    int
 	dropped  int64
 	overflow func()
+	meter    *meter
 }
 
 func (w *head) Write(p []byte) (int, error) {
+	w.meter.add(len(p))
 	room := w.limit - w.buf.Len()
 	if room >= len(p) {
 		return w.buf.Write(p)
@@ -232,11 +365,13 @@ func (w *head) Write(p []byte) (int, error) {
 
 // tail keeps the last keep bytes written.
 type tail struct {
-	buf  []byte
-	keep int
+	buf   []byte
+	keep  int
+	meter *meter
 }
 
 func (w *tail) Write(p []byte) (int, error) {
+	w.meter.add(len(p))
 	w.buf = append(w.buf, p...)
 	if len(w.buf) > 2*w.keep {
 		w.buf = append([]byte(nil), w.buf[len(w.buf)-w.keep:]...)

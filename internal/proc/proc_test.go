@@ -39,6 +39,15 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	case "reaper":
 		reaper()
+	case "dial":
+		dial()
+	case "nobody-kernel":
+		nobodyKernel()
+	case "confined-kernel":
+		// A kernel running a confined command that says where its private
+		// temporary directory is, until the kernel is killed.
+		Run(context.Background(), Cmd{Name: "sh", Args: []string{"-c", `echo "$TMPDIR" > tmp.new && mv tmp.new tmp && sleep 300`}, Dir: os.Getenv("PROC_TEST_DIR"), Confine: &Confinement{}})
+		os.Exit(3)
 	case "kernel":
 		// A kernel running a stubborn command, until it is killed.
 		res, err := Run(context.Background(), Cmd{Name: os.Args[0], Env: []string{"PROC_TEST_ROLE=stubborn"}})

@@ -40,6 +40,7 @@ const (
 )
 
 func init() {
+	maybeLaunch()
 	ppid := os.Getenv(superviseVar)
 	switch {
 	case ppid == "":
@@ -137,6 +138,8 @@ func run(ctx context.Context, cmd *exec.Cmd) (outcome, error) {
 		return outcome{}, errors.New(arg)
 	case "stopped":
 		return outcome{exitCode: -1, signal: syscall.SIGKILL.String(), stopped: true}, nil
+	case "limit":
+		return outcome{exitCode: -1, signal: syscall.SIGKILL.String(), stopped: true, limit: arg}, nil
 	}
 	// No status: the supervisor was killed before it could say (by the
 	// backstop, or from outside), and the group with it.
@@ -162,12 +165,10 @@ func supervise(ppidText string) int {
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, deathSignal)
 	becomeSubreaper()
 	if os.Getppid() != ppid {
-		endGroup() // the runner died before the supervisor could watch it
+		endGroup(ppid) // the runner died before the supervisor could watch it
 	}
-	cmd := exec.Command(os.Args[2], os.Args[3:]...)
-	cmd.Args[0] = strings.TrimSuffix(os.Args[0], " (supervisor)")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	if err := cmd.Start(); err != nil {
+	cmd, overLimit, err := startSupervised(strings.TrimSuffix(os.Args[0], " (supervisor)"), os.Args[2], os.Args[3:])
+	if err != nil {
 		_, _ = fmt.Fprintf(status, "start %v", err)
 		return 127
 	}
@@ -195,16 +196,22 @@ func supervise(ppidText string) int {
 				continue // a thread of the runner ended, not the runner
 			}
 			_, _ = fmt.Fprintf(status, "stopped")
+		case <-overLimit:
+			_, _ = fmt.Fprintf(status, "limit %s", LimitProcesses)
 		case <-orphaned:
 		}
-		endGroup()
+		endGroup(ppid)
 	}
 }
 
 // endGroup kills every descendant, in the process group or out of it, then
-// the group, the supervisor included.
-func endGroup() {
+// the group, the supervisor included. A confined command's private
+// temporary directory goes with it, and its pids cgroup when the runner
+// (pid runner) is gone, so that neither outlives a kernel killed with
+// SIGKILL.
+func endGroup(runner int) {
 	killDescendants()
+	cleanUpConfinement(runner)
 	// This kills the supervisor too; should it fail, os.Exit ends it.
 	_ = syscall.Kill(0, syscall.SIGKILL)
 	os.Exit(1)

@@ -31,8 +31,15 @@
 // its --help, and only then swaps them; the old version is kept under
 // skills/.history/<name>/<version>/ and can be restored.
 //
-// There is no sandbox: a skill runs with the user's rights, like any
-// program the user starts.
+// Confinement. A skill runs confined (internal/proc): it may write only
+// its own directory and a private temporary one (its HOME and TMPDIR),
+// read the system's files and its own, reach no network unless its
+// skill.json declares a need and the person allowed it (AllowNetwork), and
+// is held to resource limits (Runner.Limits). Where confinement is not
+// available a skill is not run, unless the person chose to run skills
+// unconfined (Runner.Unconfined), which each Result records. The spec says
+// skills run without sandboxing; lumen confines them, because a skill the
+// model wrote could otherwise read the person's keys and files.
 package skill
 
 import (
@@ -77,6 +84,16 @@ type Runner struct {
 	Python    string        // interpreter for main.py; default python3
 	Timeout   time.Duration // per run; default 60s
 	OutputCap int           // bytes of stdout per run; default 64 KiB
+	// Unconfined runs skills with the user's rights (the person's
+	// --unconfined); Limits are a confined skill's resource limits.
+	Unconfined bool
+	Limits     proc.Limits
+	// testWrite are more directories a confined skill may write: the tests
+	// count --help runs in a file outside the skill.
+	testWrite []string
+	// testRun replaces proc.Run: the tests stand in for a machine without
+	// confinement.
+	testRun func(context.Context, proc.Cmd) (*proc.Result, error)
 	// OnCheck, when set, is told of every --help run: once per version.
 	OnCheck func(Check)
 
@@ -221,6 +238,10 @@ func (r *Runner) Help(ctx context.Context, name string) (string, error) {
 	}
 	if !c.Checked {
 		help, err := r.runHelp(ctx, name, filepath.Join(r.Dir, name))
+		var unavailable *proc.UnavailableError
+		if errors.As(err, &unavailable) {
+			return "", err // says nothing of this version: not cached
+		}
 		e := cacheEntry{Version: c.Version, OK: err == nil, Help: help, Checked: time.Now().UTC()}
 		if err != nil {
 			e.Error = err.Error()
@@ -397,7 +418,7 @@ func (r *Runner) version(dir string) (string, error) {
 }
 
 func (r *Runner) runHelp(ctx context.Context, name, dir string) (string, error) {
-	out, err := r.run(ctx, name, dir, nil, "--help")
+	out, err := r.run(ctx, name, dir, nil, nil, "--help")
 	if err != nil {
 		return "", fmt.Errorf("main.py --help failed: %w (every skill must describe itself with --help)", err)
 	}
@@ -427,6 +448,10 @@ type Result struct {
 	// own directory (notes, a cache). Its --help result carries over to
 	// that version unless main.py itself changed.
 	Rewrote string `json:"rewrote,omitempty"`
+	// Unconfined: the skill ran with the user's rights (--unconfined).
+	Unconfined bool `json:"unconfined,omitempty"`
+	// Network is what the skill was allowed to reach.
+	Network []string `json:"network,omitempty"`
 }
 
 // Invoke runs the skill with req on stdin. A skill that fails (non-zero
@@ -449,9 +474,13 @@ func (r *Runner) Invoke(ctx context.Context, name string, req Request) (*Result,
 		return nil, err
 	}
 	mainBefore, _ := os.ReadFile(filepath.Join(dir, "main.py")) // compared after the run; unreadable counts as changed
+	_, network, err := r.Network(name)
+	if err != nil {
+		return &Result{Skill: name, Error: err.Error()}, nil // a skill.json it cannot run with: a failed run
+	}
 	start := time.Now()
-	out, runErr := r.run(ctx, name, dir, stdin)
-	res := &Result{Skill: name, Duration: time.Since(start)}
+	out, runErr := r.run(ctx, name, dir, stdin, network)
+	res := &Result{Skill: name, Duration: time.Since(start), Unconfined: r.Unconfined, Network: network}
 	r.carryOver(before, mainBefore, res)
 	if out != nil {
 		res.Stderr = string(out.stderr)
@@ -528,12 +557,24 @@ func (e *startError) Unwrap() error { return e.err }
 // and output cap, through the one subprocess runner (internal/proc): the
 // skill's whole process group is killed at the timeout, on overflow and
 // with the kernel, and provider secrets are not passed on.
-func (r *Runner) run(ctx context.Context, name, dir string, stdin []byte, args ...string) (*runOutput, error) {
+func (r *Runner) run(ctx context.Context, name, dir string, stdin []byte, network []string, args ...string) (*runOutput, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout())
 	defer cancel()
-	res, err := proc.Run(ctx, proc.Cmd{Name: r.python(), Args: append([]string{"main.py"}, args...), Dir: dir,
+	c := proc.Cmd{Name: r.python(), Args: append([]string{"main.py"}, args...), Dir: dir,
 		Env: []string{"LUMEN_DIR=" + r.Root, "LUMEN_SKILL=" + name}, Stdin: bytes.NewReader(stdin),
-		MaxOutput: r.outputCap(), StopOnOverflow: true})
+		MaxOutput: r.outputCap(), StopOnOverflow: true}
+	if !r.Unconfined {
+		c.Confine = &proc.Confinement{Network: network, Limits: r.Limits, Write: r.testWrite}
+	}
+	run := proc.Run
+	if r.testRun != nil {
+		run = r.testRun
+	}
+	res, err := run(ctx, c)
+	var unavailable *proc.UnavailableError
+	if errors.As(err, &unavailable) {
+		return nil, fmt.Errorf("skill %s was not run: %w", name, err)
+	}
 	if err != nil {
 		return nil, &startError{fmt.Errorf("skill %s: cannot start %s main.py: %w (is %s installed? set the interpreter with --python)", name, r.python(), err, r.python())}
 	}

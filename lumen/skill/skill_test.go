@@ -19,7 +19,7 @@ func newRunner(t *testing.T) *Runner {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return &Runner{Dir: dir, Root: root, CacheFile: filepath.Join(root, ".lumen", "skill-help.json")}
+	return &Runner{Dir: dir, Root: root, CacheFile: filepath.Join(root, ".lumen", "skill-help.json"), testWrite: []string{root}}
 }
 
 func writeSkill(t *testing.T, r *Runner, name, mainPy string) {
@@ -76,7 +76,7 @@ func TestHelpIsCachedUntilMainPyChanges(t *testing.T) {
 		}
 	}
 	// A new Runner (another process) reads the same cache file.
-	again := &Runner{Dir: r.Dir, Root: r.Root, CacheFile: r.CacheFile}
+	again := &Runner{Dir: r.Dir, Root: r.Root, CacheFile: r.CacheFile, testWrite: r.testWrite}
 	if _, err := again.Help(ctx, "echo"); err != nil {
 		t.Fatal(err)
 	}

@@ -84,6 +84,40 @@ func RecordPattern(ctx context.Context, c *store.Conn, summary, root string, cap
 	return nil
 }
 
+// FailureID is the graph id of a failure mode ("low_confidence" →
+// "failure:low_confidence"); an id given already is kept.
+func FailureID(mode string) string {
+	if strings.HasPrefix(mode, "failure:") {
+		return mode
+	}
+	return "failure:" + mode
+}
+
+// Failed records that an attempt failed because of a failure mode: the
+// attempt's failure_mode, the failure_mode graph node and the attempt's
+// failed_because edge to it, together. It is the one way the loop sets a
+// failure mode, so no attempt has one without its edge (the Step 9
+// failure-pattern query finds only what has an edge).
+func Failed(ctx context.Context, c *store.Conn, attempt, mode string) error {
+	id := FailureID(mode)
+	if err := c.SetAttemptFailure(ctx, attempt, id); err != nil {
+		return err
+	}
+	if err := c.EnsureKGNode(ctx, id, "failure_mode", strings.TrimPrefix(id, "failure:"), nil); err != nil {
+		return err
+	}
+	return c.AddEdgeOnce(ctx, AttemptID(attempt), "failed_because", id, nil)
+}
+
+// AttemptID is the graph id of a resolution attempt.
+func AttemptID(attempt string) string { return "attempt:" + attempt }
+
+// FailureRecorded reports whether an attempt's failure mode has its
+// failed_because edge (CheckInvariants).
+func FailureRecorded(ctx context.Context, c *store.Conn, attempt, mode string) (bool, error) {
+	return c.HasEdge(ctx, AttemptID(attempt), "failed_because", FailureID(mode))
+}
+
 // RequiredCapabilities are the capabilities a goal's pattern requires.
 func RequiredCapabilities(ctx context.Context, c *store.Conn, summary string) ([]string, error) {
 	return c.Targets(ctx, PatternID(summary), "requires")

@@ -101,3 +101,54 @@ func TestConstraintSignatureLeavesOutBudgetDomains(t *testing.T) {
 		t.Errorf("empty signature %v", s)
 	}
 }
+
+// Failed sets an attempt's failure mode with its failed_because edge (once,
+// however often it is called), so the failure-pattern query counts it.
+func TestFailedRecordsTheFailureModeWithItsEdge(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "kernel.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	const goal = "Write the cutover"
+	var attempt string
+	err = st.Write(ctx, func(tx *store.Tx) error {
+		node, err := tx.InsertNode(ctx, store.NewNode{Goal: goal, Summary: goal})
+		if err != nil {
+			return err
+		}
+		if attempt, _, err = tx.AddAttempt(ctx, store.NewAttempt{Node: node, Index: 1, Resolver: "claude-code-0"}); err != nil {
+			return err
+		}
+		if err := RecordPattern(ctx, &tx.Conn, goal, node, nil, nil); err != nil {
+			return err
+		}
+		if err := tx.EnsureKGNode(ctx, AttemptID(attempt), "resolution_attempt", "attempt 1", nil); err != nil {
+			return err
+		}
+		if err := tx.AddEdge(ctx, AttemptID(attempt), "tried_for", PatternID(goal), nil); err != nil {
+			return err
+		}
+		for range 2 {
+			if err := Failed(ctx, &tx.Conn, attempt, "low_confidence"); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := st.Attempt(ctx, attempt)
+	if err != nil || a.FailureMode != "failure:low_confidence" {
+		t.Fatalf("attempt %+v, %v", a, err)
+	}
+	if ok, err := FailureRecorded(ctx, &st.Conn, attempt, a.FailureMode); err != nil || !ok {
+		t.Errorf("no failed_because edge: %v", err)
+	}
+	fs, err := st.FailureModes(ctx, PatternID(goal))
+	if err != nil || len(fs) != 1 || fs[0].Label != "low_confidence" || fs[0].Occurrences != 1 {
+		t.Errorf("failure modes %+v, %v", fs, err)
+	}
+}

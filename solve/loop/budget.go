@@ -96,17 +96,20 @@ func (s *stepCtx) paid(ctx context.Context, r Resolver, resolverID string, c *Ca
 	cctx, cancel := context.WithTimeout(ctx, deadline)
 	c.MaxCost = res.Cost
 	began := time.Now()
+	stopBeats := s.heartbeat(ctx, res.ID, began)
 	out, err := r.Resolve(cctx, c)
 	took := time.Since(began).Seconds()
+	stopBeats()
 	timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 	interrupted := err != nil && cctx.Err() != nil // at the deadline, or stopped (Ctrl-C)
 	cancel()
 	// What the call cost: its own account, or the amount reserved when it
 	// was cut off with a request in flight (the cost of an interrupted
-	// request is unknown; the reservation is the most it was allowed to
-	// cost). Cut off with none in flight (waiting out a retry back-off
-	// after an error answer, or before sending), its own account holds:
-	// error answers are not billed.
+	// request is unknown, and so is whether it was billed: the reservation
+	// is the most it was allowed to cost, and what it adds to the call's
+	// own account is marked unknown). Cut off with none in flight (waiting
+	// out a retry back-off after an error answer, or before sending), its
+	// own account holds: error answers are not billed.
 	spent := 0.0
 	var re *ResolverError
 	switch {
@@ -115,12 +118,13 @@ func (s *stepCtx) paid(ctx context.Context, r Resolver, resolverID string, c *Ca
 	case errors.As(err, &re):
 		spent = re.Cost
 	}
-	if interrupted && (re == nil || !re.NotInFlight) {
-		spent = math.Max(spent, res.Cost)
-	}
-	reported := spent
+	reported, known := spent, spent
 	if !(spent >= 0) || math.IsInf(spent, 1) {
-		spent = res.Cost // a cost below zero or not a number: the most it was allowed
+		spent, known = res.Cost, 0 // a cost below zero or not a number: the most it was allowed
+	}
+	unknown := 0.0
+	if interrupted && (re == nil || !re.NotInFlight) && known < res.Cost {
+		unknown, spent = res.Cost-known, math.Max(spent, res.Cost)
 	}
 	if timedOut {
 		took = math.Min(took, res.TimeLeft)
@@ -138,11 +142,15 @@ func (s *stepCtx) paid(ctx context.Context, r Resolver, resolverID string, c *Ca
 	if reported != spent {
 		detail["reported_cost"] = fmt.Sprint(reported)
 	}
+	if unknown > 0 {
+		detail["outcome"], detail["unknown_usd"] = "unknown", unknown
+	}
 	if timedOut {
 		detail["deadline_seconds"] = res.TimeLeft
 	}
 	// Settled even when the run is being stopped: the money was spent.
-	if _, serr := s.st.Settle(context.WithoutCancel(ctx), store.Settlement{Reservation: res.ID, Cost: spent, Time: took, LogSummary: resolverID + " " + c.Op, LogDetail: detail}); serr != nil {
+	if _, serr := s.st.Settle(context.WithoutCancel(ctx), store.Settlement{Reservation: res.ID, Cost: spent, Unknown: unknown, Time: took,
+		LogSummary: resolverID + " " + c.Op, LogDetail: detail}); serr != nil {
 		// Unsettled, the reservation stays open and the next resume settles
 		// it at the amount held: the spend is not lost. The call's own error
 		// is quoted, not wrapped: whatever it was, the run stops here.
@@ -159,4 +167,34 @@ func (s *stepCtx) paid(ctx context.Context, r Resolver, resolverID string, c *Ca
 		return nil, fmt.Errorf("%w during %s %s after %.1fs (its deadline): %v", errOutOfTime, resolverID, c.Op, took, err)
 	}
 	return out, err
+}
+
+// heartbeat records, every store.HeartbeatInterval while a call runs, how
+// long it has run, so a process killed during it leaves the time the call
+// took behind: resume settles it at that time, not at its whole hold. The
+// returned function stops it. A heartbeat that cannot be written is
+// skipped: the call goes on, and should its process die the call costs
+// up to its hold in time.
+func (s *stepCtx) heartbeat(ctx context.Context, reservation string, began time.Time) (stop func()) {
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(store.HeartbeatInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				_ = s.st.Heartbeat(ctx, reservation, time.Since(began).Seconds())
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-stopped
+	}
 }

@@ -144,6 +144,10 @@ func (s *stepCtx) toolSelfTest(ctx context.Context, artifact string, t *ToolSpec
 		c.Detail = "the tool needs a command, a test_command and at least one capability"
 		return c, nil
 	}
+	if err := CheckNetwork(t.Network); err != nil {
+		c.Detail = "the tool's network: " + err.Error()
+		return c, nil
+	}
 	dir, err := os.MkdirTemp("", "solve-tool-")
 	if err != nil {
 		c.Detail = err.Error()

@@ -265,6 +265,9 @@ type ToolSpec struct {
 	Capabilities []string `json:"capabilities"`
 	Command      string   `json:"command"`      // run in the workspace; $SOLVE_TOOL_DIR is the tool's files
 	TestCommand  string   `json:"test_command"` // run in the tool's directory; exit 0 = its tests pass
+	// Network is what the tool needs to reach (host:port, or "all"); it
+	// runs without network until a person allows it.
+	Network []string `json:"network,omitempty"`
 }
 
 // ResolveAnswer answers OpResolve (Step 5).

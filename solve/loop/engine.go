@@ -74,6 +74,7 @@ type Result struct {
 	Summary      string  `json:"summary,omitempty"`
 	LLMCalls     int     `json:"llm_calls"`
 	SpentUSD     float64 `json:"spent_usd"`     // what the run's paid calls cost
+	UnknownUSD   float64 `json:"unknown_usd"`   // the part of SpentUSD whose outcome is unknown (calls cut off in flight, at their hold)
 	AllocatedUSD float64 `json:"allocated_usd"` // its allowance: --budget and every human top-up
 	ReservedUSD  float64 `json:"reserved_usd"`  // held by calls in flight (or by a stopped process until resume)
 	OpenRequests int     `json:"open_requests"`
@@ -371,7 +372,7 @@ func Resume(ctx context.Context, st *store.Store, root string, opts Options) (*R
 		return nil, err
 	}
 	for _, o := range open {
-		msg := fmt.Sprintf("Node %s: SETTLED %s %s at its reservation $%.4f / %.1fs (the process stopped during the call)", store.Short(o.Node), o.Resolver, o.Op, o.Cost, o.Time)
+		msg := settledMessage(o, "the process stopped during the call")
 		e.progress("%s", msg)
 		if err := st.Log(ctx, 1, o.Node, msg, nil); err != nil {
 			return nil, err
@@ -381,6 +382,14 @@ func Resume(ctx context.Context, st *store.Store, root string, opts Options) (*R
 		return nil, err
 	}
 	return e.dispatch(ctx)
+}
+
+// settledMessage is the log line of a call settled after its process
+// stopped during it: the money held (an unknown outcome) and the time the
+// call ran until its last heartbeat, never the time the process was dead.
+func settledMessage(o store.OpenReservation, why string) string {
+	return fmt.Sprintf("Node %s: SETTLED %s %s at its reservation $%.4f, an unknown outcome, and the %.1fs it ran of %.1fs held (%s)",
+		store.Short(o.Node), o.Resolver, o.Op, o.Cost, o.Ran(), o.Time, why)
 }
 
 // loadConfig reads the settings a run was started with.
@@ -811,7 +820,7 @@ func Outcome(ctx context.Context, st *store.Store, root string) (*Result, error)
 	if err != nil {
 		return nil, err
 	}
-	r.SpentUSD, r.AllocatedUSD, r.ReservedUSD = tb.SpentUSD, tb.AllowanceUSD, tb.ReservedUSD
+	r.SpentUSD, r.UnknownUSD, r.AllocatedUSD, r.ReservedUSD = tb.SpentUSD, tb.UnknownUSD, tb.AllowanceUSD, tb.ReservedUSD
 	if r.LLMCalls, err = st.LLMCalls(ctx, root); err != nil {
 		return nil, err
 	}

@@ -142,6 +142,10 @@ func checkChildren(cs []Child) []string {
 	return append(cycles, other...)
 }
 
+// lowConfidence is the failure mode of a gated attempt, and of the
+// weakest ancestor's attempt that gating reopens.
+const lowConfidence = "low_confidence"
+
 // gate is confidence gating (B7): σ_path < τ_global blocks decomposition;
 // the weakest ancestor is reopened and its subtree invalidated.
 func (s *stepCtx) gate(ctx context.Context, resolver string, v Verification, path float64) (stepResult, error) {
@@ -172,13 +176,7 @@ func (s *stepCtx) gate(ctx context.Context, resolver string, v Verification, pat
 		if err := s.recordVerification(ctx, tx, resolver, v, path); err != nil {
 			return err
 		}
-		if err := tx.SetAttemptFailure(ctx, n.LastAttempt, "failure:low_confidence"); err != nil {
-			return err
-		}
-		if err := tx.EnsureKGNode(ctx, "failure:low_confidence", "failure_mode", "low_confidence", nil); err != nil {
-			return err
-		}
-		if err := tx.AddEdge(ctx, "attempt:"+n.LastAttempt, "failed_because", "failure:low_confidence", nil); err != nil {
+		if err := kg.Failed(ctx, &tx.Conn, n.LastAttempt, lowConfidence); err != nil {
 			return err
 		}
 		if err := s.move(ctx, tx, store.StatusVerifying, store.StatusGated); err != nil {
@@ -205,7 +203,7 @@ func (s *stepCtx) gate(ctx context.Context, resolver string, v Verification, pat
 				return err
 			}
 			if w.LastAttempt != "" {
-				if err := tx.SetAttemptFailure(ctx, w.LastAttempt, "failure:low_confidence"); err != nil {
+				if err := kg.Failed(ctx, &tx.Conn, w.LastAttempt, lowConfidence); err != nil {
 					return err
 				}
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/llmkernels/kernels/solve/resolver/selfmodel"
 	"github.com/llmkernels/kernels/solve/resolver/tool"
 	"github.com/llmkernels/kernels/solve/store"
+	"github.com/llmkernels/kernels/solve/workspace"
 )
 
 // The loop's rules, tested in process: the real engine, store, self-model-0,
@@ -190,8 +191,8 @@ func (k *kernel) workspace(t *testing.T) string {
 
 // options wires the fake and the real resolvers, as the solve facade does.
 func (k *kernel) options(f *fake) loop.Options {
-	return loop.Options{Resolvers: map[string]loop.Resolver{loop.ClaudeCodeID: f, loop.SelfModelID: selfmodel.New(k.st), loop.CodexToolsID: codex.New()},
-		Tool: func(e store.Resolver) (loop.Resolver, error) { return tool.New(k.st, e), nil }}
+	return loop.Options{Resolvers: map[string]loop.Resolver{loop.ClaudeCodeID: f, loop.SelfModelID: selfmodel.New(k.st), loop.CodexToolsID: codex.New(workspace.Sandbox{})},
+		Tool: func(e store.Resolver) (loop.Resolver, error) { return tool.New(k.st, e, workspace.Sandbox{}), nil }}
 }
 
 func request(goal string) loop.Request {

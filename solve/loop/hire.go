@@ -142,7 +142,10 @@ func (s *stepCtx) declined(ctx context.Context, why string) (stepResult, error) 
 // resolver command to register, toolized), AddUSD/AddSeconds (budget), or
 // Decline.
 type HireAnswer struct {
-	Command    string
+	Command string
+	// Network is what the person allows the command to reach (host:port
+	// entries or "all"); nothing when empty.
+	Network    []string
 	Label      string
 	AddUSD     float64
 	AddSeconds float64
@@ -153,6 +156,9 @@ type HireAnswer struct {
 // Answer records a human's answer to the capability request whose id
 // starts with prefix. The run continues with Resume.
 func Answer(ctx context.Context, st *store.Store, prefix string, a HireAnswer) (string, error) {
+	if err := CheckNetwork(a.Network); err != nil {
+		return "", err
+	}
 	reqs, err := st.Requests(ctx, true)
 	if err != nil {
 		return "", err
@@ -228,8 +234,12 @@ func Answer(ctx context.Context, st *store.Store, prefix string, a HireAnswer) (
 			if label == "" {
 				label = "Human-provided " + r.Capability
 			}
+			meta := map[string]any{"command": a.Command}
+			if len(a.Network) > 0 {
+				meta[metaNetwork], meta[metaNetworkAllowed] = a.Network, a.Network
+			}
 			if err := register(ctx, &tx.Conn, store.Resolver{ID: id, Label: label, Type: typ, Capabilities: []string{r.Capability}, BuiltBy: "human",
-				BuiltForNode: node, LatencyEstimate: 10, Metadata: map[string]any{"command": a.Command}}); err != nil {
+				BuiltForNode: node, LatencyEstimate: 10, Metadata: meta}); err != nil {
 				return err
 			}
 			if err := tx.EnsureKGNode(ctx, "actor:human", "actor", "human", nil); err != nil {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/llmkernels/kernels/solve/kg"
 	"github.com/llmkernels/kernels/solve/store"
 )
 
@@ -134,6 +135,15 @@ func CheckInvariants(ctx context.Context, st *store.Store, root string) ([]strin
 		}
 
 		for _, a := range atts {
+			if a.FailureMode != "" {
+				ok, err := kg.FailureRecorded(ctx, &st.Conn, a.ID, a.FailureMode)
+				if err != nil {
+					return nil, err
+				}
+				if !ok {
+					add("attempt %s: failure mode %s without its failed_because edge in the knowledge graph", a.ID, a.FailureMode)
+				}
+			}
 			if a.Resolver == CandidateID {
 				continue // a --suggest candidate scored as it stands: no resolver of the plan ran
 			}

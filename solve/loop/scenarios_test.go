@@ -11,8 +11,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmkernels/kernels/internal/proc"
+	"github.com/llmkernels/kernels/internal/proc/proctest"
 	"github.com/llmkernels/kernels/solve/loop"
+	"github.com/llmkernels/kernels/solve/resolver/tool"
 	"github.com/llmkernels/kernels/solve/store"
+	"github.com/llmkernels/kernels/solve/workspace"
 )
 
 // Confidence gating in process: σ_path 0.72 × 0.70 × 0.75 = 0.378 < τ_global
@@ -56,6 +60,11 @@ func TestGatingReopensTheWeakestAncestor(t *testing.T) {
 		i := slices.IndexFunc(rs, func(c loop.Call) bool { return c.Goal == cutover && c.Attempt == 2 })
 		if i < 0 || !strings.Contains(strings.Join(rs[i].Feedback, " "), "confidence gating") {
 			t.Errorf("the cutover's retry was not told about the gating")
+		}
+		// The reopened ancestor's attempt failed because of low confidence:
+		// the knowledge graph says so (Step 9's failure-pattern query).
+		if i >= 0 && !strings.Contains(rs[i].History, "low_confidence (1 occurrences)") {
+			t.Errorf("the cutover's retry's history does not name its low_confidence failure:\n%s", rs[i].History)
 		}
 	})
 }
@@ -421,4 +430,94 @@ func TestFourWorkersEndLikeOne(t *testing.T) {
 			t.Errorf("--workers 4 differs:\n--- 1\n%s\n--- 4\n%s", one, four)
 		}
 	})
+}
+
+// A hired command that tries to leave its confinement (read an SSH key,
+// write outside, reach the network, fork 10,000 processes, allocate 8 GiB,
+// write 10 GB) is refused each time, and the loop goes on: the failed
+// tool opens a new capability request whose detail records why.
+func TestAHiredCommandRunsConfinedAndTheLoopGoesOn(t *testing.T) {
+	if !proc.Probe().Available {
+		t.Skipf("confinement not available here: %s", proc.Probe().Reason)
+	}
+	k := newKernel(t)
+	ws := k.workspace(t)
+	e := proctest.NewEscape(t)
+	for name, content := range map[string]string{"escape.py": e.Python(), "input.txt": "in"} {
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := newFake(map[string]any{loop.OpRoute: m{"resolver_id": "", "capability": "", "rationale": "no candidate",
+		"gap": m{"capability_tag": "measure", "resolver_type": "digital", "build_constraints": []string{}, "rationale": "a tool is needed"}}})
+	req := request("Measure the board")
+	req.Workspace = ws
+	res := k.run(t, req, k.options(f))
+	reqs, _ := k.st.Requests(context.Background(), false)
+	if res.Outcome != loop.OutcomeWaiting || len(reqs) != 1 {
+		t.Fatalf("outcome %s, %d requests", res.Outcome, len(reqs))
+	}
+	if _, err := loop.Answer(context.Background(), k.st, reqs[0].ID, loop.HireAnswer{Command: "python3 escape.py; exit 1"}); err != nil {
+		t.Fatal(err)
+	}
+	o := k.options(f)
+	o.Tool = func(e store.Resolver) (loop.Resolver, error) {
+		return tool.New(k.st, e, workspace.Sandbox{Limits: proc.Limits{Processes: 64, Memory: 1 << 30, Output: 1 << 20}}), nil
+	}
+	res, err := loop.Resume(context.Background(), k.st, "", o)
+	if err != nil || res.Outcome != loop.OutcomeWaiting {
+		t.Fatalf("resume %+v %v\n%s", res, err, k.flow(t))
+	}
+	reqs, _ = k.st.Requests(context.Background(), false)
+	if len(reqs) != 1 {
+		t.Fatalf("%d open requests, want the one naming the failed tool", len(reqs))
+	}
+	detail, _ := json.Marshal(reqs[0].Detail)
+	t.Logf("%s", detail)
+	e.Check(t, strings.ReplaceAll(string(detail), `\n`, "\n"))
+	k.invariants(t, res.RootID)
+}
+
+// A person's network allowance is recorded with the tool: a hired command
+// gets what `solve hire … --allow-network` gave, a built tool what it
+// declares once `solve resolvers allow ID --network` allowed it; the
+// listing line says which; nothing else is allowed.
+func TestNetworkAllowancesAreRecordedWithTheTool(t *testing.T) {
+	k := newKernel(t)
+	ctx := context.Background()
+	f := newFake(map[string]any{loop.OpRoute: m{"resolver_id": "", "capability": "", "rationale": "no candidate",
+		"gap": m{"capability_tag": "fetch", "resolver_type": "digital", "build_constraints": []string{}, "rationale": "a tool is needed"}}})
+	req := request("Fetch the prices")
+	req.Workspace = k.workspace(t)
+	k.run(t, req, k.options(f))
+	reqs, _ := k.st.Requests(ctx, false)
+	if _, err := loop.Answer(ctx, k.st, reqs[0].ID, loop.HireAnswer{Command: "true", Network: []string{"example.org"}}); err == nil || !strings.Contains(err.Error(), "host:port") {
+		t.Fatalf("an allowance without a port: %v", err)
+	}
+	if _, err := loop.Answer(ctx, k.st, reqs[0].ID, loop.HireAnswer{Command: "true", Network: []string{"api.example.org:443"}}); err != nil {
+		t.Fatal(err)
+	}
+	hired, _ := k.st.Resolvers(ctx, "human-fetch-1")
+	if got := loop.AllowedNetwork(hired[0]); len(got) != 1 || got[0] != "api.example.org:443" || loop.NetworkLine(hired[0]) != "network allowed: api.example.org:443" {
+		t.Fatalf("hired: allowed %v, line %q", got, loop.NetworkLine(hired[0]))
+	}
+	built := store.Resolver{ID: "tool-fetch-2", Label: "fetch", Type: "digital", Capabilities: []string{"fetch"}, BuiltBy: "system",
+		Metadata: map[string]any{"command": "true", "network": []string{"pypi.org:443"}}}
+	if err := k.st.UpsertResolver(ctx, built); err != nil {
+		t.Fatal(err)
+	}
+	rs, _ := k.st.Resolvers(ctx, built.ID)
+	if len(loop.AllowedNetwork(rs[0])) != 0 || !strings.Contains(loop.NetworkLine(rs[0]), "not allowed: pypi.org:443 (solve resolvers allow tool-fetch-2 --network)") {
+		t.Fatalf("built, before: %q", loop.NetworkLine(rs[0]))
+	}
+	if msg, err := loop.AllowNetwork(ctx, k.st, built.ID); err != nil || !strings.Contains(msg, "pypi.org:443") {
+		t.Fatalf("allow: %q %v", msg, err)
+	}
+	rs, _ = k.st.Resolvers(ctx, built.ID)
+	if got := loop.AllowedNetwork(rs[0]); len(got) != 1 || got[0] != "pypi.org:443" {
+		t.Fatalf("built, after: %v", got)
+	}
+	if _, err := loop.AllowNetwork(ctx, k.st, loop.CodexToolsID); err == nil || !strings.Contains(err.Error(), "declares no network") {
+		t.Errorf("allowing a resolver that declares nothing: %v", err)
+	}
 }

@@ -546,7 +546,10 @@ func (s *stepCtx) resolve(ctx context.Context) (stepResult, error) {
 			if err != nil {
 				return err
 			}
-			if err := tx.SetAttemptVerdict(ctx, aid, v, store.UNSAT, 0, "failure:"+re.Mode); err != nil {
+			if err := tx.SetAttemptVerdict(ctx, aid, v, store.UNSAT, 0); err != nil {
+				return err
+			}
+			if err := kg.Failed(ctx, &tx.Conn, aid, slug(re.Mode)); err != nil {
 				return err
 			}
 			if err := s.move(ctx, tx, store.StatusResolving, store.StatusVerifying); err != nil {
@@ -679,7 +682,7 @@ func (s *stepCtx) feedback(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("attempt %s: verification: %w", last.ID, err)
 	}
 	var out []string
-	if last.FailureMode == "failure:low_confidence" {
+	if last.FailureMode == kg.FailureID(lowConfidence) {
 		out = append(out, fmt.Sprintf("confidence gating: the last output was verified with sigma_v=%.2f, but the path confidence fell below tau_global=%.2f; give an answer you can verify with more confidence", last.SigmaV.Float64, s.n.TauGlobal))
 	}
 	for _, c := range ver.Checks {

@@ -133,6 +133,10 @@ func TestACallThatHangsIsCancelledAtTheNodesDeadline(t *testing.T) {
 	if n := count(t, db, "SELECT COUNT(*) FROM budget_reservations WHERE operation = 'resolve' AND settled_amount = amount AND status = 'settled'"); n != 1 {
 		t.Errorf("the cut-off call was not settled at its reservation")
 	}
+	if n := count(t, db, `SELECT COUNT(*) FROM budget_ledger l JOIN budget_reservations r ON r.id = l.reservation_id
+		WHERE r.operation = 'resolve' AND l.unknown_amount = r.amount AND r.amount > 0`); n != 1 || res.UnknownUSD <= 0 {
+		t.Errorf("the cut-off call is not of unknown outcome in the ledger (run: $%v unknown)", res.UnknownUSD)
+	}
 	if n := k.node(t, res.RootID, goal); n.TimeSpent > 2+1e-6 {
 		t.Errorf("the node spent %.3fs of its 2s", n.TimeSpent)
 	}

@@ -329,12 +329,13 @@ func (s *stepCtx) sigmaPath(ctx context.Context, sigma float64) (float64, error)
 // the KG outcome edges and the resolver's usage stats.
 func (s *stepCtx) recordVerification(ctx context.Context, tx *store.Tx, resolver string, v Verification, path float64) error {
 	n := s.n
-	mode := ""
-	if v.FailureMode != "" {
-		mode = "failure:" + slug(v.FailureMode)
-	}
-	if err := tx.SetAttemptVerdict(ctx, n.LastAttempt, v, v.Verdict, v.SigmaV, mode); err != nil {
+	if err := tx.SetAttemptVerdict(ctx, n.LastAttempt, v, v.Verdict, v.SigmaV); err != nil {
 		return err
+	}
+	if mode := slug(v.FailureMode); mode != "" {
+		if err := kg.Failed(ctx, &tx.Conn, n.LastAttempt, mode); err != nil {
+			return err
+		}
 	}
 	resolved := []string{}
 	if v.Verdict == store.SAT {
@@ -366,14 +367,6 @@ func (s *stepCtx) recordVerification(ctx context.Context, tx *store.Tx, resolver
 	}
 	if err := tx.AddEdge(ctx, "resolver:"+resolver, rel, kg.PatternID(n.Summary), props); err != nil {
 		return err
-	}
-	if mode != "" {
-		if err := tx.EnsureKGNode(ctx, mode, "failure_mode", strings.TrimPrefix(mode, "failure:"), nil); err != nil {
-			return err
-		}
-		if err := tx.AddEdge(ctx, "attempt:"+n.LastAttempt, "failed_because", mode, nil); err != nil {
-			return err
-		}
 	}
 	return tx.RecordResolverUse(ctx, resolver, v.Verdict == store.SAT, last.Cost)
 }
@@ -457,6 +450,9 @@ func (s *stepCtx) registerTool(ctx context.Context, tx *store.Tx, builder, artif
 	id := fmt.Sprintf("tool-%s-%d", slug(t.Capabilities[0]), count+1)
 	entry := store.Resolver{ID: id, Label: t.Label, Description: t.Description, Type: "digital", Capabilities: t.Capabilities, CostPerInvocation: 0.001,
 		LatencyEstimate: 10, BuiltBy: "system", BuiltForNode: s.n.Parent, Metadata: map[string]any{"command": t.Command, "test_command": t.TestCommand, "tool_artifact_id": artifact}}
+	if len(t.Network) > 0 {
+		entry.Metadata[metaNetwork] = t.Network // declared; allowed only by a person
+	}
 	if err := register(ctx, &tx.Conn, entry); err != nil {
 		return err
 	}

@@ -197,7 +197,7 @@ func (w *stepWorker) Work(ctx context.Context, job *river.Job[StepArgs]) error {
 			return err
 		}
 		for _, o := range open {
-			msg := fmt.Sprintf("Node %s: SETTLED %s %s at its reservation $%.4f / %.1fs (its worker stopped during the call)", store.Short(o.Node), o.Resolver, o.Op, o.Cost, o.Time)
+			msg := settledMessage(o, "its worker stopped during the call")
 			w.progress("%s", msg)
 			if err := w.st.Log(ctx, 1, o.Node, msg, nil); err != nil {
 				return err

@@ -17,7 +17,7 @@ import (
 // is encoded from the tasks (sums, quantity aggregates, and the longest
 // path as one finish-time variable per task with its precedence
 // constraints, so the formula grows linearly with the DAG), and each
-// question is one (check-sat).
+// question is one (check-sat) over the definitions of its own scenario.
 
 // metrics defines <p>m_<metric> for every metric, given a term for each
 // task's cost, hours and quantities.
@@ -73,11 +73,12 @@ func fixed(m *model, s int) (cost, hours func(int) string, quantity func(int, st
 
 // verdictQuestions asks, for each logic constraint, whether it holds at mid
 // and at high estimates of the given tasks, against the verdicts claimed.
-func verdictQuestions(label string, m *model, exprs map[string]*expr.Expr, a *Analysis, en *smt.Script) []smt.Question {
+func verdictQuestions(label string, m *model, exprs map[string]*expr.Expr, a *Analysis) []smt.Question {
 	var qs []smt.Question
 	for s := 1; s <= 2; s++ {
 		p := fmt.Sprintf("%s_%s_", label, scenarioNames[s])
 		cost, hours, quantity := fixed(m, s)
+		en := &smt.Script{}
 		metrics(en, m, p, cost, hours, quantity)
 		for _, v := range a.Verdicts {
 			e := exprs[v.ConstraintID]
@@ -91,6 +92,7 @@ func verdictQuestions(label string, m *model, exprs map[string]*expr.Expr, a *An
 			qs = append(qs, smt.Question{
 				What:   fmt.Sprintf("%s: %s (%s) holds at %s estimates", label, v.ConstraintID, e, scenarioNames[s]),
 				Kernel: smt.Answer(holds),
+				Defs:   en,
 				Body:   fmt.Sprintf("(assert %s)\n", e.SMT(func(name string) string { return p + "m_" + name })),
 			})
 		}
@@ -102,8 +104,9 @@ func verdictQuestions(label string, m *model, exprs map[string]*expr.Expr, a *An
 // integer x_k per surveyed task selects its option (0 keeps it as
 // planned, j its j-th approach), each option's figures are those
 // applyChoices gives the task, and requirements are assertions.
-func repairQuestions(p *Plan, m *model, exprs map[string]*expr.Expr, en *smt.Script) []smt.Question {
+func repairQuestions(p *Plan, m *model, exprs map[string]*expr.Expr) []smt.Question {
 	required, floors := requirements(p.Constraints, p.Surveys)
+	en := &smt.Script{}
 	index := map[string]int{}
 	for i, t := range m.tasks {
 		index[t.ID] = i
@@ -187,16 +190,16 @@ func repairQuestions(p *Plan, m *model, exprs map[string]*expr.Expr, en *smt.Scr
 		better := fmt.Sprintf("(assert (or (< r_swaps %d) (and (= r_swaps %d) (< r_loss %d)) (and (= r_swaps %d) (= r_loss %d) (< r_m_total_cost %s))))\n",
 			rank.swaps, rank.swaps, rank.loss, rank.swaps, rank.loss, expr.Decimal(rank.cost-eps))
 		qs = append(qs,
-			smt.Question{What: "repair: the chosen approaches keep every required constraint", Kernel: smt.Sat, Body: assertAll(required) + fix.String()},
-			smt.Question{What: fmt.Sprintf("repair: no combination beats the choice (%s)", rank), Kernel: smt.Unsat, Body: assertAll(required) + better})
+			smt.Question{What: "repair: the chosen approaches keep every required constraint", Kernel: smt.Sat, Defs: en, Body: assertAll(required) + fix.String()},
+			smt.Question{What: fmt.Sprintf("repair: no combination beats the choice (%s)", rank), Kernel: smt.Unsat, Defs: en, Body: assertAll(required) + better})
 	case RepairInfeasible:
 		core := p.Repair.UnsatCore
 		qs = append(qs,
-			smt.Question{What: "repair: no combination keeps every required constraint", Kernel: smt.Unsat, Body: assertAll(required)},
-			smt.Question{What: "repair: the unsat core " + strings.Join(core, ", ") + " alone is infeasible", Kernel: smt.Unsat, Body: assertAll(core)})
+			smt.Question{What: "repair: no combination keeps every required constraint", Kernel: smt.Unsat, Defs: en, Body: assertAll(required)},
+			smt.Question{What: "repair: the unsat core " + strings.Join(core, ", ") + " alone is infeasible", Kernel: smt.Unsat, Defs: en, Body: assertAll(core)})
 		for _, id := range core {
 			rest := slices.DeleteFunc(slices.Clone(core), func(x string) bool { return x == id })
-			qs = append(qs, smt.Question{What: "repair: the core without " + id + " is feasible (minimality)", Kernel: smt.Sat, Body: assertAll(rest)})
+			qs = append(qs, smt.Question{What: "repair: the core without " + id + " is feasible (minimality)", Kernel: smt.Sat, Defs: en, Body: assertAll(rest)})
 		}
 	}
 	return qs
@@ -216,17 +219,16 @@ func CrossCheck(ctx context.Context, p *Plan) (*smt.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	var en smt.Script
-	qs := verdictQuestions("plan", m, exprs, p.Analysis, &en)
+	qs := verdictQuestions("plan", m, exprs, p.Analysis)
 	if p.Repair.Status == RepairRepaired && p.Repair.Revised != nil {
 		rm, err := newModel(applyChoices(p.Tasks, p.Surveys, p.Repair.Choices), p.Quantities)
 		if err != nil {
 			return nil, err
 		}
-		qs = append(qs, verdictQuestions("revised", rm, exprs, p.Repair.Revised, &en)...)
+		qs = append(qs, verdictQuestions("revised", rm, exprs, p.Repair.Revised)...)
 	}
 	if p.Repair.Status != RepairNotNeeded {
-		qs = append(qs, repairQuestions(p, m, exprs, &en)...)
+		qs = append(qs, repairQuestions(p, m, exprs)...)
 	}
-	return smt.Ask(ctx, version, &en, qs)
+	return smt.Ask(ctx, version, qs)
 }

@@ -3,7 +3,9 @@ package planning
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -80,9 +82,33 @@ func TestZ3AgreesOnRandomSmallPlans(t *testing.T) {
 }
 
 // bigPlan is a generated plan of n tasks whose cost cap the surveys can
-// (repairable) or cannot reach.
-func bigPlan(t testing.TB, n int, repairable bool) *Plan {
+// (repairable) or cannot reach. Deep, each task depends on one to three of
+// the 30 tasks before it (the critical path runs through hundreds of
+// tasks, and the last on every task nothing else depends on) and the time
+// cap is the critical path itself, which the revised plan must keep;
+// otherwise on up to three of any earlier tasks, with a loose time cap.
+func bigPlan(t testing.TB, n int, repairable, deep bool) *Plan {
 	p := generatePlan(1, n, 8, 3)
+	if deep {
+		r := rand.New(rand.NewPCG(1, 9))
+		sinks := map[string]bool{}
+		for i := range p.Tasks {
+			sinks[p.Tasks[i].ID], p.Tasks[i].DependsOn = true, nil
+			for range min(1+r.IntN(3), i) {
+				d := p.Tasks[i-1-r.IntN(min(30, i))].ID
+				if !slices.Contains(p.Tasks[i].DependsOn, d) {
+					p.Tasks[i].DependsOn = append(p.Tasks[i].DependsOn, d)
+					delete(sinks, d)
+				}
+			}
+		}
+		last := &p.Tasks[n-1]
+		for _, tk := range p.Tasks[:n-1] {
+			if sinks[tk.ID] {
+				last.DependsOn = append(last.DependsOn, tk.ID)
+			}
+		}
+	}
 	total, save := 0.0, 0.0
 	for _, tk := range p.Tasks {
 		total += tk.CostUSD.Mid
@@ -100,26 +126,36 @@ func bigPlan(t testing.TB, n int, repairable bool) *Plan {
 	}
 	p.Constraints[0].Payload.Expr = fmt.Sprintf("total_cost <= %v", float64(int(cap)))
 	p.Constraints[1].Payload.Expr = "critical_path_hours <= 100000"
+	if deep {
+		m, err := newModel(p.Tasks, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Constraints[1].Payload.Expr = fmt.Sprintf("critical_path_hours <= %v", m.g.Longest(m.scenario(1).hours, nil))
+	}
 	return solvedPlan(t, p)
 }
 
-// --smt z3 on a 1,000-task plan: the longest path is one finish-time
+// --smt z3 on 1,000-task plans: the longest path is one finish-time
 // variable per task, so the formula grows with the DAG, not with its
-// paths (issue 16: 24 tasks ran out of memory). The time is a benchmark
-// (BenchmarkCrossCheck), not asserted here.
+// paths (issue 16: 24 tasks ran out of memory), and each finish time is
+// a function of the earlier ones z3 evaluates, asked in a run of its own
+// (issue 21: on the deep plan z3 left 5 of 10 questions undecided, in
+// 157 s). The time is a benchmark (BenchmarkCrossCheck), not asserted
+// here; every question must be decided.
 func TestZ3CrossChecksAThousandTaskPlan(t *testing.T) {
 	needZ3(t)
-	for _, repairable := range []bool{true, false} {
-		p := bigPlan(t, 1000, repairable)
-		if want := map[bool]string{true: RepairRepaired, false: RepairInfeasible}[repairable]; p.Repair.Status != want {
-			t.Fatalf("generated plan: %s, want %s", p.Repair.Status, want)
+	for _, c := range []struct{ repairable, deep bool }{{true, false}, {false, false}, {true, true}} {
+		p := bigPlan(t, 1000, c.repairable, c.deep)
+		if want := map[bool]string{true: RepairRepaired, false: RepairInfeasible}[c.repairable]; p.Repair.Status != want {
+			t.Fatalf("generated plan %+v: %s, want %s", c, p.Repair.Status, want)
 		}
 		rep, err := CrossCheck(context.Background(), p)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !rep.Agree || len(rep.Checks) < 6 {
-			t.Fatalf("%s: agree %v, %d checks: %s", p.Repair.Status, rep.Agree, len(rep.Checks), rep.Disagreements())
+			t.Fatalf("%+v, %s: agree %v, %d checks, %d undecided: %s", c, p.Repair.Status, rep.Agree, len(rep.Checks), rep.Unknown, rep.Disagreements())
 		}
 	}
 }
@@ -149,9 +185,9 @@ func TestZ3EncodesTheLongestPathAndMaximaExactly(t *testing.T) {
 		{"(assert (= x_m_critical_path_hours 12.0))", smt.Sat}, {"(assert (> x_m_critical_path_hours 12.0))", smt.Unsat}, {"(assert (< x_m_critical_path_hours 12.0))", smt.Unsat},
 		{"(assert (= x_m_latency_ms 200.0))", smt.Sat}, {"(assert (> x_m_latency_ms 200.0))", smt.Unsat}, {"(assert (= x_m_total_cost 460.0))", smt.Sat},
 	} {
-		qs = append(qs, smt.Question{What: q.body, Kernel: q.want, Body: q.body + "\n"})
+		qs = append(qs, smt.Question{What: q.body, Kernel: q.want, Defs: &en, Body: q.body + "\n"})
 	}
-	rep, err := smt.Ask(context.Background(), v, &en, qs)
+	rep, err := smt.Ask(context.Background(), v, qs)
 	if err != nil || !rep.Agree {
 		t.Fatalf("%v: %s", err, rep.Disagreements())
 	}

@@ -97,16 +97,18 @@ func (c *Conn) AddAttempt(ctx context.Context, a NewAttempt) (string, int, error
 	return id, a.Index, nil
 }
 
-// SetAttemptVerdict records an attempt's verification ("" failure mode = none).
-func (c *Conn) SetAttemptVerdict(ctx context.Context, id string, verification any, verdict string, sigmaV float64, failureMode string) error {
-	if _, err := c.exec(ctx, "UPDATE resolution_attempts SET verification = ?, verdict = ?, sigma_v = ?, failure_mode = ? WHERE id = ?",
-		JSONText(verification), verdict, sigmaV, nullStr(failureMode), id); err != nil {
+// SetAttemptVerdict records an attempt's verification (its failure mode,
+// if any, is set apart: SetAttemptFailure).
+func (c *Conn) SetAttemptVerdict(ctx context.Context, id string, verification any, verdict string, sigmaV float64) error {
+	if _, err := c.exec(ctx, "UPDATE resolution_attempts SET verification = ?, verdict = ?, sigma_v = ? WHERE id = ?",
+		JSONText(verification), verdict, sigmaV, id); err != nil {
 		return fmt.Errorf("attempt %s: record the verdict: %w", id, err)
 	}
 	return nil
 }
 
-// SetAttemptFailure sets an attempt's failure mode.
+// SetAttemptFailure sets an attempt's failure mode (solve/kg.Failed sets
+// it with its knowledge-graph edge).
 func (c *Conn) SetAttemptFailure(ctx context.Context, id, failureMode string) error {
 	if _, err := c.exec(ctx, "UPDATE resolution_attempts SET failure_mode = ? WHERE id = ?", failureMode, id); err != nil {
 		return fmt.Errorf("attempt %s: set failure mode: %w", id, err)

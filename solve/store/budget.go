@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 )
 
 // Reservations (the loop's rule: reserve before every paid call, settle
@@ -17,7 +18,9 @@ import (
 // budget — and it is settled after the call, in one transaction that
 // records the spend with its actual cost and time and frees the hold. A
 // process killed in between leaves the reservation open; Resume settles it
-// at the amount held (SettleOpen), so a paid call is never forgotten.
+// (SettleOpen) at the amount held, an unknown outcome, so a paid call is
+// never forgotten, and at the time it ran: while a call runs, its process
+// writes a heartbeat (Heartbeat) every HeartbeatInterval.
 //
 // The node's cache columns budget_reserved and time_reserved always equal
 // the sum of its open reservations (same transactions).
@@ -260,8 +263,12 @@ func (c *Conn) Delegate(ctx context.Context, parent, child string, cost, secs fl
 type Settlement struct {
 	Reservation string
 	Cost, Time  float64
-	LogSummary  string
-	LogDetail   any
+	// Unknown is the part of Cost whose outcome is unknown: a call cut off
+	// with a request in flight is settled at its hold, and whether the
+	// provider billed it is not known.
+	Unknown    float64
+	LogSummary string
+	LogDetail  any
 }
 
 // Settle closes an open reservation in one transaction: the spend with
@@ -296,7 +303,12 @@ func (c *Conn) settle(ctx context.Context, st Settlement) (bool, error) {
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
 		return false, err // settled before (by this process, or by a resume)
 	}
-	if err := c.insertLedger(ctx, LedgerEntry{Node: node, Event: Spend, Amount: st.Cost, Time: st.Time, Resolver: resolver, Reservation: st.Reservation, Description: op}); err != nil {
+	desc := op
+	if st.Unknown > 0 {
+		desc += " (unknown outcome: settled at its hold)"
+	}
+	if err := c.insertLedger(ctx, LedgerEntry{Node: node, Event: Spend, Amount: st.Cost, Unknown: st.Unknown, Time: st.Time, Resolver: resolver,
+		Reservation: st.Reservation, Description: desc}); err != nil {
 		return false, err
 	}
 	if err := c.setNode(ctx, "settle a reservation", node, `budget_reserved = budget_reserved - ?, time_reserved = time_reserved - ?,
@@ -315,23 +327,49 @@ func (c *Conn) settle(ctx context.Context, st Settlement) (bool, error) {
 type OpenReservation struct {
 	ID, Node, Resolver, Op, Owner string
 	Cost, Time                    float64
+	// Alive is how long the call had run at its last heartbeat (seconds).
+	Alive float64
 }
 
 // OpenReservations lists a root's open reservations, oldest first.
 func (c *Conn) OpenReservations(ctx context.Context, root string) ([]OpenReservation, error) {
 	return list(ctx, c, "list the open reservations of "+root, func(r *sql.Rows) (OpenReservation, error) {
 		var o OpenReservation
-		err := r.Scan(&o.ID, &o.Node, &o.Resolver, &o.Op, &o.Owner, &o.Cost, &o.Time)
+		err := r.Scan(&o.ID, &o.Node, &o.Resolver, &o.Op, &o.Owner, &o.Cost, &o.Time, &o.Alive)
 		return o, err
-	}, `SELECT id, node_id, resolver_id, operation, owner, amount, time_amount FROM budget_reservations WHERE root_id = ? AND status = 'open' ORDER BY {seq}`, root)
+	}, `SELECT id, node_id, resolver_id, operation, owner, amount, time_amount, COALESCE(alive_seconds, 0) FROM budget_reservations WHERE root_id = ? AND status = 'open' ORDER BY {seq}`, root)
 }
 
-// SettleOpen settles every open reservation of a root at the amount it
-// holds: the reservations of a process that stopped during a call (the
-// caller holds the run's lease, so no live process owns them). The call
-// may or may not have been served; its actual cost is unknown, and the
-// amount held is the most it was allowed to cost, so the ledger never
-// records less than was spent. It returns the reservations settled.
+// HeartbeatInterval is how often a call in flight records that its
+// process is alive (Heartbeat).
+const HeartbeatInterval = time.Second
+
+// Heartbeat records that the call holding an open reservation had run
+// alive seconds and its process was alive then.
+func (s *Store) Heartbeat(ctx context.Context, reservation string, alive float64) error {
+	return s.Write(ctx, func(tx *Tx) error {
+		if _, err := tx.exec(ctx, `UPDATE budget_reservations SET alive_seconds = ? WHERE id = ? AND status = 'open'`, alive, reservation); err != nil {
+			return fmt.Errorf("reservation %s: record its heartbeat: %w", reservation, err)
+		}
+		return nil
+	})
+}
+
+// Ran is the wall time a call stopped in flight is taken to have run: up
+// to its last heartbeat, plus the interval before the next one it did not
+// write (it may have run that long more, never longer), at most what it
+// held. The time its process was dead is not the node's.
+func (o OpenReservation) Ran() float64 {
+	return math.Min(o.Time, o.Alive+HeartbeatInterval.Seconds())
+}
+
+// SettleOpen settles every open reservation of a root: the reservations
+// of a process that stopped during a call (the caller holds the run's
+// lease, so no live process owns them). The call may or may not have been
+// served: its outcome is unknown, and it is settled at the amount held,
+// the most it was allowed to cost, so the ledger never records less than
+// was spent (the whole amount marked unknown), and at the time it ran
+// (Ran). It returns the reservations settled.
 func (s *Store) SettleOpen(ctx context.Context, root string) ([]OpenReservation, error) {
 	open, err := s.OpenReservations(ctx, root)
 	if err != nil {
@@ -340,14 +378,15 @@ func (s *Store) SettleOpen(ctx context.Context, root string) ([]OpenReservation,
 	return open, s.settleAtReservation(ctx, open)
 }
 
-// settleAtReservation settles each of open at the amount it holds.
+// settleAtReservation settles each of open at the amount it holds and the
+// time it ran.
 func (s *Store) settleAtReservation(ctx context.Context, open []OpenReservation) error {
 	for _, o := range open {
-		detail := map[string]any{"resolver": o.Resolver, "op": o.Op, "cost": o.Cost, "time_seconds": o.Time, "reservation_id": o.ID,
-			"settled_at_reservation": true, "raw_io_policy": "redacted_by_default",
-			"why": "the process that made this call stopped before recording its cost; the amount reserved is settled, the most the call was allowed to cost"}
-		if _, err := s.Settle(ctx, Settlement{Reservation: o.ID, Cost: o.Cost, Time: o.Time,
-			LogSummary: fmt.Sprintf("%s %s (settled at its reservation after a stop)", o.Resolver, o.Op), LogDetail: detail}); err != nil {
+		detail := map[string]any{"resolver": o.Resolver, "op": o.Op, "cost": o.Cost, "unknown_usd": o.Cost, "time_seconds": o.Ran(), "held_seconds": o.Time,
+			"reservation_id": o.ID, "settled_at_reservation": true, "outcome": "unknown", "raw_io_policy": "redacted_by_default",
+			"why": "the process that made this call stopped before recording its cost; the amount reserved is settled, the most the call was allowed to cost, and the time it ran until its last heartbeat"}
+		if _, err := s.Settle(ctx, Settlement{Reservation: o.ID, Cost: o.Cost, Unknown: o.Cost, Time: o.Ran(),
+			LogSummary: fmt.Sprintf("%s %s (settled at its reservation after a stop: unknown outcome)", o.Resolver, o.Op), LogDetail: detail}); err != nil {
 			return err
 		}
 	}
@@ -411,8 +450,13 @@ type NodeBudget struct {
 	ReceivedUSD, ReceivedSeconds float64
 	// External: the part of Received from outside the tree.
 	ExternalUSD float64
-	// Spent: the node's own paid calls (money actually spent).
+	// Spent: the node's own paid calls (money actually spent, or held by
+	// a call whose outcome is unknown).
 	SpentUSD, SpentSeconds float64
+	// Unknown: the part of Spent whose outcome is unknown (calls cut off
+	// with a request in flight, settled at their hold); the rest was
+	// billed for certain.
+	UnknownUSD float64
 	// Delegated: handed to its children (allocations and reserve top-ups,
 	// less what invalidated children gave back).
 	DelegatedUSD, DelegatedSeconds float64
@@ -442,7 +486,7 @@ func (c *Conn) NodeBudgets(ctx context.Context, root string) (map[string]NodeBud
 	}
 	rows, err := list(ctx, c, "read the budgets of "+root, func(r *sql.Rows) (row, error) {
 		var x row
-		err := r.Scan(&x.node, &x.b.ReceivedUSD, &x.b.ReceivedSeconds, &x.b.ExternalUSD, &x.b.SpentUSD, &x.b.SpentSeconds,
+		err := r.Scan(&x.node, &x.b.ReceivedUSD, &x.b.ReceivedSeconds, &x.b.ExternalUSD, &x.b.SpentUSD, &x.b.SpentSeconds, &x.b.UnknownUSD,
 			&x.b.DelegatedUSD, &x.b.DelegatedSeconds, &x.b.ReturnedUSD, &x.b.ReturnedSeconds)
 		return x, err
 	}, `SELECT l.node_id,
@@ -451,6 +495,7 @@ func (c *Conn) NodeBudgets(ctx context.Context, root string) (map[string]NodeBud
 		COALESCE(SUM(CASE WHEN l.event_type = 'allocate' AND l.counterpart_node_id IS NULL THEN l.amount END), 0),
 		COALESCE(SUM(CASE WHEN l.event_type = 'spend' AND l.resolver_id IS NOT NULL THEN l.amount END), 0),
 		COALESCE(SUM(CASE WHEN l.event_type = 'spend' AND l.resolver_id IS NOT NULL THEN l.time_amount END), 0),
+		COALESCE(SUM(CASE WHEN l.event_type = 'spend' AND l.resolver_id IS NOT NULL THEN l.unknown_amount END), 0),
 		COALESCE(SUM(CASE WHEN l.event_type = 'spend' AND l.resolver_id IS NULL AND (l.counterpart_node_id IS NULL OR l.counterpart_node_id <> COALESCE(n.parent_id, '')) THEN l.amount
 			WHEN l.event_type = 'refund' THEN -l.amount END), 0),
 		COALESCE(SUM(CASE WHEN l.event_type = 'spend' AND l.resolver_id IS NULL AND (l.counterpart_node_id IS NULL OR l.counterpart_node_id <> COALESCE(n.parent_id, '')) THEN l.time_amount

@@ -68,31 +68,57 @@ func TestReserveHoldsTopsUpOrDenies(t *testing.T) {
 }
 
 // A process that stopped during a call left its reservation open: resume
-// settles it at the amount held, labelled, so the spend is never lost.
+// settles it at the amount held, an unknown outcome, labelled, so the
+// spend is never lost; and at the time the call ran by its heartbeat
+// (plus the interval to the next one it did not write), not its hold.
 func TestSettleOpenChargesWhatWasHeld(t *testing.T) {
 	eachStore(t, func(t *testing.T, st *Store) {
 		ctx := context.Background()
 		root, child := tree(t, st)
-		if _, err := st.Reserve(ctx, Hold{Node: child, Parent: root, Root: root, Resolver: "claude-code-0", Op: "resolve", Owner: "dead", Cost: 0.05, Time: 30}); err != nil {
+		beat, err := st.Reserve(ctx, Hold{Node: child, Parent: root, Root: root, Resolver: "claude-code-0", Op: "resolve", Owner: "dead", Cost: 0.05, Time: 30})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Heartbeat(ctx, beat.ID, 4.5); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Reserve(ctx, Hold{Node: child, Parent: root, Root: root, Resolver: "codex-tools-0", Op: "run_check", Owner: "dead", Cost: 0.01, Time: 15}); err != nil {
 			t.Fatal(err)
 		}
 		open, err := st.SettleOpen(ctx, root)
-		if err != nil || len(open) != 1 || open[0].Owner != "dead" {
+		if err != nil || len(open) != 2 || open[0].Owner != "dead" || open[0].Alive != 4.5 || open[1].Alive != 0 {
 			t.Fatalf("settled %+v %v", open, err)
 		}
 		b, _ := st.Balance(ctx, child)
 		tb, _ := st.TreeBudget(ctx, root)
-		if b.Reserved != 0 || math.Abs(b.Spent-0.05) > 1e-9 || math.Abs(tb.SpentUSD-0.05) > 1e-9 || tb.ReservedUSD != 0 || tb.AllowanceUSD != 1 {
+		if b.Reserved != 0 || math.Abs(b.Spent-0.06) > 1e-9 || math.Abs(tb.SpentUSD-0.06) > 1e-9 || math.Abs(tb.UnknownUSD-0.06) > 1e-9 || tb.ReservedUSD != 0 || tb.AllowanceUSD != 1 {
 			t.Errorf("child %+v, tree %+v", b, tb)
 		}
+		// 4.5 s to its last heartbeat and a second to the next; the check
+		// never wrote one: a second.
+		if want := 4.5 + HeartbeatInterval.Seconds() + HeartbeatInterval.Seconds(); math.Abs(b.TimeSpent-want) > 1e-9 || math.Abs(tb.SpentSeconds-want) > 1e-9 {
+			t.Errorf("the calls took %vs (tree %vs), want %vs", b.TimeSpent, tb.SpentSeconds, want)
+		}
+		nb, err := st.NodeBudgets(ctx, root)
+		if err != nil || math.Abs(nb[child].UnknownUSD-0.06) > 1e-9 || nb[root].UnknownUSD != 0 {
+			t.Errorf("node budgets %+v %v", nb, err)
+		}
 		logs, _ := st.Logs(ctx, 3, child)
-		if len(logs) != 1 || logs[0].Summary != "claude-code-0 resolve (settled at its reservation after a stop)" {
+		if len(logs) != 2 || logs[0].Summary != "claude-code-0 resolve (settled at its reservation after a stop: unknown outcome)" {
 			t.Errorf("logs %+v", logs)
 		}
 		if again, err := st.SettleOpen(ctx, root); err != nil || len(again) != 0 {
 			t.Errorf("a second resume settled %d more (%v)", len(again), err)
 		}
 	})
+}
+
+// A call that ran longer than its hold is settled at most at its hold.
+func TestACallStoppedPastItsHoldCostsItsHold(t *testing.T) {
+	o := OpenReservation{Time: 30, Alive: 29.5}
+	if o.Ran() != 30 {
+		t.Errorf("ran %v of a 30 s hold", o.Ran())
+	}
 }
 
 // What an invalidated subtree has left goes back to the live ancestor,

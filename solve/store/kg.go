@@ -29,18 +29,24 @@ func (c *Conn) AddEdge(ctx context.Context, source, relation, target string, pro
 }
 
 // AddEdgeOnce inserts the edge unless one with the same ends and relation
-// exists (provides, requires, similar_to).
+// exists (provides, requires, similar_to, failed_because).
 func (c *Conn) AddEdgeOnce(ctx context.Context, source, relation, target string, props any) error {
+	ok, err := c.HasEdge(ctx, source, relation, target)
+	if err != nil || ok {
+		return err
+	}
+	return c.AddEdge(ctx, source, relation, target, props)
+}
+
+// HasEdge reports whether an edge with these ends and relation exists.
+func (c *Conn) HasEdge(ctx context.Context, source, relation, target string) (bool, error) {
 	var n int
 	// {noindex}target_id keeps SQLite on the source index: a target such
 	// as capability:generate_code has an edge from every goal pattern.
 	if err := c.row(ctx, "SELECT COUNT(*) FROM kg_edges WHERE source_id = ? AND relation = ? AND {noindex}target_id = ?", source, relation, target).Scan(&n); err != nil {
-		return fmt.Errorf("kg: look up edge %s %s %s: %w", source, relation, target, err)
+		return false, fmt.Errorf("kg: look up edge %s %s %s: %w", source, relation, target, err)
 	}
-	if n > 0 {
-		return nil
-	}
-	return c.AddEdge(ctx, source, relation, target, props)
+	return n > 0, nil
 }
 
 // Pattern is a goal_pattern graph node.

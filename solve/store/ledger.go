@@ -33,6 +33,9 @@ type LedgerEntry struct {
 	// Reservation is the reservation a paid call's spend settles.
 	Reservation  string
 	Amount, Time float64
+	// Unknown is the part of a paid call's Amount whose outcome is
+	// unknown (Settlement.Unknown).
+	Unknown float64
 }
 
 // cacheColumns are the node cache columns each event moves.
@@ -56,9 +59,9 @@ func (c *Conn) WriteLedger(ctx context.Context, e LedgerEntry) error {
 
 // insertLedger appends the row alone (the caller keeps the cache).
 func (c *Conn) insertLedger(ctx context.Context, e LedgerEntry) error {
-	if _, err := c.exec(ctx, `INSERT INTO budget_ledger (id, node_id, event_type, amount, time_amount, resolver_id, description, counterpart_node_id, reservation_id, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, NewID(), e.Node, e.Event, e.Amount, e.Time, nullStr(e.Resolver), e.Description, nullStr(e.Counterpart),
-		nullStr(e.Reservation), now()); err != nil {
+	if _, err := c.exec(ctx, `INSERT INTO budget_ledger (id, node_id, event_type, amount, time_amount, resolver_id, description, counterpart_node_id, reservation_id, unknown_amount, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, NewID(), e.Node, e.Event, e.Amount, e.Time, nullStr(e.Resolver), e.Description, nullStr(e.Counterpart),
+		nullStr(e.Reservation), e.Unknown, now()); err != nil {
 		return fmt.Errorf("ledger: %s %.6f to node %s: %w", e.Event, e.Amount, e.Node, err)
 	}
 	return nil
@@ -94,12 +97,13 @@ func (c *Conn) Balance(ctx context.Context, node string) (Balance, error) {
 	return b, nil
 }
 
-// TreeBudget is what a run cost: the money its paid calls spent, the
-// allowance it was given from outside (the root budget and every human
-// top-up, wherever in the tree it went), and what open reservations hold.
+// TreeBudget is what a run cost: the money its paid calls spent (and the
+// part of it whose outcome is unknown), the allowance it was given from
+// outside (the root budget and every human top-up, wherever in the tree
+// it went), and what open reservations hold.
 type TreeBudget struct {
-	SpentUSD, AllowanceUSD, ReservedUSD         float64
-	SpentSeconds, AllowanceSeconds, HeldSeconds float64
+	SpentUSD, UnknownUSD, AllowanceUSD, ReservedUSD float64
+	SpentSeconds, AllowanceSeconds, HeldSeconds     float64
 }
 
 // TreeBudget sums a root's tree. It reads the whole ledger of the tree:
@@ -109,9 +113,10 @@ func (c *Conn) TreeBudget(ctx context.Context, root string) (TreeBudget, error) 
 	err := c.row(ctx, `SELECT
 		COALESCE(SUM(CASE WHEN l.event_type = 'spend' AND l.resolver_id IS NOT NULL THEN l.amount END), 0),
 		COALESCE(SUM(CASE WHEN l.event_type = 'spend' AND l.resolver_id IS NOT NULL THEN l.time_amount END), 0),
+		COALESCE(SUM(CASE WHEN l.event_type = 'spend' AND l.resolver_id IS NOT NULL THEN l.unknown_amount END), 0),
 		COALESCE(SUM(CASE WHEN l.event_type = 'allocate' AND l.counterpart_node_id IS NULL THEN l.amount END), 0),
 		COALESCE(SUM(CASE WHEN l.event_type = 'allocate' AND l.counterpart_node_id IS NULL THEN l.time_amount END), 0)
-		FROM budget_ledger l JOIN nodes n ON n.id = l.node_id WHERE n.root_id = ?`, root).Scan(&t.SpentUSD, &t.SpentSeconds, &t.AllowanceUSD, &t.AllowanceSeconds)
+		FROM budget_ledger l JOIN nodes n ON n.id = l.node_id WHERE n.root_id = ?`, root).Scan(&t.SpentUSD, &t.SpentSeconds, &t.UnknownUSD, &t.AllowanceUSD, &t.AllowanceSeconds)
 	if err != nil {
 		return t, fmt.Errorf("ledger totals of %s: %w", root, err)
 	}

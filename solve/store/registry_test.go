@@ -13,6 +13,28 @@ import (
 	"github.com/llmkernels/kernels/internal/sqlite"
 )
 
+// atStep is a new database of dialect d (its URL or path) at schema step
+// n, holding rows (SQL run after the steps).
+func atStep(t *testing.T, d string, n int, rows string) string {
+	t.Helper()
+	if d == "postgres" {
+		db := pgtest.New(t)
+		pgExec(t, db, fmt.Sprintf("CREATE TABLE solve_schema (only_row BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (only_row), application TEXT NOT NULL, version INTEGER NOT NULL); INSERT INTO solve_schema (application, version) VALUES ('%s', %d);", pgMarker, n)+
+			strings.Join(pgSteps()[:n], ";")+";"+rows)
+		return db
+	}
+	db := filepath.Join(t.TempDir(), "kernel.db")
+	raw, err := sql.Open("sqlite", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.Exec(strings.Join(schema.Steps[:n], ";") + fmt.Sprintf(";PRAGMA application_id = %d; PRAGMA user_version = %d;", sqlite.SolveID, n) + rows); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
 // A database at step 3 holds an open request naming its node only in its
 // detail: step 4 records that node as waiting on it, so the scheduler
 // still sees it waiting after the upgrade, on both engines.
@@ -22,23 +44,7 @@ func TestStep4KeepsTheNodeOfAnOpenRequestWaiting(t *testing.T) {
 	for _, d := range dialects {
 		t.Run(d, func(t *testing.T) {
 			ctx := context.Background()
-			db := filepath.Join(t.TempDir(), "kernel.db")
-			if d == "postgres" {
-				db = pgtest.New(t)
-				s := pgSteps()
-				pgExec(t, db, "CREATE TABLE solve_schema (only_row BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (only_row), application TEXT NOT NULL, version INTEGER NOT NULL); INSERT INTO solve_schema (application, version) VALUES ('"+pgMarker+"', 3);"+
-					strings.Join(s[:3], ";")+";"+rows)
-			} else {
-				raw, err := sql.Open("sqlite", db)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := raw.Exec(strings.Join(schema.Steps[:3], ";") + fmt.Sprintf(";PRAGMA application_id = %d; PRAGMA user_version = 3;", sqlite.SolveID) + rows); err != nil {
-					t.Fatal(err)
-				}
-				raw.Close()
-			}
-			st, err := Open(ctx, db)
+			st, err := Open(ctx, atStep(t, d, 3, rows))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -49,6 +55,32 @@ func TestStep4KeepsTheNodeOfAnOpenRequestWaiting(t *testing.T) {
 			}
 			if nodes, err := st.RequestNodes(ctx, "r"); err != nil || !slices.Equal(nodes, []string{"n"}) {
 				t.Errorf("nodes waiting on the request: %v %v", nodes, err)
+			}
+		})
+	}
+}
+
+// A database at step 4 holds calls that resume settled at their hold
+// (their tier-3 row says so) beside calls billed as they cost: step 5
+// marks the first of unknown outcome, on both engines.
+func TestStep5MarksTheCallsSettledAtTheirHoldAsUnknown(t *testing.T) {
+	const rows = `INSERT INTO nodes (id, root_id, goal_description, goal_summary, goal_modality, tau_local, tau_global) VALUES ('n', 'n', 'g', 'g', 'text', 0.5, 0.5);
+		INSERT INTO budget_ledger (id, node_id, event_type, amount, time_amount, resolver_id, description, reservation_id) VALUES
+			('l1', 'n', 'spend', 0.25, 30, 'claude-code-0', 'resolve', 'r1'), ('l2', 'n', 'spend', 0.01, 2, 'claude-code-0', 'verify', 'r2');
+		INSERT INTO logs (id, tier, node_id, summary, detail) VALUES
+			('g1', 3, 'n', 'claude-code-0 resolve (settled at its reservation after a stop)', '{"reservation_id": "r1", "settled_at_reservation": true}'),
+			('g2', 3, 'n', 'claude-code-0 verify', '{"reservation_id": "r2"}')`
+	for _, d := range dialects {
+		t.Run(d, func(t *testing.T) {
+			ctx := context.Background()
+			st, err := Open(ctx, atStep(t, d, 4, rows))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			tb, err := st.TreeBudget(ctx, "n")
+			if err != nil || tb.SpentUSD != 0.26 || tb.UnknownUSD != 0.25 {
+				t.Errorf("after step 5: %+v %v", tb, err)
 			}
 		})
 	}

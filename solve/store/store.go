@@ -48,6 +48,14 @@ var schema = &sqlite.Schema{
 		// both waiting. The requests asked before name their node in their
 		// detail; it is read back from there.
 		migrationRequestNodes,
+		// 4 → 5: a call's heartbeat (how long it had run when last seen
+		// alive), so a call cut off by a kill costs the time it ran, not its
+		// whole hold; and the part of a spend whose outcome is unknown (a
+		// call cut off with a request in flight, settled at its hold), kept
+		// apart from what was billed for certain. The calls settled at their
+		// hold after a stop before this step say so in their tier-3 row;
+		// they are read back from there.
+		migrationUnknownOutcome,
 	},
 	Legacy: func(ctx context.Context, q sqlite.Querier) (int, bool, error) {
 		tables, err := sqlite.Tables(ctx, q)
@@ -127,6 +135,15 @@ CREATE INDEX IF NOT EXISTS idx_capreq_nodes_node ON capability_request_nodes(nod
 INSERT INTO capability_request_nodes (request_id, node_id, created_at)
 	SELECT id, detail->>'node_id', created_at FROM capability_requests
 	WHERE detail->>'node_id' IS NOT NULL AND detail->>'node_id' IN (SELECT id FROM nodes);
+`
+
+// migrationUnknownOutcome is schema step 5.
+const migrationUnknownOutcome = `
+ALTER TABLE budget_reservations ADD COLUMN alive_seconds REAL DEFAULT 0;
+ALTER TABLE budget_ledger ADD COLUMN unknown_amount REAL DEFAULT 0;
+UPDATE budget_ledger SET unknown_amount = amount
+	WHERE event_type = 'spend' AND reservation_id IN (SELECT CAST(detail->>'reservation_id' AS TEXT) FROM logs
+		WHERE tier = 3 AND CAST(detail->>'settled_at_reservation' AS TEXT) IN ('true', '1'));
 `
 
 // Store is an open kernel database: kernel.db and its artifact_store/

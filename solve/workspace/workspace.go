@@ -71,13 +71,37 @@ type Result struct {
 	Seconds  float64 `json:"seconds"`
 }
 
+// Sandbox is how Run confines the commands it runs: model-written code
+// (checks, plan steps, built tools) and hired commands.
+type Sandbox struct {
+	// Unconfined runs commands as the user, unconfined: the person's
+	// choice (--unconfined), said in each command's output.
+	Unconfined bool
+	// Limits are the resource limits (zero fields: proc.DefaultLimits).
+	Limits proc.Limits
+	// Network is what a command may reach (proc.Confinement.Network):
+	// nothing unless a person allowed a tool's need.
+	Network []string
+}
+
+// Unconfined is the note every unconfined command's output ends with.
+const Unconfined = "[ran unconfined: --unconfined]"
+
 // Run runs sh -c command in dir through the one subprocess runner
-// (internal/proc): its whole process group is killed at ctx's deadline
-// (the node's remaining time: the loop sets it), on cancel and with the
-// kernel; output (stdout+stderr) is capped, and provider secrets are not
-// passed on. env is added to the scrubbed environment.
-func Run(ctx context.Context, dir, command string, env []string) Result {
-	r, err := proc.Run(ctx, proc.Cmd{Name: "sh", Args: []string{"-c", command}, Dir: dir, Env: env, MergeStderr: true, MaxOutput: OutputCap})
+// (internal/proc), confined by sb: it may write only dir (and a private
+// temporary directory), reach no network unless allowed, and is held to
+// its resource limits. Its whole process group is killed at ctx's
+// deadline (the node's remaining time: the loop sets it), on cancel and
+// with the kernel; output (stdout+stderr) is capped, and provider secrets
+// are not passed on. env is added to the scrubbed environment. A command
+// that cannot run (confinement not available here) is a failed Result
+// saying why.
+func Run(ctx context.Context, dir, command string, env []string, sb Sandbox) Result {
+	c := proc.Cmd{Name: "sh", Args: []string{"-c", command}, Dir: dir, Env: env, MergeStderr: true, MaxOutput: OutputCap}
+	if !sb.Unconfined {
+		c.Confine = &proc.Confinement{Network: sb.Network, Limits: sb.Limits}
+	}
+	r, err := proc.Run(ctx, c)
 	if err != nil {
 		return Result{ExitCode: -1, Output: err.Error()}
 	}
@@ -88,8 +112,13 @@ func Run(ctx context.Context, dir, command string, env []string) Result {
 	switch {
 	case errors.Is(r.Stopped, context.DeadlineExceeded):
 		res.Output += fmt.Sprintf("\n[killed at its deadline, after %.1fs: the node's time ran out]", res.Seconds)
-	case r.Signal != "":
+	case r.Err() != nil && (r.Signal != "" || r.Limit != ""):
 		res.Output += "\n[" + r.Err().Error() + "]"
+	case r.Limit != "":
+		res.Output += "\n[it reached its " + r.Limit + " limit]"
+	}
+	if sb.Unconfined {
+		res.Output += "\n" + Unconfined
 	}
 	return res
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmkernels/kernels/internal/proc"
 )
 
 // A path is taken inside the workspace whatever it says (.. and a
@@ -34,17 +36,17 @@ func TestWriteKeepsEveryPathInsideTheDirectory(t *testing.T) {
 
 func TestRunReportsExitOutputAndEnvironment(t *testing.T) {
 	dir := t.TempDir()
-	r := Run(context.Background(), dir, `echo "$GREETING from $(pwd)"; exit 3`, []string{"GREETING=hello"})
+	r := Run(context.Background(), dir, `echo "$GREETING from $(pwd)"; exit 3`, []string{"GREETING=hello"}, Sandbox{})
 	if r.Passed || r.ExitCode != 3 || !strings.Contains(r.Output, "hello from "+dir) {
 		t.Errorf("result %+v", r)
 	}
-	if r := Run(context.Background(), dir, "true", nil); !r.Passed || r.ExitCode != 0 {
+	if r := Run(context.Background(), dir, "true", nil, Sandbox{}); !r.Passed || r.ExitCode != 0 {
 		t.Errorf("true: %+v", r)
 	}
 }
 
 func TestRunCapsOutput(t *testing.T) {
-	r := Run(context.Background(), t.TempDir(), "head -c 100000 /dev/zero | tr '\\0' x", nil)
+	r := Run(context.Background(), t.TempDir(), "head -c 100000 /dev/zero | tr '\\0' x", nil, Sandbox{})
 	if len(r.Output) > OutputCap+100 || !strings.Contains(r.Output, "[output cut: 83616 more bytes]") {
 		t.Errorf("output of %d bytes ends %q", len(r.Output), r.Output[len(r.Output)-40:])
 	}
@@ -56,7 +58,7 @@ func TestRunKillsTheProcessGroupOnCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan Result)
 	began := time.Now()
-	go func() { done <- Run(ctx, t.TempDir(), "sleep 60 & sleep 60; echo survived", nil) }()
+	go func() { done <- Run(ctx, t.TempDir(), "sleep 60 & sleep 60; echo survived", nil, Sandbox{}) }()
 	time.AfterFunc(200*time.Millisecond, cancel)
 	select {
 	case r := <-done:
@@ -120,5 +122,27 @@ func TestAPathThroughALinkOutOfTheWorkspaceIsRefused(t *testing.T) {
 	}
 	if fi, err := os.Lstat(filepath.Join(dir, "file")); err != nil || !fi.Mode().IsRegular() {
 		t.Errorf("file: %v %v", fi, err)
+	}
+}
+
+// TestRunConfinesAndSaysWhenItDoesNot pins that a command writes its
+// directory but nothing outside it, and that an unconfined run (the
+// person's --unconfined) says so in its output.
+func TestRunConfinesAndSaysWhenItDoesNot(t *testing.T) {
+	if s := proc.Probe(); !s.Available {
+		t.Skipf("confinement not available here: %s", s.Reason)
+	}
+	dir, outside := t.TempDir(), t.TempDir()
+	script := "echo in > in.txt && echo out > " + filepath.Join(outside, "out.txt")
+	r := Run(context.Background(), dir, script, nil, Sandbox{})
+	if r.Passed || !strings.Contains(r.Output, "Permission denied") || strings.Contains(r.Output, Unconfined) {
+		t.Fatalf("confined: %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "in.txt")); err != nil {
+		t.Errorf("the command could not write its directory: %v", err)
+	}
+	r = Run(context.Background(), dir, script, nil, Sandbox{Unconfined: true})
+	if !r.Passed || !strings.HasSuffix(r.Output, "\n"+Unconfined) {
+		t.Fatalf("unconfined: %+v", r)
 	}
 }

@@ -1,6 +1,6 @@
 // Package codex is codex-tools-0: commands, file operations and test
-// suites in a workspace directory, as a subprocess under the call's
-// deadline with an output cap (solve/workspace). It runs a logic constraint's check
+// suites in a workspace directory, as a confined subprocess under the
+// call's deadline with an output cap (solve/workspace), never with network. It runs a logic constraint's check
 // (loop.OpRunCheck, answered with a workspace.Result) and, as a tool
 // plan's step, a command given in the plan's params.
 package codex
@@ -18,10 +18,15 @@ import (
 // Resolver is codex-tools-0.
 type Resolver struct {
 	costPerInvocation float64
+	sandbox           workspace.Sandbox
 }
 
-// New is codex-tools-0 at its registry price.
-func New() *Resolver { return &Resolver{costPerInvocation: 0.01} }
+// New is codex-tools-0 at its registry price, running commands confined
+// by sb (without network: sb.Network is not used).
+func New(sb workspace.Sandbox) *Resolver {
+	sb.Network = nil
+	return &Resolver{costPerInvocation: 0.01, sandbox: sb}
+}
 
 // Estimate is the price of one invocation and a minute.
 func (c *Resolver) Estimate(ctx context.Context, t *loop.Call) (float64, float64) {
@@ -39,7 +44,7 @@ func (c *Resolver) Resolve(ctx context.Context, t *loop.Call) (*loop.Output, err
 	if t.Workspace == "" {
 		return nil, loop.Permanent("no_workspace", errors.New("codex-tools-0 needs a workspace directory (Request.Workspace)"))
 	}
-	res := workspace.Run(ctx, t.Workspace, command, t.Env)
+	res := workspace.Run(ctx, t.Workspace, command, t.Env, c.sandbox)
 	out := &loop.Output{Cost: c.costPerInvocation, Seconds: res.Seconds}
 	if t.Op == loop.OpRunCheck {
 		return answer(out, res)

@@ -21,7 +21,7 @@ func TestRunCheckRunsTheCommandInTheCallsDirectory(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("hi"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	o, err := New().Resolve(context.Background(), &loop.Call{Op: loop.OpRunCheck, Workspace: ws, Env: []string{"WANT=hi"}, Params: map[string]any{loop.CommandParam: `grep -q "$WANT" a.txt`}})
+	o, err := New(workspace.Sandbox{}).Resolve(context.Background(), &loop.Call{Op: loop.OpRunCheck, Workspace: ws, Env: []string{"WANT=hi"}, Params: map[string]any{loop.CommandParam: `grep -q "$WANT" a.txt`}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestRunCheckRunsTheCommandInTheCallsDirectory(t *testing.T) {
 		t.Errorf("answer %s %v, cost %v", o.Answer, err, o.Cost)
 	}
 	// A failing check is an answer (passed false), not an error.
-	o, err = New().Resolve(context.Background(), &loop.Call{Op: loop.OpRunCheck, Workspace: ws, Params: map[string]any{loop.CommandParam: "false"}})
+	o, err = New(workspace.Sandbox{}).Resolve(context.Background(), &loop.Call{Op: loop.OpRunCheck, Workspace: ws, Params: map[string]any{loop.CommandParam: "false"}})
 	if err != nil || json.Unmarshal(o.Answer, &r) != nil || r.Passed {
 		t.Errorf("failing check: %s %v", o.Answer, err)
 	}
@@ -38,14 +38,14 @@ func TestRunCheckRunsTheCommandInTheCallsDirectory(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	began := time.Now()
-	o, err = New().Resolve(ctx, &loop.Call{Op: loop.OpRunCheck, Workspace: ws, Params: map[string]any{loop.CommandParam: "sleep 60"}})
+	o, err = New(workspace.Sandbox{}).Resolve(ctx, &loop.Call{Op: loop.OpRunCheck, Workspace: ws, Params: map[string]any{loop.CommandParam: "sleep 60"}})
 	if err != nil || json.Unmarshal(o.Answer, &r) != nil || r.Passed || time.Since(began) > 30*time.Second || !strings.Contains(r.Output, "killed at its deadline") {
 		t.Errorf("a check past its deadline: %s %v after %s", o.Answer, err, time.Since(began))
 	}
 }
 
 func TestAFailingCommandAsAPlanStepIsPermanent(t *testing.T) {
-	_, err := New().Resolve(context.Background(), &loop.Call{Op: loop.OpResolve, Workspace: t.TempDir(), Params: map[string]any{loop.CommandParam: "echo no; exit 2"}})
+	_, err := New(workspace.Sandbox{}).Resolve(context.Background(), &loop.Call{Op: loop.OpResolve, Workspace: t.TempDir(), Params: map[string]any{loop.CommandParam: "echo no; exit 2"}})
 	var re *loop.ResolverError
 	if !errors.As(err, &re) || !re.Permanent || re.Mode != "command_failed" || re.Cost != 0.01 || !strings.Contains(err.Error(), "exited 2") {
 		t.Errorf("error %v", err)
@@ -61,7 +61,7 @@ func TestMisuseIsAPermanentErrorNamingWhatIsMissing(t *testing.T) {
 		{&loop.Call{Op: loop.OpRunCheck, Params: map[string]any{loop.CommandParam: "true"}}, "no_workspace"},
 	} {
 		var re *loop.ResolverError
-		if _, err := New().Resolve(context.Background(), tc.c); !errors.As(err, &re) || !re.Permanent || re.Mode != tc.mode {
+		if _, err := New(workspace.Sandbox{}).Resolve(context.Background(), tc.c); !errors.As(err, &re) || !re.Permanent || re.Mode != tc.mode {
 			t.Errorf("%+v: %v, want permanent %s", tc.c, err, tc.mode)
 		}
 	}

@@ -1,7 +1,9 @@
 // Package tool runs a built or hired resolver: a registered shell command
 // the workspace can run (sh -c, solve/workspace limits). A built tool's
 // files (an artifact) are materialized under
-// <workspace>/.solve/tools/<id>/ and passed as $SOLVE_TOOL_DIR.
+// <workspace>/.solve/tools/<id>/ and passed as $SOLVE_TOOL_DIR. It runs
+// confined (solve/workspace), reaching the network only as far as a
+// person allowed (the entry's metadata "network_allowed").
 package tool
 
 import (
@@ -17,12 +19,17 @@ import (
 
 // Resolver is one registered command resolver.
 type Resolver struct {
-	st    *store.Store
-	entry store.Resolver
+	st      *store.Store
+	entry   store.Resolver
+	sandbox workspace.Sandbox
 }
 
-// New runs the registry entry's metadata.command; st holds its files.
-func New(st *store.Store, entry store.Resolver) *Resolver { return &Resolver{st: st, entry: entry} }
+// New runs the registry entry's metadata.command, confined by sb with the
+// network a person allowed it; st holds its files.
+func New(st *store.Store, entry store.Resolver, sb workspace.Sandbox) *Resolver {
+	sb.Network = loop.AllowedNetwork(entry)
+	return &Resolver{st: st, entry: entry, sandbox: sb}
+}
 
 // Estimate is the registry's price and latency (at least a second).
 func (c *Resolver) Estimate(ctx context.Context, t *loop.Call) (float64, float64) {
@@ -43,7 +50,7 @@ func (c *Resolver) Resolve(ctx context.Context, t *loop.Call) (*loop.Output, err
 		}
 		env = append(env, "SOLVE_TOOL_DIR="+dir)
 	}
-	res := workspace.Run(ctx, t.Workspace, command, env)
+	res := workspace.Run(ctx, t.Workspace, command, env, c.sandbox)
 	out := &loop.Output{Cost: c.entry.CostPerInvocation, Seconds: res.Seconds}
 	ans := loop.ResolveAnswer{Summary: fmt.Sprintf("%s ran %q: exit %d", c.entry.ID, command, res.ExitCode), Text: res.Output}
 	if p, _ := t.Params["output_path"].(string); p != "" {
