@@ -135,13 +135,6 @@ type Source struct {
 	Name string
 }
 
-func (s Source) String() string {
-	if s.Name == "" {
-		return s.Kind
-	}
-	return s.Kind + " " + s.Name
-}
-
 // File is a config file as read: absent (Found false) when the default
 // path holds none.
 type File struct {

@@ -137,7 +137,7 @@ func TestTheEnvironmentComesBeforeTheFile(t *testing.T) {
 	env["LLMKERNELS_MODEL"] = "env"
 	env["LLMKERNELS_BETA"] = " a, ,b "
 	env["LLMKERNELS_NO_CACHE"] = "Off"
-	if v, src, _ := l.String(Model); v != "env" || src.String() != "env LLMKERNELS_MODEL" {
+	if v, src, _ := l.String(Model); v != "env" || src != (Source{Kind: "env", Name: "LLMKERNELS_MODEL"}) {
 		t.Fatalf("%s from %v", v, src)
 	}
 	if v, _, _ := l.List(Beta); strings.Join(v, "|") != "a|b" {
