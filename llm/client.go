@@ -299,7 +299,7 @@ func (c *Client) sendWithRetry(ctx context.Context, req *Request, maybeBilled *b
 		}
 		wait := p.delay(attempt, apiErr.RetryAfter)
 		if waited+wait > p.MaxWait {
-			return nil, attempt, fmt.Errorf("%w (gave up: the next wait of %s would pass the retry budget of %s)", err, wait, p.MaxWait)
+			return nil, attempt, fmt.Errorf("%w (gave up: the next wait of %s would pass the retry budget of %s)", err, wait.Round(10*time.Millisecond), p.MaxWait)
 		}
 		c.observe(Event{Kind: EventRetry, Model: req.Model, Attempt: attempt, Wait: wait, Err: err})
 		deltas.restart()

@@ -38,13 +38,6 @@ func (p Price) cacheWrite1h() float64 {
 // "claude-sonnet-4-5-20250929" is priced by "claude-sonnet-4-5".
 type PriceTable map[string]Price
 
-// DefaultPrices is the built-in price table.
-//
-// Deprecated: a mutable global; use DefaultPriceTable, which returns a
-// fresh copy of the same table (models.go). The Client no longer reads
-// this variable.
-var DefaultPrices = DefaultPriceTable()
-
 // DefaultPriceTable returns a copy of the built-in prices (list prices
 // when the table was last checked, see models.go). They change: a prices
 // file (LoadPrices) overrides them.
@@ -106,6 +99,12 @@ func LoadPrices(path string) (PriceTable, error) {
 	if err := json.Unmarshal(data, &override); err != nil {
 		return nil, fmt.Errorf("prices file %s: %w (want {\"model-family\": {\"input\": 3, \"output\": 15, \"cache_write\": 3.75, \"cache_read\": 0.3}})", path, err)
 	}
+	return PricesWith(override), nil
+}
+
+// PricesWith is the default table with override's families added or
+// replaced, as LoadPrices reads them from a file.
+func PricesWith(override PriceTable) PriceTable {
 	table := DefaultPriceTable()
 	maps.DeleteFunc(table, func(builtin string, _ Price) bool {
 		for family := range override {
@@ -116,7 +115,7 @@ func LoadPrices(path string) (PriceTable, error) {
 		return false
 	})
 	maps.Copy(table, override)
-	return table, nil
+	return table
 }
 
 // CostLine is the cost line every kernel prints: "cost $0.0123, 84% of

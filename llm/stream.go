@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/llmkernels/kernels/internal/clip"
 )
 
 // Kinds of Delta.
@@ -103,7 +105,7 @@ func (a *StreamAssembler) Add(e StreamEvent) error {
 			} `json:"error"`
 		}
 		if err := json.Unmarshal(e.Data, &body); err != nil || body.Error.Type == "" {
-			return StreamError("api_error", "an error event that does not read: "+Excerpt(string(e.Data), 300))
+			return StreamError("api_error", "an error event that does not read: "+clip.Line(string(e.Data), 300))
 		}
 		return StreamError(body.Error.Type, body.Error.Message)
 	case "message_start":
@@ -112,7 +114,7 @@ func (a *StreamAssembler) Add(e StreamEvent) error {
 		}
 		var head Response
 		if err := json.Unmarshal(e.Data, &ev); err != nil || len(ev.Message) == 0 {
-			return fmt.Errorf("llm: stream: message_start without a message: %s", Excerpt(string(e.Data), 200))
+			return fmt.Errorf("llm: stream: message_start without a message: %s", clip.Line(string(e.Data), 200))
 		}
 		var usage struct {
 			Usage map[string]json.RawMessage `json:"usage"`
@@ -228,7 +230,7 @@ func (a *StreamAssembler) blockStart(data []byte) error {
 		Thinking string `json:"thinking"`
 	}
 	if err := json.Unmarshal(ev.ContentBlock, &head); err != nil || head.Type == "" {
-		return fmt.Errorf("llm: stream: content_block_start without a typed block: %s", Excerpt(string(data), 200))
+		return fmt.Errorf("llm: stream: content_block_start without a typed block: %s", clip.Line(string(data), 200))
 	}
 	b := &streamBlock{start: ev.ContentBlock, typ: head.Type, name: head.Name, id: head.ID, seen: map[string]bool{}}
 	b.text.WriteString(head.Text)
@@ -404,7 +406,7 @@ func memberOf(obj []byte, name string) json.RawMessage {
 func setMembers(obj []byte, set []member) (json.RawMessage, error) {
 	dec := json.NewDecoder(bytes.NewReader(obj))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil, fmt.Errorf("not a JSON object: %s", Excerpt(string(obj), 100))
+		return nil, fmt.Errorf("not a JSON object: %s", clip.Line(string(obj), 100))
 	}
 	var out bytes.Buffer
 	out.WriteByte('{')

@@ -13,6 +13,8 @@ import (
 	validator "github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
+
+	"github.com/llmkernels/kernels/internal/clip"
 )
 
 var englishPrinter = message.NewPrinter(language.English)
@@ -27,7 +29,7 @@ type StructuredOutputError struct {
 
 func (e *StructuredOutputError) Error() string {
 	return fmt.Sprintf("llm: no valid JSON after %d attempts: %s; last answer: %s",
-		e.Attempts, strings.Join(e.Errors, "; "), Excerpt(e.Raw, 200))
+		e.Attempts, strings.Join(e.Errors, "; "), clip.Line(e.Raw, 200))
 }
 
 // JSONOptions tunes AskJSON.

@@ -7,7 +7,8 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/llmkernels/kernels/internal/clip"
 )
 
 // Roles of a conversation turn.
@@ -543,7 +544,7 @@ func (b *ContentBlock) decodeFields(data []byte) error {
 	*b = ContentBlock{Type: head.Type}
 	switch head.Type {
 	case "":
-		return fmt.Errorf("content block has no type: %s", Excerpt(string(data), 200))
+		return fmt.Errorf("content block has no type: %s", clip.Line(string(data), 200))
 	case BlockText:
 		var w textWire
 		if err := json.Unmarshal(data, &w); err != nil {
@@ -849,15 +850,4 @@ func MarshalWire(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
-// Excerpt quotes foreign text (an error body, a model's answer) in one line
-// of at most n characters, cut on a character boundary and marked with …
-// when cut: how the runtime's errors quote what it did not write.
-func Excerpt(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if utf8.RuneCountInString(s) <= max(n, 0) {
-		return s
-	}
-	return fmt.Sprintf("%.*s…", max(n, 0), s)
 }

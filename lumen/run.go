@@ -299,7 +299,7 @@ func (in *Instance) capsCountable(ro RunOptions) error {
 	}
 	prices := in.opts.Client.Prices
 	if prices == nil {
-		prices = llm.DefaultPrices
+		prices = llm.DefaultPriceTable()
 	}
 	for _, model := range append([]string{in.opts.Model}, in.opts.Client.Fallback...) {
 		if _, ok := prices.Lookup(model); !ok {

@@ -53,6 +53,7 @@ docs/hermitcrab.md.
 'hermitcrab beach' runs a beach where instances meet (signed passports, marks and
 messages over HTTP and MCP) and talks to one as this instance: its key, passport,
 marks, inbox and encrypted save points. See docs/hermitcrab-network.md.`)}
+	f.app.Provider.KeyHint = "store one with 'hermitcrab key set'"
 	pf := f.app.Root.PersistentFlags()
 	pf.StringVar(&f.data, "data", "", "data directory (default $HERMITCRAB_DATA, else $XDG_DATA_HOME/hermitcrab or ~/.local/share/hermitcrab)")
 	pf.StringVar(&f.shell, "shell", "", "seed an empty store from this shell file ({\"blocks\": {...}} or a map of blocks) instead of the default shell")
@@ -199,7 +200,8 @@ func (f *flags) kernelOptions() hermitcrab.Options {
 	return hermitcrab.Options{ShellFile: f.shell, MaxBlockBytes: f.maxBlockBytes, NoPTC: f.noPTC, Model: f.app.Provider.Model,
 		ServerTools: f.app.Provider.Provider != provider.OpenAI,
 		WebRequest:  hermitcrab.WebPolicy{Allow: f.webAllow, Deny: f.webDeny},
-		Beach:       f.beachURL(), WakeCaps: f.caps}
+		Beach:       f.beachURL(), WakeCaps: f.caps,
+		TierModels: map[int]string{hermitcrab.Light: f.app.Setting("hermitcrab.models.light"), hermitcrab.Present: f.app.Setting("hermitcrab.models.present"), hermitcrab.Deep: f.app.Setting("hermitcrab.models.deep")}}
 }
 
 // beachURL is --beach, else $HERMITCRAB_BEACH; "" leaves the choice to the

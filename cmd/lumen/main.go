@@ -69,6 +69,7 @@ is called, changing nothing.
 
 Start with: lumen init --dir mind && lumen chat --dir mind
 Docs: docs/lumen.md. Provider flags: docs/configuration.md.`)
+	app.DefaultModels = defaultModels
 	o := &options{}
 	d := lumen.DefaultOptions()
 	pf := app.Root.PersistentFlags()

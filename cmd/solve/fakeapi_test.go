@@ -207,7 +207,7 @@ func (f *fakeAPI) served(t *testing.T) (int, float64) {
 		if err := json.Unmarshal(r.Response, &resp); err != nil {
 			t.Fatal(err)
 		}
-		c, ok := llm.DefaultPrices.Cost(r.Request.Model, resp.Usage)
+		c, ok := llm.DefaultPriceTable().Cost(r.Request.Model, resp.Usage)
 		if !ok {
 			t.Fatalf("no price for %s", r.Request.Model)
 		}

@@ -73,6 +73,7 @@ backtracking, Step 12 coupling conflicts reopening the least common ancestor,
 --interactive (extraction dialogue, HIRE on the terminal), kill -9 and resume
 (docs/solve.md).
 Use 'solve ping' to check your provider set-up.`)
+	app.DefaultModels = defaultModels
 	app.Root.AddCommand(planCommand(app), checkCommand(), evalCommand(app), runCommand(app), resumeCommand(app), workerCommand(app), statusCommand(), logCommand(),
 		resolversCommand(), kgCommand(), hireCommand(), artifactsCommand(), reportCommand())
 	app.Run()
@@ -583,7 +584,7 @@ on the command line.`,
 			}
 			opts.Remote = remote
 			req.Model = model
-			prices := llm.DefaultPrices
+			prices := llm.DefaultPriceTable()
 			if opts.Client != nil && opts.Client.Prices != nil {
 				prices = opts.Client.Prices
 			}

@@ -63,7 +63,7 @@ const framingTokens = 1024
 // told, after every response, what the wake has spent in all.
 func New(limit float64, capName string, prices llm.PriceTable, onAnswer func(total float64)) *Budget {
 	if prices == nil {
-		prices = llm.DefaultPrices
+		prices = llm.DefaultPriceTable()
 	}
 	b := &Budget{limit: limit, cap: capName, prices: prices, onAnswer: onAnswer, unpriced: map[string]bool{}}
 	for _, p := range prices {

@@ -47,6 +47,9 @@ type Options struct {
 	// Model, when set, replaces the wake block's model on every tier; the
 	// wake block still decides everything else.
 	Model string
+	// TierModels are the models, by tier, of a tier whose wake block names
+	// none, in place of the spec's fallbacks.
+	TierModels map[int]string
 	// ServerTools declares web_search, web_fetch and code_execution, which
 	// only the Anthropic provider runs. Set it false for other providers.
 	ServerTools bool
@@ -231,7 +234,7 @@ func (c *Caller) TierParams(ctx context.Context, tier int) (prompt.Params, error
 }
 
 func (c *Caller) tierParams(src prompt.Source, tier int) (prompt.Params, error) {
-	p, err := prompt.TierParams(src, tier)
+	p, err := prompt.TierParamsWith(src, tier, c.opts.TierModels[tier])
 	if err == nil && c.opts.Model != "" && c.opts.Model != p.Model {
 		p.Notes = append(p.Notes, fmt.Sprintf("model %s (the one this kernel was started with) instead of the wake block's %s", c.opts.Model, p.Model))
 		p.Model = c.opts.Model

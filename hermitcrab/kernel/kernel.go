@@ -35,6 +35,10 @@ type Options struct {
 	// Model, when set, replaces the wake block's model on every tier; the
 	// wake block still decides everything else.
 	Model string
+	// TierModels are the models, by tier, of a tier whose wake block names
+	// none (the config file's hermitcrab.models), in place of the spec's
+	// fallbacks; the wake block's own choice always wins.
+	TierModels map[int]string
 	// ShellFile seeds an empty store from this shell file instead of the
 	// default shell ({"blocks": {…}} or a flat map of blocks).
 	ShellFile string
@@ -140,7 +144,7 @@ func Open(dir string, opts Options) (*Kernel, error) {
 	k.net = network.New(dir, st, b, network.Options{Beach: opts.Beach})
 	web := fetch.New(opts.WebRequest)
 	k.conv = conversation.New(conversation.Parts{Store: st, Blocks: b, Shells: k.shells, Network: k.net, Fetch: web},
-		conversation.Options{Client: opts.Client, Model: opts.Model, ServerTools: opts.ServerTools, NoPTC: opts.NoPTC,
+		conversation.Options{Client: opts.Client, Model: opts.Model, TierModels: opts.TierModels, ServerTools: opts.ServerTools, NoPTC: opts.NoPTC,
 			Browser: opts.Browser, Observe: opts.Observe, Log: log})
 	k.wakes = wakes.New(wakes.Parts{Dir: dir, Store: st, Blocks: b, Conversation: k.conv, Network: k.net, Fetch: web},
 		wakes.Options{Caps: opts.WakeCaps, OnWake: opts.OnWake, Log: log})

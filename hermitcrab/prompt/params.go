@@ -37,7 +37,13 @@ type Params struct {
 // "max_messages N". Whatever is missing or malformed takes the §6.3
 // fallback, and a note says so; it never fails a call, so an instance that
 // broke its own wake block can still be reached to repair it.
-func TierParams(src Source, tier int) (Params, error) {
+func TierParams(src Source, tier int) (Params, error) { return TierParamsWith(src, tier, "") }
+
+// TierParamsWith is TierParams with model as the model of a tier whose
+// wake block names none, in place of §6.3's (the person's configured
+// model for the tier); "" keeps §6.3's. The wake block's own choice is
+// never replaced.
+func TierParamsWith(src Source, tier int, model string) (Params, error) {
 	if tier < Light || tier > Deep {
 		return Params{}, fmt.Errorf("tier %d: choose 1 (light), 2 (present) or 3 (deep)", tier)
 	}
@@ -64,7 +70,12 @@ func TierParams(src Source, tier int) (Params, error) {
 			p.Notes = append(p.Notes, fmt.Sprintf("wake 0.9.%d: %q not understood (keys: model, max_tokens, thinking, max_tool_loops, max_messages); ignored", tier+3, line))
 		}
 	}
-	if p.Model == "" {
+	switch {
+	case p.Model != "":
+	case model != "":
+		p.Model = model
+		p.Notes = append(p.Notes, fmt.Sprintf("no model for tier %d in wake 0.9.%d; using %s, the model configured for the tier", tier, tier+3, p.Model))
+	default:
 		p.Model = FallbackModel
 		if tier == Light {
 			p.Model = FallbackFastModel

@@ -136,6 +136,20 @@ func TestTierParamsFallBackPerSpec(t *testing.T) {
 	}
 }
 
+// A model configured for a tier (the config file's hermitcrab.models)
+// takes the place of the spec's fallback, never of the wake block's own
+// choice.
+func TestAConfiguredTierModelNeverReplacesTheWakeBlocksChoice(t *testing.T) {
+	light, _ := TierParamsWith(Blocks{}, Light, "configured-light")
+	if light.Model != "configured-light" || len(light.Notes) != 1 || !strings.Contains(light.Notes[0], "the model configured for the tier") {
+		t.Fatalf("no wake block: %+v", light)
+	}
+	present, _ := TierParamsWith(testBlocks(t), Present, "configured-present")
+	if present.Model != "claude-sonnet-4-6" || len(present.Notes) != 0 {
+		t.Fatalf("the wake block names one: %+v", present)
+	}
+}
+
 func TestTierParamsThinkingForms(t *testing.T) {
 	cases := map[string]string{
 		"thinking enabled 8000":  "enabled/8000",

@@ -29,6 +29,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/llmkernels/kernels/internal/config"
 	"github.com/llmkernels/kernels/internal/provider"
 	"github.com/llmkernels/kernels/internal/termtext"
 	"github.com/llmkernels/kernels/llm"
@@ -38,7 +39,19 @@ import (
 type App struct {
 	Root     *cobra.Command
 	Provider provider.Config
-	prepared bool
+	// DefaultModels are the kernel's models by provider where none is
+	// configured, which the config command shows; nil for a kernel that
+	// chooses its own (hermitcrab's wake block), which then takes only its
+	// own model key (hermitcrab.model), never the shared one.
+	DefaultModels map[string]string
+
+	configPath     string // --config
+	quiet, verbose bool
+	output         Output
+	file           *config.File
+	layers         config.Layers
+	settings       []Setting // in force, with their sources, for config
+	prepared       bool
 }
 
 // New makes the root command of a kernel CLI with the shared provider flags,
@@ -48,14 +61,24 @@ func New(name, short, long string) *App {
 		Use:           name,
 		Short:         short,
 		Long:          long,
-		Version:       Version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}}
-	a.Root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
-	a.Root.Flags().Bool("version", false, "print the version (release or VCS commit, Go version, platform) and exit")
+	// --version is the root's own flag rather than cobra's, whose output
+	// goes through text/template: a program that can run a template keeps
+	// every exported method of every type it links (the linker cannot tell
+	// which a template calls), which made each binary twice its size.
+	version := a.Root.Flags().Bool("version", false, "print the version (release or VCS commit, Go version, platform) and exit")
+	a.Root.RunE = func(cmd *cobra.Command, _ []string) error {
+		if *version {
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n", name, Version())
+			return err
+		}
+		return cmd.Help()
+	}
 	a.Provider.AddFlags(a.Root.PersistentFlags())
-	a.Root.AddCommand(a.pingCommand())
+	a.addSettingsFlags(a.Root.PersistentFlags())
+	a.Root.AddCommand(a.pingCommand(), a.configCommand())
 	return a
 }
 
@@ -95,6 +118,8 @@ func (a *App) Execute(ctx context.Context, args []string) int {
 	case err == nil:
 	case carries && exit.Err == nil:
 		// the command has said what happened
+	case status == ExitUsage && settingsError(err):
+		fmt.Fprintf(w, "%s: %s\n", name, termtext.Block(err.Error())) // the config file or a variable, not the command line
 	case status == ExitUsage:
 		fmt.Fprintf(w, "%s: %s\nRun '%s --help' for usage.\n", name, termtext.Block(err.Error()), cmd.CommandPath())
 	case status == ExitStopped && sig != "":
@@ -105,14 +130,26 @@ func (a *App) Execute(ctx context.Context, args []string) int {
 	return status
 }
 
+// settingsError reports whether err is a mistake in the config file or an
+// environment variable, which --help does not answer.
+func settingsError(err error) bool {
+	if fe, ok := errors.AsType[*provider.FlagError](err); ok {
+		return fe.FromSettings()
+	}
+	return errors.As(err, new(*config.FileError)) || errors.As(err, new(*config.EnvError))
+}
+
 // flagHint names the flags that answer the runtime's typed errors: package
 // llm speaks in no flags, the commands do.
 func flagHint(err error) string {
+	apiErr, isAPI := llm.AsAPIError(err)
 	switch {
 	case errors.Is(err, llm.ErrNoModel):
 		return " (choose one with --model)"
 	case errors.As(err, new(*llm.UnavailableError)):
 		return " (try later, or choose other models with --model and --fallback)"
+	case isAPI && apiErr.Status == 401:
+		return " (the provider refused the API key: check ANTHROPIC_API_KEY or OPENAI_API_KEY, or choose another provider with --provider)"
 	}
 	return ""
 }
@@ -138,7 +175,13 @@ func (a *App) prepare() {
 			}
 		}
 		if run := c.RunE; run != nil {
+			root := c == a.Root // --version and help need no settings
 			c.RunE = func(cmd *cobra.Command, args []string) error {
+				if !root {
+					if err := a.resolve(cmd); err != nil {
+						return err
+					}
+				}
 				if err := run(cmd, args); err != nil {
 					return &runError{err}
 				}
@@ -245,7 +288,9 @@ chain apply as in every kernel call.`,
 }
 
 func (a *App) ping(ctx context.Context, out, notice io.Writer, prompt string) error {
-	client, err := a.Provider.Client(notice)
+	p := a.Provider
+	p.KeyHint = "" // ping takes the environment's key only
+	client, err := p.Client(notice)
 	if err != nil {
 		return err
 	}
@@ -253,7 +298,12 @@ func (a *App) ping(ctx context.Context, out, notice io.Writer, prompt string) er
 	if model == "" {
 		model = defaultPingModels[a.Provider.Provider]
 	}
-	call, err := client.Send(ctx, &llm.Request{Model: model, MaxTokens: 64, Messages: []llm.Message{llm.UserText(prompt)}})
+	client.Observe = CallObserver(notice, a.Output())
+	req := &llm.Request{Model: model, MaxTokens: 64, Messages: []llm.Message{llm.UserText(prompt)}}
+	if a.Output() >= Verbose {
+		fmt.Fprintln(notice, SentLine(req))
+	}
+	call, err := client.Send(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -262,7 +312,7 @@ func (a *App) ping(ctx context.Context, out, notice io.Writer, prompt string) er
 	if !call.Priced {
 		cost = "unpriced (add the model to a --prices file)"
 	}
-	fmt.Fprintf(out, "%s answered in %s after %d attempt(s): %q\n", call.Model, call.Latency.Round(1e6), call.Attempts, call.Response.Text())
+	fmt.Fprintf(out, "%s answered in %s after %d attempt(s): %q\n", call.Model, Duration(call.Latency), call.Attempts, call.Response.Text())
 	fmt.Fprintf(out, "tokens: %d in, %d out, %d cache written, %d cache read; cost %s; stop %s\n",
 		u.InputTokens, u.OutputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens, cost, call.Response.StopReason)
 	return nil

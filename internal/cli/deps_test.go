@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"bytes"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -23,6 +25,29 @@ func TestReleaseBinariesLinkNoTestServers(t *testing.T) {
 		switch d {
 		case "net/http/httptest", "testing", "github.com/llmkernels/kernels/llm/llmtest":
 			t.Errorf("a release binary links %s", d)
+		}
+	}
+}
+
+// No binary can run a text/template: a program that can keeps every
+// exported method of every type it links (the linker cannot tell which
+// a template calls), which doubled the binaries' size. cobra imports
+// text/template but runs it only for a template set with SetXTemplate.
+func TestBinariesRunNoTemplate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("links the three binaries")
+	}
+	for _, name := range []string{"hermitcrab", "lumen", "solve"} {
+		cmd := exec.Command("go", "build", "-o", os.DevNull, "-ldflags=-dumpdep", "github.com/llmkernels/kernels/cmd/"+name)
+		out, err := cmd.CombinedOutput() // the linker writes the reachable symbols to stderr
+		if err != nil {
+			t.Fatalf("go build %s: %v\n%s", name, err, out)
+		}
+		if !bytes.Contains(out, []byte("main.main")) {
+			t.Fatalf("go build -ldflags=-dumpdep %s listed no symbols: %.500s", name, out)
+		}
+		if bytes.Contains(out, []byte("-> text/template.(*Template).Execute")) {
+			t.Errorf("%s can run a text/template (go build -ldflags=-dumpdep ./cmd/%s shows who reaches text/template.(*Template).Execute)", name, name)
 		}
 	}
 }

@@ -94,12 +94,13 @@ func TestExitStatuses(t *testing.T) {
 		{[]string{"blcks"}, ExitUsage, `unknown command "blcks" for "kernel"`},
 		{[]string{"needs"}, ExitUsage, `required flag(s) "it" not set`},
 		// A provider the flags cannot describe is a command-line mistake,
-		// though only the command building its client finds it; a script
-		// file that cannot be read is not.
-		{[]string{"ping", "--provider", "gemini"}, ExitUsage, "kernel: unknown --provider \"gemini\" (or LLM_PROVIDER): choose anthropic, openai, script\nRun 'kernel ping --help' for usage."},
+		// though only the command building its client finds it, and so is
+		// a script file that is not there; one that cannot be read is not.
+		{[]string{"ping", "--provider", "gemini"}, ExitUsage, "kernel: unknown --provider \"gemini\" (choose anthropic, openai, script)\nRun 'kernel ping --help' for usage."},
 		{[]string{"ping", "--provider", "script"}, ExitUsage, "--provider script needs --script FILE"},
 		{[]string{"ping", "--provider", "openai", "--beta", "x"}, ExitUsage, "--beta is an Anthropic header"},
-		{[]string{"ping", "--provider", "script", "--script", "/nonexistent/script.json"}, ExitFailure, "/nonexistent/script.json"},
+		{[]string{"ping", "--provider", "script", "--script", "/nonexistent/script.json"}, ExitUsage, "--script /nonexistent/script.json: no such file"},
+		{[]string{"ping", "--provider", "script", "--script", "/"}, ExitFailure, "/"},
 		{[]string{"outcome", "infeasible"}, ExitInfeasible, ""},
 		{[]string{"outcome", "waiting"}, ExitWaiting, "kernel: 2 requests wait for a human"},
 		{[]string{"blocks"}, ExitOK, ""},

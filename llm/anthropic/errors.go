@@ -13,6 +13,7 @@ import (
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
 
+	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/llm"
 )
 
@@ -75,7 +76,7 @@ func fromSDKError(e *sdk.Error, now time.Time) *llm.APIError {
 	}
 	// Not the API's error shape (a proxy's HTML page, an empty body): keep
 	// what there is to read.
-	out.Message = llm.Excerpt(raw, 300)
+	out.Message = clip.Line(raw, 300)
 	if out.Message == "" {
 		out.Message = http.StatusText(out.Status)
 	}

@@ -15,6 +15,7 @@ import (
 	sdk "github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
 
+	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/llm"
 )
 
@@ -147,7 +148,7 @@ func (p *Provider) Messages(ctx context.Context, req *llm.Request) (*llm.Respons
 func (p *Provider) wholeAnswer(body []byte) (*llm.Response, error) {
 	var resp llm.Response
 	if err := json.Unmarshal(body, &resp); err != nil || resp.Type != "message" {
-		return nil, &llm.APIError{Status: 200, Type: "invalid_response", Message: "the answer is neither a stream nor a message: " + llm.Excerpt(string(body), 300)}
+		return nil, &llm.APIError{Status: 200, Type: "invalid_response", Message: "the answer is neither a stream nor a message: " + clip.Line(string(body), 300)}
 	}
 	if !p.saidWhole.Swap(true) {
 		resp.Notes = append(resp.Notes, "the Anthropic API server answers without streaming: answers arrive whole")

@@ -41,9 +41,7 @@
 //     own process group, ended whole on close.
 //   - Headers go to the URL's origin only: a redirect elsewhere does not
 //     carry them.
-//   - Inert text follows internal/termtext's rule, written again in
-//     text.go, and the registry's atomic write follows
-//     internal/atomicfile's, in registry.go: llm imports nothing of the
-//     module's internal/ (the module's floors), and taking a writer from
-//     the caller would leave each kernel to keep the file's 0600 promise.
+//   - Inert text is internal/termtext's, and the registry is written with
+//     internal/atomicfile, 0600 from the start: the package keeps the
+//     file's promise itself rather than leave it to each kernel.
 package mcp

@@ -11,7 +11,3 @@ func ownGroup(*exec.Cmd) {}
 // An error means it is gone already.
 func termGroup(*exec.Cmd)     {}
 func killGroup(cmd *exec.Cmd) { _ = cmd.Process.Kill() }
-
-// syncDir does nothing where a directory cannot be synced (Windows): the
-// rename is as durable as the system makes it.
-func syncDir(string) error { return nil }

@@ -8,9 +8,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/llmkernels/kernels/internal/atomicfile"
 )
 
 // Registry is the file holding a person's servers, which a kernel keeps in
@@ -108,39 +109,8 @@ func (r Registry) save(servers []Server) error {
 	if err != nil {
 		return fmt.Errorf("write mcp servers: %w", err)
 	}
-	if err := writeFile(r.Path, append(data, '\n'), 0o600); err != nil {
-		return fmt.Errorf("write mcp servers: %w", err)
+	if err := atomicfile.Write(r.Path, append(data, '\n'), 0o600); err != nil {
+		return fmt.Errorf("mcp servers: %w", err) // atomicfile says "write PATH: …"
 	}
 	return nil
-}
-
-// writeFile replaces path with data, as internal/atomicfile.Write does:
-// a temporary file in the same directory, made with perm from the start
-// (the secrets are never readable by others, not even for a moment),
-// synced, renamed over path, and the directory synced. Package llm and its
-// subpackages import nothing of the module's internal/, hence this copy.
-func writeFile(path string, data []byte, perm os.FileMode) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*") // CreateTemp makes it 0600
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Chmod(perm)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	err = errors.Join(err, tmp.Close())
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		// The temporary file is ours and unused: removing it is all that
-		// is left to do, and the write error is the one to report.
-		_ = os.Remove(tmp.Name())
-		return err
-	}
-	return syncDir(dir)
 }

@@ -3,43 +3,19 @@ package mcp
 import (
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/llmkernels/kernels/internal/termtext"
 )
 
 // inert makes text a server sent (results, descriptions, tool names,
-// error messages) harmless to whoever shows it later: every control
-// character (C0 but line breaks and tabs when multiline, DEL, C1) and
-// every bidirectional control is written as a visible Go escape (\x1b,
-// \u009b, \u202e), a \r before a \n is dropped, and bytes that are not
-// UTF-8 become U+FFFD. It is the rule of the module's internal/termtext
-// (Block, or Line when !multiline), written again here because package llm
-// and its subpackages import nothing of the module's internal/.
+// error messages) harmless to whoever shows it later: internal/termtext's
+// rule, Block when multiline, else Line.
 func inert(s string, multiline bool) string {
-	control := func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) }
-	kept := func(r rune) bool { return multiline && (r == '\n' || r == '\t') }
-	if utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return control(r) && !kept(r) }) {
-		return s
+	if multiline {
+		return termtext.Block(s)
 	}
-	var b strings.Builder
-	b.Grow(len(s))
-	for i, r := range s {
-		switch {
-		case r == utf8.RuneError && !strings.HasPrefix(s[i:], string(utf8.RuneError)):
-			b.WriteRune(utf8.RuneError) // a byte that is not UTF-8
-		case kept(r):
-			b.WriteRune(r)
-		case r == '\r' && multiline && strings.HasPrefix(s[i+1:], "\n"):
-		case control(r):
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
+	return termtext.Line(s)
 }
 
 // redactor replaces a server's secrets in text it did not write (an error

@@ -14,6 +14,7 @@ import (
 
 	oai "github.com/openai/openai-go/v3"
 
+	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/llm"
 )
 
@@ -130,7 +131,7 @@ func parseErrorBody(body []byte) (errType, code, message string) {
 		Error json.RawMessage `json:"error"`
 	}
 	if err := json.Unmarshal(body, &outer); err != nil {
-		return "", "", llm.Excerpt(text, 500)
+		return "", "", clip.Line(text, 500)
 	}
 	f := outer.fields
 	var s string
@@ -138,7 +139,7 @@ func parseErrorBody(body []byte) (errType, code, message string) {
 		f.Message = s
 	}
 	if f.Message == "" {
-		f.Message = llm.Excerpt(text, 500)
+		f.Message = clip.Line(text, 500)
 	}
 	return f.Type, codeString(f.Code), f.Message
 }

@@ -13,6 +13,7 @@ import (
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/llm"
 )
 
@@ -72,7 +73,7 @@ func (p *Provider) wholeAnswer(body []byte, httpResp *http.Response, req *llm.Re
 			header, status = httpResp.Header, httpResp.StatusCode
 		}
 		apiErr := newAPIError(status, header, "invalid_response", "", "", nil)
-		apiErr.Message = "the server's answer is not a usable chat completion: " + llm.Excerpt(string(body), 300)
+		apiErr.Message = "the server's answer is not a usable chat completion: " + clip.Line(string(body), 300)
 		return nil, apiErr
 	}
 	resp, err := toResponse(&c, req.Model)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/llm"
 )
 
@@ -389,7 +390,7 @@ func exhausted(v requestView, number, total, used int) error {
 		unmatched = fmt.Sprintf("; the %d unused do not match it", total-used)
 	}
 	return fmt.Errorf("%w for request %d (model %q, last user message %q): the script has %d entries, %d used%s; add an entry that answers it",
-		ErrExhausted, number, v.model, llm.Excerpt(v.lastUser, 60), total, used, unmatched)
+		ErrExhausted, number, v.model, clip.Line(v.lastUser, 60), total, used, unmatched)
 }
 
 // build decodes a fresh copy of the entry's response, so no two answers

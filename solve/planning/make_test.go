@@ -2,8 +2,11 @@ package planning
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -58,6 +61,37 @@ func TestMakeProducesAPlanThatPassesEveryCheck(t *testing.T) {
 	nodes, _ := st.TreeNodes(ctx, p.RootID)
 	if len(nodes) != len(p.Tasks)+1 {
 		t.Errorf("%d nodes for %d tasks", len(nodes), len(p.Tasks))
+	}
+}
+
+// A retry's wait is said rounded, as a person reads it (not 712.345µs).
+func TestMakeSaysARetrysWaitRounded(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "testdata", "swe_agent.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Responses []json.RawMessage `json:"responses"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc.Responses = append([]json.RawMessage{json.RawMessage(`{"error": {"status": 529, "type": "overloaded_error", "message": "Overloaded"}}`)}, doc.Responses...)
+	busy, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := script.Parse(busy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &llm.Client{Provider: script.New(s), Retry: llm.RetryPolicy{BaseDelay: 7 * time.Millisecond, Sleep: func(context.Context, time.Duration) error { return nil }}}
+	var progress strings.Builder
+	if _, err := Make(context.Background(), openStore(t), client, Request{Goal: sweGoal, Model: "claude-opus-4-6", Retries: 2, Progress: &progress}); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`retrying claude-opus-4-6 after: .*Overloaded \(wait \d+ms\)`).MatchString(progress.String()) {
+		t.Fatalf("progress:\n%s", progress.String())
 	}
 }
 

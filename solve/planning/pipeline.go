@@ -115,7 +115,7 @@ func (r *run) observe(e llm.Event) {
 		r.progress("attempt %d: %s answered in %s", r.attempt, e.Call.Model, e.Call.Latency.Round(time.Millisecond))
 	case llm.EventRetry:
 		r.retries++
-		r.progress("retrying %s after: %v (wait %s)", e.Model, e.Err, e.Wait)
+		r.progress("retrying %s after: %v (wait %s)", e.Model, e.Err, e.Wait.Round(10*time.Millisecond))
 	case llm.EventFallback:
 		r.progress("falling back to %s after: %v", e.Model, e.Err)
 	}
@@ -250,7 +250,7 @@ func (r *run) pipeline(ctx context.Context) error {
 // every call a tier-3 log row.
 func ask[T any](ctx context.Context, r *run, user string, maxTokens, attempts int, validate func(T) []string) (T, error) {
 	var zero T
-	sys, err := render(r.stage+"_system.md", nil)
+	sys, err := prompt(r.stage + "_system.md")
 	if err != nil {
 		return zero, err
 	}
@@ -323,7 +323,7 @@ func ask[T any](ctx context.Context, r *run, user string, maxTokens, attempts in
 		if attempt >= attempts {
 			return zero, &StageError{Stage: r.stage, Attempts: attempt, Problems: problems}
 		}
-		again, err := render("retry.md", problems)
+		again, err := retryTurn(problems)
 		if err != nil {
 			return zero, err
 		}
@@ -390,11 +390,7 @@ func (r *run) constraints(ctx context.Context) error {
 		return err
 	}
 	kc := kernelConstraints(r.req)
-	user, err := render("constraints_user.md", map[string]any{"Goal": r.req.Goal, "UserConstraints": r.req.Constraints, "Kernel": kc,
-		"Figures": GoalFigures(r.req.Goal)})
-	if err != nil {
-		return err
-	}
+	user := constraintsTurn(r.req.Goal, r.req.Constraints, kc, GoalFigures(r.req.Goal))
 	r.flow(fmt.Sprintf("Node %s: IDENTIFY_CONSTRAINTS using %s", store.Short(r.plan.RootID), ResolverID))
 	ans, err := ask(ctx, r, user, 8000, r.req.Retries+1, func(a constraintsAnswer) []string { return r.checkConstraints(a, kc) })
 	if err != nil {
@@ -545,10 +541,7 @@ func (r *run) decompose(ctx context.Context) error {
 	if err := r.move(ctx, store.StatusResolving); err != nil {
 		return err
 	}
-	user, err := render("decompose_user.md", map[string]any{"Goal": r.req.Goal, "Constraints": r.plan.Constraints, "Quantities": r.plan.Quantities})
-	if err != nil {
-		return err
-	}
+	user := decomposeTurn(r.req.Goal, r.plan.Constraints, r.plan.Quantities)
 	r.flow(fmt.Sprintf("Node %s: DECOMPOSE using %s", store.Short(r.plan.RootID), ResolverID))
 	ans, err := ask(ctx, r, user, 16000, r.req.Retries+1, func(a decompositionAnswer) []string {
 		// Each answer is one RESOLVE → VERIFY round on the root. The
@@ -648,6 +641,7 @@ func (r *run) survey(ctx context.Context) error {
 // surveyRound asks one round's survey.
 func (r *run) surveyRound(ctx context.Context, rp roundPlan, attempts int) (surveyAnswer, error) {
 	var list []map[string]any
+	var items []surveyTask
 	for _, id := range rp.tasks {
 		var prev []Approach
 		for _, sv := range r.plan.Surveys {
@@ -656,13 +650,10 @@ func (r *run) surveyRound(ctx context.Context, rp roundPlan, attempts int) (surv
 			}
 		}
 		list = append(list, map[string]any{"ID": id, "Why": rp.texts(id), "Previous": prev})
+		items = append(items, surveyTask{ID: id, Why: rp.texts(id), Previous: prev})
 	}
 	r.decision("survey triggered", map[string]any{"decision": "survey_trigger", "round": rp.round, "kind": rp.kind, "tasks": list, "feedback": rp.feedback})
-	user, err := render("survey_user.md", map[string]any{"Goal": r.req.Goal, "Verdicts": r.plan.Analysis.Verdicts, "Walls": r.plan.Analysis.Walls,
-		"Quantities": r.plan.Quantities, "Tasks": r.plan.Tasks, "Survey": list, "Round": rp.round, "Feedback": rp.feedback})
-	if err != nil {
-		return surveyAnswer{}, err
-	}
+	user := surveyTurn(r.req.Goal, r.plan.Analysis, r.plan.Quantities, r.plan.Tasks, items, rp.round, rp.feedback)
 	sc, err := newSurveyCheck(r.plan, rp, r.plan.Surveys)
 	if err != nil {
 		return surveyAnswer{}, &StageError{Stage: r.stage, Err: err}

@@ -1,7 +1,7 @@
 // Package claudecode is claude-code-0, the SOLVE loop's LLM resolver:
-// one prompt template per operation (prompts/op_<operation>.md, first
-// line "SOLVE kernel · operation: <op>"), the user turn rendered from the
-// loop.Call by op_user.md (goal, constraints as c1…, inputs, KG history
+// one system prompt per operation (prompts/op_<operation>.md, first line
+// "SOLVE kernel · operation: <op>"), the user turn laid out from the
+// loop.Call by userTurn (goal, constraints as c1…, inputs, KG history
 // block, feedback), and a structured JSON answer per operation through
 // llm.AskJSON, metered in USD.
 package claudecode
@@ -14,31 +14,108 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"text/template"
 	"time"
 
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/solve/loop"
 )
 
+// The system prompt of each operation is a text file (prompts/op_*.md);
+// the user turn lays out the call's data and is written by userTurn:
+// text/template would do it too, but a binary that can run a template
+// keeps every exported method of every type it links, which made solve's
+// twice its size.
+//
 //go:embed prompts/*.md
 var promptFS embed.FS
 
-var prompts = template.Must(template.New("prompts").Funcs(template.FuncMap{"join": strings.Join, "json": jsonText}).ParseFS(promptFS, "prompts/*.md"))
-
-// jsonText is v as JSON in a prompt (never a Go map's %v).
-func jsonText(v any) (string, error) {
-	data, err := json.Marshal(v)
-	return string(data), err
-}
-
-// render fills a prompt template.
-func render(name string, data any) (string, error) {
-	var b strings.Builder
-	if err := prompts.ExecuteTemplate(&b, name, data); err != nil {
+// systemPrompt is the operation's prompt file, trimmed.
+func systemPrompt(op string) (string, error) {
+	data, err := promptFS.ReadFile("prompts/op_" + op + ".md")
+	if err != nil {
 		return "", err
 	}
+	return strings.TrimSpace(string(data)), nil
+}
+
+// userTurn is a call's user turn: the operation and goal, then each part
+// of the call that is present (constraints, candidates, parameters,
+// inputs, the output to judge, checks, leaves, earlier attempts,
+// feedback, the knowledge graph's history).
+func userTurn(t *loop.Call) (string, error) {
+	var b strings.Builder
+	b.WriteString("Operation: " + t.Op)
+	if t.Attempt != 0 {
+		fmt.Fprintf(&b, " · attempt %d", t.Attempt)
+	}
+	b.WriteString("\nGoal: " + t.Goal)
+	bullets(&b, "\n\nInherited constraints (assumed true; do not repeat them):", each(t.Inherited, func(c loop.ConstraintView) string {
+		return fmt.Sprintf("%s [%s, %s] %s", c.Ref, c.Type, c.Domain, c.Title)
+	}))
+	bullets(&b, "\n\nConstraints:", each(t.Constraints, func(c loop.ConstraintView) string {
+		return fmt.Sprintf("%s [%s, %s] %s %s", c.Ref, c.Type, c.Domain, c.Title, c.Payload)
+	}))
+	bullets(&b, "\n\nCandidate resolvers:", each(t.Candidates, func(r loop.ResolverView) string {
+		return fmt.Sprintf("%s (%s): %s; capabilities %s; %d successes, %d failures", r.ID, r.Type, r.Description, strings.Join(r.Capabilities, ", "), r.Successes, r.Failures)
+	}))
+	if len(t.Params) > 0 {
+		params, err := json.Marshal(t.Params) // JSON, never a Go map's %v
+		if err != nil {
+			return "", err
+		}
+		b.WriteString("\n\nParameters: " + string(params))
+	}
+	for _, in := range t.Inputs {
+		fmt.Fprintf(&b, "\n\nInput (%s, %s):\n%s", in.Type, in.Format, in.Content)
+	}
+	if t.Output != nil {
+		fmt.Fprintf(&b, "\n\nOutput to judge (%s):\n%s", t.Output.Type, t.Output.Content)
+	}
+	bullets(&b, "\n\nKernel checks already run:", each(t.Checks, func(c loop.ConstraintCheck) string {
+		return fmt.Sprintf("%s passed=%v sigma=%v: %s", c.Ref, c.Passed, c.SigmaI, c.Text())
+	}))
+	bullets(&b, "\n\nResolved leaves:", each(t.Leaves, func(l loop.LeafView) string {
+		return fmt.Sprintf("%s \"%s\" (sigma_path %.2f): %s", l.Ref, l.Summary, l.Sigma, l.Output)
+	}))
+	if len(t.Attempts) > 0 {
+		b.WriteString("\n\nEarlier attempts (oldest first):")
+		for _, a := range t.Attempts {
+			fmt.Fprintf(&b, "\n\nAttempt %d (%s): %s, sigma_v %.2f", a.Index, a.Resolver, a.Verdict, a.SigmaV)
+			if a.FailureMode != "" {
+				b.WriteString(", " + a.FailureMode)
+			}
+			bullets(&b, "\nViolations:", a.Violations)
+			if a.Output != "" {
+				b.WriteString("\nOutput:\n" + a.Output)
+			}
+		}
+	}
+	bullets(&b, "\n\nFeedback from earlier attempts:", t.Feedback)
+	if t.History != "" {
+		b.WriteString("\n\n" + t.History)
+	}
 	return strings.TrimSpace(b.String()), nil
+}
+
+// bullets writes header and items as a list, one "- item" a line;
+// nothing when there are none.
+func bullets(b *strings.Builder, header string, items []string) {
+	if len(items) == 0 {
+		return
+	}
+	b.WriteString(header)
+	for _, it := range items {
+		b.WriteString("\n- " + it)
+	}
+}
+
+// each is f of every item, in order.
+func each[T any](items []T, f func(T) string) []string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = f(it)
+	}
+	return out
 }
 
 // Resolver is claude-code-0 over an LLM client.
@@ -61,10 +138,10 @@ const maxTokens = 8000
 const framingTokens = 256
 
 func (c *Resolver) prompt(t *loop.Call) (sys, user string, err error) {
-	if sys, err = render("op_"+t.Op+".md", nil); err != nil {
+	if sys, err = systemPrompt(t.Op); err != nil {
 		return "", "", fmt.Errorf("claude-code-0: no prompt template for operation %q: %w", t.Op, err)
 	}
-	user, err = render("op_user.md", t)
+	user, err = userTurn(t)
 	return sys, user, err
 }
 
@@ -84,7 +161,7 @@ func (c *Resolver) prices() llm.PriceTable {
 	if c.client != nil && c.client.Prices != nil {
 		return c.client.Prices
 	}
-	return llm.DefaultPrices
+	return llm.DefaultPriceTable()
 }
 
 // Ceiling is the most one answer may cost: the request's text counted at

@@ -93,7 +93,7 @@ func TestACappedCallFitsItsWorstCaseUnderTheCap(t *testing.T) {
 	call := func(max float64) *loop.Call {
 		return &loop.Call{Op: loop.OpAssemble, Goal: "Ship it", Model: "claude-sonnet-4-5", MaxCost: max}
 	}
-	prices, _ := llm.DefaultPrices.Lookup("claude-sonnet-4-5")
+	prices, _ := llm.DefaultPriceTable().Lookup("claude-sonnet-4-5")
 	c, p := client(t, answer)
 	r := New(c)
 	ceiling := r.Ceiling(context.Background(), call(0))

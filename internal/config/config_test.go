@@ -1,0 +1,165 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func load(t *testing.T, text string) (*File, error) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return Load(path, func(string) string { return "" })
+}
+
+func TestEveryKeyIsFoundWithItsLine(t *testing.T) {
+	f, err := load(t, `# a comment
+provider = "openai"
+fallback = ["a",
+  "b"]
+hermitcrab = { model = "h", models = { deep = "d" } }
+
+[lumen]
+model = "l"
+
+[prices."claude-sonnet-4"]
+input = 3
+long_prompt = { input = 6 }
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := Layers{File: f}
+	for key, want := range map[string]struct {
+		value string
+		line  string
+	}{
+		"provider":               {"openai", ":2 (provider)"},
+		"hermitcrab.model":       {"h", ":5 (hermitcrab.model)"},
+		"hermitcrab.models.deep": {"d", ":5 (hermitcrab.models.deep)"},
+		"lumen.model":            {"l", ":8 (lumen.model)"},
+	} {
+		v, src, ok := l.String(key)
+		if !ok || v != want.value || src.Kind != "file" || !strings.HasSuffix(src.Name, want.line) {
+			t.Errorf("%s = %q from %v (%v), want %q from line %s", key, v, src, ok, want.value, want.line)
+		}
+	}
+	if v, src, _ := l.List("fallback"); strings.Join(v, ",") != "a,b" || !strings.HasSuffix(src.Name, ":3 (fallback)") {
+		t.Errorf("fallback = %v from %v", v, src)
+	}
+	if src := f.Where("prices"); !strings.HasSuffix(src.Name, ":10 (prices)") {
+		t.Errorf("prices from %v, want the first line of its tables", src)
+	}
+	if p := f.Prices()["claude-sonnet-4"]; p.Input != 3 || p.LongPrompt == nil || p.LongPrompt.Input != 6 {
+		t.Errorf("prices %+v", p)
+	}
+}
+
+func TestMistakesNameTheLineAndTheKey(t *testing.T) {
+	for text, want := range map[string]string{
+		"provder = \"x\"":                          `line 1: unknown key "provder" (did you mean "provider"?)`,
+		"\n[solve]\nmdoel = \"x\"":                 `line 3: unknown key "solve.mdoel" (did you mean "solve.model"?)`,
+		"[hermitcrab.models]\nligth = \"x\"":       `line 2: unknown key "hermitcrab.models.ligth" (did you mean "hermitcrab.models.light"?)`,
+		"[prices.m]\ninput = 1\noutptu = 2":        `line 3: unknown key "prices.m.outptu" (did you mean "prices.m.output"?)`,
+		"zebra = 1":                                `line 1: unknown key "zebra"`,
+		"fallback = \"a\"":                         `line 1: fallback: give a list of strings`,
+		"[lumen]\nmodel = 4":                       `line 2: lumen.model: give a string in quotes`,
+		"output = \"loud\"":                        `line 1: output "loud": choose quiet, normal, verbose`,
+		"[prices.m]\ninput = -1":                   `line 1: prices.m: a price is negative`,
+		"provider = ":                              `line 1: `,
+		"provider = \"a\"\nprovider = \"b\"":       `line 2: `,
+		"[prices]\nm = 1":                          `line 2: prices.m: give a table of prices`,
+		"no_cache = \"true\"\nzebra = 1\nzeta = 2": `line 1: no_cache: give true or false`,
+	} {
+		_, err := load(t, text)
+		var fe *FileError
+		if !errors.As(err, &fe) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "config.toml: line") {
+			t.Errorf("%q: %v, want %q", text, err, want)
+		}
+		if err != nil && strings.Contains(err.Error(), "struct") {
+			t.Errorf("%q: the message names Go types: %v", text, err)
+		}
+	}
+}
+
+func TestEveryUnknownKeyIsListed(t *testing.T) {
+	_, err := load(t, "zebra = 1\n[lumen]\nmodle = 2\n")
+	if err == nil || !strings.Contains(err.Error(), `line 1: unknown key "zebra"`) || !strings.Contains(err.Error(), `line 3: unknown key "lumen.modle"`) {
+		t.Fatalf("%v", err)
+	}
+}
+
+func TestTheFileIsFoundWhereXDGSays(t *testing.T) {
+	env := map[string]string{"XDG_CONFIG_HOME": "/xdg", "HOME": "/home/me"}
+	get := func(k string) string { return env[k] }
+	if p := DefaultPath(get); p != "/xdg/llmkernels/config.toml" {
+		t.Errorf("%s", p)
+	}
+	env["XDG_CONFIG_HOME"] = "relative" // the XDG specification: ignored
+	if p := DefaultPath(get); p != "/home/me/.config/llmkernels/config.toml" {
+		t.Errorf("%s", p)
+	}
+	// No file at the default path: no settings, and no error.
+	env["XDG_CONFIG_HOME"] = t.TempDir()
+	f, err := Load("", get)
+	if err != nil || f.Found || f.Path != filepath.Join(env["XDG_CONFIG_HOME"], "llmkernels", "config.toml") {
+		t.Fatalf("%+v %v", f, err)
+	}
+	// LLMKERNELS_CONFIG names another, which must exist; --config wins.
+	other := filepath.Join(t.TempDir(), "other.toml")
+	if err := os.WriteFile(other, []byte(`model = "m"`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env[EnvFile] = other
+	if f, err := Load("", get); err != nil || !f.Found || f.From != EnvFile {
+		t.Fatalf("%+v %v", f, err)
+	}
+	if _, err := Load(other+".missing", get); err == nil || !strings.Contains(err.Error(), "--config") {
+		t.Fatalf("a missing --config file: %v", err)
+	}
+}
+
+func TestTheEnvironmentComesBeforeTheFile(t *testing.T) {
+	f, err := load(t, "model = \"file\"\nno_cache = true\nbeta = [\"x\"]\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{}
+	l := Layers{Getenv: func(k string) string { return env[k] }, File: f}
+	if v, src, _ := l.String(Model); v != "file" || src.Kind != "file" {
+		t.Fatalf("%s from %v", v, src)
+	}
+	env["LLMKERNELS_MODEL"] = "env"
+	env["LLMKERNELS_BETA"] = " a, ,b "
+	env["LLMKERNELS_NO_CACHE"] = "Off"
+	if v, src, _ := l.String(Model); v != "env" || src != (Source{Kind: "env", Name: "LLMKERNELS_MODEL"}) {
+		t.Fatalf("%s from %v", v, src)
+	}
+	if v, _, _ := l.List(Beta); strings.Join(v, "|") != "a|b" {
+		t.Fatalf("%q", v)
+	}
+	if v, _, ok, err := l.Bool(NoCache); v || !ok || err != nil {
+		t.Fatalf("%v %v %v", v, ok, err)
+	}
+	env["LLMKERNELS_NO_CACHE"] = "maybe"
+	if _, _, _, err := l.Bool(NoCache); err == nil || !strings.Contains(err.Error(), `LLMKERNELS_NO_CACHE="maybe"`) {
+		t.Fatalf("%v", err)
+	}
+	// The deprecated name is read after the new one.
+	env["LLM_PROVIDER"] = "script"
+	if v, src, _ := l.String(Provider); v != "script" || !strings.Contains(src.Name, "deprecated") {
+		t.Fatalf("%s from %v", v, src)
+	}
+	env["LLMKERNELS_PROVIDER"] = "openai"
+	if v, _, _ := l.String(Provider); v != "openai" {
+		t.Fatalf("%s", v)
+	}
+	if Env("hermitcrab.models.light") != "LLMKERNELS_HERMITCRAB_MODELS_LIGHT" {
+		t.Fatal(Env("hermitcrab.models.light"))
+	}
+}
