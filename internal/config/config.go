@@ -204,6 +204,12 @@ func Load(flagPath string, getenv func(string) string) (*File, error) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && f.From == "":
 		return f, nil
+	case errors.Is(err, fs.ErrPermission) && f.From == "" && !visible(f.Path):
+		// A directory on the way the process may not search (a command
+		// run as another user in someone's home): there is no file it
+		// could use, as when none is there. One it can see but not read
+		// is a mistake to name.
+		return f, nil
 	case err != nil && f.From != "":
 		return nil, &FileError{Path: f.Path, Problems: []string{fmt.Sprintf("cannot read the config file %s names: %v", f.From, unwrapPath(err))}}
 	case err != nil:
@@ -214,6 +220,13 @@ func Load(flagPath string, getenv func(string) string) (*File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// visible reports whether the process can see path (stat it), whatever it
+// may do with it.
+func visible(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // unwrapPath is the cause of a path error, whose path the message gives.
