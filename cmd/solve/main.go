@@ -39,6 +39,23 @@ var defaultModels = map[string]string{
 	provider.Script:    "claude-opus-4-6",
 }
 
+// optionFlags names the flag (or argument) that sets each option the
+// kernel names in its errors: the one place the command turns the
+// library's names into its own.
+var optionFlags = map[string]string{
+	"goal":         "GOAL",
+	"budget_usd":   "--budget",
+	"time":         "--time",
+	"time_hours":   "--time",
+	"interactive":  "--interactive",
+	"steps":        "--steps",
+	"rescue_after": "--rescue-after",
+	"workers":      "--workers",
+	"t_max":        "--tmax",
+	"workspace":    "--workspace",
+	"smt":          "--smt",
+}
+
 func main() {
 	app := cli.New("solve", "Turn a goal with hard constraints into a checked task DAG, and solve it",
 		`Solve turns a goal with hard constraints into a constraint-checked task DAG with
@@ -74,6 +91,7 @@ backtracking, Step 12 coupling conflicts reopening the least common ancestor,
 (docs/solve.md).
 Use 'solve ping' to check your provider set-up.`)
 	app.DefaultModels = defaultModels
+	app.OptionFlags = optionFlags
 	app.Root.AddCommand(planCommand(app), checkCommand(), evalCommand(app), runCommand(app), resumeCommand(app), workerCommand(app), statusCommand(), logCommand(),
 		resolversCommand(), kgCommand(), hireCommand(), artifactsCommand(), reportCommand())
 	app.Run()
