@@ -441,6 +441,17 @@ func TestAServerThatIsNoBeachIsSaidInOneLine(t *testing.T) {
 	}
 }
 
+// A PostgreSQL URL whose password holds an unescaped # is refused before
+// any dial, in one line that names the URL once and the fix.
+func TestAnUnescapedPasswordIsRefusedBeforeAnyDial(t *testing.T) {
+	_, errOut, err := hc(t, t.TempDir(), "", "beach", "serve", "--addr", "127.0.0.1:0", "--db", "postgres://me:p#ss@127.0.0.1:1/db")
+	lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
+	if e, ok := err.(*exec.ExitError); !ok || e.ExitCode() != 2 || len(lines) != 2 || strings.Count(errOut, "postgres://") != 1 ||
+		!strings.Contains(lines[0], "write # ? % @ / : as %23") || strings.Contains(errOut, "dial") || strings.Contains(errOut, "p#ss") {
+		t.Fatalf("exit %v, stderr:\n%s", err, errOut)
+	}
+}
+
 // 'beach use URL' as a new data directory's first command creates its
 // store without blocks; the directory is still a new instance: blocks
 // list shows the default shell and the prompt is the default one.
