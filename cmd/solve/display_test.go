@@ -83,6 +83,25 @@ func TestStatusLogAndReportShowWhatARunDid(t *testing.T) {
 	if err != nil || !strings.HasPrefix(string(svg), "<svg") || !strings.Contains(string(svg), ": critical path ") || !strings.Contains(string(svg), "Add Median") {
 		t.Errorf("the Gantt chart: %v\n%.300s", err, svg)
 	}
+	// A run of seconds is drawn in seconds or milliseconds (before: an axis
+	// of 0.0002h), with one finish line where low, mid and high agree,
+	// no row for the run's end, and a legend of only what is drawn.
+	var texts []string
+	for _, m := range regexp.MustCompile(`<text[^>]*>([^<]*)</text>`).FindAllStringSubmatch(string(svg), -1) {
+		texts = append(texts, m[1])
+	}
+	axis := regexp.MustCompile(`^[0-9.]+(ms|s|min|h)$`)
+	units := map[string]bool{}
+	for _, x := range texts {
+		if m := axis.FindStringSubmatch(x); m != nil {
+			units[m[1]] = true
+		}
+	}
+	all := strings.Join(texts, "\n")
+	if len(units) != 1 || units["h"] || units["min"] || !strings.Contains(all, "finish ") || strings.Contains(all, "low ") || strings.Contains(all, "high ") ||
+		strings.Contains(all, "the run's end") || strings.Contains(all, "Whisker") || strings.Contains(all, "time limit") || strings.Contains(all, "swapped") {
+		t.Errorf("the Gantt chart of a short run (axis units %v):\n%s", units, all)
+	}
 	mmd, err := os.ReadFile(filepath.Join(dir, report+".mmd"))
 	if err != nil || !strings.Contains(string(mmd), "class ") {
 		t.Errorf("the Mermaid chart: %v\n%s", err, mmd)
