@@ -198,6 +198,9 @@ func (r *RunReport) Markdown(ganttFile, mermaidFile string) string {
 	for _, e := range r.Status.Events {
 		w("- %s · `%s` %s: %s\n", e.Time, store.Short(e.NodeID), cell(e.Goal), cell(e.Detail))
 	}
+	if note := loop.ResolverNote(b.String()); note != "" {
+		w("\n%s\n", cell(note))
+	}
 	w("\n## Tree as a flowchart\n\n(also in %s; the critical path in red)\n\n```mermaid\n%s```\n", cell(mermaidFile), planning.Mermaid(r.tasks, r.analysis))
 	return b.String()
 }

@@ -65,6 +65,18 @@ func TestStatusLogAndReportShowWhatARunDid(t *testing.T) {
 	if !strings.Contains(lg.stdout, "T1 (Add Median) Node ") || strings.Contains(lg.stdout, "T1 () ") {
 		t.Errorf("log rows do not name their goal:\n%s", lg.stdout)
 	}
+	// The spec's resolver ids name programs that never run: every view
+	// that shows them says once what they are.
+	const modelCall, shellRunner = "claude-code-0 is an API call to the model", "codex-tools-0 is"
+	if strings.Count(lg.stdout, modelCall) != 1 || strings.Contains(lg.stdout, shellRunner) || !strings.HasSuffix(lg.stdout, "(not the Claude Code program)\n") {
+		t.Errorf("the log does not say once what its resolvers are:\n%s", lg.stdout)
+	}
+	rs := runSolve(t, dir, "resolvers")
+	help := runSolve(t, dir, "resolvers", "--help")
+	if strings.Count(rs.stdout, "an API call to the model") != 1 || strings.Count(rs.stdout, "a shell runner") != 1 ||
+		!strings.Contains(help.stdout, "claude-code-0 is an API call to the\nmodel") {
+		t.Errorf("resolvers:\n%s\nhelp:\n%s", rs.stdout, help.stdout)
+	}
 	report := "run-" + root[:8]
 	if !strings.Contains(r.stdout, "report: "+report+".json, "+report+".md, "+report+".mmd, "+report+".svg") {
 		t.Errorf("the run did not say where its report is:\n%s", r.stdout)

@@ -807,10 +807,10 @@ func logCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				w := cmd.OutOrStdout()
 				if *asJSON {
-					return cli.PrintJSON(w, rows)
+					return cli.PrintJSON(cmd.OutOrStdout(), rows)
 				}
+				w := &strings.Builder{}
 				for _, l := range rows {
 					fmt.Fprintf(w, "[%s] T%d", clock(l.Time), l.Tier)
 					if l.Goal != "" {
@@ -822,7 +822,7 @@ func logCommand() *cobra.Command {
 					}
 					fmt.Fprintln(w)
 				}
-				return nil
+				return printWithNote(cmd.OutOrStdout(), w.String())
 			})
 		},
 	}
@@ -841,6 +841,12 @@ func resolversCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "resolvers",
 		Short: "List the resolver registry: boot, built and hired tools with capabilities and record",
+		Long: `List the resolver registry: the boot resolvers, and the tools runs built or a
+human hired, each with its capabilities, its record and what it is.
+
+The boot resolvers keep the spec's ids: claude-code-0 is an API call to the
+model (not the Claude Code program), codex-tools-0 a shell runner (not the Codex
+program), self-model-0 answers from the kernel's own records.`,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withKernel(cmd.Context(), db, true, func(k *solve.Kernel) error {
@@ -853,6 +859,9 @@ func resolversCommand() *cobra.Command {
 				}
 				for _, r := range rs {
 					fmt.Fprintf(cmd.OutOrStdout(), "%-28s %-8s built by %-6s used %d (%d ok, %d failed)  %s\n", termtext.Line(r.ID), r.Type, r.BuiltBy, r.UsageCount, r.SuccessCount, r.FailureCount, termtext.Line(fmt.Sprint(r.Capabilities)))
+					if r.Description != "" {
+						fmt.Fprintf(cmd.OutOrStdout(), "%28s %s\n", "", termtext.Line(clip.Line(r.Description, 160)))
+					}
 					if n := loop.NetworkLine(r); n != "" {
 						fmt.Fprintf(cmd.OutOrStdout(), "%28s %s\n", "", termtext.Line(n))
 					}
@@ -1051,7 +1060,19 @@ func statusCommand() *cobra.Command {
 // its own calls, allocated to it, delegated to children, reserve left),
 // attempts, when it was created and resolved, and its goal; then the
 // events that changed the tree, and where the run stands.
-func printStatus(w io.Writer, st *solve.RunStatus) {
+// printWithNote prints text and, once after it, what the boot resolvers
+// it names are (their spec ids name programs that never run).
+func printWithNote(w io.Writer, text string) error {
+	if note := loop.ResolverNote(text); note != "" {
+		text += note + "\n"
+	}
+	_, err := io.WriteString(w, text)
+	return err
+}
+
+func printStatus(out io.Writer, st *solve.RunStatus) {
+	w := &strings.Builder{}
+	defer func() { _ = printWithNote(out, w.String()) }() // a failed write is the command's (cli.checkedWriter)
 	for _, n := range st.Nodes {
 		in := strings.Repeat("  ", n.Depth)
 		sigma := "σ -"
