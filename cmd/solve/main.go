@@ -847,7 +847,7 @@ human hired, each with its capabilities, its record and what it is.
 The boot resolvers keep the spec's ids: claude-code-0 is an API call to the
 model (not the Claude Code program), codex-tools-0 a shell runner (not the Codex
 program), self-model-0 answers from the kernel's own records.`,
-		Args:  cobra.NoArgs,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withKernel(cmd.Context(), db, true, func(k *solve.Kernel) error {
 				rs, err := k.Resolvers(cmd.Context())
