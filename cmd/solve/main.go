@@ -34,9 +34,9 @@ import (
 // defaultModels are the planning models when --model is not given; the
 // scripted provider meters its canned answers at the Anthropic default.
 var defaultModels = map[string]string{
-	provider.Anthropic: "claude-opus-4-6",
+	provider.Anthropic: llm.DefaultDeepModel,
 	provider.OpenAI:    "gpt-5",
-	provider.Script:    "claude-opus-4-6",
+	provider.Script:    llm.DefaultDeepModel,
 }
 
 // optionFlags names the flag (or argument) that sets each option the
