@@ -21,6 +21,7 @@ import (
 	"github.com/llmkernels/kernels/hermitcrab/tool"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/llm/anthropic"
+	"github.com/llmkernels/kernels/llm/mcp"
 )
 
 //go:embed prompts/*.md
@@ -58,6 +59,9 @@ type Options struct {
 	// get_source carry allowed_callers whenever code_execution is active
 	// (programmatic tool calling).
 	NoPTC bool
+	// MCP is the person's MCP servers: their tools, NAME__tool, are one
+	// set_tools away (mcp.go). Nil: none.
+	MCP *mcp.Set
 	// Browser relays browser tools to an attached page; nil answers them
 	// with an error saying no browser is attached.
 	Browser Browser
@@ -118,7 +122,8 @@ const containerSetting = "container"
 
 // callState is what one call's tools share: the shell recompile built.
 type callState struct {
-	shell *store.Shell
+	shell   *store.Shell
+	mcpNote string // active MCP tools not offered this turn, and why
 }
 
 // CallOptions tune one call.
@@ -191,6 +196,9 @@ func (c *Caller) Call(ctx context.Context, messages []llm.Message, opts CallOpti
 	markToolsForCaching(req, handlers)
 	if note := c.shells.Notice(ctx); note != "" {
 		req.Messages = withNote(req.Messages, note)
+	}
+	if state.mcpNote != "" {
+		req.Messages = withNote(req.Messages, state.mcpNote)
 	}
 	loop := &llm.Loop{Client: client, Handlers: handlers, MaxLoops: params.MaxToolLoops, Observe: c.opts.Observe}
 	res, err := loop.Run(ctx, req)

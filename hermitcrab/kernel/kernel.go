@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/llmkernels/kernels/hermitcrab/blocks"
 	"github.com/llmkernels/kernels/hermitcrab/conversation"
@@ -25,6 +26,7 @@ import (
 	"github.com/llmkernels/kernels/hermitcrab/wakes"
 	"github.com/llmkernels/kernels/internal/option"
 	"github.com/llmkernels/kernels/llm"
+	"github.com/llmkernels/kernels/llm/mcp"
 )
 
 // Options configure a Kernel. Zero values take the defaults.
@@ -78,6 +80,9 @@ type Options struct {
 	// OnWake is told of every wake a trigger fires (or a cap skips), when
 	// it starts and when it ends (the web shell shows them).
 	OnWake func(store.Wake)
+	// MCPCallTimeout bounds one call of an MCP server's tool (the servers
+	// in the data directory, mcp.go); default 2 minutes.
+	MCPCallTimeout time.Duration
 	// Observe receives LLM and tool events as they happen (progress lines).
 	Observe func(llm.Event)
 	Log     *slog.Logger
@@ -93,6 +98,7 @@ type Kernel struct {
 	net    *network.Agent
 	conv   *conversation.Caller
 	wakes  *wakes.Runner
+	mcp    *mcp.Set // nil without servers
 }
 
 // The errors of what the kernel keeps, as the store gives them (so a
@@ -143,9 +149,10 @@ func Open(dir string, opts Options) (*Kernel, error) {
 	k.shells = shells.New(st, shells.Options{Compile: opts.CompileShell, OnShell: opts.OnShell, Log: log})
 	k.net = network.New(dir, st, b, network.Options{Beach: opts.Beach})
 	web := fetch.New(opts.WebRequest)
+	k.mcp = openMCP(dir, opts.MCPCallTimeout, log)
 	k.conv = conversation.New(conversation.Parts{Store: st, Blocks: b, Shells: k.shells, Network: k.net, Fetch: web},
 		conversation.Options{Client: opts.Client, Model: opts.Model, TierModels: opts.TierModels, ServerTools: opts.ServerTools, NoPTC: opts.NoPTC,
-			Browser: opts.Browser, Observe: opts.Observe, Log: log})
+			MCP: k.mcp, Browser: opts.Browser, Observe: opts.Observe, Log: log})
 	k.wakes = wakes.New(wakes.Parts{Dir: dir, Store: st, Blocks: b, Conversation: k.conv, Network: k.net, Fetch: web},
 		wakes.Options{Caps: opts.WakeCaps, OnWake: opts.OnWake, Log: log})
 	return k, nil
@@ -206,8 +213,15 @@ func unseededAsNew(st *store.Store, so store.Options) (*store.Store, error) {
 	return mem, nil
 }
 
-// Close closes the store.
-func (k *Kernel) Close() error { return k.store.Close() }
+// Close closes the store, and the connections to the MCP servers (ending
+// the commands of those run over stdio).
+func (k *Kernel) Close() error {
+	var err error
+	if k.mcp != nil {
+		err = k.mcp.Close()
+	}
+	return errors.Join(err, k.store.Close())
+}
 
 // Dir is the instance's data directory.
 func (k *Kernel) Dir() string { return k.dir }
