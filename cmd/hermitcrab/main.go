@@ -37,6 +37,7 @@ type flags struct {
 	beach         string
 	caps          hermitcrab.Caps
 	mcpTimeout    time.Duration
+	mcpConnector  bool
 }
 
 func main() {
@@ -71,6 +72,7 @@ marks, inbox and encrypted save points. See docs/hermitcrab-network.md.`)}
 	pf.IntVar(&f.caps.Wakes, "max-wakes", hermitcrab.DefaultWakeCaps().Wakes, "most wakes a day the triggers may make (the wake block may set fewer)")
 	pf.Float64Var(&f.caps.CostUSD, "max-wake-cost", hermitcrab.DefaultWakeCaps().CostUSD, "most dollars a day the triggers' wakes may spend (the wake block may set less)")
 	pf.DurationVar(&f.mcpTimeout, "mcp-call-timeout", 2*time.Minute, "longest an MCP server's tool call may take before it is cancelled and the LLM told so")
+	pf.BoolVar(&f.mcpConnector, "mcp-connector", false, "have Anthropic's API call the tools of MCP servers at https URLs itself (the MCP connector, beta); needs --provider anthropic")
 	f.app.Root.AddCommand(f.blocksCommand(), f.bspCommand(), f.promptCommand(), f.bootCommand(), f.chatCommand(), f.serveCommand(), f.beachCommand(), f.wakeCommand(), f.keyCommand(), f.toolsCommand(), f.mcpCommand())
 	mapOptionErrors(f.app.Root)
 	f.app.Run()
@@ -135,6 +137,8 @@ func (f *flags) check() error {
 		return cli.Usagef("--data is empty: give the data directory, or leave the flag out for the default ($HERMITCRAB_DATA, else ~/.local/share/hermitcrab)")
 	case f.maxBlockBytes <= 0:
 		return cli.Usagef("--max-block-bytes %d: give the largest block in bytes, e.g. 65536", f.maxBlockBytes)
+	case f.mcpConnector && f.app.Provider.Provider != provider.Anthropic:
+		return cli.Usagef("--mcp-connector works only with --provider anthropic: Anthropic's API is what calls the servers")
 	case f.mcpTimeout <= 0:
 		return cli.Usagef("--mcp-call-timeout %v: give a duration above 0, e.g. 30s", f.mcpTimeout)
 	case f.caps.Wakes <= 0:
@@ -205,7 +209,7 @@ func (f *flags) kernelOptions() hermitcrab.Options {
 	return hermitcrab.Options{ShellFile: f.shell, MaxBlockBytes: f.maxBlockBytes, NoPTC: f.noPTC, Model: f.app.Provider.Model,
 		ServerTools: f.app.Provider.Provider != provider.OpenAI,
 		WebRequest:  hermitcrab.WebPolicy{Allow: f.webAllow, Deny: f.webDeny},
-		Beach:       f.beachURL(), WakeCaps: f.caps, MCPCallTimeout: f.mcpTimeout,
+		Beach:       f.beachURL(), WakeCaps: f.caps, MCPCallTimeout: f.mcpTimeout, MCPConnector: f.mcpConnector,
 		TierModels: map[int]string{hermitcrab.Light: f.app.Setting("hermitcrab.models.light"), hermitcrab.Present: f.app.Setting("hermitcrab.models.present"), hermitcrab.Deep: f.app.Setting("hermitcrab.models.deep")}}
 }
 

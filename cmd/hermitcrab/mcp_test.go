@@ -65,6 +65,8 @@ func TestMCPAddListRemove(t *testing.T) {
 		{[]string{"mcp", "add", "docs", "--command", filepath.Join(data, "no-such-program")}, 1, "cannot be reached"},
 		{[]string{"mcp", "add", "docs", "http://127.0.0.1:1/mcp"}, 1, "cannot be reached"},
 		{[]string{"mcp", "remove", "docs"}, 1, "no mcp server is named"},
+		{[]string{"--provider", "script", "--mcp-connector", "mcp", "list"}, 2, "--provider anthropic"},
+		{[]string{"--mcp-call-timeout", "0s", "mcp", "list"}, 2, "--mcp-call-timeout"},
 	} {
 		_, errOut, err := hc(t, data, "", c.args...)
 		if exitCode(err) != c.code || !strings.Contains(errOut, c.want) {

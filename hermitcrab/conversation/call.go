@@ -62,6 +62,10 @@ type Options struct {
 	// MCP is the person's MCP servers: their tools, NAME__tool, are one
 	// set_tools away (mcp.go). Nil: none.
 	MCP *mcp.Set
+	// MCPConnector are the servers of MCP whose tools the API calls itself
+	// (Anthropic's MCP connector), by name; the kernel runs the others'.
+	// Used only with ServerTools (the Anthropic provider).
+	MCPConnector map[string]llm.MCPServer
 	// Browser relays browser tools to an attached page; nil answers them
 	// with an error saying no browser is attached.
 	Browser Browser
@@ -122,8 +126,9 @@ const containerSetting = "container"
 
 // callState is what one call's tools share: the shell recompile built.
 type callState struct {
-	shell   *store.Shell
-	mcpNote string // active MCP tools not offered this turn, and why
+	shell      *store.Shell
+	mcpNote    string          // active MCP tools not offered this turn, and why
+	mcpServers []llm.MCPServer // the servers the API calls for this call (the MCP connector)
 }
 
 // CallOptions tune one call.
@@ -183,12 +188,13 @@ func (c *Caller) Call(ctx context.Context, messages []llm.Message, opts CallOpti
 		return nil, err
 	}
 	req := &llm.Request{
-		Model:     params.Model,
-		MaxTokens: params.MaxTokens,
-		Thinking:  params.Thinking,
-		System:    []llm.SystemBlock{{Type: llm.BlockText, Text: compiled.Text, CacheControl: llm.Ephemeral()}},
-		Messages:  kept,
-		Tools:     server,
+		Model:      params.Model,
+		MaxTokens:  params.MaxTokens,
+		Thinking:   params.Thinking,
+		System:     []llm.SystemBlock{{Type: llm.BlockText, Text: compiled.Text, CacheControl: llm.Ephemeral()}},
+		Messages:   kept,
+		Tools:      server,
+		MCPServers: state.mcpServers,
 	}
 	if id, ok, err := c.store.Setting(ctx, containerSetting); err == nil && ok {
 		req.Container = id

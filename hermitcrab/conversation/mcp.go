@@ -2,6 +2,7 @@ package conversation
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -22,6 +23,40 @@ import (
 // server the person added).
 func (c *Caller) servesMCP(name string) bool {
 	return c.opts.MCP != nil && c.opts.MCP.Serves(name)
+}
+
+// viaConnector is the server of an MCP tool the API calls itself
+// (Options.MCPConnector), and whether there is one.
+func (c *Caller) viaConnector(name string) (llm.MCPServer, bool) {
+	server, _, _ := strings.Cut(name, "__")
+	srv, ok := c.opts.MCPConnector[server]
+	return srv, ok
+}
+
+// connectorTools are the request's mcp_servers and their toolsets for the
+// MCP tools named, each server's toolset enabling only the tools chosen
+// (default_config off): the allowlist holds on Anthropic's side too. The
+// tool's name there is the server's own, the part after "__".
+func (c *Caller) connectorTools(names []string) ([]llm.MCPServer, []llm.Tool) {
+	var servers []llm.MCPServer
+	var toolsets []llm.Tool
+	enabled := map[string]map[string]any{}
+	for _, name := range names {
+		srv, _ := c.viaConnector(name)
+		_, tool, _ := strings.Cut(name, "__")
+		if enabled[srv.Name] == nil {
+			enabled[srv.Name] = map[string]any{}
+			servers = append(servers, srv)
+		}
+		enabled[srv.Name][tool] = map[string]bool{"enabled": true}
+	}
+	for _, srv := range servers {
+		ts := llm.MCPToolset(srv.Name)
+		ts.Options["default_config"] = json.RawMessage(`{"enabled":false}`)
+		ts.Options["configs"], _ = json.Marshal(enabled[srv.Name]) // maps of strings and bools always encode
+		toolsets = append(toolsets, ts)
+	}
+	return servers, toolsets
 }
 
 // mcpHandlers returns the handlers of the MCP tools named, as their

@@ -111,7 +111,9 @@ func (c *Caller) SetTools(ctx context.Context, tools []llm.Tool) ([]string, erro
 			if err := checkMCPEntry(t); err != nil {
 				return nil, err
 			}
-			mcpNames = append(mcpNames, t.Name)
+			if _, api := c.viaConnector(t.Name); !api { // the API checks the connector's
+				mcpNames = append(mcpNames, t.Name)
+			}
 		} else if !slices.Contains(known, t.Name) {
 			unknown = append(unknown, t.Name)
 			continue
@@ -287,7 +289,14 @@ func (c *Caller) CurrentTools(ctx context.Context) ([]llm.Tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := append([]llm.Tool(nil), server...)
+	var out []llm.Tool
+	for _, t := range server {
+		// A connector's toolset goes only with its mcp_servers, which a
+		// call adds itself.
+		if t.Type != llm.ToolMCPToolset {
+			out = append(out, t)
+		}
+	}
 	for _, h := range handlers {
 		out = append(out, h.Tool)
 	}
@@ -312,8 +321,12 @@ func (c *Caller) toolSet(ctx context.Context, cs *callState, extra []string) ([]
 	all := c.catalogue(cs)
 	var handlers []llm.ToolHandler
 	var server []llm.Tool
-	var mcpNames []string
+	var mcpNames, connectorNames []string
 	for _, t := range active {
+		if _, api := c.viaConnector(t.Name); api && c.servesMCP(t.Name) && c.opts.ServerTools {
+			connectorNames = append(connectorNames, t.Name)
+			continue
+		}
 		if c.servesMCP(t.Name) {
 			mcpNames = append(mcpNames, t.Name)
 			continue
@@ -347,6 +360,11 @@ func (c *Caller) toolSet(ctx context.Context, cs *callState, extra []string) ([]
 		mcpHandlers, note := c.mcpHandlers(ctx, mcpNames)
 		handlers = append(handlers, mcpHandlers...)
 		cs.mcpNote = note
+	}
+	if len(connectorNames) > 0 {
+		var toolsets []llm.Tool
+		cs.mcpServers, toolsets = c.connectorTools(connectorNames)
+		server = append(server, toolsets...)
 	}
 	if i := slices.IndexFunc(server, func(t llm.Tool) bool { return t.Name == "code_execution" }); i >= 0 && !c.opts.NoPTC {
 		for j := range handlers {

@@ -83,6 +83,11 @@ type Options struct {
 	// MCPCallTimeout bounds one call of an MCP server's tool (the servers
 	// in the data directory, mcp.go); default 2 minutes.
 	MCPCallTimeout time.Duration
+	// MCPConnector has the API call the tools of the MCP servers at https
+	// URLs itself (Anthropic's MCP connector, beta), in place of the
+	// kernel; set it only with the Anthropic provider. A server with
+	// headers other than "Authorization: Bearer …" stays the kernel's.
+	MCPConnector bool
 	// Observe receives LLM and tool events as they happen (progress lines).
 	Observe func(llm.Event)
 	Log     *slog.Logger
@@ -149,10 +154,11 @@ func Open(dir string, opts Options) (*Kernel, error) {
 	k.shells = shells.New(st, shells.Options{Compile: opts.CompileShell, OnShell: opts.OnShell, Log: log})
 	k.net = network.New(dir, st, b, network.Options{Beach: opts.Beach})
 	web := fetch.New(opts.WebRequest)
-	k.mcp = openMCP(dir, opts.MCPCallTimeout, log)
+	var connector map[string]llm.MCPServer
+	k.mcp, connector = openMCP(dir, opts.MCPCallTimeout, opts.MCPConnector, log)
 	k.conv = conversation.New(conversation.Parts{Store: st, Blocks: b, Shells: k.shells, Network: k.net, Fetch: web},
 		conversation.Options{Client: opts.Client, Model: opts.Model, TierModels: opts.TierModels, ServerTools: opts.ServerTools, NoPTC: opts.NoPTC,
-			MCP: k.mcp, Browser: opts.Browser, Observe: opts.Observe, Log: log})
+			MCP: k.mcp, MCPConnector: connector, Browser: opts.Browser, Observe: opts.Observe, Log: log})
 	k.wakes = wakes.New(wakes.Parts{Dir: dir, Store: st, Blocks: b, Conversation: k.conv, Network: k.net, Fetch: web},
 		wakes.Options{Caps: opts.WakeCaps, OnWake: opts.OnWake, Log: log})
 	return k, nil

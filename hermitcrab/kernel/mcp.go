@@ -29,22 +29,55 @@ func mcpRegistry(dir string) mcp.Registry {
 	return mcp.Registry{Path: filepath.Join(dir, MCPFile)}
 }
 
-// openMCP makes the set of the servers in dir, nil when there are none. A
-// registry that cannot be read is logged, and the instance runs without
+// openMCP makes the set of the servers in dir, nil when there are none,
+// and, with connector, the servers the API calls itself (connectorServer).
+// A registry that cannot be read is logged, and the instance runs without
 // its servers: `hermitcrab mcp list` says what is wrong with the file.
-func openMCP(dir string, callTimeout time.Duration, log *slog.Logger) *mcp.Set {
+func openMCP(dir string, callTimeout time.Duration, connector bool, log *slog.Logger) (*mcp.Set, map[string]llm.MCPServer) {
 	servers, err := mcpRegistry(dir).Load()
 	if err == nil && len(servers) > 0 {
 		var set *mcp.Set
 		set, err = mcp.NewSet(servers, mcp.Options{CallTimeout: callTimeout, Observe: func(e mcp.Event) { logMCP(log, e) }})
 		if err == nil {
-			return set
+			return set, connectorServers(servers, connector, log)
 		}
 	}
 	if err != nil {
 		log.Warn("the MCP servers are not offered", "err", err)
 	}
-	return nil
+	return nil, nil
+}
+
+// connectorServers are the servers the API can call itself (the MCP
+// connector), by name: those at https URLs whose only header is a bearer
+// token, which the connector sends. Nil unless on.
+func connectorServers(servers []mcp.Server, on bool, log *slog.Logger) map[string]llm.MCPServer {
+	if !on {
+		return nil
+	}
+	out := map[string]llm.MCPServer{}
+	for _, s := range servers {
+		token, ok := bearerOnly(s.Headers)
+		if !strings.HasPrefix(s.URL, "https://") || !ok {
+			log.Info("mcp server called by the kernel, not the MCP connector: the connector takes an https URL with at most a bearer token", "server", s.Name)
+			continue
+		}
+		out[s.Name] = llm.MCPServer{Type: "url", URL: s.URL, Name: s.Name, AuthorizationToken: token}
+	}
+	return out
+}
+
+// bearerOnly is the token of headers that are at most "Authorization:
+// Bearer TOKEN"; ok is false for any other header.
+func bearerOnly(headers map[string]string) (token string, ok bool) {
+	for k, v := range headers {
+		t, bearer := strings.CutPrefix(v, "Bearer ")
+		if !strings.EqualFold(k, "Authorization") || !bearer || len(headers) > 1 {
+			return "", false
+		}
+		token = t
+	}
+	return token, true
 }
 
 // logMCP logs what a server did: each call like a tool call, each

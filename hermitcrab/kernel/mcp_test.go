@@ -430,3 +430,72 @@ func TestRemovingAServerTakesItsLineOutOfCapabilities(t *testing.T) {
 		t.Errorf("the LLM's 0.9 was replaced (%q) or the person not told: %v", got, offer.Notes)
 	}
 }
+
+// TestTheMCPConnectorCarriesTheChosenToolsOfRemoteServers pins the
+// connector through the real SDK into the strict fake API: a server at an
+// https URL with a bearer token goes out as mcp_servers, its toolset
+// enabling only the tools chosen, the beta header with it, and the
+// connector's blocks round-trip in the history. A server over stdio stays
+// the kernel's, and the kernel never connects to the connector's.
+func TestTheMCPConnectorCarriesTheChosenToolsOfRemoteServers(t *testing.T) {
+	dir := t.TempDir()
+	addServers(t, dir, stdioServer(t, "tests", "serve"))
+	reg := mcp.Registry{Path: filepath.Join(dir, kernel.MCPFile)}
+	servers, err := reg.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Written by hand: add would connect, and nothing answers at this URL.
+	remote := mcp.Server{Name: "docs", URL: "https://docs.example/mcp", Headers: map[string]string{"Authorization": "Bearer tok-123456"}}
+	data, _ := json.Marshal(map[string]any{"servers": append(servers, remote)})
+	if err := os.WriteFile(reg.Path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	answer := `{"type":"mcp_tool_use","id":"mcptoolu_1","name":"search","server_name":"docs","input":{"q":"go"}},` +
+		`{"type":"mcp_tool_result","tool_use_id":"mcptoolu_1","is_error":false,"content":[{"type":"text","text":"found"}]},{"type":"text","text":"found it"}`
+	client, fake := kerneltest.FakeAnthropic(t, kerneltest.Replies(
+		kerneltest.ToolUse("t1", "set_tools", map[string]any{"tools": []string{"docs__search", "tests__echo"}}),
+		kerneltest.TextBlock("chosen"),
+		answer,
+		kerneltest.TextBlock("ok"),
+	))
+	k := kerneltest.OpenIn(t, dir, kernel.Options{Client: client, ServerTools: true, MCPConnector: true})
+	for _, line := range []string{"choose", "search", "thanks"} {
+		if _, err := k.Conversation().Say(context.Background(), "c", line, light); err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+	}
+	got := fake.Received()
+	if len(got) != 4 {
+		t.Fatalf("%d requests, want 4", len(got))
+	}
+	for i, r := range got {
+		var body struct {
+			MCPServers json.RawMessage `json:"mcp_servers"`
+			Tools      json.RawMessage `json:"tools"`
+		}
+		if err := json.Unmarshal(r.Body, &body); err != nil {
+			t.Fatal(err)
+		}
+		beta := strings.Join(r.Header.Values("anthropic-beta"), ",")
+		tools := string(body.Tools)
+		if i < 2 {
+			if body.MCPServers != nil || strings.Contains(tools, "mcp_toolset") || beta != "" {
+				t.Errorf("request %d, before the tools were chosen: mcp_servers %s, beta %q", i+1, body.MCPServers, beta)
+			}
+			continue
+		}
+		if string(body.MCPServers) != `[{"type":"url","url":"https://docs.example/mcp","name":"docs","authorization_token":"tok-123456"}]` {
+			t.Errorf("request %d: mcp_servers %s", i+1, body.MCPServers)
+		}
+		if !strings.Contains(tools, `"type":"mcp_toolset"`) || !strings.Contains(tools, `"configs":{"search":{"enabled":true}}`) || !strings.Contains(tools, `"default_config":{"enabled":false}`) {
+			t.Errorf("request %d: the toolset does not enable only the chosen tool: %s", i+1, tools)
+		}
+		if !strings.Contains(tools, `"name":"tests__echo"`) || strings.Contains(tools, `"name":"docs__search"`) {
+			t.Errorf("request %d: the stdio server's tool is not the kernel's, or the connector's is: %s", i+1, tools)
+		}
+		if beta != "mcp-client-2025-11-20" {
+			t.Errorf("request %d: anthropic-beta %q", i+1, beta)
+		}
+	}
+}
