@@ -59,8 +59,8 @@ type Options struct {
 	// get_source carry allowed_callers whenever code_execution is active
 	// (programmatic tool calling).
 	NoPTC bool
-	// MCP is the person's MCP servers: their tools, NAME__tool, are one
-	// set_tools away (mcp.go). Nil: none.
+	// MCP is the person's MCP servers the kernel calls: their tools,
+	// NAME__tool, are one set_tools away (mcp.go). Nil: none.
 	MCP *mcp.Set
 	// MCPConnector are the servers of MCP whose tools the API calls itself
 	// (Anthropic's MCP connector), by name; the kernel runs the others'.

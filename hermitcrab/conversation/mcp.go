@@ -20,9 +20,10 @@ import (
 // never a failed call.
 
 // servesMCP reports whether name is an MCP server's tool (NAME__tool of a
-// server the person added).
+// server the person added), run by the kernel or the API.
 func (c *Caller) servesMCP(name string) bool {
-	return c.opts.MCP != nil && c.opts.MCP.Serves(name)
+	_, api := c.viaConnector(name)
+	return api || (c.opts.MCP != nil && c.opts.MCP.Serves(name))
 }
 
 // viaConnector is the server of an MCP tool the API calls itself

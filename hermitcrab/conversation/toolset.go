@@ -323,7 +323,7 @@ func (c *Caller) toolSet(ctx context.Context, cs *callState, extra []string) ([]
 	var server []llm.Tool
 	var mcpNames, connectorNames []string
 	for _, t := range active {
-		if _, api := c.viaConnector(t.Name); api && c.servesMCP(t.Name) && c.opts.ServerTools {
+		if _, api := c.viaConnector(t.Name); api && c.opts.ServerTools {
 			connectorNames = append(connectorNames, t.Name)
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -35,17 +36,22 @@ func mcpRegistry(dir string) mcp.Registry {
 // its servers: `hermitcrab mcp list` says what is wrong with the file.
 func openMCP(dir string, callTimeout time.Duration, connector bool, log *slog.Logger) (*mcp.Set, map[string]llm.MCPServer) {
 	servers, err := mcpRegistry(dir).Load()
-	if err == nil && len(servers) > 0 {
-		var set *mcp.Set
-		set, err = mcp.NewSet(servers, mcp.Options{CallTimeout: callTimeout, Observe: func(e mcp.Event) { logMCP(log, e) }})
-		if err == nil {
-			return set, connectorServers(servers, connector, log)
-		}
+	if err != nil {
+		log.Warn("the MCP servers are not offered", "err", err)
+		return nil, nil
 	}
+	// The kernel connects only to the servers it calls: the connector's
+	// need not be reachable from here.
+	api := connectorServers(servers, connector, log)
+	servers = slices.DeleteFunc(servers, func(s mcp.Server) bool { _, ok := api[s.Name]; return ok })
+	if len(servers) == 0 {
+		return nil, api
+	}
+	set, err := mcp.NewSet(servers, mcp.Options{CallTimeout: callTimeout, Observe: func(e mcp.Event) { logMCP(log, e) }})
 	if err != nil {
 		log.Warn("the MCP servers are not offered", "err", err)
 	}
-	return nil, nil
+	return set, api
 }
 
 // connectorServers are the servers the API can call itself (the MCP
