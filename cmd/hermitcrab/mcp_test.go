@@ -125,3 +125,23 @@ func TestMCPAddListRemove(t *testing.T) {
 		t.Errorf("after remove: %q", list)
 	}
 }
+
+// TestSkillsListShowsEachLineAndWhatIsLeftOut pins skills list.
+func TestSkillsListShowsEachLineAndWhatIsLeftOut(t *testing.T) {
+	data := t.TempDir()
+	if out, _ := mustHC(t, data, "", "skills", "list"); !strings.Contains(out, "no skills in") {
+		t.Errorf("without skills: %q", out)
+	}
+	for name, text := range map[string]string{"charts": "---\ndescription: Draw charts.\n---\nbody\n", "broken": "no front matter\n"} {
+		if err := os.MkdirAll(filepath.Join(data, "skills", name), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(data, "skills", name, "SKILL.md"), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, _ := mustHC(t, data, "", "skills", "list")
+	if !strings.Contains(out, "- charts: Draw charts. (23 bytes in every prompt)") || !strings.Contains(out, "left out: skills/broken/SKILL.md") {
+		t.Errorf("skills list: %q", out)
+	}
+}

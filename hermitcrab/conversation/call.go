@@ -17,6 +17,7 @@ import (
 	"github.com/llmkernels/kernels/hermitcrab/network"
 	"github.com/llmkernels/kernels/hermitcrab/prompt"
 	"github.com/llmkernels/kernels/hermitcrab/shells"
+	"github.com/llmkernels/kernels/hermitcrab/skills"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/hermitcrab/tool"
 	"github.com/llmkernels/kernels/llm"
@@ -66,6 +67,8 @@ type Options struct {
 	// (Anthropic's MCP connector), by name; the kernel runs the others'.
 	// Used only with ServerTools (the Anthropic provider).
 	MCPConnector map[string]llm.MCPServer
+	// Skills are the instance's skills (package skills); nil: none.
+	Skills *skills.Dir
 	// Browser relays browser tools to an attached page; nil answers them
 	// with an error saying no browser is attached.
 	Browser Browser

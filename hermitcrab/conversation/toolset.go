@@ -313,6 +313,9 @@ func (c *Caller) toolSet(ctx context.Context, cs *callState, extra []string) ([]
 	if err != nil {
 		return nil, nil, err
 	}
+	if len(c.skillList()) > 0 { // the prompt's index of skills names it
+		extra = append(slices.Clip(extra), "skill_load")
+	}
 	for _, name := range extra {
 		if !slices.ContainsFunc(active, func(t llm.Tool) bool { return t.Name == name }) {
 			active = append(active, llm.Tool{Name: name})

@@ -21,6 +21,7 @@ import (
 	"github.com/llmkernels/kernels/hermitcrab/network"
 	"github.com/llmkernels/kernels/hermitcrab/secrets"
 	"github.com/llmkernels/kernels/hermitcrab/shells"
+	"github.com/llmkernels/kernels/hermitcrab/skills"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/hermitcrab/trigger"
 	"github.com/llmkernels/kernels/hermitcrab/wakes"
@@ -158,11 +159,15 @@ func Open(dir string, opts Options) (*Kernel, error) {
 	k.mcp, connector = openMCP(dir, opts.MCPCallTimeout, opts.MCPConnector, log)
 	k.conv = conversation.New(conversation.Parts{Store: st, Blocks: b, Shells: k.shells, Network: k.net, Fetch: web},
 		conversation.Options{Client: opts.Client, Model: opts.Model, TierModels: opts.TierModels, ServerTools: opts.ServerTools, NoPTC: opts.NoPTC,
-			MCP: k.mcp, MCPConnector: connector, Browser: opts.Browser, Observe: opts.Observe, Log: log})
+			MCP: k.mcp, MCPConnector: connector, Skills: &skills.Dir{Path: filepath.Join(dir, SkillsDir)}, Browser: opts.Browser, Observe: opts.Observe, Log: log})
 	k.wakes = wakes.New(wakes.Parts{Dir: dir, Store: st, Blocks: b, Conversation: k.conv, Network: k.net, Fetch: web},
 		wakes.Options{Caps: opts.WakeCaps, OnWake: opts.OnWake, Log: log})
 	return k, nil
 }
+
+// SkillsDir holds the instance's skills in the data directory: a folder
+// a skill, with its SKILL.md.
+const SkillsDir = "skills"
 
 // StoreFile is the SQLite store's name in the data directory.
 const StoreFile = "hermitcrab.db"
