@@ -143,21 +143,33 @@ func (d Dir) readIn(name, file string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("skill %q: %w", name, err)
 	}
-	defer root.Close()
-	f, err := root.Open(filepath.FromSlash(file))
-	if err != nil {
+	data, err := readLimited(root, filepath.FromSlash(file))
+	if cerr := root.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	switch {
+	case errors.Is(err, errTooLarge):
+		return nil, fmt.Errorf("skill %q: %s is over %d bytes", name, file, MaxInstructions)
+	case err != nil:
 		return nil, fmt.Errorf("skill %q has no file %q inside its folder", name, file)
 	}
-	defer f.Close()
-	data := make([]byte, MaxInstructions+1)
-	n, err := f.Read(data)
-	if err != nil && n == 0 {
-		return nil, fmt.Errorf("skill %q: reading %s: %v", name, file, err)
+	return data, nil
+}
+
+var errTooLarge = errors.New("too large")
+
+// readLimited reads a file of root of at most MaxInstructions bytes.
+func readLimited(root *os.Root, file string) ([]byte, error) {
+	info, err := root.Stat(file)
+	switch {
+	case err != nil:
+		return nil, err
+	case !info.Mode().IsRegular():
+		return nil, fs.ErrInvalid
+	case info.Size() > MaxInstructions:
+		return nil, errTooLarge
 	}
-	if n > MaxInstructions {
-		return nil, fmt.Errorf("skill %q: %s is over %d bytes", name, file, MaxInstructions)
-	}
-	return data[:n], nil
+	return root.ReadFile(file)
 }
 
 // parse splits SKILL.md into its front matter (the lines between the

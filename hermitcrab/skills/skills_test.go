@@ -106,6 +106,12 @@ func TestLoadStaysInsideTheSkillsFolder(t *testing.T) {
 			t.Errorf("%s read outside the skill: %q", file, got)
 		}
 	}
+	if err := os.WriteFile(filepath.Join(d.Path, "charts", "huge.txt"), make([]byte, MaxInstructions+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Load("charts", "huge.txt"); err == nil || !strings.Contains(err.Error(), "is over") {
+		t.Errorf("a resource over the limit: %v", err)
+	}
 	if _, err := d.Load("../skills/charts", ""); err == nil {
 		t.Error("a name that is a path was taken")
 	}
