@@ -22,7 +22,9 @@ names them at 0.9, and the LLM adds those it needs with set_tools, as it does it
 tools. What a server answers reaches the LLM as outside text (control characters shown
 as escapes); a server that is down, slow or answers garbage gives the LLM an error
 result, and the wake goes on. A call that does not answer within --mcp-call-timeout is
-cancelled.
+cancelled. With --mcp-connector (and --provider anthropic), Anthropic's API calls the
+servers at https URLs itself (the MCP connector, beta): their answers then reach the model
+without passing through the kernel.
 
 The servers are kept in the data directory (mcp_servers.json, readable by you only: it
 holds their headers and environment values, which are never printed). A running
