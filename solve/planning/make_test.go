@@ -66,7 +66,7 @@ func TestMakeProducesAPlanThatPassesEveryCheck(t *testing.T) {
 
 // A retry's wait is said rounded, as a person reads it (not 712.345µs).
 func TestMakeSaysARetrysWaitRounded(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "testdata", "swe_agent.json"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "cmd", "solve", "testdata", "swe_agent.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
