@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -151,6 +152,74 @@ func TestASerializationFailureIsRunAgainUnseen(t *testing.T) {
 	wg.Wait()
 	if n, r := count(t, db), runs.Load(); n != 2 || r < 3 {
 		t.Fatalf("counter %d after %d runs, want 2 after at least 3 (one run again)", n, r)
+	}
+}
+
+// Two transactions that each update a row, then the other's, deadlock:
+// the server rolls one back (40P01), Write runs it again, and both
+// callers see success.
+func TestADeadlockIsRunAgainUnseen(t *testing.T) {
+	db := open(t, Postgres)
+	if _, err := db.Exec(`INSERT INTO counter (n) VALUES (0)`); err != nil {
+		t.Fatal(err)
+	}
+	var bothUpdated sync.WaitGroup
+	bothUpdated.Add(2)
+	var deadlocks atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Go(func() {
+			first := true
+			err := db.Write(t.Context(), func(tx *sql.Tx) error {
+				mine, theirs := i+1, 2-i
+				if _, err := tx.ExecContext(t.Context(), `UPDATE counter SET n = n + 1 WHERE id = $1`, mine); err != nil {
+					return err
+				}
+				if first {
+					first = false
+					bothUpdated.Done()
+					bothUpdated.Wait()
+				}
+				_, err := tx.ExecContext(t.Context(), `UPDATE counter SET n = n + 1 WHERE id = $1`, theirs)
+				if e, ok := errors.AsType[interface {
+					error
+					SQLState() string
+				}](err); ok && e.SQLState() == "40P01" {
+					deadlocks.Add(1)
+				}
+				return err
+			})
+			if err != nil {
+				t.Errorf("a write saw the deadlock: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	var total int
+	if err := db.QueryRow(`SELECT SUM(n) FROM counter`).Scan(&total); err != nil {
+		t.Fatal(err)
+	}
+	if total != 4 || deadlocks.Load() == 0 { // both may be rolled back, at times
+		t.Fatalf("total %d after %d deadlocks, want 4 after at least 1", total, deadlocks.Load())
+	}
+}
+
+// sqlState is an error carrying a SQLSTATE, as the driver's do.
+type sqlState string
+
+func (s sqlState) Error() string    { return "SQLSTATE " + string(s) }
+func (s sqlState) SQLState() string { return string(s) }
+
+// A conflict that never clears ends after 20 runs, with its error.
+func TestAConflictThatPersistsEndsAfterTwentyRuns(t *testing.T) {
+	db := open(t, Postgres)
+	runs := 0
+	err := db.Write(t.Context(), func(*sql.Tx) error {
+		runs++
+		return fmt.Errorf("update: %w", sqlState("40001"))
+	})
+	if !errors.Is(err, sqlState("40001")) || runs != 20 {
+		t.Fatalf("err %v after %d runs, want the conflict after 20", err, runs)
 	}
 }
 
