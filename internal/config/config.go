@@ -25,6 +25,8 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
+
+	"github.com/llmkernels/kernels/llm"
 )
 
 // EnvPrefix starts every environment variable of a setting.
@@ -332,10 +334,6 @@ func (f *File) parse(data []byte) error {
 	return nil
 }
 
-// maxPrice bounds a price, in USD per million tokens: far above any
-// model's, and low enough that no request's cost overflows.
-const maxPrice = 1e6
-
 // kind is what a key takes: whether a value fits, and how to say so.
 type kind struct {
 	fits func(any) bool
@@ -367,8 +365,8 @@ func kindOf(key []string) kind {
 			default:
 				return false
 			}
-			return x >= 0 && x <= maxPrice // NaN is neither
-		}, fmt.Sprintf("a number of US dollars per million tokens, from 0 to %d", int(maxPrice))}
+			return x >= 0 && x <= llm.MaxPrice // NaN is neither
+		}, fmt.Sprintf("a number of US dollars per million tokens, from 0 to %d", int(llm.MaxPrice))}
 	case name == Fallback || name == Beta:
 		return kind{func(v any) bool {
 			list, ok := v.([]any)
