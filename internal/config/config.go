@@ -25,8 +25,6 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
-
-	"github.com/llmkernels/kernels/llm"
 )
 
 // EnvPrefix starts every environment variable of a setting.
@@ -334,6 +332,11 @@ func (f *File) parse(data []byte) error {
 	return nil
 }
 
+// maxPrice bounds a price, in USD per million tokens, as llm.LoadPrices
+// bounds a --prices file's (llm.MaxPrice; this package imports nothing
+// above it).
+const maxPrice = 1e6
+
 // kind is what a key takes: whether a value fits, and how to say so.
 type kind struct {
 	fits func(any) bool
@@ -365,8 +368,8 @@ func kindOf(key []string) kind {
 			default:
 				return false
 			}
-			return x >= 0 && x <= llm.MaxPrice // NaN is neither
-		}, fmt.Sprintf("a number of US dollars per million tokens, from 0 to %d", int(llm.MaxPrice))}
+			return x >= 0 && x <= maxPrice // NaN is neither
+		}, fmt.Sprintf("a number of US dollars per million tokens, from 0 to %d", int(maxPrice))}
 	case name == Fallback || name == Beta:
 		return kind{func(v any) bool {
 			list, ok := v.([]any)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/llmkernels/kernels/llm"
 )
 
 func load(t *testing.T, text string) (*File, error) {
@@ -130,6 +132,13 @@ func TestAnEndlessFileIsRefused(t *testing.T) {
 	}
 	if f, err := Load(os.DevNull, func(string) string { return "" }); err != nil || !f.Found {
 		t.Fatalf("%s: %+v %v, want an empty file", os.DevNull, f, err)
+	}
+}
+
+// The file's prices are bounded as a --prices file's are.
+func TestPricesAreBoundedAsAPricesFileIs(t *testing.T) {
+	if maxPrice != llm.MaxPrice {
+		t.Fatalf("maxPrice %v, llm.MaxPrice %v", maxPrice, llm.MaxPrice)
 	}
 }
 
