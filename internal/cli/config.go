@@ -294,8 +294,10 @@ func (a *App) apiKey() Setting {
 			return row("not needed", "", "", "a server at a base URL (Ollama, vLLM, llama.cpp) takes none")
 		}
 		return row("not set", "", "", "set OPENAI_API_KEY, or a base URL for a local server")
+	case provider.Script:
+		return row("not needed", "", "", "scripted answers")
 	}
-	return row("not needed", "", "", "scripted answers")
+	return row("", "", "", "no such provider")
 }
 
 func (a *App) configCommand() *cobra.Command {
@@ -328,10 +330,15 @@ docs/configuration.md. With --json: {"config_file": {"path", "found", "from"},
 				}
 			}
 			if *asJSON {
-				return PrintJSON(cmd.OutOrStdout(), configJSON{File: fileJSON{Path: a.file.Path, Found: a.file.Found, From: a.file.From}, Settings: settings})
+				if err := PrintJSON(cmd.OutOrStdout(), configJSON{File: fileJSON{Path: a.file.Path, Found: a.file.Found, From: a.file.From}, Settings: settings}); err != nil {
+					return err
+				}
+				return a.Provider.Check()
 			}
 			printConfig(cmd.OutOrStdout(), a.file, settings)
-			return nil
+			// Settings a command would refuse (an unknown provider) are
+			// shown, then refused as that command would.
+			return a.Provider.Check()
 		},
 	}
 	asJSON = JSONFlag(cmd)

@@ -188,6 +188,18 @@ func TestATypoInTheConfigFileNamesFileLineAndKey(t *testing.T) {
 	}
 }
 
+// config shows settings a command would refuse, then refuses them as it
+// would: an unknown provider needs no key, nor is it scripted.
+func TestConfigRefusesAnUnknownProviderAfterShowingIt(t *testing.T) {
+	isolate(t)
+	t.Setenv("LLMKERNELS_PROVIDER", "antropic")
+	status, out, stderr := executeApp(settingsApp("lumen", map[string]string{"anthropic": "m"}), "config")
+	if status != ExitUsage || !strings.Contains(out, "antropic") || strings.Contains(out, "scripted") ||
+		!strings.Contains(stderr, `unknown provider "antropic" from LLMKERNELS_PROVIDER`) {
+		t.Fatalf("status %d, stdout %q, stderr %q", status, out, stderr)
+	}
+}
+
 func TestAConfigFileNamedMustExist(t *testing.T) {
 	isolate(t)
 	missing := filepath.Join(t.TempDir(), "nope.toml")
