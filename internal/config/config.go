@@ -12,6 +12,7 @@
 package config
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -274,6 +275,8 @@ func (e *FileError) UsageError() bool { return true }
 // order of its lines: the file is checked key by key against what each
 // key takes before it is decoded, as the decoder stops at the first.
 func (f *File) parse(data []byte) error {
+	// A byte-order mark, which some editors (Notepad) write, is no key.
+	data = bytes.TrimPrefix(data, []byte("\ufeff"))
 	var tree map[string]any
 	if err := toml.Unmarshal(data, &tree); err != nil {
 		// TOML that does not parse: the parser stops at its first problem.

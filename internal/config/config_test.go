@@ -100,6 +100,18 @@ func TestEveryUnknownKeyIsListed(t *testing.T) {
 	}
 }
 
+// A file an editor saved with a byte-order mark, or with CRLF line ends,
+// reads as any other.
+func TestAByteOrderMarkAndCRLFAreRead(t *testing.T) {
+	f, err := load(t, "\ufeffmodel = \"m\"\r\n[lumen]\r\nmodel = \"l\"\r\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, src, _ := (Layers{File: f}).String("lumen.model"); v != "l" || !strings.HasSuffix(src.Name, ":3 (lumen.model)") {
+		t.Fatalf("lumen.model = %q from %v", v, src)
+	}
+}
+
 // A type error does not hide the problems after it: each is listed,
 // in the order of the lines.
 func TestEveryProblemIsListed(t *testing.T) {
