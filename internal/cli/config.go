@@ -93,6 +93,9 @@ func (a *App) resolve(cmd *cobra.Command) error {
 	p.From = map[string]string{}
 	changed := func(flag string) bool { f := fs.Lookup(flag); return f != nil && f.Changed }
 	record := func(key string, v any, src config.Source, note string) {
+		if alias := config.Aliases[key]; alias != "" && src.Kind == "env" && src.Name == alias {
+			note = "deprecated: use " + config.Env(key)
+		}
 		a.settings = append(a.settings, Setting{Key: key, Value: v, Kind: src.Kind, From: src.Name, Note: note})
 	}
 	str := func(key, flag string, dst *string) config.Source {
@@ -140,7 +143,7 @@ func (a *App) resolve(cmd *cobra.Command) error {
 	default:
 		record(config.NoCache, false, config.Source{Kind: "default"}, "")
 	}
-	if alias := config.Aliases[config.Provider]; strings.HasPrefix(p.From["provider"], alias+" ") && a.Output() > Quiet {
+	if alias := config.Aliases[config.Provider]; p.From["provider"] == alias && a.Output() > Quiet {
 		fmt.Fprintf(cmd.ErrOrStderr(), "note: %s is deprecated: use %s\n", alias, config.Env(config.Provider))
 	}
 	return a.resolveOutput(record)

@@ -252,7 +252,8 @@ func TestWellKnownAndDeprecatedVariables(t *testing.T) {
 	if status != ExitOK || !strings.Contains(stderr, "note: LLM_PROVIDER is deprecated: use LLMKERNELS_PROVIDER") {
 		t.Fatalf("status %d, stderr %q", status, stderr)
 	}
-	if s := configDoc(t, settingsApp("hermitcrab", nil))["provider"]; s.Value != "openai" {
+	// from names the variable, as for any other; the note says what to use.
+	if s := configDoc(t, settingsApp("hermitcrab", nil))["provider"]; s.Value != "openai" || s.From != "LLM_PROVIDER" || s.Note != "deprecated: use LLMKERNELS_PROVIDER" {
 		t.Fatalf("provider %+v", s)
 	}
 	t.Setenv("LLMKERNELS_PROVIDER", "bogus")

@@ -578,7 +578,7 @@ func (l Layers) env(key string) (name, value string) {
 		return Env(key), v
 	}
 	if alias := Aliases[key]; alias != "" && l.Getenv(alias) != "" {
-		return alias + " (deprecated: use " + Env(key) + ")", l.Getenv(alias)
+		return alias, l.Getenv(alias)
 	}
 	return "", ""
 }

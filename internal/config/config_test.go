@@ -212,7 +212,7 @@ func TestTheEnvironmentComesBeforeTheFile(t *testing.T) {
 	}
 	// The deprecated name is read after the new one.
 	env["LLM_PROVIDER"] = "script"
-	if v, src, _ := l.String(Provider); v != "script" || !strings.Contains(src.Name, "deprecated") {
+	if v, src, _ := l.String(Provider); v != "script" || src.Name != "LLM_PROVIDER" {
 		t.Fatalf("%s from %v", v, src)
 	}
 	env["LLMKERNELS_PROVIDER"] = "openai"
