@@ -234,7 +234,7 @@ func readConfig(path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer file.Close()
+	defer func() { _ = file.Close() }() // read only: what was read is the answer
 	data, err := io.ReadAll(io.LimitReader(file, maxSize+1))
 	if err == nil && len(data) > maxSize {
 		err = fmt.Errorf("it is larger than %d MiB: is it a config file?", maxSize>>20)
