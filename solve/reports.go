@@ -19,7 +19,7 @@ import (
 
 // RunSummary is one run in the list of runs.
 type RunSummary struct {
-	loop.Result
+	Result
 	Goal string `json:"goal"` // the root's goal summary
 }
 
@@ -100,7 +100,7 @@ type Event struct {
 // RunStatus is a run's tree, depth first in creation order, where the
 // run stands, and the events that changed its shape.
 type RunStatus struct {
-	Result loop.Result  `json:"result"`
+	Result Result       `json:"result"`
 	Nodes  []NodeStatus `json:"nodes"`
 	Events []Event      `json:"events"`
 	// Held are the steps `solve worker` processes hold now (a PostgreSQL
@@ -267,25 +267,26 @@ func (k *Kernel) Status(ctx context.Context, root string) (*RunStatus, error) {
 
 // Logs lists log rows, oldest first, of one tier (0 = all) and of the
 // nodes whose id starts with node ("" = all).
-func (k *Kernel) Logs(ctx context.Context, tier int, node string) ([]store.LogRow, error) {
-	if tier < 0 || tier > 3 {
-		return nil, fmt.Errorf("log tier %d: give 1, 2 or 3 (0 = all)", tier)
+// A tier other than those is an OptionError of the field "tier".
+func (k *Kernel) Logs(ctx context.Context, tier int, node string) ([]LogEntry, error) {
+	if err := checkTier(tier); err != nil {
+		return nil, err
 	}
 	rows, err := k.st.Logs(ctx, tier, node)
-	if rows == nil && err == nil {
-		rows = []store.LogRow{}
+	if err != nil {
+		return nil, err
 	}
-	return rows, err
+	return copies(rows, func(r store.LogRow) LogEntry { return LogEntry(r) }), nil
 }
 
 // Artifacts lists the artifacts of the runs whose root id starts with
 // root ("" = every run), oldest first.
-func (k *Kernel) Artifacts(ctx context.Context, root string) ([]store.Artifact, error) {
+func (k *Kernel) Artifacts(ctx context.Context, root string) ([]Artifact, error) {
 	arts, err := k.st.Artifacts(ctx, root)
-	if arts == nil && err == nil {
-		arts = []store.Artifact{}
+	if err != nil {
+		return nil, err
 	}
-	return arts, err
+	return copies(arts, func(a store.Artifact) Artifact { return Artifact(a) }), nil
 }
 
 // PatternHistory is what the boot-time queries know of one goal pattern.
@@ -297,10 +298,16 @@ type PatternHistory struct {
 
 // KGReport is the knowledge graph as solve kg shows it.
 type KGReport struct {
-	Edges    []store.RelationCount `json:"edges"`
-	Patterns []PatternHistory      `json:"patterns"`
+	Edges    []EdgeCount      `json:"edges"`
+	Patterns []PatternHistory `json:"patterns"`
 	// Lookup is lookup-before-build for the capability asked about.
 	Lookup *Lookup `json:"lookup,omitempty"`
+}
+
+// EdgeCount is how many edges of the graph have a relation.
+type EdgeCount struct {
+	Relation string `json:"relation"`
+	Count    int    `json:"count"`
 }
 
 // Lookup is the resolvers that provide a capability, oldest first.
@@ -317,10 +324,7 @@ func (k *Kernel) KG(ctx context.Context, goal, capability string) (*KGReport, er
 	if err != nil {
 		return nil, err
 	}
-	r := &KGReport{Edges: edges, Patterns: []PatternHistory{}}
-	if r.Edges == nil {
-		r.Edges = []store.RelationCount{}
-	}
+	r := &KGReport{Edges: copies(edges, func(e store.RelationCount) EdgeCount { return EdgeCount(e) }), Patterns: []PatternHistory{}}
 	var patterns []store.Pattern
 	if goal != "" {
 		patterns = []store.Pattern{{ID: kg.PatternID(goal), Label: goal}}
