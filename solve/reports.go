@@ -250,8 +250,8 @@ func (k *Kernel) Status(ctx context.Context, root string) (*RunStatus, error) {
 			ReserveUSD: b.ReserveUSD(), SpentSeconds: b.SpentSeconds, AllocatedSeconds: b.ReceivedSeconds, ReserveSeconds: b.ReserveSeconds(),
 			Attempts: n.AttemptCount, MaxAttempts: n.MaxAttempts, Summary: n.Summary, Goal: n.Goal, Created: n.Created, Resolved: n.ResolvedAt,
 			Reopened: reopened[n.ID]}
-		if n.SigmaV.Valid {
-			v, p := n.SigmaV.Float64, n.SigmaPath.Float64
+		if n.SigmaV != nil {
+			v, p := *n.SigmaV, store.Value(n.SigmaPath)
 			ns.SigmaV, ns.SigmaPath = &v, &p
 		}
 		st.Nodes = append(st.Nodes, ns)

@@ -55,7 +55,7 @@ func (e *engine) finalize(ctx context.Context) (bool, error) {
 			if err != nil {
 				return false, err
 			}
-			leaves = append(leaves, LeafView{Ref: fmt.Sprintf("l%d", len(leaves)+1), Summary: n.Summary, Output: clip.Line(outs[0].Content, 1500), Sigma: n.SigmaPath.Float64, ID: n.ID})
+			leaves = append(leaves, LeafView{Ref: fmt.Sprintf("l%d", len(leaves)+1), Summary: n.Summary, Output: clip.Line(outs[0].Content, 1500), Sigma: store.Value(n.SigmaPath), ID: n.ID})
 			leafRows = append(leafRows, n)
 		}
 	}

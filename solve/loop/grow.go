@@ -161,8 +161,8 @@ func (s *stepCtx) gate(ctx context.Context, resolver string, v Verification, pat
 		if err != nil {
 			return stepResult{}, err
 		}
-		if sg.SigmaV.Valid {
-			chain = append(chain, pv{p, sg.SigmaV.Float64})
+		if sg.SigmaV != nil {
+			chain = append(chain, pv{p, *sg.SigmaV})
 		}
 		p = sg.Parent
 	}
@@ -434,7 +434,7 @@ func (s *stepCtx) attemptHistory(ctx context.Context) ([]string, error) {
 	}
 	var out []string
 	for _, a := range atts {
-		out = append(out, fmt.Sprintf("attempt %d: %s → %s (sigma_v=%.2f) %s", a.Index, a.Resolver, a.Verdict.String, a.SigmaV.Float64, a.FailureMode))
+		out = append(out, fmt.Sprintf("attempt %d: %s → %s (sigma_v=%.2f) %s", a.Index, a.Resolver, a.Verdict, store.Value(a.SigmaV), a.FailureMode))
 	}
 	return out, nil
 }

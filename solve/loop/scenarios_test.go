@@ -159,7 +159,7 @@ func TestBuildRegistersATestedToolThatASecondGoalReuses(t *testing.T) {
 		}
 		b := k.node(t, res.RootID, build)
 		atts, _ := k.st.Attempts(context.Background(), b.ID)
-		if len(atts) != 2 || atts[0].Verdict.String != store.UNSAT {
+		if len(atts) != 2 || atts[0].Verdict != store.UNSAT {
 			t.Errorf("build attempts %+v: the first tool failed its own test", atts)
 		}
 		if rs, _ := k.st.Resolvers(context.Background(), "tool-make_out-1"); len(rs) != 1 || rs[0].BuiltBy != "system" {

@@ -674,16 +674,16 @@ func (s *stepCtx) feedback(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !last.Verification.Valid {
+	if last.Verification == "" {
 		return nil, nil
 	}
 	var ver Verification
-	if err := json.Unmarshal([]byte(last.Verification.String), &ver); err != nil {
+	if err := json.Unmarshal([]byte(last.Verification), &ver); err != nil {
 		return nil, fmt.Errorf("attempt %s: verification: %w", last.ID, err)
 	}
 	var out []string
 	if last.FailureMode == kg.FailureID(lowConfidence) {
-		out = append(out, fmt.Sprintf("confidence gating: the last output was verified with sigma_v=%.2f, but the path confidence fell below tau_global=%.2f; give an answer you can verify with more confidence", last.SigmaV.Float64, s.n.TauGlobal))
+		out = append(out, fmt.Sprintf("confidence gating: the last output was verified with sigma_v=%.2f, but the path confidence fell below tau_global=%.2f; give an answer you can verify with more confidence", store.Value(last.SigmaV), s.n.TauGlobal))
 	}
 	for _, c := range ver.Checks {
 		if !c.Passed {
@@ -705,10 +705,10 @@ func (s *stepCtx) attemptViews(ctx context.Context) ([]AttemptView, error) {
 	}
 	var out []AttemptView
 	for _, a := range atts {
-		av := AttemptView{Index: a.Index, Resolver: a.Resolver, Verdict: a.Verdict.String, SigmaV: a.SigmaV.Float64, FailureMode: a.FailureMode}
-		if a.Verification.Valid {
+		av := AttemptView{Index: a.Index, Resolver: a.Resolver, Verdict: a.Verdict, SigmaV: store.Value(a.SigmaV), FailureMode: a.FailureMode}
+		if a.Verification != "" {
 			var v Verification
-			if err := json.Unmarshal([]byte(a.Verification.String), &v); err != nil {
+			if err := json.Unmarshal([]byte(a.Verification), &v); err != nil {
 				return nil, fmt.Errorf("attempt %s: verification: %w", a.ID, err)
 			}
 			for _, c := range v.Checks {

@@ -122,14 +122,14 @@ func (c *Conn) SetAttemptFailure(ctx context.Context, id, failureMode string) er
 type Attempt struct {
 	ID, Node, Resolver, Plan, Output string
 	Index                            int
-	Verification, Verdict            sql.NullString
-	SigmaV                           sql.NullFloat64
+	Verification, Verdict            string   // "" before the attempt is verified
+	SigmaV                           *float64 // nil before the attempt is verified
 	FailureMode                      string
 	Cost, Seconds                    float64
 }
 
 const attemptCols = `id, node_id, attempt_index, resolver_id, COALESCE(plan_artifact_id, ''), COALESCE(output_artifact_id, ''),
-	verification, verdict, sigma_v, COALESCE(failure_mode, ''), COALESCE(cost, 0), COALESCE(time_seconds, 0)`
+	COALESCE(CAST(verification AS TEXT), ''), COALESCE(verdict, ''), sigma_v, COALESCE(failure_mode, ''), COALESCE(cost, 0), COALESCE(time_seconds, 0)`
 
 func scanAttempt(r interface{ Scan(...any) error }) (Attempt, error) {
 	var a Attempt

@@ -71,7 +71,7 @@ type Node struct {
 	Core, Eligible, Selected, Inherited, Resolved, Inputs []string
 	ResolverID, Plan, Output, LastAttempt                 string
 	Verification                                          string
-	SigmaV, SigmaPath                                     sql.NullFloat64
+	SigmaV, SigmaPath                                     *float64 // nil before the node is verified
 	TauLocal, TauGlobal                                   float64
 	AttemptCount, MaxAttempts                             int
 	Invalidated                                           bool
@@ -348,7 +348,7 @@ const waitingOnRequest = `EXISTS (SELECT 1 FROM capability_request_nodes w JOIN 
 
 // Sigmas are a node's σ_v and σ_path and its parent.
 type Sigmas struct {
-	SigmaV, SigmaPath sql.NullFloat64
+	SigmaV, SigmaPath *float64 // nil before the node is verified
 	Parent            string
 }
 

@@ -346,6 +346,14 @@ func Short(id string) string {
 
 func now() string { return time.Now().UTC().Format("2006-01-02 15:04:05.000") }
 
+// Value is a σ read from the database, 0 when it is NULL (nil).
+func Value(sigma *float64) float64 {
+	if sigma == nil {
+		return 0
+	}
+	return *sigma
+}
+
 func nullStr(s string) any {
 	if s == "" {
 		return nil

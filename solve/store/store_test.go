@@ -229,7 +229,7 @@ func TestAttemptsKeepTheNodeInStep(t *testing.T) {
 			t.Errorf("attempt_count %d, last %s; want 2, %s", n.AttemptCount, n.LastAttempt, ids[1])
 		}
 		atts, err := st.Attempts(ctx, id)
-		if err != nil || len(atts) != 2 || atts[0].ID != ids[0] || !atts[0].Verdict.Valid || atts[0].FailureMode != "failure:x" {
+		if err != nil || len(atts) != 2 || atts[0].ID != ids[0] || atts[0].Verdict == "" || atts[0].FailureMode != "failure:x" {
 			t.Errorf("attempts %+v, %v", atts, err)
 		}
 		// An attempt without a verdict has no verification, verdict or σ yet.
@@ -238,7 +238,7 @@ func TestAttemptsKeepTheNodeInStep(t *testing.T) {
 			t.Fatal(err)
 		}
 		got, _ := st.Attempt(ctx, a)
-		if got.Verdict.Valid || got.Verification.Valid || got.SigmaV.Valid || got.Output != "o" {
+		if got.Verdict != "" || got.Verification != "" || got.SigmaV != nil || got.Output != "o" {
 			t.Errorf("an unverified attempt: %+v", got)
 		}
 	})
