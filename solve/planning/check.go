@@ -635,128 +635,197 @@ func checkSurveys(ctx context.Context, c *assertions, p *Plan, a *Analysis, limi
 	c.add(4, "4.6", "survey rounds recomputed", len(bad) == 0, "%s", orText(bad, fmt.Sprintf("%d round(s): kinds, tasks and feedback match", len(p.SurveyRounds)), ""))
 }
 
+// repairCheck is what the steps of group 5 share: the plan, its analysis,
+// the constraints the repair must keep, and the proof (or search) that
+// recomputes the repair claim.
+type repairCheck struct {
+	ctx      context.Context
+	c        *assertions
+	p        *Plan
+	a        *Analysis
+	o        CheckOptions
+	unsat    []string           // the logic constraints UNSAT before the repair
+	required []string           // the constraints a repair must keep
+	floors   map[string]float64 // each semantic constraint's σ floor
+	en       *enumeration       // every combination, when done
+	done     bool               // the enumeration covered them all
+	stopped  bool               // the time limit stopped the proof
+	search   Repair             // the kernel's search, when the combinations are too many
+	how      string             // how the claim was proved, for the details
+}
+
+// checkRepair runs group 5 (repair effectiveness): the status (5.1), the
+// requirements (5.8), then what the status claims: nothing (undecided),
+// a minimal unsat core (infeasible), or a revision that holds (5.2–5.7).
 func checkRepair(ctx context.Context, c *assertions, p *Plan, a *Analysis, o CheckOptions) {
-	var unsat []string
+	r := &repairCheck{ctx: ctx, c: c, p: p, a: a, o: o}
 	for _, v := range a.Verdicts {
 		if v.Verdict == UNSAT {
-			unsat = append(unsat, v.ConstraintID)
+			r.unsat = append(r.unsat, v.ConstraintID)
 		}
 	}
-	required, floors := requirements(p.Constraints, p.Surveys)
-	if len(unsat) == 0 {
+	r.required, r.floors = requirements(p.Constraints, p.Surveys)
+	if len(r.unsat) == 0 {
 		c.add(5, "5.1", "repair status", p.Repair.Status == RepairNotNeeded && len(p.Repair.Choices) == 0,
 			"no logic constraint is UNSAT, so no repair is needed; plan reports %s with %d choice(s)", orDash(p.Repair.Status), len(p.Repair.Choices))
 		return
 	}
-	// A proof the time limit stops leaves undecided only the claims it
-	// proves (the status where no example shows it, "none possible", the
-	// best); every recomputation below is still decided.
-	en, done, err := enumerate(ctx, p.Tasks, p.Quantities, p.Constraints, p.Surveys)
-	stopped := err != nil && ctx.Err() != nil
-	if err != nil && !stopped {
-		c.add(5, "5.0", "recompute repair", false, "cannot enumerate the combinations: %v", err)
+	if !r.recompute() {
 		return
 	}
-	// Where the combinations are too many to enumerate, the claim is
-	// proved by z3 (CheckOptions.SMT, in checkSMT) or taken from the
-	// kernel's search, and the detail says which.
-	var search Repair
-	how := ""
-	if !stopped {
-		how = fmt.Sprintf("every one of the %s combinations tried", num(en.space))
+	r.status()
+	r.requirements()
+	switch p.Repair.Status {
+	case RepairUndecided:
+		c.add(5, "5.2", "an undecided repair claims nothing", len(p.Repair.Choices) == 0 && len(p.Repair.UnsatCore) == 0 && p.Repair.Revised == nil,
+			"%d choice(s), unsat core {%s}, revised plan %v", len(p.Repair.Choices), strings.Join(p.Repair.UnsatCore, ", "), p.Repair.Revised != nil)
+	case RepairInfeasible:
+		r.infeasible()
+	case RepairRepaired:
+		r.repaired()
 	}
-	if !stopped && !done {
-		how = fmt.Sprintf("%s combinations are beyond the exhaustive check (%s units of work); taken from the kernel's search", num(en.space), num(ExhaustiveWork))
-		if o.SMT {
-			how += "; z3 proves it below (5.z)"
-		} else {
-			how += "; solve check --smt z3 proves it"
-		}
-		search, err = repairPlan(ctx, p.Tasks, p.Quantities, p.Constraints, p.Surveys, a, o.SearchLimit)
-		stopped = err != nil && ctx.Err() != nil
-		if err != nil && !stopped {
-			c.add(5, "5.0", "recompute repair", false, "cannot recompute the repair: %v", err)
-			return
-		}
+}
+
+// recompute enumerates every combination of surveyed options, or where
+// they are too many runs the kernel's search (the claim is then proved by
+// z3 with CheckOptions.SMT, in checkSMT). A proof the time limit stops
+// leaves undecided only the claims it proves; every recomputation that
+// follows is still decided. It reports false when nothing can be checked.
+func (r *repairCheck) recompute() bool {
+	p := r.p
+	en, done, err := enumerate(r.ctx, p.Tasks, p.Quantities, p.Constraints, p.Surveys)
+	r.en, r.done, r.stopped = en, done, err != nil && r.ctx.Err() != nil
+	if err != nil && !r.stopped {
+		r.c.add(5, "5.0", "recompute repair", false, "cannot enumerate the combinations: %v", err)
+		return false
 	}
+	if r.stopped {
+		return true
+	}
+	r.how = fmt.Sprintf("every one of the %s combinations tried", num(en.space))
+	if done {
+		return true
+	}
+	r.how = fmt.Sprintf("%s combinations are beyond the exhaustive check (%s units of work); taken from the kernel's search", num(en.space), num(ExhaustiveWork))
+	if r.o.SMT {
+		r.how += "; z3 proves it below (5.z)"
+	} else {
+		r.how += "; solve check --smt z3 proves it"
+	}
+	r.search, err = repairPlan(r.ctx, p.Tasks, p.Quantities, p.Constraints, p.Surveys, r.a, r.o.SearchLimit)
+	r.stopped = err != nil && r.ctx.Err() != nil
+	if err != nil && !r.stopped {
+		r.c.add(5, "5.0", "recompute repair", false, "cannot recompute the repair: %v", err)
+		return false
+	}
+	return true
+}
+
+// status checks the plan's repair status against the recomputed one
+// (5.1).
+func (r *repairCheck) status() {
+	p, unsat := r.p, strings.Join(r.unsat, ", ")
 	switch {
-	case !stopped:
+	case !r.stopped:
 		status := RepairInfeasible
 		switch {
-		case (done && en.found) || (!done && search.Status == RepairRepaired):
+		case (r.done && r.en.found) || (!r.done && r.search.Status == RepairRepaired):
 			status = RepairRepaired
-		case !done && search.Status == RepairUndecided:
+		case !r.done && r.search.Status == RepairUndecided:
 			// The search's limit is in nodes, so it stops at the same place
 			// here: the plan may say so, and claims nothing else.
 			status = RepairUndecided
 		}
-		c.add(5, "5.1", "repair status", status == p.Repair.Status, "UNSAT %s; %s: %s; plan reports %s", strings.Join(unsat, ", "), how, status, orDash(p.Repair.Status))
-	case p.Repair.Status == RepairRepaired && keepsRequired(p, floors):
-		c.add(5, "5.1", "repair status", true, "UNSAT %s; the plan's own choices keep every required constraint (%s), so a repair exists; plan reports %s", strings.Join(unsat, ", "), strings.Join(required, ", "), p.Repair.Status)
+		r.c.add(5, "5.1", "repair status", status == p.Repair.Status, "UNSAT %s; %s: %s; plan reports %s", unsat, r.how, status, orDash(p.Repair.Status))
+	case p.Repair.Status == RepairRepaired && keepsRequired(p, r.floors):
+		r.c.add(5, "5.1", "repair status", true, "UNSAT %s; the plan's own choices keep every required constraint (%s), so a repair exists; plan reports %s", unsat, strings.Join(r.required, ", "), p.Repair.Status)
 	case p.Repair.Status == RepairRepaired || p.Repair.Status == RepairInfeasible || p.Repair.Status == RepairUndecided:
-		c.undecided(ctx, 5, "5.1", "repair status")
+		r.c.undecided(r.ctx, 5, "5.1", "repair status")
 	default:
-		c.add(5, "5.1", "repair status", false, "UNSAT %s, so a repair is needed; plan reports %s", strings.Join(unsat, ", "), orDash(p.Repair.Status))
+		r.c.add(5, "5.1", "repair status", false, "UNSAT %s, so a repair is needed; plan reports %s", unsat, orDash(p.Repair.Status))
 	}
+}
 
+// requirements checks the required constraints, the approaches excluded
+// by a semantic floor and the size of the space (5.8).
+func (r *repairCheck) requirements() {
+	p := r.p
 	var excluded []Exclusion
 	for _, sv := range p.Surveys {
 		for _, ap := range sv.Approaches {
 			for _, ef := range ap.ConstraintEffects {
-				if f, ok := floors[ef.ConstraintID]; ok && ef.Sigma < f {
+				if f, ok := r.floors[ef.ConstraintID]; ok && ef.Sigma < f {
 					excluded = append(excluded, Exclusion{TaskID: sv.TaskID, ApproachID: ap.ID, ConstraintID: ef.ConstraintID, Sigma: ef.Sigma, Floor: f})
 				}
 			}
 		}
 	}
-	d := diffJSON("repair.required", required, p.Repair.Required)
+	d := diffJSON("repair.required", r.required, p.Repair.Required)
 	d = append(d, diffJSON("repair.excluded", sortExclusions(excluded), sortExclusions(p.Repair.Excluded))...)
 	space := spaceOf(p.Surveys)
 	if !approx(space, p.Repair.Space) {
 		d = append(d, fmt.Sprintf("repair.space is %s, recomputed %s", num(p.Repair.Space), num(space)))
 	}
-	c.add(5, "5.8", "required constraints, exclusions and space recomputed", len(d) == 0, "%s",
-		orText(d, fmt.Sprintf("required %s; %d approach(es) below a semantic floor; %s combinations", strings.Join(required, ", "), len(excluded), num(space)), ""))
+	r.c.add(5, "5.8", "required constraints, exclusions and space recomputed", len(d) == 0, "%s",
+		orText(d, fmt.Sprintf("required %s; %d approach(es) below a semantic floor; %s combinations", strings.Join(r.required, ", "), len(excluded), num(space)), ""))
+}
 
-	switch p.Repair.Status {
-	case RepairUndecided:
-		c.add(5, "5.2", "an undecided repair claims nothing", len(p.Repair.Choices) == 0 && len(p.Repair.UnsatCore) == 0 && p.Repair.Revised == nil,
-			"%d choice(s), unsat core {%s}, revised plan %v", len(p.Repair.Choices), strings.Join(p.Repair.UnsatCore, ", "), p.Repair.Revised != nil)
+// infeasible checks a "no repair possible" claim: no combination keeps
+// every required constraint, and the unsat core is infeasible alone and
+// minimal (5.2).
+func (r *repairCheck) infeasible() {
+	const name = "no combination keeps every required constraint"
+	core := r.p.Repair.UnsatCore
+	switch {
+	case r.stopped:
+		r.c.undecided(r.ctx, 5, "5.2", name)
 		return
-	case RepairInfeasible:
-		core := p.Repair.UnsatCore
-		if stopped {
-			c.undecided(ctx, 5, "5.2", "no combination keeps every required constraint")
-			return
-		}
-		if !done {
-			c.add(5, "5.2", "no combination keeps every required constraint", slices.Equal(sortedCopy(search.UnsatCore), sortedCopy(core)),
-				"%s; the search's minimal conflicting set %s; plan reports %s", how, orDash(strings.Join(search.UnsatCore, ", ")), orDash(strings.Join(core, ", ")))
-			return
-		}
-		var bad []string
-		if en.satisfiable(required) {
-			bad = append(bad, fmt.Sprintf("a combination keeps all of %s: %s", strings.Join(required, ", "), choiceText(en.bestAt)))
-		}
-		if len(core) == 0 || en.satisfiable(core) {
-			bad = append(bad, fmt.Sprintf("the unsat core {%s} is satisfiable by itself", strings.Join(core, ", ")))
-		}
-		for _, id := range core {
-			if !slices.Contains(required, id) {
-				bad = append(bad, id+" in the core is not a required constraint")
-			}
-			rest := slices.DeleteFunc(slices.Clone(core), func(x string) bool { return x == id })
-			if !en.satisfiable(rest) {
-				bad = append(bad, fmt.Sprintf("the core is not minimal: without %s it is still infeasible", id))
-			}
-		}
-		c.add(5, "5.2", "no combination keeps every required constraint", len(bad) == 0, "%s",
-			orText(bad, fmt.Sprintf("%s: none keeps %s; the unsat core {%s} is infeasible alone and minimal (each one dropped, the rest is feasible)", how, strings.Join(required, ", "), strings.Join(core, ", ")), ""))
-		return
-	case RepairRepaired:
-	default:
+	case !r.done:
+		r.c.add(5, "5.2", name, slices.Equal(sortedCopy(r.search.UnsatCore), sortedCopy(core)),
+			"%s; the search's minimal conflicting set %s; plan reports %s", r.how, orDash(strings.Join(r.search.UnsatCore, ", ")), orDash(strings.Join(core, ", ")))
 		return
 	}
+	var bad []string
+	if r.en.satisfiable(r.required) {
+		bad = append(bad, fmt.Sprintf("a combination keeps all of %s: %s", strings.Join(r.required, ", "), choiceText(r.en.bestAt)))
+	}
+	if len(core) == 0 || r.en.satisfiable(core) {
+		bad = append(bad, fmt.Sprintf("the unsat core {%s} is satisfiable by itself", strings.Join(core, ", ")))
+	}
+	for _, id := range core {
+		if !slices.Contains(r.required, id) {
+			bad = append(bad, id+" in the core is not a required constraint")
+		}
+		rest := slices.DeleteFunc(slices.Clone(core), func(x string) bool { return x == id })
+		if !r.en.satisfiable(rest) {
+			bad = append(bad, fmt.Sprintf("the core is not minimal: without %s it is still infeasible", id))
+		}
+	}
+	r.c.add(5, "5.2", name, len(bad) == 0, "%s",
+		orText(bad, fmt.Sprintf("%s: none keeps %s; the unsat core {%s} is infeasible alone and minimal (each one dropped, the rest is feasible)", r.how, strings.Join(r.required, ", "), strings.Join(core, ", ")), ""))
+}
+
+// repaired checks a repair: its choices (5.2), the revised plan (5.2–5.4),
+// that it is the best (5.5), its estimates (5.6) and that each swap is
+// needed (5.7).
+func (r *repairCheck) repaired() {
+	if !r.choicesValid() {
+		return
+	}
+	revisedTasks, ok := r.revised()
+	if !ok {
+		return
+	}
+	r.best()
+	est := estimateProblems(revisedTasks, r.p.Quantities)
+	r.c.add(5, "5.6", "revised estimates plausible", len(est) == 0, "%s", orText(est, "no negative costs, no zero-time tasks in the revised plan", ""))
+	r.swapsNeeded()
+}
+
+// choicesValid checks that the choices name one surveyed option per
+// surveyed task (5.2, said only when they do not).
+func (r *repairCheck) choicesValid() bool {
+	p := r.p
 	var problems []string
 	seen := map[string]bool{}
 	for _, ch := range p.Repair.Choices {
@@ -774,18 +843,27 @@ func checkRepair(ctx context.Context, c *assertions, p *Plan, a *Analysis, o Che
 		}
 	}
 	if len(problems) > 0 || len(p.Repair.Choices) != len(p.Surveys) {
-		c.add(5, "5.2", "the choices name one surveyed option per surveyed task", false, "%s", orText(problems, "extra choices", ""))
-		return
+		r.c.add(5, "5.2", "the choices name one surveyed option per surveyed task", false, "%s", orText(problems, "extra choices", ""))
+		return false
 	}
+	return true
+}
+
+// revised analyses the plan the choices make: it satisfies what was
+// violated and breaks nothing that held (5.2), keeps every semantic
+// constraint above its floor (5.3), and is the plan's revised plan (5.4).
+// It returns the revised tasks, or false when they cannot be analysed.
+func (r *repairCheck) revised() ([]Task, bool) {
+	p := r.p
 	revisedTasks := applyChoices(p.Tasks, p.Surveys, p.Repair.Choices)
 	revisedCons := reviseSigmas(p.Constraints, p.Surveys, p.Repair.Choices)
 	rev, err := Analyze(revisedTasks, p.Quantities, revisedCons)
 	if err != nil {
-		c.add(5, "5.2", "revised plan", false, "cannot analyse the revised plan: %v", err)
-		return
+		r.c.add(5, "5.2", "revised plan", false, "cannot analyse the revised plan: %v", err)
+		return nil, false
 	}
 	before := map[string]string{}
-	for _, v := range a.Verdicts {
+	for _, v := range r.a.Verdicts {
 		before[v.ConstraintID] = v.Verdict
 	}
 	for _, v := range rev.Verdicts {
@@ -793,43 +871,53 @@ func checkRepair(ctx context.Context, c *assertions, p *Plan, a *Analysis, o Che
 			continue
 		}
 		if before[v.ConstraintID] == UNSAT {
-			c.add(5, "5.2", "revised plan satisfies previously violated "+v.ConstraintID, v.Verdict != UNSAT, "%s: %s → %s", v.Expr, v.Detail, v.Verdict)
+			r.c.add(5, "5.2", "revised plan satisfies previously violated "+v.ConstraintID, v.Verdict != UNSAT, "%s: %s → %s", v.Expr, v.Detail, v.Verdict)
 		} else if v.Verdict == UNSAT {
-			c.add(5, "5.2", "revision keeps "+v.ConstraintID, false, "%s was %s and is UNSAT after the revision (%s)", v.ConstraintID, before[v.ConstraintID], v.Detail)
+			r.c.add(5, "5.2", "revision keeps "+v.ConstraintID, false, "%s was %s and is UNSAT after the revision (%s)", v.ConstraintID, before[v.ConstraintID], v.Detail)
 		}
 	}
 	var broken []string
 	for _, ch := range p.Repair.Choices {
 		ap, _ := findApproach(p.Surveys, ch)
 		for _, ef := range ap.ConstraintEffects {
-			if f, ok := floors[ef.ConstraintID]; ok && ef.Sigma < f {
+			if f, ok := r.floors[ef.ConstraintID]; ok && ef.Sigma < f {
 				broken = append(broken, fmt.Sprintf("%s/%s leaves %s at σ %.2f < %.2f", ch.TaskID, ch.ApproachID, ef.ConstraintID, ef.Sigma, f))
 			}
 		}
 	}
-	c.add(5, "5.3", "semantic constraints kept above their floor", len(broken) == 0, "%s", orText(broken, fmt.Sprintf("no chosen approach lowers a semantic constraint below min(τ_local %.2f, its σ)", store.TauLocal), ""))
-	d = diffJSON("repair.revised", rev, p.Repair.Revised)
-	c.add(5, "5.4", "revised plan recomputed", len(d) == 0, "%s",
+	r.c.add(5, "5.3", "semantic constraints kept above their floor", len(broken) == 0, "%s", orText(broken, fmt.Sprintf("no chosen approach lowers a semantic constraint below min(τ_local %.2f, its σ)", store.TauLocal), ""))
+	d := diffJSON("repair.revised", rev, p.Repair.Revised)
+	r.c.add(5, "5.4", "revised plan recomputed", len(d) == 0, "%s",
 		orText(d, fmt.Sprintf("revised mid total %s, critical path %sh, verdicts, waterfall, schedule, walls and σ (updated by the chosen approaches' judged effects: σ_v %.2f) all recomputed from the chosen approaches", money(rev.Cost.Mid), num(rev.Time.Mid), rev.SigmaV), ""))
+	return revisedTasks, true
+}
+
+// best checks that the repair is the best by the documented order (5.5).
+func (r *repairCheck) best() {
+	const name = "repair is the best by the documented order"
+	p := r.p
 	mine, err := rankOf(p.Tasks, p.Quantities, p.Surveys, p.Repair.Choices)
 	switch {
 	case err != nil:
-		c.add(5, "5.5", "repair is the best by the documented order", false, "%v", err)
-	case stopped:
-		c.undecided(ctx, 5, "5.5", "repair is the best by the documented order")
-	case done && !en.found:
-		c.add(5, "5.5", "repair is the best by the documented order", false, "%s; none keeps every required constraint; the plan's choice: %s", how, mine)
-	case done:
-		c.add(5, "5.5", "repair is the best by the documented order", !en.best.better(mine), "%s; the best keeps every required constraint with %s (%s); the plan's choice: %s",
-			how, en.best, choiceText(en.bestAt), mine)
+		r.c.add(5, "5.5", name, false, "%v", err)
+	case r.stopped:
+		r.c.undecided(r.ctx, 5, "5.5", name)
+	case r.done && !r.en.found:
+		r.c.add(5, "5.5", name, false, "%s; none keeps every required constraint; the plan's choice: %s", r.how, mine)
+	case r.done:
+		r.c.add(5, "5.5", name, !r.en.best.better(mine), "%s; the best keeps every required constraint with %s (%s); the plan's choice: %s",
+			r.how, r.en.best, choiceText(r.en.bestAt), mine)
 	default:
-		best, _ := rankOf(p.Tasks, p.Quantities, p.Surveys, search.Choices)
-		c.add(5, "5.5", "repair is the best by the documented order", search.Status == RepairRepaired && !best.better(mine), "%s: best %s; the plan's choice: %s", how, best, mine)
+		best, _ := rankOf(p.Tasks, p.Quantities, p.Surveys, r.search.Choices)
+		r.c.add(5, "5.5", name, r.search.Status == RepairRepaired && !best.better(mine), "%s: best %s; the plan's choice: %s", r.how, best, mine)
 	}
-	est := estimateProblems(revisedTasks, p.Quantities)
-	c.add(5, "5.6", "revised estimates plausible", len(est) == 0, "%s", orText(est, "no negative costs, no zero-time tasks in the revised plan", ""))
-	var needs []string
-	problems = nil
+}
+
+// swapsNeeded checks that each swap is needed: put back as planned, the
+// constraints it names fail, and no others (5.7).
+func (r *repairCheck) swapsNeeded() {
+	p := r.p
+	var needs, problems []string
 	for k, ch := range p.Repair.Choices {
 		if ch.ApproachID == OriginalApproach {
 			if len(ch.NeededFor) > 0 {
@@ -857,7 +945,7 @@ func checkRepair(ctx context.Context, c *assertions, p *Plan, a *Analysis, o Che
 		}
 		needs = append(needs, fmt.Sprintf("%s → %s for %s", ch.TaskID, ch.ApproachID, strings.Join(fail, ", ")))
 	}
-	c.add(5, "5.7", "each swap is needed", len(problems) == 0, "%s", orText(problems, orDash(strings.Join(needs, "; "))+" (kept as planned, the constraint fails)", ""))
+	r.c.add(5, "5.7", "each swap is needed", len(problems) == 0, "%s", orText(problems, orDash(strings.Join(needs, "; "))+" (kept as planned, the constraint fails)", ""))
 }
 
 // keepsRequired reports whether the plan's own choices, one surveyed
