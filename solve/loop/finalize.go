@@ -155,7 +155,10 @@ func (e *engine) finalize(ctx context.Context) (bool, error) {
 		checks = []ConstraintCheck{}
 	}
 	err = s.commit(ctx, func(tx *store.Tx) error {
-		content := store.JSONText(map[string]any{"goal": rootRow.Goal, "summary": aa.Summary, "sigma_system": sigma, "leaves": manifest, "checks": checks})
+		content, err := store.JSONText(map[string]any{"goal": rootRow.Goal, "summary": aa.Summary, "sigma_system": sigma, "leaves": manifest, "checks": checks})
+		if err != nil {
+			return fmt.Errorf("the assembly: %w", err)
+		}
 		var inputs []string
 		for _, l := range leafRows {
 			inputs = append(inputs, l.Output)

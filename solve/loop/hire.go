@@ -422,7 +422,16 @@ func text(v any) string {
 	if v == nil {
 		return "-"
 	}
-	return store.JSONText(v)
+	return jsonOrText(v)
+}
+
+// jsonOrText is v as JSON for a person to read, or as Go prints it when
+// JSON cannot hold it (a NaN figure).
+func jsonOrText(v any) string {
+	if s, err := store.JSONText(v); err == nil {
+		return s
+	}
+	return fmt.Sprint(v)
 }
 
 // bullets is a list of details, one per line ("none" when empty).
