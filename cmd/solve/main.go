@@ -32,38 +32,30 @@ var defaultModels = map[string]string{
 
 func main() {
 	app := cli.New("solve", "Turn a goal with hard constraints into a checked task DAG, and solve it",
-		`Solve turns a goal with hard constraints into a constraint-checked task DAG with
-budgets, critical path, walls and repairs, and runs the SOLVE loop that resolves,
-verifies, builds tools and asks a human when it must.
+		`Solve turns a goal with hard constraints (cost, time, quality) into a
+constraint-checked task DAG, and can run the SOLVE loop that carries it out.
 
-Planning works: 'solve plan' extracts constraints, decomposes the goal into a task
-DAG, does all the arithmetic itself (rollups, waterfall, critical path, verdicts,
-walls), surveys alternatives in rounds and repairs by exact search; 'solve check'
-recomputes every field of a plan file and proves its repair claim; 'solve eval'
-plans the spec's three examples (and goal files) with your model and checks each
-(docs/solve.md).
+Plan: 'solve plan GOAL' asks your model for the constraints and a task DAG,
+does all the arithmetic itself (costs, critical path, SAT/TIGHT/UNSAT verdicts,
+walls), surveys cheaper or faster approaches where a constraint fails and
+repairs the plan by exact search; it writes plan.json with a report, a Mermaid
+DAG and a Gantt chart. 'solve check plan.json' recomputes every figure of a
+plan file and proves its repair claim; 'solve eval' plans the spec's three
+examples and checks each.
 
-The SOLVE loop works: 'solve run' resolves a goal node by node (identify and
-select constraints, select a resolver, resolve, verify, decompose), every
-resolver call budget-gated against the ledger; UNSAT retries with feedback,
-then BUILD (lookup-before-build first) and HIRE (a capability request a human
-answers with 'solve hire'); 'solve resume' continues a stopped or killed run.
-Inspect with status, log, report, resolvers, kg and artifacts: they only read (kernel.db is
-opened read-only, never created or changed, and may sit in a read-only directory);
-with hire they take --json for one JSON document (shapes in docs/solve.md).
+Run: 'solve run GOAL --budget USD --time 30m' resolves the goal node by node,
+verifies every selected constraint, builds a tool when the resolvers fail, and
+asks a person (a capability request) when it cannot go on: answer with 'solve
+hire', then 'solve resume'. Every paid call is reserved against the budget
+before it runs. Inspect a run with status, log, report, resolvers, kg and
+artifacts (add --json for one JSON document); they only read kernel.db.
 
-Tested end to end through this binary: the reservation rule with 8 workers,
-deadlines on checks and LLM calls, every constraint verified, isolated attempts
-and merge conflicts, kill -9 with the ledger equal to the calls served, retry
-with the whole attempt history, BUILD of a tool
-(registered only after its own tests pass) and its reuse by a similar goal via
-lookup-before-build, over-budget HIRE answered with 'solve hire --add-budget'
-then resumed, a declined request never asked again, confidence gating with
-backtracking, Step 12 coupling conflicts reopening the least common ancestor,
---workers N giving the results of 1, --suggest scored like any candidate,
---interactive (extraction dialogue, HIRE on the terminal), kill -9 and resume
-(docs/solve.md).
-Use 'solve ping' to check your provider set-up.`)
+What can go wrong: a goal, budget or time the kernel cannot take is refused
+before anything is spent (exit 2); a run that runs out of money or time asks a
+person and waits (exit 4); Ctrl-C or SIGTERM stops a run (exit 5), and after
+that or a kill -9 'solve resume' continues it; a database this user cannot
+write still works for the commands that only read. Planning and running call
+your model: check the set-up with 'solve ping'. Guide: docs/solve.md.`)
 	app.DefaultModels = defaultModels
 	app.Root.AddCommand(planCommand(app), checkCommand(), evalCommand(app), runCommand(app), resumeCommand(app), workerCommand(app), statusCommand(), logCommand(),
 		resolversCommand(), kgCommand(), hireCommand(), artifactsCommand(), reportCommand())
