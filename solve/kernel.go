@@ -7,7 +7,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"time"
 
+	"github.com/llmkernels/kernels/internal/option"
 	"github.com/llmkernels/kernels/internal/pgdb"
 	"github.com/llmkernels/kernels/internal/sqlite"
 	"github.com/llmkernels/kernels/llm"
@@ -177,6 +179,24 @@ func (k *Kernel) remote(ctx context.Context, o Options) (loop.Options, func(), e
 	}
 	lo.Remote = r
 	return lo, r.Close, nil
+}
+
+// WorkerOptions are how a `solve worker` process runs.
+type WorkerOptions struct {
+	Steps       int           // steps run at once (at least 1)
+	RescueAfter time.Duration // a step's job running longer is given to another worker (at least 5s)
+	Ready       func(id string)
+}
+
+// Check refuses worker options the kernel cannot take.
+func (w WorkerOptions) Check() error {
+	switch {
+	case w.Steps < 1:
+		return option.Errorf("steps", "%d: give at least 1", w.Steps)
+	case w.RescueAfter < 5*time.Second:
+		return option.Errorf("rescue_after", "%s: give at least 5s", w.RescueAfter)
+	}
+	return nil
 }
 
 // Work runs this process as a worker of the kernel's PostgreSQL database

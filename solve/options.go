@@ -66,24 +66,6 @@ func CheckHireAnswer(a HireAnswer) error {
 	return nil
 }
 
-// WorkerOptions are how a `solve worker` process runs.
-type WorkerOptions struct {
-	Steps       int           // steps run at once (at least 1)
-	RescueAfter time.Duration // a step's job running longer is given to another worker (at least 5s)
-	Ready       func(id string)
-}
-
-// Check refuses worker options the kernel cannot take.
-func (w WorkerOptions) Check() error {
-	switch {
-	case w.Steps < 1:
-		return option.Errorf("steps", "%d: give at least 1", w.Steps)
-	case w.RescueAfter < 5*time.Second:
-		return option.Errorf("rescue_after", "%s: give at least 5s", w.RescueAfter)
-	}
-	return nil
-}
-
 // checkTier refuses a log tier other than 1, 2, 3 or 0 (all).
 func checkTier(tier int) error {
 	if tier < 0 || tier > 3 {
