@@ -488,6 +488,9 @@ func rounds(ctx context.Context, p *Plan, a *Analysis, limit int) ([]roundPlan, 
 	return out, nil
 }
 
+// checkSurveys runs group 4 (approach survey triggers): each survey
+// (4.1–4.4), then that every triggered task was surveyed (4.5) and the
+// rounds (4.6).
 func checkSurveys(ctx context.Context, c *assertions, p *Plan, a *Analysis, limit int) {
 	// A later round is recomputed by a search; when the time limit stops
 	// it, the checks that need that round's triggers are undecided and
@@ -497,8 +500,7 @@ func checkSurveys(ctx context.Context, c *assertions, p *Plan, a *Analysis, limi
 	if err != nil && !stopped {
 		c.add(4, "4.0", "survey rounds recomputed", false, "%v", err)
 	}
-	first := rps[0]
-	if len(p.Surveys) == 0 && len(first.tasks) == 0 {
+	if len(p.Surveys) == 0 && len(rps[0].tasks) == 0 {
 		c.add(4, "4.1", "surveys triggered", true, "no task has confidence < %.1f or sits in an UNSAT wall; nothing to survey", SurveyConfidence)
 	}
 	task := map[string]Task{}
@@ -511,85 +513,116 @@ func checkSurveys(ctx context.Context, c *assertions, p *Plan, a *Analysis, limi
 			c.add(4, "4.1", "survey of "+sv.TaskID+" is triggered", false, "the plan has no task %q", sv.TaskID)
 			continue
 		}
-		var want []string
-		var why []string
-		var ip itemProblems
-		better := []string{}
-		pending := false // an approach from a round the limit stopped
-		known := slices.Clone(rps)
-		for _, ap := range sv.Approaches {
-			if stopped && ap.Round > len(rps) {
-				pending = true
-				for r := len(known) + 1; r <= ap.Round; r++ {
-					known = append(known, roundPlan{round: r})
-				}
-			}
-		}
-		for _, rp := range known {
-			var aps []Approach
-			for _, ap := range sv.Approaches {
-				if ap.Round == rp.round {
-					aps = append(aps, ap)
-				}
-			}
-			if len(aps) == 0 {
-				continue
-			}
-			texts := rp.texts(sv.TaskID)
-			if len(texts) == 0 && rp.round <= len(rps) {
-				why = append(why, fmt.Sprintf("round %d (%s) did not ask about %s", rp.round, rp.kind, sv.TaskID))
-				continue
-			}
-			want = append(want, texts...)
-			sc, err := newSurveyCheck(p, rp, surveysBefore(p.Surveys, rp.round))
-			if err != nil {
-				why = append(why, err.Error())
-				continue
-			}
-			got := sc.item(sv.TaskID, aps, sv.NothingBetter)
-			ip.distinct = append(ip.distinct, got.distinct...)
-			ip.better = append(ip.better, got.better...)
-			ip.plausible = append(ip.plausible, got.plausible...)
-			for _, im := range sc.want[sv.TaskID] {
-				var by []string
-				for _, ap := range aps {
-					if im.better(t, ap) {
-						by = append(by, ap.ID)
-					}
-				}
-				if len(by) > 0 {
-					better = append(better, fmt.Sprintf("round %d asked for %s: %s", rp.round, im.want(t), strings.Join(by, ", ")))
-				}
-			}
-		}
-		if !slices.Equal(want, sv.Triggers) {
-			why = append(why, fmt.Sprintf("triggers recorded %q, recomputed %q", sv.Triggers, want))
-		}
-		for _, ap := range sv.Approaches {
-			if ap.Round < 1 || ap.Round > len(known) {
-				why = append(why, fmt.Sprintf("%s/%s is from round %d, which did not run", sv.TaskID, ap.ID, ap.Round))
-			}
-		}
-		if pending {
-			c.undecided(ctx, 4, "4.1", "survey of "+sv.TaskID+" is triggered")
-		} else {
-			c.add(4, "4.1", "survey of "+sv.TaskID+" is triggered", len(why) == 0 && len(want) > 0, "%s",
-				orText(why, strings.Join(want, "; "), sv.TaskID+": "))
-		}
-		c.add(4, "4.2", "survey of "+sv.TaskID+" has at least 2 distinct approaches", len(ip.distinct) == 0,
-			"%d approaches%s", len(sv.Approaches), orText(ip.distinct, "", "; "))
-		detail := strings.Join(better, "; ")
-		if strings.TrimSpace(sv.NothingBetter) != "" {
-			detail = orDash(detail) + "; nothing better possible, the model says: " + sv.NothingBetter
-		}
-		if pending {
-			c.undecided(ctx, 4, "4.3", "survey of "+sv.TaskID+" offers what its trigger asks")
-		} else {
-			c.add(4, "4.3", "survey of "+sv.TaskID+" offers what its trigger asks", len(ip.better) == 0, "%s", orText(ip.better, detail, ""))
-		}
-		c.add(4, "4.4", "approach estimates of "+sv.TaskID+" plausible", len(ip.plausible) == 0, "%s",
-			orText(ip.plausible, "no negative costs, no zero-time approaches, effects only on semantic constraints", ""))
+		checkSurvey(ctx, c, p, t, sv, rps, stopped)
 	}
+	if stopped {
+		c.undecided(ctx, 4, "4.5", "every triggered task is surveyed")
+		c.undecided(ctx, 4, "4.6", "survey rounds recomputed")
+		return
+	}
+	checkSurveyed(c, p, rps)
+	checkRounds(c, p, rps)
+}
+
+// surveyFindings is what the recomputed rounds say of one survey.
+type surveyFindings struct {
+	want, why []string     // the triggers recomputed; what is wrong with them
+	items     itemProblems // distinctness, improvement and plausibility problems
+	better    []string     // the approaches that offer what a round asked
+	pending   bool         // an approach is from a round the time limit stopped
+	known     int          // rounds that ran or were stopped
+}
+
+// recomputeSurvey holds one survey's approaches to the rounds that asked
+// for them.
+func recomputeSurvey(p *Plan, t Task, sv Survey, rps []roundPlan, stopped bool) surveyFindings {
+	var f surveyFindings
+	known := slices.Clone(rps)
+	for _, ap := range sv.Approaches {
+		if stopped && ap.Round > len(rps) {
+			f.pending = true
+			for r := len(known) + 1; r <= ap.Round; r++ {
+				known = append(known, roundPlan{round: r})
+			}
+		}
+	}
+	f.known = len(known)
+	for _, rp := range known {
+		var aps []Approach
+		for _, ap := range sv.Approaches {
+			if ap.Round == rp.round {
+				aps = append(aps, ap)
+			}
+		}
+		if len(aps) == 0 {
+			continue
+		}
+		texts := rp.texts(sv.TaskID)
+		if len(texts) == 0 && rp.round <= len(rps) {
+			f.why = append(f.why, fmt.Sprintf("round %d (%s) did not ask about %s", rp.round, rp.kind, sv.TaskID))
+			continue
+		}
+		f.want = append(f.want, texts...)
+		sc, err := newSurveyCheck(p, rp, surveysBefore(p.Surveys, rp.round))
+		if err != nil {
+			f.why = append(f.why, err.Error())
+			continue
+		}
+		got := sc.item(sv.TaskID, aps, sv.NothingBetter)
+		f.items.distinct = append(f.items.distinct, got.distinct...)
+		f.items.better = append(f.items.better, got.better...)
+		f.items.plausible = append(f.items.plausible, got.plausible...)
+		for _, im := range sc.want[sv.TaskID] {
+			var by []string
+			for _, ap := range aps {
+				if im.better(t, ap) {
+					by = append(by, ap.ID)
+				}
+			}
+			if len(by) > 0 {
+				f.better = append(f.better, fmt.Sprintf("round %d asked for %s: %s", rp.round, im.want(t), strings.Join(by, ", ")))
+			}
+		}
+	}
+	return f
+}
+
+// checkSurvey checks one survey: triggered (4.1), distinct approaches
+// (4.2), what its trigger asks (4.3), plausible estimates (4.4).
+func checkSurvey(ctx context.Context, c *assertions, p *Plan, t Task, sv Survey, rps []roundPlan, stopped bool) {
+	f := recomputeSurvey(p, t, sv, rps, stopped)
+	if !slices.Equal(f.want, sv.Triggers) {
+		f.why = append(f.why, fmt.Sprintf("triggers recorded %q, recomputed %q", sv.Triggers, f.want))
+	}
+	for _, ap := range sv.Approaches {
+		if ap.Round < 1 || ap.Round > f.known {
+			f.why = append(f.why, fmt.Sprintf("%s/%s is from round %d, which did not run", sv.TaskID, ap.ID, ap.Round))
+		}
+	}
+	if f.pending {
+		c.undecided(ctx, 4, "4.1", "survey of "+sv.TaskID+" is triggered")
+	} else {
+		c.add(4, "4.1", "survey of "+sv.TaskID+" is triggered", len(f.why) == 0 && len(f.want) > 0, "%s",
+			orText(f.why, strings.Join(f.want, "; "), sv.TaskID+": "))
+	}
+	c.add(4, "4.2", "survey of "+sv.TaskID+" has at least 2 distinct approaches", len(f.items.distinct) == 0,
+		"%d approaches%s", len(sv.Approaches), orText(f.items.distinct, "", "; "))
+	detail := strings.Join(f.better, "; ")
+	if strings.TrimSpace(sv.NothingBetter) != "" {
+		detail = orDash(detail) + "; nothing better possible, the model says: " + sv.NothingBetter
+	}
+	if f.pending {
+		c.undecided(ctx, 4, "4.3", "survey of "+sv.TaskID+" offers what its trigger asks")
+	} else {
+		c.add(4, "4.3", "survey of "+sv.TaskID+" offers what its trigger asks", len(f.items.better) == 0, "%s", orText(f.items.better, detail, ""))
+	}
+	c.add(4, "4.4", "approach estimates of "+sv.TaskID+" plausible", len(f.items.plausible) == 0, "%s",
+		orText(f.items.plausible, "no negative costs, no zero-time approaches, effects only on semantic constraints", ""))
+}
+
+// checkSurveyed checks that every task a round that was answered asked
+// about was surveyed in that round (4.5).
+func checkSurveyed(c *assertions, p *Plan, rps []roundPlan) {
 	var missing []string
 	asked := 0
 	for _, rp := range rps {
@@ -607,12 +640,12 @@ func checkSurveys(ctx context.Context, c *assertions, p *Plan, a *Analysis, limi
 			}
 		}
 	}
-	if stopped {
-		c.undecided(ctx, 4, "4.5", "every triggered task is surveyed")
-		c.undecided(ctx, 4, "4.6", "survey rounds recomputed")
-		return
-	}
 	c.add(4, "4.5", "every triggered task is surveyed", len(missing) == 0, "%s", orText(missing, fmt.Sprintf("%d asked in %d round(s), %d surveyed", asked, len(rps), len(p.Surveys)), "not surveyed: "))
+}
+
+// checkRounds checks the recorded survey rounds against the recomputed
+// ones: kinds, tasks, feedback, and approaches where answered (4.6).
+func checkRounds(c *assertions, p *Plan, rps []roundPlan) {
 	var bad []string
 	for _, r := range p.SurveyRounds {
 		if r.Round < 1 || r.Round > len(rps) {
@@ -629,7 +662,7 @@ func checkSurveys(ctx context.Context, c *assertions, p *Plan, a *Analysis, limi
 			bad = append(bad, fmt.Sprintf("round %d is %q but has %s approaches", r.Round, r.Outcome, map[bool]string{true: "some", false: "no"}[has]))
 		}
 	}
-	if want := len(rps) - map[bool]int{true: 1, false: 0}[len(first.tasks) == 0]; len(p.SurveyRounds) != want {
+	if want := len(rps) - map[bool]int{true: 1, false: 0}[len(rps[0].tasks) == 0]; len(p.SurveyRounds) != want {
 		bad = append(bad, fmt.Sprintf("%d round(s) recorded, %d recomputed", len(p.SurveyRounds), want))
 	}
 	c.add(4, "4.6", "survey rounds recomputed", len(bad) == 0, "%s", orText(bad, fmt.Sprintf("%d round(s): kinds, tasks and feedback match", len(p.SurveyRounds)), ""))
