@@ -318,7 +318,22 @@ func checkDecomposition(c *assertions, p *Plan) *model {
 	return m
 }
 
+// checkBudget runs group 3 (budget arithmetic): the total (3.1), the
+// waterfall (3.2), the remaining budgets (3.3), the verdicts (3.4), the
+// model's stated totals (3.5) and every other figure (3.6).
 func checkBudget(c *assertions, p *Plan, a *Analysis) {
+	checkTotal(c, p, a)
+	final := checkWaterfall(c, p, a)
+	checkRemaining(c, p, a, final)
+	checkVerdicts(c, p, a)
+	checkClaims(c, p, a)
+	d := diffJSON("analysis", a, p.Analysis)
+	c.add(3, "3.6", "every other figure of the analysis recomputed", len(d) == 0, "%s",
+		orText(d, "metrics, rollups and P(within limit), budgets, waterfall, schedule, critical paths, waves, verdicts, walls and σ_v all match the tasks", ""))
+}
+
+// checkTotal checks the cost rollup against the tasks (3.1).
+func checkTotal(c *assertions, p *Plan, a *Analysis) {
 	r := p.Analysis.Cost
 	ok := approx(r.Mid, a.Cost.Mid) && approx(r.Low, a.Cost.Low) && approx(r.High, a.Cost.High) &&
 		approx(r.PERTMean, a.Cost.PERTMean) && approx(r.PERTSigma, a.Cost.PERTSigma)
@@ -326,7 +341,11 @@ func checkBudget(c *assertions, p *Plan, a *Analysis) {
 		"recomputed mid %s (low %s, high %s, PERT %s ± %s); plan reports mid %s (low %s, high %s, PERT %s ± %s)",
 		money(a.Cost.Mid), money(a.Cost.Low), money(a.Cost.High), money(a.Cost.PERTMean), money(a.Cost.PERTSigma),
 		money(r.Mid), money(r.Low), money(r.High), money(r.PERTMean), money(r.PERTSigma))
+}
 
+// checkWaterfall checks the waterfall's rows in execution order (3.2)
+// and returns the recomputed final cumulative cost.
+func checkWaterfall(c *assertions, p *Plan, a *Analysis) float64 {
 	var problems []string
 	rows := p.Analysis.Waterfall
 	if len(rows) != len(a.Waterfall) {
@@ -350,8 +369,14 @@ func checkBudget(c *assertions, p *Plan, a *Analysis) {
 	}
 	c.add(3, "3.2", "waterfall cumulative values increase monotonically", len(problems) == 0, "%s",
 		orText(problems, fmt.Sprintf("%d rows in execution order, cumulative %s → %s; %d other budgeted quantities", len(rows), money(firstCum(a.Waterfall)), money(final), len(a.Budgets)), ""))
+	return final
+}
 
-	problems = diffJSON("analysis.budgets", a.Budgets, p.Analysis.Budgets)
+// checkRemaining checks that every capped budget counts down row by row
+// (3.3).
+func checkRemaining(c *assertions, p *Plan, a *Analysis, final float64) {
+	rows := p.Analysis.Waterfall
+	problems := diffJSON("analysis.budgets", a.Budgets, p.Analysis.Budgets)
 	var counted []string
 	if a.Cost.Limit != nil {
 		counted = append(counted, fmt.Sprintf("cost %s → %s", money(*a.Cost.Limit), money(*a.Cost.Limit-final)))
@@ -391,7 +416,10 @@ func checkBudget(c *assertions, p *Plan, a *Analysis) {
 	} else {
 		c.add(3, "3.3", "remaining budget decreases monotonically", len(problems) == 0, "%s", orText(problems, "counts down: "+strings.Join(counted, "; "), ""))
 	}
+}
 
+// checkVerdicts checks each constraint's verdict (3.4).
+func checkVerdicts(c *assertions, p *Plan, a *Analysis) {
 	reported := map[string]Verdict{}
 	for _, v := range p.Analysis.Verdicts {
 		reported[v.ConstraintID] = v
@@ -406,6 +434,11 @@ func checkBudget(c *assertions, p *Plan, a *Analysis) {
 		c.add(3, "3.4", "feasibility of "+v.ConstraintID+" matches the threshold comparison", ok && rv.Verdict == v.Verdict,
 			"%s: %s → %s (holds at mid %v, at high %v); plan reports %s", v.Expr, v.Detail, v.Verdict, v.HoldsMid, v.HoldsHigh, orDash(rv.Verdict))
 	}
+}
+
+// checkClaims checks that the model's stated totals are reported and
+// not used (3.5).
+func checkClaims(c *assertions, p *Plan, a *Analysis) {
 	// The decomposition answer states both totals; the plan keeps each
 	// once, so a disagreement cannot be hidden by dropping its claim.
 	var names []string
@@ -421,9 +454,6 @@ func checkBudget(c *assertions, p *Plan, a *Analysis) {
 		c.add(3, "3.5", "model's stated "+cl.Name+" is reported, not used", ok && approx(cl.Computed, want) && cl.Agrees == approx(cl.Stated, want),
 			"model stated %s, kernel computes %s from the tasks%s", num(cl.Stated), num(want), map[bool]string{true: "", false: " (disagreement reported; the kernel's figure is the one used)"}[approx(cl.Stated, want)])
 	}
-	d := diffJSON("analysis", a, p.Analysis)
-	c.add(3, "3.6", "every other figure of the analysis recomputed", len(d) == 0, "%s",
-		orText(d, "metrics, rollups and P(within limit), budgets, waterfall, schedule, critical paths, waves, verdicts, walls and σ_v all match the tasks", ""))
 }
 
 // stepsWithoutRemaining keeps what 3.2 compares; 3.3 checks remaining.
