@@ -280,7 +280,11 @@ func Run(ctx context.Context, st *store.Store, req Request, opts Options) (*Resu
 		if err := tx.SetInputs(ctx, root, inputs); err != nil {
 			return err
 		}
-		if _, err := tx.PutArtifact(ctx, store.NewArtifact{Node: root, Type: "run_config", Format: "json", Content: []byte(store.JSONText(cfg))}); err != nil {
+		content, err := store.JSONText(cfg)
+		if err != nil {
+			return fmt.Errorf("the run's configuration: %w", err)
+		}
+		if _, err := tx.PutArtifact(ctx, store.NewArtifact{Node: root, Type: "run_config", Format: "json", Content: []byte(content)}); err != nil {
 			return err
 		}
 		if err := tx.WriteLedger(ctx, store.LedgerEntry{Node: root, Event: store.Allocate, Amount: req.BudgetUSD, Time: req.Time.Seconds(), Description: "root budget (--budget, --time)"}); err != nil {

@@ -272,7 +272,7 @@ func TestPermanentResolverErrorIsAnUNSATAttempt(t *testing.T) {
 		t.Fatalf("outcome %s", res.Outcome)
 	}
 	atts, err := k.st.Attempts(context.Background(), k.node(t, res.RootID, goal).ID)
-	if err != nil || len(atts) != 2 || atts[0].Verdict.String != store.UNSAT || atts[0].FailureMode != "failure:invalid_format" || atts[1].Verdict.String != store.SAT {
+	if err != nil || len(atts) != 2 || atts[0].Verdict != store.UNSAT || atts[0].FailureMode != "failure:invalid_format" || atts[1].Verdict != store.SAT {
 		t.Fatalf("attempts %+v %v", atts, err)
 	}
 	if fb := f.called(loop.OpResolve)[1].Feedback; len(fb) == 0 || !strings.Contains(strings.Join(fb, " "), "permanent resolver error (invalid_format): no summary") {
