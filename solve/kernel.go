@@ -9,8 +9,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/llmkernels/kernels/internal/option"
 	"github.com/llmkernels/kernels/internal/pgdb"
-	"github.com/llmkernels/kernels/internal/proc"
 	"github.com/llmkernels/kernels/internal/sqlite"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/solve/loop"
@@ -20,7 +20,6 @@ import (
 	"github.com/llmkernels/kernels/solve/resolver/selfmodel"
 	"github.com/llmkernels/kernels/solve/resolver/tool"
 	"github.com/llmkernels/kernels/solve/store"
-	"github.com/llmkernels/kernels/solve/workspace"
 )
 
 // Kernel is an open kernel.db (and its artifact_store/). Its methods do
@@ -37,9 +36,9 @@ func Open(ctx context.Context, path string) (*Kernel, error) {
 	st, err := store.Open(ctx, path)
 	if errors.Is(err, sqlite.ErrReadOnly) {
 		if _, serr := os.Stat(path); serr != nil {
-			return nil, fmt.Errorf("%w: run, resume, plan and hire REQUEST write the kernel database, so they need a place this user can write (give another --db)", err)
+			return nil, fmt.Errorf("%w: run, resume, plan and hire REQUEST write the kernel database, so they need a place this user can write (give another database)", err)
 		}
-		return nil, fmt.Errorf("%w: the commands that only read (status, log, kg, artifacts, resolvers, the hire listing) work on it as it is; run, resume, plan and hire REQUEST write to it, so they need a database this user can write (copy it, or give another --db)", err)
+		return nil, fmt.Errorf("%w: the commands that only read (status, log, kg, artifacts, resolvers, the hire listing) work on it as it is; run, resume, plan and hire REQUEST write to it, so they need a database this user can write (copy it, or give another database)", err)
 	}
 	if err != nil {
 		return nil, err
@@ -74,23 +73,27 @@ func OpenReadOnly(ctx context.Context, path string) (*Kernel, error) {
 func (k *Kernel) Close() error { return k.st.Close() }
 
 // Plan runs the planning pipeline on a goal (solve plan) and stores it in
-// kernel.db; see planning.Make.
-func (k *Kernel) Plan(ctx context.Context, client *llm.Client, req planning.Request) (*planning.Plan, error) {
+// kernel.db; see planning.Make. A request it cannot take is an
+// OptionError (CheckPlanRequest).
+func (k *Kernel) Plan(ctx context.Context, client *llm.Client, req PlanRequest) (*Plan, error) {
+	if err := CheckPlanRequest(req); err != nil {
+		return nil, err
+	}
 	return planning.Make(ctx, k.st, client, req)
 }
 
 // Eval plans each goal, writes its plan files into outDir and checks them
 // (solve eval); see planning.Eval.
-func (k *Kernel) Eval(ctx context.Context, client *llm.Client, goals []planning.EvalGoal, req planning.Request, outDir string) (*planning.EvalReport, error) {
+func (k *Kernel) Eval(ctx context.Context, client *llm.Client, goals []EvalGoal, req PlanRequest, outDir string) (*EvalReport, error) {
 	return planning.Eval(ctx, k.st, client, goals, req, outDir)
 }
 
 // CheckReport is the assertion framework run on a plan file (solve check).
 type CheckReport struct {
-	File       string               `json:"file"`
-	Assertions []planning.Assertion `json:"assertions"`
-	Passed     int                  `json:"passed"`
-	Failed     int                  `json:"failed"`
+	File       string      `json:"file"`
+	Assertions []Assertion `json:"assertions"`
+	Passed     int         `json:"passed"`
+	Failed     int         `json:"failed"`
 	// Undecided are the checks stopped by the time limit (solve check
 	// --timeout) or left unknown by z3: neither passed nor failed.
 	Undecided int `json:"undecided"`
@@ -98,7 +101,7 @@ type CheckReport struct {
 
 // Check reads a plan file and runs the spec's assertion framework on it,
 // recomputing every figure from the raw tasks; see planning.Check.
-func Check(ctx context.Context, path string, o planning.CheckOptions) (*CheckReport, error) {
+func Check(ctx context.Context, path string, o CheckOptions) (*CheckReport, error) {
 	p, err := planning.Read(path)
 	if err != nil {
 		return nil, err
@@ -123,8 +126,8 @@ type Options struct {
 	// of running it here (loop.Options.Remote).
 	Remote bool
 	// Sandbox confines the commands a run starts (checks, plan steps,
-	// built and hired tools): see workspace.Sandbox.
-	Sandbox workspace.Sandbox
+	// built and hired tools).
+	Sandbox Sandbox
 }
 
 // loopOptions wires the resolver implementations into the loop.
@@ -147,8 +150,12 @@ func (k *Kernel) loopOptions(o Options) loop.Options {
 }
 
 // Run starts a new SOLVE-loop run (solve run) and dispatches until the
-// goal is achieved, waits for a human, or cannot move.
-func (k *Kernel) Run(ctx context.Context, req loop.Request, o Options) (*loop.Result, error) {
+// goal is achieved, waits for a human, or cannot move. A request it
+// cannot take is an OptionError (CheckRunRequest).
+func (k *Kernel) Run(ctx context.Context, req RunRequest, o Options) (*Result, error) {
+	if err := CheckRunRequest(req); err != nil {
+		return nil, err
+	}
 	lo, closeRemote, err := k.remote(ctx, o)
 	if err != nil {
 		return nil, err
@@ -163,6 +170,9 @@ func (k *Kernel) remote(ctx context.Context, o Options) (loop.Options, func(), e
 	if !o.Remote {
 		return lo, func() {}, nil
 	}
+	if err := CheckRemoteDatabase(k.db); err != nil {
+		return lo, nil, err
+	}
 	r, err := loop.OpenRemote(ctx, k.db)
 	if err != nil {
 		return lo, nil, err
@@ -171,63 +181,48 @@ func (k *Kernel) remote(ctx context.Context, o Options) (loop.Options, func(), e
 	return lo, r.Close, nil
 }
 
-// WorkerOptions are how a `solve worker` process runs (loop.WorkerOptions).
+// WorkerOptions are how a `solve worker` process runs.
 type WorkerOptions struct {
-	Steps       int           // steps run at once (default 1)
-	RescueAfter time.Duration // a step's job running longer is given to another worker
+	Steps       int           // steps run at once (at least 1)
+	RescueAfter time.Duration // a step's job running longer is given to another worker (at least 5s)
 	Ready       func(id string)
+}
+
+// Check refuses worker options the kernel cannot take.
+func (w WorkerOptions) Check() error {
+	switch {
+	case w.Steps < 1:
+		return option.Errorf("steps", "%d: give at least 1", w.Steps)
+	case w.RescueAfter < 5*time.Second:
+		return option.Errorf("rescue_after", "%s: give at least 5s", w.RescueAfter)
+	}
+	return nil
 }
 
 // Work runs this process as a worker of the kernel's PostgreSQL database
 // (solve worker) until ctx is done; see loop.Work.
 func (k *Kernel) Work(ctx context.Context, o Options, w WorkerOptions) error {
+	if err := w.Check(); err != nil {
+		return err
+	}
+	if err := CheckRemoteDatabase(k.db); err != nil {
+		return err
+	}
 	return loop.Work(ctx, k.st, k.db, loop.WorkerOptions{Options: k.loopOptions(o), Steps: w.Steps, RescueAfter: w.RescueAfter, Ready: w.Ready})
 }
 
 // Resume continues a run (the latest unfinished one when root is "");
 // root may be a unique prefix.
-func (k *Kernel) Resume(ctx context.Context, root string, o Options) (*loop.Result, error) {
+func (k *Kernel) Resume(ctx context.Context, root string, o Options) (*Result, error) {
+	if err := CheckWorkers(o.Workers); err != nil {
+		return nil, err
+	}
 	lo, closeRemote, err := k.remote(ctx, o)
 	if err != nil {
 		return nil, err
 	}
 	defer closeRemote()
 	return loop.Resume(ctx, k.st, root, lo)
-}
-
-// Resolvers lists the registry, the boot resolvers first. Opened for
-// writing, it registers them if a run has not; read-only, it lists those
-// not registered yet as a run would register them.
-func (k *Kernel) Resolvers(ctx context.Context) ([]store.Resolver, error) {
-	if k.st.ReadOnly() {
-		return loop.Registry(ctx, k.st)
-	}
-	if err := loop.Boot(ctx, k.st); err != nil {
-		return nil, err
-	}
-	return k.st.Resolvers(ctx, "")
-}
-
-// AllowNetwork records a person's allowance for a built tool to reach
-// what it declares (solve resolvers allow ID --network).
-func (k *Kernel) AllowNetwork(ctx context.Context, id string) (string, error) {
-	return loop.AllowNetwork(ctx, k.st, id)
-}
-
-// Confinement says how commands are confined on this machine (solve
-// status).
-func Confinement() proc.Support { return proc.Probe() }
-
-// Requests lists the capability requests waiting for a human (all of
-// them with all).
-func (k *Kernel) Requests(ctx context.Context, all bool) ([]store.CapabilityRequest, error) {
-	return k.st.Requests(ctx, all)
-}
-
-// Answer records a human's answer to a capability request (an id
-// prefix); the run continues with Resume.
-func (k *Kernel) Answer(ctx context.Context, request string, a loop.HireAnswer) (string, error) {
-	return loop.Answer(ctx, k.st, request, a)
 }
 
 // CheckInvariants checks the spec §2 invariants on a run (none is nil).

@@ -19,7 +19,7 @@ import (
 
 // RunSummary is one run in the list of runs.
 type RunSummary struct {
-	loop.Result
+	Result
 	Goal string `json:"goal"` // the root's goal summary
 }
 
@@ -100,7 +100,7 @@ type Event struct {
 // RunStatus is a run's tree, depth first in creation order, where the
 // run stands, and the events that changed its shape.
 type RunStatus struct {
-	Result loop.Result  `json:"result"`
+	Result Result       `json:"result"`
 	Nodes  []NodeStatus `json:"nodes"`
 	Events []Event      `json:"events"`
 	// Held are the steps `solve worker` processes hold now (a PostgreSQL
@@ -123,15 +123,7 @@ func (k *Kernel) Status(ctx context.Context, root string) (*RunStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	nodes, err := k.st.TreeNodes(ctx, root)
-	if err != nil {
-		return nil, err
-	}
-	budgets, err := k.st.NodeBudgets(ctx, root)
-	if err != nil {
-		return nil, err
-	}
-	res, err := loop.Outcome(ctx, k.st, root)
+	t, err := k.readTree(ctx, root)
 	if err != nil {
 		return nil, err
 	}
@@ -139,26 +131,77 @@ func (k *Kernel) Status(ctx context.Context, root string) (*RunStatus, error) {
 	if err != nil {
 		return nil, err
 	}
+	st := &RunStatus{Result: *t.result, Nodes: []NodeStatus{}}
+	if st.Held, err = k.held(ctx, root); err != nil {
+		return nil, err
+	}
+	var reopened map[string]int
+	if st.Events, reopened, err = runEvents(root, events); err != nil {
+		return nil, err
+	}
+	for _, n := range t.kids[""] {
+		st.Nodes = t.walk(st.Nodes, n, 0, reopened)
+	}
+	return st, nil
+}
+
+// runTree is what Status reads of a run: its nodes by parent, their
+// budgets and scheduling flags, and where the run stands.
+type runTree struct {
+	kids    map[string][]*store.Node // by parent id ("" for the root)
+	budgets map[string]store.NodeBudget
+	flags   map[string]store.TreeNode
+	result  *Result
+}
+
+// readTree reads the run's nodes, budgets, flags and outcome.
+func (k *Kernel) readTree(ctx context.Context, root string) (*runTree, error) {
+	nodes, err := k.st.TreeNodes(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	t := &runTree{kids: map[string][]*store.Node{}, flags: map[string]store.TreeNode{}}
+	if t.budgets, err = k.st.NodeBudgets(ctx, root); err != nil {
+		return nil, err
+	}
+	if t.result, err = loop.Outcome(ctx, k.st, root); err != nil {
+		return nil, err
+	}
 	sched, err := k.st.Tree(ctx, root)
 	if err != nil {
 		return nil, err
 	}
-	flags := map[string]store.TreeNode{}
-	for _, t := range sched {
-		flags[t.ID] = t
+	for _, n := range sched {
+		t.flags[n.ID] = n
 	}
-	st := &RunStatus{Result: *res, Nodes: []NodeStatus{}, Events: []Event{}, Held: []HeldStep{}}
-	if pgdb.IsURL(k.db) {
-		held, err := loop.Holders(ctx, k.db, root)
-		if err != nil {
-			return nil, err
-		}
-		for _, h := range held {
-			st.Held = append(st.Held, HeldStep{NodeID: h.Node, Status: h.Status, Worker: h.Worker, Attempt: h.Attempt, Since: h.Since})
-		}
+	for _, n := range nodes {
+		t.kids[n.Parent] = append(t.kids[n.Parent], n)
 	}
-	reopened := map[string]int{}
-	for _, e := range events {
+	return t, nil
+}
+
+// held lists the steps `solve worker` processes hold now (PostgreSQL
+// only; none otherwise).
+func (k *Kernel) held(ctx context.Context, root string) ([]HeldStep, error) {
+	out := []HeldStep{}
+	if !pgdb.IsURL(k.db) {
+		return out, nil
+	}
+	held, err := loop.Holders(ctx, k.db, root)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range held {
+		out = append(out, HeldStep{NodeID: h.Node, Status: h.Status, Worker: h.Worker, Attempt: h.Attempt, Since: h.Since})
+	}
+	return out, nil
+}
+
+// runEvents words the decisions that changed the run's shape, and counts
+// the times each node was reopened.
+func runEvents(root string, rows []store.LogRow) ([]Event, map[string]int, error) {
+	events, reopened := []Event{}, map[string]int{}
+	for _, e := range rows {
 		var d struct {
 			Decision string   `json:"decision"`
 			To       string   `json:"to"`
@@ -170,7 +213,7 @@ func (k *Kernel) Status(ctx context.Context, root string) (*RunStatus, error) {
 			Coupling []string `json:"coupling_constraints"`
 		}
 		if err := json.Unmarshal(e.Detail, &d); err != nil {
-			return nil, fmt.Errorf("run %s: event %q: %w", root, e.Summary, err)
+			return nil, nil, fmt.Errorf("run %s: event %q: %w", root, e.Summary, err)
 		}
 		var text string
 		switch d.Decision {
@@ -185,107 +228,108 @@ func (k *Kernel) Status(ctx context.Context, root string) (*RunStatus, error) {
 			p, t := loop.Apart(d.Path, d.Tau)
 			text = fmt.Sprintf("σ_path %s < τ_global %s; backtracked to %s", p, t, store.Short(d.Weakest))
 		}
-		st.Events = append(st.Events, Event{Time: e.Time, NodeID: e.Node, Goal: e.Goal, Kind: d.Decision, Detail: text})
+		events = append(events, Event{Time: e.Time, NodeID: e.Node, Goal: e.Goal, Kind: d.Decision, Detail: text})
 	}
-	kids := map[string][]*store.Node{}
-	for _, n := range nodes {
-		kids[n.Parent] = append(kids[n.Parent], n)
+	return events, reopened, nil
+}
+
+// live is a node's live children (build subgoals are dependencies, not
+// children).
+func (t *runTree) live(n *store.Node) (c []*store.Node) {
+	for _, k := range t.kids[n.ID] {
+		if !k.Invalidated && !t.flags[k.ID].Build {
+			c = append(c, k)
+		}
 	}
-	// done mirrors the scheduler: resolved, or decomposed with every live
-	// child done (build subgoals are dependencies, not children).
-	var done func(n *store.Node) bool
-	live := func(n *store.Node) (c []*store.Node) {
-		for _, k := range kids[n.ID] {
-			if !k.Invalidated && !flags[k.ID].Build {
-				c = append(c, k)
-			}
-		}
-		return c
+	return c
+}
+
+// done mirrors the scheduler: resolved, or decomposed with every live
+// child done.
+func (t *runTree) done(n *store.Node) bool {
+	if n.Invalidated {
+		return false
 	}
-	done = func(n *store.Node) bool {
-		if n.Invalidated {
-			return false
-		}
-		if n.Status == store.StatusResolved {
-			return true
-		}
-		c := live(n)
-		if n.Status != store.StatusPending || len(c) == 0 {
-			return false
-		}
-		for _, k := range c {
-			if !done(k) {
-				return false
-			}
-		}
+	if n.Status == store.StatusResolved {
 		return true
 	}
-	state := func(n *store.Node) string {
-		c := live(n)
-		switch {
-		case n.Invalidated:
-			return "invalidated"
-		case n.Parent == "" && res.Outcome == loop.OutcomeAchieved:
-			return "achieved"
-		case flags[n.ID].WaitHire:
-			return "waiting for a human"
-		case n.Status == store.StatusPending && len(c) > 0 && done(n):
-			return fmt.Sprintf("done (%d children)", len(c))
-		case n.Status == store.StatusPending && len(c) > 0:
-			k := 0
-			for _, x := range c {
-				if done(x) {
-					k++
-				}
+	c := t.live(n)
+	if n.Status != store.StatusPending || len(c) == 0 {
+		return false
+	}
+	for _, k := range c {
+		if !t.done(k) {
+			return false
+		}
+	}
+	return true
+}
+
+// state says where a node stands for a person (NodeStatus.State).
+func (t *runTree) state(n *store.Node) string {
+	c := t.live(n)
+	switch {
+	case n.Invalidated:
+		return "invalidated"
+	case n.Parent == "" && t.result.Outcome == loop.OutcomeAchieved:
+		return "achieved"
+	case t.flags[n.ID].WaitHire:
+		return "waiting for a human"
+	case n.Status == store.StatusPending && len(c) > 0 && t.done(n):
+		return fmt.Sprintf("done (%d children)", len(c))
+	case n.Status == store.StatusPending && len(c) > 0:
+		k := 0
+		for _, x := range c {
+			if t.done(x) {
+				k++
 			}
-			return fmt.Sprintf("waiting on children (%d of %d done)", k, len(c))
 		}
-		return n.Status
+		return fmt.Sprintf("waiting on children (%d of %d done)", k, len(c))
 	}
-	var walk func(n *store.Node, depth int)
-	walk = func(n *store.Node, depth int) {
-		b := budgets[n.ID]
-		ns := NodeStatus{ID: n.ID, Parent: n.Parent, Depth: depth, Status: n.Status, State: state(n), Invalidated: n.Invalidated,
-			SpentUSD: b.SpentUSD, UnknownUSD: b.UnknownUSD, AllocatedUSD: b.ReceivedUSD, DelegatedUSD: b.DelegatedUSD, ReturnedUSD: b.ReturnedUSD, HeldUSD: b.HeldUSD,
-			ReserveUSD: b.ReserveUSD(), SpentSeconds: b.SpentSeconds, AllocatedSeconds: b.ReceivedSeconds, ReserveSeconds: b.ReserveSeconds(),
-			Attempts: n.AttemptCount, MaxAttempts: n.MaxAttempts, Summary: n.Summary, Goal: n.Goal, Created: n.Created, Resolved: n.ResolvedAt,
-			Reopened: reopened[n.ID]}
-		if n.SigmaV.Valid {
-			v, p := n.SigmaV.Float64, n.SigmaPath.Float64
-			ns.SigmaV, ns.SigmaPath = &v, &p
-		}
-		st.Nodes = append(st.Nodes, ns)
-		for _, c := range kids[n.ID] {
-			walk(c, depth+1)
-		}
+	return n.Status
+}
+
+// walk appends n and its subtree, depth first in creation order.
+func (t *runTree) walk(out []NodeStatus, n *store.Node, depth int, reopened map[string]int) []NodeStatus {
+	b := t.budgets[n.ID]
+	ns := NodeStatus{ID: n.ID, Parent: n.Parent, Depth: depth, Status: n.Status, State: t.state(n), Invalidated: n.Invalidated,
+		SpentUSD: b.SpentUSD, UnknownUSD: b.UnknownUSD, AllocatedUSD: b.ReceivedUSD, DelegatedUSD: b.DelegatedUSD, ReturnedUSD: b.ReturnedUSD, HeldUSD: b.HeldUSD,
+		ReserveUSD: b.ReserveUSD(), SpentSeconds: b.SpentSeconds, AllocatedSeconds: b.ReceivedSeconds, ReserveSeconds: b.ReserveSeconds(),
+		Attempts: n.AttemptCount, MaxAttempts: n.MaxAttempts, Summary: n.Summary, Goal: n.Goal, Created: n.Created, Resolved: n.ResolvedAt,
+		Reopened: reopened[n.ID]}
+	if n.SigmaV != nil {
+		v, p := *n.SigmaV, store.Value(n.SigmaPath)
+		ns.SigmaV, ns.SigmaPath = &v, &p
 	}
-	for _, n := range kids[""] {
-		walk(n, 0)
+	out = append(out, ns)
+	for _, c := range t.kids[n.ID] {
+		out = t.walk(out, c, depth+1, reopened)
 	}
-	return st, nil
+	return out
 }
 
 // Logs lists log rows, oldest first, of one tier (0 = all) and of the
 // nodes whose id starts with node ("" = all).
-func (k *Kernel) Logs(ctx context.Context, tier int, node string) ([]store.LogRow, error) {
-	if tier < 0 || tier > 3 {
-		return nil, fmt.Errorf("log tier %d: give 1, 2 or 3 (0 = all)", tier)
+// A tier other than those is an OptionError of the field "tier".
+func (k *Kernel) Logs(ctx context.Context, tier int, node string) ([]LogEntry, error) {
+	if err := checkTier(tier); err != nil {
+		return nil, err
 	}
 	rows, err := k.st.Logs(ctx, tier, node)
-	if rows == nil && err == nil {
-		rows = []store.LogRow{}
+	if err != nil {
+		return nil, err
 	}
-	return rows, err
+	return copies(rows, func(r store.LogRow) LogEntry { return LogEntry(r) }), nil
 }
 
 // Artifacts lists the artifacts of the runs whose root id starts with
 // root ("" = every run), oldest first.
-func (k *Kernel) Artifacts(ctx context.Context, root string) ([]store.Artifact, error) {
+func (k *Kernel) Artifacts(ctx context.Context, root string) ([]Artifact, error) {
 	arts, err := k.st.Artifacts(ctx, root)
-	if arts == nil && err == nil {
-		arts = []store.Artifact{}
+	if err != nil {
+		return nil, err
 	}
-	return arts, err
+	return copies(arts, func(a store.Artifact) Artifact { return Artifact(a) }), nil
 }
 
 // PatternHistory is what the boot-time queries know of one goal pattern.
@@ -297,10 +341,16 @@ type PatternHistory struct {
 
 // KGReport is the knowledge graph as solve kg shows it.
 type KGReport struct {
-	Edges    []store.RelationCount `json:"edges"`
-	Patterns []PatternHistory      `json:"patterns"`
+	Edges    []EdgeCount      `json:"edges"`
+	Patterns []PatternHistory `json:"patterns"`
 	// Lookup is lookup-before-build for the capability asked about.
 	Lookup *Lookup `json:"lookup,omitempty"`
+}
+
+// EdgeCount is how many edges of the graph have a relation.
+type EdgeCount struct {
+	Relation string `json:"relation"`
+	Count    int    `json:"count"`
 }
 
 // Lookup is the resolvers that provide a capability, oldest first.
@@ -317,10 +367,7 @@ func (k *Kernel) KG(ctx context.Context, goal, capability string) (*KGReport, er
 	if err != nil {
 		return nil, err
 	}
-	r := &KGReport{Edges: edges, Patterns: []PatternHistory{}}
-	if r.Edges == nil {
-		r.Edges = []store.RelationCount{}
-	}
+	r := &KGReport{Edges: copies(edges, func(e store.RelationCount) EdgeCount { return EdgeCount(e) }), Patterns: []PatternHistory{}}
 	var patterns []store.Pattern
 	if goal != "" {
 		patterns = []store.Pattern{{ID: kg.PatternID(goal), Label: goal}}

@@ -8,10 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmkernels/kernels/internal/cli"
-	"github.com/llmkernels/kernels/internal/proc"
 	"github.com/llmkernels/kernels/internal/termtext"
 	"github.com/llmkernels/kernels/solve"
-	"github.com/llmkernels/kernels/solve/workspace"
 )
 
 // commandsRun names, in flag help and notes, the code a run starts.
@@ -25,21 +23,21 @@ func sandboxFlags(cmd *cobra.Command) *cli.ConfineFlags {
 
 // sandboxOf is the sandbox the flags ask for; it says once on stderr when
 // the commands will be refused (no confinement here) or run unconfined.
-func sandboxOf(cmd *cobra.Command, f *cli.ConfineFlags) (workspace.Sandbox, error) {
+func sandboxOf(cmd *cobra.Command, f *cli.ConfineFlags) (solve.Sandbox, error) {
 	l, err := f.Limits()
 	if err != nil {
-		return workspace.Sandbox{}, err
+		return solve.Sandbox{}, err
 	}
-	f.Refuse(cmd.ErrOrStderr(), commandsRun, proc.Probe())
+	f.Refuse(cmd.ErrOrStderr(), commandsRun, solve.Confinement())
 	if f.Unconfined {
 		fmt.Fprintf(cmd.ErrOrStderr(), "warning: --unconfined: %s run with your user's rights; each one's output records it\n", commandsRun)
 	}
-	return workspace.Sandbox{Unconfined: f.Unconfined, Limits: l}, nil
+	return solve.Sandbox{Unconfined: f.Unconfined, Limits: l}, nil
 }
 
 // printConfinement ends solve status: how commands are confined here.
 func printConfinement(w io.Writer) {
-	fmt.Fprintf(w, "confinement of commands on this machine: %s\n", proc.Describe(false, proc.Limits{}))
+	fmt.Fprintf(w, "confinement of commands on this machine: %s\n", solve.ConfinementText())
 }
 
 // allowCommand is solve resolvers allow ID --network.
@@ -63,11 +61,11 @@ see docs/configuration.md. A hired command is allowed with solve hire REQUEST
 				return cli.Usagef("allow %s: say what to allow: --network", args[0])
 			}
 			return withKernel(cmd.Context(), db, false, func(k *solve.Kernel) error {
-				msg, err := k.AllowNetwork(cmd.Context(), args[0])
+				a, err := k.AllowNetwork(cmd.Context(), args[0])
 				if err != nil {
 					return err
 				}
-				fmt.Fprintln(cmd.OutOrStdout(), termtext.Line(msg))
+				fmt.Fprintln(cmd.OutOrStdout(), termtext.Line(fmt.Sprintf("resolver %s may now reach %s", a.Resolver, strings.Join(a.Network, ", "))))
 				return nil
 			})
 		},

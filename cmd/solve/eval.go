@@ -14,12 +14,11 @@ import (
 	"github.com/llmkernels/kernels/internal/cli"
 	"github.com/llmkernels/kernels/internal/termtext"
 	"github.com/llmkernels/kernels/solve"
-	"github.com/llmkernels/kernels/solve/planning"
 )
 
 func evalCommand(app *cli.App) *cobra.Command {
 	var (
-		req      planning.Request
+		req      solve.PlanRequest
 		outDir   string
 		db       string
 		solver   string
@@ -46,9 +45,9 @@ given; the project's own tests run it only on scripted answers.`,
 		Example: `  solve eval --out-dir eval
   solve eval migration.txt enclosure.json --examples=false --json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var goals []planning.EvalGoal
+			var goals []solve.EvalGoal
 			if examples {
-				goals = append(goals, planning.Examples...)
+				goals = append(goals, solve.Examples...)
 			}
 			for _, f := range args {
 				g, err := readGoalFile(f)
@@ -82,7 +81,7 @@ given; the project's own tests run it only on scripted answers.`,
 							return perr
 						}
 					} else {
-						fmt.Fprint(cmd.OutOrStdout(), termtext.Block(planning.EvalMarkdown(rep)))
+						fmt.Fprint(cmd.OutOrStdout(), termtext.Block(solve.EvalMarkdown(rep)))
 					}
 				}
 				if err != nil {
@@ -101,7 +100,7 @@ given; the project's own tests run it only on scripted answers.`,
 	dbFlag(cmd, &db)
 	f.DurationVar(&req.MaxWall, "max-wall", 10*time.Minute, "wall-clock cap for each goal's planning (0 = none)")
 	f.IntVar(&req.Retries, "retries", 2, "re-asks, with the violations quoted, when the kernel rejects an answer")
-	f.IntVar(&req.SurveyCalls, "survey-calls", planning.DefaultSurveyCalls, "most survey requests per goal, re-asks included")
+	f.IntVar(&req.SurveyCalls, "survey-calls", solve.DefaultSurveyCalls, "most survey requests per goal, re-asks included")
 	f.StringVar(&solver, "smt", "", "cross-check each plan with z3 (needs the z3 binary)")
 	asJSON = cli.JSONFlag(cmd)
 	return cmd
@@ -109,12 +108,12 @@ given; the project's own tests run it only on scripted answers.`,
 
 // readGoalFile reads a goal: plain text, or JSON for a .json file. The
 // name defaults to the file's base name.
-func readGoalFile(path string) (planning.EvalGoal, error) {
+func readGoalFile(path string) (solve.EvalGoal, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return planning.EvalGoal{}, fmt.Errorf("goal file: %w", err)
+		return solve.EvalGoal{}, fmt.Errorf("goal file: %w", err)
 	}
-	g := planning.EvalGoal{Name: strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))}
+	g := solve.EvalGoal{Name: strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))}
 	if strings.EqualFold(filepath.Ext(path), ".json") {
 		dec := json.NewDecoder(bytes.NewReader(data))
 		dec.DisallowUnknownFields()

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -17,18 +16,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmkernels/kernels/internal/cli"
-	"github.com/llmkernels/kernels/internal/clip"
-	"github.com/llmkernels/kernels/internal/pgdb"
-	"github.com/llmkernels/kernels/internal/proc"
 	"github.com/llmkernels/kernels/internal/provider"
-	"github.com/llmkernels/kernels/internal/sqlite"
 	"github.com/llmkernels/kernels/internal/termtext"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/solve"
-	"github.com/llmkernels/kernels/solve/loop"
-	"github.com/llmkernels/kernels/solve/planning"
-	"github.com/llmkernels/kernels/solve/planning/smt"
-	"github.com/llmkernels/kernels/solve/store"
 )
 
 // defaultModels are the planning models when --model is not given; the
@@ -39,67 +30,64 @@ var defaultModels = map[string]string{
 	provider.Script:    llm.DefaultDeepModel,
 }
 
+func main() {
+	app := cli.New("solve", "Turn a goal with hard constraints into a checked task DAG, and solve it",
+		`Solve turns a goal with hard constraints (cost, time, quality) into a
+constraint-checked task DAG, and can run the SOLVE loop that carries it out.
+
+Plan: 'solve plan GOAL' asks your model for the constraints and a task DAG,
+does all the arithmetic itself (costs, critical path, SAT/TIGHT/UNSAT verdicts,
+walls), surveys cheaper or faster approaches where a constraint fails and
+repairs the plan by exact search; it writes plan.json with a report, a Mermaid
+DAG and a Gantt chart. 'solve check plan.json' recomputes every figure of a
+plan file and proves its repair claim; 'solve eval' plans the spec's three
+examples and checks each.
+
+Run: 'solve run GOAL --budget USD --time 30m' resolves the goal node by node,
+verifies every selected constraint, builds a tool when the resolvers fail, and
+asks a person (a capability request) when it cannot go on: answer with 'solve
+hire', then 'solve resume'. Every paid call is reserved against the budget
+before it runs. Inspect a run with status, log, report, resolvers, kg and
+artifacts (add --json for one JSON document); they only read kernel.db.
+
+What can go wrong: a goal, budget or time the kernel cannot take is refused
+before anything is spent (exit 2); a run that runs out of money or time asks a
+person and waits (exit 4); Ctrl-C or SIGTERM stops a run (exit 5), and after
+that or a kill -9 'solve resume' continues it; a database this user cannot
+write still works for the commands that only read. Planning and running call
+your model: check the set-up with 'solve ping'. Guide: docs/solve.md.`)
+	app.DefaultModels = defaultModels
+	app.Root.AddCommand(planCommand(app), checkCommand(), evalCommand(app), runCommand(app), resumeCommand(app), workerCommand(app), statusCommand(), logCommand(),
+		resolversCommand(), kgCommand(), hireCommand(), artifactsCommand(), reportCommand())
+	cli.OptionFlags(app.Root, optionFlags)
+	app.Run()
+}
+
 // optionFlags names the flag (or argument) that sets each option the
-// kernel names in its errors: the one place the command turns the
-// library's names into its own.
+// kernel names in its errors (solve.OptionError): the one place the
+// command turns the library's names into its own.
 var optionFlags = map[string]string{
 	"goal":         "GOAL",
 	"budget_usd":   "--budget",
 	"time":         "--time",
-	"time_hours":   "--time",
-	"interactive":  "--interactive",
+	"workers":      "--workers",
+	"tmax":         "--tmax",
+	"add_usd":      "--add-budget",
+	"add_seconds":  "--add-time",
+	"network":      "--allow-network",
+	"tier":         "--tier",
 	"steps":        "--steps",
 	"rescue_after": "--rescue-after",
-	"workers":      "--workers",
-	"t_max":        "--tmax",
+	"db":           "--db",
 	"workspace":    "--workspace",
+	"interactive":  "--interactive",
 	"smt":          "--smt",
-}
-
-func main() {
-	app := cli.New("solve", "Turn a goal with hard constraints into a checked task DAG, and solve it",
-		`Solve turns a goal with hard constraints into a constraint-checked task DAG with
-budgets, critical path, walls and repairs, and runs the SOLVE loop that resolves,
-verifies, builds tools and asks a human when it must.
-
-Planning works: 'solve plan' extracts constraints, decomposes the goal into a task
-DAG, does all the arithmetic itself (rollups, waterfall, critical path, verdicts,
-walls), surveys alternatives in rounds and repairs by exact search; 'solve check'
-recomputes every field of a plan file and proves its repair claim; 'solve eval'
-plans the spec's three examples (and goal files) with your model and checks each
-(docs/solve.md).
-
-The SOLVE loop works: 'solve run' resolves a goal node by node (identify and
-select constraints, select a resolver, resolve, verify, decompose), every
-resolver call budget-gated against the ledger; UNSAT retries with feedback,
-then BUILD (lookup-before-build first) and HIRE (a capability request a human
-answers with 'solve hire'); 'solve resume' continues a stopped or killed run.
-Inspect with status, log, report, resolvers, kg and artifacts: they only read (kernel.db is
-opened read-only, never created or changed, and may sit in a read-only directory);
-with hire they take --json for one JSON document (shapes in docs/solve.md).
-
-Tested end to end through this binary: the reservation rule with 8 workers,
-deadlines on checks and LLM calls, every constraint verified, isolated attempts
-and merge conflicts, kill -9 with the ledger equal to the calls served, retry
-with the whole attempt history, BUILD of a tool
-(registered only after its own tests pass) and its reuse by a similar goal via
-lookup-before-build, over-budget HIRE answered with 'solve hire --add-budget'
-then resumed, a declined request never asked again, confidence gating with
-backtracking, Step 12 coupling conflicts reopening the least common ancestor,
---workers N giving the results of 1, --suggest scored like any candidate,
---interactive (extraction dialogue, HIRE on the terminal), kill -9 and resume
-(docs/solve.md).
-Use 'solve ping' to check your provider set-up.`)
-	app.DefaultModels = defaultModels
-	app.OptionFlags = optionFlags
-	app.Root.AddCommand(planCommand(app), checkCommand(), evalCommand(app), runCommand(app), resumeCommand(app), workerCommand(app), statusCommand(), logCommand(),
-		resolversCommand(), kgCommand(), hireCommand(), artifactsCommand(), reportCommand())
-	app.Run()
+	"time_hours":   "--time",
 }
 
 func planCommand(app *cli.App) *cobra.Command {
 	var (
-		req     planning.Request
+		req     solve.PlanRequest
 		budget  float64
 		timeCap string
 		out, db string
@@ -128,13 +116,7 @@ Everything is also stored in kernel.db (--db). Progress lines go to stderr.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Goal = args[0]
-			if strings.TrimSpace(req.Goal) == "" {
-				return cli.Usagef(`the goal is empty: give it as the first argument, e.g. solve plan "Build X within 24h for <$500"`)
-			}
 			if cmd.Flags().Changed("budget") {
-				if !(budget > 0) {
-					return cli.Usagef("--budget %v: give a positive amount in USD", budget)
-				}
 				req.BudgetUSD = &budget
 			}
 			if timeCap != "" {
@@ -142,11 +124,11 @@ Everything is also stored in kernel.db (--db). Progress lines go to stderr.`,
 				if err != nil {
 					return cli.Usagef("--time %q: %v; give a duration such as 24h or 90m", timeCap, err)
 				}
-				if d <= 0 {
-					return cli.Usagef("--time %s: give a positive duration such as 24h", timeCap)
-				}
 				h := d.Hours()
 				req.TimeHours = &h
+			}
+			if err := solve.CheckPlanRequest(req); err != nil {
+				return err
 			}
 			if err := checkOut(out); err != nil {
 				return err
@@ -157,19 +139,19 @@ Everything is also stored in kernel.db (--db). Progress lines go to stderr.`,
 			}
 			return withKernel(cmd.Context(), db, false, func(k *solve.Kernel) error {
 				p, err := k.Plan(cmd.Context(), client, req)
-				var stopped *planning.StoppedError
+				var stopped *solve.StoppedError
 				if errors.As(err, &stopped) {
 					err = fmt.Errorf("planning stopped by --max-wall %s during stage %s (%d LLM calls, $%.4f): %w (root node %s in %s is marked failed; its logs and attempts are kept)",
-						stopped.MaxWall, stopped.Stage, stopped.Calls, stopped.CostUSD, stopped.Err, stopped.Root, store.Name(db))
+						stopped.MaxWall, stopped.Stage, stopped.Calls, stopped.CostUSD, stopped.Err, stopped.Root, solve.DatabaseName(db))
 				}
 				if err != nil {
 					return errors.Join(err, setAsideEarlierPlan(cmd.ErrOrStderr(), out))
 				}
-				files, err := planning.WriteFiles(p, out)
+				files, err := solve.WritePlan(p, out)
 				if err != nil {
 					return fmt.Errorf("%w (the plan is kept in %s: solve log --db %s --node %s --tier 2 shows it)", err, db, db, p.RootID)
 				}
-				fmt.Fprint(cmd.OutOrStdout(), termtext.Block(planning.Summary(p, files)))
+				fmt.Fprint(cmd.OutOrStdout(), termtext.Block(solve.PlanSummary(p, files)))
 				if p.SMT != nil && p.SMT.Disagree > 0 {
 					return fmt.Errorf("--smt z3: z3 disagrees with the kernel on %d question(s): %s; the plan was written to %s, with z3's answers in its smt section; this is a kernel bug, please report it with the plan",
 						p.SMT.Disagree, p.SMT.Disagreements(), files.JSON)
@@ -188,7 +170,7 @@ Everything is also stored in kernel.db (--db). Progress lines go to stderr.`,
 	f.IntVar(&req.Retries, "retries", 2, "re-asks, with the violations quoted, when the kernel rejects an answer (0 = none)")
 	f.BoolVar(&req.LogRaw, "log-raw", false, "keep raw prompts and answers in the tier-3 logs (redacted by default)")
 	f.StringVar(&solver, "smt", "", "cross-check feasibility and repair with an SMT solver: z3 (needs the z3 binary); the plan is written whatever z3 answers, and a disagreement exits 1")
-	f.IntVar(&req.SurveyCalls, "survey-calls", planning.DefaultSurveyCalls, "most survey requests in all rounds, re-asks included; rounds after the first (widen, retry with the violation) run only while calls remain (1 = first round only)")
+	f.IntVar(&req.SurveyCalls, "survey-calls", solve.DefaultSurveyCalls, "most survey requests in all rounds, re-asks included; rounds after the first (widen, retry with the violation) run only while calls remain (1 = first round only)")
 	return cmd
 }
 
@@ -198,7 +180,7 @@ func smtFlag(cmd *cobra.Command, solver string) (bool, error) {
 	case "":
 		return false, nil
 	case "z3":
-		if _, err := smt.Version(cmd.Context()); err != nil {
+		if err := solve.CheckZ3(cmd.Context()); err != nil {
 			return false, fmt.Errorf("--smt z3: %w or drop --smt", err)
 		}
 		return true, nil
@@ -208,7 +190,7 @@ func smtFlag(cmd *cobra.Command, solver string) (bool, error) {
 
 // planSetup finishes a planning request from the flags (--smt, the model,
 // progress on stderr) and returns the provider's client.
-func planSetup(cmd *cobra.Command, app *cli.App, solver string, req *planning.Request) (*llm.Client, error) {
+func planSetup(cmd *cobra.Command, app *cli.App, solver string, req *solve.PlanRequest) (*llm.Client, error) {
 	var err error
 	if req.SMT, err = smtFlag(cmd, solver); err != nil {
 		return nil, err
@@ -229,7 +211,7 @@ func planSetup(cmd *cobra.Command, app *cli.App, solver string, req *planning.Re
 // call is paid for: its directory must take a new file, and none of the
 // four files may be a directory.
 func checkOut(out string) error {
-	f := planning.OutputFiles(out)
+	f := solve.PlanFilesAt(out)
 	dir := filepath.Dir(f.JSON)
 	tmp, err := os.CreateTemp(dir, ".solve-out-check-*")
 	if err != nil {
@@ -251,7 +233,7 @@ func checkOut(out string) error {
 // (FILE, .md, .mmd, .svg) to NAME.prev, so that a failed run leaves
 // nothing a user could take for its result, and says so.
 func setAsideEarlierPlan(w io.Writer, out string) error {
-	f := planning.OutputFiles(out)
+	f := solve.PlanFilesAt(out)
 	var moved []string
 	var errs []error
 	for _, path := range []string{f.JSON, f.Report, f.Mermaid, f.Gantt} {
@@ -300,7 +282,7 @@ decide within its own 30s; with no FAIL, any UNDECIDED exits 5.`,
   solve check big-plan.json --smt z3 --timeout 30m`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var o planning.CheckOptions
+			var o solve.CheckOptions
 			var err error
 			if o.SMT, err = smtFlag(cmd, solver); err != nil {
 				return err
@@ -328,7 +310,7 @@ decide within its own 30s; with no FAIL, any UNDECIDED exits 5.`,
 				for _, r := range rep.Assertions {
 					if r.Group != group {
 						group = r.Group
-						fmt.Fprintf(w, "%d %s\n", group, planning.AssertionGroups[group])
+						fmt.Fprintf(w, "%d %s\n", group, solve.AssertionGroups[group])
 					}
 					status := "PASS"
 					switch {
@@ -369,7 +351,10 @@ func withKernel(ctx context.Context, db string, readOnly bool, f func(*solve.Ker
 		open = solve.OpenReadOnly
 	}
 	k, err := open(ctx, db)
-	if errors.Is(err, sqlite.ErrEmpty) {
+	if errors.Is(err, solve.ErrReadOnly) {
+		return fmt.Errorf("%w (--db names another)", err)
+	}
+	if errors.Is(err, solve.ErrEmpty) {
 		return fmt.Errorf("%w ('solve plan' or 'solve run' makes it one; --db names another)", err)
 	}
 	if errors.Is(err, fs.ErrNotExist) {
@@ -388,14 +373,7 @@ func withKernel(ctx context.Context, db string, readOnly bool, f func(*solve.Ker
 // (exit 2), without showing the password.
 func dbFlag(cmd *cobra.Command, db *string) {
 	cmd.Flags().StringVar(db, "db", "kernel.db", "kernel database: a SQLite file (artifact_store/ sits beside it), or a postgres://user@host/dbname URL that keeps everything, artifact contents included, in PostgreSQL (see docs/solve.md)")
-	cmd.PreRunE = func(cmd *cobra.Command, args []string) error {
-		if pgdb.IsURL(*db) {
-			if err := pgdb.CheckURL(*db); err != nil {
-				return fmt.Errorf("--db: %w", err)
-			}
-		}
-		return nil
-	}
+	cmd.PreRunE = func(cmd *cobra.Command, args []string) error { return solve.CheckDatabase(*db) }
 }
 
 // runOptions builds the process options: the LLM client, the live view
@@ -420,14 +398,14 @@ func runOptions(cmd *cobra.Command, app *cli.App, workers int) (solve.Options, s
 	return solve.Options{Client: client, Progress: progress, In: cmd.InOrStdin(), Workers: workers}, model, nil
 }
 
-func printResult(w io.Writer, r *loop.Result) {
+func printResult(w io.Writer, r *solve.Result) {
 	fmt.Fprintf(w, "root %s: %s\n", r.RootID, r.Outcome)
 	switch r.Outcome {
-	case loop.OutcomeAchieved:
+	case solve.OutcomeAchieved:
 		fmt.Fprintf(w, "σ_system %.2f · artifact %s\n%s\n", r.SigmaSystem, r.ArtifactID, termtext.Block(r.Summary))
-	case loop.OutcomeWaiting:
+	case solve.OutcomeWaiting:
 		fmt.Fprintf(w, "%d capability request(s) wait for a human: answer with 'solve hire', then 'solve resume %s'\n", r.OpenRequests, r.RootID)
-	case loop.OutcomeStopped:
+	case solve.OutcomeStopped:
 		fmt.Fprintf(w, "stopped before the end; continue with 'solve resume %s'\n", r.RootID)
 	default:
 		fmt.Fprintf(w, "the goal was not achieved; see 'solve status %s' and 'solve log --node ID'\n", r.RootID)
@@ -454,11 +432,11 @@ func (f *reportFlags) write(cmd *cobra.Command, k *solve.Kernel, root string) {
 	}
 	out := f.out
 	if out == "" {
-		out = "run-" + store.Short(root) + ".json"
+		out = "run-" + solve.ShortID(root) + ".json"
 	}
 	r, err := k.Report(cmd.Context(), root)
 	if err == nil {
-		var files planning.Files
+		var files solve.PlanFiles
 		if files, err = solve.WriteReport(r, out); err == nil {
 			fmt.Fprintf(cmd.OutOrStdout(), "report: %s, %s, %s, %s\n", files.JSON, files.Report, files.Mermaid, files.Gantt)
 			return
@@ -470,7 +448,7 @@ func (f *reportFlags) write(cmd *cobra.Command, k *solve.Kernel, root string) {
 // stopped makes a run whose lease was taken over exit 5 (stopped,
 // resumable), like one stopped by a signal.
 func stopped(err error) error {
-	if errors.Is(err, store.ErrLeaseLost) {
+	if errors.Is(err, solve.ErrLeaseLost) {
 		return cli.Exit(cli.ExitStopped, err)
 	}
 	return err
@@ -479,13 +457,13 @@ func stopped(err error) error {
 // outcomeStatus ends solve run and solve resume with the outcome's exit
 // status: 0 achieved, 3 infeasible, 4 waiting for a human, 5 stopped. (A run
 // stopped by Ctrl-C or SIGTERM fails with the context's error and exits 5.)
-func outcomeStatus(r *loop.Result) error {
+func outcomeStatus(r *solve.Result) error {
 	switch r.Outcome {
-	case loop.OutcomeInfeasible:
+	case solve.OutcomeInfeasible:
 		return cli.Exit(cli.ExitInfeasible, nil)
-	case loop.OutcomeWaiting:
+	case solve.OutcomeWaiting:
 		return cli.Exit(cli.ExitWaiting, nil)
-	case loop.OutcomeStopped:
+	case solve.OutcomeStopped:
 		return cli.Exit(cli.ExitStopped, nil)
 	}
 	return nil
@@ -493,7 +471,7 @@ func outcomeStatus(r *loop.Result) error {
 
 func runCommand(app *cli.App) *cobra.Command {
 	var (
-		req     loop.Request
+		req     solve.RunRequest
 		timeCap string
 		db      string
 		remote  bool
@@ -568,28 +546,24 @@ on the command line.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Goal = args[0]
-			if strings.TrimSpace(req.Goal) == "" {
-				return cli.Usagef(`the goal is empty: give it as the first argument, e.g. solve run "Add a Median function with tests" --workspace ./ws`)
-			}
-			if !(req.BudgetUSD > 0) || math.IsInf(req.BudgetUSD, 0) {
-				return cli.Usagef("--budget %v: give a positive, finite budget in USD, e.g. --budget 2", req.BudgetUSD)
-			}
-			if cmd.Flags().Changed("workers") && req.Workers < 1 {
-				return cli.Usagef("--workers %d: give at least 1 (nodes run in parallel up to it)", req.Workers)
-			}
-			if req.TMax < 1 {
-				return cli.Usagef("--tmax %d: give at least 1 attempt per resolver before BUILD (default %d)", req.TMax, loop.DefaultTMax)
-			}
 			d, err := time.ParseDuration(timeCap)
 			if err != nil {
 				return cli.Usagef("--time %q: %v; give a duration such as 30m", timeCap, err)
 			}
-			if d <= 0 {
-				return cli.Usagef("--time %s: give a positive duration such as 30m", timeCap)
-			}
 			req.Time = d
+			// The library takes 0 for its default; on the command line the
+			// flags show theirs, and 0 is a mistake.
+			if cmd.Flags().Changed("workers") && req.Workers == 0 {
+				return cli.Usagef("--workers 0: give at least 1 (nodes run in parallel up to it)")
+			}
+			if req.TMax == 0 {
+				return cli.Usagef("--tmax 0: give at least 1 attempt per resolver before BUILD (default %d)", solve.DefaultTMax)
+			}
+			if err := solve.CheckRunRequest(req); err != nil {
+				return err
+			}
 			if remote {
-				if err := remoteDB(db); err != nil {
+				if err := solve.CheckRemoteDatabase(db); err != nil {
 					return err
 				}
 			}
@@ -613,8 +587,8 @@ on the command line.`,
 			}
 			return withKernel(cmd.Context(), db, false, func(k *solve.Kernel) error {
 				r, err := k.Run(cmd.Context(), req, opts)
-				if errors.Is(err, loop.ErrEmptyCore) {
-					return fmt.Errorf("%w: confirm at least one constraint or give --constraint", loop.ErrEmptyCore)
+				if errors.Is(err, solve.ErrEmptyCore) {
+					return fmt.Errorf("%w: confirm at least one constraint or give --constraint", solve.ErrEmptyCore)
 				}
 				if err != nil {
 					return stopped(err)
@@ -632,10 +606,10 @@ on the command line.`,
 	f.Float64Var(&req.BudgetUSD, "budget", 1, "root budget in USD")
 	f.StringVar(&timeCap, "time", "30m", "root wall-time budget (e.g. 30m, 2h)")
 	f.StringVar(&req.Workspace, "workspace", "", "directory where software goals are built and tested (it must exist: a mistyped path is refused, not created)")
-	f.IntVar(&req.Workers, "workers", 0, fmt.Sprintf("independent ready nodes run in parallel (same results as 1); default 1, with --remote %d", loop.RemoteInFlight))
-	f.IntVar(&req.TMax, "tmax", loop.DefaultTMax, "attempts per resolver before BUILD (T_max)")
+	f.IntVar(&req.Workers, "workers", 0, fmt.Sprintf("independent ready nodes run in parallel (same results as 1); default 1, with --remote %d", solve.RemoteInFlight))
+	f.IntVar(&req.TMax, "tmax", solve.DefaultTMax, "attempts per resolver before BUILD (T_max)")
 	f.BoolVar(&req.Interactive, "interactive", false, "ask the human on the terminal: the Step 1 extraction dialogue, and HIRE at once")
-	f.BoolVar(&remote, "remote", false, fmt.Sprintf("send each ready node's step to 'solve worker' processes through --db postgres://… (--workers caps this run's steps in flight, default %d)", loop.RemoteInFlight))
+	f.BoolVar(&remote, "remote", false, fmt.Sprintf("send each ready node's step to 'solve worker' processes through --db postgres://… (--workers caps this run's steps in flight, default %d)", solve.RemoteInFlight))
 	confine = sandboxFlags(cmd)
 	dbFlag(cmd, &db)
 	return cmd
@@ -664,11 +638,11 @@ run' does. Exit status as for 'solve run': 0 achieved, 3 infeasible, 4 waiting
 for a human, 5 stopped.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if workers < 0 {
-				return cli.Usagef("--workers %d: give at least 1 (0 = as the run was started)", workers)
+			if err := solve.CheckWorkers(workers); err != nil {
+				return err
 			}
 			if remote {
-				if err := remoteDB(db); err != nil {
+				if err := solve.CheckRemoteDatabase(db); err != nil {
 					return err
 				}
 			}
@@ -697,25 +671,10 @@ for a human, 5 stopped.`,
 	}
 	report.add(cmd)
 	dbFlag(cmd, &db)
-	cmd.Flags().IntVar(&workers, "workers", 0, fmt.Sprintf("steps run at once (0 = as the run was started; without --workers then, 1, or %d with --remote)", loop.RemoteInFlight))
+	cmd.Flags().IntVar(&workers, "workers", 0, fmt.Sprintf("steps run at once (0 = as the run was started; without --workers then, 1, or %d with --remote)", solve.RemoteInFlight))
 	cmd.Flags().BoolVar(&remote, "remote", false, "send the steps to 'solve worker' processes through --db postgres://… (as solve run --remote)")
 	confine = sandboxFlags(cmd)
 	return cmd
-}
-
-// remoteDB refuses --remote and solve worker on a database other machines
-// cannot reach.
-func remoteDB(db string) error {
-	if db == "" {
-		return cli.Usagef("give --db postgres://user@host/dbname: workers share a run through PostgreSQL")
-	}
-	if !pgdb.IsURL(db) {
-		return cli.Usagef("--db %s is a SQLite file, which only this machine can use: workers share a run through PostgreSQL (--db postgres://user@host/dbname)", db)
-	}
-	if err := pgdb.CheckURL(db); err != nil {
-		return fmt.Errorf("--db: %w", err)
-	}
-	return nil
 }
 
 func workerCommand(app *cli.App) *cobra.Command {
@@ -758,14 +717,12 @@ mistake on the command line, 1 any other failure.`,
   solve run "Add four helpers, one package each" --db postgres://solve@db.example/solve --remote --budget 5 --time 1h`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := remoteDB(db); err != nil {
+			if err := solve.CheckRemoteDatabase(db); err != nil {
 				return err
 			}
-			if steps < 1 {
-				return cli.Usagef("--steps %d: give at least 1", steps)
-			}
-			if rescueAfter < 5*time.Second {
-				return cli.Usagef("--rescue-after %s: give at least 5s", rescueAfter)
+			work := solve.WorkerOptions{Steps: steps, RescueAfter: rescueAfter}
+			if err := work.Check(); err != nil {
+				return err
 			}
 			opts, _, err := runOptions(cmd, app, 0)
 			if err != nil {
@@ -775,14 +732,14 @@ mistake on the command line, 1 any other failure.`,
 				return err
 			}
 			return withKernel(cmd.Context(), db, false, func(k *solve.Kernel) error {
-				return k.Work(cmd.Context(), opts, solve.WorkerOptions{Steps: steps, RescueAfter: rescueAfter})
+				return k.Work(cmd.Context(), opts, work)
 			})
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&db, "db", "", "the kernel's PostgreSQL database (postgres://…), shared with the run and the other workers")
 	f.IntVar(&steps, "steps", 1, "steps this worker runs at once")
-	f.DurationVar(&rescueAfter, "rescue-after", loop.DefaultRescueAfter, "a step running longer is presumed abandoned and given to another worker")
+	f.DurationVar(&rescueAfter, "rescue-after", solve.DefaultRescueAfter, "a step running longer is presumed abandoned and given to another worker")
 	confine = sandboxFlags(cmd)
 	return cmd
 }
@@ -799,9 +756,6 @@ func logCommand() *cobra.Command {
 		Short: "Show the tiered log: 1 flow, 2 decisions, 3 resolver I/O metadata",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if tier < 0 || tier > 3 {
-				return cli.Usagef("--tier %d: give 1, 2 or 3 (0 = all)", tier)
-			}
 			return withKernel(cmd.Context(), db, true, func(k *solve.Kernel) error {
 				rows, err := k.Logs(cmd.Context(), tier, node)
 				if err != nil {
@@ -814,11 +768,11 @@ func logCommand() *cobra.Command {
 				for _, l := range rows {
 					fmt.Fprintf(w, "[%s] T%d", clock(l.Time), l.Tier)
 					if l.Goal != "" {
-						fmt.Fprintf(w, " (%s)", termtext.Line(clip.Line(l.Goal, 40)))
+						fmt.Fprintf(w, " (%s)", cli.Line(l.Goal, 40))
 					}
 					fmt.Fprintf(w, " %s", termtext.Line(l.Summary))
 					if l.Tier > 1 && len(l.Detail) > 0 {
-						fmt.Fprintf(w, " %s", termtext.Line(clip.Line(string(l.Detail), 300)))
+						fmt.Fprintf(w, " %s", cli.Line(string(l.Detail), 300))
 					}
 					fmt.Fprintln(w)
 				}
@@ -860,9 +814,9 @@ program), self-model-0 answers from the kernel's own records.`,
 				for _, r := range rs {
 					fmt.Fprintf(cmd.OutOrStdout(), "%-28s %-8s built by %-6s used %d (%d ok, %d failed)  %s\n", termtext.Line(r.ID), r.Type, r.BuiltBy, r.UsageCount, r.SuccessCount, r.FailureCount, termtext.Line(fmt.Sprint(r.Capabilities)))
 					if r.Description != "" {
-						fmt.Fprintf(cmd.OutOrStdout(), "%28s %s\n", "", termtext.Line(clip.Line(r.Description, 160)))
+						fmt.Fprintf(cmd.OutOrStdout(), "%28s %s\n", "", termtext.Line(r.Description))
 					}
-					if n := loop.NetworkLine(r); n != "" {
+					if n := r.NetworkLine(); n != "" {
 						fmt.Fprintf(cmd.OutOrStdout(), "%28s %s\n", "", termtext.Line(n))
 					}
 				}
@@ -965,45 +919,40 @@ The answer flags without REQUEST are refused (exit 2), nothing written.`,
 						return err
 					}
 					if *asJSON {
-						if reqs == nil {
-							reqs = []store.CapabilityRequest{}
-						}
 						return cli.PrintJSON(cmd.OutOrStdout(), reqs)
 					}
 					if len(reqs) == 0 {
 						fmt.Fprintln(cmd.OutOrStdout(), "no open capability requests")
 					}
 					for _, r := range reqs {
-						fmt.Fprint(cmd.OutOrStdout(), termtext.Block(loop.FormatRequest(r)))
+						fmt.Fprint(cmd.OutOrStdout(), termtext.Block(r.Text()))
 					}
 					return nil
 				})
 			}
-			if addUSD < 0 || math.IsInf(addUSD, 0) || math.IsNaN(addUSD) {
-				return cli.Usagef("--add-budget %v: give a positive, finite amount in USD", addUSD)
+			answer := solve.HireAnswer{Command: command, Network: allowNetworkFlag(allowNetwork), Label: label, AddUSD: addUSD,
+				AddSeconds: addTime.Seconds(), Decline: decline, Reason: reason}
+			if allowNetwork != "" && command == "" {
+				return cli.Usagef("--allow-network goes with --resolver-command: it is what the command may reach")
 			}
-			if addTime < 0 {
-				return cli.Usagef("--add-time %s: give a positive duration", addTime)
+			if err := solve.CheckHireAnswer(answer); err != nil {
+				return err
+			}
+			set := 0
+			for _, b := range []bool{command != "", addUSD > 0 || addTime > 0, decline} {
+				if b {
+					set++
+				}
+			}
+			if set != 1 {
+				return cli.Usagef("answer with exactly one of --resolver-command CMD, --add-budget USD (and/or --add-time), or --decline")
 			}
 			return withKernel(cmd.Context(), db, false, func(k *solve.Kernel) error {
-				set := 0
-				for _, b := range []bool{command != "", addUSD > 0 || addTime > 0, decline} {
-					if b {
-						set++
-					}
-				}
-				if set != 1 {
-					return cli.Usagef("answer with exactly one of --resolver-command CMD, --add-budget USD (and/or --add-time), or --decline")
-				}
-				if allowNetwork != "" && command == "" {
-					return cli.Usagef("--allow-network goes with --resolver-command: it is what the command may reach")
-				}
-				msg, err := k.Answer(cmd.Context(), args[0], loop.HireAnswer{Command: command, Network: allowNetworkFlag(allowNetwork), Label: label, AddUSD: addUSD,
-					AddSeconds: addTime.Seconds(), Decline: decline, Reason: reason})
+				done, err := k.Answer(cmd.Context(), args[0], answer)
 				if err != nil {
 					return err
 				}
-				fmt.Fprintln(cmd.OutOrStdout(), termtext.Line(msg))
+				fmt.Fprintln(cmd.OutOrStdout(), termtext.Line(done.Summary))
 				return nil
 			})
 		},
@@ -1014,7 +963,7 @@ The answer flags without REQUEST are refused (exit 2), nothing written.`,
 	f.StringVar(&command, "resolver-command", "", "register this shell command (run in the workspace) as a resolver for the capability")
 	f.StringVar(&label, "label", "", "label of the registered resolver")
 	f.StringVar(&allowNetwork, "allow-network", "", "let the registered command reach the network: all (the flag alone), or host:port entries, comma-separated (only the ports are enforced)")
-	f.Lookup("allow-network").NoOptDefVal = proc.AllNetwork
+	f.Lookup("allow-network").NoOptDefVal = solve.AllNetwork
 	f.Float64Var(&addUSD, "add-budget", 0, "add this many USD to the budget of the nodes waiting on the request (shared evenly; with none left waiting, their nearest live ancestor)")
 	f.DurationVar(&addTime, "add-time", 0, "add this much wall time to the nodes waiting on the request (shared evenly)")
 	f.BoolVar(&decline, "decline", false, "decline: the waiting nodes become infeasible and the request is never asked again")
@@ -1038,7 +987,7 @@ func statusCommand() *cobra.Command {
 					fmt.Fprintln(w, "no runs in this kernel.db; start one with solve run")
 				}
 				for _, r := range runs {
-					fmt.Fprintf(w, "%s  %-17s  σ_system %.2f  spent $%.4f of $%.2f  %d nodes  %q\n", r.RootID, r.Outcome, r.SigmaSystem, r.SpentUSD, r.AllocatedUSD, r.Nodes, clip.Line(r.Goal, 60))
+					fmt.Fprintf(w, "%s  %-17s  σ_system %.2f  spent $%.4f of $%.2f  %d nodes  %q\n", r.RootID, r.Outcome, r.SigmaSystem, r.SpentUSD, r.AllocatedUSD, r.Nodes, cli.Line(r.Goal, 60))
 				}
 				printConfinement(w)
 				return nil
@@ -1063,7 +1012,7 @@ func statusCommand() *cobra.Command {
 // printWithNote prints text and, once after it, what the boot resolvers
 // it names are (their spec ids name programs that never run).
 func printWithNote(w io.Writer, text string) error {
-	if note := loop.ResolverNote(text); note != "" {
+	if note := solve.ResolverNote(text); note != "" {
 		text += note + "\n"
 	}
 	_, err := io.WriteString(w, text)
@@ -1101,24 +1050,24 @@ func printStatus(out io.Writer, st *solve.RunStatus) {
 		if n.Reopened > 0 {
 			when += fmt.Sprintf(", reopened %d×", n.Reopened)
 		}
-		fmt.Fprintf(w, "%s%s %s · %s · %s · %.0fs of %.0fs · attempts %d/%d · %s\n", in, store.Short(n.ID), n.State, sigma, money,
+		fmt.Fprintf(w, "%s%s %s · %s · %s · %.0fs of %.0fs · attempts %d/%d · %s\n", in, solve.ShortID(n.ID), n.State, sigma, money,
 			n.SpentSeconds, n.AllocatedSeconds, n.Attempts, n.MaxAttempts, when)
-		goal := clip.Line(n.Summary, 70)
+		goal := cli.Line(n.Summary, 70)
 		if n.Goal != n.Summary {
-			goal += " — " + clip.Line(n.Goal, 160)
+			goal += " — " + cli.Line(n.Goal, 160)
 		}
-		fmt.Fprintf(w, "%s  %s\n", in, termtext.Line(goal))
+		fmt.Fprintf(w, "%s  %s\n", in, goal)
 	}
 	if len(st.Events) > 0 {
 		fmt.Fprintln(w, "events:")
 		for _, e := range st.Events {
-			fmt.Fprintf(w, "  %s  %s %q: %s\n", clock(e.Time), store.Short(e.NodeID), clip.Line(e.Goal, 50), termtext.Line(e.Detail))
+			fmt.Fprintf(w, "  %s  %s %q: %s\n", clock(e.Time), solve.ShortID(e.NodeID), cli.Line(e.Goal, 50), termtext.Line(e.Detail))
 		}
 	}
 	if len(st.Held) > 0 {
 		fmt.Fprintln(w, "held by workers:")
 		for _, h := range st.Held {
-			fmt.Fprintf(w, "  %s  %s step · worker %s · attempt %d · since %s\n", store.Short(h.NodeID), h.Status, h.Worker, h.Attempt, h.Since.Local().Format("15:04:05"))
+			fmt.Fprintf(w, "  %s  %s step · worker %s · attempt %d · since %s\n", solve.ShortID(h.NodeID), h.Status, h.Worker, h.Attempt, h.Since.Local().Format("15:04:05"))
 		}
 	}
 	r := st.Result
@@ -1172,7 +1121,7 @@ calls, critical path in red). kernel.db is only read.`,
 				}
 				path := out
 				if path == "" {
-					path = "run-" + store.Short(r.Status.Result.RootID) + ".json"
+					path = "run-" + solve.ShortID(r.Status.Result.RootID) + ".json"
 				}
 				files, err := solve.WriteReport(r, path)
 				if err != nil {
@@ -1203,7 +1152,7 @@ func artifactsCommand() *cobra.Command {
 				if a.Sigma != nil {
 					s = fmt.Sprintf("%.2f", *a.Sigma)
 				}
-				fmt.Fprintf(w, "%s  %-14s %-5s σ %-4s %6dB  %s/%s  node %s\n", a.ID, a.Type, a.Format, s, a.Size, path.Dir(a.URI), a.SHA256[:16], store.Short(a.Node))
+				fmt.Fprintf(w, "%s  %-14s %-5s σ %-4s %6dB  %s/%s  node %s\n", a.ID, a.Type, a.Format, s, a.Size, path.Dir(a.URI), a.SHA256[:16], solve.ShortID(a.Node))
 			}
 			return nil
 		})

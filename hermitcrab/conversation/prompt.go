@@ -19,7 +19,7 @@ func triggerNotice(problems []string) string {
 
 // CompilePrompt compiles a tier's system prompt as a call sends it: the
 // wake block's instructions (package prompt), then, when there are any,
-// the trigger lines the kernel cannot read.
+// the trigger lines the kernel cannot read, and the index of skills.
 func (c *Caller) CompilePrompt(ctx context.Context, tier int) (prompt.Compiled, error) {
 	src := c.blocks.Source(ctx)
 	comp, err := prompt.Compile(src, tier)
@@ -35,6 +35,7 @@ func (c *Caller) CompilePrompt(ctx context.Context, tier int) (prompt.Compiled, 
 		comp.Sections = append(comp.Sections, prompt.Section{Instruction: "(wake triggers)", Text: n})
 		comp.Problems = append(comp.Problems, set.Problems...)
 	}
+	withSkillIndex(&comp, c.skillList())
 	return comp, nil
 }
 

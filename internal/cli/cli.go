@@ -44,10 +44,6 @@ type App struct {
 	// chooses its own (hermitcrab's wake block), which then takes only its
 	// own model key (hermitcrab.model), never the shared one.
 	DefaultModels map[string]string
-	// OptionFlags names the flag (or argument) that sets each option the
-	// kernel names in its option errors: a command that returns one as it
-	// is exits 2 with a message naming the flag (optionFlag).
-	OptionFlags map[string]string
 
 	configPath     string // --config
 	quiet, verbose bool
@@ -187,7 +183,7 @@ func (a *App) prepare() {
 					}
 				}
 				if err := run(cmd, args); err != nil {
-					return &runError{optionFlag(err, a.OptionFlags)}
+					return &runError{err}
 				}
 				return nil
 			}

@@ -195,5 +195,5 @@ func checkText(c ConstraintCheck) string {
 			return text
 		}
 	}
-	return store.JSONText(c.Detail)
+	return jsonOrText(c.Detail)
 }

@@ -191,7 +191,7 @@ func Run(ctx context.Context, st *store.Store, req Request, opts Options) (*Resu
 		return nil, option.Errorf("workers", "%d: give at least 1 worker (0 = the default)", req.Workers)
 	}
 	if req.TMax < 0 {
-		return nil, option.Errorf("t_max", "%d: give at least 1 attempt (0 = the default %d)", req.TMax, DefaultTMax)
+		return nil, option.Errorf("tmax", "%d: give at least 1 attempt (0 = the default %d)", req.TMax, DefaultTMax)
 	}
 	if req.Workspace != "" {
 		// Refused before anything is asked of a resolver: a workspace the
@@ -281,7 +281,11 @@ func Run(ctx context.Context, st *store.Store, req Request, opts Options) (*Resu
 		if err := tx.SetInputs(ctx, root, inputs); err != nil {
 			return err
 		}
-		if _, err := tx.PutArtifact(ctx, store.NewArtifact{Node: root, Type: "run_config", Format: "json", Content: []byte(store.JSONText(cfg))}); err != nil {
+		content, err := store.JSONText(cfg)
+		if err != nil {
+			return fmt.Errorf("the run's configuration: %w", err)
+		}
+		if _, err := tx.PutArtifact(ctx, store.NewArtifact{Node: root, Type: "run_config", Format: "json", Content: []byte(content)}); err != nil {
 			return err
 		}
 		if err := tx.WriteLedger(ctx, store.LedgerEntry{Node: root, Event: store.Allocate, Amount: req.BudgetUSD, Time: req.Time.Seconds(), Description: "root budget (--budget, --time)"}); err != nil {

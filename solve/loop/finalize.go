@@ -56,7 +56,7 @@ func (e *engine) finalize(ctx context.Context) (bool, error) {
 			if err != nil {
 				return false, err
 			}
-			leaves = append(leaves, LeafView{Ref: fmt.Sprintf("l%d", len(leaves)+1), Summary: n.Summary, Output: clip.Line(outs[0].Content, 1500), Sigma: n.SigmaPath.Float64, ID: n.ID})
+			leaves = append(leaves, LeafView{Ref: fmt.Sprintf("l%d", len(leaves)+1), Summary: n.Summary, Output: clip.Line(outs[0].Content, 1500), Sigma: store.Value(n.SigmaPath), ID: n.ID})
 			leafRows = append(leafRows, n)
 		}
 	}
@@ -156,7 +156,10 @@ func (e *engine) finalize(ctx context.Context) (bool, error) {
 		checks = []ConstraintCheck{}
 	}
 	err = s.commit(ctx, func(tx *store.Tx) error {
-		content := store.JSONText(map[string]any{"goal": rootRow.Goal, "summary": aa.Summary, "sigma_system": sigma, "leaves": manifest, "checks": checks})
+		content, err := store.JSONText(map[string]any{"goal": rootRow.Goal, "summary": aa.Summary, "sigma_system": sigma, "leaves": manifest, "checks": checks})
+		if err != nil {
+			return fmt.Errorf("the assembly: %w", err)
+		}
 		var inputs []string
 		for _, l := range leafRows {
 			inputs = append(inputs, l.Output)

@@ -161,8 +161,8 @@ func (s *stepCtx) gate(ctx context.Context, resolver string, v Verification, pat
 		if err != nil {
 			return stepResult{}, err
 		}
-		if sg.SigmaV.Valid {
-			chain = append(chain, pv{p, sg.SigmaV.Float64})
+		if sg.SigmaV != nil {
+			chain = append(chain, pv{p, *sg.SigmaV})
 		}
 		p = sg.Parent
 	}
@@ -335,7 +335,11 @@ func (s *stepCtx) buildOrHire(ctx context.Context) (stepResult, error) {
 		if err != nil {
 			return err
 		}
-		gapID, err := tx.PutArtifact(ctx, store.NewArtifact{Node: id, Type: "build_goal", Format: "json", Content: []byte(store.JSONText(gap)), ResolverID: ClaudeCodeID})
+		content, err := store.JSONText(gap)
+		if err != nil {
+			return fmt.Errorf("the build goal: %w", err)
+		}
+		gapID, err := tx.PutArtifact(ctx, store.NewArtifact{Node: id, Type: "build_goal", Format: "json", Content: []byte(content), ResolverID: ClaudeCodeID})
 		if err != nil {
 			return err
 		}
@@ -417,7 +421,11 @@ func (s *stepCtx) gap(ctx context.Context) (*GapAnswer, error) {
 	// The gap is recorded with the step's spend, before anything acts on it.
 	// (This artifact's node is the gap's node; build subgoals carry their own copy.)
 	err = s.commit(ctx, func(tx *store.Tx) error {
-		if _, err := tx.PutArtifact(ctx, store.NewArtifact{Node: n.ID, Type: "capability_gap", Format: "json", Content: []byte(store.JSONText(g)),
+		content, err := store.JSONText(g)
+		if err != nil {
+			return fmt.Errorf("the capability gap: %w", err)
+		}
+		if _, err := tx.PutArtifact(ctx, store.NewArtifact{Node: n.ID, Type: "capability_gap", Format: "json", Content: []byte(content),
 			ResolverID: ClaudeCodeID, Metadata: map[string]any{"attempt_count": n.AttemptCount, "gap_of_node": true}}); err != nil {
 			return err
 		}
@@ -434,7 +442,7 @@ func (s *stepCtx) attemptHistory(ctx context.Context) ([]string, error) {
 	}
 	var out []string
 	for _, a := range atts {
-		out = append(out, fmt.Sprintf("attempt %d: %s → %s (sigma_v=%.2f) %s", a.Index, a.Resolver, a.Verdict.String, a.SigmaV.Float64, a.FailureMode))
+		out = append(out, fmt.Sprintf("attempt %d: %s → %s (sigma_v=%.2f) %s", a.Index, a.Resolver, a.Verdict, store.Value(a.SigmaV), a.FailureMode))
 	}
 	return out, nil
 }

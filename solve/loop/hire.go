@@ -153,34 +153,51 @@ type HireAnswer struct {
 	Reason     string
 }
 
+// HireOutcome is what an answer to a capability request did.
+type HireOutcome struct {
+	RequestID  string `json:"request_id"`
+	Capability string `json:"capability_tag"`
+	// Kind is decline, resolver (a command registered as ResolverID) or
+	// increase_budget (AddUSD and AddSeconds shared by Nodes).
+	Kind       string  `json:"kind"`
+	ResolverID string  `json:"resolver_id,omitempty"`
+	AddUSD     float64 `json:"add_usd,omitempty"`
+	AddSeconds float64 `json:"add_seconds,omitempty"`
+	// Nodes are the nodes that were waiting on the request.
+	Nodes []string `json:"waiting_node_ids"`
+	// Summary says it in words, as the flow log records it.
+	Summary string `json:"summary"`
+}
+
 // Answer records a human's answer to the capability request whose id
 // starts with prefix. The run continues with Resume.
-func Answer(ctx context.Context, st *store.Store, prefix string, a HireAnswer) (string, error) {
+func Answer(ctx context.Context, st *store.Store, prefix string, a HireAnswer) (HireOutcome, error) {
+	var out HireOutcome
 	if err := CheckNetwork(a.Network); err != nil {
-		return "", err
+		return out, err
 	}
 	reqs, err := st.Requests(ctx, true)
 	if err != nil {
-		return "", err
+		return out, err
 	}
 	var r *store.CapabilityRequest
 	for i := range reqs {
 		if strings.HasPrefix(reqs[i].ID, prefix) {
 			if r != nil {
-				return "", fmt.Errorf("request %q is ambiguous; give more characters", prefix)
+				return out, fmt.Errorf("request %q is ambiguous; give more characters", prefix)
 			}
 			r = &reqs[i]
 		}
 	}
 	if r == nil || prefix == "" {
-		return "", fmt.Errorf("no capability request %q; list them with solve hire", prefix)
+		return out, fmt.Errorf("no capability request %q; list them with solve hire", prefix)
 	}
 	if r.Status != store.Requested {
-		return "", fmt.Errorf("request %s is already %s", store.Short(r.ID), r.Status)
+		return out, fmt.Errorf("request %s is already %s", store.Short(r.ID), r.Status)
 	}
 	for _, v := range []float64{a.AddUSD, a.AddSeconds} {
 		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-			return "", fmt.Errorf("HireAnswer: add $%v and %vs: give positive, finite amounts (a top-up never takes money or time away)", a.AddUSD, a.AddSeconds)
+			return out, fmt.Errorf("HireAnswer: add $%v and %vs: give positive, finite amounts (a top-up never takes money or time away)", a.AddUSD, a.AddSeconds)
 		}
 	}
 	node, _ := r.Detail["node_id"].(string) // the node that asked
@@ -191,7 +208,7 @@ func Answer(ctx context.Context, st *store.Store, prefix string, a HireAnswer) (
 		}
 	}
 	if set != 1 {
-		return "", errors.New("answer with exactly one of: a resolver command, more budget (money and/or time), or a decline")
+		return out, errors.New("answer with exactly one of: a resolver command, more budget (money and/or time), or a decline")
 	}
 	var msg string
 	err = st.Write(ctx, func(tx *store.Tx) error {
@@ -204,7 +221,8 @@ func Answer(ctx context.Context, st *store.Store, prefix string, a HireAnswer) (
 		}
 		switch {
 		case a.Decline:
-			d["answer"] = map[string]any{"kind": "decline", "reason": a.Reason}
+			out.Kind = "decline"
+			d["answer"] = map[string]any{"kind": out.Kind, "reason": a.Reason}
 			msg = fmt.Sprintf("declined %s (%s); it will not be asked again", store.Short(r.ID), r.Capability)
 			if err := tx.AnswerRequest(ctx, r.ID, store.Declined, "", d); err != nil {
 				return err
@@ -248,7 +266,8 @@ func Answer(ctx context.Context, st *store.Store, prefix string, a HireAnswer) (
 			if err := tx.AddEdge(ctx, "resolver:"+id, "built_by", "actor:human", nil); err != nil {
 				return err
 			}
-			d["answer"] = map[string]any{"kind": "resolver", "resolver_id": id}
+			out.Kind, out.ResolverID = "resolver", id
+			d["answer"] = map[string]any{"kind": out.Kind, "resolver_id": id}
 			msg = fmt.Sprintf("registered resolver %s providing %s for request %s", id, r.Capability, store.Short(r.ID))
 			if len(r.Nodes) > 1 {
 				msg += fmt.Sprintf("; the %d nodes waiting on it use it", len(r.Nodes))
@@ -281,7 +300,8 @@ func Answer(ctx context.Context, st *store.Store, prefix string, a HireAnswer) (
 				}
 				names = append(names, store.Short(w))
 			}
-			d["answer"] = map[string]any{"kind": "increase_budget", "add_cost": a.AddUSD, "add_time_seconds": a.AddSeconds}
+			out.Kind, out.AddUSD, out.AddSeconds = "increase_budget", a.AddUSD, a.AddSeconds
+			d["answer"] = map[string]any{"kind": out.Kind, "add_cost": a.AddUSD, "add_time_seconds": a.AddSeconds}
 			if len(waiting) == 1 {
 				msg = fmt.Sprintf("added $%.2f and %.0fs to node %s for request %s", a.AddUSD, a.AddSeconds, names[0], store.Short(r.ID))
 			} else {
@@ -294,7 +314,11 @@ func Answer(ctx context.Context, st *store.Store, prefix string, a HireAnswer) (
 		}
 		return tx.Log(ctx, 1, node, "HIRE answered: "+msg, nil)
 	})
-	return msg, err
+	if err != nil {
+		return out, err
+	}
+	out.RequestID, out.Capability, out.Nodes, out.Summary = r.ID, r.Capability, r.Nodes, msg
+	return out, nil
 }
 
 // endDeclined ends infeasible a live node waiting on a declined request,
@@ -355,9 +379,9 @@ func askHuman(ctx context.Context, st *store.Store, id string, in *bufio.Reader,
 		default:
 			return nil
 		}
-		msg, err := Answer(ctx, st, id, a)
+		done, err := Answer(ctx, st, id, a)
 		if err == nil {
-			fmt.Fprintln(out, msg)
+			fmt.Fprintln(out, done.Summary)
 		}
 		return err
 	}
@@ -398,7 +422,16 @@ func text(v any) string {
 	if v == nil {
 		return "-"
 	}
-	return store.JSONText(v)
+	return jsonOrText(v)
+}
+
+// jsonOrText is v as JSON for a person to read, or as Go prints it when
+// JSON cannot hold it (a NaN figure).
+func jsonOrText(v any) string {
+	if s, err := store.JSONText(v); err == nil {
+		return s
+	}
+	return fmt.Sprint(v)
 }
 
 // bullets is a list of details, one per line ("none" when empty).

@@ -2,7 +2,6 @@ package loop
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -92,28 +91,28 @@ func CheckInvariants(ctx context.Context, st *store.Store, root string) ([]strin
 				add("node %s: resolver_id %q is not its one-step plan's %q", n.ID, n.ResolverID, steps[0])
 			}
 		}
-		if n.Verification != "" && n.LastAttempt != "" && n.SigmaV.Valid {
-			var sv sql.NullFloat64 // the last verified attempt's σ_v
-			for i := len(atts) - 1; i >= 0 && !sv.Valid; i-- {
-				if atts[i].Verdict.Valid {
+		if n.Verification != "" && n.LastAttempt != "" && n.SigmaV != nil {
+			var sv *float64 // the last verified attempt's σ_v
+			for i := len(atts) - 1; i >= 0 && sv == nil; i-- {
+				if atts[i].Verdict != "" {
 					sv = atts[i].SigmaV
 				}
 			}
-			if !sv.Valid || math.Abs(sv.Float64-n.SigmaV.Float64) > 1e-9 {
-				add("node %s: sigma_v %v is not its last verified attempt's %v", n.ID, n.SigmaV.Float64, sv.Float64)
+			if sv == nil || math.Abs(*sv-*n.SigmaV) > 1e-9 {
+				add("node %s: sigma_v %v is not its last verified attempt's %v", n.ID, *n.SigmaV, store.Value(sv))
 			}
 		}
-		if n.SigmaPath.Valid && n.SigmaV.Valid && !n.Invalidated {
+		if n.SigmaPath != nil && n.SigmaV != nil && !n.Invalidated {
 			// A BUILD subgoal starts its own chain (it is judged as a goal
 			// of its own, not by the attempts that failed above it).
-			want := n.SigmaV.Float64
+			want := *n.SigmaV
 			if p := byID[n.Parent]; p != nil && !build[n.ID] {
-				if p.SigmaPath.Valid {
-					want *= p.SigmaPath.Float64
+				if p.SigmaPath != nil {
+					want *= *p.SigmaPath
 				}
 			}
-			if math.Abs(want-n.SigmaPath.Float64) > 1e-9 {
-				add("node %s: sigma_path %v, but parent path × sigma_v = %v", n.ID, n.SigmaPath.Float64, want)
+			if math.Abs(want-*n.SigmaPath) > 1e-9 {
+				add("node %s: sigma_path %v, but parent path × sigma_v = %v", n.ID, *n.SigmaPath, want)
 			}
 		}
 		if n.Status == store.StatusResolved {

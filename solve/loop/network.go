@@ -63,25 +63,25 @@ func CheckNetwork(network []string) error {
 // AllowNetwork records a person's allowance for the registered tool id:
 // what it declares. It is recorded in the registry (and shown by solve
 // resolvers) and applies to every later run of the tool.
-func AllowNetwork(ctx context.Context, st *store.Store, id string) (string, error) {
+func AllowNetwork(ctx context.Context, st *store.Store, id string) ([]string, error) {
 	rs, err := st.Resolvers(ctx, id)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if len(rs) == 0 {
-		return "", fmt.Errorf("no resolver %q (list them with solve resolvers)", id)
+		return nil, fmt.Errorf("no resolver %q (list them with solve resolvers)", id)
 	}
 	e := rs[0]
 	declared := DeclaredNetwork(e)
 	if len(declared) == 0 {
-		return "", fmt.Errorf("resolver %s declares no network need, so there is nothing to allow (a hired command is allowed with solve hire … --allow-network)", id)
+		return nil, fmt.Errorf("resolver %s declares no network need, so there is nothing to allow (a hired command is allowed with solve hire … --allow-network)", id)
 	}
 	if e.Metadata == nil {
 		e.Metadata = map[string]any{}
 	}
 	e.Metadata[metaNetworkAllowed] = declared
 	if err := st.UpsertResolver(ctx, e); err != nil {
-		return "", err
+		return nil, err
 	}
-	return fmt.Sprintf("resolver %s may now reach %s", id, strings.Join(declared, ", ")), nil
+	return declared, nil
 }

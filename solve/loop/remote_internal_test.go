@@ -75,7 +75,11 @@ func newRemoteRun(t *testing.T) (*engine, string) {
 		if _, err := tx.InsertNode(ctx, store.NewNode{ID: e.root, Goal: "g", Summary: "g", TauLocal: store.TauLocal, TauGlobal: store.TauGlobal, MaxAttempts: 3}); err != nil {
 			return err
 		}
-		if _, err := tx.PutArtifact(ctx, store.NewArtifact{Node: e.root, Type: "run_config", Format: "json", Content: []byte(store.JSONText(cfg))}); err != nil {
+		content, err := store.JSONText(cfg)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.PutArtifact(ctx, store.NewArtifact{Node: e.root, Type: "run_config", Format: "json", Content: []byte(content)}); err != nil {
 			return err
 		}
 		return tx.WriteLedger(ctx, store.LedgerEntry{Node: e.root, Event: store.Allocate, Amount: 1, Time: 3600, Description: "root budget"})

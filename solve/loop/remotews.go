@@ -45,7 +45,11 @@ func baseArtifact(root, dir string) (store.NewArtifact, error) {
 	if err != nil {
 		return store.NewArtifact{}, fmt.Errorf("store the workspace %s for remote workers: %w", dir, err)
 	}
-	return store.NewArtifact{Node: root, Type: artWorkspaceBase, Format: "json", Content: []byte(store.JSONText(storedFiles{Files: files})),
+	content, err := store.JSONText(storedFiles{Files: files})
+	if err != nil {
+		return store.NewArtifact{}, fmt.Errorf("store the workspace %s for remote workers: %w", dir, err)
+	}
+	return store.NewArtifact{Node: root, Type: artWorkspaceBase, Format: "json", Content: []byte(content),
 		Metadata: map[string]any{"files": len(files), "from": dir}}, nil
 }
 
@@ -161,8 +165,12 @@ func (e *engine) storedMerge(ctx context.Context, node string, files []workspace
 		if len(bad) > 0 {
 			return &workspace.ConflictError{Paths: bad}
 		}
+		content, err := store.JSONText(storedFiles{Files: files})
+		if err != nil {
+			return err
+		}
 		_, err = tx.PutArtifact(ctx, store.NewArtifact{Node: e.root, Type: artWorkspaceMerge, Format: "json",
-			Content: []byte(store.JSONText(storedFiles{Files: files})), Metadata: map[string]any{"node": node, "files": len(files)}})
+			Content: []byte(content), Metadata: map[string]any{"node": node, "files": len(files)}})
 		return err
 	})
 	if err != nil {

@@ -34,8 +34,11 @@ func TestConcurrentStoredMergesOfOneFileConflict(t *testing.T) {
 			if _, err := tx.InsertNode(ctx, store.NewNode{ID: root, Goal: "g", Summary: "g", TauLocal: store.TauLocal, TauGlobal: store.TauGlobal, MaxAttempts: 3}); err != nil {
 				return err
 			}
-			_, err := tx.PutArtifact(ctx, store.NewArtifact{Node: root, Type: artWorkspaceBase, Format: "json",
-				Content: []byte(store.JSONText(storedFiles{Files: []workspace.File{{Path: "go.mod", Content: "module x\n"}}}))})
+			content, err := store.JSONText(storedFiles{Files: []workspace.File{{Path: "go.mod", Content: "module x\n"}}})
+			if err != nil {
+				return err
+			}
+			_, err = tx.PutArtifact(ctx, store.NewArtifact{Node: root, Type: artWorkspaceBase, Format: "json", Content: []byte(content)})
 			return err
 		}); err != nil {
 			t.Fatal(err)

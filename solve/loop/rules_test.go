@@ -273,7 +273,7 @@ func TestPermanentResolverErrorIsAnUNSATAttempt(t *testing.T) {
 		t.Fatalf("outcome %s", res.Outcome)
 	}
 	atts, err := k.st.Attempts(context.Background(), k.node(t, res.RootID, goal).ID)
-	if err != nil || len(atts) != 2 || atts[0].Verdict.String != store.UNSAT || atts[0].FailureMode != "failure:invalid_format" || atts[1].Verdict.String != store.SAT {
+	if err != nil || len(atts) != 2 || atts[0].Verdict != store.UNSAT || atts[0].FailureMode != "failure:invalid_format" || atts[1].Verdict != store.SAT {
 		t.Fatalf("attempts %+v %v", atts, err)
 	}
 	if fb := f.called(loop.OpResolve)[1].Feedback; len(fb) == 0 || !strings.Contains(strings.Join(fb, " "), "permanent resolver error (invalid_format): no summary") {
@@ -328,7 +328,7 @@ func TestRunRefusesBadRequestsNamingTheField(t *testing.T) {
 		{func(r *loop.Request) { r.BudgetUSD = 0 }, "budget_usd", "0: "},
 		{func(r *loop.Request) { r.Time = -1 }, "time", "-1ns: "},
 		{func(r *loop.Request) { r.Workers = -1 }, "workers", "-1: "},
-		{func(r *loop.Request) { r.TMax = -1 }, "t_max", "-1: "},
+		{func(r *loop.Request) { r.TMax = -1 }, "tmax", "-1: "},
 		{func(r *loop.Request) { r.Workspace = filepath.Join(t.TempDir(), "missing") }, "workspace", "/"},
 	} {
 		req := request("Name the queue")

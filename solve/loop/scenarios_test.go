@@ -159,7 +159,7 @@ func TestBuildRegistersATestedToolThatASecondGoalReuses(t *testing.T) {
 		}
 		b := k.node(t, res.RootID, build)
 		atts, _ := k.st.Attempts(context.Background(), b.ID)
-		if len(atts) != 2 || atts[0].Verdict.String != store.UNSAT {
+		if len(atts) != 2 || atts[0].Verdict != store.UNSAT {
 			t.Errorf("build attempts %+v: the first tool failed its own test", atts)
 		}
 		if rs, _ := k.st.Resolvers(context.Background(), "tool-make_out-1"); len(rs) != 1 || rs[0].BuiltBy != "system" {
@@ -210,9 +210,9 @@ func TestOverBudgetHireAnsweredWithBudgetResumes(t *testing.T) {
 				t.Errorf("answer %+v: %v", a, err)
 			}
 		}
-		msg, err := loop.Answer(context.Background(), k.st, reqs[0].ID[:8], loop.HireAnswer{AddUSD: 1})
-		if err != nil || !strings.Contains(msg, "added $1.00") {
-			t.Fatalf("answer %q %v", msg, err)
+		done, err := loop.Answer(context.Background(), k.st, reqs[0].ID[:8], loop.HireAnswer{AddUSD: 1})
+		if err != nil || done.Kind != "increase_budget" || done.AddUSD != 1 || !strings.Contains(done.Summary, "added $1.00") {
+			t.Fatalf("answer %+v %v", done, err)
 		}
 		if _, err := loop.Answer(context.Background(), k.st, reqs[0].ID, loop.HireAnswer{AddUSD: 1}); err == nil || !strings.Contains(err.Error(), "already delivered") {
 			t.Errorf("answering twice: %v", err)
@@ -272,9 +272,9 @@ func TestHireAnsweredWithACommandRegistersAResolver(t *testing.T) {
 		if res.Outcome != loop.OutcomeWaiting || len(reqs) != 1 {
 			t.Fatalf("outcome %s, %d requests", res.Outcome, len(reqs))
 		}
-		msg, err := loop.Answer(context.Background(), k.st, reqs[0].ID, loop.HireAnswer{Command: "echo 71C > reading.txt"})
-		if err != nil || !strings.Contains(msg, "registered resolver human-measure-1") {
-			t.Fatalf("answer %q %v", msg, err)
+		done, err := loop.Answer(context.Background(), k.st, reqs[0].ID, loop.HireAnswer{Command: "echo 71C > reading.txt"})
+		if err != nil || done.ResolverID != "human-measure-1" || !strings.Contains(done.Summary, "registered resolver human-measure-1") {
+			t.Fatalf("answer %+v %v", done, err)
 		}
 		res, err = loop.Resume(context.Background(), k.st, "", k.options(f))
 		if err != nil || res.Outcome != loop.OutcomeAchieved {
@@ -510,8 +510,8 @@ func TestNetworkAllowancesAreRecordedWithTheTool(t *testing.T) {
 	if len(loop.AllowedNetwork(rs[0])) != 0 || !strings.Contains(loop.NetworkLine(rs[0]), "not allowed: pypi.org:443 (solve resolvers allow tool-fetch-2 --network)") {
 		t.Fatalf("built, before: %q", loop.NetworkLine(rs[0]))
 	}
-	if msg, err := loop.AllowNetwork(ctx, k.st, built.ID); err != nil || !strings.Contains(msg, "pypi.org:443") {
-		t.Fatalf("allow: %q %v", msg, err)
+	if allowed, err := loop.AllowNetwork(ctx, k.st, built.ID); err != nil || !slices.Contains(allowed, "pypi.org:443") {
+		t.Fatalf("allow: %q %v", allowed, err)
 	}
 	rs, _ = k.st.Resolvers(ctx, built.ID)
 	if got := loop.AllowedNetwork(rs[0]); len(got) != 1 || got[0] != "pypi.org:443" {

@@ -397,7 +397,11 @@ func (s *stepCtx) plan(ctx context.Context, a RouteAnswer, fresh bool) (stepResu
 	plan := map[string]any{"steps": []map[string]any{{"resolver_id": a.ResolverID, "capability": a.Capability,
 		"inputs": map[string]any{"input_artifact_ids": nonNil(n.Inputs)}, "params": params}}, "policy": map[string]any{"parallel": false}}
 	err := s.commit(ctx, func(tx *store.Tx) error {
-		id, err := tx.PutArtifact(ctx, store.NewArtifact{Node: n.ID, Type: "tool_plan", Format: "json", Content: []byte(store.JSONText(plan)),
+		content, err := store.JSONText(plan)
+		if err != nil {
+			return fmt.Errorf("the tool plan: %w", err)
+		}
+		id, err := tx.PutArtifact(ctx, store.NewArtifact{Node: n.ID, Type: "tool_plan", Format: "json", Content: []byte(content),
 			ResolverID: ClaudeCodeID, ConstraintIDs: n.Selected, InputIDs: n.Inputs})
 		if err != nil {
 			return err
@@ -612,8 +616,11 @@ func (s *stepCtx) untriedSuggestion(ctx context.Context) (string, string, error)
 // it), and an UNSAT verdict feeds the next attempt like any other.
 func (s *stepCtx) candidate(ctx context.Context, index int, suggestion, text string, feedback []string) (stepResult, error) {
 	n := s.n
-	content := store.JSONText(ResolveAnswer{Summary: clip.Line(text, 80), Text: text})
-	err := s.commit(ctx, func(tx *store.Tx) error {
+	content, err := store.JSONText(ResolveAnswer{Summary: clip.Line(text, 80), Text: text})
+	if err != nil {
+		return stepResult{}, err
+	}
+	err = s.commit(ctx, func(tx *store.Tx) error {
 		art, err := tx.PutArtifact(ctx, store.NewArtifact{Node: n.ID, Type: "doc", Format: "json", Content: []byte(content), ResolverID: CandidateID,
 			ConstraintIDs: n.Selected, InputIDs: []string{suggestion}, Metadata: map[string]any{"summary": clip.Line(text, 80), "candidate_of": suggestion}})
 		if err != nil {
@@ -674,16 +681,16 @@ func (s *stepCtx) feedback(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !last.Verification.Valid {
+	if last.Verification == "" {
 		return nil, nil
 	}
 	var ver Verification
-	if err := json.Unmarshal([]byte(last.Verification.String), &ver); err != nil {
+	if err := json.Unmarshal([]byte(last.Verification), &ver); err != nil {
 		return nil, fmt.Errorf("attempt %s: verification: %w", last.ID, err)
 	}
 	var out []string
 	if last.FailureMode == kg.FailureID(lowConfidence) {
-		out = append(out, fmt.Sprintf("confidence gating: the last output was verified with sigma_v=%.2f, but the path confidence fell below tau_global=%.2f; give an answer you can verify with more confidence", last.SigmaV.Float64, s.n.TauGlobal))
+		out = append(out, fmt.Sprintf("confidence gating: the last output was verified with sigma_v=%.2f, but the path confidence fell below tau_global=%.2f; give an answer you can verify with more confidence", store.Value(last.SigmaV), s.n.TauGlobal))
 	}
 	for _, c := range ver.Checks {
 		if !c.Passed {
@@ -705,10 +712,10 @@ func (s *stepCtx) attemptViews(ctx context.Context) ([]AttemptView, error) {
 	}
 	var out []AttemptView
 	for _, a := range atts {
-		av := AttemptView{Index: a.Index, Resolver: a.Resolver, Verdict: a.Verdict.String, SigmaV: a.SigmaV.Float64, FailureMode: a.FailureMode}
-		if a.Verification.Valid {
+		av := AttemptView{Index: a.Index, Resolver: a.Resolver, Verdict: a.Verdict, SigmaV: store.Value(a.SigmaV), FailureMode: a.FailureMode}
+		if a.Verification != "" {
 			var v Verification
-			if err := json.Unmarshal([]byte(a.Verification.String), &v); err != nil {
+			if err := json.Unmarshal([]byte(a.Verification), &v); err != nil {
 				return nil, fmt.Errorf("attempt %s: verification: %w", a.ID, err)
 			}
 			for _, c := range v.Checks {
@@ -773,6 +780,8 @@ func mergeFiles(answer, changed []workspace.File) []workspace.File {
 
 // fingerprint is sha256(canonical_json({capability_tag, build_constraints, budget_class})).
 func fingerprint(tag string, constraints []string, class string) string {
-	sum := sha256.Sum256([]byte(store.JSONText(map[string]any{"budget_class": class, "build_constraints": nonNil(constraints), "capability_tag": tag})))
+	// Strings only: JSON holds them all, so the marshal cannot fail.
+	data, _ := json.Marshal(map[string]any{"budget_class": class, "build_constraints": nonNil(constraints), "capability_tag": tag})
+	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])
 }

@@ -195,8 +195,8 @@ func TestABuildSubgoalsSigmaPathStartsItsOwnChain(t *testing.T) {
 		t.Fatalf("outcome %s\n%s", res.Outcome, k.flow(t))
 	}
 	n, b := k.node(t, res.RootID, goal), k.node(t, res.RootID, build)
-	if n.SigmaPath.Float64 != 0.8 || b.SigmaV.Float64 != 0.9 || b.SigmaPath.Float64 != 0.9 {
-		t.Errorf("σ_path: node %v, build subgoal σ_v %v σ_path %v", n.SigmaPath.Float64, b.SigmaV.Float64, b.SigmaPath.Float64)
+	if store.Value(n.SigmaPath) != 0.8 || store.Value(b.SigmaV) != 0.9 || store.Value(b.SigmaPath) != 0.9 {
+		t.Errorf("σ_path: node %v, build subgoal σ_v %v σ_path %v", store.Value(n.SigmaPath), store.Value(b.SigmaV), store.Value(b.SigmaPath))
 	}
 }
 

@@ -25,11 +25,11 @@ func (s *stepCtx) verify(ctx context.Context) (stepResult, error) {
 		return stepResult{}, err
 	}
 	resolver, output := last.Resolver, last.Output
-	if last.Verdict.Valid {
+	if last.Verdict != "" {
 		// Already verified (a permanent resolver error, or a node waiting
 		// on BUILD/HIRE coming back): decide again from the record.
 		var v Verification
-		if err := json.Unmarshal([]byte(last.Verification.String), &v); err != nil {
+		if err := json.Unmarshal([]byte(last.Verification), &v); err != nil {
 			return stepResult{}, fmt.Errorf("attempt %s: verification: %w", last.ID, err)
 		}
 		if v.Verdict == store.SAT {
@@ -319,10 +319,10 @@ func (s *stepCtx) sigmaPath(ctx context.Context, sigma float64) (float64, error)
 	if err != nil {
 		return 0, err
 	}
-	if !p.SigmaPath.Valid {
+	if p.SigmaPath == nil {
 		return sigma, nil
 	}
-	return p.SigmaPath.Float64 * sigma, nil
+	return *p.SigmaPath * sigma, nil
 }
 
 // recordVerification writes the verification on the attempt and node,
@@ -599,8 +599,8 @@ func (s *stepCtx) stagnating(ctx context.Context, current float64) (bool, error)
 	}
 	var prev []float64 // newest first
 	for i := len(atts) - 1; i >= 0 && len(prev) < 2; i-- {
-		if a := atts[i]; a.ID != s.n.LastAttempt && a.Verdict.Valid {
-			prev = append(prev, a.SigmaV.Float64)
+		if a := atts[i]; a.ID != s.n.LastAttempt && a.Verdict != "" {
+			prev = append(prev, store.Value(a.SigmaV))
 		}
 	}
 	if len(prev) < 2 {

@@ -318,7 +318,22 @@ func checkDecomposition(c *assertions, p *Plan) *model {
 	return m
 }
 
+// checkBudget runs group 3 (budget arithmetic): the total (3.1), the
+// waterfall (3.2), the remaining budgets (3.3), the verdicts (3.4), the
+// model's stated totals (3.5) and every other figure (3.6).
 func checkBudget(c *assertions, p *Plan, a *Analysis) {
+	checkTotal(c, p, a)
+	final := checkWaterfall(c, p, a)
+	checkRemaining(c, p, a, final)
+	checkVerdicts(c, p, a)
+	checkClaims(c, p, a)
+	d := diffJSON("analysis", a, p.Analysis)
+	c.add(3, "3.6", "every other figure of the analysis recomputed", len(d) == 0, "%s",
+		orText(d, "metrics, rollups and P(within limit), budgets, waterfall, schedule, critical paths, waves, verdicts, walls and σ_v all match the tasks", ""))
+}
+
+// checkTotal checks the cost rollup against the tasks (3.1).
+func checkTotal(c *assertions, p *Plan, a *Analysis) {
 	r := p.Analysis.Cost
 	ok := approx(r.Mid, a.Cost.Mid) && approx(r.Low, a.Cost.Low) && approx(r.High, a.Cost.High) &&
 		approx(r.PERTMean, a.Cost.PERTMean) && approx(r.PERTSigma, a.Cost.PERTSigma)
@@ -326,7 +341,11 @@ func checkBudget(c *assertions, p *Plan, a *Analysis) {
 		"recomputed mid %s (low %s, high %s, PERT %s ± %s); plan reports mid %s (low %s, high %s, PERT %s ± %s)",
 		money(a.Cost.Mid), money(a.Cost.Low), money(a.Cost.High), money(a.Cost.PERTMean), money(a.Cost.PERTSigma),
 		money(r.Mid), money(r.Low), money(r.High), money(r.PERTMean), money(r.PERTSigma))
+}
 
+// checkWaterfall checks the waterfall's rows in execution order (3.2)
+// and returns the recomputed final cumulative cost.
+func checkWaterfall(c *assertions, p *Plan, a *Analysis) float64 {
 	var problems []string
 	rows := p.Analysis.Waterfall
 	if len(rows) != len(a.Waterfall) {
@@ -350,8 +369,14 @@ func checkBudget(c *assertions, p *Plan, a *Analysis) {
 	}
 	c.add(3, "3.2", "waterfall cumulative values increase monotonically", len(problems) == 0, "%s",
 		orText(problems, fmt.Sprintf("%d rows in execution order, cumulative %s → %s; %d other budgeted quantities", len(rows), money(firstCum(a.Waterfall)), money(final), len(a.Budgets)), ""))
+	return final
+}
 
-	problems = diffJSON("analysis.budgets", a.Budgets, p.Analysis.Budgets)
+// checkRemaining checks that every capped budget counts down row by row
+// (3.3).
+func checkRemaining(c *assertions, p *Plan, a *Analysis, final float64) {
+	rows := p.Analysis.Waterfall
+	problems := diffJSON("analysis.budgets", a.Budgets, p.Analysis.Budgets)
 	var counted []string
 	if a.Cost.Limit != nil {
 		counted = append(counted, fmt.Sprintf("cost %s → %s", money(*a.Cost.Limit), money(*a.Cost.Limit-final)))
@@ -391,7 +416,10 @@ func checkBudget(c *assertions, p *Plan, a *Analysis) {
 	} else {
 		c.add(3, "3.3", "remaining budget decreases monotonically", len(problems) == 0, "%s", orText(problems, "counts down: "+strings.Join(counted, "; "), ""))
 	}
+}
 
+// checkVerdicts checks each constraint's verdict (3.4).
+func checkVerdicts(c *assertions, p *Plan, a *Analysis) {
 	reported := map[string]Verdict{}
 	for _, v := range p.Analysis.Verdicts {
 		reported[v.ConstraintID] = v
@@ -406,6 +434,11 @@ func checkBudget(c *assertions, p *Plan, a *Analysis) {
 		c.add(3, "3.4", "feasibility of "+v.ConstraintID+" matches the threshold comparison", ok && rv.Verdict == v.Verdict,
 			"%s: %s → %s (holds at mid %v, at high %v); plan reports %s", v.Expr, v.Detail, v.Verdict, v.HoldsMid, v.HoldsHigh, orDash(rv.Verdict))
 	}
+}
+
+// checkClaims checks that the model's stated totals are reported and
+// not used (3.5).
+func checkClaims(c *assertions, p *Plan, a *Analysis) {
 	// The decomposition answer states both totals; the plan keeps each
 	// once, so a disagreement cannot be hidden by dropping its claim.
 	var names []string
@@ -421,9 +454,6 @@ func checkBudget(c *assertions, p *Plan, a *Analysis) {
 		c.add(3, "3.5", "model's stated "+cl.Name+" is reported, not used", ok && approx(cl.Computed, want) && cl.Agrees == approx(cl.Stated, want),
 			"model stated %s, kernel computes %s from the tasks%s", num(cl.Stated), num(want), map[bool]string{true: "", false: " (disagreement reported; the kernel's figure is the one used)"}[approx(cl.Stated, want)])
 	}
-	d := diffJSON("analysis", a, p.Analysis)
-	c.add(3, "3.6", "every other figure of the analysis recomputed", len(d) == 0, "%s",
-		orText(d, "metrics, rollups and P(within limit), budgets, waterfall, schedule, critical paths, waves, verdicts, walls and σ_v all match the tasks", ""))
 }
 
 // stepsWithoutRemaining keeps what 3.2 compares; 3.3 checks remaining.
@@ -488,6 +518,9 @@ func rounds(ctx context.Context, p *Plan, a *Analysis, limit int) ([]roundPlan, 
 	return out, nil
 }
 
+// checkSurveys runs group 4 (approach survey triggers): each survey
+// (4.1–4.4), then that every triggered task was surveyed (4.5) and the
+// rounds (4.6).
 func checkSurveys(ctx context.Context, c *assertions, p *Plan, a *Analysis, limit int) {
 	// A later round is recomputed by a search; when the time limit stops
 	// it, the checks that need that round's triggers are undecided and
@@ -497,8 +530,7 @@ func checkSurveys(ctx context.Context, c *assertions, p *Plan, a *Analysis, limi
 	if err != nil && !stopped {
 		c.add(4, "4.0", "survey rounds recomputed", false, "%v", err)
 	}
-	first := rps[0]
-	if len(p.Surveys) == 0 && len(first.tasks) == 0 {
+	if len(p.Surveys) == 0 && len(rps[0].tasks) == 0 {
 		c.add(4, "4.1", "surveys triggered", true, "no task has confidence < %.1f or sits in an UNSAT wall; nothing to survey", SurveyConfidence)
 	}
 	task := map[string]Task{}
@@ -511,85 +543,116 @@ func checkSurveys(ctx context.Context, c *assertions, p *Plan, a *Analysis, limi
 			c.add(4, "4.1", "survey of "+sv.TaskID+" is triggered", false, "the plan has no task %q", sv.TaskID)
 			continue
 		}
-		var want []string
-		var why []string
-		var ip itemProblems
-		better := []string{}
-		pending := false // an approach from a round the limit stopped
-		known := slices.Clone(rps)
-		for _, ap := range sv.Approaches {
-			if stopped && ap.Round > len(rps) {
-				pending = true
-				for r := len(known) + 1; r <= ap.Round; r++ {
-					known = append(known, roundPlan{round: r})
-				}
-			}
-		}
-		for _, rp := range known {
-			var aps []Approach
-			for _, ap := range sv.Approaches {
-				if ap.Round == rp.round {
-					aps = append(aps, ap)
-				}
-			}
-			if len(aps) == 0 {
-				continue
-			}
-			texts := rp.texts(sv.TaskID)
-			if len(texts) == 0 && rp.round <= len(rps) {
-				why = append(why, fmt.Sprintf("round %d (%s) did not ask about %s", rp.round, rp.kind, sv.TaskID))
-				continue
-			}
-			want = append(want, texts...)
-			sc, err := newSurveyCheck(p, rp, surveysBefore(p.Surveys, rp.round))
-			if err != nil {
-				why = append(why, err.Error())
-				continue
-			}
-			got := sc.item(sv.TaskID, aps, sv.NothingBetter)
-			ip.distinct = append(ip.distinct, got.distinct...)
-			ip.better = append(ip.better, got.better...)
-			ip.plausible = append(ip.plausible, got.plausible...)
-			for _, im := range sc.want[sv.TaskID] {
-				var by []string
-				for _, ap := range aps {
-					if im.better(t, ap) {
-						by = append(by, ap.ID)
-					}
-				}
-				if len(by) > 0 {
-					better = append(better, fmt.Sprintf("round %d asked for %s: %s", rp.round, im.want(t), strings.Join(by, ", ")))
-				}
-			}
-		}
-		if !slices.Equal(want, sv.Triggers) {
-			why = append(why, fmt.Sprintf("triggers recorded %q, recomputed %q", sv.Triggers, want))
-		}
-		for _, ap := range sv.Approaches {
-			if ap.Round < 1 || ap.Round > len(known) {
-				why = append(why, fmt.Sprintf("%s/%s is from round %d, which did not run", sv.TaskID, ap.ID, ap.Round))
-			}
-		}
-		if pending {
-			c.undecided(ctx, 4, "4.1", "survey of "+sv.TaskID+" is triggered")
-		} else {
-			c.add(4, "4.1", "survey of "+sv.TaskID+" is triggered", len(why) == 0 && len(want) > 0, "%s",
-				orText(why, strings.Join(want, "; "), sv.TaskID+": "))
-		}
-		c.add(4, "4.2", "survey of "+sv.TaskID+" has at least 2 distinct approaches", len(ip.distinct) == 0,
-			"%d approaches%s", len(sv.Approaches), orText(ip.distinct, "", "; "))
-		detail := strings.Join(better, "; ")
-		if strings.TrimSpace(sv.NothingBetter) != "" {
-			detail = orDash(detail) + "; nothing better possible, the model says: " + sv.NothingBetter
-		}
-		if pending {
-			c.undecided(ctx, 4, "4.3", "survey of "+sv.TaskID+" offers what its trigger asks")
-		} else {
-			c.add(4, "4.3", "survey of "+sv.TaskID+" offers what its trigger asks", len(ip.better) == 0, "%s", orText(ip.better, detail, ""))
-		}
-		c.add(4, "4.4", "approach estimates of "+sv.TaskID+" plausible", len(ip.plausible) == 0, "%s",
-			orText(ip.plausible, "no negative costs, no zero-time approaches, effects only on semantic constraints", ""))
+		checkSurvey(ctx, c, p, t, sv, rps, stopped)
 	}
+	if stopped {
+		c.undecided(ctx, 4, "4.5", "every triggered task is surveyed")
+		c.undecided(ctx, 4, "4.6", "survey rounds recomputed")
+		return
+	}
+	checkSurveyed(c, p, rps)
+	checkRounds(c, p, rps)
+}
+
+// surveyFindings is what the recomputed rounds say of one survey.
+type surveyFindings struct {
+	want, why []string     // the triggers recomputed; what is wrong with them
+	items     itemProblems // distinctness, improvement and plausibility problems
+	better    []string     // the approaches that offer what a round asked
+	pending   bool         // an approach is from a round the time limit stopped
+	known     int          // rounds that ran or were stopped
+}
+
+// recomputeSurvey holds one survey's approaches to the rounds that asked
+// for them.
+func recomputeSurvey(p *Plan, t Task, sv Survey, rps []roundPlan, stopped bool) surveyFindings {
+	var f surveyFindings
+	known := slices.Clone(rps)
+	for _, ap := range sv.Approaches {
+		if stopped && ap.Round > len(rps) {
+			f.pending = true
+			for r := len(known) + 1; r <= ap.Round; r++ {
+				known = append(known, roundPlan{round: r})
+			}
+		}
+	}
+	f.known = len(known)
+	for _, rp := range known {
+		var aps []Approach
+		for _, ap := range sv.Approaches {
+			if ap.Round == rp.round {
+				aps = append(aps, ap)
+			}
+		}
+		if len(aps) == 0 {
+			continue
+		}
+		texts := rp.texts(sv.TaskID)
+		if len(texts) == 0 && rp.round <= len(rps) {
+			f.why = append(f.why, fmt.Sprintf("round %d (%s) did not ask about %s", rp.round, rp.kind, sv.TaskID))
+			continue
+		}
+		f.want = append(f.want, texts...)
+		sc, err := newSurveyCheck(p, rp, surveysBefore(p.Surveys, rp.round))
+		if err != nil {
+			f.why = append(f.why, err.Error())
+			continue
+		}
+		got := sc.item(sv.TaskID, aps, sv.NothingBetter)
+		f.items.distinct = append(f.items.distinct, got.distinct...)
+		f.items.better = append(f.items.better, got.better...)
+		f.items.plausible = append(f.items.plausible, got.plausible...)
+		for _, im := range sc.want[sv.TaskID] {
+			var by []string
+			for _, ap := range aps {
+				if im.better(t, ap) {
+					by = append(by, ap.ID)
+				}
+			}
+			if len(by) > 0 {
+				f.better = append(f.better, fmt.Sprintf("round %d asked for %s: %s", rp.round, im.want(t), strings.Join(by, ", ")))
+			}
+		}
+	}
+	return f
+}
+
+// checkSurvey checks one survey: triggered (4.1), distinct approaches
+// (4.2), what its trigger asks (4.3), plausible estimates (4.4).
+func checkSurvey(ctx context.Context, c *assertions, p *Plan, t Task, sv Survey, rps []roundPlan, stopped bool) {
+	f := recomputeSurvey(p, t, sv, rps, stopped)
+	if !slices.Equal(f.want, sv.Triggers) {
+		f.why = append(f.why, fmt.Sprintf("triggers recorded %q, recomputed %q", sv.Triggers, f.want))
+	}
+	for _, ap := range sv.Approaches {
+		if ap.Round < 1 || ap.Round > f.known {
+			f.why = append(f.why, fmt.Sprintf("%s/%s is from round %d, which did not run", sv.TaskID, ap.ID, ap.Round))
+		}
+	}
+	if f.pending {
+		c.undecided(ctx, 4, "4.1", "survey of "+sv.TaskID+" is triggered")
+	} else {
+		c.add(4, "4.1", "survey of "+sv.TaskID+" is triggered", len(f.why) == 0 && len(f.want) > 0, "%s",
+			orText(f.why, strings.Join(f.want, "; "), sv.TaskID+": "))
+	}
+	c.add(4, "4.2", "survey of "+sv.TaskID+" has at least 2 distinct approaches", len(f.items.distinct) == 0,
+		"%d approaches%s", len(sv.Approaches), orText(f.items.distinct, "", "; "))
+	detail := strings.Join(f.better, "; ")
+	if strings.TrimSpace(sv.NothingBetter) != "" {
+		detail = orDash(detail) + "; nothing better possible, the model says: " + sv.NothingBetter
+	}
+	if f.pending {
+		c.undecided(ctx, 4, "4.3", "survey of "+sv.TaskID+" offers what its trigger asks")
+	} else {
+		c.add(4, "4.3", "survey of "+sv.TaskID+" offers what its trigger asks", len(f.items.better) == 0, "%s", orText(f.items.better, detail, ""))
+	}
+	c.add(4, "4.4", "approach estimates of "+sv.TaskID+" plausible", len(f.items.plausible) == 0, "%s",
+		orText(f.items.plausible, "no negative costs, no zero-time approaches, effects only on semantic constraints", ""))
+}
+
+// checkSurveyed checks that every task a round that was answered asked
+// about was surveyed in that round (4.5).
+func checkSurveyed(c *assertions, p *Plan, rps []roundPlan) {
 	var missing []string
 	asked := 0
 	for _, rp := range rps {
@@ -607,12 +670,12 @@ func checkSurveys(ctx context.Context, c *assertions, p *Plan, a *Analysis, limi
 			}
 		}
 	}
-	if stopped {
-		c.undecided(ctx, 4, "4.5", "every triggered task is surveyed")
-		c.undecided(ctx, 4, "4.6", "survey rounds recomputed")
-		return
-	}
 	c.add(4, "4.5", "every triggered task is surveyed", len(missing) == 0, "%s", orText(missing, fmt.Sprintf("%d asked in %d round(s), %d surveyed", asked, len(rps), len(p.Surveys)), "not surveyed: "))
+}
+
+// checkRounds checks the recorded survey rounds against the recomputed
+// ones: kinds, tasks, feedback, and approaches where answered (4.6).
+func checkRounds(c *assertions, p *Plan, rps []roundPlan) {
 	var bad []string
 	for _, r := range p.SurveyRounds {
 		if r.Round < 1 || r.Round > len(rps) {
@@ -629,134 +692,203 @@ func checkSurveys(ctx context.Context, c *assertions, p *Plan, a *Analysis, limi
 			bad = append(bad, fmt.Sprintf("round %d is %q but has %s approaches", r.Round, r.Outcome, map[bool]string{true: "some", false: "no"}[has]))
 		}
 	}
-	if want := len(rps) - map[bool]int{true: 1, false: 0}[len(first.tasks) == 0]; len(p.SurveyRounds) != want {
+	if want := len(rps) - map[bool]int{true: 1, false: 0}[len(rps[0].tasks) == 0]; len(p.SurveyRounds) != want {
 		bad = append(bad, fmt.Sprintf("%d round(s) recorded, %d recomputed", len(p.SurveyRounds), want))
 	}
 	c.add(4, "4.6", "survey rounds recomputed", len(bad) == 0, "%s", orText(bad, fmt.Sprintf("%d round(s): kinds, tasks and feedback match", len(p.SurveyRounds)), ""))
 }
 
+// repairCheck is what the steps of group 5 share: the plan, its analysis,
+// the constraints the repair must keep, and the proof (or search) that
+// recomputes the repair claim.
+type repairCheck struct {
+	ctx      context.Context
+	c        *assertions
+	p        *Plan
+	a        *Analysis
+	o        CheckOptions
+	unsat    []string           // the logic constraints UNSAT before the repair
+	required []string           // the constraints a repair must keep
+	floors   map[string]float64 // each semantic constraint's σ floor
+	en       *enumeration       // every combination, when done
+	done     bool               // the enumeration covered them all
+	stopped  bool               // the time limit stopped the proof
+	search   Repair             // the kernel's search, when the combinations are too many
+	how      string             // how the claim was proved, for the details
+}
+
+// checkRepair runs group 5 (repair effectiveness): the status (5.1), the
+// requirements (5.8), then what the status claims: nothing (undecided),
+// a minimal unsat core (infeasible), or a revision that holds (5.2–5.7).
 func checkRepair(ctx context.Context, c *assertions, p *Plan, a *Analysis, o CheckOptions) {
-	var unsat []string
+	r := &repairCheck{ctx: ctx, c: c, p: p, a: a, o: o}
 	for _, v := range a.Verdicts {
 		if v.Verdict == UNSAT {
-			unsat = append(unsat, v.ConstraintID)
+			r.unsat = append(r.unsat, v.ConstraintID)
 		}
 	}
-	required, floors := requirements(p.Constraints, p.Surveys)
-	if len(unsat) == 0 {
+	r.required, r.floors = requirements(p.Constraints, p.Surveys)
+	if len(r.unsat) == 0 {
 		c.add(5, "5.1", "repair status", p.Repair.Status == RepairNotNeeded && len(p.Repair.Choices) == 0,
 			"no logic constraint is UNSAT, so no repair is needed; plan reports %s with %d choice(s)", orDash(p.Repair.Status), len(p.Repair.Choices))
 		return
 	}
-	// A proof the time limit stops leaves undecided only the claims it
-	// proves (the status where no example shows it, "none possible", the
-	// best); every recomputation below is still decided.
-	en, done, err := enumerate(ctx, p.Tasks, p.Quantities, p.Constraints, p.Surveys)
-	stopped := err != nil && ctx.Err() != nil
-	if err != nil && !stopped {
-		c.add(5, "5.0", "recompute repair", false, "cannot enumerate the combinations: %v", err)
+	if !r.recompute() {
 		return
 	}
-	// Where the combinations are too many to enumerate, the claim is
-	// proved by z3 (CheckOptions.SMT, in checkSMT) or taken from the
-	// kernel's search, and the detail says which.
-	var search Repair
-	how := ""
-	if !stopped {
-		how = fmt.Sprintf("every one of the %s combinations tried", num(en.space))
+	r.status()
+	r.requirements()
+	switch p.Repair.Status {
+	case RepairUndecided:
+		c.add(5, "5.2", "an undecided repair claims nothing", len(p.Repair.Choices) == 0 && len(p.Repair.UnsatCore) == 0 && p.Repair.Revised == nil,
+			"%d choice(s), unsat core {%s}, revised plan %v", len(p.Repair.Choices), strings.Join(p.Repair.UnsatCore, ", "), p.Repair.Revised != nil)
+	case RepairInfeasible:
+		r.infeasible()
+	case RepairRepaired:
+		r.repaired()
 	}
-	if !stopped && !done {
-		how = fmt.Sprintf("%s combinations are beyond the exhaustive check (%s units of work); taken from the kernel's search", num(en.space), num(ExhaustiveWork))
-		if o.SMT {
-			how += "; z3 proves it below (5.z)"
-		} else {
-			how += "; solve check --smt z3 proves it"
-		}
-		search, err = repairPlan(ctx, p.Tasks, p.Quantities, p.Constraints, p.Surveys, a, o.SearchLimit)
-		stopped = err != nil && ctx.Err() != nil
-		if err != nil && !stopped {
-			c.add(5, "5.0", "recompute repair", false, "cannot recompute the repair: %v", err)
-			return
-		}
+}
+
+// recompute enumerates every combination of surveyed options, or where
+// they are too many runs the kernel's search (the claim is then proved by
+// z3 with CheckOptions.SMT, in checkSMT). A proof the time limit stops
+// leaves undecided only the claims it proves; every recomputation that
+// follows is still decided. It reports false when nothing can be checked.
+func (r *repairCheck) recompute() bool {
+	p := r.p
+	en, done, err := enumerate(r.ctx, p.Tasks, p.Quantities, p.Constraints, p.Surveys)
+	r.en, r.done, r.stopped = en, done, err != nil && r.ctx.Err() != nil
+	if err != nil && !r.stopped {
+		r.c.add(5, "5.0", "recompute repair", false, "cannot enumerate the combinations: %v", err)
+		return false
 	}
+	if r.stopped {
+		return true
+	}
+	r.how = fmt.Sprintf("every one of the %s combinations tried", num(en.space))
+	if done {
+		return true
+	}
+	r.how = fmt.Sprintf("%s combinations are beyond the exhaustive check (%s units of work); taken from the kernel's search", num(en.space), num(ExhaustiveWork))
+	if r.o.SMT {
+		r.how += "; z3 proves it below (5.z)"
+	} else {
+		r.how += "; solve check --smt z3 proves it"
+	}
+	r.search, err = repairPlan(r.ctx, p.Tasks, p.Quantities, p.Constraints, p.Surveys, r.a, r.o.SearchLimit)
+	r.stopped = err != nil && r.ctx.Err() != nil
+	if err != nil && !r.stopped {
+		r.c.add(5, "5.0", "recompute repair", false, "cannot recompute the repair: %v", err)
+		return false
+	}
+	return true
+}
+
+// status checks the plan's repair status against the recomputed one
+// (5.1).
+func (r *repairCheck) status() {
+	p, unsat := r.p, strings.Join(r.unsat, ", ")
 	switch {
-	case !stopped:
+	case !r.stopped:
 		status := RepairInfeasible
 		switch {
-		case (done && en.found) || (!done && search.Status == RepairRepaired):
+		case (r.done && r.en.found) || (!r.done && r.search.Status == RepairRepaired):
 			status = RepairRepaired
-		case !done && search.Status == RepairUndecided:
+		case !r.done && r.search.Status == RepairUndecided:
 			// The search's limit is in nodes, so it stops at the same place
 			// here: the plan may say so, and claims nothing else.
 			status = RepairUndecided
 		}
-		c.add(5, "5.1", "repair status", status == p.Repair.Status, "UNSAT %s; %s: %s; plan reports %s", strings.Join(unsat, ", "), how, status, orDash(p.Repair.Status))
-	case p.Repair.Status == RepairRepaired && keepsRequired(p, floors):
-		c.add(5, "5.1", "repair status", true, "UNSAT %s; the plan's own choices keep every required constraint (%s), so a repair exists; plan reports %s", strings.Join(unsat, ", "), strings.Join(required, ", "), p.Repair.Status)
+		r.c.add(5, "5.1", "repair status", status == p.Repair.Status, "UNSAT %s; %s: %s; plan reports %s", unsat, r.how, status, orDash(p.Repair.Status))
+	case p.Repair.Status == RepairRepaired && keepsRequired(p, r.floors):
+		r.c.add(5, "5.1", "repair status", true, "UNSAT %s; the plan's own choices keep every required constraint (%s), so a repair exists; plan reports %s", unsat, strings.Join(r.required, ", "), p.Repair.Status)
 	case p.Repair.Status == RepairRepaired || p.Repair.Status == RepairInfeasible || p.Repair.Status == RepairUndecided:
-		c.undecided(ctx, 5, "5.1", "repair status")
+		r.c.undecided(r.ctx, 5, "5.1", "repair status")
 	default:
-		c.add(5, "5.1", "repair status", false, "UNSAT %s, so a repair is needed; plan reports %s", strings.Join(unsat, ", "), orDash(p.Repair.Status))
+		r.c.add(5, "5.1", "repair status", false, "UNSAT %s, so a repair is needed; plan reports %s", unsat, orDash(p.Repair.Status))
 	}
+}
 
+// requirements checks the required constraints, the approaches excluded
+// by a semantic floor and the size of the space (5.8).
+func (r *repairCheck) requirements() {
+	p := r.p
 	var excluded []Exclusion
 	for _, sv := range p.Surveys {
 		for _, ap := range sv.Approaches {
 			for _, ef := range ap.ConstraintEffects {
-				if f, ok := floors[ef.ConstraintID]; ok && ef.Sigma < f {
+				if f, ok := r.floors[ef.ConstraintID]; ok && ef.Sigma < f {
 					excluded = append(excluded, Exclusion{TaskID: sv.TaskID, ApproachID: ap.ID, ConstraintID: ef.ConstraintID, Sigma: ef.Sigma, Floor: f})
 				}
 			}
 		}
 	}
-	d := diffJSON("repair.required", required, p.Repair.Required)
+	d := diffJSON("repair.required", r.required, p.Repair.Required)
 	d = append(d, diffJSON("repair.excluded", sortExclusions(excluded), sortExclusions(p.Repair.Excluded))...)
 	space := spaceOf(p.Surveys)
 	if !approx(space, p.Repair.Space) {
 		d = append(d, fmt.Sprintf("repair.space is %s, recomputed %s", num(p.Repair.Space), num(space)))
 	}
-	c.add(5, "5.8", "required constraints, exclusions and space recomputed", len(d) == 0, "%s",
-		orText(d, fmt.Sprintf("required %s; %d approach(es) below a semantic floor; %s combinations", strings.Join(required, ", "), len(excluded), num(space)), ""))
+	r.c.add(5, "5.8", "required constraints, exclusions and space recomputed", len(d) == 0, "%s",
+		orText(d, fmt.Sprintf("required %s; %d approach(es) below a semantic floor; %s combinations", strings.Join(r.required, ", "), len(excluded), num(space)), ""))
+}
 
-	switch p.Repair.Status {
-	case RepairUndecided:
-		c.add(5, "5.2", "an undecided repair claims nothing", len(p.Repair.Choices) == 0 && len(p.Repair.UnsatCore) == 0 && p.Repair.Revised == nil,
-			"%d choice(s), unsat core {%s}, revised plan %v", len(p.Repair.Choices), strings.Join(p.Repair.UnsatCore, ", "), p.Repair.Revised != nil)
+// infeasible checks a "no repair possible" claim: no combination keeps
+// every required constraint, and the unsat core is infeasible alone and
+// minimal (5.2).
+func (r *repairCheck) infeasible() {
+	const name = "no combination keeps every required constraint"
+	core := r.p.Repair.UnsatCore
+	switch {
+	case r.stopped:
+		r.c.undecided(r.ctx, 5, "5.2", name)
 		return
-	case RepairInfeasible:
-		core := p.Repair.UnsatCore
-		if stopped {
-			c.undecided(ctx, 5, "5.2", "no combination keeps every required constraint")
-			return
-		}
-		if !done {
-			c.add(5, "5.2", "no combination keeps every required constraint", slices.Equal(sortedCopy(search.UnsatCore), sortedCopy(core)),
-				"%s; the search's minimal conflicting set %s; plan reports %s", how, orDash(strings.Join(search.UnsatCore, ", ")), orDash(strings.Join(core, ", ")))
-			return
-		}
-		var bad []string
-		if en.satisfiable(required) {
-			bad = append(bad, fmt.Sprintf("a combination keeps all of %s: %s", strings.Join(required, ", "), choiceText(en.bestAt)))
-		}
-		if len(core) == 0 || en.satisfiable(core) {
-			bad = append(bad, fmt.Sprintf("the unsat core {%s} is satisfiable by itself", strings.Join(core, ", ")))
-		}
-		for _, id := range core {
-			if !slices.Contains(required, id) {
-				bad = append(bad, id+" in the core is not a required constraint")
-			}
-			rest := slices.DeleteFunc(slices.Clone(core), func(x string) bool { return x == id })
-			if !en.satisfiable(rest) {
-				bad = append(bad, fmt.Sprintf("the core is not minimal: without %s it is still infeasible", id))
-			}
-		}
-		c.add(5, "5.2", "no combination keeps every required constraint", len(bad) == 0, "%s",
-			orText(bad, fmt.Sprintf("%s: none keeps %s; the unsat core {%s} is infeasible alone and minimal (each one dropped, the rest is feasible)", how, strings.Join(required, ", "), strings.Join(core, ", ")), ""))
-		return
-	case RepairRepaired:
-	default:
+	case !r.done:
+		r.c.add(5, "5.2", name, slices.Equal(sortedCopy(r.search.UnsatCore), sortedCopy(core)),
+			"%s; the search's minimal conflicting set %s; plan reports %s", r.how, orDash(strings.Join(r.search.UnsatCore, ", ")), orDash(strings.Join(core, ", ")))
 		return
 	}
+	var bad []string
+	if r.en.satisfiable(r.required) {
+		bad = append(bad, fmt.Sprintf("a combination keeps all of %s: %s", strings.Join(r.required, ", "), choiceText(r.en.bestAt)))
+	}
+	if len(core) == 0 || r.en.satisfiable(core) {
+		bad = append(bad, fmt.Sprintf("the unsat core {%s} is satisfiable by itself", strings.Join(core, ", ")))
+	}
+	for _, id := range core {
+		if !slices.Contains(r.required, id) {
+			bad = append(bad, id+" in the core is not a required constraint")
+		}
+		rest := slices.DeleteFunc(slices.Clone(core), func(x string) bool { return x == id })
+		if !r.en.satisfiable(rest) {
+			bad = append(bad, fmt.Sprintf("the core is not minimal: without %s it is still infeasible", id))
+		}
+	}
+	r.c.add(5, "5.2", name, len(bad) == 0, "%s",
+		orText(bad, fmt.Sprintf("%s: none keeps %s; the unsat core {%s} is infeasible alone and minimal (each one dropped, the rest is feasible)", r.how, strings.Join(r.required, ", "), strings.Join(core, ", ")), ""))
+}
+
+// repaired checks a repair: its choices (5.2), the revised plan (5.2–5.4),
+// that it is the best (5.5), its estimates (5.6) and that each swap is
+// needed (5.7).
+func (r *repairCheck) repaired() {
+	if !r.choicesValid() {
+		return
+	}
+	revisedTasks, ok := r.revised()
+	if !ok {
+		return
+	}
+	r.best()
+	est := estimateProblems(revisedTasks, r.p.Quantities)
+	r.c.add(5, "5.6", "revised estimates plausible", len(est) == 0, "%s", orText(est, "no negative costs, no zero-time tasks in the revised plan", ""))
+	r.swapsNeeded()
+}
+
+// choicesValid checks that the choices name one surveyed option per
+// surveyed task (5.2, said only when they do not).
+func (r *repairCheck) choicesValid() bool {
+	p := r.p
 	var problems []string
 	seen := map[string]bool{}
 	for _, ch := range p.Repair.Choices {
@@ -774,18 +906,27 @@ func checkRepair(ctx context.Context, c *assertions, p *Plan, a *Analysis, o Che
 		}
 	}
 	if len(problems) > 0 || len(p.Repair.Choices) != len(p.Surveys) {
-		c.add(5, "5.2", "the choices name one surveyed option per surveyed task", false, "%s", orText(problems, "extra choices", ""))
-		return
+		r.c.add(5, "5.2", "the choices name one surveyed option per surveyed task", false, "%s", orText(problems, "extra choices", ""))
+		return false
 	}
+	return true
+}
+
+// revised analyses the plan the choices make: it satisfies what was
+// violated and breaks nothing that held (5.2), keeps every semantic
+// constraint above its floor (5.3), and is the plan's revised plan (5.4).
+// It returns the revised tasks, or false when they cannot be analysed.
+func (r *repairCheck) revised() ([]Task, bool) {
+	p := r.p
 	revisedTasks := applyChoices(p.Tasks, p.Surveys, p.Repair.Choices)
 	revisedCons := reviseSigmas(p.Constraints, p.Surveys, p.Repair.Choices)
 	rev, err := Analyze(revisedTasks, p.Quantities, revisedCons)
 	if err != nil {
-		c.add(5, "5.2", "revised plan", false, "cannot analyse the revised plan: %v", err)
-		return
+		r.c.add(5, "5.2", "revised plan", false, "cannot analyse the revised plan: %v", err)
+		return nil, false
 	}
 	before := map[string]string{}
-	for _, v := range a.Verdicts {
+	for _, v := range r.a.Verdicts {
 		before[v.ConstraintID] = v.Verdict
 	}
 	for _, v := range rev.Verdicts {
@@ -793,43 +934,53 @@ func checkRepair(ctx context.Context, c *assertions, p *Plan, a *Analysis, o Che
 			continue
 		}
 		if before[v.ConstraintID] == UNSAT {
-			c.add(5, "5.2", "revised plan satisfies previously violated "+v.ConstraintID, v.Verdict != UNSAT, "%s: %s → %s", v.Expr, v.Detail, v.Verdict)
+			r.c.add(5, "5.2", "revised plan satisfies previously violated "+v.ConstraintID, v.Verdict != UNSAT, "%s: %s → %s", v.Expr, v.Detail, v.Verdict)
 		} else if v.Verdict == UNSAT {
-			c.add(5, "5.2", "revision keeps "+v.ConstraintID, false, "%s was %s and is UNSAT after the revision (%s)", v.ConstraintID, before[v.ConstraintID], v.Detail)
+			r.c.add(5, "5.2", "revision keeps "+v.ConstraintID, false, "%s was %s and is UNSAT after the revision (%s)", v.ConstraintID, before[v.ConstraintID], v.Detail)
 		}
 	}
 	var broken []string
 	for _, ch := range p.Repair.Choices {
 		ap, _ := findApproach(p.Surveys, ch)
 		for _, ef := range ap.ConstraintEffects {
-			if f, ok := floors[ef.ConstraintID]; ok && ef.Sigma < f {
+			if f, ok := r.floors[ef.ConstraintID]; ok && ef.Sigma < f {
 				broken = append(broken, fmt.Sprintf("%s/%s leaves %s at σ %.2f < %.2f", ch.TaskID, ch.ApproachID, ef.ConstraintID, ef.Sigma, f))
 			}
 		}
 	}
-	c.add(5, "5.3", "semantic constraints kept above their floor", len(broken) == 0, "%s", orText(broken, fmt.Sprintf("no chosen approach lowers a semantic constraint below min(τ_local %.2f, its σ)", store.TauLocal), ""))
-	d = diffJSON("repair.revised", rev, p.Repair.Revised)
-	c.add(5, "5.4", "revised plan recomputed", len(d) == 0, "%s",
+	r.c.add(5, "5.3", "semantic constraints kept above their floor", len(broken) == 0, "%s", orText(broken, fmt.Sprintf("no chosen approach lowers a semantic constraint below min(τ_local %.2f, its σ)", store.TauLocal), ""))
+	d := diffJSON("repair.revised", rev, p.Repair.Revised)
+	r.c.add(5, "5.4", "revised plan recomputed", len(d) == 0, "%s",
 		orText(d, fmt.Sprintf("revised mid total %s, critical path %sh, verdicts, waterfall, schedule, walls and σ (updated by the chosen approaches' judged effects: σ_v %.2f) all recomputed from the chosen approaches", money(rev.Cost.Mid), num(rev.Time.Mid), rev.SigmaV), ""))
+	return revisedTasks, true
+}
+
+// best checks that the repair is the best by the documented order (5.5).
+func (r *repairCheck) best() {
+	const name = "repair is the best by the documented order"
+	p := r.p
 	mine, err := rankOf(p.Tasks, p.Quantities, p.Surveys, p.Repair.Choices)
 	switch {
 	case err != nil:
-		c.add(5, "5.5", "repair is the best by the documented order", false, "%v", err)
-	case stopped:
-		c.undecided(ctx, 5, "5.5", "repair is the best by the documented order")
-	case done && !en.found:
-		c.add(5, "5.5", "repair is the best by the documented order", false, "%s; none keeps every required constraint; the plan's choice: %s", how, mine)
-	case done:
-		c.add(5, "5.5", "repair is the best by the documented order", !en.best.better(mine), "%s; the best keeps every required constraint with %s (%s); the plan's choice: %s",
-			how, en.best, choiceText(en.bestAt), mine)
+		r.c.add(5, "5.5", name, false, "%v", err)
+	case r.stopped:
+		r.c.undecided(r.ctx, 5, "5.5", name)
+	case r.done && !r.en.found:
+		r.c.add(5, "5.5", name, false, "%s; none keeps every required constraint; the plan's choice: %s", r.how, mine)
+	case r.done:
+		r.c.add(5, "5.5", name, !r.en.best.better(mine), "%s; the best keeps every required constraint with %s (%s); the plan's choice: %s",
+			r.how, r.en.best, choiceText(r.en.bestAt), mine)
 	default:
-		best, _ := rankOf(p.Tasks, p.Quantities, p.Surveys, search.Choices)
-		c.add(5, "5.5", "repair is the best by the documented order", search.Status == RepairRepaired && !best.better(mine), "%s: best %s; the plan's choice: %s", how, best, mine)
+		best, _ := rankOf(p.Tasks, p.Quantities, p.Surveys, r.search.Choices)
+		r.c.add(5, "5.5", name, r.search.Status == RepairRepaired && !best.better(mine), "%s: best %s; the plan's choice: %s", r.how, best, mine)
 	}
-	est := estimateProblems(revisedTasks, p.Quantities)
-	c.add(5, "5.6", "revised estimates plausible", len(est) == 0, "%s", orText(est, "no negative costs, no zero-time tasks in the revised plan", ""))
-	var needs []string
-	problems = nil
+}
+
+// swapsNeeded checks that each swap is needed: put back as planned, the
+// constraints it names fail, and no others (5.7).
+func (r *repairCheck) swapsNeeded() {
+	p := r.p
+	var needs, problems []string
 	for k, ch := range p.Repair.Choices {
 		if ch.ApproachID == OriginalApproach {
 			if len(ch.NeededFor) > 0 {
@@ -857,7 +1008,7 @@ func checkRepair(ctx context.Context, c *assertions, p *Plan, a *Analysis, o Che
 		}
 		needs = append(needs, fmt.Sprintf("%s → %s for %s", ch.TaskID, ch.ApproachID, strings.Join(fail, ", ")))
 	}
-	c.add(5, "5.7", "each swap is needed", len(problems) == 0, "%s", orText(problems, orDash(strings.Join(needs, "; "))+" (kept as planned, the constraint fails)", ""))
+	r.c.add(5, "5.7", "each swap is needed", len(problems) == 0, "%s", orText(problems, orDash(strings.Join(needs, "; "))+" (kept as planned, the constraint fails)", ""))
 }
 
 // keepsRequired reports whether the plan's own choices, one surveyed

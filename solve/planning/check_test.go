@@ -85,6 +85,16 @@ func TestCheckCatchesHandEdits(t *testing.T) {
 		{"repair revised total edited", func(p *Plan) { p.Repair.Revised.Cost.Mid = 100 }, "5.4"},
 		{"a swap's reason edited", func(p *Plan) { p.Repair.Choices[1].NeededFor = []string{"c2"} }, "5.7"},
 		{"an unneeded swap", func(p *Plan) { p.Repair.Choices[0].ApproachID = "y2"; p.Repair.Choices[0].NeededFor = []string{"c1"} }, "5.7"},
+		{"an unneeded swap naming nothing", func(p *Plan) { p.Repair.Choices[0].ApproachID = "y2"; p.Repair.Choices[0].NeededFor = nil }, "5.7"},
+		{"a task kept as planned naming what it is needed for", func(p *Plan) {
+			for i, ch := range p.Repair.Choices {
+				if ch.ApproachID == OriginalApproach {
+					p.Repair.Choices[i].NeededFor = []string{"c1"}
+					return
+				}
+			}
+			panic("the fixture's repair keeps no task as planned")
+		}, "5.7"},
 		{"an exclusion dropped", func(p *Plan) { p.Repair.Excluded = nil }, "5.8"},
 		{"a survey round's tasks edited", func(p *Plan) { p.SurveyRounds[0].Tasks = []string{"d"} }, "4.6"},
 		{"a survey's triggers edited", func(p *Plan) { p.Surveys[1].Triggers = []string{"confidence 0.1 < 0.3"} }, "4.1"},
@@ -377,5 +387,46 @@ func TestACheckStoppedByItsTimeLimitIsUndecided(t *testing.T) {
 		if !slices.ContainsFunc(f, func(s string) bool { return strings.HasPrefix(s, id) }) {
 			t.Errorf("no %sfailure out of time:\n%s", id, strings.Join(f, "\n"))
 		}
+	}
+}
+
+// The repair status is the one recomputed: a plan with nothing UNSAT
+// needs no repair and claims no choice; past the time limit, a status
+// the plan's own choices do not prove is undecided, never passed, and a
+// status that cannot be right (no repair where one is needed) still
+// fails.
+func TestTheRepairStatusIsRecomputed(t *testing.T) {
+	status := func(ctx context.Context, p *Plan) Assertion {
+		t.Helper()
+		for _, a := range Check(ctx, p, CheckOptions{}) {
+			if a.ID == "5.1" {
+				return a
+			}
+		}
+		t.Fatal("no 5.1 check")
+		return Assertion{}
+	}
+	loose := roundTrip(t, completed(t))
+	loose.Constraints[0].Payload.Expr = "total_cost <= 100000"
+	loose.Constraints[1].Payload.Expr = "critical_path_hours <= 1000"
+	loose.Analysis = analyse(t, loose)
+	loose.Repair.Status = RepairNotNeeded
+	if a := status(context.Background(), loose); a.Pass {
+		t.Errorf("nothing UNSAT, yet %d choices claimed, passes: %s", len(loose.Repair.Choices), a.Detail)
+	}
+	loose.Repair.Choices = nil
+	if a := status(context.Background(), loose); !a.Pass {
+		t.Errorf("nothing UNSAT and no repair fails: %s", a.Detail)
+	}
+
+	notRepairing := roundTrip(t, completed(t))
+	notRepairing.Repair.Choices[1].ApproachID = OriginalApproach
+	if a := status(expired(t), notRepairing); a.Pass || !a.Undecided {
+		t.Errorf("past the time limit, choices that do not repair prove the status: %+v", a)
+	}
+	notNeeded := roundTrip(t, completed(t))
+	notNeeded.Repair.Status = RepairNotNeeded
+	if a := status(expired(t), notNeeded); a.Pass || a.Undecided {
+		t.Errorf("past the time limit, \"no repair needed\" with a constraint UNSAT is not refuted: %+v", a)
 	}
 }

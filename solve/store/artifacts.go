@@ -147,7 +147,7 @@ func (c *Conn) PutArtifact(ctx context.Context, a NewArtifact) (string, error) {
 		sigma = *a.Sigma
 	}
 	if _, err := c.exec(ctx, `INSERT INTO artifacts (id, node_id, type, format, uri, sha256, size_bytes, metadata, lineage, sigma, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, a.Node, a.Type, a.Format, c.blobs.uri(h), h, len(a.Content), JSONText(meta), JSONText(lineage), sigma, now()); err != nil {
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, a.Node, a.Type, a.Format, c.blobs.uri(h), h, len(a.Content), asJSON(meta), asJSON(lineage), sigma, now()); err != nil {
 		return "", fmt.Errorf("insert %s artifact of node %s: %w", a.Type, Short(a.Node), err)
 	}
 	return id, nil

@@ -21,7 +21,7 @@ type NewConstraint struct {
 func (c *Conn) AddConstraint(ctx context.Context, n NewConstraint) (string, error) {
 	id := NewID()
 	if _, err := c.exec(ctx, "INSERT INTO constraints (id, type, domain, title, payload, provenance, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-		id, n.Type, n.Domain, n.Title, JSONText(n.Payload), JSONText(n.Provenance), now()); err != nil {
+		id, n.Type, n.Domain, n.Title, asJSON(n.Payload), asJSON(n.Provenance), now()); err != nil {
 		return "", fmt.Errorf("insert constraint %q: %w", n.Title, err)
 	}
 	return id, nil
@@ -83,13 +83,13 @@ func (c *Conn) AddAttempt(ctx context.Context, a NewAttempt) (string, int, error
 	}
 	var verification, verdict, sigma any
 	if a.Verdict != "" {
-		verification, verdict, sigma = JSONText(a.Verification), a.Verdict, a.SigmaV
+		verification, verdict, sigma = asJSON(a.Verification), a.Verdict, a.SigmaV
 	}
 	id := NewID()
 	if _, err := c.exec(ctx, `INSERT INTO resolution_attempts (id, node_id, attempt_index, resolver_id, plan_artifact_id, input_artifact_ids,
 		output_artifact_id, feedback, verification, verdict, sigma_v, failure_mode, cost, time_seconds, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		id, a.Node, a.Index, a.Resolver, nullStr(a.Plan), JSONText(nonNil(a.Inputs)), nullStr(a.Output), nullJSON(a.Feedback),
+		id, a.Node, a.Index, a.Resolver, nullStr(a.Plan), asJSON(nonNil(a.Inputs)), nullStr(a.Output), nullJSON(a.Feedback),
 		verification, verdict, sigma, nullStr(a.FailureMode), a.Cost, a.Seconds, now()); err != nil {
 		return "", 0, fmt.Errorf("node %s: insert attempt %d: %w", a.Node, a.Index, err)
 	}
@@ -103,7 +103,7 @@ func (c *Conn) AddAttempt(ctx context.Context, a NewAttempt) (string, int, error
 // if any, is set apart: SetAttemptFailure).
 func (c *Conn) SetAttemptVerdict(ctx context.Context, id string, verification any, verdict string, sigmaV float64) error {
 	if _, err := c.exec(ctx, "UPDATE resolution_attempts SET verification = ?, verdict = ?, sigma_v = ? WHERE id = ?",
-		JSONText(verification), verdict, sigmaV, id); err != nil {
+		asJSON(verification), verdict, sigmaV, id); err != nil {
 		return fmt.Errorf("attempt %s: record the verdict: %w", id, err)
 	}
 	return nil
@@ -122,14 +122,14 @@ func (c *Conn) SetAttemptFailure(ctx context.Context, id, failureMode string) er
 type Attempt struct {
 	ID, Node, Resolver, Plan, Output string
 	Index                            int
-	Verification, Verdict            sql.NullString
-	SigmaV                           sql.NullFloat64
+	Verification, Verdict            string   // "" before the attempt is verified
+	SigmaV                           *float64 // nil before the attempt is verified
 	FailureMode                      string
 	Cost, Seconds                    float64
 }
 
 const attemptCols = `id, node_id, attempt_index, resolver_id, COALESCE(plan_artifact_id, ''), COALESCE(output_artifact_id, ''),
-	verification, verdict, sigma_v, COALESCE(failure_mode, ''), COALESCE(cost, 0), COALESCE(time_seconds, 0)`
+	COALESCE(CAST(verification AS TEXT), ''), COALESCE(verdict, ''), sigma_v, COALESCE(failure_mode, ''), COALESCE(cost, 0), COALESCE(time_seconds, 0)`
 
 func scanAttempt(r interface{ Scan(...any) error }) (Attempt, error) {
 	var a Attempt

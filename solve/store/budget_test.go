@@ -259,3 +259,31 @@ func TestAHoldGrowsTowardsItsCeilingFromTheNodeOnly(t *testing.T) {
 		}
 	})
 }
+
+// A hold needs the time as well as the money: a call whose wall time the
+// node (and its parent's reserve) cannot cover is denied however little
+// it costs, and nothing is held or moved.
+func TestAHoldTheNodesTimeCannotCoverIsDenied(t *testing.T) {
+	eachStore(t, func(t *testing.T, st *Store) {
+		ctx := context.Background()
+		root, child := tree(t, st)
+		for _, h := range []Hold{
+			{Node: child, Parent: root, Root: root, Resolver: "r", Op: "op", Owner: "o", Cost: 0.01, Time: 60}, // child 50s, root's reserve 50s
+			{Node: root, Root: root, Resolver: "r", Op: "op", Owner: "o", Cost: 0.01, Time: 51},                // root 50s left
+		} {
+			_, err := st.Reserve(ctx, h)
+			var d *DeniedError
+			if !errors.As(err, &d) || d.RemainingTime != 50 {
+				t.Errorf("a hold of %.0fs on %s: %v", h.Time, h.Node, err)
+			}
+		}
+		for _, id := range []string{root, child} {
+			if b, _ := st.Balance(ctx, id); b.Reserved != 0 {
+				t.Errorf("%s: %+v after denied holds", id, b)
+			}
+		}
+		if _, err := st.Reserve(ctx, Hold{Node: child, Parent: root, Root: root, Resolver: "r", Op: "op", Owner: "o", Cost: 0.01, Time: 50}); err != nil {
+			t.Errorf("a hold of the node's whole time: %v", err)
+		}
+	})
+}

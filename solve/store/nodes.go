@@ -71,7 +71,7 @@ type Node struct {
 	Core, Eligible, Selected, Inherited, Resolved, Inputs []string
 	ResolverID, Plan, Output, LastAttempt                 string
 	Verification                                          string
-	SigmaV, SigmaPath                                     sql.NullFloat64
+	SigmaV, SigmaPath                                     *float64 // nil before the node is verified
 	TauLocal, TauGlobal                                   float64
 	AttemptCount, MaxAttempts                             int
 	Invalidated                                           bool
@@ -163,7 +163,7 @@ func (c *Conn) InsertNode(ctx context.Context, n NewNode) (string, error) {
 	_, err := c.exec(ctx, `INSERT INTO nodes (id, parent_id, root_id, goal_description, goal_summary, goal_modality, status,
 		constraints_core_ids, constraints_inherited_ids, input_artifact_ids, tau_local, tau_global, max_attempts,
 		budget_allocated, time_allocated, created_at) VALUES (?, ?, ?, ?, ?, 'text', 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		n.ID, nullStr(n.Parent), n.Root, n.Goal, n.Summary, JSONText(nonNil(n.Core)), JSONText(nonNil(n.Inherited)), JSONText(nonNil(n.Inputs)),
+		n.ID, nullStr(n.Parent), n.Root, n.Goal, n.Summary, asJSON(nonNil(n.Core)), asJSON(nonNil(n.Inherited)), asJSON(nonNil(n.Inputs)),
 		n.TauLocal, n.TauGlobal, n.MaxAttempts, n.BudgetAllocated, n.TimeAllocated, now())
 	if err != nil {
 		return "", fmt.Errorf("insert node %s: %w", Short(n.ID), err)
@@ -223,17 +223,17 @@ func (c *Conn) setNode(ctx context.Context, op, node, set string, args ...any) e
 // SetConstraintSets sets a node's core, eligible and selected sets.
 func (c *Conn) SetConstraintSets(ctx context.Context, node string, core, eligible, selected []string) error {
 	return c.setNode(ctx, "set constraint sets", node, "constraints_core_ids = ?, constraints_eligible_ids = ?, constraints_selected_ids = ?",
-		JSONText(nonNil(core)), JSONText(nonNil(eligible)), JSONText(nonNil(selected)))
+		asJSON(nonNil(core)), asJSON(nonNil(eligible)), asJSON(nonNil(selected)))
 }
 
 // SetEligible sets a node's eligible constraints (Step 2).
 func (c *Conn) SetEligible(ctx context.Context, node string, ids []string) error {
-	return c.setNode(ctx, "set eligible constraints", node, "constraints_eligible_ids = ?", JSONText(nonNil(ids)))
+	return c.setNode(ctx, "set eligible constraints", node, "constraints_eligible_ids = ?", asJSON(nonNil(ids)))
 }
 
 // SetSelected sets a node's selected constraints (Step 3).
 func (c *Conn) SetSelected(ctx context.Context, node string, ids []string) error {
-	return c.setNode(ctx, "set selected constraints", node, "constraints_selected_ids = ?", JSONText(nonNil(ids)))
+	return c.setNode(ctx, "set selected constraints", node, "constraints_selected_ids = ?", asJSON(nonNil(ids)))
 }
 
 // SetResolver sets the node's resolver.
@@ -248,14 +248,14 @@ func (c *Conn) SetPlan(ctx context.Context, node, plan, resolver string, maxAtte
 
 // SetInputs sets the node's input artifacts.
 func (c *Conn) SetInputs(ctx context.Context, node string, ids []string) error {
-	return c.setNode(ctx, "set input artifacts", node, "input_artifact_ids = ?", JSONText(nonNil(ids)))
+	return c.setNode(ctx, "set input artifacts", node, "input_artifact_ids = ?", asJSON(nonNil(ids)))
 }
 
 // SetVerification records a node's last verification, σ_v, σ_path and the
 // constraints it proved.
 func (c *Conn) SetVerification(ctx context.Context, node string, verification any, sigmaV, sigmaPath float64, resolved []string) error {
 	return c.setNode(ctx, "record verification", node, "verification = ?, sigma_v = ?, sigma_path = ?, constraints_resolved_ids = ?",
-		JSONText(verification), sigmaV, sigmaPath, JSONText(nonNil(resolved)))
+		asJSON(verification), sigmaV, sigmaPath, asJSON(nonNil(resolved)))
 }
 
 // MarkResolved records a resolved leaf's kind and reason.
@@ -348,7 +348,7 @@ const waitingOnRequest = `EXISTS (SELECT 1 FROM capability_request_nodes w JOIN 
 
 // Sigmas are a node's σ_v and σ_path and its parent.
 type Sigmas struct {
-	SigmaV, SigmaPath sql.NullFloat64
+	SigmaV, SigmaPath *float64 // nil before the node is verified
 	Parent            string
 }
 

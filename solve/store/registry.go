@@ -40,8 +40,8 @@ func (c *Conn) UpsertResolver(ctx context.Context, r Resolver) error {
 		latency_estimate, built_by, built_for_node_id, metadata, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT(id) DO UPDATE SET label = excluded.label, description = excluded.description, capabilities = excluded.capabilities,
 		metadata = excluded.metadata`,
-		r.ID, r.Label, r.Description, r.Type, JSONText(nonNil(r.Capabilities)), r.CostPerInvocation, r.CostPerToken, r.LatencyEstimate,
-		r.BuiltBy, nullStr(r.BuiltForNode), JSONText(meta), now()); err != nil {
+		r.ID, r.Label, r.Description, r.Type, asJSON(nonNil(r.Capabilities)), r.CostPerInvocation, r.CostPerToken, r.LatencyEstimate,
+		r.BuiltBy, nullStr(r.BuiltForNode), asJSON(meta), now()); err != nil {
 		return fmt.Errorf("register resolver %s: %w", r.ID, err)
 	}
 	return nil
@@ -119,7 +119,7 @@ type CapabilityRequest struct {
 func (c *Conn) AddRequest(ctx context.Context, root, node, tag, fingerprint string, detail map[string]any) (string, error) {
 	id := NewID()
 	if _, err := c.exec(ctx, `INSERT INTO capability_requests (id, root_id, capability_tag, request_fingerprint, status, detail, created_at)
-		VALUES (?, ?, ?, ?, 'requested', ?, ?)`, id, root, tag, fingerprint, JSONText(detail), now()); err != nil {
+		VALUES (?, ?, ?, ?, 'requested', ?, ?)`, id, root, tag, fingerprint, asJSON(detail), now()); err != nil {
 		return "", fmt.Errorf("insert capability request %s: %w", tag, err)
 	}
 	return id, c.WaitOn(ctx, id, node)
@@ -200,7 +200,7 @@ func (c *Conn) RequestStatus(ctx context.Context, id string) (string, error) {
 // transaction answering it twice rolls back.
 func (c *Conn) AnswerRequest(ctx context.Context, id, status, resolver string, detail map[string]any) error {
 	res, err := c.exec(ctx, "UPDATE capability_requests SET status = ?, resolver_id = COALESCE(?, resolver_id), detail = ? WHERE id = ? AND status = 'requested'",
-		status, nullStr(resolver), JSONText(detail), id)
+		status, nullStr(resolver), asJSON(detail), id)
 	if err != nil {
 		return fmt.Errorf("answer capability request %s: %w", id, err)
 	}

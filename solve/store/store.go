@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -326,15 +327,25 @@ func (c *Conn) row(ctx context.Context, q string, args ...any) *sql.Row {
 // NewID is a fresh primary id (a UUID, spec §0).
 func NewID() string { return uuid.NewString() }
 
-// JSONText is v as the JSON text the store writes (plain data always
-// marshals; a value that does not is a programming error).
-func JSONText(v any) string {
+// JSONText is v as the JSON text the store writes. A value JSON cannot
+// hold (a NaN or infinite σ or cost, a channel) is an error naming its
+// type, never a panic: the write it was for fails and changes nothing.
+func JSONText(v any) (string, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
-		panic(fmt.Sprintf("solve/store: marshal %T: %v", v, err))
+		return "", fmt.Errorf("as JSON, %T: %w", v, err)
 	}
-	return string(data)
+	return string(data), nil
 }
+
+// jsonArg is a statement argument written as JSON text: a value JSON
+// cannot hold fails the statement (database/sql returns Value's error).
+type jsonArg struct{ v any }
+
+func (a jsonArg) Value() (driver.Value, error) { return JSONText(a.v) }
+
+// asJSON is v as a JSON statement argument.
+func asJSON(v any) driver.Valuer { return jsonArg{v} }
 
 // Short is an id's first eight characters, as logs and progress show it.
 func Short(id string) string {
@@ -345,6 +356,14 @@ func Short(id string) string {
 }
 
 func now() string { return time.Now().UTC().Format("2006-01-02 15:04:05.000") }
+
+// Value is a σ read from the database, 0 when it is NULL (nil).
+func Value(sigma *float64) float64 {
+	if sigma == nil {
+		return 0
+	}
+	return *sigma
+}
 
 func nullStr(s string) any {
 	if s == "" {
@@ -358,7 +377,7 @@ func nullJSON(v any) any {
 	if v == nil {
 		return nil
 	}
-	return JSONText(v)
+	return asJSON(v)
 }
 
 func nonNil(s []string) []string {

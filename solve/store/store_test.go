@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -229,7 +230,7 @@ func TestAttemptsKeepTheNodeInStep(t *testing.T) {
 			t.Errorf("attempt_count %d, last %s; want 2, %s", n.AttemptCount, n.LastAttempt, ids[1])
 		}
 		atts, err := st.Attempts(ctx, id)
-		if err != nil || len(atts) != 2 || atts[0].ID != ids[0] || !atts[0].Verdict.Valid || atts[0].FailureMode != "failure:x" {
+		if err != nil || len(atts) != 2 || atts[0].ID != ids[0] || atts[0].Verdict == "" || atts[0].FailureMode != "failure:x" {
 			t.Errorf("attempts %+v, %v", atts, err)
 		}
 		// An attempt without a verdict has no verification, verdict or σ yet.
@@ -238,7 +239,7 @@ func TestAttemptsKeepTheNodeInStep(t *testing.T) {
 			t.Fatal(err)
 		}
 		got, _ := st.Attempt(ctx, a)
-		if got.Verdict.Valid || got.Verification.Valid || got.SigmaV.Valid || got.Output != "o" {
+		if got.Verdict != "" || got.Verification != "" || got.SigmaV != nil || got.Output != "o" {
 			t.Errorf("an unverified attempt: %+v", got)
 		}
 	})
@@ -287,6 +288,34 @@ func TestInvalidateSubtreeKeepsHistoryAndDropsDependencies(t *testing.T) {
 		}
 		if live, _ := st.LiveNodeCount(ctx, root); live != 1 {
 			t.Errorf("%d live nodes, want the root", live)
+		}
+	})
+}
+
+// A value JSON cannot hold (a NaN σ, an infinite cost) is an error, never
+// a panic: JSONText says so, and a write that carries it fails and
+// leaves nothing behind.
+func TestJSONTextRefusesNaNAndInfinity(t *testing.T) {
+	for _, v := range []any{math.NaN(), math.Inf(1), map[string]any{"sigma": math.Inf(-1)}} {
+		if s, err := JSONText(v); err == nil || s != "" || !strings.Contains(err.Error(), "unsupported value") {
+			t.Errorf("JSONText(%v) = %q, %v", v, s, err)
+		}
+	}
+	if s, err := JSONText(map[string]float64{"sigma": 0.5}); err != nil || s != `{"sigma":0.5}` {
+		t.Errorf("JSONText of a plain map: %q %v", s, err)
+	}
+	eachStore(t, func(t *testing.T, st *Store) {
+		ctx := context.Background()
+		n := node(t, st, NewNode{})
+		before, err := st.Logs(ctx, 0, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Log(ctx, 2, n, "σ", map[string]any{"sigma": math.NaN()}); err == nil || !strings.Contains(err.Error(), "unsupported value") {
+			t.Fatalf("a log with a NaN σ: %v", err)
+		}
+		if after, _ := st.Logs(ctx, 0, n); len(after) != len(before) {
+			t.Errorf("%d log rows, %d before the refused write", len(after), len(before))
 		}
 	})
 }
