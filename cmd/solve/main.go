@@ -415,6 +415,16 @@ func printResult(w io.Writer, r *loop.Result) {
 		fmt.Fprintf(w, "the goal was not achieved; see 'solve status %s' and 'solve log --node ID'\n", r.RootID)
 	}
 	fmt.Fprintf(w, "LLM calls: %d · spent $%.4f of $%.2f%s · nodes %d\n", r.LLMCalls, r.SpentUSD, r.AllocatedUSD, solve.UnknownNote(r.SpentUSD, r.UnknownUSD), r.Nodes)
+	if r.LLMCalls > 0 {
+		fmt.Fprintln(w, tokenLine(r))
+	}
+}
+
+// tokenLine is a run's tokens and its cost line (llm.CostLine: the share
+// of the input read from the prompt cache).
+func tokenLine(r *loop.Result) string {
+	return fmt.Sprintf("tokens %d in (%d written to the cache, %d read from it), %d out · %s",
+		r.InputTokens+r.CacheWriteTokens+r.CacheReadTokens, r.CacheWriteTokens, r.CacheReadTokens, r.OutputTokens, llm.CostLine(r.SpentUSD, r.Usage()))
 }
 
 // reportFlags are --report FILE and --no-report.
@@ -1088,6 +1098,9 @@ func printStatus(w io.Writer, st *solve.RunStatus) {
 		fmt.Fprintf(w, " ($%.4f held by calls in flight)", r.ReservedUSD)
 	}
 	fmt.Fprintf(w, " · LLM calls %d · open requests %d\n", r.LLMCalls, r.OpenRequests)
+	if r.LLMCalls > 0 {
+		fmt.Fprintln(w, tokenLine(&r))
+	}
 }
 
 // clock is a stored UTC timestamp in local time, to the second.
