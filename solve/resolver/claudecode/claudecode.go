@@ -169,15 +169,16 @@ var schemaBytes = func() int {
 
 // The system prompt is laid out for the prompt cache (docs/solve.md,
 // "Streaming, progress and cost"): first what every call of a run shares,
-// byte for byte (the kernel's preamble, then the run's goal), behind one
-// cache breakpoint; then the operation's own instructions. When the
-// shared part can reach the model's minimum cacheable length only by
-// holding every operation's instructions and answer schema (the whole
-// loop), it holds them, and each call adds a line naming its operation:
-// read from the cache that costs a tenth of the lean prompt. Where even
-// the whole loop cannot reach the minimum (Opus 4.5 and 4.6 at 4,096
-// tokens, short goals) or caching is off, the prompt stays lean: nothing
-// is padded to reach a cache.
+// byte for byte (the kernel's preamble, then the run's goal), then the
+// operation's own instructions. The shared part alone is far below any
+// model's minimum cacheable length; with every operation's instructions
+// and answer schema in it (the whole loop) it reaches 1,024 and 2,048
+// tokens, so where that is the model's minimum it holds them, behind one
+// cache breakpoint, and each call adds a line naming its operation. Where
+// even the whole loop cannot reach the minimum (Opus 4.5 and 4.6 and
+// Haiku 4.5 at 4,096 tokens, unless the goal is long) or caching is off,
+// the prompt stays lean and sends no breakpoint: nothing is padded to
+// reach a cache.
 
 // preamble is the kernel's shared text without the operations.
 var preamble = sync.OnceValues(func() (string, error) {
@@ -211,8 +212,12 @@ var wholeLoop = sync.OnceValues(func() (string, error) {
 
 // layout is a call's system prompt and schema instruction.
 type layout struct {
-	shared string // byte-stable across a run's calls, behind the cache breakpoint
-	op     string // the operation's own part
+	shared string // byte-stable across a run's calls
+	// breakpoint is on the shared part when it can be cached (nil: it
+	// cannot reach the model's minimum, and a breakpoint would only add
+	// its bytes to the request).
+	breakpoint *llm.CacheControl
+	op         string // the operation's own part
 	// instruction replaces AskJSON's schema instruction when the shared
 	// part already holds the schema (nil: AskJSON's own).
 	instruction func(schema string) string
@@ -257,7 +262,7 @@ func (c *Resolver) prompt(t *loop.Call) (l layout, user string, err error) {
 	if shared := whole + runBlock(t); c.wholeLoopCached(t.Model, len(shared)) {
 		first, _, _ := strings.Cut(op, "\n")
 		name := t.Op
-		return layout{shared: shared, op: first + "\n\nDo operation " + name + " as its section above says.",
+		return layout{shared: shared, breakpoint: llm.Ephemeral(), op: first + "\n\nDo operation " + name + " as its section above says.",
 			instruction: func(string) string {
 				return "Answer with only one JSON object matching the answer schema of " + name + " above: no prose, no code fence."
 			}}, user, nil
@@ -337,7 +342,7 @@ func (c *Resolver) Resolve(ctx context.Context, t *loop.Call) (*loop.Output, err
 		return nil, loop.Permanent("invalid_format", err)
 	}
 	req := &llm.Request{Model: t.Model, MaxTokens: maxTokens, Messages: []llm.Message{llm.UserText(user)},
-		System: []llm.SystemBlock{{Type: llm.BlockText, Text: l.shared, CacheControl: llm.Ephemeral()}, {Type: llm.BlockText, Text: l.op}}}
+		System: []llm.SystemBlock{{Type: llm.BlockText, Text: l.shared, CacheControl: l.breakpoint}, {Type: llm.BlockText, Text: l.op}}}
 	if c.OnDelta != nil {
 		node, op := t.Node, t.Op
 		req.OnDelta = func(d llm.Delta) { c.OnDelta(node, op, d) }

@@ -134,7 +134,8 @@ func TestACappedCallFitsItsWorstCaseUnderTheCap(t *testing.T) {
 // whose minimum the whole loop's instructions reach (Sonnet 4.5, 1,024
 // tokens) the block holds every operation and its schema, and the second
 // call reads it from the (simulated) cache; on Opus 4.6 (4,096 tokens)
-// with a short goal it cannot be cached, so the prompt stays lean; with
+// with a short goal it cannot be cached, so the prompt stays lean and
+// carries no breakpoint; with
 // caching off no breakpoint is sent and the prompt is lean.
 func TestCallsShareACachedPrefix(t *testing.T) {
 	const answers = `[{"match": {"last_user_contains": "Operation: resolve"}, "response": {"content": [{"type": "text", "text": "{\"summary\": \"done\", \"text\": \"ok\"}"}]}},
@@ -173,7 +174,7 @@ func TestCallsShareACachedPrefix(t *testing.T) {
 		t.Errorf("the call reading the cache cost $%.6f, the one writing it $%.6f", outs[1].Cost, outs[0].Cost)
 	}
 	reqs, outs = run("claude-opus-4-6", false)
-	if s := reqs[0].System; strings.Contains(s[0].Text, "## resolve") || !strings.HasPrefix(s[1].Text, "SOLVE kernel · operation: resolve") || outs[1].Usage.CacheReadInputTokens != 0 {
+	if s := reqs[0].System; strings.Contains(s[0].Text, "## resolve") || s[0].CacheControl != nil || !strings.HasPrefix(s[1].Text, "SOLVE kernel · operation: resolve") || outs[1].Usage.CacheReadInputTokens != 0 {
 		t.Errorf("opus, short goal: want the lean prompt, nothing cached; got %q, %+v", s[0].Text, outs[1].Usage)
 	}
 	reqs, _ = run("claude-sonnet-4-5", true)
