@@ -125,13 +125,18 @@ type Options struct {
 	// Sandbox confines the commands a run starts (checks, plan steps,
 	// built and hired tools): see workspace.Sandbox.
 	Sandbox workspace.Sandbox
+	// Stream, when set, receives claude-code-0's answers as they stream
+	// in, with the node and operation they are for.
+	Stream func(node, op string, d llm.Delta)
 }
 
 // loopOptions wires the resolver implementations into the loop.
 func (k *Kernel) loopOptions(o Options) loop.Options {
+	cc := claudecode.New(o.Client)
+	cc.OnDelta = o.Stream
 	res := map[string]loop.Resolver{
 		loop.SelfModelID:  selfmodel.New(k.st),
-		loop.ClaudeCodeID: claudecode.New(o.Client),
+		loop.ClaudeCodeID: cc,
 		loop.CodexToolsID: codex.New(o.Sandbox),
 	}
 	for id, r := range o.Resolvers {

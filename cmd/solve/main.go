@@ -391,15 +391,27 @@ func runOptions(cmd *cobra.Command, app *cli.App, workers int) (solve.Options, s
 	if model == "" {
 		model = defaultModels[app.Provider.Provider]
 	}
-	progress := termtext.NewWriter(cmd.ErrOrStderr()) // the live view and the questions quote the model
+	level := app.Output()
+	view := newLiveView(cmd.ErrOrStderr(), level) // the live view and the questions quote the model: inert
 	// A retry's wait (a 529's retry-after may be long) is said in the live
-	// view, so a run that seems idle says why.
+	// view, so a run that seems idle says why; --verbose adds each answer.
 	client.Observe = func(e llm.Event) {
-		if e.Kind == llm.EventRetry {
-			fmt.Fprintf(progress, "solve: %s: %v; retrying in %s\n", e.Model, e.Err, e.Wait.Round(time.Millisecond))
+		switch {
+		case e.Kind == llm.EventRetry:
+			fmt.Fprintf(view, "solve: %s: %v; retrying in %s\n", e.Model, e.Err, e.Wait.Round(time.Millisecond))
+		case e.Kind == llm.EventResponse && level >= cli.Verbose && e.Call != nil:
+			fmt.Fprintf(view, "solve: %s\n", cli.ReceivedLine(e.Call))
 		}
 	}
-	return solve.Options{Client: client, Progress: progress, In: cmd.InOrStdin(), Workers: workers}, model, nil
+	return solve.Options{Client: client, Progress: view, Stream: view.delta, In: cmd.InOrStdin(), Workers: workers}, model, nil
+}
+
+// clearLive takes the live view's streaming line off the terminal, before
+// the run's result or an error is printed.
+func clearLive(o solve.Options) {
+	if v, ok := o.Progress.(*liveView); ok {
+		v.clear()
+	}
 }
 
 func printResult(w io.Writer, r *loop.Result) {
@@ -589,6 +601,7 @@ on the command line.`,
 			if err != nil {
 				return err
 			}
+			defer clearLive(opts)
 			if opts.Sandbox, err = sandboxOf(cmd, confine); err != nil {
 				return err
 			}
@@ -611,6 +624,7 @@ on the command line.`,
 				if err != nil {
 					return stopped(err)
 				}
+				clearLive(opts)
 				printResult(cmd.OutOrStdout(), r)
 				report.write(cmd, k, r.RootID)
 				return outcomeStatus(r)
@@ -668,6 +682,7 @@ for a human, 5 stopped.`,
 			if err != nil {
 				return err
 			}
+			defer clearLive(opts)
 			if opts.Sandbox, err = sandboxOf(cmd, confine); err != nil {
 				return err
 			}
@@ -681,6 +696,7 @@ for a human, 5 stopped.`,
 				if err != nil {
 					return stopped(err)
 				}
+				clearLive(opts)
 				printResult(cmd.OutOrStdout(), r)
 				report.write(cmd, k, r.RootID)
 				return outcomeStatus(r)
@@ -763,6 +779,7 @@ mistake on the command line, 1 any other failure.`,
 			if err != nil {
 				return err
 			}
+			defer clearLive(opts)
 			if opts.Sandbox, err = sandboxOf(cmd, confine); err != nil {
 				return err
 			}
