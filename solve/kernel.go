@@ -17,6 +17,7 @@ import (
 	"github.com/llmkernels/kernels/solve/planning"
 	"github.com/llmkernels/kernels/solve/resolver/claudecode"
 	"github.com/llmkernels/kernels/solve/resolver/codex"
+	"github.com/llmkernels/kernels/solve/resolver/mcptool"
 	"github.com/llmkernels/kernels/solve/resolver/selfmodel"
 	"github.com/llmkernels/kernels/solve/resolver/tool"
 	"github.com/llmkernels/kernels/solve/store"
@@ -144,6 +145,15 @@ func (k *Kernel) loopOptions(o Options) loop.Options {
 	}
 	return loop.Options{Resolvers: res, Progress: o.Progress, In: o.In, Workers: o.Workers,
 		Tool: func(e store.Resolver) (loop.Resolver, error) {
+			if t := loop.HiredMCP(e); t != nil {
+				// An MCP server's command is started by llm/mcp, outside
+				// the sandbox of the commands a run starts: only a person's
+				// --unconfined lets it run.
+				if t.Command != "" && !o.Sandbox.Unconfined {
+					return nil, loop.Permanent("confinement", fmt.Errorf("resolver %s needs --unconfined: its MCP server is a command (%s), which solve cannot confine; resume with --unconfined to use it, or hire the server by its URL", e.ID, t.Command))
+				}
+				return mcptool.New(e, *t), nil
+			}
 			if cmd, _ := e.Metadata["command"].(string); cmd == "" {
 				return nil, loop.Permanent("capability_mismatch", fmt.Errorf("resolver %q has no command to run in this kernel", e.ID))
 			}

@@ -929,6 +929,7 @@ func hireCommand() *cobra.Command {
 		addTime                    time.Duration
 		decline, all               bool
 		asJSON                     *bool
+		mcpFlags                   = &hireMCPFlags{}
 	)
 	cmd := &cobra.Command{
 		Use:   "hire [REQUEST]",
@@ -939,7 +940,9 @@ similar past resolutions, and the nodes waiting on it (nodes of a run meeting
 the same gap share one request). With REQUEST (an id prefix) answer it, for
 every node waiting on it, with exactly one
 of --resolver-command (registered as a reusable resolver providing the
-capability: toolization, never a one-off answer), --add-budget/--add-time, or
+capability: toolization, never a one-off answer), --mcp URL or --mcp-command
+CMD with --tool NAME (a tool of an MCP server, registered the same way; the
+route's parameters are its arguments), --add-budget/--add-time, or
 --decline (that request fingerprint is never asked again). Then 'solve resume'.
 
 The listing only reads: it opens the database read-only (it works on a copy of
@@ -949,7 +952,7 @@ The answer flags without REQUEST are refused (exit 2), nothing written.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				var given []string
-				for _, name := range []string{"resolver-command", "label", "add-budget", "add-time", "decline", "reason", "allow-network"} {
+				for _, name := range []string{"resolver-command", "label", "add-budget", "add-time", "decline", "reason", "allow-network", "mcp", "mcp-command", "tool", "cost-per-call", "latency"} {
 					if cmd.Flags().Changed(name) {
 						given = append(given, "--"+name)
 					}
@@ -985,20 +988,24 @@ The answer flags without REQUEST are refused (exit 2), nothing written.`,
 			if addTime < 0 {
 				return cli.Usagef("--add-time %s: give a positive duration", addTime)
 			}
+			hired, err := mcpAnswer(cmd, mcpFlags)
+			if err != nil {
+				return err
+			}
 			return withKernel(cmd.Context(), db, false, func(k *solve.Kernel) error {
 				set := 0
-				for _, b := range []bool{command != "", addUSD > 0 || addTime > 0, decline} {
+				for _, b := range []bool{command != "", hired != nil, addUSD > 0 || addTime > 0, decline} {
 					if b {
 						set++
 					}
 				}
 				if set != 1 {
-					return cli.Usagef("answer with exactly one of --resolver-command CMD, --add-budget USD (and/or --add-time), or --decline")
+					return cli.Usagef("answer with exactly one of --resolver-command CMD, --mcp URL (or --mcp-command CMD), --add-budget USD (and/or --add-time), or --decline")
 				}
 				if allowNetwork != "" && command == "" {
 					return cli.Usagef("--allow-network goes with --resolver-command: it is what the command may reach")
 				}
-				msg, err := k.Answer(cmd.Context(), args[0], loop.HireAnswer{Command: command, Network: allowNetworkFlag(allowNetwork), Label: label, AddUSD: addUSD,
+				msg, err := k.Answer(cmd.Context(), args[0], loop.HireAnswer{Command: command, MCP: hired, Network: allowNetworkFlag(allowNetwork), Label: label, AddUSD: addUSD,
 					AddSeconds: addTime.Seconds(), Decline: decline, Reason: reason})
 				if err != nil {
 					return err
@@ -1012,6 +1019,7 @@ The answer flags without REQUEST are refused (exit 2), nothing written.`,
 	asJSON = cli.JSONFlag(cmd)
 	f := cmd.Flags()
 	f.StringVar(&command, "resolver-command", "", "register this shell command (run in the workspace) as a resolver for the capability")
+	mcpFlags.add(f)
 	f.StringVar(&label, "label", "", "label of the registered resolver")
 	f.StringVar(&allowNetwork, "allow-network", "", "let the registered command reach the network: all (the flag alone), or host:port entries, comma-separated (only the ports are enforced)")
 	f.Lookup("allow-network").NoOptDefVal = proc.AllNetwork
