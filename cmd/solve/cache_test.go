@@ -12,14 +12,15 @@ import (
 // writes at 1.25× and reads at 0.1× input; `status --json`, `status` and
 // the run's last lines show the share. With --no-cache no breakpoint is
 // sent, nothing is read from the cache, and the same run costs more.
+// (--verbose and --quiet are checked on the way.)
 func TestARunReadsThePromptCacheAndPaysForIt(t *testing.T) {
 	spent := map[bool]float64{}
 	for _, noCache := range []bool{false, true} {
 		api := newFakeAPI(t, 1, eightSteps()...)
 		dir := t.TempDir()
-		args := []string{"run", eightGoal, "--model", "claude-sonnet-4-5", "--budget", "5", "--time", "1h"}
+		args := []string{"run", eightGoal, "--model", "claude-sonnet-4-5", "--budget", "5", "--time", "1h", "--verbose"}
 		if noCache {
-			args = append(args, "--no-cache")
+			args = append(args[:len(args)-1], "--no-cache", "--quiet")
 		}
 		r := api.run(t, dir, args...)
 		if r.code != 0 {
@@ -52,8 +53,15 @@ func TestARunReadsThePromptCacheAndPaysForIt(t *testing.T) {
 			t.Errorf("status: %d calls (the fake served %d), tokens %+v", st.LLMCalls, calls, st)
 		}
 		share := "% of input from cache"
-		if !strings.Contains(r.stdout, share) || !strings.Contains(r.stderr, share) || !strings.Contains(runSolve(t, dir, "status", st.RootID).stdout, share) {
-			t.Errorf("no cache share in the run's cost line, its live view or status:\n%s\n%s", r.stdout, r.stderr)
+		if !strings.Contains(r.stdout, share) || !strings.Contains(runSolve(t, dir, "status", st.RootID).stdout, share) {
+			t.Errorf("no cache share in the run's cost line or status:\n%s", r.stdout)
+		}
+		// --verbose: the live view with a line per answer; --quiet: none.
+		switch {
+		case !noCache && (!strings.Contains(r.stderr, share) || strings.Count(r.stderr, "solve: received from claude-sonnet-4-5") != calls):
+			t.Errorf("--verbose: no share in the live view, or not a line per answer:\n%s", r.stderr)
+		case noCache && strings.Contains(r.stderr, "solve: "):
+			t.Errorf("--quiet: progress lines written:\n%s", r.stderr)
 		}
 		spent[noCache] = paid
 	}

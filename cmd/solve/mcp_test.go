@@ -3,6 +3,8 @@ package main_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,16 +17,21 @@ import (
 // server solve hire --mcp-command starts in these tests.
 const mcpServerArg = "mcp-test-server"
 
-// serveMCP serves one tool, read_board, on stdin and stdout: a thermal
+// boardServer is an MCP server with one tool, read_board: a thermal
 // reading that quotes its arguments.
-func serveMCP() {
+func boardServer() *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "solve-mcp-test", Version: "1"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "read_board", Description: "Read a board's hot spot with the thermal camera.",
 		InputSchema: map[string]any{"type": "object", "properties": map[string]any{"board": map[string]any{"type": "string"}}}},
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hot spot 71C; arguments " + string(req.Params.Arguments)}}}, nil
 		})
-	if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+	return srv
+}
+
+// serveMCP serves boardServer on stdin and stdout.
+func serveMCP() {
+	if err := boardServer().Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, "test MCP server:", err)
 		os.Exit(1)
 	}
@@ -101,5 +108,25 @@ func TestAnMCPToolHiredForACapabilityResolvesTheWaitingNodes(t *testing.T) {
 	}
 	if out, err := os.ReadFile(filepath.Join(dir, uri)); err != nil || !strings.Contains(string(out), "hot spot 71C; arguments {}") {
 		t.Errorf("the leaf's output is not the tool's answer: %q (%v)", out, err)
+	}
+}
+
+// The same over streamable HTTP: a server hired by its URL is reached by
+// the kernel itself, so a confined run uses it.
+func TestAnMCPToolHiredByURLResolvesInAConfinedRun(t *testing.T) {
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return boardServer() }, nil))
+	defer srv.Close()
+	dir := t.TempDir()
+	root, id := boardsWaiting(t, dir)
+	if a := runSolve(t, dir, "hire", id, "--mcp", srv.URL); a.code != 0 || !strings.Contains(a.stdout, "registered resolver human-thermal_measurement-1") {
+		t.Fatalf("hire --mcp URL (its only tool): exit %d\n%s%s", a.code, a.stdout, a.stderr)
+	}
+	sc := writeScript(t, dir, boardsSteps()...)
+	if res := runSolve(t, dir, "resume", root, "--provider", "script", "--script", sc); res.code != 0 || !strings.Contains(res.stdout, ": achieved") {
+		t.Fatalf("resume: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
+	}
+	db := openDB(t, dir)
+	if n := count(t, db, "SELECT COUNT(*) FROM resolution_attempts WHERE resolver_id = 'human-thermal_measurement-1' AND verdict = 'SAT'"); n != 2 {
+		t.Errorf("the MCP tool resolved %d leaves, want both", n)
 	}
 }
