@@ -1,6 +1,9 @@
 // Package claudecode is claude-code-0, the SOLVE loop's LLM resolver:
-// one system prompt per operation (prompts/op_<operation>.md, first line
-// "SOLVE kernel · operation: <op>"), the user turn laid out from the
+// a system prompt whose first block every call of a run shares (the
+// preamble, prompts/shared.md, and the run's goal; with every operation
+// in it where that lets the prompt cache keep it) and whose second is the
+// operation's (prompts/op_<operation>.md, first line "SOLVE kernel ·
+// operation: <op>"), the user turn laid out from the
 // loop.Call by userTurn (goal, constraints as c1…, inputs, KG history
 // block, feedback), and a structured JSON answer per operation through
 // llm.AskJSON, metered in USD.
