@@ -398,9 +398,9 @@ func runOptions(cmd *cobra.Command, app *cli.App, workers int) (solve.Options, s
 	client.Observe = func(e llm.Event) {
 		switch {
 		case e.Kind == llm.EventRetry:
-			fmt.Fprintf(view, "solve: %s: %v; retrying in %s\n", e.Model, e.Err, e.Wait.Round(time.Millisecond))
+			_, _ = fmt.Fprintf(view, "solve: %s: %v; retrying in %s\n", e.Model, e.Err, e.Wait.Round(time.Millisecond)) // the live view is best effort
 		case e.Kind == llm.EventResponse && level >= cli.Verbose && e.Call != nil:
-			fmt.Fprintf(view, "solve: %s\n", cli.ReceivedLine(e.Call))
+			_, _ = fmt.Fprintf(view, "solve: %s\n", cli.ReceivedLine(e.Call))
 		}
 	}
 	return solve.Options{Client: client, Progress: view, Stream: view.delta, In: cmd.InOrStdin(), Workers: workers}, model, nil

@@ -63,7 +63,7 @@ func (r *Resolver) Resolve(ctx context.Context, t *loop.Call) (*loop.Output, err
 	if err != nil {
 		return nil, loop.Permanent("invalid_format", fmt.Errorf("%s: %w", r.entry.ID, err))
 	}
-	defer set.Close() // best effort: the command's whole group is ended
+	defer func() { _ = set.Close() }() // best effort: the answer is had; closing ends the command's whole group
 	offer := set.Offer(ctx)
 	var h *llm.ToolHandler
 	for i := range offer.Handlers {
