@@ -383,15 +383,27 @@ func runOptions(cmd *cobra.Command, app *cli.App, workers int) (solve.Options, s
 	if model == "" {
 		model = defaultModels[app.Provider.Provider]
 	}
-	progress := termtext.NewWriter(cmd.ErrOrStderr()) // the live view and the questions quote the model
+	level := app.Output()
+	view := newLiveView(cmd.ErrOrStderr(), level) // the live view and the questions quote the model: inert
 	// A retry's wait (a 529's retry-after may be long) is said in the live
-	// view, so a run that seems idle says why.
+	// view, so a run that seems idle says why; --verbose adds each answer.
 	client.Observe = func(e llm.Event) {
-		if e.Kind == llm.EventRetry {
-			fmt.Fprintf(progress, "solve: %s: %v; retrying in %s\n", e.Model, e.Err, e.Wait.Round(time.Millisecond))
+		switch {
+		case e.Kind == llm.EventRetry:
+			_, _ = fmt.Fprintf(view, "solve: %s: %v; retrying in %s\n", e.Model, e.Err, e.Wait.Round(time.Millisecond)) // the live view is best effort
+		case e.Kind == llm.EventResponse && level >= cli.Verbose && e.Call != nil:
+			_, _ = fmt.Fprintf(view, "solve: %s\n", cli.ReceivedLine(e.Call))
 		}
 	}
-	return solve.Options{Client: client, Progress: progress, In: cmd.InOrStdin(), Workers: workers}, model, nil
+	return solve.Options{Client: client, Progress: view, Stream: view.delta, In: cmd.InOrStdin(), Workers: workers}, model, nil
+}
+
+// clearLive takes the live view's streaming line off the terminal, before
+// the run's result or an error is printed.
+func clearLive(o solve.Options) {
+	if v, ok := o.Progress.(*liveView); ok {
+		v.clear()
+	}
 }
 
 func printResult(w io.Writer, r *solve.Result) {
@@ -407,6 +419,16 @@ func printResult(w io.Writer, r *solve.Result) {
 		fmt.Fprintf(w, "the goal was not achieved; see 'solve status %s' and 'solve log --node ID'\n", r.RootID)
 	}
 	fmt.Fprintf(w, "LLM calls: %d · spent $%.4f of $%.2f%s · nodes %d\n", r.LLMCalls, r.SpentUSD, r.AllocatedUSD, solve.UnknownNote(r.SpentUSD, r.UnknownUSD), r.Nodes)
+	if r.LLMCalls > 0 {
+		fmt.Fprintln(w, tokenLine(r))
+	}
+}
+
+// tokenLine is a run's tokens and its cost line (llm.CostLine: the share
+// of the input read from the prompt cache).
+func tokenLine(r *solve.Result) string {
+	return fmt.Sprintf("tokens %d in (%d written to the cache, %d read from it), %d out · %s",
+		r.InputTokens+r.CacheWriteTokens+r.CacheReadTokens, r.CacheWriteTokens, r.CacheReadTokens, r.OutputTokens, llm.CostLine(r.SpentUSD, r.Usage()))
 }
 
 // reportFlags are --report FILE and --no-report.
@@ -567,6 +589,7 @@ on the command line.`,
 			if err != nil {
 				return err
 			}
+			defer clearLive(opts)
 			if opts.Sandbox, err = sandboxOf(cmd, confine); err != nil {
 				return err
 			}
@@ -589,6 +612,7 @@ on the command line.`,
 				if err != nil {
 					return stopped(err)
 				}
+				clearLive(opts)
 				printResult(cmd.OutOrStdout(), r)
 				report.write(cmd, k, r.RootID)
 				return outcomeStatus(r)
@@ -646,6 +670,7 @@ for a human, 5 stopped.`,
 			if err != nil {
 				return err
 			}
+			defer clearLive(opts)
 			if opts.Sandbox, err = sandboxOf(cmd, confine); err != nil {
 				return err
 			}
@@ -659,6 +684,7 @@ for a human, 5 stopped.`,
 				if err != nil {
 					return stopped(err)
 				}
+				clearLive(opts)
 				printResult(cmd.OutOrStdout(), r)
 				report.write(cmd, k, r.RootID)
 				return outcomeStatus(r)
@@ -724,6 +750,7 @@ mistake on the command line, 1 any other failure.`,
 			if err != nil {
 				return err
 			}
+			defer clearLive(opts)
 			if opts.Sandbox, err = sandboxOf(cmd, confine); err != nil {
 				return err
 			}
@@ -870,6 +897,7 @@ func hireCommand() *cobra.Command {
 		addTime                    time.Duration
 		decline, all               bool
 		asJSON                     *bool
+		mcpFlags                   = &hireMCPFlags{}
 	)
 	cmd := &cobra.Command{
 		Use:   "hire [REQUEST]",
@@ -880,7 +908,9 @@ similar past resolutions, and the nodes waiting on it (nodes of a run meeting
 the same gap share one request). With REQUEST (an id prefix) answer it, for
 every node waiting on it, with exactly one
 of --resolver-command (registered as a reusable resolver providing the
-capability: toolization, never a one-off answer), --add-budget/--add-time, or
+capability: toolization, never a one-off answer), --mcp URL or --mcp-command
+CMD with --tool NAME (a tool of an MCP server, registered the same way; the
+route's parameters are its arguments), --add-budget/--add-time, or
 --decline (that request fingerprint is never asked again). Then 'solve resume'.
 
 The listing only reads: it opens the database read-only (it works on a copy of
@@ -890,7 +920,7 @@ The answer flags without REQUEST are refused (exit 2), nothing written.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				var given []string
-				for _, name := range []string{"resolver-command", "label", "add-budget", "add-time", "decline", "reason", "allow-network"} {
+				for _, name := range []string{"resolver-command", "label", "add-budget", "add-time", "decline", "reason", "allow-network", "mcp", "mcp-command", "tool", "cost-per-call", "latency"} {
 					if cmd.Flags().Changed(name) {
 						given = append(given, "--"+name)
 					}
@@ -926,14 +956,21 @@ The answer flags without REQUEST are refused (exit 2), nothing written.`,
 				return err
 			}
 			set := 0
-			for _, b := range []bool{command != "", addUSD > 0 || addTime > 0, decline} {
+			for _, b := range []bool{command != "", mcpFlags.url != "" || mcpFlags.command != "", addUSD > 0 || addTime > 0, decline} {
 				if b {
 					set++
 				}
 			}
 			if set != 1 {
-				return cli.Usagef("answer with exactly one of --resolver-command CMD, --add-budget USD (and/or --add-time), or --decline")
+				return cli.Usagef("answer with exactly one of --resolver-command CMD, --mcp URL (or --mcp-command CMD), --add-budget USD (and/or --add-time), or --decline")
 			}
+			// The server is asked for its tools only once the answer is
+			// known to be well formed: nothing is started for a usage error.
+			hired, err := mcpAnswer(cmd, mcpFlags)
+			if err != nil {
+				return err
+			}
+			answer.MCP = hired
 			return withKernel(cmd.Context(), db, false, func(k *solve.Kernel) error {
 				done, err := k.Answer(cmd.Context(), args[0], answer)
 				if err != nil {
@@ -948,6 +985,7 @@ The answer flags without REQUEST are refused (exit 2), nothing written.`,
 	asJSON = cli.JSONFlag(cmd)
 	f := cmd.Flags()
 	f.StringVar(&command, "resolver-command", "", "register this shell command (run in the workspace) as a resolver for the capability")
+	mcpFlags.add(f)
 	f.StringVar(&label, "label", "", "label of the registered resolver")
 	f.StringVar(&allowNetwork, "allow-network", "", "let the registered command reach the network: all (the flag alone), or host:port entries, comma-separated (only the ports are enforced)")
 	f.Lookup("allow-network").NoOptDefVal = solve.AllNetwork
@@ -1051,6 +1089,9 @@ func printStatus(w io.Writer, st *solve.RunStatus) {
 		fmt.Fprintf(w, " ($%.4f held by calls in flight)", r.ReservedUSD)
 	}
 	fmt.Fprintf(w, " · LLM calls %d · open requests %d\n", r.LLMCalls, r.OpenRequests)
+	if r.LLMCalls > 0 {
+		fmt.Fprintln(w, tokenLine(&r))
+	}
 }
 
 // clock is a stored UTC timestamp in local time, to the second.
