@@ -3,6 +3,7 @@ package lumen
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -110,8 +111,20 @@ func (in *Instance) interrupted(ctx context.Context, step string, stopped *strin
 	return true, err
 }
 
-// stepFailed records a failed step as a kernel memory and returns err.
-func (in *Instance) stepFailed(step string, err error) error { return in.logErr(step, err) }
+// stepFailed records a failed step as a kernel memory and returns err. A
+// step of a chat turn that Ctrl-C stopped during its model call is
+// recorded as interrupted: the answer under way was dropped whole.
+func (in *Instance) stepFailed(step string, err error) error {
+	if in.chatCtx == nil || in.chatCtx.Err() == nil {
+		return in.logErr(step, err)
+	}
+	if _, werr := in.remember(memory.Kernel, step, "interrupted",
+		fmt.Sprintf("interrupted: stopped during %s at the user's request (Ctrl-C or SIGTERM); the answer under way was dropped, nothing of it kept", strings.ToUpper(step)),
+		map[string]any{"error": err.Error()}); werr != nil {
+		return errors.Join(err, fmt.Errorf("recording that %s was interrupted: %w", step, werr))
+	}
+	return err
+}
 
 // actionLoop runs THINK → DECIDE → ACT → RECORD, then the reflection
 // trigger and, when it fires, the reflection loop. Steps run to completion
@@ -520,7 +533,7 @@ func (in *Instance) createSkill(ctx context.Context, tr trigger, c Candidate, re
 	if err != nil {
 		return "", err
 	}
-	req, err := in.request(sys, user)
+	req, err := in.request("create-skill", sys, user)
 	if err != nil {
 		return "", err
 	}
@@ -565,9 +578,11 @@ func (in *Instance) createSkill(ctx context.Context, tr trigger, c Candidate, re
 			return llm.TextOutput(said.fill("tool-result.md", piece)), nil
 		},
 	}}}
-	res, err := loop.Run(ctx, req)
+	callCtx, done := in.callContext(ctx)
+	res, err := loop.Run(callCtx, req)
+	done()
 	if res != nil {
-		in.charge(res.Calls, &rep.Usage)
+		in.charge("create-skill", res.Calls, &rep.Usage)
 	}
 	if err != nil {
 		return "", err

@@ -476,6 +476,8 @@ func (in *Instance) Chat(ctx context.Context, input string) (*ActionReport, erro
 		return nil, err
 	}
 	in.beginTurn()
+	in.chatCtx = ctx
+	defer func() { in.chatCtx = nil }()
 	id, err := in.remember(memory.External, "chat", "chat", input, nil)
 	if err != nil {
 		return nil, err
