@@ -38,11 +38,7 @@ func BenchmarkRunPromptCache(b *testing.B) {
 			calls := 0
 			for i := 0; i < b.N; i++ {
 				got, n := cachedRun(b, c.grown, 20)
-				u.InputTokens += got.InputTokens
-				u.CacheReadInputTokens += got.CacheReadInputTokens
-				u.CacheCreationInputTokens += got.CacheCreationInputTokens
-				u.CacheCreation.Ephemeral1hInputTokens += got.CacheCreation.Ephemeral1hInputTokens
-				u.CacheCreation.Ephemeral5mInputTokens += got.CacheCreation.Ephemeral5mInputTokens
+				u = u.Add(got)
 				calls += n
 			}
 			b.ReportMetric(100*u.CacheReadShare(), "%read")
@@ -86,12 +82,7 @@ func cachedRun(b *testing.B, grown bool, cycles int) (llm.Usage, int) {
 	calls := 0
 	client := &llm.Client{Provider: p, Observe: func(e llm.Event) {
 		if e.Kind == llm.EventResponse && e.Call != nil {
-			u := e.Call.Usage
-			total.InputTokens += u.InputTokens
-			total.CacheReadInputTokens += u.CacheReadInputTokens
-			total.CacheCreationInputTokens += u.CacheCreationInputTokens
-			total.CacheCreation.Ephemeral1hInputTokens += u.CacheCreation.Ephemeral1hInputTokens
-			total.CacheCreation.Ephemeral5mInputTokens += u.CacheCreation.Ephemeral5mInputTokens
+			total = total.Add(e.Call.Usage)
 			calls++
 			advance(3 * time.Second) // a call's time
 		}

@@ -109,15 +109,6 @@ func (u Usage) Sub(o Usage) Usage {
 		CacheReadTokens: u.CacheReadTokens - o.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens - o.CacheWriteTokens, CostUSD: u.CostUSD - o.CostUSD}
 }
 
-// CacheReadShare is the part of the input read from the prompt cache,
-// from 0 to 1 (0 without input).
-func (u Usage) CacheReadShare() float64 {
-	if u.InputTokens == 0 {
-		return 0
-	}
-	return float64(u.CacheReadTokens) / float64(u.InputTokens)
-}
-
 // Zero reports whether u records no call.
 func (u Usage) Zero() bool { return u.Calls == 0 && u.CostUSD == 0 }
 
