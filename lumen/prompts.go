@@ -311,10 +311,11 @@ var errNoClient = option.Errorf("client", "is not set: the loops call a model (d
 
 // request is a step's request. Its system prompt begins with the
 // instance block (instanceBlock), the same bytes in every step, then the
-// step's own instructions; each ends at a cache breakpoint, so that every
-// step shares the first from the prompt cache and a step's next call
-// within five minutes (a repair, the next chat turn) shares both. What changes from call to call (the time, the
-// trigger, memories) is in the message, after them.
+// step's own instructions; each ends at a 1-hour cache breakpoint, so
+// every step reads the first from the prompt cache, and a step run again
+// within the hour (a repair, the next turn or cycle) reads both. What
+// changes from call to call (the time, the trigger, memories) is in the
+// message, after them.
 func (in *Instance) request(step, system, user string) (*llm.Request, error) {
 	if in.opts.Client == nil {
 		return nil, errNoClient
@@ -360,10 +361,11 @@ func (in *Instance) instanceBlock() (llm.SystemBlock, error) {
 	if err := notBlank("instance/system.md", text, "system prompt"); err != nil {
 		return llm.SystemBlock{}, err
 	}
-	// An hour's lifetime: lumen run waits five minutes between cycles by
-	// default, longer than the 5-minute cache keeps a prefix, and a write
-	// for an hour (2× an input token) is repaid by the second cycle that
-	// reads it (0.1×) instead of writing it again (1.25×).
+	// An hour's lifetime, for the step's block too: lumen run waits five
+	// minutes between cycles by default, longer than the 5-minute cache
+	// keeps a prefix, and a write for an hour (2× an input token) is
+	// repaid by the second cycle that reads it (0.1×) instead of writing
+	// it again (1.25×).
 	return llm.SystemBlock{Type: llm.BlockText, Text: text, CacheControl: llm.EphemeralTTL("1h")}, nil
 }
 
