@@ -36,6 +36,10 @@ type options struct {
 	skillOutputCap int
 	reflectEvery   int
 	confine        *cli.ConfineFlags
+	// onProgress and onCall show the steps' calls as they happen (chat,
+	// run); nil for the commands that show none.
+	onProgress func(lumen.Progress)
+	onCall     func(lumen.CallReport)
 }
 
 func main() {
@@ -117,6 +121,7 @@ func (o *options) options(readOnly bool) (lumen.Options, error) {
 	opts := lumen.DefaultOptions()
 	opts.Python, opts.SkillTimeout, opts.SkillOutputCap, opts.ReflectEvery = o.python, o.skillTimeout, o.skillOutputCap, o.reflectEvery
 	opts.ReadOnly, opts.Unconfined, opts.SkillLimits = readOnly, o.confine.Unconfined, limits
+	opts.OnProgress, opts.OnCall = o.onProgress, o.onCall
 	if o.embeddingURL != "" {
 		key := envOr("LUMEN_EMBEDDING_KEY", os.Getenv("OPENAI_API_KEY"))
 		opts.Embedder = &lumen.Embedder{URL: o.embeddingURL, Model: o.embeddingModel, Key: key}
@@ -182,18 +187,28 @@ func chatCommand(app *cli.App, o *options) *cobra.Command {
 		Long: `Start a conversation (a REPL). Each line you type is stored as an external memory
 and runs the action loop (THINK, DECIDE, ACT, RECORD, then the reflection trigger).
 What the chosen skill shows you, normally the chat skill's reply, is printed as
-"lumen> …"; the decision and its B=MAP scores go to stderr. Ctrl-C, SIGTERM or
-end of input exits; during a turn, Ctrl-C or SIGTERM lets the current step
-finish first, and a second one quits at once. A line longer than 1 MiB is
-not sent (a paste gone wrong): the chat says so and goes on.`,
+"lumen> …"; the decision and its B=MAP scores go to stderr.
+
+While a step's answer arrives, stderr shows it as one dim line that updates in
+place (the step and the newest words of its thinking or of what it writes; one
+plain "think: thinking…" line on a pipe or with NO_COLOR), a line per tool call,
+and a line per call once answered: step, model, tokens, cost and the share of
+input read from the prompt cache, seconds. --quiet shows none of it.
+
+Ctrl-C, SIGTERM or end of input exits. During a turn, Ctrl-C or SIGTERM stops
+the call under way at once, keeps nothing of its answer (your input stays in
+memory) and exits with status 5; a second one quits at once. A line longer
+than 1 MiB is not sent (a paste gone wrong): the chat says so and goes on.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
-			in, err := o.open(app, cmd.ErrOrStderr(), false)
+			ctx, out, errw := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+			lv := newLive(errw, app.Output())
+			o.onProgress, o.onCall = lv.progress, lv.call
+			in, err := o.open(app, errw, false)
 			if err != nil {
 				return err
 			}
 			defer func() { err = errors.Join(err, in.Close()) }()
-			ctx, out, errw := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 			lines := make(chan inputLine)
 			go func() {
 				defer close(lines)
@@ -236,6 +251,12 @@ not sent (a paste gone wrong): the chat says so and goes on.`,
 					continue
 				}
 				rep, err := in.Chat(ctx, line)
+				lv.clear()
+				if ctx.Err() != nil {
+					// Ctrl-C during the turn: the answer under way was dropped.
+					fmt.Fprintln(errw, "lumen: stopped during the turn: nothing of the answer under way is kept (your input is in memory)")
+					return cli.Exit(cli.ExitStopped, nil)
+				}
 				if rep != nil {
 					fmt.Fprintln(errw, termtext.Block(rep.Text()))
 					if reply := rep.Reply(); reply != "" {
@@ -287,8 +308,9 @@ func readLine(rd *bufio.Reader, max int) (inputLine, error) {
 	}
 }
 
-func isTerminal(r io.Reader) bool {
-	f, ok := r.(*os.File)
+// isTerminal reports whether v, an input or an output, is a terminal.
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
 	if !ok {
 		return false
 	}
@@ -319,24 +341,32 @@ with --prices). A cycle that fails (a skill, a malformed answer, the provider) i
 recorded as a kernel memory and the loop goes on, waiting --backoff after the
 first failure, twice as long after each further one in a row (at most 30m).
 
-Prints a line per memory written (stderr: time, author, step, the tokens and
-cost of the LLM calls it records, what it says), a block per cycle (stdout:
-time, duration, calls, tokens, cost, the choice and its scores) and the
-totals at the end. Exit status 0 when --cycles ran out, 5 when a signal, --for
+Prints a line per model call (stderr: step, model, tokens, cost and the share
+of input read from the prompt cache, seconds), a line per memory written
+(stderr: time, author, step, the tokens and cost of the calls it records, what
+it says), when the next cycle is due, a block per cycle (stdout: time,
+duration, calls, tokens, cost, the choice and its scores) and the totals at
+the end; --quiet leaves the stderr lines out. Exit status 0 when --cycles ran out, 5 when a signal, --for
 or a spend cap stopped it (run again to go on).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			if err := ro.Check(); err != nil {
 				return err // before the instance is opened
 			}
+			o.onCall = newLive(cmd.ErrOrStderr(), app.Output()).call
 			in, err := o.open(app, cmd.ErrOrStderr(), false)
 			if err != nil {
 				return err
 			}
 			defer func() { err = errors.Join(err, in.Close()) }()
 			out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
-			ro.OnStep = func(r lumen.Record) { fmt.Fprintln(errw, termtext.Line(lumen.StepLine(r))) }
 			ro.OnCycle = func(r *lumen.CycleReport) { fmt.Fprintln(out, termtext.Block(r.Text())) }
+			if app.Output() >= cli.Normal {
+				ro.OnStep = func(r lumen.Record) { fmt.Fprintln(errw, termtext.Line(lumen.StepLine(r))) }
+				ro.OnWait = func(next time.Time) {
+					fmt.Fprintf(errw, "next cycle at %s (in %s); Ctrl-C stops\n", next.Local().Format("15:04:05"), cli.Duration(time.Until(next)))
+				}
+			}
 			rep, err := in.Run(cmd.Context(), ro)
 			if rep != nil {
 				fmt.Fprintln(out, termtext.Block(rep.Text()))
