@@ -216,7 +216,7 @@ func (f *flags) beachURL() string {
 func (f *flags) serveCommand() *cobra.Command {
 	var addr, token string
 	var allowHosts []string
-	var withMCP, noWake bool
+	var withMCP, noWake, demo bool
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the web shell: the instance boots and builds its React interface in your browser",
@@ -239,9 +239,19 @@ It also runs the wake triggers the instance wrote at wake 0.4 and 0.5 (see
 'hermitcrab wake'), unless --no-wake, and takes webhook posts at
 /hooks/NAME (authenticated with the secret 'hermitcrab wake hooks' prints).
 With --mcp, /mcp is an MCP endpoint over the instance's blocks for MCP
-clients holding its token (mcp_token in the data directory).`,
+clients holding its token (mcp_token in the data directory).
+
+Try it without a key: --demo serves a scripted instance (in a new temporary
+data directory unless --data is given) that boots, builds its face and
+answers a few messages, offline and free; the page says it is a demo.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if demo {
+				if err := f.demoSetup(cmd, cmd.OutOrStdout()); err != nil {
+					return err
+				}
+				noWake = true
+			}
 			dir, err := f.dataDir()
 			if err != nil {
 				return err
@@ -258,7 +268,7 @@ clients holding its token (mcp_token in the data directory).`,
 			// Ctrl-C and SIGTERM cancel the context: the server finishes the
 			// requests in flight, closes the event streams and the store.
 			err = hermitcrab.Serve(cmd.Context(), hermitcrab.ServeOptions{
-				Addr: addr, Token: token, AllowHosts: allowHosts, DataDir: dir, Kernel: f.kernelOptions(), MCP: withMCP, NoWake: noWake,
+				Addr: addr, Token: token, AllowHosts: allowHosts, DataDir: dir, Kernel: f.kernelOptions(), MCP: withMCP, NoWake: noWake, Demo: demo,
 				KeyNeeded: p.Provider == provider.Anthropic, Provider: p.Provider, BaseURL: base, Betas: p.Betas,
 				NewClient: func(key string) (*llm.Client, error) { return p.ClientWithKey(key, errOut) },
 				Log:       slog.New(slog.NewTextHandler(errOut, nil)),
@@ -278,6 +288,7 @@ clients holding its token (mcp_token in the data directory).`,
 	cmd.Flags().StringVar(&token, "token", "", "access token every request must carry (required off loopback; generated when empty)")
 	cmd.Flags().StringSliceVar(&allowHosts, "allow-host", nil, "further Host names the server answers to (name, *.domain or IP; repeatable); loopback names and the bound address always work")
 	cmd.Flags().BoolVar(&withMCP, "mcp", false, "serve an MCP endpoint over the instance's blocks at /mcp (token: mcp_token in the data directory)")
+	cmd.Flags().BoolVar(&demo, "demo", false, "try it without a key: serve a scripted instance (offline, free) that boots, builds its face and answers a few messages, in a new temporary data directory unless --data is given")
 	cmd.Flags().BoolVar(&noWake, "no-wake", false, "do not run the wake triggers in this process (another runs them, e.g. hermitcrab wake --daemon)")
 	return cmd
 }
