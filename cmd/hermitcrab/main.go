@@ -48,7 +48,8 @@ own React interface with recompile.
 'hermitcrab serve' runs it as a local web server: open the URL it prints, give your
 API key once, and the instance boots and builds its interface in the page. The same
 kernel works from the terminal: blocks, bsp, prompt, boot and chat. See
-docs/hermitcrab.md.
+docs/hermitcrab.md. Try it without a key: 'hermitcrab serve --demo' (a scripted
+instance, offline and free).
 
 'hermitcrab beach' runs a beach where instances meet (signed passports, marks and
 messages over HTTP and MCP) and talks to one as this instance: its key, passport,

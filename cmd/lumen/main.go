@@ -68,6 +68,7 @@ skills restore) refuse an instance this user cannot write before any model
 is called, changing nothing.
 
 Start with: lumen init --dir mind && lumen chat --dir mind
+Try it without a key: lumen run --demo (a scripted model, offline and free).
 Docs: docs/lumen.md. Provider flags: docs/configuration.md.`)
 	app.DefaultModels = defaultModels
 	o := &options{}
@@ -302,6 +303,7 @@ const defaultInterval = 5 * time.Minute
 
 func runCommand(app *cli.App, o *options) *cobra.Command {
 	ro := lumen.RunOptions{}
+	var demo demoFlags
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run the internal loop until stopped: action and explore cycles, alternating, with reflection when triggered",
@@ -323,11 +325,24 @@ Prints a line per memory written (stderr: time, author, step, the tokens and
 cost of the LLM calls it records, what it says), a block per cycle (stdout:
 time, duration, calls, tokens, cost, the choice and its scores) and the
 totals at the end. Exit status 0 when --cycles ran out, 5 when a signal, --for
-or a spend cap stopped it (run again to go on).`,
+or a spend cap stopped it (run again to go on).
+
+Try it without a key: --demo makes a new instance, talks with it for two
+turns and runs two cycles on a scripted model, offline and free.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			if err := ro.Check(); err != nil {
 				return err // before the instance is opened
+			}
+			if demo.on {
+				if err := demo.prepare(cmd, app, o, &ro); err != nil {
+					return err
+				}
+				defer func() {
+					if err == nil {
+						demo.done(cmd.OutOrStdout(), o.dir)
+					}
+				}()
 			}
 			in, err := o.open(app, cmd.ErrOrStderr(), false)
 			if err != nil {
@@ -355,6 +370,7 @@ or a spend cap stopped it (run again to go on).`,
 	f.Float64Var(&ro.MaxCostDay, "max-cost-day", 0, "stop once today's LLM spend (UTC, every process, from the memory records) reaches this many US dollars (0: no cap)")
 	f.BoolVar(&ro.NoReflect, "no-reflect", false, "never enter the reflection loop (the reflexivity ablation); recorded on every cycle")
 	f.DurationVar(&ro.Backoff, "backoff", 30*time.Second, "wait after a failed cycle, doubling while failures repeat (at most 30m; 0: 30s)")
+	demo.add(cmd)
 	return cmd
 }
 
