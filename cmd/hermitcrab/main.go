@@ -55,6 +55,7 @@ instance, offline and free).
 messages over HTTP and MCP) and talks to one as this instance: its key, passport,
 marks, inbox and encrypted save points. See docs/hermitcrab-network.md.`)}
 	f.app.Provider.KeyHint = "store one with 'hermitcrab key set'"
+	f.app.Provider.Demo = "hermitcrab serve --demo"
 	pf := f.app.Root.PersistentFlags()
 	pf.StringVar(&f.data, "data", "", "data directory (default $HERMITCRAB_DATA, else $XDG_DATA_HOME/hermitcrab or ~/.local/share/hermitcrab)")
 	pf.StringVar(&f.shell, "shell", "", "seed an empty store from this shell file ({\"blocks\": {...}} or a map of blocks) instead of the default shell")
@@ -82,9 +83,8 @@ func (f *flags) open(cmd *cobra.Command, withLLM bool) (*hermitcrab.Kernel, erro
 		return nil, err
 	}
 	opts := f.kernelOptions()
-	progress := progressPrinter(cmd.ErrOrStderr())
 	if withLLM {
-		opts.Observe = progress
+		opts.Observe = progressPrinter(cmd.ErrOrStderr())
 	}
 	k, err := hermitcrab.Open(dir, opts)
 	if err != nil {
@@ -93,21 +93,30 @@ func (f *flags) open(cmd *cobra.Command, withLLM bool) (*hermitcrab.Kernel, erro
 	if !withLLM {
 		return k, nil
 	}
-	// The Anthropic provider takes the key the kernel decides on: the
-	// environment's, else the one stored with `key set` or the web page.
+	if err := f.useClient(cmd, k); err != nil {
+		return nil, errors.Join(err, k.Close())
+	}
+	return k, nil
+}
+
+// useClient gives k the LLM client the provider flags describe. The
+// Anthropic provider takes the key the kernel decides on: the
+// environment's, else the one stored with `key set` or the web page.
+func (f *flags) useClient(cmd *cobra.Command, k *hermitcrab.Kernel) error {
 	key := ""
 	if f.app.Provider.Provider == provider.Anthropic {
+		var err error
 		if key, _, err = k.Secrets().APIKey(); err != nil {
-			return nil, errors.Join(err, k.Close())
+			return err
 		}
 	}
 	client, err := f.app.Provider.ClientWithKey(key, cmd.ErrOrStderr())
 	if err != nil {
-		return nil, errors.Join(err, k.Close())
+		return err
 	}
-	client.Observe = progress
+	client.Observe = progressPrinter(cmd.ErrOrStderr())
 	k.Conversation().SetClient(client)
-	return k, nil
+	return nil
 }
 
 // dataDir is --data, else the default data directory. Every command

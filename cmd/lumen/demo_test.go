@@ -61,6 +61,12 @@ func TestRunDemoMakesAnInstanceTalksAndRunsTwoCycles(t *testing.T) {
 	if h, _ := exec.Command(bin, "run", "--help").Output(); !strings.Contains(string(h), "--demo") {
 		t.Errorf("lumen run --help does not show --demo:\n%s", h)
 	}
+	// With no key, the message points to the demo.
+	chat := exec.Command(bin, "chat", "--dir", dir)
+	chat.Env = append(os.Environ(), "ANTHROPIC_API_KEY=", "LLMKERNELS_PROVIDER=")
+	if b, _ := chat.CombinedOutput(); !strings.Contains(string(b), "no Anthropic API key") || !strings.Contains(string(b), "lumen run --demo") {
+		t.Errorf("lumen chat without a key:\n%s", b)
+	}
 }
 
 // The demo plays the docs' walk-through scripts: its copies are the same.

@@ -71,6 +71,7 @@ Start with: lumen init --dir mind && lumen chat --dir mind
 Try it without a key: lumen run --demo (a scripted model, offline and free).
 Docs: docs/lumen.md. Provider flags: docs/configuration.md.`)
 	app.DefaultModels = defaultModels
+	app.Provider.Demo = "lumen run --demo"
 	o := &options{}
 	d := lumen.DefaultOptions()
 	pf := app.Root.PersistentFlags()

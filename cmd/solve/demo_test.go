@@ -83,4 +83,9 @@ func TestRunDemoRefusesFlagsItSetsAndANonEmptyDirectory(t *testing.T) {
 	if h := runSolve(t, dir, "run", "--help"); !strings.Contains(h.stdout, "--demo") {
 		t.Errorf("solve run --help does not show --demo:\n%s", h.stdout)
 	}
+	cmd := solveCommand(dir, "run", "a goal")
+	cmd.Env = append(os.Environ(), "ANTHROPIC_API_KEY=", "LLMKERNELS_PROVIDER=")
+	if r := finish(t, cmd); r.code != 1 || !strings.Contains(r.stderr, "no Anthropic API key") || !strings.Contains(r.stderr, "solve run --demo") {
+		t.Errorf("solve run without a key: exit %d\n%s", r.code, r.stderr)
+	}
 }

@@ -76,6 +76,7 @@ Use 'solve ping' to check your provider set-up.
 Try it without a key: 'solve run --demo' runs a small goal end to end on a
 scripted model, offline and free.`)
 	app.DefaultModels = defaultModels
+	app.Provider.Demo = "solve run --demo"
 	app.Root.AddCommand(planCommand(app), checkCommand(), evalCommand(app), runCommand(app), resumeCommand(app), workerCommand(app), statusCommand(), logCommand(),
 		resolversCommand(), kgCommand(), hireCommand(), artifactsCommand(), reportCommand())
 	app.Run()
