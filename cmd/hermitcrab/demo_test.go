@@ -89,8 +89,8 @@ func TestServeDemoBootsBuildsAFaceAndAnswersInTheBrowser(t *testing.T) {
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](above)); err != nil {
 		t.Fatalf("the demo banner covers the shell or is hidden: %v", err)
 	}
-	if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#hc-key').length`)); n != 0 {
-		t.Fatal("the demo asks for a key")
+	if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#hc-key, #hc-key-button').length`)); n != 0 {
+		t.Fatal("the demo asks for a key, or offers the key control")
 	}
 
 	do("say hello", chromedp.SendKeys(chromedp.ID("chat-input"), "hello"), chromedp.Click(chromedp.ID("chat-send")))
@@ -102,6 +102,28 @@ func TestServeDemoBootsBuildsAFaceAndAnswersInTheBrowser(t *testing.T) {
 	out, _ := mustHC(t, data, "", "blocks", "show", "stash", "0.1")
 	if !strings.Contains(out, "The person likes short answers.") {
 		t.Errorf("stash 0.1 after the demo's block_write:\n%s", out)
+	}
+	// Five more answers, the last saying so; then the script is exhausted,
+	// which the face shows.
+	for i := 4; i <= 8; i++ {
+		do("say more", chromedp.SendKeys(chromedp.ID("chat-input"), "more"), chromedp.Click(chromedp.ID("chat-send")))
+		if i < 8 {
+			waitReply(i, "")
+		}
+	}
+	waitReply(8, "That was my last canned answer")
+	do("one more", chromedp.SendKeys(chromedp.ID("chat-input"), "and now?"), chromedp.Click(chromedp.ID("chat-send")))
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`[...document.querySelectorAll('.msg-kernel')].some(m => m.textContent.includes('no entry answers the request'))`)); err != nil {
+		got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('chat-log').textContent`))
+		t.Errorf("no word of the used-up script on the face: %v\n%s", err, got)
+	}
+
+	// --demo sets the provider itself.
+	if _, errOut, err := hc(t, t.TempDir(), "", "serve", "--demo", "--provider", "openai"); err == nil || !strings.Contains(errOut, "drop --provider") {
+		t.Errorf("serve --demo --provider openai: %v %s", err, errOut)
+	}
+	if h, _ := mustHC(t, t.TempDir(), "", "serve", "--help"); !strings.Contains(h, "--demo") {
+		t.Errorf("serve --help does not show --demo:\n%s", h)
 	}
 }
 
