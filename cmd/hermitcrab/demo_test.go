@@ -31,15 +31,7 @@ func TestServeDemoBootsBuildsAFaceAndAnswersInTheBrowser(t *testing.T) {
 	data := t.TempDir()
 	cmd := exec.Command(binary, "--data", data, "serve", "--demo", "--addr", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "ANTHROPIC_API_KEY=", "HERMITCRAB_DATA=", "LLMKERNELS_PROVIDER=anthropic")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stopAtCleanup(t, cmd, "serve --demo")
+	stdout := startReading(t, cmd, "serve --demo")
 	var said strings.Builder
 	url := ""
 	for r := bufio.NewReader(stdout); url == ""; {

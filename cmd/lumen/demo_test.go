@@ -69,6 +69,37 @@ func TestRunDemoMakesAnInstanceTalksAndRunsTwoCycles(t *testing.T) {
 	}
 }
 
+// lumen chat --demo answers four lines from its script in a new instance,
+// whatever is typed, said to be a demo; a fifth line is a failed turn
+// that the chat survives.
+func TestChatDemoAnswersFourLines(t *testing.T) {
+	bin := lumenBinary(t)
+	dir := filepath.Join(t.TempDir(), "mind")
+	cmd := exec.Command(bin, "chat", "--demo", "--dir", dir)
+	cmd.Env = append(os.Environ(), "ANTHROPIC_API_KEY=")
+	cmd.Stdin = strings.NewReader("hi\nwho are you?\nok\nbye\nmore?\n")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("lumen chat --demo: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
+	}
+	for _, want := range []string{"this is a demo", "nothing is charged", "demo instance: " + dir + "\n", "lumen> Hello! I am the demo's scripted mind",
+		"lumen> That was my last canned answer"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out.String())
+		}
+	}
+	if n := strings.Count(out.String(), "lumen> "); n != 4 {
+		t.Errorf("%d replies, want 4:\n%s", n, out.String())
+	}
+	if !strings.Contains(errb.String(), "lumen: this turn failed (your input is kept in memory)") || !strings.Contains(errb.String(), "no entry answers the request") {
+		t.Errorf("the fifth line's failure is not said:\n%s", errb.String())
+	}
+	if h, _ := exec.Command(bin, "chat", "--help").Output(); !strings.Contains(string(h), "--demo") {
+		t.Errorf("lumen chat --help does not show --demo:\n%s", h)
+	}
+}
+
 // The demo plays the docs' walk-through scripts: its copies are the same.
 func TestTheDemoScriptsAreTheWalkThroughs(t *testing.T) {
 	for name, embedded := range map[string][]byte{"demo-chat.json": demoChatScript, "demo-run.json": demoRunScript} {

@@ -68,7 +68,8 @@ skills restore) refuse an instance this user cannot write before any model
 is called, changing nothing.
 
 Start with: lumen init --dir mind && lumen chat --dir mind
-Try it without a key: lumen run --demo (a scripted model, offline and free).
+Try it without a key: lumen run --demo, or lumen chat --demo (a scripted model,
+offline and free).
 Docs: docs/lumen.md. Provider flags: docs/configuration.md.`)
 	app.DefaultModels = defaultModels
 	app.Provider.Demo = "lumen run --demo"
@@ -178,7 +179,8 @@ that already holds an instance.`,
 }
 
 func chatCommand(app *cli.App, o *options) *cobra.Command {
-	return &cobra.Command{
+	var demo demoFlags
+	cmd := &cobra.Command{
 		Use:   "chat",
 		Short: "Talk with the agent: each line you type runs the action loop; replies come through the chat skill",
 		Long: `Start a conversation (a REPL). Each line you type is stored as an external memory
@@ -187,9 +189,17 @@ What the chosen skill shows you, normally the chat skill's reply, is printed as
 "lumen> …"; the decision and its B=MAP scores go to stderr. Ctrl-C, SIGTERM or
 end of input exits; during a turn, Ctrl-C or SIGTERM lets the current step
 finish first, and a second one quits at once. A line longer than 1 MiB is
-not sent (a paste gone wrong): the chat says so and goes on.`,
+not sent (a paste gone wrong): the chat says so and goes on.
+
+Try it without a key: --demo makes a new instance and answers four lines
+from a script, offline and free.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
+			if demo.on {
+				if err := demo.prepareChat(cmd, app, o); err != nil {
+					return err
+				}
+			}
 			in, err := o.open(app, cmd.ErrOrStderr(), false)
 			if err != nil {
 				return err
@@ -252,6 +262,8 @@ not sent (a paste gone wrong): the chat says so and goes on.`,
 			}
 		},
 	}
+	cmd.Flags().BoolVar(&demo.on, "demo", false, "try it without a key: make a new instance (in --dir if given, else a new temporary directory) that answers four lines from a script, offline and free")
+	return cmd
 }
 
 // maxChatInput is the longest line chat sends as one input: longer is a
@@ -336,7 +348,7 @@ turns and runs two cycles on a scripted model, offline and free.`,
 				return err // before the instance is opened
 			}
 			if demo.on {
-				if err := demo.prepare(cmd, app, o, &ro); err != nil {
+				if err := demo.prepareRun(cmd, app, o, &ro); err != nil {
 					return err
 				}
 				defer func() {
@@ -371,7 +383,7 @@ turns and runs two cycles on a scripted model, offline and free.`,
 	f.Float64Var(&ro.MaxCostDay, "max-cost-day", 0, "stop once today's LLM spend (UTC, every process, from the memory records) reaches this many US dollars (0: no cap)")
 	f.BoolVar(&ro.NoReflect, "no-reflect", false, "never enter the reflection loop (the reflexivity ablation); recorded on every cycle")
 	f.DurationVar(&ro.Backoff, "backoff", 30*time.Second, "wait after a failed cycle, doubling while failures repeat (at most 30m; 0: 30s)")
-	demo.add(cmd)
+	cmd.Flags().BoolVar(&demo.on, "demo", false, fmt.Sprintf("try it without a key: make a new instance (in --dir if given, else a new temporary directory), talk with it for two turns and run %d cycles, on a scripted model, offline and free", demoCycles))
 	return cmd
 }
 
