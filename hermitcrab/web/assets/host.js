@@ -200,7 +200,7 @@
     }
     help.push(el('p', { id: 'hc-key-other' }, 'Other providers: stop this server and start it with ', code('--provider openai'),
       ' (OPENAI_API_KEY, or any OpenAI-compatible server), or a local model with Ollama: ',
-      code('hermitcrab serve --provider openai --base-url http://localhost:11434/v1 --model llama3.1'),
+      code('hermitcrab serve --provider openai --base-url http://localhost:11434/v1 --model llama3.2'),
       '. To look around first, free and offline: ', code('hermitcrab serve --demo'), '.'));
     help.push(el('p', {}, 'The server keeps the key in its data folder, readable by you only; this page never stores it.'));
     return help;
