@@ -51,12 +51,14 @@ own React interface with recompile.
 'hermitcrab serve' runs it as a local web server: open the URL it prints, give your
 API key once, and the instance boots and builds its interface in the page. The same
 kernel works from the terminal: blocks, bsp, prompt, boot and chat. See
-docs/hermitcrab.md.
+docs/hermitcrab.md. Try it without a key: 'hermitcrab serve --demo' (a scripted
+instance, offline and free).
 
 'hermitcrab beach' runs a beach where instances meet (signed passports, marks and
 messages over HTTP and MCP) and talks to one as this instance: its key, passport,
 marks, inbox and encrypted save points. See docs/hermitcrab-network.md.`)}
 	f.app.Provider.KeyHint = "store one with 'hermitcrab key set'"
+	f.app.Provider.Demo = "hermitcrab serve --demo"
 	pf := f.app.Root.PersistentFlags()
 	pf.StringVar(&f.data, "data", "", "data directory (default $HERMITCRAB_DATA, else $XDG_DATA_HOME/hermitcrab or ~/.local/share/hermitcrab)")
 	pf.StringVar(&f.shell, "shell", "", "seed an empty store from this shell file ({\"blocks\": {...}} or a map of blocks) instead of the default shell")
@@ -86,9 +88,8 @@ func (f *flags) open(cmd *cobra.Command, withLLM bool) (*hermitcrab.Kernel, erro
 		return nil, err
 	}
 	opts := f.kernelOptions()
-	progress := progressPrinter(cmd.ErrOrStderr())
 	if withLLM {
-		opts.Observe = progress
+		opts.Observe = progressPrinter(cmd.ErrOrStderr())
 	}
 	k, err := hermitcrab.Open(dir, opts)
 	if err != nil {
@@ -97,21 +98,30 @@ func (f *flags) open(cmd *cobra.Command, withLLM bool) (*hermitcrab.Kernel, erro
 	if !withLLM {
 		return k, nil
 	}
-	// The Anthropic provider takes the key the kernel decides on: the
-	// environment's, else the one stored with `key set` or the web page.
+	if err := f.useClient(cmd, k); err != nil {
+		return nil, errors.Join(err, k.Close())
+	}
+	return k, nil
+}
+
+// useClient gives k the LLM client the provider flags describe. The
+// Anthropic provider takes the key the kernel decides on: the
+// environment's, else the one stored with `key set` or the web page.
+func (f *flags) useClient(cmd *cobra.Command, k *hermitcrab.Kernel) error {
 	key := ""
 	if f.app.Provider.Provider == provider.Anthropic {
+		var err error
 		if key, _, err = k.Secrets().APIKey(); err != nil {
-			return nil, errors.Join(err, k.Close())
+			return err
 		}
 	}
 	client, err := f.app.Provider.ClientWithKey(key, cmd.ErrOrStderr())
 	if err != nil {
-		return nil, errors.Join(err, k.Close())
+		return err
 	}
-	client.Observe = progress
+	client.Observe = progressPrinter(cmd.ErrOrStderr())
 	k.Conversation().SetClient(client)
-	return k, nil
+	return nil
 }
 
 // dataDir is --data, else the default data directory. Every command
@@ -225,7 +235,7 @@ func (f *flags) beachURL() string {
 func (f *flags) serveCommand() *cobra.Command {
 	var addr, token string
 	var allowHosts []string
-	var withMCP, noWake bool
+	var withMCP, noWake, demo bool
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the web shell: the instance boots and builds its React interface in your browser",
@@ -248,9 +258,19 @@ It also runs the wake triggers the instance wrote at wake 0.4 and 0.5 (see
 'hermitcrab wake'), unless --no-wake, and takes webhook posts at
 /hooks/NAME (authenticated with the secret 'hermitcrab wake hooks' prints).
 With --mcp, /mcp is an MCP endpoint over the instance's blocks for MCP
-clients holding its token (mcp_token in the data directory).`,
+clients holding its token (mcp_token in the data directory).
+
+Try it without a key: --demo serves a scripted instance (in a new temporary
+data directory unless --data is given) that boots, builds its face and
+answers a few messages, offline and free; the page says it is a demo.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if demo {
+				if err := f.demoSetup(cmd, cmd.OutOrStdout()); err != nil {
+					return err
+				}
+				noWake = true
+			}
 			dir, err := f.dataDir()
 			if err != nil {
 				return err
@@ -267,7 +287,7 @@ clients holding its token (mcp_token in the data directory).`,
 			// Ctrl-C and SIGTERM cancel the context: the server finishes the
 			// requests in flight, closes the event streams and the store.
 			err = hermitcrab.Serve(cmd.Context(), hermitcrab.ServeOptions{
-				Addr: addr, Token: token, AllowHosts: allowHosts, DataDir: dir, Kernel: f.kernelOptions(), MCP: withMCP, NoWake: noWake,
+				Addr: addr, Token: token, AllowHosts: allowHosts, DataDir: dir, Kernel: f.kernelOptions(), MCP: withMCP, NoWake: noWake, Demo: demo,
 				KeyNeeded: p.Provider == provider.Anthropic, Provider: p.Provider, BaseURL: base, Betas: p.Betas,
 				NewClient: func(key string) (*llm.Client, error) { return p.ClientWithKey(key, errOut) },
 				Log:       slog.New(slog.NewTextHandler(errOut, nil)),
@@ -287,6 +307,7 @@ clients holding its token (mcp_token in the data directory).`,
 	cmd.Flags().StringVar(&token, "token", "", "access token every request must carry (required off loopback; generated when empty)")
 	cmd.Flags().StringSliceVar(&allowHosts, "allow-host", nil, "further Host names the server answers to (name, *.domain or IP; repeatable); loopback names and the bound address always work")
 	cmd.Flags().BoolVar(&withMCP, "mcp", false, "serve an MCP endpoint over the instance's blocks at /mcp (token: mcp_token in the data directory)")
+	cmd.Flags().BoolVar(&demo, "demo", false, "try it without a key: serve a scripted instance (offline, free) that boots, builds its face and answers a few messages, in a new temporary data directory unless --data is given")
 	cmd.Flags().BoolVar(&noWake, "no-wake", false, "do not run the wake triggers in this process (another runs them, e.g. hermitcrab wake --daemon)")
 	return cmd
 }

@@ -68,19 +68,21 @@ With --json (one pass only): {"wakes": [...], "problems": [...], "errors": [...]
 			if interval <= 0 {
 				return cli.Usagef("--interval %s: give how often the triggers are checked, e.g. 15s", interval)
 			}
+			if daemon {
+				return f.withDaemonKernel(cmd, interval, func(k *hermitcrab.Kernel) error {
+					return runDaemon(cmd, k, addr, allowHosts, withMCP, interval)
+				})
+			}
 			return f.withKernel(cmd, true, func(k *hermitcrab.Kernel) error {
-				if !daemon {
-					r, err := k.Wakes().RunTriggers(cmd.Context())
-					if err != nil {
-						return err
-					}
-					if *asJSON {
-						return cli.PrintJSON(cmd.OutOrStdout(), r)
-					}
-					printReport(cmd.OutOrStdout(), r)
-					return nil
+				r, err := k.Wakes().RunTriggers(cmd.Context())
+				if err != nil {
+					return err
 				}
-				return runDaemon(cmd, k, addr, allowHosts, withMCP, interval)
+				if *asJSON {
+					return cli.PrintJSON(cmd.OutOrStdout(), r)
+				}
+				printReport(cmd.OutOrStdout(), r)
+				return nil
 			})
 		},
 	}
@@ -118,6 +120,9 @@ func runDaemon(cmd *cobra.Command, k *hermitcrab.Kernel, addr string, allowHosts
 		served <- nil
 	}
 	fmt.Fprintf(out, "running the wake triggers of %s every %s; Ctrl-C or SIGTERM stops it\n", k.Dir(), interval)
+	if err := sayNoTriggers(ctx, out, k); err != nil {
+		return err
+	}
 	k.Wakes().Run(ctx, interval, func(r *hermitcrab.WakeReport, err error) {
 		if err != nil {
 			fmt.Fprintln(errOut, "error:", termtext.Line(err.Error())) // it may quote the API or the model

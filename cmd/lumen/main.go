@@ -72,8 +72,11 @@ skills restore) refuse an instance this user cannot write before any model
 is called, changing nothing.
 
 Start with: lumen init --dir mind && lumen chat --dir mind
+Try it without a key: lumen run --demo, or lumen chat --demo (a scripted model,
+offline and free).
 Docs: docs/lumen.md. Provider flags: docs/configuration.md.`)
 	app.DefaultModels = defaultModels
+	app.Provider.Demo = "lumen run --demo"
 	o := &options{}
 	d := lumen.DefaultOptions()
 	pf := app.Root.PersistentFlags()
@@ -181,7 +184,8 @@ that already holds an instance.`,
 }
 
 func chatCommand(app *cli.App, o *options) *cobra.Command {
-	return &cobra.Command{
+	var demo demoFlags
+	cmd := &cobra.Command{
 		Use:   "chat",
 		Short: "Talk with the agent: each line you type runs the action loop; replies come through the chat skill",
 		Long: `Start a conversation (a REPL). Each line you type is stored as an external memory
@@ -198,10 +202,18 @@ input read from the prompt cache, seconds. --quiet shows none of it.
 Ctrl-C, SIGTERM or end of input exits. During a turn, Ctrl-C or SIGTERM stops
 the call under way at once, keeps nothing of its answer (your input stays in
 memory) and exits with status 5; a second one quits at once. A line longer
-than 1 MiB is not sent (a paste gone wrong): the chat says so and goes on.`,
+than 1 MiB is not sent (a paste gone wrong): the chat says so and goes on.
+
+Try it without a key: --demo makes a new instance and answers four lines
+from a script, offline and free.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			ctx, out, errw := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+			if demo.on {
+				if err := demo.prepareChat(cmd, app, o); err != nil {
+					return err
+				}
+			}
 			lv := newLive(errw, app.Output())
 			o.onProgress, o.onCall = lv.progress, lv.call
 			in, err := o.open(app, errw, false)
@@ -271,6 +283,8 @@ than 1 MiB is not sent (a paste gone wrong): the chat says so and goes on.`,
 			}
 		},
 	}
+	cmd.Flags().BoolVar(&demo.on, "demo", false, "try it without a key: make a new instance (in --dir if given, else a new temporary directory) that answers four lines from a script, offline and free")
+	return cmd
 }
 
 // maxChatInput is the longest line chat sends as one input: longer is a
@@ -324,6 +338,7 @@ const defaultInterval = 5 * time.Minute
 
 func runCommand(app *cli.App, o *options) *cobra.Command {
 	ro := lumen.RunOptions{}
+	var demo demoFlags
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run the internal loop until stopped: action and explore cycles, alternating, with reflection when triggered",
@@ -347,11 +362,24 @@ of input read from the prompt cache, seconds), a line per memory written
 it says), when the next cycle is due, a block per cycle (stdout: time,
 duration, calls, tokens, cost, the choice and its scores) and the totals at
 the end; --quiet leaves the stderr lines out. Exit status 0 when --cycles ran out, 5 when a signal, --for
-or a spend cap stopped it (run again to go on).`,
+or a spend cap stopped it (run again to go on).
+
+Try it without a key: --demo makes a new instance, talks with it for two
+turns and runs two cycles on a scripted model, offline and free.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			if err := ro.Check(); err != nil {
 				return err // before the instance is opened
+			}
+			if demo.on {
+				if err := demo.prepareRun(cmd, app, o, &ro); err != nil {
+					return err
+				}
+				defer func() {
+					if err == nil {
+						demo.done(cmd.OutOrStdout(), o.dir)
+					}
+				}()
 			}
 			o.onCall = newLive(cmd.ErrOrStderr(), app.Output()).call
 			in, err := o.open(app, cmd.ErrOrStderr(), false)
@@ -385,6 +413,7 @@ or a spend cap stopped it (run again to go on).`,
 	f.Float64Var(&ro.MaxCostDay, "max-cost-day", 0, "stop once today's LLM spend (UTC, every process, from the memory records) reaches this many US dollars (0: no cap)")
 	f.BoolVar(&ro.NoReflect, "no-reflect", false, "never enter the reflection loop (the reflexivity ablation); recorded on every cycle")
 	f.DurationVar(&ro.Backoff, "backoff", 30*time.Second, "wait after a failed cycle, doubling while failures repeat (at most 30m; 0: 30s)")
+	cmd.Flags().BoolVar(&demo.on, "demo", false, fmt.Sprintf("try it without a key: make a new instance (in --dir if given, else a new temporary directory), talk with it for two turns and run %d cycles, on a scripted model, offline and free", demoCycles))
 	return cmd
 }
 

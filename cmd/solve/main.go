@@ -55,8 +55,11 @@ before anything is spent (exit 2); a run that runs out of money or time asks a
 person and waits (exit 4); Ctrl-C or SIGTERM stops a run (exit 5), and after
 that or a kill -9 'solve resume' continues it; a database this user cannot
 write still works for the commands that only read. Planning and running call
-your model: check the set-up with 'solve ping'. Guide: docs/solve.md.`)
+your model: check the set-up with 'solve ping'. Try it without a key: 'solve
+run --demo' runs a small goal end to end on a scripted model, offline and
+free. Guide: docs/solve.md.`)
 	app.DefaultModels = defaultModels
+	app.Provider.Demo = "solve run --demo"
 	app.Root.AddCommand(planCommand(app), checkCommand(), evalCommand(app), runCommand(app), resumeCommand(app), workerCommand(app), statusCommand(), logCommand(),
 		resolversCommand(), kgCommand(), hireCommand(), artifactsCommand(), reportCommand())
 	cli.OptionFlags(app.Root, optionFlags)
@@ -435,6 +438,7 @@ func tokenLine(r *solve.Result) string {
 type reportFlags struct {
 	out  string
 	skip bool
+	dir  string // where the default name goes ("": the current directory)
 }
 
 func (f *reportFlags) add(cmd *cobra.Command) {
@@ -450,7 +454,7 @@ func (f *reportFlags) write(cmd *cobra.Command, k *solve.Kernel, root string) {
 	}
 	out := f.out
 	if out == "" {
-		out = "run-" + solve.ShortID(root) + ".json"
+		out = filepath.Join(f.dir, "run-"+solve.ShortID(root)+".json")
 	}
 	r, err := k.Report(cmd.Context(), root)
 	if err == nil {
@@ -494,10 +498,11 @@ func runCommand(app *cli.App) *cobra.Command {
 		db      string
 		remote  bool
 		report  reportFlags
+		demo    demoFlags
 	)
 	var confine *cli.ConfineFlags // set below, read when the command runs
 	cmd := &cobra.Command{
-		Use:   "run GOAL",
+		Use:   "run GOAL | run --demo [DIR]",
 		Short: "Run the SOLVE loop on a goal: resolve, verify, decompose, BUILD tools, HIRE a human",
 		Long: `Run the SOLVE loop (spec §5). The goal is the root node; each node goes
 pending → identifying_constraints → selecting_constraints → selecting_resolver →
@@ -561,9 +566,15 @@ another process took the run over (resume it), 1 any other failure, 2 a mistake
 on the command line.`,
 		Example: `  solve run "Add Mean and Median to package stats, with tests" --workspace ./ws --budget 2 --time 30m
   solve run "Design a 4-layer PCB for a 48V→12V 10A buck converter" --budget 5 --time 1h --constraint "passes thermal test at 60°C"`,
-		Args: cobra.ExactArgs(1),
+		Args: demo.args,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req.Goal = args[0]
+			if demo.on {
+				if err := demo.prepare(cmd, app, args, &req, &timeCap, &db, &report); err != nil {
+					return err
+				}
+			} else {
+				req.Goal = args[0]
+			}
 			d, err := time.ParseDuration(timeCap)
 			if err != nil {
 				return cli.Usagef("--time %q: %v; give a duration such as 30m", timeCap, err)
@@ -615,11 +626,15 @@ on the command line.`,
 				clearLive(opts)
 				printResult(cmd.OutOrStdout(), r)
 				report.write(cmd, k, r.RootID)
+				if demo.on {
+					demo.done(cmd.OutOrStdout(), r.RootID)
+				}
 				return outcomeStatus(r)
 			})
 		},
 	}
 	report.add(cmd)
+	demo.add(cmd)
 	f := cmd.Flags()
 	f.StringArrayVar(&req.Constraints, "constraint", nil, "an irreducible core constraint in words (repeatable)")
 	f.StringArrayVar(&req.Suggest, "suggest", nil, "a human idea: scored against the constraints as an attempt of its own, like any candidate, and given to resolvers as an input (repeatable)")
@@ -641,6 +656,7 @@ func resumeCommand(app *cli.App) *cobra.Command {
 		workers int
 		remote  bool
 		report  reportFlags
+		demo    demoFlags
 	)
 	var confine *cli.ConfineFlags // set below, read when the command runs
 	cmd := &cobra.Command{
@@ -687,11 +703,15 @@ for a human, 5 stopped.`,
 				clearLive(opts)
 				printResult(cmd.OutOrStdout(), r)
 				report.write(cmd, k, r.RootID)
+				if demo.on {
+					demo.done(cmd.OutOrStdout(), r.RootID)
+				}
 				return outcomeStatus(r)
 			})
 		},
 	}
 	report.add(cmd)
+	demo.add(cmd)
 	dbFlag(cmd, &db)
 	cmd.Flags().IntVar(&workers, "workers", 0, fmt.Sprintf("steps run at once (0 = as the run was started; without --workers then, 1, or %d with --remote)", solve.RemoteInFlight))
 	cmd.Flags().BoolVar(&remote, "remote", false, "send the steps to 'solve worker' processes through --db postgres://… (as solve run --remote)")

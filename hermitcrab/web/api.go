@@ -148,6 +148,10 @@ func (s *Server) state(w http.ResponseWriter, r *http.Request) {
 	out := map[string]any{
 		"csrf": s.csrf, "has_key": s.hasKey(), "key_needed": s.cfg.KeyNeeded, "key_from": from, "version": Version,
 		"model": deep.Model, "fast_model": light.Model, "shell": nil,
+		"demo": s.cfg.Demo, "provider": s.cfg.Provider, "boot_cost": nil,
+	}
+	if cost, ok := s.bootCost(ctx, deep.Model); ok {
+		out["boot_cost"] = cost
 	}
 	untouched, err := s.kernel.Shells().Untouched(ctx)
 	if err != nil {

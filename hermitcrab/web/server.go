@@ -74,7 +74,10 @@ type Config struct {
 	// NoWake stops this server from running the wake triggers (another
 	// process runs them, e.g. hermitcrab wake --daemon).
 	NoWake bool
-	Log    *slog.Logger
+	// Demo says the instance is a demo on a scripted model: the page
+	// shows a banner saying so in the kernel's strip, above the shell.
+	Demo bool
+	Log  *slog.Logger
 }
 
 // browserTimeout bounds a browser tool call (listen and fs_pick_directory
