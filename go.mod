@@ -10,6 +10,7 @@ require (
 	github.com/invopop/jsonschema v0.14.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
+	github.com/oklog/ulid/v2 v2.1.2
 	github.com/openai/openai-go/v3 v3.95.0
 	github.com/pelletier/go-toml/v2 v2.4.3
 	github.com/riverqueue/river v0.51.1
