@@ -13,8 +13,7 @@ import (
 
 	"github.com/llmkernels/kernels/internal/cli"
 	"github.com/llmkernels/kernels/internal/provider"
-	"github.com/llmkernels/kernels/solve/loop"
-	"github.com/llmkernels/kernels/solve/store"
+	"github.com/llmkernels/kernels/solve"
 )
 
 // demoScript holds the model's answers for the demo goal, one per request,
@@ -59,7 +58,7 @@ var demoExcludes = []string{"provider", "script", "model", "fallback", "base-url
 // prepare sets the run up as the demo: its directory (made here), the
 // script written into it, the workspace, the database, the report, and the
 // scripted provider. It says on out what the demo is and where it runs.
-func (d *demoFlags) prepare(cmd *cobra.Command, app *cli.App, args []string, req *loop.Request, timeCap, db *string, report *reportFlags) error {
+func (d *demoFlags) prepare(cmd *cobra.Command, app *cli.App, args []string, req *solve.RunRequest, timeCap, db *string, report *reportFlags) error {
 	for _, name := range demoExcludes {
 		if cmd.Flags().Changed(name) {
 			return cli.Usagef("--demo runs its own goal on a scripted model in its own directory: drop --%s", name)
@@ -144,6 +143,6 @@ func (d *demoFlags) done(w io.Writer, root string) {
   the calls:   solve log --db %s --tier 1
 A real run takes your goal and a key: solve run "GOAL" --workspace DIR --budget USD
 (set ANTHROPIC_API_KEY, or see --provider; docs/solve.md).
-`, filepath.Join(d.dir, "ws"), filepath.Join(d.dir, "run-"+store.Short(root)+".md"), filepath.Join(d.dir, "kernel.db"), store.Short(root),
+`, filepath.Join(d.dir, "ws"), filepath.Join(d.dir, "run-"+solve.ShortID(root)+".md"), filepath.Join(d.dir, "kernel.db"), solve.ShortID(root),
 		filepath.Join(d.dir, "kernel.db"))
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/llmkernels/kernels/internal/cli"
 	"github.com/llmkernels/kernels/internal/termtext"
 	"github.com/llmkernels/kernels/llm"
-	"github.com/llmkernels/kernels/solve/store"
+	"github.com/llmkernels/kernels/solve"
 )
 
 // liveView is the live view of solve run, resume and worker on stderr:
@@ -92,7 +92,7 @@ func (v *liveView) delta(node, op string, d llm.Delta) {
 		}
 		// Dim, one line that is cleared before anything else is written.
 		fmt.Fprintf(v.w, "\r\x1b[K\x1b[2msolve: node %s %s: %s arriving, %d characters · %s\x1b[0m",
-			store.Short(node), op, what, v.chars[key], termtext.Line(tail))
+			solve.ShortID(node), op, what, v.chars[key], termtext.Line(tail))
 		v.shown, v.drawn = true, time.Now()
 	}
 }
