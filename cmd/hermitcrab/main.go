@@ -35,6 +35,9 @@ type flags struct {
 	webDeny       []string
 	beach         string
 	caps          hermitcrab.Caps
+	// live shows the answers as they stream and the progress lines
+	// between them, as --quiet and --verbose say; open makes it.
+	live *cli.Live
 }
 
 func main() {
@@ -81,7 +84,10 @@ func (f *flags) open(cmd *cobra.Command, withLLM bool) (*hermitcrab.Kernel, erro
 		return nil, err
 	}
 	opts := f.kernelOptions()
-	progress := progressPrinter(cmd.ErrOrStderr())
+	if f.live == nil {
+		f.live = cli.NewLive(cmd.OutOrStdout(), cmd.ErrOrStderr(), f.app.Output())
+	}
+	progress := progressPrinter(f.live, f.app.Output())
 	if withLLM {
 		opts.Observe = progress
 	}
@@ -614,8 +620,13 @@ func (f *flags) chatCommand() *cobra.Command {
 		Short: "Talk with the instance in the terminal (same callLLM path as the web shell); Ctrl-D ends",
 		Long: `Talk with the instance: each line you type is a user message sent through callLLM at the
 chosen tier, with the blocks compiled into the system prompt and the active tools.
-Tool calls are shown as they happen. The conversation is saved (under --conversation)
-and continues next time unless --new. Ctrl-D ends.`,
+The answer is printed as it arrives; the model's thinking shows on standard error as
+one dim line that updates in place (a plain "thinking…" line when standard error is
+not a terminal or NO_COLOR is set; nothing with --quiet), and each tool call as one
+line, then each API call's tokens and "cost $0.0123, 84% of input from cache". The
+conversation is saved (under --conversation) and continues next time unless --new.
+Ctrl-D ends. Ctrl-C during an answer stops it at once, saves nothing of that
+exchange (say it again next time) and exits 5.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkTier(tier); err != nil {
@@ -628,7 +639,7 @@ and continues next time unless --new. Ctrl-D ends.`,
 						return err
 					}
 				}
-				return chat(ctx, k, id, tier, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+				return chat(ctx, k, id, tier, f.live, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 			})
 		},
 	}
@@ -638,7 +649,7 @@ and continues next time unless --new. Ctrl-D ends.`,
 	return cmd
 }
 
-func chat(ctx context.Context, k *hermitcrab.Kernel, id string, tier int, in io.Reader, out, errOut io.Writer) error {
+func chat(ctx context.Context, k *hermitcrab.Kernel, id string, tier int, live *cli.Live, in io.Reader, out, errOut io.Writer) error {
 	// Lines are read in their own goroutine so that Ctrl-C or SIGTERM ends
 	// a chat waiting for input at once: a read from a terminal cannot be
 	// cancelled.
@@ -673,21 +684,24 @@ func chat(ctx context.Context, k *hermitcrab.Kernel, id string, tier int, in io.
 		if text == "" {
 			continue
 		}
-		res, err := k.Conversation().Say(ctx, id, text, hermitcrab.CallOptions{Tier: tier})
+		// The answer is shown as it streams; a failed or stopped call
+		// saves nothing (Say), so what was shown of it is only shown.
+		res, err := k.Conversation().Say(ctx, id, text, hermitcrab.CallOptions{Tier: tier, OnDelta: live.Delta})
+		shown := live.End()
 		printNotes(errOut, res)
 		if err != nil {
 			if ctx.Err() != nil {
-				return err
+				return fmt.Errorf("the answer was stopped; nothing of this exchange was saved: %w", err)
 			}
 			fmt.Fprintln(errOut, "error:", termtext.Line(err.Error()), "(nothing was saved; say it again)") // may quote the API or the model
 			continue
 		}
 		switch {
-		case res.Text != "":
+		case res.Text != "" && !shown:
 			fmt.Fprintln(out, termtext.Block(res.Text))
-		case res.Limit != "":
+		case res.Text == "" && res.Limit != "":
 			fmt.Fprintln(out, "(no reply yet: "+res.Limit+")")
-		default:
+		case res.Text == "" && !shown:
 			fmt.Fprintln(out, "(no reply: the LLM answered without text)")
 		}
 	}
@@ -702,11 +716,15 @@ func printNotes(w io.Writer, res *hermitcrab.CallResult) {
 	}
 }
 
-// progressPrinter shows LLM calls and tool calls as they happen.
-func progressPrinter(w io.Writer) func(llm.Event) {
+// progressPrinter shows LLM calls and tool calls as they happen, one line
+// each: a tool's answer only when it is an error, or with --verbose.
+func progressPrinter(live *cli.Live, level cli.Output) func(llm.Event) {
 	return func(e llm.Event) {
+		if e.Kind == llm.EventToolResult && !e.IsError && level < cli.Verbose {
+			return
+		}
 		if line, _, ok := hermitcrab.Describe(e); ok {
-			fmt.Fprintln(w, termtext.Line(line))
+			live.Line(line)
 		}
 	}
 }

@@ -77,7 +77,7 @@ func BenchmarkBootTools(b *testing.B) {
 
 // benchKernel opens a ready kernel on the default shell whose LLM answers
 // at once.
-func benchKernel(b *testing.B) (*Kernel, *instant) {
+func benchKernel(b testing.TB) (*Kernel, *instant) {
 	p := &instant{}
 	k, err := Open(b.TempDir(), Options{Client: &llm.Client{Provider: p}, ServerTools: true})
 	if err != nil {

@@ -127,6 +127,10 @@ type CallOptions struct {
 	// Tools are added to the active tools for this call only (an inbox
 	// wake gets the tools to answer with).
 	Tools []string
+	// OnDelta, when set, receives each answer's pieces as they arrive
+	// (llm.Request.OnDelta): text, thinking and tool input, and a restart
+	// when a broken answer is asked for again.
+	OnDelta func(llm.Delta)
 }
 
 // CallResult is what a call did.
@@ -184,6 +188,7 @@ func (c *Caller) Call(ctx context.Context, messages []llm.Message, opts CallOpti
 		System:    []llm.SystemBlock{{Type: llm.BlockText, Text: compiled.Text, CacheControl: llm.Ephemeral()}},
 		Messages:  kept,
 		Tools:     server,
+		OnDelta:   opts.OnDelta,
 	}
 	if id, ok, err := c.store.Setting(ctx, containerSetting); err == nil && ok {
 		req.Container = id
