@@ -189,6 +189,11 @@ func (c *Caller) Call(ctx context.Context, messages []llm.Message, opts CallOpti
 		Messages:  kept,
 		Tools:     server,
 		OnDelta:   opts.OnDelta,
+		// The conversation's tail is a cache breakpoint (the API's
+		// automatic one, which follows the tool loop's turns): the next
+		// call, and the next exchange while the window keeps its start,
+		// read everything before it from the cache.
+		CacheControl: llm.Ephemeral(),
 	}
 	if id, ok, err := c.store.Setting(ctx, containerSetting); err == nil && ok {
 		req.Container = id
@@ -271,7 +276,13 @@ func (c *Caller) keepContainer(ctx context.Context, res *llm.Result) {
 	}
 }
 
-// Trim keeps the last max messages of a conversation (§8.5). It never
+// Trim keeps at most the last max messages of a conversation (§8.5),
+// dropping the oldest in chunks of half the window rather than one at a
+// time: the cut sits at a multiple of the chunk from the conversation's
+// start, so it moves only every few exchanges, and between moves every
+// call sends the messages of the call before it unchanged, which the API
+// reads from its prompt cache at a tenth of the price (a window sliding
+// by one message would change the prefix on every call). It never
 // separates a tool_result from the tool_use it answers: the kept part
 // starts at a user turn that is not a tool result. When the window has no
 // such turn (a tool loop stopped at its limit, maybe line after line, so
@@ -287,12 +298,17 @@ func Trim(messages []llm.Message, max int) ([]llm.Message, int) {
 	if max <= 0 || len(messages) <= max {
 		return messages, 0
 	}
-	start := len(messages) - max
+	chunk := max / 2
+	if chunk < 1 {
+		chunk = 1
+	}
+	first := (len(messages) - max + chunk - 1) / chunk * chunk // the first multiple of chunk that leaves at most max
+	start := first
 	for start < len(messages) && !startsTurn(messages, start) {
 		start++
 	}
 	if start == len(messages) {
-		for start = len(messages) - max; start < len(messages) && messages[start].Role != llm.RoleUser; start++ {
+		for start = first; start < len(messages) && messages[start].Role != llm.RoleUser; start++ {
 		}
 		for start > 0 && start < len(messages) && messages[start-1].Role == llm.RoleUser {
 			start--

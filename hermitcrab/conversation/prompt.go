@@ -18,12 +18,15 @@ func triggerNotice(problems []string) string {
 }
 
 // CompilePrompt compiles a tier's system prompt as a call sends it: the
-// wake block's instructions (package prompt), then, when there are any,
-// the trigger lines the kernel cannot read.
+// wake block's instructions (package prompt), then, on the deep tier (the
+// boot's) when there are any, the trigger lines the kernel cannot read.
+// That notice is said at boot rather than on every call: an instance
+// migrated from G1 may carry thousands of characters of unreadable lines,
+// which would otherwise be paid for on each call until rewritten.
 func (c *Caller) CompilePrompt(ctx context.Context, tier int) (prompt.Compiled, error) {
 	src := c.blocks.Source(ctx)
 	comp, err := prompt.Compile(src, tier)
-	if err != nil {
+	if err != nil || tier != prompt.Deep {
 		return comp, err
 	}
 	set, err := trigger.Read(src)

@@ -263,20 +263,27 @@ func TestATriggerStormStopsAtTheCap(t *testing.T) {
 }
 
 // A wake block full of garbage: nothing fires, every bad line is
-// reported, and the next prompt tells the instance which lines and why.
+// reported, and the next boot prompt (the deep tier's) tells the instance
+// which lines and why; the other tiers' prompts do not carry it on every
+// call.
 func TestUnreadableTriggerLinesAreReportedInTheNextPrompt(t *testing.T) {
 	clock := newClock(wakeT0)
-	p := scripted(t, `{"responses":[{"content":[{"type":"text","text":"I will fix them."}]}]}`)
+	p := scripted(t, `{"responses":[{"content":[{"type":"text","text":"Hello."}]},{"content":[{"type":"text","text":"I will fix them."}]}]}`)
 	k := openAt(t, t.TempDir(), p, clock)
 	writeTriggers(t, k, "evry 6h tier 1", "every 10s", "daily 25:00", "watch ftp://x", "every 6h tier 9", "\x1b[2J", "cap lots")
 	r := pass(t, k)
 	if len(r.Wakes) != 0 || len(r.Problems) != 7 {
 		t.Fatalf("wakes %+v, problems %v", r.Wakes, r.Problems)
 	}
-	if _, err := k.Conversation().Say(context.Background(), "terminal", "hello", CallOptions{Tier: 1}); err != nil {
-		t.Fatal(err)
+	for _, tier := range []int{1, 3} {
+		if _, err := k.Conversation().Say(context.Background(), "terminal", "hello", CallOptions{Tier: tier}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	sys := p.Requests()[0].System[0].Text
+	if sys := p.Requests()[0].System[0].Text; strings.Contains(sys, "[wake triggers]") {
+		t.Fatalf("a tier-1 call carries the trigger notice:\n%s", sys)
+	}
+	sys := p.Requests()[1].System[0].Text
 	for _, want := range []string{"[wake triggers] The kernel cannot read these lines", `wake 0.4.1 "evry 6h tier 1": not a trigger`, "wake 0.4.3", "cap lots"} {
 		if !strings.Contains(sys, want) {
 			t.Fatalf("the prompt lacks %q:\n%s", want, sys)
