@@ -38,6 +38,22 @@ type flags struct {
 	// live shows the answers as they stream and the progress lines
 	// between them, as --quiet and --verbose say; open makes it.
 	live *cli.Live
+	// headless: a command no person watches (wake --daemon) logs one
+	// line per call instead of showing progress.
+	headless bool
+}
+
+// logger is the log of a server or daemon, as --quiet and --verbose say:
+// warnings only, or also one line per LLM call and wake, or debug too.
+func (f *flags) logger(w io.Writer) *slog.Logger {
+	level := slog.LevelInfo
+	switch f.app.Output() {
+	case cli.Quiet:
+		level = slog.LevelWarn
+	case cli.Verbose:
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 }
 
 func main() {
@@ -88,7 +104,11 @@ func (f *flags) open(cmd *cobra.Command, withLLM bool) (*hermitcrab.Kernel, erro
 		f.live = cli.NewLive(cmd.OutOrStdout(), cmd.ErrOrStderr(), f.app.Output())
 	}
 	progress := progressPrinter(f.live, f.app.Output())
-	if withLLM {
+	switch {
+	case f.headless:
+		// A daemon logs one line per call (with its tier) instead.
+		opts.Log, progress = f.logger(cmd.ErrOrStderr()), nil
+	case withLLM:
 		opts.Observe = progress
 	}
 	k, err := hermitcrab.Open(dir, opts)
@@ -267,7 +287,7 @@ clients holding its token (mcp_token in the data directory).`,
 				Addr: addr, Token: token, AllowHosts: allowHosts, DataDir: dir, Kernel: f.kernelOptions(), MCP: withMCP, NoWake: noWake,
 				KeyNeeded: p.Provider == provider.Anthropic, Provider: p.Provider, BaseURL: base, Betas: p.Betas,
 				NewClient: func(key string) (*llm.Client, error) { return p.ClientWithKey(key, errOut) },
-				Log:       slog.New(slog.NewTextHandler(errOut, nil)),
+				Log:       f.logger(errOut),
 			}, func(url string, k *hermitcrab.Kernel) {
 				fmt.Fprintf(cmd.OutOrStdout(), "hermitcrab is serving %s (data: %s); Ctrl-C or SIGTERM stops it\n", url, dir)
 				if withMCP {
@@ -786,16 +806,27 @@ The web page's 'reset tools' control (hermitcrab serve) does the same.`}
 	list := &cobra.Command{
 		Use: "list", Short: "Print the active tools, each with the size of its definition when it has one", Args: cobra.NoArgs,
 		Long: `Print the active tools, one a line, each with the size of its definition when
-set_tools gave one, then the total. With --json: {"tools": [{"name", "characters",
-"definition"}], "definition_characters"} (docs/configuration.md).`,
+set_tools gave one, then the total, and what the LLM calls of the last 7 days cost, with
+the share of their input read from the prompt cache (the tools are its first part).
+With --json: {"tools": [{"name", "characters", "definition"}], "definition_characters",
+"usage_7_days": {"calls", "tokens", "cost_usd"}} (docs/configuration.md).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withReady(cmd, true, func(k *hermitcrab.Kernel) error {
 				doc, err := k.Conversation().ToolList(cmd.Context())
 				if err != nil {
 					return err
 				}
+				// What the calls of the last week cost and read from the
+				// prompt cache, of which the tools are the first part.
+				week, err := k.Conversation().Usage(cmd.Context(), "", 7)
+				if err != nil {
+					return err
+				}
 				if *listJSON {
-					return cli.PrintJSON(cmd.OutOrStdout(), doc)
+					return cli.PrintJSON(cmd.OutOrStdout(), struct {
+						*hermitcrab.ToolList
+						Usage hermitcrab.Usage `json:"usage_7_days"`
+					}{doc, week})
 				}
 				w := cmd.OutOrStdout()
 				for _, t := range doc.Tools {
@@ -806,6 +837,7 @@ set_tools gave one, then the total. With --json: {"tools": [{"name", "characters
 					fmt.Fprintf(w, "%s (a definition of %d characters)\n", termtext.Line(t.Name), t.Characters)
 				}
 				fmt.Fprintf(w, "%d tools; definitions given with set_tools: %d characters\n", len(doc.Tools), doc.DefinitionCharacters)
+				fmt.Fprintf(w, "calls in the last 7 days: %d, %s\n", week.Calls, llm.CostLine(week.CostUSD, week.Tokens))
 				return nil
 			})
 		},

@@ -12,6 +12,7 @@ import (
 	"github.com/llmkernels/kernels/hermitcrab"
 	"github.com/llmkernels/kernels/internal/cli"
 	"github.com/llmkernels/kernels/internal/termtext"
+	"github.com/llmkernels/kernels/llm"
 )
 
 func (f *flags) wakeCommand() *cobra.Command {
@@ -68,6 +69,7 @@ With --json (one pass only): {"wakes": [...], "problems": [...], "errors": [...]
 			if interval <= 0 {
 				return cli.Usagef("--interval %s: give how often the triggers are checked, e.g. 15s", interval)
 			}
+			f.headless = daemon
 			return f.withKernel(cmd, true, func(k *hermitcrab.Kernel) error {
 				if !daemon {
 					r, err := k.Wakes().RunTriggers(cmd.Context())
@@ -80,7 +82,7 @@ With --json (one pass only): {"wakes": [...], "problems": [...], "errors": [...]
 					printReport(cmd.OutOrStdout(), r)
 					return nil
 				}
-				return runDaemon(cmd, k, addr, allowHosts, withMCP, interval)
+				return runDaemon(cmd, k, f.logger(cmd.ErrOrStderr()), addr, allowHosts, withMCP, interval)
 			})
 		},
 	}
@@ -94,10 +96,9 @@ With --json (one pass only): {"wakes": [...], "problems": [...], "errors": [...]
 	return cmd
 }
 
-func runDaemon(cmd *cobra.Command, k *hermitcrab.Kernel, addr string, allowHosts []string, withMCP bool, interval time.Duration) error {
+func runDaemon(cmd *cobra.Command, k *hermitcrab.Kernel, log *slog.Logger, addr string, allowHosts []string, withMCP bool, interval time.Duration) error {
 	ctx := cmd.Context()
 	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	log := slog.New(slog.NewTextHandler(errOut, nil))
 	served := make(chan error, 1)
 	if addr != "" {
 		ready := make(chan string, 1)
@@ -187,7 +188,8 @@ cost, and the recent wakes. With --json: {"triggers", "problems", "caps", "today
 				for _, p := range s.Problems {
 					fmt.Fprintln(w, "problem:", termtext.Line(p))
 				}
-				fmt.Fprintf(w, "caps: %d wakes and $%.2f a day; today (%s): %d wakes, $%.4f\n", s.Caps.Wakes, s.Caps.CostUSD, s.Today.Day, s.Today.Wakes, s.Today.CostUSD)
+				fmt.Fprintf(w, "caps: %d wakes and $%.2f a day; today (%s): %d wakes, %s\n", s.Caps.Wakes, s.Caps.CostUSD, s.Today.Day, s.Today.Wakes,
+					llm.CostLine(s.Today.CostUSD, s.Today.Usage.Tokens))
 				for _, wk := range s.Recent {
 					line := termtext.Line(fmt.Sprintf("  #%d %s %s %s: %s", wk.ID, wk.At.Local().Format("2006-01-02 15:04"), wk.Where, wk.Status, wk.Reason))
 					if wk.Reply != "" {

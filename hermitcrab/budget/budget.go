@@ -257,3 +257,9 @@ func (p meteredProvider) Messages(ctx context.Context, req *llm.Request) (*llm.R
 	p.b.settle(held, req.Model, &resp.Usage)
 	return resp, nil
 }
+
+// Carried reports whether ctx carries a budget: the call is a wake's.
+func Carried(ctx context.Context) bool {
+	b, _ := ctx.Value(budgetKey{}).(*Budget)
+	return b != nil
+}

@@ -156,16 +156,16 @@ type CallResult struct {
 // of the reply to the history block. Everything is read anew on every call,
 // so the LLM's writes to its wake block steer the next call.
 func (c *Caller) Call(ctx context.Context, messages []llm.Message, opts CallOptions) (*CallResult, error) {
-	client := budget.Meter(ctx, c.Client())
+	tier := opts.Tier
+	if tier == 0 {
+		tier = prompt.Present
+	}
+	client := c.llmClient(ctx, tier)
 	if client == nil {
 		return nil, ErrNoClient
 	}
 	if err := c.blocks.Ready(ctx); err != nil {
 		return nil, err
-	}
-	tier := opts.Tier
-	if tier == 0 {
-		tier = prompt.Present
 	}
 	params, err := c.tierParams(c.blocks.Source(ctx), tier)
 	if err != nil {
@@ -388,7 +388,7 @@ func (c *Caller) delegate(ctx context.Context, tier int, system, text string) (*
 	}
 	req := &llm.Request{Model: params.Model, MaxTokens: params.MaxTokens, Thinking: params.Thinking,
 		System: []llm.SystemBlock{{Type: llm.BlockText, Text: system}}, Messages: []llm.Message{llm.UserText(text)}}
-	client := budget.Meter(ctx, c.Client())
+	client := c.llmClient(ctx, tier)
 	if client == nil {
 		return nil, ErrNoClient
 	}
@@ -441,7 +441,7 @@ func withNote(messages []llm.Message, note string) []llm.Message {
 // with the tool loop: client tools named in req.Tools that are the
 // kernel's run here, any others are sent as declared.
 func (c *Caller) ToolLoop(ctx context.Context, req *llm.Request) (*llm.Result, error) {
-	client := budget.Meter(ctx, c.Client())
+	client := c.llmClient(ctx, 0) // the page's own request, of no tier
 	if client == nil {
 		return nil, ErrNoClient
 	}

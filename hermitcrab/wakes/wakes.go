@@ -828,6 +828,9 @@ type Status struct {
 		Day     string  `json:"day"`
 		Wakes   int     `json:"wakes"`
 		CostUSD float64 `json:"cost_usd"`
+		// Usage is what today's wakes' LLM calls cost, their tokens split
+		// as billed: uncached, written to the prompt cache, read from it.
+		Usage store.Usage `json:"usage"`
 	} `json:"today"`
 	Recent []store.Wake `json:"recent"`
 }
@@ -862,6 +865,9 @@ func (r *Runner) Status(ctx context.Context) (*Status, error) {
 		return s, nil // a store from before wakes, read-only: none ran
 	}
 	if s.Today.Wakes, s.Today.CostUSD, err = r.store.DayTotals(ctx, s.Today.Day, ""); err != nil {
+		return nil, err
+	}
+	if s.Today.Usage, err = r.store.UsageSince(ctx, store.UsageWake, s.Today.Day); err != nil {
 		return nil, err
 	}
 	if s.Recent, err = r.store.Wakes(ctx, 0, 20); err != nil {
