@@ -265,7 +265,12 @@ It also runs the wake triggers the instance wrote at wake 0.4 and 0.5 (see
 'hermitcrab wake'), unless --no-wake, and takes webhook posts at
 /hooks/NAME (authenticated with the secret 'hermitcrab wake hooks' prints).
 With --mcp, /mcp is an MCP endpoint over the instance's blocks for MCP
-clients holding its token (mcp_token in the data directory).`,
+clients holding its token (mcp_token in the data directory).
+
+It logs one line per LLM call (tier, model, tokens, cost and the share of input
+read from the prompt cache, seconds) and one per wake; with --quiet, warnings only.
+On the page, the strip shows what a call under way is doing (thinking, the tool it
+runs, the answer arriving).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dir, err := f.dataDir()

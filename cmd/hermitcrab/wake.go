@@ -53,7 +53,10 @@ triggers too while it runs.
 
 Without --daemon: one pass, for cron or another scheduler; it prints what fired. With
 --daemon: a pass every --interval until Ctrl-C or SIGTERM; with --addr it also takes
-webhook posts (and, with --mcp, serves the MCP endpoint over the blocks) there.
+webhook posts (and, with --mcp, serves the MCP endpoint over the blocks) there. The
+daemon logs one line per LLM call (tier, model, tokens, cost and the share of input
+read from the prompt cache, seconds) and prints one per wake; --quiet leaves the
+calls' lines out.
 'hermitcrab wake status' shows the triggers, their next due times and today's wakes;
 'hermitcrab wake hooks' the webhook URLs and secret.
 
@@ -159,8 +162,9 @@ func (f *flags) wakeStatusCommand() *cobra.Command {
 		Short: "Show the triggers, their next due times, the caps in force and today's wakes",
 		Long: `Show the triggers read from wake 0.4 and 0.5 with their next due times and last
 errors, the lines the kernel cannot read, the daily caps in force, today's wakes and
-cost, and the recent wakes. With --json: {"triggers", "problems", "caps", "today",
-"recent"} (docs/configuration.md).`,
+cost (with the share of their input read from the prompt cache), and the recent
+wakes. With --json: {"triggers", "problems", "caps", "today", "recent"}
+(docs/configuration.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withReady(cmd, true, func(k *hermitcrab.Kernel) error {

@@ -270,6 +270,9 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Messages []llm.Message `json:"messages"`
 		Tier     int           `json:"tier"`
+		// Stream names the call in the progress and delta events the
+		// page receives while it runs; "" sends none.
+		Stream string `json:"stream"`
 	}
 	if err := readJSON(r, &body); err != nil {
 		writeError(w, http.StatusBadRequest, err)
@@ -283,7 +286,11 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, err)
 		return
 	}
-	res, err := s.kernel.Conversation().Call(r.Context(), body.Messages, conversation.CallOptions{Tier: body.Tier})
+	opts := conversation.CallOptions{Tier: body.Tier}
+	if body.Stream != "" {
+		opts.OnDelta = s.streamTo(body.Stream)
+	}
+	res, err := s.kernel.Conversation().Call(r.Context(), body.Messages, opts)
 	if err != nil {
 		writeCallError(w, err)
 		return
