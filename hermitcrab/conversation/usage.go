@@ -11,20 +11,17 @@ import (
 )
 
 // llmClient is the client for the requests of a call at tier (0 for the
-// page's own request, props.callWithToolLoop) made under
-// ctx: the configured one, whose every answer is added to the store's
-// tally of usage (a wake's calls apart from the others) and logged as one
-// line, metered by a wake's budget when ctx carries one. nil when no
-// client is configured.
+// page's own request, props.callWithToolLoop) made under ctx: the
+// configured one, whose every answer is logged as one line and, outside a
+// wake, added to the store's tally of usage (a wake keeps its own, through
+// its budget), metered by a wake's budget when ctx carries one. nil when
+// no client is configured.
 func (c *Caller) llmClient(ctx context.Context, tier int) *llm.Client {
 	cl := c.Client()
 	if cl == nil {
 		return nil
 	}
-	kind := store.UsageCall
-	if budget.Carried(ctx) {
-		kind = store.UsageWake
-	}
+	keep := !budget.Carried(ctx)
 	rec := *cl
 	observe := cl.Observe
 	rec.Observe = func(e llm.Event) {
@@ -32,16 +29,16 @@ func (c *Caller) llmClient(ctx context.Context, tier int) *llm.Client {
 			observe(e)
 		}
 		if e.Kind == llm.EventResponse && e.Call != nil {
-			c.recordUsage(ctx, kind, tier, e.Call)
+			c.recordUsage(ctx, keep, tier, e.Call)
 		}
 	}
 	return budget.Meter(ctx, &rec)
 }
 
-// recordUsage adds an answered request to the day's usage and logs it:
-// "tier 2 claude-sonnet-4-6: 2300 tokens in, 410 out, cost $0.0123, 84% of
-// input from cache, 2.1s".
-func (c *Caller) recordUsage(ctx context.Context, kind string, tier int, call *llm.Call) {
+// recordUsage logs an answered request, "tier 2 claude-sonnet-4-6: 2300
+// tokens in, 410 out, cost $0.0123, 84% of input from cache, 2.1s", and
+// with keep adds it to the day's usage.
+func (c *Caller) recordUsage(ctx context.Context, keep bool, tier int, call *llm.Call) {
 	u := call.Usage
 	who := fmt.Sprintf("tier %d", tier)
 	if tier == 0 {
@@ -49,10 +46,13 @@ func (c *Caller) recordUsage(ctx context.Context, kind string, tier int, call *l
 	}
 	c.log.Info(fmt.Sprintf("%s %s: %d tokens in, %d out, %s, %.1fs", who, call.Model, u.PromptTokens(), u.OutputTokens,
 		llm.CostLine(call.CostUSD, u), call.Latency.Seconds()))
+	if !keep {
+		return
+	}
 	// Counted even when the call's context ends now: the answer was paid for.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := c.store.AddUsage(sctx, kind, time.Now().Format(time.DateOnly), u, call.CostUSD); err != nil {
+	if err := c.store.AddUsage(sctx, store.UsageCall, time.Now().Format(time.DateOnly), 1, u, call.CostUSD); err != nil {
 		c.log.Warn("keeping a call's usage", "err", err)
 	}
 }

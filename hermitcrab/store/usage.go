@@ -28,11 +28,11 @@ const (
 // one kind sort by day.
 func usageKey(kind, day string) string { return "usage:" + kind + ":" + day }
 
-// AddUsage adds one call's usage to the day's tally of its kind, in one
-// statement, so that processes sharing the store (serve, wake --daemon)
-// never lose each other's calls.
-func (s *Store) AddUsage(ctx context.Context, kind, day string, u llm.Usage, costUSD float64) error {
-	one, err := json.Marshal(Usage{Calls: 1, Tokens: u, CostUSD: costUSD})
+// AddUsage adds the usage of calls answered calls to the day's tally of
+// its kind, in one statement, so that processes sharing the store (serve,
+// wake --daemon) never lose each other's calls.
+func (s *Store) AddUsage(ctx context.Context, kind, day string, calls int, u llm.Usage, costUSD float64) error {
+	one, err := json.Marshal(Usage{Calls: calls, Tokens: u, CostUSD: costUSD})
 	if err != nil {
 		return err
 	}

@@ -670,6 +670,7 @@ func (r *Runner) wakeBudget(ctx context.Context, w *store.Wake, capUSD, shareUSD
 // the messages and posts it carried. It reports whether the model
 // answered.
 func (r *Runner) runWake(ctx context.Context, t trigger.Trigger, w *store.Wake, text string, capUSD, shareUSD float64) bool {
+	var spent *budget.Budget // the wake's budget, once made
 	finish := func(end store.WakeEnd) {
 		end.Reply, end.At = clip.Text(end.Reply, conversation.SummaryChars), r.now()
 		w.Status, w.Reply, w.CostUSD, w.Finished = end.Status, end.Reply, end.CostUSD, end.At
@@ -683,10 +684,18 @@ func (r *Runner) runWake(ctx context.Context, t trigger.Trigger, w *store.Wake, 
 		if err := r.store.FinishWake(fctx, w.ID, end); err != nil {
 			r.log.Warn("recording a wake's end", "wake", w.ID, "err", err)
 		}
+		// The day's tally of the wakes' tokens, which wake status shows
+		// with the share read from the prompt cache.
+		if b := spent; b != nil && b.Answers() > 0 {
+			if err := r.store.AddUsage(fctx, store.UsageWake, w.Day, b.Answers(), b.Usage(), b.Spent()); err != nil {
+				r.log.Warn("recording a wake's usage", "wake", w.ID, "err", err)
+			}
+		}
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, wakeDeadline, fmt.Errorf("the wake deadline of %s passed before the call ended", wakeDeadline))
 	defer cancel()
 	b, err := r.wakeBudget(ctx, w, capUSD, shareUSD)
+	spent = b
 	if err != nil {
 		finish(store.WakeEnd{Status: store.WakeFailed, Reply: "not run: " + err.Error() + "; " + notAnswered, GiveBack: true})
 		return false

@@ -660,3 +660,32 @@ func TestADailyTriggerAcrossClockJumps(t *testing.T) {
 		t.Fatalf("twice in a day: %+v", r.Wakes)
 	}
 }
+
+// wake status gives today's wakes' tokens as billed, from which the share
+// read from the prompt cache is shown; a call made outside a wake (chat)
+// is not counted among them.
+func TestStatusShowsTheWakesUsageWithTheCacheShare(t *testing.T) {
+	clock := newClock(wakeT0)
+	p := scripted(t, `{"responses":[
+		{"content":[{"type":"text","text":"wake reply"}],"usage":{"input_tokens":100,"output_tokens":10,"cache_creation_input_tokens":200,"cache_read_input_tokens":700}},
+		{"content":[{"type":"text","text":"chat reply"}],"usage":{"input_tokens":5000,"output_tokens":10}}]}`)
+	k := openAt(t, t.TempDir(), p, clock)
+	writeTriggers(t, k, "every 1m tier 1: tick")
+	pass(t, k)
+	clock.Add(time.Minute)
+	if r := pass(t, k); statuses(r) != "woke" {
+		t.Fatalf("the wake: %+v", r.Wakes)
+	}
+	if _, err := k.Conversation().Say(context.Background(), "terminal", "hello", CallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := k.Wakes().Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := s.Today.Usage
+	want := llm.Usage{InputTokens: 100, OutputTokens: 10, CacheCreationInputTokens: 200, CacheReadInputTokens: 700}
+	if u.Calls != 1 || u.Tokens != want || u.Tokens.CacheReadShare() != 0.7 || u.CostUSD <= 0 {
+		t.Fatalf("today's wakes' usage: %+v", u)
+	}
+}
