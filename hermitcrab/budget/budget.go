@@ -185,18 +185,12 @@ func (b *Budget) Spent() float64 {
 	return b.spent
 }
 
-// Usage is the tokens of the wake's answers so far, summed.
-func (b *Budget) Usage() llm.Usage {
+// Usage is the tokens of the wake's answers so far, summed, and how many
+// requests were answered.
+func (b *Budget) Usage() (llm.Usage, int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.usage
-}
-
-// Answers is how many requests of the wake got an answer.
-func (b *Budget) Answers() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.answers
+	return b.usage, b.answers
 }
 
 // Answered reports whether any request of the wake got an answer.

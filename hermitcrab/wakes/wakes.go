@@ -686,9 +686,11 @@ func (r *Runner) runWake(ctx context.Context, t trigger.Trigger, w *store.Wake, 
 		}
 		// The day's tally of the wakes' tokens, which wake status shows
 		// with the share read from the prompt cache.
-		if b := spent; b != nil && b.Answers() > 0 {
-			if err := r.store.AddUsage(fctx, store.UsageWake, w.Day, b.Answers(), b.Usage(), b.Spent()); err != nil {
-				r.log.Warn("recording a wake's usage", "wake", w.ID, "err", err)
+		if spent != nil {
+			if u, calls := spent.Usage(); calls > 0 {
+				if err := r.store.AddUsage(fctx, store.UsageWake, w.Day, calls, u, spent.Spent()); err != nil {
+					r.log.Warn("recording a wake's usage", "wake", w.ID, "err", err)
+				}
 			}
 		}
 	}
