@@ -99,8 +99,9 @@ fmt-check:
 # a busy 2-core machine the largest packages (solve, lumen) take close to
 # go test's default 10 minutes; 30 keeps a slow machine from failing them.
 # LLMKERNELS_CONFIG=/dev/null: the tests never read your own config file.
+# DOCS_TEST_BIN: the doc examples (go test ./docs/) run the binaries just built.
 test: build vet fmt-check test-checks
-	LLMKERNELS_CONFIG=/dev/null $(GO) test -race -count=1 -timeout 30m ./...
+	LLMKERNELS_CONFIG=/dev/null DOCS_TEST_BIN=$(CURDIR)/bin $(GO) test -race -count=1 -timeout 30m ./...
 
 # The two checks that need the network the first time: errcheck (from the
 # module proxy) and the React bundle check (npm ci). On a machine that has

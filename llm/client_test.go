@@ -369,6 +369,14 @@ func TestLoadPricesOverridesDefaults(t *testing.T) {
 	if _, err := LoadPrices(path); err == nil || !strings.Contains(err.Error(), "want {") {
 		t.Fatalf("bad file must say what is wanted: %v", err)
 	}
+	// A negative price would take from what a run has spent; a huge one
+	// makes a cost of +Inf.
+	for _, bad := range []string{`{"m":{"input":-1}}`, `{"m":{"output":1e300}}`, `{"m":{"long_prompt_over":1,"long_prompt":{"cache_read":-0.1}}}`} {
+		os.WriteFile(path, []byte(bad), 0o644)
+		if _, err := LoadPrices(path); err == nil || !strings.Contains(err.Error(), `"m": give prices from 0 to 1000000`) {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
 }
 
 func TestCancelledContextStopsRetrying(t *testing.T) {

@@ -99,7 +99,26 @@ func LoadPrices(path string) (PriceTable, error) {
 	if err := json.Unmarshal(data, &override); err != nil {
 		return nil, fmt.Errorf("prices file %s: %w (want {\"model-family\": {\"input\": 3, \"output\": 15, \"cache_write\": 3.75, \"cache_read\": 0.3}})", path, err)
 	}
+	for family, p := range override {
+		if !p.valid() {
+			return nil, fmt.Errorf("prices file %s: %q: give prices from 0 to %d USD per million tokens, and long_prompt_over from 0 tokens", path, family, int(MaxPrice))
+		}
+	}
 	return PricesWith(override), nil
+}
+
+// MaxPrice bounds a price a person gives, in USD per million tokens: far
+// above any model's, and low enough that no request's cost overflows. A
+// negative price would take from what a run has spent.
+const MaxPrice = 1e6
+
+func (p Price) valid() bool {
+	for _, x := range []float64{p.Input, p.Output, p.CacheWrite, p.CacheWrite1h, p.CacheRead} {
+		if !(x >= 0 && x <= MaxPrice) { // NaN is neither
+			return false
+		}
+	}
+	return p.LongPromptOver >= 0 && (p.LongPrompt == nil || p.LongPrompt.valid())
 }
 
 // PricesWith is the default table with override's families added or

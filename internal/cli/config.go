@@ -93,6 +93,9 @@ func (a *App) resolve(cmd *cobra.Command) error {
 	p.From = map[string]string{}
 	changed := func(flag string) bool { f := fs.Lookup(flag); return f != nil && f.Changed }
 	record := func(key string, v any, src config.Source, note string) {
+		if alias := config.Aliases[key]; alias != "" && src.Kind == "env" && src.Name == alias {
+			note = "deprecated: use " + config.Env(key)
+		}
 		a.settings = append(a.settings, Setting{Key: key, Value: v, Kind: src.Kind, From: src.Name, Note: note})
 	}
 	str := func(key, flag string, dst *string) config.Source {
@@ -140,7 +143,7 @@ func (a *App) resolve(cmd *cobra.Command) error {
 	default:
 		record(config.NoCache, false, config.Source{Kind: "default"}, "")
 	}
-	if alias := config.Aliases[config.Provider]; strings.HasPrefix(p.From["provider"], alias+" ") && a.Output() > Quiet {
+	if alias := config.Aliases[config.Provider]; p.From["provider"] == alias && a.Output() > Quiet {
 		fmt.Fprintf(cmd.ErrOrStderr(), "note: %s is deprecated: use %s\n", alias, config.Env(config.Provider))
 	}
 	return a.resolveOutput(record)
@@ -294,8 +297,10 @@ func (a *App) apiKey() Setting {
 			return row("not needed", "", "", "a server at a base URL (Ollama, vLLM, llama.cpp) takes none")
 		}
 		return row("not set", "", "", "set OPENAI_API_KEY, or a base URL for a local server")
+	case provider.Script:
+		return row("not needed", "", "", "scripted answers")
 	}
-	return row("not needed", "", "", "scripted answers")
+	return row("", "", "", "no such provider")
 }
 
 func (a *App) configCommand() *cobra.Command {
@@ -328,10 +333,15 @@ docs/configuration.md. With --json: {"config_file": {"path", "found", "from"},
 				}
 			}
 			if *asJSON {
-				return PrintJSON(cmd.OutOrStdout(), configJSON{File: fileJSON{Path: a.file.Path, Found: a.file.Found, From: a.file.From}, Settings: settings})
+				if err := PrintJSON(cmd.OutOrStdout(), configJSON{File: fileJSON{Path: a.file.Path, Found: a.file.Found, From: a.file.From}, Settings: settings}); err != nil {
+					return err
+				}
+				return a.Provider.Check()
 			}
 			printConfig(cmd.OutOrStdout(), a.file, settings)
-			return nil
+			// Settings a command would refuse (an unknown provider) are
+			// shown, then refused as that command would.
+			return a.Provider.Check()
 		},
 	}
 	asJSON = JSONFlag(cmd)

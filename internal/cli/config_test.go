@@ -188,6 +188,18 @@ func TestATypoInTheConfigFileNamesFileLineAndKey(t *testing.T) {
 	}
 }
 
+// config shows settings a command would refuse, then refuses them as it
+// would: an unknown provider needs no key, nor is it scripted.
+func TestConfigRefusesAnUnknownProviderAfterShowingIt(t *testing.T) {
+	isolate(t)
+	t.Setenv("LLMKERNELS_PROVIDER", "antropic")
+	status, out, stderr := executeApp(settingsApp("lumen", map[string]string{"anthropic": "m"}), "config")
+	if status != ExitUsage || !strings.Contains(out, "antropic") || strings.Contains(out, "scripted") ||
+		!strings.Contains(stderr, `unknown provider "antropic" from LLMKERNELS_PROVIDER`) {
+		t.Fatalf("status %d, stdout %q, stderr %q", status, out, stderr)
+	}
+}
+
 func TestAConfigFileNamedMustExist(t *testing.T) {
 	isolate(t)
 	missing := filepath.Join(t.TempDir(), "nope.toml")
@@ -240,7 +252,8 @@ func TestWellKnownAndDeprecatedVariables(t *testing.T) {
 	if status != ExitOK || !strings.Contains(stderr, "note: LLM_PROVIDER is deprecated: use LLMKERNELS_PROVIDER") {
 		t.Fatalf("status %d, stderr %q", status, stderr)
 	}
-	if s := configDoc(t, settingsApp("hermitcrab", nil))["provider"]; s.Value != "openai" {
+	// from names the variable, as for any other; the note says what to use.
+	if s := configDoc(t, settingsApp("hermitcrab", nil))["provider"]; s.Value != "openai" || s.From != "LLM_PROVIDER" || s.Note != "deprecated: use LLMKERNELS_PROVIDER" {
 		t.Fatalf("provider %+v", s)
 	}
 	t.Setenv("LLMKERNELS_PROVIDER", "bogus")

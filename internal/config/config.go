@@ -13,8 +13,10 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -200,7 +202,7 @@ func Load(flagPath string, getenv func(string) string) (*File, error) {
 			return f, nil
 		}
 	}
-	data, err := os.ReadFile(f.Path)
+	data, err := readConfig(f.Path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && f.From == "":
 		return f, nil
@@ -220,6 +222,24 @@ func Load(flagPath string, getenv func(string) string) (*File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// maxSize bounds the file read: a config file is a few lines, and a path
+// such as /dev/zero would otherwise be read until memory runs out.
+const maxSize = 1 << 20
+
+// readConfig reads the file at path, at most maxSize bytes of it.
+func readConfig(path string) ([]byte, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = file.Close() }() // read only: what was read is the answer
+	data, err := io.ReadAll(io.LimitReader(file, maxSize+1))
+	if err == nil && len(data) > maxSize {
+		err = fmt.Errorf("it is larger than %d MiB: is it a config file?", maxSize>>20)
+	}
+	return data, err
 }
 
 // visible reports whether the process can see path (stat it), whatever it
@@ -251,53 +271,119 @@ func (e *FileError) Error() string {
 // UsageError marks the error as the invocation's (exit 2).
 func (e *FileError) UsageError() bool { return true }
 
+// parse reads data into the document. Every problem is listed, in the
+// order of its lines: the file is checked key by key against what each
+// key takes before it is decoded, as the decoder stops at the first.
 func (f *File) parse(data []byte) error {
-	ferr := &FileError{Path: f.Path}
-	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
-	if err := dec.Decode(&f.doc); err != nil {
-		var strict *toml.StrictMissingError
-		var de *toml.DecodeError
-		switch {
-		case errors.As(err, &strict):
-			for _, e := range strict.Errors {
-				line, _ := e.Position()
-				ferr.Problems = append(ferr.Problems, fmt.Sprintf("line %d: %s", line, unknownKey(e.Key())))
-			}
-		case errors.As(err, &de):
-			// A syntax error says what the parser met; a value of the
-			// wrong type, what the key takes (the decoder's own words
-			// name Go types).
-			line, _ := de.Position()
-			msg := strings.TrimPrefix(de.Error(), "toml: ")
-			if k := de.Key(); len(k) > 0 {
-				msg = strings.Join(k, ".") + ": give " + want(k)
-			}
-			ferr.Problems = append(ferr.Problems, fmt.Sprintf("line %d: %s", line, msg))
-		default:
-			ferr.Problems = append(ferr.Problems, err.Error())
+	// A byte-order mark, which some editors (Notepad) write, is no key.
+	data = bytes.TrimPrefix(data, []byte("\ufeff"))
+	var tree map[string]any
+	if err := toml.Unmarshal(data, &tree); err != nil {
+		// TOML that does not parse: the parser stops at its first problem.
+		line := 0
+		if de, ok := errors.AsType[*toml.DecodeError](err); ok {
+			line, _ = de.Position()
 		}
-		return ferr
+		return &FileError{Path: f.Path, Problems: []string{fmt.Sprintf("line %d: %s", line, strings.TrimPrefix(err.Error(), "toml: "))}}
 	}
 	f.lines = keyLines(data)
-	if o := f.doc.Output; o != nil && !slices.Contains(OutputLevels, *o) {
-		ferr.Problems = append(ferr.Problems, fmt.Sprintf("line %d: output %q: choose %s", f.lines[Output], *o, strings.Join(OutputLevels, ", ")))
+	type problem struct {
+		line int
+		text string
 	}
-	for family, p := range f.doc.Prices {
-		if !p.valid() {
-			ferr.Problems = append(ferr.Problems, fmt.Sprintf("line %d: prices.%s: a price is negative", f.lines[Prices+"."+family], family))
+	var problems []problem
+	var check func(table []string, t map[string]any)
+	check = func(table []string, t map[string]any) {
+		for name, v := range t {
+			key := append(slices.Clone(table), name)
+			dotted := strings.Join(key, ".")
+			line := f.lines[dotted]
+			known := keys[strings.Join(table, ".")]
+			if len(table) >= 2 && table[0] == Prices {
+				known = keys["prices.*"]
+			}
+			family := len(table) == 1 && table[0] == Prices // any name is a family
+			if !family && !slices.Contains(known, name) {
+				problems = append(problems, problem{line, unknownKey(key)})
+				continue
+			}
+			kind := kindOf(key)
+			sub, isTable := v.(map[string]any)
+			o, isString := v.(string)
+			switch {
+			case !kind.fits(v):
+				problems = append(problems, problem{line, dotted + ": give " + kind.want})
+			case isTable:
+				check(key, sub)
+			case isString && dotted == Output && !slices.Contains(OutputLevels, o):
+				problems = append(problems, problem{line, fmt.Sprintf("output %q: choose %s", o, strings.Join(OutputLevels, ", "))})
+			}
 		}
 	}
-	if len(ferr.Problems) > 0 {
+	check(nil, tree)
+	if len(problems) > 0 {
+		slices.SortFunc(problems, func(a, b problem) int { return cmp.Or(a.line-b.line, strings.Compare(a.text, b.text)) })
+		ferr := &FileError{Path: f.Path}
+		for _, p := range problems {
+			ferr.Problems = append(ferr.Problems, fmt.Sprintf("line %d: %s", p.line, p.text))
+		}
 		return ferr
+	}
+	if err := toml.Unmarshal(data, &f.doc); err != nil { // checked above: cannot fail
+		return &FileError{Path: f.Path, Problems: []string{err.Error()}}
 	}
 	return nil
 }
 
-func (p Price) valid() bool {
-	if p.Input < 0 || p.Output < 0 || p.CacheWrite < 0 || p.CacheWrite1h < 0 || p.CacheRead < 0 || p.LongPromptOver < 0 {
-		return false
+// maxPrice bounds a price, in USD per million tokens, as llm.LoadPrices
+// bounds a --prices file's (llm.MaxPrice; this package imports nothing
+// above it).
+const maxPrice = 1e6
+
+// kind is what a key takes: whether a value fits, and how to say so.
+type kind struct {
+	fits func(any) bool
+	want string
+}
+
+func isTable(v any) bool { _, ok := v.(map[string]any); return ok }
+
+// kindOf is what key takes; a string unless it is one of the others.
+func kindOf(key []string) kind {
+	name := key[len(key)-1]
+	switch {
+	case len(key) == 1 && name == Prices:
+		return kind{isTable, `tables of prices, e.g. [prices."claude-sonnet-4"] with input = 3, output = 15`}
+	case key[0] == Prices && len(key) == 2:
+		return kind{isTable, `a table of prices, e.g. [prices."claude-sonnet-4"] with input = 3, output = 15`}
+	case key[0] == Prices && name == "long_prompt_over":
+		return kind{func(v any) bool { n, ok := v.(int64); return ok && n >= 0 }, "a whole number of tokens"}
+	case key[0] == Prices && name == "long_prompt":
+		return kind{isTable, "a table of prices"}
+	case key[0] == Prices:
+		return kind{func(v any) bool {
+			var x float64
+			switch n := v.(type) {
+			case int64:
+				x = float64(n)
+			case float64:
+				x = n
+			default:
+				return false
+			}
+			return x >= 0 && x <= maxPrice // NaN is neither
+		}, fmt.Sprintf("a number of US dollars per million tokens, from 0 to %d", int(maxPrice))}
+	case name == Fallback || name == Beta:
+		return kind{func(v any) bool {
+			list, ok := v.([]any)
+			return ok && !slices.ContainsFunc(list, func(e any) bool { _, s := e.(string); return !s })
+		}, `a list of strings, e.g. ["a", "b"]`}
+	case name == NoCache:
+		return kind{func(v any) bool { _, ok := v.(bool); return ok }, "true or false"}
+	case len(key) == 1 && slices.Contains([]string{"hermitcrab", "lumen", "solve"}, name), strings.Join(key, ".") == "hermitcrab.models":
+		return kind{isTable, "a table: [" + strings.Join(key, ".") + "]"}
 	}
-	return p.LongPrompt == nil || p.LongPrompt.valid()
+	return kind{func(v any) bool { _, ok := v.(string); return ok }, `a string in quotes, e.g. "claude-sonnet-4-5"`}
 }
 
 // OutputLevels are the values of output (--quiet, --verbose).
@@ -307,9 +393,6 @@ var OutputLevels = []string{"quiet", "normal", "verbose"}
 // of its table nearest in spelling when one is near.
 func unknownKey(key toml.Key) string {
 	table, name := strings.Join(key[:len(key)-1], "."), key[len(key)-1]
-	if len(key) == 2 && key[0] == Prices {
-		return fmt.Sprintf("prices.%s is not a table of prices: write [prices.%q] with input, output, cache_write, cache_read", name, name)
-	}
 	known := keys[table]
 	if len(key) >= 2 && key[0] == Prices {
 		known = keys["prices.*"]
@@ -322,28 +405,6 @@ func unknownKey(key toml.Key) string {
 		msg += fmt.Sprintf(" (did you mean %q?)", near)
 	}
 	return msg
-}
-
-// want says what key takes, for a value of the wrong type.
-func want(key toml.Key) string {
-	name := key[len(key)-1]
-	switch {
-	case key[0] == Prices && len(key) == 2:
-		return `a table of prices, e.g. [prices."claude-sonnet-4"] with input = 3, output = 15`
-	case key[0] == Prices && name == "long_prompt_over":
-		return "a whole number of tokens"
-	case key[0] == Prices && name == "long_prompt":
-		return "a table of prices"
-	case key[0] == Prices:
-		return "a number of US dollars per million tokens"
-	case name == Fallback || name == Beta:
-		return `a list of strings, e.g. ["a", "b"]`
-	case name == NoCache:
-		return "true or false"
-	case len(key) == 1 && slices.Contains([]string{"hermitcrab", "lumen", "solve"}, name), strings.Join(key, ".") == "hermitcrab.models":
-		return "a table: [" + strings.Join(key, ".") + "]"
-	}
-	return `a string in quotes, e.g. "claude-sonnet-4-5"`
 }
 
 // nearest is the word of known nearest to s in spelling, if it is near
@@ -517,7 +578,7 @@ func (l Layers) env(key string) (name, value string) {
 		return Env(key), v
 	}
 	if alias := Aliases[key]; alias != "" && l.Getenv(alias) != "" {
-		return alias + " (deprecated: use " + Env(key) + ")", l.Getenv(alias)
+		return alias, l.Getenv(alias)
 	}
 	return "", ""
 }

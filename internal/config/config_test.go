@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/llmkernels/kernels/llm"
 )
 
 func load(t *testing.T, text string) (*File, error) {
@@ -70,9 +72,13 @@ func TestMistakesNameTheLineAndTheKey(t *testing.T) {
 		"fallback = \"a\"":                         `line 1: fallback: give a list of strings`,
 		"[lumen]\nmodel = 4":                       `line 2: lumen.model: give a string in quotes`,
 		"output = \"loud\"":                        `line 1: output "loud": choose quiet, normal, verbose`,
-		"[prices.m]\ninput = -1":                   `line 1: prices.m: a price is negative`,
+		"[prices.m]\ninput = -1":                   `line 2: prices.m.input: give a number of US dollars per million tokens, from 0 to 1000000`,
+		"[prices.m]\noutput = nan":                 `line 2: prices.m.output: give a number`,
+		"[prices.m]\ncache_read = inf":             `line 2: prices.m.cache_read: give a number`,
+		"[prices.m]\ninput = 1e300":                `line 2: prices.m.input: give a number`,
+		"[prices.m]\nlong_prompt_over = -5":        `line 2: prices.m.long_prompt_over: give a whole number of tokens`,
 		"provider = ":                              `line 1: `,
-		"provider = \"a\"\nprovider = \"b\"":       `line 2: `,
+		"provider = \"a\"\nprovider = \"b\"":       `line 2: key provider is already defined`,
 		"[prices]\nm = 1":                          `line 2: prices.m: give a table of prices`,
 		"no_cache = \"true\"\nzebra = 1\nzeta = 2": `line 1: no_cache: give true or false`,
 	} {
@@ -91,6 +97,60 @@ func TestEveryUnknownKeyIsListed(t *testing.T) {
 	_, err := load(t, "zebra = 1\n[lumen]\nmodle = 2\n")
 	if err == nil || !strings.Contains(err.Error(), `line 1: unknown key "zebra"`) || !strings.Contains(err.Error(), `line 3: unknown key "lumen.modle"`) {
 		t.Fatalf("%v", err)
+	}
+}
+
+// A file an editor saved with a byte-order mark, or with CRLF line ends,
+// reads as any other.
+func TestAByteOrderMarkAndCRLFAreRead(t *testing.T) {
+	f, err := load(t, "\ufeffmodel = \"m\"\r\n[lumen]\r\nmodel = \"l\"\r\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, src, _ := (Layers{File: f}).String("lumen.model"); v != "l" || !strings.HasSuffix(src.Name, ":3 (lumen.model)") {
+		t.Fatalf("lumen.model = %q from %v", v, src)
+	}
+}
+
+// A type error does not hide the problems after it: each is listed,
+// in the order of the lines.
+func TestEveryProblemIsListed(t *testing.T) {
+	_, err := load(t, "zebra = 1\nno_cache = \"yes\"\noutput = \"loud\"\n[lumen]\nmodel = 3\n[prices.m]\ninput = -1\noutput = nan\n")
+	var fe *FileError
+	if !errors.As(err, &fe) {
+		t.Fatalf("%v", err)
+	}
+	want := []string{`line 1: unknown key "zebra"`, "line 2: no_cache: give true or false", `line 3: output "loud"`,
+		"line 5: lumen.model: give a string", "line 7: prices.m.input: give a number", "line 8: prices.m.output: give a number"}
+	if len(fe.Problems) != len(want) {
+		t.Fatalf("%d problems, want %d: %v", len(fe.Problems), len(want), err)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(fe.Problems[i], w) {
+			t.Errorf("problem %d: %q, want %q", i+1, fe.Problems[i], w)
+		}
+	}
+}
+
+// A file too large to be a config file (/dev/zero never ends) is refused
+// having read a bounded part of it.
+func TestAnEndlessFileIsRefused(t *testing.T) {
+	if _, err := os.Stat("/dev/zero"); err != nil {
+		t.Skip("no /dev/zero")
+	}
+	_, err := Load("/dev/zero", func(string) string { return "" })
+	if err == nil || !strings.Contains(err.Error(), "/dev/zero: cannot read the config file --config names: it is larger than 1 MiB") {
+		t.Fatalf("%v", err)
+	}
+	if f, err := Load(os.DevNull, func(string) string { return "" }); err != nil || !f.Found {
+		t.Fatalf("%s: %+v %v, want an empty file", os.DevNull, f, err)
+	}
+}
+
+// The file's prices are bounded as a --prices file's are.
+func TestPricesAreBoundedAsAPricesFileIs(t *testing.T) {
+	if maxPrice != llm.MaxPrice {
+		t.Fatalf("maxPrice %v, llm.MaxPrice %v", maxPrice, llm.MaxPrice)
 	}
 }
 
@@ -152,7 +212,7 @@ func TestTheEnvironmentComesBeforeTheFile(t *testing.T) {
 	}
 	// The deprecated name is read after the new one.
 	env["LLM_PROVIDER"] = "script"
-	if v, src, _ := l.String(Provider); v != "script" || !strings.Contains(src.Name, "deprecated") {
+	if v, src, _ := l.String(Provider); v != "script" || src.Name != "LLM_PROVIDER" {
 		t.Fatalf("%s from %v", v, src)
 	}
 	env["LLMKERNELS_PROVIDER"] = "openai"

@@ -1,9 +1,13 @@
 package sqldb
 
 import (
+	"bufio"
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,10 +20,67 @@ import (
 	"github.com/llmkernels/kernels/internal/sqlite"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	if path := os.Getenv("SQLDB_TEST_FILE"); path != "" {
+		os.Exit(child(path, os.Getenv("SQLDB_TEST_CHILD")))
+	}
+	pgtest.Main(m)
+}
+
+// child is this test binary run as another process writing the SQLite
+// file at path: "increment" says "ready" on stdout, then adds 1 to the
+// counter 100 times, each a read-then-write; "hold" begins a write,
+// updates the counter, says "in" and waits to be killed.
+func child(path, mode string) int {
+	ctx := context.Background()
+	sdb, err := sqlite.Open(ctx, path, sqliteSchema)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	db := New(sdb, SQLite, "child")
+	fmt.Println("ready")
+	for range 100 {
+		err = db.Write(ctx, func(tx *sql.Tx) error {
+			if err := increment(ctx, tx, func() {}); err != nil || mode != "hold" {
+				return err
+			}
+			fmt.Println("in")
+			select {}
+		})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	return 0
+}
+
+// startChild runs this test binary as a child process in mode on path.
+func startChild(t *testing.T, path, mode string) (*exec.Cmd, *bufio.Reader) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "SQLDB_TEST_FILE="+path, "SQLDB_TEST_CHILD="+mode)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	r := bufio.NewReader(out)
+	if line, err := r.ReadString('\n'); line != "ready\n" {
+		t.Fatalf("the child did not open the file: %q %v", line, err)
+	}
+	return cmd, r
+}
 
 // counterTable is the table every test writes: one counter row.
 const counterTable = `CREATE TABLE counter (id {id}, n INTEGER NOT NULL); INSERT INTO counter (n) VALUES (0)`
+
+var sqliteSchema = &sqlite.Schema{Name: "sqldb test", ID: 0x54455354, Steps: []string{SQLite.SQL(counterTable)}}
 
 // open opens a fresh database of the dialect holding counterTable.
 func open(t *testing.T, d *Dialect) *DB {
@@ -33,8 +94,7 @@ func open(t *testing.T, d *Dialect) *DB {
 			_, err = db.Exec(d.SQL(counterTable))
 		}
 	} else {
-		db, err = sqlite.Open(ctx, filepath.Join(t.TempDir(), "test.db"), &sqlite.Schema{
-			Name: "sqldb test", ID: 0x54455354, Steps: []string{d.SQL(counterTable)}})
+		db, err = sqlite.Open(ctx, filepath.Join(t.TempDir(), "test.db"), sqliteSchema)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -151,6 +211,129 @@ func TestASerializationFailureIsRunAgainUnseen(t *testing.T) {
 	wg.Wait()
 	if n, r := count(t, db), runs.Load(); n != 2 || r < 3 {
 		t.Fatalf("counter %d after %d runs, want 2 after at least 3 (one run again)", n, r)
+	}
+}
+
+// Two transactions that each update a row, then the other's, deadlock:
+// the server rolls one back (40P01), Write runs it again, and both
+// callers see success.
+func TestADeadlockIsRunAgainUnseen(t *testing.T) {
+	db := open(t, Postgres)
+	if _, err := db.Exec(`INSERT INTO counter (n) VALUES (0)`); err != nil {
+		t.Fatal(err)
+	}
+	var bothUpdated sync.WaitGroup
+	bothUpdated.Add(2)
+	var deadlocks atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Go(func() {
+			first := true
+			err := db.Write(t.Context(), func(tx *sql.Tx) error {
+				mine, theirs := i+1, 2-i
+				if _, err := tx.ExecContext(t.Context(), `UPDATE counter SET n = n + 1 WHERE id = $1`, mine); err != nil {
+					return err
+				}
+				if first {
+					first = false
+					bothUpdated.Done()
+					bothUpdated.Wait()
+				}
+				_, err := tx.ExecContext(t.Context(), `UPDATE counter SET n = n + 1 WHERE id = $1`, theirs)
+				if e, ok := errors.AsType[interface {
+					error
+					SQLState() string
+				}](err); ok && e.SQLState() == "40P01" {
+					deadlocks.Add(1)
+				}
+				return err
+			})
+			if err != nil {
+				t.Errorf("a write saw the deadlock: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	var total int
+	if err := db.QueryRow(`SELECT SUM(n) FROM counter`).Scan(&total); err != nil {
+		t.Fatal(err)
+	}
+	if total != 4 || deadlocks.Load() == 0 { // both may be rolled back, at times
+		t.Fatalf("total %d after %d deadlocks, want 4 after at least 1", total, deadlocks.Load())
+	}
+}
+
+// sqlState is an error carrying a SQLSTATE, as the driver's do.
+type sqlState string
+
+func (s sqlState) Error() string    { return "SQLSTATE " + string(s) }
+func (s sqlState) SQLState() string { return string(s) }
+
+// A conflict that never clears ends after 20 runs, with its error.
+func TestAConflictThatPersistsEndsAfterTwentyRuns(t *testing.T) {
+	db := open(t, Postgres)
+	runs := 0
+	err := db.Write(t.Context(), func(*sql.Tx) error {
+		runs++
+		return fmt.Errorf("update: %w", sqlState("40001"))
+	})
+	if !errors.Is(err, sqlState("40001")) || runs != 20 {
+		t.Fatalf("err %v after %d runs, want the conflict after 20", err, runs)
+	}
+}
+
+// dbFile is the path of db's SQLite file.
+func dbFile(t *testing.T, db *DB) string {
+	t.Helper()
+	var seq int
+	var name, file string
+	if err := db.QueryRow(`PRAGMA database_list`).Scan(&seq, &name, &file); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// Processes writing one SQLite file at once (each its own queue) wait
+// for each other on the file's lock: no update is lost, none fails.
+func TestProcessesWritingOneSQLiteFileLoseNothing(t *testing.T) {
+	db := open(t, SQLite)
+	file := dbFile(t, db)
+	var children []*exec.Cmd
+	for range 2 {
+		cmd, _ := startChild(t, file, "increment")
+		children = append(children, cmd)
+	}
+	for range 100 {
+		if err := db.Write(t.Context(), func(tx *sql.Tx) error { return increment(t.Context(), tx, func() {}) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range children {
+		if err := c.Wait(); err != nil {
+			t.Fatalf("a child writer: %v", err)
+		}
+	}
+	if n := count(t, db); n != 300 {
+		t.Fatalf("counter %d, want 300", n)
+	}
+}
+
+// A process killed (-9) inside a write keeps nothing of it, and the next
+// writer gets the file.
+func TestAWriterKilledMidTransactionKeepsNothing(t *testing.T) {
+	db := open(t, SQLite)
+	cmd, out := startChild(t, dbFile(t, db), "hold")
+	line, err := out.ReadString('\n')
+	if line != "in\n" {
+		t.Fatalf("the child never began its write: %q %v", line, err)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if n := count(t, db); n != 0 {
+		t.Fatalf("counter %d after the writer was killed, want 0", n)
+	}
+	if err := db.Write(t.Context(), func(tx *sql.Tx) error { return increment(t.Context(), tx, func() {}) }); err != nil || count(t, db) != 1 {
+		t.Fatalf("the next write: %v, counter %d", err, count(t, db))
 	}
 }
 

@@ -66,7 +66,7 @@ func TestMakeProducesAPlanThatPassesEveryCheck(t *testing.T) {
 
 // A retry's wait is said rounded, as a person reads it (not 712.345µs).
 func TestMakeSaysARetrysWaitRounded(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "testdata", "swe_agent.json"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "cmd", "solve", "testdata", "swe_agent.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,12 +85,12 @@ func TestMakeSaysARetrysWaitRounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := &llm.Client{Provider: script.New(s), Retry: llm.RetryPolicy{BaseDelay: 7 * time.Millisecond, Sleep: func(context.Context, time.Duration) error { return nil }}}
+	client := &llm.Client{Provider: script.New(s), Retry: llm.RetryPolicy{BaseDelay: 700 * time.Millisecond, Sleep: func(context.Context, time.Duration) error { return nil }}}
 	var progress strings.Builder
 	if _, err := Make(context.Background(), openStore(t), client, Request{Goal: sweGoal, Model: "claude-opus-4-6", Retries: 2, Progress: &progress}); err != nil {
 		t.Fatal(err)
 	}
-	if !regexp.MustCompile(`retrying claude-opus-4-6 after: .*Overloaded \(wait \d+ms\)`).MatchString(progress.String()) {
+	if !regexp.MustCompile(`retrying claude-opus-4-6 after: .*Overloaded \(wait (\d+ms|\d+(\.\d{1,2})?s)\)`).MatchString(progress.String()) {
 		t.Fatalf("progress:\n%s", progress.String())
 	}
 }
