@@ -66,6 +66,10 @@ type (
 const (
 	// StoreFile is the store's name in the data directory.
 	StoreFile = kernel.StoreFile
+	// MCPFile is where the MCP servers are kept in the data directory.
+	MCPFile = kernel.MCPFile
+	// SkillsDir holds the skills in the data directory.
+	SkillsDir = kernel.SkillsDir
 	// DefaultBeach is the beach an instance uses when none is named.
 	DefaultBeach = network.DefaultBeach
 	// KeyFromEnvironment is where an API key in use came from when the

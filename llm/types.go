@@ -55,6 +55,10 @@ type Request struct {
 	// Container is the code-execution container id from an earlier
 	// response; sending it back keeps the sandbox's files between calls.
 	Container string `json:"container,omitempty"`
+	// MCPServers are remote MCP servers the provider itself connects to
+	// and calls (Anthropic's MCP connector, beta): each is offered to the
+	// model through the one MCPToolset tool in Tools that names it.
+	MCPServers []MCPServer `json:"mcp_servers,omitempty"`
 
 	// CacheControl asks for automatic prompt caching: the API puts a
 	// breakpoint on the last cacheable block and moves it forward as the
@@ -78,6 +82,7 @@ func (r *Request) Clone() *Request {
 	c.Messages = append([]Message(nil), r.Messages...)
 	c.Tools = append([]Tool(nil), r.Tools...)
 	c.StopSequences = append([]string(nil), r.StopSequences...)
+	c.MCPServers = append([]MCPServer(nil), r.MCPServers...)
 	if r.ToolChoice != nil {
 		tc := *r.ToolChoice
 		c.ToolChoice = &tc
@@ -644,6 +649,42 @@ type Tool struct {
 // IsServer reports whether the provider, not the caller, runs the tool.
 func (t Tool) IsServer() bool { return t.Type != "" && t.Type != "custom" }
 
+// ToolMCPToolset is the type of the tool that offers the model the tools
+// of one of the request's MCPServers (the MCP connector). It has no name:
+// its mcp_server_name option names the server.
+const ToolMCPToolset = "mcp_toolset"
+
+// MCPServer is a remote MCP server the provider connects to and calls
+// itself (Anthropic's MCP connector): a streamable-HTTP or SSE endpoint
+// the provider can reach, at an https URL. Its JSON is the API's
+// mcp_servers entry.
+type MCPServer struct {
+	Type string `json:"type"` // "url"
+	URL  string `json:"url"`
+	// Name is unique in the request; the MCPToolset that offers the
+	// server's tools names it, and the mcp_tool_use blocks of the answer
+	// carry it as server_name.
+	Name string `json:"name"`
+	// AuthorizationToken is sent to the server as a Bearer token. A secret.
+	AuthorizationToken string `json:"authorization_token,omitempty"`
+}
+
+// MCPToolset is the tool offering every tool of the request's MCP server
+// named server.
+func MCPToolset(server string) Tool {
+	name, _ := json.Marshal(server) // a string always encodes
+	return Tool{Type: ToolMCPToolset, Options: map[string]json.RawMessage{"mcp_server_name": name}}
+}
+
+// MCPServerName is the server an MCPToolset names, "" for any other tool.
+func (t Tool) MCPServerName() string {
+	var name string
+	if t.Type == ToolMCPToolset {
+		_ = json.Unmarshal(t.Options["mcp_server_name"], &name) // not a string: no name, which CheckRequest refuses
+	}
+	return name
+}
+
 // MarshalJSON writes the API's tool object, Options merged in.
 func (t Tool) MarshalJSON() ([]byte, error) {
 	m := make(map[string]any, len(t.Options)+6)
@@ -653,7 +694,9 @@ func (t Tool) MarshalJSON() ([]byte, error) {
 	if t.Type != "" {
 		m["type"] = t.Type
 	}
-	m["name"] = t.Name
+	if t.Type != ToolMCPToolset || t.Name != "" {
+		m["name"] = t.Name // an MCP toolset has none: its server is named in its options
+	}
 	if t.Description != "" {
 		m["description"] = t.Description
 	}

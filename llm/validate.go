@@ -82,6 +82,7 @@ func CheckRequest(req *Request, betas ...string) error {
 		}
 	}
 	v = append(v, checkTools(req)...)
+	v = append(v, checkMCPServers(req)...)
 	v = append(v, checkMessages(req)...)
 	v = append(v, checkBreakpoints(req)...)
 	if len(v) == 0 {
@@ -123,6 +124,8 @@ func checkTools(req *Request) []string {
 	seen := make(map[string]bool, len(req.Tools))
 	for i, t := range req.Tools {
 		switch {
+		case t.Type == ToolMCPToolset && t.Name == "":
+			continue // named by its server: checkMCPServers
 		case t.Name == "":
 			v = append(v, fmt.Sprintf("tools.%d.name: field required", i))
 		case seen[t.Name]:
@@ -149,6 +152,47 @@ func checkTools(req *Request) []string {
 		default:
 			v = append(v, fmt.Sprintf("tool_choice.type: must be auto, any, tool or none, got %q", tc.Type))
 		}
+	}
+	return v
+}
+
+// checkMCPServers checks the MCP connector's two halves against each
+// other, as the API does: every server an https URL with a unique name,
+// offered by exactly one MCP toolset, and every toolset naming a server.
+func checkMCPServers(req *Request) []string {
+	var v []string
+	add := func(format string, args ...any) { v = append(v, fmt.Sprintf(format, args...)) }
+	toolsets := map[string]int{}
+	for i, t := range req.Tools {
+		if t.Type != ToolMCPToolset {
+			continue
+		}
+		name := t.MCPServerName()
+		switch {
+		case name == "":
+			add("tools.%d.mcp_server_name: field required (a string naming one of mcp_servers)", i)
+		case !slices.ContainsFunc(req.MCPServers, func(s MCPServer) bool { return s.Name == name }):
+			add("tools.%d: mcp_server_name %q is not among mcp_servers", i, name)
+		}
+		toolsets[name]++
+	}
+	seen := map[string]bool{}
+	for i, s := range req.MCPServers {
+		if s.Type != "url" {
+			add("mcp_servers.%d.type: must be \"url\", got %q", i, s.Type)
+		}
+		if !strings.HasPrefix(s.URL, "https://") {
+			add("mcp_servers.%d.url: must start with https://", i)
+		}
+		switch {
+		case s.Name == "":
+			add("mcp_servers.%d.name: field required", i)
+		case seen[s.Name]:
+			add("mcp_servers: server names must be unique: duplicate name %q", s.Name)
+		case toolsets[s.Name] != 1:
+			add("mcp_servers.%d: server %q must be referenced by exactly one mcp_toolset in tools, got %d", i, s.Name, toolsets[s.Name])
+		}
+		seen[s.Name] = true
 	}
 	return v
 }

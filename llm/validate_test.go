@@ -21,6 +21,23 @@ func TestCheckRequestCatchesEachRule(t *testing.T) {
 		want string // "" means valid
 	}{
 		{"valid", func(*Request) {}, ""},
+		{"an MCP server with its toolset", func(r *Request) {
+			r.MCPServers = []MCPServer{{Type: "url", URL: "https://example.com/mcp", Name: "docs", AuthorizationToken: "t"}}
+			r.Tools = []Tool{MCPToolset("docs")}
+		}, ""},
+		{"an MCP server over http", func(r *Request) {
+			r.MCPServers = []MCPServer{{Type: "url", URL: "http://example.com/mcp", Name: "docs"}}
+			r.Tools = []Tool{MCPToolset("docs")}
+		}, "mcp_servers.0.url: must start with https://"},
+		{"an MCP server without a toolset", func(r *Request) {
+			r.MCPServers = []MCPServer{{Type: "url", URL: "https://example.com/mcp", Name: "docs"}}
+		}, "referenced by exactly one mcp_toolset"},
+		{"two MCP servers of one name", func(r *Request) {
+			r.MCPServers = []MCPServer{{Type: "url", URL: "https://a.example/mcp", Name: "docs"}, {Type: "url", URL: "https://b.example/mcp", Name: "docs"}}
+			r.Tools = []Tool{MCPToolset("docs")}
+		}, "duplicate name"},
+		{"a toolset naming no server", func(r *Request) { r.Tools = []Tool{MCPToolset("ghost")} }, "not among mcp_servers"},
+		{"a toolset naming no one", func(r *Request) { r.Tools = []Tool{{Type: ToolMCPToolset}} }, "mcp_server_name: field required"},
 		{"no model", func(r *Request) { r.Model = "" }, "model: field required"},
 		{"no max_tokens", func(r *Request) { r.MaxTokens = 0 }, "max_tokens: must be at least 1"},
 		{"no messages", func(r *Request) { r.Messages = nil }, "at least one message"},

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -35,6 +36,8 @@ type flags struct {
 	webDeny       []string
 	beach         string
 	caps          hermitcrab.Caps
+	mcpTimeout    time.Duration
+	mcpConnector  bool
 	// live shows the answers as they stream and the progress lines
 	// between them, as --quiet and --verbose say; open makes it.
 	live *cli.Live
@@ -87,7 +90,9 @@ marks, inbox and encrypted save points. See docs/hermitcrab-network.md.`)}
 	pf.StringVar(&f.beach, "beach", "", "beach URL this instance talks to (default $HERMITCRAB_BEACH, else the one set with 'beach use', else "+hermitcrab.DefaultBeach+")")
 	pf.IntVar(&f.caps.Wakes, "max-wakes", hermitcrab.DefaultWakeCaps().Wakes, "most wakes a day the triggers may make (the wake block may set fewer)")
 	pf.Float64Var(&f.caps.CostUSD, "max-wake-cost", hermitcrab.DefaultWakeCaps().CostUSD, "most dollars a day the triggers' wakes may spend (the wake block may set less)")
-	f.app.Root.AddCommand(f.blocksCommand(), f.bspCommand(), f.promptCommand(), f.bootCommand(), f.chatCommand(), f.serveCommand(), f.beachCommand(), f.wakeCommand(), f.keyCommand(), f.toolsCommand())
+	pf.DurationVar(&f.mcpTimeout, "mcp-call-timeout", 2*time.Minute, "longest an MCP server's tool call may take before it is cancelled and the LLM told so")
+	pf.BoolVar(&f.mcpConnector, "mcp-connector", false, "have Anthropic's API call the tools of MCP servers at https URLs itself (the MCP connector, beta); needs --provider anthropic")
+	f.app.Root.AddCommand(f.blocksCommand(), f.bspCommand(), f.promptCommand(), f.bootCommand(), f.chatCommand(), f.serveCommand(), f.beachCommand(), f.wakeCommand(), f.keyCommand(), f.toolsCommand(), f.mcpCommand(), f.skillsCommand())
 	mapOptionErrors(f.app.Root)
 	f.app.Run()
 }
@@ -158,6 +163,10 @@ func (f *flags) check() error {
 		return cli.Usagef("--data is empty: give the data directory, or leave the flag out for the default ($HERMITCRAB_DATA, else ~/.local/share/hermitcrab)")
 	case f.maxBlockBytes <= 0:
 		return cli.Usagef("--max-block-bytes %d: give the largest block in bytes, e.g. 65536", f.maxBlockBytes)
+	case f.mcpConnector && f.app.Provider.Provider != provider.Anthropic:
+		return cli.Usagef("--mcp-connector works only with --provider anthropic: Anthropic's API is what calls the servers")
+	case f.mcpTimeout <= 0:
+		return cli.Usagef("--mcp-call-timeout %v: give a duration above 0, e.g. 30s", f.mcpTimeout)
 	case f.caps.Wakes <= 0:
 		return cli.Usagef("--max-wakes %d: give at least 1 wake a day (serve --no-wake runs no triggers)", f.caps.Wakes)
 	case !(f.caps.CostUSD > 0): // NaN too
@@ -226,7 +235,7 @@ func (f *flags) kernelOptions() hermitcrab.Options {
 	return hermitcrab.Options{ShellFile: f.shell, MaxBlockBytes: f.maxBlockBytes, NoPTC: f.noPTC, Model: f.app.Provider.Model,
 		ServerTools: f.app.Provider.Provider != provider.OpenAI,
 		WebRequest:  hermitcrab.WebPolicy{Allow: f.webAllow, Deny: f.webDeny},
-		Beach:       f.beachURL(), WakeCaps: f.caps,
+		Beach:       f.beachURL(), WakeCaps: f.caps, MCPCallTimeout: f.mcpTimeout, MCPConnector: f.mcpConnector,
 		TierModels: map[int]string{hermitcrab.Light: f.app.Setting("hermitcrab.models.light"), hermitcrab.Present: f.app.Setting("hermitcrab.models.present"), hermitcrab.Deep: f.app.Setting("hermitcrab.models.deep")}}
 }
 

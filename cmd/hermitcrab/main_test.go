@@ -18,6 +18,7 @@ var binary string
 
 // TestMain builds the real binary once; every test runs it as a user would.
 func TestMain(m *testing.M) {
+	serveMCPIfAsked() // this binary is the MCP server of mcp_test.go
 	dir, err := os.MkdirTemp("", "hermitcrab-cli")
 	if err != nil {
 		panic(err)

@@ -17,10 +17,12 @@ import (
 	"github.com/llmkernels/kernels/hermitcrab/network"
 	"github.com/llmkernels/kernels/hermitcrab/prompt"
 	"github.com/llmkernels/kernels/hermitcrab/shells"
+	"github.com/llmkernels/kernels/hermitcrab/skills"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/hermitcrab/tool"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/llm/anthropic"
+	"github.com/llmkernels/kernels/llm/mcp"
 )
 
 //go:embed prompts/*.md
@@ -58,6 +60,15 @@ type Options struct {
 	// get_source carry allowed_callers whenever code_execution is active
 	// (programmatic tool calling).
 	NoPTC bool
+	// MCP is the person's MCP servers the kernel calls: their tools,
+	// NAME__tool, are one set_tools away (mcp.go). Nil: none.
+	MCP *mcp.Set
+	// MCPConnector are the servers of MCP whose tools the API calls itself
+	// (Anthropic's MCP connector), by name; the kernel runs the others'.
+	// Used only with ServerTools (the Anthropic provider).
+	MCPConnector map[string]llm.MCPServer
+	// Skills are the instance's skills (package skills); nil: none.
+	Skills *skills.Dir
 	// Browser relays browser tools to an attached page; nil answers them
 	// with an error saying no browser is attached.
 	Browser Browser
@@ -118,7 +129,9 @@ const containerSetting = "container"
 
 // callState is what one call's tools share: the shell recompile built.
 type callState struct {
-	shell *store.Shell
+	shell      *store.Shell
+	mcpNote    string          // active MCP tools not offered this turn, and why
+	mcpServers []llm.MCPServer // the servers the API calls for this call (the MCP connector)
 }
 
 // CallOptions tune one call.
@@ -182,13 +195,14 @@ func (c *Caller) Call(ctx context.Context, messages []llm.Message, opts CallOpti
 		return nil, err
 	}
 	req := &llm.Request{
-		Model:     params.Model,
-		MaxTokens: params.MaxTokens,
-		Thinking:  params.Thinking,
-		System:    []llm.SystemBlock{{Type: llm.BlockText, Text: compiled.Text, CacheControl: llm.Ephemeral()}},
-		Messages:  kept,
-		Tools:     server,
-		OnDelta:   opts.OnDelta,
+		Model:      params.Model,
+		MaxTokens:  params.MaxTokens,
+		Thinking:   params.Thinking,
+		System:     []llm.SystemBlock{{Type: llm.BlockText, Text: compiled.Text, CacheControl: llm.Ephemeral()}},
+		Messages:   kept,
+		Tools:      server,
+		MCPServers: state.mcpServers,
+		OnDelta:    opts.OnDelta,
 		// The conversation's tail is a cache breakpoint (the API's
 		// automatic one, which follows the tool loop's turns): the next
 		// call, and the next exchange while the window keeps its start,
@@ -201,6 +215,9 @@ func (c *Caller) Call(ctx context.Context, messages []llm.Message, opts CallOpti
 	markToolsForCaching(req, handlers)
 	if note := c.shells.Notice(ctx); note != "" {
 		req.Messages = withNote(req.Messages, note)
+	}
+	if state.mcpNote != "" {
+		req.Messages = withNote(req.Messages, state.mcpNote)
 	}
 	loop := &llm.Loop{Client: client, Handlers: handlers, MaxLoops: params.MaxToolLoops, Observe: c.opts.Observe}
 	res, err := loop.Run(ctx, req)

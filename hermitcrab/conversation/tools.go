@@ -61,6 +61,9 @@ func (c *Caller) catalogue(cs *callState) map[string]llm.ToolHandler {
 		tool.Schema(`"prompt":{"type":"string"},"model":{"type":"string","enum":["fast","default"]},"system":{"type":"string"}`, "prompt"),
 		c.toolCallLLM)
 	add("get_datetime", "Date, time, timezone, unix time.", tool.Schema(""), tool.Func(c.toolDatetime))
+	for _, t := range c.skillTools() {
+		h[t.Tool.Name] = t
+	}
 	for _, t := range c.fetch.Tools() { // another site's text
 		add(t.Tool.Name, t.Tool.Description, t.Tool.InputSchema, tool.Inert(t.Run))
 	}

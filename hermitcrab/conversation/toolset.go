@@ -94,22 +94,30 @@ func ParseToolEntries(raw []json.RawMessage) ([]llm.Tool, error) {
 // runs it), or of a server tool (web_search, web_fetch, code_execution with
 // its type and options, e.g. a version or allowed_domains). Unknown names,
 // definitions of tools the kernel cannot run, and server tool options the
-// API would refuse are errors that change nothing. set_tools itself always
+// API would refuse are errors that change nothing. A tool of an MCP
+// server the person added (NAME__tool) is given by name, and only while
+// its server offers it. set_tools itself always
 // stays active, so the LLM can always change its tools again.
 func (c *Caller) SetTools(ctx context.Context, tools []llm.Tool) ([]string, error) {
 	known := c.KnownTools()
-	var unknown, names []string
+	var unknown, names, mcpNames []string
 	var entries []any
 	seen := map[string]bool{}
 	for _, t := range tools {
 		if t.Name == "" {
 			return nil, fmt.Errorf("a tool entry has no name: give a name such as \"bsp\" or a definition with \"name\"")
 		}
-		if !slices.Contains(known, t.Name) {
+		if c.servesMCP(t.Name) {
+			if err := checkMCPEntry(t); err != nil {
+				return nil, err
+			}
+			if _, api := c.viaConnector(t.Name); !api { // the API checks the connector's
+				mcpNames = append(mcpNames, t.Name)
+			}
+		} else if !slices.Contains(known, t.Name) {
 			unknown = append(unknown, t.Name)
 			continue
-		}
-		if err := checkToolDefinition(t); err != nil {
+		} else if err := checkToolDefinition(t); err != nil {
 			return nil, err
 		}
 		if seen[t.Name] {
@@ -120,7 +128,12 @@ func (c *Caller) SetTools(ctx context.Context, tools []llm.Tool) ([]string, erro
 		entries = append(entries, toolEntry(t))
 	}
 	if len(unknown) > 0 {
-		return nil, fmt.Errorf("unknown tools %s: the kernel runs only its own tools and the server tools; known: %s", strings.Join(unknown, ", "), strings.Join(known, ", "))
+		return nil, fmt.Errorf("unknown tools %s: the kernel runs only its own tools, the server tools and the tools of the MCP servers your person added (NAME__tool, capabilities 0.9); known: %s", strings.Join(unknown, ", "), strings.Join(known, ", "))
+	}
+	if len(mcpNames) > 0 {
+		if err := c.checkMCPTools(ctx, mcpNames); err != nil {
+			return nil, err
+		}
 	}
 	if !seen["set_tools"] {
 		names = append(names, "set_tools")
@@ -276,7 +289,14 @@ func (c *Caller) CurrentTools(ctx context.Context) ([]llm.Tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := append([]llm.Tool(nil), server...)
+	var out []llm.Tool
+	for _, t := range server {
+		// A connector's toolset goes only with its mcp_servers, which a
+		// call adds itself.
+		if t.Type != llm.ToolMCPToolset {
+			out = append(out, t)
+		}
+	}
 	for _, h := range handlers {
 		out = append(out, h.Tool)
 	}
@@ -286,11 +306,15 @@ func (c *Caller) CurrentTools(ctx context.Context) ([]llm.Tool, error) {
 // toolSet returns the handlers and server-tool declarations of the active
 // set and of extra (added for one call). Server tools are left out when Options.ServerTools is off; the
 // read-only tools get allowed_callers when code execution is among them
-// (programmatic tool calling) unless Options.NoPTC.
+// (programmatic tool calling) unless Options.NoPTC. The active MCP tools
+// come last, as their servers offer them now (mcpHandlers).
 func (c *Caller) toolSet(ctx context.Context, cs *callState, extra []string) ([]llm.ToolHandler, []llm.Tool, error) {
 	active, err := c.ActiveTools(ctx)
 	if err != nil {
 		return nil, nil, err
+	}
+	if len(c.skillList()) > 0 { // the prompt's index of skills names it
+		extra = append(slices.Clip(extra), "skill_load")
 	}
 	for _, name := range extra {
 		if !slices.ContainsFunc(active, func(t llm.Tool) bool { return t.Name == name }) {
@@ -300,7 +324,16 @@ func (c *Caller) toolSet(ctx context.Context, cs *callState, extra []string) ([]
 	all := c.catalogue(cs)
 	var handlers []llm.ToolHandler
 	var server []llm.Tool
+	var mcpNames, connectorNames []string
 	for _, t := range active {
+		if _, api := c.viaConnector(t.Name); api && c.opts.ServerTools {
+			connectorNames = append(connectorNames, t.Name)
+			continue
+		}
+		if c.servesMCP(t.Name) {
+			mcpNames = append(mcpNames, t.Name)
+			continue
+		}
 		if h, ok := all[t.Name]; ok {
 			if t.Description != "" {
 				h.Tool.Description = t.Description
@@ -325,6 +358,16 @@ func (c *Caller) toolSet(ctx context.Context, cs *callState, extra []string) ([]
 		if t.Type != "" {
 			server = append(server, t)
 		}
+	}
+	if len(mcpNames) > 0 {
+		mcpHandlers, note := c.mcpHandlers(ctx, mcpNames)
+		handlers = append(handlers, mcpHandlers...)
+		cs.mcpNote = note
+	}
+	if len(connectorNames) > 0 {
+		var toolsets []llm.Tool
+		cs.mcpServers, toolsets = c.connectorTools(connectorNames)
+		server = append(server, toolsets...)
 	}
 	if i := slices.IndexFunc(server, func(t llm.Tool) bool { return t.Name == "code_execution" }); i >= 0 && !c.opts.NoPTC {
 		for j := range handlers {

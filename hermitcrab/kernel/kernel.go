@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/llmkernels/kernels/hermitcrab/blocks"
 	"github.com/llmkernels/kernels/hermitcrab/conversation"
@@ -20,11 +21,13 @@ import (
 	"github.com/llmkernels/kernels/hermitcrab/network"
 	"github.com/llmkernels/kernels/hermitcrab/secrets"
 	"github.com/llmkernels/kernels/hermitcrab/shells"
+	"github.com/llmkernels/kernels/hermitcrab/skills"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/hermitcrab/trigger"
 	"github.com/llmkernels/kernels/hermitcrab/wakes"
 	"github.com/llmkernels/kernels/internal/option"
 	"github.com/llmkernels/kernels/llm"
+	"github.com/llmkernels/kernels/llm/mcp"
 )
 
 // Options configure a Kernel. Zero values take the defaults.
@@ -78,6 +81,14 @@ type Options struct {
 	// OnWake is told of every wake a trigger fires (or a cap skips), when
 	// it starts and when it ends (the web shell shows them).
 	OnWake func(store.Wake)
+	// MCPCallTimeout bounds one call of an MCP server's tool (the servers
+	// in the data directory, mcp.go); default 2 minutes.
+	MCPCallTimeout time.Duration
+	// MCPConnector has the API call the tools of the MCP servers at https
+	// URLs itself (Anthropic's MCP connector, beta), in place of the
+	// kernel; set it only with the Anthropic provider. A server with
+	// headers other than "Authorization: Bearer …" stays the kernel's.
+	MCPConnector bool
 	// Observe receives LLM and tool events as they happen (progress lines).
 	Observe func(llm.Event)
 	Log     *slog.Logger
@@ -93,6 +104,7 @@ type Kernel struct {
 	net    *network.Agent
 	conv   *conversation.Caller
 	wakes  *wakes.Runner
+	mcp    *mcp.Set // nil without servers
 }
 
 // The errors of what the kernel keeps, as the store gives them (so a
@@ -143,13 +155,19 @@ func Open(dir string, opts Options) (*Kernel, error) {
 	k.shells = shells.New(st, shells.Options{Compile: opts.CompileShell, OnShell: opts.OnShell, Log: log})
 	k.net = network.New(dir, st, b, network.Options{Beach: opts.Beach})
 	web := fetch.New(opts.WebRequest)
+	var connector map[string]llm.MCPServer
+	k.mcp, connector = openMCP(dir, opts.MCPCallTimeout, opts.MCPConnector, log)
 	k.conv = conversation.New(conversation.Parts{Store: st, Blocks: b, Shells: k.shells, Network: k.net, Fetch: web},
 		conversation.Options{Client: opts.Client, Model: opts.Model, TierModels: opts.TierModels, ServerTools: opts.ServerTools, NoPTC: opts.NoPTC,
-			Browser: opts.Browser, Observe: opts.Observe, Log: log})
+			MCP: k.mcp, MCPConnector: connector, Skills: &skills.Dir{Path: filepath.Join(dir, SkillsDir)}, Browser: opts.Browser, Observe: opts.Observe, Log: log})
 	k.wakes = wakes.New(wakes.Parts{Dir: dir, Store: st, Blocks: b, Conversation: k.conv, Network: k.net, Fetch: web},
 		wakes.Options{Caps: opts.WakeCaps, OnWake: opts.OnWake, Log: log})
 	return k, nil
 }
+
+// SkillsDir holds the instance's skills in the data directory: a folder
+// a skill, with its SKILL.md.
+const SkillsDir = "skills"
 
 // StoreFile is the SQLite store's name in the data directory.
 const StoreFile = "hermitcrab.db"
@@ -206,8 +224,15 @@ func unseededAsNew(st *store.Store, so store.Options) (*store.Store, error) {
 	return mem, nil
 }
 
-// Close closes the store.
-func (k *Kernel) Close() error { return k.store.Close() }
+// Close closes the store, and the connections to the MCP servers (ending
+// the commands of those run over stdio).
+func (k *Kernel) Close() error {
+	var err error
+	if k.mcp != nil {
+		err = k.mcp.Close()
+	}
+	return errors.Join(err, k.store.Close())
+}
 
 // Dir is the instance's data directory.
 func (k *Kernel) Dir() string { return k.dir }

@@ -33,6 +33,10 @@ var toolBetas = map[string]sdk.AnthropicBeta{
 	"computer_20250124":    sdk.AnthropicBetaComputerUse2025_01_24,
 	"computer_20251124":    sdk.AnthropicBetaComputerUse2025_11_24,
 	"advisor_20260301":     sdk.AnthropicBetaAdvisorTool2026_03_01,
+	// The MCP connector: an mcp_toolset and the request's mcp_servers
+	// (2025-04-04 is deprecated; 2026-09-15 adds toolsets given inside
+	// the conversation, which llm does not send).
+	llm.ToolMCPToolset: sdk.AnthropicBetaMCPClient2025_11_20,
 }
 
 // RequiredBeta is the anthropic-beta value a tool of this type needs, or ""

@@ -117,3 +117,67 @@ func TestFakeServerInsistsOnABetaOnlyWhereTheAPIDoes(t *testing.T) {
 		t.Errorf("refusal = %s", msg)
 	}
 }
+
+// TestMCPConnectorOnTheWire pins the MCP connector through the real SDK
+// into the strict fake: mcp_servers as the API reads them, the toolset
+// with its allowlist, the beta header it needs, and the mcp_tool_use and
+// mcp_tool_result blocks of the answer sent back unchanged in the history.
+func TestMCPConnectorOnTheWire(t *testing.T) {
+	answer := `{"type":"mcp_tool_use","id":"mcptoolu_1","name":"search","server_name":"docs","input":{"q":"go"}},` +
+		`{"type":"mcp_tool_result","tool_use_id":"mcptoolu_1","is_error":false,"content":[{"type":"text","text":"found"}]},{"type":"text","text":"done"}`
+	srv, p := serve(t, `{"responses":[{"content":[`+answer+`]},{"content":[{"type":"text","text":"ok"}]}]}`, anthropic.Config{})
+	toolset := llm.MCPToolset("docs")
+	toolset.Options["default_config"] = json.RawMessage(`{"enabled":false}`)
+	toolset.Options["configs"] = json.RawMessage(`{"search":{"enabled":true}}`)
+	req := &llm.Request{Model: model, MaxTokens: 100, Messages: []llm.Message{llm.UserText("Search the docs.")},
+		MCPServers: []llm.MCPServer{{Type: "url", URL: "https://docs.example/mcp", Name: "docs", AuthorizationToken: "tok"}},
+		Tools:      []llm.Tool{toolset}}
+	resp, err := p.Messages(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Messages = append(req.Messages, llm.Message{Role: llm.RoleAssistant, Content: resp.Content}, llm.UserText("Thanks."))
+	if _, err := p.Messages(context.Background(), req); err != nil {
+		t.Fatalf("the history with the connector's blocks: %v", err)
+	}
+	got := srv.Received()
+	for i, r := range got {
+		if beta := strings.Join(r.Header.Values("anthropic-beta"), ","); beta != "mcp-client-2025-11-20" {
+			t.Errorf("request %d: anthropic-beta = %q", i+1, beta)
+		}
+		sameJSON(t, "mcp_servers", bodyField(t, r.Body, "mcp_servers"), []byte(`[{"type":"url","url":"https://docs.example/mcp","name":"docs","authorization_token":"tok"}]`))
+		sameJSON(t, "tools", bodyField(t, r.Body, "tools"), []byte(`[{"type":"mcp_toolset","mcp_server_name":"docs","default_config":{"enabled":false},"configs":{"search":{"enabled":true}}}]`))
+	}
+	var msgs []json.RawMessage
+	if err := json.Unmarshal(bodyField(t, got[1].Body, "messages"), &msgs); err != nil || len(msgs) != 3 {
+		t.Fatalf("messages: %v %d", err, len(msgs))
+	}
+	sameJSON(t, "the answer sent back", bodyField(t, msgs[1], "content"), []byte(`[`+answer+`]`))
+}
+
+// TestFakeServerInsistsOnTheMCPConnectorsBeta pins the fake's strictness:
+// mcp_servers without the beta header is refused, as the API does.
+func TestFakeServerInsistsOnTheMCPConnectorsBeta(t *testing.T) {
+	srv, _ := serve(t, `{"responses":[{"content":[{"type":"text","text":"ok"}]}]}`, anthropic.Config{})
+	body := `{"model":"` + model + `","max_tokens":100,"mcp_servers":[{"type":"url","url":"https://docs.example/mcp","name":"docs"}],"tools":[{"type":"mcp_toolset","mcp_server_name":"docs"}],"messages":[{"role":"user","content":"Hi"}]}`
+	for beta, want := range map[string]int{"": 400, "mcp-client-2025-11-20": 200} {
+		req, err := http.NewRequest(http.MethodPost, srv.URL+"/v1/messages", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("x-api-key", "k")
+		req.Header.Set("anthropic-version", "2023-06-01")
+		req.Header.Set("content-type", "application/json")
+		if beta != "" {
+			req.Header.Set("anthropic-beta", beta)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("beta %q: status %d, want %d", beta, resp.StatusCode, want)
+		}
+	}
+}

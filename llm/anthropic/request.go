@@ -64,6 +64,16 @@ func buildParams(req *llm.Request) (sdk.MessageNewParams, error) {
 		}
 		p.Tools = append(p.Tools, tp)
 	}
+	if len(req.MCPServers) > 0 {
+		// Only the SDK's beta params type mcp_servers; the request goes
+		// out as MessageNewParams with it as an extra field, as the API
+		// reads it (the mcp_toolset in Tools brings the beta header).
+		servers, err := wire(req.MCPServers)
+		if err != nil {
+			return p, fmt.Errorf("llm/anthropic: mcp_servers: %w", err)
+		}
+		p.SetExtraFields(map[string]any{"mcp_servers": servers})
+	}
 	if req.ToolChoice != nil {
 		tc, err := toolChoice(*req.ToolChoice)
 		if err != nil {

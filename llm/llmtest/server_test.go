@@ -148,7 +148,8 @@ func TestServerAcceptsEveryFieldOfLLMRequest(t *testing.T) {
 		Model: testModel, MaxTokens: 4096,
 		System:        []llm.SystemBlock{{Type: llm.BlockText, Text: "sys", CacheControl: llm.Ephemeral()}},
 		Messages:      []llm.Message{llm.UserText("hi")},
-		Tools:         []llm.Tool{{Name: "t", InputSchema: json.RawMessage(`{"type":"object"}`)}},
+		Tools:         []llm.Tool{{Name: "t", InputSchema: json.RawMessage(`{"type":"object"}`)}, llm.MCPToolset("docs")},
+		MCPServers:    []llm.MCPServer{{Type: "url", URL: "https://docs.example/mcp", Name: "docs"}},
 		ToolChoice:    &llm.ToolChoice{Type: "auto"},
 		Thinking:      &llm.Thinking{Type: "enabled", BudgetTokens: 2048},
 		Temperature:   &temp,
@@ -165,7 +166,9 @@ func TestServerAcceptsEveryFieldOfLLMRequest(t *testing.T) {
 	}
 	srv := NewServer(mustParse(t, oneAnswer))
 	defer srv.Close()
-	if res := post(t, srv, validHeaders(), string(body)); res.status != 200 {
+	h := validHeaders()
+	h["anthropic-beta"] = "mcp-client-2025-11-20" // the MCP connector's
+	if res := post(t, srv, h, string(body)); res.status != 200 {
 		t.Errorf("a request using every llm.Request field got %d: %s", res.status, res.body)
 	}
 }

@@ -585,3 +585,22 @@ func TestCloseEndsAServerThatWillNotExit(t *testing.T) {
 		t.Errorf("the server %s lives on after close", pid)
 	}
 }
+
+// TestServesTellsTheServersToolsByPrefixAlone pins that Serves names a
+// server's tools by their prefix, exactly, without connecting: a kernel
+// asks it for every tool name it sees.
+func TestServesTellsTheServersToolsByPrefixAlone(t *testing.T) {
+	set, err := NewSet([]Server{{Name: "docs", URL: "http://127.0.0.1:1/mcp"}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	for name, want := range map[string]bool{
+		"docs__search": true, "docs__": true, "docs_search": false, "Docs__search": false,
+		"doc__search": false, "docsx__search": false, "block_read": false, "x__docs__search": false,
+	} {
+		if got := set.Serves(name); got != want {
+			t.Errorf("Serves(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

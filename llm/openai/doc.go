@@ -75,6 +75,7 @@
 //
 //   - Anthropic server tools in Tools (web_search_…, web_fetch_…,
 //     code_execution_…), named with their versions;
+//   - mcp_servers (Anthropic's MCP connector), named;
 //   - thinking "enabled" or "adaptive" ("disabled" is fine);
 //   - container (code execution);
 //   - in the history: thinking and redacted_thinking blocks, tool_use

@@ -524,6 +524,10 @@ func TestUnsupportedRequestsAreRefusedBeforeSending(t *testing.T) {
 			r.Messages[0].Content = append(r.Messages[0].Content, b)
 		}, []string{"messages.0.content.1", `"document"`}},
 		{"container", func(r *llm.Request) { r.Container = "cntr_1" }, []string{"container", "cntr_1"}},
+		{"mcp_servers", func(r *llm.Request) {
+			r.MCPServers = []llm.MCPServer{{Type: "url", URL: "https://example.com/mcp", Name: "docs"}}
+			r.Tools = []llm.Tool{llm.MCPToolset("docs")}
+		}, []string{"mcp_servers docs", "anthropic provider"}},
 		{"tool_use made by code execution", func(r *llm.Request) {
 			r.Tools = []llm.Tool{readFileTool}
 			r.Messages = append(r.Messages,

@@ -28,9 +28,19 @@ func (p *Provider) params(req *llm.Request) (oai.ChatCompletionNewParams, error)
 		refuse("container %q: code-execution containers exist only on Anthropic; use the anthropic provider", req.Container)
 	}
 
+	if len(req.MCPServers) > 0 {
+		names := make([]string, len(req.MCPServers))
+		for i, s := range req.MCPServers {
+			names[i] = s.Name
+		}
+		refuse("mcp_servers %s: only Anthropic's MCP connector calls MCP servers itself; use the anthropic provider, or have the kernel call them", strings.Join(names, ", "))
+	}
 	var server []string
 	for _, t := range req.Tools {
-		if t.IsServer() {
+		switch {
+		case t.Type == llm.ToolMCPToolset:
+			continue // refused with mcp_servers above
+		case t.IsServer():
 			server = append(server, fmt.Sprintf("%s (%s)", t.Name, t.Type))
 			continue
 		}
