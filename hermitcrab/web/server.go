@@ -134,6 +134,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.relay = &relay{hub: s.hub, timeout: browserTimeout, pending: map[string]chan browserResult{}}
 	opts := cfg.Kernel
+	if opts.Log == nil {
+		opts.Log = cfg.Log // one line per LLM call, among the server's own
+	}
 	opts.Browser = s.relay
 	opts.CompileShell = func(_ context.Context, source string) error {
 		_, err := compileShell(source)

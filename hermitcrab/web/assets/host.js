@@ -18,6 +18,11 @@
   const panels = el('div', { id: 'hc-panels' });
   statusEl.prepend(panels);
   lines.textContent = '';
+  // progressEl is one line that says what a callLLM under way is doing:
+  // thinking, the tool it runs, its answer arriving. It is empty between calls.
+  const progressEl = el('div', { id: 'hc-progress', class: 'hc-line' });
+  panels.after(progressEl);
+  const calls = new Map(); // stream id of a callLLM under way → { onText, text }
 
   let csrf = '';
   let booting = false;
@@ -64,7 +69,7 @@
   // stripChanged keeps the page's top padding equal to the status strip's
   // height while a shell is on screen, and hides the strip when it is empty.
   function stripChanged() {
-    const empty = !lines.childElementCount && !panels.childElementCount;
+    const empty = !lines.childElementCount && !panels.childElementCount && !progressEl.textContent;
     document.body.classList.toggle('hc-strip-empty', empty);
     document.body.style.paddingTop = shown && !empty ? statusEl.offsetHeight + 'px' : '';
   }
@@ -162,9 +167,43 @@
         case 'boot_error': bootFailed(ev.error, ev.auth); break;
         case 'browser': runBrowserTool(ev); break;
         case 'wake': awayPanel([ev.wake]); break;
+        case 'progress': if (calls.has(ev.call)) progressEl.textContent = String(ev.text); break;
+        case 'delta': callDelta(ev); break;
         default: console.warn('hermitcrab: unknown event', ev);
       }
     };
+  }
+
+  // callDelta gathers a piece of a callLLM's answer: the strip counts what
+  // arrived, and the call's onText, when it gave one, gets the text so far.
+  function callDelta(ev) {
+    const c = calls.get(ev.call);
+    if (!c) return;
+    if (ev.reset) c.text = '';
+    if (typeof ev.text === 'string') c.text += ev.text;
+    if (!c.text) return;
+    progressEl.textContent = `receiving the answer: ${c.text.length} characters`;
+    if (c.onText) {
+      try { c.onText(c.text); } catch (e) { console.warn('hermitcrab: onText threw', e); }
+    }
+  }
+
+  // callLLM is props.callLLM: the reply's text once it is whole; with
+  // opts.onText, also the text so far each time a piece arrives.
+  async function callLLM(messages, opts) {
+    const stream = Math.random().toString(36).slice(2) + Date.now().toString(36);
+    calls.set(stream, { onText: opts && typeof opts.onText === 'function' ? opts.onText : null, text: '' });
+    progressEl.textContent = 'asking the LLM…';
+    try {
+      return (await api('POST', '/api/call', {
+        messages: typeof messages === 'string' ? [{ role: 'user', content: messages }] : messages,
+        tier: (opts && opts.tier) || 2,
+        stream,
+      })).text;
+    } finally {
+      calls.delete(stream);
+      if (!calls.size) progressEl.textContent = '';
+    }
   }
 
   // resetTools puts the boot tools back, as `hermitcrab tools reset` does.
@@ -458,10 +497,7 @@
       return q.toString() ? '?' + q : '';
     };
     return {
-      callLLM: async (messages, opts) => (await post('/api/call', {
-        messages: typeof messages === 'string' ? [{ role: 'user', content: messages }] : messages,
-        tier: (opts && opts.tier) || 2,
-      })).text,
+      callLLM,
       callAPI: params => post('/api/claude', params),
       callWithToolLoop: async params => (await post('/api/toolloop', params)).response,
       model: st.model,
