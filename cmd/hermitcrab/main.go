@@ -146,7 +146,9 @@ func (f *flags) useClient(cmd *cobra.Command, k *hermitcrab.Kernel) error {
 	if err != nil {
 		return err
 	}
-	client.Observe = progressPrinter(cmd.ErrOrStderr())
+	if !f.headless { // a daemon logs a line per call instead (opts.Log)
+		client.Observe = progressPrinter(f.live, f.app.Output())
+	}
 	k.Conversation().SetClient(client)
 	return nil
 }
