@@ -9,6 +9,7 @@ import (
 	"github.com/llmkernels/kernels/hermitcrab/network"
 	"github.com/llmkernels/kernels/hermitcrab/prompt"
 	"github.com/llmkernels/kernels/hermitcrab/secrets"
+	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/hermitcrab/trigger"
 	"github.com/llmkernels/kernels/hermitcrab/wakes"
 	"github.com/llmkernels/kernels/internal/option"
@@ -55,6 +56,11 @@ type (
 	BeachInUse = network.BeachInUse
 	// Refused is an entry a beach handed out that did not verify.
 	Refused = beach.Refused
+	// ToolList is the active tools and their definitions' size
+	// (conversation.ToolList).
+	ToolList = conversation.ToolList
+	// Usage is what LLM calls cost, their tokens as billed (store.Usage).
+	Usage = store.Usage
 )
 
 const (

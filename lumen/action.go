@@ -3,6 +3,7 @@ package lumen
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -110,62 +111,116 @@ func (in *Instance) interrupted(ctx context.Context, step string, stopped *strin
 	return true, err
 }
 
-// stepFailed records a failed step as a kernel memory and returns err.
-func (in *Instance) stepFailed(step string, err error) error { return in.logErr(step, err) }
+// stepFailed records a failed step as a kernel memory and returns err. A
+// step of a chat turn that Ctrl-C stopped during its model call is
+// recorded as interrupted: the answer under way was dropped whole.
+func (in *Instance) stepFailed(step string, err error) error {
+	if in.chatCtx == nil || in.chatCtx.Err() == nil {
+		return in.logErr(step, err)
+	}
+	if _, werr := in.remember(memory.Kernel, step, "interrupted",
+		fmt.Sprintf("interrupted: stopped during %s at the user's request (Ctrl-C or SIGTERM); the answer under way was dropped, nothing of it kept", strings.ToUpper(step)),
+		map[string]any{"error": err.Error()}); werr != nil {
+		return errors.Join(err, fmt.Errorf("recording that %s was interrupted: %w", step, werr))
+	}
+	return err
+}
 
 // actionLoop runs THINK → DECIDE → ACT → RECORD, then the reflection
 // trigger and, when it fires, the reflection loop. Steps run to completion
 // once started; Ctrl-C (ctx cancelled) stops the loop between steps.
 func (in *Instance) actionLoop(ctx context.Context, tr trigger) (*ActionReport, error) {
 	rep := &ActionReport{Trigger: tr.describe()}
-	step := context.WithoutCancel(ctx)
 	if err := in.writable(); err != nil {
 		return rep, err
 	}
-
-	// THINK
-	snap, err := in.snapshot()
-	if err != nil {
-		return rep, in.stepFailed("think", err)
+	a := &actionRun{in: in, ctx: ctx, step: context.WithoutCancel(ctx), tr: tr, rep: rep}
+	if err := a.think(); err != nil {
+		return rep, err
 	}
-	ret, err := in.mem.Retrieve(step, in.query(tr.text(), nil))
+	if stop, err := in.interrupted(ctx, "think", &rep.Stopped); stop || err != nil {
+		return rep, err
+	}
+	chosen, err := a.decide()
+	if chosen == nil || err != nil {
+		return rep, err
+	}
+	if stop, err := in.interrupted(ctx, "decide", &rep.Stopped); stop || err != nil {
+		return rep, err
+	}
+	outcome, err := in.act(a.step, tr, *chosen, rep, a.texts)
 	if err != nil {
-		return rep, in.stepFailed("think", err)
+		return rep, in.stepFailed("act", err)
+	}
+	if stop, err := in.interrupted(ctx, "act", &rep.Stopped); stop || err != nil {
+		return rep, err
+	}
+	return rep, a.record(*chosen, outcome)
+}
+
+// actionRun is one action loop under way: what THINK gathered, which the
+// later steps read.
+type actionRun struct {
+	in   *Instance
+	ctx  context.Context // cancelled by Ctrl-C: checked between steps
+	step context.Context // a step's calls and writes, which finish
+	tr   trigger
+	rep  *ActionReport
+
+	snap  *snapshot
+	parts *pieces
+	vars  map[string]string
+	texts *actTexts
+	th    thought
+}
+
+// think runs THINK: it loads the instance, retrieves memories, checks
+// every template the loop may fill in, asks the model for the situation
+// and candidates, and records what it loaded and heard.
+func (a *actionRun) think() error {
+	in, tr, rep := a.in, a.tr, a.rep
+	var err error
+	if a.snap, err = in.snapshot(); err != nil {
+		return in.stepFailed("think", err)
+	}
+	ret, err := in.mem.Retrieve(a.step, in.query(tr.text(), nil))
+	if err != nil {
+		return in.stepFailed("think", err)
 	}
 	rep.Notes = in.retrievalNotes(ret)
-	skills, err := in.skillContext(step, tr.text())
+	skills, err := in.skillContext(a.step, tr.text())
 	if err != nil {
-		return rep, in.stepFailed("think", err)
+		return in.stepFailed("think", err)
 	}
-	parts, err := in.parts()
-	if err != nil {
-		return rep, in.stepFailed("think", err)
+	if a.parts, err = in.parts(); err != nil {
+		return in.stepFailed("think", err)
 	}
-	vars := snap.vars(in.opts.Now())
-	vars["trigger"] = tr.prompt(parts)
+	vars := a.snap.vars(in.opts.Now())
+	vars["trigger"] = tr.prompt(a.parts)
 	vars["input"] = tr.external
-	vars["conversation"] = in.formatConversation(parts)
+	vars["conversation"] = in.formatConversation(a.parts)
 	vars["memories"] = formatMemories(ret.Entries)
 	vars["skills"] = skills.text
+	a.vars = vars
 	loopVars := slices.Collect(maps.Keys(vars))
-	texts, err := in.actTexts(loopVars)
-	if err != nil {
-		return rep, in.stepFailed("think", err)
+	if a.texts, err = in.actTexts(loopVars); err != nil {
+		return in.stepFailed("think", err)
 	}
 	decided := []string{"situation", "candidates"}
 	if err := in.checkPrompts(loopVars, map[string][]string{"decide": decided,
 		"record": append(decided, "action", "skill", "predicted", "counterfactual", "outcome")}); err != nil {
-		return rep, in.stepFailed("think", err)
+		return in.stepFailed("think", err)
 	}
 	if err := in.checkPrompts(nil, map[string][]string{stepTrigger: triggerVars}); err != nil {
-		return rep, in.stepFailed("think", err)
+		return in.stepFailed("think", err)
 	}
 	var thinkUsage Usage
-	th, err := ask[thought](step, in, "think", vars, &thinkUsage)
+	th, err := ask[thought](a.step, in, "think", vars, &thinkUsage)
 	rep.Usage.Add(thinkUsage)
 	if err != nil {
-		return rep, in.stepFailed("think", err)
+		return in.stepFailed("think", err)
 	}
+	a.th = th
 	rep.Situation, rep.Candidates = th.Situation, th.Candidates
 	var preds []string
 	for i, c := range th.Candidates {
@@ -173,52 +228,53 @@ func (in *Instance) actionLoop(ctx context.Context, tr trigger) (*ActionReport, 
 	}
 	m := memory.Memory{Author: memory.Kernel, Weight: initialWeight(memory.Kernel), Step: "think", Situation: "action loop: " + tr.describe(),
 		Description: fmt.Sprintf("THINK: loaded soul.md, %d values, %d goals, %d memories (%s), %d exchanges of the conversation, %d skills in full. Situation: %s Candidates: %s",
-			len(snap.values), len(snap.goals), len(ret.Entries), ret.Mode, len(in.conversationSnapshot()), len(skills.full), th.Situation, strings.Join(preds, "; ")),
+			len(a.snap.values), len(a.snap.goals), len(ret.Entries), ret.Mode, len(in.conversationSnapshot()), len(skills.full), th.Situation, strings.Join(preds, "; ")),
 		Used: ret.IDs()}
 	if tr.externalID != "" && th.InputImportance != nil {
 		m.Judged = map[string]float64{tr.externalID: clamp01(*th.InputImportance)}
 	}
-	if _, err := in.write(m, map[string]any{"loop": LoopAction, "loaded": snap.loaded(len(ret.Entries)), "retrieval": ret.Mode,
+	_, err = in.write(m, map[string]any{"loop": LoopAction, "loaded": a.snap.loaded(len(ret.Entries)), "retrieval": ret.Mode,
 		"recent": ret.Recent, "relevant": scoredIDs(ret.Relevant), "skills_in_full": skills.full, "skills_listed": skills.listed,
-		"candidates": th.Candidates, "situation": th.Situation, "input_importance": th.InputImportance}); err != nil {
-		return rep, err
-	}
-	if stop, err := in.interrupted(ctx, "think", &rep.Stopped); stop || err != nil {
-		return rep, err
-	}
+		"candidates": th.Candidates, "situation": th.Situation, "input_importance": th.InputImportance})
+	return err
+}
 
-	// DECIDE
-	vars["situation"] = th.Situation
-	vars["candidates"] = formatCandidates(parts, th.Candidates)
+// decide runs DECIDE: the model's judgment, scored by the kernel (B=MAP).
+// It returns the candidate to act on, or nil when the loop ends here (a
+// skip, a gap, the gap reply to a waiting person).
+func (a *actionRun) decide() (*Candidate, error) {
+	in, tr, rep, th := a.in, a.tr, a.rep, a.th
+	a.vars["situation"] = th.Situation
+	a.vars["candidates"] = formatCandidates(a.parts, th.Candidates)
 	var decideUsage Usage
-	dec, err := ask[decision](step, in, "decide", vars, &decideUsage)
+	dec, err := ask[decision](a.step, in, "decide", a.vars, &decideUsage)
 	rep.Usage.Add(decideUsage)
 	if err != nil {
-		return rep, in.stepFailed("decide", err)
+		return nil, in.stepFailed("decide", err)
 	}
-	sc := scoring{values: snap.values, goals: snap.goals, reactive: tr.goal == nil,
-		available: func(name string) bool { return in.skills.Ready(step, name) }, now: in.opts.Now()}
-	if sc.lastPursued, err = in.lastPursued(step); err != nil {
-		return rep, in.stepFailed("decide", err)
+	sc := scoring{values: a.snap.values, goals: a.snap.goals, reactive: tr.goal == nil,
+		available: func(name string) bool { return in.skills.Ready(a.step, name) }, now: in.opts.Now()}
+	if sc.lastPursued, err = in.lastPursued(a.step); err != nil {
+		return nil, in.stepFailed("decide", err)
 	}
 	v := sc.score(th.Candidates, dec)
 	rep.Verdict = &v
 	if err := in.logDecision(tr, v, dec); err != nil {
-		return rep, err
+		return nil, err
 	}
 	switch v.Outcome {
 	case OutcomeSkip:
-		return rep, in.afterAction(ctx, "decide", tr, rep, nil)
+		return nil, in.afterAction(a.ctx, "decide", tr, rep, nil)
 	case OutcomeGap:
 		if err := in.authorSkillGoal(th.Candidates[v.Chosen-1], v.Scores[v.Chosen-1], rep); err != nil {
-			return rep, err
+			return nil, err
 		}
 		if tr.external == "" {
-			return rep, in.afterAction(ctx, "decide", tr, rep, nil)
+			return nil, in.afterAction(a.ctx, "decide", tr, rep, nil)
 		}
 		// A person is waiting: still answer them.
 		if v.Fallback == 0 {
-			return rep, in.gapReply(step, tr, th.Candidates[v.Chosen-1], rep, vars, texts)
+			return nil, in.gapReply(a.step, tr, th.Candidates[v.Chosen-1], rep, a.vars, a.texts)
 		}
 	}
 	chosenN := v.Chosen
@@ -230,39 +286,32 @@ func (in *Instance) actionLoop(ctx context.Context, tr trigger) (*ActionReport, 
 	rep.Predicted = chosen.Predicted
 	for _, g := range score.Goals {
 		gw := 0.6
-		if rec, ok := findGoal(snap.goals, g); ok {
+		if rec, ok := findGoal(a.snap.goals, g); ok {
 			gw = rec.Weight
 		}
 		if _, err := in.write(memory.Memory{Author: memory.Goal, Weight: gw, Step: "decide", Situation: "action loop: " + tr.describe(),
 			Description: fmt.Sprintf("Pursuing goal %q by %s (B=%.3f).", g, chosen.Action, score.B)},
 			map[string]any{"goal": g, "action": chosen.Action}); err != nil {
-			return rep, err
+			return nil, err
 		}
 	}
-	if stop, err := in.interrupted(ctx, "decide", &rep.Stopped); stop || err != nil {
-		return rep, err
-	}
+	return &chosen, nil
+}
 
-	// ACT
-	outcome, err := in.act(step, tr, chosen, rep, texts)
-	if err != nil {
-		return rep, in.stepFailed("act", err)
-	}
-	if stop, err := in.interrupted(ctx, "act", &rep.Stopped); stop || err != nil {
-		return rep, err
-	}
-
-	// RECORD
-	vars["action"] = chosen.Action
-	vars["skill"] = chosen.Skill
-	vars["predicted"] = chosen.Predicted
-	vars["counterfactual"] = chosen.Counterfactual
-	vars["outcome"] = outcome
+// record runs RECORD: the outcome against the prediction, the delta, and
+// the changes the model asks for (each checked and logged).
+func (a *actionRun) record(chosen Candidate, outcome string) error {
+	in, tr, rep := a.in, a.tr, a.rep
+	a.vars["action"] = chosen.Action
+	a.vars["skill"] = chosen.Skill
+	a.vars["predicted"] = chosen.Predicted
+	a.vars["counterfactual"] = chosen.Counterfactual
+	a.vars["outcome"] = outcome
 	var recordUsage Usage
-	rec, err := ask[recordAnswer](step, in, "record", vars, &recordUsage)
+	rec, err := ask[recordAnswer](a.step, in, "record", a.vars, &recordUsage)
 	rep.Usage.Add(recordUsage)
 	if err != nil {
-		return rep, in.stepFailed("record", err)
+		return in.stepFailed("record", err)
 	}
 	rep.Outcome, rep.Delta = rec.Outcome, &rec.Delta
 	if _, err := in.remember(memory.Kernel, "record", "action loop: "+tr.describe(),
@@ -270,12 +319,12 @@ func (in *Instance) actionLoop(ctx context.Context, tr trigger) (*ActionReport, 
 			chosen.Action, chosen.Skill, chosen.Predicted, rec.Outcome, rec.Delta, rec.DeltaExplanation),
 		map[string]any{"loop": LoopAction, "action": chosen.Action, "skill": chosen.Skill, "predicted": chosen.Predicted,
 			"outcome": rec.Outcome, "delta": rec.Delta, "delta_explanation": rec.DeltaExplanation}); err != nil {
-		return rep, err
+		return err
 	}
 	for _, c := range rec.Changes {
-		applied, refused, err := in.applyLogged(step, LoopAction, "record", c)
+		applied, refused, err := in.applyLogged(a.step, LoopAction, "record", c)
 		if err != nil {
-			return rep, err
+			return err
 		}
 		if applied != nil {
 			rep.Applied = append(rep.Applied, *applied)
@@ -284,7 +333,7 @@ func (in *Instance) actionLoop(ctx context.Context, tr trigger) (*ActionReport, 
 			rep.Refused = append(rep.Refused, refused)
 		}
 	}
-	return rep, in.afterAction(ctx, "record", tr, rep, &rec.Delta)
+	return in.afterAction(a.ctx, "record", tr, rep, &rec.Delta)
 }
 
 // query is what a loop step retrieves: the Recent latest experiential
@@ -484,7 +533,7 @@ func (in *Instance) createSkill(ctx context.Context, tr trigger, c Candidate, re
 	if err != nil {
 		return "", err
 	}
-	req, err := in.request(sys, user)
+	req, err := in.request("create-skill", sys, user)
 	if err != nil {
 		return "", err
 	}
@@ -529,9 +578,11 @@ func (in *Instance) createSkill(ctx context.Context, tr trigger, c Candidate, re
 			return llm.TextOutput(said.fill("tool-result.md", piece)), nil
 		},
 	}}}
-	res, err := loop.Run(ctx, req)
+	callCtx, done := in.callContext(ctx)
+	res, err := loop.Run(callCtx, req)
+	done()
 	if res != nil {
-		in.charge(res.Calls, &rep.Usage)
+		in.charge("create-skill", res.Calls, &rep.Usage)
 	}
 	if err != nil {
 		return "", err

@@ -121,55 +121,65 @@ func (s scoring) score(cands []Candidate, d decision) Verdict {
 	}
 	var v Verdict
 	for i, c := range cands {
-		n := i + 1
-		a := align[n]
-		sc := Score{Candidate: n, Action: c.Action, Skill: c.Skill, Direct: a.Direct}
-		var sum float64
-		for _, name := range a.Values {
-			val, ok := findValue(active, name)
-			if !ok {
-				sc.Ignored = append(sc.Ignored, "value "+name)
-				continue
-			}
-			sc.Values = append(sc.Values, val.Name)
-			sum += val.Weight
-		}
-		switch {
-		case len(active) == 0:
-			sc.ValueMean = 1
-		case len(sc.Values) > 0:
-			sc.ValueMean = sum / float64(len(sc.Values))
-		}
-		var bestGoal string
-		for _, name := range a.Goals {
-			g, ok := findGoal(goals, name)
-			if !ok {
-				sc.Ignored = append(sc.Ignored, "goal "+name)
-				continue
-			}
-			sc.Goals = append(sc.Goals, g.Name)
-			if bestGoal == "" || g.Weight > sc.GoalWeight {
-				sc.GoalWeight, bestGoal = g.Weight, g.Name
-			}
-		}
-		if s.reactive && a.Direct {
-			sc.GoalWeight = 1
-		}
-		sc.M = sc.ValueMean * sc.GoalWeight
-		if c.Skill == skill.BuiltinCreate || s.available(c.Skill) {
-			sc.A = 1
-		}
-		sc.P = 1
-		if !a.Direct {
-			sc.P = IndirectPrompt
-			if t, ok := s.lastPursued[strings.ToLower(bestGoal)]; ok && s.now.After(t) {
-				weeks := s.now.Sub(t).Hours() / (24 * 7)
-				sc.P = IndirectPrompt * math.Pow(0.5, weeks)
-			}
-		}
-		sc.B = sc.M * sc.A * sc.P
-		v.Scores = append(v.Scores, sc)
+		v.Scores = append(v.Scores, s.scoreOne(i+1, c, align[i+1], active, goals))
 	}
+	s.choose(&v, order)
+	return v
+}
+
+// scoreOne is candidate n's B = M·A·P from the model's alignment of it.
+func (s scoring) scoreOne(n int, c Candidate, a Alignment, active []Value, goals []GoalRecord) Score {
+	sc := Score{Candidate: n, Action: c.Action, Skill: c.Skill, Direct: a.Direct}
+	var sum float64
+	for _, name := range a.Values {
+		val, ok := findValue(active, name)
+		if !ok {
+			sc.Ignored = append(sc.Ignored, "value "+name)
+			continue
+		}
+		sc.Values = append(sc.Values, val.Name)
+		sum += val.Weight
+	}
+	switch {
+	case len(active) == 0:
+		sc.ValueMean = 1
+	case len(sc.Values) > 0:
+		sc.ValueMean = sum / float64(len(sc.Values))
+	}
+	var bestGoal string
+	for _, name := range a.Goals {
+		g, ok := findGoal(goals, name)
+		if !ok {
+			sc.Ignored = append(sc.Ignored, "goal "+name)
+			continue
+		}
+		sc.Goals = append(sc.Goals, g.Name)
+		if bestGoal == "" || g.Weight > sc.GoalWeight {
+			sc.GoalWeight, bestGoal = g.Weight, g.Name
+		}
+	}
+	if s.reactive && a.Direct {
+		sc.GoalWeight = 1
+	}
+	sc.M = sc.ValueMean * sc.GoalWeight
+	if c.Skill == skill.BuiltinCreate || s.available(c.Skill) {
+		sc.A = 1
+	}
+	sc.P = 1
+	if !a.Direct {
+		sc.P = IndirectPrompt
+		if t, ok := s.lastPursued[strings.ToLower(bestGoal)]; ok && s.now.After(t) {
+			weeks := s.now.Sub(t).Hours() / (24 * 7)
+			sc.P = IndirectPrompt * math.Pow(0.5, weeks)
+		}
+	}
+	sc.B = sc.M * sc.A * sc.P
+	return sc
+}
+
+// choose picks the verdict from the scores: skip, gap or act, ties going
+// to the model's preference order.
+func (s scoring) choose(v *Verdict, order func(int) int) {
 	better := func(x, y Score, key func(Score) float64) bool {
 		if math.Abs(key(x)-key(y)) > tieEpsilon {
 			return key(x) > key(y)
@@ -206,7 +216,6 @@ func (s scoring) score(cands []Candidate, d decision) Verdict {
 		v.Outcome, v.Chosen = OutcomeAct, best.Candidate
 		v.Reason = fmt.Sprintf("candidate #%d has the highest B=%.3f", best.Candidate, best.B)
 	}
-	return v
 }
 
 func findValue(vs []Value, name string) (Value, bool) {

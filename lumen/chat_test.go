@@ -220,7 +220,7 @@ func TestWithManySkillsOnlyTheRelevantOnesHelpIsShown(t *testing.T) {
 	if _, err := in.Chat(context.Background(), "Will it rain in Paris tomorrow? I need the forecast for the city."); err != nil {
 		t.Fatal(err)
 	}
-	sys := requestFor(p, "think", 0).System[0].Text
+	sys := requestFor(p, "think", 0).System[1].Text // after the instance block
 	if !strings.Contains(sys, "### weather\n"+helps["weather"]) || !strings.Contains(sys, "### chat\n") {
 		t.Fatalf("THINK lacks the weather or chat --help in full:\n%s", sys)
 	}

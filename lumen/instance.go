@@ -52,6 +52,9 @@ type Instance struct {
 	// toldPending: the person was told that memories are recalled by
 	// their words while they are being embedded (retrievalNotes).
 	toldPending bool
+	// chatCtx is the context of the chat turn under way (nil outside
+	// one): its end stops the model call in progress (callContext).
+	chatCtx context.Context
 }
 
 func (in *Instance) dataDir() string    { return filepath.Join(in.Root, "data") }

@@ -353,7 +353,7 @@ func TestAbilityGapCreatesAGoalThenTheSkillWhoseHelpIsRead(t *testing.T) {
 	}
 	// The next cycle knows the skill by its --help, and uses it.
 	ex := requestFor(p, "explore", 1)
-	if !strings.Contains(ex.System[0].Text, "### weather\nweather: gives the forecast for a city") {
+	if !strings.Contains(ex.System[1].Text, "### weather\nweather: gives the forecast for a city") { // after the instance block
 		t.Error("EXPLORE after creation does not list the weather skill's --help")
 	}
 	if !strings.Contains(reps[3].Explore.Found, "mild and cloudy in Paris") {

@@ -56,6 +56,13 @@ type Options struct {
 
 	Now    func() time.Time // clock; default time.Now
 	Logger *slog.Logger     // default slog.Default()
+
+	// OnProgress is told of each piece of a step's answer as it arrives
+	// (the commands show it); OnCall of each model call once answered,
+	// with what it cost. Both are called on the goroutine that runs the
+	// step and should return quickly.
+	OnProgress func(Progress)
+	OnCall     func(CallReport)
 }
 
 // DefaultOptions are the options Open gives the fields left zero (with no

@@ -14,9 +14,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/internal/option"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/lumen/memory"
+	"github.com/llmkernels/kernels/lumen/skill"
 )
 
 // placeholderRE matches {{name}} and {{name|text}}: text stands in when
@@ -298,29 +300,123 @@ func notBlank(where, text, what string) error {
 // Usage is what LLM calls cost: calls, tokens and US dollars.
 type Usage = memory.Usage
 
-// callUsage adds up calls.
-func callUsage(calls []*llm.Call) Usage {
-	var u Usage
-	for _, c := range calls {
-		u.Add(Usage{Calls: 1, InputTokens: c.Usage.InputTokens + c.Usage.CacheCreationInputTokens + c.Usage.CacheReadInputTokens,
-			OutputTokens: c.Usage.OutputTokens, CostUSD: c.CostUSD})
-	}
-	return u
+// callUsage is what one call cost.
+func callUsage(c *llm.Call) Usage {
+	return Usage{Calls: 1, InputTokens: c.Usage.PromptTokens(), OutputTokens: c.Usage.OutputTokens,
+		CacheReadTokens: c.Usage.CacheReadInputTokens, CacheWriteTokens: c.Usage.CacheCreationInputTokens, CostUSD: c.CostUSD}
 }
 
 // errNoClient is the loops' error without a model to call.
 var errNoClient = option.Errorf("client", "is not set: the loops call a model (docs/configuration.md)")
 
-func (in *Instance) request(system, user string) (*llm.Request, error) {
+// request is a step's request. Its system prompt begins with the
+// instance block (instanceBlock), the same bytes in every step, then the
+// step's own instructions; each ends at a 1-hour cache breakpoint, so
+// every step reads the first from the prompt cache, and a step run again
+// within the hour (a repair, the next turn or cycle) reads both. What
+// changes from call to call (the time, the trigger, memories) is in the
+// message, after them.
+func (in *Instance) request(step, system, user string) (*llm.Request, error) {
 	if in.opts.Client == nil {
 		return nil, errNoClient
 	}
-	return &llm.Request{
+	self, err := in.instanceBlock()
+	if err != nil {
+		return nil, err
+	}
+	req := &llm.Request{
 		Model:     in.opts.Model,
 		MaxTokens: in.opts.MaxTokens,
-		System:    []llm.SystemBlock{{Type: llm.BlockText, Text: system}},
+		System:    []llm.SystemBlock{self, {Type: llm.BlockText, Text: system, CacheControl: llm.EphemeralTTL("1h")}},
 		Messages:  []llm.Message{llm.UserText(user)},
-	}, nil
+	}
+	if on := in.opts.OnProgress; on != nil {
+		req.OnDelta = func(d llm.Delta) { on(Progress{Step: step, Delta: d}) }
+	}
+	return req, nil
+}
+
+// instanceBlock is who the agent is, from prompts/instance/system.md:
+// soul, values, goals and the skills index. It holds nothing that changes
+// between calls unless the agent itself changes (no time, no trigger), so
+// it stays byte-identical across steps and cycles.
+func (in *Instance) instanceBlock() (llm.SystemBlock, error) {
+	snap, err := in.snapshot()
+	if err != nil {
+		return llm.SystemBlock{}, err
+	}
+	index, err := in.skillsIndex()
+	if err != nil {
+		return llm.SystemBlock{}, err
+	}
+	tmpl, err := in.template("instance", "system.md")
+	if err != nil {
+		return llm.SystemBlock{}, err
+	}
+	vars := map[string]string{"soul": formatSoul(snap.soul), "values": formatValues(snap.values), "goals": formatGoals(snap.goals), "skills_index": index}
+	text, err := render("instance/system.md", tmpl, vars)
+	if err != nil {
+		return llm.SystemBlock{}, err
+	}
+	if err := notBlank("instance/system.md", text, "system prompt"); err != nil {
+		return llm.SystemBlock{}, err
+	}
+	// An hour's lifetime, for the step's block too: lumen run waits five
+	// minutes between cycles by default, longer than the 5-minute cache
+	// keeps a prefix, and a write for an hour (2× an input token) is
+	// repaid by the second cycle that reads it (0.1×) instead of writing
+	// it again (1.25×).
+	return llm.SystemBlock{Type: llm.BlockText, Text: text, CacheControl: llm.EphemeralTTL("1h")}, nil
+}
+
+// skillsIndex lists the skills, one line each: the name, and the first
+// line of its --help when a check of its current version passed (nothing
+// is run to learn it).
+func (in *Instance) skillsIndex() (string, error) {
+	list, err := in.skills.List()
+	if err != nil {
+		return "", err
+	}
+	var lines []string
+	for _, s := range list {
+		if !s.HasMain {
+			continue
+		}
+		line := "- " + oneLine(s.Name)
+		if c, err := in.skills.Cached(s.Name); err == nil && c.OK {
+			first, _, _ := strings.Cut(strings.TrimSpace(c.Help), "\n")
+			if first = strings.TrimSpace(strings.TrimPrefix(first, s.Name+":")); first != "" {
+				line += ": " + oneLine(clip.Line(first, 200))
+			}
+		}
+		lines = append(lines, line)
+	}
+	lines = append(lines, "- "+skill.BuiltinCreate+": built in: author or revise a skill")
+	return strings.Join(lines, "\n"), nil
+}
+
+// Progress is a piece of a step's answer as it arrives: the step (think,
+// decide, record, …) and the piece (text, thinking, tool input; a
+// restart when a broken answer is asked for again).
+type Progress struct {
+	Step  string
+	Delta llm.Delta
+}
+
+// CallReport is one model call a step made, told to Options.OnCall as it
+// is answered.
+type CallReport struct {
+	Step    string        `json:"step"`
+	Model   string        `json:"model"`
+	Usage   Usage         `json:"usage"`
+	Latency time.Duration `json:"latency"`
+}
+
+// Text is the call's line: "think claude-sonnet-4-5: 1.2k→56 tokens, cost
+// $0.0123, 84% of input from cache, 2.1s".
+func (c CallReport) Text() string {
+	return fmt.Sprintf("%s %s: %s→%s tokens, %s, %.1fs", c.Step, c.Model, kilo(c.Usage.InputTokens), kilo(c.Usage.OutputTokens),
+		llm.CostLine(c.Usage.CostUSD, callsUsage(c.Usage)), c.Latency.Seconds())
 }
 
 // ask runs one step as a structured-output call: the step's prompts with
@@ -333,7 +429,7 @@ func ask[T any](ctx context.Context, in *Instance, step string, vars map[string]
 	if err != nil {
 		return zero, err
 	}
-	req, err := in.request(sys, user)
+	req, err := in.request(step, sys, user)
 	if err != nil {
 		return zero, err
 	}
@@ -341,8 +437,10 @@ func ask[T any](ctx context.Context, in *Instance, step string, vars map[string]
 	if err != nil {
 		return zero, fmt.Errorf("step %s: %w", step, err)
 	}
+	ctx, done := in.callContext(ctx)
 	v, calls, err := llm.AskJSON[T](ctx, in.opts.Client, req, opts)
-	in.charge(calls, u)
+	done()
+	in.charge(step, calls, u)
 	if err != nil {
 		return zero, fmt.Errorf("step %s: %w", step, err)
 	}

@@ -95,37 +95,57 @@ func (in *Instance) reflect(ctx context.Context, fired []Fired) (*ReflectionRepo
 	if err := in.writable(); err != nil {
 		return rep, err
 	}
+	rv, vars, parts, err := in.review(step, fired, rep)
+	if err != nil {
+		return rep, err
+	}
+	if stop, err := in.interrupted(ctx, stepReview, &rep.Stopped); stop || err != nil {
+		return rep, err
+	}
+	proposals, err := in.askProposals(step, parts, vars, rv, rep)
+	if err != nil {
+		return rep, err
+	}
+	if stop, err := in.interrupted(ctx, "ask", &rep.Stopped); stop || err != nil {
+		return rep, err
+	}
+	return rep, in.evolve(step, parts, vars, rv.Tensions, proposals, rep)
+}
+
+// review runs REVIEW: self, goal and external memories only (kernel
+// memories are the audit trail, not the experience), with the prediction
+// deltas and value conflicts since the last reflection. It returns the
+// answer and the variables and parts the later steps fill in.
+func (in *Instance) review(step context.Context, fired []Fired, rep *ReflectionReport) (reviewAnswer, map[string]string, *pieces, error) {
 	var firedText []string
 	for _, f := range fired {
 		firedText = append(firedText, f.String())
 	}
-
-	// REVIEW: self, goal and external memories only; kernel memories are
-	// the audit trail, not the experience.
+	var rv reviewAnswer
 	snap, err := in.snapshot()
 	if err != nil {
-		return rep, in.stepFailed(stepReview, err)
+		return rv, nil, nil, in.stepFailed(stepReview, err)
 	}
 	lastReview, _, err := in.reflectionMark(step)
 	if err != nil {
-		return rep, in.stepFailed(stepReview, err)
+		return rv, nil, nil, in.stepFailed(stepReview, err)
 	}
 	query := strings.Join(firedText, " ") + " " + valueNames(snap.values)
 	ret, err := in.mem.Retrieve(step, in.query(query, []string{memory.Self, memory.Goal, memory.External}))
 	if err != nil {
-		return rep, in.stepFailed(stepReview, err)
+		return rv, nil, nil, in.stepFailed(stepReview, err)
 	}
 	parts, err := in.parts()
 	if err != nil {
-		return rep, in.stepFailed(stepReview, err)
+		return rv, nil, nil, in.stepFailed(stepReview, err)
 	}
 	deltas, conflicts, err := in.sinceReflection(step, parts, lastReview)
 	if err != nil {
-		return rep, in.stepFailed(stepReview, err)
+		return rv, nil, nil, in.stepFailed(stepReview, err)
 	}
 	summaries, err := in.summaries()
 	if err != nil {
-		return rep, in.stepFailed(stepReview, err)
+		return rv, nil, nil, in.stepFailed(stepReview, err)
 	}
 	vars := snap.vars(in.opts.Now())
 	vars["fired"] = strings.Join(firedText, "\n")
@@ -135,18 +155,17 @@ func (in *Instance) reflect(ctx context.Context, fired []Fired) (*ReflectionRepo
 	vars["summaries"] = summaries
 	asks := []string{"summary", "tensions"}
 	if err := in.checkPrompts(slices.Collect(maps.Keys(vars)), map[string][]string{"ask": asks, "evolve": append(asks, "proposals")}); err != nil {
-		return rep, in.stepFailed(stepReview, err)
+		return rv, nil, nil, in.stepFailed(stepReview, err)
 	}
-	rv, err := ask[reviewAnswer](step, in, stepReview, vars, &rep.Usage)
-	if err != nil {
-		return rep, in.stepFailed(stepReview, err)
+	if rv, err = ask[reviewAnswer](step, in, stepReview, vars, &rep.Usage); err != nil {
+		return rv, nil, nil, in.stepFailed(stepReview, err)
 	}
 	rep.Summary, rep.Tensions = rv.Summary, rv.Tensions
 	if _, err := in.rememberUsed(memory.Kernel, stepReview, "reflection loop",
 		fmt.Sprintf("REVIEW: triggers fired: %s. Reviewed %d memories (self, goal, external; %s), %d prediction deltas, %d value conflicts, %d goals; found %d tensions.",
 			strings.Join(firedText, "; "), len(ret.Entries), ret.Mode, len(deltas), len(conflicts), len(snap.goals), len(rv.Tensions)),
 		map[string]any{"loop": LoopReflection, "fired": fired, "reviewed": ret.IDs(), "tensions": rv.Tensions}, ret.IDs()); err != nil {
-		return rep, err
+		return rv, nil, nil, err
 	}
 	var tensionText []string
 	for i, t := range rv.Tensions {
@@ -155,18 +174,19 @@ func (in *Instance) reflect(ctx context.Context, fired []Fired) (*ReflectionRepo
 	if _, err := in.write(memory.Memory{Author: memory.Self, Weight: importance(rv.Importance, memory.Self), Step: stepReview, Situation: "reflection",
 		Description: fmt.Sprintf("I reflected because: %s. What happened: %s Tensions: %s", strings.Join(firedText, "; "), rv.Summary, orNoneJoined(tensionText))},
 		map[string]any{"fired": fired, "tensions": rv.Tensions}); err != nil {
-		return rep, err
+		return rv, nil, nil, err
 	}
-	if stop, err := in.interrupted(ctx, stepReview, &rep.Stopped); stop || err != nil {
-		return rep, err
-	}
+	return rv, vars, parts, nil
+}
 
-	// ASK
+// askProposals runs ASK: the changes the model proposes for the tensions
+// REVIEW found.
+func (in *Instance) askProposals(step context.Context, parts *pieces, vars map[string]string, rv reviewAnswer, rep *ReflectionReport) ([]Proposal, error) {
 	vars["summary"] = rv.Summary
 	vars["tensions"] = formatTensions(parts, rv.Tensions)
 	asked, err := ask[askAnswer](step, in, "ask", vars, &rep.Usage)
 	if err != nil {
-		return rep, in.stepFailed("ask", err)
+		return nil, in.stepFailed("ask", err)
 	}
 	rep.Proposals = asked.Proposals
 	var questions []string
@@ -176,7 +196,7 @@ func (in *Instance) reflect(ctx context.Context, fired []Fired) (*ReflectionRepo
 	if _, err := in.remember(memory.Kernel, "ask", "reflection loop",
 		fmt.Sprintf("ASK: %d proposals: %s", len(asked.Proposals), orNoneJoined(questions)),
 		map[string]any{"loop": LoopReflection, "proposals": asked.Proposals}); err != nil {
-		return rep, err
+		return nil, err
 	}
 	if len(asked.Proposals) > 0 {
 		var most *float64
@@ -188,15 +208,10 @@ func (in *Instance) reflect(ctx context.Context, fired []Fired) (*ReflectionRepo
 		if _, err := in.write(memory.Memory{Author: memory.Self, Weight: importance(most, memory.Self), Step: "ask", Situation: "reflection",
 			Description: "I questioned myself: " + strings.Join(questions, " ")},
 			map[string]any{"proposals": asked.Proposals}); err != nil {
-			return rep, err
+			return nil, err
 		}
 	}
-	if stop, err := in.interrupted(ctx, "ask", &rep.Stopped); stop || err != nil {
-		return rep, err
-	}
-
-	// EVOLVE
-	return rep, in.evolve(step, parts, vars, rv.Tensions, asked.Proposals, rep)
+	return asked.Proposals, nil
 }
 
 // evolve checks the proposals for consistency, resolves conflicts by the
@@ -230,6 +245,17 @@ func (in *Instance) evolve(ctx context.Context, parts *pieces, vars map[string]s
 			}
 		}
 	}
+	dropped, err := in.resolveConflicts(found, proposals, strength, rep)
+	if err != nil {
+		return err
+	}
+	return in.applyProposals(ctx, tensions, proposals, dropped, rep)
+}
+
+// resolveConflicts keeps, of each set of proposals found in conflict,
+// the one with the strongest evidence, logging each resolution; it
+// returns the numbers of the proposals dropped.
+func (in *Instance) resolveConflicts(found []foundConflict, proposals []Proposal, strength func(int) float64, rep *ReflectionReport) (map[int]bool, error) {
 	dropped := map[int]bool{}
 	for _, c := range found {
 		var live []int
@@ -264,14 +290,21 @@ func (in *Instance) evolve(ctx context.Context, parts *pieces, vars map[string]s
 		rep.Conflicts = append(rep.Conflicts, res)
 		if _, err := in.remember(memory.Self, "evolve", "reflection: consistency check",
 			"Two of my proposals contradicted each other; "+res.Rationale+".", map[string]any{"resolution": res}); err != nil {
-			return err
+			return nil, err
 		}
 		if _, err := in.remember(memory.Kernel, "evolve", "reflection loop",
 			fmt.Sprintf("EVOLVE: consistency check (%s): conflict between %s; %s", c.by, joinInts(live), res.Rationale),
 			map[string]any{"loop": LoopReflection, "resolution": res}); err != nil {
-			return err
+			return nil, err
 		}
 	}
+	return dropped, nil
+}
+
+// applyProposals applies the proposals not dropped, each explained by a
+// self memory and logged by a kernel one; one that cannot be applied is
+// logged and the others go on.
+func (in *Instance) applyProposals(ctx context.Context, tensions []Tension, proposals []Proposal, dropped map[int]bool, rep *ReflectionReport) error {
 	for i, p := range proposals {
 		if dropped[i+1] {
 			continue

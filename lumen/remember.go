@@ -1,6 +1,7 @@
 package lumen
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,10 +19,18 @@ type Record struct {
 	memory.Memory
 }
 
-// charge adds what calls cost to u, to this instance's total, and to the
-// spend the next memory line records; it also notes which model answered.
-func (in *Instance) charge(calls []*llm.Call, u *Usage) {
-	cost := callUsage(calls)
+// charge adds what step's calls cost to u, to this instance's total, and
+// to the spend the next memory line records; it notes which model answered
+// and tells Options.OnCall of each call.
+func (in *Instance) charge(step string, calls []*llm.Call, u *Usage) {
+	var cost Usage
+	for _, c := range calls {
+		one := callUsage(c)
+		cost.Add(one)
+		if in.opts.OnCall != nil {
+			in.opts.OnCall(CallReport{Step: step, Model: c.Model, Usage: one, Latency: c.Latency})
+		}
+	}
 	if u != nil {
 		u.Add(cost)
 	}
@@ -35,6 +44,20 @@ func (in *Instance) charge(calls []*llm.Call, u *Usage) {
 	}
 }
 
+// callContext is ctx for a step's model calls. During a chat turn the
+// calls also end when the turn's context does: Ctrl-C stops the answer
+// under way at once, and nothing of it is kept. Elsewhere a call, once
+// begun, finishes (lumen run stops between steps). done releases it.
+func (in *Instance) callContext(ctx context.Context) (c context.Context, done func()) {
+	turn := in.chatCtx
+	if turn == nil {
+		return ctx, func() {}
+	}
+	c, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(turn, func() { cancel(context.Cause(turn)) })
+	return c, func() { stop(); cancel(nil) }
+}
+
 // Spent is what every LLM call this Instance made cost.
 func (in *Instance) Spent() Usage {
 	in.mu.Lock()
@@ -44,9 +67,7 @@ func (in *Instance) Spent() Usage {
 
 // spentSince is what the calls made since Spent returned base cost.
 func (in *Instance) spentSince(base Usage) Usage {
-	u := in.Spent()
-	return Usage{Calls: u.Calls - base.Calls, InputTokens: u.InputTokens - base.InputTokens,
-		OutputTokens: u.OutputTokens - base.OutputTokens, CostUSD: u.CostUSD - base.CostUSD}
+	return in.Spent().Sub(base)
 }
 
 // modelName is the provider and model recorded on memories: the model

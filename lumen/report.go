@@ -2,9 +2,11 @@ package lumen
 
 import (
 	"fmt"
-	"github.com/llmkernels/kernels/internal/clip"
 	"strings"
 	"time"
+
+	"github.com/llmkernels/kernels/internal/clip"
+	"github.com/llmkernels/kernels/llm"
 )
 
 // Text renders what init made.
@@ -132,9 +134,21 @@ func (r *ExploreReport) Text() string {
 	return b.String()
 }
 
-// UsageText is "N calls, I→O tokens, $C".
+// UsageText is "N calls, I→O tokens, cost $C, R% of input from cache".
 func UsageText(u Usage) string {
-	return fmt.Sprintf("%d calls, %s→%s tokens, $%.4f", u.Calls, kilo(u.InputTokens), kilo(u.OutputTokens), u.CostUSD)
+	return fmt.Sprintf("%d calls, %s→%s tokens, %s", u.Calls, kilo(u.InputTokens), kilo(u.OutputTokens), llm.CostLine(u.CostUSD, callsUsage(u)))
+}
+
+// cacheShare is "R% of input from cache", worded as llm.CostLine words it.
+func cacheShare(u Usage) string {
+	_, share, _ := strings.Cut(llm.CostLine(0, callsUsage(u)), ", ")
+	return orDash(share)
+}
+
+// callsUsage is u as the API's usage: input tokens apart from the cache's.
+func callsUsage(u Usage) llm.Usage {
+	return llm.Usage{InputTokens: u.InputTokens - u.CacheReadTokens - u.CacheWriteTokens, OutputTokens: u.OutputTokens,
+		CacheReadInputTokens: u.CacheReadTokens, CacheCreationInputTokens: u.CacheWriteTokens}
 }
 
 func kilo(n int) string {

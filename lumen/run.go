@@ -49,6 +49,9 @@ type RunOptions struct {
 	// in a row up to MaxBackoff; defaults 30s and 30m. A success resets it.
 	Backoff, MaxBackoff time.Duration
 	OnCycle             func(*CycleReport)
+	// OnWait is told, before each wait between cycles, when the next
+	// cycle is due.
+	OnWait func(next time.Time)
 	// OnStep is told of every memory the run writes, as it is written.
 	OnStep func(Record)
 }
@@ -139,14 +142,53 @@ func (in *Instance) Run(ctx context.Context, ro RunOptions) (*RunReport, error) 
 	if ro.MaxBackoff <= 0 {
 		ro.MaxBackoff = 30 * time.Minute
 	}
-	rep := &RunReport{Started: in.opts.Now(), ByLoop: map[string]int{}}
-	start := time.Now()
-	base := in.Spent()
+	r := &runState{in: in, ctx: ctx, ro: ro, rep: &RunReport{Started: in.opts.Now(), ByLoop: map[string]int{}}, start: time.Now(), base: in.Spent()}
+	defer in.runClient(ctx, ro, r.base)()
+	in.observe, in.noReflect = ro.OnStep, ro.NoReflect
+	defer func() { in.observe, in.noReflect = nil, false }()
+	for n := 1; ro.Cycles <= 0 || n <= ro.Cycles; n++ {
+		if ctx.Err() != nil {
+			return r.interrupted()
+		}
+		if ro.For > 0 && time.Since(r.start) >= ro.For {
+			return r.finish(StopTimeLimit, fmt.Sprintf("ran for %s", ro.For))
+		}
+		if err := in.checkCaps(ctx, ro, r.base); err != nil {
+			var ce *capError
+			errors.As(err, &ce)
+			return r.finish(ce.which, err.Error())
+		}
+		if stop, rep, err := r.cycle(n); stop {
+			return rep, err
+		}
+		if ro.Cycles > 0 && n >= ro.Cycles {
+			break
+		}
+		pause := ro.Interval
+		if r.last.Failed != "" {
+			pause = max(pause, r.last.Backoff)
+		}
+		if ro.OnWait != nil && pause > 0 {
+			ro.OnWait(in.opts.Now().Add(pause))
+		}
+		if why, ok := r.wait(pause); !ok {
+			if why == StopInterrupted {
+				return r.interrupted()
+			}
+			return r.finish(why, "")
+		}
+	}
+	return r.finish(StopCycles, fmt.Sprintf("%d cycles", ro.Cycles))
+}
+
+// runClient gives the instance, for the run, a client that refuses a call
+// once a spend cap is reached and counts each answer toward the caps the
+// moment it arrives (a step's repair attempts and the create-skill loop
+// make several calls before the step charges them all). The function it
+// returns puts the instance's own client back.
+func (in *Instance) runClient(ctx context.Context, ro RunOptions, base Usage) func() {
 	client := *in.opts.Client
 	client.Provider = capped{Provider: client.Provider, check: func() error { return in.checkCaps(ctx, ro, base) }}
-	// Each answer counts toward the caps the moment it arrives: a step's
-	// repair attempts and the create-skill loop make several calls before
-	// the step charges them all.
 	observe := client.Observe
 	client.Observe = func(e llm.Event) {
 		if e.Kind == llm.EventResponse && e.Call != nil {
@@ -160,119 +202,113 @@ func (in *Instance) Run(ctx context.Context, ro RunOptions) (*RunReport, error) 
 	}
 	saved := in.opts.Client
 	in.opts.Client = &client
-	in.observe, in.noReflect = ro.OnStep, ro.NoReflect
-	defer func() {
-		in.opts.Client, in.observe, in.noReflect = saved, nil, false
-	}()
-	finish := func(why, detail string) (*RunReport, error) {
-		rep.Stopped, rep.Detail = why, detail
-		rep.Elapsed = time.Since(start)
-		rep.Usage = in.spentSince(base)
-		day, err := in.mem.Spend(context.WithoutCancel(ctx), memory.Day(in.opts.Now()))
-		rep.SpentDay = day
-		return rep, err
+	return func() { in.opts.Client = saved }
+}
+
+// runState is a run under way.
+type runState struct {
+	in       *Instance
+	ctx      context.Context
+	ro       RunOptions
+	rep      *RunReport
+	start    time.Time
+	base     Usage        // the instance's spend when the run began
+	last     *CycleReport // the last cycle run, nil before the first
+	failures int          // cycles failed in a row
+}
+
+// cycle runs cycle n and counts it; stop is true when the run ends with
+// it (a spend cap, or a failure that could not be recorded), with the
+// run's report and error.
+func (r *runState) cycle(n int) (stop bool, rep *RunReport, err error) {
+	in, ro := r.in, r.ro
+	cr, err := in.cycle(r.ctx, n, ro)
+	r.last = cr
+	r.rep.Cycles++
+	r.rep.ByLoop[cr.Loop]++
+	if cr.Idle != "" {
+		r.rep.Idle++
 	}
-	// wait sleeps d, or less when the time limit comes first; false when
-	// the run must stop instead.
-	wait := func(d time.Duration) (string, bool) {
-		limit := ""
-		if ro.For > 0 {
-			if left := ro.For - time.Since(start); left <= d {
-				d, limit = max(left, 0), StopTimeLimit
-			}
-		}
-		if d > 0 {
-			t := time.NewTimer(d)
-			defer t.Stop()
-			select {
-			case <-ctx.Done():
-				return StopInterrupted, false
-			case <-t.C:
-			}
-		}
-		return limit, limit == ""
-	}
-	// interrupted ends a run stopped by ctx, with a kernel memory saying
-	// where, unless the cycle under way already wrote one (it stopped
-	// between two of its steps): the signal may come between cycles, in
-	// the wait, or before the first.
-	var last *CycleReport
-	interrupted := func() (*RunReport, error) {
-		if !last.stopRecorded() {
-			where, after := "before its first cycle", 0
-			if last != nil {
-				where, after = fmt.Sprintf("between cycles, after cycle %d", last.N), last.N
-			}
-			if _, err := in.remember(memory.Kernel, "run", "interrupted",
-				fmt.Sprintf("interrupted: lumen run stopped %s at the user's request (Ctrl-C or SIGTERM); running it again goes on", where),
-				map[string]any{"after_cycle": after}); err != nil {
-				rep, ferr := finish(StopInterrupted, "")
-				return rep, errors.Join(fmt.Errorf("lumen run: recording where the run stopped: %w", err), ferr)
-			}
-		}
-		return finish(StopInterrupted, "")
-	}
-	failures := 0
-	for n := 1; ro.Cycles <= 0 || n <= ro.Cycles; n++ {
-		if ctx.Err() != nil {
-			return interrupted()
-		}
-		if ro.For > 0 && time.Since(start) >= ro.For {
-			return finish(StopTimeLimit, fmt.Sprintf("ran for %s", ro.For))
-		}
-		if err := in.checkCaps(ctx, ro, base); err != nil {
-			var ce *capError
-			errors.As(err, &ce)
-			return finish(ce.which, err.Error())
-		}
-		cr, err := in.cycle(ctx, n, ro)
-		last = cr
-		rep.Cycles++
-		rep.ByLoop[cr.Loop]++
-		if cr.Idle != "" {
-			rep.Idle++
-		}
-		var ce *capError
-		if errors.As(err, &ce) {
-			cr.Failed = err.Error()
-			if ro.OnCycle != nil {
-				ro.OnCycle(cr)
-			}
-			return finish(ce.which, err.Error())
-		}
-		if err != nil {
-			failures++
-			rep.Failed++
-			cr.Failed = err.Error()
-			cr.Backoff = min(ro.MaxBackoff, ro.Backoff<<min(failures-1, 20))
-			if _, werr := in.remember(memory.Kernel, "cycle", "lumen run",
-				fmt.Sprintf("CYCLE FAILED: cycle %d (%s loop): %v; failure %d in a row, waiting %s before the next cycle", n, cr.Loop, err, failures, cr.Backoff),
-				map[string]any{"loop": cr.Loop, "n": n, "failed": true, "error": err.Error(), "in_a_row": failures, "backoff_seconds": cr.Backoff.Seconds()}); werr != nil {
-				// Not even the failure can be written: nothing more can be done safely.
-				rep, ferr := finish(StopFailed, werr.Error())
-				return rep, errors.Join(fmt.Errorf("lumen run: cycle %d failed (%v) and the failure could not be recorded: %w", n, err, werr), ferr)
-			}
-		} else {
-			failures = 0
-		}
+	var ce *capError
+	if errors.As(err, &ce) {
+		cr.Failed = err.Error()
 		if ro.OnCycle != nil {
 			ro.OnCycle(cr)
 		}
-		if ro.Cycles > 0 && n >= ro.Cycles {
-			break
+		rep, ferr := r.finish(ce.which, err.Error())
+		return true, rep, ferr
+	}
+	if err != nil {
+		r.failures++
+		r.rep.Failed++
+		cr.Failed = err.Error()
+		cr.Backoff = min(ro.MaxBackoff, ro.Backoff<<min(r.failures-1, 20))
+		if _, werr := in.remember(memory.Kernel, "cycle", "lumen run",
+			fmt.Sprintf("CYCLE FAILED: cycle %d (%s loop): %v; failure %d in a row, waiting %s before the next cycle", n, cr.Loop, err, r.failures, cr.Backoff),
+			map[string]any{"loop": cr.Loop, "n": n, "failed": true, "error": err.Error(), "in_a_row": r.failures, "backoff_seconds": cr.Backoff.Seconds()}); werr != nil {
+			// Not even the failure can be written: nothing more can be done safely.
+			rep, ferr := r.finish(StopFailed, werr.Error())
+			return true, rep, errors.Join(fmt.Errorf("lumen run: cycle %d failed (%v) and the failure could not be recorded: %w", n, err, werr), ferr)
 		}
-		pause := ro.Interval
-		if cr.Failed != "" {
-			pause = max(pause, cr.Backoff)
-		}
-		if why, ok := wait(pause); !ok {
-			if why == StopInterrupted {
-				return interrupted()
-			}
-			return finish(why, "")
+	} else {
+		r.failures = 0
+	}
+	if ro.OnCycle != nil {
+		ro.OnCycle(cr)
+	}
+	return false, nil, nil
+}
+
+// finish ends the run: why it stopped, and what it and the day spent.
+func (r *runState) finish(why, detail string) (*RunReport, error) {
+	rep := r.rep
+	rep.Stopped, rep.Detail = why, detail
+	rep.Elapsed = time.Since(r.start)
+	rep.Usage = r.in.spentSince(r.base)
+	day, err := r.in.mem.Spend(context.WithoutCancel(r.ctx), memory.Day(r.in.opts.Now()))
+	rep.SpentDay = day
+	return rep, err
+}
+
+// wait sleeps d, or less when the time limit comes first; false when the
+// run must stop instead, with why.
+func (r *runState) wait(d time.Duration) (string, bool) {
+	limit := ""
+	if r.ro.For > 0 {
+		if left := r.ro.For - time.Since(r.start); left <= d {
+			d, limit = max(left, 0), StopTimeLimit
 		}
 	}
-	return finish(StopCycles, fmt.Sprintf("%d cycles", ro.Cycles))
+	if d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-r.ctx.Done():
+			return StopInterrupted, false
+		case <-t.C:
+		}
+	}
+	return limit, limit == ""
+}
+
+// interrupted ends a run stopped by ctx, with a kernel memory saying
+// where, unless the cycle under way already wrote one (it stopped between
+// two of its steps): the signal may come between cycles, in the wait, or
+// before the first.
+func (r *runState) interrupted() (*RunReport, error) {
+	if !r.last.stopRecorded() {
+		where, after := "before its first cycle", 0
+		if r.last != nil {
+			where, after = fmt.Sprintf("between cycles, after cycle %d", r.last.N), r.last.N
+		}
+		if _, err := r.in.remember(memory.Kernel, "run", "interrupted",
+			fmt.Sprintf("interrupted: lumen run stopped %s at the user's request (Ctrl-C or SIGTERM); running it again goes on", where),
+			map[string]any{"after_cycle": after}); err != nil {
+			rep, ferr := r.finish(StopInterrupted, "")
+			return rep, errors.Join(fmt.Errorf("lumen run: recording where the run stopped: %w", err), ferr)
+		}
+	}
+	return r.finish(StopInterrupted, "")
 }
 
 // stopRecorded reports whether the cycle wrote the kernel memory saying
@@ -440,6 +476,8 @@ func (in *Instance) Chat(ctx context.Context, input string) (*ActionReport, erro
 		return nil, err
 	}
 	in.beginTurn()
+	in.chatCtx = ctx
+	defer func() { in.chatCtx = nil }()
 	id, err := in.remember(memory.External, "chat", "chat", input, nil)
 	if err != nil {
 		return nil, err

@@ -276,7 +276,7 @@ func TestStepLinesAndTotalsShowTokensCostAndTheChoice(t *testing.T) {
 	if !strings.Contains(all, "think        1 call(s) 100.0k→10.0k tok $0.1500  THINK:") || !strings.Contains(all, `DECIDE: chose #1 "say hello"`) {
 		t.Fatalf("step lines:\n%s", all)
 	}
-	if !strings.Contains(cycle.Text(), "3 calls, 300.0k→30.0k tokens, $0.4500") {
+	if !strings.Contains(cycle.Text(), "3 calls, 300.0k→30.0k tokens, cost $0.4500, 0% of input from cache") {
 		t.Errorf("cycle header: %s", cycle.Text())
 	}
 	if !strings.Contains(rep.Text(), "run: 1 cycles (1 action, 0 explore; 0 idle, 0 failed)") || !strings.Contains(rep.Text(), "$0.4500") {

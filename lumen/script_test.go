@@ -20,6 +20,11 @@ type step struct {
 // answer scripts step's JSON answer v.
 func answer(name string, v any) step { return step{name: name, v: v, in: 1000, out: 100} }
 
+// estimated scripts step's JSON answer v with the usage the script's
+// simulated prompt cache estimates: what was read from the cache and
+// written to it.
+func estimated(name string, v any) step { return step{name: name, v: v} }
+
 // scripted builds a script provider from steps, in order.
 func scripted(t testing.TB, steps ...step) *script.Provider {
 	t.Helper()
@@ -31,6 +36,16 @@ func scripted(t testing.TB, steps ...step) *script.Provider {
 }
 
 func buildScript(steps []step) (*script.Provider, error) {
+	sc, err := buildScriptJSON(steps)
+	if err != nil {
+		return nil, err
+	}
+	return script.New(sc), nil
+}
+
+// buildScriptJSON is the script of steps, each answer matched to its
+// step's prompt.
+func buildScriptJSON(steps []step) (*script.Script, error) {
 	var entries []any
 	for _, s := range steps {
 		text, ok := s.v.(string)
@@ -41,23 +56,20 @@ func buildScript(steps []step) (*script.Provider, error) {
 			}
 			text = string(data)
 		}
+		response := map[string]any{"content": []map[string]any{{"type": "text", "text": text}}}
+		if s.in > 0 {
+			response["usage"] = map[string]any{"input_tokens": s.in, "output_tokens": s.out}
+		}
 		entries = append(entries, map[string]any{
-			"match": map[string]any{"system_contains": "step: " + s.name},
-			"response": map[string]any{
-				"content": []map[string]any{{"type": "text", "text": text}},
-				"usage":   map[string]any{"input_tokens": s.in, "output_tokens": s.out},
-			},
+			"match":    map[string]any{"system_contains": "step: " + s.name},
+			"response": response,
 		})
 	}
 	data, err := json.Marshal(map[string]any{"responses": entries})
 	if err != nil {
 		return nil, err
 	}
-	sc, err := script.Parse(data)
-	if err != nil {
-		return nil, err
-	}
-	return script.New(sc), nil
+	return script.Parse(data)
 }
 
 // withScript points the instance at p as its LLM.

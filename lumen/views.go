@@ -41,7 +41,10 @@ type Status struct {
 	// SpentToday is the LLM spend recorded in memory today (UTC), in US
 	// dollars, by every process.
 	SpentToday float64 `json:"spent_today_usd"`
-	StaleAfter int     `json:"stale_after_cycles"`
+	// UsageToday is what those calls add up to: tokens, and how many of
+	// the input tokens were read from the prompt cache.
+	UsageToday Usage `json:"usage_today"`
+	StaleAfter int   `json:"stale_after_cycles"`
 	// Confinement is how skills run: confined (with what), refused (not
 	// available here), or unconfined (--unconfined).
 	Confinement string `json:"confinement"`
@@ -151,6 +154,9 @@ func (in *Instance) Status(ctx context.Context) (*Status, error) {
 	if st.SpentToday, err = in.mem.Spend(ctx, memory.Day(now)); err != nil {
 		return nil, err
 	}
+	if st.UsageToday, err = in.mem.DayUsage(ctx, memory.Day(now)); err != nil {
+		return nil, err
+	}
 	return st, nil
 }
 
@@ -227,7 +233,11 @@ func (s *Status) Text() string {
 	fmt.Fprintf(&b, "memories  %d: self %d, goal %d, external %d, kernel %d\n", total,
 		s.Memories[memory.Self], s.Memories[memory.Goal], s.Memories[memory.External], s.Memories[memory.Kernel])
 	fmt.Fprintf(&b, "retrieval %s; index %s\n", s.Retrieval, s.Index)
-	fmt.Fprintf(&b, "spent     $%.4f today (UTC, recorded in memory)\n", s.SpentToday)
+	fmt.Fprintf(&b, "spent     $%.4f today (UTC, recorded in memory)", s.SpentToday)
+	if u := s.UsageToday; u.Calls > 0 {
+		fmt.Fprintf(&b, ": %d calls, %s", u.Calls, cacheShare(u))
+	}
+	b.WriteString("\n")
 	rows = nil
 	for _, f := range s.Failures {
 		rows = append(rows, fmt.Sprintf("%s %s: %s", f.When.UTC().Format("01-02 15:04"), f.Step, clip.Line(f.Error, 160)))

@@ -17,6 +17,7 @@ import (
 	"github.com/llmkernels/kernels/solve/planning"
 	"github.com/llmkernels/kernels/solve/resolver/claudecode"
 	"github.com/llmkernels/kernels/solve/resolver/codex"
+	"github.com/llmkernels/kernels/solve/resolver/mcptool"
 	"github.com/llmkernels/kernels/solve/resolver/selfmodel"
 	"github.com/llmkernels/kernels/solve/resolver/tool"
 	"github.com/llmkernels/kernels/solve/store"
@@ -128,13 +129,18 @@ type Options struct {
 	// Sandbox confines the commands a run starts (checks, plan steps,
 	// built and hired tools).
 	Sandbox Sandbox
+	// Stream, when set, receives claude-code-0's answers as they stream
+	// in, with the node and operation they are for.
+	Stream func(node, op string, d llm.Delta)
 }
 
 // loopOptions wires the resolver implementations into the loop.
 func (k *Kernel) loopOptions(o Options) loop.Options {
+	cc := claudecode.New(o.Client)
+	cc.OnDelta = o.Stream
 	res := map[string]loop.Resolver{
 		loop.SelfModelID:  selfmodel.New(k.st),
-		loop.ClaudeCodeID: claudecode.New(o.Client),
+		loop.ClaudeCodeID: cc,
 		loop.CodexToolsID: codex.New(o.Sandbox),
 	}
 	for id, r := range o.Resolvers {
@@ -142,6 +148,15 @@ func (k *Kernel) loopOptions(o Options) loop.Options {
 	}
 	return loop.Options{Resolvers: res, Progress: o.Progress, In: o.In, Workers: o.Workers,
 		Tool: func(e store.Resolver) (loop.Resolver, error) {
+			if t := loop.HiredMCP(e); t != nil {
+				// An MCP server's command is started by llm/mcp, outside
+				// the sandbox of the commands a run starts: only a person's
+				// --unconfined lets it run.
+				if t.Command != "" && !o.Sandbox.Unconfined {
+					return nil, loop.Permanent("confinement", fmt.Errorf("resolver %s needs --unconfined: its MCP server is a command (%s), which solve cannot confine; resume with --unconfined to use it, or hire the server by its URL", e.ID, t.Command))
+				}
+				return mcptool.New(e, *t), nil
+			}
 			if cmd, _ := e.Metadata["command"].(string); cmd == "" {
 				return nil, loop.Permanent("capability_mismatch", fmt.Errorf("resolver %q has no command to run in this kernel", e.ID))
 			}

@@ -106,6 +106,10 @@ type RunStatus struct {
 	// Held are the steps `solve worker` processes hold now (a PostgreSQL
 	// store with run --remote; empty otherwise).
 	Held []HeldStep `json:"held"`
+	// Confinement is how this machine confines the commands a run starts
+	// (checks, built and hired tools), as ConfinementText says it; a run
+	// started with --unconfined runs them as the user.
+	Confinement string `json:"confinement"`
 }
 
 // HeldStep is a node step a worker is running.
@@ -131,7 +135,7 @@ func (k *Kernel) Status(ctx context.Context, root string) (*RunStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &RunStatus{Result: *t.result, Nodes: []NodeStatus{}}
+	st := &RunStatus{Result: *t.result, Nodes: []NodeStatus{}, Confinement: ConfinementText()}
 	if st.Held, err = k.held(ctx, root); err != nil {
 		return nil, err
 	}

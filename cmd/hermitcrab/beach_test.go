@@ -46,6 +46,22 @@ func stopAtCleanup(t *testing.T, cmd *exec.Cmd, what string) {
 	})
 }
 
+// startReading starts cmd, its standard error the test's, and returns its
+// standard output; it is interrupted (and must exit 0) when the test ends.
+func startReading(t *testing.T, cmd *exec.Cmd, what string) io.Reader {
+	t.Helper()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopAtCleanup(t, cmd, what)
+	return stdout
+}
+
 // serveBeach runs `hermitcrab beach serve` on a free loopback port and
 // returns its URL; the server is interrupted when the test ends.
 func serveBeach(t *testing.T, args ...string) string {
@@ -56,16 +72,7 @@ func serveBeach(t *testing.T, args ...string) string {
 func startBeachProcess(t *testing.T, args ...string) (string, *exec.Cmd) {
 	t.Helper()
 	cmd := exec.Command(binary, append([]string{"--data", t.TempDir(), "beach", "serve", "--addr", "127.0.0.1:0"}, args...)...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stopAtCleanup(t, cmd, "beach serve")
-	line, err := bufio.NewReader(stdout).ReadString('\n')
+	line, err := bufio.NewReader(startReading(t, cmd, "beach serve")).ReadString('\n')
 	if err != nil {
 		t.Fatalf("beach serve printed no URL: %v", err)
 	}

@@ -38,6 +38,25 @@ type flags struct {
 	caps          hermitcrab.Caps
 	mcpTimeout    time.Duration
 	mcpConnector  bool
+	// live shows the answers as they stream and the progress lines
+	// between them, as --quiet and --verbose say; open makes it.
+	live *cli.Live
+	// headless: a command no person watches (wake --daemon) logs one
+	// line per call instead of showing progress.
+	headless bool
+}
+
+// logger is the log of a server or daemon, as --quiet and --verbose say:
+// warnings only, or also one line per LLM call and wake, or debug too.
+func (f *flags) logger(w io.Writer) *slog.Logger {
+	level := slog.LevelInfo
+	switch f.app.Output() {
+	case cli.Quiet:
+		level = slog.LevelWarn
+	case cli.Verbose:
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 }
 
 func main() {
@@ -51,12 +70,14 @@ own React interface with recompile.
 'hermitcrab serve' runs it as a local web server: open the URL it prints, give your
 API key once, and the instance boots and builds its interface in the page. The same
 kernel works from the terminal: blocks, bsp, prompt, boot and chat. See
-docs/hermitcrab.md.
+docs/hermitcrab.md. Try it without a key: 'hermitcrab serve --demo' (a scripted
+instance, offline and free).
 
 'hermitcrab beach' runs a beach where instances meet (signed passports, marks and
 messages over HTTP and MCP) and talks to one as this instance: its key, passport,
 marks, inbox and encrypted save points. See docs/hermitcrab-network.md.`)}
 	f.app.Provider.KeyHint = "store one with 'hermitcrab key set'"
+	f.app.Provider.Demo = "hermitcrab serve --demo"
 	pf := f.app.Root.PersistentFlags()
 	pf.StringVar(&f.data, "data", "", "data directory (default $HERMITCRAB_DATA, else $XDG_DATA_HOME/hermitcrab or ~/.local/share/hermitcrab)")
 	pf.StringVar(&f.shell, "shell", "", "seed an empty store from this shell file ({\"blocks\": {...}} or a map of blocks) instead of the default shell")
@@ -86,8 +107,15 @@ func (f *flags) open(cmd *cobra.Command, withLLM bool) (*hermitcrab.Kernel, erro
 		return nil, err
 	}
 	opts := f.kernelOptions()
-	progress := progressPrinter(cmd.ErrOrStderr())
-	if withLLM {
+	if f.live == nil {
+		f.live = cli.NewLive(cmd.OutOrStdout(), cmd.ErrOrStderr(), f.app.Output())
+	}
+	progress := progressPrinter(f.live, f.app.Output())
+	switch {
+	case f.headless:
+		// A daemon logs one line per call (with its tier) instead.
+		opts.Log, progress = f.logger(cmd.ErrOrStderr()), nil
+	case withLLM:
 		opts.Observe = progress
 	}
 	k, err := hermitcrab.Open(dir, opts)
@@ -97,21 +125,32 @@ func (f *flags) open(cmd *cobra.Command, withLLM bool) (*hermitcrab.Kernel, erro
 	if !withLLM {
 		return k, nil
 	}
-	// The Anthropic provider takes the key the kernel decides on: the
-	// environment's, else the one stored with `key set` or the web page.
+	if err := f.useClient(cmd, k); err != nil {
+		return nil, errors.Join(err, k.Close())
+	}
+	return k, nil
+}
+
+// useClient gives k the LLM client the provider flags describe. The
+// Anthropic provider takes the key the kernel decides on: the
+// environment's, else the one stored with `key set` or the web page.
+func (f *flags) useClient(cmd *cobra.Command, k *hermitcrab.Kernel) error {
 	key := ""
 	if f.app.Provider.Provider == provider.Anthropic {
+		var err error
 		if key, _, err = k.Secrets().APIKey(); err != nil {
-			return nil, errors.Join(err, k.Close())
+			return err
 		}
 	}
 	client, err := f.app.Provider.ClientWithKey(key, cmd.ErrOrStderr())
 	if err != nil {
-		return nil, errors.Join(err, k.Close())
+		return err
 	}
-	client.Observe = progress
+	if !f.headless { // a daemon logs a line per call instead (opts.Log)
+		client.Observe = progressPrinter(f.live, f.app.Output())
+	}
 	k.Conversation().SetClient(client)
-	return k, nil
+	return nil
 }
 
 // dataDir is --data, else the default data directory. Every command
@@ -225,7 +264,7 @@ func (f *flags) beachURL() string {
 func (f *flags) serveCommand() *cobra.Command {
 	var addr, token string
 	var allowHosts []string
-	var withMCP, noWake bool
+	var withMCP, noWake, demo bool
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the web shell: the instance boots and builds its React interface in your browser",
@@ -248,9 +287,24 @@ It also runs the wake triggers the instance wrote at wake 0.4 and 0.5 (see
 'hermitcrab wake'), unless --no-wake, and takes webhook posts at
 /hooks/NAME (authenticated with the secret 'hermitcrab wake hooks' prints).
 With --mcp, /mcp is an MCP endpoint over the instance's blocks for MCP
-clients holding its token (mcp_token in the data directory).`,
+clients holding its token (mcp_token in the data directory).
+
+It logs one line per LLM call (tier, model, tokens, cost and the share of input
+read from the prompt cache, seconds) and one per wake; with --quiet, warnings only.
+On the page, the strip shows what a call under way is doing (thinking, the tool it
+runs, the answer arriving).
+
+Try it without a key: --demo serves a scripted instance (in a new temporary
+data directory unless --data is given) that boots, builds its face and
+answers a few messages, offline and free; the page says it is a demo.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if demo {
+				if err := f.demoSetup(cmd, cmd.OutOrStdout()); err != nil {
+					return err
+				}
+				noWake = true
+			}
 			dir, err := f.dataDir()
 			if err != nil {
 				return err
@@ -267,10 +321,10 @@ clients holding its token (mcp_token in the data directory).`,
 			// Ctrl-C and SIGTERM cancel the context: the server finishes the
 			// requests in flight, closes the event streams and the store.
 			err = hermitcrab.Serve(cmd.Context(), hermitcrab.ServeOptions{
-				Addr: addr, Token: token, AllowHosts: allowHosts, DataDir: dir, Kernel: f.kernelOptions(), MCP: withMCP, NoWake: noWake,
+				Addr: addr, Token: token, AllowHosts: allowHosts, DataDir: dir, Kernel: f.kernelOptions(), MCP: withMCP, NoWake: noWake, Demo: demo,
 				KeyNeeded: p.Provider == provider.Anthropic, Provider: p.Provider, BaseURL: base, Betas: p.Betas,
 				NewClient: func(key string) (*llm.Client, error) { return p.ClientWithKey(key, errOut) },
-				Log:       slog.New(slog.NewTextHandler(errOut, nil)),
+				Log:       f.logger(errOut),
 			}, func(url string, k *hermitcrab.Kernel) {
 				fmt.Fprintf(cmd.OutOrStdout(), "hermitcrab is serving %s (data: %s); Ctrl-C or SIGTERM stops it\n", url, dir)
 				if withMCP {
@@ -287,6 +341,7 @@ clients holding its token (mcp_token in the data directory).`,
 	cmd.Flags().StringVar(&token, "token", "", "access token every request must carry (required off loopback; generated when empty)")
 	cmd.Flags().StringSliceVar(&allowHosts, "allow-host", nil, "further Host names the server answers to (name, *.domain or IP; repeatable); loopback names and the bound address always work")
 	cmd.Flags().BoolVar(&withMCP, "mcp", false, "serve an MCP endpoint over the instance's blocks at /mcp (token: mcp_token in the data directory)")
+	cmd.Flags().BoolVar(&demo, "demo", false, "try it without a key: serve a scripted instance (offline, free) that boots, builds its face and answers a few messages, in a new temporary data directory unless --data is given")
 	cmd.Flags().BoolVar(&noWake, "no-wake", false, "do not run the wake triggers in this process (another runs them, e.g. hermitcrab wake --daemon)")
 	return cmd
 }
@@ -602,7 +657,7 @@ without recompile is an error: no shell was built.`,
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "shell %d built (%d characters of JSX); cost $%.4f\n", res.Shell.ID, len(res.Shell.Source), res.Result.CostUSD)
+				fmt.Fprintf(cmd.ErrOrStderr(), "shell %d built (%d characters of JSX); %s\n", res.Shell.ID, len(res.Shell.Source), llm.CostLine(res.Result.CostUSD, res.Result.Usage))
 				if print {
 					fmt.Fprintln(cmd.OutOrStdout(), termtext.Block(res.Shell.Source))
 				}
@@ -623,8 +678,13 @@ func (f *flags) chatCommand() *cobra.Command {
 		Short: "Talk with the instance in the terminal (same callLLM path as the web shell); Ctrl-D ends",
 		Long: `Talk with the instance: each line you type is a user message sent through callLLM at the
 chosen tier, with the blocks compiled into the system prompt and the active tools.
-Tool calls are shown as they happen. The conversation is saved (under --conversation)
-and continues next time unless --new. Ctrl-D ends.`,
+The answer is printed as it arrives; the model's thinking shows on standard error as
+one dim line that updates in place (a plain "thinking…" line when standard error is
+not a terminal or NO_COLOR is set; nothing with --quiet), and each tool call as one
+line, then each API call's tokens and "cost $0.0123, 84% of input from cache". The
+conversation is saved (under --conversation) and continues next time unless --new.
+Ctrl-D ends. Ctrl-C during an answer stops it at once, saves nothing of that
+exchange (say it again next time) and exits 5.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkTier(tier); err != nil {
@@ -637,7 +697,7 @@ and continues next time unless --new. Ctrl-D ends.`,
 						return err
 					}
 				}
-				return chat(ctx, k, id, tier, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+				return chat(ctx, k, id, tier, f.live, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 			})
 		},
 	}
@@ -647,7 +707,7 @@ and continues next time unless --new. Ctrl-D ends.`,
 	return cmd
 }
 
-func chat(ctx context.Context, k *hermitcrab.Kernel, id string, tier int, in io.Reader, out, errOut io.Writer) error {
+func chat(ctx context.Context, k *hermitcrab.Kernel, id string, tier int, live *cli.Live, in io.Reader, out, errOut io.Writer) error {
 	// Lines are read in their own goroutine so that Ctrl-C or SIGTERM ends
 	// a chat waiting for input at once: a read from a terminal cannot be
 	// cancelled.
@@ -682,21 +742,24 @@ func chat(ctx context.Context, k *hermitcrab.Kernel, id string, tier int, in io.
 		if text == "" {
 			continue
 		}
-		res, err := k.Conversation().Say(ctx, id, text, hermitcrab.CallOptions{Tier: tier})
+		// The answer is shown as it streams; a failed or stopped call
+		// saves nothing (Say), so what was shown of it is only shown.
+		res, err := k.Conversation().Say(ctx, id, text, hermitcrab.CallOptions{Tier: tier, OnDelta: live.Delta})
+		shown := live.End()
 		printNotes(errOut, res)
 		if err != nil {
 			if ctx.Err() != nil {
-				return err
+				return fmt.Errorf("the answer was stopped; nothing of this exchange was saved: %w", err)
 			}
 			fmt.Fprintln(errOut, "error:", termtext.Line(err.Error()), "(nothing was saved; say it again)") // may quote the API or the model
 			continue
 		}
 		switch {
-		case res.Text != "":
+		case res.Text != "" && !shown:
 			fmt.Fprintln(out, termtext.Block(res.Text))
-		case res.Limit != "":
+		case res.Text == "" && res.Limit != "":
 			fmt.Fprintln(out, "(no reply yet: "+res.Limit+")")
-		default:
+		case res.Text == "" && !shown:
 			fmt.Fprintln(out, "(no reply: the LLM answered without text)")
 		}
 	}
@@ -711,11 +774,15 @@ func printNotes(w io.Writer, res *hermitcrab.CallResult) {
 	}
 }
 
-// progressPrinter shows LLM calls and tool calls as they happen.
-func progressPrinter(w io.Writer) func(llm.Event) {
+// progressPrinter shows LLM calls and tool calls as they happen, one line
+// each: a tool's answer only when it is an error, or with --verbose.
+func progressPrinter(live *cli.Live, level cli.Output) func(llm.Event) {
 	return func(e llm.Event) {
+		if e.Kind == llm.EventToolResult && !e.IsError && level < cli.Verbose {
+			return
+		}
 		if line, _, ok := hermitcrab.Describe(e); ok {
-			fmt.Fprintln(w, termtext.Line(line))
+			live.Line(line)
 		}
 	}
 }
@@ -777,16 +844,27 @@ The web page's 'reset tools' control (hermitcrab serve) does the same.`}
 	list := &cobra.Command{
 		Use: "list", Short: "Print the active tools, each with the size of its definition when it has one", Args: cobra.NoArgs,
 		Long: `Print the active tools, one a line, each with the size of its definition when
-set_tools gave one, then the total. With --json: {"tools": [{"name", "characters",
-"definition"}], "definition_characters"} (docs/configuration.md).`,
+set_tools gave one, then the total, and what the LLM calls of the last 7 days cost, with
+the share of their input read from the prompt cache (the tools are its first part).
+With --json: {"tools": [{"name", "characters", "definition"}], "definition_characters",
+"usage_7_days": {"calls", "tokens", "cost_usd"}} (docs/configuration.md).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withReady(cmd, true, func(k *hermitcrab.Kernel) error {
 				doc, err := k.Conversation().ToolList(cmd.Context())
 				if err != nil {
 					return err
 				}
+				// What the calls of the last week cost and read from the
+				// prompt cache, of which the tools are the first part.
+				week, err := k.Conversation().Usage(cmd.Context(), "", 7)
+				if err != nil {
+					return err
+				}
 				if *listJSON {
-					return cli.PrintJSON(cmd.OutOrStdout(), doc)
+					return cli.PrintJSON(cmd.OutOrStdout(), struct {
+						*hermitcrab.ToolList
+						Usage hermitcrab.Usage `json:"usage_7_days"`
+					}{doc, week})
 				}
 				w := cmd.OutOrStdout()
 				for _, t := range doc.Tools {
@@ -797,6 +875,7 @@ set_tools gave one, then the total. With --json: {"tools": [{"name", "characters
 					fmt.Fprintf(w, "%s (a definition of %d characters)\n", termtext.Line(t.Name), t.Characters)
 				}
 				fmt.Fprintf(w, "%d tools; definitions given with set_tools: %d characters\n", len(doc.Tools), doc.DefinitionCharacters)
+				fmt.Fprintf(w, "calls in the last 7 days: %d, %s\n", week.Calls, llm.CostLine(week.CostUSD, week.Tokens))
 				return nil
 			})
 		},

@@ -12,6 +12,7 @@ import (
 	"github.com/llmkernels/kernels/hermitcrab"
 	"github.com/llmkernels/kernels/internal/cli"
 	"github.com/llmkernels/kernels/internal/termtext"
+	"github.com/llmkernels/kernels/llm"
 )
 
 func (f *flags) wakeCommand() *cobra.Command {
@@ -52,7 +53,10 @@ triggers too while it runs.
 
 Without --daemon: one pass, for cron or another scheduler; it prints what fired. With
 --daemon: a pass every --interval until Ctrl-C or SIGTERM; with --addr it also takes
-webhook posts (and, with --mcp, serves the MCP endpoint over the blocks) there.
+webhook posts (and, with --mcp, serves the MCP endpoint over the blocks) there. The
+daemon logs one line per LLM call (tier, model, tokens, cost and the share of input
+read from the prompt cache, seconds) and prints one per wake; --quiet leaves the
+calls' lines out.
 'hermitcrab wake status' shows the triggers, their next due times and today's wakes;
 'hermitcrab wake hooks' the webhook URLs and secret.
 
@@ -68,19 +72,22 @@ With --json (one pass only): {"wakes": [...], "problems": [...], "errors": [...]
 			if interval <= 0 {
 				return cli.Usagef("--interval %s: give how often the triggers are checked, e.g. 15s", interval)
 			}
+			if daemon {
+				f.headless = true
+				return f.withDaemonKernel(cmd, interval, func(k *hermitcrab.Kernel) error {
+					return runDaemon(cmd, k, f.logger(cmd.ErrOrStderr()), addr, allowHosts, withMCP, interval)
+				})
+			}
 			return f.withKernel(cmd, true, func(k *hermitcrab.Kernel) error {
-				if !daemon {
-					r, err := k.Wakes().RunTriggers(cmd.Context())
-					if err != nil {
-						return err
-					}
-					if *asJSON {
-						return cli.PrintJSON(cmd.OutOrStdout(), r)
-					}
-					printReport(cmd.OutOrStdout(), r)
-					return nil
+				r, err := k.Wakes().RunTriggers(cmd.Context())
+				if err != nil {
+					return err
 				}
-				return runDaemon(cmd, k, addr, allowHosts, withMCP, interval)
+				if *asJSON {
+					return cli.PrintJSON(cmd.OutOrStdout(), r)
+				}
+				printReport(cmd.OutOrStdout(), r)
+				return nil
 			})
 		},
 	}
@@ -94,10 +101,9 @@ With --json (one pass only): {"wakes": [...], "problems": [...], "errors": [...]
 	return cmd
 }
 
-func runDaemon(cmd *cobra.Command, k *hermitcrab.Kernel, addr string, allowHosts []string, withMCP bool, interval time.Duration) error {
+func runDaemon(cmd *cobra.Command, k *hermitcrab.Kernel, log *slog.Logger, addr string, allowHosts []string, withMCP bool, interval time.Duration) error {
 	ctx := cmd.Context()
 	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	log := slog.New(slog.NewTextHandler(errOut, nil))
 	served := make(chan error, 1)
 	if addr != "" {
 		ready := make(chan string, 1)
@@ -118,6 +124,9 @@ func runDaemon(cmd *cobra.Command, k *hermitcrab.Kernel, addr string, allowHosts
 		served <- nil
 	}
 	fmt.Fprintf(out, "running the wake triggers of %s every %s; Ctrl-C or SIGTERM stops it\n", k.Dir(), interval)
+	if err := sayNoTriggers(ctx, out, k); err != nil {
+		return err
+	}
 	k.Wakes().Run(ctx, interval, func(r *hermitcrab.WakeReport, err error) {
 		if err != nil {
 			fmt.Fprintln(errOut, "error:", termtext.Line(err.Error())) // it may quote the API or the model
@@ -158,8 +167,9 @@ func (f *flags) wakeStatusCommand() *cobra.Command {
 		Short: "Show the triggers, their next due times, the caps in force and today's wakes",
 		Long: `Show the triggers read from wake 0.4 and 0.5 with their next due times and last
 errors, the lines the kernel cannot read, the daily caps in force, today's wakes and
-cost, and the recent wakes. With --json: {"triggers", "problems", "caps", "today",
-"recent"} (docs/configuration.md).`,
+cost (with the share of their input read from the prompt cache), and the recent
+wakes. With --json: {"triggers", "problems", "caps", "today", "recent"}
+(docs/configuration.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withReady(cmd, true, func(k *hermitcrab.Kernel) error {
@@ -187,7 +197,8 @@ cost, and the recent wakes. With --json: {"triggers", "problems", "caps", "today
 				for _, p := range s.Problems {
 					fmt.Fprintln(w, "problem:", termtext.Line(p))
 				}
-				fmt.Fprintf(w, "caps: %d wakes and $%.2f a day; today (%s): %d wakes, $%.4f\n", s.Caps.Wakes, s.Caps.CostUSD, s.Today.Day, s.Today.Wakes, s.Today.CostUSD)
+				fmt.Fprintf(w, "caps: %d wakes and $%.2f a day; today (%s): %d wakes, %s\n", s.Caps.Wakes, s.Caps.CostUSD, s.Today.Day, s.Today.Wakes,
+					llm.CostLine(s.Today.CostUSD, s.Today.Usage.Tokens))
 				for _, wk := range s.Recent {
 					line := termtext.Line(fmt.Sprintf("  #%d %s %s %s: %s", wk.ID, wk.At.Local().Format("2006-01-02 15:04"), wk.Where, wk.Status, wk.Reason))
 					if wk.Reply != "" {

@@ -335,3 +335,32 @@ func TestTheDefaultModelIsTheSharedOne(t *testing.T) {
 		t.Fatalf("lumen config: %v\n%s", err, out)
 	}
 }
+
+// lumen run says when the next cycle is due and prints a line per call
+// with its cost and cache share; --quiet leaves those lines out and keeps
+// the cycle blocks and the totals.
+func TestRunSaysWhenTheNextCycleIsDueUnlessQuiet(t *testing.T) {
+	bin := lumenBinary(t)
+	testdata, _ := filepath.Abs("../../lumen/testdata")
+	for _, quiet := range []bool{false, true} {
+		dir := filepath.Join(t.TempDir(), "mind")
+		if out, err := exec.Command(bin, "init", "--dir", dir).CombinedOutput(); err != nil {
+			t.Fatalf("init: %v\n%s", err, out)
+		}
+		args := []string{"run", "--dir", dir, "--cycles", "2", "--interval", "10ms", "--provider", "script", "--script", filepath.Join(testdata, "demo-run.json")}
+		if quiet {
+			args = append(args, "--quiet")
+		}
+		cmd := exec.Command(bin, args...)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("lumen %v: %v\n%s", args, err, errb.String())
+		}
+		said := strings.Contains(errb.String(), "next cycle at ") && strings.Contains(errb.String(), "explore scripted: ") &&
+			strings.Contains(errb.String(), "% of input from cache, ")
+		if said == quiet || !strings.Contains(out.String(), "cycle 2 · ") || !strings.Contains(out.String(), "stopped: cycles") {
+			t.Errorf("quiet %v: stdout:\n%s\nstderr:\n%s", quiet, out.String(), errb.String())
+		}
+	}
+}

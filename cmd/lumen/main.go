@@ -37,6 +37,10 @@ type options struct {
 	skillOutputCap int
 	reflectEvery   int
 	confine        *cli.ConfineFlags
+	// onProgress and onCall show the steps' calls as they happen (chat,
+	// run); nil for the commands that show none.
+	onProgress func(lumen.Progress)
+	onCall     func(lumen.CallReport)
 }
 
 func main() {
@@ -69,8 +73,11 @@ skills restore) refuse an instance this user cannot write before any model
 is called, changing nothing.
 
 Start with: lumen init --dir mind && lumen chat --dir mind
+Try it without a key: lumen run --demo, or lumen chat --demo (a scripted model,
+offline and free).
 Docs: docs/lumen.md. Provider flags: docs/configuration.md.`)
 	app.DefaultModels = defaultModels
+	app.Provider.Demo = "lumen run --demo"
 	o := &options{}
 	d := lumen.DefaultOptions()
 	pf := app.Root.PersistentFlags()
@@ -118,6 +125,7 @@ func (o *options) options(readOnly bool) (lumen.Options, error) {
 	opts := lumen.DefaultOptions()
 	opts.Python, opts.SkillTimeout, opts.SkillOutputCap, opts.ReflectEvery = o.python, o.skillTimeout, o.skillOutputCap, o.reflectEvery
 	opts.ReadOnly, opts.Unconfined, opts.SkillLimits = readOnly, o.confine.Unconfined, limits
+	opts.OnProgress, opts.OnCall = o.onProgress, o.onCall
 	if o.embeddingURL != "" {
 		key := envOr("LUMEN_EMBEDDING_KEY", os.Getenv("OPENAI_API_KEY"))
 		opts.Embedder = &lumen.Embedder{URL: o.embeddingURL, Model: o.embeddingModel, Key: key}
@@ -177,24 +185,43 @@ that already holds an instance.`,
 }
 
 func chatCommand(app *cli.App, o *options) *cobra.Command {
-	return &cobra.Command{
+	var demo demoFlags
+	cmd := &cobra.Command{
 		Use:   "chat",
 		Short: "Talk with the agent: each line you type runs the action loop; replies come through the chat skill",
 		Long: `Start a conversation (a REPL). Each line you type is stored as an external memory
 and runs the action loop (THINK, DECIDE, ACT, RECORD, then the reflection trigger).
 What the chosen skill shows you, normally the chat skill's reply, is printed as
-"lumen> …"; the decision and its B=MAP scores go to stderr. Ctrl-C, SIGTERM or
-end of input exits; during a turn, Ctrl-C or SIGTERM lets the current step
-finish first, and a second one quits at once. A line longer than 1 MiB is
-not sent (a paste gone wrong): the chat says so and goes on.`,
+"lumen> …"; the decision and its B=MAP scores go to stderr.
+
+While a step's answer arrives, stderr shows it as one dim line that updates in
+place (the step and the newest words of its thinking or of what it writes; one
+plain "think: thinking…" line on a pipe or with NO_COLOR), a line per tool call,
+and a line per call once answered: step, model, tokens, cost and the share of
+input read from the prompt cache, seconds. --quiet shows none of it.
+
+Ctrl-C, SIGTERM or end of input exits. During a turn, Ctrl-C or SIGTERM stops
+the call under way at once, keeps nothing of its answer (your input stays in
+memory) and exits with status 5; a second one quits at once. A line longer
+than 1 MiB is not sent (a paste gone wrong): the chat says so and goes on.
+
+Try it without a key: --demo makes a new instance and answers four lines
+from a script, offline and free.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
-			in, err := o.open(app, cmd.ErrOrStderr(), false)
+			ctx, out, errw := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+			if demo.on {
+				if err := demo.prepareChat(cmd, app, o); err != nil {
+					return err
+				}
+			}
+			lv := newLive(errw, app.Output())
+			o.onProgress, o.onCall = lv.progress, lv.call
+			in, err := o.open(app, errw, false)
 			if err != nil {
 				return err
 			}
 			defer func() { err = errors.Join(err, in.Close()) }()
-			ctx, out, errw := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 			lines := make(chan inputLine)
 			go func() {
 				defer close(lines)
@@ -237,6 +264,12 @@ not sent (a paste gone wrong): the chat says so and goes on.`,
 					continue
 				}
 				rep, err := in.Chat(ctx, line)
+				lv.clear()
+				if ctx.Err() != nil {
+					// Ctrl-C during the turn: the answer under way was dropped.
+					fmt.Fprintln(errw, "lumen: stopped during the turn: nothing of the answer under way is kept (your input is in memory)")
+					return cli.Exit(cli.ExitStopped, nil)
+				}
 				if rep != nil {
 					fmt.Fprintln(errw, termtext.Block(rep.Text()))
 					if reply := rep.Reply(); reply != "" {
@@ -251,6 +284,8 @@ not sent (a paste gone wrong): the chat says so and goes on.`,
 			}
 		},
 	}
+	cmd.Flags().BoolVar(&demo.on, "demo", false, "try it without a key: make a new instance (in --dir if given, else a new temporary directory) that answers four lines from a script, offline and free")
+	return cmd
 }
 
 // maxChatInput is the longest line chat sends as one input: longer is a
@@ -288,8 +323,9 @@ func readLine(rd *bufio.Reader, max int) (inputLine, error) {
 	}
 }
 
-func isTerminal(r io.Reader) bool {
-	f, ok := r.(*os.File)
+// isTerminal reports whether v, an input or an output, is a terminal.
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
 	if !ok {
 		return false
 	}
@@ -303,6 +339,7 @@ const defaultInterval = 5 * time.Minute
 
 func runCommand(app *cli.App, o *options) *cobra.Command {
 	ro := lumen.RunOptions{}
+	var demo demoFlags
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run the internal loop until stopped: action and explore cycles, alternating, with reflection when triggered",
@@ -320,24 +357,45 @@ with --prices). A cycle that fails (a skill, a malformed answer, the provider) i
 recorded as a kernel memory and the loop goes on, waiting --backoff after the
 first failure, twice as long after each further one in a row (at most 30m).
 
-Prints a line per memory written (stderr: time, author, step, the tokens and
-cost of the LLM calls it records, what it says), a block per cycle (stdout:
-time, duration, calls, tokens, cost, the choice and its scores) and the
-totals at the end. Exit status 0 when --cycles ran out, 5 when a signal, --for
-or a spend cap stopped it (run again to go on).`,
+Prints a line per model call (stderr: step, model, tokens, cost and the share
+of input read from the prompt cache, seconds), a line per memory written
+(stderr: time, author, step, the tokens and cost of the calls it records, what
+it says), when the next cycle is due, a block per cycle (stdout: time,
+duration, calls, tokens, cost, the choice and its scores) and the totals at
+the end; --quiet leaves the stderr lines out. Exit status 0 when --cycles ran out, 5 when a signal, --for
+or a spend cap stopped it (run again to go on).
+
+Try it without a key: --demo makes a new instance, talks with it for two
+turns and runs two cycles on a scripted model, offline and free.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			if err := ro.Check(); err != nil {
 				return err // before the instance is opened
 			}
+			if demo.on {
+				if err := demo.prepareRun(cmd, app, o, &ro); err != nil {
+					return err
+				}
+				defer func() {
+					if err == nil {
+						demo.done(cmd.OutOrStdout(), o.dir)
+					}
+				}()
+			}
+			o.onCall = newLive(cmd.ErrOrStderr(), app.Output()).call
 			in, err := o.open(app, cmd.ErrOrStderr(), false)
 			if err != nil {
 				return err
 			}
 			defer func() { err = errors.Join(err, in.Close()) }()
 			out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
-			ro.OnStep = func(r lumen.Record) { fmt.Fprintln(errw, termtext.Line(lumen.StepLine(r))) }
 			ro.OnCycle = func(r *lumen.CycleReport) { fmt.Fprintln(out, termtext.Block(r.Text())) }
+			if app.Output() >= cli.Normal {
+				ro.OnStep = func(r lumen.Record) { fmt.Fprintln(errw, termtext.Line(lumen.StepLine(r))) }
+				ro.OnWait = func(next time.Time) {
+					fmt.Fprintf(errw, "next cycle at %s (in %s); Ctrl-C stops\n", next.Local().Format("15:04:05"), cli.Duration(time.Until(next)))
+				}
+			}
 			rep, err := in.Run(cmd.Context(), ro)
 			if rep != nil {
 				fmt.Fprintln(out, termtext.Block(rep.Text()))
@@ -356,6 +414,7 @@ or a spend cap stopped it (run again to go on).`,
 	f.Float64Var(&ro.MaxCostDay, "max-cost-day", 0, "stop once today's LLM spend (UTC, every process, from the memory records) reaches this many US dollars (0: no cap)")
 	f.BoolVar(&ro.NoReflect, "no-reflect", false, "never enter the reflection loop (the reflexivity ablation); recorded on every cycle")
 	f.DurationVar(&ro.Backoff, "backoff", 30*time.Second, "wait after a failed cycle, doubling while failures repeat (at most 30m; 0: 30s)")
+	cmd.Flags().BoolVar(&demo.on, "demo", false, fmt.Sprintf("try it without a key: make a new instance (in --dir if given, else a new temporary directory), talk with it for two turns and run %d cycles, on a scripted model, offline and free", demoCycles))
 	return cmd
 }
 

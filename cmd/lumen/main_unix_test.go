@@ -3,16 +3,21 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/llmkernels/kernels/internal/cli/clitest"
+	"github.com/llmkernels/kernels/llm/llmtest"
+	"github.com/llmkernels/kernels/llm/script"
 )
 
 // SIGTERM ends a chat as Ctrl-C does: cleanly, exit 0; command-line
@@ -74,5 +79,46 @@ func TestRunInterruptedBetweenCyclesRecordsWhereItStopped(t *testing.T) {
 	}
 	if n := strings.Count(string(out), `"situation": "interrupted"`); n != 1 {
 		t.Errorf("%d interrupted memories, want 1:\n%s", n, out)
+	}
+}
+
+// Ctrl-C while a turn's answer streams in (here the stream stalls after
+// the thinking began) stops the call at once and exits 5, saying nothing
+// of the answer is kept; on a pipe the thinking shows as one plain line.
+func TestChatCtrlCDuringTheAnswerExits5(t *testing.T) {
+	bin, dir := lumenInstance(t)
+	sc, err := script.Parse([]byte(`{"responses":[{"content":[{"type":"thinking","thinking":"Who is there?","signature":"c2ln"},{"type":"text","text":"{}"}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := llmtest.NewServer(sc)
+	defer srv.Close()
+	srv.BreakStream(llmtest.StreamFault{After: 4, Stall: 30 * time.Second})
+	cmd := exec.Command(bin, "chat", "--dir", dir, "--provider", "anthropic", "--model", "claude-sonnet-4-5", "--base-url", srv.URL)
+	cmd.Env = append(os.Environ(), "ANTHROPIC_API_KEY=test-key")
+	cmd.Stdin = strings.NewReader("Hello?\n")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	errs := bufio.NewReader(stderr)
+	clitest.Until(t, errs, "think: thinking…\n")
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	rest, _ := io.ReadAll(errs)
+	_ = cmd.Wait() // the exit status is checked below
+	if code := cmd.ProcessState.ExitCode(); code != 5 || !strings.Contains(string(rest), "nothing of the answer under way is kept") {
+		t.Fatalf("exit %d after Ctrl-C mid-answer; stderr:\n%s", code, rest)
+	}
+	out, err := exec.Command(bin, "memory", "--all", "--dir", dir).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), "THINK:") || !strings.Contains(string(out), "interrupted: stopped during THINK") {
+		t.Fatalf("the memories after the interrupted turn:\n%s", out)
 	}
 }

@@ -30,6 +30,10 @@ var solveBin string
 // takes the one SOLVE_TEST_BIN names (to run these tests against another
 // build, e.g. main's, and see which fail).
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == mcpServerArg {
+		serveMCP() // this binary started as a stdio MCP server (mcp_test.go)
+		return
+	}
 	dir, err := os.MkdirTemp("", "solve-cli")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -194,6 +194,10 @@ func (n *masker) value(dec *json.Decoder, out *bytes.Buffer, key, indent string)
 		}
 		out.WriteString(end)
 	case string:
+		if key == "confinement" { // what this machine offers
+			str("<machine>")
+			break
+		}
 		str(n.text(x))
 	case json.Number:
 		if slices.Contains(varying, key) || strings.HasSuffix(key, "_seconds") {

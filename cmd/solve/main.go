@@ -55,8 +55,11 @@ before anything is spent (exit 2); a run that runs out of money or time asks a
 person and waits (exit 4); Ctrl-C or SIGTERM stops a run (exit 5), and after
 that or a kill -9 'solve resume' continues it; a database this user cannot
 write still works for the commands that only read. Planning and running call
-your model: check the set-up with 'solve ping'. Guide: docs/solve.md.`)
+your model: check the set-up with 'solve ping'. Try it without a key: 'solve
+run --demo' runs a small goal end to end on a scripted model, offline and
+free. Guide: docs/solve.md.`)
 	app.DefaultModels = defaultModels
+	app.Provider.Demo = "solve run --demo"
 	app.Root.AddCommand(planCommand(app), checkCommand(), evalCommand(app), runCommand(app), resumeCommand(app), workerCommand(app), statusCommand(), logCommand(),
 		resolversCommand(), kgCommand(), hireCommand(), artifactsCommand(), reportCommand())
 	cli.OptionFlags(app.Root, optionFlags)
@@ -387,15 +390,27 @@ func runOptions(cmd *cobra.Command, app *cli.App, workers int) (solve.Options, s
 	if model == "" {
 		model = defaultModels[app.Provider.Provider]
 	}
-	progress := termtext.NewWriter(cmd.ErrOrStderr()) // the live view and the questions quote the model
+	level := app.Output()
+	view := newLiveView(cmd.ErrOrStderr(), level) // the live view and the questions quote the model: inert
 	// A retry's wait (a 529's retry-after may be long) is said in the live
-	// view, so a run that seems idle says why.
+	// view, so a run that seems idle says why; --verbose adds each answer.
 	client.Observe = func(e llm.Event) {
-		if e.Kind == llm.EventRetry {
-			fmt.Fprintf(progress, "solve: %s: %v; retrying in %s\n", e.Model, e.Err, e.Wait.Round(time.Millisecond))
+		switch {
+		case e.Kind == llm.EventRetry:
+			_, _ = fmt.Fprintf(view, "solve: %s: %v; retrying in %s\n", e.Model, e.Err, e.Wait.Round(time.Millisecond)) // the live view is best effort
+		case e.Kind == llm.EventResponse && level >= cli.Verbose && e.Call != nil:
+			_, _ = fmt.Fprintf(view, "solve: %s\n", cli.ReceivedLine(e.Call))
 		}
 	}
-	return solve.Options{Client: client, Progress: progress, In: cmd.InOrStdin(), Workers: workers}, model, nil
+	return solve.Options{Client: client, Progress: view, Stream: view.delta, In: cmd.InOrStdin(), Workers: workers}, model, nil
+}
+
+// clearLive takes the live view's streaming line off the terminal, before
+// the run's result or an error is printed.
+func clearLive(o solve.Options) {
+	if v, ok := o.Progress.(*liveView); ok {
+		v.clear()
+	}
 }
 
 func printResult(w io.Writer, r *solve.Result) {
@@ -411,12 +426,23 @@ func printResult(w io.Writer, r *solve.Result) {
 		fmt.Fprintf(w, "the goal was not achieved; see 'solve status %s' and 'solve log --node ID'\n", r.RootID)
 	}
 	fmt.Fprintf(w, "LLM calls: %d · spent $%.4f of $%.2f%s · nodes %d\n", r.LLMCalls, r.SpentUSD, r.AllocatedUSD, solve.UnknownNote(r.SpentUSD, r.UnknownUSD), r.Nodes)
+	if r.LLMCalls > 0 {
+		fmt.Fprintln(w, tokenLine(r))
+	}
+}
+
+// tokenLine is a run's tokens and its cost line (llm.CostLine: the share
+// of the input read from the prompt cache).
+func tokenLine(r *solve.Result) string {
+	return fmt.Sprintf("tokens %d in (%d written to the cache, %d read from it), %d out · %s",
+		r.InputTokens+r.CacheWriteTokens+r.CacheReadTokens, r.CacheWriteTokens, r.CacheReadTokens, r.OutputTokens, llm.CostLine(r.SpentUSD, r.Usage()))
 }
 
 // reportFlags are --report FILE and --no-report.
 type reportFlags struct {
 	out  string
 	skip bool
+	dir  string // where the default name goes ("": the current directory)
 }
 
 func (f *reportFlags) add(cmd *cobra.Command) {
@@ -432,7 +458,7 @@ func (f *reportFlags) write(cmd *cobra.Command, k *solve.Kernel, root string) {
 	}
 	out := f.out
 	if out == "" {
-		out = "run-" + solve.ShortID(root) + ".json"
+		out = filepath.Join(f.dir, "run-"+solve.ShortID(root)+".json")
 	}
 	r, err := k.Report(cmd.Context(), root)
 	if err == nil {
@@ -476,10 +502,11 @@ func runCommand(app *cli.App) *cobra.Command {
 		db      string
 		remote  bool
 		report  reportFlags
+		demo    demoFlags
 	)
 	var confine *cli.ConfineFlags // set below, read when the command runs
 	cmd := &cobra.Command{
-		Use:   "run GOAL",
+		Use:   "run GOAL | run --demo [DIR]",
 		Short: "Run the SOLVE loop on a goal: resolve, verify, decompose, BUILD tools, HIRE a human",
 		Long: `Run the SOLVE loop (spec §5). The goal is the root node; each node goes
 pending → identifying_constraints → selecting_constraints → selecting_resolver →
@@ -543,9 +570,15 @@ another process took the run over (resume it), 1 any other failure, 2 a mistake
 on the command line.`,
 		Example: `  solve run "Add Mean and Median to package stats, with tests" --workspace ./ws --budget 2 --time 30m
   solve run "Design a 4-layer PCB for a 48V→12V 10A buck converter" --budget 5 --time 1h --constraint "passes thermal test at 60°C"`,
-		Args: cobra.ExactArgs(1),
+		Args: demo.args,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req.Goal = args[0]
+			if demo.on {
+				if err := demo.prepare(cmd, app, args, &req, &timeCap, &db, &report); err != nil {
+					return err
+				}
+			} else {
+				req.Goal = args[0]
+			}
 			d, err := time.ParseDuration(timeCap)
 			if err != nil {
 				return cli.Usagef("--time %q: %v; give a duration such as 30m", timeCap, err)
@@ -571,6 +604,7 @@ on the command line.`,
 			if err != nil {
 				return err
 			}
+			defer clearLive(opts)
 			if opts.Sandbox, err = sandboxOf(cmd, confine); err != nil {
 				return err
 			}
@@ -593,13 +627,18 @@ on the command line.`,
 				if err != nil {
 					return stopped(err)
 				}
+				clearLive(opts)
 				printResult(cmd.OutOrStdout(), r)
 				report.write(cmd, k, r.RootID)
+				if demo.on {
+					demo.done(cmd.OutOrStdout(), r.RootID)
+				}
 				return outcomeStatus(r)
 			})
 		},
 	}
 	report.add(cmd)
+	demo.add(cmd)
 	f := cmd.Flags()
 	f.StringArrayVar(&req.Constraints, "constraint", nil, "an irreducible core constraint in words (repeatable)")
 	f.StringArrayVar(&req.Suggest, "suggest", nil, "a human idea: scored against the constraints as an attempt of its own, like any candidate, and given to resolvers as an input (repeatable)")
@@ -621,6 +660,7 @@ func resumeCommand(app *cli.App) *cobra.Command {
 		workers int
 		remote  bool
 		report  reportFlags
+		demo    demoFlags
 	)
 	var confine *cli.ConfineFlags // set below, read when the command runs
 	cmd := &cobra.Command{
@@ -650,6 +690,7 @@ for a human, 5 stopped.`,
 			if err != nil {
 				return err
 			}
+			defer clearLive(opts)
 			if opts.Sandbox, err = sandboxOf(cmd, confine); err != nil {
 				return err
 			}
@@ -663,13 +704,18 @@ for a human, 5 stopped.`,
 				if err != nil {
 					return stopped(err)
 				}
+				clearLive(opts)
 				printResult(cmd.OutOrStdout(), r)
 				report.write(cmd, k, r.RootID)
+				if demo.on {
+					demo.done(cmd.OutOrStdout(), r.RootID)
+				}
 				return outcomeStatus(r)
 			})
 		},
 	}
 	report.add(cmd)
+	demo.add(cmd)
 	dbFlag(cmd, &db)
 	cmd.Flags().IntVar(&workers, "workers", 0, fmt.Sprintf("steps run at once (0 = as the run was started; without --workers then, 1, or %d with --remote)", solve.RemoteInFlight))
 	cmd.Flags().BoolVar(&remote, "remote", false, "send the steps to 'solve worker' processes through --db postgres://… (as solve run --remote)")
@@ -728,6 +774,7 @@ mistake on the command line, 1 any other failure.`,
 			if err != nil {
 				return err
 			}
+			defer clearLive(opts)
 			if opts.Sandbox, err = sandboxOf(cmd, confine); err != nil {
 				return err
 			}
@@ -883,6 +930,7 @@ func hireCommand() *cobra.Command {
 		addTime                    time.Duration
 		decline, all               bool
 		asJSON                     *bool
+		mcpFlags                   = &hireMCPFlags{}
 	)
 	cmd := &cobra.Command{
 		Use:   "hire [REQUEST]",
@@ -893,7 +941,9 @@ similar past resolutions, and the nodes waiting on it (nodes of a run meeting
 the same gap share one request). With REQUEST (an id prefix) answer it, for
 every node waiting on it, with exactly one
 of --resolver-command (registered as a reusable resolver providing the
-capability: toolization, never a one-off answer), --add-budget/--add-time, or
+capability: toolization, never a one-off answer), --mcp URL or --mcp-command
+CMD with --tool NAME (a tool of an MCP server, registered the same way; the
+route's parameters are its arguments), --add-budget/--add-time, or
 --decline (that request fingerprint is never asked again). Then 'solve resume'.
 
 The listing only reads: it opens the database read-only (it works on a copy of
@@ -903,7 +953,7 @@ The answer flags without REQUEST are refused (exit 2), nothing written.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				var given []string
-				for _, name := range []string{"resolver-command", "label", "add-budget", "add-time", "decline", "reason", "allow-network"} {
+				for _, name := range []string{"resolver-command", "label", "add-budget", "add-time", "decline", "reason", "allow-network", "mcp", "mcp-command", "tool", "cost-per-call", "latency"} {
 					if cmd.Flags().Changed(name) {
 						given = append(given, "--"+name)
 					}
@@ -939,14 +989,21 @@ The answer flags without REQUEST are refused (exit 2), nothing written.`,
 				return err
 			}
 			set := 0
-			for _, b := range []bool{command != "", addUSD > 0 || addTime > 0, decline} {
+			for _, b := range []bool{command != "", mcpFlags.url != "" || mcpFlags.command != "", addUSD > 0 || addTime > 0, decline} {
 				if b {
 					set++
 				}
 			}
 			if set != 1 {
-				return cli.Usagef("answer with exactly one of --resolver-command CMD, --add-budget USD (and/or --add-time), or --decline")
+				return cli.Usagef("answer with exactly one of --resolver-command CMD, --mcp URL (or --mcp-command CMD), --add-budget USD (and/or --add-time), or --decline")
 			}
+			// The server is asked for its tools only once the answer is
+			// known to be well formed: nothing is started for a usage error.
+			hired, err := mcpAnswer(cmd, mcpFlags)
+			if err != nil {
+				return err
+			}
+			answer.MCP = hired
 			return withKernel(cmd.Context(), db, false, func(k *solve.Kernel) error {
 				done, err := k.Answer(cmd.Context(), args[0], answer)
 				if err != nil {
@@ -961,6 +1018,7 @@ The answer flags without REQUEST are refused (exit 2), nothing written.`,
 	asJSON = cli.JSONFlag(cmd)
 	f := cmd.Flags()
 	f.StringVar(&command, "resolver-command", "", "register this shell command (run in the workspace) as a resolver for the capability")
+	mcpFlags.add(f)
 	f.StringVar(&label, "label", "", "label of the registered resolver")
 	f.StringVar(&allowNetwork, "allow-network", "", "let the registered command reach the network: all (the flag alone), or host:port entries, comma-separated (only the ports are enforced)")
 	f.Lookup("allow-network").NoOptDefVal = solve.AllNetwork
@@ -1076,6 +1134,9 @@ func printStatus(out io.Writer, st *solve.RunStatus) {
 		fmt.Fprintf(w, " ($%.4f held by calls in flight)", r.ReservedUSD)
 	}
 	fmt.Fprintf(w, " · LLM calls %d · open requests %d\n", r.LLMCalls, r.OpenRequests)
+	if r.LLMCalls > 0 {
+		fmt.Fprintln(w, tokenLine(&r))
+	}
 }
 
 // clock is a stored UTC timestamp in local time, to the second.

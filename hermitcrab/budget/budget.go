@@ -44,9 +44,10 @@ type Budget struct {
 
 	mu       sync.Mutex
 	spent    float64
-	held     float64 // reserved by the requests under way
-	answers  int     // responses received
-	refusal  string  // the first request refused, said in the wake's record
+	usage    llm.Usage // the answers' tokens, summed
+	held     float64   // reserved by the requests under way
+	answers  int       // responses received
+	refusal  string    // the first request refused, said in the wake's record
 	unpriced map[string]bool
 }
 
@@ -168,6 +169,7 @@ func (b *Budget) settle(held float64, model string, u *llm.Usage) {
 	}
 	cost, _ := llm.PriceTable{"": b.price(model)}.Cost(model, *u)
 	b.spent += cost
+	b.usage = b.usage.Add(*u)
 	b.answers++
 	total := b.spent
 	b.mu.Unlock()
@@ -181,6 +183,14 @@ func (b *Budget) Spent() float64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.spent
+}
+
+// Usage is the tokens of the wake's answers so far, summed, and how many
+// requests were answered.
+func (b *Budget) Usage() (llm.Usage, int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.usage, b.answers
 }
 
 // Answered reports whether any request of the wake got an answer.
@@ -256,4 +266,10 @@ func (p meteredProvider) Messages(ctx context.Context, req *llm.Request) (*llm.R
 	}
 	p.b.settle(held, req.Model, &resp.Usage)
 	return resp, nil
+}
+
+// Carried reports whether ctx carries a budget: the call is a wake's.
+func Carried(ctx context.Context) bool {
+	b, _ := ctx.Value(budgetKey{}).(*Budget)
+	return b != nil
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/llmkernels/kernels/hermitcrab/prompt"
 	"github.com/llmkernels/kernels/hermitcrab/shell"
 	"github.com/llmkernels/kernels/llm"
+	"github.com/llmkernels/kernels/llm/script"
 	"github.com/llmkernels/kernels/pscale"
 )
 
@@ -77,7 +79,7 @@ func BenchmarkBootTools(b *testing.B) {
 
 // benchKernel opens a ready kernel on the default shell whose LLM answers
 // at once.
-func benchKernel(b *testing.B) (*Kernel, *instant) {
+func benchKernel(b testing.TB) (*Kernel, *instant) {
 	p := &instant{}
 	k, err := Open(b.TempDir(), Options{Client: &llm.Client{Provider: p}, ServerTools: true})
 	if err != nil {
@@ -129,4 +131,67 @@ func BenchmarkConversationalCall(b *testing.B) {
 	b.ReportMetric(float64(messages), "messages_tokens")
 	b.ReportMetric(float64(system+tools+messages), "input_tokens")
 	b.ReportMetric(float64(len(sent.Messages)), "messages")
+}
+
+// usageByModel wraps a provider and sums the usage of its answers to one
+// model.
+type usageByModel struct {
+	inner llm.Provider
+	model string
+	mu    sync.Mutex
+	usage llm.Usage
+	calls int
+}
+
+func (p *usageByModel) Messages(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	resp, err := p.inner.Messages(ctx, req)
+	if err == nil && req.Model == p.model {
+		p.mu.Lock()
+		p.usage, p.calls = p.usage.Add(resp.Usage), p.calls+1
+		p.mu.Unlock()
+	}
+	return resp, err
+}
+
+// BenchmarkChatCache runs a 30-exchange chat at the present tier on the
+// default shell (chatScript: replies of about 600 characters, a tool call
+// every third exchange) against the scripted provider's simulation of the
+// API's prompt cache (the one llmtest serves: byte-identical prefixes,
+// breakpoints, lookback, the model's minimum, 2,048 tokens for
+// claude-sonnet-4-6) and reports, over the chat's requests, the share of
+// input read from the cache (target ≥ 75%) and the effective input tokens
+// per request, uncached + 1.25 × written + 0.1 × read (target ≤ 40% of
+// the figure before the window kept its prefix). Sizes and shares do not
+// vary with the machine's load.
+func BenchmarkChatCache(b *testing.B) {
+	const n = 30
+	var rec *usageByModel
+	for b.Loop() {
+		p, err := script.Parse([]byte(chatScript(n)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		rec = &usageByModel{inner: script.New(p), model: "claude-sonnet-4-6"}
+		k, err := Open(b.TempDir(), Options{Client: &llm.Client{Provider: rec}, ServerTools: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		if err := k.Ready(ctx); err != nil {
+			b.Fatal(err)
+		}
+		for i := 1; i <= n; i++ {
+			if _, err := k.Conversation().Say(ctx, "c", chatLine(i), CallOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := k.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	u := rec.usage
+	b.ReportMetric(100*u.CacheReadShare(), "read_share_%")
+	b.ReportMetric(u.EffectiveInputTokens()/float64(rec.calls), "effective_input_tokens/request")
+	b.ReportMetric(float64(u.PromptTokens())/float64(rec.calls), "input_tokens/request")
+	b.ReportMetric(float64(rec.calls), "requests")
 }

@@ -140,6 +140,10 @@ type CallOptions struct {
 	// Tools are added to the active tools for this call only (an inbox
 	// wake gets the tools to answer with).
 	Tools []string
+	// OnDelta, when set, receives each answer's pieces as they arrive
+	// (llm.Request.OnDelta): text, thinking and tool input, and a restart
+	// when a broken answer is asked for again.
+	OnDelta func(llm.Delta)
 }
 
 // CallResult is what a call did.
@@ -165,16 +169,16 @@ type CallResult struct {
 // of the reply to the history block. Everything is read anew on every call,
 // so the LLM's writes to its wake block steer the next call.
 func (c *Caller) Call(ctx context.Context, messages []llm.Message, opts CallOptions) (*CallResult, error) {
-	client := budget.Meter(ctx, c.Client())
+	tier := opts.Tier
+	if tier == 0 {
+		tier = prompt.Present
+	}
+	client := c.llmClient(ctx, tier)
 	if client == nil {
 		return nil, ErrNoClient
 	}
 	if err := c.blocks.Ready(ctx); err != nil {
 		return nil, err
-	}
-	tier := opts.Tier
-	if tier == 0 {
-		tier = prompt.Present
 	}
 	params, err := c.tierParams(c.blocks.Source(ctx), tier)
 	if err != nil {
@@ -198,6 +202,12 @@ func (c *Caller) Call(ctx context.Context, messages []llm.Message, opts CallOpti
 		Messages:   kept,
 		Tools:      server,
 		MCPServers: state.mcpServers,
+		OnDelta:    opts.OnDelta,
+		// The conversation's tail is a cache breakpoint (the API's
+		// automatic one, which follows the tool loop's turns): the next
+		// call, and the next exchange while the window keeps its start,
+		// read everything before it from the cache.
+		CacheControl: llm.Ephemeral(),
 	}
 	if id, ok, err := c.store.Setting(ctx, containerSetting); err == nil && ok {
 		req.Container = id
@@ -283,7 +293,13 @@ func (c *Caller) keepContainer(ctx context.Context, res *llm.Result) {
 	}
 }
 
-// Trim keeps the last max messages of a conversation (§8.5). It never
+// Trim keeps at most the last max messages of a conversation (§8.5),
+// dropping the oldest in chunks of half the window rather than one at a
+// time: the cut sits at a multiple of the chunk from the conversation's
+// start, so it moves only every few exchanges, and between moves every
+// call sends the messages of the call before it unchanged, which the API
+// reads from its prompt cache at a tenth of the price (a window sliding
+// by one message would change the prefix on every call). It never
 // separates a tool_result from the tool_use it answers: the kept part
 // starts at a user turn that is not a tool result. When the window has no
 // such turn (a tool loop stopped at its limit, maybe line after line, so
@@ -299,12 +315,17 @@ func Trim(messages []llm.Message, max int) ([]llm.Message, int) {
 	if max <= 0 || len(messages) <= max {
 		return messages, 0
 	}
-	start := len(messages) - max
+	chunk := max / 2
+	if chunk < 1 {
+		chunk = 1
+	}
+	first := (len(messages) - max + chunk - 1) / chunk * chunk // the first multiple of chunk that leaves at most max
+	start := first
 	for start < len(messages) && !startsTurn(messages, start) {
 		start++
 	}
 	if start == len(messages) {
-		for start = len(messages) - max; start < len(messages) && messages[start].Role != llm.RoleUser; start++ {
+		for start = first; start < len(messages) && messages[start].Role != llm.RoleUser; start++ {
 		}
 		for start > 0 && start < len(messages) && messages[start-1].Role == llm.RoleUser {
 			start--
@@ -384,7 +405,7 @@ func (c *Caller) delegate(ctx context.Context, tier int, system, text string) (*
 	}
 	req := &llm.Request{Model: params.Model, MaxTokens: params.MaxTokens, Thinking: params.Thinking,
 		System: []llm.SystemBlock{{Type: llm.BlockText, Text: system}}, Messages: []llm.Message{llm.UserText(text)}}
-	client := budget.Meter(ctx, c.Client())
+	client := c.llmClient(ctx, tier)
 	if client == nil {
 		return nil, ErrNoClient
 	}
@@ -437,7 +458,7 @@ func withNote(messages []llm.Message, note string) []llm.Message {
 // with the tool loop: client tools named in req.Tools that are the
 // kernel's run here, any others are sent as declared.
 func (c *Caller) ToolLoop(ctx context.Context, req *llm.Request) (*llm.Result, error) {
-	client := budget.Meter(ctx, c.Client())
+	client := c.llmClient(ctx, 0) // the page's own request, of no tier
 	if client == nil {
 		return nil, ErrNoClient
 	}

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/llmkernels/kernels/hermitcrab/blocks"
-	"github.com/llmkernels/kernels/hermitcrab/budget"
 	"github.com/llmkernels/kernels/hermitcrab/prompt"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/internal/clip"
@@ -61,7 +60,7 @@ func (c *Caller) Compress(ctx context.Context, name string, addr pscale.Address)
 // node alone that someone compressed in the meantime, where the LLM's own
 // compress writes its text anyway.
 func (c *Caller) compress(ctx context.Context, name string, addr pscale.Address, auto bool) (Compression, error) {
-	client := budget.Meter(ctx, c.Client())
+	client := c.llmClient(ctx, prompt.Light)
 	if client == nil {
 		return Compression{}, ErrNoClient
 	}

@@ -21,8 +21,8 @@ func Describe(e llm.Event) (line, level string, ok bool) {
 	switch e.Kind {
 	case llm.EventResponse:
 		u := e.Call.Usage
-		return fmt.Sprintf("· %s: %d in (+%d cached), %d out, $%.4f, %s", e.Model, u.InputTokens, u.CacheReadInputTokens,
-			u.OutputTokens, e.Call.CostUSD, e.Call.Latency.Round(time.Millisecond)), LevelInfo, true
+		return fmt.Sprintf("· %s: %d tokens in, %d out, %s, %s", e.Model, u.PromptTokens(), u.OutputTokens,
+			llm.CostLine(e.Call.CostUSD, u), e.Call.Latency.Round(time.Millisecond)), LevelInfo, true
 	case llm.EventToolCall:
 		return fmt.Sprintf("→ %s %s", e.Tool, clip.Line(string(e.Input), 160)), LevelInfo, true
 	case llm.EventToolResult:

@@ -18,22 +18,28 @@ func triggerNotice(problems []string) string {
 }
 
 // CompilePrompt compiles a tier's system prompt as a call sends it: the
-// wake block's instructions (package prompt), then, when there are any,
-// the trigger lines the kernel cannot read, and the index of skills.
+// wake block's instructions (package prompt), then, on the deep tier (the
+// boot's) when there are any, the trigger lines the kernel cannot read,
+// and the index of skills. The trigger notice is said at boot rather than
+// on every call: an instance migrated from G1 may carry thousands of
+// characters of unreadable lines, which would otherwise be paid for on
+// each call until rewritten.
 func (c *Caller) CompilePrompt(ctx context.Context, tier int) (prompt.Compiled, error) {
 	src := c.blocks.Source(ctx)
 	comp, err := prompt.Compile(src, tier)
 	if err != nil {
 		return comp, err
 	}
-	set, err := trigger.Read(src)
-	if err != nil {
-		return comp, err
-	}
-	if n := triggerNotice(set.Problems); n != "" {
-		comp.Text += "\n\n" + n
-		comp.Sections = append(comp.Sections, prompt.Section{Instruction: "(wake triggers)", Text: n})
-		comp.Problems = append(comp.Problems, set.Problems...)
+	if tier == prompt.Deep {
+		set, err := trigger.Read(src)
+		if err != nil {
+			return comp, err
+		}
+		if n := triggerNotice(set.Problems); n != "" {
+			comp.Text += "\n\n" + n
+			comp.Sections = append(comp.Sections, prompt.Section{Instruction: "(wake triggers)", Text: n})
+			comp.Problems = append(comp.Problems, set.Problems...)
+		}
 	}
 	withSkillIndex(&comp, c.skillList())
 	return comp, nil

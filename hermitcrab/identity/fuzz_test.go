@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // canonicalSeeds are JSON texts as bodies arrive: members out of order,
@@ -99,6 +101,28 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		got, err := e.SignedBytes()
 		if err != nil || !bytes.Equal(got, want) {
 			t.Fatalf("%q verified with signed bytes %q, the signature was made over %q", raw, got, want)
+		}
+	})
+}
+
+// Any bytes Canonical accepts, the RFC 8785 implementation of the Go
+// team's jsontext (the staging of encoding/json/v2) accepts too and writes
+// byte for byte as Canonical does. It is a cross-check, not a replacement:
+// jsontext accepts fractions, numbers past 2^53 and deep nesting, which
+// signed bodies refuse.
+func FuzzCanonicalMatchesJCS(f *testing.F) {
+	for _, s := range canonicalSeeds {
+		f.Add([]byte(s))
+	}
+	f.Add([]byte(`{"\u007f":"\u2028","aa":{"\ue000":1,"\ud83d\ude00":2,"":[]}}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		c, err := Canonical(raw)
+		if err != nil {
+			return
+		}
+		v := jsontext.Value(bytes.Clone(raw))
+		if err := v.Canonicalize(); err != nil || !bytes.Equal(v, c) {
+			t.Fatalf("%q: Canonical gave %q, RFC 8785 (jsontext) %q (%v)", raw, c, v, err)
 		}
 	})
 }

@@ -33,7 +33,7 @@ import (
 
 // TouchstoneUpdated is when the embedded touchstone last changed (RFC 3339).
 // A persisted touchstone updated after this time is newer and wins.
-const TouchstoneUpdated = "2026-11-28T16:00:00Z"
+const TouchstoneUpdated = "2026-11-28T20:42:00Z"
 
 //go:embed default.json
 var defaultJSON []byte

@@ -670,6 +670,7 @@ func (r *Runner) wakeBudget(ctx context.Context, w *store.Wake, capUSD, shareUSD
 // the messages and posts it carried. It reports whether the model
 // answered.
 func (r *Runner) runWake(ctx context.Context, t trigger.Trigger, w *store.Wake, text string, capUSD, shareUSD float64) bool {
+	var spent *budget.Budget // the wake's budget, once made
 	finish := func(end store.WakeEnd) {
 		end.Reply, end.At = clip.Text(end.Reply, conversation.SummaryChars), r.now()
 		w.Status, w.Reply, w.CostUSD, w.Finished = end.Status, end.Reply, end.CostUSD, end.At
@@ -683,10 +684,20 @@ func (r *Runner) runWake(ctx context.Context, t trigger.Trigger, w *store.Wake, 
 		if err := r.store.FinishWake(fctx, w.ID, end); err != nil {
 			r.log.Warn("recording a wake's end", "wake", w.ID, "err", err)
 		}
+		// The day's tally of the wakes' tokens, which wake status shows
+		// with the share read from the prompt cache.
+		if spent != nil {
+			if u, calls := spent.Usage(); calls > 0 {
+				if err := r.store.AddUsage(fctx, store.UsageWake, w.Day, calls, u, spent.Spent()); err != nil {
+					r.log.Warn("recording a wake's usage", "wake", w.ID, "err", err)
+				}
+			}
+		}
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, wakeDeadline, fmt.Errorf("the wake deadline of %s passed before the call ended", wakeDeadline))
 	defer cancel()
 	b, err := r.wakeBudget(ctx, w, capUSD, shareUSD)
+	spent = b
 	if err != nil {
 		finish(store.WakeEnd{Status: store.WakeFailed, Reply: "not run: " + err.Error() + "; " + notAnswered, GiveBack: true})
 		return false
@@ -828,6 +839,9 @@ type Status struct {
 		Day     string  `json:"day"`
 		Wakes   int     `json:"wakes"`
 		CostUSD float64 `json:"cost_usd"`
+		// Usage is what today's wakes' LLM calls cost, their tokens split
+		// as billed: uncached, written to the prompt cache, read from it.
+		Usage store.Usage `json:"usage"`
 	} `json:"today"`
 	Recent []store.Wake `json:"recent"`
 }
@@ -862,6 +876,9 @@ func (r *Runner) Status(ctx context.Context) (*Status, error) {
 		return s, nil // a store from before wakes, read-only: none ran
 	}
 	if s.Today.Wakes, s.Today.CostUSD, err = r.store.DayTotals(ctx, s.Today.Day, ""); err != nil {
+		return nil, err
+	}
+	if s.Today.Usage, err = r.store.UsageSince(ctx, store.UsageWake, s.Today.Day); err != nil {
 		return nil, err
 	}
 	if s.Recent, err = r.store.Wakes(ctx, 0, 20); err != nil {

@@ -263,20 +263,27 @@ func TestATriggerStormStopsAtTheCap(t *testing.T) {
 }
 
 // A wake block full of garbage: nothing fires, every bad line is
-// reported, and the next prompt tells the instance which lines and why.
+// reported, and the next boot prompt (the deep tier's) tells the instance
+// which lines and why; the other tiers' prompts do not carry it on every
+// call.
 func TestUnreadableTriggerLinesAreReportedInTheNextPrompt(t *testing.T) {
 	clock := newClock(wakeT0)
-	p := scripted(t, `{"responses":[{"content":[{"type":"text","text":"I will fix them."}]}]}`)
+	p := scripted(t, `{"responses":[{"content":[{"type":"text","text":"Hello."}]},{"content":[{"type":"text","text":"I will fix them."}]}]}`)
 	k := openAt(t, t.TempDir(), p, clock)
 	writeTriggers(t, k, "evry 6h tier 1", "every 10s", "daily 25:00", "watch ftp://x", "every 6h tier 9", "\x1b[2J", "cap lots")
 	r := pass(t, k)
 	if len(r.Wakes) != 0 || len(r.Problems) != 7 {
 		t.Fatalf("wakes %+v, problems %v", r.Wakes, r.Problems)
 	}
-	if _, err := k.Conversation().Say(context.Background(), "terminal", "hello", CallOptions{Tier: 1}); err != nil {
-		t.Fatal(err)
+	for _, tier := range []int{1, 3} {
+		if _, err := k.Conversation().Say(context.Background(), "terminal", "hello", CallOptions{Tier: tier}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	sys := p.Requests()[0].System[0].Text
+	if sys := p.Requests()[0].System[0].Text; strings.Contains(sys, "[wake triggers]") {
+		t.Fatalf("a tier-1 call carries the trigger notice:\n%s", sys)
+	}
+	sys := p.Requests()[1].System[0].Text
 	for _, want := range []string{"[wake triggers] The kernel cannot read these lines", `wake 0.4.1 "evry 6h tier 1": not a trigger`, "wake 0.4.3", "cap lots"} {
 		if !strings.Contains(sys, want) {
 			t.Fatalf("the prompt lacks %q:\n%s", want, sys)
@@ -651,5 +658,34 @@ func TestADailyTriggerAcrossClockJumps(t *testing.T) {
 	}
 	if r := pass(t, k); len(r.Wakes) != 0 {
 		t.Fatalf("twice in a day: %+v", r.Wakes)
+	}
+}
+
+// wake status gives today's wakes' tokens as billed, from which the share
+// read from the prompt cache is shown; a call made outside a wake (chat)
+// is not counted among them.
+func TestStatusShowsTheWakesUsageWithTheCacheShare(t *testing.T) {
+	clock := newClock(wakeT0)
+	p := scripted(t, `{"responses":[
+		{"content":[{"type":"text","text":"wake reply"}],"usage":{"input_tokens":100,"output_tokens":10,"cache_creation_input_tokens":200,"cache_read_input_tokens":700}},
+		{"content":[{"type":"text","text":"chat reply"}],"usage":{"input_tokens":5000,"output_tokens":10}}]}`)
+	k := openAt(t, t.TempDir(), p, clock)
+	writeTriggers(t, k, "every 1m tier 1: tick")
+	pass(t, k)
+	clock.Add(time.Minute)
+	if r := pass(t, k); statuses(r) != "woke" {
+		t.Fatalf("the wake: %+v", r.Wakes)
+	}
+	if _, err := k.Conversation().Say(context.Background(), "terminal", "hello", CallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := k.Wakes().Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := s.Today.Usage
+	want := llm.Usage{InputTokens: 100, OutputTokens: 10, CacheCreationInputTokens: 200, CacheReadInputTokens: 700}
+	if u.Calls != 1 || u.Tokens != want || u.Tokens.CacheReadShare() != 0.7 || u.CostUSD <= 0 {
+		t.Fatalf("today's wakes' usage: %+v", u)
 	}
 }

@@ -148,6 +148,10 @@ func (s *Server) state(w http.ResponseWriter, r *http.Request) {
 	out := map[string]any{
 		"csrf": s.csrf, "has_key": s.hasKey(), "key_needed": s.cfg.KeyNeeded, "key_from": from, "version": Version,
 		"model": deep.Model, "fast_model": light.Model, "shell": nil,
+		"demo": s.cfg.Demo, "provider": s.cfg.Provider, "boot_cost": nil,
+	}
+	if cost, ok := s.bootCost(ctx, deep.Model); ok {
+		out["boot_cost"] = cost
 	}
 	untouched, err := s.kernel.Shells().Untouched(ctx)
 	if err != nil {
@@ -228,7 +232,7 @@ func (s *Server) postBoot(w http.ResponseWriter, _ *http.Request) {
 			s.hub.send(event{"type": "boot_error", "error": err.Error(), "auth": authError(err)})
 			return
 		}
-		s.hub.send(event{"type": "status", "text": fmt.Sprintf("shell %d built; boot cost $%.4f", res.Shell.ID, res.Result.CostUSD), "level": conversation.LevelSuccess})
+		s.hub.send(event{"type": "status", "text": fmt.Sprintf("shell %d built; boot %s", res.Shell.ID, llm.CostLine(res.Result.CostUSD, res.Result.Usage)), "level": conversation.LevelSuccess})
 	}()
 	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
 }
@@ -270,6 +274,9 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Messages []llm.Message `json:"messages"`
 		Tier     int           `json:"tier"`
+		// Stream names the call in the progress and delta events the
+		// page receives while it runs; "" sends none.
+		Stream string `json:"stream"`
 	}
 	if err := readJSON(r, &body); err != nil {
 		writeError(w, http.StatusBadRequest, err)
@@ -283,7 +290,11 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, err)
 		return
 	}
-	res, err := s.kernel.Conversation().Call(r.Context(), body.Messages, conversation.CallOptions{Tier: body.Tier})
+	opts := conversation.CallOptions{Tier: body.Tier}
+	if body.Stream != "" {
+		opts.OnDelta = s.streamTo(body.Stream)
+	}
+	res, err := s.kernel.Conversation().Call(r.Context(), body.Messages, opts)
 	if err != nil {
 		writeCallError(w, err)
 		return

@@ -368,3 +368,37 @@ func TestThePageShowsWhatWokeTheInstanceWhileThePersonWasAway(t *testing.T) {
 		t.Fatalf("wakes marked seen are listed again: %v", err)
 	}
 }
+
+// A shell that passes callLLM an onText shows the answer as it arrives:
+// the answer here stalls after its first pieces and never completes, so
+// what shows was shown before it completed; the strip says it is
+// arriving, and callLLM has not returned.
+func TestWebShellShowsPartialTextBeforeTheAnswerCompletes(t *testing.T) {
+	shell := `function Shell(props) {
+  const { useState } = React;
+  const [partial, setPartial] = useState('');
+  const [reply, setReply] = useState('');
+  const ask = async () => setReply(await props.callLLM('stream me a story', { onText: setPartial }));
+  return <div><button id="ask" onClick={ask}>ask</button><p id="partial">{partial}</p><p id="reply">{reply}</p></div>;
+}`
+	b := newBrowserSession(t, []map[string]any{
+		entry(map[string]string{"last_user_contains": "BOOT"},
+			thinking("Build."), toolUseBlock("toolu_1", "recompile", map[string]string{"jsx": shell})),
+		entry(map[string]string{"last_user_contains": "stream me"},
+			thinking("A story."), textBlock("First words arrive early, then the rest of a long story follows, piece by piece.")),
+	})
+	b.do(t, "key and boot",
+		chromedp.Navigate(b.url), chromedp.WaitVisible(chromedp.ID("hc-key")),
+		chromedp.SendKeys(chromedp.ID("hc-key"), testKey), chromedp.Click(chromedp.ID("hc-key-submit")),
+		chromedp.WaitVisible(chromedp.ID("ask")))
+	// message_start, the thinking block (start, pieces, signature, stop),
+	// the text block's start and its first pieces; then the stream stalls.
+	b.fake.BreakStream(llmtest.StreamFault{After: 10, Stall: time.Minute})
+	b.do(t, "ask", chromedp.Click(chromedp.ID("ask")))
+	arrived := `(() => { const p = document.getElementById('partial').textContent;
+		return p.startsWith('First words') && p.length < 80 && document.getElementById('reply').textContent === ''
+			&& document.getElementById('hc-progress').textContent.startsWith('receiving the answer'); })()`
+	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](arrived)); err != nil {
+		t.Fatalf("no partial text before the answer completed: #partial %q, strip %q: %v", b.text(t, "partial"), b.text(t, "hc-progress"), err)
+	}
+}

@@ -189,3 +189,33 @@ func (r *relay) answer(res browserResult) error {
 	}
 	return nil
 }
+
+// streamTo sends the page the pieces of a call's answers as events named
+// by the call's stream id: "delta" with each piece of text ("reset" when a
+// new answer begins, or a broken one is asked for again, so that the text
+// a page gathers is the answer callLLM will return), and "progress" with
+// what the model is doing: thinking, or the tool it calls. The page shows
+// the progress in its strip and hands the text to callLLM's onText.
+func (s *Server) streamTo(id string) func(llm.Delta) {
+	thinking := false
+	return func(d llm.Delta) {
+		switch d.Kind {
+		case llm.DeltaRestart:
+			s.hub.send(event{"type": "delta", "call": id, "reset": true})
+		case llm.DeltaBlockStart:
+			if d.Index == 0 {
+				s.hub.send(event{"type": "delta", "call": id, "reset": true})
+			}
+			if d.Block == llm.BlockToolUse || d.Block == "server_tool_use" {
+				s.hub.send(event{"type": "progress", "call": id, "text": "running " + d.Name})
+			}
+		case llm.DeltaThinking:
+			if !thinking {
+				s.hub.send(event{"type": "progress", "call": id, "text": "thinking…"})
+			}
+		case llm.DeltaText:
+			s.hub.send(event{"type": "delta", "call": id, "text": d.Text})
+		}
+		thinking = d.Kind == llm.DeltaThinking
+	}
+}

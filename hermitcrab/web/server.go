@@ -74,7 +74,10 @@ type Config struct {
 	// NoWake stops this server from running the wake triggers (another
 	// process runs them, e.g. hermitcrab wake --daemon).
 	NoWake bool
-	Log    *slog.Logger
+	// Demo says the instance is a demo on a scripted model: the page
+	// shows a banner saying so in the kernel's strip, above the shell.
+	Demo bool
+	Log  *slog.Logger
 }
 
 // browserTimeout bounds a browser tool call (listen and fs_pick_directory
@@ -131,6 +134,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.relay = &relay{hub: s.hub, timeout: browserTimeout, pending: map[string]chan browserResult{}}
 	opts := cfg.Kernel
+	if opts.Log == nil {
+		opts.Log = cfg.Log // one line per LLM call, among the server's own
+	}
 	opts.Browser = s.relay
 	opts.CompileShell = func(_ context.Context, source string) error {
 		_, err := compileShell(source)

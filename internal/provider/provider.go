@@ -54,6 +54,9 @@ type Config struct {
 	// KeyHint is one more way to give the Anthropic key, for the message
 	// saying none was found ("store one with 'hermitcrab key set'").
 	KeyHint string
+	// Demo is the command that shows the kernel working without a key
+	// ("solve run --demo"), for the same message.
+	Demo string
 }
 
 // AddFlags declares the shared provider flags on fs.
@@ -196,8 +199,12 @@ func (c *Config) open(key string) (llm.Provider, error) {
 		if c.KeyHint != "" {
 			hint = ", " + c.KeyHint
 		}
+		demo := ""
+		if c.Demo != "" {
+			demo = "; to see it work without a key: " + c.Demo
+		}
 		return nil, &KeyError{"no Anthropic API key: set ANTHROPIC_API_KEY (create a key at https://console.anthropic.com/settings/keys)" + hint +
-			", or choose another provider with --provider (openai for OpenAI or a local server such as Ollama; script to replay canned answers)"}
+			", or choose another provider with --provider (openai for OpenAI or a local server such as Ollama; script to replay canned answers)" + demo}
 	}
 	return anthropic.New(anthropic.Config{APIKey: key, BaseURL: c.BaseURL, Betas: c.Betas})
 }

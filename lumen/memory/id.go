@@ -3,46 +3,30 @@ package memory
 import (
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/binary"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/oklog/ulid/v2"
 )
-
-// crockford is the ULID alphabet (Crockford's base32: no I, L, O, U).
-const crockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-
-// encodeULID writes 128 bits as the 26 characters of a ULID: the first
-// character carries the top 3 bits, each following one 5 bits.
-func encodeULID(b [16]byte) string {
-	hi := binary.BigEndian.Uint64(b[:8])
-	lo := binary.BigEndian.Uint64(b[8:])
-	var out [26]byte
-	for i := 25; i >= 0; i-- {
-		out[i] = crockford[lo&31]
-		lo = lo>>5 | hi<<59
-		hi >>= 5
-	}
-	return string(out[:])
-}
 
 // NewID is a ULID for a memory written at t: 48 bits of milliseconds, then
 // 80 random bits. Ids sort by time, and two processes never collide.
 func NewID(t time.Time) string {
-	var b [16]byte
-	putMillis(&b, t)
-	if _, err := rand.Read(b[6:]); err != nil {
+	id := stamped(t)
+	if _, err := rand.Read(id[6:]); err != nil {
 		panic("memory: no randomness for an id: " + err.Error()) // crypto/rand never fails on Linux
 	}
-	return encodeULID(b)
+	return id.String()
 }
 
-func putMillis(b *[16]byte, t time.Time) {
-	ms := uint64(max(t.UnixMilli(), 0))
-	for i := 5; i >= 0; i-- {
-		b[i] = byte(ms)
-		ms >>= 8
-	}
+// stamped is a ULID whose time part is t (before 1970 counts as 1970) and
+// whose other 80 bits are zero.
+func stamped(t time.Time) ulid.ULID {
+	var id ulid.ULID
+	// Clamped into the 48 bits a ULID has for time, SetTime cannot fail.
+	_ = id.SetTime(min(uint64(max(t.UnixMilli(), 0)), ulid.MaxTime()))
+	return id
 }
 
 // legacyID is the id of a line written before memories carried one: a
@@ -57,10 +41,9 @@ func legacyID(t time.Time, day string, text []byte, occurrence int) string {
 	h.Write(text)
 	h.Write([]byte{0})
 	h.Write([]byte(strconv.Itoa(occurrence)))
-	var b [16]byte
-	putMillis(&b, t)
-	copy(b[6:], h.Sum(nil))
-	return encodeULID(b)
+	id := stamped(t)
+	copy(id[6:], h.Sum(nil))
+	return id.String()
 }
 
 // LegacyRef reports whether ref is an old-style reference, "DAY@OFFSET":

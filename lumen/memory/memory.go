@@ -81,12 +81,16 @@ type Memory struct {
 	Data json.RawMessage `json:"data,omitempty"`
 }
 
-// Usage is what LLM calls cost.
+// Usage is what LLM calls cost. InputTokens is the whole prompt: the
+// tokens read from the prompt cache and written to it are part of it, and
+// counted again apart.
 type Usage struct {
-	Calls        int     `json:"calls"`
-	InputTokens  int     `json:"input_tokens"`
-	OutputTokens int     `json:"output_tokens"`
-	CostUSD      float64 `json:"cost_usd"`
+	Calls            int     `json:"calls"`
+	InputTokens      int     `json:"input_tokens"`
+	OutputTokens     int     `json:"output_tokens"`
+	CacheReadTokens  int     `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int     `json:"cache_write_tokens,omitempty"`
+	CostUSD          float64 `json:"cost_usd"`
 }
 
 // Add adds o to u.
@@ -94,7 +98,15 @@ func (u *Usage) Add(o Usage) {
 	u.Calls += o.Calls
 	u.InputTokens += o.InputTokens
 	u.OutputTokens += o.OutputTokens
+	u.CacheReadTokens += o.CacheReadTokens
+	u.CacheWriteTokens += o.CacheWriteTokens
 	u.CostUSD += o.CostUSD
+}
+
+// Sub is u less o: what was spent since o was u.
+func (u Usage) Sub(o Usage) Usage {
+	return Usage{Calls: u.Calls - o.Calls, InputTokens: u.InputTokens - o.InputTokens, OutputTokens: u.OutputTokens - o.OutputTokens,
+		CacheReadTokens: u.CacheReadTokens - o.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens - o.CacheWriteTokens, CostUSD: u.CostUSD - o.CostUSD}
 }
 
 // Zero reports whether u records no call.

@@ -214,6 +214,29 @@ func (s *Store) spend(ctx context.Context, day string) (float64, error) {
 	return v, nil
 }
 
+// DayUsage is what the LLM calls the memories of a UTC day record add
+// up to: calls, tokens (cache reads and writes included) and cost.
+func (s *Store) DayUsage(ctx context.Context, day string) (Usage, error) {
+	return heal(s, func() (Usage, error) { return s.dayUsage(ctx, day) })
+}
+
+func (s *Store) dayUsage(ctx context.Context, day string) (Usage, error) {
+	if err := s.Sync(ctx); err != nil {
+		return Usage{}, err
+	}
+	var u Usage
+	err := s.db.QueryRowContext(ctx, `SELECT coalesce(sum(json_extract(line, '$.usage.calls')), 0),
+		coalesce(sum(json_extract(line, '$.usage.input_tokens')), 0), coalesce(sum(json_extract(line, '$.usage.output_tokens')), 0),
+		coalesce(sum(json_extract(line, '$.usage.cache_read_tokens')), 0), coalesce(sum(json_extract(line, '$.usage.cache_write_tokens')), 0),
+		coalesce(sum(cost), 0)
+		FROM memories WHERE day = ? AND json_valid(line) AND json_type(line, '$.usage') = 'object'`, day).
+		Scan(&u.Calls, &u.InputTokens, &u.OutputTokens, &u.CacheReadTokens, &u.CacheWriteTokens, &u.CostUSD)
+	if err != nil {
+		return Usage{}, fmt.Errorf("memory index: %w", err)
+	}
+	return u, nil
+}
+
 // GoalMark is what the memory says of one goal.
 type GoalMark struct {
 	// Pursued is when a goal memory last named it (zero if never).

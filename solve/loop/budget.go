@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/solve/store"
 )
 
@@ -36,7 +37,7 @@ func (s *stepCtx) call(ctx context.Context, resolverID string, c *Call) (*Output
 	if err != nil {
 		return nil, err
 	}
-	c.Goal, c.Summary, c.Model, c.Node = s.n.Goal, s.n.Summary, s.e.cfg.Model, s.n.ID
+	c.Goal, c.Summary, c.Model, c.Node, c.RunGoal = s.n.Goal, s.n.Summary, s.e.cfg.Model, s.n.ID, s.e.cfg.Goal
 	if c.Workspace == "" {
 		c.Workspace = s.e.cfg.Workspace
 	}
@@ -131,10 +132,17 @@ func (s *stepCtx) paid(ctx context.Context, r Resolver, resolverID string, c *Ca
 	}
 	detail := map[string]any{"resolver": resolverID, "op": c.Op, "raw_io_policy": "redacted_by_default", "cost": spent, "time_seconds": took,
 		"reserved": res.Cost, "reservation_id": res.ID}
+	var usage llm.Usage
 	if out != nil {
 		detail["llm_calls"] = out.LLMCalls
+		usage = out.Usage
 	} else if re != nil && re.LLMCalls > 0 {
 		detail["llm_calls"] = re.LLMCalls
+		usage = re.Usage
+	}
+	if usage != (llm.Usage{}) {
+		detail["input_tokens"], detail["output_tokens"] = usage.InputTokens, usage.OutputTokens
+		detail["cache_creation_input_tokens"], detail["cache_read_input_tokens"] = usage.CacheCreationInputTokens, usage.CacheReadInputTokens
 	}
 	if err != nil {
 		detail["error"] = err.Error()
@@ -162,6 +170,7 @@ func (s *stepCtx) paid(ctx context.Context, r Resolver, resolverID string, c *Ca
 	s.spentCost += spent
 	s.spentTime += took
 	s.e.addSpent(spent)
+	s.e.addUsage(usage)
 	s.e.crashPoint()
 	if timedOut {
 		return nil, fmt.Errorf("%w during %s %s after %.1fs (its deadline): %v", errOutOfTime, resolverID, c.Op, took, err)

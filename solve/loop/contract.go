@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/solve/workspace"
 )
 
@@ -69,6 +70,7 @@ type Ceiling interface {
 type Call struct {
 	Op          string            `json:"op"`
 	Goal        string            `json:"goal"`
+	RunGoal     string            `json:"run_goal,omitempty"` // the goal the run was started with, the same in every call of a run
 	Summary     string            `json:"summary"`
 	Depth       int               `json:"depth"`
 	Constraints []ConstraintView  `json:"constraints,omitempty"`
@@ -151,7 +153,10 @@ type Output struct {
 	Cost     float64         `json:"cost"`
 	Seconds  float64         `json:"seconds"`
 	LLMCalls int             `json:"llm_calls"`
-	Meta     map[string]any  `json:"meta,omitempty"`
+	// Usage is the tokens of the calls' LLM requests (cache writes and
+	// reads included); zero for a resolver that asks no model.
+	Usage llm.Usage      `json:"usage,omitzero"`
+	Meta  map[string]any `json:"meta,omitempty"`
 }
 
 // ResolverError classifies a failed resolver call (spec §2B).
@@ -159,7 +164,8 @@ type ResolverError struct {
 	Permanent bool   // capability mismatch, invalid format: an UNSAT attempt
 	Mode      string // failure slug
 	Err       error
-	Cost      float64 // what the failed call cost (USD)
+	Cost      float64   // what the failed call cost (USD)
+	Usage     llm.Usage // the tokens of its LLM requests
 	Seconds   float64
 	LLMCalls  int // LLM requests the failed call made
 	// NotInFlight: the call was stopped (cancelled, or at its deadline)

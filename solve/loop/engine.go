@@ -16,6 +16,7 @@ import (
 
 	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/internal/option"
+	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/solve/store"
 	"github.com/llmkernels/kernels/solve/workspace"
 )
@@ -74,6 +75,19 @@ type Result struct {
 	ReservedUSD  float64 `json:"reserved_usd"`  // held by calls in flight (or by a stopped process until resume)
 	OpenRequests int     `json:"open_requests"`
 	Nodes        int     `json:"nodes"`
+	// The tokens of the run's LLM calls: uncached input, output, and the
+	// input written to and read from the prompt cache.
+	InputTokens      int `json:"input_tokens"`
+	OutputTokens     int `json:"output_tokens"`
+	CacheWriteTokens int `json:"cache_creation_input_tokens"`
+	CacheReadTokens  int `json:"cache_read_input_tokens"`
+	// CacheReadShare is the part of the input read from the cache (0 to 1).
+	CacheReadShare float64 `json:"cache_read_share"`
+}
+
+// Usage is the run's tokens as an llm.Usage (for llm.CostLine).
+func (r *Result) Usage() llm.Usage {
+	return llm.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, CacheCreationInputTokens: r.CacheWriteTokens, CacheReadInputTokens: r.CacheReadTokens}
 }
 
 // Outcomes.
@@ -124,6 +138,7 @@ type engine struct {
 	// The live view's money, kept as it changes (never summed per step).
 	moneyMu          sync.Mutex
 	spent, allowance float64
+	usage            llm.Usage // the tokens of the calls settled by this process
 	// With remote workers: what each node's calls had cost when its last
 	// step's result came (the next result's figure less this is what that
 	// step spent).
@@ -778,15 +793,27 @@ func (e *engine) live() {
 		}
 	}
 	e.moneyMu.Lock()
-	spent, allowance := e.spent, e.allowance
+	spent, allowance, usage := e.spent, e.allowance, e.usage
 	e.moneyMu.Unlock()
-	e.progress("live: %s · running %d · spent $%.4f of $%.2f", strings.Join(parts, ", "), len(e.inflight), spent, allowance)
+	share := ""
+	if usage.PromptTokens() > 0 {
+		// Rounded down, as llm.CostLine does.
+		share = fmt.Sprintf(", %d%% of input from cache", int(usage.CacheReadShare()*100))
+	}
+	e.progress("live: %s · running %d · spent $%.4f of $%.2f%s", strings.Join(parts, ", "), len(e.inflight), spent, allowance, share)
 }
 
 // addSpent counts a settled call in the live view.
 func (e *engine) addSpent(usd float64) {
 	e.moneyMu.Lock()
 	e.spent += usd
+	e.moneyMu.Unlock()
+}
+
+// addUsage counts a settled call's tokens in the live view.
+func (e *engine) addUsage(u llm.Usage) {
+	e.moneyMu.Lock()
+	e.usage = e.usage.Add(u)
 	e.moneyMu.Unlock()
 }
 
@@ -810,6 +837,12 @@ func Outcome(ctx context.Context, st *store.Store, root string) (*Result, error)
 	if r.LLMCalls, err = st.LLMCalls(ctx, root); err != nil {
 		return nil, err
 	}
+	tok, err := st.Tokens(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	r.InputTokens, r.OutputTokens, r.CacheWriteTokens, r.CacheReadTokens = tok.Input, tok.Output, tok.CacheWrite, tok.CacheRead
+	r.CacheReadShare = r.Usage().CacheReadShare()
 	if r.Nodes, err = st.LiveNodeCount(ctx, root); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package loop
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -145,8 +146,11 @@ type HireAnswer struct {
 	Command string
 	// Network is what the person allows the command to reach (host:port
 	// entries or "all"); nothing when empty.
-	Network    []string
-	Label      string
+	Network []string
+	Label   string
+	// MCP answers with a tool of an MCP server (solve hire --mcp): it is
+	// registered as a resolver of the capability, like Command.
+	MCP        *MCPTool
 	AddUSD     float64
 	AddSeconds float64
 	Decline    bool
@@ -167,6 +171,39 @@ type HireOutcome struct {
 	Nodes []string `json:"waiting_node_ids"`
 	// Summary says it in words, as the flow log records it.
 	Summary string `json:"summary"`
+}
+
+// MCPTool is one tool of an MCP server hired as a resolver: the server's
+// URL, or its command and arguments (stdio), and the tool's name as the
+// server gives it and as it is offered (llm/mcp's NAME__tool). A call
+// sends the route's parameters as the tool's arguments.
+type MCPTool struct {
+	URL         string          `json:"mcp_url,omitempty"`
+	Command     string          `json:"mcp_command,omitempty"`
+	Args        []string        `json:"mcp_args,omitempty"`
+	Tool        string          `json:"mcp_tool"`
+	Offered     string          `json:"mcp_offered"`
+	Description string          `json:"-"` // the server's, inert: the registry entry's description
+	InputSchema json.RawMessage `json:"mcp_input_schema,omitempty"`
+	CostUSD     float64         `json:"-"` // per call, as the person says (0: free)
+	Seconds     float64         `json:"-"` // latency estimate (0: 10 s)
+}
+
+// HiredMCP is the MCP tool a registered resolver calls (nil for any
+// other resolver).
+func HiredMCP(e store.Resolver) *MCPTool {
+	if _, ok := e.Metadata["mcp_tool"].(string); !ok {
+		return nil
+	}
+	data, err := json.Marshal(e.Metadata)
+	if err != nil {
+		return nil
+	}
+	var t MCPTool
+	if json.Unmarshal(data, &t) != nil {
+		return nil
+	}
+	return &t
 }
 
 // Answer records a human's answer to the capability request whose id
@@ -202,13 +239,13 @@ func Answer(ctx context.Context, st *store.Store, prefix string, a HireAnswer) (
 	}
 	node, _ := r.Detail["node_id"].(string) // the node that asked
 	set := 0
-	for _, b := range []bool{a.Command != "", a.AddUSD > 0 || a.AddSeconds > 0, a.Decline} {
+	for _, b := range []bool{a.Command != "", a.MCP != nil, a.AddUSD > 0 || a.AddSeconds > 0, a.Decline} {
 		if b {
 			set++
 		}
 	}
 	if set != 1 {
-		return out, errors.New("answer with exactly one of: a resolver command, more budget (money and/or time), or a decline")
+		return out, errors.New("answer with exactly one of: a resolver command, an MCP server, more budget (money and/or time), or a decline")
 	}
 	var msg string
 	err = st.Write(ctx, func(tx *store.Tx) error {
@@ -237,7 +274,7 @@ func Answer(ctx context.Context, st *store.Store, prefix string, a HireAnswer) (
 				}
 				msg += ended
 			}
-		case a.Command != "":
+		case a.Command != "" || a.MCP != nil:
 			// Toolization (B8): the human's answer is a registered resolver.
 			n, err := tx.CountResolvers(ctx, "human")
 			if err != nil {
@@ -256,8 +293,22 @@ func Answer(ctx context.Context, st *store.Store, prefix string, a HireAnswer) (
 			if len(a.Network) > 0 {
 				meta[metaNetwork], meta[metaNetworkAllowed] = a.Network, a.Network
 			}
-			if err := register(ctx, &tx.Conn, store.Resolver{ID: id, Label: label, Type: typ, Capabilities: []string{r.Capability}, BuiltBy: "human",
-				BuiltForNode: node, LatencyEstimate: 10, Metadata: meta}); err != nil {
+			entry := store.Resolver{ID: id, Label: label, Type: typ, Capabilities: []string{r.Capability}, BuiltBy: "human",
+				BuiltForNode: node, LatencyEstimate: 10, Metadata: meta}
+			if t := a.MCP; t != nil {
+				if entry.Metadata, err = mcpMetadata(t); err != nil {
+					return err
+				}
+				entry.Description = t.Description
+				entry.CostPerInvocation = t.CostUSD
+				if t.Seconds > 0 {
+					entry.LatencyEstimate = t.Seconds
+				}
+				if a.Label == "" {
+					entry.Label = "MCP tool " + t.Tool + " for " + r.Capability
+				}
+			}
+			if err := register(ctx, &tx.Conn, entry); err != nil {
 				return err
 			}
 			if err := tx.EnsureKGNode(ctx, "actor:human", "actor", "human", nil); err != nil {
@@ -445,4 +496,28 @@ func bullets(v any) string {
 		b.WriteString("\n    - " + text(it))
 	}
 	return b.String()
+}
+
+// mcpMetadata is a hired MCP tool as its registry entry's metadata.
+func mcpMetadata(t *MCPTool) (map[string]any, error) {
+	data, err := json.Marshal(t)
+	if err != nil {
+		return nil, err
+	}
+	var meta map[string]any
+	return meta, json.Unmarshal(data, &meta)
+}
+
+// hiredWhat names what a hired resolver runs: its command, or its MCP
+// server and tool.
+func hiredWhat(e store.Resolver) string {
+	if t := HiredMCP(e); t != nil {
+		server := t.URL
+		if server == "" {
+			server = strings.Join(append([]string{t.Command}, t.Args...), " ")
+		}
+		return "MCP tool " + t.Tool + " of " + server
+	}
+	cmd, _ := e.Metadata["command"].(string)
+	return cmd
 }

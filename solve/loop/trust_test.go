@@ -304,13 +304,17 @@ func (w *worstCase) Messages(ctx context.Context, req *llm.Request) (*llm.Respon
 	if err := llm.CheckRequest(req); err != nil {
 		return nil, err
 	}
-	sys, user := req.System[0].Text, ""
+	user := ""
 	for _, b := range req.Messages[0].Content {
 		user += b.Text
 	}
 	c := &loop.Call{}
-	first, _, _ := strings.Cut(sys, "\n")
-	_, c.Op, _ = strings.Cut(first, "operation: ")
+	for _, s := range req.System { // the block that names the operation on its first line
+		first, _, _ := strings.Cut(s.Text, "\n")
+		if _, op, ok := strings.Cut(first, "operation: "); ok {
+			c.Op = op
+		}
+	}
 	for _, line := range strings.Split(user, "\n") {
 		if g, ok := strings.CutPrefix(line, "Goal: "); ok {
 			c.Goal, c.Summary = g, g
@@ -340,8 +344,16 @@ func (w *worstCase) Messages(ctx context.Context, req *llm.Request) (*llm.Respon
 	w.mu.Lock()
 	w.served++
 	w.mu.Unlock()
+	// A token per byte, all of max_tokens; a request with a cache
+	// breakpoint has all of its input written to the cache (1.25× input).
+	usage := llm.Usage{InputTokens: in, OutputTokens: req.MaxTokens}
+	for _, b := range req.System {
+		if b.CacheControl != nil {
+			usage.InputTokens, usage.CacheCreationInputTokens = 0, in
+		}
+	}
 	return &llm.Response{ID: "msg_worst", Type: "message", Role: llm.RoleAssistant, Model: req.Model, StopReason: llm.StopEndTurn,
-		Content: []llm.ContentBlock{llm.TextBlock(string(text))}, Usage: llm.Usage{InputTokens: in, OutputTokens: req.MaxTokens}}, nil
+		Content: []llm.ContentBlock{llm.TextBlock(string(text))}, Usage: usage}, nil
 }
 
 // A call never spends more than was reserved for it, so the budget holds

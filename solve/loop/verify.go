@@ -524,7 +524,7 @@ func (s *stepCtx) unsat(ctx context.Context, last *store.Attempt, fresh bool, v 
 			tag = tool.Capabilities[0]
 		}
 		return s.hire(ctx, hireGap{Tag: tag, Type: tool.Type, BudgetClass: "capability", Constraints: []string{tag, "replaces " + tool.ID + ", which failed"},
-			Rationale: fmt.Sprintf("the hired tool %s (%s) failed on attempt %d: %s", tool.ID, tool.Metadata["command"], last.Index, failedText(v))}, "hired_tool_failed")
+			Rationale: fmt.Sprintf("the hired tool %s (%s) failed on attempt %d: %s", tool.ID, hiredWhat(*tool), last.Index, failedText(v))}, "hired_tool_failed")
 	}
 	stagnant, err := s.stagnating(ctx, v.SigmaV)
 	if err != nil {

@@ -188,6 +188,23 @@ func (c *Conn) LLMCalls(ctx context.Context, root string) (int, error) {
 	return n, nil
 }
 
+// Tokens are the LLM tokens of a root's calls, from their tier-3 rows.
+type Tokens struct {
+	Input, Output, CacheWrite, CacheRead int
+}
+
+// Tokens sums the tokens of a root's calls (cache writes and reads
+// apart from the uncached input).
+func (c *Conn) Tokens(ctx context.Context, root string) (Tokens, error) {
+	var t Tokens
+	if err := c.row(ctx, `SELECT COALESCE(SUM(CAST(l.detail->>'input_tokens' AS INTEGER)), 0), COALESCE(SUM(CAST(l.detail->>'output_tokens' AS INTEGER)), 0),
+		COALESCE(SUM(CAST(l.detail->>'cache_creation_input_tokens' AS INTEGER)), 0), COALESCE(SUM(CAST(l.detail->>'cache_read_input_tokens' AS INTEGER)), 0)
+		FROM logs l JOIN nodes n ON n.id = l.node_id WHERE n.root_id = ? AND l.tier = 3`, root).Scan(&t.Input, &t.Output, &t.CacheWrite, &t.CacheRead); err != nil {
+		return t, fmt.Errorf("sum the tokens of %s: %w", root, err)
+	}
+	return t, nil
+}
+
 // CountLogs counts the log rows of a root's tree whose summary contains text.
 func (c *Conn) CountLogs(ctx context.Context, root, text string) (int, error) {
 	var n int

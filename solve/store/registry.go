@@ -115,12 +115,19 @@ type CapabilityRequest struct {
 }
 
 // AddRequest inserts a requested capability request, asked for node, and
-// returns its id; node waits on it.
+// returns its id; node waits on it. When the run has asked for the same
+// tag and fingerprint meanwhile (another node met the same gap at the
+// same moment, after both looked for a prior request), node waits on that
+// one and its id is returned.
 func (c *Conn) AddRequest(ctx context.Context, root, node, tag, fingerprint string, detail map[string]any) (string, error) {
-	id := NewID()
 	if _, err := c.exec(ctx, `INSERT INTO capability_requests (id, root_id, capability_tag, request_fingerprint, status, detail, created_at)
-		VALUES (?, ?, ?, ?, 'requested', ?, ?)`, id, root, tag, fingerprint, asJSON(detail), now()); err != nil {
+		VALUES (?, ?, ?, ?, 'requested', ?, ?) ON CONFLICT (root_id, capability_tag, request_fingerprint) DO NOTHING`,
+		NewID(), root, tag, fingerprint, asJSON(detail), now()); err != nil {
 		return "", fmt.Errorf("insert capability request %s: %w", tag, err)
+	}
+	var id string
+	if err := c.row(ctx, `SELECT id FROM capability_requests WHERE root_id = ? AND capability_tag = ? AND request_fingerprint = ?`, root, tag, fingerprint).Scan(&id); err != nil {
+		return "", fmt.Errorf("capability request %s: %w", tag, err)
 	}
 	return id, c.WaitOn(ctx, id, node)
 }

@@ -116,3 +116,36 @@ func TestARequestIsAnsweredOnce(t *testing.T) {
 		}
 	})
 }
+
+// Two nodes of a run meeting the same gap at once both looked for a prior
+// request and found none: the second to add it waits on the first's
+// request, on both engines. (Before, its insert failed on the unique
+// fingerprint and stopped the run.)
+func TestTwoNodesAddingTheSameRequestShareIt(t *testing.T) {
+	const rows = `INSERT INTO nodes (id, root_id, goal_description, goal_summary, goal_modality, tau_local, tau_global) VALUES ('n', 'n', 'g', 'g', 'text', 0.5, 0.5);
+		INSERT INTO nodes (id, root_id, parent_id, goal_description, goal_summary, goal_modality, tau_local, tau_global) VALUES ('a', 'n', 'n', 'g', 'g', 'text', 0.5, 0.5);
+		INSERT INTO nodes (id, root_id, parent_id, goal_description, goal_summary, goal_modality, tau_local, tau_global) VALUES ('b', 'n', 'n', 'g', 'g', 'text', 0.5, 0.5)`
+	for _, d := range dialects {
+		t.Run(d, func(t *testing.T) {
+			ctx := context.Background()
+			st, err := Open(ctx, atStep(t, d, len(schema.Steps), rows))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			var ids []string
+			for _, node := range []string{"a", "b"} {
+				if err := st.Write(ctx, func(tx *Tx) error {
+					id, err := tx.AddRequest(ctx, "n", node, "tag", "fp", map[string]any{"node_id": node})
+					ids = append(ids, id)
+					return err
+				}); err != nil {
+					t.Fatalf("node %s: %v", node, err)
+				}
+			}
+			if nodes, err := st.RequestNodes(ctx, ids[0]); ids[0] != ids[1] || err != nil || !slices.Equal(nodes, []string{"a", "b"}) {
+				t.Errorf("requests %v; waiting on the first: %v %v", ids, nodes, err)
+			}
+		})
+	}
+}

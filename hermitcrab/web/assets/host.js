@@ -18,6 +18,11 @@
   const panels = el('div', { id: 'hc-panels' });
   statusEl.prepend(panels);
   lines.textContent = '';
+  // progressEl is one line that says what a callLLM under way is doing:
+  // thinking, the tool it runs, its answer arriving. It is empty between calls.
+  const progressEl = el('div', { id: 'hc-progress', class: 'hc-line' });
+  panels.after(progressEl);
+  const calls = new Map(); // stream id of a callLLM under way → { onText, text }
 
   let csrf = '';
   let booting = false;
@@ -28,7 +33,8 @@
   const rebuildBtn = el('button', { id: 'hc-rebuild', type: 'button', title: 'Boot again: the LLM builds a new shell (one deep-tier call)',
     onclick: () => boot('rebuild: booting again') }, 'rebuild');
   const keyBtn = el('button', { id: 'hc-key-button', type: 'button', title: 'Replace or remove the API key',
-    onclick: () => keyPanel('Replace the API key, or remove it from the server.') }, 'key');
+    onclick: () => keyPanel(hc.state.key_from === 'stored' ? 'Replace the API key, or remove it from the server.'
+      : hc.state.key_from === 'environment' ? 'The server uses the key in ANTHROPIC_API_KEY; a key saved here replaces it.' : '') }, 'key');
   const toolsBtn = el('button', { id: 'hc-tools-reset', type: 'button',
     title: 'Put the boot tools back in place of the set the LLM chose with set_tools (when that set makes every call fail)',
     onclick: resetTools }, 'reset tools');
@@ -63,7 +69,7 @@
   // stripChanged keeps the page's top padding equal to the status strip's
   // height while a shell is on screen, and hides the strip when it is empty.
   function stripChanged() {
-    const empty = !lines.childElementCount && !panels.childElementCount;
+    const empty = !lines.childElementCount && !panels.childElementCount && !progressEl.textContent;
     document.body.classList.toggle('hc-strip-empty', empty);
     document.body.style.paddingTop = shown && !empty ? statusEl.offsetHeight + 'px' : '';
   }
@@ -161,9 +167,43 @@
         case 'boot_error': bootFailed(ev.error, ev.auth); break;
         case 'browser': runBrowserTool(ev); break;
         case 'wake': awayPanel([ev.wake]); break;
+        case 'progress': if (calls.has(ev.call)) progressEl.textContent = String(ev.text); break;
+        case 'delta': callDelta(ev); break;
         default: console.warn('hermitcrab: unknown event', ev);
       }
     };
+  }
+
+  // callDelta gathers a piece of a callLLM's answer: the strip counts what
+  // arrived, and the call's onText, when it gave one, gets the text so far.
+  function callDelta(ev) {
+    const c = calls.get(ev.call);
+    if (!c) return;
+    if (ev.reset) c.text = '';
+    if (typeof ev.text === 'string') c.text += ev.text;
+    if (!c.text) return;
+    progressEl.textContent = `receiving the answer: ${c.text.length} characters`;
+    if (c.onText) {
+      try { c.onText(c.text); } catch (e) { console.warn('hermitcrab: onText threw', e); }
+    }
+  }
+
+  // callLLM is props.callLLM: the reply's text once it is whole; with
+  // opts.onText, also the text so far each time a piece arrives.
+  async function callLLM(messages, opts) {
+    const stream = Math.random().toString(36).slice(2) + Date.now().toString(36);
+    calls.set(stream, { onText: opts && typeof opts.onText === 'function' ? opts.onText : null, text: '' });
+    progressEl.textContent = 'asking the LLM…';
+    try {
+      return (await api('POST', '/api/call', {
+        messages: typeof messages === 'string' ? [{ role: 'user', content: messages }] : messages,
+        tier: (opts && opts.tier) || 2,
+        stream,
+      })).text;
+    } finally {
+      calls.delete(stream);
+      if (!calls.size) progressEl.textContent = '';
+    }
   }
 
   // resetTools puts the boot tools back, as `hermitcrab tools reset` does.
@@ -181,27 +221,71 @@
 
   // ---- key gate, import offer, boot
 
+  // code and link are inline pieces of the key form's help.
+  const code = text => el('code', {}, text);
+  const link = (href, text) => el('a', { href, target: '_blank', rel: 'noopener noreferrer' }, text);
+
+  // keyHelp says where a key comes from, what a boot costs with it (the
+  // server's estimate from the price table) and the other ways to run.
+  function keyHelp(st) {
+    const help = [el('p', {}, 'Hermitcrab needs an Anthropic API key. Create one at ',
+      link('https://console.anthropic.com/settings/keys', 'console.anthropic.com'),
+      ' (Settings → API keys → Create key). API use is billed to that account, apart from any Claude subscription; you can set a spending limit there.')];
+    const c = st.boot_cost;
+    if (c) {
+      help.push(el('p', { id: 'hc-boot-cost' }, `A boot (the instance wakes and builds its face) is about ${c.calls} calls to ${st.model}, ` +
+        `each reading its ${c.prompt_tokens.toLocaleString('en')}-token prompt, and writes a shell of a few thousand tokens: about $${c.usd.toFixed(2)} ` +
+        `at $${c.input_per_mtok} in / $${c.output_per_mtok} out per million tokens. A message after that is one smaller call.`));
+    }
+    help.push(el('p', { id: 'hc-key-other' }, 'Other providers: stop this server and start it with ', code('--provider openai'),
+      ' (OPENAI_API_KEY, or any OpenAI-compatible server), or a local model with Ollama: ',
+      code('hermitcrab serve --provider openai --base-url http://localhost:11434/v1 --model llama3.2'),
+      '. To look around first, free and offline: ', code('hermitcrab serve --demo'), '.'));
+    help.push(el('p', {}, 'The server keeps the key in its data folder, readable by you only; this page never stores it.'));
+    return help;
+  }
+
+  // noKeyPanel is what stays when the key form is closed with no key: the
+  // way back to it, never a blank page.
+  function noKeyPanel() {
+    if (document.getElementById('hc-no-key')) return;
+    const panel = el('div', { class: 'hc-panel', id: 'hc-no-key' },
+      el('p', {}, 'No API key yet: the instance cannot wake without one, and nothing is sent anywhere until you give one.'),
+      el('div', { class: 'hc-row' }, el('button', { id: 'hc-key-open', type: 'button', onclick: () => { panel.remove(); keyPanel(''); } }, 'Enter a key')));
+    panels.append(panel);
+  }
+
   // keyPanel shows the key form (once: a second call only updates its
   // message) and resolves once the server has a key. The key goes to the
-  // server once and is kept nowhere in this page. "Remove key" deletes the
-  // key stored on the server.
+  // server once and is kept nowhere in this page. "Remove key", shown only
+  // when the server holds a stored key, deletes it; "Close" with no key
+  // leaves a way back to the form.
   let keyForm = null;
   const keyWaiters = [];
   function keyPanel(message) {
     const done = new Promise(r => keyWaiters.push(r));
     if (keyForm) { keyForm.msg.textContent = message || ''; return done; }
+    const st = hc.state || {};
     const input = el('input', { id: 'hc-key', type: 'password', autocomplete: 'off', placeholder: 'sk-ant-…', 'aria-label': 'Anthropic API key' });
     const submit = el('button', { id: 'hc-key-submit', type: 'submit' }, 'Save key');
     const msg = el('div', { class: 'hc-msg', id: 'hc-key-msg' }, message || '');
     const close = () => { form.remove(); keyForm = null; };
-    const remove = el('button', { id: 'hc-key-remove', type: 'button', onclick: async () => {
-      try {
-        const r = await api('DELETE', '/api/key');
-        msg.textContent = r.note;
-        await loadState();
-      } catch (err) { msg.textContent = err.message; }
-    } }, 'Remove key');
-    const cancel = el('button', { id: 'hc-key-close', type: 'button', onclick: close }, 'Close');
+    const buttons = [input, submit];
+    if (st.key_from === 'stored') {
+      const remove = el('button', { id: 'hc-key-remove', type: 'button', onclick: async () => {
+        try {
+          const r = await api('DELETE', '/api/key');
+          msg.textContent = r.note;
+          await loadState();
+          if (!hc.state.has_key) remove.remove();
+        } catch (err) { msg.textContent = err.message; }
+      } }, 'Remove key');
+      buttons.push(remove);
+    }
+    buttons.push(el('button', { id: 'hc-key-close', type: 'button', onclick: () => {
+      close();
+      if (!hc.state.has_key) noKeyPanel();
+    } }, 'Close'));
     const form = el('form', { class: 'hc-panel', onsubmit: async e => {
       e.preventDefault();
       if (!input.value.trim()) { msg.textContent = 'Paste an Anthropic API key first.'; return; }
@@ -217,8 +301,7 @@
         msg.textContent = err.message;
         submit.disabled = false;
       }
-    } }, el('p', {}, 'Hermitcrab needs an Anthropic API key. The server keeps it in its data folder; this page never stores it.'),
-    el('div', { class: 'hc-row' }, input, submit, remove, cancel), msg);
+    } }, ...(st.has_key ? [] : keyHelp(st)), el('div', { class: 'hc-row' }, ...buttons), msg);
     keyForm = { msg };
     panels.append(form);
     input.focus();
@@ -414,10 +497,7 @@
       return q.toString() ? '?' + q : '';
     };
     return {
-      callLLM: async (messages, opts) => (await post('/api/call', {
-        messages: typeof messages === 'string' ? [{ role: 'user', content: messages }] : messages,
-        tier: (opts && opts.tier) || 2,
-      })).text,
+      callLLM,
       callAPI: params => post('/api/claude', params),
       callWithToolLoop: async params => (await post('/api/toolloop', params)).response,
       model: st.model,
@@ -662,6 +742,12 @@
     try {
       await loadState();
       line(`${hc.state.version} · deep ${hc.state.model} · light ${hc.state.fast_model}`);
+      if (hc.state.demo) {
+        panels.prepend(el('div', { id: 'hc-demo', class: 'hc-demo' }, 'Demo: a scripted model plays the LLM here (',
+          code('hermitcrab serve --demo'), '). Its answers were written in advance, so no key is needed and nothing is charged; ' +
+          'the kernel, the blocks and this page are real. Start ', code('hermitcrab serve'), ' with an API key to meet a real instance.'));
+      }
+      if (!hc.state.key_needed) keyBtn.remove();
       hc.props = makeProps(hc.state); // before any shell event can arrive
       openEvents();
       if (!hc.state.has_key) await keyPanel('');

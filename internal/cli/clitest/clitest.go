@@ -1,5 +1,5 @@
 // Package clitest runs a kernel CLI as a child process for a test that
-// signals it: stdin held open (no input comes), stdout and stderr piped,
+// signals it: stdin held open (input comes only as the test writes it), stdout and stderr piped,
 // the process stopped with a signal and its exit awaited. Only tests
 // import it.
 package clitest
@@ -19,7 +19,10 @@ const timeout = time.Minute
 
 // Process is a started CLI.
 type Process struct {
-	Cmd    *exec.Cmd
+	Cmd *exec.Cmd
+	// Stdin is the process's standard input, held open until the test
+	// ends; a test may write lines to it.
+	Stdin  io.WriteCloser
 	Stdout *bufio.Reader
 	Stderr *bufio.Reader
 }
@@ -50,7 +53,7 @@ func Start(t testing.TB, cmd *exec.Cmd) *Process {
 			_ = cmd.Wait() // killed: the error says so, and the test has failed already
 		}
 	})
-	return &Process{Cmd: cmd, Stdout: bufio.NewReader(stdout), Stderr: bufio.NewReader(stderr)}
+	return &Process{Cmd: cmd, Stdin: stdin, Stdout: bufio.NewReader(stdout), Stderr: bufio.NewReader(stderr)}
 }
 
 // Until reads r (p.Stdout or p.Stderr) until what was read ends with

@@ -1,6 +1,9 @@
 // Package claudecode is claude-code-0, the SOLVE loop's LLM resolver:
-// one system prompt per operation (prompts/op_<operation>.md, first line
-// "SOLVE kernel · operation: <op>"), the user turn laid out from the
+// a system prompt whose first block every call of a run shares (the
+// preamble, prompts/shared.md, and the run's goal; with every operation
+// in it where that lets the prompt cache keep it) and whose second is the
+// operation's (prompts/op_<operation>.md, first line "SOLVE kernel ·
+// operation: <op>"), the user turn laid out from the
 // loop.Call by userTurn (goal, constraints as c1…, inputs, KG history
 // block, feedback), and a structured JSON answer per operation through
 // llm.AskJSON, metered in USD.
@@ -14,6 +17,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/llmkernels/kernels/llm"
@@ -121,6 +125,10 @@ func each[T any](items []T, f func(T) string) []string {
 // Resolver is claude-code-0 over an LLM client.
 type Resolver struct {
 	client *llm.Client
+	// OnDelta, when set, receives each call's answer as it streams in,
+	// with the node and operation it is for (DeltaRestart when a broken
+	// stream is sent again: what came before it is void).
+	OnDelta func(node, op string, d llm.Delta)
 }
 
 // New is claude-code-0 asking client (nil: every call fails with a
@@ -137,22 +145,146 @@ const maxTokens = 8000
 // instruction's words, role and turn markers.
 const framingTokens = 256
 
-func (c *Resolver) prompt(t *loop.Call) (sys, user string, err error) {
-	if sys, err = systemPrompt(t.Op); err != nil {
-		return "", "", fmt.Errorf("claude-code-0: no prompt template for operation %q: %w", t.Op, err)
+// operations are the operations claude-code-0 answers, in the order the
+// whole-loop prompt describes them, with their answer schemas.
+var operations = []struct {
+	op     string
+	schema func() (*llm.Schema, error)
+}{
+	{loop.OpIdentify, llm.SchemaFor[loop.IdentifyAnswer]}, {loop.OpSelect, llm.SchemaFor[loop.SelectAnswer]},
+	{loop.OpRoute, llm.SchemaFor[loop.RouteAnswer]}, {loop.OpResolve, llm.SchemaFor[loop.ResolveAnswer]},
+	{loop.OpVerify, llm.SchemaFor[loop.VerifyAnswer]}, {loop.OpDecompose, llm.SchemaFor[loop.DecomposeAnswer]},
+	{loop.OpGap, llm.SchemaFor[loop.GapAnswer]}, {loop.OpConsistency, llm.SchemaFor[loop.ConsistencyAnswer]},
+	{loop.OpAssemble, llm.SchemaFor[loop.AssembleAnswer]}, {loop.OpSynthesize, llm.SchemaFor[loop.SynthesizeAnswer]},
+}
+
+// schemaBytes bounds the size of the JSON Schema AskJSON sends with an
+// operation (the largest answer type's).
+var schemaBytes = func() int {
+	n := 0
+	for _, o := range operations {
+		if sc, err := o.schema(); err == nil {
+			n = max(n, len(sc.JSON))
+		}
 	}
-	user, err = userTurn(t)
-	return sys, user, err
+	return n
+}()
+
+// The system prompt is laid out for the prompt cache (docs/solve.md,
+// "Streaming, progress and cost"): first what every call of a run shares,
+// byte for byte (the kernel's preamble, then the run's goal), then the
+// operation's own instructions. The shared part alone is far below any
+// model's minimum cacheable length; with every operation's instructions
+// and answer schema in it (the whole loop) it reaches 1,024 and 2,048
+// tokens, so where that is the model's minimum it holds them, behind one
+// cache breakpoint, and each call adds a line naming its operation. Where
+// even the whole loop cannot reach the minimum (Opus 4.5 and 4.6 and
+// Haiku 4.5 at 4,096 tokens, unless the goal is long) or caching is off,
+// the prompt stays lean and sends no breakpoint: nothing is padded to
+// reach a cache.
+
+// preamble is the kernel's shared text without the operations.
+var preamble = sync.OnceValues(func() (string, error) {
+	data, err := promptFS.ReadFile("prompts/shared.md")
+	return strings.TrimSpace(string(data)), err
+})
+
+// wholeLoop is the preamble with every operation's instructions and
+// answer schema, the same bytes in every call of every run.
+var wholeLoop = sync.OnceValues(func() (string, error) {
+	pre, err := preamble()
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	b.WriteString(pre)
+	for _, o := range operations {
+		text, err := systemPrompt(o.op)
+		if err != nil {
+			return "", err
+		}
+		sc, err := o.schema()
+		if err != nil {
+			return "", err
+		}
+		_, body, _ := strings.Cut(text, "\n") // the file's first line names the operation, said here as a heading
+		fmt.Fprintf(&b, "\n\n## %s\n%s\nAnswer schema of %s: %s", o.op, strings.TrimSpace(body), o.op, sc.JSON)
+	}
+	return b.String(), nil
+})
+
+// layout is a call's system prompt and schema instruction.
+type layout struct {
+	shared string // byte-stable across a run's calls
+	// breakpoint is on the shared part when it can be cached (nil: it
+	// cannot reach the model's minimum, and a breakpoint would only add
+	// its bytes to the request).
+	breakpoint *llm.CacheControl
+	op         string // the operation's own part
+	// instruction replaces AskJSON's schema instruction when the shared
+	// part already holds the schema (nil: AskJSON's own).
+	instruction func(schema string) string
+}
+
+// bytes is the request's text at most: system, user turn, schema
+// instruction and framing.
+func (l layout) bytes(user string) int {
+	return len(l.shared) + len(l.op) + len(user) + schemaBytes + framingTokens
+}
+
+// runBlock is what a run's calls share after the kernel's text: the goal
+// the run was started with.
+func runBlock(t *loop.Call) string {
+	if t.RunGoal == "" {
+		return ""
+	}
+	return "\n\nThe run's goal (every node serves it):\n" + t.RunGoal
+}
+
+// wholeLoopCached reports whether the whole-loop prompt should be sent: it
+// reaches the model's minimum cacheable length, counted at four bytes a
+// token (fewer tokens than a tokenizer counts, so a prefix taken for
+// cacheable is), and the client sends breakpoints.
+func (c *Resolver) wholeLoopCached(model string, shared int) bool {
+	minimum, known := llm.MinCacheTokens(model)
+	return known && minimum > 0 && c.client != nil && !c.client.NoCache && shared/4 >= minimum
+}
+
+func (c *Resolver) prompt(t *loop.Call) (l layout, user string, err error) {
+	op, err := systemPrompt(t.Op)
+	if err != nil {
+		return l, "", fmt.Errorf("claude-code-0: no prompt template for operation %q: %w", t.Op, err)
+	}
+	if user, err = userTurn(t); err != nil {
+		return l, "", err
+	}
+	whole, err := wholeLoop()
+	if err != nil {
+		return l, "", err
+	}
+	if shared := whole + runBlock(t); c.wholeLoopCached(t.Model, len(shared)) {
+		first, _, _ := strings.Cut(op, "\n")
+		name := t.Op
+		return layout{shared: shared, breakpoint: llm.Ephemeral(), op: first + "\n\nDo operation " + name + " as its section above says.",
+			instruction: func(string) string {
+				return "Answer with only one JSON object matching the answer schema of " + name + " above: no prose, no code fence."
+			}}, user, nil
+	}
+	pre, err := preamble()
+	if err != nil {
+		return l, "", err
+	}
+	return layout{shared: pre + runBlock(t), op: op}, user, nil
 }
 
 // Estimate prices the prompt at the model's input rate plus a typical
 // answer.
 func (c *Resolver) Estimate(ctx context.Context, t *loop.Call) (float64, float64) {
-	sys, user, err := c.prompt(t)
+	l, user, err := c.prompt(t)
 	if err != nil {
 		return 0, 0
 	}
-	cost, _ := c.prices().Cost(t.Model, llm.Usage{InputTokens: (len(sys) + len(user) + 2000) / 4, OutputTokens: outputTokensEstimate})
+	cost, _ := c.prices().Cost(t.Model, llm.Usage{InputTokens: (len(l.shared) + len(l.op) + len(user) + 2000) / 4, OutputTokens: outputTokensEstimate})
 	return cost, 30
 }
 
@@ -165,30 +297,20 @@ func (c *Resolver) prices() llm.PriceTable {
 }
 
 // Ceiling is the most one answer may cost: the request's text counted at
-// a token per byte (no token is shorter than a byte), and all of
-// max_tokens as output.
+// a token per byte (no token is shorter than a byte), every token of it
+// at the dearer of the input and cache-write rates (a prefix the cache
+// has not seen is written at 1.25× input), and all of max_tokens as
+// output.
 func (c *Resolver) Ceiling(ctx context.Context, t *loop.Call) float64 {
-	sys, user, err := c.prompt(t)
+	l, user, err := c.prompt(t)
 	if err != nil {
 		return 0
 	}
-	cost, _ := c.prices().Cost(t.Model, llm.Usage{InputTokens: len(sys) + len(user) + schemaBytes + framingTokens, OutputTokens: maxTokens})
-	return cost
+	in := l.bytes(user)
+	plain, _ := c.prices().Cost(t.Model, llm.Usage{InputTokens: in, OutputTokens: maxTokens})
+	written, _ := c.prices().Cost(t.Model, llm.Usage{CacheCreationInputTokens: in, OutputTokens: maxTokens})
+	return max(plain, written)
 }
-
-// schemaBytes bounds the size of the JSON Schema AskJSON sends with an
-// operation (the largest answer type's).
-var schemaBytes = func() int {
-	n := 0
-	for _, s := range []func() (*llm.Schema, error){llm.SchemaFor[loop.IdentifyAnswer], llm.SchemaFor[loop.SelectAnswer], llm.SchemaFor[loop.RouteAnswer],
-		llm.SchemaFor[loop.ResolveAnswer], llm.SchemaFor[loop.VerifyAnswer], llm.SchemaFor[loop.DecomposeAnswer], llm.SchemaFor[loop.GapAnswer],
-		llm.SchemaFor[loop.ConsistencyAnswer], llm.SchemaFor[loop.AssembleAnswer], llm.SchemaFor[loop.SynthesizeAnswer]} {
-		if sc, err := s(); err == nil {
-			n = max(n, len(sc.JSON))
-		}
-	}
-	return n
-}()
 
 // capped fits a request under the call's MaxCost: max_tokens lowered so
 // that the answer's worst case (Ceiling's count of the input, all of
@@ -196,19 +318,21 @@ var schemaBytes = func() int {
 // turn (each would be another answer; the loop's own retry re-asks with
 // the failure quoted, under a new reservation). A call whose reservation
 // cannot pay for its input is not sent.
-func (c *Resolver) capped(t *loop.Call, req *llm.Request, sys, user string) (llm.JSONOptions, error) {
+func (c *Resolver) capped(t *loop.Call, req *llm.Request, l layout, user string) (llm.JSONOptions, error) {
+	opts := llm.JSONOptions{Instruction: l.instruction}
 	p, ok := c.prices().Lookup(t.Model)
 	if t.MaxCost <= 0 || !ok || p.Output <= 0 {
-		return llm.JSONOptions{}, nil
+		return opts, nil
 	}
 	const perToken = 1e-6
-	in := float64(len(sys)+len(user)+schemaBytes+framingTokens) * p.Input * perToken
+	in := float64(l.bytes(user)) * max(p.Input, p.CacheWrite) * perToken
 	n := math.Floor((t.MaxCost - in) / (p.Output * perToken))
 	if n < 1 {
-		return llm.JSONOptions{}, loop.Permanent("over_budget", fmt.Errorf("claude-code-0: $%.6f reserved does not pay for the request's input ($%.6f at most)", t.MaxCost, in))
+		return opts, loop.Permanent("over_budget", fmt.Errorf("claude-code-0: $%.6f reserved does not pay for the request's input ($%.6f at most)", t.MaxCost, in))
 	}
 	req.MaxTokens = int(math.Min(n, maxTokens))
-	return llm.JSONOptions{Repairs: -1}, nil
+	opts.Repairs = -1
+	return opts, nil
 }
 
 // Resolve asks the model for the operation's answer.
@@ -216,12 +340,17 @@ func (c *Resolver) Resolve(ctx context.Context, t *loop.Call) (*loop.Output, err
 	if c.client == nil {
 		return nil, loop.Permanent("no_llm", errors.New("claude-code-0 has no LLM client: the kernel was opened without a provider"))
 	}
-	sys, user, err := c.prompt(t)
+	l, user, err := c.prompt(t)
 	if err != nil {
 		return nil, loop.Permanent("invalid_format", err)
 	}
-	req := &llm.Request{Model: t.Model, MaxTokens: maxTokens, System: []llm.SystemBlock{{Type: llm.BlockText, Text: sys}}, Messages: []llm.Message{llm.UserText(user)}}
-	opts, err := c.capped(t, req, sys, user)
+	req := &llm.Request{Model: t.Model, MaxTokens: maxTokens, Messages: []llm.Message{llm.UserText(user)},
+		System: []llm.SystemBlock{{Type: llm.BlockText, Text: l.shared, CacheControl: l.breakpoint}, {Type: llm.BlockText, Text: l.op}}}
+	if c.OnDelta != nil {
+		node, op := t.Node, t.Op
+		req.OnDelta = func(d llm.Delta) { c.OnDelta(node, op, d) }
+	}
+	opts, err := c.capped(t, req, l, user)
 	if err != nil {
 		return nil, err
 	}
@@ -262,9 +391,10 @@ func ask[T any](ctx context.Context, c *llm.Client, req *llm.Request, opts llm.J
 	out := &loop.Output{Seconds: time.Since(began).Seconds(), LLMCalls: len(calls)}
 	for _, call := range calls {
 		out.Cost += call.CostUSD
+		out.Usage = out.Usage.Add(call.Usage)
 	}
 	fail := func(permanent bool, mode string, err error) error {
-		return &loop.ResolverError{Permanent: permanent, Mode: mode, Err: err, Cost: out.Cost, Seconds: out.Seconds, LLMCalls: len(calls),
+		return &loop.ResolverError{Permanent: permanent, Mode: mode, Err: err, Cost: out.Cost, Usage: out.Usage, Seconds: out.Seconds, LLMCalls: len(calls),
 			NotInFlight: errors.Is(err, llm.ErrNotInFlight)}
 	}
 	if err != nil {

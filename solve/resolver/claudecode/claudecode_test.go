@@ -42,9 +42,9 @@ func TestEachOperationHasItsPromptAndATypedAnswer(t *testing.T) {
 	}
 	req := p.Requests()[0]
 	user := req.Messages[0].Content[0].Text
-	if !strings.HasPrefix(req.System[0].Text, "SOLVE kernel · operation: verify") || !strings.HasPrefix(user, "Operation: verify · attempt 2\nGoal: Name the queue") ||
+	if !strings.HasPrefix(req.System[1].Text, "SOLVE kernel · operation: verify") || !strings.HasPrefix(user, "Operation: verify · attempt 2\nGoal: Name the queue") ||
 		!strings.Contains(user, "- c1 [semantic, naming] kebab-case") || !strings.Contains(user, "Output to judge (doc):\nbilling-queue") {
-		t.Errorf("system %q\nuser %q", req.System[0].Text, user)
+		t.Errorf("system %q\nuser %q", req.System[1].Text, user)
 	}
 }
 
@@ -100,7 +100,7 @@ func TestACappedCallFitsItsWorstCaseUnderTheCap(t *testing.T) {
 	if est, _ := r.Estimate(context.Background(), call(0)); ceiling <= est {
 		t.Fatalf("ceiling $%v not above the estimate $%v", ceiling, est)
 	}
-	_, err := r.Resolve(context.Background(), call(ceiling/4))
+	_, err := r.Resolve(context.Background(), call(ceiling/2))
 	var re *loop.ResolverError
 	if !errors.As(err, &re) || re.Mode != "malformed_json" || re.LLMCalls != 1 {
 		t.Fatalf("a malformed answer under a cap: %v (want one call, no repair turn)", err)
@@ -113,8 +113,12 @@ func TestACappedCallFitsItsWorstCaseUnderTheCap(t *testing.T) {
 	for _, b := range sent.Messages[0].Content {
 		in += len(b.Text)
 	}
-	if worst := (float64(in)*prices.Input + float64(sent.MaxTokens)*prices.Output) / 1e6; sent.MaxTokens >= 8000 || worst > ceiling/4 {
-		t.Errorf("max_tokens %d: worst case $%.6f over the cap $%.6f", sent.MaxTokens, worst, ceiling/4)
+	// The worst case writes the whole input to the cache (1.25× input).
+	if worst := (float64(in)*prices.CacheWrite + float64(sent.MaxTokens)*prices.Output) / 1e6; sent.MaxTokens >= 8000 || worst > ceiling/2 {
+		t.Errorf("max_tokens %d: worst case $%.6f over the cap $%.6f", sent.MaxTokens, worst, ceiling/2)
+	}
+	if worst, _ := llm.DefaultPriceTable().Cost("claude-sonnet-4-5", llm.Usage{CacheCreationInputTokens: in, OutputTokens: 8000}); ceiling < worst {
+		t.Errorf("ceiling $%.6f below the uncapped worst case $%.6f (the whole input written to the cache)", ceiling, worst)
 	}
 	if _, err := r.Resolve(context.Background(), call(1e-6)); !errors.As(err, &re) || re.Mode != "over_budget" || len(p.Requests()) != 1 {
 		t.Errorf("a cap below the input's price: %v, %d requests", err, len(p.Requests()))
@@ -122,5 +126,63 @@ func TestACappedCallFitsItsWorstCaseUnderTheCap(t *testing.T) {
 	c, p = client(t, answer)
 	if _, err := New(c).Resolve(context.Background(), call(0)); err != nil || p.Requests()[0].MaxTokens != 8000 || len(p.Requests()) != 2 {
 		t.Errorf("uncapped: %v, %d requests", err, len(p.Requests()))
+	}
+}
+
+// A run's calls share their system prompt's first block byte for byte,
+// behind the one cache breakpoint, whatever the operation: on a model
+// whose minimum the whole loop's instructions reach (Sonnet 4.5, 1,024
+// tokens) the block holds every operation and its schema, and the second
+// call reads it from the (simulated) cache; on Opus 4.6 (4,096 tokens)
+// with a short goal it cannot be cached, so the prompt stays lean and
+// carries no breakpoint; with
+// caching off no breakpoint is sent and the prompt is lean.
+func TestCallsShareACachedPrefix(t *testing.T) {
+	const answers = `[{"match": {"last_user_contains": "Operation: resolve"}, "response": {"content": [{"type": "text", "text": "{\"summary\": \"done\", \"text\": \"ok\"}"}]}},
+		{"match": {"last_user_contains": "Operation: assemble"}, "response": {"content": [{"type": "text", "text": "{\"summary\": \"assembled\"}"}]}}]`
+	run := func(model string, noCache bool) ([]*llm.Request, []*loop.Output) {
+		c, p := client(t, answers)
+		c.NoCache = noCache
+		r := New(c)
+		var outs []*loop.Output
+		for _, op := range []string{loop.OpResolve, loop.OpAssemble} {
+			out, err := r.Resolve(context.Background(), &loop.Call{Op: op, Goal: "a node's goal", RunGoal: "Ship the median function", Model: model})
+			if err != nil {
+				t.Fatalf("%s %s: %v", model, op, err)
+			}
+			outs = append(outs, out)
+		}
+		return p.Requests(), outs
+	}
+	reqs, outs := run("claude-sonnet-4-5", false)
+	a, b := reqs[0].System, reqs[1].System
+	if a[0].Text != b[0].Text || a[0].CacheControl == nil || b[0].CacheControl == nil || a[1].CacheControl != nil {
+		t.Fatalf("the shared block differs or has no breakpoint:\n%+v\n%+v", a[0], b[0])
+	}
+	for _, want := range []string{"## resolve", "## assemble", "Answer schema of verify", "Ship the median function"} {
+		if !strings.Contains(a[0].Text, want) {
+			t.Errorf("the shared block lacks %q", want)
+		}
+	}
+	if strings.Contains(a[0].Text, "a node's goal") || !strings.Contains(a[1].Text, "operation: resolve") || !strings.Contains(b[1].Text, "operation: assemble") {
+		t.Errorf("node or operation text in the shared block, or the operation not named after it:\n%q\n%q", a[1].Text, b[1].Text)
+	}
+	if w, r := outs[0].Usage.CacheCreationInputTokens, outs[1].Usage.CacheReadInputTokens; w < 1024 || r != w {
+		t.Errorf("sonnet: first call wrote %d tokens, second read %d (want the same prefix, at least 1,024)", w, r)
+	}
+	if outs[1].Cost >= outs[0].Cost {
+		t.Errorf("the call reading the cache cost $%.6f, the one writing it $%.6f", outs[1].Cost, outs[0].Cost)
+	}
+	reqs, outs = run("claude-opus-4-6", false)
+	if s := reqs[0].System; strings.Contains(s[0].Text, "## resolve") || s[0].CacheControl != nil || !strings.HasPrefix(s[1].Text, "SOLVE kernel · operation: resolve") || outs[1].Usage.CacheReadInputTokens != 0 {
+		t.Errorf("opus, short goal: want the lean prompt, nothing cached; got %q, %+v", s[0].Text, outs[1].Usage)
+	}
+	reqs, _ = run("claude-sonnet-4-5", true)
+	for _, req := range reqs {
+		for _, s := range req.System {
+			if s.CacheControl != nil || strings.Contains(s.Text, "## resolve") {
+				t.Errorf("--no-cache: a breakpoint or the whole loop sent: %+v", s)
+			}
+		}
 	}
 }

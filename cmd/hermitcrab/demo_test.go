@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// serve --demo, as a newcomer runs it: no key anywhere, the binary serves a
+// scripted instance; in headless Chromium the page says it is a demo (a
+// banner in the kernel's strip, above the shell, not covering it), the
+// instance boots and builds its face, and the face answers chat, one
+// answer through a tool that really writes the stash block.
+func TestServeDemoBootsBuildsAFaceAndAnswersInTheBrowser(t *testing.T) {
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("chromium is not installed; .ci/run installs Debian's chromium")
+		}
+		t.Skip("chromium is not installed (apt-get install chromium); CI runs this test")
+	}
+	data := t.TempDir()
+	cmd := exec.Command(binary, "--data", data, "serve", "--demo", "--addr", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "ANTHROPIC_API_KEY=", "HERMITCRAB_DATA=", "LLMKERNELS_PROVIDER=anthropic")
+	stdout := startReading(t, cmd, "serve --demo")
+	var said strings.Builder
+	url := ""
+	for r := bufio.NewReader(stdout); url == ""; {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("serve --demo printed no URL: %v\n%s", err, said.String())
+		}
+		said.WriteString(line)
+		url = regexp.MustCompile(`http://127\.0\.0\.1:\d+/`).FindString(line)
+	}
+	for _, want := range []string{"this is a demo", "A scripted model plays the LLM", "nothing is charged", "(data: " + data + ")"} {
+		if !strings.Contains(said.String(), want) {
+			t.Errorf("serve --demo did not say %q:\n%s", want, said.String())
+		}
+	}
+
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(chromium), chromedp.Flag("headless", true), chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("no-first-run", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1000, 700))
+	ctx, cancelCtx := chromedp.NewContext(alloc)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
+	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	lastCrab := `(() => { const m = document.querySelectorAll('.msg-crab'); return m.length ? m[m.length - 1].textContent : ''; })()`
+	waitReply := func(n int, want string) {
+		t.Helper()
+		js := `document.querySelectorAll('.msg-crab').length === ` + strconv.Itoa(n) + ` && ` + lastCrab + `.includes(` + jsQuote(want) + `)`
+		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js)); err != nil {
+			got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](lastCrab))
+			t.Fatalf("waiting for reply %d with %q (the last is %q): %v", n, want, got, err)
+		}
+	}
+
+	do("open the page: the face is built", chromedp.Navigate(url), chromedp.WaitVisible(chromedp.ID("greeting")))
+	banner, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("hc-demo")))
+	if err != nil || !strings.Contains(banner, "Demo: a scripted model plays the LLM") || !strings.Contains(banner, "nothing is charged") {
+		t.Fatalf("the demo banner: %q %v", banner, err)
+	}
+	above := `(() => { const b = document.getElementById('hc-demo').getBoundingClientRect();
+		const r = document.getElementById('root').getBoundingClientRect(); return b.height > 0 && r.top >= b.bottom; })()`
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](above)); err != nil {
+		t.Fatalf("the demo banner covers the shell or is hidden: %v", err)
+	}
+	if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#hc-key, #hc-key-button').length`)); n != 0 {
+		t.Fatal("the demo asks for a key, or offers the key control")
+	}
+
+	do("say hello", chromedp.SendKeys(chromedp.ID("chat-input"), "hello"), chromedp.Click(chromedp.ID("chat-send")))
+	waitReply(2, "I am the demo's scripted model")
+	do("ask it to remember", chromedp.SendKeys(chromedp.ID("chat-input"), "remember that I like short answers"), chromedp.Click(chromedp.ID("chat-send")))
+	waitReply(3, "Noted in my stash block")
+
+	// The tool call was real: the stash block holds the note.
+	out, _ := mustHC(t, data, "", "blocks", "show", "stash", "0.1")
+	if !strings.Contains(out, "The person likes short answers.") {
+		t.Errorf("stash 0.1 after the demo's block_write:\n%s", out)
+	}
+	// Five more answers, the last saying so; then the script is exhausted,
+	// which the face shows.
+	for i := 4; i <= 8; i++ {
+		do("say more", chromedp.SendKeys(chromedp.ID("chat-input"), "more"), chromedp.Click(chromedp.ID("chat-send")))
+		if i < 8 {
+			waitReply(i, "")
+		}
+	}
+	waitReply(8, "That was my last canned answer")
+	do("one more", chromedp.SendKeys(chromedp.ID("chat-input"), "and now?"), chromedp.Click(chromedp.ID("chat-send")))
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`[...document.querySelectorAll('.msg-kernel')].some(m => m.textContent.includes('no entry answers the request'))`)); err != nil {
+		got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('chat-log').textContent`))
+		t.Errorf("no word of the used-up script on the face: %v\n%s", err, got)
+	}
+
+	// --demo sets the provider itself.
+	if _, errOut, err := hc(t, t.TempDir(), "", "serve", "--demo", "--provider", "openai"); err == nil || !strings.Contains(errOut, "drop --provider") {
+		t.Errorf("serve --demo --provider openai: %v %s", err, errOut)
+	}
+	if h, _ := mustHC(t, t.TempDir(), "", "serve", "--help"); !strings.Contains(h, "--demo") {
+		t.Errorf("serve --help does not show --demo:\n%s", h)
+	}
+}
+
+func jsQuote(s string) string {
+	data, _ := json.Marshal(s)
+	return string(data)
+}

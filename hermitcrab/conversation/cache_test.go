@@ -1,0 +1,173 @@
+package conversation_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/llmkernels/kernels/hermitcrab/prompt"
+	"github.com/llmkernels/kernels/llm"
+	"github.com/llmkernels/kernels/llm/script"
+)
+
+// chatScript is the script of an ordinary chat of n exchanges at the
+// present tier of the default shell: each reply about 600 characters after
+// a short thinking block, and every third exchange a block_read of stash
+// before it (a second call in the exchange). Enough light-tier answers
+// follow for the compressions auto-save asks for as history fills.
+func chatScript(n int) string {
+	var entries []string
+	think := func(i, j int) string {
+		return fmt.Sprintf(`{"type":"thinking","thinking":"The person asks about step %d; answer plainly.","signature":"sig-%d-%d"}`, i, i, j)
+	}
+	reply := func(i int) string {
+		return textBlock(fmt.Sprintf("Step %d: ", i) + strings.Repeat("Let us plant basil near the tomatoes and keep notes in stash. ", 10))
+	}
+	model := func(m string) string { return fmt.Sprintf(`"model":%q`, m) }
+	for i := 1; i <= n; i++ {
+		if i%3 == 0 {
+			entries = append(entries, fmt.Sprintf(`{"match":{%s,"last_user_contains":"question %d?"},"response":{"content":[%s,%s]}}`,
+				model("claude-sonnet-4-6"), i, think(i, 1), toolUse(fmt.Sprintf("toolu_%d", i), "block_read", map[string]string{"name": "stash"})))
+			entries = append(entries, fmt.Sprintf(`{"match":{%s,"tool_result_for":"block_read"},"response":{"content":[%s,%s]}}`,
+				model("claude-sonnet-4-6"), think(i, 2), reply(i)))
+			continue
+		}
+		entries = append(entries, fmt.Sprintf(`{"match":{%s,"last_user_contains":"question %d?"},"response":{"content":[%s,%s]}}`,
+			model("claude-sonnet-4-6"), i, think(i, 1), reply(i)))
+	}
+	for i := 0; i < n; i++ {
+		entries = append(entries, fmt.Sprintf(`{"match":{%s},"response":{"content":[%s]}}`, model("claude-haiku-4-5-20251001"),
+			textBlock(`{"kind": "summary", "text": "Garden planning, steps gathered."}`)))
+	}
+	return `{"responses":[` + strings.Join(entries, ",") + `]}`
+}
+
+// chatLine is the person's i-th line of chatScript's chat (about 180
+// characters).
+func chatLine(i int) string {
+	return fmt.Sprintf("%s question %d?", strings.Repeat("What should we try next for the garden plan? ", 4), i)
+}
+
+// runChat says n lines of chatScript's chat on the conversation "c" and
+// returns the present-tier requests the LLM got, in order.
+func runChat(t testing.TB, k *Kernel, p *script.Provider, n int) []*llm.Request {
+	t.Helper()
+	ctx := context.Background()
+	for i := 1; i <= n; i++ {
+		if _, err := k.Conversation().Say(ctx, "c", chatLine(i), CallOptions{}); err != nil {
+			t.Fatalf("exchange %d: %v", i, err)
+		}
+	}
+	var out []*llm.Request
+	for _, r := range p.Requests() {
+		if r.Model == "claude-sonnet-4-6" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// wire is v as sent.
+func wire(t testing.TB, v any) []byte {
+	t.Helper()
+	data, err := llm.MarshalWire(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// Between calls the tools are byte for byte the same, and the system
+// prompt too unless a block it shows changed; every request ends on a cache breakpoint, the window stays within
+// max_messages, and the messages a call sends start with those of the call
+// before it except when a chunk of old exchanges is dropped: at most once
+// in five exchanges with the default window of 20 messages.
+func TestCallsKeepTheirPrefixForTheCache(t *testing.T) {
+	const n = 30
+	k, p := newKernel(t, chatScript(n))
+	reqs := runChat(t, k, p, n)
+	if len(reqs) != n+n/3 {
+		t.Fatalf("%d present-tier requests, want %d", len(reqs), n+n/3)
+	}
+	breaks, systemChanges := 0, 0
+	for i, r := range reqs {
+		// The window is trimmed before an exchange; its tool loop adds turns.
+		last := r.Messages[len(r.Messages)-1].Content[0]
+		if r.CacheControl == nil || (last.Type != llm.BlockToolResult && len(r.Messages) > 20) {
+			t.Fatalf("request %d: cache_control %v, %d messages", i, r.CacheControl, len(r.Messages))
+		}
+		if i == 0 {
+			continue
+		}
+		prev := reqs[i-1]
+		if !bytes.Equal(wire(t, r.Tools), wire(t, prev.Tools)) {
+			t.Fatalf("request %d: the tools changed:\n%s\n%s", i, wire(t, prev.Tools), wire(t, r.Tools))
+		}
+		if !bytes.Equal(wire(t, r.System), wire(t, prev.System)) {
+			systemChanges++
+		}
+		if len(r.Messages) < len(prev.Messages) || !bytes.Equal(wire(t, r.Messages[:len(prev.Messages)]), wire(t, prev.Messages)) {
+			breaks++
+		}
+	}
+	// History grows a level after its first nine entries (its top's
+	// pscale, which the prompt shows, rises): the one change to the
+	// system prompt in these 30 exchanges.
+	if systemChanges > 1 {
+		t.Fatalf("the system prompt changed %d times in %d exchanges", systemChanges, n)
+	}
+	t.Logf("the message prefix changed %d times", breaks)
+	if breaks > n/5 {
+		t.Fatalf("the message prefix changed %d times in %d exchanges: dropped in chunks, it changes at most %d times", breaks, n, n/5)
+	}
+}
+
+// --no-cache (Client.NoCache) sends no breakpoint at all: none on the
+// tools, the system prompt, a message or the request.
+func TestNoCacheSendsNoBreakpoint(t *testing.T) {
+	k, p := newKernel(t, chatScript(3))
+	k.Conversation().Client().NoCache = true
+	reqs := runChat(t, k, p, 3)
+	for i, r := range p.Requests() {
+		if bytes.Contains(wire(t, r), []byte("cache_control")) {
+			t.Fatalf("request %d carries a breakpoint: %s", i, wire(t, r))
+		}
+	}
+	if len(reqs) != 4 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+}
+
+// approxTokens is the request's size as the fakes estimate input tokens:
+// its JSON bytes / 4.
+func approxTokens(t testing.TB, r *llm.Request) int {
+	data, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return (len(data) + 3) / 4
+}
+
+// Tokens at the door (issue 24's budgets): the boot request with its tool
+// definitions on the default shell within 1,500 tokens, and a
+// conversational request after 20 exchanges within 2,500.
+func TestRequestSizesAtTheDoor(t *testing.T) {
+	k, p := newKernel(t, chatScript(20))
+	reqs := runChat(t, k, p, 20)
+	after := approxTokens(t, reqs[len(reqs)-1])
+	t.Logf("the request after 20 exchanges: about %d tokens", after)
+	if got := after; got > 2500 {
+		t.Errorf("the request after 20 exchanges is about %d tokens, over 2,500", got)
+	}
+	boot, bp := newKernel(t, replies(textBlock("I will build my shell.")))
+	if _, err := boot.Conversation().Call(context.Background(), []llm.Message{llm.UserText("BOOT")}, CallOptions{Tier: prompt.Deep}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the boot request: about %d tokens", approxTokens(t, bp.Requests()[0]))
+	if got := approxTokens(t, bp.Requests()[0]); got > 1500 {
+		t.Errorf("the boot request is about %d tokens, over 1,500", got)
+	}
+}

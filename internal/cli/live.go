@@ -1,0 +1,159 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/llmkernels/kernels/internal/termtext"
+	"github.com/llmkernels/kernels/llm"
+)
+
+// Live shows an answer as it streams (llm.Request.OnDelta): its text on
+// out as it arrives, its thinking on errOut as one dim line that updates in
+// place (one plain "thinking…" line when errOut is not a terminal or
+// NO_COLOR is set; nothing at Quiet), and progress lines between. Every
+// piece is made inert first (termtext): a delta is foreign text. It is
+// safe for concurrent use.
+type Live struct {
+	mu      sync.Mutex
+	out     io.Writer
+	errOut  io.Writer
+	level   Output
+	dim     bool   // errOut is a terminal that takes escapes: the thinking line updates in place
+	outTerm bool   // out is a terminal: a progress line first ends the text line on it
+	midLine bool   // out holds text not ended by a newline
+	cr      bool   // a text piece ended with \r, held until the next says whether \n follows
+	think   string // the tail of the thinking shown
+	thinkOn bool   // the thinking line is on screen (dim), or was said (plain)
+	text    bool   // text was written since the last Reset
+}
+
+// thinkWidth is how much of the thinking the dim line shows: its newest
+// characters, so that it fits a narrow terminal's line.
+const thinkWidth = 70
+
+// NewLive returns a Live writing text to out and thinking and progress to
+// errOut, as level says.
+func NewLive(out, errOut io.Writer, level Output) *Live {
+	return &Live{out: out, errOut: errOut, level: level,
+		dim: Terminal(errOut) && os.Getenv("NO_COLOR") == "", outTerm: Terminal(out)}
+}
+
+// Delta shows one piece of an answer; give it as the request's OnDelta.
+func (l *Live) Delta(d llm.Delta) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch d.Kind {
+	case llm.DeltaText:
+		l.clearThinking()
+		s := d.Text
+		if l.cr {
+			s, l.cr = "\r"+s, false
+		}
+		if strings.HasSuffix(s, "\r") {
+			s, l.cr = s[:len(s)-1], true
+		}
+		if s == "" {
+			return
+		}
+		fmt.Fprint(l.out, termtext.Block(s))
+		l.midLine, l.text = !strings.HasSuffix(s, "\n"), true
+	case llm.DeltaThinking:
+		l.thinking(d.Text)
+	case llm.DeltaBlockStop:
+		l.clearThinking()
+	case llm.DeltaBlockStart:
+		if d.Block == "server_tool_use" && l.level >= Normal {
+			l.line("→ " + termtext.Line(d.Name) + " (run by the provider)")
+		}
+	case llm.DeltaRestart:
+		l.clearThinking()
+		if l.level >= Normal {
+			l.line("(the answer broke off and is asked for again; what follows replaces the text above)")
+		}
+	}
+}
+
+// Line prints a progress line on errOut (nothing at Quiet), after ending a
+// line of text left open on the terminal.
+func (l *Live) Line(s string) {
+	if l.level < Normal {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.clearThinking()
+	l.line(termtext.Line(s))
+}
+
+// End ends an answer: it closes the line its text left open and reports
+// whether any text was shown since the last End.
+func (l *Live) End() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.clearThinking()
+	if l.cr {
+		fmt.Fprint(l.out, termtext.Block("\r"))
+		l.cr, l.midLine = false, true
+	}
+	if l.midLine {
+		fmt.Fprintln(l.out)
+		l.midLine = false
+	}
+	shown := l.text
+	l.text = false
+	return shown
+}
+
+// line writes an inert line on errOut; l.mu is held.
+func (l *Live) line(s string) {
+	if l.midLine && l.outTerm {
+		fmt.Fprintln(l.out)
+		l.midLine = false
+	}
+	fmt.Fprintln(l.errOut, s)
+}
+
+// thinking shows a piece of thinking; l.mu is held.
+func (l *Live) thinking(piece string) {
+	if l.level < Normal {
+		return
+	}
+	if !l.dim {
+		if !l.thinkOn {
+			l.thinkOn = true
+			l.line("thinking…")
+		}
+		return
+	}
+	if l.midLine && l.outTerm {
+		fmt.Fprintln(l.out)
+		l.midLine = false
+	}
+	l.think = tail(strings.Join(strings.Fields(l.think+" "+piece), " "), thinkWidth)
+	// Carriage return, erase the line, dim, the tail, normal: the line is
+	// rewritten in place as the thinking grows.
+	fmt.Fprintf(l.errOut, "\r\x1b[2K\x1b[2mthinking: %s\x1b[0m", termtext.Line(l.think))
+	l.thinkOn = true
+}
+
+// clearThinking takes the dim thinking line off the screen; l.mu is held.
+func (l *Live) clearThinking() {
+	if l.thinkOn && l.dim {
+		fmt.Fprint(l.errOut, "\r\x1b[2K")
+	}
+	l.thinkOn, l.think = false, ""
+}
+
+// tail is the last n characters of s.
+func tail(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return "…" + string(r[len(r)-n+1:])
+}

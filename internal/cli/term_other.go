@@ -1,0 +1,9 @@
+//go:build !linux
+
+package cli
+
+import "io"
+
+// Terminal reports whether w is a terminal. It is only built for Linux:
+// elsewhere output is always plain text.
+func Terminal(io.Writer) bool { return false }
