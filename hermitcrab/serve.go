@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"math"
+	"net"
 	"time"
 
 	"github.com/llmkernels/kernels/hermitcrab/beach/server"
@@ -27,6 +28,9 @@ type ServeOptions = web.Config
 // Serve opens the instance in o.DataDir and serves its web shell until ctx
 // ends; ready is told the URL to open and the kernel it serves.
 func Serve(ctx context.Context, o ServeOptions, ready func(url string, k *Kernel)) error {
+	if err := checkAddr(o.Addr); err != nil {
+		return err
+	}
 	srv, err := web.New(ctx, o)
 	if err != nil {
 		return err
@@ -53,6 +57,9 @@ type EndpointOptions struct {
 // endpoint, alone, until ctx ends; ready is told their base URL once they
 // listen.
 func ServeEndpoints(ctx context.Context, k *Kernel, o EndpointOptions, ready func(url string)) error {
+	if err := checkAddr(o.Addr); err != nil {
+		return err
+	}
 	h, err := endpoint.New(k, o.MCP, o.Log)
 	if err != nil {
 		return err
@@ -94,6 +101,9 @@ type BeachOptions struct {
 // rate of 0 or not a number (-1 is "no limit"). Its error is an
 // OptionError naming the field.
 func (o BeachOptions) Check() error {
+	if err := checkAddr(o.Addr); err != nil {
+		return err
+	}
 	switch {
 	case o.Window <= 0:
 		return option.Errorf("window", "%s: give how far a signed time may be from this clock, e.g. 5m", o.Window)
@@ -113,6 +123,21 @@ func (o BeachOptions) Check() error {
 		if r.rate == 0 || math.IsNaN(r.rate) {
 			return option.Errorf(r.field, "%v: give requests a minute, or -1 for no limit", r.rate)
 		}
+	}
+	return nil
+}
+
+// checkAddr refuses an address no listener can take (no port, a port
+// outside 0-65535), before anything is opened: an OptionError on addr. An
+// address that is well formed but taken fails later, when it is listened
+// on.
+func checkAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err == nil {
+		_, err = net.LookupPort("tcp", port)
+	}
+	if err != nil {
+		return option.Errorf("addr", "%q: give host:port with a port from 0 to 65535, e.g. 127.0.0.1:8420 (:0 picks a free port)", addr)
 	}
 	return nil
 }

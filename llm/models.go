@@ -65,6 +65,17 @@ var models = map[string]ModelInfo{
 var sonnet4 = Price{Input: 3, Output: 15, CacheWrite: 3.75, CacheWrite1h: 6, CacheRead: 0.3,
 	LongPromptOver: 200_000, LongPrompt: &Price{Input: 6, Output: 22.5, CacheWrite: 7.5, CacheWrite1h: 12, CacheRead: 0.6}}
 
+// The default Anthropic models, by the work they do, the same in every
+// kernel where nothing else is configured, and each in the price table
+// (models): checked in November 2026 against Anthropic's models overview,
+// where all three are current. Newer families (Opus 5, Sonnet 5) are
+// priced above and can be chosen with --model or the config file.
+const (
+	DefaultDeepModel = "claude-opus-4-6"   // planning and deep thought: solve, hermitcrab's deep tier
+	DefaultModel     = "claude-sonnet-4-6" // conversation and loops: lumen, hermitcrab's present tier
+	DefaultFastModel = "claude-haiku-4-5"  // quick checks: ping, hermitcrab's light tier
+)
+
 // MinCacheTokens is the shortest prefix the API caches for model (its
 // longest family in the table); ok is false when the table does not give
 // one.

@@ -106,6 +106,11 @@ func CheckZ3(ctx context.Context) error {
 	return err
 }
 
+// ResolverNote says on one line what the boot resolvers text names are
+// (claude-code-0 an API call to the model, codex-tools-0 a shell runner),
+// or "" when it names none: a view showing their ids ends with it once.
+func ResolverNote(text string) string { return loop.ResolverNote(text) }
+
 // ShortID is the first eight characters of an id, as listings show it.
 func ShortID(id string) string { return store.Short(id) }
 

@@ -113,6 +113,19 @@ func (k *Kernel) Report(ctx context.Context, root string) (*RunReport, error) {
 	return r, nil
 }
 
+// nodeTasks are the tasks of the run's nodes, without the run's end: the
+// Gantt chart draws a row for each, and the end is no node (its finish
+// is the chart's finish line).
+func (r *RunReport) nodeTasks() []planning.Task {
+	var out []planning.Task
+	for _, t := range r.tasks {
+		if t.ID != endTask {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // WriteReport writes the report as FILE (.json added if missing: the
 // report's data), BASE.md, BASE.mmd and BASE.svg, each atomically.
 func WriteReport(r *RunReport, out string) (planning.Files, error) {
@@ -125,7 +138,7 @@ func WriteReport(r *RunReport, out string) (planning.Files, error) {
 		path string
 		data []byte
 	}{{f.JSON, append(data, '\n')}, {f.Report, []byte(r.Markdown(filepath.Base(f.Gantt), filepath.Base(f.Mermaid)))},
-		{f.Mermaid, []byte(planning.Mermaid(r.tasks, r.analysis))}, {f.Gantt, []byte(planning.Gantt(&planning.Plan{Goal: r.Goal, Tasks: r.tasks, Analysis: r.analysis}))}} {
+		{f.Mermaid, []byte(planning.Mermaid(r.tasks, r.analysis))}, {f.Gantt, []byte(planning.Gantt(&planning.Plan{Goal: r.Goal, Tasks: r.nodeTasks(), Analysis: r.analysis}))}} {
 		if err := atomicfile.Write(w.path, w.data, 0o644); err != nil {
 			return f, err
 		}
@@ -184,6 +197,9 @@ func (r *RunReport) Markdown(ganttFile, mermaidFile string) string {
 	}
 	for _, e := range r.Status.Events {
 		w("- %s · `%s` %s: %s\n", e.Time, store.Short(e.NodeID), cell(e.Goal), cell(e.Detail))
+	}
+	if note := loop.ResolverNote(b.String()); note != "" {
+		w("\n%s\n", cell(note))
 	}
 	w("\n## Tree as a flowchart\n\n(also in %s; the critical path in red)\n\n```mermaid\n%s```\n", cell(mermaidFile), planning.Mermaid(r.tasks, r.analysis))
 	return b.String()

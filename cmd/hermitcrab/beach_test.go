@@ -432,6 +432,33 @@ func TestBeachCommandLineMistakesSendNothing(t *testing.T) {
 	}
 }
 
+// A server at --beach that is no beach (a web server's 404 page) gets one
+// line that says so and names the fix, never its HTML.
+func TestAServerThatIsNoBeachIsSaidInOneLine(t *testing.T) {
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprint(w, "<!DOCTYPE HTML>\n<html>\n<body><h1>Error response</h1>\n<p>Error code: 404</p></body>\n</html>\n")
+	}))
+	defer web.Close()
+	_, errOut, err := hc(t, t.TempDir(), "", "beach", "--beach", web.URL, "marks", "https://example.org/")
+	want := "hermitcrab: " + web.URL + " is not a beach: GET /v1/marks answered HTTP 404 without a beach's JSON error (check the beach URL)\n"
+	if e, ok := err.(*exec.ExitError); !ok || e.ExitCode() != 1 || errOut != want {
+		t.Fatalf("exit %v, stderr %q, want %q", err, errOut, want)
+	}
+}
+
+// A PostgreSQL URL whose password holds an unescaped # is refused before
+// any dial, in one line that names the URL once and the fix.
+func TestAnUnescapedPasswordIsRefusedBeforeAnyDial(t *testing.T) {
+	_, errOut, err := hc(t, t.TempDir(), "", "beach", "serve", "--addr", "127.0.0.1:0", "--db", "postgres://me:p#ss@127.0.0.1:1/db")
+	lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
+	if e, ok := err.(*exec.ExitError); !ok || e.ExitCode() != 2 || len(lines) != 2 || strings.Count(errOut, "postgres://") != 1 ||
+		!strings.Contains(lines[0], "write # ? % @ / : as %23") || strings.Contains(errOut, "dial") || strings.Contains(errOut, "p#ss") {
+		t.Fatalf("exit %v, stderr:\n%s", err, errOut)
+	}
+}
+
 // 'beach use URL' as a new data directory's first command creates its
 // store without blocks; the directory is still a new instance: blocks
 // list shows the default shell and the prompt is the default one.

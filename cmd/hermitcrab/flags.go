@@ -12,6 +12,7 @@ import (
 // command turns the library's names into its own.
 var optionFlags = map[string]string{
 	"data":               "--data",
+	"addr":               "--addr",
 	"shell_file":         "--shell",
 	"web_allow":          "--web-allow",
 	"web_deny":           "--web-deny",

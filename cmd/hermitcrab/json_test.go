@@ -50,6 +50,15 @@ func TestWakeHooksJSON(t *testing.T) {
 	if h.Name != "ci" || h.Path != "/hooks/ci" || h.Where != "wake 0.5.1" || h.Line != "webhook ci tier 1: look at the build" {
 		t.Fatalf("the hook: %+v", h)
 	}
+	// The example posts where the instance listens: serve's default, or
+	// the daemon's --addr (before: always 8420, where a daemon on 8422
+	// was not).
+	if !strings.Contains(text, "http://127.0.0.1:8420/hooks/ci\n") {
+		t.Errorf("the example does not post to serve's default address:\n%s", text)
+	}
+	if daemon, _ := mustHC(t, data, "", "wake", "hooks", "--addr", "127.0.0.1:8422"); !strings.Contains(daemon, "http://127.0.0.1:8422/hooks/ci\n") {
+		t.Errorf("the example does not post to --addr:\n%s", daemon)
+	}
 	m := regexp.MustCompile(`secret: ([0-9a-f]{64}) \((.*)\)`).FindStringSubmatch(text)
 	if m == nil || doc.Secret != m[1] || doc.SecretFile != m[2] {
 		t.Fatalf("secret %q in %q, text:\n%s", doc.Secret, doc.SecretFile, text)

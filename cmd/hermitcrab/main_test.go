@@ -210,7 +210,11 @@ func TestExitStatusesAndVersion(t *testing.T) {
 			{"wake", "status", "--max-wake-cost", "NaN"}, {"wake", "status", "--max-wake-cost", "-1"},
 			{"beach", "passport", "list", "--limit", "-1"}, {"beach", "marks", "https://example.org", "--limit", "-5"}, {"beach", "inbox", "--after", "-1"},
 			{"beach", "serve", "--window", "0"}, {"beach", "serve", "--agent-rate", "NaN"}, {"beach", "serve", "--addr-rate", "0"},
-			{"beach", "serve", "--max-body", "-1"}, {"beach", "serve", "--addr-burst", "0"}},
+			{"beach", "serve", "--max-body", "-1"}, {"beach", "serve", "--addr-burst", "0"},
+			// an address no listener can take, or a script not given
+			{"serve", "--addr", ":99999", "--provider", "script", "--script", "testdata/boot.json"}, {"serve", "--addr", "8420", "--provider", "script", "--script", "testdata/boot.json"},
+			{"beach", "serve", "--addr", ":99999"}, {"wake", "--daemon", "--addr", "127.0.0.1:65536", "--provider", "script", "--script", "testdata/boot.json"},
+			{"serve", "--provider", "script", "--addr", "127.0.0.1:0"}},
 	}
 	for want, list := range cases {
 		for _, args := range list {

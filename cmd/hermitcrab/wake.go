@@ -215,7 +215,10 @@ wakes. With --json: {"triggers", "problems", "caps", "today", "recent"}
 }
 
 func (f *flags) wakeHooksCommand() *cobra.Command {
-	var asJSON *bool
+	var (
+		asJSON *bool
+		addr   string
+	)
 	cmd := &cobra.Command{
 		Use:   "hooks",
 		Short: "Print the webhook URLs of the instance's webhook triggers and the secret a post must carry",
@@ -223,7 +226,9 @@ func (f *flags) wakeHooksCommand() *cobra.Command {
 the instance's webhook secret (webhook_secret in the data directory, 0600, made on first
 use). A post carries it as "Authorization: Bearer SECRET", or signs its body:
 "X-Hub-Signature-256: sha256=HMAC-SHA256(SECRET, body)" (GitHub's form). Posts go to
-'hermitcrab serve' (its address) or to 'hermitcrab wake --daemon --addr ADDR'.
+'hermitcrab serve' (its address) or to 'hermitcrab wake --daemon --addr ADDR'; the
+example curl line posts to --addr (serve's default; give the daemon's for a headless
+instance).
 
 With --json: {"hooks": [{"name", "path", "where", "line"}], "secret", "secret_file"}
 (docs/configuration.md).`,
@@ -246,12 +251,17 @@ With --json: {"hooks": [{"name", "path", "where", "line"}], "secret", "secret_fi
 					fmt.Fprintln(w, `no webhook triggers yet: the instance writes "webhook NAME tier 1: ..." at wake 0.5`)
 				}
 				fmt.Fprintf(w, "secret: %s (%s)\n", secret, doc.SecretFile)
-				fmt.Fprintf(w, "example: curl -X POST -H 'Authorization: Bearer %s' --data '{\"event\":\"deploy\"}' http://127.0.0.1:8420/hooks/NAME\n", secret)
+				path := "/hooks/NAME"
+				if len(doc.Hooks) > 0 {
+					path = doc.Hooks[0].Path
+				}
+				fmt.Fprintf(w, "example (to --addr %s): curl -X POST -H 'Authorization: Bearer %s' --data '{\"event\":\"deploy\"}' http://%s%s\n", addr, secret, addr, termtext.Line(path))
 				return nil
 			})
 		},
 	}
 	asJSON = cli.JSONFlag(cmd)
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8420", "where the instance takes webhooks, for the example: hermitcrab serve's --addr, or wake --daemon's")
 	return cmd
 }
 

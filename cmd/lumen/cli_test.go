@@ -7,9 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmkernels/kernels/llm"
 )
 
 // TestTheCommandsEndToEnd drives the binary through the docs' walk-through
@@ -318,6 +321,18 @@ func TestChatTurnErrorQuotingTheModelIsInert(t *testing.T) {
 	}
 	if s := out.String() + errb.String(); strings.ContainsAny(s, "\x1b\x07\u009b\u202e") {
 		t.Errorf("chat printed a raw control character:\n%q", s)
+	}
+}
+
+// lumen's default model is the kernels' shared everyday model, one the
+// price table knows (before: claude-sonnet-4-5, where hermitcrab's
+// present tier used claude-sonnet-4-6).
+func TestTheDefaultModelIsTheSharedOne(t *testing.T) {
+	cmd := exec.Command(lumenBinary(t), "config")
+	cmd.Env = append(os.Environ(), "LLMKERNELS_CONFIG=/dev/null", "LLMKERNELS_MODEL=", "LLMKERNELS_PROVIDER=")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !regexp.MustCompile(`(?m)^model +`+regexp.QuoteMeta(llm.DefaultModel)+` +default`).Match(out) {
+		t.Fatalf("lumen config: %v\n%s", err, out)
 	}
 }
 

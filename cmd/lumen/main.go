@@ -17,12 +17,13 @@ import (
 	"github.com/llmkernels/kernels/internal/cli"
 	"github.com/llmkernels/kernels/internal/provider"
 	"github.com/llmkernels/kernels/internal/termtext"
+	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/lumen"
 )
 
 // defaultModels are lumen's model choices when --model is not given.
 var defaultModels = map[string]string{
-	provider.Anthropic: "claude-sonnet-4-5",
+	provider.Anthropic: llm.DefaultModel,
 	provider.OpenAI:    "gpt-4.1",
 	provider.Script:    "scripted",
 }

@@ -65,6 +65,18 @@ func TestStatusLogAndReportShowWhatARunDid(t *testing.T) {
 	if !strings.Contains(lg.stdout, "T1 (Add Median) Node ") || strings.Contains(lg.stdout, "T1 () ") {
 		t.Errorf("log rows do not name their goal:\n%s", lg.stdout)
 	}
+	// The spec's resolver ids name programs that never run: every view
+	// that shows them says once what they are.
+	const modelCall, shellRunner = "claude-code-0 is an API call to the model", "codex-tools-0 is"
+	if strings.Count(lg.stdout, modelCall) != 1 || strings.Contains(lg.stdout, shellRunner) || !strings.HasSuffix(lg.stdout, "(not the Claude Code program)\n") {
+		t.Errorf("the log does not say once what its resolvers are:\n%s", lg.stdout)
+	}
+	rs := runSolve(t, dir, "resolvers")
+	help := runSolve(t, dir, "resolvers", "--help")
+	if strings.Count(rs.stdout, "an API call to the model") != 1 || strings.Count(rs.stdout, "a shell runner") != 1 ||
+		!strings.Contains(help.stdout, "claude-code-0 is an API call to the\nmodel") {
+		t.Errorf("resolvers:\n%s\nhelp:\n%s", rs.stdout, help.stdout)
+	}
 	report := "run-" + root[:8]
 	if !strings.Contains(r.stdout, "report: "+report+".json, "+report+".md, "+report+".mmd, "+report+".svg") {
 		t.Errorf("the run did not say where its report is:\n%s", r.stdout)
@@ -82,6 +94,25 @@ func TestStatusLogAndReportShowWhatARunDid(t *testing.T) {
 	svg, err := os.ReadFile(filepath.Join(dir, report+".svg"))
 	if err != nil || !strings.HasPrefix(string(svg), "<svg") || !strings.Contains(string(svg), ": critical path ") || !strings.Contains(string(svg), "Add Median") {
 		t.Errorf("the Gantt chart: %v\n%.300s", err, svg)
+	}
+	// A run of seconds is drawn in seconds or milliseconds (before: an axis
+	// of 0.0002h), with one finish line where low, mid and high agree,
+	// no row for the run's end, and a legend of only what is drawn.
+	var texts []string
+	for _, m := range regexp.MustCompile(`<text[^>]*>([^<]*)</text>`).FindAllStringSubmatch(string(svg), -1) {
+		texts = append(texts, m[1])
+	}
+	axis := regexp.MustCompile(`^[0-9.]+(ms|s|min|h)$`)
+	units := map[string]bool{}
+	for _, x := range texts {
+		if m := axis.FindStringSubmatch(x); m != nil {
+			units[m[1]] = true
+		}
+	}
+	all := strings.Join(texts, "\n")
+	if len(units) != 1 || units["h"] || units["min"] || !strings.Contains(all, "finish ") || strings.Contains(all, "low ") || strings.Contains(all, "high ") ||
+		strings.Contains(all, "the run's end") || strings.Contains(all, "Whisker") || strings.Contains(all, "time limit") || strings.Contains(all, "swapped") {
+		t.Errorf("the Gantt chart of a short run (axis units %v):\n%s", units, all)
 	}
 	mmd, err := os.ReadFile(filepath.Join(dir, report+".mmd"))
 	if err != nil || !strings.Contains(string(mmd), "class ") {

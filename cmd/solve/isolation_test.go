@@ -452,11 +452,13 @@ func TestAMissingOrReadOnlyWorkspaceIsRefusedBeforeAnySpend(t *testing.T) {
 		readOnly = "/proc/self/fdinfo" // root writes anywhere else: a directory of a read-only file system
 	}
 	for _, tc := range []struct{ ws, want string }{
-		{filepath.Join(dir, "missing"), "does not exist; create it"},
-		{readOnly, "cannot be written"},
+		{filepath.Join(dir, "missing"), "solve: --workspace " + filepath.Join(dir, "missing") + " does not exist; create it"},
+		{readOnly, "solve: --workspace " + readOnly + " cannot be written"},
 	} {
+		// A usage error (exit 2) in the flag's name, never the library's
+		// field (Request.Workspace).
 		r := runSolve(t, dir, "run", clampGoal, "--provider", "script", "--script", sc, "--workspace", tc.ws, "--budget", "5", "--time", "1h")
-		if r.code == 0 || !strings.Contains(r.stderr, tc.want) {
+		if r.code != cli.ExitUsage || !strings.Contains(r.stderr, tc.want) || strings.Contains(r.stderr, "Request") {
 			t.Errorf("workspace %s: exit %d\n%s", tc.ws, r.code, r.stderr)
 		}
 	}

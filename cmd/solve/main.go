@@ -25,9 +25,9 @@ import (
 // defaultModels are the planning models when --model is not given; the
 // scripted provider meters its canned answers at the Anthropic default.
 var defaultModels = map[string]string{
-	provider.Anthropic: "claude-opus-4-6",
+	provider.Anthropic: llm.DefaultDeepModel,
 	provider.OpenAI:    "gpt-5",
-	provider.Script:    "claude-opus-4-6",
+	provider.Script:    llm.DefaultDeepModel,
 }
 
 func main() {
@@ -82,6 +82,10 @@ var optionFlags = map[string]string{
 	"steps":        "--steps",
 	"rescue_after": "--rescue-after",
 	"db":           "--db",
+	"workspace":    "--workspace",
+	"interactive":  "--interactive",
+	"smt":          "--smt",
+	"time_hours":   "--time",
 }
 
 func planCommand(app *cli.App) *cobra.Command {
@@ -804,10 +808,10 @@ func logCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				w := cmd.OutOrStdout()
 				if *asJSON {
-					return cli.PrintJSON(w, rows)
+					return cli.PrintJSON(cmd.OutOrStdout(), rows)
 				}
+				w := &strings.Builder{}
 				for _, l := range rows {
 					fmt.Fprintf(w, "[%s] T%d", clock(l.Time), l.Tier)
 					if l.Goal != "" {
@@ -819,7 +823,7 @@ func logCommand() *cobra.Command {
 					}
 					fmt.Fprintln(w)
 				}
-				return nil
+				return printWithNote(cmd.OutOrStdout(), w.String())
 			})
 		},
 	}
@@ -838,7 +842,13 @@ func resolversCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "resolvers",
 		Short: "List the resolver registry: boot, built and hired tools with capabilities and record",
-		Args:  cobra.NoArgs,
+		Long: `List the resolver registry: the boot resolvers, and the tools runs built or a
+human hired, each with its capabilities, its record and what it is.
+
+The boot resolvers keep the spec's ids: claude-code-0 is an API call to the
+model (not the Claude Code program), codex-tools-0 a shell runner (not the Codex
+program), self-model-0 answers from the kernel's own records.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withKernel(cmd.Context(), db, true, func(k *solve.Kernel) error {
 				rs, err := k.Resolvers(cmd.Context())
@@ -850,6 +860,9 @@ func resolversCommand() *cobra.Command {
 				}
 				for _, r := range rs {
 					fmt.Fprintf(cmd.OutOrStdout(), "%-28s %-8s built by %-6s used %d (%d ok, %d failed)  %s\n", termtext.Line(r.ID), r.Type, r.BuiltBy, r.UsageCount, r.SuccessCount, r.FailureCount, termtext.Line(fmt.Sprint(r.Capabilities)))
+					if r.Description != "" {
+						fmt.Fprintf(cmd.OutOrStdout(), "%28s %s\n", "", termtext.Line(r.Description))
+					}
 					if n := r.NetworkLine(); n != "" {
 						fmt.Fprintf(cmd.OutOrStdout(), "%28s %s\n", "", termtext.Line(n))
 					}
@@ -1054,7 +1067,19 @@ func statusCommand() *cobra.Command {
 // its own calls, allocated to it, delegated to children, reserve left),
 // attempts, when it was created and resolved, and its goal; then the
 // events that changed the tree, and where the run stands.
-func printStatus(w io.Writer, st *solve.RunStatus) {
+// printWithNote prints text and, once after it, what the boot resolvers
+// it names are (their spec ids name programs that never run).
+func printWithNote(w io.Writer, text string) error {
+	if note := solve.ResolverNote(text); note != "" {
+		text += note + "\n"
+	}
+	_, err := io.WriteString(w, text)
+	return err
+}
+
+func printStatus(out io.Writer, st *solve.RunStatus) {
+	w := &strings.Builder{}
+	defer func() { _ = printWithNote(out, w.String()) }() // a failed write is the command's (cli.checkedWriter)
 	for _, n := range st.Nodes {
 		in := strings.Repeat("  ", n.Depth)
 		sigma := "σ -"

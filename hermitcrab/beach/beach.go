@@ -196,7 +196,7 @@ func validate(v any) error {
 		}
 	case *Mark:
 		if !ValidURLHash(b.URLHash) {
-			return fmt.Errorf("url_hash %q: want 16 lower-case hex digits (beach.URLHash of the URL)", clip.Text(b.URLHash, 80))
+			return fmt.Errorf("url_hash %q: want 16 lower-case hex digits (the first 8 bytes of the sha256 of the URL, lower-cased and trimmed)", clip.Text(b.URLHash, 80))
 		}
 		return text("purpose", b.Purpose, 0, MaxPurpose)
 	case *Message:

@@ -98,7 +98,8 @@ func (c *Client) URL() string { return c.base.String() }
 
 // Error is a request the beach refused: the HTTP status, the reason (an
 // identity.Reason*, or rate_limited, too_large, not_found, superseded,
-// wrong_beach, internal) and the beach's message.
+// wrong_beach, internal; NotABeach when the server that answered is no
+// beach) and the beach's message.
 type Error struct {
 	Status  int
 	Reason  string
@@ -108,8 +109,15 @@ type Error struct {
 // Error says it on one inert line: the reason and message are the beach's
 // text (see termtext.Line).
 func (e *Error) Error() string {
+	if e.Reason == NotABeach {
+		return e.Message
+	}
 	return fmt.Sprintf("beach refused (%d %s): %s", e.Status, termtext.Line(e.Reason), termtext.Line(e.Message))
 }
+
+// NotABeach is the reason of an Error answered by a server that is not a
+// beach: an HTTP error without a beach's JSON error.
+const NotABeach = "not_a_beach"
 
 // Verified is a statement whose signature the client checked.
 type Verified[T any] struct {
@@ -334,7 +342,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		}
 		if resp.StatusCode == http.StatusOK {
 			if err := json.Unmarshal(data, out); err != nil {
-				return fmt.Errorf("beach %s: the answer to %s %s is not the expected JSON: %w", c.base, method, path, err)
+				return fmt.Errorf("beach %s: the answer to %s %s is not a beach's JSON (is it a beach? check the beach URL): %w", c.base, method, path, err)
 			}
 			return nil
 		}
@@ -343,10 +351,11 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 			Reason string `json:"reason"`
 		}
 		if json.Unmarshal(data, &e) != nil || e.Error == "" {
-			e.Error = strings.TrimSpace(string(data))
-			if len(e.Error) > 300 {
-				e.Error = e.Error[:300] + "…"
-			}
+			endpoint, _, _ := strings.Cut(path, "?")
+			// Not a beach's answer (a web server's 404 page, a proxy's
+			// error): its body is no message for a person.
+			return &Error{Status: resp.StatusCode, Reason: NotABeach,
+				Message: fmt.Sprintf("%s is not a beach: %s %s answered HTTP %d without a beach's JSON error (check the beach URL)", c.base, method, endpoint, resp.StatusCode)}
 		}
 		// 429: over a rate limit; 503 with Retry-After: busy (too many large
 		// uploads at once). Both say when to come back.

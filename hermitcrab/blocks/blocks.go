@@ -50,7 +50,7 @@ type Options struct {
 func New(st *store.Store, o Options) (*Blocks, error) {
 	released, err := time.Parse(time.RFC3339, shell.TouchstoneUpdated)
 	if err != nil {
-		return nil, fmt.Errorf("shell.TouchstoneUpdated %q: %w", shell.TouchstoneUpdated, err)
+		return nil, fmt.Errorf("the built-in shell's touchstone date %q: %w", shell.TouchstoneUpdated, err)
 	}
 	log := o.Log
 	if log == nil {

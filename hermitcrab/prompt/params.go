@@ -8,9 +8,10 @@ import (
 	"github.com/llmkernels/kernels/llm"
 )
 
-// Fallbacks of spec §6.3, used for whatever the wake block does not say.
+// Fallbacks of spec §6.3, used for whatever the wake block does not say
+// (the fast one as the spec writes it: llm.DefaultFastModel's dated id).
 const (
-	FallbackModel     = "claude-opus-4-6"
+	FallbackModel     = llm.DefaultDeepModel
 	FallbackFastModel = "claude-haiku-4-5-20251001"
 	FallbackMaxTokens = 8192
 	// DefaultMaxToolLoops is the original kernel's tool-loop limit (§15).

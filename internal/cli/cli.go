@@ -264,7 +264,7 @@ func (c *checkedWriter) Write(p []byte) (int, error) {
 
 // defaultPingModels are cheap models for ping when --model is not given.
 var defaultPingModels = map[string]string{
-	provider.Anthropic: "claude-haiku-4-5",
+	provider.Anthropic: llm.DefaultFastModel,
 	provider.OpenAI:    "gpt-4o-mini",
 	provider.Script:    "scripted",
 }

@@ -625,7 +625,7 @@ func prepare(c *Cmd, path string) (*confined, error) {
 		return nil, &UnavailableError{Reason: p.Reason}
 	}
 	if c.Dir == "" {
-		return nil, errors.New("a confined command needs a working directory (Cmd.Dir): it is the one place it may write")
+		return nil, errors.New("a confined command needs a working directory: it is the one place it may write")
 	}
 	dir, err := filepath.Abs(c.Dir)
 	if err != nil {

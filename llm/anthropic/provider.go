@@ -65,7 +65,7 @@ func New(cfg Config) (*Provider, error) {
 		key = os.Getenv(EnvAPIKey)
 	}
 	if key == "" {
-		return nil, errors.New("llm/anthropic: no API key: set " + EnvAPIKey + " or pass anthropic.Config.APIKey")
+		return nil, errors.New("anthropic: no API key: set " + EnvAPIKey + " (create a key at https://console.anthropic.com/settings/keys)")
 	}
 	opts := []option.RequestOption{
 		// Credentials and base URL are resolved here, not by the SDK's
@@ -75,7 +75,7 @@ func New(cfg Config) (*Provider, error) {
 		option.WithMaxRetries(0),
 		option.WithMiddleware(markSent),
 	}
-	base, from := cfg.BaseURL, "anthropic.Config.BaseURL"
+	base, from := cfg.BaseURL, "the configured base URL"
 	if base == "" {
 		base, from = os.Getenv(EnvBaseURL), EnvBaseURL
 	}

@@ -73,7 +73,7 @@ func New(cfg Config) (*Provider, error) {
 	if key == "" {
 		key = os.Getenv(EnvAPIKey)
 	}
-	base, from := cfg.BaseURL, "openai.Config.BaseURL"
+	base, from := cfg.BaseURL, "the configured base URL"
 	if base == "" {
 		base, from = os.Getenv(EnvBaseURL), EnvBaseURL
 	}

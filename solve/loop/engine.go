@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/llmkernels/kernels/internal/clip"
+	"github.com/llmkernels/kernels/internal/option"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/solve/store"
 	"github.com/llmkernels/kernels/solve/workspace"
@@ -193,29 +194,29 @@ var ErrEmptyCore = errors.New("the irreducible core is empty")
 // achieved, every remaining node waits for a human, or nothing can move.
 func Run(ctx context.Context, st *store.Store, req Request, opts Options) (*Result, error) {
 	if strings.TrimSpace(req.Goal) == "" {
-		return nil, errors.New("Request.Goal is empty: give the goal to solve")
+		return nil, option.Errorf("goal", "is empty: give the goal to solve")
 	}
 	if !(req.BudgetUSD > 0) || math.IsInf(req.BudgetUSD, 0) {
-		return nil, fmt.Errorf("Request.BudgetUSD %v: give a positive, finite budget in USD", req.BudgetUSD)
+		return nil, option.Errorf("budget_usd", "%v: give a positive, finite budget in USD", req.BudgetUSD)
 	}
 	if !(req.Time > 0) {
-		return nil, fmt.Errorf("Request.Time %v: give a positive duration", req.Time)
+		return nil, option.Errorf("time", "%v: give a positive duration", req.Time)
 	}
 	if req.Workers < 0 {
-		return nil, fmt.Errorf("Request.Workers %d: give at least 1 worker (0 = the default)", req.Workers)
+		return nil, option.Errorf("workers", "%d: give at least 1 worker (0 = the default)", req.Workers)
 	}
 	if req.TMax < 0 {
-		return nil, fmt.Errorf("Request.TMax %d: give at least 1 attempt (0 = the default %d)", req.TMax, DefaultTMax)
+		return nil, option.Errorf("tmax", "%d: give at least 1 attempt (0 = the default %d)", req.TMax, DefaultTMax)
 	}
 	if req.Workspace != "" {
 		// Refused before anything is asked of a resolver: a workspace the
 		// kernel cannot write would fail only after money was spent.
 		abs, err := filepath.Abs(req.Workspace)
 		if err != nil {
-			return nil, fmt.Errorf("Request.Workspace %s: %w", req.Workspace, err)
+			return nil, option.Errorf("workspace", "%s: %w", req.Workspace, err)
 		}
 		if err := workspace.Usable(abs); err != nil {
-			return nil, fmt.Errorf("Request.Workspace: %w", err)
+			return nil, &option.Error{Field: "workspace", Problem: strings.TrimPrefix(err.Error(), "workspace "), Err: err}
 		}
 		req.Workspace = abs
 	}

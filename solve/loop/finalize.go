@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/llmkernels/kernels/internal/clip"
+	"github.com/llmkernels/kernels/internal/option"
 	"github.com/llmkernels/kernels/solve/store"
 )
 
@@ -305,7 +306,7 @@ func (s *stepCtx) couple(ctx context.Context, ca ConsistencyAnswer, leaves []Lea
 // the root budget and returned so the run records its spend.
 func (e *engine) extractionDialogue(ctx context.Context, goal string, core []NewConstraint, budget float64) ([]NewConstraint, *Output, error) {
 	if e.term == nil {
-		return nil, nil, errors.New("Request.Interactive needs Options.In: the terminal the human answers on")
+		return nil, nil, option.Errorf("interactive", "needs the terminal the human answers on, and none was given")
 	}
 	r, err := e.resolver(ctx, ClaudeCodeID)
 	if err != nil {
@@ -363,7 +364,7 @@ func (e *engine) extractionDialogue(ctx context.Context, goal string, core []New
 		fmt.Fprintf(w, "Open question: %s\n", q)
 	}
 	if len(core) == 0 {
-		return nil, nil, fmt.Errorf("%w: confirm at least one candidate constraint, or give core constraints (Request.Constraints)", ErrEmptyCore)
+		return nil, nil, fmt.Errorf("%w: confirm at least one candidate constraint, or give core constraints in words", ErrEmptyCore)
 	}
 	var kept []string
 	for _, c := range core {

@@ -245,7 +245,7 @@ func Answer(ctx context.Context, st *store.Store, prefix string, a HireAnswer) (
 		}
 	}
 	if set != 1 {
-		return out, errors.New("answer with exactly one of HireAnswer.Command, HireAnswer.MCP, HireAnswer.AddUSD (and/or AddSeconds), or HireAnswer.Decline")
+		return out, errors.New("answer with exactly one of: a resolver command, an MCP server, more budget (money and/or time), or a decline")
 	}
 	var msg string
 	err = st.Write(ctx, func(tx *store.Tx) error {

@@ -3,6 +3,7 @@ package loop
 import (
 	"context"
 	"slices"
+	"strings"
 
 	"github.com/llmkernels/kernels/solve/store"
 )
@@ -12,14 +13,37 @@ var bootResolvers = []store.Resolver{
 	{ID: SelfModelID, Label: "Self Model", Type: "digital", BuiltBy: "boot",
 		Description:  "answers from the registry, ledger and node store: what the kernel can do, what it costs, where a run stands",
 		Capabilities: []string{"system_state", "capability_enumeration", "architecture_description", "cost_estimation"}},
-	{ID: ClaudeCodeID, Label: "Claude Code", Type: "digital", BuiltBy: "boot", CostPerToken: 0.015, LatencyEstimate: 30,
-		Description: "headless LLM calls with structured JSON envelopes: constraints, routing, code and text generation, semantic verification, decomposition",
+	{ID: ClaudeCodeID, Label: "Model call", Type: "digital", BuiltBy: "boot", CostPerToken: 0.015, LatencyEstimate: 30,
+		Description: whatIs[ClaudeCodeID] + ", with structured JSON envelopes: constraints, routing, code and text generation, semantic verification, decomposition",
 		Capabilities: []string{"decompose", "reason", "generate_code", "verify_semantic", "identify_constraints", "select_constraints",
 			"select_resolver", "generate_feedback", "escalate", "gate_confidence", "check_global_consistency", "assemble_artifact",
 			"orchestrate", "synthesize_goal", "dispatch", "enforce_invariants"}},
-	{ID: CodexToolsID, Label: "Codex Tools", Type: "digital", BuiltBy: "boot", CostPerInvocation: 0.01, LatencyEstimate: 60,
-		Description:  "runs commands, file operations and test suites in the workspace as a subprocess with timeouts and output caps",
+	{ID: CodexToolsID, Label: "Shell runner", Type: "digital", BuiltBy: "boot", CostPerInvocation: 0.01, LatencyEstimate: 60,
+		Description:  whatIs[CodexToolsID] + ": commands, file operations and test suites in the workspace, as a subprocess with timeouts and output caps",
 		Capabilities: []string{"execute_code", "file_ops", "web_search", "package_install", "shell_execution", "test_execution"}},
+}
+
+// whatIs says what the boot resolvers whose spec ids name programs are:
+// no Claude Code or Codex program is launched.
+var whatIs = map[string]string{
+	ClaudeCodeID: "an API call to the model (not the Claude Code program)",
+	CodexToolsID: "a shell runner (not the Codex program)",
+}
+
+// ResolverNote says what the boot resolvers that text names are, on one
+// line ("" when it names none), for a view that shows their spec ids:
+// claude-code-0 is an API call to the model, codex-tools-0 a shell runner.
+func ResolverNote(text string) string {
+	var parts []string
+	for _, id := range []string{ClaudeCodeID, CodexToolsID} {
+		if strings.Contains(text, id) {
+			parts = append(parts, id+" is "+whatIs[id])
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "resolvers: " + strings.Join(parts, "; ")
 }
 
 // register upserts a resolver and its KG node with a provides edge per

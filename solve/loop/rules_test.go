@@ -11,6 +11,7 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"github.com/llmkernels/kernels/internal/option"
 	"github.com/llmkernels/kernels/solve/loop"
 	"github.com/llmkernels/kernels/solve/store"
 )
@@ -320,17 +321,21 @@ func TestRunRefusesBadRequestsNamingTheField(t *testing.T) {
 	k := newKernel(t)
 	f := newFake(nil)
 	for _, tc := range []struct {
-		edit func(*loop.Request)
-		want string
+		edit         func(*loop.Request)
+		field, start string
 	}{
-		{func(r *loop.Request) { r.Goal = " " }, "Request.Goal is empty"},
-		{func(r *loop.Request) { r.BudgetUSD = 0 }, "Request.BudgetUSD 0"},
-		{func(r *loop.Request) { r.Time = -1 }, "Request.Time -1ns"},
+		{func(r *loop.Request) { r.Goal = " " }, "goal", "is empty"},
+		{func(r *loop.Request) { r.BudgetUSD = 0 }, "budget_usd", "0: "},
+		{func(r *loop.Request) { r.Time = -1 }, "time", "-1ns: "},
+		{func(r *loop.Request) { r.Workers = -1 }, "workers", "-1: "},
+		{func(r *loop.Request) { r.TMax = -1 }, "tmax", "-1: "},
+		{func(r *loop.Request) { r.Workspace = filepath.Join(t.TempDir(), "missing") }, "workspace", "/"},
 	} {
 		req := request("Name the queue")
 		tc.edit(&req)
-		if _, err := loop.Run(context.Background(), k.st, req, k.options(f)); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("error %v, want %q", err, tc.want)
+		_, err := loop.Run(context.Background(), k.st, req, k.options(f))
+		if e, ok := errors.AsType[*option.Error](err); !ok || e.Field != tc.field || !strings.HasPrefix(e.Problem, tc.start) {
+			t.Errorf("error %v, want an option error on %s starting %q", err, tc.field, tc.start)
 		}
 	}
 	if len(f.calls) != 0 {

@@ -12,6 +12,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
+	"github.com/llmkernels/kernels/internal/option"
 	"github.com/llmkernels/kernels/internal/pgdb"
 	"github.com/llmkernels/kernels/solve/store"
 )
@@ -49,13 +50,13 @@ func Work(ctx context.Context, st *store.Store, url string, o WorkerOptions) err
 		o.Steps = 1
 	}
 	if o.Steps < 0 {
-		return fmt.Errorf("WorkerOptions.Steps %d: give at least 1", o.Steps)
+		return option.Errorf("steps", "%d: give at least 1", o.Steps)
 	}
 	if o.RescueAfter == 0 {
 		o.RescueAfter = DefaultRescueAfter
 	}
 	if o.RescueAfter < 5*time.Second {
-		return fmt.Errorf("WorkerOptions.RescueAfter %s: give at least 5s", o.RescueAfter)
+		return option.Errorf("rescue_after", "%s: give at least 5s", o.RescueAfter)
 	}
 	if err := Boot(ctx, st); err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	optionerr "github.com/llmkernels/kernels/internal/option"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/llm/script"
 	"github.com/llmkernels/kernels/solve/store"
@@ -114,11 +115,12 @@ func TestMakeRefusesBadRequestsNamingTheField(t *testing.T) {
 	st := openStore(t)
 	neg := -1.0
 	for _, tc := range []struct {
-		req  Request
-		want string
-	}{{Request{Goal: " "}, "Request.Goal is empty"}, {Request{Goal: "x", BudgetUSD: &neg}, "Request.BudgetUSD -1"}, {Request{Goal: "x", TimeHours: &neg}, "Request.TimeHours -1"}} {
-		if _, err := Make(context.Background(), st, nil, tc.req); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%+v: %v", tc.req, err)
+		req          Request
+		field, start string
+	}{{Request{Goal: " "}, "goal", "is empty"}, {Request{Goal: "x", BudgetUSD: &neg}, "budget_usd", "-1: "}, {Request{Goal: "x", TimeHours: &neg}, "time_hours", "-1: "}} {
+		_, err := Make(context.Background(), st, nil, tc.req)
+		if e, ok := errors.AsType[*optionerr.Error](err); !ok || e.Field != tc.field || !strings.HasPrefix(e.Problem, tc.start) {
+			t.Errorf("%+v: %v, want an option error on %s starting %q", tc.req, err, tc.field, tc.start)
 		}
 	}
 	if roots, _ := st.RootsWithPrefix(context.Background(), ""); len(roots) != 0 {

@@ -227,12 +227,25 @@ func Gantt(p *Plan) string {
 	}
 	scale := panelW / span
 	x0 := func(k int) float64 { return left + float64(k)*(panelW+costW+gap) }
+	unit := timeUnitOf(span)
+	dur := unit.format
+
+	// The legend names only what the chart draws.
+	var drawsFloat, drawsWhisker, drawsLimit, drawsSwap bool
+	for _, gp := range panels {
+		drawsLimit = drawsLimit || gp.a.Time.Limit != nil
+		drawsSwap = drawsSwap || len(gp.swap) > 0
+		for i, r := range gp.a.Schedule {
+			drawsFloat = drawsFloat || r.TotalFloat > 0
+			drawsWhisker = drawsWhisker || at(gp.high.EF, i) > at(gp.low.EF, i)
+		}
+	}
 
 	// Headers: the panel title and one line per logic constraint.
 	var headers [][]string
 	for _, gp := range panels {
-		h := []string{fmt.Sprintf("%s: critical path %sh mid (low %sh, high %sh) · cost $%s mid (low $%s, high $%s)",
-			gp.title, num(gp.a.Time.Mid), num(gp.a.Time.Low), num(gp.a.Time.High), num(gp.a.Cost.Mid), num(gp.a.Cost.Low), num(gp.a.Cost.High))}
+		dollars := func(v float64) string { return "$" + num(v) }
+		h := []string{fmt.Sprintf("%s: critical path %s · cost %s", gp.title, lowMidHigh(gp.a.Time, dur), lowMidHigh(gp.a.Cost, dollars))}
 		for _, v := range gp.a.Verdicts {
 			if v.Type == Logic {
 				h = append(h, wrap(fmt.Sprintf("%s %s: %s — %s", v.ConstraintID, v.Verdict, v.Expr, v.Detail), int(panelW/6.6))...)
@@ -271,7 +284,7 @@ func Gantt(p *Plan) string {
 	for _, r := range rows {
 		bottom += r.h
 	}
-	height := bottom + 70
+	height := bottom + 96
 
 	goal := label(p.Goal, SVGLabelChars, int((width-20)/7.8))
 	shift := float64(len(goal)-1) * 17
@@ -300,28 +313,38 @@ func Gantt(p *Plan) string {
 			text(x, top0+shift+float64(j)*line, attrs, l)
 		}
 		// Axis and grid.
-		step := niceStep(span)
-		for h := 0.0; h <= span+1e-9; h += step {
+		step := niceStep(span*unit.perHour) / unit.perHour
+		for n := 0; float64(n)*step <= span*(1+1e-9); n++ {
+			h := float64(n) * step
 			px := x + h*scale
 			w(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ececec"/>`+"\n", px, top-6, px, bottom)
-			text(px, top-10, ` text-anchor="middle" fill="#555"`, num(h)+"h")
+			text(px, top-10, ` text-anchor="middle" fill="#555"`, dur(h))
 		}
 		text(x+panelW+costW-4, top-10, ` text-anchor="end" fill="#555"`, "mid cost")
-		// The project's finish at low, mid, high, and the limit.
-		for _, f := range []struct {
-			v     float64
-			name  string
-			color string
-			dash  string
-		}{{gp.a.Time.Low, "low", "#7f8c8d", "2,3"}, {gp.a.Time.Mid, "mid", "#2c3e50", ""}, {gp.a.Time.High, "high", "#7f8c8d", "2,3"}} {
+		// The project's finish at low, mid and high (one line where they
+		// agree), and the limit. A label that would run into the one
+		// before it goes on the next line down.
+		finishes := []finishLine{{gp.a.Time.Low, "low", "#7f8c8d", "2,3"}, {gp.a.Time.Mid, "mid", "#2c3e50", ""}, {gp.a.Time.High, "high", "#7f8c8d", "2,3"}}
+		if gp.a.Time.Low == gp.a.Time.Mid && gp.a.Time.Mid == gp.a.Time.High {
+			finishes = []finishLine{{gp.a.Time.Mid, "finish", "#2c3e50", ""}}
+		}
+		lastEnd, row := math.Inf(-1), 0
+		for _, f := range finishes {
 			px := x + f.v*scale
+			label := f.name + " " + dur(f.v)
+			if px < lastEnd+6 {
+				row++
+			} else {
+				row = 0
+			}
+			lastEnd = px + 2 + 6.2*float64(len([]rune(label)))
 			w(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-dasharray="%s"/>`+"\n", px, top-4, px, bottom, f.color, f.dash)
-			text(px+2, bottom+13, ` fill="`+f.color+`" font-size="11"`, fmt.Sprintf("%s %sh", f.name, num(f.v)))
+			text(px+2, bottom+13+13*float64(row), ` fill="`+f.color+`" font-size="11"`, label)
 		}
 		if gp.a.Time.Limit != nil {
 			px := x + *gp.a.Time.Limit*scale
-			w(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#7d3c98" stroke-width="2" stroke-dasharray="6,4"/>`+"\n", px, top-6, px, bottom+18)
-			text(px-4, bottom+30, ` text-anchor="end" fill="#7d3c98"`, fmt.Sprintf("limit %sh", num(*gp.a.Time.Limit)))
+			w(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#7d3c98" stroke-width="2" stroke-dasharray="6,4"/>`+"\n", px, top-6, px, bottom+44)
+			text(px-4, bottom+56, ` text-anchor="end" fill="#7d3c98"`, "limit "+dur(*gp.a.Time.Limit))
 		}
 		sched := map[string]int{}
 		for i, r := range gp.a.Schedule {
@@ -351,8 +374,8 @@ func Gantt(p *Plan) string {
 			if _, swapped := gp.swap[rw.id]; swapped {
 				stroke = ` stroke="#1e8449" stroke-width="2"`
 			}
-			w(`<rect x="%.1f" y="%.1f" width="%.1f" height="12" fill="%s" rx="2"%s><title>%s: ES %s, EF %s, LS %s, LF %s, total float %s (mid); finish %s–%sh (low–high)</title></rect>`+"\n",
-				x+r.ES*scale, mid-6, math.Max(1, r.Hours*scale), color, stroke, xmlText(rw.id), num(r.ES), num(r.EF), num(r.LS), num(r.LF), num(r.TotalFloat), num(at(gp.low.EF, i)), num(at(gp.high.EF, i)))
+			w(`<rect x="%.1f" y="%.1f" width="%.1f" height="12" fill="%s" rx="2"%s><title>%s: ES %s, EF %s, LS %s, LF %s, total float %s (mid); finish %s–%s (low–high)</title></rect>`+"\n",
+				x+r.ES*scale, mid-6, math.Max(1, r.Hours*scale), color, stroke, xmlText(rw.id), dur(r.ES), dur(r.EF), dur(r.LS), dur(r.LF), dur(r.TotalFloat), unit.number(at(gp.low.EF, i)), dur(at(gp.high.EF, i)))
 			if lo, hi := at(gp.low.EF, i), at(gp.high.EF, i); hi > lo {
 				w(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#333"/>`+"\n", x+lo*scale, mid, x+hi*scale, mid)
 				for _, v := range []float64{lo, hi} {
@@ -384,9 +407,65 @@ func Gantt(p *Plan) string {
 		}
 		y += rw.h
 	}
-	text(10, height-14, ` fill="#555" font-size="11"`, "Bars: start to finish at mid estimates (red: critical; green outline: swapped by the repair). Pale: total float. Whisker: the task's finish from low to high estimates. Dashed purple: the time limit.")
+	legend := "Bars: start to finish at mid estimates (red: critical"
+	if drawsSwap {
+		legend += "; green outline: swapped by the repair"
+	}
+	legend += ")."
+	if drawsFloat {
+		legend += " Pale: total float."
+	}
+	if drawsWhisker {
+		legend += " Whisker: the task's finish from low to high estimates."
+	}
+	if drawsLimit {
+		legend += " Dashed purple: the time limit."
+	}
+	text(10, height-14, ` fill="#555" font-size="11"`, legend)
 	b.WriteString("</svg>\n")
 	return b.String()
+}
+
+// finishLine is a vertical line at the project's finish.
+type finishLine struct {
+	v                 float64 // hours
+	name, color, dash string
+}
+
+// timeUnit is the unit a chart's times are written in: the one that suits
+// its span (a run of seconds is not drawn in fractions of an hour).
+type timeUnit struct {
+	perHour float64 // units in an hour
+	suffix  string
+}
+
+// timeUnitOf is the unit for a chart spanning span hours: ms under 2
+// seconds, s under 2 minutes, min under 2 hours, else h.
+func timeUnitOf(span float64) timeUnit {
+	switch s := span * 3600; {
+	case s < 2:
+		return timeUnit{3_600_000, "ms"}
+	case s < 120:
+		return timeUnit{3600, "s"}
+	case s < 7200:
+		return timeUnit{60, "min"}
+	}
+	return timeUnit{1, "h"}
+}
+
+// number is hours in the unit, without it.
+func (u timeUnit) number(hours float64) string { return num(hours * u.perHour) }
+
+// format is hours in the unit, with it: "6s", "1.5min", "12h".
+func (u timeUnit) format(hours float64) string { return u.number(hours) + u.suffix }
+
+// lowMidHigh is an estimate as "MID mid (low LOW, high HIGH)", or its one
+// value when the three agree.
+func lowMidHigh(e Rollup, f func(float64) string) string {
+	if e.Low == e.Mid && e.Mid == e.High {
+		return f(e.Mid)
+	}
+	return fmt.Sprintf("%s mid (low %s, high %s)", f(e.Mid), f(e.Low), f(e.High))
 }
 
 func at(vs []float64, i int) float64 {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/llmkernels/kernels/internal/clip"
+	optionerr "github.com/llmkernels/kernels/internal/option" // this package has its own option type (repair.go)
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/solve/planning/smt"
 	"github.com/llmkernels/kernels/solve/store"
@@ -128,20 +129,20 @@ func (r *run) observe(e llm.Event) {
 // database under the root node, which is marked failed.
 func Make(ctx context.Context, st *store.Store, client *llm.Client, req Request) (*Plan, error) {
 	if strings.TrimSpace(req.Goal) == "" {
-		return nil, errors.New("Request.Goal is empty: give the goal to plan")
+		return nil, optionerr.Errorf("goal", "is empty: give the goal to plan")
 	}
 	if req.BudgetUSD != nil && !(*req.BudgetUSD > 0) {
-		return nil, fmt.Errorf("Request.BudgetUSD %v: give a positive amount in USD", *req.BudgetUSD)
+		return nil, optionerr.Errorf("budget_usd", "%v: give a positive amount in USD", *req.BudgetUSD)
 	}
 	if req.TimeHours != nil && !(*req.TimeHours > 0) {
-		return nil, fmt.Errorf("Request.TimeHours %v: give a positive number of hours", *req.TimeHours)
+		return nil, optionerr.Errorf("time_hours", "%v: give a positive number of hours", *req.TimeHours)
 	}
 	if client == nil {
 		return nil, errors.New("planning needs an LLM client")
 	}
 	if req.SMT {
 		if _, err := smt.Version(ctx); err != nil {
-			return nil, fmt.Errorf("Request.SMT: %w", err)
+			return nil, optionerr.Errorf("smt", "%w", err)
 		}
 	}
 	r := &run{st: st, req: req, start: time.Now(), status: store.StatusPending}

@@ -100,7 +100,9 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	}
 	db, err := open(ctx, d, dsn)
 	if err != nil {
-		return nil, fmt.Errorf("beach store %s: %w", Redact(dsn), err)
+		// The database's own errors name it (the URL without its password,
+		// the file): naming it again made one line say it twice.
+		return nil, fmt.Errorf("beach store: %w", err)
 	}
 	s := &Store{db: sqldb.New(db, d, ""), now: time.Now}
 	if err := s.migrate(ctx); err != nil {

@@ -338,7 +338,7 @@ func (c *Resolver) capped(t *loop.Call, req *llm.Request, l layout, user string)
 // Resolve asks the model for the operation's answer.
 func (c *Resolver) Resolve(ctx context.Context, t *loop.Call) (*loop.Output, error) {
 	if c.client == nil {
-		return nil, loop.Permanent("no_llm", errors.New("claude-code-0 has no LLM client (Options.Client)"))
+		return nil, loop.Permanent("no_llm", errors.New("claude-code-0 has no LLM client: the kernel was opened without a provider"))
 	}
 	l, user, err := c.prompt(t)
 	if err != nil {

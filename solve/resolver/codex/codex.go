@@ -42,7 +42,7 @@ func (c *Resolver) Resolve(ctx context.Context, t *loop.Call) (*loop.Output, err
 		return nil, loop.Permanent("capability_mismatch", fmt.Errorf("codex-tools-0: operation %s needs a command in the plan's params", t.Op))
 	}
 	if t.Workspace == "" {
-		return nil, loop.Permanent("no_workspace", errors.New("codex-tools-0 needs a workspace directory (Request.Workspace)"))
+		return nil, loop.Permanent("no_workspace", errors.New("codex-tools-0 needs a workspace directory, and the run has none"))
 	}
 	res := workspace.Run(ctx, t.Workspace, command, t.Env, c.sandbox)
 	out := &loop.Output{Cost: c.costPerInvocation, Seconds: res.Seconds}

@@ -40,7 +40,7 @@ func (c *Resolver) Estimate(ctx context.Context, t *loop.Call) (float64, float64
 func (c *Resolver) Resolve(ctx context.Context, t *loop.Call) (*loop.Output, error) {
 	command, _ := c.entry.Metadata["command"].(string)
 	if t.Workspace == "" {
-		return nil, loop.Permanent("no_workspace", fmt.Errorf("resolver %s needs a workspace directory (Request.Workspace)", c.entry.ID))
+		return nil, loop.Permanent("no_workspace", fmt.Errorf("resolver %s needs a workspace directory, and the run has none", c.entry.ID))
 	}
 	env := append([]string{}, t.Env...)
 	if art, _ := c.entry.Metadata["tool_artifact_id"].(string); art != "" {
