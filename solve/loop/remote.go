@@ -212,7 +212,7 @@ func (o stepOutput) result(id string) stepResult {
 func (e *engine) remoteStep(ctx context.Context, id, status string) stepResult {
 	job, err := e.opts.Remote.enqueue(ctx, StepArgs{Root: e.root, Node: id, Status: status})
 	if err != nil {
-		return stepResult{node: id, err: fmt.Errorf("node %s: enqueue its %s step: %w", store.Short(id), status, err)}
+		return stepResult{node: id, err: fmt.Errorf("node %s: enqueue its %s step: %w", store.Short(id), status, e.unanswered(err))}
 	}
 	if job == nil {
 		// What the job that moved the node on spent is counted too.
@@ -250,14 +250,20 @@ func (e *engine) remoteStep(ctx context.Context, id, status string) stepResult {
 			if errors.Is(err, river.ErrNotFound) {
 				err = fmt.Errorf("job deleted from the queue")
 			}
-			if pgdb.Unavailable(err) {
-				// The step goes on, or is retried, on its worker; this run
-				// is continued once the database answers.
-				err = fmt.Errorf("PostgreSQL %s does not answer (continue with solve resume %s --remote once it does): %w", e.opts.Remote.name, store.Short(e.root), pgdb.OneLine(err, ""))
-			}
-			return stepResult{node: id, err: fmt.Errorf("node %s: wait for its %s step: %w", store.Short(id), status, err)}
+			return stepResult{node: id, err: fmt.Errorf("node %s: wait for its %s step: %w", store.Short(id), status, e.unanswered(err))}
 		}
 	}
+}
+
+// unanswered says, of an error that is the database going away, that the
+// run is continued once it answers: a step already sent goes on, or is
+// retried, on its worker; one not sent yet is sent by the resume. The
+// outage may meet the coordinator as it sends a step or as it waits.
+func (e *engine) unanswered(err error) error {
+	if !pgdb.Unavailable(err) {
+		return err
+	}
+	return fmt.Errorf("PostgreSQL %s does not answer (continue with solve resume %s --remote once it does): %w", e.opts.Remote.name, store.Short(e.root), pgdb.OneLine(err, ""))
 }
 
 // enqueue inserts the step's job, or finds the step's unfinished job,
