@@ -153,7 +153,7 @@ func (k *Kernel) loopOptions(o Options) loop.Options {
 				// the sandbox of the commands a run starts: only a person's
 				// --unconfined lets it run.
 				if t.Command != "" && !o.Sandbox.Unconfined {
-					return nil, loop.Permanent("confinement", fmt.Errorf("resolver %s needs --unconfined: its MCP server is a command (%s), which solve cannot confine; resume with --unconfined to use it, or hire the server by its URL", e.ID, t.Command))
+					return nil, loop.Permanent("confinement", fmt.Errorf("resolver %s: unconfined only: its MCP server is a command (%s), which solve cannot confine; resume the run unconfined to use it, or hire the server by its URL", e.ID, t.Command))
 				}
 				return mcptool.New(e, *t), nil
 			}

@@ -73,7 +73,7 @@ func TestAnMCPToolHiredForACapabilityResolvesTheWaitingNodes(t *testing.T) {
 	}
 	sc := writeScript(t, dir, boardsSteps()...)
 	confined := runSolve(t, dir, "resume", root, "--provider", "script", "--script", sc)
-	if confined.code != 4 || !strings.Contains(confined.stderr, "human-thermal_measurement-1 needs --unconfined") {
+	if confined.code != 4 || !strings.Contains(confined.stderr, "human-thermal_measurement-1: unconfined only") {
 		t.Fatalf("resume without --unconfined: exit %d, want 4 saying the MCP command needs --unconfined\n%s\n%s", confined.code, confined.stdout, confined.stderr)
 	}
 	// The failed tool is asked for anew; the person hires it again and
