@@ -13,7 +13,7 @@ import (
 )
 
 // The kernel is a library: no package of it imports the command-line
-// code (internal/cli and its test helpers) or another kernel, and no
+// code (cmd/internal/cli and its test helpers) or another kernel, and no
 // error it makes names a command-line flag. A field it cannot take is an
 // option error naming the field; the command turns fields into flags.
 // (A skill's --help is the skill protocol, not a flag of lumen's.)
@@ -33,7 +33,7 @@ func TestTheKernelSpeaksNoFlags(t *testing.T) {
 		files++
 		for _, imp := range f.Imports {
 			p, _ := strconv.Unquote(imp.Path.Value)
-			for _, banned := range []string{"internal/cli", "hermitcrab", "solve", "cmd"} {
+			for _, banned := range []string{"cmd/internal/cli", "hermitcrab", "solve", "cmd"} {
 				if banned = "github.com/llmkernels/kernels/" + banned; p == banned || strings.HasPrefix(p, banned+"/") {
 					t.Errorf("%s imports %s", path, p)
 				}

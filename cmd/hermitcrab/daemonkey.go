@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmkernels/kernels/hermitcrab"
-	"github.com/llmkernels/kernels/internal/provider"
+	"github.com/llmkernels/kernels/cmd/internal/provider"
 )
 
 // withDaemonKernel opens the kernel for wake --daemon. Without an API key

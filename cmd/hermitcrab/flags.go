@@ -4,7 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmkernels/kernels/hermitcrab"
-	"github.com/llmkernels/kernels/internal/cli"
+	"github.com/llmkernels/kernels/cmd/internal/cli"
 )
 
 // optionFlags names the flag (or argument) that sets each option the

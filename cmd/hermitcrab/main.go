@@ -20,8 +20,8 @@ import (
 
 	"github.com/llmkernels/kernels/hermitcrab"
 	"github.com/llmkernels/kernels/internal/atomicfile"
-	"github.com/llmkernels/kernels/internal/cli"
-	"github.com/llmkernels/kernels/internal/provider"
+	"github.com/llmkernels/kernels/cmd/internal/cli"
+	"github.com/llmkernels/kernels/cmd/internal/provider"
 	"github.com/llmkernels/kernels/internal/termtext"
 	"github.com/llmkernels/kernels/llm"
 )

@@ -8,7 +8,7 @@ import (
 
 	"github.com/llmkernels/kernels/hermitcrab"
 	"github.com/llmkernels/kernels/hermitcrab/skills"
-	"github.com/llmkernels/kernels/internal/cli"
+	"github.com/llmkernels/kernels/cmd/internal/cli"
 	"github.com/llmkernels/kernels/internal/termtext"
 )
 

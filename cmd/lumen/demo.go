@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/llmkernels/kernels/internal/cli"
-	"github.com/llmkernels/kernels/internal/provider"
+	"github.com/llmkernels/kernels/cmd/internal/cli"
+	"github.com/llmkernels/kernels/cmd/internal/provider"
 	"github.com/llmkernels/kernels/internal/termtext"
 	"github.com/llmkernels/kernels/lumen"
 )

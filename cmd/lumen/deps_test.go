@@ -15,10 +15,10 @@ func TestTheCommandImportsOnlyTheKernelsRootPackage(t *testing.T) {
 	const module = "github.com/llmkernels/kernels/"
 	allowed := func(p string, test bool) bool {
 		switch p := strings.TrimPrefix(p, module); {
-		case p == "lumen", p == "llm", strings.HasPrefix(p, "llm/"), p == "internal/cli", p == "internal/provider", p == "internal/termtext":
+		case p == "lumen", p == "llm", strings.HasPrefix(p, "llm/"), p == "cmd/internal/cli", p == "cmd/internal/provider", p == "internal/termtext":
 			return true
 		case test:
-			return p == "internal/cli/clitest" || p == "internal/rodir"
+			return p == "cmd/internal/cli/clitest" || p == "internal/rodir"
 		}
 		return false
 	}

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmkernels/kernels/internal/cli/clitest"
+	"github.com/llmkernels/kernels/cmd/internal/cli/clitest"
 	"github.com/llmkernels/kernels/llm/llmtest"
 	"github.com/llmkernels/kernels/llm/script"
 )

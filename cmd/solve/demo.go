@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/llmkernels/kernels/internal/cli"
-	"github.com/llmkernels/kernels/internal/provider"
+	"github.com/llmkernels/kernels/cmd/internal/cli"
+	"github.com/llmkernels/kernels/cmd/internal/provider"
 	"github.com/llmkernels/kernels/solve"
 )
 

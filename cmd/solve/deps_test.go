@@ -21,7 +21,7 @@ func TestTheCommandImportsOnlyTheKernelsRootPackage(t *testing.T) {
 	}
 	for _, p := range strings.Fields(string(out)) {
 		switch strings.TrimPrefix(p, module) {
-		case "solve", "llm", "internal/cli", "internal/provider", "internal/termtext":
+		case "solve", "llm", "cmd/internal/cli", "cmd/internal/provider", "internal/termtext":
 		default:
 			if strings.HasPrefix(p, module) && !strings.HasPrefix(p, module+"llm/") {
 				t.Errorf("cmd/solve imports %s", p)

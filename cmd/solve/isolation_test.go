@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmkernels/kernels/internal/cli"
+	"github.com/llmkernels/kernels/cmd/internal/cli"
 )
 
 const trioGoal = "Add Abs, Sign and Square to package num, with tests"

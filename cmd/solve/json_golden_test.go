@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmkernels/kernels/internal/cli"
+	"github.com/llmkernels/kernels/cmd/internal/cli"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite the golden --json documents in testdata/golden")

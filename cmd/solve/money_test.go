@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmkernels/kernels/internal/cli"
+	"github.com/llmkernels/kernels/cmd/internal/cli"
 )
 
 // overdrawn lists every node whose ledger says it used more than it was

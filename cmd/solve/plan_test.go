@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmkernels/kernels/internal/cli"
+	"github.com/llmkernels/kernels/cmd/internal/cli"
 	"github.com/llmkernels/kernels/solve/planning"
 )
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/llmkernels/kernels/internal/cli"
+	"github.com/llmkernels/kernels/cmd/internal/cli"
 	"github.com/llmkernels/kernels/internal/pgtest"
 )
 

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmkernels/kernels/internal/cli"
+	"github.com/llmkernels/kernels/cmd/internal/cli"
 	"github.com/llmkernels/kernels/internal/pgtest"
 )
 

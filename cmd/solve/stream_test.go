@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmkernels/kernels/internal/cli"
-	"github.com/llmkernels/kernels/internal/cli/clitest"
+	"github.com/llmkernels/kernels/cmd/internal/cli"
+	"github.com/llmkernels/kernels/cmd/internal/cli/clitest"
 	"github.com/llmkernels/kernels/llm/llmtest"
 	"github.com/llmkernels/kernels/solve/loop"
 )

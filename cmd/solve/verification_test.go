@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmkernels/kernels/internal/cli"
+	"github.com/llmkernels/kernels/cmd/internal/cli"
 )
 
 const noteGoal = "Write the release note for v2.3"

@@ -1,7 +1,7 @@
 // Package config reads the settings the three kernel CLIs share from the
 // two places a person keeps them, the environment and one config file, and
 // says where each value came from. Flags and defaults belong to the
-// commands (internal/cli), which put them above and below these two.
+// commands (cmd/internal/cli), which put them above and below these two.
 //
 // The file is TOML, by default $XDG_CONFIG_HOME/llmkernels/config.toml
 // (~/.config/llmkernels/config.toml without XDG_CONFIG_HOME); --config

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/llmkernels/kernels/internal/cli/clitest"
+	"github.com/llmkernels/kernels/cmd/internal/cli/clitest"
 )
 
 // TestMain lets a test run this test binary as a kernel CLI: with
