@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/llmkernels/kernels/hermitcrab"
 	"github.com/llmkernels/kernels/cmd/internal/cli"
+	"github.com/llmkernels/kernels/hermitcrab"
 	"github.com/llmkernels/kernels/internal/termtext"
 )
 

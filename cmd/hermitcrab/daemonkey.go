@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/llmkernels/kernels/hermitcrab"
 	"github.com/llmkernels/kernels/cmd/internal/provider"
+	"github.com/llmkernels/kernels/hermitcrab"
 )
 
 // withDaemonKernel opens the kernel for wake --daemon. Without an API key

@@ -3,8 +3,8 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/llmkernels/kernels/hermitcrab"
 	"github.com/llmkernels/kernels/cmd/internal/cli"
+	"github.com/llmkernels/kernels/hermitcrab"
 )
 
 // optionFlags names the flag (or argument) that sets each option the

@@ -6,9 +6,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/llmkernels/kernels/cmd/internal/cli"
 	"github.com/llmkernels/kernels/hermitcrab"
 	"github.com/llmkernels/kernels/hermitcrab/skills"
-	"github.com/llmkernels/kernels/cmd/internal/cli"
 	"github.com/llmkernels/kernels/internal/termtext"
 )
 

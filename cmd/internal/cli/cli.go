@@ -29,8 +29,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/llmkernels/kernels/internal/config"
 	"github.com/llmkernels/kernels/cmd/internal/provider"
+	"github.com/llmkernels/kernels/internal/config"
 	"github.com/llmkernels/kernels/internal/termtext"
 	"github.com/llmkernels/kernels/llm"
 )

@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/llmkernels/kernels/internal/config"
 	"github.com/llmkernels/kernels/cmd/internal/provider"
+	"github.com/llmkernels/kernels/internal/config"
 	"github.com/llmkernels/kernels/internal/termtext"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/llm/anthropic"
