@@ -95,7 +95,7 @@ marks, inbox and encrypted save points. See docs/hermitcrab-network.md.`)}
 	pf.DurationVar(&f.mcpTimeout, "mcp-call-timeout", 2*time.Minute, "longest an MCP server's tool call may take before it is cancelled and the LLM told so")
 	pf.BoolVar(&f.mcpConnector, "mcp-connector", false, "have Anthropic's API call the tools of MCP servers at https URLs itself (the MCP connector, beta); needs --provider anthropic")
 	f.app.Root.AddCommand(f.blocksCommand(), f.bspCommand(), f.promptCommand(), f.bootCommand(), f.chatCommand(), f.serveCommand(), f.beachCommand(), f.wakeCommand(), f.keyCommand(), f.toolsCommand(), f.mcpCommand(), f.skillsCommand())
-	mapOptionErrors(f.app.Root)
+	cli.OptionFlags(f.app.Root, optionFlags)
 	f.app.Run()
 }
 

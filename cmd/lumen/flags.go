@@ -43,19 +43,11 @@ var optionFlags = map[string]string{
 func flagError(o *options, err error) error {
 	var noInstance *lumen.NoInstanceError
 	var notWritable *lumen.NotWritableError
-	switch e := err.(type) {
-	case *lumen.OptionError:
-		name, ok := optionFlags[e.Field]
-		if !ok {
-			return cli.Usagef("%v", e)
-		}
-		return cli.Usagef("%s %s", name, e.Problem)
-	case interface{ Unwrap() []error }: // errors.Join of the error and a close that went well
-		if errs := e.Unwrap(); len(errs) == 1 {
-			if mapped := flagError(o, errs[0]); mapped != errs[0] {
-				return mapped
-			}
-		}
+	if mapped := cli.FlagOf(err, optionFlags); mapped != err {
+		return mapped
+	}
+	if e, ok := err.(*lumen.OptionError); ok { // a field no flag sets: still the invocation's
+		return cli.Usagef("%v", e)
 	}
 	switch {
 	case errors.As(err, &noInstance):
