@@ -244,7 +244,7 @@ func Init(ctx context.Context, root string) (*InitReport, error) {
 		func() error { return write("data/soul.md", nil, 0o644) },
 		func() error { return write("data/values.json", []byte("[]\n"), 0o644) },
 		func() error {
-			return write(".gitignore", []byte("# derived by lumen, rebuilt from data/ when deleted\n.lumen/\n"), 0o644)
+			return write(".gitignore", []byte("# derived by lumen, rebuilt from data/ when deleted\n.lumen/\n# the MCP servers' headers and environment values: secrets\n"+MCPFile+"\n"), 0o644)
 		},
 		func() error { return copyTree(defaults, "chatskill", "skills/chat", write) },
 		func() error { return copyTree(defaults, "prompts", "prompts", write) },

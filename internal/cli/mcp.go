@@ -1,0 +1,167 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llmkernels/kernels/internal/termtext"
+	"github.com/llmkernels/kernels/llm/mcp"
+)
+
+// MCPAddFlags are the flags of a kernel's `mcp add NAME [URL]`: every
+// kernel reads a server the same way, and only what it does with the
+// server differs.
+type MCPAddFlags struct {
+	command    string
+	headers    []string
+	env        []string
+	tokenStdin bool
+}
+
+// MCPAddHelp is the part of `mcp add`'s help about its arguments and flags.
+const MCPAddHelp = `Give the URL of its streamable-HTTP endpoint (http:// or https://), or --command
+with the program and its arguments as a shell would split them (no variables,
+globs or pipes). NAME (letters, digits, - and _, at most 32) prefixes its tools:
+NAME__tool.
+
+A server at a URL takes --header "Name: value" (repeatable), or --token-stdin to
+read a bearer token from standard input (so it shows in no process listing). A
+command takes --env KEY=VALUE (repeatable); it gets PATH, HOME, the locale and
+these, and no API key of yours. A malformed value exits 2; a server that does not
+answer exits 1 and is not added.`
+
+// AddMCPFlags declares mcp add's flags on cmd.
+func AddMCPFlags(cmd *cobra.Command) *MCPAddFlags {
+	f := &MCPAddFlags{}
+	cmd.Flags().StringVar(&f.command, "command", "", "run the server over stdio: the program and its arguments, e.g. \"npx -y @modelcontextprotocol/server-everything\"")
+	cmd.Flags().StringArrayVar(&f.headers, "header", nil, "an HTTP header sent to a server at a URL, \"Name: value\" (repeatable)")
+	cmd.Flags().StringArrayVar(&f.env, "env", nil, "an environment variable for a --command server, KEY=VALUE (repeatable)")
+	cmd.Flags().BoolVar(&f.tokenStdin, "token-stdin", false, "read a bearer token for a server at a URL from standard input (sent as Authorization: Bearer …)")
+	return f
+}
+
+// Server is the server args (NAME [URL]) and the flags describe, checked:
+// a malformed value is a usage error (exit 2).
+func (f *MCPAddFlags) Server(cmd *cobra.Command, args []string) (mcp.Server, error) {
+	srv := mcp.Server{Name: args[0]}
+	switch {
+	case len(args) == 2 && f.command != "":
+		return srv, Usagef("give a URL or --command, not both")
+	case len(args) == 2:
+		srv.URL = args[1]
+	case f.command != "":
+		var err error
+		if srv.Command, srv.Args, err = mcp.ParseCommand(f.command); err != nil {
+			return srv, Usagef("--command: %v", err)
+		}
+	default:
+		return srv, Usagef("give the server's URL after its name, or --command \"program args\" for one run over stdio")
+	}
+	var err error
+	if srv.Headers, err = keyValues(f.headers, ":", "--header", `"Name: value"`); err != nil {
+		return srv, err
+	}
+	if srv.Env, err = keyValues(f.env, "=", "--env", "KEY=VALUE"); err != nil {
+		return srv, err
+	}
+	if f.tokenStdin {
+		line, _, err := ReadSecretLine(cmd.Context(), cmd.InOrStdin(), cmd.ErrOrStderr(), "bearer token (one line)")
+		if err != nil {
+			return srv, fmt.Errorf("reading the token from standard input: %w", err)
+		}
+		if srv.Headers == nil {
+			srv.Headers = map[string]string{}
+		}
+		srv.Headers["Authorization"] = "Bearer " + strings.TrimSpace(line)
+	}
+	if err := srv.Check(); err != nil {
+		return srv, Exit(ExitUsage, err)
+	}
+	return srv, nil
+}
+
+// keyValues reads repeated flag values of the form KEY<sep>VALUE.
+func keyValues(values []string, sep, flag, form string) (map[string]string, error) {
+	if len(values) == 0 {
+		return nil, nil
+	}
+	m := make(map[string]string, len(values))
+	for _, v := range values {
+		k, val, ok := strings.Cut(v, sep)
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			// The value may be a secret: only its key is shown.
+			return nil, Usagef("%s %s: write %s", flag, termtext.Line(k), form)
+		}
+		m[k] = strings.TrimSpace(val)
+	}
+	return m, nil
+}
+
+// MCPAddError is the error of adding a server as a command answers it: a
+// malformed server (or a name taken) exits 2, the rest as they are (a
+// server that does not answer exits 1).
+func MCPAddError(err error) error {
+	var invalid *mcp.InvalidError
+	if errors.As(err, &invalid) {
+		return Exit(ExitUsage, err)
+	}
+	return err
+}
+
+// PrintMCPAdded says what a server added offers: "added mcp server NAME
+// (transport): N tools offered to the LLM, HOW: names", then its notes.
+func PrintMCPAdded(w io.Writer, srv mcp.Server, offer mcp.Offer, how string) {
+	names := make([]string, len(offer.Handlers))
+	for i, h := range offer.Handlers {
+		names[i] = h.Tool.Name
+	}
+	fmt.Fprintf(w, "added mcp server %s (%s): %d tools offered to the LLM, %s", srv.Name, srv.Transport(), len(names), how)
+	if len(names) > 0 {
+		fmt.Fprintf(w, ": %s", strings.Join(names, ", "))
+	}
+	fmt.Fprintln(w)
+	for _, n := range offer.Notes {
+		fmt.Fprintln(w, "note:", termtext.Line(n))
+	}
+}
+
+// MCPListHelp is `mcp list`'s help.
+const MCPListHelp = `List the MCP servers added: name, transport, URL or command. Header and environment
+values are secrets: only their names are shown, and a URL's password and query values
+are shown as xxxxx. It connects to none of them. With --json: {"servers": [{"name",
+"transport", "url", "command", "args", "headers", "env"}]}.`
+
+// PrintMCPList prints the servers of a registry, as text or with asJSON
+// as {"servers": […]}; hint says how to add one when there are none.
+func PrintMCPList(w io.Writer, list []mcp.Listing, asJSON bool, hint string) error {
+	if asJSON {
+		if list == nil {
+			list = []mcp.Listing{}
+		}
+		return PrintJSON(w, map[string]any{"servers": list})
+	}
+	if len(list) == 0 {
+		fmt.Fprintf(w, "no mcp servers added (%s)\n", hint)
+		return nil
+	}
+	for _, s := range list {
+		where := s.URL
+		if s.Transport == mcp.TransportStdio {
+			where = strings.Join(append([]string{s.Command}, s.Args...), " ")
+		}
+		line := fmt.Sprintf("%s  %s  %s", s.Name, s.Transport, where)
+		if len(s.Headers) > 0 {
+			line += "  headers: " + strings.Join(s.Headers, ", ")
+		}
+		if len(s.Env) > 0 {
+			line += "  env: " + strings.Join(s.Env, ", ")
+		}
+		fmt.Fprintln(w, termtext.Line(line))
+	}
+	return nil
+}
