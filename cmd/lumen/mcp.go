@@ -12,14 +12,21 @@ import (
 )
 
 func mcpCommand(o *options) *cobra.Command {
-	cmd := &cobra.Command{Use: "mcp", Short: "Add, list or remove MCP servers (stored; the loops do not use their tools yet)",
-		Long: `An MCP server you add here is checked (it must answer and list its tools) and kept
-with the instance in mcp_servers.json, readable by you only: it holds the servers'
-headers and environment values, which are never printed. lumen init lists that
-file in .gitignore; an instance made before needs the line added by hand.
+	cmd := &cobra.Command{Use: "mcp", Short: "Add, list or remove the MCP servers whose tools the loops may use",
+		Long: `An MCP server you add here gives the loops its tools, named NAME__tool (NAME is the
+name you give the server). They sit beside the skills: THINK reads them with their
+descriptions and input schemas among the skills (the most relevant in full), and
+ACT calls the one chosen, recorded as a memory like a skill run. A call is bounded
+like a skill run: cancelled after --skill-timeout, and an answer longer than
+--skill-output-cap bytes is dropped. What a server answers is outside text
+(control characters shown as escapes); a server that is down, slow or answers
+garbage makes a failed outcome, and the loop goes on.
 
-Not built yet: the loops do not offer these tools to the model. THINK, DECIDE and
-ACT use skills only. See docs/lumen.md, "MCP servers and skills".`}
+The servers are kept with the instance in mcp_servers.json, readable by you only:
+it holds their headers and environment values, which are never printed. lumen init
+lists that file in .gitignore; an instance made before needs the line added by
+hand. A running lumen sees a server added or removed here when it is started
+again. See docs/lumen.md, "MCP servers and skills".`}
 	cmd.AddCommand(mcpAddCommand(o), mcpListCommand(o), mcpRemoveCommand(o))
 	return cmd
 }
@@ -45,7 +52,7 @@ func mcpAddCommand(o *options) *cobra.Command {
 			if err != nil {
 				return cli.MCPAddError(err)
 			}
-			cli.PrintMCPAdded(cmd.OutOrStdout(), srv, offer, "once the loops use them (not built yet)")
+			cli.PrintMCPAdded(cmd.OutOrStdout(), srv, offer, "beside the skills")
 			return nil
 		},
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -22,9 +23,24 @@ const mcpServerMode = "LUMEN_CLI_MCP_SERVER"
 func TestMain(m *testing.M) {
 	if os.Getenv(mcpServerMode) == "serve" {
 		srv := sdk.NewServer(&sdk.Implementation{Name: "lumen-cli-test", Version: "1"}, nil)
+		text := func(s string) *sdk.CallToolResult {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: s}}}
+		}
 		srv.AddTool(&sdk.Tool{Name: "echo", Description: "Echo.", InputSchema: map[string]any{"type": "object"}},
 			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-				return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "echo"}}}, nil
+				return text("echo \x1b[31mred\u202e"), nil
+			})
+		srv.AddTool(&sdk.Tool{Name: "slow", Description: "Sleeps.", InputSchema: map[string]any{"type": "object"}},
+			func(ctx context.Context, _ *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				select {
+				case <-ctx.Done():
+				case <-time.After(8 * time.Second):
+				}
+				return text("slept"), nil
+			})
+		srv.AddTool(&sdk.Tool{Name: "big", Description: "Talks.", InputSchema: map[string]any{"type": "object"}},
+			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				return text(strings.Repeat("blah ", 1000)), nil
 			})
 		if err := srv.Run(context.Background(), &sdk.StdioTransport{}); err != nil {
 			fmt.Fprintln(os.Stderr, "test server:", err)
@@ -84,7 +100,7 @@ func TestMCPAddListRemove(t *testing.T) {
 	}
 	const secret = "s3cret-value-42"
 	out, errOut, code := run("mcp", "add", "local", "--command", exe, "--env", mcpServerMode+"=serve", "--env", "API_KEY="+secret)
-	if code != 0 || !strings.Contains(out, "added mcp server local (stdio): 1 tools") || !strings.Contains(out, "local__echo") {
+	if code != 0 || !strings.Contains(out, "added mcp server local (stdio): 3 tools") || !strings.Contains(out, "local__echo") {
 		t.Fatalf("add over stdio: exit %d, %q %q", code, out, errOut)
 	}
 	if _, errOut, code := run("mcp", "add", "LOCAL", "--command", exe); code != 2 || !strings.Contains(errOut, "added already") {
@@ -119,5 +135,117 @@ func TestMCPAddListRemove(t *testing.T) {
 	}
 	if out, _, _ := run("mcp", "list", "--json"); strings.TrimSpace(out) != `{"servers": []}` && !strings.Contains(out, `"servers": []`) {
 		t.Errorf("after remove: %q", out)
+	}
+}
+
+// TestMCPToolsInTheActionLoop pins the loops' side: THINK is offered the
+// server's tools beside the skills, with their descriptions and schemas;
+// ACT calls the one chosen and every call is a memory. What the server
+// answers is inert; a call slower than --skill-timeout or longer than
+// --skill-output-cap is a failed outcome, and the chat goes on.
+func TestMCPToolsInTheActionLoop(t *testing.T) {
+	bin, dir := lumenInstance(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(bin, "mcp", "add", "local", "--command", exe, "--env", mcpServerMode+"=serve", "--dir", dir).CombinedOutput(); err != nil {
+		t.Fatalf("add: %v\n%s", err, out)
+	}
+	text := func(s string) map[string]any {
+		return map[string]any{"content": []map[string]any{{"type": "text", "text": s}}}
+	}
+	var entries []any
+	for _, tool := range []string{"echo", "slow", "big"} {
+		think := fmt.Sprintf(`{"situation": "asked", "candidates": [{"action": "use %[1]s", "skill": "local__%[1]s", "input": {"text": "hi"}, "predicted_outcome": "an answer", "counterfactual": "none"}]}`, tool)
+		entries = append(entries,
+			// The tool is offered with its description and schema.
+			map[string]any{"match": map[string]any{"system_contains": `local__` + tool + `: ` + map[string]string{"echo": "Echo.", "slow": "Sleeps.", "big": "Talks."}[tool], "last_user_contains": "please " + tool}, "response": text(think)},
+			map[string]any{"match": map[string]any{"system_contains": "step: decide"}, "response": text(`{"alignments": [{"candidate": 1, "values": [], "goals": [], "direct": true}], "preference": [1], "rationale": "asked"}`)},
+			map[string]any{"match": map[string]any{"system_contains": "step: record"}, "response": text(`{"outcome": "done", "delta": 0, "delta_explanation": "as predicted", "changes": []}`)},
+			map[string]any{"match": map[string]any{"system_contains": "step: trigger"}, "response": text(`{"tension_values": [], "tension_why": "", "self_examination_quote": ""}`)})
+	}
+	data, _ := json.Marshal(map[string]any{"responses": entries})
+	script := filepath.Join(t.TempDir(), "script.json")
+	if err := os.WriteFile(script, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "chat", "--provider", "script", "--script", script, "--skill-timeout", "1s", "--skill-output-cap", "1000", "--dir", dir)
+	cmd.Stdin = strings.NewReader("please echo\nplease slow\nplease big\n")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("chat: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "memory", "--all", "--json", "--dir", dir).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mems []struct {
+		Description string `json:"description"`
+	}
+	if err := json.Unmarshal(out, &mems); err != nil {
+		t.Fatal(err)
+	}
+	acts := map[string]string{}
+	for _, m := range mems {
+		if rest, ok := strings.CutPrefix(m.Description, "ACT: called MCP tool local__"); ok {
+			tool, _, _ := strings.Cut(rest, " ")
+			acts[tool] = m.Description
+		}
+	}
+	if a := acts["echo"]; !strings.Contains(a, `succeeded; output: echo \x1b[31mred\u202e`) {
+		t.Errorf("echo: the answer is not there, or not inert: %q", a)
+	}
+	if a := acts["slow"]; !strings.Contains(a, "failed: mcp server \"local\" did not answer within 1s") {
+		t.Errorf("slow: %q", a)
+	}
+	if a := acts["big"]; !strings.Contains(a, "failed: the MCP tool answered 5000 bytes, more than --skill-output-cap (1000)") {
+		t.Errorf("big: %q", a)
+	}
+	if strings.ContainsAny(string(out), "\x1b\u202e") {
+		t.Errorf("a control character reached the memory raw")
+	}
+}
+
+// TestMCPServerDownLeavesTheLoopWithItsSkills: a server that cannot be
+// reached when THINK asks is named among what is not usable, its tools
+// are not offered, and the loop goes on with the skills.
+func TestMCPServerDownLeavesTheLoopWithItsSkills(t *testing.T) {
+	bin, dir := lumenInstance(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(bin, "mcp", "add", "local", "--command", exe, "--env", mcpServerMode+"=serve", "--dir", dir).CombinedOutput(); err != nil {
+		t.Fatalf("add: %v\n%s", err, out)
+	}
+	// The server's program goes away after it was added.
+	file := filepath.Join(dir, "mcp_servers.json")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, _ := json.Marshal(filepath.Join(dir, "gone"))
+	quoted, _ := json.Marshal(exe)
+	if err := os.WriteFile(file, bytes.Replace(data, quoted, gone, 1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	text := func(s string) map[string]any {
+		return map[string]any{"content": []map[string]any{{"type": "text", "text": s}}}
+	}
+	script, _ := json.Marshal(map[string]any{"responses": []any{
+		map[string]any{"match": map[string]any{"system_contains": `mcp server "local" cannot be reached`}, "response": text(`{"situation": "hello", "candidates": [{"action": "answer", "skill": "chat", "input": {"message": "still here"}, "predicted_outcome": "shown", "counterfactual": "none"}]}`)},
+		map[string]any{"match": map[string]any{"system_contains": "step: decide"}, "response": text(`{"alignments": [{"candidate": 1, "values": [], "goals": [], "direct": true}], "preference": [1], "rationale": "asked"}`)},
+		map[string]any{"match": map[string]any{"system_contains": "step: record"}, "response": text(`{"outcome": "done", "delta": 0, "delta_explanation": "as predicted", "changes": []}`)},
+		map[string]any{"match": map[string]any{"system_contains": "step: trigger"}, "response": text(`{"tension_values": [], "tension_why": "", "self_examination_quote": ""}`)},
+	}})
+	path := filepath.Join(t.TempDir(), "script.json")
+	if err := os.WriteFile(path, script, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "chat", "--provider", "script", "--script", path, "--dir", dir)
+	cmd.Stdin = strings.NewReader("hello\n")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "still here") {
+		t.Fatalf("chat: %v\n%s", err, out)
 	}
 }
