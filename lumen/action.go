@@ -253,7 +253,7 @@ func (a *actionRun) decide() (*Candidate, error) {
 		return nil, in.stepFailed("decide", err)
 	}
 	sc := scoring{values: a.snap.values, goals: a.snap.goals, reactive: tr.goal == nil,
-		available: func(name string) bool { _, mcp := in.mcp.handler(name); return mcp || in.skills.Ready(a.step, name) }, now: in.opts.Now()}
+		available: func(name string) bool { return in.usable(a.step, name) }, now: in.opts.Now()}
 	if sc.lastPursued, err = in.lastPursued(a.step); err != nil {
 		return nil, in.stepFailed("decide", err)
 	}
@@ -482,7 +482,7 @@ func (in *Instance) act(ctx context.Context, tr trigger, c Candidate, rep *Actio
 		return in.createSkill(ctx, tr, c, rep, texts)
 	}
 	said := texts.outcome
-	res, what, err := in.invoke(ctx, tr, c)
+	res, what, err := in.invoke(ctx, c.Skill, c.Input, tr.describe())
 	if err != nil {
 		return "", err
 	}
@@ -502,16 +502,22 @@ func (in *Instance) act(ctx context.Context, tr trigger, c Candidate, rep *Actio
 	return outcome, err
 }
 
-// invoke runs the candidate's skill, or the MCP tool of that name; what
-// says which, for the ACT memory.
-func (in *Instance) invoke(ctx context.Context, tr trigger, c Candidate) (res *skill.Result, what string, err error) {
-	if h, ok := in.mcp.handler(c.Skill); ok {
-		return in.callMCP(ctx, h, c.Input), "called MCP tool", nil
+// usable reports whether name is a ready skill or an MCP tool offered.
+func (in *Instance) usable(ctx context.Context, name string) bool {
+	_, tool := in.mcp.handler(name)
+	return tool || in.skills.Ready(ctx, name)
+}
+
+// invoke runs the skill name, or the MCP tool of that name; what says
+// which, for the step's memory.
+func (in *Instance) invoke(ctx context.Context, name string, input json.RawMessage, situation string) (res *skill.Result, what string, err error) {
+	if h, ok := in.mcp.handler(name); ok {
+		return in.callMCP(ctx, h, input), "called MCP tool", nil
 	}
-	if _, err := in.skills.Help(ctx, c.Skill); err != nil {
+	if _, err := in.skills.Help(ctx, name); err != nil {
 		return nil, "", err
 	}
-	res, err = in.skills.Invoke(ctx, c.Skill, skill.Request{Input: c.Input, Situation: tr.describe()})
+	res, err = in.skills.Invoke(ctx, name, skill.Request{Input: input, Situation: situation})
 	return res, "invoked skill", err
 }
 

@@ -204,48 +204,73 @@ func TestMCPToolsInTheActionLoop(t *testing.T) {
 	if strings.ContainsAny(string(out), "\x1b\u202e") {
 		t.Errorf("a control character reached the memory raw")
 	}
+
+	// The explore loop may investigate with a tool as with a skill.
+	explore := `{"considered": [{"question": "What echoes?", "what_would_change": "little"}], "question": "What echoes?", "why": "curiosity", "skill": "local__echo", "input": {"text": "hi"}}`
+	data, _ = json.Marshal(map[string]any{"responses": []any{map[string]any{"match": map[string]any{"system_contains": "step: explore"}, "response": text(explore)}}})
+	if err := os.WriteFile(script, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(bin, "run", "--cycles", "2", "--interval", "0", "--provider", "script", "--script", script, "--dir", dir).CombinedOutput(); err != nil ||
+		!strings.Contains(string(out), `EXPLORE: called MCP tool local__echo in`) || !strings.Contains(string(out), `echo \x1b[31mred`) {
+		t.Errorf("run: %v\n%s", err, out)
+	}
 }
 
 // TestMCPServerDownLeavesTheLoopWithItsSkills: a server that cannot be
-// reached when THINK asks is named among what is not usable, its tools
-// are not offered, and the loop goes on with the skills.
+// reached when THINK asks, or a servers file edited into a wrong shape,
+// is named among what is not usable, its tools are not offered, and the
+// loop goes on with the skills.
 func TestMCPServerDownLeavesTheLoopWithItsSkills(t *testing.T) {
-	bin, dir := lumenInstance(t)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command(bin, "mcp", "add", "local", "--command", exe, "--env", mcpServerMode+"=serve", "--dir", dir).CombinedOutput(); err != nil {
-		t.Fatalf("add: %v\n%s", err, out)
-	}
-	// The server's program goes away after it was added.
-	file := filepath.Join(dir, "mcp_servers.json")
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gone, _ := json.Marshal(filepath.Join(dir, "gone"))
-	quoted, _ := json.Marshal(exe)
-	if err := os.WriteFile(file, bytes.Replace(data, quoted, gone, 1), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	text := func(s string) map[string]any {
-		return map[string]any{"content": []map[string]any{{"type": "text", "text": s}}}
-	}
-	script, _ := json.Marshal(map[string]any{"responses": []any{
-		map[string]any{"match": map[string]any{"system_contains": `mcp server "local" cannot be reached`}, "response": text(`{"situation": "hello", "candidates": [{"action": "answer", "skill": "chat", "input": {"message": "still here"}, "predicted_outcome": "shown", "counterfactual": "none"}]}`)},
-		map[string]any{"match": map[string]any{"system_contains": "step: decide"}, "response": text(`{"alignments": [{"candidate": 1, "values": [], "goals": [], "direct": true}], "preference": [1], "rationale": "asked"}`)},
-		map[string]any{"match": map[string]any{"system_contains": "step: record"}, "response": text(`{"outcome": "done", "delta": 0, "delta_explanation": "as predicted", "changes": []}`)},
-		map[string]any{"match": map[string]any{"system_contains": "step: trigger"}, "response": text(`{"tension_values": [], "tension_why": "", "self_examination_quote": ""}`)},
-	}})
-	path := filepath.Join(t.TempDir(), "script.json")
-	if err := os.WriteFile(path, script, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "chat", "--provider", "script", "--script", path, "--dir", dir)
-	cmd.Stdin = strings.NewReader("hello\n")
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "still here") {
-		t.Fatalf("chat: %v\n%s", err, out)
+	for _, c := range []struct {
+		name   string
+		change func(dir string, data []byte) []byte
+		note   string
+	}{
+		{"down", func(dir string, data []byte) []byte {
+			// The server's program goes away after it was added.
+			gone, _ := json.Marshal(filepath.Join(dir, "gone"))
+			quoted, _ := json.Marshal(exe)
+			return bytes.Replace(data, quoted, gone, 1)
+		}, `mcp server "local" cannot be reached`},
+		{"file", func(string, []byte) []byte { return []byte(`{"servers": [{"nmae": "x"}]}`) }, "the MCP servers are not offered: read mcp servers from"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bin, dir := lumenInstance(t)
+			if out, err := exec.Command(bin, "mcp", "add", "local", "--command", exe, "--env", mcpServerMode+"=serve", "--dir", dir).CombinedOutput(); err != nil {
+				t.Fatalf("add: %v\n%s", err, out)
+			}
+			file := filepath.Join(dir, "mcp_servers.json")
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(file, c.change(dir, data), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			text := func(s string) map[string]any {
+				return map[string]any{"content": []map[string]any{{"type": "text", "text": s}}}
+			}
+			script, _ := json.Marshal(map[string]any{"responses": []any{
+				map[string]any{"match": map[string]any{"system_contains": c.note}, "response": text(`{"situation": "hello", "candidates": [{"action": "answer", "skill": "chat", "input": {"message": "still here"}, "predicted_outcome": "shown", "counterfactual": "none"}]}`)},
+				map[string]any{"match": map[string]any{"system_contains": "step: decide"}, "response": text(`{"alignments": [{"candidate": 1, "values": [], "goals": [], "direct": true}], "preference": [1], "rationale": "asked"}`)},
+				map[string]any{"match": map[string]any{"system_contains": "step: record"}, "response": text(`{"outcome": "done", "delta": 0, "delta_explanation": "as predicted", "changes": []}`)},
+				map[string]any{"match": map[string]any{"system_contains": "step: trigger"}, "response": text(`{"tension_values": [], "tension_why": "", "self_examination_quote": ""}`)},
+			}})
+			path := filepath.Join(t.TempDir(), "script.json")
+			if err := os.WriteFile(path, script, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(bin, "chat", "--provider", "script", "--script", path, "--dir", dir)
+			cmd.Stdin = strings.NewReader("hello\n")
+			out, err := cmd.CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "still here") {
+				t.Fatalf("chat: %v\n%s", err, out)
+			}
+		})
 	}
 }
