@@ -33,50 +33,23 @@ See docs/hermitcrab.md, "MCP servers and skills".`}
 }
 
 func (f *flags) mcpAddCommand() *cobra.Command {
-	var add *cli.MCPAddFlags
-	cmd := &cobra.Command{
-		Use:   "add NAME [URL]",
-		Short: "Add an MCP server: at a URL (streamable HTTP), or a command run over stdio",
-		Long:  "Add an MCP server, check that it answers and list its tools. " + cli.MCPAddHelp,
-		Args:  cobra.RangeArgs(1, 2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			srv, err := add.Server(cmd, args)
-			if err != nil {
-				return err
-			}
-			return f.withReady(cmd, false, func(k *hermitcrab.Kernel) error {
-				offer, err := k.AddMCPServer(cmd.Context(), srv)
-				if err != nil {
-					return cli.MCPAddError(err)
-				}
-				cli.PrintMCPAdded(cmd.OutOrStdout(), srv, offer, "which adds them with set_tools")
-				return nil
-			})
-		},
-	}
-	add = cli.AddMCPFlags(cmd)
-	return cmd
+	return cli.MCPAddCommand("which adds them with set_tools", func(cmd *cobra.Command, srv mcp.Server) (offer mcp.Offer, err error) {
+		err = f.withReady(cmd, false, func(k *hermitcrab.Kernel) error {
+			offer, err = k.AddMCPServer(cmd.Context(), srv)
+			return err
+		})
+		return offer, err
+	})
 }
 
 func (f *flags) mcpListCommand() *cobra.Command {
-	var asJSON *bool
-	cmd := &cobra.Command{
-		Use: "list", Short: "List the MCP servers added, without their secrets", Args: cobra.NoArgs,
-		Long: cli.MCPListHelp,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir, err := f.dataDir()
-			if err != nil {
-				return err
-			}
-			list, err := mcp.Registry{Path: filepath.Join(dir, hermitcrab.MCPFile)}.List()
-			if err != nil {
-				return err
-			}
-			return cli.PrintMCPList(cmd.OutOrStdout(), list, *asJSON, "hermitcrab mcp add NAME URL, or --command")
-		},
-	}
-	asJSON = cli.JSONFlag(cmd)
-	return cmd
+	return cli.MCPListCommand("hermitcrab mcp add NAME URL, or --command", func(*cobra.Command) ([]mcp.Listing, error) {
+		dir, err := f.dataDir()
+		if err != nil {
+			return nil, err
+		}
+		return mcp.Registry{Path: filepath.Join(dir, hermitcrab.MCPFile)}.List()
+	})
 }
 
 func (f *flags) mcpRemoveCommand() *cobra.Command {

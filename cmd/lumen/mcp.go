@@ -8,6 +8,7 @@ import (
 
 	"github.com/llmkernels/kernels/internal/cli"
 	"github.com/llmkernels/kernels/internal/termtext"
+	"github.com/llmkernels/kernels/llm/mcp"
 	"github.com/llmkernels/kernels/lumen"
 )
 
@@ -32,51 +33,24 @@ again. See docs/lumen.md, "MCP servers and skills".`}
 }
 
 func mcpAddCommand(o *options) *cobra.Command {
-	var add *cli.MCPAddFlags
-	cmd := &cobra.Command{
-		Use:   "add NAME [URL]",
-		Short: "Add an MCP server: at a URL (streamable HTTP), or a command run over stdio",
-		Long:  "Add an MCP server, check that it answers and list its tools. " + cli.MCPAddHelp,
-		Args:  cobra.RangeArgs(1, 2),
-		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			srv, err := add.Server(cmd, args)
-			if err != nil {
-				return err
-			}
-			in, err := o.openWritable()
-			if err != nil {
-				return err
-			}
-			defer func() { err = errors.Join(err, in.Close()) }()
-			offer, err := in.AddMCPServer(cmd.Context(), srv)
-			if err != nil {
-				return cli.MCPAddError(err)
-			}
-			cli.PrintMCPAdded(cmd.OutOrStdout(), srv, offer, "beside the skills")
-			return nil
-		},
-	}
-	add = cli.AddMCPFlags(cmd)
-	return cmd
+	return cli.MCPAddCommand("beside the skills", func(cmd *cobra.Command, srv mcp.Server) (offer mcp.Offer, err error) {
+		in, err := o.openWritable()
+		if err != nil {
+			return offer, err
+		}
+		defer func() { err = errors.Join(err, in.Close()) }()
+		return in.AddMCPServer(cmd.Context(), srv)
+	})
 }
 
 func mcpListCommand(o *options) *cobra.Command {
-	var asJSON *bool
-	cmd := &cobra.Command{
-		Use: "list", Short: "List the MCP servers added, without their secrets", Args: cobra.NoArgs,
-		Long: cli.MCPListHelp,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.withInstance(func(in *lumen.Instance) error {
-				list, err := in.MCPServers().List()
-				if err != nil {
-					return err
-				}
-				return cli.PrintMCPList(cmd.OutOrStdout(), list, *asJSON, "lumen mcp add NAME URL, or --command")
-			})
-		},
-	}
-	asJSON = cli.JSONFlag(cmd)
-	return cmd
+	return cli.MCPListCommand("lumen mcp add NAME URL, or --command", func(*cobra.Command) (list []mcp.Listing, err error) {
+		err = o.withInstance(func(in *lumen.Instance) error {
+			list, err = in.MCPServers().List()
+			return err
+		})
+		return list, err
+	})
 }
 
 func mcpRemoveCommand(o *options) *cobra.Command {

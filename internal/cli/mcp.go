@@ -12,18 +12,67 @@ import (
 	"github.com/llmkernels/kernels/llm/mcp"
 )
 
-// MCPAddFlags are the flags of a kernel's `mcp add NAME [URL]`: every
-// kernel reads a server the same way, and only what it does with the
-// server differs.
-type MCPAddFlags struct {
+// mcpAddFlags are the flags of a kernel's `mcp add NAME [URL]`.
+type mcpAddFlags struct {
 	command    string
 	headers    []string
 	env        []string
 	tokenStdin bool
 }
 
-// MCPAddHelp is the part of `mcp add`'s help about its arguments and flags.
-const MCPAddHelp = `Give the URL of its streamable-HTTP endpoint (http:// or https://), or --command
+// MCPAddCommand is a kernel's `mcp add NAME [URL]`: every kernel reads a
+// server the same way; add stores it (checked, connected to and listed)
+// and how says where its tools go. A malformed server exits 2, one that
+// does not answer 1.
+func MCPAddCommand(how string, add func(*cobra.Command, mcp.Server) (mcp.Offer, error)) *cobra.Command {
+	var f *mcpAddFlags
+	cmd := &cobra.Command{
+		Use:   "add NAME [URL]",
+		Short: "Add an MCP server: at a URL (streamable HTTP), or a command run over stdio",
+		Long:  "Add an MCP server, check that it answers and list its tools. " + mcpAddHelp,
+		Args:  cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			srv, err := f.server(cmd, args)
+			if err != nil {
+				return err
+			}
+			offer, err := add(cmd, srv)
+			var invalid *mcp.InvalidError
+			if errors.As(err, &invalid) {
+				return Exit(ExitUsage, err)
+			}
+			if err != nil {
+				return err
+			}
+			printMCPAdded(cmd.OutOrStdout(), srv, offer, how)
+			return nil
+		},
+	}
+	f = addMCPFlags(cmd)
+	return cmd
+}
+
+// MCPListCommand is a kernel's `mcp list [--json]`; hint says how to add
+// a server when there are none.
+func MCPListCommand(hint string, list func(*cobra.Command) ([]mcp.Listing, error)) *cobra.Command {
+	var asJSON *bool
+	cmd := &cobra.Command{
+		Use: "list", Short: "List the MCP servers added, without their secrets", Args: cobra.NoArgs,
+		Long: mcpListHelp,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, err := list(cmd)
+			if err != nil {
+				return err
+			}
+			return printMCPList(cmd.OutOrStdout(), l, *asJSON, hint)
+		},
+	}
+	asJSON = JSONFlag(cmd)
+	return cmd
+}
+
+// mcpAddHelp is the part of `mcp add`'s help about its arguments and flags.
+const mcpAddHelp = `Give the URL of its streamable-HTTP endpoint (http:// or https://), or --command
 with the program and its arguments as a shell would split them (no variables,
 globs or pipes). NAME (letters, digits, - and _, at most 32) prefixes its tools:
 NAME__tool.
@@ -34,9 +83,9 @@ command takes --env KEY=VALUE (repeatable); it gets PATH, HOME, the locale and
 these, and no API key of yours. A malformed value exits 2; a server that does not
 answer exits 1 and is not added.`
 
-// AddMCPFlags declares mcp add's flags on cmd.
-func AddMCPFlags(cmd *cobra.Command) *MCPAddFlags {
-	f := &MCPAddFlags{}
+// addMCPFlags declares mcp add's flags on cmd.
+func addMCPFlags(cmd *cobra.Command) *mcpAddFlags {
+	f := &mcpAddFlags{}
 	cmd.Flags().StringVar(&f.command, "command", "", "run the server over stdio: the program and its arguments, e.g. \"npx -y @modelcontextprotocol/server-everything\"")
 	cmd.Flags().StringArrayVar(&f.headers, "header", nil, "an HTTP header sent to a server at a URL, \"Name: value\" (repeatable)")
 	cmd.Flags().StringArrayVar(&f.env, "env", nil, "an environment variable for a --command server, KEY=VALUE (repeatable)")
@@ -44,9 +93,9 @@ func AddMCPFlags(cmd *cobra.Command) *MCPAddFlags {
 	return f
 }
 
-// Server is the server args (NAME [URL]) and the flags describe, checked:
+// server is the server args (NAME [URL]) and the flags describe, checked:
 // a malformed value is a usage error (exit 2).
-func (f *MCPAddFlags) Server(cmd *cobra.Command, args []string) (mcp.Server, error) {
+func (f *mcpAddFlags) server(cmd *cobra.Command, args []string) (mcp.Server, error) {
 	srv := mcp.Server{Name: args[0]}
 	switch {
 	case len(args) == 2 && f.command != "":
@@ -102,20 +151,9 @@ func keyValues(values []string, sep, flag, form string) (map[string]string, erro
 	return m, nil
 }
 
-// MCPAddError is the error of adding a server as a command answers it: a
-// malformed server (or a name taken) exits 2, the rest as they are (a
-// server that does not answer exits 1).
-func MCPAddError(err error) error {
-	var invalid *mcp.InvalidError
-	if errors.As(err, &invalid) {
-		return Exit(ExitUsage, err)
-	}
-	return err
-}
-
-// PrintMCPAdded says what a server added offers: "added mcp server NAME
+// printMCPAdded says what a server added offers: "added mcp server NAME
 // (transport): N tools offered to the LLM, HOW: names", then its notes.
-func PrintMCPAdded(w io.Writer, srv mcp.Server, offer mcp.Offer, how string) {
+func printMCPAdded(w io.Writer, srv mcp.Server, offer mcp.Offer, how string) {
 	names := make([]string, len(offer.Handlers))
 	for i, h := range offer.Handlers {
 		names[i] = h.Tool.Name
@@ -130,15 +168,15 @@ func PrintMCPAdded(w io.Writer, srv mcp.Server, offer mcp.Offer, how string) {
 	}
 }
 
-// MCPListHelp is `mcp list`'s help.
-const MCPListHelp = `List the MCP servers added: name, transport, URL or command. Header and environment
+// mcpListHelp is `mcp list`'s help.
+const mcpListHelp = `List the MCP servers added: name, transport, URL or command. Header and environment
 values are secrets: only their names are shown, and a URL's password and query values
 are shown as xxxxx. It connects to none of them. With --json: {"servers": [{"name",
 "transport", "url", "command", "args", "headers", "env"}]}.`
 
-// PrintMCPList prints the servers of a registry, as text or with asJSON
-// as {"servers": […]}; hint says how to add one when there are none.
-func PrintMCPList(w io.Writer, list []mcp.Listing, asJSON bool, hint string) error {
+// printMCPList prints the servers of a registry, as text or with asJSON
+// as {"servers": […]}.
+func printMCPList(w io.Writer, list []mcp.Listing, asJSON bool, hint string) error {
 	if asJSON {
 		if list == nil {
 			list = []mcp.Listing{}
