@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -62,15 +61,10 @@ func TestMCPAddListRemove(t *testing.T) {
 		cmd := exec.Command(bin, append(args, "--dir", dir)...)
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		code := 0
-		var e *exec.ExitError
-		if errors.As(err, &e) {
-			code = e.ExitCode()
-		} else if err != nil {
+		if err := cmd.Run(); cmd.ProcessState == nil {
 			t.Fatal(err)
 		}
-		return out.String(), errb.String(), code
+		return out.String(), errb.String(), cmd.ProcessState.ExitCode()
 	}
 	for _, c := range []struct {
 		args []string
