@@ -140,7 +140,8 @@ func (in *Instance) skillContext(ctx context.Context, query string) (skillSet, e
 	tools, notes := in.mcp.offer(ctx)
 	ok = append(ok, tools...)
 	for _, n := range notes {
-		fmt.Fprintf(&broken, "- %s\n", clip.Line(n, 300))
+		// Not a skill: nothing create-skill could repair.
+		fmt.Fprintf(&broken, "- MCP, a server the person added (not a skill): %s\n", clip.Line(n, 300))
 	}
 	full := map[string]bool{}
 	if len(ok) <= in.opts.SkillsInFull {
