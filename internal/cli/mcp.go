@@ -29,7 +29,7 @@ func MCPAddCommand(how string, add func(*cobra.Command, mcp.Server) (mcp.Offer, 
 	cmd := &cobra.Command{
 		Use:   "add NAME [URL]",
 		Short: "Add an MCP server: at a URL (streamable HTTP), or a command run over stdio",
-		Long:  "Add an MCP server, check that it answers and list its tools. " + mcpAddHelp,
+		Long:  mcpAddHelp,
 		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			srv, err := f.server(cmd, args)
@@ -71,11 +71,11 @@ func MCPListCommand(hint string, list func(*cobra.Command) ([]mcp.Listing, error
 	return cmd
 }
 
-// mcpAddHelp is the part of `mcp add`'s help about its arguments and flags.
-const mcpAddHelp = `Give the URL of its streamable-HTTP endpoint (http:// or https://), or --command
-with the program and its arguments as a shell would split them (no variables,
-globs or pipes). NAME (letters, digits, - and _, at most 32) prefixes its tools:
-NAME__tool.
+// mcpAddHelp is `mcp add`'s help.
+const mcpAddHelp = `Add an MCP server, check that it answers and list its tools. Give the URL of its
+streamable-HTTP endpoint (http:// or https://), or --command with the program and its
+arguments as a shell would split them (no variables, globs or pipes). NAME (letters,
+digits, - and _, at most 32) prefixes its tools: NAME__tool.
 
 A server at a URL takes --header "Name: value" (repeatable), or --token-stdin to
 read a bearer token from standard input (so it shows in no process listing). A
