@@ -253,7 +253,7 @@ func (a *actionRun) decide() (*Candidate, error) {
 		return nil, in.stepFailed("decide", err)
 	}
 	sc := scoring{values: a.snap.values, goals: a.snap.goals, reactive: tr.goal == nil,
-		available: func(name string) bool { return in.skills.Ready(a.step, name) }, now: in.opts.Now()}
+		available: func(name string) bool { return in.usable(a.step, name) }, now: in.opts.Now()}
 	if sc.lastPursued, err = in.lastPursued(a.step); err != nil {
 		return nil, in.stepFailed("decide", err)
 	}
@@ -481,11 +481,8 @@ func (in *Instance) act(ctx context.Context, tr trigger, c Candidate, rep *Actio
 	if c.Skill == skill.BuiltinCreate {
 		return in.createSkill(ctx, tr, c, rep, texts)
 	}
-	if _, err := in.skills.Help(ctx, c.Skill); err != nil {
-		return "", err
-	}
 	said := texts.outcome
-	res, err := in.skills.Invoke(ctx, c.Skill, skill.Request{Input: c.Input, Situation: tr.describe()})
+	res, what, err := in.invoke(ctx, c.Skill, c.Input, tr.describe())
 	if err != nil {
 		return "", err
 	}
@@ -500,9 +497,28 @@ func (in *Instance) act(ctx context.Context, tr trigger, c Candidate, rep *Actio
 		outcome += said.fill("shown.md", vars)
 	}
 	_, err = in.remember(memory.Kernel, "act", "action loop: "+tr.describe(),
-		fmt.Sprintf("ACT: invoked skill %s with %s in %s: %s", c.Skill, clip.Line(compactJSON(c.Input), 300), res.Duration.Round(time.Millisecond), clip.Line(outcome, 600)),
+		fmt.Sprintf("ACT: %s %s with %s in %s: %s", what, c.Skill, clip.Line(compactJSON(c.Input), 300), res.Duration.Round(time.Millisecond), clip.Line(outcome, 600)),
 		map[string]any{"loop": LoopAction, "skill": c.Skill, "input": c.Input, "result": res})
 	return outcome, err
+}
+
+// usable reports whether name is a ready skill or an MCP tool offered.
+func (in *Instance) usable(ctx context.Context, name string) bool {
+	_, tool := in.mcp.handler(name)
+	return tool || in.skills.Ready(ctx, name)
+}
+
+// invoke runs the skill name, or the MCP tool of that name; what says
+// which, for the step's memory.
+func (in *Instance) invoke(ctx context.Context, name string, input json.RawMessage, situation string) (res *skill.Result, what string, err error) {
+	if h, ok := in.mcp.handler(name); ok {
+		return in.callMCP(ctx, h, input), "called MCP tool", nil
+	}
+	if _, err := in.skills.Help(ctx, name); err != nil {
+		return nil, "", err
+	}
+	res, err = in.skills.Invoke(ctx, name, skill.Request{Input: input, Situation: situation})
+	return res, "invoked skill", err
 }
 
 // createSkill runs the create-skill tool loop: the LLM writes a new skill,

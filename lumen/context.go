@@ -101,6 +101,10 @@ func formatMemories(es []memory.Entry) string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
+// readySkill is a skill whose --help passed, or an MCP tool, as a step
+// is told of it.
+type readySkill struct{ name, help string }
+
 // skillSet is what a step is told of the skills.
 type skillSet struct {
 	text   string   // for the prompt
@@ -119,8 +123,7 @@ func (in *Instance) skillContext(ctx context.Context, query string) (skillSet, e
 	if err != nil {
 		return skillSet{}, err
 	}
-	type ready struct{ name, help string }
-	var ok []ready
+	var ok []readySkill
 	var broken strings.Builder
 	for _, s := range list {
 		if !s.HasMain {
@@ -132,7 +135,13 @@ func (in *Instance) skillContext(ctx context.Context, query string) (skillSet, e
 			fmt.Fprintf(&broken, "- %s: not usable: %s\n", s.Name, clip.Line(err.Error(), 300))
 			continue
 		}
-		ok = append(ok, ready{s.Name, help})
+		ok = append(ok, readySkill{s.Name, help})
+	}
+	tools, notes := in.mcp.offer(ctx)
+	ok = append(ok, tools...)
+	for _, n := range notes {
+		// Not a skill: nothing create-skill could repair.
+		fmt.Fprintf(&broken, "- MCP, a server the person added (not a skill): %s\n", clip.Line(n, 300))
 	}
 	full := map[string]bool{}
 	if len(ok) <= in.opts.SkillsInFull {

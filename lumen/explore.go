@@ -113,13 +113,10 @@ func (in *Instance) Explore(ctx context.Context) (*ExploreReport, error) {
 			return rep, err
 		}
 		rep.Found = "nothing: no skill could investigate, and the explore loop cannot create one"
-	case ex.Skill == "" || !in.skills.Ready(step, ex.Skill):
+	case ex.Skill == "" || !in.usable(step, ex.Skill):
 		rep.Found = fmt.Sprintf("nothing yet: no ready skill can investigate it (asked for %q)", ex.Skill)
 	default:
-		if _, err := in.skills.Help(step, ex.Skill); err != nil {
-			return rep, in.stepFailed("explore", err)
-		}
-		res, err := in.skills.Invoke(step, ex.Skill, skill.Request{Input: ex.Input, Situation: "explore: " + ex.Question})
+		res, what, err := in.invoke(step, ex.Skill, ex.Input, "explore: "+ex.Question)
 		if err != nil {
 			return rep, in.stepFailed("explore", err)
 		}
@@ -129,7 +126,7 @@ func (in *Instance) Explore(ctx context.Context) (*ExploreReport, error) {
 			rep.Found = "the skill failed: " + res.Error
 		}
 		if _, err := in.remember(memory.Kernel, "explore", "explore loop",
-			fmt.Sprintf("EXPLORE: invoked skill %s in %s; returned: %s", ex.Skill, res.Duration.Round(1e6), clip.Line(rep.Found, 600)),
+			fmt.Sprintf("EXPLORE: %s %s in %s; returned: %s", what, ex.Skill, res.Duration.Round(1e6), clip.Line(rep.Found, 600)),
 			map[string]any{"loop": LoopExplore, "skill": ex.Skill, "input": ex.Input, "result": res}); err != nil {
 			return rep, err
 		}

@@ -36,6 +36,7 @@ type Instance struct {
 	opts   Options
 	mem    *memory.Store
 	skills *skill.Runner
+	mcp    *mcpTools // the MCP servers' tools, beside the skills (nil read-only)
 
 	mu           sync.Mutex
 	pending      Usage        // LLM spend not yet written on a memory line
@@ -102,6 +103,7 @@ func Open(root string, opts Options) (*Instance, error) {
 		Python: opts.Python, Timeout: opts.SkillTimeout, OutputCap: opts.SkillOutputCap, Unconfined: opts.Unconfined, Limits: opts.SkillLimits}
 	if !opts.ReadOnly {
 		in.skills.OnCheck = in.skillChecked
+		in.openMCP()
 		if err := in.upgrade(context.Background()); err != nil {
 			return nil, errors.Join(err, in.Close())
 		}
@@ -196,8 +198,8 @@ func (in *Instance) writable() error {
 // why not when they cannot (they then run only unconfined, if allowed).
 func Confinement() proc.Support { return proc.Probe() }
 
-// Close releases the memory index.
-func (in *Instance) Close() error { return in.mem.Close() }
+// Close releases the memory index and ends the MCP servers' connections.
+func (in *Instance) Close() error { return errors.Join(in.mcp.close(), in.mem.Close()) }
 
 // InitReport says what Init made.
 type InitReport struct {
@@ -244,7 +246,7 @@ func Init(ctx context.Context, root string) (*InitReport, error) {
 		func() error { return write("data/soul.md", nil, 0o644) },
 		func() error { return write("data/values.json", []byte("[]\n"), 0o644) },
 		func() error {
-			return write(".gitignore", []byte("# derived by lumen, rebuilt from data/ when deleted\n.lumen/\n"), 0o644)
+			return write(".gitignore", []byte("# derived by lumen, rebuilt from data/ when deleted\n.lumen/\n# the MCP servers' headers and environment values: secrets\n"+MCPFile+"\n"), 0o644)
 		},
 		func() error { return copyTree(defaults, "chatskill", "skills/chat", write) },
 		func() error { return copyTree(defaults, "prompts", "prompts", write) },

@@ -101,6 +101,7 @@ Docs: docs/lumen.md. Provider flags: docs/configuration.md.`)
 		valuesCommand(o),
 		goalsCommand(o),
 		skillsCommand(o),
+		mcpCommand(o),
 		auditCommand(app, o),
 	)
 	mapOptionErrors(app.Root, o)

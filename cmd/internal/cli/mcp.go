@@ -1,0 +1,205 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llmkernels/kernels/internal/termtext"
+	"github.com/llmkernels/kernels/llm/mcp"
+)
+
+// mcpAddFlags are the flags of a kernel's `mcp add NAME [URL]`.
+type mcpAddFlags struct {
+	command    string
+	headers    []string
+	env        []string
+	tokenStdin bool
+}
+
+// MCPAddCommand is a kernel's `mcp add NAME [URL]`: every kernel reads a
+// server the same way; add stores it (checked, connected to and listed)
+// and how says where its tools go. A malformed server exits 2, one that
+// does not answer 1.
+func MCPAddCommand(how string, add func(*cobra.Command, mcp.Server) (mcp.Offer, error)) *cobra.Command {
+	var f *mcpAddFlags
+	cmd := &cobra.Command{
+		Use:   "add NAME [URL]",
+		Short: "Add an MCP server: at a URL (streamable HTTP), or a command run over stdio",
+		Long:  mcpAddHelp,
+		Args:  cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			srv, err := f.server(cmd, args)
+			if err != nil {
+				return err
+			}
+			offer, err := add(cmd, srv)
+			var invalid *mcp.InvalidError
+			if errors.As(err, &invalid) {
+				return Exit(ExitUsage, err)
+			}
+			if err != nil {
+				return err
+			}
+			printMCPAdded(cmd.OutOrStdout(), srv, offer, how)
+			return nil
+		},
+	}
+	f = addMCPFlags(cmd)
+	return cmd
+}
+
+// MCPListCommand is a kernel's `mcp list [--json]`; hint says how to add
+// a server when there are none.
+func MCPListCommand(hint string, list func(*cobra.Command) ([]mcp.Listing, error)) *cobra.Command {
+	var asJSON *bool
+	cmd := &cobra.Command{
+		Use: "list", Short: "List the MCP servers added, without their secrets", Args: cobra.NoArgs,
+		Long: mcpListHelp,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, err := list(cmd)
+			if err != nil {
+				return err
+			}
+			return printMCPList(cmd.OutOrStdout(), l, *asJSON, hint)
+		},
+	}
+	asJSON = JSONFlag(cmd)
+	return cmd
+}
+
+// mcpAddHelp is `mcp add`'s help.
+const mcpAddHelp = `Add an MCP server, check that it answers and list its tools. Give the URL of its
+streamable-HTTP endpoint (http:// or https://), or --command with the program and its
+arguments as a shell would split them (no variables, globs or pipes). NAME (letters,
+digits, - and _, at most 32) prefixes its tools: NAME__tool.
+
+A server at a URL takes --header "Name: value" (repeatable), or --token-stdin to
+read a bearer token from standard input (so it shows in no process listing). A
+command takes --env KEY=VALUE (repeatable); it gets PATH, HOME, the locale and
+these, and no API key of yours. A malformed value exits 2; a server that does not
+answer exits 1 and is not added.`
+
+// addMCPFlags declares mcp add's flags on cmd.
+func addMCPFlags(cmd *cobra.Command) *mcpAddFlags {
+	f := &mcpAddFlags{}
+	cmd.Flags().StringVar(&f.command, "command", "", "run the server over stdio: the program and its arguments, e.g. \"npx -y @modelcontextprotocol/server-everything\"")
+	cmd.Flags().StringArrayVar(&f.headers, "header", nil, "an HTTP header sent to a server at a URL, \"Name: value\" (repeatable)")
+	cmd.Flags().StringArrayVar(&f.env, "env", nil, "an environment variable for a --command server, KEY=VALUE (repeatable)")
+	cmd.Flags().BoolVar(&f.tokenStdin, "token-stdin", false, "read a bearer token for a server at a URL from standard input (sent as Authorization: Bearer …)")
+	return f
+}
+
+// server is the server args (NAME [URL]) and the flags describe, checked:
+// a malformed value is a usage error (exit 2).
+func (f *mcpAddFlags) server(cmd *cobra.Command, args []string) (mcp.Server, error) {
+	srv := mcp.Server{Name: args[0]}
+	switch {
+	case len(args) == 2 && f.command != "":
+		return srv, Usagef("give a URL or --command, not both")
+	case len(args) == 2:
+		srv.URL = args[1]
+	case f.command != "":
+		var err error
+		if srv.Command, srv.Args, err = mcp.ParseCommand(f.command); err != nil {
+			return srv, Usagef("--command: %v", err)
+		}
+	default:
+		return srv, Usagef("give the server's URL after its name, or --command \"program args\" for one run over stdio")
+	}
+	var err error
+	if srv.Headers, err = keyValues(f.headers, ":", "--header", `"Name: value"`); err != nil {
+		return srv, err
+	}
+	if srv.Env, err = keyValues(f.env, "=", "--env", "KEY=VALUE"); err != nil {
+		return srv, err
+	}
+	if f.tokenStdin {
+		line, _, err := ReadSecretLine(cmd.Context(), cmd.InOrStdin(), cmd.ErrOrStderr(), "bearer token (one line)")
+		if err != nil {
+			return srv, fmt.Errorf("reading the token from standard input: %w", err)
+		}
+		if srv.Headers == nil {
+			srv.Headers = map[string]string{}
+		}
+		srv.Headers["Authorization"] = "Bearer " + strings.TrimSpace(line)
+	}
+	if err := srv.Check(); err != nil {
+		return srv, Exit(ExitUsage, err)
+	}
+	return srv, nil
+}
+
+// keyValues reads repeated flag values of the form KEY<sep>VALUE.
+func keyValues(values []string, sep, flag, form string) (map[string]string, error) {
+	if len(values) == 0 {
+		return nil, nil
+	}
+	m := make(map[string]string, len(values))
+	for _, v := range values {
+		k, val, ok := strings.Cut(v, sep)
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			// The value may be a secret: only its key is shown.
+			return nil, Usagef("%s %s: write %s", flag, termtext.Line(k), form)
+		}
+		m[k] = strings.TrimSpace(val)
+	}
+	return m, nil
+}
+
+// printMCPAdded says what a server added offers: "added mcp server NAME
+// (transport): N tools offered to the LLM, HOW: names", then its notes.
+func printMCPAdded(w io.Writer, srv mcp.Server, offer mcp.Offer, how string) {
+	names := make([]string, len(offer.Handlers))
+	for i, h := range offer.Handlers {
+		names[i] = h.Tool.Name
+	}
+	fmt.Fprintf(w, "added mcp server %s (%s): %d tools offered to the LLM, %s", srv.Name, srv.Transport(), len(names), how)
+	if len(names) > 0 {
+		fmt.Fprintf(w, ": %s", strings.Join(names, ", "))
+	}
+	fmt.Fprintln(w)
+	for _, n := range offer.Notes {
+		fmt.Fprintln(w, "note:", termtext.Line(n))
+	}
+}
+
+// mcpListHelp is `mcp list`'s help.
+const mcpListHelp = `List the MCP servers added: name, transport, URL or command. Header and environment
+values are secrets: only their names are shown, and a URL's password and query values
+are shown as xxxxx. It connects to none of them. With --json: {"servers": [{"name",
+"transport", "url", "command", "args", "headers", "env"}]}.`
+
+// printMCPList prints the servers of a registry, as text or with asJSON
+// as {"servers": […]}.
+func printMCPList(w io.Writer, list []mcp.Listing, asJSON bool, hint string) error {
+	if asJSON {
+		if list == nil {
+			list = []mcp.Listing{}
+		}
+		return PrintJSON(w, map[string]any{"servers": list})
+	}
+	if len(list) == 0 {
+		fmt.Fprintf(w, "no mcp servers added (%s)\n", hint)
+		return nil
+	}
+	for _, s := range list {
+		where := s.URL
+		if s.Transport == mcp.TransportStdio {
+			where = strings.Join(append([]string{s.Command}, s.Args...), " ")
+		}
+		line := fmt.Sprintf("%s  %s  %s", s.Name, s.Transport, where)
+		if len(s.Headers) > 0 {
+			line += "  headers: " + strings.Join(s.Headers, ", ")
+		}
+		if len(s.Env) > 0 {
+			line += "  env: " + strings.Join(s.Env, ", ")
+		}
+		fmt.Fprintln(w, termtext.Line(line))
+	}
+	return nil
+}
