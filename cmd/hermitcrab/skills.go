@@ -2,13 +2,11 @@ package main
 
 import (
 	"fmt"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/llmkernels/kernels/cmd/internal/cli"
 	"github.com/llmkernels/kernels/hermitcrab"
-	"github.com/llmkernels/kernels/hermitcrab/skills"
 	"github.com/llmkernels/kernels/internal/termtext"
 )
 
@@ -31,42 +29,21 @@ folders left out with the reason. With --json: {"dir", "skills": [{"name", "desc
 			if err != nil {
 				return err
 			}
-			d := skills.Dir{Path: filepath.Join(dir, hermitcrab.SkillsDir)}
-			list, problems, err := d.List()
+			out, err := hermitcrab.ListSkills(dir)
 			if err != nil {
 				return err
-			}
-			type entry struct {
-				skills.Skill
-				IndexLine  string `json:"index_line"`
-				IndexBytes int    `json:"index_bytes"`
-			}
-			out := struct {
-				Dir      string   `json:"dir"`
-				Skills   []entry  `json:"skills"`
-				Problems []string `json:"problems"`
-			}{Dir: d.Path, Skills: []entry{}, Problems: problems}
-			if out.Problems == nil {
-				out.Problems = []string{}
-			}
-			for _, s := range list {
-				if s.Files == nil {
-					s.Files = []string{}
-				}
-				line := skills.IndexLine(s)
-				out.Skills = append(out.Skills, entry{s, line, len(line) + 1})
 			}
 			if *asJSON {
 				return cli.PrintJSON(cmd.OutOrStdout(), out)
 			}
 			w := cmd.OutOrStdout()
-			if len(list) == 0 {
-				fmt.Fprintf(w, "no skills in %s\n", termtext.Line(d.Path))
+			if len(out.Skills) == 0 {
+				fmt.Fprintf(w, "no skills in %s\n", termtext.Line(out.Dir))
 			}
 			for _, e := range out.Skills {
 				fmt.Fprintf(w, "%s (%d bytes in every prompt)\n", e.IndexLine, e.IndexBytes)
 			}
-			for _, p := range problems {
+			for _, p := range out.Problems {
 				fmt.Fprintln(w, "left out:", termtext.Line(p))
 			}
 			return nil

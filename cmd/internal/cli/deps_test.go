@@ -52,3 +52,28 @@ func TestBinariesRunNoTemplate(t *testing.T) {
 		}
 	}
 }
+
+// Each command parses flags, calls its kernel and prints: from this module
+// its code imports its kernel's root package, the LLM runtime, the shared
+// command code and the basement (internal/), never a package of a kernel
+// (a store, the loops, the beach) nor another kernel.
+func TestTheCommandsImportOnlyTheirKernelsRootPackage(t *testing.T) {
+	const module = "github.com/llmkernels/kernels/"
+	for _, kernel := range []string{"hermitcrab", "lumen", "solve"} {
+		out, err := exec.Command("go", "list", "-f", "{{join .Imports \" \"}}", module+"cmd/"+kernel).Output()
+		if err != nil {
+			t.Fatalf("go list cmd/%s: %v", kernel, err)
+		}
+		if !strings.Contains(string(out), module+kernel+" ") && !strings.HasSuffix(strings.TrimSpace(string(out)), module+kernel) {
+			t.Fatalf("go list gave %q: not the command's imports", out)
+		}
+		for _, p := range strings.Fields(string(out)) {
+			p, ours := strings.CutPrefix(p, module)
+			switch {
+			case !ours, p == kernel, p == "llm", strings.HasPrefix(p, "llm/"), strings.HasPrefix(p, "cmd/internal/"), strings.HasPrefix(p, "internal/"):
+			default:
+				t.Errorf("cmd/%s imports %s", kernel, p)
+			}
+		}
+	}
+}
