@@ -154,44 +154,51 @@ func (p *usageByModel) Messages(ctx context.Context, req *llm.Request) (*llm.Res
 }
 
 // BenchmarkChatCache runs a 30-exchange chat at the present tier on the
-// default shell (chatScript: replies of about 600 characters, a tool call
-// every third exchange) against the scripted provider's simulation of the
-// API's prompt cache (the one llmtest serves: byte-identical prefixes,
-// breakpoints, lookback, the model's minimum, 2,048 tokens for
-// claude-sonnet-4-6) and reports, over the chat's requests, the share of
-// input read from the cache (target ≥ 75%) and the effective input tokens
-// per request, uncached + 1.25 × written + 0.1 × read (target ≤ 40% of
-// the figure before the window kept its prefix). Sizes and shares do not
-// vary with the machine's load.
+// default shell (cachedChat) and reports, over the chat's requests, the
+// share of input read from the cache (target ≥ 75%) and the effective
+// input tokens per request, uncached + 1.25 × written + 0.1 × read (target
+// ≤ 40% of the figure before the window kept its prefix). Sizes and shares
+// do not vary with the machine's load; TestChatReadsFromTheCache pins them.
 func BenchmarkChatCache(b *testing.B) {
-	const n = 30
 	var rec *usageByModel
 	for b.Loop() {
-		p, err := script.Parse([]byte(chatScript(n)))
-		if err != nil {
-			b.Fatal(err)
-		}
-		rec = &usageByModel{inner: script.New(p), model: "claude-sonnet-4-6"}
-		k, err := Open(b.TempDir(), Options{Client: &llm.Client{Provider: rec}, ServerTools: true})
-		if err != nil {
-			b.Fatal(err)
-		}
-		ctx := context.Background()
-		if err := k.Ready(ctx); err != nil {
-			b.Fatal(err)
-		}
-		for i := 1; i <= n; i++ {
-			if _, err := k.Conversation().Say(ctx, "c", chatLine(i), CallOptions{}); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := k.Close(); err != nil {
-			b.Fatal(err)
-		}
+		rec = cachedChat(b, 30)
 	}
 	u := rec.usage
 	b.ReportMetric(100*u.CacheReadShare(), "read_share_%")
 	b.ReportMetric(u.EffectiveInputTokens()/float64(rec.calls), "effective_input_tokens/request")
 	b.ReportMetric(float64(u.PromptTokens())/float64(rec.calls), "input_tokens/request")
 	b.ReportMetric(float64(rec.calls), "requests")
+}
+
+// cachedChat says n lines of chatScript's chat (replies of about 600
+// characters, a tool call every third exchange) on a kernel of the default
+// shell, against the scripted provider's simulation of the API's prompt
+// cache (the one llmtest serves: byte-identical prefixes, breakpoints,
+// lookback, the model's minimum, 2,048 tokens for claude-sonnet-4-6), and
+// returns the usage of its present-tier requests.
+func cachedChat(tb testing.TB, n int) *usageByModel {
+	tb.Helper()
+	p, err := script.Parse([]byte(chatScript(n)))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rec := &usageByModel{inner: script.New(p), model: "claude-sonnet-4-6"}
+	k, err := Open(tb.TempDir(), Options{Client: &llm.Client{Provider: rec}, ServerTools: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := k.Ready(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	for i := 1; i <= n; i++ {
+		if _, err := k.Conversation().Say(ctx, "c", chatLine(i), CallOptions{}); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := k.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	return rec
 }

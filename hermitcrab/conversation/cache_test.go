@@ -171,3 +171,24 @@ func TestRequestSizesAtTheDoor(t *testing.T) {
 		t.Errorf("the boot request is about %d tokens, over 1,500", got)
 	}
 }
+
+// The figures docs/hermitcrab.md gives for a 30-exchange chat at the
+// present tier against the simulated cache (BenchmarkChatCache): token
+// counts, not time, so they hold on any machine. At least 60% of input is
+// read from the cache, and the effective input per request (uncached +
+// 1.25 × written + 0.1 × read) is at most 1,300 tokens, 46% of the 2,845
+// of a window that slid by one message with no breakpoint on its tail.
+func TestChatReadsFromTheCache(t *testing.T) {
+	rec := cachedChat(t, 30)
+	share, effective := rec.usage.CacheReadShare(), rec.usage.EffectiveInputTokens()/float64(rec.calls)
+	t.Logf("%d requests: %.1f%% of input read from the cache, %.0f effective input tokens per request", rec.calls, 100*share, effective)
+	if rec.calls != 40 {
+		t.Fatalf("%d present-tier requests, want 40", rec.calls)
+	}
+	if share < 0.60 {
+		t.Errorf("%.1f%% of input read from the cache, under 60%%", 100*share)
+	}
+	if effective > 1300 {
+		t.Errorf("%.0f effective input tokens per request, over 1,300", effective)
+	}
+}
