@@ -32,81 +32,23 @@ func (e *engine) finalize(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	s := &stepCtx{e: e, st: e.st, n: rootRow}
-	// A denied pre_check here is a HIRE on the root like any other: the
-	// run waits, and finishes on resume once budget is added.
-	denied := func(err error, op string) (bool, error) {
-		if errors.Is(err, errDenied) || errors.Is(err, errOutOfTime) {
-			r, err := s.failed(ctx, err, op)
-			// Answered on the terminal (--interactive): try again at once.
-			return r.waitHire || r.status == store.StatusInfeasible, err
-		}
-		return false, err
-	}
 	// Build subgoals made tools (registered resolvers), not parts of the
 	// goal's artifact: they are not leaves of the assembly.
 	nodes, err := e.st.AssemblyNodes(ctx, e.root)
 	if err != nil {
 		return false, err
 	}
-	var leaves []LeafView
-	var leafRows []*store.Node
-	for _, n := range nodes {
-		if n.Status == store.StatusResolved {
-			outs, err := artifactViews(ctx, &e.st.Conn, []string{n.Output})
-			if err != nil {
-				return false, err
-			}
-			leaves = append(leaves, LeafView{Ref: fmt.Sprintf("l%d", len(leaves)+1), Summary: n.Summary, Output: clip.Line(outs[0].Content, 1500), Sigma: store.Value(n.SigmaPath), ID: n.ID})
-			leafRows = append(leafRows, n)
-		}
+	leaves, leafRows, err := e.assemblyLeaves(ctx, nodes)
+	if err != nil {
+		return false, err
 	}
-	// Deferred logic checks on the assembled workspace (decomposed nodes'
-	// commands, and a leaf's whose output carried no files, such as a
-	// --suggest text), and every node's limits on spend and time evaluated
-	// again over what its whole subtree finally spent.
-	var checks []ConstraintCheck
-	for _, n := range nodes {
-		var v Verification
-		if n.Verification != "" {
-			if err := json.Unmarshal([]byte(n.Verification), &v); err != nil {
-				return false, fmt.Errorf("node %s: verification: %w", n.ID, err)
-			}
-		}
-		cs, err := constraintViews(ctx, &e.st.Conn, n.Selected, "c")
-		if err != nil {
-			return false, err
-		}
-		var metrics map[string]float64
-		for _, c := range cs {
-			p, err := payloadOf(c)
-			if err != nil {
-				return false, err
-			}
-			switch {
-			case c.Type != store.Logic:
-			case p.Check != "" && !checked(v.Checks, c.ID):
-				r, err := s.runCheck(ctx, p.Check, e.cfg.Workspace, nil)
-				if err != nil {
-					return denied(err, OpRunCheck)
-				}
-				ch := commandCheck(c, p.Check, r)
-				ch.Detail.(map[string]any)["node"] = n.Summary
-				checks = append(checks, ch)
-			case p.Check == "" && p.Expr != "":
-				if metrics == nil {
-					if metrics, err = ledgerMetrics(ctx, &e.st.Conn, n); err != nil {
-						return false, err
-					}
-				}
-				ch, _ := exprCheck(c, p.Expr, metrics)
-				ch.Detail = n.Summary + ": " + ch.Detail.(string)
-				checks = append(checks, ch)
-			}
-		}
+	checks, err := s.deferredChecks(ctx, nodes)
+	if err != nil {
+		return s.finalDenied(ctx, err, OpRunCheck)
 	}
 	out, err := s.call(ctx, ClaudeCodeID, &Call{Op: OpConsistency, Leaves: leaves, Checks: checks})
 	if err != nil {
-		return denied(err, OpConsistency)
+		return s.finalDenied(ctx, err, OpConsistency)
 	}
 	var ca ConsistencyAnswer
 	if err := json.Unmarshal(out.Answer, &ca); err != nil {
@@ -124,29 +66,122 @@ func (e *engine) finalize(ctx context.Context) (bool, error) {
 		return false, s.couple(ctx, ca, leaves, nodes)
 	}
 	if failed || ca.Verdict == store.UNSAT {
-		err := s.commit(ctx, func(tx *store.Tx) error {
-			var failed []string
-			for _, c := range checks {
-				if !c.Passed {
-					failed = append(failed, fmt.Sprintf("%s failed: %s", c.Ref, checkText(c)))
-				}
-			}
-			if ca.Verdict == store.UNSAT {
-				failed = append(failed, fmt.Sprintf("the consistency check found %d conflict(s)", len(ca.Conflicts)))
-			}
-			return s.flow(ctx, tx, "GLOBAL CONSISTENCY → UNSAT and no reopen left (%d coupling rounds); the goal is not achieved: %s", rounds, clip.Text(strings.Join(failed, "; "), 3000))
-		})
-		return true, err
+		return true, s.notAchieved(ctx, checks, ca, rounds)
 	}
+	return s.assemble(ctx, leaves, leafRows, checks)
+}
+
+// finalDenied makes a denied pre_check here a HIRE on the root like any
+// other: the run waits, and finishes on resume once budget is added.
+// Other errors stop the run.
+func (s *stepCtx) finalDenied(ctx context.Context, err error, op string) (bool, error) {
+	if errors.Is(err, errDenied) || errors.Is(err, errOutOfTime) {
+		r, err := s.failed(ctx, err, op)
+		// Answered on the terminal (--interactive): try again at once.
+		return r.waitHire || r.status == store.StatusInfeasible, err
+	}
+	return false, err
+}
+
+// assemblyLeaves is the resolved nodes among nodes, as the leaves the
+// consistency check and the assembly read (outputs clipped), and their rows.
+func (e *engine) assemblyLeaves(ctx context.Context, nodes []*store.Node) ([]LeafView, []*store.Node, error) {
+	var leaves []LeafView
+	var leafRows []*store.Node
+	for _, n := range nodes {
+		if n.Status == store.StatusResolved {
+			outs, err := artifactViews(ctx, &e.st.Conn, []string{n.Output})
+			if err != nil {
+				return nil, nil, err
+			}
+			leaves = append(leaves, LeafView{Ref: fmt.Sprintf("l%d", len(leaves)+1), Summary: n.Summary, Output: clip.Line(outs[0].Content, 1500), Sigma: store.Value(n.SigmaPath), ID: n.ID})
+			leafRows = append(leafRows, n)
+		}
+	}
+	return leaves, leafRows, nil
+}
+
+// deferredChecks runs the deferred logic checks on the assembled
+// workspace (decomposed nodes' commands, and a leaf's whose output
+// carried no files, such as a --suggest text), and evaluates every node's
+// limits on spend and time again over what its whole subtree finally
+// spent. Only a check command can be denied its budget: the caller routes
+// that to HIRE (finalDenied), as every other error stops the run.
+func (s *stepCtx) deferredChecks(ctx context.Context, nodes []*store.Node) ([]ConstraintCheck, error) {
+	e := s.e
+	var checks []ConstraintCheck
+	for _, n := range nodes {
+		var v Verification
+		if n.Verification != "" {
+			if err := json.Unmarshal([]byte(n.Verification), &v); err != nil {
+				return nil, fmt.Errorf("node %s: verification: %w", n.ID, err)
+			}
+		}
+		cs, err := constraintViews(ctx, &e.st.Conn, n.Selected, "c")
+		if err != nil {
+			return nil, err
+		}
+		var metrics map[string]float64
+		for _, c := range cs {
+			p, err := payloadOf(c)
+			if err != nil {
+				return nil, err
+			}
+			switch {
+			case c.Type != store.Logic:
+			case p.Check != "" && !checked(v.Checks, c.ID):
+				r, err := s.runCheck(ctx, p.Check, e.cfg.Workspace, nil)
+				if err != nil {
+					return nil, err
+				}
+				ch := commandCheck(c, p.Check, r)
+				ch.Detail.(map[string]any)["node"] = n.Summary
+				checks = append(checks, ch)
+			case p.Check == "" && p.Expr != "":
+				if metrics == nil {
+					if metrics, err = ledgerMetrics(ctx, &e.st.Conn, n); err != nil {
+						return nil, err
+					}
+				}
+				ch, _ := exprCheck(c, p.Expr, metrics)
+				ch.Detail = n.Summary + ": " + ch.Detail.(string)
+				checks = append(checks, ch)
+			}
+		}
+	}
+	return checks, nil
+}
+
+// notAchieved records that the goal is not achieved: the global checks
+// failed and no coupling round is left to reopen a subtree.
+func (s *stepCtx) notAchieved(ctx context.Context, checks []ConstraintCheck, ca ConsistencyAnswer, rounds int) error {
+	return s.commit(ctx, func(tx *store.Tx) error {
+		var failed []string
+		for _, c := range checks {
+			if !c.Passed {
+				failed = append(failed, fmt.Sprintf("%s failed: %s", c.Ref, checkText(c)))
+			}
+		}
+		if ca.Verdict == store.UNSAT {
+			failed = append(failed, fmt.Sprintf("the consistency check found %d conflict(s)", len(ca.Conflicts)))
+		}
+		return s.flow(ctx, tx, "GLOBAL CONSISTENCY → UNSAT and no reopen left (%d coupling rounds); the goal is not achieved: %s", rounds, clip.Text(strings.Join(failed, "; "), 3000))
+	})
+}
+
+// assemble is Step 13: the leaves' outputs assembled into the goal's
+// artifact with σ_system, the least σ_path of its leaves.
+func (s *stepCtx) assemble(ctx context.Context, leaves []LeafView, leafRows []*store.Node, checks []ConstraintCheck) (bool, error) {
+	e, rootRow := s.e, s.n
 	sigma := 1.0
 	var manifest []map[string]any
 	for i, l := range leaves {
 		sigma = math.Min(sigma, l.Sigma)
 		manifest = append(manifest, map[string]any{"node_id": l.ID, "summary": l.Summary, "artifact_id": leafRows[i].Output, "sigma_path": l.Sigma})
 	}
-	out, err = s.call(ctx, ClaudeCodeID, &Call{Op: OpAssemble, Leaves: leaves})
+	out, err := s.call(ctx, ClaudeCodeID, &Call{Op: OpAssemble, Leaves: leaves})
 	if err != nil {
-		return denied(err, OpAssemble)
+		return s.finalDenied(ctx, err, OpAssemble)
 	}
 	var aa AssembleAnswer
 	if err := json.Unmarshal(out.Answer, &aa); err != nil {
