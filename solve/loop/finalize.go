@@ -222,6 +222,47 @@ func (s *stepCtx) couple(ctx context.Context, ca ConsistencyAnswer, leaves []Lea
 	for _, n := range nodes {
 		parent[n.ID] = n.Parent
 	}
+	found, unknown := locateConflicts(ca.Conflicts, leaves, parent, s.e.root)
+	// A node is reopened once, and not when an ancestor of it is (its
+	// subtree is invalidated with the ancestor's): the conflicts inside
+	// are the ancestor's to solve, with their coupling constraints.
+	top := func(u string) string {
+		best := u
+		for id := parent[u]; id != ""; id = parent[id] {
+			if slices.ContainsFunc(found, func(l locatedConflict) bool { return l.u == id }) {
+				best = id
+			}
+		}
+		return best
+	}
+	return s.commit(ctx, func(tx *store.Tx) error {
+		if len(found) == 0 {
+			// Nothing located: the check is asked again next round.
+			return tx.Log(ctx, 1, s.e.root, fmt.Sprintf("Node %s: COUPLING conflict(s) name no leaf (%s); nothing reopened, the consistency check is asked again",
+				store.Short(s.e.root), strings.Join(unknown, ", ")), nil)
+		}
+		reopened := map[string]bool{}
+		for _, f := range found {
+			if err := s.coupleAt(ctx, tx, f.c, top(f.u), reopened, unknown); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// locatedConflict is a conflict with u, the least common ancestor of the
+// leaves it names.
+type locatedConflict struct {
+	c Conflict
+	u string
+}
+
+// locateConflicts locates each conflict by the leaves it names that exist
+// (a ref naming no leaf is ignored, and returned in unknown to be said in
+// the log: it would make the root the common ancestor, and one stray ref
+// would reopen the whole tree).
+func locateConflicts(conflicts []Conflict, leaves []LeafView, parent map[string]string, root string) (found []locatedConflict, unknown []string) {
 	path := func(id string) []string {
 		var p []string
 		for ; id != ""; id = parent[id] {
@@ -233,16 +274,7 @@ func (s *stepCtx) couple(ctx context.Context, ca ConsistencyAnswer, leaves []Lea
 	for _, l := range leaves {
 		leafID[l.Ref] = l.ID
 	}
-	// Each conflict is located by the leaves it names that exist (a ref
-	// naming no leaf is ignored, said in the log: it would make the root
-	// the common ancestor, and one stray ref would reopen the whole tree).
-	type located struct {
-		c Conflict
-		u string
-	}
-	var found []located
-	var unknown []string
-	for _, c := range ca.Conflicts {
+	for _, c := range conflicts {
 		var lca []string
 		known := 0
 		for _, ref := range c.Leaves {
@@ -266,73 +298,53 @@ func (s *stepCtx) couple(ctx context.Context, ca ConsistencyAnswer, leaves []Lea
 			continue
 		}
 		if len(lca) == 0 {
-			lca = []string{s.e.root}
+			lca = []string{root}
 		}
-		found = append(found, located{c, lca[len(lca)-1]})
+		found = append(found, locatedConflict{c, lca[len(lca)-1]})
 	}
-	// A node is reopened once, and not when an ancestor of it is (its
-	// subtree is invalidated with the ancestor's): the conflicts inside
-	// are the ancestor's to solve, with their coupling constraints.
-	top := func(u string) string {
-		best := u
-		for id := parent[u]; id != ""; id = parent[id] {
-			if slices.ContainsFunc(found, func(l located) bool { return l.u == id }) {
-				best = id
-			}
+	return found, unknown
+}
+
+// coupleAt persists one conflict's coupling constraints as eligible at u,
+// reopens u unless this round already did, and logs the decision.
+func (s *stepCtx) coupleAt(ctx context.Context, tx *store.Tx, c Conflict, u string, reopened map[string]bool, unknown []string) error {
+	var ids []string
+	for _, nc := range c.Coupling {
+		id, err := insertConstraint(ctx, &tx.Conn, nc, "derived", ClaudeCodeID, nil)
+		if err != nil {
+			return err
 		}
-		return best
+		ids = append(ids, id)
 	}
-	return s.commit(ctx, func(tx *store.Tx) error {
-		if len(found) == 0 {
-			// Nothing located: the check is asked again next round.
-			return tx.Log(ctx, 1, s.e.root, fmt.Sprintf("Node %s: COUPLING conflict(s) name no leaf (%s); nothing reopened, the consistency check is asked again",
-				store.Short(s.e.root), strings.Join(unknown, ", ")), nil)
+	un, err := tx.Node(ctx, u)
+	if err != nil {
+		return err
+	}
+	if err := tx.SetEligible(ctx, u, union(un.Eligible, ids)); err != nil {
+		return err
+	}
+	if !reopened[u] {
+		reopened[u] = true
+		if err := invalidateSubtree(ctx, tx, u); err != nil {
+			return err
 		}
-		reopened := map[string]bool{}
-		for _, f := range found {
-			c, u := f.c, top(f.u)
-			var ids []string
-			for _, nc := range c.Coupling {
-				id, err := insertConstraint(ctx, &tx.Conn, nc, "derived", ClaudeCodeID, nil)
-				if err != nil {
-					return err
-				}
-				ids = append(ids, id)
-			}
-			un, err := tx.Node(ctx, u)
-			if err != nil {
-				return err
-			}
-			if err := tx.SetEligible(ctx, u, union(un.Eligible, ids)); err != nil {
-				return err
-			}
-			if !reopened[u] {
-				reopened[u] = true
-				if err := invalidateSubtree(ctx, tx, u); err != nil {
-					return err
-				}
-				if err := reopen(ctx, tx, u, store.StatusSelectingCons); err != nil {
-					return err
-				}
-			}
-			note := ""
-			if len(unknown) > 0 {
-				note = fmt.Sprintf(" (ignored %s: no such leaf)", strings.Join(unknown, ", "))
-			}
-			if err := tx.Log(ctx, 1, u, fmt.Sprintf("Node %s: COUPLING conflict (%s): %d coupling constraint(s); reopened at the least common ancestor%s", store.Short(u), c.Reason, len(ids), note), nil); err != nil {
-				return err
-			}
-			var titles []string
-			for _, nc := range c.Coupling {
-				titles = append(titles, nc.Title)
-			}
-			if err := tx.Log(ctx, 2, u, "conflict between leaves", map[string]any{"decision": "coupling_conflict", "reason": c.Reason, "leaves": c.Leaves,
-				"coupling_constraints": nonNil(titles), "reopened": u}); err != nil {
-				return err
-			}
+		if err := reopen(ctx, tx, u, store.StatusSelectingCons); err != nil {
+			return err
 		}
-		return nil
-	})
+	}
+	note := ""
+	if len(unknown) > 0 {
+		note = fmt.Sprintf(" (ignored %s: no such leaf)", strings.Join(unknown, ", "))
+	}
+	if err := tx.Log(ctx, 1, u, fmt.Sprintf("Node %s: COUPLING conflict (%s): %d coupling constraint(s); reopened at the least common ancestor%s", store.Short(u), c.Reason, len(ids), note), nil); err != nil {
+		return err
+	}
+	var titles []string
+	for _, nc := range c.Coupling {
+		titles = append(titles, nc.Title)
+	}
+	return tx.Log(ctx, 2, u, "conflict between leaves", map[string]any{"decision": "coupling_conflict", "reason": c.Reason, "leaves": c.Leaves,
+		"coupling_constraints": nonNil(titles), "reopened": u})
 }
 
 // extractionDialogue is Step 1 with Request.Interactive: candidate
