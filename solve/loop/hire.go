@@ -217,39 +217,16 @@ func Answer(ctx context.Context, st *store.Store, prefix string, a HireAnswer) (
 	if err != nil {
 		return out, err
 	}
-	var r *store.CapabilityRequest
-	for i := range reqs {
-		if strings.HasPrefix(reqs[i].ID, prefix) {
-			if r != nil {
-				return out, fmt.Errorf("request %q is ambiguous; give more characters", prefix)
-			}
-			r = &reqs[i]
-		}
+	r, err := openRequest(reqs, prefix)
+	if err != nil {
+		return out, err
 	}
-	if r == nil || prefix == "" {
-		return out, fmt.Errorf("no capability request %q; list them with solve hire", prefix)
-	}
-	if r.Status != store.Requested {
-		return out, fmt.Errorf("request %s is already %s", store.Short(r.ID), r.Status)
-	}
-	for _, v := range []float64{a.AddUSD, a.AddSeconds} {
-		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-			return out, fmt.Errorf("HireAnswer: add $%v and %vs: give positive, finite amounts (a top-up never takes money or time away)", a.AddUSD, a.AddSeconds)
-		}
+	if err := checkAnswer(a); err != nil {
+		return out, err
 	}
 	node, _ := r.Detail["node_id"].(string) // the node that asked
-	set := 0
-	for _, b := range []bool{a.Command != "", a.MCP != nil, a.AddUSD > 0 || a.AddSeconds > 0, a.Decline} {
-		if b {
-			set++
-		}
-	}
-	if set != 1 {
-		return out, errors.New("answer with exactly one of: a resolver command, an MCP server, more budget (money and/or time), or a decline")
-	}
 	var msg string
 	err = st.Write(ctx, func(tx *store.Tx) error {
-		d := r.Detail
 		// The nodes waiting now: another may have met the request since
 		// the listing above.
 		var err error
@@ -258,110 +235,14 @@ func Answer(ctx context.Context, st *store.Store, prefix string, a HireAnswer) (
 		}
 		switch {
 		case a.Decline:
-			out.Kind = "decline"
-			d["answer"] = map[string]any{"kind": out.Kind, "reason": a.Reason}
-			msg = fmt.Sprintf("declined %s (%s); it will not be asked again", store.Short(r.ID), r.Capability)
-			if err := tx.AnswerRequest(ctx, r.ID, store.Declined, "", d); err != nil {
-				return err
-			}
-			// The waiting nodes end infeasible now, so that a resume sees
-			// it before any paid call (a node would otherwise step again
-			// from the state it waits in and meet the decline only at HIRE).
-			for _, w := range r.Nodes {
-				ended, err := endDeclined(ctx, tx, w, r)
-				if err != nil {
-					return err
-				}
-				msg += ended
-			}
+			msg, err = answerDecline(ctx, tx, r, a, &out)
 		case a.Command != "" || a.MCP != nil:
-			// Toolization (B8): the human's answer is a registered resolver.
-			n, err := tx.CountResolvers(ctx, "human")
-			if err != nil {
-				return err
-			}
-			id := fmt.Sprintf("human-%s-%d", slug(r.Capability), n+1)
-			typ, _ := d["resolver_type"].(string)
-			if typ == "" {
-				typ = "digital"
-			}
-			label := a.Label
-			if label == "" {
-				label = "Human-provided " + r.Capability
-			}
-			meta := map[string]any{"command": a.Command}
-			if len(a.Network) > 0 {
-				meta[metaNetwork], meta[metaNetworkAllowed] = a.Network, a.Network
-			}
-			entry := store.Resolver{ID: id, Label: label, Type: typ, Capabilities: []string{r.Capability}, BuiltBy: "human",
-				BuiltForNode: node, LatencyEstimate: 10, Metadata: meta}
-			if t := a.MCP; t != nil {
-				if entry.Metadata, err = mcpMetadata(t); err != nil {
-					return err
-				}
-				entry.Description = t.Description
-				entry.CostPerInvocation = t.CostUSD
-				if t.Seconds > 0 {
-					entry.LatencyEstimate = t.Seconds
-				}
-				if a.Label == "" {
-					entry.Label = "MCP tool " + t.Tool + " for " + r.Capability
-				}
-			}
-			if err := register(ctx, &tx.Conn, entry); err != nil {
-				return err
-			}
-			if err := tx.EnsureKGNode(ctx, "actor:human", "actor", "human", nil); err != nil {
-				return err
-			}
-			if err := tx.AddEdge(ctx, "resolver:"+id, "built_by", "actor:human", nil); err != nil {
-				return err
-			}
-			out.Kind, out.ResolverID = "resolver", id
-			d["answer"] = map[string]any{"kind": out.Kind, "resolver_id": id}
-			msg = fmt.Sprintf("registered resolver %s providing %s for request %s", id, r.Capability, store.Short(r.ID))
-			if len(r.Nodes) > 1 {
-				msg += fmt.Sprintf("; the %d nodes waiting on it use it", len(r.Nodes))
-			}
-			if err := tx.AnswerRequest(ctx, r.ID, store.Delivered, id, d); err != nil {
-				return err
-			}
+			msg, err = answerResolver(ctx, tx, r, a, node, &out)
 		default:
-			// The top-up is shared evenly by the nodes waiting on the
-			// request: the run's allowance grows by what the human gave,
-			// never by a multiple of it. None waits any more (an
-			// ancestor's reopen invalidated them): it goes to the node
-			// that asked, and from there to its nearest live ancestor.
-			waiting := r.Nodes
-			if len(waiting) == 0 {
-				waiting = []string{node}
-			}
-			k := float64(len(waiting))
-			var names []string
-			for i, w := range waiting {
-				usd, secs := a.AddUSD/k, a.AddSeconds/k
-				if i == len(waiting)-1 { // the last share takes the rounding
-					usd, secs = a.AddUSD-usd*(k-1), a.AddSeconds-secs*(k-1)
-				}
-				if err := tx.WriteLedger(ctx, store.LedgerEntry{Node: w, Event: store.Allocate, Amount: usd, Time: secs, Description: "HIRE: budget added by a human"}); err != nil {
-					return err
-				}
-				if err := tx.ReturnUnspent(ctx, w); err != nil {
-					return err
-				}
-				names = append(names, store.Short(w))
-			}
-			out.Kind, out.AddUSD, out.AddSeconds = "increase_budget", a.AddUSD, a.AddSeconds
-			d["answer"] = map[string]any{"kind": out.Kind, "add_cost": a.AddUSD, "add_time_seconds": a.AddSeconds}
-			if len(waiting) == 1 {
-				msg = fmt.Sprintf("added $%.2f and %.0fs to node %s for request %s", a.AddUSD, a.AddSeconds, names[0], store.Short(r.ID))
-			} else {
-				msg = fmt.Sprintf("added $%.2f and %.0fs for request %s, shared by the %d nodes waiting on it ($%.4f and %.0fs each to %s)",
-					a.AddUSD, a.AddSeconds, store.Short(r.ID), len(waiting), a.AddUSD/k, a.AddSeconds/k, strings.Join(names, ", "))
-			}
-			if err := tx.AnswerRequest(ctx, r.ID, store.Delivered, "", d); err != nil {
-				return err
-			}
+			msg, err = answerBudget(ctx, tx, r, a, node, &out)
+		}
+		if err != nil {
+			return err
 		}
 		return tx.Log(ctx, 1, node, "HIRE answered: "+msg, nil)
 	})
@@ -370,6 +251,167 @@ func Answer(ctx context.Context, st *store.Store, prefix string, a HireAnswer) (
 	}
 	out.RequestID, out.Capability, out.Nodes, out.Summary = r.ID, r.Capability, r.Nodes, msg
 	return out, nil
+}
+
+// openRequest is the one open request whose id starts with prefix: an
+// ambiguous or unknown prefix, or a request already answered, is refused
+// before anything is written.
+func openRequest(reqs []store.CapabilityRequest, prefix string) (*store.CapabilityRequest, error) {
+	var r *store.CapabilityRequest
+	for i := range reqs {
+		if strings.HasPrefix(reqs[i].ID, prefix) {
+			if r != nil {
+				return nil, fmt.Errorf("request %q is ambiguous; give more characters", prefix)
+			}
+			r = &reqs[i]
+		}
+	}
+	if r == nil || prefix == "" {
+		return nil, fmt.Errorf("no capability request %q; list them with solve hire", prefix)
+	}
+	if r.Status != store.Requested {
+		return nil, fmt.Errorf("request %s is already %s", store.Short(r.ID), r.Status)
+	}
+	return r, nil
+}
+
+// checkAnswer refuses a top-up that would take money or time away, and
+// an answer that is not exactly one kind.
+func checkAnswer(a HireAnswer) error {
+	for _, v := range []float64{a.AddUSD, a.AddSeconds} {
+		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("HireAnswer: add $%v and %vs: give positive, finite amounts (a top-up never takes money or time away)", a.AddUSD, a.AddSeconds)
+		}
+	}
+	set := 0
+	for _, b := range []bool{a.Command != "", a.MCP != nil, a.AddUSD > 0 || a.AddSeconds > 0, a.Decline} {
+		if b {
+			set++
+		}
+	}
+	if set != 1 {
+		return errors.New("answer with exactly one of: a resolver command, an MCP server, more budget (money and/or time), or a decline")
+	}
+	return nil
+}
+
+// answerDecline records a decline. The waiting nodes end infeasible now,
+// so that a resume sees it before any paid call (a node would otherwise
+// step again from the state it waits in and meet the decline only at HIRE).
+func answerDecline(ctx context.Context, tx *store.Tx, r *store.CapabilityRequest, a HireAnswer, out *HireOutcome) (string, error) {
+	d := r.Detail
+	out.Kind = "decline"
+	d["answer"] = map[string]any{"kind": out.Kind, "reason": a.Reason}
+	msg := fmt.Sprintf("declined %s (%s); it will not be asked again", store.Short(r.ID), r.Capability)
+	if err := tx.AnswerRequest(ctx, r.ID, store.Declined, "", d); err != nil {
+		return "", err
+	}
+	for _, w := range r.Nodes {
+		ended, err := endDeclined(ctx, tx, w, r)
+		if err != nil {
+			return "", err
+		}
+		msg += ended
+	}
+	return msg, nil
+}
+
+// answerResolver is toolization (B8): the human's answer (a command or an
+// MCP tool) is registered as a resolver the waiting nodes use.
+func answerResolver(ctx context.Context, tx *store.Tx, r *store.CapabilityRequest, a HireAnswer, node string, out *HireOutcome) (string, error) {
+	d := r.Detail
+	n, err := tx.CountResolvers(ctx, "human")
+	if err != nil {
+		return "", err
+	}
+	id := fmt.Sprintf("human-%s-%d", slug(r.Capability), n+1)
+	typ, _ := d["resolver_type"].(string)
+	if typ == "" {
+		typ = "digital"
+	}
+	label := a.Label
+	if label == "" {
+		label = "Human-provided " + r.Capability
+	}
+	meta := map[string]any{"command": a.Command}
+	if len(a.Network) > 0 {
+		meta[metaNetwork], meta[metaNetworkAllowed] = a.Network, a.Network
+	}
+	entry := store.Resolver{ID: id, Label: label, Type: typ, Capabilities: []string{r.Capability}, BuiltBy: "human",
+		BuiltForNode: node, LatencyEstimate: 10, Metadata: meta}
+	if t := a.MCP; t != nil {
+		if entry.Metadata, err = mcpMetadata(t); err != nil {
+			return "", err
+		}
+		entry.Description = t.Description
+		entry.CostPerInvocation = t.CostUSD
+		if t.Seconds > 0 {
+			entry.LatencyEstimate = t.Seconds
+		}
+		if a.Label == "" {
+			entry.Label = "MCP tool " + t.Tool + " for " + r.Capability
+		}
+	}
+	if err := register(ctx, &tx.Conn, entry); err != nil {
+		return "", err
+	}
+	if err := tx.EnsureKGNode(ctx, "actor:human", "actor", "human", nil); err != nil {
+		return "", err
+	}
+	if err := tx.AddEdge(ctx, "resolver:"+id, "built_by", "actor:human", nil); err != nil {
+		return "", err
+	}
+	out.Kind, out.ResolverID = "resolver", id
+	d["answer"] = map[string]any{"kind": out.Kind, "resolver_id": id}
+	msg := fmt.Sprintf("registered resolver %s providing %s for request %s", id, r.Capability, store.Short(r.ID))
+	if len(r.Nodes) > 1 {
+		msg += fmt.Sprintf("; the %d nodes waiting on it use it", len(r.Nodes))
+	}
+	if err := tx.AnswerRequest(ctx, r.ID, store.Delivered, id, d); err != nil {
+		return "", err
+	}
+	return msg, nil
+}
+
+// answerBudget shares the top-up evenly by the nodes waiting on the
+// request: the run's allowance grows by what the human gave, never by a
+// multiple of it. When none waits any more (an ancestor's reopen
+// invalidated them) it goes to the node that asked, and from there to
+// its nearest live ancestor.
+func answerBudget(ctx context.Context, tx *store.Tx, r *store.CapabilityRequest, a HireAnswer, node string, out *HireOutcome) (string, error) {
+	d := r.Detail
+	waiting := r.Nodes
+	if len(waiting) == 0 {
+		waiting = []string{node}
+	}
+	k := float64(len(waiting))
+	var names []string
+	for i, w := range waiting {
+		usd, secs := a.AddUSD/k, a.AddSeconds/k
+		if i == len(waiting)-1 { // the last share takes the rounding
+			usd, secs = a.AddUSD-usd*(k-1), a.AddSeconds-secs*(k-1)
+		}
+		if err := tx.WriteLedger(ctx, store.LedgerEntry{Node: w, Event: store.Allocate, Amount: usd, Time: secs, Description: "HIRE: budget added by a human"}); err != nil {
+			return "", err
+		}
+		if err := tx.ReturnUnspent(ctx, w); err != nil {
+			return "", err
+		}
+		names = append(names, store.Short(w))
+	}
+	out.Kind, out.AddUSD, out.AddSeconds = "increase_budget", a.AddUSD, a.AddSeconds
+	d["answer"] = map[string]any{"kind": out.Kind, "add_cost": a.AddUSD, "add_time_seconds": a.AddSeconds}
+	var msg string
+	if len(waiting) == 1 {
+		msg = fmt.Sprintf("added $%.2f and %.0fs to node %s for request %s", a.AddUSD, a.AddSeconds, names[0], store.Short(r.ID))
+	} else {
+		msg = fmt.Sprintf("added $%.2f and %.0fs for request %s, shared by the %d nodes waiting on it ($%.4f and %.0fs each to %s)",
+			a.AddUSD, a.AddSeconds, store.Short(r.ID), len(waiting), a.AddUSD/k, a.AddSeconds/k, strings.Join(names, ", "))
+	}
+	if err := tx.AnswerRequest(ctx, r.ID, store.Delivered, "", d); err != nil {
+		return "", err
+	}
+	return msg, nil
 }
 
 // endDeclined ends infeasible a live node waiting on a declined request,
