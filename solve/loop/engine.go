@@ -659,33 +659,8 @@ func (e *engine) dispatch(ctx context.Context) (*Result, error) {
 
 func (e *engine) loop(ctx context.Context) (*Result, error) {
 	workers := e.workers()
-	var err error
-	if e.patterns, err = e.st.GoalPatterns(ctx, e.root); err != nil {
+	if err := e.prepare(ctx); err != nil {
 		return nil, err
-	}
-	e.inflight = map[string]bool{}
-	if err := e.syncWorkspace(ctx); err != nil {
-		return nil, err
-	}
-	if err := e.load(ctx); err != nil {
-		return nil, err
-	}
-	tb, err := e.st.TreeBudget(ctx, e.root)
-	if err != nil {
-		return nil, err
-	}
-	e.spent, e.allowance = tb.SpentUSD, tb.AllowanceUSD
-	if e.opts.Remote != nil {
-		// The steps' results say what their nodes' calls cost so far;
-		// the live view adds the difference (read in one go, so that the
-		// run's total is the sum of the nodes').
-		if e.callSpend, err = e.st.CallSpends(ctx, e.root); err != nil {
-			return nil, err
-		}
-		e.spent = 0
-		for _, usd := range e.callSpend {
-			e.spent += usd
-		}
 	}
 	results := make(chan stepResult)
 	var firstErr error
@@ -703,29 +678,12 @@ func (e *engine) loop(ctx context.Context) (*Result, error) {
 			}
 		}
 		if len(e.inflight) == 0 {
-			if firstErr != nil {
-				if cause := context.Cause(ctx); errors.Is(cause, store.ErrLeaseLost) {
-					return nil, fmt.Errorf("run %s stopped: %w", e.root, cause)
-				}
-				return nil, firstErr
-			}
-			if !e.finishing() {
-				break
-			}
-			// Step 12 checks the assembled workspace: every merge a
-			// worker recorded is in the user's.
-			if err := e.syncWorkspace(ctx); err != nil {
-				return nil, err
-			}
-			finished, err := e.finalize(ctx)
+			done, err := e.idle(ctx, firstErr)
 			if err != nil {
 				return nil, err
 			}
-			if finished {
+			if done {
 				break
-			}
-			if err := e.load(ctx); err != nil {
-				return nil, err
 			}
 			continue
 		}
@@ -741,26 +699,99 @@ func (e *engine) loop(ctx context.Context) (*Result, error) {
 			}
 			continue
 		}
-		if r.reload {
-			if err := e.syncWorkspace(ctx); err != nil {
-				return nil, err
-			}
-			if err := e.load(ctx); err != nil {
-				return nil, err
-			}
-			e.live()
-			continue
+		if err := e.settle(ctx, r); err != nil {
+			return nil, err
 		}
-		if r.status == store.StatusResolved {
-			// A verified leaf's files, merged by a worker.
-			if err := e.syncWorkspace(ctx); err != nil {
-				return nil, err
-			}
-		}
-		e.apply(r)
-		e.live()
 	}
 	return Outcome(ctx, e.st, e.root)
+}
+
+// prepare reads what the loop schedules from: the run's goal patterns,
+// the workspace, the tree, and what the run has spent so far.
+func (e *engine) prepare(ctx context.Context) error {
+	var err error
+	if e.patterns, err = e.st.GoalPatterns(ctx, e.root); err != nil {
+		return err
+	}
+	e.inflight = map[string]bool{}
+	if err := e.syncWorkspace(ctx); err != nil {
+		return err
+	}
+	if err := e.load(ctx); err != nil {
+		return err
+	}
+	tb, err := e.st.TreeBudget(ctx, e.root)
+	if err != nil {
+		return err
+	}
+	e.spent, e.allowance = tb.SpentUSD, tb.AllowanceUSD
+	if e.opts.Remote != nil {
+		// The steps' results say what their nodes' calls cost so far;
+		// the live view adds the difference (read in one go, so that the
+		// run's total is the sum of the nodes').
+		if e.callSpend, err = e.st.CallSpends(ctx, e.root); err != nil {
+			return err
+		}
+		e.spent = 0
+		for _, usd := range e.callSpend {
+			e.spent += usd
+		}
+	}
+	return nil
+}
+
+// idle decides what happens when no step is in flight: the first step
+// error stops the run (a lost lease says so), a tree that cannot finish
+// ends the loop, a done tree is finalized (done), or a subtree reopened
+// by finalize is read again to continue.
+func (e *engine) idle(ctx context.Context, firstErr error) (done bool, err error) {
+	if firstErr != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, store.ErrLeaseLost) {
+			return false, fmt.Errorf("run %s stopped: %w", e.root, cause)
+		}
+		return false, firstErr
+	}
+	if !e.finishing() {
+		return true, nil
+	}
+	// Step 12 checks the assembled workspace: every merge a
+	// worker recorded is in the user's.
+	if err := e.syncWorkspace(ctx); err != nil {
+		return false, err
+	}
+	finished, err := e.finalize(ctx)
+	if err != nil {
+		return false, err
+	}
+	if finished {
+		return true, nil
+	}
+	return false, e.load(ctx)
+}
+
+// settle takes in a step that succeeded: the tree is read again when the
+// step asked for it, else its result is applied; the workspace is synced
+// first whenever a worker may have merged files into it.
+func (e *engine) settle(ctx context.Context, r stepResult) error {
+	if r.reload {
+		if err := e.syncWorkspace(ctx); err != nil {
+			return err
+		}
+		if err := e.load(ctx); err != nil {
+			return err
+		}
+		e.live()
+		return nil
+	}
+	if r.status == store.StatusResolved {
+		// A verified leaf's files, merged by a worker.
+		if err := e.syncWorkspace(ctx); err != nil {
+			return err
+		}
+	}
+	e.apply(r)
+	e.live()
+	return nil
 }
 
 // apply updates the scheduler with a step's result: the node's new
