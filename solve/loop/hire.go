@@ -41,40 +41,8 @@ func (s *stepCtx) hire(ctx context.Context, g hireGap, reason string) (stepResul
 		return stepResult{}, err
 	}
 	switch status {
-	case store.Declined:
-		return s.declined(ctx, fmt.Sprintf("capability request %s (%s) was declined before; not asking again", store.Short(reqID), g.Tag))
-	case store.Requested:
-		// One request per run and fingerprint: this node waits on the one
-		// asked already, durably, so that a reload does not find it ready.
-		if err := s.commit(ctx, func(tx *store.Tx) error {
-			if err := tx.WaitOn(ctx, reqID, n.ID); err != nil {
-				return err
-			}
-			return s.flow(ctx, tx, "HIRE (%s): %s was asked already; waits on request %s (solve hire)", reason, g.Tag, store.Short(reqID))
-		}); err != nil {
-			return stepResult{}, err
-		}
-		return stepResult{status: n.Status, waitHire: true}, nil
-	case store.Delivered:
-		// The answer's resolver, not yet tried here, is used now; an answer
-		// that was tried and still leaves the node needing the same thing
-		// ends it, saying so (a failed hired tool asks anew: its request
-		// names the tool that failed).
-		if id, err := s.st.DeliveredResolver(ctx, n.ID); err != nil {
-			return stepResult{}, err
-		} else if id != "" && n.Status == store.StatusVerifying {
-			if err := s.commit(ctx, func(tx *store.Tx) error {
-				if err := s.move(ctx, tx, store.StatusVerifying, store.StatusSelectingResolve); err != nil {
-					return err
-				}
-				return s.flow(ctx, tx, "HIRE answered before: %s delivered for %s; use it", id, g.Tag)
-			}); err != nil {
-				return stepResult{}, err
-			}
-			s.n.Status = store.StatusSelectingResolve
-			return s.plan(ctx, RouteAnswer{ResolverID: id, Capability: g.Tag, Rationale: "delivered by HIRE"}, true)
-		}
-		return s.declined(ctx, fmt.Sprintf("capability request %s (%s) was answered, and the node still needs the same thing: %s", store.Short(reqID), g.Tag, g.Rationale))
+	case store.Declined, store.Requested, store.Delivered:
+		return s.askedBefore(ctx, g, reason, reqID, status)
 	}
 	var similar []string
 	if k, err := kg.Query(ctx, &s.st.Conn, kg.PatternID(n.Summary)); err == nil {
@@ -102,28 +70,81 @@ func (s *stepCtx) hire(ctx context.Context, g hireGap, reason string) (stepResul
 		return stepResult{}, err
 	}
 	if s.e.cfg.Interactive && s.e.term != nil {
-		s.e.termMu.Lock()
-		err := askHuman(ctx, s.st, id, s.e.term, s.e.terminal())
-		s.e.termMu.Unlock()
-		if err != nil {
-			return stepResult{}, err
-		}
-		status, err := s.st.RequestStatus(ctx, id)
-		if err != nil {
-			return stepResult{}, err
-		}
-		// An answer settles every node waiting on the request (another may
-		// have met the same gap meanwhile): the scheduler reloads the tree.
-		switch status {
-		case store.Declined:
-			// Answer has ended the waiting nodes infeasible, saying why.
-			s.e.progress("Node %s: INFEASIBLE: capability request %s (%s) declined on the terminal", store.Short(n.ID), store.Short(id), g.Tag)
-			return stepResult{reload: true}, nil
-		case store.Delivered:
-			return stepResult{reload: true}, nil // the nodes go on with the resolver or budget
+		if r, answered, err := s.askTerminal(ctx, g, id); err != nil || answered {
+			return r, err
 		}
 	}
 	return stepResult{status: n.Status, waitHire: true}, nil
+}
+
+// askedBefore decides a gap whose request was asked before in the run
+// (one request per run and fingerprint): a decline is not asked again, an
+// open request is waited on, an answer is used or ends the node. status is
+// one of store.Declined, store.Requested and store.Delivered.
+func (s *stepCtx) askedBefore(ctx context.Context, g hireGap, reason, reqID, status string) (stepResult, error) {
+	n := s.n
+	switch status {
+	case store.Declined:
+		return s.declined(ctx, fmt.Sprintf("capability request %s (%s) was declined before; not asking again", store.Short(reqID), g.Tag))
+	case store.Requested:
+		// One request per run and fingerprint: this node waits on the one
+		// asked already, durably, so that a reload does not find it ready.
+		if err := s.commit(ctx, func(tx *store.Tx) error {
+			if err := tx.WaitOn(ctx, reqID, n.ID); err != nil {
+				return err
+			}
+			return s.flow(ctx, tx, "HIRE (%s): %s was asked already; waits on request %s (solve hire)", reason, g.Tag, store.Short(reqID))
+		}); err != nil {
+			return stepResult{}, err
+		}
+		return stepResult{status: n.Status, waitHire: true}, nil
+	}
+	// Delivered: the answer's resolver, not yet tried here, is used now;
+	// an answer that was tried and still leaves the node needing the same
+	// thing ends it, saying so (a failed hired tool asks anew: its request
+	// names the tool that failed).
+	if id, err := s.st.DeliveredResolver(ctx, n.ID); err != nil {
+		return stepResult{}, err
+	} else if id != "" && n.Status == store.StatusVerifying {
+		if err := s.commit(ctx, func(tx *store.Tx) error {
+			if err := s.move(ctx, tx, store.StatusVerifying, store.StatusSelectingResolve); err != nil {
+				return err
+			}
+			return s.flow(ctx, tx, "HIRE answered before: %s delivered for %s; use it", id, g.Tag)
+		}); err != nil {
+			return stepResult{}, err
+		}
+		s.n.Status = store.StatusSelectingResolve
+		return s.plan(ctx, RouteAnswer{ResolverID: id, Capability: g.Tag, Rationale: "delivered by HIRE"}, true)
+	}
+	return s.declined(ctx, fmt.Sprintf("capability request %s (%s) was answered, and the node still needs the same thing: %s", store.Short(reqID), g.Tag, g.Rationale))
+}
+
+// askTerminal asks the human on the terminal now (Request.Interactive);
+// answered is true when the request was settled there.
+func (s *stepCtx) askTerminal(ctx context.Context, g hireGap, id string) (stepResult, bool, error) {
+	n := s.n
+	s.e.termMu.Lock()
+	err := askHuman(ctx, s.st, id, s.e.term, s.e.terminal())
+	s.e.termMu.Unlock()
+	if err != nil {
+		return stepResult{}, false, err
+	}
+	status, err := s.st.RequestStatus(ctx, id)
+	if err != nil {
+		return stepResult{}, false, err
+	}
+	// An answer settles every node waiting on the request (another may
+	// have met the same gap meanwhile): the scheduler reloads the tree.
+	switch status {
+	case store.Declined:
+		// Answer has ended the waiting nodes infeasible, saying why.
+		s.e.progress("Node %s: INFEASIBLE: capability request %s (%s) declined on the terminal", store.Short(n.ID), store.Short(id), g.Tag)
+		return stepResult{reload: true}, true, nil
+	case store.Delivered:
+		return stepResult{reload: true}, true, nil // the nodes go on with the resolver or budget
+	}
+	return stepResult{}, false, nil
 }
 
 // declined ends a node whose capability request a person declined: it
