@@ -42,9 +42,12 @@ func (e *engine) finalize(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	checks, err := s.deferredChecks(ctx, nodes)
+	checks, runErr, err := s.deferredChecks(ctx, nodes)
 	if err != nil {
-		return s.finalDenied(ctx, err, OpRunCheck)
+		return false, err
+	}
+	if runErr != nil {
+		return s.finalDenied(ctx, runErr, OpRunCheck)
 	}
 	out, err := s.call(ctx, ClaudeCodeID, &Call{Op: OpConsistency, Leaves: leaves, Checks: checks})
 	if err != nil {
@@ -105,34 +108,33 @@ func (e *engine) assemblyLeaves(ctx context.Context, nodes []*store.Node) ([]Lea
 // workspace (decomposed nodes' commands, and a leaf's whose output
 // carried no files, such as a --suggest text), and evaluates every node's
 // limits on spend and time again over what its whole subtree finally
-// spent. Only a check command can be denied its budget: the caller routes
-// that to HIRE (finalDenied), as every other error stops the run.
-func (s *stepCtx) deferredChecks(ctx context.Context, nodes []*store.Node) ([]ConstraintCheck, error) {
+// spent. runErr is a check command that could not run (a denied budget
+// goes to HIRE through finalDenied); err stops the run.
+func (s *stepCtx) deferredChecks(ctx context.Context, nodes []*store.Node) (checks []ConstraintCheck, runErr, err error) {
 	e := s.e
-	var checks []ConstraintCheck
 	for _, n := range nodes {
 		var v Verification
 		if n.Verification != "" {
 			if err := json.Unmarshal([]byte(n.Verification), &v); err != nil {
-				return nil, fmt.Errorf("node %s: verification: %w", n.ID, err)
+				return nil, nil, fmt.Errorf("node %s: verification: %w", n.ID, err)
 			}
 		}
 		cs, err := constraintViews(ctx, &e.st.Conn, n.Selected, "c")
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		var metrics map[string]float64
 		for _, c := range cs {
 			p, err := payloadOf(c)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			switch {
 			case c.Type != store.Logic:
 			case p.Check != "" && !checked(v.Checks, c.ID):
 				r, err := s.runCheck(ctx, p.Check, e.cfg.Workspace, nil)
 				if err != nil {
-					return nil, err
+					return nil, err, nil
 				}
 				ch := commandCheck(c, p.Check, r)
 				ch.Detail.(map[string]any)["node"] = n.Summary
@@ -140,7 +142,7 @@ func (s *stepCtx) deferredChecks(ctx context.Context, nodes []*store.Node) ([]Co
 			case p.Check == "" && p.Expr != "":
 				if metrics == nil {
 					if metrics, err = ledgerMetrics(ctx, &e.st.Conn, n); err != nil {
-						return nil, err
+						return nil, nil, err
 					}
 				}
 				ch, _ := exprCheck(c, p.Expr, metrics)
@@ -149,7 +151,7 @@ func (s *stepCtx) deferredChecks(ctx context.Context, nodes []*store.Node) ([]Co
 			}
 		}
 	}
-	return checks, nil
+	return checks, nil, nil
 }
 
 // notAchieved records that the goal is not achieved: the global checks
