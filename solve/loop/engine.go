@@ -193,35 +193,8 @@ var ErrEmptyCore = errors.New("the irreducible core is empty")
 // Run starts a new run for the goal and dispatches until the goal is
 // achieved, every remaining node waits for a human, or nothing can move.
 func Run(ctx context.Context, st *store.Store, req Request, opts Options) (*Result, error) {
-	if strings.TrimSpace(req.Goal) == "" {
-		return nil, option.Errorf("goal", "is empty: give the goal to solve")
-	}
-	if !(req.BudgetUSD > 0) || math.IsInf(req.BudgetUSD, 0) {
-		return nil, option.Errorf("budget_usd", "%v: give a positive, finite budget in USD", req.BudgetUSD)
-	}
-	if !(req.Time > 0) {
-		return nil, option.Errorf("time", "%v: give a positive duration", req.Time)
-	}
-	if req.Workers < 0 {
-		return nil, option.Errorf("workers", "%d: give at least 1 worker (0 = the default)", req.Workers)
-	}
-	if req.TMax < 0 {
-		return nil, option.Errorf("tmax", "%d: give at least 1 attempt (0 = the default %d)", req.TMax, DefaultTMax)
-	}
-	if req.Workspace != "" {
-		// Refused before anything is asked of a resolver: a workspace the
-		// kernel cannot write would fail only after money was spent.
-		abs, err := filepath.Abs(req.Workspace)
-		if err != nil {
-			return nil, option.Errorf("workspace", "%s: %w", req.Workspace, err)
-		}
-		if err := workspace.Usable(abs); err != nil {
-			return nil, &option.Error{Field: "workspace", Problem: strings.TrimPrefix(err.Error(), "workspace "), Err: err}
-		}
-		req.Workspace = abs
-	}
-	if req.TMax == 0 {
-		req.TMax = DefaultTMax
+	if err := checkRequest(&req); err != nil {
+		return nil, err
 	}
 	if err := Boot(ctx, st); err != nil {
 		return nil, err
@@ -254,74 +227,119 @@ func Run(ctx context.Context, st *store.Store, req Request, opts Options) (*Resu
 			return nil, err
 		}
 	}
-	root := e.root
 	var base *store.NewArtifact
 	if opts.Remote != nil && req.Workspace != "" {
-		a, err := baseArtifact(root, req.Workspace)
+		a, err := baseArtifact(e.root, req.Workspace)
 		if err != nil {
 			return nil, err
 		}
 		base = &a
 	}
 	err := st.Write(ctx, func(tx *store.Tx) error {
-		if base != nil {
-			if _, err := tx.PutArtifact(ctx, *base); err != nil {
-				return err
-			}
-		}
-		var coreIDs []string
-		for _, c := range core {
-			id, err := insertConstraint(ctx, &tx.Conn, c, "human", "", nil)
-			if err != nil {
-				return err
-			}
-			coreIDs = append(coreIDs, id)
-		}
-		summary := clip.Text(req.Goal, 119) // goal_summary: at most 120 characters
-		if _, err := tx.InsertNode(ctx, store.NewNode{ID: root, Goal: req.Goal, Summary: summary, Core: coreIDs,
-			TauLocal: store.TauLocal, TauGlobal: store.TauGlobal, MaxAttempts: req.TMax}); err != nil {
-			return err
-		}
-		var inputs []string
-		for _, s := range req.Suggest {
-			// A human idea is an unprivileged candidate: its author is not
-			// recorded anywhere a resolver or verifier can see it.
-			id, err := tx.PutArtifact(ctx, store.NewArtifact{Node: root, Type: "suggestion", Format: "text", Content: []byte(s),
-				Metadata: map[string]any{"candidate": true}})
-			if err != nil {
-				return err
-			}
-			inputs = append(inputs, id)
-		}
-		if err := tx.SetInputs(ctx, root, inputs); err != nil {
-			return err
-		}
-		content, err := store.JSONText(cfg)
-		if err != nil {
-			return fmt.Errorf("the run's configuration: %w", err)
-		}
-		if _, err := tx.PutArtifact(ctx, store.NewArtifact{Node: root, Type: "run_config", Format: "json", Content: []byte(content)}); err != nil {
-			return err
-		}
-		if err := tx.WriteLedger(ctx, store.LedgerEntry{Node: root, Event: store.Allocate, Amount: req.BudgetUSD, Time: req.Time.Seconds(), Description: "root budget (--budget, --time)"}); err != nil {
-			return err
-		}
-		if synth != nil {
-			if err := tx.WriteLedger(ctx, store.LedgerEntry{Node: root, Event: store.Spend, Amount: synth.Cost, Time: synth.Seconds, Resolver: ClaudeCodeID, Description: OpSynthesize}); err != nil {
-				return err
-			}
-			if err := tx.Log(ctx, 3, root, ClaudeCodeID+" "+OpSynthesize, map[string]any{"resolver": ClaudeCodeID, "op": OpSynthesize,
-				"raw_io_policy": "redacted_by_default", "cost": synth.Cost, "time_seconds": synth.Seconds, "llm_calls": synth.LLMCalls}); err != nil {
-				return err
-			}
-		}
-		return tx.Log(ctx, 1, root, fmt.Sprintf("Node %s: GOAL %q (budget $%.2f, time %s, workspace %s)", store.Short(root), summary, req.BudgetUSD, req.Time, orNone(req.Workspace)), nil)
+		return e.startRoot(ctx, tx, req, cfg, core, synth, base)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("kernel database %s: start the run: %w", st.Path(), err)
 	}
-	e.progress("run %s started (kernel database %s)", root, st.Path())
+	e.progress("run %s started (kernel database %s)", e.root, st.Path())
 	return e.dispatch(ctx)
+}
+
+// checkRequest refuses a request the run could not honour, before any
+// store is touched, and fills in its defaults (an absolute workspace,
+// the default attempt limit).
+func checkRequest(req *Request) error {
+	if strings.TrimSpace(req.Goal) == "" {
+		return option.Errorf("goal", "is empty: give the goal to solve")
+	}
+	if !(req.BudgetUSD > 0) || math.IsInf(req.BudgetUSD, 0) {
+		return option.Errorf("budget_usd", "%v: give a positive, finite budget in USD", req.BudgetUSD)
+	}
+	if !(req.Time > 0) {
+		return option.Errorf("time", "%v: give a positive duration", req.Time)
+	}
+	if req.Workers < 0 {
+		return option.Errorf("workers", "%d: give at least 1 worker (0 = the default)", req.Workers)
+	}
+	if req.TMax < 0 {
+		return option.Errorf("tmax", "%d: give at least 1 attempt (0 = the default %d)", req.TMax, DefaultTMax)
+	}
+	if req.Workspace != "" {
+		// Refused before anything is asked of a resolver: a workspace the
+		// kernel cannot write would fail only after money was spent.
+		abs, err := filepath.Abs(req.Workspace)
+		if err != nil {
+			return option.Errorf("workspace", "%s: %w", req.Workspace, err)
+		}
+		if err := workspace.Usable(abs); err != nil {
+			return &option.Error{Field: "workspace", Problem: strings.TrimPrefix(err.Error(), "workspace "), Err: err}
+		}
+		req.Workspace = abs
+	}
+	if req.TMax == 0 {
+		req.TMax = DefaultTMax
+	}
+	return nil
+}
+
+// startRoot writes the run's start in one transaction, so a run either
+// exists whole or not at all: the workspace's base (remote runs), the
+// core constraints, the root node with its suggestions, the run's
+// configuration, the root budget, and the extraction dialogue's call.
+func (e *engine) startRoot(ctx context.Context, tx *store.Tx, req Request, cfg runConfig, core []NewConstraint, synth *Output, base *store.NewArtifact) error {
+	root := e.root
+	if base != nil {
+		if _, err := tx.PutArtifact(ctx, *base); err != nil {
+			return err
+		}
+	}
+	var coreIDs []string
+	for _, c := range core {
+		id, err := insertConstraint(ctx, &tx.Conn, c, "human", "", nil)
+		if err != nil {
+			return err
+		}
+		coreIDs = append(coreIDs, id)
+	}
+	summary := clip.Text(req.Goal, 119) // goal_summary: at most 120 characters
+	if _, err := tx.InsertNode(ctx, store.NewNode{ID: root, Goal: req.Goal, Summary: summary, Core: coreIDs,
+		TauLocal: store.TauLocal, TauGlobal: store.TauGlobal, MaxAttempts: req.TMax}); err != nil {
+		return err
+	}
+	var inputs []string
+	for _, s := range req.Suggest {
+		// A human idea is an unprivileged candidate: its author is not
+		// recorded anywhere a resolver or verifier can see it.
+		id, err := tx.PutArtifact(ctx, store.NewArtifact{Node: root, Type: "suggestion", Format: "text", Content: []byte(s),
+			Metadata: map[string]any{"candidate": true}})
+		if err != nil {
+			return err
+		}
+		inputs = append(inputs, id)
+	}
+	if err := tx.SetInputs(ctx, root, inputs); err != nil {
+		return err
+	}
+	content, err := store.JSONText(cfg)
+	if err != nil {
+		return fmt.Errorf("the run's configuration: %w", err)
+	}
+	if _, err := tx.PutArtifact(ctx, store.NewArtifact{Node: root, Type: "run_config", Format: "json", Content: []byte(content)}); err != nil {
+		return err
+	}
+	if err := tx.WriteLedger(ctx, store.LedgerEntry{Node: root, Event: store.Allocate, Amount: req.BudgetUSD, Time: req.Time.Seconds(), Description: "root budget (--budget, --time)"}); err != nil {
+		return err
+	}
+	if synth != nil {
+		if err := tx.WriteLedger(ctx, store.LedgerEntry{Node: root, Event: store.Spend, Amount: synth.Cost, Time: synth.Seconds, Resolver: ClaudeCodeID, Description: OpSynthesize}); err != nil {
+			return err
+		}
+		if err := tx.Log(ctx, 3, root, ClaudeCodeID+" "+OpSynthesize, map[string]any{"resolver": ClaudeCodeID, "op": OpSynthesize,
+			"raw_io_policy": "redacted_by_default", "cost": synth.Cost, "time_seconds": synth.Seconds, "llm_calls": synth.LLMCalls}); err != nil {
+			return err
+		}
+	}
+	return tx.Log(ctx, 1, root, fmt.Sprintf("Node %s: GOAL %q (budget $%.2f, time %s, workspace %s)", store.Short(root), summary, req.BudgetUSD, req.Time, orNone(req.Workspace)), nil)
 }
 
 // Resume continues a run (the latest unfinished one when root is "").
@@ -641,33 +659,8 @@ func (e *engine) dispatch(ctx context.Context) (*Result, error) {
 
 func (e *engine) loop(ctx context.Context) (*Result, error) {
 	workers := e.workers()
-	var err error
-	if e.patterns, err = e.st.GoalPatterns(ctx, e.root); err != nil {
+	if err := e.prepare(ctx); err != nil {
 		return nil, err
-	}
-	e.inflight = map[string]bool{}
-	if err := e.syncWorkspace(ctx); err != nil {
-		return nil, err
-	}
-	if err := e.load(ctx); err != nil {
-		return nil, err
-	}
-	tb, err := e.st.TreeBudget(ctx, e.root)
-	if err != nil {
-		return nil, err
-	}
-	e.spent, e.allowance = tb.SpentUSD, tb.AllowanceUSD
-	if e.opts.Remote != nil {
-		// The steps' results say what their nodes' calls cost so far;
-		// the live view adds the difference (read in one go, so that the
-		// run's total is the sum of the nodes').
-		if e.callSpend, err = e.st.CallSpends(ctx, e.root); err != nil {
-			return nil, err
-		}
-		e.spent = 0
-		for _, usd := range e.callSpend {
-			e.spent += usd
-		}
 	}
 	results := make(chan stepResult)
 	var firstErr error
@@ -685,29 +678,12 @@ func (e *engine) loop(ctx context.Context) (*Result, error) {
 			}
 		}
 		if len(e.inflight) == 0 {
-			if firstErr != nil {
-				if cause := context.Cause(ctx); errors.Is(cause, store.ErrLeaseLost) {
-					return nil, fmt.Errorf("run %s stopped: %w", e.root, cause)
-				}
-				return nil, firstErr
-			}
-			if !e.finishing() {
-				break
-			}
-			// Step 12 checks the assembled workspace: every merge a
-			// worker recorded is in the user's.
-			if err := e.syncWorkspace(ctx); err != nil {
-				return nil, err
-			}
-			finished, err := e.finalize(ctx)
+			done, err := e.idle(ctx, firstErr)
 			if err != nil {
 				return nil, err
 			}
-			if finished {
+			if done {
 				break
-			}
-			if err := e.load(ctx); err != nil {
-				return nil, err
 			}
 			continue
 		}
@@ -723,26 +699,99 @@ func (e *engine) loop(ctx context.Context) (*Result, error) {
 			}
 			continue
 		}
-		if r.reload {
-			if err := e.syncWorkspace(ctx); err != nil {
-				return nil, err
-			}
-			if err := e.load(ctx); err != nil {
-				return nil, err
-			}
-			e.live()
-			continue
+		if err := e.settle(ctx, r); err != nil {
+			return nil, err
 		}
-		if r.status == store.StatusResolved {
-			// A verified leaf's files, merged by a worker.
-			if err := e.syncWorkspace(ctx); err != nil {
-				return nil, err
-			}
-		}
-		e.apply(r)
-		e.live()
 	}
 	return Outcome(ctx, e.st, e.root)
+}
+
+// prepare reads what the loop schedules from: the run's goal patterns,
+// the workspace, the tree, and what the run has spent so far.
+func (e *engine) prepare(ctx context.Context) error {
+	var err error
+	if e.patterns, err = e.st.GoalPatterns(ctx, e.root); err != nil {
+		return err
+	}
+	e.inflight = map[string]bool{}
+	if err := e.syncWorkspace(ctx); err != nil {
+		return err
+	}
+	if err := e.load(ctx); err != nil {
+		return err
+	}
+	tb, err := e.st.TreeBudget(ctx, e.root)
+	if err != nil {
+		return err
+	}
+	e.spent, e.allowance = tb.SpentUSD, tb.AllowanceUSD
+	if e.opts.Remote != nil {
+		// The steps' results say what their nodes' calls cost so far;
+		// the live view adds the difference (read in one go, so that the
+		// run's total is the sum of the nodes').
+		if e.callSpend, err = e.st.CallSpends(ctx, e.root); err != nil {
+			return err
+		}
+		e.spent = 0
+		for _, usd := range e.callSpend {
+			e.spent += usd
+		}
+	}
+	return nil
+}
+
+// idle decides what happens when no step is in flight: the first step
+// error stops the run (a lost lease says so), a tree that cannot finish
+// ends the loop, a done tree is finalized (done), or a subtree reopened
+// by finalize is read again to continue.
+func (e *engine) idle(ctx context.Context, firstErr error) (done bool, err error) {
+	if firstErr != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, store.ErrLeaseLost) {
+			return false, fmt.Errorf("run %s stopped: %w", e.root, cause)
+		}
+		return false, firstErr
+	}
+	if !e.finishing() {
+		return true, nil
+	}
+	// Step 12 checks the assembled workspace: every merge a
+	// worker recorded is in the user's.
+	if err := e.syncWorkspace(ctx); err != nil {
+		return false, err
+	}
+	finished, err := e.finalize(ctx)
+	if err != nil {
+		return false, err
+	}
+	if finished {
+		return true, nil
+	}
+	return false, e.load(ctx)
+}
+
+// settle takes in a step that succeeded: the tree is read again when the
+// step asked for it, else its result is applied; the workspace is synced
+// first whenever a worker may have merged files into it.
+func (e *engine) settle(ctx context.Context, r stepResult) error {
+	if r.reload {
+		if err := e.syncWorkspace(ctx); err != nil {
+			return err
+		}
+		if err := e.load(ctx); err != nil {
+			return err
+		}
+		e.live()
+		return nil
+	}
+	if r.status == store.StatusResolved {
+		// A verified leaf's files, merged by a worker.
+		if err := e.syncWorkspace(ctx); err != nil {
+			return err
+		}
+	}
+	e.apply(r)
+	e.live()
+	return nil
 }
 
 // apply updates the scheduler with a step's result: the node's new

@@ -32,81 +32,26 @@ func (e *engine) finalize(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	s := &stepCtx{e: e, st: e.st, n: rootRow}
-	// A denied pre_check here is a HIRE on the root like any other: the
-	// run waits, and finishes on resume once budget is added.
-	denied := func(err error, op string) (bool, error) {
-		if errors.Is(err, errDenied) || errors.Is(err, errOutOfTime) {
-			r, err := s.failed(ctx, err, op)
-			// Answered on the terminal (--interactive): try again at once.
-			return r.waitHire || r.status == store.StatusInfeasible, err
-		}
-		return false, err
-	}
 	// Build subgoals made tools (registered resolvers), not parts of the
 	// goal's artifact: they are not leaves of the assembly.
 	nodes, err := e.st.AssemblyNodes(ctx, e.root)
 	if err != nil {
 		return false, err
 	}
-	var leaves []LeafView
-	var leafRows []*store.Node
-	for _, n := range nodes {
-		if n.Status == store.StatusResolved {
-			outs, err := artifactViews(ctx, &e.st.Conn, []string{n.Output})
-			if err != nil {
-				return false, err
-			}
-			leaves = append(leaves, LeafView{Ref: fmt.Sprintf("l%d", len(leaves)+1), Summary: n.Summary, Output: clip.Line(outs[0].Content, 1500), Sigma: store.Value(n.SigmaPath), ID: n.ID})
-			leafRows = append(leafRows, n)
-		}
+	leaves, leafRows, err := e.assemblyLeaves(ctx, nodes)
+	if err != nil {
+		return false, err
 	}
-	// Deferred logic checks on the assembled workspace (decomposed nodes'
-	// commands, and a leaf's whose output carried no files, such as a
-	// --suggest text), and every node's limits on spend and time evaluated
-	// again over what its whole subtree finally spent.
-	var checks []ConstraintCheck
-	for _, n := range nodes {
-		var v Verification
-		if n.Verification != "" {
-			if err := json.Unmarshal([]byte(n.Verification), &v); err != nil {
-				return false, fmt.Errorf("node %s: verification: %w", n.ID, err)
-			}
-		}
-		cs, err := constraintViews(ctx, &e.st.Conn, n.Selected, "c")
-		if err != nil {
-			return false, err
-		}
-		var metrics map[string]float64
-		for _, c := range cs {
-			p, err := payloadOf(c)
-			if err != nil {
-				return false, err
-			}
-			switch {
-			case c.Type != store.Logic:
-			case p.Check != "" && !checked(v.Checks, c.ID):
-				r, err := s.runCheck(ctx, p.Check, e.cfg.Workspace, nil)
-				if err != nil {
-					return denied(err, OpRunCheck)
-				}
-				ch := commandCheck(c, p.Check, r)
-				ch.Detail.(map[string]any)["node"] = n.Summary
-				checks = append(checks, ch)
-			case p.Check == "" && p.Expr != "":
-				if metrics == nil {
-					if metrics, err = ledgerMetrics(ctx, &e.st.Conn, n); err != nil {
-						return false, err
-					}
-				}
-				ch, _ := exprCheck(c, p.Expr, metrics)
-				ch.Detail = n.Summary + ": " + ch.Detail.(string)
-				checks = append(checks, ch)
-			}
-		}
+	checks, runErr, err := s.deferredChecks(ctx, nodes)
+	if err != nil {
+		return false, err
+	}
+	if runErr != nil {
+		return s.finalDenied(ctx, runErr, OpRunCheck)
 	}
 	out, err := s.call(ctx, ClaudeCodeID, &Call{Op: OpConsistency, Leaves: leaves, Checks: checks})
 	if err != nil {
-		return denied(err, OpConsistency)
+		return s.finalDenied(ctx, err, OpConsistency)
 	}
 	var ca ConsistencyAnswer
 	if err := json.Unmarshal(out.Answer, &ca); err != nil {
@@ -124,29 +69,121 @@ func (e *engine) finalize(ctx context.Context) (bool, error) {
 		return false, s.couple(ctx, ca, leaves, nodes)
 	}
 	if failed || ca.Verdict == store.UNSAT {
-		err := s.commit(ctx, func(tx *store.Tx) error {
-			var failed []string
-			for _, c := range checks {
-				if !c.Passed {
-					failed = append(failed, fmt.Sprintf("%s failed: %s", c.Ref, checkText(c)))
-				}
-			}
-			if ca.Verdict == store.UNSAT {
-				failed = append(failed, fmt.Sprintf("the consistency check found %d conflict(s)", len(ca.Conflicts)))
-			}
-			return s.flow(ctx, tx, "GLOBAL CONSISTENCY → UNSAT and no reopen left (%d coupling rounds); the goal is not achieved: %s", rounds, clip.Text(strings.Join(failed, "; "), 3000))
-		})
-		return true, err
+		return true, s.notAchieved(ctx, checks, ca, rounds)
 	}
+	return s.assemble(ctx, leaves, leafRows, checks)
+}
+
+// finalDenied makes a denied pre_check here a HIRE on the root like any
+// other: the run waits, and finishes on resume once budget is added.
+// Other errors stop the run.
+func (s *stepCtx) finalDenied(ctx context.Context, err error, op string) (bool, error) {
+	if errors.Is(err, errDenied) || errors.Is(err, errOutOfTime) {
+		r, err := s.failed(ctx, err, op)
+		// Answered on the terminal (--interactive): try again at once.
+		return r.waitHire || r.status == store.StatusInfeasible, err
+	}
+	return false, err
+}
+
+// assemblyLeaves is the resolved nodes among nodes, as the leaves the
+// consistency check and the assembly read (outputs clipped), and their rows.
+func (e *engine) assemblyLeaves(ctx context.Context, nodes []*store.Node) ([]LeafView, []*store.Node, error) {
+	var leaves []LeafView
+	var leafRows []*store.Node
+	for _, n := range nodes {
+		if n.Status == store.StatusResolved {
+			outs, err := artifactViews(ctx, &e.st.Conn, []string{n.Output})
+			if err != nil {
+				return nil, nil, err
+			}
+			leaves = append(leaves, LeafView{Ref: fmt.Sprintf("l%d", len(leaves)+1), Summary: n.Summary, Output: clip.Line(outs[0].Content, 1500), Sigma: store.Value(n.SigmaPath), ID: n.ID})
+			leafRows = append(leafRows, n)
+		}
+	}
+	return leaves, leafRows, nil
+}
+
+// deferredChecks runs the deferred logic checks on the assembled
+// workspace (decomposed nodes' commands, and a leaf's whose output
+// carried no files, such as a --suggest text), and evaluates every node's
+// limits on spend and time again over what its whole subtree finally
+// spent. runErr is a check command that could not run (a denied budget
+// goes to HIRE through finalDenied); err stops the run.
+func (s *stepCtx) deferredChecks(ctx context.Context, nodes []*store.Node) (checks []ConstraintCheck, runErr, err error) {
+	e := s.e
+	for _, n := range nodes {
+		var v Verification
+		if n.Verification != "" {
+			if err := json.Unmarshal([]byte(n.Verification), &v); err != nil {
+				return nil, nil, fmt.Errorf("node %s: verification: %w", n.ID, err)
+			}
+		}
+		cs, err := constraintViews(ctx, &e.st.Conn, n.Selected, "c")
+		if err != nil {
+			return nil, nil, err
+		}
+		var metrics map[string]float64
+		for _, c := range cs {
+			p, err := payloadOf(c)
+			if err != nil {
+				return nil, nil, err
+			}
+			switch {
+			case c.Type != store.Logic:
+			case p.Check != "" && !checked(v.Checks, c.ID):
+				r, err := s.runCheck(ctx, p.Check, e.cfg.Workspace, nil)
+				if err != nil {
+					return nil, err, nil
+				}
+				ch := commandCheck(c, p.Check, r)
+				ch.Detail.(map[string]any)["node"] = n.Summary
+				checks = append(checks, ch)
+			case p.Check == "" && p.Expr != "":
+				if metrics == nil {
+					if metrics, err = ledgerMetrics(ctx, &e.st.Conn, n); err != nil {
+						return nil, nil, err
+					}
+				}
+				ch, _ := exprCheck(c, p.Expr, metrics)
+				ch.Detail = n.Summary + ": " + ch.Detail.(string)
+				checks = append(checks, ch)
+			}
+		}
+	}
+	return checks, nil, nil
+}
+
+// notAchieved records that the goal is not achieved: the global checks
+// failed and no coupling round is left to reopen a subtree.
+func (s *stepCtx) notAchieved(ctx context.Context, checks []ConstraintCheck, ca ConsistencyAnswer, rounds int) error {
+	return s.commit(ctx, func(tx *store.Tx) error {
+		var failed []string
+		for _, c := range checks {
+			if !c.Passed {
+				failed = append(failed, fmt.Sprintf("%s failed: %s", c.Ref, checkText(c)))
+			}
+		}
+		if ca.Verdict == store.UNSAT {
+			failed = append(failed, fmt.Sprintf("the consistency check found %d conflict(s)", len(ca.Conflicts)))
+		}
+		return s.flow(ctx, tx, "GLOBAL CONSISTENCY → UNSAT and no reopen left (%d coupling rounds); the goal is not achieved: %s", rounds, clip.Text(strings.Join(failed, "; "), 3000))
+	})
+}
+
+// assemble is Step 13: the leaves' outputs assembled into the goal's
+// artifact with σ_system, the least σ_path of its leaves.
+func (s *stepCtx) assemble(ctx context.Context, leaves []LeafView, leafRows []*store.Node, checks []ConstraintCheck) (bool, error) {
+	e, rootRow := s.e, s.n
 	sigma := 1.0
 	var manifest []map[string]any
 	for i, l := range leaves {
 		sigma = math.Min(sigma, l.Sigma)
 		manifest = append(manifest, map[string]any{"node_id": l.ID, "summary": l.Summary, "artifact_id": leafRows[i].Output, "sigma_path": l.Sigma})
 	}
-	out, err = s.call(ctx, ClaudeCodeID, &Call{Op: OpAssemble, Leaves: leaves})
+	out, err := s.call(ctx, ClaudeCodeID, &Call{Op: OpAssemble, Leaves: leaves})
 	if err != nil {
-		return denied(err, OpAssemble)
+		return s.finalDenied(ctx, err, OpAssemble)
 	}
 	var aa AssembleAnswer
 	if err := json.Unmarshal(out.Answer, &aa); err != nil {
@@ -187,6 +224,47 @@ func (s *stepCtx) couple(ctx context.Context, ca ConsistencyAnswer, leaves []Lea
 	for _, n := range nodes {
 		parent[n.ID] = n.Parent
 	}
+	found, unknown := locateConflicts(ca.Conflicts, leaves, parent, s.e.root)
+	// A node is reopened once, and not when an ancestor of it is (its
+	// subtree is invalidated with the ancestor's): the conflicts inside
+	// are the ancestor's to solve, with their coupling constraints.
+	top := func(u string) string {
+		best := u
+		for id := parent[u]; id != ""; id = parent[id] {
+			if slices.ContainsFunc(found, func(l locatedConflict) bool { return l.u == id }) {
+				best = id
+			}
+		}
+		return best
+	}
+	return s.commit(ctx, func(tx *store.Tx) error {
+		if len(found) == 0 {
+			// Nothing located: the check is asked again next round.
+			return tx.Log(ctx, 1, s.e.root, fmt.Sprintf("Node %s: COUPLING conflict(s) name no leaf (%s); nothing reopened, the consistency check is asked again",
+				store.Short(s.e.root), strings.Join(unknown, ", ")), nil)
+		}
+		reopened := map[string]bool{}
+		for _, f := range found {
+			if err := s.coupleAt(ctx, tx, f.c, top(f.u), reopened, unknown); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// locatedConflict is a conflict with u, the least common ancestor of the
+// leaves it names.
+type locatedConflict struct {
+	c Conflict
+	u string
+}
+
+// locateConflicts locates each conflict by the leaves it names that exist
+// (a ref naming no leaf is ignored, and returned in unknown to be said in
+// the log: it would make the root the common ancestor, and one stray ref
+// would reopen the whole tree).
+func locateConflicts(conflicts []Conflict, leaves []LeafView, parent map[string]string, root string) (found []locatedConflict, unknown []string) {
 	path := func(id string) []string {
 		var p []string
 		for ; id != ""; id = parent[id] {
@@ -198,16 +276,7 @@ func (s *stepCtx) couple(ctx context.Context, ca ConsistencyAnswer, leaves []Lea
 	for _, l := range leaves {
 		leafID[l.Ref] = l.ID
 	}
-	// Each conflict is located by the leaves it names that exist (a ref
-	// naming no leaf is ignored, said in the log: it would make the root
-	// the common ancestor, and one stray ref would reopen the whole tree).
-	type located struct {
-		c Conflict
-		u string
-	}
-	var found []located
-	var unknown []string
-	for _, c := range ca.Conflicts {
+	for _, c := range conflicts {
 		var lca []string
 		known := 0
 		for _, ref := range c.Leaves {
@@ -231,73 +300,53 @@ func (s *stepCtx) couple(ctx context.Context, ca ConsistencyAnswer, leaves []Lea
 			continue
 		}
 		if len(lca) == 0 {
-			lca = []string{s.e.root}
+			lca = []string{root}
 		}
-		found = append(found, located{c, lca[len(lca)-1]})
+		found = append(found, locatedConflict{c, lca[len(lca)-1]})
 	}
-	// A node is reopened once, and not when an ancestor of it is (its
-	// subtree is invalidated with the ancestor's): the conflicts inside
-	// are the ancestor's to solve, with their coupling constraints.
-	top := func(u string) string {
-		best := u
-		for id := parent[u]; id != ""; id = parent[id] {
-			if slices.ContainsFunc(found, func(l located) bool { return l.u == id }) {
-				best = id
-			}
+	return found, unknown
+}
+
+// coupleAt persists one conflict's coupling constraints as eligible at u,
+// reopens u unless this round already did, and logs the decision.
+func (s *stepCtx) coupleAt(ctx context.Context, tx *store.Tx, c Conflict, u string, reopened map[string]bool, unknown []string) error {
+	var ids []string
+	for _, nc := range c.Coupling {
+		id, err := insertConstraint(ctx, &tx.Conn, nc, "derived", ClaudeCodeID, nil)
+		if err != nil {
+			return err
 		}
-		return best
+		ids = append(ids, id)
 	}
-	return s.commit(ctx, func(tx *store.Tx) error {
-		if len(found) == 0 {
-			// Nothing located: the check is asked again next round.
-			return tx.Log(ctx, 1, s.e.root, fmt.Sprintf("Node %s: COUPLING conflict(s) name no leaf (%s); nothing reopened, the consistency check is asked again",
-				store.Short(s.e.root), strings.Join(unknown, ", ")), nil)
+	un, err := tx.Node(ctx, u)
+	if err != nil {
+		return err
+	}
+	if err := tx.SetEligible(ctx, u, union(un.Eligible, ids)); err != nil {
+		return err
+	}
+	if !reopened[u] {
+		reopened[u] = true
+		if err := invalidateSubtree(ctx, tx, u); err != nil {
+			return err
 		}
-		reopened := map[string]bool{}
-		for _, f := range found {
-			c, u := f.c, top(f.u)
-			var ids []string
-			for _, nc := range c.Coupling {
-				id, err := insertConstraint(ctx, &tx.Conn, nc, "derived", ClaudeCodeID, nil)
-				if err != nil {
-					return err
-				}
-				ids = append(ids, id)
-			}
-			un, err := tx.Node(ctx, u)
-			if err != nil {
-				return err
-			}
-			if err := tx.SetEligible(ctx, u, union(un.Eligible, ids)); err != nil {
-				return err
-			}
-			if !reopened[u] {
-				reopened[u] = true
-				if err := invalidateSubtree(ctx, tx, u); err != nil {
-					return err
-				}
-				if err := reopen(ctx, tx, u, store.StatusSelectingCons); err != nil {
-					return err
-				}
-			}
-			note := ""
-			if len(unknown) > 0 {
-				note = fmt.Sprintf(" (ignored %s: no such leaf)", strings.Join(unknown, ", "))
-			}
-			if err := tx.Log(ctx, 1, u, fmt.Sprintf("Node %s: COUPLING conflict (%s): %d coupling constraint(s); reopened at the least common ancestor%s", store.Short(u), c.Reason, len(ids), note), nil); err != nil {
-				return err
-			}
-			var titles []string
-			for _, nc := range c.Coupling {
-				titles = append(titles, nc.Title)
-			}
-			if err := tx.Log(ctx, 2, u, "conflict between leaves", map[string]any{"decision": "coupling_conflict", "reason": c.Reason, "leaves": c.Leaves,
-				"coupling_constraints": nonNil(titles), "reopened": u}); err != nil {
-				return err
-			}
+		if err := reopen(ctx, tx, u, store.StatusSelectingCons); err != nil {
+			return err
 		}
-		return nil
-	})
+	}
+	note := ""
+	if len(unknown) > 0 {
+		note = fmt.Sprintf(" (ignored %s: no such leaf)", strings.Join(unknown, ", "))
+	}
+	if err := tx.Log(ctx, 1, u, fmt.Sprintf("Node %s: COUPLING conflict (%s): %d coupling constraint(s); reopened at the least common ancestor%s", store.Short(u), c.Reason, len(ids), note), nil); err != nil {
+		return err
+	}
+	var titles []string
+	for _, nc := range c.Coupling {
+		titles = append(titles, nc.Title)
+	}
+	return tx.Log(ctx, 2, u, "conflict between leaves", map[string]any{"decision": "coupling_conflict", "reason": c.Reason, "leaves": c.Leaves,
+		"coupling_constraints": nonNil(titles), "reopened": u})
 }
 
 // extractionDialogue is Step 1 with Request.Interactive: candidate

@@ -271,35 +271,8 @@ func (s *stepCtx) buildOrHire(ctx context.Context) (stepResult, error) {
 	if err != nil {
 		return s.failed(ctx, err, OpGap)
 	}
-	// Lookup-before-build (B4): a resolver that provides the capability and
-	// was not tried on this node is used directly.
-	found, err := kg.LookupBeforeBuild(ctx, &s.st.Conn, gap.CapabilityTag)
-	if err != nil {
-		return stepResult{}, err
-	}
-	atts, err := s.st.Attempts(ctx, n.ID)
-	if err != nil {
-		return stepResult{}, err
-	}
-	for _, r := range found {
-		tried := false
-		for _, a := range atts {
-			tried = tried || a.Resolver == r
-		}
-		if tried {
-			continue
-		}
-		err := s.commit(ctx, func(tx *store.Tx) error {
-			if err := s.move(ctx, tx, store.StatusVerifying, store.StatusSelectingResolve); err != nil {
-				return err
-			}
-			return s.flow(ctx, tx, "LOOKUP-BEFORE-BUILD: %s provides %s; skip BUILD", r, gap.CapabilityTag)
-		})
-		if err != nil {
-			return stepResult{}, err
-		}
-		s.n.Status = store.StatusSelectingResolve
-		return s.plan(ctx, RouteAnswer{ResolverID: r, Capability: gap.CapabilityTag, Rationale: "lookup-before-build"}, true)
+	if r, ok, err := s.lookupBeforeBuild(ctx, gap); err != nil || ok {
+		return r, err
 	}
 	if gap.ResolverType != "digital" {
 		return s.hire(ctx, hireGap{Tag: gap.CapabilityTag, Type: gap.ResolverType, Constraints: gap.BuildConstraints, BudgetClass: "capability", Rationale: gap.Rationale}, "not_buildable")
@@ -322,51 +295,99 @@ func (s *stepCtx) buildOrHire(ctx context.Context) (stepResult, error) {
 	}
 	var child *snode
 	err = s.commit(ctx, func(tx *store.Tx) error {
-		var core []string
-		for _, bc := range gap.BuildConstraints {
-			cid, err := insertConstraint(ctx, &tx.Conn, NewConstraint{Type: store.Semantic, Domain: "tooling", Title: bc, Rubric: bc}, "derived", ClaudeCodeID, nil)
-			if err != nil {
-				return err
-			}
-			core = append(core, cid)
-		}
-		id, err := tx.InsertNode(ctx, store.NewNode{Parent: n.ID, Root: n.Root, Goal: "Build resolver with capability: " + gap.CapabilityTag + "\n" + gap.Rationale,
-			Summary: "Build resolver: " + gap.CapabilityTag, Core: core, Inherited: n.Inherited, TauLocal: n.TauLocal, TauGlobal: n.TauGlobal, MaxAttempts: s.e.cfg.TMax})
-		if err != nil {
-			return err
-		}
-		content, err := store.JSONText(gap)
-		if err != nil {
-			return fmt.Errorf("the build goal: %w", err)
-		}
-		gapID, err := tx.PutArtifact(ctx, store.NewArtifact{Node: id, Type: "build_goal", Format: "json", Content: []byte(content), ResolverID: ClaudeCodeID})
-		if err != nil {
-			return err
-		}
-		if err := tx.SetInputs(ctx, id, []string{gapID}); err != nil {
-			return err
-		}
-		remCost, remTime, err := tx.Remaining(ctx, n.ID)
-		if err != nil {
-			return err
-		}
-		half, halfT := math.Max(remCost, 0)*0.5, math.Max(remTime, 0)*0.5
-		if err := tx.Delegate(ctx, n.ID, id, half, halfT, "allocated to build subgoal "+id, "half the node's remainder for BUILD"); err != nil {
-			return err
-		}
-		if err := tx.AddDependency(ctx, n.ID, id); err != nil {
-			return err
-		}
-		if err := s.move(ctx, tx, store.StatusVerifying, store.StatusPending); err != nil {
-			return err
-		}
-		child = &snode{id: id, parent: n.ID, status: store.StatusPending, build: true}
-		return s.flow(ctx, tx, "BUILD: no resolver provides %s; build subgoal %s created", gap.CapabilityTag, store.Short(id))
+		var err error
+		child, err = s.buildSubgoal(ctx, tx, gap)
+		return err
 	})
 	if err != nil {
 		return stepResult{}, err
 	}
 	return stepResult{status: store.StatusPending, children: []*snode{child}}, nil
+}
+
+// lookupBeforeBuild (B4): a resolver that provides the capability and was
+// not tried on this node is used directly, before anything is built; ok
+// is false when there is none.
+func (s *stepCtx) lookupBeforeBuild(ctx context.Context, gap *GapAnswer) (stepResult, bool, error) {
+	found, err := kg.LookupBeforeBuild(ctx, &s.st.Conn, gap.CapabilityTag)
+	if err != nil {
+		return stepResult{}, true, err
+	}
+	atts, err := s.st.Attempts(ctx, s.n.ID)
+	if err != nil {
+		return stepResult{}, true, err
+	}
+	for _, r := range found {
+		tried := false
+		for _, a := range atts {
+			tried = tried || a.Resolver == r
+		}
+		if tried {
+			continue
+		}
+		err := s.commit(ctx, func(tx *store.Tx) error {
+			if err := s.move(ctx, tx, store.StatusVerifying, store.StatusSelectingResolve); err != nil {
+				return err
+			}
+			return s.flow(ctx, tx, "LOOKUP-BEFORE-BUILD: %s provides %s; skip BUILD", r, gap.CapabilityTag)
+		})
+		if err != nil {
+			return stepResult{}, true, err
+		}
+		s.n.Status = store.StatusSelectingResolve
+		res, err := s.plan(ctx, RouteAnswer{ResolverID: r, Capability: gap.CapabilityTag, Rationale: "lookup-before-build"}, true)
+		return res, true, err
+	}
+	return stepResult{}, false, nil
+}
+
+// buildSubgoal creates, in the step's transaction, the BUILD subgoal for
+// the gap: its constraints, its build goal as input, half the node's
+// remainder, and the node's dependency on it while the node waits.
+func (s *stepCtx) buildSubgoal(ctx context.Context, tx *store.Tx, gap *GapAnswer) (*snode, error) {
+	n := s.n
+	var core []string
+	for _, bc := range gap.BuildConstraints {
+		cid, err := insertConstraint(ctx, &tx.Conn, NewConstraint{Type: store.Semantic, Domain: "tooling", Title: bc, Rubric: bc}, "derived", ClaudeCodeID, nil)
+		if err != nil {
+			return nil, err
+		}
+		core = append(core, cid)
+	}
+	id, err := tx.InsertNode(ctx, store.NewNode{Parent: n.ID, Root: n.Root, Goal: "Build resolver with capability: " + gap.CapabilityTag + "\n" + gap.Rationale,
+		Summary: "Build resolver: " + gap.CapabilityTag, Core: core, Inherited: n.Inherited, TauLocal: n.TauLocal, TauGlobal: n.TauGlobal, MaxAttempts: s.e.cfg.TMax})
+	if err != nil {
+		return nil, err
+	}
+	content, err := store.JSONText(gap)
+	if err != nil {
+		return nil, fmt.Errorf("the build goal: %w", err)
+	}
+	gapID, err := tx.PutArtifact(ctx, store.NewArtifact{Node: id, Type: "build_goal", Format: "json", Content: []byte(content), ResolverID: ClaudeCodeID})
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.SetInputs(ctx, id, []string{gapID}); err != nil {
+		return nil, err
+	}
+	remCost, remTime, err := tx.Remaining(ctx, n.ID)
+	if err != nil {
+		return nil, err
+	}
+	half, halfT := math.Max(remCost, 0)*0.5, math.Max(remTime, 0)*0.5
+	if err := tx.Delegate(ctx, n.ID, id, half, halfT, "allocated to build subgoal "+id, "half the node's remainder for BUILD"); err != nil {
+		return nil, err
+	}
+	if err := tx.AddDependency(ctx, n.ID, id); err != nil {
+		return nil, err
+	}
+	if err := s.move(ctx, tx, store.StatusVerifying, store.StatusPending); err != nil {
+		return nil, err
+	}
+	if err := s.flow(ctx, tx, "BUILD: no resolver provides %s; build subgoal %s created", gap.CapabilityTag, store.Short(id)); err != nil {
+		return nil, err
+	}
+	return &snode{id: id, parent: n.ID, status: store.StatusPending, build: true}, nil
 }
 
 // estimateOps is claude-code-0's estimate for ops resolve operations on

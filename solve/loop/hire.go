@@ -41,40 +41,8 @@ func (s *stepCtx) hire(ctx context.Context, g hireGap, reason string) (stepResul
 		return stepResult{}, err
 	}
 	switch status {
-	case store.Declined:
-		return s.declined(ctx, fmt.Sprintf("capability request %s (%s) was declined before; not asking again", store.Short(reqID), g.Tag))
-	case store.Requested:
-		// One request per run and fingerprint: this node waits on the one
-		// asked already, durably, so that a reload does not find it ready.
-		if err := s.commit(ctx, func(tx *store.Tx) error {
-			if err := tx.WaitOn(ctx, reqID, n.ID); err != nil {
-				return err
-			}
-			return s.flow(ctx, tx, "HIRE (%s): %s was asked already; waits on request %s (solve hire)", reason, g.Tag, store.Short(reqID))
-		}); err != nil {
-			return stepResult{}, err
-		}
-		return stepResult{status: n.Status, waitHire: true}, nil
-	case store.Delivered:
-		// The answer's resolver, not yet tried here, is used now; an answer
-		// that was tried and still leaves the node needing the same thing
-		// ends it, saying so (a failed hired tool asks anew: its request
-		// names the tool that failed).
-		if id, err := s.st.DeliveredResolver(ctx, n.ID); err != nil {
-			return stepResult{}, err
-		} else if id != "" && n.Status == store.StatusVerifying {
-			if err := s.commit(ctx, func(tx *store.Tx) error {
-				if err := s.move(ctx, tx, store.StatusVerifying, store.StatusSelectingResolve); err != nil {
-					return err
-				}
-				return s.flow(ctx, tx, "HIRE answered before: %s delivered for %s; use it", id, g.Tag)
-			}); err != nil {
-				return stepResult{}, err
-			}
-			s.n.Status = store.StatusSelectingResolve
-			return s.plan(ctx, RouteAnswer{ResolverID: id, Capability: g.Tag, Rationale: "delivered by HIRE"}, true)
-		}
-		return s.declined(ctx, fmt.Sprintf("capability request %s (%s) was answered, and the node still needs the same thing: %s", store.Short(reqID), g.Tag, g.Rationale))
+	case store.Declined, store.Requested, store.Delivered:
+		return s.askedBefore(ctx, g, reason, reqID, status)
 	}
 	var similar []string
 	if k, err := kg.Query(ctx, &s.st.Conn, kg.PatternID(n.Summary)); err == nil {
@@ -102,28 +70,81 @@ func (s *stepCtx) hire(ctx context.Context, g hireGap, reason string) (stepResul
 		return stepResult{}, err
 	}
 	if s.e.cfg.Interactive && s.e.term != nil {
-		s.e.termMu.Lock()
-		err := askHuman(ctx, s.st, id, s.e.term, s.e.terminal())
-		s.e.termMu.Unlock()
-		if err != nil {
-			return stepResult{}, err
-		}
-		status, err := s.st.RequestStatus(ctx, id)
-		if err != nil {
-			return stepResult{}, err
-		}
-		// An answer settles every node waiting on the request (another may
-		// have met the same gap meanwhile): the scheduler reloads the tree.
-		switch status {
-		case store.Declined:
-			// Answer has ended the waiting nodes infeasible, saying why.
-			s.e.progress("Node %s: INFEASIBLE: capability request %s (%s) declined on the terminal", store.Short(n.ID), store.Short(id), g.Tag)
-			return stepResult{reload: true}, nil
-		case store.Delivered:
-			return stepResult{reload: true}, nil // the nodes go on with the resolver or budget
+		if r, answered, err := s.askTerminal(ctx, g, id); err != nil || answered {
+			return r, err
 		}
 	}
 	return stepResult{status: n.Status, waitHire: true}, nil
+}
+
+// askedBefore decides a gap whose request was asked before in the run
+// (one request per run and fingerprint): a decline is not asked again, an
+// open request is waited on, an answer is used or ends the node. status is
+// one of store.Declined, store.Requested and store.Delivered.
+func (s *stepCtx) askedBefore(ctx context.Context, g hireGap, reason, reqID, status string) (stepResult, error) {
+	n := s.n
+	switch status {
+	case store.Declined:
+		return s.declined(ctx, fmt.Sprintf("capability request %s (%s) was declined before; not asking again", store.Short(reqID), g.Tag))
+	case store.Requested:
+		// One request per run and fingerprint: this node waits on the one
+		// asked already, durably, so that a reload does not find it ready.
+		if err := s.commit(ctx, func(tx *store.Tx) error {
+			if err := tx.WaitOn(ctx, reqID, n.ID); err != nil {
+				return err
+			}
+			return s.flow(ctx, tx, "HIRE (%s): %s was asked already; waits on request %s (solve hire)", reason, g.Tag, store.Short(reqID))
+		}); err != nil {
+			return stepResult{}, err
+		}
+		return stepResult{status: n.Status, waitHire: true}, nil
+	}
+	// Delivered: the answer's resolver, not yet tried here, is used now;
+	// an answer that was tried and still leaves the node needing the same
+	// thing ends it, saying so (a failed hired tool asks anew: its request
+	// names the tool that failed).
+	if id, err := s.st.DeliveredResolver(ctx, n.ID); err != nil {
+		return stepResult{}, err
+	} else if id != "" && n.Status == store.StatusVerifying {
+		if err := s.commit(ctx, func(tx *store.Tx) error {
+			if err := s.move(ctx, tx, store.StatusVerifying, store.StatusSelectingResolve); err != nil {
+				return err
+			}
+			return s.flow(ctx, tx, "HIRE answered before: %s delivered for %s; use it", id, g.Tag)
+		}); err != nil {
+			return stepResult{}, err
+		}
+		s.n.Status = store.StatusSelectingResolve
+		return s.plan(ctx, RouteAnswer{ResolverID: id, Capability: g.Tag, Rationale: "delivered by HIRE"}, true)
+	}
+	return s.declined(ctx, fmt.Sprintf("capability request %s (%s) was answered, and the node still needs the same thing: %s", store.Short(reqID), g.Tag, g.Rationale))
+}
+
+// askTerminal asks the human on the terminal now (Request.Interactive);
+// answered is true when the request was settled there.
+func (s *stepCtx) askTerminal(ctx context.Context, g hireGap, id string) (stepResult, bool, error) {
+	n := s.n
+	s.e.termMu.Lock()
+	err := askHuman(ctx, s.st, id, s.e.term, s.e.terminal())
+	s.e.termMu.Unlock()
+	if err != nil {
+		return stepResult{}, false, err
+	}
+	status, err := s.st.RequestStatus(ctx, id)
+	if err != nil {
+		return stepResult{}, false, err
+	}
+	// An answer settles every node waiting on the request (another may
+	// have met the same gap meanwhile): the scheduler reloads the tree.
+	switch status {
+	case store.Declined:
+		// Answer has ended the waiting nodes infeasible, saying why.
+		s.e.progress("Node %s: INFEASIBLE: capability request %s (%s) declined on the terminal", store.Short(n.ID), store.Short(id), g.Tag)
+		return stepResult{reload: true}, true, nil
+	case store.Delivered:
+		return stepResult{reload: true}, true, nil // the nodes go on with the resolver or budget
+	}
+	return stepResult{}, false, nil
 }
 
 // declined ends a node whose capability request a person declined: it
@@ -217,39 +238,16 @@ func Answer(ctx context.Context, st *store.Store, prefix string, a HireAnswer) (
 	if err != nil {
 		return out, err
 	}
-	var r *store.CapabilityRequest
-	for i := range reqs {
-		if strings.HasPrefix(reqs[i].ID, prefix) {
-			if r != nil {
-				return out, fmt.Errorf("request %q is ambiguous; give more characters", prefix)
-			}
-			r = &reqs[i]
-		}
+	r, err := openRequest(reqs, prefix)
+	if err != nil {
+		return out, err
 	}
-	if r == nil || prefix == "" {
-		return out, fmt.Errorf("no capability request %q; list them with solve hire", prefix)
-	}
-	if r.Status != store.Requested {
-		return out, fmt.Errorf("request %s is already %s", store.Short(r.ID), r.Status)
-	}
-	for _, v := range []float64{a.AddUSD, a.AddSeconds} {
-		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-			return out, fmt.Errorf("HireAnswer: add $%v and %vs: give positive, finite amounts (a top-up never takes money or time away)", a.AddUSD, a.AddSeconds)
-		}
+	if err := checkAnswer(a); err != nil {
+		return out, err
 	}
 	node, _ := r.Detail["node_id"].(string) // the node that asked
-	set := 0
-	for _, b := range []bool{a.Command != "", a.MCP != nil, a.AddUSD > 0 || a.AddSeconds > 0, a.Decline} {
-		if b {
-			set++
-		}
-	}
-	if set != 1 {
-		return out, errors.New("answer with exactly one of: a resolver command, an MCP server, more budget (money and/or time), or a decline")
-	}
 	var msg string
 	err = st.Write(ctx, func(tx *store.Tx) error {
-		d := r.Detail
 		// The nodes waiting now: another may have met the request since
 		// the listing above.
 		var err error
@@ -258,110 +256,14 @@ func Answer(ctx context.Context, st *store.Store, prefix string, a HireAnswer) (
 		}
 		switch {
 		case a.Decline:
-			out.Kind = "decline"
-			d["answer"] = map[string]any{"kind": out.Kind, "reason": a.Reason}
-			msg = fmt.Sprintf("declined %s (%s); it will not be asked again", store.Short(r.ID), r.Capability)
-			if err := tx.AnswerRequest(ctx, r.ID, store.Declined, "", d); err != nil {
-				return err
-			}
-			// The waiting nodes end infeasible now, so that a resume sees
-			// it before any paid call (a node would otherwise step again
-			// from the state it waits in and meet the decline only at HIRE).
-			for _, w := range r.Nodes {
-				ended, err := endDeclined(ctx, tx, w, r)
-				if err != nil {
-					return err
-				}
-				msg += ended
-			}
+			msg, err = answerDecline(ctx, tx, r, a, &out)
 		case a.Command != "" || a.MCP != nil:
-			// Toolization (B8): the human's answer is a registered resolver.
-			n, err := tx.CountResolvers(ctx, "human")
-			if err != nil {
-				return err
-			}
-			id := fmt.Sprintf("human-%s-%d", slug(r.Capability), n+1)
-			typ, _ := d["resolver_type"].(string)
-			if typ == "" {
-				typ = "digital"
-			}
-			label := a.Label
-			if label == "" {
-				label = "Human-provided " + r.Capability
-			}
-			meta := map[string]any{"command": a.Command}
-			if len(a.Network) > 0 {
-				meta[metaNetwork], meta[metaNetworkAllowed] = a.Network, a.Network
-			}
-			entry := store.Resolver{ID: id, Label: label, Type: typ, Capabilities: []string{r.Capability}, BuiltBy: "human",
-				BuiltForNode: node, LatencyEstimate: 10, Metadata: meta}
-			if t := a.MCP; t != nil {
-				if entry.Metadata, err = mcpMetadata(t); err != nil {
-					return err
-				}
-				entry.Description = t.Description
-				entry.CostPerInvocation = t.CostUSD
-				if t.Seconds > 0 {
-					entry.LatencyEstimate = t.Seconds
-				}
-				if a.Label == "" {
-					entry.Label = "MCP tool " + t.Tool + " for " + r.Capability
-				}
-			}
-			if err := register(ctx, &tx.Conn, entry); err != nil {
-				return err
-			}
-			if err := tx.EnsureKGNode(ctx, "actor:human", "actor", "human", nil); err != nil {
-				return err
-			}
-			if err := tx.AddEdge(ctx, "resolver:"+id, "built_by", "actor:human", nil); err != nil {
-				return err
-			}
-			out.Kind, out.ResolverID = "resolver", id
-			d["answer"] = map[string]any{"kind": out.Kind, "resolver_id": id}
-			msg = fmt.Sprintf("registered resolver %s providing %s for request %s", id, r.Capability, store.Short(r.ID))
-			if len(r.Nodes) > 1 {
-				msg += fmt.Sprintf("; the %d nodes waiting on it use it", len(r.Nodes))
-			}
-			if err := tx.AnswerRequest(ctx, r.ID, store.Delivered, id, d); err != nil {
-				return err
-			}
+			msg, err = answerResolver(ctx, tx, r, a, node, &out)
 		default:
-			// The top-up is shared evenly by the nodes waiting on the
-			// request: the run's allowance grows by what the human gave,
-			// never by a multiple of it. None waits any more (an
-			// ancestor's reopen invalidated them): it goes to the node
-			// that asked, and from there to its nearest live ancestor.
-			waiting := r.Nodes
-			if len(waiting) == 0 {
-				waiting = []string{node}
-			}
-			k := float64(len(waiting))
-			var names []string
-			for i, w := range waiting {
-				usd, secs := a.AddUSD/k, a.AddSeconds/k
-				if i == len(waiting)-1 { // the last share takes the rounding
-					usd, secs = a.AddUSD-usd*(k-1), a.AddSeconds-secs*(k-1)
-				}
-				if err := tx.WriteLedger(ctx, store.LedgerEntry{Node: w, Event: store.Allocate, Amount: usd, Time: secs, Description: "HIRE: budget added by a human"}); err != nil {
-					return err
-				}
-				if err := tx.ReturnUnspent(ctx, w); err != nil {
-					return err
-				}
-				names = append(names, store.Short(w))
-			}
-			out.Kind, out.AddUSD, out.AddSeconds = "increase_budget", a.AddUSD, a.AddSeconds
-			d["answer"] = map[string]any{"kind": out.Kind, "add_cost": a.AddUSD, "add_time_seconds": a.AddSeconds}
-			if len(waiting) == 1 {
-				msg = fmt.Sprintf("added $%.2f and %.0fs to node %s for request %s", a.AddUSD, a.AddSeconds, names[0], store.Short(r.ID))
-			} else {
-				msg = fmt.Sprintf("added $%.2f and %.0fs for request %s, shared by the %d nodes waiting on it ($%.4f and %.0fs each to %s)",
-					a.AddUSD, a.AddSeconds, store.Short(r.ID), len(waiting), a.AddUSD/k, a.AddSeconds/k, strings.Join(names, ", "))
-			}
-			if err := tx.AnswerRequest(ctx, r.ID, store.Delivered, "", d); err != nil {
-				return err
-			}
+			msg, err = answerBudget(ctx, tx, r, a, node, &out)
+		}
+		if err != nil {
+			return err
 		}
 		return tx.Log(ctx, 1, node, "HIRE answered: "+msg, nil)
 	})
@@ -370,6 +272,167 @@ func Answer(ctx context.Context, st *store.Store, prefix string, a HireAnswer) (
 	}
 	out.RequestID, out.Capability, out.Nodes, out.Summary = r.ID, r.Capability, r.Nodes, msg
 	return out, nil
+}
+
+// openRequest is the one open request whose id starts with prefix: an
+// ambiguous or unknown prefix, or a request already answered, is refused
+// before anything is written.
+func openRequest(reqs []store.CapabilityRequest, prefix string) (*store.CapabilityRequest, error) {
+	var r *store.CapabilityRequest
+	for i := range reqs {
+		if strings.HasPrefix(reqs[i].ID, prefix) {
+			if r != nil {
+				return nil, fmt.Errorf("request %q is ambiguous; give more characters", prefix)
+			}
+			r = &reqs[i]
+		}
+	}
+	if r == nil || prefix == "" {
+		return nil, fmt.Errorf("no capability request %q; list them with solve hire", prefix)
+	}
+	if r.Status != store.Requested {
+		return nil, fmt.Errorf("request %s is already %s", store.Short(r.ID), r.Status)
+	}
+	return r, nil
+}
+
+// checkAnswer refuses a top-up that would take money or time away, and
+// an answer that is not exactly one kind.
+func checkAnswer(a HireAnswer) error {
+	for _, v := range []float64{a.AddUSD, a.AddSeconds} {
+		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("HireAnswer: add $%v and %vs: give positive, finite amounts (a top-up never takes money or time away)", a.AddUSD, a.AddSeconds)
+		}
+	}
+	set := 0
+	for _, b := range []bool{a.Command != "", a.MCP != nil, a.AddUSD > 0 || a.AddSeconds > 0, a.Decline} {
+		if b {
+			set++
+		}
+	}
+	if set != 1 {
+		return errors.New("answer with exactly one of: a resolver command, an MCP server, more budget (money and/or time), or a decline")
+	}
+	return nil
+}
+
+// answerDecline records a decline. The waiting nodes end infeasible now,
+// so that a resume sees it before any paid call (a node would otherwise
+// step again from the state it waits in and meet the decline only at HIRE).
+func answerDecline(ctx context.Context, tx *store.Tx, r *store.CapabilityRequest, a HireAnswer, out *HireOutcome) (string, error) {
+	d := r.Detail
+	out.Kind = "decline"
+	d["answer"] = map[string]any{"kind": out.Kind, "reason": a.Reason}
+	msg := fmt.Sprintf("declined %s (%s); it will not be asked again", store.Short(r.ID), r.Capability)
+	if err := tx.AnswerRequest(ctx, r.ID, store.Declined, "", d); err != nil {
+		return "", err
+	}
+	for _, w := range r.Nodes {
+		ended, err := endDeclined(ctx, tx, w, r)
+		if err != nil {
+			return "", err
+		}
+		msg += ended
+	}
+	return msg, nil
+}
+
+// answerResolver is toolization (B8): the human's answer (a command or an
+// MCP tool) is registered as a resolver the waiting nodes use.
+func answerResolver(ctx context.Context, tx *store.Tx, r *store.CapabilityRequest, a HireAnswer, node string, out *HireOutcome) (string, error) {
+	d := r.Detail
+	n, err := tx.CountResolvers(ctx, "human")
+	if err != nil {
+		return "", err
+	}
+	id := fmt.Sprintf("human-%s-%d", slug(r.Capability), n+1)
+	typ, _ := d["resolver_type"].(string)
+	if typ == "" {
+		typ = "digital"
+	}
+	label := a.Label
+	if label == "" {
+		label = "Human-provided " + r.Capability
+	}
+	meta := map[string]any{"command": a.Command}
+	if len(a.Network) > 0 {
+		meta[metaNetwork], meta[metaNetworkAllowed] = a.Network, a.Network
+	}
+	entry := store.Resolver{ID: id, Label: label, Type: typ, Capabilities: []string{r.Capability}, BuiltBy: "human",
+		BuiltForNode: node, LatencyEstimate: 10, Metadata: meta}
+	if t := a.MCP; t != nil {
+		if entry.Metadata, err = mcpMetadata(t); err != nil {
+			return "", err
+		}
+		entry.Description = t.Description
+		entry.CostPerInvocation = t.CostUSD
+		if t.Seconds > 0 {
+			entry.LatencyEstimate = t.Seconds
+		}
+		if a.Label == "" {
+			entry.Label = "MCP tool " + t.Tool + " for " + r.Capability
+		}
+	}
+	if err := register(ctx, &tx.Conn, entry); err != nil {
+		return "", err
+	}
+	if err := tx.EnsureKGNode(ctx, "actor:human", "actor", "human", nil); err != nil {
+		return "", err
+	}
+	if err := tx.AddEdge(ctx, "resolver:"+id, "built_by", "actor:human", nil); err != nil {
+		return "", err
+	}
+	out.Kind, out.ResolverID = "resolver", id
+	d["answer"] = map[string]any{"kind": out.Kind, "resolver_id": id}
+	msg := fmt.Sprintf("registered resolver %s providing %s for request %s", id, r.Capability, store.Short(r.ID))
+	if len(r.Nodes) > 1 {
+		msg += fmt.Sprintf("; the %d nodes waiting on it use it", len(r.Nodes))
+	}
+	if err := tx.AnswerRequest(ctx, r.ID, store.Delivered, id, d); err != nil {
+		return "", err
+	}
+	return msg, nil
+}
+
+// answerBudget shares the top-up evenly by the nodes waiting on the
+// request: the run's allowance grows by what the human gave, never by a
+// multiple of it. When none waits any more (an ancestor's reopen
+// invalidated them) it goes to the node that asked, and from there to
+// its nearest live ancestor.
+func answerBudget(ctx context.Context, tx *store.Tx, r *store.CapabilityRequest, a HireAnswer, node string, out *HireOutcome) (string, error) {
+	d := r.Detail
+	waiting := r.Nodes
+	if len(waiting) == 0 {
+		waiting = []string{node}
+	}
+	k := float64(len(waiting))
+	var names []string
+	for i, w := range waiting {
+		usd, secs := a.AddUSD/k, a.AddSeconds/k
+		if i == len(waiting)-1 { // the last share takes the rounding
+			usd, secs = a.AddUSD-usd*(k-1), a.AddSeconds-secs*(k-1)
+		}
+		if err := tx.WriteLedger(ctx, store.LedgerEntry{Node: w, Event: store.Allocate, Amount: usd, Time: secs, Description: "HIRE: budget added by a human"}); err != nil {
+			return "", err
+		}
+		if err := tx.ReturnUnspent(ctx, w); err != nil {
+			return "", err
+		}
+		names = append(names, store.Short(w))
+	}
+	out.Kind, out.AddUSD, out.AddSeconds = "increase_budget", a.AddUSD, a.AddSeconds
+	d["answer"] = map[string]any{"kind": out.Kind, "add_cost": a.AddUSD, "add_time_seconds": a.AddSeconds}
+	var msg string
+	if len(waiting) == 1 {
+		msg = fmt.Sprintf("added $%.2f and %.0fs to node %s for request %s", a.AddUSD, a.AddSeconds, names[0], store.Short(r.ID))
+	} else {
+		msg = fmt.Sprintf("added $%.2f and %.0fs for request %s, shared by the %d nodes waiting on it ($%.4f and %.0fs each to %s)",
+			a.AddUSD, a.AddSeconds, store.Short(r.ID), len(waiting), a.AddUSD/k, a.AddSeconds/k, strings.Join(names, ", "))
+	}
+	if err := tx.AnswerRequest(ctx, r.ID, store.Delivered, "", d); err != nil {
+		return "", err
+	}
+	return msg, nil
 }
 
 // endDeclined ends infeasible a live node waiting on a declined request,

@@ -492,82 +492,117 @@ func (s *stepCtx) resolve(ctx context.Context) (stepResult, error) {
 		}
 		defer att.remove()
 	}
-	var out *Output
-	var failure error
-	for _, st := range plan.Steps {
-		c := &Call{Op: OpResolve, Constraints: cs, Inputs: inputs, Feedback: feedback, Attempts: history, History: s.history(ctx), Params: st.Params, Attempt: index}
-		if att != nil {
-			c.Workspace = att.dir
-		}
-		out, failure = s.call(ctx, st.ResolverID, c)
-		if failure != nil {
-			break
-		}
-		inputs = []ArtifactView{{Type: "output", Format: "json", Content: string(out.Answer)}}
-	}
+	c := &Call{Op: OpResolve, Constraints: cs, Inputs: inputs, Feedback: feedback, Attempts: history, Attempt: index}
+	out, failure := s.runPlan(ctx, plan.Steps, c, att)
 	var ans ResolveAnswer
 	if failure == nil {
 		if err := json.Unmarshal(out.Answer, &ans); err != nil {
 			failure = Permanent("invalid_format", fmt.Errorf("%s answered %s with no resolve answer: %w", final, OpResolve, err))
 		}
 	}
-	// What the workspace held, for each file the attempt writes, when the
-	// attempt was made: its merge requires that it still does.
-	base := map[string]string{}
-	if failure == nil && att != nil {
-		changed, b, err := att.changed()
-		if err != nil {
-			return stepResult{}, err
-		}
-		ans.Files, base = mergeFiles(ans.Files, changed), b
-		if out.Answer, err = json.Marshal(ans); err != nil {
+	var base map[string]string
+	if failure == nil {
+		if base, failure, err = s.attemptFiles(att, &ans, out); err != nil {
 			return stepResult{}, err
 		}
 	}
-	if failure == nil && s.e.cfg.Workspace != "" {
+	if failure != nil {
+		return s.resolveFailed(ctx, index, final, feedback, failure)
+	}
+	return s.resolved(ctx, index, final, feedback, ans, out, base)
+}
+
+// runPlan calls the plan's resolvers in order, each step's answer the
+// next step's only input, until one fails; c is the call every step
+// shares (its history is read again before each step).
+func (s *stepCtx) runPlan(ctx context.Context, steps []planStep, c *Call, att *attemptDir) (*Output, error) {
+	inputs := c.Inputs
+	var out *Output
+	var failure error
+	for _, st := range steps {
+		sc := &Call{Op: c.Op, Constraints: c.Constraints, Inputs: inputs, Feedback: c.Feedback, Attempts: c.Attempts, History: s.history(ctx), Params: st.Params, Attempt: c.Attempt}
+		if att != nil {
+			sc.Workspace = att.dir
+		}
+		out, failure = s.call(ctx, st.ResolverID, sc)
+		if failure != nil {
+			break
+		}
+		inputs = []ArtifactView{{Type: "output", Format: "json", Content: string(out.Answer)}}
+	}
+	return out, failure
+}
+
+// attemptFiles adds to the answer the files the resolver changed in the
+// attempt's copy, and returns what the workspace held, for each file the
+// attempt writes, when the attempt was made: its merge requires that it
+// still does. failure is the answer's fault (an UNSAT attempt); err stops
+// the run.
+func (s *stepCtx) attemptFiles(att *attemptDir, ans *ResolveAnswer, out *Output) (base map[string]string, failure, err error) {
+	base = map[string]string{}
+	if att != nil {
+		changed, b, err := att.changed()
+		if err != nil {
+			return nil, nil, err
+		}
+		ans.Files, base = mergeFiles(ans.Files, changed), b
+		if out.Answer, err = json.Marshal(*ans); err != nil {
+			return nil, nil, err
+		}
+	}
+	if s.e.cfg.Workspace != "" {
 		for _, f := range ans.Files {
 			if _, ok := base[f.Path]; !ok {
 				h, err := workspace.Hash(s.e.cfg.Workspace, f.Path)
 				if err != nil {
 					// A path the workspace refuses (no name, or through a
 					// link out of it) is the answer's fault: an UNSAT attempt.
-					failure = Permanent("invalid_files", err)
-					break
+					return base, Permanent("invalid_files", err), nil
 				}
 				base[f.Path] = h
 			}
 		}
 	}
-	if failure != nil {
-		re, perm := isPermanent(failure)
-		if !perm {
-			return s.failed(ctx, failure, OpResolve)
-		}
-		// A permanent error is an UNSAT attempt with its failure mode.
-		v := Verification{Verdict: store.UNSAT, SigmaV: 0, Checks: []ConstraintCheck{}, TraceSummary: failure.Error(), Feedback: failure.Error(), FailureMode: re.Mode}
-		err = s.commit(ctx, func(tx *store.Tx) error {
-			aid, err := s.attempt(ctx, tx, index, final, "", feedback)
-			if err != nil {
-				return err
-			}
-			if err := tx.SetAttemptVerdict(ctx, aid, v, store.UNSAT, 0); err != nil {
-				return err
-			}
-			if err := kg.Failed(ctx, &tx.Conn, aid, slug(re.Mode)); err != nil {
-				return err
-			}
-			if err := s.move(ctx, tx, store.StatusResolving, store.StatusVerifying); err != nil {
-				return err
-			}
-			return s.flow(ctx, tx, "RESOLVE %d/%d using %s → error (%s)", index, n.MaxAttempts, final, re.Mode)
-		})
-		return stepResult{status: store.StatusVerifying}, err
+	return base, nil, nil
+}
+
+// resolveFailed records a permanent resolver error as an UNSAT attempt
+// with its failure mode (it is verified at once); any other error goes
+// to HIRE or stops the run (failed).
+func (s *stepCtx) resolveFailed(ctx context.Context, index int, final string, feedback []string, failure error) (stepResult, error) {
+	re, perm := isPermanent(failure)
+	if !perm {
+		return s.failed(ctx, failure, OpResolve)
 	}
+	v := Verification{Verdict: store.UNSAT, SigmaV: 0, Checks: []ConstraintCheck{}, TraceSummary: failure.Error(), Feedback: failure.Error(), FailureMode: re.Mode}
+	err := s.commit(ctx, func(tx *store.Tx) error {
+		aid, err := s.attempt(ctx, tx, index, final, "", feedback)
+		if err != nil {
+			return err
+		}
+		if err := tx.SetAttemptVerdict(ctx, aid, v, store.UNSAT, 0); err != nil {
+			return err
+		}
+		if err := kg.Failed(ctx, &tx.Conn, aid, slug(re.Mode)); err != nil {
+			return err
+		}
+		if err := s.move(ctx, tx, store.StatusResolving, store.StatusVerifying); err != nil {
+			return err
+		}
+		return s.flow(ctx, tx, "RESOLVE %d/%d using %s → error (%s)", index, s.n.MaxAttempts, final, re.Mode)
+	})
+	return stepResult{status: store.StatusVerifying}, err
+}
+
+// resolved stores the answer as the attempt's output artifact, with the
+// workspace hashes its merge is checked against, and moves to verify.
+func (s *stepCtx) resolved(ctx context.Context, index int, final string, feedback []string, ans ResolveAnswer, out *Output, base map[string]string) (stepResult, error) {
+	n := s.n
 	typ := "doc"
 	if len(ans.Files) > 0 {
 		typ = "code"
 	}
-	err = s.commit(ctx, func(tx *store.Tx) error {
+	err := s.commit(ctx, func(tx *store.Tx) error {
 		meta := map[string]any{"summary": ans.Summary}
 		if len(base) > 0 {
 			meta["base_sha256"] = base

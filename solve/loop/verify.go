@@ -24,39 +24,10 @@ func (s *stepCtx) verify(ctx context.Context) (stepResult, error) {
 	if err != nil {
 		return stepResult{}, err
 	}
-	resolver, output := last.Resolver, last.Output
 	if last.Verdict != "" {
-		// Already verified (a permanent resolver error, or a node waiting
-		// on BUILD/HIRE coming back): decide again from the record.
-		var v Verification
-		if err := json.Unmarshal([]byte(last.Verification), &v); err != nil {
-			return stepResult{}, fmt.Errorf("attempt %s: verification: %w", last.ID, err)
-		}
-		if v.Verdict == store.SAT {
-			return stepResult{}, fmt.Errorf("attempt %s is SAT but the node is still verifying; kernel.db is inconsistent", n.LastAttempt)
-		}
-		return s.unsat(ctx, last, false, v)
+		return s.reverify(ctx, last)
 	}
-	cs, err := constraintViews(ctx, &s.st.Conn, n.Selected, "c")
-	if err != nil {
-		return stepResult{}, err
-	}
-	info, data, err := s.st.Artifact(ctx, output)
-	if err != nil {
-		return stepResult{}, err
-	}
-	out := &ArtifactView{Type: info.Type, Format: info.Format, Content: string(data), ID: output}
-	var ans ResolveAnswer
-	if err := json.Unmarshal(data, &ans); err != nil {
-		return stepResult{}, fmt.Errorf("output %s: %w", output, err)
-	}
-	var meta struct {
-		Base map[string]string `json:"base_sha256"`
-	}
-	if err := json.Unmarshal(info.Metadata, &meta); err != nil {
-		return stepResult{}, fmt.Errorf("output %s: metadata: %w", output, err)
-	}
-	build, err := s.isBuild(ctx)
+	in, err := s.verifyInput(ctx, last.Output)
 	if err != nil {
 		return stepResult{}, err
 	}
@@ -64,77 +35,185 @@ func (s *stepCtx) verify(ctx context.Context) (stepResult, error) {
 	// when the output carries files or came from a tool that acted on the
 	// workspace, in the attempt's own copy of the workspace; a plan's text
 	// output defers them to the global consistency check (Step 12).
-	acted := len(ans.Files) > 0 || (resolver != ClaudeCodeID && resolver != CandidateID)
+	acted := len(in.ans.Files) > 0 || (last.Resolver != ClaudeCodeID && last.Resolver != CandidateID)
 	ws := s.e.cfg.Workspace
-	var att *attemptDir
+	dir := ws // none: codex-tools-0 says so, and the node goes to HIRE
 	if ws != "" && acted {
-		if bad, err := workspace.Conflicts(ws, ans.Files, meta.Base); err != nil {
+		if bad, err := workspace.Conflicts(ws, in.ans.Files, in.base); err != nil {
 			return stepResult{}, err
 		} else if len(bad) > 0 {
 			return s.conflict(ctx, last, &workspace.ConflictError{Paths: bad})
 		}
-		commands := false
-		for _, c := range cs {
-			p, err := payloadOf(c)
-			if err != nil {
-				return stepResult{}, err
-			}
-			commands = commands || (c.Type == store.Logic && p.Check != "")
+		att, err := s.checkCopy(in)
+		if err != nil {
+			return stepResult{}, err
 		}
-		if commands { // the copy is made only for checks to run in
-			if att, err = s.e.attemptWorkspace(n.ID, ans.Files); err != nil {
-				return stepResult{}, err
-			}
+		if att != nil {
 			defer att.remove()
+			dir = att.dir
 		}
 	}
 	metrics, err := ledgerMetrics(ctx, &s.st.Conn, n)
 	if err != nil {
 		return stepResult{}, err
 	}
-	var checks []ConstraintCheck
-	var deferred, open []string
-	final := false // a ledger expression failed that can never hold again
-	for _, c := range cs {
-		p, err := payloadOf(c)
-		if err != nil {
-			return stepResult{}, err
-		}
-		switch {
-		case c.Type == store.Logic && p.Check != "" && acted:
-			dir := ws // none: codex-tools-0 says so, and the node goes to HIRE
-			if att != nil {
-				dir = att.dir
-			}
-			r, err := s.runCheck(ctx, p.Check, dir, nil)
-			if err != nil {
-				return s.failed(ctx, err, OpRunCheck)
-			}
-			checks = append(checks, commandCheck(c, p.Check, r))
-		case c.Type == store.Logic && p.Check != "":
-			deferred = append(deferred, c.ID)
-		case c.Type == store.Logic && p.Expr != "":
-			ch, never := exprCheck(c, p.Expr, metrics)
-			checks = append(checks, ch)
-			final = final || never
-		default:
-			open = append(open, c.Ref) // judged by the verifier
-		}
+	r, err := s.kernelChecks(ctx, in.cs, acted, dir, metrics)
+	if err != nil {
+		return stepResult{}, err
 	}
-	if ans.Tool != nil && build {
+	if r.checkErr != nil {
+		return s.failed(ctx, r.checkErr, OpRunCheck)
+	}
+	checks := r.checks
+	if in.ans.Tool != nil && in.build {
 		// A built tool is registered only after its own tests pass, run
 		// from its materialized files, outside the workspace.
-		ch, err := s.toolSelfTest(ctx, output, ans.Tool)
+		ch, err := s.toolSelfTest(ctx, last.Output, in.ans.Tool)
 		if err != nil {
 			return s.failed(ctx, err, OpRunCheck)
 		}
 		checks = append(checks, ch)
 	}
-	va, judged, err := s.judge(ctx, cs, out, checks, open, metrics)
+	va, judged, err := s.judge(ctx, in.cs, in.out, checks, r.open, metrics)
 	if err != nil {
 		return s.failed(ctx, err, OpVerify)
 	}
-	checks = append(checks, judged...)
+	v := verdictOf(va, append(checks, judged...), len(r.deferred))
+	if v.Verdict == store.SAT {
+		// Only a verified leaf's files enter the workspace (a built tool's
+		// files are the tool's, not the goal's), and only when none changed
+		// there since the attempt was made.
+		if v.IsLeaf && ws != "" && len(in.ans.Files) > 0 && !(in.build && in.ans.Tool != nil) {
+			err := s.mergeLeaf(ctx, in)
+			var ce *workspace.ConflictError
+			if errors.As(err, &ce) {
+				return s.conflict(ctx, last, ce)
+			}
+			if err != nil {
+				return stepResult{}, err
+			}
+		}
+		return s.sat(ctx, last.Resolver, last.Output, v, in.ans)
+	}
+	if r.final {
+		v.FailureMode = "limit_exceeded"
+	}
+	return s.unsat(ctx, last, true, v)
+}
+
+// reverify decides again from the record for an attempt already verified
+// (a permanent resolver error, or a node waiting on BUILD/HIRE coming
+// back): a resumed run must not judge the same output twice.
+func (s *stepCtx) reverify(ctx context.Context, last *store.Attempt) (stepResult, error) {
+	var v Verification
+	if err := json.Unmarshal([]byte(last.Verification), &v); err != nil {
+		return stepResult{}, fmt.Errorf("attempt %s: verification: %w", last.ID, err)
+	}
+	if v.Verdict == store.SAT {
+		return stepResult{}, fmt.Errorf("attempt %s is SAT but the node is still verifying; kernel.db is inconsistent", s.n.LastAttempt)
+	}
+	return s.unsat(ctx, last, false, v)
+}
+
+// verifyOutput is what verification reads of an attempt's output, read
+// once so each step below works on the same record.
+type verifyOutput struct {
+	cs    []ConstraintView // the node's selected constraints
+	out   *ArtifactView
+	ans   ResolveAnswer
+	base  map[string]string // workspace file → sha256 when the attempt was made
+	build bool              // the node is a BUILD subgoal
+}
+
+// verifyInput reads the node's selected constraints and the output
+// artifact with the workspace hashes it was made against.
+func (s *stepCtx) verifyInput(ctx context.Context, output string) (*verifyOutput, error) {
+	cs, err := constraintViews(ctx, &s.st.Conn, s.n.Selected, "c")
+	if err != nil {
+		return nil, err
+	}
+	info, data, err := s.st.Artifact(ctx, output)
+	if err != nil {
+		return nil, err
+	}
+	in := &verifyOutput{cs: cs, out: &ArtifactView{Type: info.Type, Format: info.Format, Content: string(data), ID: output}}
+	if err := json.Unmarshal(data, &in.ans); err != nil {
+		return nil, fmt.Errorf("output %s: %w", output, err)
+	}
+	var meta struct {
+		Base map[string]string `json:"base_sha256"`
+	}
+	if err := json.Unmarshal(info.Metadata, &meta); err != nil {
+		return nil, fmt.Errorf("output %s: metadata: %w", output, err)
+	}
+	in.base = meta.Base
+	if in.build, err = s.isBuild(ctx); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// checkCopy makes the attempt's own copy of the workspace, with its
+// files written over it, when some constraint has a command to run in
+// it; nil when none has (a copy costs a full workspace's files).
+func (s *stepCtx) checkCopy(in *verifyOutput) (*attemptDir, error) {
+	commands := false
+	for _, c := range in.cs {
+		p, err := payloadOf(c)
+		if err != nil {
+			return nil, err
+		}
+		commands = commands || (c.Type == store.Logic && p.Check != "")
+	}
+	if !commands {
+		return nil, nil
+	}
+	return s.e.attemptWorkspace(s.n.ID, in.ans.Files)
+}
+
+// kernelRun is what the kernel's own checks decided and left open.
+type kernelRun struct {
+	checks   []ConstraintCheck
+	deferred []string // command checks left to the consistency check
+	open     []string // refs of constraints the verifier judges
+	final    bool     // a ledger expression failed that can never hold again
+	checkErr error    // a check command could not run: the step fails
+}
+
+// kernelChecks runs what the kernel decides without the model: command
+// checks (in dir) when the attempt acted on the workspace, ledger
+// expressions over metrics; the rest is left open for the verifier.
+func (s *stepCtx) kernelChecks(ctx context.Context, cs []ConstraintView, acted bool, dir string, metrics map[string]float64) (kernelRun, error) {
+	var r kernelRun
+	for _, c := range cs {
+		p, err := payloadOf(c)
+		if err != nil {
+			return kernelRun{}, err
+		}
+		switch {
+		case c.Type == store.Logic && p.Check != "" && acted:
+			res, err := s.runCheck(ctx, p.Check, dir, nil)
+			if err != nil {
+				r.checkErr = err
+				return r, nil
+			}
+			r.checks = append(r.checks, commandCheck(c, p.Check, res))
+		case c.Type == store.Logic && p.Check != "":
+			r.deferred = append(r.deferred, c.ID)
+		case c.Type == store.Logic && p.Expr != "":
+			ch, never := exprCheck(c, p.Expr, metrics)
+			r.checks = append(r.checks, ch)
+			r.final = r.final || never
+		default:
+			r.open = append(r.open, c.Ref) // judged by the verifier
+		}
+	}
+	return r, nil
+}
+
+// verdictOf combines every check into the attempt's verification: SAT
+// only when all passed, σ_v the least σ_i (spec: σ_v = min σ_i).
+func verdictOf(va VerifyAnswer, checks []ConstraintCheck, deferred int) Verification {
 	v := Verification{Verdict: store.SAT, SigmaV: 1, IsLeaf: va.IsLeaf, LeafKind: va.LeafKind, LeafReason: va.LeafReason, Feedback: va.Feedback, FailureMode: va.FailureMode}
 	for _, c := range checks {
 		v.SigmaV = math.Min(v.SigmaV, c.SigmaI)
@@ -148,34 +227,21 @@ func (s *stepCtx) verify(ctx context.Context) (stepResult, error) {
 	if v.Checks = checks; v.Checks == nil {
 		v.Checks = []ConstraintCheck{}
 	}
-	v.TraceSummary = fmt.Sprintf("%d check(s), %d deferred to the consistency check; sigma_v=%.2f", len(checks), len(deferred), v.SigmaV)
-	if v.Verdict == store.SAT {
-		// Only a verified leaf's files enter the workspace (a built tool's
-		// files are the tool's, not the goal's), and only when none changed
-		// there since the attempt was made.
-		if v.IsLeaf && ws != "" && len(ans.Files) > 0 && !(build && ans.Tool != nil) {
-			var err error
-			if s.e.stored {
-				err = s.e.storedMerge(ctx, n.ID, ans.Files, meta.Base)
-			} else {
-				s.e.mergeMu.Lock()
-				err = workspace.Merge(ws, ans.Files, meta.Base)
-				s.e.mergeMu.Unlock()
-			}
-			var ce *workspace.ConflictError
-			if errors.As(err, &ce) {
-				return s.conflict(ctx, last, ce)
-			}
-			if err != nil {
-				return stepResult{}, err
-			}
-		}
-		return s.sat(ctx, resolver, output, v, ans)
+	v.TraceSummary = fmt.Sprintf("%d check(s), %d deferred to the consistency check; sigma_v=%.2f", len(checks), deferred, v.SigmaV)
+	return v
+}
+
+// mergeLeaf writes a verified leaf's files into the workspace (the
+// stored one, or the directory under the engine's merge lock so two
+// workers never interleave); a *workspace.ConflictError when a file
+// changed there since the attempt was made.
+func (s *stepCtx) mergeLeaf(ctx context.Context, in *verifyOutput) error {
+	if s.e.stored {
+		return s.e.storedMerge(ctx, s.n.ID, in.ans.Files, in.base)
 	}
-	if final {
-		v.FailureMode = "limit_exceeded"
-	}
-	return s.unsat(ctx, last, true, v)
+	s.e.mergeMu.Lock()
+	defer s.e.mergeMu.Unlock()
+	return workspace.Merge(s.e.cfg.Workspace, in.ans.Files, in.base)
 }
 
 // judge asks the verifier (claude-code-0) for every constraint the

@@ -107,6 +107,54 @@ func verdictQuestions(label string, m *model, exprs map[string]*expr.Expr, a *An
 // applyChoices gives the task, and requirements are assertions.
 func repairQuestions(p *Plan, m *model, exprs map[string]*expr.Expr) []smt.Question {
 	required, floors := requirements(p.Constraints, p.Surveys)
+	en := repairEncoding(p, m)
+	assertAll := func(ids []string) string {
+		var b strings.Builder
+		for _, id := range ids {
+			b.WriteString(assertRequirement(p.Surveys, exprs, floors, id))
+		}
+		return b.String()
+	}
+	var qs []smt.Question
+	switch p.Repair.Status {
+	case RepairRepaired:
+		var fix strings.Builder
+		for k, sv := range p.Surveys {
+			for _, ch := range p.Repair.Choices {
+				if ch.TaskID != sv.TaskID {
+					continue
+				}
+				j := slices.IndexFunc(sv.Approaches, func(a Approach) bool { return a.ID == ch.ApproachID }) + 1 // original: 0
+				fmt.Fprintf(&fix, "(assert (= x_%d %d))\n", k, j)
+			}
+		}
+		rank, err := rankOf(p.Tasks, p.Quantities, p.Surveys, p.Repair.Choices)
+		if err != nil {
+			return qs
+		}
+		eps := 1e-9 * max(1, rank.cost)
+		better := fmt.Sprintf("(assert (or (< r_swaps %d) (and (= r_swaps %d) (< r_loss %d)) (and (= r_swaps %d) (= r_loss %d) (< r_m_total_cost %s))))\n",
+			rank.swaps, rank.swaps, rank.loss, rank.swaps, rank.loss, expr.Decimal(rank.cost-eps))
+		qs = append(qs,
+			smt.Question{What: "repair: the chosen approaches keep every required constraint", Kernel: smt.Sat, Defs: en, Body: assertAll(required) + fix.String()},
+			smt.Question{What: fmt.Sprintf("repair: no combination beats the choice (%s)", rank), Kernel: smt.Unsat, Defs: en, Body: assertAll(required) + better})
+	case RepairInfeasible:
+		core := p.Repair.UnsatCore
+		qs = append(qs,
+			smt.Question{What: "repair: no combination keeps every required constraint", Kernel: smt.Unsat, Defs: en, Body: assertAll(required)},
+			smt.Question{What: "repair: the unsat core " + strings.Join(core, ", ") + " alone is infeasible", Kernel: smt.Unsat, Defs: en, Body: assertAll(core)})
+		for _, id := range core {
+			rest := slices.DeleteFunc(slices.Clone(core), func(x string) bool { return x == id })
+			qs = append(qs, smt.Question{What: "repair: the core without " + id + " is feasible (minimality)", Kernel: smt.Sat, Defs: en, Body: assertAll(rest)})
+		}
+	}
+	return qs
+}
+
+// repairEncoding declares the choice variables x_k, the repair's
+// objective (r_swaps, r_loss) and the plan's metrics (r_m_…) as the
+// chosen options make them: the definitions every repair question shares.
+func repairEncoding(p *Plan, m *model) *smt.Script {
 	en := &smt.Script{}
 	index := map[string]int{}
 	for i, t := range m.tasks {
@@ -147,63 +195,27 @@ func repairQuestions(p *Plan, m *model, exprs map[string]*expr.Expr) []smt.Quest
 		func(i int, name string) string {
 			return choose(i, func(t Task) float64 { return t.Quantities[name].Mid })
 		})
-	assertReq := func(id string) string {
-		if e := exprs[id]; e != nil {
-			return fmt.Sprintf("(assert %s)\n", e.SMT(func(name string) string { return "r_m_" + name }))
-		}
-		var b strings.Builder
-		for k, sv := range p.Surveys {
-			for j, ap := range sv.Approaches {
-				for _, ef := range ap.ConstraintEffects {
-					if ef.ConstraintID == id && ef.Sigma < floors[id] {
-						fmt.Fprintf(&b, "(assert (not (= x_%d %d)))\n", k, j+1)
-					}
+	return en
+}
+
+// assertRequirement asserts that requirement id holds: a logic one by its
+// expression over the chosen metrics, a semantic one by ruling out every
+// approach judged below its floor.
+func assertRequirement(surveys []Survey, exprs map[string]*expr.Expr, floors map[string]float64, id string) string {
+	if e := exprs[id]; e != nil {
+		return fmt.Sprintf("(assert %s)\n", e.SMT(func(name string) string { return "r_m_" + name }))
+	}
+	var b strings.Builder
+	for k, sv := range surveys {
+		for j, ap := range sv.Approaches {
+			for _, ef := range ap.ConstraintEffects {
+				if ef.ConstraintID == id && ef.Sigma < floors[id] {
+					fmt.Fprintf(&b, "(assert (not (= x_%d %d)))\n", k, j+1)
 				}
 			}
 		}
-		return b.String()
 	}
-	assertAll := func(ids []string) string {
-		var b strings.Builder
-		for _, id := range ids {
-			b.WriteString(assertReq(id))
-		}
-		return b.String()
-	}
-	var qs []smt.Question
-	switch p.Repair.Status {
-	case RepairRepaired:
-		var fix strings.Builder
-		for k, sv := range p.Surveys {
-			for _, ch := range p.Repair.Choices {
-				if ch.TaskID != sv.TaskID {
-					continue
-				}
-				j := slices.IndexFunc(sv.Approaches, func(a Approach) bool { return a.ID == ch.ApproachID }) + 1 // original: 0
-				fmt.Fprintf(&fix, "(assert (= x_%d %d))\n", k, j)
-			}
-		}
-		rank, err := rankOf(p.Tasks, p.Quantities, p.Surveys, p.Repair.Choices)
-		if err != nil {
-			return qs
-		}
-		eps := 1e-9 * max(1, rank.cost)
-		better := fmt.Sprintf("(assert (or (< r_swaps %d) (and (= r_swaps %d) (< r_loss %d)) (and (= r_swaps %d) (= r_loss %d) (< r_m_total_cost %s))))\n",
-			rank.swaps, rank.swaps, rank.loss, rank.swaps, rank.loss, expr.Decimal(rank.cost-eps))
-		qs = append(qs,
-			smt.Question{What: "repair: the chosen approaches keep every required constraint", Kernel: smt.Sat, Defs: en, Body: assertAll(required) + fix.String()},
-			smt.Question{What: fmt.Sprintf("repair: no combination beats the choice (%s)", rank), Kernel: smt.Unsat, Defs: en, Body: assertAll(required) + better})
-	case RepairInfeasible:
-		core := p.Repair.UnsatCore
-		qs = append(qs,
-			smt.Question{What: "repair: no combination keeps every required constraint", Kernel: smt.Unsat, Defs: en, Body: assertAll(required)},
-			smt.Question{What: "repair: the unsat core " + strings.Join(core, ", ") + " alone is infeasible", Kernel: smt.Unsat, Defs: en, Body: assertAll(core)})
-		for _, id := range core {
-			rest := slices.DeleteFunc(slices.Clone(core), func(x string) bool { return x == id })
-			qs = append(qs, smt.Question{What: "repair: the core without " + id + " is feasible (minimality)", Kernel: smt.Sat, Defs: en, Body: assertAll(rest)})
-		}
-	}
-	return qs
+	return b.String()
 }
 
 // CrossCheck asks z3 the plan's feasibility and repair questions, each

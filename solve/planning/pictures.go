@@ -195,6 +195,37 @@ func Gantt(p *Plan) string {
 	if p.Analysis == nil {
 		return ""
 	}
+	g := newGantt(p, ganttPanels(p))
+	g.w(`<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="12">`+"\n", g.width, g.height, g.width, g.height)
+	g.w(`<rect width="100%%" height="100%%" fill="white"/>` + "\n")
+	for k, l := range g.goal {
+		g.text(10, 20+float64(k)*17, ` font-size="14" font-weight="bold"`, l)
+	}
+	for k, gp := range g.panels {
+		g.panel(p, k, gp)
+	}
+	y := g.top
+	for k, rw := range g.rows {
+		if k%2 == 1 {
+			g.w(`<rect x="0" y="%.1f" width="%.0f" height="%.1f" fill="#000" opacity="0.025"/>`+"\n", y, g.width, rw.h)
+		}
+		for j, l := range rw.label {
+			g.text(10, y+5+ganttLine/2+4+ganttLine*float64(j), "", l)
+		}
+		y += rw.h
+	}
+	g.text(10, g.height-14, ` fill="#555" font-size="11"`, g.legend())
+	g.b.WriteString("</svg>\n")
+	return g.b.String()
+}
+
+// The Gantt chart's fixed measures, in pixels: the label column, the gap
+// between panels, the cost column, the header's top and a text line.
+const ganttLeft, ganttGap, ganttCostW, ganttTop0, ganttLine = 300.0, 30.0, 70.0, 40.0, 15.0
+
+// ganttPanels is the plan's panel, and beside it the plan after repair
+// when there was one (the swapped tasks marked).
+func ganttPanels(p *Plan) []ganttPanel {
 	panels := []ganttPanel{newPanel("Plan", p.Tasks, p.Quantities, p.Analysis)}
 	if p.Repair.Status == RepairRepaired && p.Repair.Revised != nil {
 		after := newPanel("After repair", applyChoices(p.Tasks, p.Surveys, p.Repair.Choices), p.Quantities, p.Repair.Revised)
@@ -206,206 +237,235 @@ func Gantt(p *Plan) string {
 		panels = append(panels, after)
 		panels[0].title = "Before repair"
 	}
-	const left, gap, costW, top0, line = 300.0, 30.0, 70.0, 40.0, 15.0
-	panelW := 640.0
+	return panels
+}
+
+// gantt is a Gantt chart being drawn: its layout, computed once before
+// anything is drawn, and the SVG so far.
+type gantt struct {
+	panels  []ganttPanel
+	headers [][]string // per panel: its title, then one line per logic constraint
+	rows    []ganttRow
+	goal    []string // the goal's lines
+	panelW  float64
+	span    float64 // hours the time axis covers
+	scale   float64 // pixels per hour
+	unit    timeUnit
+	// top and bottom of the rows, the chart's size, and shift: how far
+	// the goal's extra lines push everything down.
+	top, bottom, width, height, shift float64
+	b                                 strings.Builder
+}
+
+// ganttRow is one task's row: its title wrapped on the left; after
+// repair, the chosen approach under the bar.
+type ganttRow struct {
+	id    string
+	label []string
+	swaps []string
+	h     float64
+}
+
+// newGantt lays the chart out: the time axis's span and unit, the
+// headers, the rows and the goal's lines decide every position.
+func newGantt(p *Plan, panels []ganttPanel) *gantt {
+	g := &gantt{panels: panels, panelW: 640.0}
 	if len(panels) == 2 {
-		panelW = 560
+		g.panelW = 560
 	}
-	width := left + float64(len(panels))*(panelW+costW+gap) + 10
-	span := 0.0
+	g.width = ganttLeft + float64(len(panels))*(g.panelW+ganttCostW+ganttGap) + 10
 	for _, gp := range panels {
-		span = math.Max(span, math.Max(gp.a.Time.High, gp.a.Time.Mid))
+		g.span = math.Max(g.span, math.Max(gp.a.Time.High, gp.a.Time.Mid))
 		for _, r := range gp.a.Schedule {
-			span = math.Max(span, r.LF)
+			g.span = math.Max(g.span, r.LF)
 		}
 		if gp.a.Time.Limit != nil {
-			span = math.Max(span, *gp.a.Time.Limit)
+			g.span = math.Max(g.span, *gp.a.Time.Limit)
 		}
 	}
-	if span <= 0 {
-		span = 1
+	if g.span <= 0 {
+		g.span = 1
 	}
-	scale := panelW / span
-	x0 := func(k int) float64 { return left + float64(k)*(panelW+costW+gap) }
-	unit := timeUnitOf(span)
-	dur := unit.format
-
-	// The legend names only what the chart draws.
-	var drawsFloat, drawsWhisker, drawsLimit, drawsSwap bool
+	g.scale = g.panelW / g.span
+	g.unit = timeUnitOf(g.span)
+	headLines := 0
 	for _, gp := range panels {
+		h := g.header(gp)
+		g.headers = append(g.headers, h)
+		headLines = max(headLines, len(h))
+	}
+	g.top = ganttTop0 + float64(headLines)*ganttLine + 34
+	g.rows = g.taskRows(p)
+	g.bottom = g.top
+	for _, r := range g.rows {
+		g.bottom += r.h
+	}
+	g.height = g.bottom + 96
+	g.goal = label(p.Goal, SVGLabelChars, int((g.width-20)/7.8))
+	g.shift = float64(len(g.goal)-1) * 17
+	g.top, g.bottom, g.height = g.top+g.shift, g.bottom+g.shift, g.height+g.shift
+	return g
+}
+
+// header is a panel's title and one line per logic constraint.
+func (g *gantt) header(gp ganttPanel) []string {
+	dollars := func(v float64) string { return "$" + num(v) }
+	h := []string{fmt.Sprintf("%s: critical path %s · cost %s", gp.title, lowMidHigh(gp.a.Time, g.unit.format), lowMidHigh(gp.a.Cost, dollars))}
+	for _, v := range gp.a.Verdicts {
+		if v.Type == Logic {
+			h = append(h, wrap(fmt.Sprintf("%s %s: %s — %s", v.ConstraintID, v.Verdict, v.Expr, v.Detail), int(g.panelW/6.6))...)
+		}
+	}
+	return h
+}
+
+// taskRows is one row per task, tall enough for its wrapped title and,
+// after repair, the approach chosen for it.
+func (g *gantt) taskRows(p *Plan) []ganttRow {
+	var rows []ganttRow
+	for _, t := range p.Tasks {
+		r := ganttRow{id: t.ID, label: label(t.ID+" "+t.Title, SVGLabelChars, 44)}
+		if len(g.panels) == 2 {
+			if c, ok := g.panels[1].swap[t.ID]; ok {
+				if ap, ok := findApproach(p.Surveys, c); ok {
+					r.swaps = label(fmt.Sprintf("→ %s: %s (for %s)", c.ApproachID, ap.Title, strings.Join(c.NeededFor, ", ")), SVGLabelChars, int(g.panelW/6.6))
+				}
+			}
+		}
+		r.h = 10 + ganttLine*float64(max(len(r.label), 1+len(r.swaps)))
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+func (g *gantt) w(format string, args ...any) { fmt.Fprintf(&g.b, format, args...) }
+
+func (g *gantt) text(x, y float64, attrs, s string) {
+	g.w(`<text x="%.1f" y="%.1f"%s>%s</text>`+"\n", x, y, attrs, xmlText(s))
+}
+
+// panel draws panel k: its header, the time axis and grid, the finish
+// and limit lines, and each task's bar.
+func (g *gantt) panel(p *Plan, k int, gp ganttPanel) {
+	x := ganttLeft + float64(k)*(g.panelW+ganttCostW+ganttGap)
+	dur := g.unit.format
+	for j, l := range g.headers[k] {
+		attrs := ""
+		if j == 0 {
+			attrs = ` font-weight="bold"`
+		} else if strings.Contains(l, " UNSAT: ") {
+			attrs = ` fill="#c0392b"`
+		} else if strings.Contains(l, " TIGHT: ") {
+			attrs = ` fill="#b9770e"`
+		}
+		g.text(x, ganttTop0+g.shift+float64(j)*ganttLine, attrs, l)
+	}
+	// Axis and grid.
+	step := niceStep(g.span*g.unit.perHour) / g.unit.perHour
+	for n := 0; float64(n)*step <= g.span*(1+1e-9); n++ {
+		h := float64(n) * step
+		px := x + h*g.scale
+		g.w(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ececec"/>`+"\n", px, g.top-6, px, g.bottom)
+		g.text(px, g.top-10, ` text-anchor="middle" fill="#555"`, dur(h))
+	}
+	g.text(x+g.panelW+ganttCostW-4, g.top-10, ` text-anchor="end" fill="#555"`, "mid cost")
+	g.finishes(x, gp)
+	sched := map[string]int{}
+	for i, r := range gp.a.Schedule {
+		sched[r.TaskID] = i
+	}
+	cost := map[string]float64{}
+	for _, t := range gp.tasks {
+		cost[t.ID] = t.CostUSD.Mid
+	}
+	y := g.top
+	for _, rw := range g.rows {
+		if i, ok := sched[rw.id]; ok {
+			g.bar(p, k, gp, x, y, rw, i, cost)
+		}
+		y += rw.h
+	}
+}
+
+// finishes draws the project's finish at low, mid and high (one line
+// where they agree), and the limit. A label that would run into the one
+// before it goes on the next line down.
+func (g *gantt) finishes(x float64, gp ganttPanel) {
+	dur := g.unit.format
+	finishes := []finishLine{{gp.a.Time.Low, "low", "#7f8c8d", "2,3"}, {gp.a.Time.Mid, "mid", "#2c3e50", ""}, {gp.a.Time.High, "high", "#7f8c8d", "2,3"}}
+	if gp.a.Time.Low == gp.a.Time.Mid && gp.a.Time.Mid == gp.a.Time.High {
+		finishes = []finishLine{{gp.a.Time.Mid, "finish", "#2c3e50", ""}}
+	}
+	lastEnd, row := math.Inf(-1), 0
+	for _, f := range finishes {
+		px := x + f.v*g.scale
+		label := f.name + " " + dur(f.v)
+		if px < lastEnd+6 {
+			row++
+		} else {
+			row = 0
+		}
+		lastEnd = px + 2 + 6.2*float64(len([]rune(label)))
+		g.w(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-dasharray="%s"/>`+"\n", px, g.top-4, px, g.bottom, f.color, f.dash)
+		g.text(px+2, g.bottom+13+13*float64(row), ` fill="`+f.color+`" font-size="11"`, label)
+	}
+	if gp.a.Time.Limit != nil {
+		px := x + *gp.a.Time.Limit*g.scale
+		g.w(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#7d3c98" stroke-width="2" stroke-dasharray="6,4"/>`+"\n", px, g.top-6, px, g.bottom+44)
+		g.text(px-4, g.bottom+56, ` text-anchor="end" fill="#7d3c98"`, "limit "+dur(*gp.a.Time.Limit))
+	}
+}
+
+// bar draws one task's row in panel k at height y: its float, its bar
+// (outlined when the repair swapped it), its finish's whisker, its mid
+// cost and, after repair, the approach chosen for it.
+func (g *gantt) bar(p *Plan, k int, gp ganttPanel, x, y float64, rw ganttRow, i int, cost map[string]float64) {
+	dur := g.unit.format
+	r := gp.a.Schedule[i]
+	color := "#2e86c1"
+	if r.Critical {
+		color = "#c0392b"
+	}
+	mid := y + 5 + ganttLine/2
+	if r.TotalFloat > 0 {
+		g.w(`<rect x="%.1f" y="%.1f" width="%.1f" height="10" fill="%s" opacity="0.18"/>`+"\n", x+r.EF*g.scale, mid-5, r.TotalFloat*g.scale, color)
+	}
+	stroke := ""
+	if _, swapped := gp.swap[rw.id]; swapped {
+		stroke = ` stroke="#1e8449" stroke-width="2"`
+	}
+	g.w(`<rect x="%.1f" y="%.1f" width="%.1f" height="12" fill="%s" rx="2"%s><title>%s: ES %s, EF %s, LS %s, LF %s, total float %s (mid); finish %s–%s (low–high)</title></rect>`+"\n",
+		x+r.ES*g.scale, mid-6, math.Max(1, r.Hours*g.scale), color, stroke, xmlText(rw.id), dur(r.ES), dur(r.EF), dur(r.LS), dur(r.LF), dur(r.TotalFloat), g.unit.number(at(gp.low.EF, i)), dur(at(gp.high.EF, i)))
+	if lo, hi := at(gp.low.EF, i), at(gp.high.EF, i); hi > lo {
+		g.w(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#333"/>`+"\n", x+lo*g.scale, mid, x+hi*g.scale, mid)
+		for _, v := range []float64{lo, hi} {
+			g.w(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#333"/>`+"\n", x+v*g.scale, mid-4, x+v*g.scale, mid+4)
+		}
+	}
+	label := "$" + num(cost[rw.id])
+	attrs := ` text-anchor="end"`
+	if c, ok := gp.swap[rw.id]; ok {
+		label = fmt.Sprintf("$%s (was $%s)", num(cost[rw.id]), num(taskOf(p.Tasks, c.TaskID).CostUSD.Mid))
+		attrs += ` fill="#1e8449"`
+	}
+	g.text(x+g.panelW+ganttCostW-4, mid+4, attrs, label)
+	if k == 1 {
+		for j, l := range rw.swaps {
+			g.text(x+4, mid+4+ganttLine*float64(j+1), ` fill="#1e8449" font-size="11"`, l)
+		}
+	}
+}
+
+// legend names only what the chart draws.
+func (g *gantt) legend() string {
+	var drawsFloat, drawsWhisker, drawsLimit, drawsSwap bool
+	for _, gp := range g.panels {
 		drawsLimit = drawsLimit || gp.a.Time.Limit != nil
 		drawsSwap = drawsSwap || len(gp.swap) > 0
 		for i, r := range gp.a.Schedule {
 			drawsFloat = drawsFloat || r.TotalFloat > 0
 			drawsWhisker = drawsWhisker || at(gp.high.EF, i) > at(gp.low.EF, i)
 		}
-	}
-
-	// Headers: the panel title and one line per logic constraint.
-	var headers [][]string
-	for _, gp := range panels {
-		dollars := func(v float64) string { return "$" + num(v) }
-		h := []string{fmt.Sprintf("%s: critical path %s · cost %s", gp.title, lowMidHigh(gp.a.Time, dur), lowMidHigh(gp.a.Cost, dollars))}
-		for _, v := range gp.a.Verdicts {
-			if v.Type == Logic {
-				h = append(h, wrap(fmt.Sprintf("%s %s: %s — %s", v.ConstraintID, v.Verdict, v.Expr, v.Detail), int(panelW/6.6))...)
-			}
-		}
-		headers = append(headers, h)
-	}
-	headLines := 0
-	for _, h := range headers {
-		headLines = max(headLines, len(h))
-	}
-	top := top0 + float64(headLines)*line + 34
-
-	// Rows: the task's title wrapped on the left; after repair, the
-	// chosen approach under the bar.
-	type row struct {
-		id    string
-		label []string
-		swaps []string
-		h     float64
-	}
-	var rows []row
-	for _, t := range p.Tasks {
-		r := row{id: t.ID, label: label(t.ID+" "+t.Title, SVGLabelChars, 44)}
-		if len(panels) == 2 {
-			if c, ok := panels[1].swap[t.ID]; ok {
-				if ap, ok := findApproach(p.Surveys, c); ok {
-					r.swaps = label(fmt.Sprintf("→ %s: %s (for %s)", c.ApproachID, ap.Title, strings.Join(c.NeededFor, ", ")), SVGLabelChars, int(panelW/6.6))
-				}
-			}
-		}
-		r.h = 10 + line*float64(max(len(r.label), 1+len(r.swaps)))
-		rows = append(rows, r)
-	}
-	bottom := top
-	for _, r := range rows {
-		bottom += r.h
-	}
-	height := bottom + 96
-
-	goal := label(p.Goal, SVGLabelChars, int((width-20)/7.8))
-	shift := float64(len(goal)-1) * 17
-	top, bottom, height = top+shift, bottom+shift, height+shift
-	var b strings.Builder
-	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	text := func(x, y float64, attrs, s string) {
-		w(`<text x="%.1f" y="%.1f"%s>%s</text>`+"\n", x, y, attrs, xmlText(s))
-	}
-	w(`<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="12">`+"\n", width, height, width, height)
-	w(`<rect width="100%%" height="100%%" fill="white"/>` + "\n")
-	for k, l := range goal {
-		text(10, 20+float64(k)*17, ` font-size="14" font-weight="bold"`, l)
-	}
-	for k, gp := range panels {
-		x := x0(k)
-		for j, l := range headers[k] {
-			attrs := ""
-			if j == 0 {
-				attrs = ` font-weight="bold"`
-			} else if strings.Contains(l, " UNSAT: ") {
-				attrs = ` fill="#c0392b"`
-			} else if strings.Contains(l, " TIGHT: ") {
-				attrs = ` fill="#b9770e"`
-			}
-			text(x, top0+shift+float64(j)*line, attrs, l)
-		}
-		// Axis and grid.
-		step := niceStep(span*unit.perHour) / unit.perHour
-		for n := 0; float64(n)*step <= span*(1+1e-9); n++ {
-			h := float64(n) * step
-			px := x + h*scale
-			w(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ececec"/>`+"\n", px, top-6, px, bottom)
-			text(px, top-10, ` text-anchor="middle" fill="#555"`, dur(h))
-		}
-		text(x+panelW+costW-4, top-10, ` text-anchor="end" fill="#555"`, "mid cost")
-		// The project's finish at low, mid and high (one line where they
-		// agree), and the limit. A label that would run into the one
-		// before it goes on the next line down.
-		finishes := []finishLine{{gp.a.Time.Low, "low", "#7f8c8d", "2,3"}, {gp.a.Time.Mid, "mid", "#2c3e50", ""}, {gp.a.Time.High, "high", "#7f8c8d", "2,3"}}
-		if gp.a.Time.Low == gp.a.Time.Mid && gp.a.Time.Mid == gp.a.Time.High {
-			finishes = []finishLine{{gp.a.Time.Mid, "finish", "#2c3e50", ""}}
-		}
-		lastEnd, row := math.Inf(-1), 0
-		for _, f := range finishes {
-			px := x + f.v*scale
-			label := f.name + " " + dur(f.v)
-			if px < lastEnd+6 {
-				row++
-			} else {
-				row = 0
-			}
-			lastEnd = px + 2 + 6.2*float64(len([]rune(label)))
-			w(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-dasharray="%s"/>`+"\n", px, top-4, px, bottom, f.color, f.dash)
-			text(px+2, bottom+13+13*float64(row), ` fill="`+f.color+`" font-size="11"`, label)
-		}
-		if gp.a.Time.Limit != nil {
-			px := x + *gp.a.Time.Limit*scale
-			w(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#7d3c98" stroke-width="2" stroke-dasharray="6,4"/>`+"\n", px, top-6, px, bottom+44)
-			text(px-4, bottom+56, ` text-anchor="end" fill="#7d3c98"`, "limit "+dur(*gp.a.Time.Limit))
-		}
-		sched := map[string]int{}
-		for i, r := range gp.a.Schedule {
-			sched[r.TaskID] = i
-		}
-		cost := map[string]float64{}
-		for _, t := range gp.tasks {
-			cost[t.ID] = t.CostUSD.Mid
-		}
-		y := top
-		for _, rw := range rows {
-			i, ok := sched[rw.id]
-			if !ok {
-				y += rw.h
-				continue
-			}
-			r := gp.a.Schedule[i]
-			color := "#2e86c1"
-			if r.Critical {
-				color = "#c0392b"
-			}
-			mid := y + 5 + line/2
-			if r.TotalFloat > 0 {
-				w(`<rect x="%.1f" y="%.1f" width="%.1f" height="10" fill="%s" opacity="0.18"/>`+"\n", x+r.EF*scale, mid-5, r.TotalFloat*scale, color)
-			}
-			stroke := ""
-			if _, swapped := gp.swap[rw.id]; swapped {
-				stroke = ` stroke="#1e8449" stroke-width="2"`
-			}
-			w(`<rect x="%.1f" y="%.1f" width="%.1f" height="12" fill="%s" rx="2"%s><title>%s: ES %s, EF %s, LS %s, LF %s, total float %s (mid); finish %s–%s (low–high)</title></rect>`+"\n",
-				x+r.ES*scale, mid-6, math.Max(1, r.Hours*scale), color, stroke, xmlText(rw.id), dur(r.ES), dur(r.EF), dur(r.LS), dur(r.LF), dur(r.TotalFloat), unit.number(at(gp.low.EF, i)), dur(at(gp.high.EF, i)))
-			if lo, hi := at(gp.low.EF, i), at(gp.high.EF, i); hi > lo {
-				w(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#333"/>`+"\n", x+lo*scale, mid, x+hi*scale, mid)
-				for _, v := range []float64{lo, hi} {
-					w(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#333"/>`+"\n", x+v*scale, mid-4, x+v*scale, mid+4)
-				}
-			}
-			label := "$" + num(cost[rw.id])
-			attrs := ` text-anchor="end"`
-			if c, ok := gp.swap[rw.id]; ok {
-				label = fmt.Sprintf("$%s (was $%s)", num(cost[rw.id]), num(taskOf(p.Tasks, c.TaskID).CostUSD.Mid))
-				attrs += ` fill="#1e8449"`
-			}
-			text(x+panelW+costW-4, mid+4, attrs, label)
-			if k == 1 {
-				for j, l := range rw.swaps {
-					text(x+4, mid+4+line*float64(j+1), ` fill="#1e8449" font-size="11"`, l)
-				}
-			}
-			y += rw.h
-		}
-	}
-	y := top
-	for k, rw := range rows {
-		if k%2 == 1 {
-			w(`<rect x="0" y="%.1f" width="%.0f" height="%.1f" fill="#000" opacity="0.025"/>`+"\n", y, width, rw.h)
-		}
-		for j, l := range rw.label {
-			text(10, y+5+line/2+4+line*float64(j), "", l)
-		}
-		y += rw.h
 	}
 	legend := "Bars: start to finish at mid estimates (red: critical"
 	if drawsSwap {
@@ -421,9 +481,7 @@ func Gantt(p *Plan) string {
 	if drawsLimit {
 		legend += " Dashed purple: the time limit."
 	}
-	text(10, height-14, ` fill="#555" font-size="11"`, legend)
-	b.WriteString("</svg>\n")
-	return b.String()
+	return legend
 }
 
 // finishLine is a vertical line at the project's finish.

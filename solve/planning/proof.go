@@ -94,37 +94,9 @@ func enumerate(ctx context.Context, tasks []Task, quantities []Quantity, constra
 	if err != nil {
 		return nil, false, err
 	}
-	pos := map[string]int{}
-	for i, t := range tasks {
-		pos[t.ID] = i
-	}
-	// Each surveyed task's options, as the task they make.
-	type opt struct {
-		choice Choice
-		task   Task
-		loss   int64
-		judged map[string]float64
-	}
-	var slots [][]opt
-	var at []int
-	for _, sv := range surveys {
-		i, ok := pos[sv.TaskID]
-		if !ok {
-			return nil, false, fmt.Errorf("survey for %q: no such task", sv.TaskID)
-		}
-		opts := []opt{{choice: Choice{TaskID: sv.TaskID, ApproachID: OriginalApproach}, task: tasks[i]}}
-		for _, ap := range sv.Approaches {
-			ch := Choice{TaskID: sv.TaskID, ApproachID: ap.ID}
-			judged := map[string]float64{}
-			for _, ef := range ap.ConstraintEffects {
-				if cur, ok := judged[ef.ConstraintID]; !ok || ef.Sigma < cur {
-					judged[ef.ConstraintID] = ef.Sigma
-				}
-			}
-			opts = append(opts, opt{choice: ch, task: applyChoices(tasks[i:i+1], surveys, []Choice{ch})[0], loss: confidenceLoss(tasks[i].Confidence, ap.Confidence), judged: judged})
-		}
-		slots = append(slots, opts)
-		at = append(at, i)
+	slots, at, err := surveySlots(tasks, surveys)
+	if err != nil {
+		return nil, false, err
 	}
 	cur := slices.Clone(tasks)
 	idx := make([]int, len(slots))
@@ -149,24 +121,9 @@ func enumerate(ctx context.Context, tasks []Task, quantities []Quantity, constra
 		sc := mm.scenario(1)
 		vals := mm.metrics(sc, m.g.Longest(sc.hours, nil))
 		rank.cost = vals["total_cost"]
-		var mask uint64
-		for k, id := range required {
-			holds := true
-			if e := es[k]; e != nil {
-				var err error
-				if holds, err = e.Eval(vals); err != nil {
-					return nil, false, fmt.Errorf("constraint %s: %w", id, err)
-				}
-			} else {
-				for kk, j := range idx {
-					if sigma, ok := slots[kk][j].judged[id]; ok && sigma < floors[id] {
-						holds = false
-					}
-				}
-			}
-			if holds {
-				mask |= 1 << k
-			}
+		mask, err := en.holding(es, vals, slots, idx)
+		if err != nil {
+			return nil, false, err
 		}
 		en.masks[mask] = true
 		if full := uint64(1)<<len(required) - 1; mask == full && (!en.found || rank.better(en.best)) {
@@ -175,18 +132,88 @@ func enumerate(ctx context.Context, tasks []Task, quantities []Quantity, constra
 				en.bestAt = append(en.bestAt, slots[k][j].choice)
 			}
 		}
-		k := 0
-		for ; k < len(idx); k++ {
-			idx[k]++
-			if idx[k] < len(slots[k]) {
-				break
-			}
-			idx[k] = 0
-		}
-		if k == len(idx) {
+		if !nextCombination(idx, slots) {
 			return en, true, nil
 		}
 	}
+}
+
+// surveyOption is one of a surveyed task's options (the task as planned
+// or one approach), as the task it makes.
+type surveyOption struct {
+	choice Choice
+	task   Task
+	loss   int64
+	judged map[string]float64 // constraint → the lowest σ the approach was judged
+}
+
+// surveySlots lists each surveyed task's options once, before the
+// search, so each combination only picks among ready tasks; at[k] is
+// the index in tasks of slot k's task.
+func surveySlots(tasks []Task, surveys []Survey) (slots [][]surveyOption, at []int, err error) {
+	pos := map[string]int{}
+	for i, t := range tasks {
+		pos[t.ID] = i
+	}
+	for _, sv := range surveys {
+		i, ok := pos[sv.TaskID]
+		if !ok {
+			return nil, nil, fmt.Errorf("survey for %q: no such task", sv.TaskID)
+		}
+		opts := []surveyOption{{choice: Choice{TaskID: sv.TaskID, ApproachID: OriginalApproach}, task: tasks[i]}}
+		for _, ap := range sv.Approaches {
+			ch := Choice{TaskID: sv.TaskID, ApproachID: ap.ID}
+			judged := map[string]float64{}
+			for _, ef := range ap.ConstraintEffects {
+				if cur, ok := judged[ef.ConstraintID]; !ok || ef.Sigma < cur {
+					judged[ef.ConstraintID] = ef.Sigma
+				}
+			}
+			opts = append(opts, surveyOption{choice: ch, task: applyChoices(tasks[i:i+1], surveys, []Choice{ch})[0], loss: confidenceLoss(tasks[i].Confidence, ap.Confidence), judged: judged})
+		}
+		slots = append(slots, opts)
+		at = append(at, i)
+	}
+	return slots, at, nil
+}
+
+// holding is the mask of the requirements one combination keeps: a
+// logic requirement by its expression over the plan's figures, a
+// semantic one by no chosen approach judged below its floor.
+func (en *enumeration) holding(es []*expr.Expr, vals map[string]float64, slots [][]surveyOption, idx []int) (uint64, error) {
+	var mask uint64
+	for k, id := range en.required {
+		holds := true
+		if e := es[k]; e != nil {
+			var err error
+			if holds, err = e.Eval(vals); err != nil {
+				return 0, fmt.Errorf("constraint %s: %w", id, err)
+			}
+		} else {
+			for kk, j := range idx {
+				if sigma, ok := slots[kk][j].judged[id]; ok && sigma < en.floors[id] {
+					holds = false
+				}
+			}
+		}
+		if holds {
+			mask |= 1 << k
+		}
+	}
+	return mask, nil
+}
+
+// nextCombination advances idx like an odometer over the slots' options;
+// it is false once every combination has been tried.
+func nextCombination(idx []int, slots [][]surveyOption) bool {
+	for k := range idx {
+		idx[k]++
+		if idx[k] < len(slots[k]) {
+			return true
+		}
+		idx[k] = 0
+	}
+	return false
 }
 
 // satisfiable reports whether some combination keeps every requirement

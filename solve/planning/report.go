@@ -120,24 +120,46 @@ func mdList(items []string, sep string) string {
 // the model (goal, ids, titles, payloads, reasons) is escaped
 // (MarkdownText, MarkdownCode): one line, no markup of its own.
 func Report(p *Plan, ganttFile string) string {
-	var b strings.Builder
-	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	w("# Plan: %s\n\n", md(p.Goal))
+	r := &reportWriter{}
+	r.header(p)
+	r.verdicts(p)
+	r.constraints(p)
+	r.tasks(p)
+	r.surveys(p)
+	r.repair(p)
+	r.tail(p, ganttFile)
+	return r.String()
+}
+
+// reportWriter builds the report one section at a time, each section a
+// step of its own so a reader finds a heading's text in one place.
+type reportWriter struct{ strings.Builder }
+
+func (r *reportWriter) w(format string, args ...any) { fmt.Fprintf(r, format, args...) }
+
+// header gives the goal and what the run cost, so a report read alone
+// says what was planned and at what price.
+func (r *reportWriter) header(p *Plan) {
+	r.w("# Plan: %s\n\n", md(p.Goal))
 	cost := fmt.Sprintf("$%.4f", p.Usage.CostUSD)
 	if p.Usage.Unpriced {
 		cost += " (some calls unpriced)"
 	}
-	w("Root node `%s` · %s · model %s · %d LLM calls, %d tokens in, %d out, %s · %.1fs wall (cap %s)\n\n",
+	r.w("Root node `%s` · %s · model %s · %d LLM calls, %d tokens in, %d out, %s · %.1fs wall (cap %s)\n\n",
 		p.RootID, md(p.Schema), orDash(md(p.Run.Model)), p.Usage.Calls, p.Usage.InputTokens, p.Usage.OutputTokens, cost, p.Run.WallSeconds, capText(p.Run.MaxWallSeconds))
+}
 
-	w("## Verdicts\n\n%s\n\n", VerdictDefinitions)
+// verdicts tables each constraint's verdict before and after repair, and
+// σ_v against the thresholds: the answer a reader came for comes first.
+func (r *reportWriter) verdicts(p *Plan) {
+	r.w("## Verdicts\n\n%s\n\n", VerdictDefinitions)
 	revised := map[string]Verdict{}
 	if p.Repair.Revised != nil {
 		for _, v := range p.Repair.Revised.Verdicts {
 			revised[v.ConstraintID] = v
 		}
 	}
-	w("| id | type | title | payload | σ | plan | after repair | figures (plan) |\n|---|---|---|---|---|---|---|---|\n")
+	r.w("| id | type | title | payload | σ | plan | after repair | figures (plan) |\n|---|---|---|---|---|---|---|---|\n")
 	for _, c := range p.Constraints {
 		v := verdictFor(p.Analysis, c.ID)
 		payload := c.Payload.Expr
@@ -151,122 +173,146 @@ func Report(p *Plan, ganttFile string) string {
 				after += fmt.Sprintf(" (σ %.2f)", rv.Sigma)
 			}
 		}
-		w("| %s | %s | %s | %s | %.2f | **%s** | %s | %s |\n", md(c.ID), md(c.Type), md(c.Title), MarkdownCode(payload), c.Sigma, md(v.Verdict), md(after), md(v.Detail))
+		r.w("| %s | %s | %s | %s | %.2f | **%s** | %s | %s |\n", md(c.ID), md(c.Type), md(c.Title), MarkdownCode(payload), c.Sigma, md(v.Verdict), md(after), md(v.Detail))
 	}
 	if p.Analysis != nil {
-		w("\nσ_v (min σ_i) = %.2f", p.Analysis.SigmaV)
+		r.w("\nσ_v (min σ_i) = %.2f", p.Analysis.SigmaV)
 		if p.Repair.Revised != nil {
-			w(" (after repair %.2f: a chosen approach's judged σ replaces a semantic constraint's)", p.Repair.Revised.SigmaV)
+			r.w(" (after repair %.2f: a chosen approach's judged σ replaces a semantic constraint's)", p.Repair.Revised.SigmaV)
 		}
-		w("; τ_local = %.2f, τ_global = %.2f.\n", store.TauLocal, store.TauGlobal)
+		r.w("; τ_local = %.2f, τ_global = %.2f.\n", store.TauLocal, store.TauGlobal)
 	}
+}
 
-	w("\n## Constraints\n\n| id | kind | domain | quote | removal consequence | open questions |\n|---|---|---|---|---|---|\n")
+// constraints shows where each constraint came from and what the goal
+// states, so a reader can check the extraction against the goal.
+func (r *reportWriter) constraints(p *Plan) {
+	r.w("\n## Constraints\n\n| id | kind | domain | quote | removal consequence | open questions |\n|---|---|---|---|---|---|\n")
 	for _, c := range p.Constraints {
 		kind := "implicit"
 		if c.Explicit {
 			kind = "explicit"
 		}
-		w("| %s | %s (%s) | %s | %s | %s | %s |\n", md(c.ID), kind, md(c.Provenance.Source), md(c.Domain), md(c.Quote), md(c.RemovalConsequence), mdList(c.OpenQuestions, " · "))
+		r.w("| %s | %s (%s) | %s | %s | %s | %s |\n", md(c.ID), kind, md(c.Provenance.Source), md(c.Domain), md(c.Quote), md(c.RemovalConsequence), mdList(c.OpenQuestions, " · "))
 	}
 	if len(p.Stated) > 0 || len(p.NotStated) > 0 {
 		n, why := ExplicitMinimum(p.Stated, p.Inputs)
-		w("\n### What the goal states\n\nAt least %d explicit constraints (%s).\n\n| stated in the goal | covered by |\n|---|---|\n", n, md(why))
+		r.w("\n### What the goal states\n\nAt least %d explicit constraints (%s).\n\n| stated in the goal | covered by |\n|---|---|\n", n, md(why))
 		for _, st := range p.Stated {
-			w("| %s | %s |\n", md(st.Quote), orDash(mdList(st.CoveredBy, ", ")))
+			r.w("| %s | %s |\n", md(st.Quote), orDash(mdList(st.CoveredBy, ", ")))
 		}
 		for _, nc := range p.NotStated {
-			w("| %s | not a constraint: %s |\n", md(nc.Quote), md(nc.Reason))
+			r.w("| %s | not a constraint: %s |\n", md(nc.Quote), md(nc.Reason))
 		}
 	}
 	if len(p.OpenQuestions) > 0 {
-		w("\n## Open questions\n\n")
+		r.w("\n## Open questions\n\n")
 		for _, q := range p.OpenQuestions {
-			w("- %s\n", md(q))
+			r.w("- %s\n", md(q))
 		}
 	}
 	if len(p.Quantities) > 0 {
-		w("\n## Quantities\n\n| name | unit | aggregate | description |\n|---|---|---|---|\n")
+		r.w("\n## Quantities\n\n| name | unit | aggregate | description |\n|---|---|---|---|\n")
 		for _, q := range p.Quantities {
-			w("| %s | %s | %s | %s |\n", md(q.Name), md(q.Unit), md(q.Aggregate), md(q.Description))
+			r.w("| %s | %s | %s | %s |\n", md(q.Name), md(q.Unit), md(q.Aggregate), md(q.Description))
 		}
 	}
+}
 
-	w("\n## Tasks\n\n| id | type | title | depends on | cost (low / mid / high) | hours (low / mid / high) | confidence | method |\n|---|---|---|---|---|---|---|---|\n")
+// tasks lists the tasks, the kernel's analysis of them and the figures
+// the model stated beside the kernel's own.
+func (r *reportWriter) tasks(p *Plan) {
+	r.w("\n## Tasks\n\n| id | type | title | depends on | cost (low / mid / high) | hours (low / mid / high) | confidence | method |\n|---|---|---|---|---|---|---|---|\n")
 	for _, t := range p.Tasks {
-		w("| %s | %s | %s | %s | %s | %s | %.2f | %s |\n", md(t.ID), md(t.Type), md(t.Title), orDash(mdList(t.DependsOn, ", ")), triple(t.CostUSD, "$"), triple(t.Hours, "h"), t.Confidence, md(t.Method))
+		r.w("| %s | %s | %s | %s | %s | %s | %.2f | %s |\n", md(t.ID), md(t.Type), md(t.Title), orDash(mdList(t.DependsOn, ", ")), triple(t.CostUSD, "$"), triple(t.Hours, "h"), t.Confidence, md(t.Method))
 	}
 	if p.Analysis != nil {
-		analysisSection(&b, "", p.Analysis)
+		analysisSection(&r.Builder, "", p.Analysis)
 	}
 	if len(p.Claims) > 0 {
-		w("\n## Figures the model stated\n\nThe kernel computes every total itself; a stated figure is only compared.\n\n| figure | stated by the model | computed by the kernel | agrees |\n|---|---|---|---|\n")
+		r.w("\n## Figures the model stated\n\nThe kernel computes every total itself; a stated figure is only compared.\n\n| figure | stated by the model | computed by the kernel | agrees |\n|---|---|---|---|\n")
 		for _, c := range p.Claims {
-			w("| %s | %s | %s | %s |\n", md(c.Name), num(c.Stated), num(c.Computed), map[bool]string{true: "yes", false: "**no** (kernel's figure used)"}[c.Agrees])
+			r.w("| %s | %s | %s | %s |\n", md(c.Name), num(c.Stated), num(c.Computed), map[bool]string{true: "yes", false: "**no** (kernel's figure used)"}[c.Agrees])
 		}
 	}
-	if len(p.Surveys) > 0 {
-		w("\n## Approach surveys\n")
-		if len(p.SurveyRounds) > 0 {
-			w("\n| round | kind | tasks | outcome |\n|---|---|---|---|\n")
-			for _, r := range p.SurveyRounds {
-				w("| %d | %s | %s | %s |\n", r.Round, md(r.Kind), mdList(r.Tasks, ", "), md(r.Outcome))
-			}
-			for _, r := range p.SurveyRounds {
-				if r.Feedback != "" {
-					w("\nRound %d was told: %s\n", r.Round, md(r.Feedback))
-				}
-			}
+}
+
+// surveys shows the approach surveys round by round: the alternatives
+// the repair could choose from.
+func (r *reportWriter) surveys(p *Plan) {
+	if len(p.Surveys) == 0 {
+		return
+	}
+	r.w("\n## Approach surveys\n")
+	if len(p.SurveyRounds) > 0 {
+		r.w("\n| round | kind | tasks | outcome |\n|---|---|---|---|\n")
+		for _, sr := range p.SurveyRounds {
+			r.w("| %d | %s | %s | %s |\n", sr.Round, md(sr.Kind), mdList(sr.Tasks, ", "), md(sr.Outcome))
 		}
-		for _, s := range p.Surveys {
-			w("\n### %s — %s\n\nTriggered by: %s. Planned: %s, %s, confidence %.2f.\n\n", md(s.TaskID), md(taskTitle(p.Tasks, s.TaskID)), mdList(s.Triggers, "; "),
-				triple(taskOf(p.Tasks, s.TaskID).CostUSD, "$"), triple(taskOf(p.Tasks, s.TaskID).Hours, "h"), taskOf(p.Tasks, s.TaskID).Confidence)
-			if s.NothingBetter != "" {
-				w("Nothing better is possible, the model says: %s\n\n", md(s.NothingBetter))
-			}
-			w("| approach | round | title | cost | hours | confidence | known-method share | judgment required | effects |\n|---|---|---|---|---|---|---|---|---|\n")
-			for _, ap := range s.Approaches {
-				var eff []string
-				for _, e := range ap.ConstraintEffects {
-					eff = append(eff, fmt.Sprintf("%s σ %.2f (%s)", e.ConstraintID, e.Sigma, e.Reason))
-				}
-				w("| %s | %d | %s | %s | %s | %.2f | %.0f%% | %s | %s |\n", md(ap.ID), ap.Round, md(ap.Title), triple(ap.CostUSD, "$"), triple(ap.Hours, "h"), ap.Confidence,
-					ap.KnownMethodShare*100, mdList(ap.JudgmentRequired, "; "), mdList(eff, "; "))
+		for _, sr := range p.SurveyRounds {
+			if sr.Feedback != "" {
+				r.w("\nRound %d was told: %s\n", sr.Round, md(sr.Feedback))
 			}
 		}
 	}
-	w("\n## Repair\n\nStatus: **%s**. %s\n", md(p.Repair.Status), md(p.Repair.Note))
+	for _, s := range p.Surveys {
+		r.w("\n### %s — %s\n\nTriggered by: %s. Planned: %s, %s, confidence %.2f.\n\n", md(s.TaskID), md(taskTitle(p.Tasks, s.TaskID)), mdList(s.Triggers, "; "),
+			triple(taskOf(p.Tasks, s.TaskID).CostUSD, "$"), triple(taskOf(p.Tasks, s.TaskID).Hours, "h"), taskOf(p.Tasks, s.TaskID).Confidence)
+		if s.NothingBetter != "" {
+			r.w("Nothing better is possible, the model says: %s\n\n", md(s.NothingBetter))
+		}
+		r.w("| approach | round | title | cost | hours | confidence | known-method share | judgment required | effects |\n|---|---|---|---|---|---|---|---|---|\n")
+		for _, ap := range s.Approaches {
+			var eff []string
+			for _, e := range ap.ConstraintEffects {
+				eff = append(eff, fmt.Sprintf("%s σ %.2f (%s)", e.ConstraintID, e.Sigma, e.Reason))
+			}
+			r.w("| %s | %d | %s | %s | %s | %.2f | %.0f%% | %s | %s |\n", md(ap.ID), ap.Round, md(ap.Title), triple(ap.CostUSD, "$"), triple(ap.Hours, "h"), ap.Confidence,
+				ap.KnownMethodShare*100, mdList(ap.JudgmentRequired, "; "), mdList(eff, "; "))
+		}
+	}
+}
+
+// repair says what the repair searched, excluded and chose, and the
+// budget of the revised plan.
+func (r *reportWriter) repair(p *Plan) {
+	r.w("\n## Repair\n\nStatus: **%s**. %s\n", md(p.Repair.Status), md(p.Repair.Note))
 	if len(p.Repair.Required) > 0 {
-		w("\nRequired to hold (logic: SAT or TIGHT; semantic: no approach below its floor): %s. Searched %d nodes of %s combinations.\n",
+		r.w("\nRequired to hold (logic: SAT or TIGHT; semantic: no approach below its floor): %s. Searched %d nodes of %s combinations.\n",
 			mdList(p.Repair.Required, ", "), p.Repair.Explored, num(p.Repair.Space))
 	}
 	if len(p.Repair.Excluded) > 0 {
-		w("\nExcluded approaches:\n\n")
+		r.w("\nExcluded approaches:\n\n")
 		for _, e := range p.Repair.Excluded {
-			w("- %s/%s: σ(%s) %.2f below the floor %.2f\n", md(e.TaskID), md(e.ApproachID), md(e.ConstraintID), e.Sigma, e.Floor)
+			r.w("- %s/%s: σ(%s) %.2f below the floor %.2f\n", md(e.TaskID), md(e.ApproachID), md(e.ConstraintID), e.Sigma, e.Floor)
 		}
 	}
 	if len(p.Repair.UnsatCore) > 0 {
-		w("\nUnsat core (a minimal set of constraints no combination satisfies together): **%s**.\n", mdList(p.Repair.UnsatCore, ", "))
+		r.w("\nUnsat core (a minimal set of constraints no combination satisfies together): **%s**.\n", mdList(p.Repair.UnsatCore, ", "))
 	}
 	if p.Repair.Status == RepairRepaired {
-		w("\nThe repair changes least: fewest swaps, then the least confidence given up, then the least mid cost.\n\n| task | chosen approach | why |\n|---|---|---|\n")
+		r.w("\nThe repair changes least: fewest swaps, then the least confidence given up, then the least mid cost.\n\n| task | chosen approach | why |\n|---|---|---|\n")
 		for _, c := range p.Repair.Choices {
 			title, why := "keep as planned", "not needed"
 			if ap, ok := findApproach(p.Surveys, c); ok {
 				title, why = ap.Title, c.Reason
 			}
-			w("| %s | %s: %s | %s |\n", md(c.TaskID), md(c.ApproachID), md(title), md(why))
+			r.w("| %s | %s: %s | %s |\n", md(c.TaskID), md(c.ApproachID), md(title), md(why))
 		}
-		w("\n### Revised budget\n")
-		analysisSection(&b, "#", p.Repair.Revised)
+		r.w("\n### Revised budget\n")
+		analysisSection(&r.Builder, "#", p.Repair.Revised)
 	}
+}
+
+// tail gives z3's cross-check and the final plan's DAG: the evidence and
+// the picture come last, after the figures they support.
+func (r *reportWriter) tail(p *Plan, ganttFile string) {
 	if p.SMT != nil {
-		w("\n## SMT cross-check\n\n%s\n", md(smtText(p.SMT)))
+		r.w("\n## SMT cross-check\n\n%s\n", md(smtText(p.SMT)))
 		if len(p.SMT.Checks) > 0 {
-			w("\n| question | kernel | z3 |\n|---|---|---|\n")
+			r.w("\n| question | kernel | z3 |\n|---|---|---|\n")
 			for _, c := range p.SMT.Checks {
-				w("| %s | %s | %s |\n", md(c.What), md(c.Kernel), md(c.Solver))
+				r.w("| %s | %s | %s |\n", md(c.What), md(c.Kernel), md(c.Solver))
 			}
 		}
 	}
@@ -276,9 +322,8 @@ func Report(p *Plan, ganttFile string) string {
 		if p.Repair.Status == RepairRepaired {
 			label = "the revised plan"
 		}
-		w("\n## DAG\n\nCritical path of %s in red. Gantt chart: %s.\n\n```mermaid\n%s```\n", label, MarkdownLink(ganttFile, ganttFile), Mermaid(tasks, a))
+		r.w("\n## DAG\n\nCritical path of %s in red. Gantt chart: %s.\n\n```mermaid\n%s```\n", label, MarkdownLink(ganttFile, ganttFile), Mermaid(tasks, a))
 	}
-	return b.String()
 }
 
 // smtText says what z3 answered.
