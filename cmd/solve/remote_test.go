@@ -493,7 +493,10 @@ func TestWorkersBuildTheWorkspaceFromTheDatabase(t *testing.T) {
 // flight.)
 func TestWorkersCapsTheStepsInFlightOfARemoteRun(t *testing.T) {
 	dir, url := pgDir(t)
-	api := newFakeAPI(t, 1, pagesSteps(8)...)
+	// Two copies of each answer: a connection the two proxies in front of
+	// the fake cut now and then is retried by the client, as it would be
+	// against the API, after the fake has used the entry.
+	api := newFakeAPI(t, 2, pagesSteps(8)...)
 	calls := &inFlight{}
 	api.front = slowFront(t, api.front.URL, 200*time.Millisecond, calls)
 	workers := startWorkers(t, api, dir, url, 1, "--steps", "8")
