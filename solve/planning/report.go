@@ -135,7 +135,8 @@ func Report(p *Plan, ganttFile string) string {
 // step of its own so a reader finds a heading's text in one place.
 type reportWriter struct{ strings.Builder }
 
-func (r *reportWriter) w(format string, args ...any) { fmt.Fprintf(r, format, args...) }
+// w appends to the report; a strings.Builder never fails a write.
+func (r *reportWriter) w(format string, args ...any) { _, _ = fmt.Fprintf(r, format, args...) }
 
 // header gives the goal and what the run cost, so a report read alone
 // says what was planned and at what price.
