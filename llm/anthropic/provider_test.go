@@ -518,6 +518,24 @@ func TestConfigWinsOverEnvironment(t *testing.T) {
 	}
 }
 
+// The key is the one New resolved: the SDK's own credential chain
+// (ANTHROPIC_AUTH_TOKEN, profiles) is never consulted.
+func TestSDKCredentialChainIsNotUsed(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	t.Setenv("ANTHROPIC_AUTH_TOKEN", "env-token")
+	srv, p := serve(t, `{"responses":[{"content":[{"type":"text","text":"ok"}]}]}`, anthropic.Config{APIKey: "cfg-key"})
+	if _, err := p.Messages(context.Background(), &llm.Request{Model: model, MaxTokens: 100, Messages: []llm.Message{llm.UserText("Hi")}}); err != nil {
+		t.Fatalf("Messages: %v", err)
+	}
+	h := onlyRequest(t, srv).Header
+	if got := h.Get("Authorization"); got != "" {
+		t.Errorf("Authorization = %q, want none (the token in ANTHROPIC_AUTH_TOKEN is not ours to send)", got)
+	}
+	if got := h.Get("x-api-key"); got != "cfg-key" {
+		t.Errorf("x-api-key = %q, want cfg-key", got)
+	}
+}
+
 func TestMissingKeyErrorSaysHowToSetIt(t *testing.T) {
 	t.Setenv("ANTHROPIC_API_KEY", "")
 	_, err := anthropic.New(anthropic.Config{})
