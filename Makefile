@@ -53,11 +53,17 @@ binaries:
 
 # make size-check: each release binary (pure Go, -trimpath, stripped:
 # what go install and the releases give) against its budget in MB, a
-# size, not a time. Most of each binary is what it links on purpose:
-# openai-go (a third: its package registers every type of the API),
-# esbuild (hermitcrab's JSX), SQLite, pgx, the Anthropic SDK. The goal
-# is 40 MB each; a budget is raised only with the reason in the commit.
-SIZE_BUDGETS := hermitcrab:52 lumen:41 solve:47
+# size, not a time. Measured so (Go 1.26.8, linux/amd64): hermitcrab
+# 50.7 MB, lumen 41.1, solve 47.4. Of each, openai-go is 20.1 MB and the
+# Anthropic SDK 6.8: their package initialisers register the API's union
+# types, which reach most of its other types, and a registered type stays
+# whatever the binary calls (the providers already build only the one
+# service they use). Then what each kernel links on purpose: SQLite,
+# esbuild (hermitcrab's JSX), pgx, River.
+# docs/design/README.md has the breakdown and how it was measured. The
+# goal of 40 MB each is out of reach on the official SDKs; a budget is
+# raised only with the reason in the commit.
+SIZE_BUDGETS := hermitcrab:52 lumen:43 solve:49
 size-check:
 	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && failed= && \
 	for kb in $(SIZE_BUDGETS); do \

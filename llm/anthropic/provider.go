@@ -49,7 +49,9 @@ const defaultTimeout = 10 * time.Minute
 // Provider is an llm.Provider on the official Anthropic Go SDK. It makes
 // exactly one HTTP request per call: retries belong to llm.Client.
 type Provider struct {
-	client    sdk.Client
+	// messages is the SDK's Messages service alone, not a whole sdk.Client
+	// (see New).
+	messages  sdk.MessageService
 	betas     []string      // Config.Betas
 	timeout   time.Duration // Config.Timeout: the stall limit
 	saidWhole atomic.Bool   // the note that the server does not stream was given
@@ -69,8 +71,9 @@ func New(cfg Config) (*Provider, error) {
 	}
 	opts := []option.RequestOption{
 		// Credentials and base URL are resolved here, not by the SDK's
-		// own chain (auth tokens, profiles, custom-header env vars).
-		option.WithoutEnvironmentDefaults(),
+		// own chain (auth tokens, profiles, custom-header env vars): New
+		// builds the Messages service without sdk.DefaultClientOptions.
+		option.WithEnvironmentProduction(),
 		option.WithAPIKey(key),
 		option.WithMaxRetries(0),
 		option.WithMiddleware(markSent),
@@ -95,7 +98,10 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	}
-	return &Provider{client: sdk.NewClient(opts...), betas: Betas(cfg.Betas, nil), timeout: timeout}, nil
+	// Only the Messages service: sdk.NewClient builds every service of the
+	// API and reaches the SDK's credential chain (profiles, token files),
+	// which would all stay in each binary unused.
+	return &Provider{messages: sdk.NewMessageService(opts...), betas: Betas(cfg.Betas, nil), timeout: timeout}, nil
 }
 
 // Betas are the configured anthropic-beta values, sent with every request
@@ -122,7 +128,7 @@ func (p *Provider) Messages(ctx context.Context, req *llm.Request) (*llm.Respons
 		opts = append(opts, option.WithHeader("anthropic-beta", strings.Join(betas, ",")))
 	}
 	sent := new(atomic.Bool)
-	stream := p.client.Messages.NewStreaming(context.WithValue(attempt, sentKey{}, sent), params, opts...)
+	stream := p.messages.NewStreaming(context.WithValue(attempt, sentKey{}, sent), params, opts...)
 	defer func() { _ = stream.Close() }() // read to its end or abandoned: nothing to report
 	asm := llm.NewStreamAssembler(req.OnDelta)
 	for stream.Next() {

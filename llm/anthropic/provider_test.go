@@ -506,15 +506,30 @@ func TestBaseURLAndKeyFromEnvironment(t *testing.T) {
 	}
 }
 
+// The key and base URL are the ones New resolved: a key in the environment
+// loses to the configured one, and the SDK's own credential chain
+// (ANTHROPIC_AUTH_TOKEN, profiles) is never consulted.
 func TestConfigWinsOverEnvironment(t *testing.T) {
-	t.Setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:1")
-	t.Setenv("ANTHROPIC_API_KEY", "env-key")
-	srv, p := serve(t, `{"responses":[{"content":[{"type":"text","text":"ok"}]}]}`, anthropic.Config{APIKey: "cfg-key"})
-	if _, err := p.Messages(context.Background(), &llm.Request{Model: model, MaxTokens: 100, Messages: []llm.Message{llm.UserText("Hi")}}); err != nil {
-		t.Fatalf("Messages: %v", err)
-	}
-	if got := onlyRequest(t, srv).Header.Get("x-api-key"); got != "cfg-key" {
-		t.Errorf("x-api-key = %q, want cfg-key", got)
+	for name, env := range map[string][2]string{
+		"ANTHROPIC_API_KEY":    {"env-key", ""},
+		"ANTHROPIC_AUTH_TOKEN": {"", "env-token"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:1")
+			t.Setenv("ANTHROPIC_API_KEY", env[0])
+			t.Setenv("ANTHROPIC_AUTH_TOKEN", env[1])
+			srv, p := serve(t, `{"responses":[{"content":[{"type":"text","text":"ok"}]}]}`, anthropic.Config{APIKey: "cfg-key"})
+			if _, err := p.Messages(context.Background(), &llm.Request{Model: model, MaxTokens: 100, Messages: []llm.Message{llm.UserText("Hi")}}); err != nil {
+				t.Fatalf("Messages: %v", err)
+			}
+			h := onlyRequest(t, srv).Header
+			if got := h.Get("x-api-key"); got != "cfg-key" {
+				t.Errorf("x-api-key = %q, want cfg-key", got)
+			}
+			if got := h.Get("Authorization"); got != "" {
+				t.Errorf("Authorization = %q, want none", got)
+			}
+		})
 	}
 }
 

@@ -19,7 +19,7 @@
 //
 // # Streaming
 //
-// Requests stream (the SDK's Chat.Completions.NewStreaming, with
+// Requests stream (the SDK's ChatCompletionService.NewStreaming, with
 // stream_options.include_usage): the text and each tool call's arguments
 // reach the request's OnDelta as they arrive, and the answer is assembled
 // from the chunks (the usage of the last chunk that gives one). A stream

@@ -52,9 +52,11 @@ type Config struct {
 // Provider is an llm.Provider that sends Messages requests as Chat
 // Completions requests through the official openai-go SDK.
 type Provider struct {
-	client  oai.Client
-	baseURL string
-	timeout time.Duration
+	// completions is the SDK's Chat Completions service alone, not a whole
+	// oai.Client: nothing else of the API is used (see New).
+	completions oai.ChatCompletionService
+	baseURL     string
+	timeout     time.Duration
 	// legacyMaxTokens sends max_tokens instead of max_completion_tokens,
 	// for servers that are not OpenAI's (see the package doc).
 	legacyMaxTokens bool
@@ -106,7 +108,12 @@ func New(cfg Config) (*Provider, error) {
 	}
 	// No request timeout for the SDK on a stream: it would cut off a long
 	// answer still arriving. The stall limit watches it instead.
-	p.client = oai.NewClient(opts...)
+	//
+	// Only the Chat Completions service, on the options oai.NewClient would
+	// give it (DefaultClientOptions: the SDK's HTTP client and environment
+	// variables). oai.NewClient builds every service of the API, which
+	// keeps all their constructors in each binary (0.1 MB).
+	p.completions = oai.NewChatCompletionService(append(oai.DefaultClientOptions(), opts...)...)
 	return p, nil
 }
 
@@ -150,7 +157,7 @@ func (p *Provider) whole(ctx context.Context, params oai.ChatCompletionNewParams
 		sent = true
 		return next(r)
 	}
-	completion, err := p.client.Chat.Completions.New(ctx, params,
+	completion, err := p.completions.New(ctx, params,
 		option.WithResponseInto(&httpResp), option.WithMiddleware(markSent), option.WithRequestTimeout(p.timeout))
 	if err != nil {
 		return nil, p.mapError(ctx, err, sent, httpResp)

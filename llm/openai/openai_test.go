@@ -833,6 +833,24 @@ func TestConfigKeyAndBaseURLWinOverEnv(t *testing.T) {
 	}
 }
 
+// The package doc promises that the SDK's own variables still apply: the
+// provider builds the Chat Completions service alone, so they must reach it.
+func TestSDKEnvironmentVariablesReachTheRequest(t *testing.T) {
+	f := newFake(t, answer(200, completion("stop", "ok")))
+	t.Setenv("OPENAI_ORG_ID", "org-test")
+	t.Setenv("OPENAI_PROJECT_ID", "proj-test")
+	t.Setenv("OPENAI_CUSTOM_HEADERS", "X-Gateway: team-a")
+	if _, err := f.provider(t).Messages(context.Background(), simpleRequest()); err != nil {
+		t.Fatal(err)
+	}
+	h := f.last().Header
+	for name, want := range map[string]string{"OpenAI-Organization": "org-test", "OpenAI-Project": "proj-test", "X-Gateway": "team-a"} {
+		if got := h.Get(name); got != want {
+			t.Errorf("%s = %q, want %q", name, got, want)
+		}
+	}
+}
+
 func TestNewWithoutKeyOrBaseURLTellsWhatToSet(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "")
 	t.Setenv("OPENAI_BASE_URL", "")

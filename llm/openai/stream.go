@@ -34,7 +34,7 @@ func (p *Provider) streamed(ctx context.Context, req *llm.Request, params oai.Ch
 		return res, errors.Join(err, watch.Response(res))
 	}
 	params.StreamOptions = oai.ChatCompletionStreamOptionsParam{IncludeUsage: oai.Bool(true)}
-	stream := p.client.Chat.Completions.NewStreaming(attempt, params,
+	stream := p.completions.NewStreaming(attempt, params,
 		option.WithResponseInto(&httpResp), option.WithMiddleware(observe))
 	defer func() { _ = stream.Close() }() // read to its end or abandoned: nothing to report
 	acc := &chunks{onDelta: req.OnDelta}
