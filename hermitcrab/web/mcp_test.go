@@ -1,8 +1,12 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"image"
+	"image/png"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,8 +22,9 @@ import (
 )
 
 // mcpServer serves, over streamable HTTP until the test ends, an MCP
-// server with the tools echo, secret (counted in secret), hostile (control
-// characters) and hang (never answers).
+// server with the tools echo (its answer with control characters),
+// secret (counted in secret), chart (a PNG and a TIFF) and hang (never
+// answers).
 // stop ends it early (the client's connections cut first: a session's open
 // stream would keep Close waiting).
 func mcpServer(t *testing.T, secret *atomic.Int32) (url string, stop func()) {
@@ -41,6 +46,16 @@ func mcpServer(t *testing.T, secret *atomic.Int32) (url string, stop func()) {
 		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			secret.Add(1)
 			return text("secret ran"), nil
+		})
+	srv.AddTool(&sdk.Tool{Name: "chart", Description: "Draw a chart.", InputSchema: object},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			var png bytes.Buffer
+			if err := pngEncode(&png); err != nil {
+				return nil, err
+			}
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "the chart:"},
+				&sdk.ImageContent{MIMEType: "image/png", Data: png.Bytes()},
+				&sdk.ImageContent{MIMEType: "image/tiff", Data: []byte("II*\x00")}}}, nil
 		})
 	srv.AddTool(&sdk.Tool{Name: "hang", Description: "Never answer.", InputSchema: object},
 		func(ctx context.Context, _ *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
@@ -79,7 +94,7 @@ func TestThePagesToolLoopRunsTheChosenMCPTools(t *testing.T) {
 		return string(data)
 	}
 	responses := `{"responses":[
-		{"stop_reason":"tool_use","content":[` + use("t1", "web__echo", map[string]string{"text": "hi"}) + `,` + use("t2", "web__secret", map[string]any{}) + `,` + use("t3", "web__hang", map[string]any{}) + `]},
+		{"stop_reason":"tool_use","content":[` + use("t1", "web__echo", map[string]string{"text": "hi"}) + `,` + use("t2", "web__secret", map[string]any{}) + `,` + use("t3", "web__hang", map[string]any{}) + `,` + use("t5", "web__chart", map[string]any{}) + `]},
 		{"content":[{"type":"text","text":"done"}]},
 		{"stop_reason":"tool_use","content":[` + use("t4", "web__echo", map[string]string{"text": "anyone?"}) + `]},
 		{"content":[{"type":"text","text":"after the outage"}]},
@@ -88,7 +103,7 @@ func TestThePagesToolLoopRunsTheChosenMCPTools(t *testing.T) {
 	if code := post(t, ts, srv, "/api/key", map[string]string{"key": testKey}, nil); code != http.StatusOK {
 		t.Fatalf("key: HTTP %d", code)
 	}
-	if code := post(t, ts, srv, "/api/tools", map[string]any{"tools": []string{"block_read", "web__echo", "web__hang"}}, nil); code != http.StatusOK {
+	if code := post(t, ts, srv, "/api/tools", map[string]any{"tools": []string{"block_read", "web__echo", "web__hang", "web__chart"}}, nil); code != http.StatusOK {
 		t.Fatalf("set_tools: HTTP %d", code)
 	}
 	var out struct {
@@ -100,7 +115,7 @@ func TestThePagesToolLoopRunsTheChosenMCPTools(t *testing.T) {
 	request := map[string]any{
 		"model": "claude-sonnet-4-6", "max_tokens": 200,
 		"messages": []any{map[string]any{"role": "user", "content": "use the tools"}},
-		"tools":    []any{map[string]any{"name": "web__echo"}, map[string]any{"name": "web__secret"}, map[string]any{"name": "web__hang"}},
+		"tools":    []any{map[string]any{"name": "web__echo"}, map[string]any{"name": "web__secret"}, map[string]any{"name": "web__hang"}, map[string]any{"name": "web__chart"}},
 	}
 	code := post(t, ts, srv, "/api/toolloop", request, &out)
 	if code != http.StatusOK || out.Text != "done" {
@@ -126,6 +141,12 @@ func TestThePagesToolLoopRunsTheChosenMCPTools(t *testing.T) {
 	if r := results["t3"]; !r.IsError || !strings.Contains(r.Content.String(), "did not answer within 300ms") {
 		t.Errorf("the hung tool: %q (is_error %v)", r.Content.String(), r.IsError)
 	}
+	// The chart reaches the model as an image in its tool result, which
+	// the strict fake took; the TIFF the API does not take is named.
+	if b := results["t5"].Content.Blocks; len(b) != 3 || b[0].Text != "the chart:" || b[1].Type != llm.BlockImage || b[1].Source.MediaType != "image/png" ||
+		!strings.HasPrefix(b[2].Text, "[image of type image/tiff left out:") {
+		t.Errorf("the chart's result: %+v", b)
+	}
 	if n := secret.Load(); n != 0 {
 		t.Errorf("a tool not chosen ran %d times", n)
 	}
@@ -144,7 +165,10 @@ func TestThePagesToolLoopRunsTheChosenMCPTools(t *testing.T) {
 	}
 	last := got[4].Request
 	msg := last.Messages[len(last.Messages)-1]
-	if note := msg.Content[len(msg.Content)-1].Text; !strings.Contains(note, "[mcp] Not offered this turn: web__echo, web__hang") || !strings.Contains(note, `mcp server "web" cannot be reached`) {
+	if note := msg.Content[len(msg.Content)-1].Text; !strings.Contains(note, "[mcp] Not offered this turn: web__echo, web__hang, web__chart") || !strings.Contains(note, `mcp server "web" cannot be reached`) {
 		t.Errorf("the LLM was not told the server is gone: %q", note)
 	}
 }
+
+// pngEncode writes a PNG of 4 by 3 pixels.
+func pngEncode(w io.Writer) error { return png.Encode(w, image.NewGray(image.Rect(0, 0, 4, 3))) }
