@@ -8,8 +8,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,7 +37,7 @@ var secretCalls atomic.Int32
 func TestMain(m *testing.M) {
 	switch os.Getenv(serverMode) {
 	case "serve":
-		if err := testServer().Run(context.Background(), &sdk.StdioTransport{}); err != nil {
+		if err := kerneltest.MCPServer(&secretCalls).Run(context.Background(), &sdk.StdioTransport{}); err != nil {
 			fmt.Fprintln(os.Stderr, "test server:", err)
 			os.Exit(1)
 		}
@@ -56,39 +54,6 @@ func TestMain(m *testing.M) {
 // thinking blocks.
 var light = conversation.CallOptions{Tier: 1}
 
-// hostile is what a hostile server answers: an OSC title, a screen clear,
-// a bidi override.
-const hostile = "ok\x1b]0;pwned\x07\x1b[2J\u202eevil"
-
-func testServer() *sdk.Server {
-	srv := sdk.NewServer(&sdk.Implementation{Name: "hermitcrab-mcp-test", Version: "1"}, nil)
-	text := func(s string) *sdk.CallToolResult {
-		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: s}}}
-	}
-	object := map[string]any{"type": "object", "properties": map[string]any{}}
-	srv.AddTool(&sdk.Tool{Name: "echo", Description: "Echo the text back.", InputSchema: map[string]any{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}}}},
-		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			var in struct{ Text string }
-			if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
-				return nil, err
-			}
-			return text("echo: " + in.Text), nil
-		})
-	srv.AddTool(&sdk.Tool{Name: "secret", Description: "Not chosen by the LLM.", InputSchema: object},
-		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			secretCalls.Add(1)
-			return text("secret ran"), nil
-		})
-	srv.AddTool(&sdk.Tool{Name: "hostile", Description: "Answer control characters.", InputSchema: object},
-		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return text(hostile), nil })
-	srv.AddTool(&sdk.Tool{Name: "hang", Description: "Never answer.", InputSchema: object},
-		func(ctx context.Context, _ *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			<-ctx.Done()
-			return nil, ctx.Err()
-		})
-	return srv
-}
-
 // stdioServer is this binary as an MCP server over stdio.
 func stdioServer(t *testing.T, name, mode string) mcp.Server {
 	t.Helper()
@@ -99,19 +64,11 @@ func stdioServer(t *testing.T, name, mode string) mcp.Server {
 	return mcp.Server{Name: name, Command: exe, Env: map[string]string{serverMode: mode}}
 }
 
-// httpServer serves testServer over streamable HTTP until the test ends
-// or the returned stop is called (the client's connections cut first: a
-// session's open stream would keep Close waiting).
+// httpServer serves kerneltest.MCPServer over streamable HTTP until the
+// test ends or the returned stop is called.
 func httpServer(t *testing.T) (url string, stop func()) {
 	t.Helper()
-	srv := testServer()
-	hs := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
-	stop = func() {
-		hs.CloseClientConnections()
-		hs.Close()
-	}
-	t.Cleanup(stop)
-	return hs.URL, stop
+	return kerneltest.ServeMCP(t, kerneltest.MCPServer(&secretCalls))
 }
 
 // scriptedKernel opens a kernel in dir whose LLM plays js.

@@ -1,75 +1,19 @@
 package web
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"image"
-	"image/png"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
+	"github.com/llmkernels/kernels/hermitcrab/internal/kerneltest"
 	"github.com/llmkernels/kernels/hermitcrab/kernel"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/llm/mcp"
 )
-
-// mcpServer serves, over streamable HTTP until the test ends, an MCP
-// server with the tools echo (its answer with control characters),
-// secret (counted in secret), chart (a PNG and a TIFF) and hang (never
-// answers).
-// stop ends it early (the client's connections cut first: a session's open
-// stream would keep Close waiting).
-func mcpServer(t *testing.T, secret *atomic.Int32) (url string, stop func()) {
-	t.Helper()
-	srv := sdk.NewServer(&sdk.Implementation{Name: "web-mcp-test", Version: "1"}, nil)
-	text := func(s string) *sdk.CallToolResult {
-		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: s}}}
-	}
-	object := map[string]any{"type": "object", "properties": map[string]any{}}
-	srv.AddTool(&sdk.Tool{Name: "echo", Description: "Echo the text back.", InputSchema: map[string]any{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}}}},
-		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			var in struct{ Text string }
-			if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
-				return nil, err
-			}
-			return text("echo: " + in.Text + "\x1b[2J"), nil
-		})
-	srv.AddTool(&sdk.Tool{Name: "secret", Description: "Not chosen.", InputSchema: object},
-		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			secret.Add(1)
-			return text("secret ran"), nil
-		})
-	srv.AddTool(&sdk.Tool{Name: "chart", Description: "Draw a chart.", InputSchema: object},
-		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			var png bytes.Buffer
-			if err := pngEncode(&png); err != nil {
-				return nil, err
-			}
-			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "the chart:"},
-				&sdk.ImageContent{MIMEType: "image/png", Data: png.Bytes()},
-				&sdk.ImageContent{MIMEType: "image/tiff", Data: []byte("II*\x00")}}}, nil
-		})
-	srv.AddTool(&sdk.Tool{Name: "hang", Description: "Never answer.", InputSchema: object},
-		func(ctx context.Context, _ *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			<-ctx.Done()
-			return nil, ctx.Err()
-		})
-	hs := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
-	stop = func() {
-		hs.CloseClientConnections()
-		hs.Close()
-	}
-	t.Cleanup(stop)
-	return hs.URL, stop
-}
 
 // The page's own tool loop (props.callWithToolLoop, POST /api/toolloop)
 // runs the MCP tools chosen with set_tools as a kernel call does: on the
@@ -84,7 +28,7 @@ func TestThePagesToolLoopRunsTheChosenMCPTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	url, stop := mcpServer(t, &secret)
+	url, stop := kerneltest.ServeMCP(t, kerneltest.MCPServer(&secret))
 	if _, err := k.AddMCPServer(context.Background(), mcp.Server{Name: "web", URL: url}); err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +38,7 @@ func TestThePagesToolLoopRunsTheChosenMCPTools(t *testing.T) {
 		return string(data)
 	}
 	responses := `{"responses":[
-		{"stop_reason":"tool_use","content":[` + use("t1", "web__echo", map[string]string{"text": "hi"}) + `,` + use("t2", "web__secret", map[string]any{}) + `,` + use("t3", "web__hang", map[string]any{}) + `,` + use("t5", "web__chart", map[string]any{}) + `]},
+		{"stop_reason":"tool_use","content":[` + use("t1", "web__echo", map[string]string{"text": "hi\x1b[2J"}) + `,` + use("t2", "web__secret", map[string]any{}) + `,` + use("t3", "web__hang", map[string]any{}) + `,` + use("t5", "web__chart", map[string]any{}) + `]},
 		{"content":[{"type":"text","text":"done"}]},
 		{"stop_reason":"tool_use","content":[` + use("t4", "web__echo", map[string]string{"text": "anyone?"}) + `]},
 		{"content":[{"type":"text","text":"after the outage"}]},
@@ -169,6 +113,3 @@ func TestThePagesToolLoopRunsTheChosenMCPTools(t *testing.T) {
 		t.Errorf("the LLM was not told the server is gone: %q", note)
 	}
 }
-
-// pngEncode writes a PNG of 4 by 3 pixels.
-func pngEncode(w io.Writer) error { return png.Encode(w, image.NewGray(image.Rect(0, 0, 4, 3))) }
