@@ -456,3 +456,30 @@ func TestTheMCPConnectorCarriesTheChosenToolsOfRemoteServers(t *testing.T) {
 		}
 	}
 }
+
+// TestAnMCPImageReachesTheLLMAsAnImage pins images in a kernel call: the
+// PNG a tool answers is an image block of its tool result, which the
+// scripted API's checks take, and the TIFF the API does not take is a
+// line naming it.
+func TestAnMCPImageReachesTheLLMAsAnImage(t *testing.T) {
+	dir := t.TempDir()
+	addServers(t, dir, stdioServer(t, "tests", "serve"))
+	js := kerneltest.Replies(
+		kerneltest.ToolUse("t1", "set_tools", map[string]any{"tools": []string{"tests__chart"}}),
+		kerneltest.TextBlock("chosen"),
+		kerneltest.ToolUse("t2", "tests__chart", map[string]any{}),
+		kerneltest.TextBlock("seen"),
+	)
+	k, p := scriptedKernel(t, dir, js)
+	for _, line := range []string{"choose", "draw"} {
+		if _, err := k.Conversation().Say(context.Background(), "c", line, light); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := p.Requests()
+	b := toolResults(reqs[len(reqs)-1])["t2"].Content.Blocks
+	if len(b) != 3 || b[0].Text != "the chart:" || b[1].Type != llm.BlockImage || b[1].Source.MediaType != "image/png" ||
+		b[2].Text != "[image of type image/tiff left out: its data is not an image of a type the model takes (image/jpeg, image/png, image/gif, image/webp)]" {
+		t.Errorf("the chart's result: %+v", b)
+	}
+}
