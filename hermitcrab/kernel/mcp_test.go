@@ -483,3 +483,45 @@ func TestAnMCPImageReachesTheLLMAsAnImage(t *testing.T) {
 		t.Errorf("the chart's result: %+v", b)
 	}
 }
+
+// TestThePagesToolLoopLeavesTheConnectorsToolsToTheAPI pins the page's
+// own tool loop (ToolLoop) beside the MCP connector: the kernel runs the
+// chosen tool of its own server, and answers a call of a connector's
+// tool, which only the kernel's own calls give the API, with an error
+// saying it did not run.
+func TestThePagesToolLoopLeavesTheConnectorsToolsToTheAPI(t *testing.T) {
+	dir := t.TempDir()
+	addServers(t, dir, stdioServer(t, "tests", "serve"))
+	reg := mcp.Registry{Path: filepath.Join(dir, kernel.MCPFile)}
+	servers, err := reg.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	remote := mcp.Server{Name: "docs", URL: "https://docs.example/mcp"} // by hand: nothing answers there
+	data, _ := json.Marshal(map[string]any{"servers": append(servers, remote)})
+	if err := os.WriteFile(reg.Path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	client, fake := kerneltest.FakeAnthropic(t, kerneltest.Replies(
+		kerneltest.ToolUse("t1", "docs__search", map[string]string{"q": "go"})+","+kerneltest.ToolUse("t2", "tests__echo", map[string]string{"text": "x"}),
+		kerneltest.TextBlock("done"),
+	))
+	k := kerneltest.OpenIn(t, dir, kernel.Options{Client: client, ServerTools: true, MCPConnector: true})
+	ctx := context.Background()
+	if _, err := k.Conversation().SetTools(ctx, []llm.Tool{{Name: "docs__search"}, {Name: "tests__echo"}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := k.Conversation().ToolLoop(ctx, &llm.Request{Model: "claude-sonnet-4-6", MaxTokens: 100,
+		Messages: []llm.Message{llm.UserText("search")}, Tools: []llm.Tool{{Name: "docs__search"}, {Name: "tests__echo"}}})
+	if err != nil || res.Text() != "done" {
+		t.Fatalf("toolloop: %v", err)
+	}
+	got := fake.Received()
+	results := toolResults(got[len(got)-1].Request)
+	if r := results["t1"]; !r.IsError || !strings.Contains(r.Content.String(), "Anthropic's API calls itself") {
+		t.Errorf("the connector's tool: %q", r.Content.String())
+	}
+	if r := results["t2"]; r.IsError || r.Content.String() != "echo: x" {
+		t.Errorf("the kernel's tool: %q", r.Content.String())
+	}
+}
