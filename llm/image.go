@@ -96,11 +96,11 @@ func checkImage(src *ImageSource) string {
 	case len(src.Data) > MaxImageBase64:
 		return fmt.Sprintf("source.base64: image exceeds 5 MB maximum: %d bytes > %d bytes", len(src.Data), MaxImageBase64)
 	}
-	// The first bytes are enough to tell the type: decode a prefix only.
-	head := src.Data[:min(len(src.Data), 1024)]
-	head = head[:len(head)/4*4]
-	data, err := base64.StdEncoding.DecodeString(head)
-	if err != nil || len(src.Data)%4 != 0 {
+	// The first bytes are enough to tell the type: decode a prefix only
+	// (line breaks, which decoders skip, left out).
+	head := strings.NewReplacer("\r", "", "\n", "").Replace(src.Data[:min(len(src.Data), 1024)])
+	data, err := base64.StdEncoding.DecodeString(head[:len(head)/4*4])
+	if err != nil {
 		return "source.base64.data: the image's data is not valid base64"
 	}
 	if t := ImageType(data); t != src.MediaType {

@@ -55,6 +55,9 @@ func TestCheckRequestCatchesEachRule(t *testing.T) {
 		{"an image over 5 MB", func(r *Request) {
 			r.Messages[0].Content = append(r.Messages[0].Content, pngBlock("image/png", pixel+strings.Repeat("A", MaxImageBase64)))
 		}, "image exceeds 5 MB maximum"},
+		{"an image in base64 with line breaks", func(r *Request) {
+			r.Messages[0].Content = append(r.Messages[0].Content, pngBlock("image/png", pixel[:10]+"\r\n"+pixel[10:]))
+		}, ""},
 		{"an image that is not base64", func(r *Request) {
 			r.Messages[0].Content = append(r.Messages[0].Content, pngBlock("image/png", "not base64!"))
 		}, "not valid base64"},
