@@ -98,7 +98,7 @@ func TestMCPAddListRemove(t *testing.T) {
 	}
 	const secret = "s3cret-value-42"
 	out, errOut, code := run("mcp", "add", "local", "--command", exe, "--env", mcpServerMode+"=serve", "--env", "API_KEY="+secret)
-	if code != 0 || !strings.Contains(out, "added mcp server local (stdio): 3 tools") || !strings.Contains(out, "local__echo") {
+	if code != 0 || !strings.Contains(out, "added mcp server local (stdio): 4 tools") || !strings.Contains(out, "local__echo") {
 		t.Fatalf("add over stdio: exit %d, %q %q", code, out, errOut)
 	}
 	if _, errOut, code := run("mcp", "add", "LOCAL", "--command", exe); code != 2 || !strings.Contains(errOut, "added already") {
