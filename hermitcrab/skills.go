@@ -22,6 +22,44 @@ type SkillList struct {
 	Problems []string `json:"problems"`
 }
 
+// SkillError is the error of AddSkill or RemoveSkill for what the person
+// must fix (a folder that is not a skill, a name taken or unknown): its
+// Reason says why (skills.InvalidError).
+type SkillError = skills.InvalidError
+
+// MaxSkillBytes and MaxSkillEntries bound the folder AddSkill copies: its
+// files' total size, and its files and folders.
+const (
+	MaxSkillBytes   = skills.MaxInstallBytes
+	MaxSkillEntries = skills.MaxInstallEntries
+)
+
+// AddSkill installs the skill in the folder src into the data directory
+// dataDir as the skill name ("": the folder's name), replacing one of that
+// name only with replace (skills.Dir.Add), and returns it as ListSkills
+// shows it.
+func AddSkill(dataDir, src, name string, replace bool) (Skill, error) {
+	s, err := skills.Dir{Path: filepath.Join(dataDir, SkillsDir)}.Add(src, name, replace)
+	if err != nil {
+		return Skill{}, err
+	}
+	return listed(s), nil
+}
+
+// RemoveSkill uninstalls the skill name of the data directory dataDir.
+func RemoveSkill(dataDir, name string) error {
+	return skills.Dir{Path: filepath.Join(dataDir, SkillsDir)}.Remove(name)
+}
+
+// listed is s as ListSkills shows it.
+func listed(s skills.Skill) Skill {
+	if s.Files == nil {
+		s.Files = []string{}
+	}
+	line := skills.IndexLine(s)
+	return Skill{s, line, len(line) + 1}
+}
+
 // ListSkills reads the skills of the data directory dataDir, without
 // opening its store.
 func ListSkills(dataDir string) (SkillList, error) {
@@ -35,11 +73,7 @@ func ListSkills(dataDir string) (SkillList, error) {
 		out.Problems = []string{}
 	}
 	for _, s := range list {
-		if s.Files == nil {
-			s.Files = []string{}
-		}
-		line := skills.IndexLine(s)
-		out.Skills = append(out.Skills, Skill{s, line, len(line) + 1})
+		out.Skills = append(out.Skills, listed(s))
 	}
 	return out, nil
 }

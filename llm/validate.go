@@ -226,6 +226,7 @@ func checkMessages(req *Request) []string {
 			case (b.Type == BlockThinking || b.Type == BlockRedactedThinking) && m.Role != RoleAssistant:
 				add("messages.%d.content.%d: %s blocks may only appear in assistant messages", i, j, b.Type)
 			}
+			v = append(v, checkImages(fmt.Sprintf("messages.%d.content.%d", i, j), b)...)
 		}
 	}
 	turns := combine(req.Messages)
@@ -250,6 +251,21 @@ type turn struct {
 	role  string
 	first int // index of msgs[0] in the request
 	msgs  []Message
+}
+
+// checkImages checks the image b is, or the images of the tool result b
+// is, as the API does (checkImage).
+func checkImages(at string, b ContentBlock) []string {
+	var v []string
+	if b.Type == BlockImage {
+		if p := checkImage(b.Source); p != "" {
+			v = append(v, at+"."+p)
+		}
+	}
+	for k, inner := range b.Content.Blocks {
+		v = append(v, checkImages(fmt.Sprintf("%s.content.%d", at, k), inner)...)
+	}
+	return v
 }
 
 func combine(msgs []Message) []turn {

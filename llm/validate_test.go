@@ -38,6 +38,29 @@ func TestCheckRequestCatchesEachRule(t *testing.T) {
 		}, "duplicate name"},
 		{"a toolset naming no server", func(r *Request) { r.Tools = []Tool{MCPToolset("ghost")} }, "not among mcp_servers"},
 		{"a toolset naming no one", func(r *Request) { r.Tools = []Tool{{Type: ToolMCPToolset}} }, "mcp_server_name: field required"},
+		{"an image in a tool result", func(r *Request) {
+			r.Messages = append(r.Messages, Message{Role: RoleAssistant, Content: []ContentBlock{use}},
+				Message{Role: RoleUser, Content: []ContentBlock{ToolResultBlock("toolu_1", ToolResultContent{Blocks: []ContentBlock{TextBlock("a pixel:"), pngBlock("image/png", pixel)}}, false)}})
+		}, ""},
+		{"an image by URL", func(r *Request) {
+			r.Messages[0].Content = append(r.Messages[0].Content, ContentBlock{Type: BlockImage, Source: &ImageSource{Type: "url", URL: "https://example.com/a.png"}})
+		}, ""},
+		{"an image of a type the API does not take", func(r *Request) {
+			r.Messages[0].Content = append(r.Messages[0].Content, pngBlock("image/tiff", pixel))
+		}, "messages.0.content.1.source.base64.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif', 'image/webp', got \"image/tiff\""},
+		{"an image that is not what its media type says", func(r *Request) {
+			r.Messages = append(r.Messages, Message{Role: RoleAssistant, Content: []ContentBlock{use}},
+				Message{Role: RoleUser, Content: []ContentBlock{ToolResultBlock("toolu_1", ToolResultContent{Blocks: []ContentBlock{pngBlock("image/jpeg", pixel)}}, false)}})
+		}, "messages.2.content.0.content.0.source.base64.data: Image does not match the provided media type image/jpeg"},
+		{"an image over 5 MB", func(r *Request) {
+			r.Messages[0].Content = append(r.Messages[0].Content, pngBlock("image/png", pixel+strings.Repeat("A", MaxImageBase64)))
+		}, "image exceeds 5 MB maximum"},
+		{"an image in base64 with line breaks", func(r *Request) {
+			r.Messages[0].Content = append(r.Messages[0].Content, pngBlock("image/png", pixel[:10]+"\r\n"+pixel[10:]))
+		}, ""},
+		{"an image that is not base64", func(r *Request) {
+			r.Messages[0].Content = append(r.Messages[0].Content, pngBlock("image/png", "not base64!"))
+		}, "not valid base64"},
 		{"no model", func(r *Request) { r.Model = "" }, "model: field required"},
 		{"no max_tokens", func(r *Request) { r.MaxTokens = 0 }, "max_tokens: must be at least 1"},
 		{"no messages", func(r *Request) { r.Messages = nil }, "at least one message"},
@@ -223,6 +246,13 @@ func TestCheckRequestCatchesEachRule(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pixel is a PNG of one pixel, in base64.
+const pixel = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAADklEQVR4nGJiAAQAAP//AAYAA/rQWa4AAAAASUVORK5CYII="
+
+func pngBlock(mediaType, data string) ContentBlock {
+	return ContentBlock{Type: BlockImage, Source: &ImageSource{Type: "base64", MediaType: mediaType, Data: data}}
 }
 
 func TestCheckRequestListsEveryViolation(t *testing.T) {

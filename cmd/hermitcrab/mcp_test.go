@@ -145,3 +145,58 @@ func TestSkillsListShowsEachLineAndWhatIsLeftOut(t *testing.T) {
 		t.Errorf("skills list: %q", out)
 	}
 }
+
+// TestSkillsAddAndRemove pins the person's side of installing a skill:
+// add prints the line every prompt carries and list shows it; a folder
+// list would leave out, or a link out of it, exits 2 with the reason and
+// installs nothing; a second add needs --replace; remove uninstalls.
+func TestSkillsAddAndRemove(t *testing.T) {
+	data := t.TempDir()
+	src := filepath.Join(t.TempDir(), "charts")
+	write := func(path, text string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(src, "SKILL.md"), "---\ndescription: Draw charts.\n---\nbody\n")
+	out, _ := mustHC(t, data, "", "skills", "add", src)
+	if want := "added skill charts; every prompt carries:\n- charts: Draw charts. (23 bytes in every prompt)\n"; out != want {
+		t.Errorf("add said %q, want %q", out, want)
+	}
+	if list, _ := mustHC(t, data, "", "skills", "list"); !strings.Contains(list, "- charts: Draw charts.") {
+		t.Errorf("list after add: %q", list)
+	}
+	if _, errOut, err := hc(t, data, "", "skills", "add", src); exitCode(err) != 2 || !strings.Contains(errOut, "--replace") {
+		t.Errorf("a second add: exit %d, %q", exitCode(err), errOut)
+	}
+	if out, _ := mustHC(t, data, "", "skills", "add", src, "--replace", "--name", "plots"); !strings.Contains(out, "added skill plots") {
+		t.Errorf("add --name: %q", out)
+	}
+	bad := filepath.Join(t.TempDir(), "bad")
+	write(filepath.Join(bad, "SKILL.md"), "no front matter\n")
+	if _, errOut, err := hc(t, data, "", "skills", "add", bad); exitCode(err) != 2 || !strings.Contains(errOut, "skills/bad/SKILL.md: it must start with a front matter") {
+		t.Errorf("a malformed skill: exit %d, %q", exitCode(err), errOut)
+	}
+	leak := filepath.Join(t.TempDir(), "leak")
+	write(filepath.Join(leak, "SKILL.md"), "---\ndescription: d\n---\n")
+	if err := os.Symlink(filepath.Join(data, "mcp_servers.json"), filepath.Join(leak, "servers.json")); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, err := hc(t, data, "", "skills", "add", leak); exitCode(err) != 2 || !strings.Contains(errOut, "leads out of the folder") {
+		t.Errorf("a link out: exit %d, %q", exitCode(err), errOut)
+	}
+	if out, _ := mustHC(t, data, "", "skills", "remove", "charts"); out != "removed skill charts\n" {
+		t.Errorf("remove said %q", out)
+	}
+	if _, errOut, err := hc(t, data, "", "skills", "remove", "charts"); exitCode(err) != 2 || !strings.Contains(errOut, `no skill is named "charts"`) {
+		t.Errorf("remove again: exit %d, %q", exitCode(err), errOut)
+	}
+	entries, _ := os.ReadDir(filepath.Join(data, "skills"))
+	if len(entries) != 1 || entries[0].Name() != "plots" {
+		t.Errorf("the skills directory holds %v", entries)
+	}
+}

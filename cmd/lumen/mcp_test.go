@@ -41,6 +41,10 @@ func TestMain(m *testing.M) {
 			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 				return text(strings.Repeat("blah ", 1000)), nil
 			})
+		srv.AddTool(&sdk.Tool{Name: "photo", Description: "Photographs.", InputSchema: map[string]any{"type": "object"}},
+			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "the view:"}, &sdk.ImageContent{MIMEType: "image/png", Data: []byte("\x89PNG\r\n\x1a\n")}}}, nil
+			})
 		if err := srv.Run(context.Background(), &sdk.StdioTransport{}); err != nil {
 			fmt.Fprintln(os.Stderr, "test server:", err)
 			os.Exit(1)
@@ -94,7 +98,7 @@ func TestMCPAddListRemove(t *testing.T) {
 	}
 	const secret = "s3cret-value-42"
 	out, errOut, code := run("mcp", "add", "local", "--command", exe, "--env", mcpServerMode+"=serve", "--env", "API_KEY="+secret)
-	if code != 0 || !strings.Contains(out, "added mcp server local (stdio): 3 tools") || !strings.Contains(out, "local__echo") {
+	if code != 0 || !strings.Contains(out, "added mcp server local (stdio): 4 tools") || !strings.Contains(out, "local__echo") {
 		t.Fatalf("add over stdio: exit %d, %q %q", code, out, errOut)
 	}
 	if _, errOut, code := run("mcp", "add", "LOCAL", "--command", exe); code != 2 || !strings.Contains(errOut, "added already") {
@@ -150,11 +154,11 @@ func TestMCPToolsInTheActionLoop(t *testing.T) {
 		return map[string]any{"content": []map[string]any{{"type": "text", "text": s}}}
 	}
 	var entries []any
-	for _, tool := range []string{"echo", "slow", "big"} {
+	for _, tool := range []string{"echo", "slow", "big", "photo"} {
 		think := fmt.Sprintf(`{"situation": "asked", "candidates": [{"action": "use %[1]s", "skill": "local__%[1]s", "input": {"text": "hi"}, "predicted_outcome": "an answer", "counterfactual": "none"}]}`, tool)
 		entries = append(entries,
 			// The tool is offered with its description and schema.
-			map[string]any{"match": map[string]any{"system_contains": `local__` + tool + `: ` + map[string]string{"echo": "Echo.", "slow": "Sleeps.", "big": "Talks."}[tool], "last_user_contains": "please " + tool}, "response": text(think)},
+			map[string]any{"match": map[string]any{"system_contains": `local__` + tool + `: ` + map[string]string{"echo": "Echo.", "slow": "Sleeps.", "big": "Talks.", "photo": "Photographs."}[tool], "last_user_contains": "please " + tool}, "response": text(think)},
 			map[string]any{"match": map[string]any{"system_contains": "step: decide"}, "response": text(`{"alignments": [{"candidate": 1, "values": [], "goals": [], "direct": true}], "preference": [1], "rationale": "asked"}`)},
 			map[string]any{"match": map[string]any{"system_contains": "step: record"}, "response": text(`{"outcome": "done", "delta": 0, "delta_explanation": "as predicted", "changes": []}`)},
 			map[string]any{"match": map[string]any{"system_contains": "step: trigger"}, "response": text(`{"tension_values": [], "tension_why": "", "self_examination_quote": ""}`)})
@@ -165,7 +169,7 @@ func TestMCPToolsInTheActionLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "chat", "--provider", "script", "--script", script, "--skill-timeout", "1s", "--skill-output-cap", "1000", "--dir", dir)
-	cmd.Stdin = strings.NewReader("please echo\nplease slow\nplease big\n")
+	cmd.Stdin = strings.NewReader("please echo\nplease slow\nplease big\nplease photo\n")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("chat: %v\n%s", err, out)
 	}
@@ -194,6 +198,10 @@ func TestMCPToolsInTheActionLoop(t *testing.T) {
 	}
 	if a := acts["big"]; !strings.Contains(a, "failed: the MCP tool answered 5000 bytes, more than --skill-output-cap (1000)") {
 		t.Errorf("big: %q", a)
+	}
+	// lumen reads answers as text: an image is named in a line.
+	if a := acts["photo"]; !strings.Contains(a, "the view:") || !strings.Contains(a, "[image of type image/png left out: this kernel reads tool results as text]") {
+		t.Errorf("photo: %q", a)
 	}
 	if strings.ContainsAny(string(out), "\x1b\u202e") {
 		t.Errorf("a control character reached the memory raw")

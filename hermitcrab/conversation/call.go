@@ -456,7 +456,8 @@ func withNote(messages []llm.Message, note string) []llm.Message {
 
 // ToolLoop runs a caller's own Messages request (props.callWithToolLoop)
 // with the tool loop: client tools named in req.Tools that are the
-// kernel's run here, any others are sent as declared.
+// kernel's run here, with the kernel's definitions; any others are sent as
+// declared. The MCP tools among them run as in a kernel call (pageMCP).
 func (c *Caller) ToolLoop(ctx context.Context, req *llm.Request) (*llm.Result, error) {
 	client := c.llmClient(ctx, 0) // the page's own request, of no tier
 	if client == nil {
@@ -466,12 +467,28 @@ func (c *Caller) ToolLoop(ctx context.Context, req *llm.Request) (*llm.Result, e
 	r := req.Clone()
 	r.Tools = nil
 	var handlers []llm.ToolHandler
+	var mcpTools []llm.Tool
 	for _, t := range req.Tools {
-		if h, ok := all[t.Name]; ok && !t.IsServer() {
+		switch h, ok := all[t.Name]; {
+		case t.IsServer():
+			r.Tools = append(r.Tools, t)
+		case c.servesMCP(t.Name):
+			mcpTools = append(mcpTools, t)
+		case ok:
 			handlers = append(handlers, h)
-			continue
+		default:
+			r.Tools = append(r.Tools, t)
 		}
-		r.Tools = append(r.Tools, t)
+	}
+	if len(mcpTools) > 0 {
+		mcpHandlers, note, err := c.pageMCP(ctx, mcpTools)
+		if err != nil {
+			return nil, err
+		}
+		handlers = append(handlers, mcpHandlers...)
+		if note != "" && len(r.Messages) > 0 && r.Messages[len(r.Messages)-1].Role == llm.RoleUser {
+			r.Messages = withNote(r.Messages, note)
+		}
 	}
 	loop := &llm.Loop{Client: client, Handlers: handlers, Observe: c.opts.Observe}
 	return loop.Run(ctx, r)

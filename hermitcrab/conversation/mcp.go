@@ -131,3 +131,41 @@ func checkMCPEntry(t llm.Tool) error {
 	}
 	return nil
 }
+
+// pageMCP returns the handlers of the MCP tools a page's own request
+// declares (ToolLoop), and a note for the LLM as a kernel call gives it
+// (mcpHandlers). The tools chosen with set_tools that the kernel runs are
+// offered as their servers offer them now, whatever definition the page
+// gave; every other MCP tool is declared as the page gave it and answered
+// with an error result saying why it did not run, so the page's request
+// never reaches a tool the LLM did not choose.
+func (c *Caller) pageMCP(ctx context.Context, tools []llm.Tool) ([]llm.ToolHandler, string, error) {
+	active, err := c.ActiveTools(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	var run []string
+	var refused []llm.ToolHandler
+	for _, t := range tools {
+		chosen := slices.ContainsFunc(active, func(a llm.Tool) bool { return a.Name == t.Name })
+		_, api := c.viaConnector(t.Name)
+		var why string
+		switch {
+		case api:
+			why = fmt.Sprintf("%s is a tool of an MCP server that Anthropic's API calls itself (the MCP connector), in the kernel's own calls only; it did not run", t.Name)
+		case !chosen:
+			why = fmt.Sprintf("%s is a tool of an MCP server that was not chosen with set_tools; the kernel runs only the MCP tools chosen", t.Name)
+		default:
+			run = append(run, t.Name)
+			continue
+		}
+		refused = append(refused, llm.ToolHandler{Tool: t, Run: func(context.Context, json.RawMessage) (llm.ToolOutput, error) {
+			return llm.ErrorOutput(why), nil
+		}})
+	}
+	if len(run) == 0 {
+		return refused, "", nil
+	}
+	handlers, note := c.mcpHandlers(ctx, run)
+	return append(handlers, refused...), note, nil
+}

@@ -47,7 +47,7 @@ func openMCP(dir string, callTimeout time.Duration, connector bool, log *slog.Lo
 	if len(servers) == 0 {
 		return nil, api
 	}
-	set, err := mcp.NewSet(servers, mcp.Options{CallTimeout: callTimeout, Observe: func(e mcp.Event) { logMCP(log, e) }})
+	set, err := mcp.NewSet(servers, mcp.Options{CallTimeout: callTimeout, Images: true, Observe: func(e mcp.Event) { logMCP(log, e) }})
 	if err != nil {
 		log.Warn("the MCP servers are not offered", "err", err)
 	}

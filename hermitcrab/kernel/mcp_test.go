@@ -8,8 +8,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,7 +37,7 @@ var secretCalls atomic.Int32
 func TestMain(m *testing.M) {
 	switch os.Getenv(serverMode) {
 	case "serve":
-		if err := testServer().Run(context.Background(), &sdk.StdioTransport{}); err != nil {
+		if err := kerneltest.MCPServer(&secretCalls).Run(context.Background(), &sdk.StdioTransport{}); err != nil {
 			fmt.Fprintln(os.Stderr, "test server:", err)
 			os.Exit(1)
 		}
@@ -56,39 +54,6 @@ func TestMain(m *testing.M) {
 // thinking blocks.
 var light = conversation.CallOptions{Tier: 1}
 
-// hostile is what a hostile server answers: an OSC title, a screen clear,
-// a bidi override.
-const hostile = "ok\x1b]0;pwned\x07\x1b[2J\u202eevil"
-
-func testServer() *sdk.Server {
-	srv := sdk.NewServer(&sdk.Implementation{Name: "hermitcrab-mcp-test", Version: "1"}, nil)
-	text := func(s string) *sdk.CallToolResult {
-		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: s}}}
-	}
-	object := map[string]any{"type": "object", "properties": map[string]any{}}
-	srv.AddTool(&sdk.Tool{Name: "echo", Description: "Echo the text back.", InputSchema: map[string]any{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}}}},
-		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			var in struct{ Text string }
-			if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
-				return nil, err
-			}
-			return text("echo: " + in.Text), nil
-		})
-	srv.AddTool(&sdk.Tool{Name: "secret", Description: "Not chosen by the LLM.", InputSchema: object},
-		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			secretCalls.Add(1)
-			return text("secret ran"), nil
-		})
-	srv.AddTool(&sdk.Tool{Name: "hostile", Description: "Answer control characters.", InputSchema: object},
-		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return text(hostile), nil })
-	srv.AddTool(&sdk.Tool{Name: "hang", Description: "Never answer.", InputSchema: object},
-		func(ctx context.Context, _ *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			<-ctx.Done()
-			return nil, ctx.Err()
-		})
-	return srv
-}
-
 // stdioServer is this binary as an MCP server over stdio.
 func stdioServer(t *testing.T, name, mode string) mcp.Server {
 	t.Helper()
@@ -99,19 +64,11 @@ func stdioServer(t *testing.T, name, mode string) mcp.Server {
 	return mcp.Server{Name: name, Command: exe, Env: map[string]string{serverMode: mode}}
 }
 
-// httpServer serves testServer over streamable HTTP until the test ends
-// or the returned stop is called (the client's connections cut first: a
-// session's open stream would keep Close waiting).
+// httpServer serves kerneltest.MCPServer over streamable HTTP until the
+// test ends or the returned stop is called.
 func httpServer(t *testing.T) (url string, stop func()) {
 	t.Helper()
-	srv := testServer()
-	hs := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
-	stop = func() {
-		hs.CloseClientConnections()
-		hs.Close()
-	}
-	t.Cleanup(stop)
-	return hs.URL, stop
+	return kerneltest.ServeMCP(t, kerneltest.MCPServer(&secretCalls))
 }
 
 // scriptedKernel opens a kernel in dir whose LLM plays js.
@@ -497,5 +454,74 @@ func TestTheMCPConnectorCarriesTheChosenToolsOfRemoteServers(t *testing.T) {
 		if beta != "mcp-client-2025-11-20" {
 			t.Errorf("request %d: anthropic-beta %q", i+1, beta)
 		}
+	}
+}
+
+// TestAnMCPImageReachesTheLLMAsAnImage pins images in a kernel call: the
+// PNG a tool answers is an image block of its tool result, which the
+// scripted API's checks take, and the TIFF the API does not take is a
+// line naming it.
+func TestAnMCPImageReachesTheLLMAsAnImage(t *testing.T) {
+	dir := t.TempDir()
+	addServers(t, dir, stdioServer(t, "tests", "serve"))
+	js := kerneltest.Replies(
+		kerneltest.ToolUse("t1", "set_tools", map[string]any{"tools": []string{"tests__chart"}}),
+		kerneltest.TextBlock("chosen"),
+		kerneltest.ToolUse("t2", "tests__chart", map[string]any{}),
+		kerneltest.TextBlock("seen"),
+	)
+	k, p := scriptedKernel(t, dir, js)
+	for _, line := range []string{"choose", "draw"} {
+		if _, err := k.Conversation().Say(context.Background(), "c", line, light); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := p.Requests()
+	b := toolResults(reqs[len(reqs)-1])["t2"].Content.Blocks
+	if len(b) != 3 || b[0].Text != "the chart:" || b[1].Type != llm.BlockImage || b[1].Source.MediaType != "image/png" ||
+		b[2].Text != "[image of type image/tiff left out: its data is not an image of a type the model takes (image/jpeg, image/png, image/gif, image/webp)]" {
+		t.Errorf("the chart's result: %+v", b)
+	}
+}
+
+// TestThePagesToolLoopLeavesTheConnectorsToolsToTheAPI pins the page's
+// own tool loop (ToolLoop) beside the MCP connector: the kernel runs the
+// chosen tool of its own server, and answers a call of a connector's
+// tool, which only the kernel's own calls give the API, with an error
+// saying it did not run.
+func TestThePagesToolLoopLeavesTheConnectorsToolsToTheAPI(t *testing.T) {
+	dir := t.TempDir()
+	addServers(t, dir, stdioServer(t, "tests", "serve"))
+	reg := mcp.Registry{Path: filepath.Join(dir, kernel.MCPFile)}
+	servers, err := reg.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	remote := mcp.Server{Name: "docs", URL: "https://docs.example/mcp"} // by hand: nothing answers there
+	data, _ := json.Marshal(map[string]any{"servers": append(servers, remote)})
+	if err := os.WriteFile(reg.Path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	client, fake := kerneltest.FakeAnthropic(t, kerneltest.Replies(
+		kerneltest.ToolUse("t1", "docs__search", map[string]string{"q": "go"})+","+kerneltest.ToolUse("t2", "tests__echo", map[string]string{"text": "x"}),
+		kerneltest.TextBlock("done"),
+	))
+	k := kerneltest.OpenIn(t, dir, kernel.Options{Client: client, ServerTools: true, MCPConnector: true})
+	ctx := context.Background()
+	if _, err := k.Conversation().SetTools(ctx, []llm.Tool{{Name: "docs__search"}, {Name: "tests__echo"}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := k.Conversation().ToolLoop(ctx, &llm.Request{Model: "claude-sonnet-4-6", MaxTokens: 100,
+		Messages: []llm.Message{llm.UserText("search")}, Tools: []llm.Tool{{Name: "docs__search"}, {Name: "tests__echo"}}})
+	if err != nil || res.Text() != "done" {
+		t.Fatalf("toolloop: %v", err)
+	}
+	got := fake.Received()
+	results := toolResults(got[len(got)-1].Request)
+	if r := results["t1"]; !r.IsError || !strings.Contains(r.Content.String(), "Anthropic's API calls itself") {
+		t.Errorf("the connector's tool: %q", r.Content.String())
+	}
+	if r := results["t2"]; r.IsError || r.Content.String() != "echo: x" {
+		t.Errorf("the kernel's tool: %q", r.Content.String())
 	}
 }

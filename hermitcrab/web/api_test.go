@@ -44,6 +44,12 @@ func keyedAPI(t testing.TB, fake *llmtest.Server, good string) *httptest.Server 
 // the strict fake behind a check for the key testKey.
 func anthropicServer(t testing.TB, responses string, opts kernel.Options) (*Server, *httptest.Server, *llmtest.Server) {
 	t.Helper()
+	return anthropicServerIn(t, t.TempDir(), responses, opts)
+}
+
+// anthropicServerIn is anthropicServer on the data directory dir.
+func anthropicServerIn(t testing.TB, dir, responses string, opts kernel.Options) (*Server, *httptest.Server, *llmtest.Server) {
+	t.Helper()
 	s, err := script.Parse([]byte(responses))
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +59,7 @@ func anthropicServer(t testing.TB, responses string, opts kernel.Options) (*Serv
 	api := keyedAPI(t, fake, testKey)
 	t.Setenv("ANTHROPIC_API_KEY", "")
 	srv, err := New(context.Background(), Config{
-		DataDir: t.TempDir(), Provider: "anthropic", KeyNeeded: true, BaseURL: api.URL, Kernel: opts,
+		DataDir: dir, Provider: "anthropic", KeyNeeded: true, BaseURL: api.URL, Kernel: opts,
 		NewClient: func(key string) (*llm.Client, error) {
 			p, err := anthropic.New(anthropic.Config{APIKey: key, BaseURL: api.URL})
 			return &llm.Client{Provider: p}, err

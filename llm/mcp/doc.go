@@ -20,9 +20,13 @@
 //     when the Anthropic API would refuse it (CheckSchema). Descriptions
 //     are made inert and cut at 2,048 characters: they go out with every
 //     request.
-//   - Results: text is made inert and cleared of the server's secrets;
-//     images of the four types the API takes, up to its 5 MB, pass; the
-//     rest is named in a line. Long text is not cut here: the Loop cuts
+//   - Results: text is made inert and cleared of the server's secrets.
+//     With Options.Images, an image the API would take (one of its four
+//     types as read from its data, whatever type the server named; within
+//     its 5 MB and 8,000 pixels a side; within 10 MiB of images a result)
+//     passes as an image block; any other image, and every image without
+//     Options.Images (a kernel that reads results as text), is named in a
+//     line, as is what the model never takes (audio, binary resources). Long text is not cut here: the Loop cuts
 //     every tool result to its MaxResultChars with one note, and a second
 //     rule here would say the same thing twice. What a server may send at
 //     all is bounded at 16 MiB a message.

@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -12,28 +11,58 @@ import (
 	"github.com/llmkernels/kernels/llm"
 )
 
-// imageTypes are the image media types the Anthropic API takes.
-var imageTypes = []string{"image/jpeg", "image/png", "image/gif", "image/webp"}
-
-// maxImage is the API's limit on one image's base64 data.
-const maxImage = 5 << 20
+// maxResultImages is the most base64 data of images one result passes
+// on: two images at the API's limit of 5 MB each, so that a result leaves
+// most of the API's 32 MB a request to the rest of the conversation.
+const maxResultImages = 10 << 20
 
 // noContent answers a call whose result held nothing: an empty tool
 // result tells the model less than this.
 const noContent = "(the tool returned no content)"
 
+// imageBlock is an image of a result as the model takes it, or why it is left
+// out: without withImages (a caller that reads results as text), of a
+// type the API does not take (read from its data: a media type that
+// names another of the API's types is corrected, since the API refuses an
+// image that is not what its media_type says), over the API's limits on
+// size or sides, or over room, the base64 bytes left of the result's
+// share.
+func imageBlock(c *mcp.ImageContent, withImages bool, room int) (llm.ContentBlock, string) {
+	if !withImages {
+		return llm.ContentBlock{}, "this kernel reads tool results as text"
+	}
+	typ := llm.ImageType(c.Data)
+	if typ == "" {
+		return llm.ContentBlock{}, fmt.Sprintf("its data is not an image of a type the model takes (%s)", strings.Join(llm.ImageTypes, ", "))
+	}
+	n := base64.StdEncoding.EncodedLen(len(c.Data))
+	switch w, h, err := llm.ImageSize(c.Data); {
+	case n > llm.MaxImageBase64:
+		return llm.ContentBlock{}, fmt.Sprintf("%d bytes in base64, over the %d an image may take", n, llm.MaxImageBase64)
+	case n > room:
+		return llm.ContentBlock{}, fmt.Sprintf("the images of one result may take %d bytes in base64 in all", maxResultImages)
+	case err != nil:
+		return llm.ContentBlock{}, fmt.Sprintf("its header does not read as %s", typ)
+	case w > llm.MaxImageSide || h > llm.MaxImageSide:
+		return llm.ContentBlock{}, fmt.Sprintf("%dx%d pixels, over the %d a side the model takes", w, h, llm.MaxImageSide)
+	}
+	data := base64.StdEncoding.EncodeToString(c.Data)
+	return llm.ContentBlock{Type: llm.BlockImage, Source: &llm.ImageSource{Type: "base64", MediaType: typ, Data: data}}, ""
+}
+
 // output turns a tool's result into what the model reads, and says how many
 // bytes of content the server sent. Text is redacted (a server's secrets,
-// should it echo them, never reach the model or a log) and made inert; images the API
-// takes are passed on as images; what the model cannot take (audio, a
-// binary resource, an image too large or of another type) is replaced by a
-// line saying what it was. Long text is left whole: the tool loop cuts it
+// should it echo them, never reach the model or a log) and made inert; with
+// withImages, images the API takes are passed on as images (imageBlock); what
+// the model cannot take (audio, a binary resource, an image imageBlock leaves
+// out) is replaced by a line saying what it was. Long text is left whole: the tool loop cuts it
 // to its result limit, with a note, like every tool result.
-func output(res *mcp.CallToolResult, red redactor) (llm.ToolOutput, int) {
+func output(res *mcp.CallToolResult, red redactor, withImages bool) (llm.ToolOutput, int) {
 	var (
-		parts  []llm.ContentBlock
-		size   int
-		images bool
+		parts     []llm.ContentBlock
+		size      int
+		images    bool
+		imageData int // base64 bytes of the images passed on
 	)
 	text := func(s string) {
 		if s != "" {
@@ -47,16 +76,14 @@ func output(res *mcp.CallToolResult, red redactor) (llm.ToolOutput, int) {
 			text(c.Text)
 		case *mcp.ImageContent:
 			size += len(c.Data)
-			data := base64.StdEncoding.EncodeToString(c.Data)
-			switch {
-			case !slices.Contains(imageTypes, c.MIMEType):
-				text(fmt.Sprintf("[an image of type %s was left out: the model takes %s]", c.MIMEType, strings.Join(imageTypes, ", ")))
-			case len(data) > maxImage:
-				text(fmt.Sprintf("[an image of %d bytes was left out: the model takes images of at most %d bytes in base64]", len(data), maxImage))
-			default:
-				parts = append(parts, llm.ContentBlock{Type: llm.BlockImage, Source: &llm.ImageSource{Type: "base64", MediaType: c.MIMEType, Data: data}})
-				images = true
+			img, why := imageBlock(c, withImages, maxResultImages-imageData)
+			if why != "" {
+				text(fmt.Sprintf("[image of type %s left out: %s]", c.MIMEType, why))
+				continue
 			}
+			parts = append(parts, img)
+			imageData += len(img.Source.Data)
+			images = true
 		case *mcp.AudioContent:
 			size += len(c.Data)
 			text(fmt.Sprintf("[audio of type %s, %d bytes, was left out: the model does not take audio here]", c.MIMEType, len(c.Data)))

@@ -121,7 +121,7 @@ func testServer(die func()) *mcp.Server {
 	add("image", "Answer a picture and a line.", object, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{
 			&mcp.TextContent{Text: "a pixel:"},
-			&mcp.ImageContent{MIMEType: "image/png", Data: []byte("\x89PNG\r\n\x1a\n-not-really")},
+			&mcp.ImageContent{MIMEType: "image/png", Data: pngImage(1, 1)},
 			&mcp.ImageContent{MIMEType: "image/tiff", Data: []byte("II*\x00")},
 			&mcp.AudioContent{MIMEType: "audio/wav", Data: []byte("RIFF")},
 		}}, nil

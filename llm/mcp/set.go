@@ -27,6 +27,11 @@ type Options struct {
 	// ConnectTimeout bounds connecting to a server and listing its tools,
 	// within the caller's own deadline. Default 30 seconds.
 	ConnectTimeout time.Duration
+	// Images passes the images of a tool's answer to the model as image
+	// blocks in its tool result (those the API takes: result.go). Without
+	// it, for a caller that reads results as text, each image is a line
+	// saying it was left out.
+	Images bool
 	// Observe receives every call and every change of a server's state.
 	// It may be called from several goroutines at once, and should return
 	// quickly.
@@ -488,7 +493,7 @@ func (c *conn) run(parent context.Context, tool string, input json.RawMessage) (
 	}
 	res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: json.RawMessage(args)})
 	if err == nil {
-		out, size = output(res, c.red)
+		out, size = output(res, c.red, c.opts.Images)
 		return out, size, ""
 	}
 	var rpcErr *jsonrpc.Error

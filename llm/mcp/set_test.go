@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -353,19 +354,28 @@ func TestResultsReachTheModelInert(t *testing.T) {
 	}
 }
 
+// TestImagesPassAndWhatTheModelCannotTakeIsNamed pins images through a
+// real server: with Options.Images the API's types pass as image blocks,
+// and without it (lumen, solve) every image is a line; either way what
+// the model cannot take is named.
 func TestImagesPassAndWhatTheModelCannotTakeIsNamed(t *testing.T) {
-	set := newSet(t, Options{}, Server{Name: "web", URL: httpServer(t, "").URL})
-	o := set.Offer(t.Context())
-	out := call(t, t.Context(), handler(t, o, "web__image"), `{}`)
+	url := httpServer(t, "").URL
+	set := newSet(t, Options{Images: true}, Server{Name: "web", URL: url})
+	out := call(t, t.Context(), handler(t, set.Offer(t.Context()), "web__image"), `{}`)
 	b := out.Content.Blocks
 	if out.IsError || len(b) != 4 {
 		t.Fatalf("%+v", out)
 	}
-	if b[0].Text != "a pixel:" || b[1].Type != llm.BlockImage || b[1].Source.MediaType != "image/png" || b[1].Source.Data != "iVBORw0KGgotbm90LXJlYWxseQ==" {
+	if b[0].Text != "a pixel:" || b[1].Type != llm.BlockImage || b[1].Source.MediaType != "image/png" || b[1].Source.Data != base64.StdEncoding.EncodeToString(pngImage(1, 1)) {
 		t.Errorf("text and image: %+v %+v", b[0], b[1])
 	}
-	if !strings.Contains(b[2].Text, "an image of type image/tiff was left out") || !strings.Contains(b[3].Text, "audio of type audio/wav, 4 bytes, was left out") {
+	if !strings.Contains(b[2].Text, "[image of type image/tiff left out: its data is not an image") || !strings.Contains(b[3].Text, "audio of type audio/wav, 4 bytes, was left out") {
 		t.Errorf("notes: %q %q", b[2].Text, b[3].Text)
+	}
+	text := newSet(t, Options{}, Server{Name: "web", URL: url})
+	out = call(t, t.Context(), handler(t, text.Offer(t.Context()), "web__image"), `{}`)
+	if out.Content.Blocks != nil || !strings.Contains(out.Content.Text, "a pixel:\n[image of type image/png left out: this kernel reads tool results as text]") {
+		t.Errorf("without images: %q", out.Content.String())
 	}
 }
 

@@ -17,7 +17,8 @@ import (
 // A hired tool answers resolve with its text, the route's parameters as
 // its arguments; a tool error fails the attempt with the server's words
 // (permanent, at its cost); a server that cannot be reached is retryable
-// and costs nothing; another operation is not the tool's.
+// and costs nothing; another operation is not the tool's; an image is a
+// line naming it.
 func TestAHiredMCPToolResolves(t *testing.T) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
 	object := map[string]any{"type": "object", "properties": map[string]any{"board": map[string]any{"type": "string"}}}
@@ -27,6 +28,9 @@ func TestAHiredMCPToolResolves(t *testing.T) {
 	srv.AddTool(&mcp.Tool{Name: "broken", Description: "Fail.", InputSchema: object}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "camera offline"}}}, nil
 	})
+	srv.AddTool(&mcp.Tool{Name: "photo", Description: "Photograph.", InputSchema: object}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "the board:"}, &mcp.ImageContent{MIMEType: "image/png", Data: []byte("\x89PNG\r\n\x1a\n")}}}, nil
+	})
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	defer hs.Close()
 	entry := store.Resolver{ID: "human-x-1", CostPerInvocation: 0.5}
@@ -34,6 +38,11 @@ func TestAHiredMCPToolResolves(t *testing.T) {
 	out, err := New(entry, loop.MCPTool{URL: hs.URL, Tool: "read", Offered: "hired__read"}).Resolve(context.Background(), call)
 	if err != nil || !strings.Contains(string(out.Answer), `71C {\"board\":\"A\"}`) || out.Cost != 0.5 {
 		t.Fatalf("resolve: %v %+v", err, out)
+	}
+	// solve reads answers as text: an image is named in a line.
+	out, err = New(entry, loop.MCPTool{URL: hs.URL, Tool: "photo", Offered: "hired__photo"}).Resolve(context.Background(), call)
+	if err != nil || !strings.Contains(string(out.Answer), `the board:\n[image of type image/png left out: this kernel reads tool results as text]`) {
+		t.Errorf("an image: %v %s", err, out.Answer)
 	}
 	var re *loop.ResolverError
 	_, err = New(entry, loop.MCPTool{URL: hs.URL, Tool: "broken", Offered: "hired__broken"}).Resolve(context.Background(), call)
