@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -750,6 +751,11 @@ func chat(ctx context.Context, k *hermitcrab.Kernel, id string, tier int, live *
 		if err != nil {
 			if ctx.Err() != nil {
 				return fmt.Errorf("the answer was stopped; nothing of this exchange was saved: %w", err)
+			}
+			if apiErr, ok := llm.AsAPIError(err); ok && apiErr.Status == http.StatusUnauthorized {
+				// Every later line would fail the same way: end, and the
+				// error names the key's fix.
+				return fmt.Errorf("nothing of this exchange was saved: %w", err)
 			}
 			fmt.Fprintln(errOut, "error:", termtext.Line(err.Error()), "(nothing was saved; say it again)") // may quote the API or the model
 			continue

@@ -462,3 +462,22 @@ func TestAnOptionTheKernelRefusesNamesItsFlag(t *testing.T) {
 		t.Errorf("a malformed offer: %v %q", err, errOut)
 	}
 }
+
+// A key the API refuses fails every line after it: chat does not ask for
+// the line again but ends, saving nothing, with the way to fix the key.
+func TestChatEndsOnARefusedKeyNamingTheFix(t *testing.T) {
+	data := t.TempDir()
+	scriptFile := filepath.Join(t.TempDir(), "auth.json")
+	js := `{"responses": [{"error": {"status": 401, "type": "authentication_error", "message": "invalid x-api-key"}},
+  {"response": {"content": [{"type": "text", "text": "never reached"}]}}]}`
+	if err := os.WriteFile(scriptFile, []byte(js), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err := hc(t, data, "hello\nagain\n", "chat", "--provider", "script", "--script", scriptFile)
+	if exitStatus(t, err) != 1 || strings.Contains(out, "never reached") {
+		t.Fatalf("chat went on after a refused key: %v\n%s\n%s", err, out, errOut)
+	}
+	if strings.Contains(errOut, "say it again") || !strings.Contains(errOut, "refused the API key") || !strings.Contains(errOut, "nothing of this exchange was saved") {
+		t.Errorf("the refusal does not name the fix:\n%s", errOut)
+	}
+}
