@@ -45,6 +45,8 @@ type flags struct {
 	// headless: a command no person watches (wake --daemon) logs one
 	// line per call instead of showing progress.
 	headless bool
+	// demo: serve --demo, whose kernel contacts no MCP server.
+	demo bool
 }
 
 // logger is the log of a server or daemon, as --quiet and --verbose say:
@@ -249,7 +251,7 @@ func (f *flags) kernelOptions() hermitcrab.Options {
 	return hermitcrab.Options{ShellFile: f.shell, MaxBlockBytes: f.maxBlockBytes, NoPTC: f.noPTC, Model: f.app.Provider.Model,
 		ServerTools: f.app.Provider.Provider != provider.OpenAI,
 		WebRequest:  hermitcrab.WebPolicy{Allow: f.webAllow, Deny: f.webDeny},
-		Beach:       f.beachURL(), WakeCaps: f.caps, MCPCallTimeout: f.mcpTimeout, MCPConnector: f.mcpConnector,
+		Beach:       f.beachURL(), WakeCaps: f.caps, MCPCallTimeout: f.mcpTimeout, MCPConnector: f.mcpConnector, NoMCP: f.demo,
 		TierModels: map[int]string{hermitcrab.Light: f.app.Setting("hermitcrab.models.light"), hermitcrab.Present: f.app.Setting("hermitcrab.models.present"), hermitcrab.Deep: f.app.Setting("hermitcrab.models.deep")}}
 }
 
