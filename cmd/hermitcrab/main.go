@@ -710,6 +710,9 @@ exchange (say it again next time) and exits 5.`,
 	return cmd
 }
 
+// maxChatLine bounds one line typed (or piped) into chat.
+const maxChatLine = 1 << 20
+
 func chat(ctx context.Context, k *hermitcrab.Kernel, id string, tier int, live *cli.Live, in io.Reader, out, errOut io.Writer) error {
 	// Lines are read in their own goroutine so that Ctrl-C or SIGTERM ends
 	// a chat waiting for input at once: a read from a terminal cannot be
@@ -722,7 +725,7 @@ func chat(ctx context.Context, k *hermitcrab.Kernel, id string, tier int, live *
 	lines := make(chan input)
 	go func() {
 		sc := bufio.NewScanner(in)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		sc.Buffer(make([]byte, 64<<10), maxChatLine)
 		for sc.Scan() {
 			lines <- input{text: sc.Text()}
 		}
@@ -739,6 +742,9 @@ func chat(ctx context.Context, k *hermitcrab.Kernel, id string, tier int, live *
 		}
 		if line.eof {
 			fmt.Fprintln(errOut)
+			if errors.Is(line.err, bufio.ErrTooLong) {
+				return fmt.Errorf("a line over %d MiB: chat takes one message a line, of at most %d MiB (nothing of it was sent)", maxChatLine>>20, maxChatLine>>20)
+			}
 			return line.err
 		}
 		text := strings.TrimSpace(line.text)

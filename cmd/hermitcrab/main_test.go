@@ -481,3 +481,12 @@ func TestChatEndsOnARefusedKeyNamingTheFix(t *testing.T) {
 		t.Errorf("the refusal does not name the fix:\n%s", errOut)
 	}
 }
+
+// A line over chat's limit (1 MiB: a file piped in by mistake) ends chat
+// with a message a person reads, not the line reader's own words.
+func TestChatRefusesAHugeLineInWords(t *testing.T) {
+	_, errOut, err := hc(t, t.TempDir(), strings.Repeat("a", 2<<20)+"\n", "chat", "--provider", "script", "--script", filepath.Join("testdata", "chat.json"))
+	if exitStatus(t, err) != 1 || strings.Contains(errOut, "bufio") || !strings.Contains(errOut, "1 MiB") {
+		t.Fatalf("a 2 MiB line: %v\n%s", err, errOut)
+	}
+}
