@@ -110,8 +110,8 @@ func New(opts Options) (*Guard, error) {
 	}
 	for _, name := range opts.AllowHosts {
 		n := normalize(strings.TrimSpace(name))
-		if h, _, err := net.SplitHostPort(n); err == nil {
-			n = h
+		if h, _, err := net.SplitHostPort(n); err == nil && !strings.Contains(n, "/") {
+			n = h // a port is ignored; "http://name" is no host:port
 		}
 		switch {
 		case strings.HasPrefix(n, "*.") && validName(n[2:]):
@@ -121,7 +121,7 @@ func New(opts Options) (*Guard, error) {
 		case validName(n):
 			g.exact[n] = true
 		default:
-			return nil, fmt.Errorf("httpguard: allowed host %q is not a host name, *.domain or an IP address", name)
+			return nil, fmt.Errorf("httpguard: allowed host %q is not a host name, *.domain or an IP address (give the name alone, without a scheme or a path)", name)
 		}
 	}
 	return g, nil
