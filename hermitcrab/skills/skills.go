@@ -120,7 +120,7 @@ func (d Dir) read(name string) (Skill, error) {
 	if err != nil {
 		return Skill{}, fmt.Errorf("skill %q: %w", name, err)
 	}
-	defer root.Close()
+	defer func() { _ = root.Close() }() // opened only to read: nothing to report
 	// Walked inside the root: the folder may itself be a link, and no
 	// link in it leads out.
 	_ = fs.WalkDir(root.FS(), ".", func(path string, e fs.DirEntry, err error) error {
