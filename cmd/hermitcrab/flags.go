@@ -6,6 +6,7 @@ package main
 var optionFlags = map[string]string{
 	"data":               "--data",
 	"addr":               "--addr",
+	"allow_host":         "--allow-host",
 	"shell_file":         "--shell",
 	"web_allow":          "--web-allow",
 	"web_deny":           "--web-deny",

@@ -449,6 +449,8 @@ func TestAnOptionTheKernelRefusesNamesItsFlag(t *testing.T) {
 		{[]string{"prompt", "--shell", "/no/such/shell.json"}, "--shell"},
 		{[]string{"beach", "sign", "passport", "{not json"}, "BODY"},
 		{[]string{"beach", "serve", "--window", "-1s"}, "--window -1s: give how far"},
+		{[]string{"serve", "--addr", "127.0.0.1:0", "--allow-host", "http://proxy.example"}, `--allow-host "http://proxy.example": give`},
+		{[]string{"beach", "serve", "--addr", "127.0.0.1:0", "--allow-host", "*"}, `--allow-host "*": give`},
 	} {
 		_, errOut, err := hc(t, t.TempDir(), "", c.args...)
 		if exitStatus(t, err) != 2 || !strings.Contains(errOut, c.says) || !strings.Contains(errOut, "--help' for usage.") {
