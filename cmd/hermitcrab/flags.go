@@ -7,6 +7,7 @@ var optionFlags = map[string]string{
 	"data":               "--data",
 	"addr":               "--addr",
 	"allow_host":         "--allow-host",
+	"token":              "--token",
 	"shell_file":         "--shell",
 	"web_allow":          "--web-allow",
 	"web_deny":           "--web-deny",

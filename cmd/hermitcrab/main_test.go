@@ -451,6 +451,7 @@ func TestAnOptionTheKernelRefusesNamesItsFlag(t *testing.T) {
 		{[]string{"beach", "serve", "--window", "-1s"}, "--window -1s: give how far"},
 		{[]string{"serve", "--addr", "127.0.0.1:0", "--allow-host", "http://proxy.example"}, `--allow-host "http://proxy.example": give`},
 		{[]string{"beach", "serve", "--addr", "127.0.0.1:0", "--allow-host", "*"}, `--allow-host "*": give`},
+		{[]string{"serve", "--addr", "0.0.0.0:0", "--token", "short"}, `--token is 5 characters long, short enough to guess`},
 	} {
 		_, errOut, err := hc(t, t.TempDir(), "", c.args...)
 		if exitStatus(t, err) != 2 || !strings.Contains(errOut, c.says) || !strings.Contains(errOut, "--help' for usage.") {
