@@ -27,7 +27,8 @@ var demoExcludes = []string{"provider", "script", "model", "fallback", "base-url
 // demoSetup makes serve a demo: the instance lives in --data when given,
 // else in a new temporary directory; the scripted provider plays the
 // embedded script, written into that directory; the triggers do not run
-// (a wake would use the script's answers). It says on out what the demo is.
+// (a wake would use the script's answers), and the directory's MCP servers
+// are left out (the demo makes no network call). It says on out what the demo is.
 func (f *flags) demoSetup(cmd *cobra.Command, out io.Writer) error {
 	for _, name := range demoExcludes {
 		if flag := cmd.Flags().Lookup(name); flag != nil && flag.Changed {
@@ -47,6 +48,7 @@ func (f *flags) demoSetup(cmd *cobra.Command, out io.Writer) error {
 	if err := os.WriteFile(file, demoScript, 0o644); err != nil {
 		return fmt.Errorf("writing the demo's script: %w", err)
 	}
+	f.demo = true // no MCP server is contacted: the demo makes no network call
 	p := &f.app.Provider
 	p.Provider, p.Script, p.Model, p.Fallback, p.BaseURL, p.From = provider.Script, file, "", nil, "", nil
 	fmt.Fprintf(out, `hermitcrab demo: this is a demo. A scripted model plays the LLM (its answers are

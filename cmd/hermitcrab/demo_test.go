@@ -4,11 +4,16 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -122,4 +127,66 @@ func TestServeDemoBootsBuildsAFaceAndAnswersInTheBrowser(t *testing.T) {
 func jsQuote(s string) string {
 	data, _ := json.Marshal(s)
 	return string(data)
+}
+
+// serve --demo makes no network call, even on a data directory whose
+// person added MCP servers (serve --demo --data on their own instance):
+// the servers are neither asked for their tools nor offered, so set_tools
+// refuses their tools and a call contacts none of them.
+func TestServeDemoContactsNoMCPServer(t *testing.T) {
+	var hits atomic.Int32
+	mcpServer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		http.Error(w, "no", http.StatusServiceUnavailable)
+	}))
+	defer mcpServer.Close()
+	data := t.TempDir()
+	servers := `{"servers": [{"name": "docs", "url": "` + mcpServer.URL + `/mcp"}]}`
+	if err := os.WriteFile(filepath.Join(data, "mcp_servers.json"), []byte(servers), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binary, "--data", data, "serve", "--demo", "--addr", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "ANTHROPIC_API_KEY=", "HERMITCRAB_DATA=")
+	url := ""
+	for r := bufio.NewReader(startReading(t, cmd, "serve --demo")); url == ""; {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("serve --demo printed no URL: %v", err)
+		}
+		url = regexp.MustCompile(`http://127\.0\.0\.1:\d+/`).FindString(line)
+	}
+	post := func(path, body string) (int, string) {
+		t.Helper()
+		resp, err := http.Get(url + "api/state")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st struct{ CSRF string }
+		err = json.NewDecoder(resp.Body).Decode(&st)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest("POST", url+path, strings.NewReader(body))
+		req.Header.Set("X-CSRF-Token", st.CSRF)
+		req.Header.Set("Origin", strings.TrimSuffix(url, "/"))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err = http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	status, body := post("api/tools", `{"tools": ["block_read", "block_write", "recompile", "docs__search"]}`)
+	if status == http.StatusOK {
+		t.Errorf("set_tools took a tool of an MCP server in the demo: %s", body)
+	}
+	if status, body := post("api/call", `{"messages": [{"role": "user", "content": "hello"}], "tier": 2}`); status != http.StatusOK {
+		t.Fatalf("a call: %d %s", status, body)
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the demo contacted the MCP server %d times", n)
+	}
 }

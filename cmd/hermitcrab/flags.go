@@ -6,6 +6,8 @@ package main
 var optionFlags = map[string]string{
 	"data":               "--data",
 	"addr":               "--addr",
+	"allow_host":         "--allow-host",
+	"token":              "--token",
 	"shell_file":         "--shell",
 	"web_allow":          "--web-allow",
 	"web_deny":           "--web-deny",

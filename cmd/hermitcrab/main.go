@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,6 +45,8 @@ type flags struct {
 	// headless: a command no person watches (wake --daemon) logs one
 	// line per call instead of showing progress.
 	headless bool
+	// demo: serve --demo, whose kernel contacts no MCP server.
+	demo bool
 }
 
 // logger is the log of a server or daemon, as --quiet and --verbose say:
@@ -248,7 +251,7 @@ func (f *flags) kernelOptions() hermitcrab.Options {
 	return hermitcrab.Options{ShellFile: f.shell, MaxBlockBytes: f.maxBlockBytes, NoPTC: f.noPTC, Model: f.app.Provider.Model,
 		ServerTools: f.app.Provider.Provider != provider.OpenAI,
 		WebRequest:  hermitcrab.WebPolicy{Allow: f.webAllow, Deny: f.webDeny},
-		Beach:       f.beachURL(), WakeCaps: f.caps, MCPCallTimeout: f.mcpTimeout, MCPConnector: f.mcpConnector,
+		Beach:       f.beachURL(), WakeCaps: f.caps, MCPCallTimeout: f.mcpTimeout, MCPConnector: f.mcpConnector, NoMCP: f.demo,
 		TierModels: map[int]string{hermitcrab.Light: f.app.Setting("hermitcrab.models.light"), hermitcrab.Present: f.app.Setting("hermitcrab.models.present"), hermitcrab.Deep: f.app.Setting("hermitcrab.models.deep")}}
 }
 
@@ -338,7 +341,7 @@ answers a few messages, offline and free; the page says it is a demo.`,
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8420", "address to listen on")
-	cmd.Flags().StringVar(&token, "token", "", "access token every request must carry (required off loopback; generated when empty)")
+	cmd.Flags().StringVar(&token, "token", "", "access token every request must carry (required off loopback; generated when empty; at least 16 of A-Z a-z 0-9 -._~)")
 	cmd.Flags().StringSliceVar(&allowHosts, "allow-host", nil, "further Host names the server answers to (name, *.domain or IP; repeatable); loopback names and the bound address always work")
 	cmd.Flags().BoolVar(&withMCP, "mcp", false, "serve an MCP endpoint over the instance's blocks at /mcp (token: mcp_token in the data directory)")
 	cmd.Flags().BoolVar(&demo, "demo", false, "try it without a key: serve a scripted instance (offline, free) that boots, builds its face and answers a few messages, in a new temporary data directory unless --data is given")
@@ -707,6 +710,9 @@ exchange (say it again next time) and exits 5.`,
 	return cmd
 }
 
+// maxChatLine bounds one line typed (or piped) into chat.
+const maxChatLine = 1 << 20
+
 func chat(ctx context.Context, k *hermitcrab.Kernel, id string, tier int, live *cli.Live, in io.Reader, out, errOut io.Writer) error {
 	// Lines are read in their own goroutine so that Ctrl-C or SIGTERM ends
 	// a chat waiting for input at once: a read from a terminal cannot be
@@ -719,7 +725,7 @@ func chat(ctx context.Context, k *hermitcrab.Kernel, id string, tier int, live *
 	lines := make(chan input)
 	go func() {
 		sc := bufio.NewScanner(in)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		sc.Buffer(make([]byte, 64<<10), maxChatLine)
 		for sc.Scan() {
 			lines <- input{text: sc.Text()}
 		}
@@ -736,6 +742,9 @@ func chat(ctx context.Context, k *hermitcrab.Kernel, id string, tier int, live *
 		}
 		if line.eof {
 			fmt.Fprintln(errOut)
+			if errors.Is(line.err, bufio.ErrTooLong) {
+				return fmt.Errorf("a line over %d MiB: chat takes one message a line, of at most %d MiB (nothing of it was sent)", maxChatLine>>20, maxChatLine>>20)
+			}
 			return line.err
 		}
 		text := strings.TrimSpace(line.text)
@@ -750,6 +759,11 @@ func chat(ctx context.Context, k *hermitcrab.Kernel, id string, tier int, live *
 		if err != nil {
 			if ctx.Err() != nil {
 				return fmt.Errorf("the answer was stopped; nothing of this exchange was saved: %w", err)
+			}
+			if apiErr, ok := llm.AsAPIError(err); ok && apiErr.Status == http.StatusUnauthorized {
+				// Every later line would fail the same way: end, and the
+				// error names the key's fix.
+				return fmt.Errorf("nothing of this exchange was saved: %w", err)
 			}
 			fmt.Fprintln(errOut, "error:", termtext.Line(err.Error()), "(nothing was saved; say it again)") // may quote the API or the model
 			continue

@@ -449,6 +449,9 @@ func TestAnOptionTheKernelRefusesNamesItsFlag(t *testing.T) {
 		{[]string{"prompt", "--shell", "/no/such/shell.json"}, "--shell"},
 		{[]string{"beach", "sign", "passport", "{not json"}, "BODY"},
 		{[]string{"beach", "serve", "--window", "-1s"}, "--window -1s: give how far"},
+		{[]string{"serve", "--addr", "127.0.0.1:0", "--allow-host", "http://proxy.example"}, `--allow-host "http://proxy.example": give`},
+		{[]string{"beach", "serve", "--addr", "127.0.0.1:0", "--allow-host", "*"}, `--allow-host "*": give`},
+		{[]string{"serve", "--addr", "0.0.0.0:0", "--token", "short"}, `--token is 5 characters long, short enough to guess`},
 	} {
 		_, errOut, err := hc(t, t.TempDir(), "", c.args...)
 		if exitStatus(t, err) != 2 || !strings.Contains(errOut, c.says) || !strings.Contains(errOut, "--help' for usage.") {
@@ -460,5 +463,33 @@ func TestAnOptionTheKernelRefusesNamesItsFlag(t *testing.T) {
 	_, errOut, err := hc(t, t.TempDir(), "", "beach", "passport", "publish", "--name", "a", "--offer", "purpose 0.x")
 	if exitStatus(t, err) != 1 || !strings.Contains(errOut, `offers "purpose 0.x"`) || strings.Contains(errOut, "ADDRESS") {
 		t.Errorf("a malformed offer: %v %q", err, errOut)
+	}
+}
+
+// A key the API refuses fails every line after it: chat does not ask for
+// the line again but ends, saving nothing, with the way to fix the key.
+func TestChatEndsOnARefusedKeyNamingTheFix(t *testing.T) {
+	data := t.TempDir()
+	scriptFile := filepath.Join(t.TempDir(), "auth.json")
+	js := `{"responses": [{"error": {"status": 401, "type": "authentication_error", "message": "invalid x-api-key"}},
+  {"response": {"content": [{"type": "text", "text": "never reached"}]}}]}`
+	if err := os.WriteFile(scriptFile, []byte(js), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err := hc(t, data, "hello\nagain\n", "chat", "--provider", "script", "--script", scriptFile)
+	if exitStatus(t, err) != 1 || strings.Contains(out, "never reached") {
+		t.Fatalf("chat went on after a refused key: %v\n%s\n%s", err, out, errOut)
+	}
+	if strings.Contains(errOut, "say it again") || !strings.Contains(errOut, "refused the API key") || !strings.Contains(errOut, "nothing of this exchange was saved") {
+		t.Errorf("the refusal does not name the fix:\n%s", errOut)
+	}
+}
+
+// A line over chat's limit (1 MiB: a file piped in by mistake) ends chat
+// with a message a person reads, not the line reader's own words.
+func TestChatRefusesAHugeLineInWords(t *testing.T) {
+	_, errOut, err := hc(t, t.TempDir(), strings.Repeat("a", 2<<20)+"\n", "chat", "--provider", "script", "--script", filepath.Join("testdata", "chat.json"))
+	if exitStatus(t, err) != 1 || strings.Contains(errOut, "bufio") || !strings.Contains(errOut, "1 MiB") {
+		t.Fatalf("a 2 MiB line: %v\n%s", err, errOut)
 	}
 }

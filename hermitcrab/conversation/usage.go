@@ -63,3 +63,20 @@ func (c *Caller) Usage(ctx context.Context, kind string, days int) (store.Usage,
 	from := time.Now().AddDate(0, 0, 1-days).Format(time.DateOnly)
 	return c.store.UsageSince(ctx, kind, from)
 }
+
+// PageClient is the client for a request the page makes itself
+// (props.callAPI through a provider other than Anthropic): its answer is
+// logged and added to the day's usage like every call's.
+func (c *Caller) PageClient(ctx context.Context) *llm.Client { return c.llmClient(ctx, 0) }
+
+// RecordPageCall keeps a props.callAPI request the Anthropic API answered
+// directly (the passthrough, which bypasses the client): logged and added
+// to the day's usage, priced with the client's table.
+func (c *Caller) RecordPageCall(ctx context.Context, model string, u llm.Usage, latency time.Duration) {
+	table := llm.DefaultPriceTable()
+	if cl := c.Client(); cl != nil && cl.Prices != nil {
+		table = cl.Prices
+	}
+	cost, _ := table.Cost(model, u) // an unknown model counts nothing: the log line says $0
+	c.recordUsage(ctx, !budget.Carried(ctx), 0, &llm.Call{Model: model, Usage: u, CostUSD: cost, Latency: latency})
+}

@@ -89,6 +89,10 @@ type Options struct {
 	// kernel; set it only with the Anthropic provider. A server with
 	// headers other than "Authorization: Bearer …" stays the kernel's.
 	MCPConnector bool
+	// NoMCP leaves the MCP servers of the data directory out: none is
+	// contacted or offered (serve --demo, which promises no network call,
+	// on the person's own data directory).
+	NoMCP bool
 	// Observe receives LLM and tool events as they happen (progress lines).
 	Observe func(llm.Event)
 	Log     *slog.Logger
@@ -156,7 +160,9 @@ func Open(dir string, opts Options) (*Kernel, error) {
 	k.net = network.New(dir, st, b, network.Options{Beach: opts.Beach})
 	web := fetch.New(opts.WebRequest)
 	var connector map[string]llm.MCPServer
-	k.mcp, connector = openMCP(dir, opts.MCPCallTimeout, opts.MCPConnector, log)
+	if !opts.NoMCP {
+		k.mcp, connector = openMCP(dir, opts.MCPCallTimeout, opts.MCPConnector, log)
+	}
 	k.conv = conversation.New(conversation.Parts{Store: st, Blocks: b, Shells: k.shells, Network: k.net, Fetch: web},
 		conversation.Options{Client: opts.Client, Model: opts.Model, TierModels: opts.TierModels, ServerTools: opts.ServerTools, NoPTC: opts.NoPTC,
 			MCP: k.mcp, MCPConnector: connector, Skills: &skills.Dir{Path: filepath.Join(dir, SkillsDir)}, Browser: opts.Browser, Observe: opts.Observe, Log: log})

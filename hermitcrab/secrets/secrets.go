@@ -67,8 +67,31 @@ func (d Dir) SetKey(key string) error {
 	if key == "" || strings.ContainsAny(key, " \t\r\n") {
 		return errors.New("the key is empty or has spaces in it: paste the whole key")
 	}
+	if err := checkKeyText(key); err != nil {
+		return err
+	}
 	if err := atomicfile.Write(filepath.Join(string(d), keyFile), []byte(key+"\n"), 0o600); err != nil {
 		return fmt.Errorf("storing the API key: %w", err)
+	}
+	return nil
+}
+
+// maxKeyBytes bounds a key: real ones are about a hundred characters; a
+// header of megabytes would be refused by the API on every call.
+const maxKeyBytes = 1024
+
+// checkKeyText refuses a key that could not be sent as the x-api-key
+// header, or not as given: a key is printable ASCII (a control character
+// or a byte outside ASCII is a paste gone wrong). The error never repeats
+// the key.
+func checkKeyText(key string) error {
+	if len(key) > maxKeyBytes {
+		return fmt.Errorf("the key is %d bytes long; a key is about a hundred characters: paste the key alone", len(key))
+	}
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; c < 0x21 || c > 0x7e {
+			return fmt.Errorf("the key has a character no API key has (byte %d is 0x%02x, a control character or one outside ASCII): paste the key alone", i+1, c)
+		}
 	}
 	return nil
 }

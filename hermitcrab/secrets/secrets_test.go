@@ -59,3 +59,33 @@ func TestLocalSecretsArePrivate(t *testing.T) {
 		t.Fatalf("a secret others can read: %v", err)
 	}
 }
+
+// A key is sent in an HTTP header: one with a control character, a byte
+// outside ASCII or the length of a pasted file would fail every call
+// (or be refused by the API) long after it was stored, so it is refused
+// when it is given, and the key stored before stays.
+func TestAKeyThatCannotBeSentIsRefused(t *testing.T) {
+	d := Dir(t.TempDir())
+	if err := d.SetKey("sk-ant-good"); err != nil {
+		t.Fatal(err)
+	}
+	for name, key := range map[string]string{
+		"escape":    "sk-ant-\x1b[31mabc",
+		"NUL":       "sk-ant\x00abc",
+		"non-ASCII": "sk-ant-é",
+		"DEL":       "sk-ant-\x7f",
+		"huge":      "sk-ant-" + strings.Repeat("a", 5<<20),
+	} {
+		err := d.SetKey(key)
+		if err == nil {
+			t.Errorf("%s: stored", name)
+			continue
+		}
+		if strings.Contains(err.Error(), key) || len(err.Error()) > 200 {
+			t.Errorf("%s: the error repeats the key: %.200s", name, err)
+		}
+	}
+	if key, err := d.StoredKey(); key != "sk-ant-good" || err != nil {
+		t.Fatalf("the key stored before: %.40q %v", key, err)
+	}
+}

@@ -77,7 +77,7 @@ func (d Dir) List() (skills []Skill, problems []string, err error) {
 		return nil, nil, fmt.Errorf("read skills: %w", err)
 	}
 	for _, e := range entries {
-		if !e.IsDir() {
+		if !d.isFolder(e) {
 			continue
 		}
 		s, err := d.read(e.Name())
@@ -88,6 +88,17 @@ func (d Dir) List() (skills []Skill, problems []string, err error) {
 		skills = append(skills, s)
 	}
 	return skills, problems, nil
+}
+
+// isFolder tells whether e is a folder, or a symbolic link to one (a
+// skill kept elsewhere and linked in): both are read as skills, their
+// files confined to the folder (os.Root).
+func (d Dir) isFolder(e fs.DirEntry) bool {
+	if e.Type()&fs.ModeSymlink == 0 {
+		return e.IsDir()
+	}
+	info, err := os.Stat(filepath.Join(d.Path, e.Name()))
+	return err == nil && info.IsDir()
 }
 
 func (d Dir) read(name string) (Skill, error) {
@@ -105,14 +116,19 @@ func (d Dir) read(name string) (Skill, error) {
 	case front["name"] != "" && front["name"] != name:
 		return Skill{}, fmt.Errorf("skills/%s/%s: its front matter names it %q; a skill is named by its folder", name, SkillFile, front["name"])
 	}
-	root := filepath.Join(d.Path, name)
-	_ = filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
+	root, err := os.OpenRoot(filepath.Join(d.Path, name))
+	if err != nil {
+		return Skill{}, fmt.Errorf("skill %q: %w", name, err)
+	}
+	defer func() { _ = root.Close() }() // opened only to read: nothing to report
+	// Walked inside the root: the folder may itself be a link, and no
+	// link in it leads out.
+	_ = fs.WalkDir(root.FS(), ".", func(path string, e fs.DirEntry, err error) error {
 		if err != nil || len(s.Files) >= maxFiles {
-			return filepath.SkipDir
+			return fs.SkipDir
 		}
-		rel, _ := filepath.Rel(root, path) // under root: WalkDir gives no other
-		if e.Type().IsRegular() && rel != SkillFile {
-			s.Files = append(s.Files, filepath.ToSlash(rel))
+		if e.Type().IsRegular() && path != SkillFile {
+			s.Files = append(s.Files, path)
 		}
 		return nil
 	})
@@ -214,16 +230,18 @@ func (d Dir) Load(name, file string) (string, error) {
 	if err := CheckName(name); err != nil {
 		return "", err
 	}
+	// Only a skill List shows is read: a folder it leaves out (no
+	// SKILL.md, another name) is no skill, and its files stay unread.
+	s, err := d.read(name)
+	if err != nil {
+		return "", err
+	}
 	if file != "" {
 		data, err := d.readIn(name, file)
 		if err != nil {
 			return "", err
 		}
 		return string(data), nil
-	}
-	s, err := d.read(name)
-	if err != nil {
-		return "", err
 	}
 	_, body, err := d.file(name)
 	if err != nil {

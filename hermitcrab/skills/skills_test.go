@@ -141,3 +141,49 @@ func TestWriteMakesASkillListAndLoadRead(t *testing.T) {
 		}
 	}
 }
+
+// A folder List leaves out is no skill: skill_load reads neither its
+// instructions nor its files (a folder of secrets linked in by mistake,
+// with no SKILL.md, stays unread). A folder linked into skills/ is listed
+// or left out like any other, never skipped without a word, and its
+// resources stay inside the folder linked.
+func TestLoadReadsOnlyTheSkillsListShows(t *testing.T) {
+	dir := t.TempDir()
+	d := Dir{Path: filepath.Join(dir, "skills")}
+	outside := filepath.Join(dir, "outside")
+	if err := os.MkdirAll(outside, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(outside, "passwd"), []byte("root:x:0:0"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	writeSkill(t, d.Path, "mism", "---\nname: other\ndescription: d\n---\nbody\n")
+	if err := os.WriteFile(filepath.Join(d.Path, "mism", "notes.txt"), []byte("left out"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(d.Path, "etc")); err != nil {
+		t.Fatal(err)
+	}
+	writeSkill(t, dir, "linked", "---\ndescription: A skill kept elsewhere.\n---\nSee ex.txt.\n")
+	if err := os.WriteFile(filepath.Join(dir, "linked", "ex.txt"), []byte("example"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "linked"), filepath.Join(d.Path, "charts")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, file string }{{"etc", "passwd"}, {"etc", ""}, {"mism", "notes.txt"}, {"mism", ""}} {
+		if got, err := d.Load(c.name, c.file); err == nil {
+			t.Errorf("skill_load(%s, %q) of a folder List leaves out: %q", c.name, c.file, got)
+		}
+	}
+	skills, problems, err := d.List()
+	if err != nil || len(skills) != 1 || skills[0].Name != "charts" {
+		t.Fatalf("List: %+v %v", skills, err)
+	}
+	if !strings.Contains(strings.Join(problems, "\n"), `"etc"`) {
+		t.Errorf("the linked folder without SKILL.md is skipped without a word: %q", problems)
+	}
+	if got, err := d.Load("charts", "ex.txt"); err != nil || got != "example" {
+		t.Errorf("a linked skill's resource: %q %v", got, err)
+	}
+}

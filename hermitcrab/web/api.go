@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/llmkernels/kernels/hermitcrab/blocks"
 	"github.com/llmkernels/kernels/hermitcrab/conversation"
@@ -347,22 +348,39 @@ func (s *Server) claude(w http.ResponseWriter, r *http.Request) {
 	if betas := clean.HeaderBetas(s.cfg.Betas); len(betas) > 0 {
 		req.Header.Set("anthropic-beta", strings.Join(betas, ","))
 	}
+	start := time.Now()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		writeError(w, http.StatusBadGateway, fmt.Errorf("reaching the Anthropic API: %w", err))
 		return
 	}
 	defer func() { _ = resp.Body.Close() }() // a response body read to its end or abandoned: nothing to report
-	w.Header().Set("Content-Type", "application/json")
+	stream := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+	if stream {
+		w.Header().Set("Content-Type", "text/event-stream")
+	} else {
+		w.Header().Set("Content-Type", "application/json")
+	}
 	w.WriteHeader(resp.StatusCode)
-	if _, err := io.Copy(w, resp.Body); err != nil {
+	// The answer is kept as it is relayed, to add what it cost to the
+	// day's usage as every other call's.
+	var kept capture
+	if _, err := io.Copy(w, io.TeeReader(resp.Body, &kept)); err != nil {
 		// The status is sent; the page sees a cut body. Say why in the log.
 		s.log.Warn("relaying the Anthropic API's answer", "err", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return
+	}
+	if model, u, ok := answerUsage(kept.buf.Bytes(), stream); ok {
+		s.kernel.Conversation().RecordPageCall(r.Context(), model, u, time.Since(start))
+	} else {
+		s.log.Warn("callAPI: the API's answer carried no usage that could be read: its cost is not in the day's usage")
 	}
 }
 
 func (s *Server) claudeViaClient(w http.ResponseWriter, ctx context.Context, body []byte) {
-	client := s.kernel.Conversation().Client()
+	client := s.kernel.Conversation().PageClient(ctx)
 	if client == nil {
 		writeError(w, http.StatusBadRequest, errors.New("no LLM client configured"))
 		return

@@ -363,3 +363,34 @@ func TestThePageCanResetTheToolsToTheBootSet(t *testing.T) {
 		t.Fatalf("a second reset: HTTP %d %v", code, out)
 	}
 }
+
+// A callAPI request costs money like any other call: its answer is added
+// to the day's usage (what tools list shows), through the Anthropic
+// passthrough (an answer whole or streamed) and through another provider.
+func TestCallAPIAnswersAreAddedToTheUsage(t *testing.T) {
+	answer := `{"content":[{"type":"text","text":"raw"}],"usage":{"input_tokens":1000,"output_tokens":100,"cache_read_input_tokens":3000}}`
+	srv, ts, _ := anthropicServer(t, `{"responses":[`+answer+`,`+answer+`]}`, kernel.Options{})
+	post(t, ts, srv, "/api/key", map[string]string{"key": testKey}, nil)
+	msgs := []any{map[string]any{"role": "user", "content": "hello"}}
+	for _, stream := range []bool{false, true} {
+		body := map[string]any{"max_tokens": 200, "messages": msgs, "tools": []any{}}
+		if stream {
+			body["stream"] = true
+		}
+		if code := post(t, ts, srv, "/api/claude", body, nil); code != http.StatusOK {
+			t.Fatalf("stream %v: HTTP %d", stream, code)
+		}
+	}
+	u, err := srv.Kernel().Conversation().Usage(context.Background(), "", 1)
+	if err != nil || u.Calls != 2 || u.Tokens.InputTokens != 2000 || u.Tokens.CacheReadInputTokens != 6000 || u.Tokens.OutputTokens != 200 || u.CostUSD <= 0 {
+		t.Fatalf("the passthrough's usage: %+v %v", u, err)
+	}
+
+	other, ots := testServer(t, `{"responses":[`+answer+`]}`)
+	if code := post(t, ots, other, "/api/claude", map[string]any{"max_tokens": 200, "messages": msgs}, nil); code != http.StatusOK {
+		t.Fatalf("another provider: HTTP %d", code)
+	}
+	if u, err := other.Kernel().Conversation().Usage(context.Background(), "", 1); err != nil || u.Calls != 1 || u.Tokens.OutputTokens != 100 {
+		t.Fatalf("another provider's usage: %+v %v", u, err)
+	}
+}

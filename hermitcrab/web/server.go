@@ -43,6 +43,7 @@ import (
 	"github.com/llmkernels/kernels/hermitcrab/shells"
 	"github.com/llmkernels/kernels/hermitcrab/wakes"
 	"github.com/llmkernels/kernels/internal/httpguard"
+	"github.com/llmkernels/kernels/internal/option"
 	"github.com/llmkernels/kernels/internal/plainjson"
 	"github.com/llmkernels/kernels/llm"
 )
@@ -118,6 +119,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
+	if err := checkToken(cfg.Token); err != nil {
+		return nil, err
+	}
 	guard, err := httpguard.New(httpguard.Options{Addr: cfg.Addr, AllowHosts: cfg.AllowHosts,
 		BodyLimit: func(r *http.Request) int64 {
 			if endpoint.Owns(r.URL.Path) {
@@ -190,6 +194,29 @@ func loopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// minToken is the shortest access token taken: it guards a server whose
+// shell is trusted and whose passthrough spends the key, so it must not
+// be guessable (the generated one has 32 hex digits).
+const minToken = 16
+
+// checkToken refuses an access token given that guards nothing (too short
+// to resist guessing) or that the printed URL cannot carry as it is
+// (anything but letters, digits and -._~). The error never repeats it.
+func checkToken(token string) error {
+	if token == "" {
+		return nil // one is generated off loopback
+	}
+	for _, c := range token {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-._~", c)) {
+			return option.Errorf("token", "is to hold letters, digits and -._~ only (it travels in the printed URL), or leave it out for a generated one")
+		}
+	}
+	if len(token) < minToken {
+		return option.Errorf("token", "is %d characters long, short enough to guess: give at least %d, or leave it out for a generated one", len(token), minToken)
+	}
+	return nil
 }
 
 func randomToken() string {

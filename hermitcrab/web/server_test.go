@@ -385,3 +385,31 @@ func TestWebhooksOnTheWebServerUseTheirOwnSecret(t *testing.T) {
 		t.Fatalf("/mcp while off: HTTP %d", code)
 	}
 }
+
+// The access token guards a server off loopback, whose shell is trusted
+// and whose passthrough spends the key: one short enough to guess, or one
+// the printed URL cannot carry (a space, a control character), is refused
+// before anything opens; the generated one and a long one are taken.
+func TestAnAccessTokenThatGuardsNothingIsRefused(t *testing.T) {
+	open := func(token string) error {
+		p := script.New(&script.Script{})
+		srv, err := New(context.Background(), Config{DataDir: t.TempDir(), Provider: "script", Addr: "0.0.0.0:0", Token: token,
+			NewClient: func(string) (*llm.Client, error) { return &llm.Client{Provider: p}, nil }})
+		if err == nil {
+			srv.Close()
+		}
+		return err
+	}
+	for _, token := range []string{"x", "secret", "a b c d e f g h i j k", "token\x1b[2J-long-enough-0123", strings.Repeat("é", 20)} {
+		if err := open(token); err == nil {
+			t.Errorf("token %q was taken", token)
+		} else if !strings.Contains(err.Error(), "token") || len(token) > 3 && strings.Contains(err.Error(), token) {
+			t.Errorf("token %q: the error %q", token, err)
+		}
+	}
+	for _, token := range []string{"", "b467a62e7f6192d9df203779b9ab3b2f", "my-long_access.token~0123"} {
+		if err := open(token); err != nil {
+			t.Errorf("token %q: %v", token, err)
+		}
+	}
+}

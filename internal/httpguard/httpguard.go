@@ -41,9 +41,10 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/llmkernels/kernels/internal/clip"
-	"time"
+	"github.com/llmkernels/kernels/internal/option"
 )
 
 // DefaultMaxBody is the body limit when Options leaves it 0: 1 MiB.
@@ -78,7 +79,8 @@ type Guard struct {
 }
 
 // New makes a guard. It fails on an allowed name that is not a host name or
-// an IP, so a typo in a flag is caught at start-up.
+// an IP, so a typo in a flag is caught at start-up: an option.Error for
+// "allow_host", which a command reports as its flag.
 func New(opts Options) (*Guard, error) {
 	g := &Guard{exact: map[string]bool{"localhost": true}, maxBody: opts.MaxBody, limit: opts.BodyLimit}
 	if g.maxBody == 0 {
@@ -110,8 +112,8 @@ func New(opts Options) (*Guard, error) {
 	}
 	for _, name := range opts.AllowHosts {
 		n := normalize(strings.TrimSpace(name))
-		if h, _, err := net.SplitHostPort(n); err == nil {
-			n = h
+		if h, _, err := net.SplitHostPort(n); err == nil && !strings.Contains(n, "/") {
+			n = h // a port is ignored; "http://name" is no host:port
 		}
 		switch {
 		case strings.HasPrefix(n, "*.") && validName(n[2:]):
@@ -121,7 +123,7 @@ func New(opts Options) (*Guard, error) {
 		case validName(n):
 			g.exact[n] = true
 		default:
-			return nil, fmt.Errorf("httpguard: allowed host %q is not a host name, *.domain or an IP address", name)
+			return nil, option.Errorf("allow_host", "%q: give a host name, *.domain or an IP address, alone (no scheme or path)", name)
 		}
 	}
 	return g, nil

@@ -256,3 +256,17 @@ func TestMaxLargeBoundsLargeBodiesAtOnce(t *testing.T) {
 		t.Fatalf("a large body once the slot is free: %+v", resp)
 	}
 }
+
+// A URL given as an allowed host (--allow-host http://proxy.example) is
+// refused at start-up: split as host:port it would allow the name
+// "http" and not the proxy's.
+func TestAnAllowedHostWithASchemeOrPathIsRefused(t *testing.T) {
+	for _, name := range []string{"http://proxy.example", "https://proxy.example:8443", "proxy.example/app", "//proxy.example"} {
+		if g, err := New(Options{Addr: "127.0.0.1:8420", AllowHosts: []string{name}}); err == nil {
+			t.Errorf("%q was taken (the name \"http\" allowed: %v)", name, g.Allowed("http"))
+		}
+	}
+	if _, err := New(Options{Addr: "127.0.0.1:8420", AllowHosts: []string{"proxy.example:8443", "*.example.org"}}); err != nil {
+		t.Errorf("a name with a port: %v", err)
+	}
+}

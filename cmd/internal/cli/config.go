@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/llmkernels/kernels/internal/redact"
 	"io"
 	"os"
 	"path/filepath"
@@ -186,27 +187,34 @@ func (a *App) resolveModel(flag bool, record func(string, any, config.Source, st
 // own variable (ANTHROPIC_BASE_URL, OPENAI_BASE_URL), then the file.
 func (a *App) resolveBaseURL(flag bool, record func(string, any, config.Source, string)) {
 	p := &a.Provider
+	shown := func(key string, v any, src config.Source, note string) {
+		// A proxy's password or a gateway's token is never shown.
+		if s, ok := v.(string); ok && s != "" {
+			v = redact.URL(s)
+		}
+		record(key, v, src, note)
+	}
 	if flag {
-		record(config.BaseURL, p.BaseURL, config.Source{Kind: "flag", Name: "--base-url"}, "")
+		shown(config.BaseURL, p.BaseURL, config.Source{Kind: "flag", Name: "--base-url"}, "")
 		return
 	}
 	env := map[string]string{provider.Anthropic: anthropic.EnvBaseURL, provider.OpenAI: openai.EnvBaseURL}[p.Provider]
 	if v, src, ok := (config.Layers{Getenv: a.layers.Getenv}).String(config.BaseURL); ok {
 		p.BaseURL, p.From["base-url"] = v, src.Name
-		record(config.BaseURL, v, src, "")
+		shown(config.BaseURL, v, src, "")
 		return
 	}
 	if v := os.Getenv(env); env != "" && v != "" {
 		p.BaseURL, p.From["base-url"] = v, env
-		record(config.BaseURL, v, config.Source{Kind: "env", Name: env}, "")
+		shown(config.BaseURL, v, config.Source{Kind: "env", Name: env}, "")
 		return
 	}
 	if v, src, ok := (config.Layers{File: a.layers.File}).String(config.BaseURL); ok {
 		p.BaseURL, p.From["base-url"] = v, src.Name
-		record(config.BaseURL, v, src, "")
+		shown(config.BaseURL, v, src, "")
 		return
 	}
-	record(config.BaseURL, "", config.Source{Kind: "default"}, "the provider's own API")
+	shown(config.BaseURL, "", config.Source{Kind: "default"}, "the provider's own API")
 }
 
 // resolvePrices: a JSON file from --prices or LLMKERNELS_PRICES, else

@@ -318,3 +318,25 @@ func TestDurationsAreRounded(t *testing.T) {
 		}
 	}
 }
+
+// A base URL may carry a proxy's password or a gateway's token in its
+// query: config shows where the calls go, never those (as mcp list).
+func TestConfigNeverPrintsABaseURLsSecrets(t *testing.T) {
+	path := isolate(t)
+	writeConfig(t, path, "base_url = \"https://user:filepass@proxy.example/v1?key=filetoken\"\n")
+	t.Setenv("LLMKERNELS_BASE_URL", "")
+	for _, env := range []string{"", "https://user:envpass@proxy.example/v1?key=envtoken"} {
+		t.Setenv("ANTHROPIC_BASE_URL", env)
+		for _, args := range [][]string{{"config"}, {"config", "--json"}, {"config", "--base-url", "https://user:flagpass@proxy.example/?key=flagtoken"}} {
+			status, out, stderr := executeApp(settingsApp("hermitcrab", nil), args...)
+			for _, secret := range []string{"filepass", "filetoken", "envpass", "envtoken", "flagpass", "flagtoken"} {
+				if strings.Contains(out+stderr, secret) {
+					t.Fatalf("%v: status %d, %s is shown:\n%s%s", args, status, secret, out, stderr)
+				}
+			}
+			if status != ExitOK || !strings.Contains(out, "proxy.example") {
+				t.Fatalf("%v: status %d, the base URL is not shown:\n%s%s", args, status, out, stderr)
+			}
+		}
+	}
+}

@@ -9,6 +9,11 @@ import (
 	"strings"
 )
 
+// maxSecretLine bounds the line a secret is read from: keys are about a
+// hundred bytes and tokens (JWTs) a few thousand; more is a file given by
+// mistake, or /dev/zero, which is not read into memory whole.
+const maxSecretLine = 64 << 10
+
 // ReadSecretLine writes prompt to w and reads one line (an API key) from
 // in. When in is a terminal, typing is not echoed while the line is read,
 // so the secret never shows on the screen or in a terminal's scrollback
@@ -32,7 +37,10 @@ func ReadSecretLine(ctx context.Context, in io.Reader, w io.Writer, prompt strin
 	}
 	done := make(chan read, 1)
 	go func() {
-		l, err := bufio.NewReader(in).ReadString('\n')
+		l, err := bufio.NewReader(io.LimitReader(in, maxSecretLine+1)).ReadString('\n')
+		if len(l) > maxSecretLine {
+			l, err = "", fmt.Errorf("more than %d KiB without a line break: give the secret alone, on one line", maxSecretLine>>10)
+		}
 		done <- read{l, err}
 	}()
 	select {
