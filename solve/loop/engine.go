@@ -111,14 +111,14 @@ const (
 // runConfig is stored with the run (a run_config artifact of the root) so
 // a resumed run continues with the same settings.
 type runConfig struct {
-	Goal        string  `json:"goal"`
-	Workspace   string  `json:"workspace"`
-	Model       string  `json:"model"`
-	Workers     int     `json:"workers"` // 0: not given (Request.Workers)
-	TMax        int     `json:"t_max"`
-	Interactive bool    `json:"interactive"`
-	BudgetUSD   float64 `json:"budget_usd"`
-	TimeSeconds float64 `json:"time_seconds"`
+	Goal        string      `json:"goal"`
+	Workspace   string      `json:"workspace"`
+	Model       string      `json:"model"`
+	Workers     int         `json:"workers"` // 0: not given (Request.Workers)
+	TMax        int         `json:"t_max"`
+	Interactive bool        `json:"interactive"`
+	BudgetUSD   float64     `json:"budget_usd"`
+	TimeSeconds float64     `json:"time_seconds"`
 	MCP         []MCPServer `json:"mcp,omitempty"`
 }
 
