@@ -213,7 +213,7 @@ func Run(ctx context.Context, st *store.Store, req Request, opts Options) (*Resu
 	if err := Boot(ctx, st); err != nil {
 		return nil, err
 	}
-	if err := checkMCP(req.MCP, opts.MCPUnconfined); err != nil {
+	if err := CheckMCP(req.MCP, opts.MCPUnconfined); err != nil {
 		return nil, err
 	}
 	cfg := runConfig{Goal: req.Goal, Workspace: req.Workspace, Model: req.Model, Workers: req.Workers, TMax: req.TMax,

@@ -42,10 +42,10 @@ const (
 // in: producing a node's output, and judging one.
 var toolOps = []string{OpResolve, OpVerify}
 
-// checkMCP refuses servers the run could not offer: a malformed one, two
+// CheckMCP refuses servers a run could not offer: a malformed one, two
 // of one name, or one started by a command when the person did not allow
 // unconfined commands.
-func checkMCP(servers []MCPServer, unconfined bool) error {
+func CheckMCP(servers []MCPServer, unconfined bool) error {
 	list := make([]mcp.Server, len(servers))
 	for i, s := range servers {
 		list[i] = s.server()
@@ -79,7 +79,7 @@ func (e *engine) openMCP(ctx context.Context) (func(), error) {
 	if len(e.cfg.MCP) == 0 {
 		return func() {}, nil
 	}
-	if err := checkMCP(e.cfg.MCP, e.opts.MCPUnconfined); err != nil {
+	if err := CheckMCP(e.cfg.MCP, e.opts.MCPUnconfined); err != nil {
 		return nil, fmt.Errorf("run %s: %w", e.root, err)
 	}
 	reached := make([]error, len(e.cfg.MCP))
@@ -94,7 +94,12 @@ func (e *engine) openMCP(ctx context.Context) (func(), error) {
 			up = append(up, s.server())
 			continue
 		}
-		msg := fmt.Sprintf("mcp server %q cannot be reached (%v); the run goes on without its tools", s.Name, reached[i])
+		why := reached[i].Error()
+		var unreachable *mcp.UnreachableError
+		if errors.As(reached[i], &unreachable) {
+			why = unreachable.Detail
+		}
+		msg := fmt.Sprintf("mcp server %q cannot be reached (%s); the run goes on without its tools", s.Name, why)
 		e.progress("%s", msg)
 		if err := e.st.Log(ctx, 1, e.root, msg, nil); err != nil {
 			return nil, err
