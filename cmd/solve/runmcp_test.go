@@ -101,7 +101,7 @@ func TestARunOffersItsMCPServersToolsToTheModel(t *testing.T) {
 		db := openDB(t, dir)
 		for _, server := range []string{"board", "cam"} {
 			var summary, detail string
-			if err := db.QueryRow("SELECT summary, detail FROM logs WHERE tier = 3 AND summary LIKE 'mcp " + server + "__read_board%'").Scan(&summary, &detail); err != nil {
+			if err := db.QueryRow("SELECT summary, detail FROM logs WHERE tier = 3 AND summary LIKE 'mcp "+server+"__read_board%'").Scan(&summary, &detail); err != nil {
 				t.Fatalf("no log row of %s's tool call: %v", server, err)
 			}
 			var d map[string]any
