@@ -1,7 +1,9 @@
 package main_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -38,7 +40,7 @@ func camSteps(t *testing.T) []any {
 	}
 	rs = append(rs,
 		m{"match": m{"system_contains": "operation: resolve", "last_user_contains": "Operation: resolve · attempt 1\nGoal: " + camGoal},
-			"response": m{"stop_reason": "tool_use", "content": []any{m{"type": "text", "text": "Reading both."}, use("toolu_1", "board__read_board"), use("toolu_2", "cam__read_board")}}},
+			"response": m{"stop_reason": "tool_use", "content": []any{m{"type": "text", "text": "Reading both."}, use("toolu_1", "board__read_board"), use("toolu_2", "cam__read_board"), use("toolu_3", "junk__read_board")}}},
 		m{"match": m{"system_contains": "operation: resolve", "tool_result_for": "cam__read_board", "last_user_contains": `hot spot 71C; arguments {"board":"A"}`},
 			"response": m{"content": []any{m{"type": "text", "text": `{"summary": "board A read", "text": "hot spot 71C, read with the camera"}`}}}})
 	return rs
@@ -52,6 +54,22 @@ func writeEntries(t *testing.T, dir string, rs []any) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// junkServer is boardServer over streamable HTTP, except that it answers
+// a tool call with what is not JSON.
+func junkServer() *httptest.Server {
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return boardServer() }, nil)
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body) // a short read is the SDK's to refuse
+		if bytes.Contains(body, []byte(`"tools/call"`)) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte("{not json")) // the client sees what it sees
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		h.ServeHTTP(w, r)
+	}))
 }
 
 // closedURL is an http URL nothing listens at.
@@ -72,8 +90,10 @@ func closedURL(t *testing.T) string {
 // MCP tools (one server over streamable HTTP, one a command over stdio),
 // their results reach the next request, and its answer is the node's
 // output; each tool call is in the run's log with its server. A server
-// that does not answer at the start is named on stderr in one line and
-// the run goes on without it.
+// that answers a call with garbage gives the model an error result, and
+// the run goes on. A server that does not answer at the start is named
+// on stderr in one line and the run goes on without it. Remote workers
+// cannot offer the servers: --remote with --mcp is refused.
 func TestARunOffersItsMCPServersToolsToTheModel(t *testing.T) {
 	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return boardServer() }, nil))
 	defer srv.Close()
@@ -82,10 +102,18 @@ func TestARunOffersItsMCPServersToolsToTheModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	down := closedURL(t)
+	junk := junkServer()
+	defer junk.Close()
 	eachStore(t, func(t *testing.T, dir string) {
 		sc := writeEntries(t, dir, camSteps(t))
-		r := runSolve(t, dir, "run", camGoal, "--provider", "script", "--script", sc, "--budget", "5", "--time", "1h",
-			"--mcp", "board="+srv.URL, "--mcp", "gone="+down, "--mcp-command", "cam="+self+" "+mcpServerArg, "--unconfined")
+		args := []string{"run", camGoal, "--provider", "script", "--script", sc, "--budget", "5", "--time", "1h",
+			"--mcp", "board=" + srv.URL, "--mcp", "gone=" + down, "--mcp", "junk=" + junk.URL, "--mcp-command", "cam=" + self + " " + mcpServerArg, "--unconfined"}
+		if strings.HasPrefix(dbOf(dir), "postgres") {
+			if r := runSolve(t, dir, append(args, "--remote")...); r.code == 0 || !strings.Contains(r.stderr, "remote workers cannot offer a run's MCP servers") {
+				t.Fatalf("run --remote --mcp: exit %d\n%s", r.code, r.stderr)
+			}
+		}
+		r := runSolve(t, dir, args...)
 		if r.code != 0 || !strings.Contains(r.stdout, ": achieved") {
 			t.Fatalf("run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 		}
@@ -108,6 +136,12 @@ func TestARunOffersItsMCPServersToolsToTheModel(t *testing.T) {
 			if err := json.Unmarshal([]byte(detail), &d); err != nil || !strings.HasPrefix(summary, "mcp "+server+"__read_board ok") || d["server"] != server || d["ok"] != true || d["duration_seconds"] == nil {
 				t.Errorf("log row %q %s (%v)", summary, detail, err)
 			}
+		}
+		var summary, detail string
+		var d map[string]any
+		if err := db.QueryRow("SELECT summary, detail FROM logs WHERE tier = 3 AND summary LIKE 'mcp junk__read_board%'").Scan(&summary, &detail); err != nil ||
+			json.Unmarshal([]byte(detail), &d) != nil || !strings.HasPrefix(summary, "mcp junk__read_board error") || d["ok"] != false || !strings.Contains(detail, "failed during the call") {
+			t.Errorf("the call the server answered with garbage: %q %s (%v)", summary, detail, err)
 		}
 		if n := count(t, db, "SELECT COUNT(*) FROM logs WHERE tier = 1 AND summary LIKE '%\"gone\" cannot be reached%'"); n != 1 {
 			t.Errorf("%d log rows say the server that is down was left out, want 1", n)
