@@ -53,13 +53,12 @@ func CheckMCP(servers []MCPServer, unconfined bool) error {
 			return option.Errorf("mcp_command", "%s: solve cannot confine the process an MCP server's command starts: give --unconfined to run it, or give the server by its URL with --mcp", s.Name)
 		}
 	}
+	err := mcpCheck(list)
 	var invalid *mcp.InvalidError
-	if err := mcpCheck(list); errors.As(err, &invalid) {
+	if errors.As(err, &invalid) {
 		return option.Errorf("mcp", "%v", err)
-	} else if err != nil {
-		return err
 	}
-	return nil
+	return err
 }
 
 // mcpCheck is mcp.NewSet's check of servers, with nothing connected.
