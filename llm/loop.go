@@ -60,7 +60,12 @@ type Loop struct {
 	MaxResultChars int
 	MaxCostUSD     float64       // stop before a request once this is spent; 0 means no cap
 	MaxDuration    time.Duration // stop before a request once this has passed; 0 means no cap
-	Observe        func(Event)
+	// Before, when set, is called before each request with the request as
+	// it will be sent and what the Run did so far. It may lower the
+	// request's MaxTokens (to fit what is left to spend); an error ends
+	// the Run with it, nothing sent.
+	Before  func(r *Request, done *Result) error
+	Observe func(Event)
 }
 
 // Result is everything a Run did.
@@ -122,6 +127,11 @@ func (l *Loop) Run(ctx context.Context, req *Request) (*Result, error) {
 		case l.MaxDuration > 0 && time.Since(start) >= l.MaxDuration:
 			res.StopReason = StopTimeLimit
 			return res, nil
+		}
+		if l.Before != nil {
+			if err := l.Before(r, res); err != nil {
+				return res, err
+			}
 		}
 		if err := CheckRequest(r, betas...); err != nil {
 			return res, err

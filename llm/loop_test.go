@@ -342,3 +342,23 @@ func TestProviderNotesReachTheResult(t *testing.T) {
 		t.Fatalf("err %v, notes %q, observed %q", err, res.Notes, observed)
 	}
 }
+
+func TestLoopBeforeSetsEachRequestAndCanEndTheRun(t *testing.T) {
+	p := &fakeProvider{steps: []func(*Request) (*Response, error){
+		respond(StopToolUse, toolUse("a", "echo", `{}`)),
+		respond(StopToolUse, toolUse("b", "echo", `{}`)),
+	}}
+	l := newLoop(p, echoTool)
+	stop := errors.New("over budget")
+	l.Before = func(r *Request, done *Result) error {
+		if len(done.Calls) == 1 {
+			return stop
+		}
+		r.MaxTokens = 77
+		return nil
+	}
+	res, err := l.Run(context.Background(), simpleRequest("claude-haiku-4-5"))
+	if !errors.Is(err, stop) || len(p.reqs) != 1 || p.reqs[0].MaxTokens != 77 || len(res.Calls) != 1 {
+		t.Fatalf("err %v, %d requests, max_tokens %d", err, len(p.reqs), p.reqs[0].MaxTokens)
+	}
+}

@@ -37,6 +37,9 @@ type (
 	StoppedError = planning.StoppedError
 	// RunRequest is a goal for the SOLVE loop (Kernel.Run).
 	RunRequest = loop.Request
+	// RunMCPServer is an MCP server whose tools a run offers claude-code-0
+	// (RunRequest.MCP); stored with the run, so a resume offers it again.
+	RunMCPServer = loop.MCPServer
 	// Result is where a run stands when the loop stops.
 	Result = loop.Result
 	// HireAnswer is a person's answer to a capability request.

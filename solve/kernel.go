@@ -146,7 +146,7 @@ func (k *Kernel) loopOptions(o Options) loop.Options {
 	for id, r := range o.Resolvers {
 		res[id] = r
 	}
-	return loop.Options{Resolvers: res, Progress: o.Progress, In: o.In, Workers: o.Workers,
+	return loop.Options{Resolvers: res, Progress: o.Progress, In: o.In, Workers: o.Workers, MCPUnconfined: o.Sandbox.Unconfined,
 		Tool: func(e store.Resolver) (loop.Resolver, error) {
 			if t := loop.HiredMCP(e); t != nil {
 				// An MCP server's command is started by llm/mcp, outside

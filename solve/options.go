@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/llmkernels/kernels/internal/option"
+	"github.com/llmkernels/kernels/solve/loop"
 )
 
 // The options the kernel checks before it writes anything: a value it
@@ -40,7 +41,8 @@ func CheckRunRequest(req RunRequest) error {
 	case req.TMax < 0:
 		return option.Errorf("tmax", "%d: give at least 1 attempt per resolver before BUILD (default %d)", req.TMax, DefaultTMax)
 	}
-	return nil
+	// Whether a server's command may run is Run's question (Options.Sandbox).
+	return loop.CheckMCP(req.MCP, true)
 }
 
 // CheckWorkers refuses a worker count for a resumed run (0 = as the run

@@ -86,6 +86,8 @@ var optionFlags = map[string]string{
 	"interactive":  "--interactive",
 	"smt":          "--smt",
 	"time_hours":   "--time",
+	"mcp":          "--mcp",
+	"mcp_command":  "--mcp-command",
 }
 
 func planCommand(app *cli.App) *cobra.Command {
@@ -503,6 +505,7 @@ func runCommand(app *cli.App) *cobra.Command {
 		remote  bool
 		report  reportFlags
 		demo    demoFlags
+		servers runMCPFlags
 	)
 	var confine *cli.ConfineFlags // set below, read when the command runs
 	cmd := &cobra.Command{
@@ -555,6 +558,18 @@ type a logic one's expression; an expression is stored only once it parses over
 the metrics, else asked again; the core must not be empty) and asks HIRE questions on the terminal at once (c CMD,
 b USD, d, or Enter to leave it for 'solve hire').
 
+--mcp NAME=URL (streamable HTTP) and --mcp-command NAME=CMD (stdio; only with
+--unconfined: solve cannot confine the process it starts) offer claude-code-0
+the tools of your MCP servers, as NAME__tool, when it resolves a node or judges
+an output. Such a call becomes a tool loop (the model asks for a tool, the
+tool's result goes back, the model answers), at most 8 requests, each one sent
+only if its worst case fits what is left of the money reserved for the call
+(else the attempt fails, over_budget). Tool results are made inert and cut at
+100,000 characters; a server that fails or is slow gives the model an error
+result; each tool call is in the run's log (solve log --tier 3). A server that
+does not answer at the start is named on stderr and the run goes on without it.
+The servers are stored with the run: 'solve resume' offers them again.
+
 The live view (node states, budget) goes to stderr; the outcome and the LLM
 call count to stdout.
 
@@ -584,6 +599,9 @@ on the command line.`,
 				return cli.Usagef("--time %q: %v; give a duration such as 30m", timeCap, err)
 			}
 			req.Time = d
+			if req.MCP, err = servers.parse(confine.Unconfined); err != nil {
+				return err
+			}
 			// The library takes 0 for its default; on the command line the
 			// flags show theirs, and 0 is a mistake.
 			if cmd.Flags().Changed("workers") && req.Workers == 0 {
@@ -649,6 +667,7 @@ on the command line.`,
 	f.IntVar(&req.TMax, "tmax", solve.DefaultTMax, "attempts per resolver before BUILD (T_max)")
 	f.BoolVar(&req.Interactive, "interactive", false, "ask the human on the terminal: the Step 1 extraction dialogue, and HIRE at once")
 	f.BoolVar(&remote, "remote", false, fmt.Sprintf("send each ready node's step to 'solve worker' processes through --db postgres://… (--workers caps this run's steps in flight, default %d)", solve.RemoteInFlight))
+	servers.add(f)
 	confine = sandboxFlags(cmd)
 	dbFlag(cmd, &db)
 	return cmd
@@ -672,7 +691,9 @@ recorded is repeated; a call the stopped process made but did not record is
 settled at what it reserved, marked an unknown outcome (whether it was billed
 is not known), so the ledger never holds less than was spent, and at the wall
 time it ran by its heartbeat: the time the process was dead is not charged.
-A run another process is running is refused. ROOT may be
+A run started with --mcp or --mcp-command offers the same MCP servers again
+(one started by a command only with --unconfined; without it the resume is
+refused). A run another process is running is refused. ROOT may be
 a prefix of the root node id. Writes the run's report at the end, as 'solve
 run' does. Exit status as for 'solve run': 0 achieved, 3 infeasible, 4 waiting
 for a human, 5 stopped.`,

@@ -38,6 +38,7 @@ func (s *stepCtx) call(ctx context.Context, resolverID string, c *Call) (*Output
 		return nil, err
 	}
 	c.Goal, c.Summary, c.Model, c.Node, c.RunGoal = s.n.Goal, s.n.Summary, s.e.cfg.Model, s.n.ID, s.e.cfg.Goal
+	c.Tools = s.tools(resolverID, c.Op)
 	if c.Workspace == "" {
 		c.Workspace = s.e.cfg.Workspace
 	}

@@ -94,6 +94,10 @@ type Call struct {
 	// MaxCost is the most the call may cost (USD): what the loop reserved
 	// for it. Zero: not capped (a call made outside the loop's budget).
 	MaxCost float64 `json:"-"`
+	// Tools, when set, is what the run's MCP servers offer the call now
+	// (claude-code-0's resolve and verify): handlers named NAME__tool,
+	// each call of which the loop logs.
+	Tools func(context.Context) []llm.ToolHandler `json:"-"`
 }
 
 // AttemptView is one earlier attempt of a node as a retry sees it: what

@@ -17,6 +17,7 @@ import (
 	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/internal/option"
 	"github.com/llmkernels/kernels/llm"
+	"github.com/llmkernels/kernels/llm/mcp"
 	"github.com/llmkernels/kernels/solve/store"
 	"github.com/llmkernels/kernels/solve/workspace"
 )
@@ -40,6 +41,9 @@ type Request struct {
 	TMax        int           // attempts before BUILD (default DefaultTMax)
 	Interactive bool          // ask the human on Options.In at Step 1 and Step 11
 	Model       string
+	// MCP are the MCP servers whose tools claude-code-0 is offered when it
+	// resolves or verifies (runmcp.go).
+	MCP []MCPServer
 }
 
 // Options are how this process runs (not stored with the run).
@@ -59,6 +63,9 @@ type Options struct {
 	// (unset: RemoteInFlight). PostgreSQL only; an interactive run is
 	// refused.
 	Remote *Remote
+	// MCPUnconfined is a person's --unconfined: the run's MCP servers that
+	// are started by a command may run (solve cannot confine them).
+	MCPUnconfined bool
 }
 
 // Result is where a run stands when the dispatch loop stops.
@@ -104,14 +111,15 @@ const (
 // runConfig is stored with the run (a run_config artifact of the root) so
 // a resumed run continues with the same settings.
 type runConfig struct {
-	Goal        string  `json:"goal"`
-	Workspace   string  `json:"workspace"`
-	Model       string  `json:"model"`
-	Workers     int     `json:"workers"` // 0: not given (Request.Workers)
-	TMax        int     `json:"t_max"`
-	Interactive bool    `json:"interactive"`
-	BudgetUSD   float64 `json:"budget_usd"`
-	TimeSeconds float64 `json:"time_seconds"`
+	Goal        string      `json:"goal"`
+	Workspace   string      `json:"workspace"`
+	Model       string      `json:"model"`
+	Workers     int         `json:"workers"` // 0: not given (Request.Workers)
+	TMax        int         `json:"t_max"`
+	Interactive bool        `json:"interactive"`
+	BudgetUSD   float64     `json:"budget_usd"`
+	TimeSeconds float64     `json:"time_seconds"`
+	MCP         []MCPServer `json:"mcp,omitempty"`
 }
 
 // engine is one dispatch loop over one root's tree.
@@ -127,6 +135,9 @@ type engine struct {
 	termMu   sync.Mutex    // one interactive question at a time
 	term     *bufio.Reader // opts.In, buffered once for every question
 	mergeMu  sync.Mutex    // one merge into the workspace at a time
+	mcp      *mcp.Set      // the run's MCP servers that answered at the start; nil: none
+	mcpMu    sync.Mutex
+	mcpNoted map[string]bool // notes of the MCP servers logged already
 	// With remote workers: the workspace is stored in the database
 	// (remotews.go); a worker's step merges there (stored), and the
 	// coordinator has written the first merged merges to the user's.
@@ -180,8 +191,11 @@ const RemoteInFlight = 256
 
 // remoteUsable refuses what remote steps cannot do.
 func remoteUsable(cfg runConfig) error {
-	if cfg.Interactive {
+	switch {
+	case cfg.Interactive:
 		return errors.New("an interactive run asks its questions on this terminal; it cannot send its steps to remote workers")
+	case len(cfg.MCP) > 0:
+		return errors.New("remote workers cannot offer a run's MCP servers yet; run it without --remote")
 	}
 	return nil
 }
@@ -199,8 +213,11 @@ func Run(ctx context.Context, st *store.Store, req Request, opts Options) (*Resu
 	if err := Boot(ctx, st); err != nil {
 		return nil, err
 	}
+	if err := CheckMCP(req.MCP, opts.MCPUnconfined); err != nil {
+		return nil, err
+	}
 	cfg := runConfig{Goal: req.Goal, Workspace: req.Workspace, Model: req.Model, Workers: req.Workers, TMax: req.TMax,
-		Interactive: req.Interactive, BudgetUSD: req.BudgetUSD, TimeSeconds: req.Time.Seconds()}
+		Interactive: req.Interactive, BudgetUSD: req.BudgetUSD, TimeSeconds: req.Time.Seconds(), MCP: req.MCP}
 	if opts.Remote != nil {
 		if err := remoteUsable(cfg); err != nil {
 			return nil, err
@@ -242,6 +259,11 @@ func Run(ctx context.Context, st *store.Store, req Request, opts Options) (*Resu
 		return nil, fmt.Errorf("kernel database %s: start the run: %w", st.Path(), err)
 	}
 	e.progress("run %s started (kernel database %s)", e.root, st.Path())
+	closeMCP, err := e.openMCP(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer closeMCP()
 	return e.dispatch(ctx)
 }
 
@@ -383,6 +405,11 @@ func Resume(ctx context.Context, st *store.Store, root string, opts Options) (*R
 		return nil, err
 	}
 	defer e.release()
+	closeMCP, err := e.openMCP(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer closeMCP()
 	// Calls a stopped process made but did not record: settled at what
 	// they reserved, never forgotten.
 	var open []store.OpenReservation

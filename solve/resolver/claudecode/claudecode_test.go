@@ -186,3 +186,101 @@ func TestCallsShareACachedPrefix(t *testing.T) {
 		}
 	}
 }
+
+// boardTool answers read_board with text of the given length.
+func boardTool(n int) llm.ToolHandler {
+	return llm.ToolHandler{Tool: llm.Tool{Name: "board__read_board", Description: "Read a board's hot spot.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		Run: func(context.Context, json.RawMessage) (llm.ToolOutput, error) {
+			return llm.TextOutput("hot spot 71C" + strings.Repeat(".", max(n-12, 0))), nil
+		}}
+}
+
+func toolCall(h llm.ToolHandler) *loop.Call {
+	return &loop.Call{Op: loop.OpResolve, Goal: "Read board A", Model: "claude-opus-4-6", Attempt: 1,
+		Tools: func(context.Context) []llm.ToolHandler { return []llm.ToolHandler{h} }}
+}
+
+const (
+	useBoard = `{"match": {"system_contains": "operation: resolve"}, "response": {"stop_reason": "tool_use", "usage": {"input_tokens": 3000, "output_tokens": 50},
+		"content": [{"type": "tool_use", "id": "toolu_1", "name": "board__read_board", "input": {}}]}}`
+	answerBoard = `{"match": {"tool_result_for": "board__read_board", "last_user_contains": "hot spot 71C"}, "response": {"usage": {"input_tokens": 3100, "output_tokens": 40},
+		"content": [{"type": "text", "text": "{\"summary\": \"read\", \"text\": \"71C\"}"}]}}`
+)
+
+// A call offered tools runs the tool loop: the model's tool_use is
+// answered with the tool's result in the next request, and the answer
+// after it is the call's; both requests are paid, each within what is
+// left of the reservation.
+func TestACallOfferedToolsRunsTheToolLoop(t *testing.T) {
+	c, p := client(t, `[`+useBoard+`, `+answerBoard+`]`)
+	r := New(c)
+	call := toolCall(boardTool(20))
+	call.MaxCost = r.Ceiling(context.Background(), call)
+	out, err := r.Resolve(context.Background(), call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a loop.ResolveAnswer
+	if err := json.Unmarshal(out.Answer, &a); err != nil || a.Text != "71C" || out.LLMCalls != 2 || out.Cost <= 0 || out.Cost > call.MaxCost {
+		t.Fatalf("answer %s (%v), %+v", out.Answer, err, out)
+	}
+	reqs := p.Requests()
+	if len(reqs) != 2 || len(reqs[0].Tools) != 1 || reqs[0].Tools[0].Name != "board__read_board" || !strings.Contains(reqs[0].System[1].Text, "SERVER__tool") {
+		t.Fatalf("%d requests; the first offers %d tools", len(reqs), len(reqs[0].Tools))
+	}
+	last := reqs[1].Messages[len(reqs[1].Messages)-1].Content[0]
+	if last.Type != llm.BlockToolResult || last.ToolUseID != "toolu_1" || !strings.HasPrefix(last.Content.String(), "hot spot 71C") {
+		t.Errorf("the second request does not answer the tool_use: %+v", last)
+	}
+	if reqs[1].MaxTokens >= reqs[0].MaxTokens {
+		t.Errorf("max_tokens %d then %d: the second round must fit what the first left", reqs[0].MaxTokens, reqs[1].MaxTokens)
+	}
+}
+
+// The whole loop stays inside the call's reservation: a round whose
+// worst case (its input, every byte a token, and one token out) exceeds
+// what is left is not sent, and the attempt fails over_budget with what
+// the rounds before it cost.
+func TestAToolLoopStopsBeforeARoundItCannotPayFor(t *testing.T) {
+	c, p := client(t, `[`+useBoard+`, `+answerBoard+`]`)
+	r := New(c)
+	call := toolCall(boardTool(100_000)) // about $0.63 of input on claude-opus-4-6 in the second round
+	call.MaxCost = r.Ceiling(context.Background(), call)
+	_, err := r.Resolve(context.Background(), call)
+	var re *loop.ResolverError
+	if !errors.As(err, &re) || !re.Permanent || re.Mode != "over_budget" || re.LLMCalls != 1 || re.Cost <= 0 || re.Cost > call.MaxCost {
+		t.Fatalf("err %v (%+v)", err, re)
+	}
+	if n := len(p.Requests()); n != 1 {
+		t.Errorf("%d requests sent; the second could cost more than was reserved", n)
+	}
+	// With room for it, the same loop runs to its answer.
+	c, _ = client(t, `[`+useBoard+`, `+answerBoard+`]`)
+	call.MaxCost = 2
+	if _, err := New(c).Resolve(context.Background(), call); err != nil {
+		t.Fatalf("with $2 reserved: %v", err)
+	}
+	// What the first round cost counts: after a long first answer, a
+	// second round that the whole reservation would pay for, but not what
+	// is left of it, is not sent.
+	c, p = client(t, `[`+strings.Replace(useBoard, `"output_tokens": 50`, `"output_tokens": 7500`, 1)+`, `+answerBoard+`]`)
+	call = toolCall(boardTool(20))
+	call.MaxCost = New(c).Ceiling(context.Background(), call)
+	if _, err := New(c).Resolve(context.Background(), call); !errors.As(err, &re) || re.Mode != "over_budget" || len(p.Requests()) != 1 {
+		t.Fatalf("after a first round of $%.4f of $%.4f: err %v, %d requests", re.Cost, call.MaxCost, err, len(p.Requests()))
+	}
+}
+
+// A model that keeps asking for tools is stopped at maxRounds requests.
+func TestAToolLoopIsCappedInRounds(t *testing.T) {
+	var rs []string
+	for i := range maxRounds + 1 {
+		rs = append(rs, strings.Replace(useBoard, "toolu_1", "toolu_"+string(rune('a'+i)), 1))
+	}
+	c, p := client(t, `[`+strings.Join(rs, ",")+`]`)
+	_, err := New(c).Resolve(context.Background(), toolCall(boardTool(20)))
+	var re *loop.ResolverError
+	if !errors.As(err, &re) || re.Mode != "tool_rounds" || len(p.Requests()) != maxRounds {
+		t.Fatalf("err %v after %d requests", err, len(p.Requests()))
+	}
+}
