@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -189,6 +190,7 @@ func (c *Caller) Call(ctx context.Context, messages []llm.Message, opts CallOpti
 		return nil, err
 	}
 	kept, trimmed := Trim(continuable(messages), params.MaxMessages)
+	sent, fallback := withFallbackBreakpoint(kept)
 	state := &callState{}
 	handlers, server, err := c.toolSet(ctx, state, opts.Tools)
 	if err != nil {
@@ -199,7 +201,7 @@ func (c *Caller) Call(ctx context.Context, messages []llm.Message, opts CallOpti
 		MaxTokens:  params.MaxTokens,
 		Thinking:   params.Thinking,
 		System:     []llm.SystemBlock{{Type: llm.BlockText, Text: compiled.Text, CacheControl: llm.Ephemeral()}},
-		Messages:   kept,
+		Messages:   sent,
 		Tools:      server,
 		MCPServers: state.mcpServers,
 		OnDelta:    opts.OnDelta,
@@ -225,6 +227,12 @@ func (c *Caller) Call(ctx context.Context, messages []llm.Message, opts CallOpti
 	out.Notes = append(append(append(out.Notes, params.Notes...), compiled.Problems...), res.Notes...)
 	if res != nil {
 		out.Messages = res.Messages
+		if fallback >= 0 {
+			// The window handed back carries no breakpoint of this call's:
+			// a caller sending it again gets the next call's, not more.
+			out.Messages = slices.Clone(res.Messages)
+			out.Messages[fallback] = kept[fallback]
+		}
 		if len(res.Messages) > len(kept) {
 			out.Added = res.Messages[len(kept):]
 		}
@@ -267,6 +275,31 @@ func (c *Caller) tierParams(src prompt.Source, tier int) (prompt.Params, error) 
 		p.Model = c.opts.Model
 	}
 	return p, err
+}
+
+// withFallbackBreakpoint is the window as sent: without the breakpoints
+// its messages came with (a window a page sends back may hold one; the
+// call places its own, within the API's four), and with one on the tail
+// of the call before it, the last block before the newest assistant turn,
+// returned with that message's index (-1 when there is none). The
+// automatic breakpoint on the tail finds the prefix the call before wrote
+// only within the 20 blocks before it, and an answer with many blocks (a
+// web search's results and the cited text, a block per citation) can hold
+// more: the breakpoint on that prefix itself still reads it.
+func withFallbackBreakpoint(kept []llm.Message) ([]llm.Message, int) {
+	sent := (&llm.Request{Messages: kept}).WithoutCache().Messages
+	for i := len(sent) - 1; i > 0; i-- {
+		if sent[i].Role != llm.RoleAssistant {
+			continue
+		}
+		if sent[i-1].Role != llm.RoleUser || len(sent[i-1].Content) == 0 {
+			break
+		}
+		sent = slices.Clone(sent)
+		sent[i-1] = sent[i-1].WithCacheControl(llm.Ephemeral())
+		return sent, i - 1
+	}
+	return sent, -1
 }
 
 // markToolsForCaching puts a cache breakpoint on the last tool, so the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
+	"strconv"
 	"time"
 
 	"github.com/llmkernels/kernels/llm"
@@ -32,10 +33,15 @@ import (
 //     when it is at least the model's minimum (llm.MinCacheTokens; 1,024
 //     for a model the table has none for), for the breakpoint's ttl (5
 //     minutes, or 1 hour). Shorter prefixes are silently not cached.
-//   - Tokens are estimated as everywhere in the fakes: a prefix is its
-//     blocks' JSON bytes / 4, rounded up; the request is its JSON bytes /
-//     4. Cache reads are the prefix read, writes the tokens from there to
-//     the last prefix written, and input tokens the rest.
+//   - Tokens are estimated as everywhere in the fakes: the request is its
+//     JSON bytes / 4, rounded up, and a prefix is the JSON bytes of the
+//     prompt as sent up to the end of its last block / 4: the blocks with
+//     the structure between them (a message's role and the brackets and
+//     commas that hold the lists), since the API caches the whole prompt
+//     before a breakpoint, not only the content of its blocks. Cache reads
+//     are the prefix read, writes the tokens from there to the last prefix
+//     written, and input tokens the rest: what follows the last breakpoint
+//     (and the request's settings, model and max_tokens).
 type promptCache struct {
 	entries map[[32]byte]cacheEntry
 }
@@ -122,25 +128,27 @@ func prompt(req *llm.Request) []prefixBlock {
 	var blocks []prefixBlock
 	id := sha256.Sum256([]byte("model " + req.Model))
 	size := 0
-	add := func(kind string, v any, bp *llm.CacheControl) {
+	// add appends the block v, sent as sent (its JSON as the request
+	// has it, cache_control included) after the structure opening it.
+	add := func(kind string, v, sent any, structure string, bp *llm.CacheControl) {
 		data := canonical(v)
 		h := sha256.New()
 		h.Write(id[:])
 		h.Write([]byte(kind))
 		h.Write(data)
 		h.Sum(id[:0])
-		size += len(data)
+		size += len(structure) + wireSize(sent)
 		blocks = append(blocks, prefixBlock{id: id, bytes: size, breakpoint: bp})
 	}
-	for _, t := range req.Tools {
-		bp := t.CacheControl
+	for i, t := range req.Tools {
+		bp, sent := t.CacheControl, t
 		t.CacheControl = nil
-		add("tool", t, bp)
+		add("tool", t, sent, listSeparator(i, `"tools":[`), bp)
 	}
-	for _, s := range req.System {
-		bp := s.CacheControl
+	for i, s := range req.System {
+		bp, sent := s.CacheControl, s
 		s.CacheControl = nil
-		add("system", s, bp)
+		add("system", s, sent, listSeparator(i, `"system":[`), bp)
 	}
 	// What the message prefixes depend on besides the messages.
 	settings := struct {
@@ -151,14 +159,16 @@ func prompt(req *llm.Request) []prefixBlock {
 	for i, m := range req.Messages {
 		plain := (&llm.Request{Messages: []llm.Message{m}}).WithoutCache().Messages[0]
 		for j, b := range plain.Content {
-			kind := "block"
+			kind, structure := "block", ","
 			if j == 0 {
 				kind = "message " + m.Role
+				structure = `]},{"role":` + strconv.Quote(m.Role) + `,"content":[`
 				if i == 0 {
 					kind = string(head) + kind
+					structure = `"messages":[` + structure[3:]
 				}
 			}
-			add(kind, b, breakpointIn(m.Content[j]))
+			add(kind, b, m.Content[j], structure, breakpointIn(m.Content[j]))
 		}
 	}
 	if req.CacheControl != nil {
@@ -167,6 +177,25 @@ func prompt(req *llm.Request) []prefixBlock {
 		}
 	}
 	return blocks
+}
+
+// listSeparator is the JSON before the i-th element of a list: the list's
+// opening, or a comma.
+func listSeparator(i int, opening string) string {
+	if i == 0 {
+		return opening
+	}
+	return ","
+}
+
+// wireSize is the size of v's JSON as json.Marshal writes it, the way the
+// request's size is measured.
+func wireSize(v any) int {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return 0
+	}
+	return len(data)
 }
 
 // canonical is v's JSON with its objects' members in name order and no

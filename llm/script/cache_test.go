@@ -118,7 +118,8 @@ func TestCacheLifetime(t *testing.T) {
 
 // Automatic caching (top-level cache_control) puts the breakpoint on the
 // conversation's tail: each exchange reads what the one before wrote and
-// writes only the new part.
+// writes only the new part (two short messages with their roles: under
+// 40 tokens).
 func TestAutomaticCachingFollowsTheTail(t *testing.T) {
 	p, _ := cachingFake(t, 6)
 	var last llm.Usage
@@ -127,7 +128,7 @@ func TestAutomaticCachingFollowsTheTail(t *testing.T) {
 		req.System[0].CacheControl = nil
 		req.CacheControl = llm.Ephemeral()
 		u := usageOf(t, p, req)
-		if turns > 1 && (u.CacheReadInputTokens != last.CacheReadInputTokens+last.CacheCreationInputTokens || u.CacheCreationInputTokens == 0 || u.CacheCreationInputTokens > 20) {
+		if turns > 1 && (u.CacheReadInputTokens != last.CacheReadInputTokens+last.CacheCreationInputTokens || u.CacheCreationInputTokens == 0 || u.CacheCreationInputTokens > 40) {
 			t.Fatalf("turn %d: %+v after %+v", turns, u, last)
 		}
 		last = u
@@ -202,5 +203,28 @@ func TestGivenUsageIsKeptWithCaching(t *testing.T) {
 	p := New(mustParse(t, `{"responses":[{"content":[{"type":"text","text":"ok"}],"usage":{"input_tokens":7,"output_tokens":1}}]}`))
 	if u := usageOf(t, p, cachedRequest(conversation(1))); u != (llm.Usage{InputTokens: 7, OutputTokens: 1}) {
 		t.Errorf("usage %+v", u)
+	}
+}
+
+// The API caches the whole prompt before a breakpoint, the messages' roles
+// and the brackets around the blocks included; only what follows the last
+// breakpoint is input. With the breakpoint on the tail, the input left is
+// the request's settings (model, max_tokens); with it on the system prompt,
+// the messages are input, their structure with them.
+func TestCacheCountsTheStructureBeforeTheBreakpoint(t *testing.T) {
+	msgs := conversation(12) // 23 messages: their roles and brackets are about 150 tokens
+	p, _ := cachingFake(t, 2)
+	tail := cachedRequest(msgs)
+	tail.CacheControl = llm.Ephemeral()
+	u := usageOf(t, p, tail)
+	settings, _ := json.Marshal(&llm.Request{Model: tail.Model, MaxTokens: tail.MaxTokens, CacheControl: tail.CacheControl})
+	if u.CacheCreationInputTokens == 0 || u.InputTokens > estimateTokens(len(settings)) {
+		t.Errorf("breakpoint on the tail: %+v; want at most the settings' %d tokens as input", u, estimateTokens(len(settings)))
+	}
+	p, _ = cachingFake(t, 2)
+	u = usageOf(t, p, cachedRequest(msgs))
+	messages, _ := json.Marshal(msgs)
+	if u.InputTokens < estimateTokens(len(messages)) {
+		t.Errorf("breakpoint on the system prompt: %d tokens of input, under the messages' %d", u.InputTokens, estimateTokens(len(messages)))
 	}
 }
