@@ -792,6 +792,9 @@ func printNotes(w io.Writer, res *hermitcrab.CallResult) {
 // each: a tool's answer only when it is an error, or with --verbose.
 func progressPrinter(live *cli.Live, level cli.Output) func(llm.Event) {
 	return func(e llm.Event) {
+		if e.Kind == llm.EventResponse {
+			live.Answered()
+		}
 		if e.Kind == llm.EventToolResult && !e.IsError && level < cli.Verbose {
 			return
 		}
