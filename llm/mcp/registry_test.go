@@ -44,11 +44,11 @@ func TestTheRegistryAddsListsAndRemoves(t *testing.T) {
 	}
 
 	var nf *NotFoundError
-	if err := reg.Remove("nosuch"); !errors.As(err, &nf) {
+	if _, err := reg.Remove("nosuch"); !errors.As(err, &nf) {
 		t.Errorf("removing an unknown name: %v", err)
 	}
-	if err := reg.Remove("Web"); err != nil {
-		t.Fatal(err)
+	if removed, err := reg.Remove("Web"); err != nil || removed != "web" {
+		t.Fatalf("removing Web: %q (want the stored name, web), %v", removed, err)
 	}
 	if servers, _ := reg.Load(); len(servers) != 1 || servers[0].Name != "proc" {
 		t.Errorf("after remove: %+v", servers)
@@ -82,7 +82,7 @@ func TestTheRegistryFileIsReadableByItsOwnerOnly(t *testing.T) {
 	if err := os.Chmod(reg.Path, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := reg.Remove("proc"); err != nil {
+	if _, err := reg.Remove("proc"); err != nil {
 		t.Fatal(err)
 	}
 	if m := mode(); m != 0o600 {
