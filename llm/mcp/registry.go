@@ -7,11 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"slices"
 	"strings"
 
 	"github.com/llmkernels/kernels/internal/atomicfile"
+	"github.com/llmkernels/kernels/internal/privatefile"
 )
 
 // Registry is the file holding a person's servers, which a kernel keeps in
@@ -30,7 +30,7 @@ type registryFile struct {
 // no servers. A file someone edited into a wrong shape (an unknown field,
 // a malformed server, a name twice) is an error naming the file.
 func (r Registry) Load() ([]Server, error) {
-	data, err := os.ReadFile(r.Path)
+	data, err := privatefile.Read(r.Path) // it holds secrets: one others can read is refused, naming the chmod
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
