@@ -301,9 +301,18 @@ Try it without a key: --demo serves a scripted instance (in a new temporary
 data directory unless --data is given) that boots, builds its face and
 answers a few messages, offline and free; the page says it is a demo.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
+			// A demo that fails before it serves removes the temporary
+			// directory it made, on every early error.
+			var temp string
+			served := false
+			defer func() {
+				if temp != "" && !served {
+					err = errors.Join(err, os.RemoveAll(temp))
+				}
+			}()
 			if demo {
-				if err := f.demoSetup(cmd, cmd.OutOrStdout()); err != nil {
+				if temp, err = f.demoSetup(cmd, cmd.OutOrStdout()); err != nil {
 					return err
 				}
 				noWake = true
@@ -329,6 +338,7 @@ answers a few messages, offline and free; the page says it is a demo.`,
 				NewClient: func(key string) (*llm.Client, error) { return p.ClientWithKey(key, errOut) },
 				Log:       f.logger(errOut),
 			}, func(url string, k *hermitcrab.Kernel) {
+				served = true
 				fmt.Fprintf(cmd.OutOrStdout(), "hermitcrab is serving %s (data: %s); Ctrl-C or SIGTERM stops it\n", url, dir)
 				if withMCP {
 					printMCP(cmd.OutOrStdout(), url, k)
