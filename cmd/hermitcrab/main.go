@@ -351,7 +351,7 @@ answers a few messages, offline and free; the page says it is a demo.`,
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8420", "address to listen on")
-	cmd.Flags().StringVar(&token, "token", "", "access token every request must carry (required off loopback; generated when empty; at least 16 of A-Z a-z 0-9 -._~)")
+	cmd.Flags().StringVar(&token, "token", "", "access token every request must carry (required off loopback; generated when empty; only A-Z a-z 0-9 -._~, and at least 16 of them off loopback)")
 	cmd.Flags().StringSliceVar(&allowHosts, "allow-host", nil, "further Host names the server answers to (name, *.domain or IP; repeatable); loopback names and the bound address always work")
 	cmd.Flags().BoolVar(&withMCP, "mcp", false, "serve an MCP endpoint over the instance's blocks at /mcp (token: mcp_token in the data directory)")
 	cmd.Flags().BoolVar(&demo, "demo", false, "try it without a key: serve a scripted instance (offline, free) that boots, builds its face and answers a few messages, in a new temporary data directory unless --data is given")
