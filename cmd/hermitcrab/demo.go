@@ -29,24 +29,27 @@ var demoExcludes = []string{"provider", "script", "model", "fallback", "base-url
 // embedded script, written into that directory; the triggers do not run
 // (a wake would use the script's answers), and the directory's MCP servers
 // are left out (the demo makes no network call). It says on out what the demo is.
-func (f *flags) demoSetup(cmd *cobra.Command, out io.Writer) error {
+// It returns the temporary directory it made ("" with --data): the caller
+// removes it when serve fails before it serves, so that no failed demo
+// leaves one behind.
+func (f *flags) demoSetup(cmd *cobra.Command, out io.Writer) (temp string, err error) {
 	for _, name := range demoExcludes {
 		if flag := cmd.Flags().Lookup(name); flag != nil && flag.Changed {
-			return cli.Usagef("--demo serves a scripted instance of its own: drop --%s", name)
+			return "", cli.Usagef("--demo serves a scripted instance of its own: drop --%s", name)
 		}
 	}
 	if f.data == "" {
 		dir, err := os.MkdirTemp("", "hermitcrab-demo-")
 		if err != nil {
-			return fmt.Errorf("making the demo's data directory: %w", err)
+			return "", fmt.Errorf("making the demo's data directory: %w", err)
 		}
-		f.data = dir
+		f.data, temp = dir, dir
 	} else if err := os.MkdirAll(f.data, 0o700); err != nil {
-		return fmt.Errorf("making the demo's data directory: %w", err)
+		return "", fmt.Errorf("making the demo's data directory: %w", err)
 	}
 	file := filepath.Join(f.data, "demo-script.json")
 	if err := os.WriteFile(file, demoScript, 0o644); err != nil {
-		return fmt.Errorf("writing the demo's script: %w", err)
+		return temp, fmt.Errorf("writing the demo's script: %w", err)
 	}
 	f.demo = true // no MCP server is contacted: the demo makes no network call
 	p := &f.app.Provider
@@ -56,5 +59,5 @@ in %s): no API key, no network, nothing is charged. The kernel,
 its blocks, the compiler and the page are real: the instance boots, builds its
 face and answers a few messages; the page says it is a demo.
 `, file)
-	return nil
+	return temp, nil
 }

@@ -145,6 +145,9 @@ func TestServeDemoContactsNoMCPServer(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(data, "mcp_servers.json"), []byte(servers), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(data, "api_key"), []byte("sk-ant-own\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(binary, "--data", data, "serve", "--demo", "--addr", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "ANTHROPIC_API_KEY=", "HERMITCRAB_DATA=")
 	url := ""
@@ -188,5 +191,27 @@ func TestServeDemoContactsNoMCPServer(t *testing.T) {
 	}
 	if n := hits.Load(); n != 0 {
 		t.Errorf("the demo contacted the MCP server %d times", n)
+	}
+	// The demo takes no key: the instance's own stays as it was.
+	if status, body := post("api/key", `{"key": "sk-ant-demo-overwrite"}`); status != http.StatusForbidden || !strings.Contains(body, "the demo does not take keys") || !strings.Contains(body, "serve without --demo") {
+		t.Errorf("POST /api/key in the demo: %d %s", status, body)
+	}
+	if key, err := os.ReadFile(filepath.Join(data, "api_key")); string(key) != "sk-ant-own\n" {
+		t.Errorf("the instance's key after the demo: %q %v", key, err)
+	}
+}
+
+// serve --demo that fails before it serves (here a --prices file that
+// does not exist) leaves no temporary directory behind.
+func TestServeDemoFailingEarlyLeavesNoTemporaryDirectory(t *testing.T) {
+	tmp := t.TempDir()
+	cmd := exec.Command(binary, "serve", "--demo", "--addr", "127.0.0.1:0", "--prices", filepath.Join(tmp, "no-such-prices.json"))
+	cmd.Env = append(os.Environ(), "ANTHROPIC_API_KEY=", "HERMITCRAB_DATA=", "TMPDIR="+tmp)
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("serve --demo with a missing --prices file served:\n%s", out)
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "hermitcrab-demo-*")); len(left) != 0 {
+		t.Errorf("left behind %v\n%s", left, out)
 	}
 }

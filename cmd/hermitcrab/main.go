@@ -301,9 +301,18 @@ Try it without a key: --demo serves a scripted instance (in a new temporary
 data directory unless --data is given) that boots, builds its face and
 answers a few messages, offline and free; the page says it is a demo.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
+			// A demo that fails before it serves removes the temporary
+			// directory it made, on every early error.
+			var temp string
+			served := false
+			defer func() {
+				if temp != "" && !served {
+					err = errors.Join(err, os.RemoveAll(temp))
+				}
+			}()
 			if demo {
-				if err := f.demoSetup(cmd, cmd.OutOrStdout()); err != nil {
+				if temp, err = f.demoSetup(cmd, cmd.OutOrStdout()); err != nil {
 					return err
 				}
 				noWake = true
@@ -329,6 +338,7 @@ answers a few messages, offline and free; the page says it is a demo.`,
 				NewClient: func(key string) (*llm.Client, error) { return p.ClientWithKey(key, errOut) },
 				Log:       f.logger(errOut),
 			}, func(url string, k *hermitcrab.Kernel) {
+				served = true
 				fmt.Fprintf(cmd.OutOrStdout(), "hermitcrab is serving %s (data: %s); Ctrl-C or SIGTERM stops it\n", url, dir)
 				if withMCP {
 					printMCP(cmd.OutOrStdout(), url, k)
@@ -341,7 +351,7 @@ answers a few messages, offline and free; the page says it is a demo.`,
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8420", "address to listen on")
-	cmd.Flags().StringVar(&token, "token", "", "access token every request must carry (required off loopback; generated when empty; at least 16 of A-Z a-z 0-9 -._~)")
+	cmd.Flags().StringVar(&token, "token", "", "access token every request must carry (required off loopback; generated when empty; only A-Z a-z 0-9 -._~, and at least 16 of them off loopback)")
 	cmd.Flags().StringSliceVar(&allowHosts, "allow-host", nil, "further Host names the server answers to (name, *.domain or IP; repeatable); loopback names and the bound address always work")
 	cmd.Flags().BoolVar(&withMCP, "mcp", false, "serve an MCP endpoint over the instance's blocks at /mcp (token: mcp_token in the data directory)")
 	cmd.Flags().BoolVar(&demo, "demo", false, "try it without a key: serve a scripted instance (offline, free) that boots, builds its face and answers a few messages, in a new temporary data directory unless --data is given")
@@ -792,6 +802,9 @@ func printNotes(w io.Writer, res *hermitcrab.CallResult) {
 // each: a tool's answer only when it is an error, or with --verbose.
 func progressPrinter(live *cli.Live, level cli.Output) func(llm.Event) {
 	return func(e llm.Event) {
+		if e.Kind == llm.EventResponse {
+			live.Answered()
+		}
 		if e.Kind == llm.EventToolResult && !e.IsError && level < cli.Verbose {
 			return
 		}

@@ -493,3 +493,36 @@ func TestChatRefusesAHugeLineInWords(t *testing.T) {
 		t.Fatalf("a 2 MiB line: %v\n%s", err, errOut)
 	}
 }
+
+// An answer whose stream breaks is asked for again: chat's standard output
+// (a file here) shows the partial text, ended by its own line and the
+// cut-off line, then the whole answer, never the two run together; the
+// conversation keeps the whole answer only.
+func TestChatToAFileMarksAnAnswerCutOffAndAskedAgain(t *testing.T) {
+	const answer = "alpha beta gamma delta epsilon zeta eta theta"
+	s, err := script.Parse([]byte(`{"responses":[{"response": {"content": [{"type": "text", "text": "` + answer + `"}]}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := llmtest.NewServer(s)
+	defer fake.Close()
+	fake.BreakStream(llmtest.StreamFault{After: 8, Drop: true})
+	data := t.TempDir()
+	cmd := exec.Command(binary, "--data", data, "chat", "--base-url", fake.URL)
+	cmd.Env = append(os.Environ(), "ANTHROPIC_API_KEY=sk-ant-test", "HERMITCRAB_DATA=")
+	cmd.Stdin = strings.NewReader("hello\n")
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chat: %v\n%s", err, errOut.String())
+	}
+	partial, rest, ok := strings.Cut(string(out), "\n[the answer was cut off; asking again]\n")
+	if !ok || partial == "" || !strings.HasPrefix(answer, partial) || rest != answer+"\n" {
+		t.Fatalf("standard output %q\nstderr %s", out, errOut.String())
+	}
+	h, _ := mustHC(t, data, "", "blocks", "show", "history")
+	if strings.Count(h, "alpha") != 1 || !strings.Contains(h, answer) {
+		t.Fatalf("the history keeps more or less than the whole answer:\n%s", h)
+	}
+}

@@ -57,11 +57,11 @@ func (f *flags) mcpRemoveCommand() *cobra.Command {
 		Use: "remove NAME", Short: "Remove an MCP server: the LLM can no longer use its tools", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.withReady(cmd, false, func(k *hermitcrab.Kernel) error {
-				note, err := k.RemoveMCPServer(cmd.Context(), args[0])
+				removed, note, err := k.RemoveMCPServer(cmd.Context(), args[0])
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "removed mcp server %s\n", termtext.Line(args[0]))
+				fmt.Fprintf(cmd.OutOrStdout(), "removed mcp server %s\n", termtext.Line(removed))
 				if note != "" {
 					fmt.Fprintln(cmd.OutOrStdout(), "note:", termtext.Line(note))
 				}

@@ -62,6 +62,8 @@ func TestMCPAddListRemove(t *testing.T) {
 		{[]string{"mcp", "add", "docs"}, 2, "--command"},
 		{[]string{"mcp", "add", "bad__name", "http://127.0.0.1:1/mcp"}, 2, "double underscore"},
 		{[]string{"mcp", "add", "docs", "http://127.0.0.1:1/mcp", "--env", "A=b"}, 2, "headers"},
+		{[]string{"mcp", "add", "docs", "http://127.0.0.1:1/mcp", "--header", "X-A: v\x01"}, 2, "holds a control character"},
+		{[]string{"mcp", "add", "docs", "--command", "true", "--env", "=x"}, 2, `--env: the name before "=" is empty`},
 		{[]string{"mcp", "add", "docs", "--command", filepath.Join(data, "no-such-program")}, 1, "cannot be reached"},
 		{[]string{"mcp", "add", "docs", "http://127.0.0.1:1/mcp"}, 1, "cannot be reached"},
 		{[]string{"mcp", "remove", "docs"}, 1, "no mcp server is named"},
@@ -81,10 +83,17 @@ func TestMCPAddListRemove(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, _ := mustHC(t, data, "", "mcp", "add", "local", "--command", exe, "--env", mcpServerMode+"=serve")
-	if !strings.Contains(out, "added mcp server local (stdio): 1 tools") || !strings.Contains(out, "local__echo") {
-		t.Errorf("add over stdio said %q", out)
+	out, errOut := mustHC(t, data, "", "mcp", "add", "local", "--command", exe, "--env", mcpServerMode+"=serve")
+	if !strings.Contains(out, "added mcp server local (stdio): 1 tools") || !strings.Contains(out, "local__echo") || strings.Contains(errOut, "warning") {
+		t.Errorf("add over stdio said %q, %q", out, errOut)
 	}
+	// An argument that looks like a secret is warned about, not repeated:
+	// mcp list shows arguments.
+	out, errOut = mustHC(t, data, "", "mcp", "add", "argsecret", "--command", exe+" --api-token=hunter2", "--env", mcpServerMode+"=serve")
+	if !strings.Contains(out, "added mcp server argsecret") || !strings.Contains(errOut, "warning: argument 1 of --command looks like a secret") || strings.Contains(errOut, "hunter2") {
+		t.Errorf("an argument like a secret: %q, %q", out, errOut)
+	}
+	mustHC(t, data, "", "mcp", "remove", "argsecret")
 	const token = "s3cret-token-42"
 	srv := mcpServer()
 	handler := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
@@ -118,7 +127,7 @@ func TestMCPAddListRemove(t *testing.T) {
 	if !strings.Contains(caps, "local__echo") || !strings.Contains(caps, "web__echo") {
 		t.Errorf("capabilities does not name the servers' tools:\n%s", caps)
 	}
-	if out, _ := mustHC(t, data, "", "mcp", "remove", "local"); !strings.Contains(out, "removed mcp server local") {
+	if out, _ := mustHC(t, data, "", "mcp", "remove", "LOCAL"); out != "removed mcp server local\n" {
 		t.Errorf("remove said %q", out)
 	}
 	if list, _ := mustHC(t, data, "", "mcp", "list"); strings.Contains(list, "local") || !strings.Contains(list, "web") {

@@ -62,10 +62,11 @@ func mcpRemoveCommand(o *options) *cobra.Command {
 				return err
 			}
 			defer func() { err = errors.Join(err, in.Close()) }()
-			if err := in.MCPServers().Remove(args[0]); err != nil {
+			removed, err := in.MCPServers().Remove(args[0])
+			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "removed mcp server %s\n", termtext.Line(args[0]))
+			fmt.Fprintf(cmd.OutOrStdout(), "removed mcp server %s\n", termtext.Line(removed))
 			return nil
 		},
 	}

@@ -490,7 +490,8 @@ func withNote(messages []llm.Message, note string) []llm.Message {
 // ToolLoop runs a caller's own Messages request (props.callWithToolLoop)
 // with the tool loop: client tools named in req.Tools that are the
 // kernel's run here, with the kernel's definitions; any others are sent as
-// declared. The MCP tools among them run as in a kernel call (pageMCP).
+// declared. The MCP tools among them run as in a kernel call (pageMCP). A
+// request without a model gets the deep tier's, as callAPI's does.
 func (c *Caller) ToolLoop(ctx context.Context, req *llm.Request) (*llm.Result, error) {
 	client := c.llmClient(ctx, 0) // the page's own request, of no tier
 	if client == nil {
@@ -498,6 +499,13 @@ func (c *Caller) ToolLoop(ctx context.Context, req *llm.Request) (*llm.Result, e
 	}
 	all := c.catalogue(&callState{})
 	r := req.Clone()
+	if r.Model == "" {
+		m, err := c.defaultModel(ctx)
+		if err != nil {
+			return nil, err
+		}
+		r.Model = m
+	}
 	r.Tools = nil
 	var handlers []llm.ToolHandler
 	var mcpTools []llm.Tool
@@ -527,6 +535,17 @@ func (c *Caller) ToolLoop(ctx context.Context, req *llm.Request) (*llm.Result, e
 	return loop.Run(ctx, r)
 }
 
+// defaultModel is the model of a page's request that names none: the
+// deep tier's (the fallback model when the wake block names none), for
+// callAPI and callWithToolLoop alike.
+func (c *Caller) defaultModel(ctx context.Context) (string, error) {
+	p, err := c.TierParams(ctx, prompt.Deep)
+	if err != nil {
+		return "", err
+	}
+	return p.Model, nil
+}
+
 // CleanAPIRequest applies §7.1 to a raw Messages API request from the
 // shell (props.callAPI): fields that are null are dropped, a request
 // without a model gets the deep tier's (the fallback model when the wake
@@ -553,12 +572,12 @@ func (c *Caller) CleanAPIRequest(ctx context.Context, body []byte) (*APIRequest,
 	}
 	var model string
 	if raw, ok := req["model"]; !ok || json.Unmarshal(raw, &model) != nil || model == "" {
-		p, err := c.TierParams(ctx, prompt.Deep)
+		m, err := c.defaultModel(ctx)
 		if err != nil {
 			return nil, err
 		}
-		req["model"], _ = json.Marshal(p.Model)
-		notes = append(notes, "no model given: "+p.Model+", the deep tier's")
+		req["model"], _ = json.Marshal(m)
+		notes = append(notes, "no model given: "+m+", the deep tier's")
 	}
 	var thinking llm.Thinking
 	if raw, ok := req["thinking"]; ok && json.Unmarshal(raw, &thinking) == nil && thinking.On() {

@@ -47,6 +47,24 @@ func TestToolLoopRunsTheKernelsToolsNamedInTheRequest(t *testing.T) {
 	}
 }
 
+// A request of the page without a model gets the deep tier's, as
+// callAPI's does (§7.1), instead of the API's refusal.
+func TestToolLoopWithoutAModelTakesTheDeepTiers(t *testing.T) {
+	k, p := newKernel(t, `{"responses":[{"content":[{"type":"text","text":"hi"}]}]}`)
+	ctx := context.Background()
+	res, err := k.Conversation().ToolLoop(ctx, &llm.Request{MaxTokens: 100, Messages: []llm.Message{llm.UserText("hello")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deep, err := k.Conversation().TierParams(ctx, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Requests()[0].Model; res.Text() != "hi" || got == "" || got != deep.Model {
+		t.Fatalf("sent model %q, want the deep tier's %q", got, deep.Model)
+	}
+}
+
 func TestDescribeGivesOneLinePerEvent(t *testing.T) {
 	line, level, ok := Describe(llm.Event{Kind: llm.EventToolResult, Tool: "block_read", Result: "no\nsuch   block", IsError: true})
 	if !ok || level != LevelError || line != "← error: block_read no such block" {

@@ -37,6 +37,7 @@ import (
 
 	"github.com/llmkernels/kernels/internal/atomicfile"
 	"github.com/llmkernels/kernels/internal/clip"
+	"github.com/llmkernels/kernels/internal/privatefile"
 )
 
 // KeyFile is the key's file name inside the data directory.
@@ -213,16 +214,9 @@ func Load(dir string) (*Identity, error) {
 
 // Read reads a key file written by Save. A missing file wraps fs.ErrNotExist.
 func Read(path string) (*Identity, error) {
-	info, err := os.Stat(path)
+	data, err := privatefile.Read(path) // a key file others can read is refused, naming the chmod
 	if err != nil {
-		return nil, fmt.Errorf("identity: %w", err)
-	}
-	if info.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("identity: key file %s is readable by others (mode %04o): run chmod 600 %s", path, info.Mode().Perm(), path)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("identity: %w", err)
+		return nil, fmt.Errorf("identity: key file: %w", err)
 	}
 	blk, _ := pem.Decode(data)
 	if blk == nil || blk.Type != "PRIVATE KEY" {

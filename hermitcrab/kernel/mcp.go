@@ -133,22 +133,15 @@ func (k *Kernel) AddMCPServer(ctx context.Context, srv mcp.Server) (mcp.Offer, e
 }
 
 // RemoveMCPServer forgets the server named name (whatever its case) and
-// its line in the capabilities block. It returns a note for the person
-// when the block could not be changed ("" when it was).
-func (k *Kernel) RemoveMCPServer(ctx context.Context, name string) (string, error) {
-	servers, err := k.MCPServers().Load()
+// its line in the capabilities block. It returns the server's name as
+// stored, and a note for the person when the block could not be changed
+// ("" when it was).
+func (k *Kernel) RemoveMCPServer(ctx context.Context, name string) (removed, note string, err error) {
+	removed, err = k.MCPServers().Remove(name)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	if err := k.MCPServers().Remove(name); err != nil {
-		return "", err
-	}
-	for _, s := range servers {
-		if strings.EqualFold(s.Name, name) {
-			name = s.Name
-		}
-	}
-	return k.nameMCPTools(ctx, name, nil), nil
+	return removed, k.nameMCPTools(ctx, removed, nil), nil
 }
 
 // The capabilities block's node naming the MCP servers' tools: one line a

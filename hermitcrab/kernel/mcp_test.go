@@ -358,16 +358,16 @@ func TestRemovingAServerTakesItsLineOutOfCapabilities(t *testing.T) {
 	addServers(t, dir, mcp.Server{Name: "one", URL: url}, mcp.Server{Name: "two", URL: url})
 	k := kerneltest.OpenIn(t, dir, kernel.Options{})
 	ctx := context.Background()
-	if note, err := k.RemoveMCPServer(ctx, "ONE"); err != nil || note != "" {
-		t.Fatalf("remove: %q %v", note, err)
+	if removed, note, err := k.RemoveMCPServer(ctx, "ONE"); err != nil || note != "" || removed != "one" {
+		t.Fatalf("remove: %q %q %v", removed, note, err)
 	}
 	if got := kerneltest.Text(t, k, "capabilities", "0.9.1"); !strings.HasPrefix(got, "two: ") {
 		t.Errorf("0.9.1 after removing one: %q", got)
 	}
-	if _, err := k.RemoveMCPServer(ctx, "one"); err == nil {
+	if _, _, err := k.RemoveMCPServer(ctx, "one"); err == nil {
 		t.Error("removing a server twice did not fail")
 	}
-	if _, err := k.RemoveMCPServer(ctx, "two"); err != nil {
+	if _, _, err := k.RemoveMCPServer(ctx, "two"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := k.Blocks().ReadNode(ctx, "capabilities", kerneltest.At(t, "0.9")); err == nil {

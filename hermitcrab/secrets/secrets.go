@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/llmkernels/kernels/internal/atomicfile"
+	"github.com/llmkernels/kernels/internal/privatefile"
 )
 
 // Dir is the secrets of the instance whose data directory it names.
@@ -49,12 +50,16 @@ func (d Dir) APIKey() (key, from string, err error) {
 const keyFile = "api_key"
 
 // StoredKey returns the API key kept in the data directory, "" when none.
+// A key file others can read is refused, naming the chmod that fixes it.
 func (d Dir) StoredKey() (string, error) {
-	data, err := os.ReadFile(filepath.Join(string(d), keyFile))
-	if errors.Is(err, os.ErrNotExist) {
+	data, err := privatefile.Read(filepath.Join(string(d), keyFile))
+	var exposed *privatefile.ExposedError
+	switch {
+	case errors.Is(err, os.ErrNotExist):
 		return "", nil
-	}
-	if err != nil {
+	case errors.As(err, &exposed):
+		return "", fmt.Errorf("the stored API key: %w", err)
+	case err != nil:
 		return "", fmt.Errorf("reading the stored API key: %w", err)
 	}
 	return strings.TrimSpace(string(data)), nil
@@ -166,17 +171,10 @@ func (d Dir) localSecret(name string) (string, error) {
 
 // readSecret reads a secret file: "" when it is missing or empty.
 func readSecret(path string) (string, error) {
-	st, err := os.Stat(path)
+	data, err := privatefile.Read(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return "", nil
 	}
-	if err != nil {
-		return "", err
-	}
-	if st.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("%s can be read by others (mode %v): chmod 600 %s", path, st.Mode().Perm(), path)
-	}
-	data, err := os.ReadFile(path)
 	if err != nil {
 		return "", err
 	}

@@ -60,6 +60,28 @@ func TestLocalSecretsArePrivate(t *testing.T) {
 	}
 }
 
+// The stored API key is refused like the other secrets when others can
+// read its file, naming the chmod that fixes it; the key SetKey writes is
+// 0600 and read back.
+func TestAStoredKeyOthersCanReadIsRefused(t *testing.T) {
+	t.Setenv(EnvKey, "")
+	d := Dir(t.TempDir())
+	if err := d.SetKey("sk-ant-good"); err != nil {
+		t.Fatal(err)
+	}
+	if k, from, err := d.APIKey(); k != "sk-ant-good" || from != FromStored || err != nil {
+		t.Fatalf("the key written: %q %q %v", k, from, err)
+	}
+	path := filepath.Join(string(d), keyFile)
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	k, _, err := d.APIKey()
+	if k != "" || err == nil || !strings.Contains(err.Error(), "chmod 600 "+path) || strings.Contains(err.Error(), "sk-ant-good") {
+		t.Fatalf("a 0644 key file: %q %v", k, err)
+	}
+}
+
 // A key is sent in an HTTP header: one with a control character, a byte
 // outside ASCII or the length of a pasted file would fail every call
 // (or be refused by the API) long after it was stored, so it is refused

@@ -176,6 +176,9 @@ func (s *Server) state(w http.ResponseWriter, r *http.Request) {
 // postKey stores a key given on the page and uses it from now on, in place
 // of any key before (the environment's included, for this run).
 func (s *Server) postKey(w http.ResponseWriter, r *http.Request) {
+	if s.refuseKeyInDemo(w) {
+		return
+	}
 	var body struct {
 		Key string `json:"key"`
 	}
@@ -195,8 +198,25 @@ func (s *Server) postKey(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
 }
 
+// errDemoKey is the demo's answer to a key given or removed: its data
+// directory may be a real instance's (--data), whose key is not the
+// demo's to replace.
+var errDemoKey = errors.New("the demo does not take keys: it plays a scripted model; serve without --demo to use your key")
+
+// refuseKeyInDemo answers a key route 403 in the demo; it reports whether
+// it did.
+func (s *Server) refuseKeyInDemo(w http.ResponseWriter) bool {
+	if s.cfg.Demo {
+		writeError(w, http.StatusForbidden, errDemoKey)
+	}
+	return s.cfg.Demo
+}
+
 // deleteKey removes the stored key and stops using it.
 func (s *Server) deleteKey(w http.ResponseWriter, _ *http.Request) {
+	if s.refuseKeyInDemo(w) {
+		return
+	}
 	if _, err := s.kernel.Secrets().ClearKey(); err != nil {
 		writeError(w, http.StatusInternalServerError, err)
 		return

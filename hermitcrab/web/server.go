@@ -119,7 +119,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	if err := checkToken(cfg.Token); err != nil {
+	if err := checkToken(cfg.Token, loopback(cfg.Addr)); err != nil {
 		return nil, err
 	}
 	guard, err := httpguard.New(httpguard.Options{Addr: cfg.Addr, AllowHosts: cfg.AllowHosts,
@@ -196,15 +196,17 @@ func loopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// minToken is the shortest access token taken: it guards a server whose
+// minToken is the shortest access token taken off loopback: it guards a server whose
 // shell is trusted and whose passthrough spends the key, so it must not
 // be guessable (the generated one has 32 hex digits).
 const minToken = 16
 
-// checkToken refuses an access token given that guards nothing (too short
-// to resist guessing) or that the printed URL cannot carry as it is
-// (anything but letters, digits and -._~). The error never repeats it.
-func checkToken(token string) error {
+// checkToken refuses an access token given that the printed URL cannot
+// carry as it is (anything but letters, digits and -._~), anywhere, and
+// off loopback one that guards nothing (too short to resist guessing): on
+// loopback only this machine's users reach the server, and a short token
+// is the person's choice. The error never repeats it.
+func checkToken(token string, onLoopback bool) error {
 	if token == "" {
 		return nil // one is generated off loopback
 	}
@@ -213,7 +215,7 @@ func checkToken(token string) error {
 			return option.Errorf("token", "is to hold letters, digits and -._~ only (it travels in the printed URL), or leave it out for a generated one")
 		}
 	}
-	if len(token) < minToken {
+	if len(token) < minToken && !onLoopback {
 		return option.Errorf("token", "is %d characters long, short enough to guess: give at least %d, or leave it out for a generated one", len(token), minToken)
 	}
 	return nil

@@ -391,15 +391,16 @@ func TestWebhooksOnTheWebServerUseTheirOwnSecret(t *testing.T) {
 // the printed URL cannot carry (a space, a control character), is refused
 // before anything opens; the generated one and a long one are taken.
 func TestAnAccessTokenThatGuardsNothingIsRefused(t *testing.T) {
-	open := func(token string) error {
+	openAt := func(addr, token string) error {
 		p := script.New(&script.Script{})
-		srv, err := New(context.Background(), Config{DataDir: t.TempDir(), Provider: "script", Addr: "0.0.0.0:0", Token: token,
+		srv, err := New(context.Background(), Config{DataDir: t.TempDir(), Provider: "script", Addr: addr, Token: token,
 			NewClient: func(string) (*llm.Client, error) { return &llm.Client{Provider: p}, nil }})
 		if err == nil {
 			srv.Close()
 		}
 		return err
 	}
+	open := func(token string) error { return openAt("0.0.0.0:0", token) }
 	for _, token := range []string{"x", "secret", "a b c d e f g h i j k", "token\x1b[2J-long-enough-0123", strings.Repeat("é", 20)} {
 		if err := open(token); err == nil {
 			t.Errorf("token %q was taken", token)
@@ -411,5 +412,14 @@ func TestAnAccessTokenThatGuardsNothingIsRefused(t *testing.T) {
 		if err := open(token); err != nil {
 			t.Errorf("token %q: %v", token, err)
 		}
+	}
+	// On loopback a short token is the person's choice; one the URL
+	// cannot carry is still refused.
+	onLoopback := func(token string) error { return openAt("127.0.0.1:0", token) }
+	if err := onLoopback("x"); err != nil {
+		t.Errorf("a short token on loopback: %v", err)
+	}
+	if err := onLoopback("a b"); err == nil || !strings.Contains(err.Error(), "letters, digits and -._~ only") {
+		t.Errorf("a token with a space on loopback: %v", err)
 	}
 }

@@ -7,11 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"slices"
 	"strings"
 
 	"github.com/llmkernels/kernels/internal/atomicfile"
+	"github.com/llmkernels/kernels/internal/privatefile"
 )
 
 // Registry is the file holding a person's servers, which a kernel keeps in
@@ -30,7 +30,7 @@ type registryFile struct {
 // no servers. A file someone edited into a wrong shape (an unknown field,
 // a malformed server, a name twice) is an error naming the file.
 func (r Registry) Load() ([]Server, error) {
-	data, err := os.ReadFile(r.Path)
+	data, err := privatefile.Read(r.Path) // it holds secrets: one others can read is refused, naming the chmod
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -86,18 +86,20 @@ func (r Registry) Add(ctx context.Context, srv Server, opts Options) (Offer, err
 	return offer, r.save(append(servers, srv))
 }
 
-// Remove deletes the server named name (whatever its case); a name no
-// server has is a *NotFoundError.
-func (r Registry) Remove(name string) error {
+// Remove deletes the server named name (whatever its case: names differ
+// by more than case) and returns its name as stored; a name no server has
+// is a *NotFoundError.
+func (r Registry) Remove(name string) (string, error) {
 	servers, err := r.Load()
 	if err != nil {
-		return err
+		return "", err
 	}
 	i := r.index(servers, name)
 	if i < 0 {
-		return &NotFoundError{Name: name}
+		return "", &NotFoundError{Name: name}
 	}
-	return r.save(slices.Delete(servers, i, i+1))
+	stored := servers[i].Name
+	return stored, r.save(slices.Delete(servers, i, i+1))
 }
 
 func (Registry) index(servers []Server, name string) int {

@@ -44,11 +44,11 @@ func TestTheRegistryAddsListsAndRemoves(t *testing.T) {
 	}
 
 	var nf *NotFoundError
-	if err := reg.Remove("nosuch"); !errors.As(err, &nf) {
+	if _, err := reg.Remove("nosuch"); !errors.As(err, &nf) {
 		t.Errorf("removing an unknown name: %v", err)
 	}
-	if err := reg.Remove("Web"); err != nil {
-		t.Fatal(err)
+	if removed, err := reg.Remove("Web"); err != nil || removed != "web" {
+		t.Fatalf("removing Web: %q (want the stored name, web), %v", removed, err)
 	}
 	if servers, _ := reg.Load(); len(servers) != 1 || servers[0].Name != "proc" {
 		t.Errorf("after remove: %+v", servers)
@@ -59,8 +59,9 @@ func TestTheRegistryAddsListsAndRemoves(t *testing.T) {
 	}
 }
 
-// The file holds secrets: it is 0600 whatever the umask, and stays 0600
-// even where someone loosened it.
+// The file holds secrets: it is 0600 whatever the umask; one someone
+// loosened is refused (TestARegistryFileOthersCanReadIsRefused) until
+// chmod 600, and stays 0600 when written again.
 func TestTheRegistryFileIsReadableByItsOwnerOnly(t *testing.T) {
 	old := syscall.Umask(0)
 	t.Cleanup(func() { syscall.Umask(old) })
@@ -82,7 +83,13 @@ func TestTheRegistryFileIsReadableByItsOwnerOnly(t *testing.T) {
 	if err := os.Chmod(reg.Path, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := reg.Remove("proc"); err != nil {
+	if _, err := reg.Remove("proc"); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+		t.Fatalf("remove from a 0644 file: %v", err)
+	}
+	if err := os.Chmod(reg.Path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Remove("proc"); err != nil {
 		t.Fatal(err)
 	}
 	if m := mode(); m != 0o600 {
@@ -151,5 +158,28 @@ func TestABrokenRegistryFileIsNamed(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), words) || errors.As(err, &ierr) {
 			t.Errorf("%s: want an error naming the file and %q (not a usage error), got %v", body, words, err)
 		}
+	}
+}
+
+// The file holds the servers' secrets: one its group or others can read
+// is refused, naming the chmod that fixes it, not used as if nothing were
+// wrong; what the registry writes itself is 0600 and read back.
+func TestARegistryFileOthersCanReadIsRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mcp_servers.json")
+	if err := os.WriteFile(path, []byte(`{"servers":[{"name":"web","url":"https://a/mcp","headers":{"X-Key":"hunter2"}}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reg := Registry{Path: path}
+	if _, err := reg.Load(); err == nil || !strings.Contains(err.Error(), "chmod 600 "+path) || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("a 0644 registry: %v", err)
+	}
+	if _, err := reg.List(); err == nil {
+		t.Fatal("list read a 0644 registry")
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if servers, err := reg.Load(); err != nil || len(servers) != 1 {
+		t.Fatalf("after chmod 600: %v %v", servers, err)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/llmkernels/kernels/internal/redact"
 )
 
 // Server is one MCP server a person added: a name, and either the URL of
@@ -93,8 +95,8 @@ func (s Server) Check() error {
 			return bad("header", "%q is not a header name (letters, digits and !#$%%&'*+.^_`|~-)", k)
 		case slices.ContainsFunc(transportHeaders, func(h string) bool { return strings.EqualFold(h, k) }):
 			return bad("header", "%s is set by the MCP transport itself; leave it out", k)
-		case strings.ContainsAny(v, "\r\n\x00"):
-			return bad("header", "the value of %s holds a line break or a NUL byte", k) // never the value itself
+		case !validHeaderValue(v):
+			return bad("header", "the value of %s holds a control character (a line break, a NUL byte or another); give the value alone", k) // never the value itself
 		}
 	}
 	for _, k := range sortedKeys(s.Env) {
@@ -111,6 +113,18 @@ func (s Server) Check() error {
 		}
 	}
 	return nil
+}
+
+// validHeaderValue applies net/http's rule for a header value (that of
+// golang.org/x/net/http/httpguts): no control character but a tab. A
+// value that breaks it fails every request, so it is refused when given.
+func validHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if b := v[i]; b < ' ' && b != '\t' || b == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // CheckName reports whether name can prefix its server's tools as
@@ -258,26 +272,10 @@ type Listing struct {
 // Listing is s without its secrets.
 func (s Server) Listing() Listing {
 	return Listing{
-		Name: s.Name, Transport: s.Transport(), URL: redactedURL(s.URL),
+		Name: s.Name, Transport: s.Transport(), URL: redact.URL(s.URL),
 		Command: s.Command, Args: s.Args,
 		Headers: sortedKeys(s.Headers), Env: sortedKeys(s.Env),
 	}
-}
-
-// redactedURL hides the URL's password and the values of its query (where
-// some servers take their token).
-func redactedURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return ""
-	}
-	if q := u.Query(); len(q) > 0 {
-		for k := range q {
-			q[k] = []string{"xxxxx"}
-		}
-		u.RawQuery = q.Encode()
-	}
-	return u.Redacted()
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -543,7 +543,7 @@ func TestAnAnswerOverTheMessageLimitIsAnErrorResult(t *testing.T) {
 	t.Cleanup(ts.Close)
 	set := newSet(t, Options{}, Server{Name: "web", URL: ts.URL})
 	o := set.Offer(t.Context())
-	wantError(t, call(t, t.Context(), handler(t, o, "web__huge"), `{}`), "the server's answer is larger than 16 MiB")
+	wantError(t, call(t, t.Context(), handler(t, o, "web__huge"), `{}`), "the server answered more than 16 MiB to tools/call, the most taken")
 	wantText(t, call(t, t.Context(), handler(t, o, "web__echo"), `{"text":"fine"}`), "echo: fine")
 }
 

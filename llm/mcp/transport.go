@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -70,20 +71,55 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
-		resp.Body = &limitedBody{ReadCloser: resp.Body, left: maxFrame}
+		method := rpcMethod(req)
+		limit := int64(maxFrame)
+		if method != "" && method != "tools/call" {
+			limit = maxHandshake
+		}
+		resp.Body = &limitedBody{ReadCloser: resp.Body, left: limit, limit: limit, method: method}
 	}
 	return resp, nil
+}
+
+// maxHandshake is the largest plain JSON answer to a request other than a
+// tool call (the handshake, the tool list): more is a broken or hostile
+// server, told as such at once rather than waited on.
+const maxHandshake = 1 << 20
+
+// rpcMethod is the JSON-RPC method a request of the SDK sends, or "" when
+// its body cannot be read again or is not a small request (a tool call's
+// arguments may be large; the handshake's are not).
+func rpcMethod(req *http.Request) string {
+	if req.GetBody == nil || req.ContentLength > 64<<10 {
+		return ""
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return ""
+	}
+	defer func() { _ = body.Close() }() // an in-memory copy of the request: nothing to report
+	var m struct {
+		Method string `json:"method"`
+	}
+	if json.NewDecoder(body).Decode(&m) != nil {
+		return ""
+	}
+	return m.Method
 }
 
 // limitedBody fails a read past its limit instead of buffering without end.
 type limitedBody struct {
 	io.ReadCloser
-	left int64
+	left, limit int64
+	method      string // the request's JSON-RPC method, when known
 }
 
 func (b *limitedBody) Read(p []byte) (int, error) {
 	if b.left <= 0 {
-		return 0, fmt.Errorf("the server's answer is larger than %d MiB", maxFrame>>20)
+		if b.method != "" {
+			return 0, fmt.Errorf("the server answered more than %d MiB to %s, the most taken", b.limit>>20, b.method)
+		}
+		return 0, fmt.Errorf("the server answered more than %d MiB, the most taken", b.limit>>20)
 	}
 	if int64(len(p)) > b.left {
 		p = p[:b.left]

@@ -24,13 +24,19 @@ type Live struct {
 	errOut  io.Writer
 	level   Output
 	dim     bool   // errOut is a terminal that takes escapes: the thinking line updates in place
-	outTerm bool   // out is a terminal: a progress line first ends the text line on it
+	outTerm bool   // out is a terminal: the dim thinking line first ends the text line on it
 	midLine bool   // out holds text not ended by a newline
 	cr      bool   // a text piece ended with \r, held until the next says whether \n follows
 	think   string // the tail of the thinking shown
 	thinkOn bool   // the thinking line is on screen (dim), or was said (plain)
-	text    bool   // text was written since the last Reset
+	text    bool   // text was written since the last End
+	tried   bool   // text of the call under way was written: a restart cuts it off
 }
+
+// CutOff is the line that ends the text of an answer that broke off and is
+// asked for again, so that the partial text and the answer that follows
+// are never run together, on a terminal or in a file.
+const CutOff = "[the answer was cut off; asking again]"
 
 // thinkWidth is how much of the thinking the dim line shows: its newest
 // characters, so that it fits a narrow terminal's line.
@@ -61,7 +67,7 @@ func (l *Live) Delta(d llm.Delta) {
 			return
 		}
 		fmt.Fprint(l.out, termtext.Block(s))
-		l.midLine, l.text = !strings.HasSuffix(s, "\n"), true
+		l.midLine, l.text, l.tried = !strings.HasSuffix(s, "\n"), true, true
 	case llm.DeltaThinking:
 		l.thinking(d.Text)
 	case llm.DeltaBlockStop:
@@ -71,9 +77,13 @@ func (l *Live) Delta(d llm.Delta) {
 			l.line("→ " + termtext.Line(d.Name) + " (run by the provider)")
 		}
 	case llm.DeltaRestart:
+		// Said on out at every level: out holds the partial text, and a
+		// file of it must show where the answer starts again.
 		l.clearThinking()
-		if l.level >= Normal {
-			l.line("(the answer broke off and is asked for again; what follows replaces the text above)")
+		l.endText()
+		if l.tried {
+			fmt.Fprintln(l.out, CutOff)
+			l.tried = false
 		}
 	}
 }
@@ -90,12 +100,28 @@ func (l *Live) Line(s string) {
 	l.line(termtext.Line(s))
 }
 
+// Answered says a call's answer is complete (llm.EventResponse): a later
+// restart belongs to the next call and cuts off none of the text shown.
+func (l *Live) Answered() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.tried = false
+}
+
 // End ends an answer: it closes the line its text left open and reports
 // whether any text was shown since the last End.
 func (l *Live) End() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.clearThinking()
+	l.endText()
+	shown := l.text
+	l.text, l.tried = false, false
+	return shown
+}
+
+// endText ends the line the text left open on out; l.mu is held.
+func (l *Live) endText() {
 	if l.cr {
 		fmt.Fprint(l.out, termtext.Block("\r"))
 		l.cr, l.midLine = false, true
@@ -104,17 +130,13 @@ func (l *Live) End() bool {
 		fmt.Fprintln(l.out)
 		l.midLine = false
 	}
-	shown := l.text
-	l.text = false
-	return shown
 }
 
-// line writes an inert line on errOut; l.mu is held.
+// line writes an inert line on errOut; l.mu is held. It ends the text
+// line first, on a pipe too: the text after it (the next turn of a tool
+// loop) must not run on from the text before it.
 func (l *Live) line(s string) {
-	if l.midLine && l.outTerm {
-		fmt.Fprintln(l.out)
-		l.midLine = false
-	}
+	l.endText()
 	fmt.Fprintln(l.errOut, s)
 }
 

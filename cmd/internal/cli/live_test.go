@@ -64,11 +64,36 @@ func TestLivePlainThinkingOnceAndProgressOnItsOwnLine(t *testing.T) {
 	l.outTerm = true
 	stream(l, llm.Delta{Kind: llm.DeltaThinking, Text: "one"}, llm.Delta{Kind: llm.DeltaThinking, Text: "two"}, llm.Delta{Kind: llm.DeltaBlockStop},
 		llm.Delta{Kind: llm.DeltaText, Text: "Let me look"})
+	l.Answered()
 	l.Line("→ block_read")
 	stream(l, llm.Delta{Kind: llm.DeltaRestart}, llm.Delta{Kind: llm.DeltaText, Text: "Done."})
 	l.End()
-	want := "thinking…\nLet me look\n→ block_read\n(the answer broke off and is asked for again; what follows replaces the text above)\nDone.\n"
+	want := "thinking…\nLet me look\n→ block_read\nDone.\n"
 	if b.String() != want {
 		t.Fatalf("got %q\nwant %q", b.String(), want)
+	}
+}
+
+// An answer cut off and asked for again: on a pipe (a file) as on a
+// terminal, at every level, the partial text is ended with a newline and
+// the cut-off line before the answer that follows, never run together;
+// the turns of a tool loop are on lines of their own too.
+func TestLiveCutOffAnswerIsNeverRunTogether(t *testing.T) {
+	for _, level := range []Output{Quiet, Normal} {
+		for _, term := range []bool{false, true} {
+			var out, errOut strings.Builder
+			l := NewLive(&out, &errOut, level)
+			l.outTerm = term
+			stream(l, llm.Delta{Kind: llm.DeltaText, Text: "alpha beta gam"}, llm.Delta{Kind: llm.DeltaRestart},
+				llm.Delta{Kind: llm.DeltaText, Text: "alpha beta gamma delta"})
+			l.Answered()
+			l.Line("→ block_read")
+			stream(l, llm.Delta{Kind: llm.DeltaThinking, Text: "hm"}, llm.Delta{Kind: llm.DeltaRestart}, llm.Delta{Kind: llm.DeltaText, Text: "Done."})
+			l.End()
+			want := "alpha beta gam\n" + CutOff + "\nalpha beta gamma delta\nDone.\n"
+			if out.String() != want {
+				t.Fatalf("level %v, terminal %v: got %q\nwant %q", level, term, out.String(), want)
+			}
+		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -35,6 +37,10 @@ func MCPAddCommand(how string, add func(*cobra.Command, mcp.Server) (mcp.Offer, 
 			srv, err := f.server(cmd, args)
 			if err != nil {
 				return err
+			}
+			if i := slices.IndexFunc(srv.Args, looksSecret); i >= 0 {
+				// The argument itself is not repeated: it may be the secret.
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: argument %d of --command looks like a secret, and 'mcp list' shows arguments: give secrets with --env KEY=VALUE (its values are never shown)\n", i+1)
 			}
 			offer, err := add(cmd, srv)
 			var invalid *mcp.InvalidError
@@ -80,7 +86,9 @@ digits, - and _, at most 32) prefixes its tools: NAME__tool.
 A server at a URL takes --header "Name: value" (repeatable), or --token-stdin to
 read a bearer token from standard input (so it shows in no process listing). A
 command takes --env KEY=VALUE (repeatable); it gets PATH, HOME, the locale and
-these, and no API key of yours. A malformed value exits 2; a server that does not
+these, and no API key of yours. 'mcp list' shows a command's arguments: give secrets
+with --env, whose values are never shown (add warns about an argument that looks like
+one). A malformed value exits 2; a server that does not
 answer exits 1 and is not added.`
 
 // addMCPFlags declares mcp add's flags on cmd.
@@ -133,6 +141,53 @@ func (f *mcpAddFlags) server(cmd *cobra.Command, args []string) (mcp.Server, err
 	return srv, nil
 }
 
+// secretWords are what an argument that holds a secret often says.
+var secretWords = []string{"token=", "key=", "secret", "password", "passwd"}
+
+// looksSecret reports whether a --command argument looks like a secret:
+// it names one (token=, key=, secret, password), or it holds a long run of
+// letters and digits as random as a generated token. A guess, for a
+// warning only: a false one costs a line on stderr.
+func looksSecret(arg string) bool {
+	lower := strings.ToLower(arg)
+	if slices.ContainsFunc(secretWords, func(w string) bool { return strings.Contains(lower, w) }) {
+		return true
+	}
+	for _, word := range strings.FieldsFunc(arg, func(r rune) bool { return !isAlnum(r) }) {
+		digits := 0
+		for _, r := range word {
+			if r >= '0' && r <= '9' {
+				digits++
+			}
+		}
+		if len(word) >= 20 && digits >= 3 && randomBits(word) >= 3.5 {
+			return true
+		}
+	}
+	return false
+}
+
+func isAlnum(r rune) bool {
+	return r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
+}
+
+// randomBits is the Shannon entropy of s's bytes, in bits a byte: about
+// 4 to 6 for a generated token, under 3.5 for most words and names.
+func randomBits(s string) float64 {
+	var counts [256]int
+	for i := 0; i < len(s); i++ {
+		counts[s[i]]++
+	}
+	bits := 0.0
+	for _, n := range counts {
+		if n > 0 {
+			p := float64(n) / float64(len(s))
+			bits -= p * math.Log2(p)
+		}
+	}
+	return bits
+}
+
 // keyValues reads repeated flag values of the form KEY<sep>VALUE.
 func keyValues(values []string, sep, flag, form string) (map[string]string, error) {
 	if len(values) == 0 {
@@ -142,9 +197,12 @@ func keyValues(values []string, sep, flag, form string) (map[string]string, erro
 	for _, v := range values {
 		k, val, ok := strings.Cut(v, sep)
 		k = strings.TrimSpace(k)
-		if !ok || k == "" {
+		switch {
+		case !ok:
 			// The value may be a secret: only its key is shown.
-			return nil, Usagef("%s %s: write %s", flag, termtext.Line(k), form)
+			return nil, Usagef("%s %s: no %q in it; write %s", flag, termtext.Line(k), sep, form)
+		case k == "":
+			return nil, Usagef("%s: the name before %q is empty; write %s", flag, sep, form)
 		}
 		m[k] = strings.TrimSpace(val)
 	}
@@ -171,7 +229,7 @@ func printMCPAdded(w io.Writer, srv mcp.Server, offer mcp.Offer, how string) {
 // mcpListHelp is `mcp list`'s help.
 const mcpListHelp = `List the MCP servers added: name, transport, URL or command. Header and environment
 values are secrets: only their names are shown, and a URL's password and query values
-are shown as xxxxx. It connects to none of them. With --json: {"servers": [{"name",
+are shown as xxxxx. A command's arguments are shown as given. It connects to none of them. With --json: {"servers": [{"name",
 "transport", "url", "command", "args", "headers", "env"}]}.`
 
 // printMCPList prints the servers of a registry, as text or with asJSON
