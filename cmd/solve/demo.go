@@ -8,11 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/llmkernels/kernels/cmd/internal/cli"
 	"github.com/llmkernels/kernels/cmd/internal/provider"
+	"github.com/llmkernels/kernels/internal/pgdb"
 	"github.com/llmkernels/kernels/solve"
 )
 
@@ -40,8 +42,8 @@ type demoFlags struct {
 	dir string
 }
 
-func (d *demoFlags) add(cmd *cobra.Command) {
-	cmd.Flags().BoolVar(&d.on, "demo", false, "try it without a key: run a small goal (add Mean and Median to a Go package, with tests) end to end on a scripted model, offline and free, in DIR (the argument, created if missing) or a new temporary directory; needs Go on PATH for its tests")
+func (d *demoFlags) add(cmd *cobra.Command, usage string) {
+	cmd.Flags().BoolVar(&d.on, "demo", false, usage)
 }
 
 // args is cobra's argument check: GOAL normally, an optional DIR with --demo.
@@ -133,6 +135,99 @@ func demoDir(args []string) (string, error) {
 	}
 	return dir, nil
 }
+
+// resumeIn sets solve resume --demo DIR up: the run of the demo in DIR
+// (the latest unfinished one), continued on the script the demo wrote
+// there, with its database and its report beside it. It is what a demo
+// stopped by Ctrl-C tells the person to run.
+func (d *demoFlags) resumeIn(cmd *cobra.Command, app *cli.App, args []string, db *string, report *reportFlags) error {
+	for _, name := range demoExcludes {
+		if f := cmd.Flags().Lookup(name); f != nil && f.Changed {
+			return cli.Usagef("--demo continues the demo in DIR on its own script and database: drop --%s", name)
+		}
+	}
+	if len(args) != 1 {
+		return cli.Usagef("--demo continues the demo in a directory: give it, as in solve resume --demo DIR")
+	}
+	dir, err := filepath.Abs(args[0])
+	if err != nil {
+		return fmt.Errorf("the demo's directory %s: %w", args[0], err)
+	}
+	scriptFile := filepath.Join(dir, "demo-script.json")
+	for _, f := range []string{scriptFile, filepath.Join(dir, "kernel.db")} {
+		if _, err := os.Stat(f); err != nil {
+			return cli.Usagef("%s holds no demo to continue (%v): solve run --demo DIR makes one", args[0], err)
+		}
+	}
+	d.dir = dir
+	app.Provider.Provider = provider.Script
+	app.Provider.Script = scriptFile
+	app.Provider.Model = ""
+	app.Provider.Fallback = nil
+	app.Provider.From = nil
+	*db = filepath.Join(dir, "kernel.db")
+	report.dir = dir
+	return nil
+}
+
+// resumeLine is how a person continues a run stopped before its end:
+// solve resume with the flags that find it again (the demo's directory,
+// a --db other than the default, --remote).
+func resumeLine(root, db string, remote bool, demo *demoFlags) string {
+	if demo.on {
+		return "solve resume --demo " + shellWord(demo.dir)
+	}
+	line := "solve resume " + solve.ShortID(root)
+	if db != defaultDB {
+		if strings.Contains(db, "://") {
+			db = pgdb.Redact(db) // the password belongs in PGPASSWORD
+		}
+		line += " --db " + shellWord(db)
+	}
+	if remote {
+		line += " --remote"
+	}
+	return line
+}
+
+// shellWord is s quoted for a POSIX shell when it needs it: in double
+// quotes when nothing in it is special there, so the hint can stand in
+// the single quotes of the message.
+func shellWord(s string) string {
+	plain := func(r rune) bool {
+		return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+:@%=,", r)
+	}
+	switch {
+	case s != "" && strings.IndexFunc(s, func(r rune) bool { return !plain(r) }) < 0:
+		return s
+	case !strings.ContainsAny(s, "\"$`\\!"):
+		return `"` + s + `"`
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// stoppedHint is err with the resume command replaced by resume, when err
+// is a run stopped before its end: the library's hint knows neither the
+// database nor the demo.
+func stoppedHint(err error, resume func(root string, remote bool) string) error {
+	var s *solve.RunStoppedError
+	if !errors.As(err, &s) {
+		return err
+	}
+	return &hintedStop{RunStoppedError: s, resume: resume(s.Root, s.Remote)}
+}
+
+// hintedStop is a *solve.RunStoppedError that names the whole resume command.
+type hintedStop struct {
+	*solve.RunStoppedError
+	resume string
+}
+
+func (h *hintedStop) Error() string {
+	return fmt.Sprintf("run %s stopped before its end; continue it with '%s'", solve.ShortID(h.Root), h.resume)
+}
+
+func (h *hintedStop) Unwrap() error { return h.RunStoppedError }
 
 // done says where to look once the demo has run.
 func (d *demoFlags) done(w io.Writer, root string) {
