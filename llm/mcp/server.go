@@ -264,12 +264,16 @@ func (s Server) Listing() Listing {
 	}
 }
 
-// redactedURL hides the URL's password and the values of its query (where
-// some servers take their token).
+// redactedURL hides the URL's password, a user name given without one
+// (https://TOKEN@host/ is how some services take their token), and the
+// values of its query (where some servers take their token).
 func redactedURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return ""
+	}
+	if _, hasPassword := u.User.Password(); u.User != nil && !hasPassword {
+		u.User = url.User("xxxxx")
 	}
 	if q := u.Query(); len(q) > 0 {
 		for k := range q {
