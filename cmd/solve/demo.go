@@ -84,18 +84,11 @@ func (d *demoFlags) prepare(cmd *cobra.Command, app *cli.App, args []string, req
 	if err := os.WriteFile(scriptFile, demoScript, 0o644); err != nil {
 		return fmt.Errorf("writing the demo's script: %w", err)
 	}
-	d.dir = dir
-	app.Provider.Provider = provider.Script
-	app.Provider.Script = scriptFile
-	app.Provider.Model = ""
-	app.Provider.Fallback = nil
-	app.Provider.From = nil
+	d.use(app, dir, db, report)
 	req.Goal = demoGoal
 	req.Workspace = ws
 	req.BudgetUSD = demoBudget
 	*timeCap = demoTime
-	*db = filepath.Join(dir, "kernel.db")
-	report.dir = dir
 	fmt.Fprintf(cmd.OutOrStdout(), `solve demo: this is a demo. A scripted model plays the LLM (its answers are
 in %s): no API key, no network, nothing is charged; the amounts
 shown are what these calls would cost on %s. Everything else is the
@@ -153,21 +146,26 @@ func (d *demoFlags) resumeIn(cmd *cobra.Command, app *cli.App, args []string, db
 	if err != nil {
 		return fmt.Errorf("the demo's directory %s: %w", args[0], err)
 	}
-	scriptFile := filepath.Join(dir, "demo-script.json")
-	for _, f := range []string{scriptFile, filepath.Join(dir, "kernel.db")} {
+	for _, f := range []string{filepath.Join(dir, "demo-script.json"), filepath.Join(dir, "kernel.db")} {
 		if _, err := os.Stat(f); err != nil {
 			return cli.Usagef("%s holds no demo to continue (%v): solve run --demo DIR makes one", args[0], err)
 		}
 	}
+	d.use(app, dir, db, report)
+	return nil
+}
+
+// use points the command at the demo in dir: the scripted provider on the
+// script there, its database, and its report beside them.
+func (d *demoFlags) use(app *cli.App, dir string, db *string, report *reportFlags) {
 	d.dir = dir
 	app.Provider.Provider = provider.Script
-	app.Provider.Script = scriptFile
+	app.Provider.Script = filepath.Join(dir, "demo-script.json")
 	app.Provider.Model = ""
 	app.Provider.Fallback = nil
 	app.Provider.From = nil
 	*db = filepath.Join(dir, "kernel.db")
 	report.dir = dir
-	return nil
 }
 
 // resumeLine is how a person continues a run stopped before its end:
