@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -178,7 +179,7 @@ func resumeLine(root, db string, remote bool, demo *demoFlags) string {
 	line := "solve resume " + solve.ShortID(root)
 	if db != defaultDB {
 		if strings.Contains(db, "://") {
-			db = pgdb.Redact(db) // the password belongs in PGPASSWORD
+			db = withoutPassword(db)
 		}
 		line += " --db " + shellWord(db)
 	}
@@ -186,6 +187,25 @@ func resumeLine(root, db string, remote bool, demo *demoFlags) string {
 		line += " --remote"
 	}
 	return line
+}
+
+// withoutPassword is a PostgreSQL URL without its password (in the user
+// part or the query), for a command to copy: the password belongs in
+// PGPASSWORD or ~/.pgpass, and a message never shows it.
+func withoutPassword(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return pgdb.Redact(dsn) // refused before any run; shown without its secrets all the same
+	}
+	if u.User != nil {
+		u.User = url.User(u.User.Username())
+	}
+	if q := u.Query(); q.Has("password") || q.Has("sslpassword") {
+		q.Del("password")
+		q.Del("sslpassword")
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
 }
 
 // shellWord is s quoted for a POSIX shell when it needs it: in double
