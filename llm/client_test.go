@@ -369,6 +369,12 @@ func TestLoadPricesOverridesDefaults(t *testing.T) {
 	if _, err := LoadPrices(path); err == nil || !strings.Contains(err.Error(), "want {") {
 		t.Fatalf("bad file must say what is wanted: %v", err)
 	}
+	// A family with no name prefixes every model: it replaced the whole
+	// table and priced even unknown models at its rates, unwarned.
+	os.WriteFile(path, []byte(`{"":{"input":0,"output":0}}`), 0o644)
+	if _, err := LoadPrices(path); err == nil || !strings.Contains(err.Error(), "a family with no name") {
+		t.Errorf("a family with no name: %v", err)
+	}
 	// A negative price would take from what a run has spent; a huge one
 	// makes a cost of +Inf.
 	for _, bad := range []string{`{"m":{"input":-1}}`, `{"m":{"output":1e300}}`, `{"m":{"long_prompt_over":1,"long_prompt":{"cache_read":-0.1}}}`} {

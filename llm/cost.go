@@ -100,6 +100,11 @@ func LoadPrices(path string) (PriceTable, error) {
 		return nil, fmt.Errorf("prices file %s: %w (want {\"model-family\": {\"input\": 3, \"output\": 15, \"cache_write\": 3.75, \"cache_read\": 0.3}})", path, err)
 	}
 	for family, p := range override {
+		if strings.TrimSpace(family) == "" {
+			// Every model's name starts with "": it would replace the
+			// whole table, and price even unknown models, unwarned.
+			return nil, fmt.Errorf("prices file %s: a family with no name would price every model; name the family, e.g. \"claude-sonnet-4\"", path)
+		}
 		if !p.valid() {
 			return nil, fmt.Errorf("prices file %s: %q: give prices from 0 to %d USD per million tokens, and long_prompt_over from 0 tokens", path, family, int(MaxPrice))
 		}

@@ -22,7 +22,8 @@ const MCPFile = "mcp_servers.json"
 // MCPServers is the registry of the person's MCP servers (lumen mcp add,
 // list, remove). An instance reads it when it opens.
 func (in *Instance) MCPServers() mcp.Registry {
-	return mcp.Registry{Path: filepath.Join(in.Root, MCPFile)}
+	// The lock sits in the index's directory, which git ignores.
+	return mcp.Registry{Path: filepath.Join(in.Root, MCPFile), LockPath: filepath.Join(in.derivedDir(), "mcp.lock")}
 }
 
 // AddMCPServer checks srv, connects to it and lists its tools, and only

@@ -35,6 +35,9 @@ type (
 	// StoppedError is a planning run stopped by its wall-clock cap
 	// (PlanRequest.MaxWall).
 	StoppedError = planning.StoppedError
+	// RunStoppedError is a run stopped before its end by its context
+	// (Ctrl-C, SIGTERM): Kernel.Resume continues it.
+	RunStoppedError = loop.StoppedError
 	// RunRequest is a goal for the SOLVE loop (Kernel.Run).
 	RunRequest = loop.Request
 	// RunMCPServer is an MCP server whose tools a run offers claude-code-0

@@ -59,6 +59,19 @@ func TestTheCommandsEndToEnd(t *testing.T) {
 	if st["soul"].(map[string]any)["name"] != "Lumen" || st["last_reflection"] == nil {
 		t.Errorf("status --json = %v", st)
 	}
+	// Every field of the document is in docs/lumen.md's --json table
+	// (before, usage_today was not).
+	docs, err := os.ReadFile(filepath.Join("..", "..", "docs", "lumen.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, row, _ := strings.Cut(string(docs), "| `status` | `{")
+	row, _, _ = strings.Cut(row, "\n")
+	for key := range st {
+		if !strings.Contains(row, `"`+key+`"`) {
+			t.Errorf("status --json gives %q, which docs/lumen.md's --json table does not name", key)
+		}
+	}
 	mem := decode("memory", "--all").([]any)
 	if len(mem) < 30 || len(mem[0].(map[string]any)["id"].(string)) != 26 {
 		t.Errorf("memory --json: %d entries", len(mem))

@@ -40,8 +40,13 @@ const demoCycles = 2
 // demoFlags is the --demo of lumen run and lumen chat.
 type demoFlags struct{ on bool }
 
-// demoExcludes are the flags --demo sets itself.
-var demoExcludes = []string{"provider", "script", "model", "fallback", "base-url", "cycles", "interval", "for", "embedding-url"}
+// demoExcludes are the flags --demo sets itself, and those its script
+// cannot follow: a reflection every cycle asks what the script does not
+// answer, and its model has no price for a cap or a prices file to count
+// (nothing is charged). Each is refused before the instance is made, so a
+// refused demo leaves nothing in --dir.
+var demoExcludes = []string{"provider", "script", "model", "fallback", "base-url", "cycles", "interval", "for", "embedding-url",
+	"reflect-every", "max-cost", "max-cost-day", "prices"}
 
 // instance makes the demo's instance (in --dir when given, else a new
 // temporary directory), writes the scripts into it and points the provider

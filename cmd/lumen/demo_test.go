@@ -58,6 +58,20 @@ func TestRunDemoMakesAnInstanceTalksAndRunsTwoCycles(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(b), "drop --cycles") {
 		t.Errorf("run --demo --cycles 9: %v\n%s", err, b)
 	}
+	// Flags the script cannot follow are refused before anything is
+	// made. (Before, --reflect-every 1 failed on a request the script does
+	// not answer, and a cap on the unpriced scripted model, each after the
+	// instance was made in --dir, so the same demo could not run again.)
+	for _, flag := range [][]string{{"--reflect-every", "1"}, {"--max-cost", "1"}, {"--max-cost-day", "1"}} {
+		left := filepath.Join(t.TempDir(), "mind")
+		b, err := exec.Command(bin, append([]string{"run", "--demo", "--dir", left}, flag...)...).CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(b), "drop "+flag[0]) {
+			t.Errorf("run --demo %v: %v\n%s", flag, err, b)
+		}
+		if _, err := os.Stat(left); err == nil {
+			t.Errorf("run --demo %v left an instance in --dir", flag)
+		}
+	}
 	if h, _ := exec.Command(bin, "run", "--help").Output(); !strings.Contains(string(h), "--demo") {
 		t.Errorf("lumen run --help does not show --demo:\n%s", h)
 	}

@@ -6,7 +6,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/llmkernels/kernels/cmd/internal/cli"
 	"github.com/llmkernels/kernels/internal/termtext"
@@ -27,17 +26,18 @@ type live struct {
 	mu    sync.Mutex
 	w     io.Writer
 	level cli.Output
-	dim   bool   // w is a terminal that takes escapes
-	step  string // the step whose line is shown
-	tail  string // the newest words shown on it
-	on    bool   // the dim line is on screen, or the plain line was said
+	dim   bool       // w is a terminal that takes escapes
+	step  string     // the step whose line is shown
+	tail  string     // the newest words shown on it
+	on    bool       // the dim line is on screen, or the plain line was said
+	cols  func() int // w's width in columns (0: unknown), read at each redraw
 }
 
 // tailWidth is how much of a step's newest words the dim line shows.
 const tailWidth = 70
 
 func newLive(w io.Writer, level cli.Output) *live {
-	return &live{w: w, level: level, dim: isTerminal(w) && os.Getenv("NO_COLOR") == ""}
+	return &live{w: w, level: level, dim: isTerminal(w) && os.Getenv("NO_COLOR") == "", cols: func() int { return cli.Width(w) }}
 }
 
 // progress shows a piece of a step's answer (lumen.Options.OnProgress).
@@ -94,10 +94,15 @@ func (l *live) show(step, doing, piece string) {
 		}
 		return
 	}
-	l.tail = tail(strings.Join(strings.Fields(l.tail+" "+piece), " "), tailWidth)
+	l.tail = cli.Tail(strings.Join(strings.Fields(l.tail+" "+piece), " "), tailWidth)
+	width := 0
+	if l.cols != nil {
+		width = l.cols()
+	}
 	// Carriage return, erase the line, dim, the text, normal: the line is
-	// rewritten in place as the answer grows.
-	fmt.Fprintf(l.w, "\r\x1b[2K\x1b[2m%s: %s\x1b[0m", termtext.Line(step), termtext.Line(l.tail))
+	// rewritten in place as the answer grows, within the terminal's width
+	// (a wrapped line would leave its first rows behind).
+	fmt.Fprintf(l.w, "\r\x1b[2K\x1b[2m%s\x1b[0m", cli.FitLine(termtext.Line(step)+": ", termtext.Line(l.tail), width))
 	l.on = true
 }
 
@@ -113,13 +118,4 @@ func (l *live) clearLine() {
 		fmt.Fprint(l.w, "\r\x1b[2K")
 	}
 	l.on, l.tail, l.step = false, "", ""
-}
-
-// tail is the last n characters of s.
-func tail(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return "…" + string(r[len(r)-n+1:])
 }

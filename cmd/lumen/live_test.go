@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/llmkernels/kernels/cmd/internal/cli"
 	"github.com/llmkernels/kernels/llm"
@@ -52,5 +53,22 @@ func TestLiveProgressOnAPipeIsPlainAndQuietIsSilent(t *testing.T) {
 	q.call(lumen.CallReport{Step: "think"})
 	if b.Len() != 0 {
 		t.Fatalf("--quiet showed %q", b.String())
+	}
+}
+
+// The dim line fits the terminal, whatever its width, keeping the newest
+// words: a line wider than the terminal wraps, and the erase before each
+// redraw reaches its last row only, so the others would pile up.
+func TestLiveProgressFitsANarrowTerminal(t *testing.T) {
+	var b bytes.Buffer
+	l := &live{w: &b, level: cli.Normal, dim: true, cols: func() int { return 40 }}
+	for range 5 {
+		l.progress(lumen.Progress{Step: "think", Delta: llm.Delta{Kind: llm.DeltaThinking, Text: "weighing what Sam said about the garden "}})
+	}
+	for _, draw := range strings.Split(b.String(), "\r\x1b[2K")[1:] {
+		line := strings.NewReplacer("\x1b[2m", "", "\x1b[0m", "").Replace(draw)
+		if n := utf8.RuneCountInString(line); n > 39 || !strings.HasPrefix(line, "think: ") || !strings.HasSuffix(line, "garden") {
+			t.Fatalf("a %d-column line on a 40-column terminal: %q", n, line)
+		}
 	}
 }

@@ -82,11 +82,19 @@ func TestMCPAddListRemove(t *testing.T) {
 		{[]string{"mcp", "add", "docs", "--command", filepath.Join(dir, "no-such-program")}, 1, "cannot be reached"},
 		{[]string{"mcp", "add", "docs", "http://127.0.0.1:1/mcp"}, 1, "cannot be reached"},
 		{[]string{"mcp", "remove", "docs"}, 1, "no mcp server is named"},
+		// No token on stdin (here, its end at once) is refused, not stored
+		// as an empty "Bearer ".
+		{[]string{"mcp", "add", "docs", "http://127.0.0.1:1/mcp", "--token-stdin"}, 2, "standard input held no token"},
 	} {
 		_, errOut, code := run(c.args...)
 		if code != c.code || !strings.Contains(errOut, c.want) {
 			t.Errorf("%v: exit %d, want %d; stderr %q", c.args, code, c.code, errOut)
 		}
+	}
+	blank := exec.Command(bin, "mcp", "add", "docs", "http://127.0.0.1:1/mcp", "--token-stdin", "--dir", dir)
+	blank.Stdin = strings.NewReader("  \n")
+	if b, _ := blank.CombinedOutput(); blank.ProcessState.ExitCode() != 2 || !strings.Contains(string(b), "standard input held no token") {
+		t.Errorf("a blank token line: exit %d\n%s", blank.ProcessState.ExitCode(), b)
 	}
 	if out, _, _ := run("mcp", "list"); !strings.Contains(out, "no mcp servers added") {
 		t.Fatalf("a refused server was stored: %q", out)

@@ -5,14 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/llmkernels/kernels/cmd/internal/cli"
 	"github.com/llmkernels/kernels/cmd/internal/provider"
+	"github.com/llmkernels/kernels/internal/pgdb"
 	"github.com/llmkernels/kernels/solve"
 )
 
@@ -40,8 +43,8 @@ type demoFlags struct {
 	dir string
 }
 
-func (d *demoFlags) add(cmd *cobra.Command) {
-	cmd.Flags().BoolVar(&d.on, "demo", false, "try it without a key: run a small goal (add Mean and Median to a Go package, with tests) end to end on a scripted model, offline and free, in DIR (the argument, created if missing) or a new temporary directory; needs Go on PATH for its tests")
+func (d *demoFlags) add(cmd *cobra.Command, usage string) {
+	cmd.Flags().BoolVar(&d.on, "demo", false, usage)
 }
 
 // args is cobra's argument check: GOAL normally, an optional DIR with --demo.
@@ -82,18 +85,11 @@ func (d *demoFlags) prepare(cmd *cobra.Command, app *cli.App, args []string, req
 	if err := os.WriteFile(scriptFile, demoScript, 0o644); err != nil {
 		return fmt.Errorf("writing the demo's script: %w", err)
 	}
-	d.dir = dir
-	app.Provider.Provider = provider.Script
-	app.Provider.Script = scriptFile
-	app.Provider.Model = ""
-	app.Provider.Fallback = nil
-	app.Provider.From = nil
+	d.use(app, dir, db, report)
 	req.Goal = demoGoal
 	req.Workspace = ws
 	req.BudgetUSD = demoBudget
 	*timeCap = demoTime
-	*db = filepath.Join(dir, "kernel.db")
-	report.dir = dir
 	fmt.Fprintf(cmd.OutOrStdout(), `solve demo: this is a demo. A scripted model plays the LLM (its answers are
 in %s): no API key, no network, nothing is charged; the amounts
 shown are what these calls would cost on %s. Everything else is the
@@ -133,6 +129,123 @@ func demoDir(args []string) (string, error) {
 	}
 	return dir, nil
 }
+
+// resumeIn sets solve resume --demo DIR up: the run of the demo in DIR
+// (the latest unfinished one), continued on the script the demo wrote
+// there, with its database and its report beside it. It is what a demo
+// stopped by Ctrl-C tells the person to run.
+func (d *demoFlags) resumeIn(cmd *cobra.Command, app *cli.App, args []string, db *string, report *reportFlags) error {
+	for _, name := range demoExcludes {
+		if f := cmd.Flags().Lookup(name); f != nil && f.Changed {
+			return cli.Usagef("--demo continues the demo in DIR on its own script and database: drop --%s", name)
+		}
+	}
+	if len(args) != 1 {
+		return cli.Usagef("--demo continues the demo in a directory: give it, as in solve resume --demo DIR")
+	}
+	dir, err := filepath.Abs(args[0])
+	if err != nil {
+		return fmt.Errorf("the demo's directory %s: %w", args[0], err)
+	}
+	for _, f := range []string{filepath.Join(dir, "demo-script.json"), filepath.Join(dir, "kernel.db")} {
+		if _, err := os.Stat(f); err != nil {
+			return cli.Usagef("%s holds no demo to continue (%v): solve run --demo DIR makes one", args[0], err)
+		}
+	}
+	d.use(app, dir, db, report)
+	return nil
+}
+
+// use points the command at the demo in dir: the scripted provider on the
+// script there, its database, and its report beside them.
+func (d *demoFlags) use(app *cli.App, dir string, db *string, report *reportFlags) {
+	d.dir = dir
+	app.Provider.Provider = provider.Script
+	app.Provider.Script = filepath.Join(dir, "demo-script.json")
+	app.Provider.Model = ""
+	app.Provider.Fallback = nil
+	app.Provider.From = nil
+	*db = filepath.Join(dir, "kernel.db")
+	report.dir = dir
+}
+
+// resumeLine is how a person continues a run stopped before its end:
+// solve resume with the flags that find it again (the demo's directory,
+// a --db other than the default, --remote).
+func resumeLine(root, db string, remote bool, demo *demoFlags) string {
+	if demo.on {
+		return "solve resume --demo " + shellWord(demo.dir)
+	}
+	line := "solve resume " + solve.ShortID(root)
+	if db != defaultDB {
+		if strings.Contains(db, "://") {
+			db = withoutPassword(db)
+		}
+		line += " --db " + shellWord(db)
+	}
+	if remote {
+		line += " --remote"
+	}
+	return line
+}
+
+// withoutPassword is a PostgreSQL URL without its password (in the user
+// part or the query), for a command to copy: the password belongs in
+// PGPASSWORD or ~/.pgpass, and a message never shows it.
+func withoutPassword(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return pgdb.Redact(dsn) // refused before any run; shown without its secrets all the same
+	}
+	if u.User != nil {
+		u.User = url.User(u.User.Username())
+	}
+	if q := u.Query(); q.Has("password") || q.Has("sslpassword") {
+		q.Del("password")
+		q.Del("sslpassword")
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
+// shellWord is s quoted for a POSIX shell when it needs it: in double
+// quotes when nothing in it is special there, so the hint can stand in
+// the single quotes of the message.
+func shellWord(s string) string {
+	plain := func(r rune) bool {
+		return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+:@%=,", r)
+	}
+	switch {
+	case s != "" && strings.IndexFunc(s, func(r rune) bool { return !plain(r) }) < 0:
+		return s
+	case !strings.ContainsAny(s, "\"$`\\!"):
+		return `"` + s + `"`
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// stoppedHint is err with the resume command replaced by resume, when err
+// is a run stopped before its end: the library's hint knows neither the
+// database nor the demo.
+func stoppedHint(err error, resume func(root string, remote bool) string) error {
+	var s *solve.RunStoppedError
+	if !errors.As(err, &s) {
+		return err
+	}
+	return &hintedStop{RunStoppedError: s, resume: resume(s.Root, s.Remote)}
+}
+
+// hintedStop is a *solve.RunStoppedError that names the whole resume command.
+type hintedStop struct {
+	*solve.RunStoppedError
+	resume string
+}
+
+func (h *hintedStop) Error() string {
+	return fmt.Sprintf("run %s stopped before its end; continue it with '%s'", solve.ShortID(h.Root), h.resume)
+}
+
+func (h *hintedStop) Unwrap() error { return h.RunStoppedError }
 
 // done says where to look once the demo has run.
 func (d *demoFlags) done(w io.Writer, root string) {

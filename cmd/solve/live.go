@@ -30,11 +30,13 @@ type liveView struct {
 	shown  bool // the streaming line is on screen
 	drawn  time.Time
 	chars  map[string]int // characters received per node and operation
+	cols   func() int     // w's width in columns (0: unknown), read at each redraw
 }
 
 // newLiveView is the live view on w at the given output level.
 func newLiveView(w io.Writer, level cli.Output) *liveView {
-	return &liveView{w: w, quiet: level < cli.Normal, redraw: level >= cli.Normal && terminal(w) && os.Getenv("NO_COLOR") == "", chars: map[string]int{}}
+	return &liveView{w: w, quiet: level < cli.Normal, redraw: level >= cli.Normal && terminal(w) && os.Getenv("NO_COLOR") == "", chars: map[string]int{},
+		cols: func() int { return cli.Width(w) }}
 }
 
 // terminal reports whether w is a character device (a terminal).
@@ -90,9 +92,15 @@ func (v *liveView) delta(node, op string, d llm.Delta) {
 		if n := utf8.RuneCountInString(tail); n > 30 {
 			tail = "…" + string([]rune(tail)[n-30:])
 		}
-		// Dim, one line that is cleared before anything else is written.
-		fmt.Fprintf(v.w, "\r\x1b[K\x1b[2msolve: node %s %s: %s arriving, %d characters · %s\x1b[0m",
-			solve.ShortID(node), op, what, v.chars[key], termtext.Line(tail))
+		width := 0
+		if v.cols != nil {
+			width = v.cols()
+		}
+		// Dim, one line that is cleared before anything else is written,
+		// and fits the terminal's width: a wrapped line would leave its
+		// first rows behind at each redraw.
+		prefix := fmt.Sprintf("solve: node %s %s: %s arriving, %d characters · ", solve.ShortID(node), op, what, v.chars[key])
+		fmt.Fprintf(v.w, "\r\x1b[K\x1b[2m%s\x1b[0m", cli.FitLine(prefix, termtext.Line(tail), width))
 		v.shown, v.drawn = true, time.Now()
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/llmkernels/kernels/cmd/internal/cli"
 	"github.com/llmkernels/kernels/llm"
@@ -44,5 +45,21 @@ func TestTheLiveViewShowsTheStreamInertAndClearsIt(t *testing.T) {
 	_, _ = quiet.Write([]byte("Answer: [c]ommand to register, …\n"))
 	if got := b.String(); got != "Answer: [c]ommand to register, …\n" {
 		t.Errorf("pipe and --quiet wrote %q", got)
+	}
+}
+
+// The streaming line fits the terminal, whatever its width: its start
+// says which node and operation, its end the newest text. Before, it was
+// about 105 columns long, so on an 80-column terminal it wrapped and each
+// redraw left a row behind.
+func TestTheStreamingLineFitsTheTerminal(t *testing.T) {
+	for _, cols := range []int{80, 40} {
+		var b strings.Builder
+		v := &liveView{w: &b, redraw: true, chars: map[string]int{}, cols: func() int { return cols }}
+		v.delta("0123456789ab", "identify_constraints", llm.Delta{Kind: llm.DeltaText, Text: `{"constraints": [{"id": "c1", "text": "go test passes"`})
+		line := strings.NewReplacer("\r", "", "\x1b[K", "", "\x1b[2m", "", "\x1b[0m", "").Replace(b.String())
+		if n := utf8.RuneCountInString(line); n >= cols || !strings.HasPrefix(line, "solve: node 01234567") {
+			t.Errorf("%d columns: a %d-column line %q", cols, n, line)
+		}
 	}
 }

@@ -376,8 +376,11 @@ func withKernel(ctx context.Context, db string, readOnly bool, f func(*solve.Ker
 // URL that does not parse, or whose parts are ambiguous (an unescaped @,
 // # or ? in the password), is refused before the command does anything
 // (exit 2), without showing the password.
+// defaultDB is --db's default: kernel.db in the current directory.
+const defaultDB = "kernel.db"
+
 func dbFlag(cmd *cobra.Command, db *string) {
-	cmd.Flags().StringVar(db, "db", "kernel.db", "kernel database: a SQLite file (artifact_store/ sits beside it), or a postgres://user@host/dbname URL that keeps everything, artifact contents included, in PostgreSQL (see docs/solve.md)")
+	cmd.Flags().StringVar(db, "db", defaultDB, "kernel database: a SQLite file (artifact_store/ sits beside it), or a postgres://user@host/dbname URL that keeps everything, artifact contents included, in PostgreSQL (see docs/solve.md)")
 	cmd.PreRunE = func(cmd *cobra.Command, args []string) error { return solve.CheckDatabase(*db) }
 }
 
@@ -643,7 +646,7 @@ on the command line.`,
 					return fmt.Errorf("%w: confirm at least one constraint or give --constraint", solve.ErrEmptyCore)
 				}
 				if err != nil {
-					return stopped(err)
+					return stopped(stoppedHint(err, func(root string, remote bool) string { return resumeLine(root, db, remote, &demo) }))
 				}
 				clearLive(opts)
 				printResult(cmd.OutOrStdout(), r)
@@ -656,7 +659,7 @@ on the command line.`,
 		},
 	}
 	report.add(cmd)
-	demo.add(cmd)
+	demo.add(cmd, "try it without a key: run a small goal (add Mean and Median to a Go package, with tests) end to end on a scripted model, offline and free, in DIR (the argument, created if missing) or a new temporary directory; needs Go on PATH for its tests")
 	f := cmd.Flags()
 	f.StringArrayVar(&req.Constraints, "constraint", nil, "an irreducible core constraint in words (repeatable)")
 	f.StringArrayVar(&req.Suggest, "suggest", nil, "a human idea: scored against the constraints as an attempt of its own, like any candidate, and given to resolvers as an input (repeatable)")
@@ -707,6 +710,11 @@ for a human, 5 stopped.`,
 					return err
 				}
 			}
+			if demo.on {
+				if err := demo.resumeIn(cmd, app, args, &db, &report); err != nil {
+					return err
+				}
+			}
 			opts, _, err := runOptions(cmd, app, workers)
 			if err != nil {
 				return err
@@ -718,12 +726,12 @@ for a human, 5 stopped.`,
 			opts.Remote = remote
 			return withKernel(cmd.Context(), db, false, func(k *solve.Kernel) error {
 				root := ""
-				if len(args) == 1 {
+				if len(args) == 1 && !demo.on {
 					root = args[0]
 				}
 				r, err := k.Resume(cmd.Context(), root, opts)
 				if err != nil {
-					return stopped(err)
+					return stopped(stoppedHint(err, func(root string, remote bool) string { return resumeLine(root, db, remote, &demo) }))
 				}
 				clearLive(opts)
 				printResult(cmd.OutOrStdout(), r)
@@ -736,7 +744,7 @@ for a human, 5 stopped.`,
 		},
 	}
 	report.add(cmd)
-	demo.add(cmd)
+	demo.add(cmd, "continue the demo in DIR (the argument) that solve run --demo DIR started and Ctrl-C stopped, on its own script and database")
 	dbFlag(cmd, &db)
 	cmd.Flags().IntVar(&workers, "workers", 0, fmt.Sprintf("steps run at once (0 = as the run was started; without --workers then, 1, or %d with --remote)", solve.RemoteInFlight))
 	cmd.Flags().BoolVar(&remote, "remote", false, "send the steps to 'solve worker' processes through --db postgres://… (as solve run --remote)")

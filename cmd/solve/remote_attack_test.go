@@ -419,7 +419,8 @@ func TestAStoppedCoordinatorIsResumedWithoutLosingAStep(t *testing.T) {
 	// "stopped by SIGTERM: load the schedule of …: context canceled").
 	short := root[:8]
 	if e := errb.String(); strings.Count(e, "stopped by SIGTERM") != 1 || strings.Contains(e, "context canceled") ||
-		!strings.Contains(e, "solve: stopped by SIGTERM: run "+short+" stopped before its end; continue it with 'solve resume "+short+" --remote'\n") {
+		!strings.Contains(e, "solve: stopped by SIGTERM: run "+short+" stopped before its end; continue it with 'solve resume "+short+" --db ") ||
+		!strings.Contains(e, " --remote'\n") {
 		t.Errorf("the coordinator's stop, in its words:\n%s", e)
 	}
 	api.setHold(nil)

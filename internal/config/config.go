@@ -307,6 +307,12 @@ func (f *File) parse(data []byte) error {
 				problems = append(problems, problem{line, unknownKey(key)})
 				continue
 			}
+			if family && strings.TrimSpace(name) == "" {
+				// Every model's name starts with "": it would replace the
+				// whole built-in table, and price unknown models, unwarned.
+				problems = append(problems, problem{line, `prices."": a family with no name would price every model; name the family, e.g. [prices."claude-sonnet-4"]`})
+				continue
+			}
 			kind := kindOf(key)
 			sub, isTable := v.(map[string]any)
 			o, isString := v.(string)

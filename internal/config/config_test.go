@@ -64,22 +64,25 @@ long_prompt = { input = 6 }
 
 func TestMistakesNameTheLineAndTheKey(t *testing.T) {
 	for text, want := range map[string]string{
-		"provder = \"x\"":                          `line 1: unknown key "provder" (did you mean "provider"?)`,
-		"\n[solve]\nmdoel = \"x\"":                 `line 3: unknown key "solve.mdoel" (did you mean "solve.model"?)`,
-		"[hermitcrab.models]\nligth = \"x\"":       `line 2: unknown key "hermitcrab.models.ligth" (did you mean "hermitcrab.models.light"?)`,
-		"[prices.m]\ninput = 1\noutptu = 2":        `line 3: unknown key "prices.m.outptu" (did you mean "prices.m.output"?)`,
-		"zebra = 1":                                `line 1: unknown key "zebra"`,
-		"fallback = \"a\"":                         `line 1: fallback: give a list of strings`,
-		"[lumen]\nmodel = 4":                       `line 2: lumen.model: give a string in quotes`,
-		"output = \"loud\"":                        `line 1: output "loud": choose quiet, normal, verbose`,
-		"[prices.m]\ninput = -1":                   `line 2: prices.m.input: give a number of US dollars per million tokens, from 0 to 1000000`,
-		"[prices.m]\noutput = nan":                 `line 2: prices.m.output: give a number`,
-		"[prices.m]\ncache_read = inf":             `line 2: prices.m.cache_read: give a number`,
-		"[prices.m]\ninput = 1e300":                `line 2: prices.m.input: give a number`,
-		"[prices.m]\nlong_prompt_over = -5":        `line 2: prices.m.long_prompt_over: give a whole number of tokens`,
-		"provider = ":                              `line 1: `,
-		"provider = \"a\"\nprovider = \"b\"":       `line 2: key provider is already defined`,
-		"[prices]\nm = 1":                          `line 2: prices.m: give a table of prices`,
+		"provder = \"x\"":                    `line 1: unknown key "provder" (did you mean "provider"?)`,
+		"\n[solve]\nmdoel = \"x\"":           `line 3: unknown key "solve.mdoel" (did you mean "solve.model"?)`,
+		"[hermitcrab.models]\nligth = \"x\"": `line 2: unknown key "hermitcrab.models.ligth" (did you mean "hermitcrab.models.light"?)`,
+		"[prices.m]\ninput = 1\noutptu = 2":  `line 3: unknown key "prices.m.outptu" (did you mean "prices.m.output"?)`,
+		"zebra = 1":                          `line 1: unknown key "zebra"`,
+		"fallback = \"a\"":                   `line 1: fallback: give a list of strings`,
+		"[lumen]\nmodel = 4":                 `line 2: lumen.model: give a string in quotes`,
+		"output = \"loud\"":                  `line 1: output "loud": choose quiet, normal, verbose`,
+		"[prices.m]\ninput = -1":             `line 2: prices.m.input: give a number of US dollars per million tokens, from 0 to 1000000`,
+		"[prices.m]\noutput = nan":           `line 2: prices.m.output: give a number`,
+		"[prices.m]\ncache_read = inf":       `line 2: prices.m.cache_read: give a number`,
+		"[prices.m]\ninput = 1e300":          `line 2: prices.m.input: give a number`,
+		"[prices.m]\nlong_prompt_over = -5":  `line 2: prices.m.long_prompt_over: give a whole number of tokens`,
+		"provider = ":                        `line 1: `,
+		"provider = \"a\"\nprovider = \"b\"": `line 2: key provider is already defined`,
+		"[prices]\nm = 1":                    `line 2: prices.m: give a table of prices`,
+		// A family with no name prefixes every model: it replaced the
+		// whole built-in table and priced unknown models, unwarned.
+		"[prices.\"\"]\ninput = 0\noutput = 0":     `line 1: prices."": a family with no name would price every model`,
 		"no_cache = \"true\"\nzebra = 1\nzeta = 2": `line 1: no_cache: give true or false`,
 	} {
 		_, err := load(t, text)

@@ -19,6 +19,10 @@ import (
 // replaced atomically on every change.
 type Registry struct {
 	Path string
+	// LockPath is the file locked while the registry is changed, so two
+	// processes adding or removing at once both keep their change; ""
+	// is Path+".lock".
+	LockPath string
 }
 
 // registryFile is the file's shape.
@@ -67,7 +71,10 @@ func (r Registry) List() ([]Listing, error) {
 // connects to the server and lists its tools (Probe), and only then
 // stores it. It returns what the server offers. A malformed server or a
 // taken name is an *InvalidError; a server that does not answer is an
-// *UnreachableError, and is not stored.
+// *UnreachableError, and is not stored. The file is read again under the
+// lock once the server answered: another process may have changed it
+// meanwhile (before, the slower of two adds wrote its list over the
+// other's, and a server said to be added was lost).
 func (r Registry) Add(ctx context.Context, srv Server, opts Options) (Offer, error) {
 	if err := srv.Check(); err != nil {
 		return Offer{}, err
@@ -76,30 +83,65 @@ func (r Registry) Add(ctx context.Context, srv Server, opts Options) (Offer, err
 	if err != nil {
 		return Offer{}, err
 	}
-	if i := r.index(servers, srv.Name); i >= 0 {
-		return Offer{}, &InvalidError{Server: srv.Name, Field: "name", Problem: fmt.Sprintf("a server named %q is added already; remove it first, or choose another name", servers[i].Name)}
+	if err := r.free(servers, srv.Name); err != nil {
+		return Offer{}, err
 	}
 	offer, err := Probe(ctx, srv, opts)
 	if err != nil {
 		return Offer{}, err
 	}
-	return offer, r.save(append(servers, srv))
+	return offer, r.change(func(servers []Server) ([]Server, error) {
+		if err := r.free(servers, srv.Name); err != nil {
+			return nil, err
+		}
+		return append(servers, srv), nil
+	})
+}
+
+// free is nil when no server of servers is named name, whatever its case.
+func (r Registry) free(servers []Server, name string) error {
+	if i := r.index(servers, name); i >= 0 {
+		return &InvalidError{Server: name, Field: "name", Problem: fmt.Sprintf("a server named %q is added already; remove it first, or choose another name", servers[i].Name)}
+	}
+	return nil
 }
 
 // Remove deletes the server named name (whatever its case: names differ
 // by more than case) and returns its name as stored; a name no server has
 // is a *NotFoundError.
 func (r Registry) Remove(name string) (string, error) {
+	var stored string
+	err := r.change(func(servers []Server) ([]Server, error) {
+		i := r.index(servers, name)
+		if i < 0 {
+			return nil, &NotFoundError{Name: name}
+		}
+		stored = servers[i].Name
+		return slices.Delete(servers, i, i+1), nil
+	})
+	return stored, err
+}
+
+// change reads the servers, applies edit and writes the result, holding
+// the registry's lock throughout.
+func (r Registry) change(edit func([]Server) ([]Server, error)) error {
+	lockPath := r.LockPath
+	if lockPath == "" {
+		lockPath = r.Path + ".lock"
+	}
+	unlock, err := atomicfile.Lock(lockPath)
+	if err != nil {
+		return fmt.Errorf("mcp servers: %w", err)
+	}
+	defer unlock()
 	servers, err := r.Load()
 	if err != nil {
-		return "", err
+		return err
 	}
-	i := r.index(servers, name)
-	if i < 0 {
-		return "", &NotFoundError{Name: name}
+	if servers, err = edit(servers); err != nil {
+		return err
 	}
-	stored := servers[i].Name
-	return stored, r.save(slices.Delete(servers, i, i+1))
+	return r.save(servers)
 }
 
 func (Registry) index(servers []Server, name string) int {

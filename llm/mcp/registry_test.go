@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -13,7 +14,7 @@ import (
 
 func TestTheRegistryAddsListsAndRemoves(t *testing.T) {
 	dir := t.TempDir()
-	reg := Registry{Path: filepath.Join(dir, "mcp_servers.json")}
+	reg := Registry{Path: filepath.Join(dir, "mcp_servers.json"), LockPath: filepath.Join(t.TempDir(), "lock")}
 	if servers, err := reg.Load(); err != nil || servers != nil {
 		t.Fatalf("a missing file: %v, %v", servers, err)
 	}
@@ -181,5 +182,51 @@ func TestARegistryFileOthersCanReadIsRefused(t *testing.T) {
 	}
 	if servers, err := reg.Load(); err != nil || len(servers) != 1 {
 		t.Fatalf("after chmod 600: %v %v", servers, err)
+	}
+}
+
+// Adds and removes at once all keep their change: the file is read again
+// under the registry's lock once each server answered. Before, each add
+// read the file, probed its server and wrote its list back, so the slower
+// of two adds wrote over the other's: both said the server was added, and
+// one was lost.
+func TestAddsAtOnceAllKeepTheirServer(t *testing.T) {
+	dir := t.TempDir()
+	reg := Registry{Path: filepath.Join(dir, "mcp_servers.json"), LockPath: filepath.Join(t.TempDir(), "lock")}
+	url := httpServer(t, "").URL
+	if _, err := reg.Add(t.Context(), Server{Name: "gone", URL: url}, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 6
+	errs := make(chan error, n+1)
+	for i := range n {
+		go func() {
+			_, err := reg.Add(t.Context(), Server{Name: fmt.Sprintf("s%d", i), URL: url}, Options{})
+			errs <- err
+		}()
+	}
+	go func() { _, err := reg.Remove("gone"); errs <- err }()
+	for range n + 1 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	servers, err := reg.Load()
+	if err != nil || len(servers) != n {
+		t.Fatalf("%d servers after %d adds at once and a remove: %+v, %v", len(servers), n, servers, err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("files beside the registry: %v", entries)
+	}
+	// Two adds of one name at once: one is refused, not both stored.
+	for range 2 {
+		go func() {
+			_, err := reg.Add(t.Context(), Server{Name: "twice", URL: url}, Options{})
+			errs <- err
+		}()
+	}
+	var ierr *InvalidError
+	if a, b := <-errs, <-errs; (a == nil) == (b == nil) || !errors.As(errors.Join(a, b), &ierr) {
+		t.Errorf("two adds of one name: %v and %v; want one refused as taken", a, b)
 	}
 }

@@ -130,6 +130,10 @@ func TestAListingShowsNoSecret(t *testing.T) {
 	if l.URL != "https://bob:xxxxx@example.com/mcp?api_key=xxxxx&lang=xxxxx" || !slices.Equal(l.Headers, []string{"Authorization", "X-Api-Key"}) || l.Transport != TransportHTTP {
 		t.Errorf("listing %+v", l)
 	}
+	// A user name alone is a token (https://TOKEN@host/): hidden too.
+	if u := (Server{Name: "gh", URL: "https://ghp_t0ken99@example.com/mcp"}).Listing().URL; u != "https://xxxxx@example.com/mcp" {
+		t.Errorf("a token as the URL's user name: listed as %s", u)
+	}
 	s := Server{Name: "fs", Command: "srv", Args: []string{"--verbose"}, Env: map[string]string{"GITHUB_TOKEN": "ghp_secret"}}.Listing()
 	if s.Transport != TransportStdio || s.Command != "srv" || !slices.Equal(s.Env, []string{"GITHUB_TOKEN"}) {
 		t.Errorf("listing %+v", s)

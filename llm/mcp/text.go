@@ -51,6 +51,11 @@ func newRedactor(s Server) redactor {
 		if p, ok := u.User.Password(); ok {
 			add(p)
 			add(url.QueryEscape(p))
+		} else if name := u.User.Username(); name != "" {
+			// A user name without a password is a token (https://TOKEN@host/,
+			// as GitHub and Stripe take theirs).
+			add(name)
+			add(url.QueryEscape(name))
 		}
 		for _, vs := range u.Query() {
 			for _, v := range vs {

@@ -44,4 +44,9 @@ func TestTheRedactorHidesEverySecretOfAServer(t *testing.T) {
 	if got := red.line("x\x1bBearer t0ken-t0ken"); got != `x\x1b[redacted]` {
 		t.Errorf("line: %q", got)
 	}
+	// A user name without a password is a token (https://TOKEN@host/).
+	tok := newRedactor(Server{Name: "gh", URL: "https://ghp_t0ken99@example.com/mcp"})
+	if got := tok.apply(`Post "https://ghp_t0ken99@example.com/mcp": refused`); got != `Post "https://[redacted]@example.com/mcp": refused` {
+		t.Errorf("a token as the URL's user name: %q", got)
+	}
 }

@@ -157,7 +157,9 @@ func (a *App) resolve(cmd *cobra.Command) error {
 // replaces the instance's choice.
 func (a *App) resolveModel(flag bool, record func(string, any, config.Source, string)) {
 	p := &a.Provider
-	if flag {
+	// An empty model is no model: the kernel takes its default for it,
+	// so config must not show "" as the one in force.
+	if flag && strings.TrimSpace(p.Model) != "" {
 		record(config.Model, p.Model, config.Source{Kind: "flag", Name: "--model"}, "")
 		return
 	}
@@ -168,7 +170,7 @@ func (a *App) resolveModel(flag bool, record func(string, any, config.Source, st
 	}
 	for _, layer := range []config.Layers{{Getenv: a.layers.Getenv}, {File: a.layers.File}} {
 		for _, k := range keys {
-			if v, src, ok := layer.String(k); ok {
+			if v, src, ok := layer.String(k); ok && strings.TrimSpace(v) != "" {
 				p.Model = v
 				p.From["model"] = src.Name
 				record(config.Model, v, src, "")

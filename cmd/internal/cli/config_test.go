@@ -148,6 +148,25 @@ func TestSettingsTakeFlagsThenEnvironmentThenFileThenDefaults(t *testing.T) {
 	}
 }
 
+// An empty model, in the file or on the command line, is no model: config
+// shows the one the kernel then uses, the next layer's or the default.
+// Before, it showed "-" from the file while the run used the default.
+func TestAnEmptyModelIsNoModel(t *testing.T) {
+	path := isolate(t)
+	defaults := map[string]string{"anthropic": "default-model"}
+	writeConfig(t, path, "model = \"\"\n")
+	if s := configDoc(t, settingsApp("lumen", defaults)); s["model"].Value != "default-model" || s["model"].Kind != "default" {
+		t.Errorf("model = \"\": config shows %v from %s %s", s["model"].Value, s["model"].Kind, s["model"].From)
+	}
+	writeConfig(t, path, "model = \"shared\"\n[lumen]\nmodel = \"\"\n")
+	if s := configDoc(t, settingsApp("lumen", defaults)); s["model"].Value != "shared" || s["model"].Kind != "file" {
+		t.Errorf("an empty lumen.model over model: config shows %v from %s %s", s["model"].Value, s["model"].Kind, s["model"].From)
+	}
+	if s := configDoc(t, settingsApp("lumen", defaults), "--model", ""); s["model"].Value != "shared" {
+		t.Errorf("--model \"\": config shows %v from %s %s", s["model"].Value, s["model"].Kind, s["model"].From)
+	}
+}
+
 // A kernel that chooses its own models (hermitcrab's wake block) takes its
 // own key only: a model set for the other kernels never replaces the
 // instance's choice. Its per-tier models are read from the file.

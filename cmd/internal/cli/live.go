@@ -23,14 +23,15 @@ type Live struct {
 	out     io.Writer
 	errOut  io.Writer
 	level   Output
-	dim     bool   // errOut is a terminal that takes escapes: the thinking line updates in place
-	outTerm bool   // out is a terminal: the dim thinking line first ends the text line on it
-	midLine bool   // out holds text not ended by a newline
-	cr      bool   // a text piece ended with \r, held until the next says whether \n follows
-	think   string // the tail of the thinking shown
-	thinkOn bool   // the thinking line is on screen (dim), or was said (plain)
-	text    bool   // text was written since the last End
-	tried   bool   // text of the call under way was written: a restart cuts it off
+	dim     bool       // errOut is a terminal that takes escapes: the thinking line updates in place
+	outTerm bool       // out is a terminal: a progress line first ends the text line on it
+	midLine bool       // out holds text not ended by a newline
+	cr      bool       // a text piece ended with \r, held until the next says whether \n follows
+	think   string     // the tail of the thinking shown
+	thinkOn bool       // the thinking line is on screen (dim), or was said (plain)
+	text    bool       // text was written since the last End
+	tried   bool       // text of the call under way was written: a restart cuts it off
+	cols    func() int // errOut's width in columns (0: unknown), read at each redraw: a terminal may be resized
 }
 
 // CutOff is the line that ends the text of an answer that broke off and is
@@ -46,7 +47,16 @@ const thinkWidth = 70
 // errOut, as level says.
 func NewLive(out, errOut io.Writer, level Output) *Live {
 	return &Live{out: out, errOut: errOut, level: level,
-		dim: Terminal(errOut) && os.Getenv("NO_COLOR") == "", outTerm: Terminal(out)}
+		dim: Terminal(errOut) && os.Getenv("NO_COLOR") == "", outTerm: Terminal(out),
+		cols: func() int { return Width(errOut) }}
+}
+
+// width is errOut's width in columns, 0 when unknown.
+func (l *Live) width() int {
+	if l.cols == nil {
+		return 0
+	}
+	return l.cols()
 }
 
 // Delta shows one piece of an answer; give it as the request's OnDelta.
@@ -156,10 +166,10 @@ func (l *Live) thinking(piece string) {
 		fmt.Fprintln(l.out)
 		l.midLine = false
 	}
-	l.think = tail(strings.Join(strings.Fields(l.think+" "+piece), " "), thinkWidth)
+	l.think = Tail(strings.Join(strings.Fields(l.think+" "+piece), " "), thinkWidth)
 	// Carriage return, erase the line, dim, the tail, normal: the line is
 	// rewritten in place as the thinking grows.
-	fmt.Fprintf(l.errOut, "\r\x1b[2K\x1b[2mthinking: %s\x1b[0m", termtext.Line(l.think))
+	fmt.Fprintf(l.errOut, "\r\x1b[2K\x1b[2m%s\x1b[0m", FitLine("thinking: ", termtext.Line(l.think), l.width()))
 	l.thinkOn = true
 }
 
@@ -171,11 +181,28 @@ func (l *Live) clearThinking() {
 	l.thinkOn, l.think = false, ""
 }
 
-// tail is the last n characters of s.
-func tail(s string, n int) string {
+// Tail is the last n characters of s, "…" first when it was cut.
+func Tail(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
 	r := []rune(s)
 	return "…" + string(r[len(r)-n+1:])
+}
+
+// FitLine is prefix then the end of text (both inert already), cut to fit
+// a terminal of width columns (0: unknown, nothing cut) with a column to
+// spare, so a line redrawn in place never wraps: a wrapped line's first
+// rows would stay on the screen at each redraw. text loses its start
+// first, then prefix its end.
+func FitLine(prefix, text string, width int) string {
+	if width <= 0 {
+		return prefix + text
+	}
+	room := width - 1
+	p := utf8.RuneCountInString(prefix)
+	if p >= room {
+		return string([]rune(prefix)[:max(room-1, 0)]) + "…"
+	}
+	return prefix + Tail(text, room-p)
 }

@@ -127,6 +127,10 @@ func (f *mcpAddFlags) server(cmd *cobra.Command, args []string) (mcp.Server, err
 	}
 	if f.tokenStdin {
 		line, _, err := ReadSecretLine(cmd.Context(), cmd.InOrStdin(), cmd.ErrOrStderr(), "bearer token (one line)")
+		if errors.Is(err, io.EOF) || err == nil && strings.TrimSpace(line) == "" {
+			// "Authorization: Bearer " with nothing after it is no token.
+			return srv, Usagef("--token-stdin: standard input held no token; give it on one line, e.g. printenv DOCS_TOKEN | … --token-stdin")
+		}
 		if err != nil {
 			return srv, fmt.Errorf("reading the token from standard input: %w", err)
 		}
