@@ -8,7 +8,6 @@ import (
 	"github.com/llmkernels/kernels/cmd/internal/cli"
 	"github.com/llmkernels/kernels/solve"
 	"github.com/llmkernels/kernels/solve/loop"
-	"github.com/llmkernels/kernels/solve/store"
 )
 
 const queueGoal = "Name the new message queue of the billing service"
@@ -150,15 +149,15 @@ func TestReadCommandsPrintOneJSONDocument(t *testing.T) {
 	if len(runs) != 1 || runs[0].Outcome != "achieved" || st.Result.Summary != "queue name: <billing-invoices-queue> & done" || len(st.Nodes) != 1 || !strings.Contains(out, "<billing-invoices-queue> & done") {
 		t.Errorf("runs %+v, status %+v", runs, st)
 	}
-	var logs []store.LogRow
+	var logs []solve.LogEntry
 	get(&logs, "log", "--tier", "2")
-	var rs []store.Resolver
+	var rs []solve.Resolver
 	get(&rs, "resolvers")
 	var kg solve.KGReport
 	get(&kg, "kg", "--capability", "naming")
-	var arts []store.Artifact
+	var arts []solve.Artifact
 	get(&arts, "artifacts", root)
-	var reqs []store.CapabilityRequest
+	var reqs []solve.CapabilityRequest
 	get(&reqs, "hire", "--all")
 	if len(logs) == 0 || logs[0].Tier != 2 || len(rs) != 3 || len(kg.Patterns) != 1 || kg.Lookup == nil || len(arts) == 0 || reqs == nil {
 		t.Errorf("logs %d, resolvers %d, kg %+v, artifacts %d, requests %v", len(logs), len(rs), kg, len(arts), reqs)
