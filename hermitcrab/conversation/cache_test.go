@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmkernels/kernels/hermitcrab/conversation"
+	"github.com/llmkernels/kernels/hermitcrab/internal/kerneltest"
+	"github.com/llmkernels/kernels/hermitcrab/kernel"
 	"github.com/llmkernels/kernels/hermitcrab/prompt"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/llm/script"
@@ -24,13 +27,13 @@ func chatScript(n int) string {
 		return fmt.Sprintf(`{"type":"thinking","thinking":"The person asks about step %d; answer plainly.","signature":"sig-%d-%d"}`, i, i, j)
 	}
 	reply := func(i int) string {
-		return textBlock(fmt.Sprintf("Step %d: ", i) + strings.Repeat("Let us plant basil near the tomatoes and keep notes in stash. ", 10))
+		return kerneltest.TextBlock(fmt.Sprintf("Step %d: ", i) + strings.Repeat("Let us plant basil near the tomatoes and keep notes in stash. ", 10))
 	}
 	model := func(m string) string { return fmt.Sprintf(`"model":%q`, m) }
 	for i := 1; i <= n; i++ {
 		if i%3 == 0 {
 			entries = append(entries, fmt.Sprintf(`{"match":{%s,"last_user_contains":"question %d?"},"response":{"content":[%s,%s]}}`,
-				model("claude-sonnet-4-6"), i, think(i, 1), toolUse(fmt.Sprintf("toolu_%d", i), "block_read", map[string]string{"name": "stash"})))
+				model("claude-sonnet-4-6"), i, think(i, 1), kerneltest.ToolUse(fmt.Sprintf("toolu_%d", i), "block_read", map[string]string{"name": "stash"})))
 			entries = append(entries, fmt.Sprintf(`{"match":{%s,"tool_result_for":"block_read"},"response":{"content":[%s,%s]}}`,
 				model("claude-sonnet-4-6"), think(i, 2), reply(i)))
 			continue
@@ -40,7 +43,7 @@ func chatScript(n int) string {
 	}
 	for i := 0; i < n; i++ {
 		entries = append(entries, fmt.Sprintf(`{"match":{%s},"response":{"content":[%s]}}`, model("claude-haiku-4-5-20251001"),
-			textBlock(`{"kind": "summary", "text": "Garden planning, steps gathered."}`)))
+			kerneltest.TextBlock(`{"kind": "summary", "text": "Garden planning, steps gathered."}`)))
 	}
 	return `{"responses":[` + strings.Join(entries, ",") + `]}`
 }
@@ -53,11 +56,11 @@ func chatLine(i int) string {
 
 // runChat says n lines of chatScript's chat on the conversation "c" and
 // returns the present-tier requests the LLM got, in order.
-func runChat(t testing.TB, k *Kernel, p *script.Provider, n int) []*llm.Request {
+func runChat(t testing.TB, k *kernel.Kernel, p *script.Provider, n int) []*llm.Request {
 	t.Helper()
 	ctx := context.Background()
 	for i := 1; i <= n; i++ {
-		if _, err := k.Conversation().Say(ctx, "c", chatLine(i), CallOptions{}); err != nil {
+		if _, err := k.Conversation().Say(ctx, "c", chatLine(i), conversation.CallOptions{}); err != nil {
 			t.Fatalf("exchange %d: %v", i, err)
 		}
 	}
@@ -87,7 +90,7 @@ func wire(t testing.TB, v any) []byte {
 // in five exchanges with the default window of 20 messages.
 func TestCallsKeepTheirPrefixForTheCache(t *testing.T) {
 	const n = 30
-	k, p := newKernel(t, chatScript(n))
+	k, p := kerneltest.New(t, chatScript(n))
 	reqs := runChat(t, k, p, n)
 	if len(reqs) != n+n/3 {
 		t.Fatalf("%d present-tier requests, want %d", len(reqs), n+n/3)
@@ -128,7 +131,7 @@ func TestCallsKeepTheirPrefixForTheCache(t *testing.T) {
 // --no-cache (Client.NoCache) sends no breakpoint at all: none on the
 // tools, the system prompt, a message or the request.
 func TestNoCacheSendsNoBreakpoint(t *testing.T) {
-	k, p := newKernel(t, chatScript(3))
+	k, p := kerneltest.New(t, chatScript(3))
 	k.Conversation().Client().NoCache = true
 	reqs := runChat(t, k, p, 3)
 	for i, r := range p.Requests() {
@@ -155,15 +158,15 @@ func approxTokens(t testing.TB, r *llm.Request) int {
 // definitions on the default shell within 1,500 tokens, and a
 // conversational request after 20 exchanges within 2,500.
 func TestRequestSizesAtTheDoor(t *testing.T) {
-	k, p := newKernel(t, chatScript(20))
+	k, p := kerneltest.New(t, chatScript(20))
 	reqs := runChat(t, k, p, 20)
 	after := approxTokens(t, reqs[len(reqs)-1])
 	t.Logf("the request after 20 exchanges: about %d tokens", after)
 	if got := after; got > 2500 {
 		t.Errorf("the request after 20 exchanges is about %d tokens, over 2,500", got)
 	}
-	boot, bp := newKernel(t, replies(textBlock("I will build my shell.")))
-	if _, err := boot.Conversation().Call(context.Background(), []llm.Message{llm.UserText("BOOT")}, CallOptions{Tier: prompt.Deep}); err != nil {
+	boot, bp := kerneltest.New(t, kerneltest.Replies(kerneltest.TextBlock("I will build my shell.")))
+	if _, err := boot.Conversation().Call(context.Background(), []llm.Message{llm.UserText("BOOT")}, conversation.CallOptions{Tier: prompt.Deep}); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("the boot request: about %d tokens", approxTokens(t, bp.Requests()[0]))
