@@ -160,27 +160,6 @@ func redactURLError(err error) error {
 	return err
 }
 
-// ParseFlag reads NAME=URL (the form of a --mcp flag) as a server at a URL,
-// checked.
-func ParseFlag(s string) (Server, error) {
-	name, u, ok := strings.Cut(s, "=")
-	if !ok {
-		return Server{}, &InvalidError{Field: "url", Problem: fmt.Sprintf("%q: write NAME=URL, e.g. docs=https://example.com/mcp", clipValue(s))}
-	}
-	srv := Server{Name: name, URL: u}
-	return srv, srv.Check()
-}
-
-// clipValue shows at most the start of a value a person gave, for an error
-// about its shape (a NAME=URL flag without "=" shows no secret anyway).
-func clipValue(s string) string {
-	const n = 60
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
-
 // ParseCommand splits a command line into the program and its arguments
 // as a POSIX shell would split words: blanks separate, 'single quotes'
 // keep everything, "double quotes" keep everything but \" and \\, and a

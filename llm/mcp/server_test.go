@@ -79,19 +79,6 @@ func TestAMalformedURLsErrorShowsNoPassword(t *testing.T) {
 	}
 }
 
-func TestParseFlag(t *testing.T) {
-	srv, err := ParseFlag("docs=https://example.com/mcp?x=1")
-	if err != nil || srv.Name != "docs" || srv.URL != "https://example.com/mcp?x=1" {
-		t.Errorf("got %+v, %v", srv, err)
-	}
-	for _, s := range []string{"https://example.com/mcp", "=https://example.com/mcp", "docs=ftp://x", "docs="} {
-		var ierr *InvalidError
-		if _, err := ParseFlag(s); !errors.As(err, &ierr) {
-			t.Errorf("%q: want an invalid error, got %v", s, err)
-		}
-	}
-}
-
 func TestParseCommandSplitsWordsAsAShellWould(t *testing.T) {
 	for line, want := range map[string][]string{
 		`npx -y @modelcontextprotocol/server-filesystem /tmp`: {"npx", "-y", "@modelcontextprotocol/server-filesystem", "/tmp"},
