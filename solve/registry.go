@@ -3,6 +3,7 @@ package solve
 import (
 	"context"
 
+	"github.com/llmkernels/kernels/internal/plainjson"
 	"github.com/llmkernels/kernels/solve/loop"
 	"github.com/llmkernels/kernels/solve/record"
 )
@@ -53,7 +54,7 @@ func (k *Kernel) Resolvers(ctx context.Context) ([]Resolver, error) {
 	if err != nil {
 		return nil, err
 	}
-	return rs, nil
+	return plainjson.List(rs), nil
 }
 
 // AllowNetwork records a person's allowance for a built tool to reach
@@ -73,7 +74,7 @@ func (k *Kernel) Requests(ctx context.Context, all bool) ([]CapabilityRequest, e
 	if err != nil {
 		return nil, err
 	}
-	return reqs, nil
+	return plainjson.List(reqs), nil
 }
 
 // Answer records a human's answer to a capability request (an id

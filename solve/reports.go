@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/llmkernels/kernels/internal/pgdb"
+	"github.com/llmkernels/kernels/internal/plainjson"
 	"github.com/llmkernels/kernels/solve/kg"
 	"github.com/llmkernels/kernels/solve/loop"
 	"github.com/llmkernels/kernels/solve/record"
@@ -324,7 +325,7 @@ func (k *Kernel) Logs(ctx context.Context, tier int, node string) ([]LogEntry, e
 	if err != nil {
 		return nil, err
 	}
-	return rows, nil
+	return plainjson.List(rows), nil
 }
 
 // Artifacts lists the artifacts of the runs whose root id starts with
@@ -334,7 +335,7 @@ func (k *Kernel) Artifacts(ctx context.Context, root string) ([]Artifact, error)
 	if err != nil {
 		return nil, err
 	}
-	return arts, nil
+	return plainjson.List(arts), nil
 }
 
 // PatternHistory is what the boot-time queries know of one goal pattern.
@@ -369,7 +370,7 @@ func (k *Kernel) KG(ctx context.Context, goal, capability string) (*KGReport, er
 	if err != nil {
 		return nil, err
 	}
-	r := &KGReport{Edges: edges, Patterns: []PatternHistory{}}
+	r := &KGReport{Edges: plainjson.List(edges), Patterns: []PatternHistory{}}
 	var patterns []store.Pattern
 	if goal != "" {
 		patterns = []store.Pattern{{ID: kg.PatternID(goal), Label: goal}}

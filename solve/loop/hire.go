@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/llmkernels/kernels/internal/clip"
+	"github.com/llmkernels/kernels/internal/plainjson"
 	"github.com/llmkernels/kernels/solve/kg"
 	"github.com/llmkernels/kernels/solve/record"
 	"github.com/llmkernels/kernels/solve/store"
@@ -56,9 +57,9 @@ func (s *stepCtx) hire(ctx context.Context, g hireGap, reason string) (stepResul
 		return stepResult{}, err
 	}
 	detail := map[string]any{"node_id": n.ID, "node_status": n.Status, "goal": n.Summary, "reason": reason, "resolver_type": g.Type,
-		"need": g.Tag, "build_constraints": nonNil(g.Constraints), "tried": nonNil(tried), "failed_because": g.Rationale,
+		"need": g.Tag, "build_constraints": plainjson.List(g.Constraints), "tried": plainjson.List(tried), "failed_because": g.Rationale,
 		"budget_remaining":         map[string]float64{"cost_usd": bal.RemainingCost(), "time_seconds": bal.RemainingTime()},
-		"similar_past_resolutions": nonNil(similar), "budget_class": g.BudgetClass}
+		"similar_past_resolutions": plainjson.List(similar), "budget_class": g.BudgetClass}
 	var id string
 	err = s.commit(ctx, func(tx *store.Tx) error {
 		var err error

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 
 	"github.com/llmkernels/kernels/internal/atomicfile"
+	"github.com/llmkernels/kernels/internal/plainjson"
 	"github.com/llmkernels/kernels/internal/sqldb"
 	"github.com/llmkernels/kernels/solve/record"
 )
@@ -142,7 +143,7 @@ func (c *Conn) PutArtifact(ctx context.Context, a NewArtifact) (string, error) {
 	if meta == nil {
 		meta = map[string]any{}
 	}
-	lineage := map[string]any{"node_id": a.Node, "resolver_id": a.ResolverID, "constraint_ids": nonNil(a.ConstraintIDs), "input_artifact_ids": nonNil(a.InputIDs)}
+	lineage := map[string]any{"node_id": a.Node, "resolver_id": a.ResolverID, "constraint_ids": plainjson.List(a.ConstraintIDs), "input_artifact_ids": plainjson.List(a.InputIDs)}
 	var sigma any
 	if a.Sigma != nil {
 		sigma = *a.Sigma

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/llmkernels/kernels/internal/plainjson"
 	"github.com/llmkernels/kernels/internal/sqldb"
 	"github.com/llmkernels/kernels/solve/record"
 )
@@ -22,7 +23,7 @@ func (c *Conn) UpsertResolver(ctx context.Context, r record.Resolver) error {
 		latency_estimate, built_by, built_for_node_id, metadata, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT(id) DO UPDATE SET label = excluded.label, description = excluded.description, capabilities = excluded.capabilities,
 		metadata = excluded.metadata`,
-		r.ID, r.Label, r.Description, r.Type, asJSON(nonNil(r.Capabilities)), r.CostPerInvocation, r.CostPerToken, r.LatencyEstimate,
+		r.ID, r.Label, r.Description, r.Type, asJSON(plainjson.List(r.Capabilities)), r.CostPerInvocation, r.CostPerToken, r.LatencyEstimate,
 		r.BuiltBy, nullStr(r.BuiltForNode), asJSON(meta), now()); err != nil {
 		return fmt.Errorf("register resolver %s: %w", r.ID, err)
 	}
