@@ -33,6 +33,7 @@ func queueSteps() []step {
 // the constraints like any other output. The one that breaks the rule is
 // UNSAT (and not used); the one that holds becomes the leaf's artifact.
 func TestSuggestionsAreScoredAgainstConstraintsLikeAnyCandidate(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sc := writeScript(t, dir, queueSteps()...)
 	r := runSolve(t, dir, "run", queueGoal, "--suggest", "BillingQueue", "--suggest", "billing-invoices-queue",
@@ -74,6 +75,7 @@ func TestSuggestionsAreScoredAgainstConstraintsLikeAnyCandidate(t *testing.T) {
 // hardware goal's HIRE is asked on the terminal at once and declined, so
 // the node ends infeasible in the same process, with no request left open.
 func TestInteractiveRunsTheExtractionDialogueAndAsksHireOnTheTerminal(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	steps := append([]step{{loop.OpSynthesize, pcbGoal, 0, m{"candidates": []any{
 		m{"type": "logic", "domain": "thermal", "title": "hot spot below 85C at 10A in a 60C soak", "check": "test -f soak-passed"},
@@ -121,6 +123,7 @@ func TestInteractiveRunsTheExtractionDialogueAndAsksHireOnTheTerminal(t *testing
 // --json on the read commands: one JSON document on stdout in the shapes
 // of docs/solve.md, HTML characters as they are.
 func TestReadCommandsPrintOneJSONDocument(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	steps := queueSteps()
 	steps[len(steps)-1] = step{OpAssemble, queueGoal, 0, m{"summary": "queue name: <billing-invoices-queue> & done"}}
