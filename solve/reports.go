@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/llmkernels/kernels/internal/pgdb"
+	"github.com/llmkernels/kernels/internal/plainjson"
 	"github.com/llmkernels/kernels/solve/kg"
 	"github.com/llmkernels/kernels/solve/loop"
+	"github.com/llmkernels/kernels/solve/record"
 	"github.com/llmkernels/kernels/solve/store"
 )
 
@@ -203,7 +205,7 @@ func (k *Kernel) held(ctx context.Context, root string) ([]HeldStep, error) {
 
 // runEvents words the decisions that changed the run's shape, and counts
 // the times each node was reopened.
-func runEvents(root string, rows []store.LogRow) ([]Event, map[string]int, error) {
+func runEvents(root string, rows []LogEntry) ([]Event, map[string]int, error) {
 	events, reopened := []Event{}, map[string]int{}
 	for _, e := range rows {
 		var d struct {
@@ -323,7 +325,7 @@ func (k *Kernel) Logs(ctx context.Context, tier int, node string) ([]LogEntry, e
 	if err != nil {
 		return nil, err
 	}
-	return copies(rows, func(r store.LogRow) LogEntry { return LogEntry(r) }), nil
+	return plainjson.List(rows), nil
 }
 
 // Artifacts lists the artifacts of the runs whose root id starts with
@@ -333,7 +335,7 @@ func (k *Kernel) Artifacts(ctx context.Context, root string) ([]Artifact, error)
 	if err != nil {
 		return nil, err
 	}
-	return copies(arts, func(a store.Artifact) Artifact { return Artifact(a) }), nil
+	return plainjson.List(arts), nil
 }
 
 // PatternHistory is what the boot-time queries know of one goal pattern.
@@ -352,10 +354,7 @@ type KGReport struct {
 }
 
 // EdgeCount is how many edges of the graph have a relation.
-type EdgeCount struct {
-	Relation string `json:"relation"`
-	Count    int    `json:"count"`
-}
+type EdgeCount = record.EdgeCount
 
 // Lookup is the resolvers that provide a capability, oldest first.
 type Lookup struct {
@@ -371,7 +370,7 @@ func (k *Kernel) KG(ctx context.Context, goal, capability string) (*KGReport, er
 	if err != nil {
 		return nil, err
 	}
-	r := &KGReport{Edges: copies(edges, func(e store.RelationCount) EdgeCount { return EdgeCount(e) }), Patterns: []PatternHistory{}}
+	r := &KGReport{Edges: plainjson.List(edges), Patterns: []PatternHistory{}}
 	var patterns []store.Pattern
 	if goal != "" {
 		patterns = []store.Pattern{{ID: kg.PatternID(goal), Label: goal}}

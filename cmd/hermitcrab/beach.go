@@ -14,6 +14,7 @@ import (
 
 	"github.com/llmkernels/kernels/cmd/internal/cli"
 	"github.com/llmkernels/kernels/hermitcrab"
+	"github.com/llmkernels/kernels/internal/plainjson"
 	"github.com/llmkernels/kernels/internal/termtext"
 )
 
@@ -250,7 +251,7 @@ reader knows what it means without the blocks. The blocks are only read.`,
 				}
 				printRefused(cmd, bad)
 				if *listJSON {
-					return cli.PrintJSON(cmd.OutOrStdout(), nonNil(good))
+					return cli.PrintJSON(cmd.OutOrStdout(), plainjson.List(good))
 				}
 				for _, v := range good {
 					// Names and coordinates are a stranger's text: inert on a terminal.
@@ -299,7 +300,7 @@ func (f *flags) beachMarkCommands() []*cobra.Command {
 				}
 				printRefused(cmd, bad)
 				if *marksJSON {
-					return cli.PrintJSON(cmd.OutOrStdout(), nonNil(good))
+					return cli.PrintJSON(cmd.OutOrStdout(), plainjson.List(good))
 				}
 				for _, v := range good {
 					fmt.Fprintf(cmd.OutOrStdout(), "%s  %s  %s\n", v.Time.UTC().Format(time.RFC3339), v.Agent, termtext.Line(v.Body.Purpose))

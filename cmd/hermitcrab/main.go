@@ -603,14 +603,6 @@ The output is JSON: {"mode", "address", "pscale", "tree" | "nodes" | "point" | "
 	return cmd
 }
 
-// nonNil makes an empty list [] in JSON, never null.
-func nonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
-}
-
 func (f *flags) promptCommand() *cobra.Command {
 	var tier int
 	var asJSON *bool

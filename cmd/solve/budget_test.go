@@ -31,6 +31,7 @@ func clampSteps() []step {
 // the ledger and `solve resume` completes the run without repeating any
 // recorded resolver call.
 func TestOverBudgetHiresAndAddedBudgetLetsResumeComplete(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, dir string) {
 		ws := workspace(t, dir, "example.com/mathx")
 		sc := writeScript(t, dir, clampSteps()...)
@@ -82,6 +83,7 @@ func TestOverBudgetHiresAndAddedBudgetLetsResumeComplete(t *testing.T) {
 // infeasible and is never asked again: not on resume, not by a new run
 // of the same goal with the same budget.
 func TestDeclinedSoftwareHireIsNotAskedTwice(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ws := workspace(t, dir, "example.com/mathx")
 	sc := writeScript(t, dir, clampSteps()...)
@@ -133,6 +135,7 @@ func statusJSON(t *testing.T, dir string) loop.Result {
 // work left: the run read "stopped" (exit 5) and suggested a resume that
 // could only be denied again.
 func TestARootWaitingForAHumanAtAssemblyIsWaitingNotStopped(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, dir string) {
 		ws := workspace(t, dir, "example.com/mathx")
 		// Each call costs $0.06: the five calls of the leaf leave $0.01,

@@ -129,6 +129,7 @@ func callCount(t *testing.T, out string) int {
 // a second, similar goal finds it by lookup-before-build with fewer LLM
 // calls.
 func TestTmaxExhaustedBuildsATestedToolThatASimilarGoalReusesWithFewerCalls(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ws1 := csvWorkspace(t, dir, "people", "name,age\nAda,36\n\"Hopper, Grace\",85\n", `[{"name":"Ada","age":"36"},{"name":"Hopper, Grace","age":"85"}]`)
 	ws2 := csvWorkspace(t, dir, "cities", "city,country\n\"Washington, D.C.\",US\nLyon,FR\n", `[{"city":"Washington, D.C.","country":"US"},{"city":"Lyon","country":"FR"}]`)

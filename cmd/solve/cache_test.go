@@ -14,6 +14,7 @@ import (
 // sent, nothing is read from the cache, and the same run costs more.
 // (--verbose and --quiet are checked on the way.)
 func TestARunReadsThePromptCacheAndPaysForIt(t *testing.T) {
+	t.Parallel()
 	spent := map[bool]float64{}
 	for _, noCache := range []bool{false, true} {
 		api := newFakeAPI(t, 1, eightSteps()...)

@@ -150,6 +150,7 @@ func count(t *testing.T, db *testDB, query string, args ...any) int {
 }
 
 func TestSWEAgentExampleFlagsCostUNSATAndRepairsItToSAT(t *testing.T) {
+	t.Parallel()
 	dir, p := planOK(t, sweGoal, "swe_agent.json")
 	explicit, implicit := 0, 0
 	for _, c := range p.Constraints {
@@ -250,6 +251,7 @@ func TestSWEAgentExampleFlagsCostUNSATAndRepairsItToSAT(t *testing.T) {
 }
 
 func TestTradingExampleReplacesLLMSearchWithDeterministicBacktests(t *testing.T) {
+	t.Parallel()
 	_, p := planOK(t, tradingGoal, "trading_strategy.json")
 	lookahead := slices.ContainsFunc(p.Constraints, func(c planning.Constraint) bool {
 		return strings.Contains(strings.ToLower(c.Title), "lookahead")
@@ -310,6 +312,7 @@ func TestTradingExampleReplacesLLMSearchWithDeterministicBacktests(t *testing.T)
 }
 
 func TestDocumentClassificationExampleRepairsBothBudgetsAndFlagsLatencyTIGHT(t *testing.T) {
+	t.Parallel()
 	_, p := planOK(t, docsGoal, "document_classification.json")
 	var hosting, compute string
 	for _, c := range p.Constraints {
@@ -358,6 +361,7 @@ func TestDocumentClassificationExampleRepairsBothBudgetsAndFlagsLatencyTIGHT(t *
 }
 
 func TestZ3CrossCheckAgreesThroughTheCLI(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("z3"); err != nil {
 		t.Skip("z3 is not installed (Debian: apt-get install z3); the SMT cross-check is not tested here")
 	}
@@ -368,6 +372,7 @@ func TestZ3CrossCheckAgreesThroughTheCLI(t *testing.T) {
 }
 
 func TestAdversarialRunsEndInAClearOutcome(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, script string
 		extra        []string
@@ -423,6 +428,7 @@ func TestAdversarialRunsEndInAClearOutcome(t *testing.T) {
 }
 
 func TestRejectedAttemptsAreRecordedWithTheirViolations(t *testing.T) {
+	t.Parallel()
 	dir, p := planOK(t, sweGoal, "adversarial_cycle_fixed.json")
 	db := openDB(t, dir)
 	var verdict, failure, feedback string
@@ -443,6 +449,7 @@ func TestRejectedAttemptsAreRecordedWithTheirViolations(t *testing.T) {
 }
 
 func TestTotalsTheModelStatesAreReportedNotUsed(t *testing.T) {
+	t.Parallel()
 	_, p := planOK(t, sweGoal, "adversarial_totals_disagree.json")
 	if p.Analysis.Cost.Mid != 575 {
 		t.Fatalf("kernel total = %v, want 575 from the tasks", p.Analysis.Cost.Mid)
@@ -453,6 +460,7 @@ func TestTotalsTheModelStatesAreReportedNotUsed(t *testing.T) {
 }
 
 func TestLogRawKeepsPromptsInTierThree(t *testing.T) {
+	t.Parallel()
 	dir, _ := planOK(t, sweGoal, "swe_agent.json", "--log-raw")
 	db := openDB(t, dir)
 	if n := count(t, db, "SELECT COUNT(*) FROM logs WHERE tier = 3 AND detail->>'$.request.system[0].text' LIKE 'SOLVE kernel · stage: %'"); n != 3 {
@@ -461,6 +469,7 @@ func TestLogRawKeepsPromptsInTierThree(t *testing.T) {
 }
 
 func TestCheckCommandCatchesHandEditedPlanFiles(t *testing.T) {
+	t.Parallel()
 	dir, _ := planOK(t, sweGoal, "swe_agent.json")
 	data, err := os.ReadFile(filepath.Join(dir, "plan.json"))
 	if err != nil {
@@ -509,6 +518,7 @@ func dig(m map[string]any, keys ...string) any {
 }
 
 func TestCheckRejectsAnUnknownSchemaVersion(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "p.json"), []byte(`{"schema":"solve-plan/v0"}`), 0o644); err != nil {
 		t.Fatal(err)
@@ -520,6 +530,7 @@ func TestCheckRejectsAnUnknownSchemaVersion(t *testing.T) {
 }
 
 func TestPlanLibraryRejectsBadRequestsBeforeCallingTheModel(t *testing.T) {
+	t.Parallel()
 	k, err := solve.Open(context.Background(), filepath.Join(t.TempDir(), "kernel.db"))
 	if err != nil {
 		t.Fatal(err)

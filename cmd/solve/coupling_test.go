@@ -60,6 +60,7 @@ func trimmed(s string) string { return strings.SplitN(s, ":", 2)[0] }
 // constraint at their least common ancestor, invalidates its subtree
 // (history kept) and re-plans it; the second round is consistent.
 func TestCouplingConflictReopensTheLeastCommonAncestor(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sc := writeScript(t, dir, couplingSteps()...)
 	r := runSolve(t, dir, "run", apiDocsGoal, "--provider", "script", "--script", sc, "--budget", "5", "--time", "1h")

@@ -122,6 +122,7 @@ func ledgerMatches(t *testing.T, dir string, api *fakeAPI, when string) {
 // (no paid call is lost, none counted twice), and the final tree is the
 // uninterrupted run's.
 func TestRunKilledAtTwentyRandomPointsResumesToTheUninterruptedResult(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, dir string) {
 		ref := likeDir(t, dir)
 		ws := workspace(t, ref, "example.com/stats")
@@ -184,6 +185,7 @@ func TestRunKilledAtTwentyRandomPointsResumesToTheUninterruptedResult(t *testing
 // call's whole 30 s hold). The run's report and status show the unknown
 // outcome apart from what was billed for certain.
 func TestKillDuringACallLeavesAReservationThatResumeSettles(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, dir string) {
 		ws := workspace(t, dir, "example.com/stats")
 		api := newFakeAPI(t, 2, statsSteps()...)
@@ -279,6 +281,7 @@ func latestRoot(t *testing.T, dir string) string {
 // at their hold. After each run's last resume the goal is achieved and no
 // reservation is open.
 func TestRunKilledAtRandomMomentsKeepsEveryServedCall(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs of the binary killed at random")
 	}
@@ -301,6 +304,7 @@ func TestRunKilledAtRandomMomentsKeepsEveryServedCall(t *testing.T) {
 // the seconds between a kill and the resume cost nothing: before, sixteen
 // kills used the run's time up and it ended waiting for a human.
 func TestARunKilledManyTimesEndsAsTheUninterruptedOne(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs of the binary killed at random")
 	}

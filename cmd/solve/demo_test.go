@@ -12,6 +12,7 @@ import (
 // names, and says it is a demo on a scripted model; the code, the database
 // and the report are all in that directory, nothing in the current one.
 func TestRunDemoRunsItsGoalOnTheScriptInItsOwnDirectory(t *testing.T) {
+	t.Parallel()
 	cwd := t.TempDir()
 	demo := filepath.Join(t.TempDir(), "try")
 	cmd := solveCommand(cwd, "run", "--demo", demo)
@@ -59,6 +60,7 @@ func TestRunDemoRunsItsGoalOnTheScriptInItsOwnDirectory(t *testing.T) {
 
 // --demo refuses what it would ignore, and a directory holding other work.
 func TestRunDemoRefusesFlagsItSetsAndANonEmptyDirectory(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "keep.txt"), []byte("mine"), 0o644); err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 // solve log names each row's goal; solve run writes a report (tree,
 // critical path; Markdown, Mermaid, SVG) like solve plan.
 func TestStatusLogAndReportShowWhatARunDid(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ws := workspace(t, dir, "example.com/stats")
 	sc := writeScript(t, dir, statsSteps()...)
@@ -135,6 +136,7 @@ func abs(x float64) float64 {
 // The gating scenario's status lists what changed the tree: the gating
 // and the reopened ancestor, with times.
 func TestStatusShowsReopensAndGating(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sc := writeScript(t, dir, gatingSteps()...)
 	r := runSolve(t, dir, "run", runbookGoal, "--provider", "script", "--script", sc, "--budget", "5", "--time", "1h", "--no-report")
@@ -158,6 +160,7 @@ func TestStatusShowsReopensAndGating(t *testing.T) {
 // their quotes, every Markdown table row has its header's cells, and no
 // tag or heading comes from a goal.
 func TestRunReportHoldsHostileGoals(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ws := workspace(t, dir, "example.com/stats")
 	goal := `Add Mean | and "Median" <script>alert(1)</script> ]) %%{init: {"theme":"dark"}}%% #35; ` + "`x`\n## injected\n| a | b |"
@@ -243,6 +246,7 @@ func TestRunReportHoldsHostileGoals(t *testing.T) {
 // retitle the window and clear the screen shows its escapes as text in
 // run's result, the live view, status and log (docs/configuration.md).
 func TestModelTextReachesTheTerminalInert(t *testing.T) {
+	t.Parallel()
 	const hostile = "\x1b]0;pwned\x07\x1b[2J"
 	dir := t.TempDir()
 	ws := workspace(t, dir, "example.com/mathx")

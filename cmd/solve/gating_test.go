@@ -62,6 +62,7 @@ func gatingSteps() []step {
 // backtracks to the weakest ancestor, invalidates its subtree (rows,
 // attempts and logs kept) and re-resolves it with the gating quoted.
 func TestGatingBacktracksToWeakestAncestorAndKeepsInvalidatedHistory(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, dir string) {
 		sc := writeScript(t, dir, gatingSteps()...)
 		r := runSolve(t, dir, "run", runbookGoal, "--provider", "script", "--script", sc, "--budget", "5", "--time", "1h")

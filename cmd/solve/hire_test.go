@@ -29,6 +29,7 @@ func pcbSteps() []step {
 // HIRE with a well-formed request; declining it makes the node infeasible
 // and the same request is never asked again, in this run or the next.
 func TestNonSoftwareGoalBottomsOutAtHireAndADeclineIsNotAskedTwice(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, dir string) {
 		sc := writeScript(t, dir, pcbSteps()...)
 		r := runSolve(t, dir, "run", pcbGoal, "--provider", "script", "--script", sc, "--budget", "5", "--time", "1h")
@@ -144,6 +145,7 @@ func boardsWaiting(t *testing.T, dir string) (root, id string) {
 // wait on it; one answer (a resolver command) lets both go on with the
 // hired tool.
 func TestTwoNodesWaitingOnOneRequestBothWaitAndBothGoOnWhenAnswered(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, dir string) {
 		root, id := boardsWaiting(t, dir)
 		a := runSolve(t, dir, "hire", id, "--resolver-command", "echo 71C")
@@ -174,6 +176,7 @@ func TestTwoNodesWaitingOnOneRequestBothWaitAndBothGoOnWhenAnswered(t *testing.T
 // before BUILD finds the hired tool by its capability, so the node never
 // reaches the "answered, and still needs the same thing" end.
 func TestANodeMeetingAnAnsweredRequestUsesItsAnswer(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	root, id := boardsWaiting(t, dir)
 	db := openDB(t, dir)
@@ -198,6 +201,7 @@ func TestANodeMeetingAnAnsweredRequestUsesItsAnswer(t *testing.T) {
 // A decline of the shared request ends both waiting nodes infeasible at
 // once: the resume pays for nothing and the run is infeasible.
 func TestADeclinedSharedRequestEndsEveryNodeWaitingOnIt(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, dir string) {
 		root, id := boardsWaiting(t, dir)
 		d := runSolve(t, dir, "hire", id, "--decline", "--reason", "no camera")
@@ -212,6 +216,7 @@ func TestADeclinedSharedRequestEndsEveryNodeWaitingOnIt(t *testing.T) {
 // A top-up of the shared request is shared evenly by its waiting nodes:
 // the run's allowance grows by what the human gave, not twice that.
 func TestATopUpOfASharedRequestIsSharedByItsWaitingNodes(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, dir string) {
 		root, id := boardsWaiting(t, dir)
 		a := runSolve(t, dir, "hire", id, "--add-budget", "1")
@@ -266,6 +271,7 @@ func invalidate(t *testing.T, db *testDB, ids ...string) {
 // whole to the live node still waiting. (Before, the invalidated node was
 // listed and took half, stranded where no step would spend it.)
 func TestATopUpOfASharedRequestSkipsAnInvalidatedWaitingNode(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, dir string) {
 		_, id := boardsWaiting(t, dir)
 		db := openDB(t, dir)
@@ -293,6 +299,7 @@ func TestATopUpOfASharedRequestSkipsAnInvalidatedWaitingNode(t *testing.T) {
 // nearest live ancestor of the node that asked, not onto a node no step
 // will spend from.
 func TestATopUpOfARequestWhoseNodesAreInvalidatedReachesALiveAncestor(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	root, id := boardsWaiting(t, dir)
 	db := openDB(t, dir)
@@ -322,6 +329,7 @@ func TestATopUpOfARequestWhoseNodesAreInvalidatedReachesALiveAncestor(t *testing
 // --resolver-command is a usage error that writes nothing; solve
 // resolvers allow refuses a resolver that declares nothing.
 func TestHireAllowNetworkIsRecordedAndListed(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	_, id := boardsWaiting(t, dir)
 	if a := runSolve(t, dir, "hire", id, "--add-budget", "1", "--allow-network"); a.code != 2 || !strings.Contains(a.stderr, "--allow-network goes with --resolver-command") {

@@ -8,7 +8,6 @@ import (
 	"github.com/llmkernels/kernels/cmd/internal/cli"
 	"github.com/llmkernels/kernels/solve"
 	"github.com/llmkernels/kernels/solve/loop"
-	"github.com/llmkernels/kernels/solve/store"
 )
 
 const queueGoal = "Name the new message queue of the billing service"
@@ -34,6 +33,7 @@ func queueSteps() []step {
 // the constraints like any other output. The one that breaks the rule is
 // UNSAT (and not used); the one that holds becomes the leaf's artifact.
 func TestSuggestionsAreScoredAgainstConstraintsLikeAnyCandidate(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sc := writeScript(t, dir, queueSteps()...)
 	r := runSolve(t, dir, "run", queueGoal, "--suggest", "BillingQueue", "--suggest", "billing-invoices-queue",
@@ -75,6 +75,7 @@ func TestSuggestionsAreScoredAgainstConstraintsLikeAnyCandidate(t *testing.T) {
 // hardware goal's HIRE is asked on the terminal at once and declined, so
 // the node ends infeasible in the same process, with no request left open.
 func TestInteractiveRunsTheExtractionDialogueAndAsksHireOnTheTerminal(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	steps := append([]step{{loop.OpSynthesize, pcbGoal, 0, m{"candidates": []any{
 		m{"type": "logic", "domain": "thermal", "title": "hot spot below 85C at 10A in a 60C soak", "check": "test -f soak-passed"},
@@ -122,6 +123,7 @@ func TestInteractiveRunsTheExtractionDialogueAndAsksHireOnTheTerminal(t *testing
 // --json on the read commands: one JSON document on stdout in the shapes
 // of docs/solve.md, HTML characters as they are.
 func TestReadCommandsPrintOneJSONDocument(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	steps := queueSteps()
 	steps[len(steps)-1] = step{OpAssemble, queueGoal, 0, m{"summary": "queue name: <billing-invoices-queue> & done"}}
@@ -150,15 +152,15 @@ func TestReadCommandsPrintOneJSONDocument(t *testing.T) {
 	if len(runs) != 1 || runs[0].Outcome != "achieved" || st.Result.Summary != "queue name: <billing-invoices-queue> & done" || len(st.Nodes) != 1 || !strings.Contains(out, "<billing-invoices-queue> & done") {
 		t.Errorf("runs %+v, status %+v", runs, st)
 	}
-	var logs []store.LogRow
+	var logs []solve.LogEntry
 	get(&logs, "log", "--tier", "2")
-	var rs []store.Resolver
+	var rs []solve.Resolver
 	get(&rs, "resolvers")
 	var kg solve.KGReport
 	get(&kg, "kg", "--capability", "naming")
-	var arts []store.Artifact
+	var arts []solve.Artifact
 	get(&arts, "artifacts", root)
-	var reqs []store.CapabilityRequest
+	var reqs []solve.CapabilityRequest
 	get(&reqs, "hire", "--all")
 	if len(logs) == 0 || logs[0].Tier != 2 || len(rs) != 3 || len(kg.Patterns) != 1 || kg.Lookup == nil || len(arts) == 0 || reqs == nil {
 		t.Errorf("logs %d, resolvers %d, kg %+v, artifacts %d, requests %v", len(logs), len(rs), kg, len(arts), reqs)

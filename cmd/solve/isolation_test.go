@@ -84,6 +84,7 @@ func attempts(t *testing.T, dir string) map[string]int {
 // (Before: the broken file stayed in the workspace and made its siblings
 // fail and retry.)
 func TestAFailedAttemptsFilesStayOutOfTheWorkspace(t *testing.T) {
+	t.Parallel()
 	for _, workers := range []string{"1", "3"} {
 		t.Run("workers="+workers, func(t *testing.T) {
 			dir := t.TempDir()
@@ -115,6 +116,7 @@ func TestAFailedAttemptsFilesStayOutOfTheWorkspace(t *testing.T) {
 // what the workspace holds now) and its retry writes around it. Nothing
 // is overwritten silently. (Before: the second simply replaced the first.)
 func TestTwoLeavesWritingOneFileConflictLoudly(t *testing.T) {
+	t.Parallel()
 	s := sharedFileSteps()
 	dir := t.TempDir()
 	ws := workspace(t, dir, "example.com/cfg")
@@ -130,6 +132,7 @@ func TestTwoLeavesWritingOneFileConflictLoudly(t *testing.T) {
 // different machines, each in a workspace built from the database: the
 // second merge is refused loudly as in process.
 func TestTwoWorkersWritingOneFileConflictLoudly(t *testing.T) {
+	t.Parallel()
 	dir, url := pgDir(t)
 	ws := workspace(t, dir, "example.com/cfg")
 	api := newFakeAPI(t, 1, sharedFileSteps()...)
@@ -227,6 +230,7 @@ func oneConflict(t *testing.T, dir, ws string, r result, progress string) {
 // the whole violation trace and its output (the failing code itself).
 // (Before: only the last attempt's violations, never the code.)
 func TestARetrySeesTheWholeAttemptHistoryWithItsOutput(t *testing.T) {
+	t.Parallel()
 	goal := clampGoal
 	s := clampSteps()
 	bad1 := m{"summary": "Clamp, first try", "files": []any{m{"path": "clamp.go", "content": "package mathx\n\n// Clamp limits x.\nfunc Clamp(x, lo, hi float64) float64 { return x + } // FIRST-TRY\n"}}}
@@ -278,6 +282,7 @@ func boardSteps() []step {
 // with that reason. (Before: resume died with "answered, yet the node
 // needs it again" and nothing was open.)
 func TestAFailingHiredToolOpensANewRequestSayingHow(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ws := workspace(t, dir, "example.com/board")
 	sc := writeScript(t, dir, boardSteps()...)
@@ -325,6 +330,7 @@ func TestAFailingHiredToolOpensANewRequestSayingHow(t *testing.T) {
 // names it, even though the capability match did not put it among the
 // candidates. (Before: it was refused, and the node went to HIRE.)
 func TestARegisteredToolIsUsedWhenItsCapabilityMatches(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ws := workspace(t, dir, "example.com/lint")
 	// A first run leaves a human tool providing lint_report in the registry.
@@ -363,6 +369,7 @@ func TestARegisteredToolIsUsedWhenItsCapabilityMatches(t *testing.T) {
 // A cyclic decomposition is asked again with the cycle quoted first (as
 // solve plan does); the corrected answer is used. (Before: straight to HIRE.)
 func TestACyclicDecompositionIsAskedAgainWithTheCycleQuoted(t *testing.T) {
+	t.Parallel()
 	const goal = "Prepare the quarterly review"
 	node := func(goal string) []step {
 		return []step{
@@ -442,6 +449,7 @@ func TestASecondProcessOnARunningRootIsRefused(t *testing.T) {
 // call is made. (Before: a missing one was created, and a read-only one
 // failed only after the calls had been paid for.)
 func TestAMissingOrReadOnlyWorkspaceIsRefusedBeforeAnySpend(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sc := writeScript(t, dir, clampSteps()...)
 	readOnly := filepath.Join(dir, "ro")
@@ -475,6 +483,7 @@ func TestAMissingOrReadOnlyWorkspaceIsRefusedBeforeAnySpend(t *testing.T) {
 // Flags that make no sense are refused with a message (exit 2), never
 // replaced by defaults or a panic.
 func TestNonsenseFlagsAreRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		args []string

@@ -23,6 +23,7 @@ var updateGolden = flag.Bool("update", false, "rewrite the golden --json documen
 // runs (ids, timestamps, hashes, durations, temporary paths) is masked.
 // Run with -update to rewrite them after a deliberate change.
 func TestJSONDocumentsKeepTheirShape(t *testing.T) {
+	t.Parallel()
 	// Every answer's usage is given, so what each call cost is the same
 	// in every run.
 	usage := map[string]int{"input_tokens": 1200, "output_tokens": 300}

@@ -21,6 +21,7 @@ import (
 // shell, with a background child) sees no provider key, and that kill -9 of
 // `solve run` while it runs leaves neither the check nor its child alive.
 func TestKill9LeavesNoCheckRunning(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ws := workspace(t, dir, "example.com/mathx")
 	steps := clampSteps()

@@ -16,6 +16,7 @@ import (
 // zero. On a pipe nothing of the stream is written; --quiet keeps the
 // questions and drops the progress lines.
 func TestTheLiveViewShowsTheStreamInertAndClearsIt(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	v := &liveView{w: &b, redraw: true, chars: map[string]int{}}
 	v.delta("0123456789ab", "resolve", llm.Delta{Kind: llm.DeltaText, Text: "Hello \x1b]52;c;bad\x07 world"})

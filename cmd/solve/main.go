@@ -892,7 +892,7 @@ program), self-model-0 answers from the kernel's own records.`,
 					if r.Description != "" {
 						fmt.Fprintf(cmd.OutOrStdout(), "%28s %s\n", "", termtext.Line(r.Description))
 					}
-					if n := r.NetworkLine(); n != "" {
+					if n := solve.NetworkLine(r); n != "" {
 						fmt.Fprintf(cmd.OutOrStdout(), "%28s %s\n", "", termtext.Line(n))
 					}
 				}
@@ -1004,7 +1004,7 @@ The answer flags without REQUEST are refused (exit 2), nothing written.`,
 						fmt.Fprintln(cmd.OutOrStdout(), "no open capability requests")
 					}
 					for _, r := range reqs {
-						fmt.Fprint(cmd.OutOrStdout(), termtext.Block(r.Text()))
+						fmt.Fprint(cmd.OutOrStdout(), termtext.Block(solve.RequestText(r)))
 					}
 					return nil
 				})

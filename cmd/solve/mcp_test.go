@@ -46,6 +46,7 @@ func serveMCP() {
 // The server's command is outside the run's sandbox: without --unconfined
 // the run refuses to start it, saying so.
 func TestAnMCPToolHiredForACapabilityResolvesTheWaitingNodes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	root, id := boardsWaiting(t, dir)
 	self, err := os.Executable()
@@ -114,6 +115,7 @@ func TestAnMCPToolHiredForACapabilityResolvesTheWaitingNodes(t *testing.T) {
 // The same over streamable HTTP: a server hired by its URL is reached by
 // the kernel itself, so a confined run uses it.
 func TestAnMCPToolHiredByURLResolvesInAConfinedRun(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return boardServer() }, nil))
 	defer srv.Close()
 	dir := t.TempDir()

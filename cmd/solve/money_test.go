@@ -77,6 +77,7 @@ func eightSteps() []step {
 // worker read the same reserve and took it, and the parent spent far more
 // than it had.)
 func TestEightWorkersNeverOverdrawTheParent(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, base string) {
 		for round := range 3 { // the interleavings differ from run to run
 			dir := likeDir(t, base)
@@ -144,6 +145,7 @@ func launchSteps() []step {
 // gating line shows as many digits as the comparison needs (before:
 // "GATED: sigma_path 0.50 < tau_global 0.50").
 func TestBacktrackingReturnsTheInvalidatedSubtreesMoneyToThePlan(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, dir string) {
 		sc := writeScript(t, dir, launchSteps()...)
 		r := runSolve(t, dir, "run", launchGoal, "--provider", "script", "--script", sc, "--budget", "5", "--time", "1h")

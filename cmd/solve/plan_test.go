@@ -21,6 +21,7 @@ const (
 // A $0 task surveyed for its low confidence cannot get anything cheaper:
 // its survey must offer better confidence, and the run plans.
 func TestZeroCostLowConfidenceTaskIsPlanned(t *testing.T) {
+	t.Parallel()
 	_, p := planOK(t, csvGoal, "zero_cost_low_confidence.json")
 	if len(p.Surveys) != 1 || p.Surveys[0].TaskID != "t1" || p.Repair.Status != planning.RepairNotNeeded {
 		t.Fatalf("surveys %+v, repair %s", p.Surveys, p.Repair.Status)
@@ -30,6 +31,7 @@ func TestZeroCostLowConfidenceTaskIsPlanned(t *testing.T) {
 // A schedule wall is surveyed for faster approaches, which may cost more;
 // the run plans and the repair brings the time constraint back.
 func TestScheduleWallIsRepairedByAFasterDearerApproach(t *testing.T) {
+	t.Parallel()
 	_, p := planOK(t, airflowGoal, "schedule_wall.json")
 	if verdict(p.Analysis, "c1") != planning.UNSAT || p.Repair.Status != planning.RepairRepaired || verdict(p.Repair.Revised, "c1") == planning.UNSAT {
 		t.Fatalf("c1 %s, repair %+v", verdict(p.Analysis, "c1"), p.Repair)
@@ -42,6 +44,7 @@ func TestScheduleWallIsRepairedByAFasterDearerApproach(t *testing.T) {
 // No repair exists among the first survey's approaches; the second round
 // surveys the next contributors and finds one.
 func TestSecondSurveyRoundFindsARepair(t *testing.T) {
+	t.Parallel()
 	_, p := planOK(t, landingGoal, "second_round.json")
 	if p.Repair.Status != planning.RepairRepaired || len(p.Surveys) != 2 {
 		t.Fatalf("repair %s (%s), %d surveys", p.Repair.Status, p.Repair.Note, len(p.Surveys))
@@ -58,6 +61,7 @@ func TestSecondSurveyRoundFindsARepair(t *testing.T) {
 // The twelve hand-edits `solve check` used to miss (issue 16), each on a
 // kernel-made plan file.
 func TestCheckCatchesTheEditsItUsedToMiss(t *testing.T) {
+	t.Parallel()
 	docsDir, _ := planOK(t, docsGoal, "document_classification.json")
 	tradeDir, _ := planOK(t, tradingGoal, "trading_strategy.json")
 	read := func(dir string) map[string]any {
@@ -163,6 +167,7 @@ func TestCheckCatchesTheEditsItUsedToMiss(t *testing.T) {
 // again with the violation fed back (spec step 9); with a call budget of
 // 2 it is not asked, and the plan says why.
 func TestRetryRoundWithTheViolationFindsARepairWithinTheCallBudget(t *testing.T) {
+	t.Parallel()
 	_, p := planOK(t, landingGoal, "third_round.json")
 	if p.Repair.Status != planning.RepairRepaired || len(p.SurveyRounds) != 3 || p.SurveyRounds[2].Kind != planning.RoundRetry ||
 		!strings.Contains(p.SurveyRounds[2].Feedback, "keeps c2 together") {
@@ -178,6 +183,7 @@ func TestRetryRoundWithTheViolationFindsARepairWithinTheCallBudget(t *testing.T)
 // A number beyond float64 is re-asked like any rejected answer; a refusal
 // is reported as a refusal.
 func TestHugeNumbersAreReAskedAndRefusalsSaidSo(t *testing.T) {
+	t.Parallel()
 	_, r := plan(t, sweGoal, "adversarial_huge_number.json")
 	if r.code != 0 || !strings.Contains(r.stderr, "decompose attempt 1 rejected: the answer fits the schema but cannot be read") || !strings.Contains(r.stderr, "1e400") {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
@@ -191,6 +197,7 @@ func TestHugeNumbersAreReAskedAndRefusalsSaidSo(t *testing.T) {
 // A failed run does not leave an earlier run's plan at --out as if it
 // were its own: the files are renamed .prev, and stderr says so.
 func TestAFailedRunSetsAsideTheEarlierPlanFiles(t *testing.T) {
+	t.Parallel()
 	dir, _ := planOK(t, sweGoal, "swe_agent.json")
 	abs, _ := filepath.Abs(filepath.Join("testdata", "adversarial_dangling.json"))
 	r := runSolve(t, dir, "plan", sweGoal, "--provider", "script", "--script", abs, "--out", "plan.json")
@@ -228,6 +235,7 @@ func fakeZ3(t *testing.T, word string) []string {
 // so; when it cannot decide, or does not answer before the time kept for
 // it within --max-wall, the plan is written and the run succeeds.
 func TestZ3DisagreementOrTimeoutStillWritesThePlan(t *testing.T) {
+	t.Parallel()
 	abs, _ := filepath.Abs(filepath.Join("testdata", "swe_agent.json"))
 	for _, tc := range []struct {
 		word, want string
@@ -253,6 +261,7 @@ func TestZ3DisagreementOrTimeoutStillWritesThePlan(t *testing.T) {
 // UNDECIDED, neither passed nor failed, and the check exits 5 instead of
 // waiting; a negative limit is a usage error.
 func TestSolveCheckReportsUndecidedWithinItsTimeLimit(t *testing.T) {
+	t.Parallel()
 	dir, _ := planOK(t, sweGoal, "swe_agent.json")
 	r := runSolve(t, dir, "check", "plan.json", "--timeout", "1ns")
 	// Only the proof of the best repair is undecided; every other check
@@ -310,6 +319,7 @@ func TestSolveCheckReportsUndecidedWithinItsTimeLimit(t *testing.T) {
 // verdicts, calls, tokens, cost and time, and a total; a goal that fails
 // is reported and the others still run.
 func TestEvalRunsTheExamplesAndGoalFiles(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	abs, _ := filepath.Abs(filepath.Join("testdata", "eval_examples.json"))
 	if err := os.WriteFile(filepath.Join(dir, "landing.txt"), []byte(landingGoal+"\n"), 0o644); err != nil {
@@ -361,6 +371,7 @@ func TestEvalRunsTheExamplesAndGoalFiles(t *testing.T) {
 // the run: the plan is written with the repair as it was, and says why the
 // rounds stopped.
 func TestARejectedLaterRoundKeepsThePlan(t *testing.T) {
+	t.Parallel()
 	_, p := planOK(t, landingGoal, "adversarial_round_rejected.json")
 	if p.Repair.Status != planning.RepairInfeasible || len(p.SurveyRounds) != 2 || p.SurveyRounds[1].Outcome == planning.RoundAnswered ||
 		!strings.Contains(p.SurveyRounds[1].Outcome, "t3: no approach has a mid cost_usd below $300.00") || !strings.Contains(p.Repair.Note, "survey round 2 (widen of t3)") {
@@ -372,6 +383,7 @@ func TestARejectedLaterRoundKeepsThePlan(t *testing.T) {
 // (it used to be found only after the whole run was paid for), and
 // nothing an earlier run left there is touched.
 func TestPlanRefusesAnUnwritableOutBeforeCallingTheModel(t *testing.T) {
+	t.Parallel()
 	abs, _ := filepath.Abs(filepath.Join("testdata", "swe_agent.json"))
 	dir := t.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, "plan.md"), 0o755); err != nil {

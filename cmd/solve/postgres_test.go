@@ -35,6 +35,7 @@ func pgAdmin(t *testing.T, dsn string, stmts ...string) {
 // server), and on an empty database they say so, create nothing and
 // never show the password.
 func TestReadCommandsOnPostgresOnlyRead(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.New(t)
 	dir := t.TempDir()
 	empty := []string{"status", "log", "kg", "artifacts", "resolvers", "report", "hire"}
@@ -78,6 +79,7 @@ func TestReadCommandsOnPostgresOnlyRead(t *testing.T) {
 // A database holding another program's tables is refused by every
 // command and left as it was.
 func TestAForeignPostgresDatabaseIsRefusedByTheCLI(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.New(t)
 	dir := t.TempDir()
 	pgAdmin(t, dsn, "CREATE TABLE invoices (id BIGINT PRIMARY KEY)")
@@ -101,6 +103,7 @@ func TestAForeignPostgresDatabaseIsRefusedByTheCLI(t *testing.T) {
 
 // solve plan keeps its nodes, constraints and logs in PostgreSQL too.
 func TestPlanOnPostgres(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	pgDBs.Store(dir, pgtest.New(t))
 	t.Cleanup(func() { pgDBs.Delete(dir) })

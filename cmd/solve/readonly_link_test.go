@@ -18,6 +18,7 @@ import (
 // SQLite follows the link and keeps the -wal and -shm files beside the
 // target, so the read-only check must look there too.
 func TestADatabaseLinkedFromAReadOnlyDirectoryIsWritable(t *testing.T) {
+	t.Parallel()
 	bin := rodir.Executable(t, solveBin)
 	base := rodir.TempDir(t)
 	data, link := filepath.Join(base, "data"), filepath.Join(base, "link")

@@ -22,6 +22,7 @@ var readCommands = [][]string{{"status"}, {"log"}, {"kg"}, {"artifacts"}, {"reso
 // directory without kernel.db say so and create nothing, also for a --db
 // path with URI characters (it once created runs/e for runs/e#f/kernel.db).
 func TestReadCommandsNeverCreateKernelDB(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, "runs", "e#f"), 0o755)
 	for _, args := range readCommands {
@@ -49,6 +50,7 @@ func slicesEqual(a, b []string) bool { return strings.Join(a, "\n") == strings.J
 // process cannot write (as root, the binary runs as an unprivileged user)
 // and change nothing there.
 func TestReadCommandsOnAReadOnlyDirectory(t *testing.T) {
+	t.Parallel()
 	bin := rodir.Executable(t, solveBin)
 	dir := filepath.Join(rodir.TempDir(t), "run")
 	os.Mkdir(dir, 0o755)
@@ -76,6 +78,7 @@ func TestReadCommandsOnAReadOnlyDirectory(t *testing.T) {
 // another program's SQLite file is refused by read and write commands
 // alike, and the file keeps every byte (it once gained 11 tables).
 func TestAnotherProgramsDatabaseIsRefusedUnchanged(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "other-program.db")
 	db, err := sql.Open("sqlite", "file:"+path)
@@ -125,6 +128,7 @@ func names(t *testing.T, dir string) map[string]bool {
 // writes (its schema lacks the reservations), and the first command that
 // writes migrates and marks it, after which the read side opens it.
 func TestKernelDBFromBeforeTheMarkerIsAdopted(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	schemaSQL, err := os.ReadFile(filepath.Join("..", "..", "solve", "store", "schema.sql"))
 	if err != nil {
@@ -167,6 +171,7 @@ func TestKernelDBFromBeforeTheMarkerIsAdopted(t *testing.T) {
 // (before: "setting WAL mode: attempt to write a readonly database
 // (1544)"), and change nothing.
 func TestWriteCommandsOnAReadOnlyDatabaseSayWhatWorks(t *testing.T) {
+	t.Parallel()
 	bin := rodir.Executable(t, solveBin)
 	for _, c := range []struct{ name, db, why string }{
 		{"read-only directory", "kernel.db", "this user cannot create files in"},
@@ -226,6 +231,7 @@ func TestWriteCommandsOnAReadOnlyDatabaseSayWhatWorks(t *testing.T) {
 // an empty --db say it is empty, not that it does not exist (it does),
 // and leave it as it is.
 func TestReadCommandsOnAnEmptyFileSayItIsEmpty(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "empty.db"), nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -252,6 +258,7 @@ func TestReadCommandsOnAnEmptyFileSayItIsEmpty(t *testing.T) {
 // exit 2, with nothing created (before: ignored, and the listing created
 // kernel.db).
 func TestHireListingOnlyReads(t *testing.T) {
+	t.Parallel()
 	bin := rodir.Executable(t, solveBin)
 	dir := filepath.Join(rodir.TempDir(t), "run")
 	os.Mkdir(dir, 0o755)

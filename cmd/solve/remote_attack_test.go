@@ -25,6 +25,7 @@ import (
 // blurb's resolve call is SIGKILLed mid-call, and the ledger is then every call
 // the fake served plus the killed one at its reservation.
 func TestWorkersAcrossProcessesNeverOverdrawAndTheLedgerIsTheServedCalls(t *testing.T) {
+	t.Parallel()
 	const budget = 0.25
 	dir, url := pgDir(t)
 	api := newFakeAPI(t, 2, eightSteps()...)
@@ -99,6 +100,7 @@ func TestWorkersAcrossProcessesNeverOverdrawAndTheLedgerIsTheServedCalls(t *test
 // next attempt, on another worker, finds the step done and completes it
 // without a call, so no request is served twice and the run completes.
 func TestAWorkerKilledAfterItsCommitDoesNotHaveItsStepDoneTwice(t *testing.T) {
+	t.Parallel()
 	dir, url := pgDir(t)
 	api := newFakeAPI(t, 2, pagesSteps(2)...)
 	crasher := &worker{stderr: &syncBuffer{}, done: make(chan struct{})}
@@ -149,6 +151,7 @@ func TestAWorkerKilledAfterItsCommitDoesNotHaveItsStepDoneTwice(t *testing.T) {
 // its user part, or one that does not parse, is refused before anything
 // is dialled (exit 2, with the escaping hint).
 func TestTheDatabasePasswordIsNeverPrinted(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	api := newFakeAPI(t, 1)
 	const hint = "write # ? % @ / : as %23 %3F %25 %40 %2F %3A"
@@ -213,6 +216,7 @@ func publicTables(t *testing.T, dsn string) []string {
 // none; a worker started on an empty database (no run yet) makes solve's
 // and River's tables, waits for steps, and stops on SIGTERM (exit 5).
 func TestTheJobQueuesTablesAreMadeOnlyWhereWorkersAreUsed(t *testing.T) {
+	t.Parallel()
 	api := newFakeAPI(t, 1, pagesSteps(1)...)
 	dir := t.TempDir()
 	foreign := pgtest.New(t)
@@ -258,6 +262,7 @@ func TestTheJobQueuesTablesAreMadeOnlyWhereWorkersAreUsed(t *testing.T) {
 // root is refused at once, naming the process that runs it, and the
 // first run still completes with nothing served twice.
 func TestASecondCoordinatorOnTheSameRunIsRefused(t *testing.T) {
+	t.Parallel()
 	dir, url := pgDir(t)
 	api := newFakeAPI(t, 1, pagesSteps(1)...)
 	api.holdFirst("Operation: resolve · attempt 1\\nGoal: " + pageGoal(1))
@@ -296,6 +301,7 @@ func TestASecondCoordinatorOnTheSameRunIsRefused(t *testing.T) {
 // --remote completes the run, and the ledger holds every call the fake
 // served, none at less than it cost.
 func TestTheDatabaseGoingAwayMidRunLosesNoMoney(t *testing.T) {
+	t.Parallel()
 	dir, url := pgDir(t)
 	api := newFakeAPI(t, 2, pagesSteps(2)...)
 	api.holdFirst("Operation: resolve · attempt 1\\nGoal: " + pageGoal(1))
@@ -352,6 +358,7 @@ func TestTheDatabaseGoingAwayMidRunLosesNoMoney(t *testing.T) {
 // percent-encodes them: a worker and run --remote share a run through it,
 // status reads it, and none prints the password.
 func TestAPasswordWithReservedCharactersWorksEscaped(t *testing.T) {
+	t.Parallel()
 	dir, url := pgDir(t)
 	const password = "p#w?50%/x@y:z"
 	u, _ := neturl.Parse(url)
@@ -396,6 +403,7 @@ func TestAPasswordWithReservedCharactersWorksEscaped(t *testing.T) {
 // served twice: a step in flight when the coordinator stops is paid
 // twice (documented; see the report).
 func TestAStoppedCoordinatorIsResumedWithoutLosingAStep(t *testing.T) {
+	t.Parallel()
 	dir, url := pgDir(t)
 	api := newFakeAPI(t, 2, pagesSteps(2)...)
 	api.holdFirst("Operation: resolve · attempt 1\\nGoal: " + pageGoal(1))

@@ -156,6 +156,7 @@ func servedTwice(api *fakeAPI) []string {
 // twice (no step ran twice), and the ledger is the served calls plus the
 // killed call at its reservation.
 func TestWorkersCompleteARunAndOneKilledMidStepIsRedoneElsewhere(t *testing.T) {
+	t.Parallel()
 	steps := pagesSteps(5)
 	// The reference: the same tree, uninterrupted, in process.
 	ref, _ := pgDir(t)
@@ -359,6 +360,7 @@ func rootFromLive(t *testing.T, stderr *syncBuffer) string {
 // solve worker refuses a SQLite database (usage, exit 2) and says how it
 // is used in --help; run --remote refuses SQLite the same way.
 func TestWorkerRefusesSQLiteAndExplainsItself(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, args := range [][]string{{"worker", "--db", "kernel.db"}, {"worker"}, {"run", "a goal", "--remote"}} {
 		r := runSolve(t, dir, args...)
@@ -405,6 +407,7 @@ func startRun(t *testing.T, run *exec.Cmd) (*syncBuffer, *syncBuffer, chan error
 // cut call is settled at its reservation, and the step's next attempt
 // (on either worker) is served once.
 func TestAStuckWorkerIsCutBeforeItsStepCanBeRescued(t *testing.T) {
+	t.Parallel()
 	dir, url := pgDir(t)
 	api := newFakeAPI(t, 2, pagesSteps(2)...)
 	api.holdFirst("Operation: resolve · attempt 1\\nGoal: " + pageGoal(2))
@@ -445,6 +448,7 @@ func TestAStuckWorkerIsCutBeforeItsStepCanBeRescued(t *testing.T) {
 // coordinator writes them into the user's workspace, where Step 12's go
 // test ./... runs. The result is the in-process run's.
 func TestWorkersBuildTheWorkspaceFromTheDatabase(t *testing.T) {
+	t.Parallel()
 	ref, _ := pgDir(t)
 	refWS := workspace(t, ref, "example.com/textutil")
 	sc := writeScript(t, ref, wideSteps()...)
@@ -492,6 +496,7 @@ func TestWorkersBuildTheWorkspaceFromTheDatabase(t *testing.T) {
 // ignored with --remote and the coordinator kept up to 256 steps in
 // flight.)
 func TestWorkersCapsTheStepsInFlightOfARemoteRun(t *testing.T) {
+	t.Parallel()
 	dir, url := pgDir(t)
 	// Two copies of each answer: a connection the two proxies in front of
 	// the fake cut now and then is retried by the client, as it would be

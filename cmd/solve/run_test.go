@@ -151,6 +151,7 @@ func rootOf(t *testing.T, out string) string {
 }
 
 func TestRunSoftwareGoalDecomposesRetriesWithFeedbackAndPassesGoTest(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, dir string) {
 		ws := workspace(t, dir, "example.com/stats")
 		sc := writeScript(t, dir, statsSteps()...)

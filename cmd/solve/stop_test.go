@@ -34,6 +34,7 @@ func overloaded(t *testing.T, dir string) string {
 // reservation was settled at its hold, $0.21 for no answer); and the
 // clean stop folds SQLite's WAL in, leaving no side file.
 func TestARunStoppedDuringARetryIsStoppedAndPaysNothing(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sc := overloaded(t, dir)
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
@@ -82,6 +83,7 @@ func rootOfStatus(t *testing.T, dir string) string {
 // came, and what the API charged is unknown: the ledger and status say so,
 // apart from what was billed for certain.
 func TestACallCancelledInFlightIsSettledAtItsHold(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ws := workspace(t, dir, "example.com/stats")
 	api := newFakeAPI(t, 1, statsSteps()...)

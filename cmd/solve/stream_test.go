@@ -22,6 +22,7 @@ import (
 // no output artifact), its call is settled at its hold as of unknown outcome,
 // and `solve resume` asks again and finishes the run.
 func TestCtrlCMidStreamSavesNothingPartialAndResumeContinues(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	steps := append(queueSteps()[:3:3], step{OpResolve, queueGoal, 1, m{"summary": "BillingQueue", "text": "BillingQueue"}},
 		step{OpResolve, queueGoal, 2, m{"summary": "billing-invoices-queue", "text": "billing-invoices-queue"}})

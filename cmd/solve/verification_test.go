@@ -40,6 +40,7 @@ var skipAll = m{"checks": []any{}, "is_leaf": true, "leaf_kind": "atomic", "leaf
 // constraint the verifier skipped is asked again, alone; one still
 // unjudged fails (σ 0). (Before: "checks": [] was SAT with σ_v 1.0.)
 func TestAVerifierThatSkipsConstraintsDoesNotPassThem(t *testing.T) {
+	t.Parallel()
 	t.Run("skipped twice fails", func(t *testing.T) {
 		dir := t.TempDir()
 		sc := writeScript(t, dir, noteSteps(nil, skipAll, skipAll)...)
@@ -90,6 +91,7 @@ func TestAVerifierThatSkipsConstraintsDoesNotPassThem(t *testing.T) {
 // once, spending nothing more. (Before: it passed while the node's budget
 // was not exhausted.)
 func TestALogicCostConstraintIsEvaluatedOverTheRealSpend(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		expr string
 		code int

@@ -55,6 +55,7 @@ func wideSteps() []step {
 // same state as one worker: tree states and σ, artifact hashes, resolver
 // calls, ledger spends and totals.
 func TestWorkersFourGivesTheSameResultAsOne(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, base string) {
 		var states [2]string
 		var spent [2]float64

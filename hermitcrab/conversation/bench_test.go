@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/llmkernels/kernels/hermitcrab/conversation"
+	"github.com/llmkernels/kernels/hermitcrab/kernel"
 	"github.com/llmkernels/kernels/hermitcrab/prompt"
 	"github.com/llmkernels/kernels/hermitcrab/shell"
 	"github.com/llmkernels/kernels/llm"
@@ -40,7 +42,7 @@ func BenchmarkCompile(b *testing.B) {
 
 // resetHistory empties the history block, so that every call of a
 // benchmark does the same work (no compressions).
-func resetHistory(ctx context.Context, k *Kernel) {
+func resetHistory(ctx context.Context, k *kernel.Kernel) {
 	k.Blocks().Edit(ctx, "history", func(h *pscale.Block) error {
 		h.Place, h.Tree.Children[0].Children = 1, [10]*pscale.Node{}
 		return nil
@@ -63,7 +65,7 @@ func BenchmarkBootTools(b *testing.B) {
 	k, p := benchKernel(b)
 	ctx := context.Background()
 	for b.Loop() {
-		if _, err := k.Conversation().Call(ctx, []llm.Message{llm.UserText("BOOT")}, CallOptions{Tier: prompt.Deep}); err != nil {
+		if _, err := k.Conversation().Call(ctx, []llm.Message{llm.UserText("BOOT")}, conversation.CallOptions{Tier: prompt.Deep}); err != nil {
 			b.Fatal(err)
 		}
 		resetHistory(ctx, k)
@@ -79,9 +81,9 @@ func BenchmarkBootTools(b *testing.B) {
 
 // benchKernel opens a ready kernel on the default shell whose LLM answers
 // at once.
-func benchKernel(b testing.TB) (*Kernel, *instant) {
+func benchKernel(b testing.TB) (*kernel.Kernel, *instant) {
 	p := &instant{}
-	k, err := Open(b.TempDir(), Options{Client: &llm.Client{Provider: p}, ServerTools: true})
+	k, err := Open(b.TempDir(), kernel.Options{Client: &llm.Client{Provider: p}, ServerTools: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -119,7 +121,7 @@ func BenchmarkConversationalCall(b *testing.B) {
 	msgs = append(msgs, llm.UserText("And what about watering?"))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := k.Conversation().Call(ctx, msgs, CallOptions{}); err != nil {
+		if _, err := k.Conversation().Call(ctx, msgs, conversation.CallOptions{}); err != nil {
 			b.Fatal(err)
 		}
 		resetHistory(ctx, k)
@@ -184,7 +186,7 @@ func cachedChat(tb testing.TB, n int) *usageByModel {
 		tb.Fatal(err)
 	}
 	rec := &usageByModel{inner: script.New(p), model: "claude-sonnet-4-6"}
-	k, err := Open(tb.TempDir(), Options{Client: &llm.Client{Provider: rec}, ServerTools: true})
+	k, err := Open(tb.TempDir(), kernel.Options{Client: &llm.Client{Provider: rec}, ServerTools: true})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -193,7 +195,7 @@ func cachedChat(tb testing.TB, n int) *usageByModel {
 		tb.Fatal(err)
 	}
 	for i := 1; i <= n; i++ {
-		if _, err := k.Conversation().Say(ctx, "c", chatLine(i), CallOptions{}); err != nil {
+		if _, err := k.Conversation().Say(ctx, "c", chatLine(i), conversation.CallOptions{}); err != nil {
 			tb.Fatal(err)
 		}
 	}

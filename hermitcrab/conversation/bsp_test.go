@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmkernels/kernels/hermitcrab/internal/kerneltest"
+	"github.com/llmkernels/kernels/hermitcrab/kernel"
 	"github.com/llmkernels/kernels/pscale"
 )
 
@@ -26,7 +28,7 @@ func bspQuery(t testing.TB, spindle string, point ...int) pscale.Query {
 
 // bspTool runs the bsp tool and decodes its answer; an error answer is
 // returned as the error.
-func bspTool(t *testing.T, k *Kernel, input string) (pscale.Result, error) {
+func bspTool(t *testing.T, k *kernel.Kernel, input string) (pscale.Result, error) {
 	t.Helper()
 	out := runTool(t, k, "bsp", input)
 	if out.IsError {
@@ -48,7 +50,7 @@ func addresses(es []pscale.Entry) string {
 }
 
 func TestTheBSPToolTakesEveryMode(t *testing.T) {
-	k, _ := newKernel(t, `{"responses":[]}`)
+	k, _ := kerneltest.New(t, `{"responses":[]}`)
 	tests := []struct{ input, mode, want string }{
 		{`{"name":"wake","spindle":"0.9.2","mode":"ring"}`, "ring", "0.91,0.93,0.94,0.95,0.96"},
 		{`{"name":"wake","spindle":"0.9.4","mode":"Dir"}`, "dir", "0.94,0.941,0.942,0.943,0.944"},
@@ -88,20 +90,20 @@ func TestTheBSPToolTakesEveryMode(t *testing.T) {
 // Star reads the references at a node's digit 0 and what each names, in
 // the same block or another; one that names nothing says why.
 func TestTheBSPToolsStarReadsTheNodesItsReferencesName(t *testing.T) {
-	k, _ := newKernel(t, `{"responses":[]}`)
+	k, _ := kerneltest.New(t, `{"responses":[]}`)
 	ctx := context.Background()
 	for path, text := range map[string]string{
 		"0.1": "a thread to follow", "0.1.0.1": "purpose:0", "0.1.0.2": "0", "0.1.0.3": "nosuch:0", "0.1.0.4": "0.7", "0.1.0.5": "a plain note",
 	} {
-		if _, err := k.Blocks().WriteAt(ctx, "stash", at(t, path), text); err != nil {
+		if _, err := k.Blocks().WriteAt(ctx, "stash", kerneltest.At(t, path), text); err != nil {
 			t.Fatal(err)
 		}
 	}
-	purpose, err := k.Blocks().ReadNode(ctx, "purpose", at(t, "0"))
+	purpose, err := k.Blocks().ReadNode(ctx, "purpose", kerneltest.At(t, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	stash, err := k.Blocks().ReadNode(ctx, "stash", at(t, "0"))
+	stash, err := k.Blocks().ReadNode(ctx, "stash", kerneltest.At(t, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/llmkernels/kernels/hermitcrab/conversation"
+	"github.com/llmkernels/kernels/hermitcrab/internal/kerneltest"
+	"github.com/llmkernels/kernels/hermitcrab/kernel"
 	"github.com/llmkernels/kernels/hermitcrab/prompt"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/llm/script"
@@ -26,13 +28,13 @@ func chatScript(n int) string {
 		return fmt.Sprintf(`{"type":"thinking","thinking":"The person asks about step %d; answer plainly.","signature":"sig-%d-%d"}`, i, i, j)
 	}
 	reply := func(i int) string {
-		return textBlock(fmt.Sprintf("Step %d: ", i) + strings.Repeat("Let us plant basil near the tomatoes and keep notes in stash. ", 10))
+		return kerneltest.TextBlock(fmt.Sprintf("Step %d: ", i) + strings.Repeat("Let us plant basil near the tomatoes and keep notes in stash. ", 10))
 	}
 	model := func(m string) string { return fmt.Sprintf(`"model":%q`, m) }
 	for i := 1; i <= n; i++ {
 		if i%3 == 0 {
 			entries = append(entries, fmt.Sprintf(`{"match":{%s,"last_user_contains":"question %d?"},"response":{"content":[%s,%s]}}`,
-				model("claude-sonnet-4-6"), i, think(i, 1), toolUse(fmt.Sprintf("toolu_%d", i), "block_read", map[string]string{"name": "stash"})))
+				model("claude-sonnet-4-6"), i, think(i, 1), kerneltest.ToolUse(fmt.Sprintf("toolu_%d", i), "block_read", map[string]string{"name": "stash"})))
 			entries = append(entries, fmt.Sprintf(`{"match":{%s,"tool_result_for":"block_read"},"response":{"content":[%s,%s]}}`,
 				model("claude-sonnet-4-6"), think(i, 2), reply(i)))
 			continue
@@ -42,7 +44,7 @@ func chatScript(n int) string {
 	}
 	for i := 0; i < n; i++ {
 		entries = append(entries, fmt.Sprintf(`{"match":{%s},"response":{"content":[%s]}}`, model("claude-haiku-4-5-20251001"),
-			textBlock(`{"kind": "summary", "text": "Garden planning, steps gathered."}`)))
+			kerneltest.TextBlock(`{"kind": "summary", "text": "Garden planning, steps gathered."}`)))
 	}
 	return `{"responses":[` + strings.Join(entries, ",") + `]}`
 }
@@ -55,11 +57,11 @@ func chatLine(i int) string {
 
 // runChat says n lines of chatScript's chat on the conversation "c" and
 // returns the present-tier requests the LLM got, in order.
-func runChat(t testing.TB, k *Kernel, p *script.Provider, n int) []*llm.Request {
+func runChat(t testing.TB, k *kernel.Kernel, p *script.Provider, n int) []*llm.Request {
 	t.Helper()
 	ctx := context.Background()
 	for i := 1; i <= n; i++ {
-		if _, err := k.Conversation().Say(ctx, "c", chatLine(i), CallOptions{}); err != nil {
+		if _, err := k.Conversation().Say(ctx, "c", chatLine(i), conversation.CallOptions{}); err != nil {
 			t.Fatalf("exchange %d: %v", i, err)
 		}
 	}
@@ -89,7 +91,7 @@ func wire(t testing.TB, v any) []byte {
 // in five exchanges with the default window of 20 messages.
 func TestCallsKeepTheirPrefixForTheCache(t *testing.T) {
 	const n = 30
-	k, p := newKernel(t, chatScript(n))
+	k, p := kerneltest.New(t, chatScript(n))
 	reqs := runChat(t, k, p, n)
 	if len(reqs) != n+n/3 {
 		t.Fatalf("%d present-tier requests, want %d", len(reqs), n+n/3)
@@ -138,7 +140,7 @@ func unmarked(msgs []llm.Message) []llm.Message {
 // --no-cache (Client.NoCache) sends no breakpoint at all: none on the
 // tools, the system prompt, a message or the request.
 func TestNoCacheSendsNoBreakpoint(t *testing.T) {
-	k, p := newKernel(t, chatScript(3))
+	k, p := kerneltest.New(t, chatScript(3))
 	k.Conversation().Client().NoCache = true
 	reqs := runChat(t, k, p, 3)
 	for i, r := range p.Requests() {
@@ -165,15 +167,15 @@ func approxTokens(t testing.TB, r *llm.Request) int {
 // definitions on the default shell within 1,500 tokens, and a
 // conversational request after 20 exchanges within 2,500.
 func TestRequestSizesAtTheDoor(t *testing.T) {
-	k, p := newKernel(t, chatScript(20))
+	k, p := kerneltest.New(t, chatScript(20))
 	reqs := runChat(t, k, p, 20)
 	after := approxTokens(t, reqs[len(reqs)-1])
 	t.Logf("the request after 20 exchanges: about %d tokens", after)
 	if got := after; got > 2500 {
 		t.Errorf("the request after 20 exchanges is about %d tokens, over 2,500", got)
 	}
-	boot, bp := newKernel(t, replies(textBlock("I will build my shell.")))
-	if _, err := boot.Conversation().Call(context.Background(), []llm.Message{llm.UserText("BOOT")}, CallOptions{Tier: prompt.Deep}); err != nil {
+	boot, bp := kerneltest.New(t, kerneltest.Replies(kerneltest.TextBlock("I will build my shell.")))
+	if _, err := boot.Conversation().Call(context.Background(), []llm.Message{llm.UserText("BOOT")}, conversation.CallOptions{Tier: prompt.Deep}); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("the boot request: about %d tokens", approxTokens(t, bp.Requests()[0]))
@@ -246,23 +248,23 @@ func TestLongAnswersStillReadTheCache(t *testing.T) {
 	for i := 1; i <= n+1; i++ {
 		parts := []string{fmt.Sprintf(`{"type":"thinking","thinking":"Step %d.","signature":"sig-%d"}`, i, i)}
 		for j := 0; j < 22; j++ {
-			parts = append(parts, textBlock(fmt.Sprintf("Part %d of answer %d: basil grows well beside tomatoes.", j, i)))
+			parts = append(parts, kerneltest.TextBlock(fmt.Sprintf("Part %d of answer %d: basil grows well beside tomatoes.", j, i)))
 		}
 		entries = append(entries, fmt.Sprintf(`{"match":{"model":"claude-sonnet-4-6","last_user_contains":"question %d?"},"response":{"content":[%s]}}`, i, strings.Join(parts, ",")))
 	}
 	for i := 0; i <= n; i++ {
-		entries = append(entries, fmt.Sprintf(`{"match":{"model":"claude-haiku-4-5-20251001"},"response":{"content":[%s]}}`, textBlock(`{"kind": "summary", "text": "Garden steps."}`)))
+		entries = append(entries, fmt.Sprintf(`{"match":{"model":"claude-haiku-4-5-20251001"},"response":{"content":[%s]}}`, kerneltest.TextBlock(`{"kind": "summary", "text": "Garden steps."}`)))
 	}
 	s, err := script.Parse([]byte(`{"responses":[` + strings.Join(entries, ",") + `]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := &usageLog{inner: script.New(s)}
-	k := openKernel(t, Options{Client: &llm.Client{Provider: p}, ServerTools: true})
+	k := kerneltest.Open(t, kernel.Options{Client: &llm.Client{Provider: p}, ServerTools: true})
 	ctx := context.Background()
 	var last *conversation.CallResult
 	for i := 1; i <= n; i++ {
-		if last, err = k.Conversation().Say(ctx, "c", chatLine(i), CallOptions{}); err != nil {
+		if last, err = k.Conversation().Say(ctx, "c", chatLine(i), conversation.CallOptions{}); err != nil {
 			t.Fatalf("exchange %d: %v", i, err)
 		}
 	}
@@ -298,7 +300,7 @@ func TestLongAnswersStillReadTheCache(t *testing.T) {
 		given[i] = given[i].WithCacheControl(llm.Ephemeral())
 	}
 	given = append(given, llm.UserText(chatLine(n+1)))
-	if _, err := k.Conversation().Call(ctx, given, CallOptions{}); err != nil {
+	if _, err := k.Conversation().Call(ctx, given, conversation.CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := breakpoints(p.requests[len(p.requests)-1].Messages); got != 1 {

@@ -11,6 +11,9 @@ import (
 	"testing"
 
 	"github.com/llmkernels/kernels/hermitcrab/blocks"
+	"github.com/llmkernels/kernels/hermitcrab/conversation"
+	"github.com/llmkernels/kernels/hermitcrab/internal/kerneltest"
+	"github.com/llmkernels/kernels/hermitcrab/kernel"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 
 	"github.com/llmkernels/kernels/hermitcrab/prompt"
@@ -20,9 +23,9 @@ import (
 
 func TestBootCallsRecompileAndStoresTheJSX(t *testing.T) {
 	jsx := "function Shell(props) { return <div style={{background: '#0a0a1a'}}>hello</div>; }"
-	k, p := newKernel(t, `{"responses":[
-		{"content":[{"type":"thinking","thinking":"Let me read my purpose.","signature":"sig1"},`+toolUse("t1", "block_read", map[string]string{"name": "purpose"})+`]},
-		{"content":[{"type":"thinking","thinking":"Now the shell.","signature":"sig2"},{"type":"text","text":"Building my face."},`+toolUse("t2", "recompile", map[string]string{"jsx": jsx})+`]}
+	k, p := kerneltest.New(t, `{"responses":[
+		{"content":[{"type":"thinking","thinking":"Let me read my purpose.","signature":"sig1"},`+kerneltest.ToolUse("t1", "block_read", map[string]string{"name": "purpose"})+`]},
+		{"content":[{"type":"thinking","thinking":"Now the shell.","signature":"sig2"},{"type":"text","text":"Building my face."},`+kerneltest.ToolUse("t2", "recompile", map[string]string{"jsx": jsx})+`]}
 	]}`)
 	res, err := k.Conversation().Boot(context.Background())
 	if err != nil {
@@ -55,7 +58,7 @@ func TestBootCallsRecompileAndStoresTheJSX(t *testing.T) {
 }
 
 func TestBootWithoutRecompileBuildsNoShell(t *testing.T) {
-	k, _ := newKernel(t, `{"responses":[{"content":[{"type":"text","text":"Hello, I am awake."}]}]}`)
+	k, _ := kerneltest.New(t, `{"responses":[{"content":[{"type":"text","text":"Hello, I am awake."}]}]}`)
 	_, err := k.Conversation().Boot(context.Background())
 	if !errors.Is(err, ErrNoShell) || !strings.Contains(err.Error(), "end_turn") {
 		t.Fatalf("want ErrNoShell naming the stop reason, got %v", err)
@@ -63,22 +66,22 @@ func TestBootWithoutRecompileBuildsNoShell(t *testing.T) {
 }
 
 func TestAChatTurnPersistsTheBlockWriteAndAHistoryEntry(t *testing.T) {
-	k, p := newKernel(t, `{"responses":[
-		{"content":[{"type":"thinking","thinking":"Note it.","signature":"s"},`+toolUse("t1", "block_write", map[string]string{"name": "purpose", "path": "0.1", "content": "Help Ada finish her thesis."})+`]},
+	k, p := kerneltest.New(t, `{"responses":[
+		{"content":[{"type":"thinking","thinking":"Note it.","signature":"s"},`+kerneltest.ToolUse("t1", "block_write", map[string]string{"name": "purpose", "path": "0.1", "content": "Help Ada finish her thesis."})+`]},
 		{"content":[{"type":"thinking","thinking":"Reply.","signature":"s2"},{"type":"text","text":"I have written that into my purpose, Ada."}]}
 	]}`)
 	ctx := context.Background()
-	res, err := k.Conversation().Say(ctx, "terminal", "My name is Ada and I need help finishing my thesis.", CallOptions{})
+	res, err := k.Conversation().Say(ctx, "terminal", "My name is Ada and I need help finishing my thesis.", conversation.CallOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Text != "I have written that into my purpose, Ada." {
 		t.Fatalf("reply %q", res.Text)
 	}
-	if got := text(t, k, "purpose", "0.1"); got != "Help Ada finish her thesis." {
+	if got := kerneltest.Text(t, k, "purpose", "0.1"); got != "Help Ada finish her thesis." {
 		t.Fatalf("purpose 0.1 = %q", got)
 	}
-	if got := text(t, k, "history", "0.1"); got != "I have written that into my purpose, Ada." {
+	if got := kerneltest.Text(t, k, "history", "0.1"); got != "I have written that into my purpose, Ada." {
 		t.Fatalf("history 0.1 = %q (auto-save)", got)
 	}
 	conv, err := k.Conversation().Conversation(ctx, "terminal")
@@ -91,17 +94,17 @@ func TestAChatTurnPersistsTheBlockWriteAndAHistoryEntry(t *testing.T) {
 }
 
 func TestAWakeEditChangesTheNextCallsModelAndPrompt(t *testing.T) {
-	k, p := newKernel(t, `{"responses":[
-		{"content":[{"type":"thinking","thinking":"Edit wake.","signature":"s"},`+toolUse("t1", "block_write", map[string]string{"name": "wake", "path": "0.9.5.1", "content": "model claude-haiku-4-5"})+`,`+
-		toolUse("t2", "block_write", map[string]string{"name": "wake", "path": "0.9.2.1", "content": "relationships"})+`]},
+	k, p := kerneltest.New(t, `{"responses":[
+		{"content":[{"type":"thinking","thinking":"Edit wake.","signature":"s"},`+kerneltest.ToolUse("t1", "block_write", map[string]string{"name": "wake", "path": "0.9.5.1", "content": "model claude-haiku-4-5"})+`,`+
+		kerneltest.ToolUse("t2", "block_write", map[string]string{"name": "wake", "path": "0.9.2.1", "content": "relationships"})+`]},
 		{"content":[{"type":"text","text":"Done: cheaper model, and I will see all of relationships."}]},
 		{"content":[{"type":"text","text":"Hello again."}]}
 	]}`)
 	ctx := context.Background()
-	if _, err := k.Conversation().Say(ctx, "c", "Switch yourself to a cheaper model.", CallOptions{}); err != nil {
+	if _, err := k.Conversation().Say(ctx, "c", "Switch yourself to a cheaper model.", conversation.CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Conversation().Say(ctx, "c", "Hi.", CallOptions{}); err != nil {
+	if _, err := k.Conversation().Say(ctx, "c", "Hi.", conversation.CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	reqs := p.Requests()
@@ -115,13 +118,13 @@ func TestAWakeEditChangesTheNextCallsModelAndPrompt(t *testing.T) {
 }
 
 func TestAThinkingBudgetAtMaxTokensIsFixedBeforeTheRequest(t *testing.T) {
-	k, p := newKernel(t, `{"responses":[{"content":[{"type":"text","text":"ok"}]}]}`)
+	k, p := kerneltest.New(t, `{"responses":[{"content":[{"type":"text","text":"ok"}]}]}`)
 	ctx := context.Background()
 	k.Blocks().Edit(ctx, "wake", func(b *pscale.Block) error {
 		addr, _ := pscale.ParseAddress("0.9.5.3")
 		return pscale.Write(b, addr, "thinking enabled 8192")
 	})
-	res, err := k.Conversation().Call(ctx, []llm.Message{llm.UserText("hi")}, CallOptions{})
+	res, err := k.Conversation().Call(ctx, []llm.Message{llm.UserText("hi")}, conversation.CallOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,34 +138,34 @@ func TestAThinkingBudgetAtMaxTokensIsFixedBeforeTheRequest(t *testing.T) {
 }
 
 func TestCompressWritesToTheNodeWhoseChildrenItCompressed(t *testing.T) {
-	k, p := newKernel(t, `{"responses":[
-		{"content":[{"type":"thinking","thinking":"0.3 is full.","signature":"s"},`+toolUse("t1", "compress", map[string]string{"name": "stash", "path": "0.3"})+`]},
+	k, p := kerneltest.New(t, `{"responses":[
+		{"content":[{"type":"thinking","thinking":"0.3 is full.","signature":"s"},`+kerneltest.ToolUse("t1", "compress", map[string]string{"name": "stash", "path": "0.3"})+`]},
 		{"match":{"system_contains":"You compress memory"},"response":{"content":[{"type":"text","text":"{\"mode\":\"emergence\",\"text\":\"Small notes became a habit of care.\"}"}]}},
 		{"content":[{"type":"text","text":"Compressed."}]}
 	]}`)
 	ctx := context.Background()
 	useTools(t, k, "compress")
-	if _, err := k.Blocks().WriteEntry(ctx, "stash", at(t, "0"), "topic three"); err != nil { // 0.1
+	if _, err := k.Blocks().WriteEntry(ctx, "stash", kerneltest.At(t, "0"), "topic three"); err != nil { // 0.1
 		t.Fatal(err)
 	}
-	k.Blocks().WriteEntry(ctx, "stash", at(t, "0"), "two") // 0.2
-	k.Blocks().WriteEntry(ctx, "stash", at(t, "0"), "three")
+	k.Blocks().WriteEntry(ctx, "stash", kerneltest.At(t, "0"), "two") // 0.2
+	k.Blocks().WriteEntry(ctx, "stash", kerneltest.At(t, "0"), "three")
 	for i := 1; i <= 9; i++ {
-		if _, err := k.Blocks().WriteEntry(ctx, "stash", at(t, "0.3"), fmt.Sprintf("note %d", i)); err != nil {
+		if _, err := k.Blocks().WriteEntry(ctx, "stash", kerneltest.At(t, "0.3"), fmt.Sprintf("note %d", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := k.Conversation().Call(ctx, []llm.Message{llm.UserText("Tidy the stash.")}, CallOptions{}); err != nil {
+	if _, err := k.Conversation().Call(ctx, []llm.Message{llm.UserText("Tidy the stash.")}, conversation.CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if got := text(t, k, "stash", "0.3"); got != "Small notes became a habit of care." {
+	if got := kerneltest.Text(t, k, "stash", "0.3"); got != "Small notes became a habit of care." {
 		t.Fatalf("stash 0.3 = %q, want the compression", got)
 	}
-	if got := text(t, k, "stash", "0"); strings.Contains(got, "habit") {
+	if got := kerneltest.Text(t, k, "stash", "0"); strings.Contains(got, "habit") {
 		t.Fatalf("compression written to the parent: %q", got)
 	}
 	for i := 1; i <= 9; i++ {
-		if got := text(t, k, "stash", fmt.Sprintf("0.3.%d", i)); got != fmt.Sprintf("note %d", i) {
+		if got := kerneltest.Text(t, k, "stash", fmt.Sprintf("0.3.%d", i)); got != fmt.Sprintf("note %d", i) {
 			t.Fatalf("entry %d lost: %q", i, got)
 		}
 	}
@@ -173,8 +176,8 @@ func TestCompressWritesToTheNodeWhoseChildrenItCompressed(t *testing.T) {
 }
 
 func TestCompressRefusesANodeThatIsNotFull(t *testing.T) {
-	k, _ := newKernel(t, `{"responses":[]}`)
-	_, err := k.Conversation().Compress(context.Background(), "stash", at(t, "0"))
+	k, _ := kerneltest.New(t, `{"responses":[]}`)
+	_, err := k.Conversation().Compress(context.Background(), "stash", kerneltest.At(t, "0"))
 	if err == nil || !strings.Contains(err.Error(), "not all taken") {
 		t.Fatalf("got %v", err)
 	}
@@ -187,18 +190,18 @@ func compressReply(text string) string {
 }
 
 func TestAutoSaveGrowsAFullHistoryAndKeepsItsDescription(t *testing.T) {
-	k, p := newKernel(t, `{"responses":[{"content":[{"type":"text","text":"tenth reply"}]},`+compressReply("Nine exchanges about the garden.")+`]}`)
+	k, p := kerneltest.New(t, `{"responses":[{"content":[{"type":"text","text":"tenth reply"}]},`+compressReply("Nine exchanges about the garden.")+`]}`)
 	ctx := context.Background()
 	for i := 1; i <= 9; i++ {
 		k.Blocks().WriteEntry(ctx, "history", pscale.Address{}, fmt.Sprintf("exchange %d", i))
 	}
-	desc := text(t, k, "history", "0")
-	res, err := k.Conversation().Call(ctx, []llm.Message{llm.UserText("hi")}, CallOptions{})
+	desc := kerneltest.Text(t, k, "history", "0")
+	res, err := k.Conversation().Call(ctx, []llm.Message{llm.UserText("hi")}, conversation.CallOptions{})
 	if err != nil || len(res.Notes) != 0 {
 		t.Fatalf("%v, notes %q", err, res.Notes)
 	}
 	for path, want := range map[string]string{"0": desc, "01": "Nine exchanges about the garden.", "01.9": "exchange 9", "02.1": "tenth reply"} {
-		if got := text(t, k, "history", path); got != want {
+		if got := kerneltest.Text(t, k, "history", path); got != want {
 			t.Errorf("history %s = %q, want %q", path, got, want)
 		}
 	}
@@ -208,7 +211,7 @@ func TestAutoSaveGrowsAFullHistoryAndKeepsItsDescription(t *testing.T) {
 }
 
 func TestAutoSaveSavesPastANodeItCannotCompressAndCompressesItLater(t *testing.T) {
-	k, _ := newKernel(t, `{"responses":[
+	k, _ := kerneltest.New(t, `{"responses":[
 		{"content":[{"type":"text","text":"tenth reply"}]},
 		{"match":{"system_contains":"You compress memory"},"error":{"status":400,"type":"invalid_request_error","message":"no"}},
 		{"content":[{"type":"text","text":"eleventh reply"}]},
@@ -218,17 +221,17 @@ func TestAutoSaveSavesPastANodeItCannotCompressAndCompressesItLater(t *testing.T
 	for i := 1; i <= 9; i++ {
 		k.Blocks().WriteEntry(ctx, "history", pscale.Address{}, fmt.Sprintf("exchange %d", i))
 	}
-	res, err := k.Conversation().Call(ctx, []llm.Message{llm.UserText("hi")}, CallOptions{})
+	res, err := k.Conversation().Call(ctx, []llm.Message{llm.UserText("hi")}, conversation.CallOptions{})
 	if err != nil || !strings.Contains(strings.Join(res.Notes, "\n"), "could not be compressed") {
 		t.Fatalf("%v, notes %q", err, res.Notes)
 	}
-	if got := text(t, k, "history", "02.1"); got != "tenth reply" {
+	if got := kerneltest.Text(t, k, "history", "02.1"); got != "tenth reply" {
 		t.Fatalf("the exchange was not saved past the full node: %q", got)
 	}
-	if _, err := k.Conversation().Call(ctx, []llm.Message{llm.UserText("again")}, CallOptions{}); err != nil {
+	if _, err := k.Conversation().Call(ctx, []llm.Message{llm.UserText("again")}, conversation.CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if got := text(t, k, "history", "01"); got != "Caught up." {
+	if got := kerneltest.Text(t, k, "history", "01"); got != "Caught up." {
 		t.Fatalf("the next exchange did not compress the node left behind: %q", got)
 	}
 }
@@ -241,10 +244,10 @@ func TestAHundredExchangesAreAllSavedAndTheHistoryPromptStaysBounded(t *testing.
 	for n := 1; n <= 12; n++ {
 		entries = append(entries, compressReply(fmt.Sprintf("compression %d", n)))
 	}
-	k, p := newKernel(t, `{"responses":[`+strings.Join(entries, ",")+`]}`)
+	k, p := kerneltest.New(t, `{"responses":[`+strings.Join(entries, ",")+`]}`)
 	ctx := context.Background()
 	for n := 1; n <= 100; n++ {
-		res, err := k.Conversation().Say(ctx, "long", fmt.Sprintf("[message %d]", n), CallOptions{})
+		res, err := k.Conversation().Say(ctx, "long", fmt.Sprintf("[message %d]", n), conversation.CallOptions{})
 		if err != nil {
 			t.Fatalf("exchange %d: %v", n, err)
 		}
@@ -285,23 +288,23 @@ func TestAHundredExchangesAreAllSavedAndTheHistoryPromptStaysBounded(t *testing.
 
 func TestAutoSaveKeeps500Characters(t *testing.T) {
 	long := strings.Repeat("é", 600)
-	k, _ := newKernel(t, `{"responses":[{"content":[{"type":"text","text":"`+long+`"}]}]}`)
-	if _, err := k.Conversation().Call(context.Background(), []llm.Message{llm.UserText("hi")}, CallOptions{}); err != nil {
+	k, _ := kerneltest.New(t, `{"responses":[{"content":[{"type":"text","text":"`+long+`"}]}]}`)
+	if _, err := k.Conversation().Call(context.Background(), []llm.Message{llm.UserText("hi")}, conversation.CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if got := text(t, k, "history", "0.1"); got != strings.Repeat("é", 500)+"…" {
+	if got := kerneltest.Text(t, k, "history", "0.1"); got != strings.Repeat("é", 500)+"…" {
 		t.Fatalf("history entry has %d characters", len([]rune(got)))
 	}
 }
 
 func TestCallLLMDelegatesToTheChosenTierWithoutTools(t *testing.T) {
-	k, p := newKernel(t, `{"responses":[
-		{"content":[{"type":"thinking","thinking":"Delegate.","signature":"s"},`+toolUse("t1", "call_llm", map[string]string{"prompt": "Format as a list: apples pears", "model": "fast"})+`]},
+	k, p := kerneltest.New(t, `{"responses":[
+		{"content":[{"type":"thinking","thinking":"Delegate.","signature":"s"},`+kerneltest.ToolUse("t1", "call_llm", map[string]string{"prompt": "Format as a list: apples pears", "model": "fast"})+`]},
 		{"match":{"system_contains":"You are a delegate"},"response":{"content":[{"type":"text","text":"- apples\n- pears"}]}},
 		{"content":[{"type":"thinking","thinking":"Done.","signature":"s2"},{"type":"text","text":"Here is your list."}]}
 	]}`)
 	useTools(t, k, "call_llm")
-	if _, err := k.Conversation().Call(context.Background(), []llm.Message{llm.UserText("List my fruit.")}, CallOptions{}); err != nil {
+	if _, err := k.Conversation().Call(context.Background(), []llm.Message{llm.UserText("List my fruit.")}, conversation.CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	reqs := p.Requests()
@@ -322,11 +325,11 @@ func TestHistoryMovesItsOldestEntriesOutAtTheSizeLimitAndKeepsSaving(t *testing.
 	for n := 1; n <= 40; n++ {
 		entries = append(entries, compressReply(fmt.Sprintf("compression %d", n)))
 	}
-	k, _ := newKernel(t, `{"responses":[`+strings.Join(entries, ",")+`]}`, func(o *Options) { o.MaxBlockBytes = 16 << 10 })
+	k, _ := kerneltest.New(t, `{"responses":[`+strings.Join(entries, ",")+`]}`, func(o *kernel.Options) { o.MaxBlockBytes = 16 << 10 })
 	ctx := context.Background()
 	moved := 0
 	for n := 1; n <= 250; n++ {
-		res, err := k.Conversation().Call(ctx, []llm.Message{llm.UserText(fmt.Sprintf("[message %d]", n))}, CallOptions{})
+		res, err := k.Conversation().Call(ctx, []llm.Message{llm.UserText(fmt.Sprintf("[message %d]", n))}, conversation.CallOptions{})
 		if err != nil {
 			t.Fatalf("exchange %d: %v", n, err)
 		}
@@ -349,7 +352,7 @@ func TestHistoryMovesItsOldestEntriesOutAtTheSizeLimitAndKeepsSaving(t *testing.
 // everyReplySavedOnce checks that replies 1…n ("reply N: …") are each an
 // entry, once, at pscale -1, in history or in a block moved out of it, and
 // readable there by BSP.
-func everyReplySavedOnce(t *testing.T, k *Kernel, n int) {
+func everyReplySavedOnce(t *testing.T, k *kernel.Kernel, n int) {
 	t.Helper()
 	ctx := context.Background()
 	names, _ := k.Conversation().Store().Names(ctx)
@@ -399,10 +402,10 @@ func TestHistoryKeepsSavingWhenTheLightTierNeverCompresses(t *testing.T) {
 			`{"match":{"system_contains":"You compress memory"},"error":{"status":404,"type":"not_found_error","message":"model: claude-retired"}}`,
 			`{"match":{"system_contains":"You compress memory"},"error":{"status":404,"type":"not_found_error","message":"model: claude-retired"}}`)
 	}
-	k, _ := newKernel(t, `{"responses":[`+strings.Join(entries, ",")+`]}`, func(o *Options) { o.MaxBlockBytes = 16 << 10 })
+	k, _ := kerneltest.New(t, `{"responses":[`+strings.Join(entries, ",")+`]}`, func(o *kernel.Options) { o.MaxBlockBytes = 16 << 10 })
 	ctx := context.Background()
 	for n := 1; n <= 150; n++ {
-		res, err := k.Conversation().Call(ctx, []llm.Message{llm.UserText(fmt.Sprintf("[message %d]", n))}, CallOptions{})
+		res, err := k.Conversation().Call(ctx, []llm.Message{llm.UserText(fmt.Sprintf("[message %d]", n))}, conversation.CallOptions{})
 		if err != nil {
 			t.Fatalf("exchange %d: %v", n, err)
 		}
@@ -413,12 +416,12 @@ func TestHistoryKeepsSavingWhenTheLightTierNeverCompresses(t *testing.T) {
 		}
 	}
 	everyReplySavedOnce(t, k, 150)
-	if got := text(t, k, "history", "01"); !strings.Contains(got, "not compressed, moved to block history-") {
+	if got := kerneltest.Text(t, k, "history", "01"); !strings.Contains(got, "not compressed, moved to block history-") {
 		t.Fatalf("history 01 = %q", got)
 	}
 	// A walk into the node that moved out names the block it moved to,
 	// and the same spindle there finds the entry.
-	leaf := text(t, k, "history", "01")
+	leaf := kerneltest.Text(t, k, "history", "01")
 	moved := leaf[strings.LastIndex(leaf, " ")+1 : len(leaf)-1]
 	_, err := k.Blocks().BSP(ctx, "history", bspQuery(t, "011"))
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("moved to block %q", moved)) {
@@ -438,7 +441,7 @@ func TestConcurrentExchangesAreAllSavedOnceWhileHistoryGrows(t *testing.T) {
 	for i := 1; i <= 3*n; i++ {
 		entries = append(entries, compressReply(fmt.Sprintf("compression %d", i)))
 	}
-	k, _ := newKernel(t, `{"responses":[`+strings.Join(entries, ",")+`]}`)
+	k, _ := kerneltest.New(t, `{"responses":[`+strings.Join(entries, ",")+`]}`)
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
@@ -446,7 +449,7 @@ func TestConcurrentExchangesAreAllSavedOnceWhileHistoryGrows(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := k.Conversation().Call(ctx, []llm.Message{llm.UserText(fmt.Sprintf("[message %d]", i))}, CallOptions{})
+			res, err := k.Conversation().Call(ctx, []llm.Message{llm.UserText(fmt.Sprintf("[message %d]", i))}, conversation.CallOptions{})
 			if err == nil && len(res.Notes) > 0 {
 				err = fmt.Errorf("message %d: notes %q", i, res.Notes)
 			}
@@ -487,7 +490,7 @@ func TestConcurrentExchangesAreAllSavedOnceWhileHistoryGrows(t *testing.T) {
 }
 
 func TestWriteEntryAndCompressRefuseMalformedPaths(t *testing.T) {
-	k, _ := newKernel(t, `{"responses":[]}`)
+	k, _ := kerneltest.New(t, `{"responses":[]}`)
 	ctx := context.Background()
 	// Each path as an edge is given it: parsed (blocks.ParseAddress), then
 	// taken by the operation.
@@ -513,7 +516,7 @@ func TestWriteEntryAndCompressRefuseMalformedPaths(t *testing.T) {
 			t.Errorf("compress at %v succeeded", path)
 		}
 	}
-	if _, err := k.Conversation().Compress(ctx, "no-such-block", at(t, "0")); err == nil || !strings.Contains(err.Error(), "not found") {
+	if _, err := k.Conversation().Compress(ctx, "no-such-block", kerneltest.At(t, "0")); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Errorf("compress of a missing block: %v", err)
 	}
 	if at, err := k.Blocks().WriteEntry(ctx, "stash", pscale.Address{}, "x"); err != nil || at.String() != "0.1" {
@@ -526,7 +529,7 @@ func TestWriteEntryAndCompressRefuseMalformedPaths(t *testing.T) {
 // (or compressed the node): the late compression does nothing and says
 // nothing, and no second light-tier call is made.
 func TestAutoSaveGoesOnWhenAnotherWriterCompressedFirst(t *testing.T) {
-	k, p := newKernel(t, `{"responses":[`+compressReply("Nine entries.")+`]}`)
+	k, p := kerneltest.New(t, `{"responses":[`+compressReply("Nine entries.")+`]}`)
 	ctx := context.Background()
 	for i := 1; i <= 9; i++ {
 		k.Blocks().WriteEntry(ctx, "history", pscale.Address{}, fmt.Sprintf("entry %d", i))
@@ -570,13 +573,13 @@ func (p *compressing) Messages(_ context.Context, req *llm.Request) (*llm.Respon
 // the deep prompt's view of history stays bounded.
 func TestAThousandExchangesAreAllSavedUnderTheSizeLimit(t *testing.T) {
 	n := 1000
-	if raceEnabled {
+	if kerneltest.Race {
 		n = 200
 	}
-	k := openKernel(t, Options{Client: &llm.Client{Provider: &compressing{}}})
+	k := kerneltest.Open(t, kernel.Options{Client: &llm.Client{Provider: &compressing{}}})
 	ctx := context.Background()
 	for i := 1; i <= n; i++ {
-		res, err := k.Conversation().Call(ctx, []llm.Message{llm.UserText(fmt.Sprintf("[message %d]", i))}, CallOptions{})
+		res, err := k.Conversation().Call(ctx, []llm.Message{llm.UserText(fmt.Sprintf("[message %d]", i))}, conversation.CallOptions{})
 		if err != nil {
 			t.Fatalf("exchange %d: %v", i, err)
 		}
@@ -602,7 +605,7 @@ func TestAThousandExchangesAreAllSavedUnderTheSizeLimit(t *testing.T) {
 			t.Fatalf("the deep prompt's history section (%d characters):\n%s", len(s.Text), s.Text)
 		}
 	}
-	if b, _ := k.Blocks().Block(ctx, "history"); !raceEnabled && b.Place != 4 {
+	if b, _ := k.Blocks().Block(ctx, "history"); !kerneltest.Race && b.Place != 4 {
 		t.Fatalf("history after %d exchanges: place %d", n, b.Place)
 	}
 }

@@ -11,6 +11,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/llmkernels/kernels/hermitcrab/conversation"
+	"github.com/llmkernels/kernels/hermitcrab/internal/kerneltest"
+	"github.com/llmkernels/kernels/hermitcrab/kernel"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/llm/openai"
 )
@@ -22,13 +25,13 @@ import (
 func TestChatGoesOnAfterTheToolLoopLimit(t *testing.T) {
 	var entries []string
 	for i := 1; i <= 10; i++ {
-		entries = append(entries, `{"content":[{"type":"thinking","thinking":"again","signature":"s`+fmt.Sprint(i)+`"},`+toolUse(fmt.Sprintf("t%d", i), "get_datetime", map[string]string{})+`]}`)
+		entries = append(entries, `{"content":[{"type":"thinking","thinking":"again","signature":"s`+fmt.Sprint(i)+`"},`+kerneltest.ToolUse(fmt.Sprintf("t%d", i), "get_datetime", map[string]string{})+`]}`)
 	}
 	entries = append(entries, `{"match":{"last_user_contains":"go on"},"response":{"content":[{"type":"thinking","thinking":"ok","signature":"s11"},{"type":"text","text":"Done at last."}]}}`)
-	client, srv := fakeAnthropic(t, `{"responses":[`+strings.Join(entries, ",")+`]}`)
-	k := openKernel(t, Options{Client: client, ServerTools: true})
+	client, srv := kerneltest.FakeAnthropic(t, `{"responses":[`+strings.Join(entries, ",")+`]}`)
+	k := kerneltest.Open(t, kernel.Options{Client: client, ServerTools: true})
 	ctx := context.Background()
-	res, err := k.Conversation().Say(ctx, "chat", "keep checking the time", CallOptions{})
+	res, err := k.Conversation().Say(ctx, "chat", "keep checking the time", conversation.CallOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +45,7 @@ func TestChatGoesOnAfterTheToolLoopLimit(t *testing.T) {
 	if err := llm.CheckRequest(&llm.Request{Model: "m", MaxTokens: 1, Messages: saved}); err != nil {
 		t.Fatalf("the saved conversation is not valid: %v", err)
 	}
-	res, err = k.Conversation().Say(ctx, "chat", "go on", CallOptions{})
+	res, err = k.Conversation().Say(ctx, "chat", "go on", conversation.CallOptions{})
 	if err != nil || res.Text != "Done at last." {
 		t.Fatalf("the next line after the limit: %v %+v", err, res)
 	}
@@ -108,13 +111,13 @@ func TestChatGoesOnAfterTheToolLoopLimitOverOpenAI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := openKernel(t, Options{Client: &llm.Client{Provider: p}})
+	k := kerneltest.Open(t, kernel.Options{Client: &llm.Client{Provider: p}})
 	ctx := context.Background()
 	// The light tier: no thinking, five tool loops.
-	if res, err := k.Conversation().Say(ctx, "chat", "keep checking the time", CallOptions{Tier: 1}); err != nil || res.Limit == "" {
+	if res, err := k.Conversation().Say(ctx, "chat", "keep checking the time", conversation.CallOptions{Tier: 1}); err != nil || res.Limit == "" {
 		t.Fatalf("the first line: %v %+v", err, res)
 	}
-	res, err := k.Conversation().Say(ctx, "chat", "go on", CallOptions{Tier: 1})
+	res, err := k.Conversation().Say(ctx, "chat", "go on", conversation.CallOptions{Tier: 1})
 	if err != nil || res.Text != "Done at last." {
 		t.Fatalf("the next line after the limit: %v %+v", err, res)
 	}
@@ -155,13 +158,13 @@ func TestContinuableAnswersAToolUseLeftOpen(t *testing.T) {
 func TestChatHittingTheToolLoopLimitLineAfterLineKeepsItsWindowBounded(t *testing.T) {
 	var entries []string
 	for n := 1; n <= 60; n++ {
-		entries = append(entries, fmt.Sprintf(`{"content":[{"type":"thinking","thinking":"again","signature":"s%d"},%s]}`, n, toolUse(fmt.Sprintf("t%d", n), "get_datetime", map[string]string{})))
+		entries = append(entries, fmt.Sprintf(`{"content":[{"type":"thinking","thinking":"again","signature":"s%d"},%s]}`, n, kerneltest.ToolUse(fmt.Sprintf("t%d", n), "get_datetime", map[string]string{})))
 	}
-	k, p := newKernel(t, `{"responses":[`+strings.Join(entries, ",")+`]}`)
+	k, p := kerneltest.New(t, `{"responses":[`+strings.Join(entries, ",")+`]}`)
 	ctx := context.Background()
 	for line := 1; line <= 6; line++ {
 		before := len(p.Requests())
-		res, err := k.Conversation().Say(ctx, "chat", fmt.Sprintf("line %d", line), CallOptions{})
+		res, err := k.Conversation().Say(ctx, "chat", fmt.Sprintf("line %d", line), conversation.CallOptions{})
 		if err != nil || res.Limit == "" {
 			t.Fatalf("line %d: %v, limit %q", line, err, res.Limit)
 		}

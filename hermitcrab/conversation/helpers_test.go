@@ -7,28 +7,12 @@ import (
 	"github.com/llmkernels/kernels/hermitcrab/kernel"
 )
 
-// The names the tests use, from where they live: the kernel whole, and
-// what kerneltest shares with the other packages' tests.
-type (
-	Kernel      = kernel.Kernel
-	Options     = kernel.Options
-	CallOptions = conversation.CallOptions
-	WebPolicy   = fetch.Policy
-)
+// Short names for what the tests use of the package under test and its
+// neighbours; kerneltest's helpers are called by their own names.
+type WebPolicy = fetch.Policy
 
 var (
-	newKernel                     = kerneltest.New
-	openKernel                    = kerneltest.Open
-	openKernelIn                  = kerneltest.OpenIn
-	scripted                      = kerneltest.Scripted
-	text                          = kerneltest.Text
-	at                            = kerneltest.At
-	toolUse                       = kerneltest.ToolUse
-	replies                       = kerneltest.Replies
-	textBlock                     = kerneltest.TextBlock
-	fakeAnthropic                 = kerneltest.FakeAnthropic
 	everyRequestAcceptedAndEchoed = kerneltest.EveryRequestAcceptedAndEchoed
-	startTestBeach                = kerneltest.StartBeach
 	Trim                          = conversation.Trim
 	Describe                      = conversation.Describe
 	ErrNoShell                    = conversation.ErrNoShell
@@ -40,5 +24,3 @@ var (
 )
 
 const LevelError = conversation.LevelError
-
-const raceEnabled = kerneltest.Race

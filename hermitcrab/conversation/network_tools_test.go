@@ -11,6 +11,8 @@ import (
 
 	"github.com/llmkernels/kernels/hermitcrab/beach"
 	"github.com/llmkernels/kernels/hermitcrab/identity"
+	"github.com/llmkernels/kernels/hermitcrab/internal/kerneltest"
+	"github.com/llmkernels/kernels/hermitcrab/kernel"
 	"github.com/llmkernels/kernels/internal/termtext"
 )
 
@@ -30,13 +32,13 @@ func rawControl(text string) bool {
 // text with its controls shown as escapes.
 func TestForeignTextReachesTheLLMInert(t *testing.T) {
 	ctx := context.Background()
-	b := startTestBeach(t, "sqlite")
+	b := kerneltest.StartBeach(t, "sqlite")
 	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; x=\u202e\u009b") // a header has no C0 controls
 		w.Write([]byte("line one\n" + hostile))
 	}))
 	defer page.Close()
-	k := openKernel(t, Options{Beach: b.URL, WebRequest: WebPolicy{Allow: []string{"127.0.0.1"}}})
+	k := kerneltest.Open(t, kernel.Options{Beach: b.URL, WebRequest: WebPolicy{Allow: []string{"127.0.0.1"}}})
 	me, err := k.Network().Identity()
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +89,7 @@ func TestForeignTextReachesTheLLMInert(t *testing.T) {
 		w.Write(data)
 	}))
 	defer acking.Close()
-	k2 := openKernel(t, Options{Beach: acking.URL})
+	k2 := kerneltest.Open(t, kernel.Options{Beach: acking.URL})
 	for tool, input := range map[string]string{
 		"passport_publish": `{"name":"me"}`,
 		"beach_mark":       `{"url":"https://example.org/","purpose":"reading"}`,
@@ -107,7 +109,7 @@ func TestInboxSendRefusesAnUnknownTypeBeforeSending(t *testing.T) {
 	var reached atomic.Bool
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reached.Store(true) }))
 	defer srv.Close()
-	k := openKernel(t, Options{Beach: srv.URL})
+	k := kerneltest.Open(t, kernel.Options{Beach: srv.URL})
 	someone, _ := identity.Generate()
 	out := runTool(t, k, "inbox_send", `{"to":"`+someone.Agent()+`","content":"hi","type":"bogus"}`)
 	if !out.IsError || !strings.Contains(out.Content.Text, "grain_probe, grain_response or general") || reached.Load() {

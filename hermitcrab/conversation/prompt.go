@@ -6,6 +6,7 @@ import (
 
 	"github.com/llmkernels/kernels/hermitcrab/prompt"
 	"github.com/llmkernels/kernels/hermitcrab/trigger"
+	"github.com/llmkernels/kernels/internal/plainjson"
 )
 
 // triggerNotice is what the prompt says about unreadable trigger lines.
@@ -63,14 +64,6 @@ func (c *Caller) Prompt(ctx context.Context, tier int) (*Prompt, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Prompt{Tier: comp.Tier, Text: comp.Text, Sections: nonNil(comp.Sections), Aperture: comp.Aperture,
-		Problems: nonNil(comp.Problems), Characters: len([]rune(comp.Text)), Tokens: comp.Tokens()}, nil
-}
-
-// nonNil makes an empty list [] in JSON, never null.
-func nonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
+	return &Prompt{Tier: comp.Tier, Text: comp.Text, Sections: plainjson.List(comp.Sections), Aperture: comp.Aperture,
+		Problems: plainjson.List(comp.Problems), Characters: len([]rune(comp.Text)), Tokens: comp.Tokens()}, nil
 }

@@ -5,15 +5,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmkernels/kernels/hermitcrab/conversation"
+	"github.com/llmkernels/kernels/hermitcrab/internal/kerneltest"
+	"github.com/llmkernels/kernels/hermitcrab/kernel"
 	"github.com/llmkernels/kernels/llm/llmtest"
 )
 
 // newKernelOverHTTP opens a kernel whose LLM is the Anthropic provider, on
 // the real SDK, talking to the strict fake API playing the script.
-func newKernelOverHTTP(t *testing.T, scriptJSON string) (*Kernel, *llmtest.Server) {
+func newKernelOverHTTP(t *testing.T, scriptJSON string) (*kernel.Kernel, *llmtest.Server) {
 	t.Helper()
-	client, srv := fakeAnthropic(t, scriptJSON)
-	return openKernel(t, Options{Client: client, ServerTools: true}), srv
+	client, srv := kerneltest.FakeAnthropic(t, scriptJSON)
+	return kerneltest.Open(t, kernel.Options{Client: client, ServerTools: true}), srv
 }
 
 // The deep tier thinks adaptively: the model may answer a tool turn
@@ -22,14 +25,14 @@ func newKernelOverHTTP(t *testing.T, scriptJSON string) (*Kernel, *llmtest.Serve
 func TestDeepTierBootGoesOnWhenATurnHasNoThinking(t *testing.T) {
 	jsx := "function Shell(props) { return <div>awake</div>; }"
 	k, srv := newKernelOverHTTP(t, `{"responses":[
-		{"content":[{"type":"thinking","thinking":"Purpose first.","signature":"sig-boot"},`+toolUse("t1", "block_read", map[string]string{"name": "purpose"})+`]},
+		{"content":[{"type":"thinking","thinking":"Purpose first.","signature":"sig-boot"},`+kerneltest.ToolUse("t1", "block_read", map[string]string{"name": "purpose"})+`]},
 		{"content":[
 			{"type":"server_tool_use","id":"srvtoolu_1","name":"code_execution","input":{"code":"print(await block_read(name='wake'))"}},
 			{"type":"tool_use","id":"t2","name":"block_read","input":{"name":"wake"},"caller":{"type":"code_execution_20250825","tool_id":"srvtoolu_1"}}],
 		 "stop_reason":"tool_use","container":{"id":"container_boot"}},
 		{"content":[
 			{"type":"code_execution_tool_result","tool_use_id":"srvtoolu_1","content":{"type":"code_execution_result","stdout":"wake read","stderr":"","return_code":0,"content":[]}},
-			`+toolUse("t3", "recompile", map[string]string{"jsx": jsx})+`]}
+			`+kerneltest.ToolUse("t3", "recompile", map[string]string{"jsx": jsx})+`]}
 	]}`)
 	res, err := k.Conversation().Boot(context.Background())
 	if err != nil {
@@ -56,10 +59,10 @@ func TestASavedConversationGoesBackByteForByte(t *testing.T) {
 		{"content":[{"type":"thinking","thinking":"Again.","signature":"sig-2"},{"type":"text","text":"Still here."}]}
 	]}`)
 	ctx := context.Background()
-	if _, err := k.Conversation().Say(ctx, "c", "Hi, I am Ada.", CallOptions{}); err != nil {
+	if _, err := k.Conversation().Say(ctx, "c", "Hi, I am Ada.", conversation.CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Conversation().Say(ctx, "c", "Still there?", CallOptions{}); err != nil {
+	if _, err := k.Conversation().Say(ctx, "c", "Still there?", conversation.CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	everyRequestAcceptedAndEchoed(t, srv, 2)

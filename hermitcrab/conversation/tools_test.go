@@ -7,12 +7,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmkernels/kernels/hermitcrab/conversation"
+	"github.com/llmkernels/kernels/hermitcrab/internal/kerneltest"
+	"github.com/llmkernels/kernels/hermitcrab/kernel"
 	"github.com/llmkernels/kernels/llm"
 )
 
 // runTool runs one client tool as the loop would and returns its output;
 // a handler error becomes the is_error text the LLM would see.
-func runTool(t *testing.T, k *Kernel, name string, input string) llm.ToolOutput {
+func runTool(t *testing.T, k *kernel.Kernel, name string, input string) llm.ToolOutput {
 	t.Helper()
 	h, ok := k.Conversation().Catalogue()[name]
 	if !ok {
@@ -26,7 +29,7 @@ func runTool(t *testing.T, k *Kernel, name string, input string) llm.ToolOutput 
 }
 
 func TestBlockToolsSayWhatIsWrong(t *testing.T) {
-	k, _ := newKernel(t, `{"responses":[]}`)
+	k, _ := kerneltest.New(t, `{"responses":[]}`)
 	cases := []struct{ tool, input, want string }{
 		{"block_read", `{"name":"nosuch"}`, "stash"}, // lists the blocks that exist
 		{"block_read", `{"name":"purpose","path":"0.7"}`, "digit 7 not present"},
@@ -48,7 +51,7 @@ func TestBlockToolsSayWhatIsWrong(t *testing.T) {
 }
 
 func TestBlockReadWithANumberKeepsItsDigits(t *testing.T) {
-	k, _ := newKernel(t, `{"responses":[]}`)
+	k, _ := kerneltest.New(t, `{"responses":[]}`)
 	runTool(t, k, "block_write", `{"name":"stash","path":"0.1","content":"first"}`)
 	out := runTool(t, k, "block_read", `{"name":"stash","path":0.1}`)
 	if out.IsError || !strings.Contains(out.Content.Text, `"content":"first"`) {
@@ -57,7 +60,7 @@ func TestBlockReadWithANumberKeepsItsDigits(t *testing.T) {
 }
 
 func TestWriteEntryOnAFullNodeSaysToCompress(t *testing.T) {
-	k, _ := newKernel(t, `{"responses":[]}`)
+	k, _ := kerneltest.New(t, `{"responses":[]}`)
 	for i := 0; i < 9; i++ {
 		if out := runTool(t, k, "write_entry", `{"name":"stash","content":"n"}`); out.IsError {
 			t.Fatal(out.Content.Text)
@@ -70,12 +73,12 @@ func TestWriteEntryOnAFullNodeSaysToCompress(t *testing.T) {
 }
 
 func TestBlockCreateThenWriteEntry(t *testing.T) {
-	k, _ := newKernel(t, `{"responses":[]}`)
+	k, _ := kerneltest.New(t, `{"responses":[]}`)
 	if out := runTool(t, k, "block_create", `{"name":"garden","pscale0":"Plants I tend."}`); out.IsError {
 		t.Fatal(out.Content.Text)
 	}
 	out := runTool(t, k, "write_entry", `{"name":"garden","content":"basil"}`)
-	if out.IsError || !strings.Contains(out.Content.Text, `"path":"0.1"`) || text(t, k, "garden", "0.1") != "basil" {
+	if out.IsError || !strings.Contains(out.Content.Text, `"path":"0.1"`) || kerneltest.Text(t, k, "garden", "0.1") != "basil" {
 		t.Fatalf("got %+v", out)
 	}
 }
@@ -91,8 +94,8 @@ func sentTools(req *llm.Request) string {
 }
 
 func TestTheFirstCallsSendTheBootToolsOnly(t *testing.T) {
-	k, p := newKernel(t, `{"responses":[{"content":[{"type":"text","text":"ok"}]}]}`)
-	if _, err := k.Conversation().Call(context.Background(), []llm.Message{llm.UserText("hi")}, CallOptions{}); err != nil {
+	k, p := kerneltest.New(t, `{"responses":[{"content":[{"type":"text","text":"ok"}]}]}`)
+	if _, err := k.Conversation().Call(context.Background(), []llm.Message{llm.UserText("hi")}, conversation.CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	want := slices.Sorted(slices.Values(BootTools))
@@ -102,12 +105,12 @@ func TestTheFirstCallsSendTheBootToolsOnly(t *testing.T) {
 }
 
 func TestSetToolsChangesTheNextCallsToolsAndAlwaysKeepsItself(t *testing.T) {
-	k, p := newKernel(t, `{"responses":[{"content":[{"type":"text","text":"ok"}]}]}`)
+	k, p := kerneltest.New(t, `{"responses":[{"content":[{"type":"text","text":"ok"}]}]}`)
 	out := runTool(t, k, "set_tools", `{"tools":["block_read","speak","web_search"]}`)
 	if out.IsError || !strings.Contains(out.Content.Text, `"set_tools"`) {
 		t.Fatal(out.Content.Text)
 	}
-	if _, err := k.Conversation().Call(context.Background(), []llm.Message{llm.UserText("hi")}, CallOptions{}); err != nil {
+	if _, err := k.Conversation().Call(context.Background(), []llm.Message{llm.UserText("hi")}, conversation.CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := sentTools(p.Requests()[0]); got != "block_read,set_tools,speak,web_search" {
@@ -116,7 +119,7 @@ func TestSetToolsChangesTheNextCallsToolsAndAlwaysKeepsItself(t *testing.T) {
 }
 
 func TestSetToolsTakesDefinitions(t *testing.T) {
-	k, p := newKernel(t, `{"responses":[{"content":[{"type":"text","text":"ok"}]}]}`)
+	k, p := kerneltest.New(t, `{"responses":[{"content":[{"type":"text","text":"ok"}]}]}`)
 	out := runTool(t, k, "set_tools", `{"tools":[
 		{"name":"bsp","description":"Walk a block."},
 		{"type":"web_search_20260209","name":"web_search","max_uses":2,"allowed_domains":["example.org"]},
@@ -124,7 +127,7 @@ func TestSetToolsTakesDefinitions(t *testing.T) {
 	if out.IsError {
 		t.Fatal(out.Content.Text)
 	}
-	if _, err := k.Conversation().Call(context.Background(), []llm.Message{llm.UserText("hi")}, CallOptions{}); err != nil {
+	if _, err := k.Conversation().Call(context.Background(), []llm.Message{llm.UserText("hi")}, conversation.CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	sent := map[string]llm.Tool{}
@@ -166,8 +169,8 @@ func TestSetToolsTakesDefinitions(t *testing.T) {
 }
 
 func TestServerToolsAreLeftOutForOtherProviders(t *testing.T) {
-	k, p := newKernel(t, `{"responses":[{"content":[{"type":"text","text":"ok"}]}]}`, func(o *Options) { o.ServerTools = false })
-	k.Conversation().Call(context.Background(), []llm.Message{llm.UserText("hi")}, CallOptions{})
+	k, p := kerneltest.New(t, `{"responses":[{"content":[{"type":"text","text":"ok"}]}]}`, func(o *kernel.Options) { o.ServerTools = false })
+	k.Conversation().Call(context.Background(), []llm.Message{llm.UserText("hi")}, conversation.CallOptions{})
 	for _, tool := range p.Requests()[0].Tools {
 		if tool.IsServer() {
 			t.Fatalf("server tool %s sent with ServerTools off", tool.Name)
@@ -177,9 +180,9 @@ func TestServerToolsAreLeftOutForOtherProviders(t *testing.T) {
 
 func TestPTCIsOnForTheReadOnlyToolsUnlessTurnedOff(t *testing.T) {
 	for _, off := range []bool{false, true} {
-		k, p := newKernel(t, `{"responses":[{"content":[{"type":"text","text":"ok"}]}]}`, func(o *Options) { o.NoPTC = off })
+		k, p := kerneltest.New(t, `{"responses":[{"content":[{"type":"text","text":"ok"}]}]}`, func(o *kernel.Options) { o.NoPTC = off })
 		useTools(t, k, "bsp", "resolve", "write_entry")
-		k.Conversation().Call(context.Background(), []llm.Message{llm.UserText("hi")}, CallOptions{})
+		k.Conversation().Call(context.Background(), []llm.Message{llm.UserText("hi")}, conversation.CallOptions{})
 		for _, tool := range p.Requests()[0].Tools {
 			callable := len(tool.AllowedCallers) == 1 && tool.AllowedCallers[0] == "code_execution_20250825"
 			if callable != (!off && slices.Contains(readOnlyTools, tool.Name)) {
@@ -188,8 +191,8 @@ func TestPTCIsOnForTheReadOnlyToolsUnlessTurnedOff(t *testing.T) {
 		}
 	}
 	// Without code execution there is nothing to call the tools from.
-	k, p := newKernel(t, `{"responses":[{"content":[{"type":"text","text":"ok"}]}]}`, func(o *Options) { o.ServerTools = false })
-	k.Conversation().Call(context.Background(), []llm.Message{llm.UserText("hi")}, CallOptions{})
+	k, p := kerneltest.New(t, `{"responses":[{"content":[{"type":"text","text":"ok"}]}]}`, func(o *kernel.Options) { o.ServerTools = false })
+	k.Conversation().Call(context.Background(), []llm.Message{llm.UserText("hi")}, conversation.CallOptions{})
 	for _, tool := range p.Requests()[0].Tools {
 		if len(tool.AllowedCallers) > 0 {
 			t.Errorf("%s callable from code with no code execution", tool.Name)
@@ -198,20 +201,20 @@ func TestPTCIsOnForTheReadOnlyToolsUnlessTurnedOff(t *testing.T) {
 }
 
 func TestTheCodeExecutionContainerIsKeptAcrossCalls(t *testing.T) {
-	k, p := newKernel(t, `{"responses":[
+	k, p := kerneltest.New(t, `{"responses":[
 		{"content":[{"type":"text","text":"ran code"}],"container":{"id":"cntr_7","expires_at":"2026-12-21T00:00:00Z"}},
 		{"content":[{"type":"text","text":"again"}]}
 	]}`)
 	ctx := context.Background()
-	k.Conversation().Call(ctx, []llm.Message{llm.UserText("run")}, CallOptions{})
-	k.Conversation().Call(ctx, []llm.Message{llm.UserText("again")}, CallOptions{})
+	k.Conversation().Call(ctx, []llm.Message{llm.UserText("run")}, conversation.CallOptions{})
+	k.Conversation().Call(ctx, []llm.Message{llm.UserText("again")}, conversation.CallOptions{})
 	if got := p.Requests()[1].Container; got != "cntr_7" {
 		t.Fatalf("second call's container %q", got)
 	}
 }
 
 func TestRecompileRefusesJSXThatDoesNotCompileAndKeepsTheOldShell(t *testing.T) {
-	k, _ := newKernel(t, `{"responses":[]}`, func(o *Options) {
+	k, _ := kerneltest.New(t, `{"responses":[]}`, func(o *kernel.Options) {
 		o.CompileShell = func(_ context.Context, jsx string) error {
 			if strings.Contains(jsx, "<div>") && !strings.Contains(jsx, "</div>") {
 				return errCompile
@@ -236,7 +239,7 @@ type compileError struct{ msg string }
 func (e *compileError) Error() string { return e.msg }
 
 // useTools adds tools to the boot set, as the LLM would with set_tools.
-func useTools(t *testing.T, k *Kernel, names ...string) {
+func useTools(t *testing.T, k *kernel.Kernel, names ...string) {
 	t.Helper()
 	var tools []llm.Tool
 	for _, n := range append(slices.Clone(BootTools), names...) {
@@ -252,7 +255,7 @@ func useTools(t *testing.T, k *Kernel, names ...string) {
 // the tools actually sent (no tool the kernel can set needs a beta value
 // today; one that did would get its header from this list).
 func TestCleanAPIRequestReturnsTheInjectedTools(t *testing.T) {
-	k, _ := newKernel(t, `{"responses":[]}`)
+	k, _ := kerneltest.New(t, `{"responses":[]}`)
 	ctx := context.Background()
 	for _, body := range []string{`{"max_tokens":10}`, `{"max_tokens":10,"tools":null}`} {
 		r, err := k.Conversation().CleanAPIRequest(ctx, []byte(body))

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmkernels/kernels/hermitcrab/conversation"
+	"github.com/llmkernels/kernels/hermitcrab/internal/kerneltest"
 	"github.com/llmkernels/kernels/llm"
 )
 
@@ -65,9 +67,9 @@ func TestTrimDoesNotChangeTheCallersMessages(t *testing.T) {
 }
 
 func TestAFullWindowCallSendsAValidTrimmedConversation(t *testing.T) {
-	k, p := newKernel(t, `{"responses":[{"content":[{"type":"text","text":"still here"}]}]}`)
+	k, p := kerneltest.New(t, `{"responses":[{"content":[{"type":"text","text":"still here"}]}]}`)
 	msgs := turns("uttautau" + strings.Repeat("ua", 10) + "u")
-	if _, err := k.Conversation().Call(context.Background(), msgs, CallOptions{}); err != nil {
+	if _, err := k.Conversation().Call(context.Background(), msgs, conversation.CallOptions{}); err != nil {
 		t.Fatal(err) // the strict scripted provider would refuse a split pair
 	}
 	sent := p.Requests()[0].Messages

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmkernels/kernels/hermitcrab/conversation"
+	"github.com/llmkernels/kernels/hermitcrab/internal/kerneltest"
+	"github.com/llmkernels/kernels/hermitcrab/kernel"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/llm"
 )
@@ -17,11 +20,11 @@ import (
 // with the tier, the tokens, the cost and the share read from the cache.
 func TestCallsKeepAndLogTheirUsageWithCachePrices(t *testing.T) {
 	var log bytes.Buffer
-	k, _ := newKernel(t, `{"responses":[{"content":[{"type":"text","text":"Hello."}],
+	k, _ := kerneltest.New(t, `{"responses":[{"content":[{"type":"text","text":"Hello."}],
 		"usage":{"input_tokens":1000,"output_tokens":100,"cache_creation_input_tokens":2000,"cache_read_input_tokens":7000}}]}`,
-		func(o *Options) { o.Log = slog.New(slog.NewTextHandler(&log, nil)) })
+		func(o *kernel.Options) { o.Log = slog.New(slog.NewTextHandler(&log, nil)) })
 	ctx := context.Background()
-	if _, err := k.Conversation().Say(ctx, "c", "hi", CallOptions{}); err != nil {
+	if _, err := k.Conversation().Say(ctx, "c", "hi", conversation.CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	u, err := k.Conversation().Usage(ctx, "", 1)

@@ -5,20 +5,22 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmkernels/kernels/hermitcrab/conversation"
+	"github.com/llmkernels/kernels/hermitcrab/internal/kerneltest"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/llm"
 )
 
 func TestAFailedRenderIsToldToTheLLMOnce(t *testing.T) {
-	k, p := newKernel(t, `{"responses":[
+	k, p := kerneltest.New(t, `{"responses":[
 		{"content":[{"type":"text","text":"I will fix it."}]},
 		{"content":[{"type":"text","text":"Hello."}]}
 	]}`)
 	ctx := context.Background()
 	sh, _ := k.Conversation().Store().AddShell(ctx, "function A(){ return <div>{x.y}</div> }")
 	k.Conversation().Store().SetShellStatus(ctx, sh.ID, store.ShellFailed, "ReferenceError: x is not defined")
-	k.Conversation().Call(ctx, []llm.Message{llm.UserText("hi")}, CallOptions{})
-	k.Conversation().Call(ctx, []llm.Message{llm.UserText("hi again")}, CallOptions{})
+	k.Conversation().Call(ctx, []llm.Message{llm.UserText("hi")}, conversation.CallOptions{})
+	k.Conversation().Call(ctx, []llm.Message{llm.UserText("hi again")}, conversation.CallOptions{})
 	first := p.Requests()[0].Messages[0]
 	if len(first.Content) != 2 || !strings.Contains(first.Content[1].Text, "ReferenceError: x is not defined") {
 		t.Fatalf("the render error was not told: %+v", first.Content)
@@ -29,8 +31,8 @@ func TestAFailedRenderIsToldToTheLLMOnce(t *testing.T) {
 }
 
 func TestToolLoopRunsTheKernelsToolsNamedInTheRequest(t *testing.T) {
-	k, p := newKernel(t, `{"responses":[
-		{"content":[`+toolUse("t1", "block_list", map[string]string{})+`]},
+	k, p := kerneltest.New(t, `{"responses":[
+		{"content":[`+kerneltest.ToolUse("t1", "block_list", map[string]string{})+`]},
 		{"content":[{"type":"text","text":"nine blocks"}]}
 	]}`)
 	req := &llm.Request{Model: "claude-haiku-4-5", MaxTokens: 500, Messages: []llm.Message{llm.UserText("how many blocks?")},
@@ -50,7 +52,7 @@ func TestToolLoopRunsTheKernelsToolsNamedInTheRequest(t *testing.T) {
 // A request of the page without a model gets the deep tier's, as
 // callAPI's does (§7.1), instead of the API's refusal.
 func TestToolLoopWithoutAModelTakesTheDeepTiers(t *testing.T) {
-	k, p := newKernel(t, `{"responses":[{"content":[{"type":"text","text":"hi"}]}]}`)
+	k, p := kerneltest.New(t, `{"responses":[{"content":[{"type":"text","text":"hi"}]}]}`)
 	ctx := context.Background()
 	res, err := k.Conversation().ToolLoop(ctx, &llm.Request{MaxTokens: 100, Messages: []llm.Message{llm.UserText("hello")}})
 	if err != nil {

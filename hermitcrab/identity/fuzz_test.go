@@ -67,7 +67,7 @@ func decodeAny(t *testing.T, raw []byte) any {
 // envelope, and one it reads verifies only when it is the envelope signed
 // (a change to its text that still decodes breaks the signature).
 func FuzzDecodeEnvelope(f *testing.F) {
-	id, err := FromSeed(bytes.Repeat([]byte{7}, 32))
+	id, err := fromSeed(bytes.Repeat([]byte{7}, 32))
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -49,7 +49,7 @@ const agentPrefix = "hc"
 var agentEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
 // Identity is an instance's key pair. Its zero value is not usable; get one
-// from Load, Generate or FromSeed.
+// from Load or Generate.
 type Identity struct {
 	priv  ed25519.PrivateKey
 	agent string
@@ -64,8 +64,8 @@ func Generate() (*Identity, error) {
 	return fromPrivate(priv), nil
 }
 
-// FromSeed makes the identity of a 32-byte ed25519 seed.
-func FromSeed(seed []byte) (*Identity, error) {
+// fromSeed makes the identity of a 32-byte ed25519 seed.
+func fromSeed(seed []byte) (*Identity, error) {
 	if len(seed) != ed25519.SeedSize {
 		return nil, fmt.Errorf("ed25519 seed of %d bytes: want %d", len(seed), ed25519.SeedSize)
 	}

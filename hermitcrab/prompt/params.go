@@ -32,18 +32,15 @@ type Params struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-// TierParams reads a tier's parameters from wake 0.9.(TIER+3), one "key
-// value" string per digit: "model NAME", "max_tokens N", "thinking enabled
-// N" or "thinking adaptive" (or "thinking off"), "max_tool_loops N",
-// "max_messages N". Whatever is missing or malformed takes the §6.3
+// TierParamsWith reads a tier's parameters from wake 0.9.(TIER+3), one
+// "key value" string per digit: "model NAME", "max_tokens N", "thinking
+// enabled N" or "thinking adaptive" (or "thinking off"), "max_tool_loops
+// N", "max_messages N". Whatever is missing or malformed takes the §6.3
 // fallback, and a note says so; it never fails a call, so an instance that
-// broke its own wake block can still be reached to repair it.
-func TierParams(src Source, tier int) (Params, error) { return TierParamsWith(src, tier, "") }
-
-// TierParamsWith is TierParams with model as the model of a tier whose
-// wake block names none, in place of §6.3's (the person's configured
-// model for the tier); "" keeps §6.3's. The wake block's own choice is
-// never replaced.
+// broke its own wake block can still be reached to repair it. model is
+// the model of a tier whose wake block names none, in place of §6.3's
+// (the person's configured model for the tier); "" keeps §6.3's. The wake
+// block's own choice is never replaced.
 func TierParamsWith(src Source, tier int, model string) (Params, error) {
 	if tier < Light || tier > Deep {
 		return Params{}, fmt.Errorf("tier %d: choose 1 (light), 2 (present) or 3 (deep)", tier)

@@ -21,12 +21,9 @@
 package shell
 
 import (
-	"bytes"
 	_ "embed"
 	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
 
 	"github.com/llmkernels/kernels/pscale"
 )
@@ -41,19 +38,6 @@ var defaultJSON []byte
 // file is the shape of default.json.
 type file struct {
 	Blocks map[string]json.RawMessage `json:"blocks"`
-}
-
-// Raw returns a copy of default.json as embedded.
-func Raw() []byte { return bytes.Clone(defaultJSON) }
-
-// Names returns the names of the default blocks in sorted order, or nil if
-// default.json cannot be read (Default then says why).
-func Names() []string {
-	f, err := load()
-	if err != nil {
-		return nil
-	}
-	return slices.Sorted(maps.Keys(f.Blocks))
 }
 
 // Default returns the default blocks by name, freshly parsed on every call,

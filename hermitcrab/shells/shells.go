@@ -17,11 +17,8 @@ import (
 // Shell is a shell recompile stored (store.Shell).
 type Shell = store.Shell
 
-// What a page reports of a shell it was given.
-const (
-	Rendered = store.ShellRendered
-	Failed   = store.ShellFailed
-)
+// Failed is what a page reports of a shell that threw while rendering.
+const Failed = store.ShellFailed
 
 // ErrCompile is wrapped by Recompile's error when the JSX does not compile.
 var ErrCompile = errors.New("the shell did not compile, so the previous one stays")
@@ -107,11 +104,6 @@ func (k *Shells) Rendered(ctx context.Context, id int64, status, errText string)
 		return fmt.Errorf("status %q: want %q or %q", status, store.ShellRendered, store.ShellFailed)
 	}
 	return k.store.SetShellStatus(ctx, id, status, errText)
-}
-
-// Latest is the newest shell recompile stored, whatever its status.
-func (k *Shells) Latest(ctx context.Context) (store.Shell, error) {
-	return k.store.LatestShell(ctx, "")
 }
 
 // Untouched reports a first visit: no shell built and no conversation

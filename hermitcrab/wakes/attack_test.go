@@ -12,6 +12,7 @@ import (
 	"github.com/llmkernels/kernels/hermitcrab/beach"
 	"github.com/llmkernels/kernels/hermitcrab/identity"
 	"github.com/llmkernels/kernels/hermitcrab/internal/kerneltest"
+	"github.com/llmkernels/kernels/hermitcrab/kernel"
 	"github.com/llmkernels/kernels/hermitcrab/network"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/hermitcrab/wakes"
@@ -35,14 +36,14 @@ func usage(n int) string { return fmt.Sprintf(`,"usage":{"input_tokens":%d,"outp
 func TestEveryLLMRequestOfAWakeCountsAgainstTheCostCap(t *testing.T) {
 	clock := newClock(wakeT0)
 	delegate := func(id string) string {
-		return toolUse(id, "call_llm", map[string]string{"prompt": "think hard about " + id})
+		return kerneltest.ToolUse(id, "call_llm", map[string]string{"prompt": "think hard about " + id})
 	}
-	p := scripted(t, `{"responses":[
+	p := kerneltest.Scripted(t, `{"responses":[
 		{"content":[`+delegate("c1")+`,`+delegate("c2")+`,`+delegate("c3")+`]`+usage(1000)+`},
 		{"match":{"model":"claude-opus-4-6"},"response":{"content":[{"type":"text","text":"thought 1"}]`+usage(80000)+`}},
 		{"match":{"model":"claude-opus-4-6"},"response":{"content":[{"type":"text","text":"thought 2"}]`+usage(80000)+`}},
 		{"match":{"model":"claude-haiku-4-5-20251001"},"response":{"content":[{"type":"text","text":"done"}]`+usage(1000)+`}}]}`)
-	k := openAt(t, t.TempDir(), p, clock, func(o *Options) { o.WakeCaps.CostUSD = 1 })
+	k := openAt(t, t.TempDir(), p, clock, func(o *kernel.Options) { o.WakeCaps.CostUSD = 1 })
 	writeTriggers(t, k, "every 1m tier 1: tick")
 	if _, err := k.Conversation().SetTools(context.Background(), []llm.Tool{{Name: "call_llm"}}); err != nil {
 		t.Fatal(err)
@@ -82,10 +83,10 @@ func TestAnUnpricedModelCannotVoidTheCostCap(t *testing.T) {
 	// 20,000 input tokens: $0.30 at the highest input price ($15 per
 	// million), $0 at none.
 	entry := `{"content":[{"type":"text","text":"ok"}]` + usage(20000) + `}`
-	p := scripted(t, `{"responses":[`+strings.TrimSuffix(strings.Repeat(entry+",", 5), ",")+`]}`)
-	k := openAt(t, t.TempDir(), p, clock, func(o *Options) { o.WakeCaps.CostUSD = 1 })
+	p := kerneltest.Scripted(t, `{"responses":[`+strings.TrimSuffix(strings.Repeat(entry+",", 5), ",")+`]}`)
+	k := openAt(t, t.TempDir(), p, clock, func(o *kernel.Options) { o.WakeCaps.CostUSD = 1 })
 	writeTriggers(t, k, "every 1m tier 1: tick")
-	if _, err := k.Blocks().WriteAt(ctx, "wake", at(t, "0.9.4.1"), "model claude-fable-9"); err != nil {
+	if _, err := k.Blocks().WriteAt(ctx, "wake", kerneltest.At(t, "0.9.4.1"), "model claude-fable-9"); err != nil {
 		t.Fatal(err)
 	}
 	pass(t, k)
@@ -114,10 +115,10 @@ func TestAnUnpricedModelCannotVoidTheCostCap(t *testing.T) {
 // budget is already spent.
 func TestAWakeStopsBeforeARequestItsBudgetCannotPayFor(t *testing.T) {
 	clock := newClock(wakeT0)
-	p := scripted(t, `{"responses":[
-		{"content":[`+toolUse("c1", "block_list", map[string]string{})+`]`+usage(40000)+`},
+	p := kerneltest.Scripted(t, `{"responses":[
+		{"content":[`+kerneltest.ToolUse("c1", "block_list", map[string]string{})+`]`+usage(40000)+`},
 		{"content":[{"type":"text","text":"this answer would pass the cap"}]`+usage(40000)+`}]}`)
-	k := openAt(t, t.TempDir(), p, clock, func(o *Options) { o.WakeCaps.CostUSD = 0.05 })
+	k := openAt(t, t.TempDir(), p, clock, func(o *kernel.Options) { o.WakeCaps.CostUSD = 0.05 })
 	writeTriggers(t, k, "every 1m tier 1: tick")
 	pass(t, k)
 	clock.Add(time.Minute)
@@ -145,8 +146,8 @@ func TestTheFirstWakeOfATierIsBoundedByItsWorstCase(t *testing.T) {
 	ctx := context.Background()
 	clock := newClock(wakeT0)
 	// Were it sent, the answer would cost $0.18.
-	p := scripted(t, `{"responses":[{"content":[{"type":"text","text":"an answer that costs $0.18"}],"usage":{"input_tokens":10000,"output_tokens":10000}}]}`)
-	k := openAt(t, t.TempDir(), p, clock, func(o *Options) { o.WakeCaps.CostUSD = 0.10 })
+	p := kerneltest.Scripted(t, `{"responses":[{"content":[{"type":"text","text":"an answer that costs $0.18"}],"usage":{"input_tokens":10000,"output_tokens":10000}}]}`)
+	k := openAt(t, t.TempDir(), p, clock, func(o *kernel.Options) { o.WakeCaps.CostUSD = 0.10 })
 	writeTriggers(t, k, "every 1m tier 2: tick")
 	pass(t, k)
 	clock.Add(time.Minute)
@@ -181,11 +182,11 @@ func TestAnInboxWakeSpendsNoMoreThanItsShare(t *testing.T) {
 	// Haiku's $1 per million, 1,400 out at $5).
 	var entries []string
 	for i := range 20 {
-		entries = append(entries, `{"content":[`+toolUse(fmt.Sprintf("c%d", i), "block_list", map[string]string{})+`],"usage":{"input_tokens":3000,"output_tokens":1400}}`)
+		entries = append(entries, `{"content":[`+kerneltest.ToolUse(fmt.Sprintf("c%d", i), "block_list", map[string]string{})+`],"usage":{"input_tokens":3000,"output_tokens":1400}}`)
 	}
-	p := scripted(t, `{"responses":[`+strings.Join(entries, ",")+`]}`)
-	k, b, aID := inboxInstance(t, p, clock, func(o *Options) { o.WakeCaps.CostUSD = 0.10 })
-	if _, err := k.Blocks().WriteAt(ctx, "wake", at(t, "0.9.4.3"), "max_tool_loops 20"); err != nil {
+	p := kerneltest.Scripted(t, `{"responses":[`+strings.Join(entries, ",")+`]}`)
+	k, b, aID := inboxInstance(t, p, clock, func(o *kernel.Options) { o.WakeCaps.CostUSD = 0.10 })
+	if _, err := k.Blocks().WriteAt(ctx, "wake", kerneltest.At(t, "0.9.4.3"), "max_tool_loops 20"); err != nil {
 		t.Fatal(err)
 	}
 	pass(t, k)
@@ -209,7 +210,7 @@ func TestAnInboxWakeSpendsNoMoreThanItsShare(t *testing.T) {
 func TestAWakesSpendingIsRecordedAsItGoes(t *testing.T) {
 	ctx := context.Background()
 	clock := newClock(wakeT0)
-	inner := scripted(t, `{"responses":[{"content":[`+toolUse("c1", "block_list", map[string]string{})+`]`+usage(30000)+`}]}`)
+	inner := kerneltest.Scripted(t, `{"responses":[{"content":[`+kerneltest.ToolUse("c1", "block_list", map[string]string{})+`]`+usage(30000)+`}]}`)
 	arrived := make(chan struct{})
 	p := providerFunc(func(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 		if inner.Remaining() > 0 {
@@ -220,7 +221,7 @@ func TestAWakesSpendingIsRecordedAsItGoes(t *testing.T) {
 		return nil, ctx.Err()
 	})
 	dir := t.TempDir()
-	k := openAt(t, dir, p, clock, func(o *Options) { o.WakeCaps.CostUSD = 1 })
+	k := openAt(t, dir, p, clock, func(o *kernel.Options) { o.WakeCaps.CostUSD = 1 })
 	writeTriggers(t, k, "every 1m tier 1: tick")
 	pass(t, k)
 	clock.Add(time.Minute)
@@ -232,7 +233,7 @@ func TestAWakesSpendingIsRecordedAsItGoes(t *testing.T) {
 	case <-time.After(2 * time.Minute):
 		t.Fatal("the wake's second request never came")
 	}
-	other := openAt(t, dir, scripted(t, wakeScript(0, 0)), clock)
+	other := openAt(t, dir, kerneltest.Scripted(t, wakeScript(0, 0)), clock)
 	// Another process's pass leaves the live wake alone: it holds the
 	// wake lock.
 	if _, err := other.Wakes().RunTriggers(ctx); err != nil {
@@ -263,7 +264,7 @@ func (f providerFunc) Messages(ctx context.Context, req *llm.Request) (*llm.Resp
 func TestTriggersGoOnAfterTheClockIsSetBack(t *testing.T) {
 	ctx := context.Background()
 	clock := newClock(wakeT0)
-	k := openAt(t, t.TempDir(), respondAll(), clock, func(o *Options) { o.WakeCaps.Wakes = 100 })
+	k := openAt(t, t.TempDir(), respondAll(), clock, func(o *kernel.Options) { o.WakeCaps.Wakes = 100 })
 	writeTriggers(t, k, "every 1h tier 1: check stash", "daily 13:30 tier 1: plan")
 	pass(t, k)
 	clock.Set(wakeT0.Add(30 * 24 * time.Hour)) // a month fast
@@ -317,7 +318,7 @@ func TestAWakeThatHangsDoesNotHoldTheTriggers(t *testing.T) {
 	defer wakes.SetWakeDeadline(2 * time.Second)()
 	clock := newClock(wakeT0)
 	hung := true
-	answers := scripted(t, wakeScript(2, 0))
+	answers := kerneltest.Scripted(t, wakeScript(2, 0))
 	p := providerFunc(func(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 		if hung {
 			<-ctx.Done()
@@ -352,12 +353,12 @@ func TestAWakeThatHangsDoesNotHoldTheTriggers(t *testing.T) {
 func TestTriggersAfterALongWakeCountOnTheirOwnDay(t *testing.T) {
 	start := time.Date(2026, 11, 3, 23, 59, 0, 0, time.Local)
 	clock := newClock(start.Add(-time.Minute))
-	answers := scripted(t, wakeScript(2, 0))
+	answers := kerneltest.Scripted(t, wakeScript(2, 0))
 	p := providerFunc(func(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 		clock.Add(5 * time.Minute) // the LLM takes five minutes
 		return answers.Messages(ctx, req)
 	})
-	k := openAt(t, t.TempDir(), p, clock, func(o *Options) { o.WakeCaps.Wakes = 1 })
+	k := openAt(t, t.TempDir(), p, clock, func(o *kernel.Options) { o.WakeCaps.Wakes = 1 })
 	writeTriggers(t, k, "every 1m tier 1: one", "every 1m tier 1: two")
 	pass(t, k)
 	clock.Set(start)
@@ -374,10 +375,10 @@ func TestTheWakeConversationStaysBounded(t *testing.T) {
 	ctx := context.Background()
 	clock := newClock(wakeT0)
 	n := 1000
-	if raceEnabled {
+	if kerneltest.Race {
 		n = 250 // still 500 messages against a keep of 200
 	}
-	k := openAt(t, t.TempDir(), respondAll(), clock, func(o *Options) { o.WakeCaps.Wakes = n })
+	k := openAt(t, t.TempDir(), respondAll(), clock, func(o *kernel.Options) { o.WakeCaps.Wakes = n })
 	writeTriggers(t, k, "every 1m tier 1: tick")
 	pass(t, k)
 	for range n {
@@ -402,8 +403,8 @@ func TestTheWakeConversationStaysBounded(t *testing.T) {
 func TestAFloodOfMessagesSpendsOnlyTheInboxsShare(t *testing.T) {
 	ctx := context.Background()
 	clock := newClock(wakeT0)
-	k, b, aID := inboxInstance(t, scripted(t, wakeScript(20, 0)), clock, func(o *Options) { o.WakeCaps.Wakes = 6 })
-	if _, err := k.Blocks().WriteAt(ctx, "wake", at(t, "0.4.1"), "every 10m tier 1: my own rhythm"); err != nil {
+	k, b, aID := inboxInstance(t, kerneltest.Scripted(t, wakeScript(20, 0)), clock, func(o *kernel.Options) { o.WakeCaps.Wakes = 6 })
+	if _, err := k.Blocks().WriteAt(ctx, "wake", kerneltest.At(t, "0.4.1"), "every 10m tier 1: my own rhythm"); err != nil {
 		t.Fatal(err)
 	}
 	pass(t, k)
@@ -433,7 +434,7 @@ func TestAWakeEndedAtTheDeadlineKeepsItsTurns(t *testing.T) {
 	defer wakes.SetWakeDeadline(2 * time.Second)()
 	ctx := context.Background()
 	clock := newClock(wakeT0)
-	inner := scripted(t, `{"responses":[{"content":[`+toolUse("c1", "block_write", map[string]string{"name": "stash", "path": "0.1", "content": "noted before the hang"})+`]},
+	inner := kerneltest.Scripted(t, `{"responses":[{"content":[`+kerneltest.ToolUse("c1", "block_write", map[string]string{"name": "stash", "path": "0.1", "content": "noted before the hang"})+`]},
 		{"content":[{"type":"text","text":"wake reply 2"}]}]}`)
 	hung := false
 	p := providerFunc(func(ctx context.Context, req *llm.Request) (*llm.Response, error) {
@@ -472,7 +473,7 @@ func TestAWakeEndedAtTheDeadlineKeepsItsTurns(t *testing.T) {
 func TestTheStateOfATriggerEditedAwayIsRemoved(t *testing.T) {
 	ctx := context.Background()
 	clock := newClock(wakeT0)
-	k := openAt(t, t.TempDir(), scripted(t, wakeScript(0, 0)), clock)
+	k := openAt(t, t.TempDir(), kerneltest.Scripted(t, wakeScript(0, 0)), clock)
 	writeTriggers(t, k, "every 1h tier 1: a", "every 2h tier 1: b", "stale stash after 3d tier 1: c")
 	pass(t, k)
 	keys := func() []string {
@@ -493,13 +494,13 @@ func TestTheStateOfATriggerEditedAwayIsRemoved(t *testing.T) {
 	before, _ := k.Wakes().Store().TriggerStates(ctx)
 	for i := 2; i <= 100; i++ { // a hundred rewrites of one line
 		writeTriggers(t, k, "every 1h tier 1: a", fmt.Sprintf("every %dh tier 1: b", i+1))
-		if _, err := k.Blocks().WriteAt(ctx, "wake", at(t, "0.4.3"), ""); err != nil {
+		if _, err := k.Blocks().WriteAt(ctx, "wake", kerneltest.At(t, "0.4.3"), ""); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := k.Blocks().WriteAt(ctx, "wake", at(t, "0.4.4"), "every 1h tier 1: a"); err != nil {
+		if _, err := k.Blocks().WriteAt(ctx, "wake", kerneltest.At(t, "0.4.4"), "every 1h tier 1: a"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := k.Blocks().WriteAt(ctx, "wake", at(t, "0.4.1"), ""); err != nil {
+		if _, err := k.Blocks().WriteAt(ctx, "wake", kerneltest.At(t, "0.4.1"), ""); err != nil {
 			t.Fatal(err)
 		}
 		pass(t, k)
@@ -521,7 +522,7 @@ func TestTheStateOfATriggerEditedAwayIsRemoved(t *testing.T) {
 func TestTheMessagesOfAWakeKilledMidCallAreDeliveredAgain(t *testing.T) {
 	ctx := context.Background()
 	clock := newClock(wakeT0)
-	p := scripted(t, wakeScript(1, 0))
+	p := kerneltest.Scripted(t, wakeScript(1, 0))
 	k, b, aID := inboxInstance(t, p, clock)
 	pass(t, k)
 	sendTo(t, b, aID, "are you there?")
@@ -557,10 +558,10 @@ func TestTheMessagesOfAWakeKilledMidCallAreDeliveredAgain(t *testing.T) {
 // delivered them, and then the rest come, none lost.
 func TestAFloodOfMessagesWaitsOnTheBeach(t *testing.T) {
 	ctx := context.Background()
-	b := startTestBeach(t, "sqlite")
+	b := kerneltest.StartBeach(t, "sqlite")
 	clock := newClock(wakeT0)
 	aID, _ := identity.Generate()
-	k := openAt(t, t.TempDir(), respondAll(), clock, func(o *Options) { o.Beach = b.URL; o.WakeCaps.Wakes = 100 })
+	k := openAt(t, t.TempDir(), respondAll(), clock, func(o *kernel.Options) { o.Beach = b.URL; o.WakeCaps.Wakes = 100 })
 	if err := aID.Save(filepath.Join(k.Dir(), identity.KeyFile)); err != nil {
 		t.Fatal(err)
 	}
@@ -584,7 +585,7 @@ func TestAFloodOfMessagesWaitsOnTheBeach(t *testing.T) {
 	if in, err := k.Network().FetchInbox(ctx, network.FetchOptions{}); err != nil || len(in.New) != 0 {
 		t.Fatalf("a fetch with %d waiting stored %d more: %v", network.MaxWaiting, len(in.New), err)
 	}
-	if _, err := k.Blocks().WriteAt(ctx, "wake", at(t, "0.5.1"), "inbox tier 1"); err != nil {
+	if _, err := k.Blocks().WriteAt(ctx, "wake", kerneltest.At(t, "0.5.1"), "inbox tier 1"); err != nil {
 		t.Fatal(err)
 	}
 	woke := 0
@@ -608,18 +609,18 @@ func TestAFloodOfMessagesWaitsOnTheBeach(t *testing.T) {
 
 // inboxInstance opens an instance with its own key on a new SQLite beach,
 // its LLM p, and "inbox tier 1" at wake 0.5.1 (not yet read by a pass).
-func inboxInstance(t *testing.T, p llm.Provider, clock *testClock, tune ...func(*Options)) (*Kernel, *kerneltest.Beach, *identity.Identity) {
+func inboxInstance(t *testing.T, p llm.Provider, clock *testClock, tune ...func(*kernel.Options)) (*kernel.Kernel, *kerneltest.Beach, *identity.Identity) {
 	t.Helper()
-	b := startTestBeach(t, "sqlite")
+	b := kerneltest.StartBeach(t, "sqlite")
 	aID, err := identity.Generate()
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := openAt(t, t.TempDir(), p, clock, append([]func(*Options){func(o *Options) { o.Beach = b.URL }}, tune...)...)
+	k := openAt(t, t.TempDir(), p, clock, append([]func(*kernel.Options){func(o *kernel.Options) { o.Beach = b.URL }}, tune...)...)
 	if err := aID.Save(filepath.Join(k.Dir(), identity.KeyFile)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Blocks().WriteAt(context.Background(), "wake", at(t, "0.5.1"), "inbox tier 1"); err != nil {
+	if _, err := k.Blocks().WriteAt(context.Background(), "wake", kerneltest.At(t, "0.5.1"), "inbox tier 1"); err != nil {
 		t.Fatal(err)
 	}
 	return k, b, aID

@@ -15,7 +15,10 @@ import (
 	"github.com/llmkernels/kernels/hermitcrab/beach"
 	"github.com/llmkernels/kernels/hermitcrab/beach/server"
 	bstore "github.com/llmkernels/kernels/hermitcrab/beach/store"
+	"github.com/llmkernels/kernels/hermitcrab/conversation"
 	"github.com/llmkernels/kernels/hermitcrab/identity"
+	"github.com/llmkernels/kernels/hermitcrab/internal/kerneltest"
+	"github.com/llmkernels/kernels/hermitcrab/kernel"
 	"github.com/llmkernels/kernels/hermitcrab/network"
 	"github.com/llmkernels/kernels/internal/pgtest"
 	"github.com/llmkernels/kernels/llm/llmtest"
@@ -31,7 +34,7 @@ func TestMain(m *testing.M) {
 // netInstance is an instance with its own key, its own fake LLM (the
 // strict fake Anthropic server playing scriptJSON), the beach and the
 // clock.
-func netInstance(t *testing.T, id *identity.Identity, beachURL, scriptJSON string, clock *testClock, tune ...func(*Options)) (*Kernel, *llmtest.Server) {
+func netInstance(t *testing.T, id *identity.Identity, beachURL, scriptJSON string, clock *testClock, tune ...func(*kernel.Options)) (*kernel.Kernel, *llmtest.Server) {
 	t.Helper()
 	k, srv := netInstanceAt(t, id, beachURL, scriptJSON, tune...)
 	k.Wakes().SetClock(clock.Now)
@@ -56,36 +59,36 @@ func TestTwoInstancesMeetOnABeach(t *testing.T) {
 
 func twoInstancesMeet(t *testing.T, kind string) {
 	ctx := context.Background()
-	b := startTestBeach(t, kind)
+	b := kerneltest.StartBeach(t, kind)
 	idA, _ := identity.Generate()
 	idB, _ := identity.Generate()
 	clock := newClock(time.Now())
 	const page = "https://example.org/pscale"
 
-	kA, llmA := netInstance(t, idA, b.URL, replies(
-		toolUse("a1", "set_tools", map[string]any{"tools": networkTools})+","+
-			toolUse("a2", "block_write", map[string]string{"name": "wake", "path": "0.5.1", "content": "inbox tier 1: answer probes about your purpose"}),
-		textBlock("Ready for the beach."),
-		toolUse("a3", "passport_publish", map[string]any{"name": "alice", "description": "a hermitcrab learning pscale", "offers": []string{"purpose 0"}, "needs": []string{"stash 0"}})+","+
-			toolUse("a4", "beach_mark", map[string]string{"url": page, "purpose": "reading about pscale"}),
-		textBlock("Published and marked."),
+	kA, llmA := netInstance(t, idA, b.URL, kerneltest.Replies(
+		kerneltest.ToolUse("a1", "set_tools", map[string]any{"tools": networkTools})+","+
+			kerneltest.ToolUse("a2", "block_write", map[string]string{"name": "wake", "path": "0.5.1", "content": "inbox tier 1: answer probes about your purpose"}),
+		kerneltest.TextBlock("Ready for the beach."),
+		kerneltest.ToolUse("a3", "passport_publish", map[string]any{"name": "alice", "description": "a hermitcrab learning pscale", "offers": []string{"purpose 0"}, "needs": []string{"stash 0"}})+","+
+			kerneltest.ToolUse("a4", "beach_mark", map[string]string{"url": page, "purpose": "reading about pscale"}),
+		kerneltest.TextBlock("Published and marked."),
 		// The wake: answer the probe.
-		toolUse("a5", "inbox_send", map[string]any{"reply_to": 1, "content": "My purpose is open: let us compare spindles."}),
-		textBlock("Answered the probe."),
+		kerneltest.ToolUse("a5", "inbox_send", map[string]any{"reply_to": 1, "content": "My purpose is open: let us compare spindles."}),
+		kerneltest.TextBlock("Answered the probe."),
 	), clock)
 
-	kB, llmB := netInstance(t, idB, b.URL, replies(
-		toolUse("b1", "set_tools", map[string]any{"tools": networkTools}),
-		textBlock("Ready."),
-		toolUse("b2", "passport_read", map[string]any{})+","+toolUse("b3", "beach_read", map[string]string{"url": page}),
-		toolUse("b4", "passport_read", map[string]string{"agent": idA.Agent()}),
-		toolUse("b5", "inbox_send", map[string]any{"to": idA.Agent(), "type": "grain_probe", "content": "What does your purpose offer?", "spindle": "purpose 0"}),
-		textBlock("Sent a grain probe to alice."),
+	kB, llmB := netInstance(t, idB, b.URL, kerneltest.Replies(
+		kerneltest.ToolUse("b1", "set_tools", map[string]any{"tools": networkTools}),
+		kerneltest.TextBlock("Ready."),
+		kerneltest.ToolUse("b2", "passport_read", map[string]any{})+","+kerneltest.ToolUse("b3", "beach_read", map[string]string{"url": page}),
+		kerneltest.ToolUse("b4", "passport_read", map[string]string{"agent": idA.Agent()}),
+		kerneltest.ToolUse("b5", "inbox_send", map[string]any{"to": idA.Agent(), "type": "grain_probe", "content": "What does your purpose offer?", "spindle": "purpose 0"}),
+		kerneltest.TextBlock("Sent a grain probe to alice."),
 	), clock)
 
-	say := func(k *Kernel, text string) {
+	say := func(k *kernel.Kernel, text string) {
 		t.Helper()
-		if _, err := k.Conversation().Say(ctx, "terminal", text, CallOptions{Tier: 1}); err != nil {
+		if _, err := k.Conversation().Say(ctx, "terminal", text, conversation.CallOptions{Tier: 1}); err != nil {
 			t.Fatalf("%s: %v", text, err)
 		}
 	}
@@ -246,8 +249,8 @@ func TestAHostileBeachCannotMisleadTheInstance(t *testing.T) {
 	defer fake.Close()
 
 	clock := newClock(now)
-	k, llmA := netInstance(t, idA, fake.URL, replies(textBlock("Noted.")), clock)
-	if _, err := k.Blocks().WriteAt(ctx, "wake", at(t, "0.5.1"), "inbox tier 1"); err != nil {
+	k, llmA := netInstance(t, idA, fake.URL, kerneltest.Replies(kerneltest.TextBlock("Noted.")), clock)
+	if _, err := k.Blocks().WriteAt(ctx, "wake", kerneltest.At(t, "0.5.1"), "inbox tier 1"); err != nil {
 		t.Fatal(err)
 	}
 	r, err := k.Wakes().RunTriggers(ctx)
@@ -274,31 +277,31 @@ func TestAHostileBeachCannotMisleadTheInstance(t *testing.T) {
 // blocks on a new machine that has only its key.
 func TestASavePointRestoresTheBlocksOnANewMachine(t *testing.T) {
 	ctx := context.Background()
-	b := startTestBeach(t, "sqlite")
+	b := kerneltest.StartBeach(t, "sqlite")
 	id, _ := identity.Generate()
 	clock := newClock(time.Now())
-	k, _ := netInstance(t, id, b.URL, replies(
-		toolUse("s1", "set_tools", map[string]any{"tools": []string{"savepoint_save"}}), textBlock("ok"),
-		toolUse("s2", "savepoint_save", map[string]any{}), textBlock("Saved."),
+	k, _ := netInstance(t, id, b.URL, kerneltest.Replies(
+		kerneltest.ToolUse("s1", "set_tools", map[string]any{"tools": []string{"savepoint_save"}}), kerneltest.TextBlock("ok"),
+		kerneltest.ToolUse("s2", "savepoint_save", map[string]any{}), kerneltest.TextBlock("Saved."),
 	), clock)
-	if _, err := k.Blocks().WriteAt(ctx, "stash", at(t, "0.1"), "the garden plan: basil by the tomatoes"); err != nil {
+	if _, err := k.Blocks().WriteAt(ctx, "stash", kerneltest.At(t, "0.1"), "the garden plan: basil by the tomatoes"); err != nil {
 		t.Fatal(err)
 	}
 	for _, text := range []string{"choose your tools", "leave a save point"} {
-		if _, err := k.Conversation().Say(ctx, "terminal", text, CallOptions{Tier: 1}); err != nil {
+		if _, err := k.Conversation().Say(ctx, "terminal", text, conversation.CallOptions{Tier: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	fresh, _ := netInstance(t, id, b.URL, replies(), clock)
+	fresh, _ := netInstance(t, id, b.URL, kerneltest.Replies(), clock)
 	res, v, err := fresh.Network().RestoreFromBeach(ctx, true)
 	if err != nil || v.Agent != id.Agent() || len(res.Written) < 9 {
 		t.Fatalf("restore: %+v %+v %v", res, v, err)
 	}
-	if got, _ := fresh.Blocks().ReadNode(ctx, "stash", at(t, "0.1")); got.Content != "the garden plan: basil by the tomatoes" {
+	if got, _ := fresh.Blocks().ReadNode(ctx, "stash", kerneltest.At(t, "0.1")); got.Content != "the garden plan: basil by the tomatoes" {
 		t.Fatalf("restored stash 0.1: %q", got.Content)
 	}
 	other, _ := identity.Generate()
-	stranger, _ := netInstance(t, other, b.URL, replies(), clock)
+	stranger, _ := netInstance(t, other, b.URL, kerneltest.Replies(), clock)
 	if _, _, err := stranger.Network().RestoreFromBeach(ctx, true); err == nil {
 		t.Fatal("another key restored the save point")
 	}
@@ -333,7 +336,7 @@ func TestABeachStartedAfreshAtTheSameAddressStillDelivers(t *testing.T) {
 	addr := strings.TrimPrefix(url, "http://")
 	idA, _ := identity.Generate()
 	idB, _ := identity.Generate()
-	k, _ := netInstance(t, idA, url, replies(), newClock(time.Now()))
+	k, _ := netInstance(t, idA, url, kerneltest.Replies(), newClock(time.Now()))
 	send := func(content string) {
 		t.Helper()
 		c, _ := beach.NewClient(url, idB)

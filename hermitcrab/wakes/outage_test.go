@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/llmkernels/kernels/hermitcrab/fetch"
+	"github.com/llmkernels/kernels/hermitcrab/internal/kerneltest"
+	"github.com/llmkernels/kernels/hermitcrab/kernel"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/hermitcrab/wakes"
 	"github.com/llmkernels/kernels/llm"
@@ -57,7 +59,7 @@ func (o *outage) sent() int {
 }
 
 // noRetryWait makes the client's retries wait no time.
-func noRetryWait(o *Options) {
+func noRetryWait(o *kernel.Options) {
 	o.Client.Retry.Sleep = func(context.Context, time.Duration) error { return nil }
 }
 
@@ -68,10 +70,10 @@ func noRetryWait(o *Options) {
 func TestAPostWhoseWakeFailedIsCarriedByTheNextWake(t *testing.T) {
 	ctx := context.Background()
 	clock := newClock(wakeT0)
-	api := &outage{down: true, inner: scripted(t, wakeScript(2, 0))}
+	api := &outage{down: true, inner: kerneltest.Scripted(t, wakeScript(2, 0))}
 	k := openAt(t, t.TempDir(), api, clock, noRetryWait)
 	writeTriggers(t, k, "every 1h tier 1: my rhythm")
-	if _, err := k.Blocks().WriteAt(ctx, "wake", at(t, "0.5.1"), "webhook ci tier 1: check the build"); err != nil {
+	if _, err := k.Blocks().WriteAt(ctx, "wake", kerneltest.At(t, "0.5.1"), "webhook ci tier 1: check the build"); err != nil {
 		t.Fatal(err)
 	}
 	pass(t, k)
@@ -125,7 +127,7 @@ func TestAPostWhoseWakeFailedIsCarriedByTheNextWake(t *testing.T) {
 func TestAMessageThatArrivedDuringAnOutageIsDeliveredAfterIt(t *testing.T) {
 	ctx := context.Background()
 	clock := newClock(wakeT0)
-	api := &outage{down: true, inner: scripted(t, wakeScript(1, 0))}
+	api := &outage{down: true, inner: kerneltest.Scripted(t, wakeScript(1, 0))}
 	k, b, aID := inboxInstance(t, api, clock, noRetryWait)
 	pass(t, k)
 	sendTo(t, b, aID, "are you there?")
@@ -182,8 +184,8 @@ func TestAKilledWakeGivesBackOnlyWhatTheModelNeverAnswered(t *testing.T) {
 			defer close(release)
 			dir := t.TempDir()
 			clock := newClock(wakeT0)
-			k := openAt(t, dir, scripted(t, wakeScript(0, 0)), clock)
-			if _, err := k.Blocks().WriteAt(context.Background(), "wake", at(t, "0.5.1"), "webhook ci tier 1: check the build"); err != nil {
+			k := openAt(t, dir, kerneltest.Scripted(t, wakeScript(0, 0)), clock)
+			if _, err := k.Blocks().WriteAt(context.Background(), "wake", kerneltest.At(t, "0.5.1"), "webhook ci tier 1: check the build"); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := k.Wakes().Webhook(context.Background(), "ci", []byte(`{"build":9}`)); err != nil {
@@ -193,7 +195,7 @@ func TestAKilledWakeGivesBackOnlyWhatTheModelNeverAnswered(t *testing.T) {
 
 			killMidCall(t, dir, wakeT0, llmAPI.URL, arrived)
 
-			p := scripted(t, wakeScript(1, 0))
+			p := kerneltest.Scripted(t, wakeScript(1, 0))
 			k2 := openAt(t, dir, p, clock)
 			clock.Add(time.Minute)
 			r := pass(t, k2)
@@ -230,8 +232,8 @@ func TestAPageChangeWhoseWakeFailedIsCarriedByTheNextLook(t *testing.T) {
 	}))
 	defer site.Close()
 	clock := newClock(wakeT0)
-	api := &outage{down: true, inner: scripted(t, wakeScript(1, 0))}
-	k := openAt(t, t.TempDir(), api, clock, noRetryWait, func(o *Options) { o.WebRequest = fetch.Policy{Allow: []string{"127.0.0.1"}} })
+	api := &outage{down: true, inner: kerneltest.Scripted(t, wakeScript(1, 0))}
+	k := openAt(t, t.TempDir(), api, clock, noRetryWait, func(o *kernel.Options) { o.WebRequest = fetch.Policy{Allow: []string{"127.0.0.1"}} })
 	writeTriggers(t, k, "watch "+site.URL+"/news every 10m tier 1: what changed?")
 	pass(t, k) // the first look
 	mu.Lock()
@@ -269,12 +271,12 @@ func TestAHangingBeachOrPageHoldsUpOnlyItsOwnLook(t *testing.T) {
 	defer close(release)
 	ctx := context.Background()
 	clock := newClock(wakeT0)
-	k := openAt(t, t.TempDir(), respondAll(), clock, func(o *Options) {
+	k := openAt(t, t.TempDir(), respondAll(), clock, func(o *kernel.Options) {
 		o.Beach = hang.URL
 		o.WebRequest = fetch.Policy{Allow: []string{"127.0.0.1"}}
 		o.WakeCaps.Wakes = 100
 	})
-	if _, err := k.Blocks().WriteAt(ctx, "wake", at(t, "0.4.3"), "every 1m tier 1: tick"); err != nil {
+	if _, err := k.Blocks().WriteAt(ctx, "wake", kerneltest.At(t, "0.4.3"), "every 1m tier 1: tick"); err != nil {
 		t.Fatal(err)
 	}
 	pass(t, k) // the rhythm is first read: due in a minute

@@ -16,7 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmkernels/kernels/hermitcrab/conversation"
 	"github.com/llmkernels/kernels/hermitcrab/fetch"
+	"github.com/llmkernels/kernels/hermitcrab/internal/kerneltest"
 	"github.com/llmkernels/kernels/hermitcrab/kernel"
 	"github.com/llmkernels/kernels/hermitcrab/store"
 	"github.com/llmkernels/kernels/hermitcrab/wakes"
@@ -51,33 +53,33 @@ func wakeScript(n int, cost float64) string {
 
 // openAt opens a ready kernel in dir with the scripted provider p and the
 // clock.
-func openAt(t *testing.T, dir string, p llm.Provider, clock *testClock, tune ...func(*Options)) *Kernel {
+func openAt(t *testing.T, dir string, p llm.Provider, clock *testClock, tune ...func(*kernel.Options)) *kernel.Kernel {
 	t.Helper()
-	o := Options{Client: &llm.Client{Provider: p}, ServerTools: true}
+	o := kernel.Options{Client: &llm.Client{Provider: p}, ServerTools: true}
 	for _, f := range tune {
 		f(&o)
 	}
-	k := openKernelIn(t, dir, o)
+	k := kerneltest.OpenIn(t, dir, o)
 	k.Wakes().SetClock(clock.Now)
 	return k
 }
 
 // writeTriggers writes lines at wake 0.4.1…, then 0.5.1… for the rest
 // beyond nine.
-func writeTriggers(t *testing.T, k *Kernel, lines ...string) {
+func writeTriggers(t *testing.T, k *kernel.Kernel, lines ...string) {
 	t.Helper()
 	for i, l := range lines {
 		path := fmt.Sprintf("0.4.%d", i+1)
 		if i >= 9 {
 			path = fmt.Sprintf("0.5.%d", i-8)
 		}
-		if _, err := k.Blocks().WriteAt(context.Background(), "wake", at(t, path), l); err != nil {
+		if _, err := k.Blocks().WriteAt(context.Background(), "wake", kerneltest.At(t, path), l); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
-func pass(t *testing.T, k *Kernel) *wakes.Report {
+func pass(t *testing.T, k *kernel.Kernel) *wakes.Report {
 	t.Helper()
 	r, err := k.Wakes().RunTriggers(context.Background())
 	if err != nil {
@@ -103,7 +105,7 @@ func TestATimerFiresOnTimeOnceAndSurvivesARestart(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	clock := newClock(wakeT0)
-	p1 := scripted(t, wakeScript(1, 0))
+	p1 := kerneltest.Scripted(t, wakeScript(1, 0))
 	k1 := openAt(t, dir, p1, clock)
 	writeTriggers(t, k1, "every 1h tier 1: check stash")
 
@@ -136,7 +138,7 @@ func TestATimerFiresOnTimeOnceAndSurvivesARestart(t *testing.T) {
 	k1.Close()
 
 	// A new process: the next due time was kept.
-	p2 := scripted(t, wakeScript(2, 0))
+	p2 := kerneltest.Scripted(t, wakeScript(2, 0))
 	k2 := openAt(t, dir, p2, clock)
 	clock.Set(wakeT0.Add(90 * time.Minute))
 	if r := pass(t, k2); len(r.Wakes) != 0 {
@@ -183,7 +185,7 @@ func TestDailyCapsOnWakesSkipAndLog(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			clock := newClock(wakeT0)
-			k := openAt(t, t.TempDir(), scripted(t, wakeScript(c.allow*2, 0)), clock, func(o *Options) { o.WakeCaps.Wakes = c.flag })
+			k := openAt(t, t.TempDir(), kerneltest.Scripted(t, wakeScript(c.allow*2, 0)), clock, func(o *kernel.Options) { o.WakeCaps.Wakes = c.flag })
 			writeTriggers(t, k, "every 1m tier 1: tick", c.line)
 			pass(t, k)
 			var got []string
@@ -212,7 +214,7 @@ func TestDailyCapsOnWakesSkipAndLog(t *testing.T) {
 // its remaining budget cannot pay for.
 func TestTheDailyCostCap(t *testing.T) {
 	clock := newClock(wakeT0)
-	k := openAt(t, t.TempDir(), scripted(t, wakeScript(3, 0.03)), clock, func(o *Options) { o.WakeCaps.CostUSD = 0.05 })
+	k := openAt(t, t.TempDir(), kerneltest.Scripted(t, wakeScript(3, 0.03)), clock, func(o *kernel.Options) { o.WakeCaps.CostUSD = 0.05 })
 	writeTriggers(t, k, "every 1m tier 1: tick")
 	pass(t, k)
 	clock.Add(time.Minute)
@@ -227,9 +229,9 @@ func TestTheDailyCostCap(t *testing.T) {
 
 	// A wake whose first answer spends the budget stops there.
 	clock2 := newClock(wakeT0)
-	k2 := openAt(t, t.TempDir(), scripted(t, `{"responses":[
-		{"content":[`+toolUse("c1", "block_list", map[string]string{})+`],"usage":{"input_tokens":60000,"output_tokens":0}},
-		{"content":[{"type":"text","text":"never sent"}]}]}`), clock2, func(o *Options) { o.WakeCaps.CostUSD = 0.05 })
+	k2 := openAt(t, t.TempDir(), kerneltest.Scripted(t, `{"responses":[
+		{"content":[`+kerneltest.ToolUse("c1", "block_list", map[string]string{})+`],"usage":{"input_tokens":60000,"output_tokens":0}},
+		{"content":[{"type":"text","text":"never sent"}]}]}`), clock2, func(o *kernel.Options) { o.WakeCaps.CostUSD = 0.05 })
 	writeTriggers(t, k2, "every 1m tier 1: tick")
 	pass(t, k2)
 	clock2.Add(time.Minute)
@@ -244,8 +246,8 @@ func TestTheDailyCostCap(t *testing.T) {
 // same time fires nothing.
 func TestATriggerStormStopsAtTheCap(t *testing.T) {
 	clock := newClock(wakeT0)
-	p := scripted(t, wakeScript(5, 0))
-	k := openAt(t, t.TempDir(), p, clock, func(o *Options) { o.WakeCaps.Wakes = 5 })
+	p := kerneltest.Scripted(t, wakeScript(5, 0))
+	k := openAt(t, t.TempDir(), p, clock, func(o *kernel.Options) { o.WakeCaps.Wakes = 5 })
 	var lines []string
 	for i := range 18 {
 		lines = append(lines, fmt.Sprintf("every 1m tier 1: storm %d", i))
@@ -268,7 +270,7 @@ func TestATriggerStormStopsAtTheCap(t *testing.T) {
 // call.
 func TestUnreadableTriggerLinesAreReportedInTheNextPrompt(t *testing.T) {
 	clock := newClock(wakeT0)
-	p := scripted(t, `{"responses":[{"content":[{"type":"text","text":"Hello."}]},{"content":[{"type":"text","text":"I will fix them."}]}]}`)
+	p := kerneltest.Scripted(t, `{"responses":[{"content":[{"type":"text","text":"Hello."}]},{"content":[{"type":"text","text":"I will fix them."}]}]}`)
 	k := openAt(t, t.TempDir(), p, clock)
 	writeTriggers(t, k, "evry 6h tier 1", "every 10s", "daily 25:00", "watch ftp://x", "every 6h tier 9", "\x1b[2J", "cap lots")
 	r := pass(t, k)
@@ -276,7 +278,7 @@ func TestUnreadableTriggerLinesAreReportedInTheNextPrompt(t *testing.T) {
 		t.Fatalf("wakes %+v, problems %v", r.Wakes, r.Problems)
 	}
 	for _, tier := range []int{1, 3} {
-		if _, err := k.Conversation().Say(context.Background(), "terminal", "hello", CallOptions{Tier: tier}); err != nil {
+		if _, err := k.Conversation().Say(context.Background(), "terminal", "hello", conversation.CallOptions{Tier: tier}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -296,10 +298,10 @@ func TestUnreadableTriggerLinesAreReportedInTheNextPrompt(t *testing.T) {
 func TestWebhookPostsWakeTheInstanceOnce(t *testing.T) {
 	ctx := context.Background()
 	clock := newClock(wakeT0)
-	p := scripted(t, wakeScript(1, 0))
+	p := kerneltest.Scripted(t, wakeScript(1, 0))
 	k := openAt(t, t.TempDir(), p, clock)
 	writeTriggers(t, k, "every 1d tier 1: unrelated")
-	if _, err := k.Blocks().WriteAt(ctx, "wake", at(t, "0.5.1"), "webhook ci tier 2: check the build"); err != nil {
+	if _, err := k.Blocks().WriteAt(ctx, "wake", kerneltest.At(t, "0.5.1"), "webhook ci tier 2: check the build"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := k.Wakes().Webhook(ctx, "other", []byte("x")); !errors.Is(err, wakes.ErrNoHook) {
@@ -335,7 +337,7 @@ func TestAWatchedPageWakesOnChange(t *testing.T) {
 	line := "watch " + site.URL + "/news every 1h tier 1: what changed?"
 
 	clock := newClock(wakeT0)
-	refused := openAt(t, t.TempDir(), scripted(t, wakeScript(0, 0)), clock)
+	refused := openAt(t, t.TempDir(), kerneltest.Scripted(t, wakeScript(0, 0)), clock)
 	writeTriggers(t, refused, line)
 	r := pass(t, refused)
 	if len(r.Wakes) != 0 || len(r.Errors) != 1 || !strings.Contains(r.Errors[0], "loopback or private") {
@@ -345,8 +347,8 @@ func TestAWatchedPageWakesOnChange(t *testing.T) {
 		t.Fatalf("the refusal is not recorded: %+v", st.Triggers)
 	}
 
-	p := scripted(t, wakeScript(1, 0))
-	k := openAt(t, t.TempDir(), p, clock, func(o *Options) { o.WebRequest = fetch.Policy{Allow: []string{"127.0.0.1"}} })
+	p := kerneltest.Scripted(t, wakeScript(1, 0))
+	k := openAt(t, t.TempDir(), p, clock, func(o *kernel.Options) { o.WebRequest = fetch.Policy{Allow: []string{"127.0.0.1"}} })
 	writeTriggers(t, k, line)
 	if r := pass(t, k); len(r.Wakes)+len(r.Errors) != 0 {
 		t.Fatalf("the first look: %+v", r)
@@ -374,7 +376,7 @@ func TestAWatchedPageWakesOnChange(t *testing.T) {
 // unchanged for as long again, once more.
 func TestAStaleBlockWakesTheInstance(t *testing.T) {
 	clock := newClock(time.Now()) // blocks are stamped by the real clock
-	k := openAt(t, t.TempDir(), scripted(t, wakeScript(2, 0)), clock)
+	k := openAt(t, t.TempDir(), kerneltest.Scripted(t, wakeScript(2, 0)), clock)
 	writeTriggers(t, k, "stale stash after 1d tier 1: tidy it")
 	if r := pass(t, k); len(r.Wakes) != 0 {
 		t.Fatalf("fresh: %+v", r.Wakes)
@@ -410,7 +412,7 @@ func childMain() bool {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		os.Exit(2)
 	}
-	k, err := kernel.Open(os.Getenv("HC_WAKE_DIR"), Options{Client: &llm.Client{Provider: p}, ServerTools: true})
+	k, err := kernel.Open(os.Getenv("HC_WAKE_DIR"), kernel.Options{Client: &llm.Client{Provider: p}, ServerTools: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		os.Exit(2)
@@ -483,7 +485,7 @@ func TestTwoProcessesNeverFireOneDueTimeTwice(t *testing.T) {
 	defer srv.Close()
 	dir := t.TempDir()
 	clock := newClock(wakeT0)
-	k := openAt(t, dir, scripted(t, wakeScript(0, 0)), clock)
+	k := openAt(t, dir, kerneltest.Scripted(t, wakeScript(0, 0)), clock)
 	writeTriggers(t, k, "every 1h tier 1: check stash", "every 2h tier 1: reflect")
 	pass(t, k) // the triggers are first read: due in an hour and in two
 	k.Close()
@@ -538,14 +540,14 @@ func TestAWakeKilledMidCallIsMarkedInterrupted(t *testing.T) {
 	defer close(release)
 	dir := t.TempDir()
 	clock := newClock(wakeT0)
-	k := openAt(t, dir, scripted(t, wakeScript(0, 0)), clock)
+	k := openAt(t, dir, kerneltest.Scripted(t, wakeScript(0, 0)), clock)
 	writeTriggers(t, k, "every 1h tier 1: check stash")
 	pass(t, k)
 	k.Close()
 
 	killMidCall(t, dir, wakeT0.Add(time.Hour), hang.URL, arrived)
 
-	p := scripted(t, wakeScript(1, 0))
+	p := kerneltest.Scripted(t, wakeScript(1, 0))
 	k2 := openAt(t, dir, p, clock)
 	clock.Set(wakeT0.Add(61 * time.Minute))
 	if r := pass(t, k2); len(r.Wakes) != 0 {
@@ -571,7 +573,7 @@ func TestAWakeKilledMidCallIsMarkedInterrupted(t *testing.T) {
 // kernel spends every 15 s between wakes.
 func BenchmarkIdleTriggerPass(b *testing.B) {
 	clock := newClock(wakeT0)
-	k, err := kernel.Open(b.TempDir(), Options{})
+	k, err := kernel.Open(b.TempDir(), kernel.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -582,11 +584,11 @@ func BenchmarkIdleTriggerPass(b *testing.B) {
 		b.Fatal(err)
 	}
 	for i := range 9 {
-		if _, err := k.Blocks().WriteAt(ctx, "wake", at(b, fmt.Sprintf("0.4.%d", i+1)), fmt.Sprintf("every %dh tier 1: rhythm %d", i+1, i)); err != nil {
+		if _, err := k.Blocks().WriteAt(ctx, "wake", kerneltest.At(b, fmt.Sprintf("0.4.%d", i+1)), fmt.Sprintf("every %dh tier 1: rhythm %d", i+1, i)); err != nil {
 			b.Fatal(err)
 		}
 	}
-	if _, err := k.Blocks().WriteAt(ctx, "wake", at(b, "0.5.1"), "webhook ci tier 1"); err != nil {
+	if _, err := k.Blocks().WriteAt(ctx, "wake", kerneltest.At(b, "0.5.1"), "webhook ci tier 1"); err != nil {
 		b.Fatal(err)
 	}
 	for b.Loop() {
@@ -608,7 +610,7 @@ func TestAWatchedPageIntoLoopbackIsRefused(t *testing.T) {
 	}))
 	t.Cleanup(target.Close)
 	clock := newClock(wakeT0)
-	k := openAt(t, t.TempDir(), scripted(t, wakeScript(0, 0)), clock)
+	k := openAt(t, t.TempDir(), kerneltest.Scripted(t, wakeScript(0, 0)), clock)
 	writeTriggers(t, k, "watch "+target.URL+"/secret every 1h tier 1: what changed?")
 	r := pass(t, k)
 	if len(r.Wakes) != 0 || len(r.Errors) != 1 || !strings.Contains(r.Errors[0], "loopback or private") || hits.Load() != 0 {
@@ -620,7 +622,7 @@ func TestAWatchedPageIntoLoopbackIsRefused(t *testing.T) {
 // claimed: the due time waits and fires once the key comes.
 func TestTriggersWaitForAnAPIKey(t *testing.T) {
 	clock := newClock(wakeT0)
-	k := openAt(t, t.TempDir(), scripted(t, wakeScript(1, 0)), clock)
+	k := openAt(t, t.TempDir(), kerneltest.Scripted(t, wakeScript(1, 0)), clock)
 	writeTriggers(t, k, "every 1h tier 1: check stash")
 	pass(t, k)
 	client := k.Conversation().Client()
@@ -640,7 +642,7 @@ func TestTriggersWaitForAnAPIKey(t *testing.T) {
 func TestADailyTriggerAcrossClockJumps(t *testing.T) {
 	day := time.Date(2026, 11, 3, 8, 0, 0, 0, time.UTC)
 	clock := newClock(day)
-	k := openAt(t, t.TempDir(), scripted(t, wakeScript(2, 0)), clock)
+	k := openAt(t, t.TempDir(), kerneltest.Scripted(t, wakeScript(2, 0)), clock)
 	writeTriggers(t, k, "daily 09:00 UTC tier 2: plan the day")
 	pass(t, k)
 	clock.Set(day.Add(time.Hour))
@@ -666,7 +668,7 @@ func TestADailyTriggerAcrossClockJumps(t *testing.T) {
 // is not counted among them.
 func TestStatusShowsTheWakesUsageWithTheCacheShare(t *testing.T) {
 	clock := newClock(wakeT0)
-	p := scripted(t, `{"responses":[
+	p := kerneltest.Scripted(t, `{"responses":[
 		{"content":[{"type":"text","text":"wake reply"}],"usage":{"input_tokens":100,"output_tokens":10,"cache_creation_input_tokens":200,"cache_read_input_tokens":700}},
 		{"content":[{"type":"text","text":"chat reply"}],"usage":{"input_tokens":5000,"output_tokens":10}}]}`)
 	k := openAt(t, t.TempDir(), p, clock)
@@ -676,7 +678,7 @@ func TestStatusShowsTheWakesUsageWithTheCacheShare(t *testing.T) {
 	if r := pass(t, k); statuses(r) != "woke" {
 		t.Fatalf("the wake: %+v", r.Wakes)
 	}
-	if _, err := k.Conversation().Say(context.Background(), "terminal", "hello", CallOptions{}); err != nil {
+	if _, err := k.Conversation().Say(context.Background(), "terminal", "hello", conversation.CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	s, err := k.Wakes().Status(context.Background())

@@ -26,3 +26,12 @@ func MarshalIndent(v any, prefix, indent string) ([]byte, error) {
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
+
+// List is s, or an empty list for nil, so that a list with nothing in it
+// is written [] and never null.
+func List[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

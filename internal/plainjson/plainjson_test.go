@@ -46,3 +46,14 @@ func TestMarshalReportsWhatCannotBeEncoded(t *testing.T) {
 		t.Fatal("a func was encoded")
 	}
 }
+
+func TestListWritesNothingAsAnEmptyList(t *testing.T) {
+	for _, c := range []struct {
+		in   []string
+		want string
+	}{{nil, "[]"}, {[]string{}, "[]"}, {[]string{"a"}, `["a"]`}} {
+		if got, err := Marshal(List(c.in)); err != nil || string(got) != c.want {
+			t.Errorf("List(%#v) = %s, %v; want %s", c.in, got, err, c.want)
+		}
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/llmkernels/kernels/internal/option"
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/llm/mcp"
+	"github.com/llmkernels/kernels/solve/record"
 	"github.com/llmkernels/kernels/solve/store"
 	"github.com/llmkernels/kernels/solve/workspace"
 )
@@ -53,7 +54,7 @@ type Options struct {
 	Resolvers map[string]Resolver
 	// Tool makes the implementation of a registered resolver that is not
 	// in Resolvers (a built or hired tool); nil = none can run.
-	Tool     func(store.Resolver) (Resolver, error)
+	Tool     func(record.Resolver) (Resolver, error)
 	Progress io.Writer // live view lines; nil = none
 	In       io.Reader // the terminal for Request.Interactive
 	Workers  int       // overrides the stored worker count when > 0 (resume)

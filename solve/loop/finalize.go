@@ -13,6 +13,7 @@ import (
 
 	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/internal/option"
+	"github.com/llmkernels/kernels/internal/plainjson"
 	"github.com/llmkernels/kernels/solve/store"
 )
 
@@ -346,7 +347,7 @@ func (s *stepCtx) coupleAt(ctx context.Context, tx *store.Tx, c Conflict, u stri
 		titles = append(titles, nc.Title)
 	}
 	return tx.Log(ctx, 2, u, "conflict between leaves", map[string]any{"decision": "coupling_conflict", "reason": c.Reason, "leaves": c.Leaves,
-		"coupling_constraints": nonNil(titles), "reopened": u})
+		"coupling_constraints": plainjson.List(titles), "reopened": u})
 }
 
 // extractionDialogue is Step 1 with Request.Interactive: candidate

@@ -13,6 +13,7 @@ import (
 
 	"github.com/llmkernels/kernels/internal/pgtest"
 	"github.com/llmkernels/kernels/solve/loop"
+	"github.com/llmkernels/kernels/solve/record"
 	"github.com/llmkernels/kernels/solve/resolver/codex"
 	"github.com/llmkernels/kernels/solve/resolver/selfmodel"
 	"github.com/llmkernels/kernels/solve/resolver/tool"
@@ -192,7 +193,7 @@ func (k *kernel) workspace(t *testing.T) string {
 // options wires the fake and the real resolvers, as the solve facade does.
 func (k *kernel) options(f *fake) loop.Options {
 	return loop.Options{Resolvers: map[string]loop.Resolver{loop.ClaudeCodeID: f, loop.SelfModelID: selfmodel.New(k.st), loop.CodexToolsID: codex.New(workspace.Sandbox{})},
-		Tool: func(e store.Resolver) (loop.Resolver, error) { return tool.New(k.st, e, workspace.Sandbox{}), nil }}
+		Tool: func(e record.Resolver) (loop.Resolver, error) { return tool.New(k.st, e, workspace.Sandbox{}), nil }}
 }
 
 func request(goal string) loop.Request {

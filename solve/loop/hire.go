@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/llmkernels/kernels/internal/clip"
+	"github.com/llmkernels/kernels/internal/plainjson"
 	"github.com/llmkernels/kernels/solve/kg"
+	"github.com/llmkernels/kernels/solve/record"
 	"github.com/llmkernels/kernels/solve/store"
 )
 
@@ -55,9 +57,9 @@ func (s *stepCtx) hire(ctx context.Context, g hireGap, reason string) (stepResul
 		return stepResult{}, err
 	}
 	detail := map[string]any{"node_id": n.ID, "node_status": n.Status, "goal": n.Summary, "reason": reason, "resolver_type": g.Type,
-		"need": g.Tag, "build_constraints": nonNil(g.Constraints), "tried": nonNil(tried), "failed_because": g.Rationale,
+		"need": g.Tag, "build_constraints": plainjson.List(g.Constraints), "tried": plainjson.List(tried), "failed_because": g.Rationale,
 		"budget_remaining":         map[string]float64{"cost_usd": bal.RemainingCost(), "time_seconds": bal.RemainingTime()},
-		"similar_past_resolutions": nonNil(similar), "budget_class": g.BudgetClass}
+		"similar_past_resolutions": plainjson.List(similar), "budget_class": g.BudgetClass}
 	var id string
 	err = s.commit(ctx, func(tx *store.Tx) error {
 		var err error
@@ -212,7 +214,7 @@ type MCPTool struct {
 
 // HiredMCP is the MCP tool a registered resolver calls (nil for any
 // other resolver).
-func HiredMCP(e store.Resolver) *MCPTool {
+func HiredMCP(e record.Resolver) *MCPTool {
 	if _, ok := e.Metadata["mcp_tool"].(string); !ok {
 		return nil
 	}
@@ -277,8 +279,8 @@ func Answer(ctx context.Context, st *store.Store, prefix string, a HireAnswer) (
 // openRequest is the one open request whose id starts with prefix: an
 // ambiguous or unknown prefix, or a request already answered, is refused
 // before anything is written.
-func openRequest(reqs []store.CapabilityRequest, prefix string) (*store.CapabilityRequest, error) {
-	var r *store.CapabilityRequest
+func openRequest(reqs []record.CapabilityRequest, prefix string) (*record.CapabilityRequest, error) {
+	var r *record.CapabilityRequest
 	for i := range reqs {
 		if strings.HasPrefix(reqs[i].ID, prefix) {
 			if r != nil {
@@ -319,7 +321,7 @@ func checkAnswer(a HireAnswer) error {
 // answerDecline records a decline. The waiting nodes end infeasible now,
 // so that a resume sees it before any paid call (a node would otherwise
 // step again from the state it waits in and meet the decline only at HIRE).
-func answerDecline(ctx context.Context, tx *store.Tx, r *store.CapabilityRequest, a HireAnswer, out *HireOutcome) (string, error) {
+func answerDecline(ctx context.Context, tx *store.Tx, r *record.CapabilityRequest, a HireAnswer, out *HireOutcome) (string, error) {
 	d := r.Detail
 	out.Kind = "decline"
 	d["answer"] = map[string]any{"kind": out.Kind, "reason": a.Reason}
@@ -339,7 +341,7 @@ func answerDecline(ctx context.Context, tx *store.Tx, r *store.CapabilityRequest
 
 // answerResolver is toolization (B8): the human's answer (a command or an
 // MCP tool) is registered as a resolver the waiting nodes use.
-func answerResolver(ctx context.Context, tx *store.Tx, r *store.CapabilityRequest, a HireAnswer, node string, out *HireOutcome) (string, error) {
+func answerResolver(ctx context.Context, tx *store.Tx, r *record.CapabilityRequest, a HireAnswer, node string, out *HireOutcome) (string, error) {
 	d := r.Detail
 	n, err := tx.CountResolvers(ctx, "human")
 	if err != nil {
@@ -358,7 +360,7 @@ func answerResolver(ctx context.Context, tx *store.Tx, r *store.CapabilityReques
 	if len(a.Network) > 0 {
 		meta[metaNetwork], meta[metaNetworkAllowed] = a.Network, a.Network
 	}
-	entry := store.Resolver{ID: id, Label: label, Type: typ, Capabilities: []string{r.Capability}, BuiltBy: "human",
+	entry := record.Resolver{ID: id, Label: label, Type: typ, Capabilities: []string{r.Capability}, BuiltBy: "human",
 		BuiltForNode: node, LatencyEstimate: 10, Metadata: meta}
 	if t := a.MCP; t != nil {
 		if entry.Metadata, err = mcpMetadata(t); err != nil {
@@ -399,7 +401,7 @@ func answerResolver(ctx context.Context, tx *store.Tx, r *store.CapabilityReques
 // multiple of it. When none waits any more (an ancestor's reopen
 // invalidated them) it goes to the node that asked, and from there to
 // its nearest live ancestor.
-func answerBudget(ctx context.Context, tx *store.Tx, r *store.CapabilityRequest, a HireAnswer, node string, out *HireOutcome) (string, error) {
+func answerBudget(ctx context.Context, tx *store.Tx, r *record.CapabilityRequest, a HireAnswer, node string, out *HireOutcome) (string, error) {
 	d := r.Detail
 	waiting := r.Nodes
 	if len(waiting) == 0 {
@@ -437,7 +439,7 @@ func answerBudget(ctx context.Context, tx *store.Tx, r *store.CapabilityRequest,
 
 // endDeclined ends infeasible a live node waiting on a declined request,
 // unless it has ended already; it says so in the answer's message.
-func endDeclined(ctx context.Context, tx *store.Tx, node string, r *store.CapabilityRequest) (string, error) {
+func endDeclined(ctx context.Context, tx *store.Tx, node string, r *record.CapabilityRequest) (string, error) {
 	if node == "" {
 		return "", nil
 	}
@@ -504,7 +506,7 @@ func askHuman(ctx context.Context, st *store.Store, id string, in *bufio.Reader,
 
 // FormatRequest renders a request with the context the spec lists: need,
 // tried, failed because, budget remaining, similar past resolutions.
-func FormatRequest(r store.CapabilityRequest) string {
+func FormatRequest(r record.CapabilityRequest) string {
 	var b strings.Builder
 	d := r.Detail
 	fmt.Fprintf(&b, "request %s  [%s]  root %s\n", store.Short(r.ID), r.Status, store.Short(r.RootID))
@@ -573,7 +575,7 @@ func mcpMetadata(t *MCPTool) (map[string]any, error) {
 
 // hiredWhat names what a hired resolver runs: its command, or its MCP
 // server and tool.
-func hiredWhat(e store.Resolver) string {
+func hiredWhat(e record.Resolver) string {
 	if t := HiredMCP(e); t != nil {
 		server := t.URL
 		if server == "" {

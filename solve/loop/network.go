@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/llmkernels/kernels/internal/proc"
+	"github.com/llmkernels/kernels/solve/record"
 	"github.com/llmkernels/kernels/solve/store"
 )
 
@@ -19,7 +20,7 @@ const (
 )
 
 // strings of a metadata list (JSON arrays decode as []any).
-func metaList(e store.Resolver, key string) []string {
+func metaList(e record.Resolver, key string) []string {
 	var out []string
 	switch v := e.Metadata[key].(type) {
 	case []any:
@@ -35,15 +36,15 @@ func metaList(e store.Resolver, key string) []string {
 }
 
 // DeclaredNetwork is what a tool says it needs to reach.
-func DeclaredNetwork(e store.Resolver) []string { return metaList(e, metaNetwork) }
+func DeclaredNetwork(e record.Resolver) []string { return metaList(e, metaNetwork) }
 
 // AllowedNetwork is what a person allowed a tool to reach (nothing unless
 // allowed).
-func AllowedNetwork(e store.Resolver) []string { return metaList(e, metaNetworkAllowed) }
+func AllowedNetwork(e record.Resolver) []string { return metaList(e, metaNetworkAllowed) }
 
 // NetworkLine says, for a listing, what a tool declares and what it was
 // allowed; "" for a tool that neither declares nor was allowed anything.
-func NetworkLine(e store.Resolver) string {
+func NetworkLine(e record.Resolver) string {
 	declared, allowed := DeclaredNetwork(e), AllowedNetwork(e)
 	switch {
 	case len(allowed) > 0:

@@ -5,11 +5,12 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/llmkernels/kernels/solve/record"
 	"github.com/llmkernels/kernels/solve/store"
 )
 
 // bootResolvers are registered at kernel boot (spec §4 step 2).
-var bootResolvers = []store.Resolver{
+var bootResolvers = []record.Resolver{
 	{ID: SelfModelID, Label: "Self Model", Type: "digital", BuiltBy: "boot",
 		Description:  "answers from the registry, ledger and node store: what the kernel can do, what it costs, where a run stands",
 		Capabilities: []string{"system_state", "capability_enumeration", "architecture_description", "cost_estimation"}},
@@ -48,7 +49,7 @@ func ResolverNote(text string) string {
 
 // register upserts a resolver and its KG node with a provides edge per
 // capability.
-func register(ctx context.Context, c *store.Conn, r store.Resolver) error {
+func register(ctx context.Context, c *store.Conn, r record.Resolver) error {
 	if err := c.UpsertResolver(ctx, r); err != nil {
 		return err
 	}
@@ -87,14 +88,14 @@ func Boot(ctx context.Context, st *store.Store) error {
 
 // Registry lists the registry without writing: the boot resolvers a run
 // has not registered yet (as it would register them), then every stored one.
-func Registry(ctx context.Context, st *store.Store) ([]store.Resolver, error) {
+func Registry(ctx context.Context, st *store.Store) ([]record.Resolver, error) {
 	stored, err := st.Resolvers(ctx, "")
 	if err != nil {
 		return nil, err
 	}
-	var out []store.Resolver
+	var out []record.Resolver
 	for _, b := range bootResolvers {
-		if !slices.ContainsFunc(stored, func(r store.Resolver) bool { return r.ID == b.ID }) {
+		if !slices.ContainsFunc(stored, func(r record.Resolver) bool { return r.ID == b.ID }) {
 			out = append(out, b)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/llmkernels/kernels/internal/proc"
 	"github.com/llmkernels/kernels/internal/proc/proctest"
 	"github.com/llmkernels/kernels/solve/loop"
+	"github.com/llmkernels/kernels/solve/record"
 	"github.com/llmkernels/kernels/solve/resolver/tool"
 	"github.com/llmkernels/kernels/solve/store"
 	"github.com/llmkernels/kernels/solve/workspace"
@@ -461,7 +462,7 @@ func TestAHiredCommandRunsConfinedAndTheLoopGoesOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := k.options(f)
-	o.Tool = func(e store.Resolver) (loop.Resolver, error) {
+	o.Tool = func(e record.Resolver) (loop.Resolver, error) {
 		return tool.New(k.st, e, workspace.Sandbox{Limits: proc.Limits{Processes: 64, Memory: 1 << 30, Output: 1 << 20}}), nil
 	}
 	res, err := loop.Resume(context.Background(), k.st, "", o)
@@ -501,7 +502,7 @@ func TestNetworkAllowancesAreRecordedWithTheTool(t *testing.T) {
 	if got := loop.AllowedNetwork(hired[0]); len(got) != 1 || got[0] != "api.example.org:443" || loop.NetworkLine(hired[0]) != "network allowed: api.example.org:443" {
 		t.Fatalf("hired: allowed %v, line %q", got, loop.NetworkLine(hired[0]))
 	}
-	built := store.Resolver{ID: "tool-fetch-2", Label: "fetch", Type: "digital", Capabilities: []string{"fetch"}, BuiltBy: "system",
+	built := record.Resolver{ID: "tool-fetch-2", Label: "fetch", Type: "digital", Capabilities: []string{"fetch"}, BuiltBy: "system",
 		Metadata: map[string]any{"command": "true", "network": []string{"pypi.org:443"}}}
 	if err := k.st.UpsertResolver(ctx, built); err != nil {
 		t.Fatal(err)

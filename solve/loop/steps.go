@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/llmkernels/kernels/internal/clip"
+	"github.com/llmkernels/kernels/internal/plainjson"
 	"github.com/llmkernels/kernels/solve/kg"
 	"github.com/llmkernels/kernels/solve/store"
 	"github.com/llmkernels/kernels/solve/workspace"
@@ -395,7 +396,7 @@ func (s *stepCtx) plan(ctx context.Context, a RouteAnswer, fresh bool) (stepResu
 		params = map[string]any{}
 	}
 	plan := map[string]any{"steps": []map[string]any{{"resolver_id": a.ResolverID, "capability": a.Capability,
-		"inputs": map[string]any{"input_artifact_ids": nonNil(n.Inputs)}, "params": params}}, "policy": map[string]any{"parallel": false}}
+		"inputs": map[string]any{"input_artifact_ids": plainjson.List(n.Inputs)}, "params": params}}, "policy": map[string]any{"parallel": false}}
 	err := s.commit(ctx, func(tx *store.Tx) error {
 		content, err := store.JSONText(plan)
 		if err != nil {
@@ -816,7 +817,7 @@ func mergeFiles(answer, changed []workspace.File) []workspace.File {
 // fingerprint is sha256(canonical_json({capability_tag, build_constraints, budget_class})).
 func fingerprint(tag string, constraints []string, class string) string {
 	// Strings only: JSON holds them all, so the marshal cannot fail.
-	data, _ := json.Marshal(map[string]any{"budget_class": class, "build_constraints": nonNil(constraints), "capability_tag": tag})
+	data, _ := json.Marshal(map[string]any{"budget_class": class, "build_constraints": plainjson.List(constraints), "capability_tag": tag})
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])
 }

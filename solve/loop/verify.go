@@ -13,6 +13,7 @@ import (
 
 	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/solve/kg"
+	"github.com/llmkernels/kernels/solve/record"
 	"github.com/llmkernels/kernels/solve/store"
 	"github.com/llmkernels/kernels/solve/workspace"
 )
@@ -514,7 +515,7 @@ func (s *stepCtx) registerTool(ctx context.Context, tx *store.Tx, builder, artif
 		return err
 	}
 	id := fmt.Sprintf("tool-%s-%d", slug(t.Capabilities[0]), count+1)
-	entry := store.Resolver{ID: id, Label: t.Label, Description: t.Description, Type: "digital", Capabilities: t.Capabilities, CostPerInvocation: 0.001,
+	entry := record.Resolver{ID: id, Label: t.Label, Description: t.Description, Type: "digital", Capabilities: t.Capabilities, CostPerInvocation: 0.001,
 		LatencyEstimate: 10, BuiltBy: "system", BuiltForNode: s.n.Parent, Metadata: map[string]any{"command": t.Command, "test_command": t.TestCommand, "tool_artifact_id": artifact}}
 	if len(t.Network) > 0 {
 		entry.Metadata[metaNetwork] = t.Network // declared; allowed only by a person
@@ -628,7 +629,7 @@ func (s *stepCtx) unsat(ctx context.Context, last *store.Attempt, fresh bool, v 
 
 // hiredTool is the registry entry of a resolver a human provided (nil for
 // any other).
-func (s *stepCtx) hiredTool(ctx context.Context, id string) (*store.Resolver, error) {
+func (s *stepCtx) hiredTool(ctx context.Context, id string) (*record.Resolver, error) {
 	if id == "" || id == CandidateID {
 		return nil, nil
 	}

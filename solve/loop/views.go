@@ -70,13 +70,6 @@ func union(a, b []string) []string {
 	return out
 }
 
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
 // tail keeps the last 2,000 bytes of a command's output.
 func tail(s string) string {
 	if len(s) > 2000 {

@@ -13,7 +13,9 @@ import (
 	"path/filepath"
 
 	"github.com/llmkernels/kernels/internal/atomicfile"
+	"github.com/llmkernels/kernels/internal/plainjson"
 	"github.com/llmkernels/kernels/internal/sqldb"
+	"github.com/llmkernels/kernels/solve/record"
 )
 
 // blobStore keeps artifact contents by their sha256. Artifact rows point
@@ -141,7 +143,7 @@ func (c *Conn) PutArtifact(ctx context.Context, a NewArtifact) (string, error) {
 	if meta == nil {
 		meta = map[string]any{}
 	}
-	lineage := map[string]any{"node_id": a.Node, "resolver_id": a.ResolverID, "constraint_ids": nonNil(a.ConstraintIDs), "input_artifact_ids": nonNil(a.InputIDs)}
+	lineage := map[string]any{"node_id": a.Node, "resolver_id": a.ResolverID, "constraint_ids": plainjson.List(a.ConstraintIDs), "input_artifact_ids": plainjson.List(a.InputIDs)}
 	var sigma any
 	if a.Sigma != nil {
 		sigma = *a.Sigma
@@ -153,24 +155,10 @@ func (c *Conn) PutArtifact(ctx context.Context, a NewArtifact) (string, error) {
 	return id, nil
 }
 
-// Artifact is an artifacts row (its content is in the artifact store).
-type Artifact struct {
-	ID       string          `json:"id"`
-	Node     string          `json:"node_id"`
-	Type     string          `json:"type"`
-	Format   string          `json:"format"`
-	URI      string          `json:"uri"`
-	SHA256   string          `json:"sha256"`
-	Size     int             `json:"size_bytes"`
-	Metadata json.RawMessage `json:"metadata"`
-	Lineage  json.RawMessage `json:"lineage"`
-	Sigma    *float64        `json:"sigma"` // nil when none was recorded
-}
-
 const artifactCols = "a.id, a.node_id, a.type, a.format, a.uri, a.sha256, COALESCE(a.size_bytes, 0), a.metadata, a.lineage, a.sigma"
 
-func scanArtifact(r interface{ Scan(...any) error }) (Artifact, error) {
-	var a Artifact
+func scanArtifact(r interface{ Scan(...any) error }) (record.Artifact, error) {
+	var a record.Artifact
 	var meta, lineage string
 	var sigma sql.NullFloat64
 	err := r.Scan(&a.ID, &a.Node, &a.Type, &a.Format, &a.URI, &a.SHA256, &a.Size, &meta, &lineage, &sigma)
@@ -182,7 +170,7 @@ func scanArtifact(r interface{ Scan(...any) error }) (Artifact, error) {
 }
 
 // ArtifactInfo loads an artifacts row without its content.
-func (c *Conn) ArtifactInfo(ctx context.Context, id string) (*Artifact, error) {
+func (c *Conn) ArtifactInfo(ctx context.Context, id string) (*record.Artifact, error) {
 	a, err := scanArtifact(c.row(ctx, "SELECT "+artifactCols+" FROM artifacts a WHERE a.id = ?", id))
 	if err != nil {
 		return nil, fmt.Errorf("load artifact %s: %w", id, err)
@@ -191,7 +179,7 @@ func (c *Conn) ArtifactInfo(ctx context.Context, id string) (*Artifact, error) {
 }
 
 // Artifact loads an artifact and its content, checked against its hash.
-func (c *Conn) Artifact(ctx context.Context, id string) (*Artifact, []byte, error) {
+func (c *Conn) Artifact(ctx context.Context, id string) (*record.Artifact, []byte, error) {
 	a, err := c.ArtifactInfo(ctx, id)
 	if err != nil {
 		return nil, nil, err
@@ -204,7 +192,7 @@ func (c *Conn) Artifact(ctx context.Context, id string) (*Artifact, []byte, erro
 }
 
 // LatestArtifact is the newest artifact of a type on a node (nil when none).
-func (c *Conn) LatestArtifact(ctx context.Context, node, typ string) (*Artifact, error) {
+func (c *Conn) LatestArtifact(ctx context.Context, node, typ string) (*record.Artifact, error) {
 	a, err := scanArtifact(c.row(ctx, "SELECT "+artifactCols+" FROM artifacts a WHERE a.node_id = ? AND a.type = ? ORDER BY a.{seq} DESC LIMIT 1", node, typ))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
@@ -240,6 +228,6 @@ func (c *Conn) SetArtifactSigma(ctx context.Context, id string, sigma float64) e
 
 // Artifacts lists the artifacts of the runs whose root id starts with
 // rootPrefix ("" = every run), oldest first.
-func (c *Conn) Artifacts(ctx context.Context, rootPrefix string) ([]Artifact, error) {
-	return sqldb.List(ctx, c.query, "list artifacts", func(r *sql.Rows) (Artifact, error) { return scanArtifact(r) }, "SELECT "+artifactCols+" FROM artifacts a JOIN nodes n ON n.id = a.node_id WHERE ? = '' OR n.root_id LIKE ? || '%' ORDER BY a.{seq}", rootPrefix, rootPrefix)
+func (c *Conn) Artifacts(ctx context.Context, rootPrefix string) ([]record.Artifact, error) {
+	return sqldb.List(ctx, c.query, "list artifacts", func(r *sql.Rows) (record.Artifact, error) { return scanArtifact(r) }, "SELECT "+artifactCols+" FROM artifacts a JOIN nodes n ON n.id = a.node_id WHERE ? = '' OR n.root_id LIKE ? || '%' ORDER BY a.{seq}", rootPrefix, rootPrefix)
 }

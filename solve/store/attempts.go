@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/llmkernels/kernels/internal/plainjson"
 	"github.com/llmkernels/kernels/internal/sqldb"
 )
 
@@ -89,7 +90,7 @@ func (c *Conn) AddAttempt(ctx context.Context, a NewAttempt) (string, int, error
 	if _, err := c.exec(ctx, `INSERT INTO resolution_attempts (id, node_id, attempt_index, resolver_id, plan_artifact_id, input_artifact_ids,
 		output_artifact_id, feedback, verification, verdict, sigma_v, failure_mode, cost, time_seconds, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		id, a.Node, a.Index, a.Resolver, nullStr(a.Plan), asJSON(nonNil(a.Inputs)), nullStr(a.Output), nullJSON(a.Feedback),
+		id, a.Node, a.Index, a.Resolver, nullStr(a.Plan), asJSON(plainjson.List(a.Inputs)), nullStr(a.Output), nullJSON(a.Feedback),
 		verification, verdict, sigma, nullStr(a.FailureMode), a.Cost, a.Seconds, now()); err != nil {
 		return "", 0, fmt.Errorf("node %s: insert attempt %d: %w", a.Node, a.Index, err)
 	}

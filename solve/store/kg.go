@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/llmkernels/kernels/internal/sqldb"
+	"github.com/llmkernels/kernels/solve/record"
 )
 
 // The knowledge graph's tables (spec §2C): kg_nodes and kg_edges with
@@ -152,16 +153,10 @@ func (c *Conn) Targets(ctx context.Context, source, relation string) ([]string, 
 	return sqldb.List(ctx, c.query, fmt.Sprintf("kg: %s targets of %s", relation, source), sqldb.Column[string], "SELECT k.label FROM kg_edges e JOIN kg_nodes k ON k.id = e.target_id WHERE e.source_id = ? AND e.relation = ? ORDER BY k.label", source, relation)
 }
 
-// RelationCount is how many edges a relation has.
-type RelationCount struct {
-	Relation string `json:"relation"`
-	Count    int    `json:"count"`
-}
-
 // EdgeCounts counts the graph's edges by relation.
-func (c *Conn) EdgeCounts(ctx context.Context) ([]RelationCount, error) {
-	return sqldb.List(ctx, c.query, "kg: count edges", func(r *sql.Rows) (RelationCount, error) {
-		var rc RelationCount
+func (c *Conn) EdgeCounts(ctx context.Context) ([]record.EdgeCount, error) {
+	return sqldb.List(ctx, c.query, "kg: count edges", func(r *sql.Rows) (record.EdgeCount, error) {
+		var rc record.EdgeCount
 		err := r.Scan(&rc.Relation, &rc.Count)
 		return rc, err
 	}, "SELECT relation, COUNT(*) FROM kg_edges GROUP BY relation ORDER BY relation")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/llmkernels/kernels/internal/sqldb"
+	"github.com/llmkernels/kernels/solve/record"
 )
 
 // The budget ledger (spec §2D) is authoritative: every allocation, spend
@@ -141,18 +142,8 @@ func (c *Conn) Log(ctx context.Context, tier int, node, summary string, detail a
 	return nil
 }
 
-// LogRow is a logs row, with the goal summary of its node.
-type LogRow struct {
-	Tier    int             `json:"tier"`
-	Node    string          `json:"node_id"`
-	Goal    string          `json:"goal,omitempty"`
-	Time    string          `json:"timestamp"`
-	Summary string          `json:"summary"`
-	Detail  json.RawMessage `json:"detail,omitempty"`
-}
-
-func scanLog(r *sql.Rows) (LogRow, error) {
-	var l LogRow
+func scanLog(r *sql.Rows) (record.LogEntry, error) {
+	var l record.LogEntry
 	var d string
 	err := r.Scan(&l.Tier, &l.Node, &l.Goal, &l.Time, &l.Summary, &d)
 	if d != "" {
@@ -163,7 +154,7 @@ func scanLog(r *sql.Rows) (LogRow, error) {
 
 // Logs lists log rows, oldest first, of one tier (0 = all) and of the
 // nodes whose id starts with nodePrefix ("" = all).
-func (c *Conn) Logs(ctx context.Context, tier int, nodePrefix string) ([]LogRow, error) {
+func (c *Conn) Logs(ctx context.Context, tier int, nodePrefix string) ([]record.LogEntry, error) {
 	return sqldb.List(ctx, c.query, "list logs", scanLog, `SELECT l.tier, COALESCE(l.node_id, ''), COALESCE(n.goal_summary, ''), l.timestamp, COALESCE(l.summary, ''), COALESCE(CAST(l.detail AS TEXT), '')
 		FROM logs l LEFT JOIN nodes n ON n.id = l.node_id
 		WHERE (? = 0 OR l.tier = ?) AND (? = '' OR l.node_id LIKE ? || '%') ORDER BY l.{seq}`, tier, tier, nodePrefix, nodePrefix)
@@ -172,7 +163,7 @@ func (c *Conn) Logs(ctx context.Context, tier int, nodePrefix string) ([]LogRow,
 // RunEvents lists the decisions of a root's tree that change its shape,
 // oldest first: reopened nodes, conflicts between leaves (Step 12),
 // merge conflicts, gating.
-func (c *Conn) RunEvents(ctx context.Context, root string) ([]LogRow, error) {
+func (c *Conn) RunEvents(ctx context.Context, root string) ([]record.LogEntry, error) {
 	return sqldb.List(ctx, c.query, "list the events of "+root, scanLog, `SELECT l.tier, COALESCE(l.node_id, ''), n.goal_summary, l.timestamp, COALESCE(l.summary, ''), COALESCE(CAST(l.detail AS TEXT), '')
 		FROM logs l JOIN nodes n ON n.id = l.node_id
 		WHERE n.root_id = ? AND l.tier = 2 AND l.detail->>'decision' IN ('reopen', 'coupling_conflict', 'merge_conflict', 'gated') ORDER BY l.{seq}`, root)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/llmkernels/kernels/internal/plainjson"
 	"github.com/llmkernels/kernels/internal/sqldb"
 )
 
@@ -163,7 +164,7 @@ func (c *Conn) InsertNode(ctx context.Context, n NewNode) (string, error) {
 	_, err := c.exec(ctx, `INSERT INTO nodes (id, parent_id, root_id, goal_description, goal_summary, goal_modality, status,
 		constraints_core_ids, constraints_inherited_ids, input_artifact_ids, tau_local, tau_global, max_attempts,
 		budget_allocated, time_allocated, created_at) VALUES (?, ?, ?, ?, ?, 'text', 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		n.ID, nullStr(n.Parent), n.Root, n.Goal, n.Summary, asJSON(nonNil(n.Core)), asJSON(nonNil(n.Inherited)), asJSON(nonNil(n.Inputs)),
+		n.ID, nullStr(n.Parent), n.Root, n.Goal, n.Summary, asJSON(plainjson.List(n.Core)), asJSON(plainjson.List(n.Inherited)), asJSON(plainjson.List(n.Inputs)),
 		n.TauLocal, n.TauGlobal, n.MaxAttempts, n.BudgetAllocated, n.TimeAllocated, now())
 	if err != nil {
 		return "", fmt.Errorf("insert node %s: %w", Short(n.ID), err)
@@ -223,17 +224,17 @@ func (c *Conn) setNode(ctx context.Context, op, node, set string, args ...any) e
 // SetConstraintSets sets a node's core, eligible and selected sets.
 func (c *Conn) SetConstraintSets(ctx context.Context, node string, core, eligible, selected []string) error {
 	return c.setNode(ctx, "set constraint sets", node, "constraints_core_ids = ?, constraints_eligible_ids = ?, constraints_selected_ids = ?",
-		asJSON(nonNil(core)), asJSON(nonNil(eligible)), asJSON(nonNil(selected)))
+		asJSON(plainjson.List(core)), asJSON(plainjson.List(eligible)), asJSON(plainjson.List(selected)))
 }
 
 // SetEligible sets a node's eligible constraints (Step 2).
 func (c *Conn) SetEligible(ctx context.Context, node string, ids []string) error {
-	return c.setNode(ctx, "set eligible constraints", node, "constraints_eligible_ids = ?", asJSON(nonNil(ids)))
+	return c.setNode(ctx, "set eligible constraints", node, "constraints_eligible_ids = ?", asJSON(plainjson.List(ids)))
 }
 
 // SetSelected sets a node's selected constraints (Step 3).
 func (c *Conn) SetSelected(ctx context.Context, node string, ids []string) error {
-	return c.setNode(ctx, "set selected constraints", node, "constraints_selected_ids = ?", asJSON(nonNil(ids)))
+	return c.setNode(ctx, "set selected constraints", node, "constraints_selected_ids = ?", asJSON(plainjson.List(ids)))
 }
 
 // SetResolver sets the node's resolver.
@@ -248,14 +249,14 @@ func (c *Conn) SetPlan(ctx context.Context, node, plan, resolver string, maxAtte
 
 // SetInputs sets the node's input artifacts.
 func (c *Conn) SetInputs(ctx context.Context, node string, ids []string) error {
-	return c.setNode(ctx, "set input artifacts", node, "input_artifact_ids = ?", asJSON(nonNil(ids)))
+	return c.setNode(ctx, "set input artifacts", node, "input_artifact_ids = ?", asJSON(plainjson.List(ids)))
 }
 
 // SetVerification records a node's last verification, σ_v, σ_path and the
 // constraints it proved.
 func (c *Conn) SetVerification(ctx context.Context, node string, verification any, sigmaV, sigmaPath float64, resolved []string) error {
 	return c.setNode(ctx, "record verification", node, "verification = ?, sigma_v = ?, sigma_path = ?, constraints_resolved_ids = ?",
-		asJSON(verification), sigmaV, sigmaPath, asJSON(nonNil(resolved)))
+		asJSON(verification), sigmaV, sigmaPath, asJSON(plainjson.List(resolved)))
 }
 
 // MarkResolved records a resolved leaf's kind and reason.

@@ -7,31 +7,14 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/llmkernels/kernels/internal/plainjson"
 	"github.com/llmkernels/kernels/internal/sqldb"
+	"github.com/llmkernels/kernels/solve/record"
 )
-
-// Resolver is a resolvers row (spec §2B).
-type Resolver struct {
-	ID                string         `json:"id"`
-	Label             string         `json:"label"`
-	Description       string         `json:"description"`
-	Type              string         `json:"type"`
-	Capabilities      []string       `json:"capabilities"`
-	CostPerInvocation float64        `json:"cost_per_invocation"`
-	CostPerToken      float64        `json:"cost_per_token"`
-	LatencyEstimate   float64        `json:"latency_estimate"`
-	UsageCount        int            `json:"usage_count"`
-	SuccessCount      int            `json:"success_count"`
-	FailureCount      int            `json:"failure_count"`
-	AvgCost           float64        `json:"avg_cost"`
-	BuiltBy           string         `json:"built_by"`
-	BuiltForNode      string         `json:"built_for_node_id,omitempty"`
-	Metadata          map[string]any `json:"metadata"`
-}
 
 // UpsertResolver registers a resolver, or updates the label, description,
 // capabilities and metadata of one registered before.
-func (c *Conn) UpsertResolver(ctx context.Context, r Resolver) error {
+func (c *Conn) UpsertResolver(ctx context.Context, r record.Resolver) error {
 	meta := r.Metadata
 	if meta == nil {
 		meta = map[string]any{}
@@ -40,7 +23,7 @@ func (c *Conn) UpsertResolver(ctx context.Context, r Resolver) error {
 		latency_estimate, built_by, built_for_node_id, metadata, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT(id) DO UPDATE SET label = excluded.label, description = excluded.description, capabilities = excluded.capabilities,
 		metadata = excluded.metadata`,
-		r.ID, r.Label, r.Description, r.Type, asJSON(nonNil(r.Capabilities)), r.CostPerInvocation, r.CostPerToken, r.LatencyEstimate,
+		r.ID, r.Label, r.Description, r.Type, asJSON(plainjson.List(r.Capabilities)), r.CostPerInvocation, r.CostPerToken, r.LatencyEstimate,
 		r.BuiltBy, nullStr(r.BuiltForNode), asJSON(meta), now()); err != nil {
 		return fmt.Errorf("register resolver %s: %w", r.ID, err)
 	}
@@ -49,9 +32,9 @@ func (c *Conn) UpsertResolver(ctx context.Context, r Resolver) error {
 
 // Resolvers lists the registry in registration order; with id, only that
 // resolver (none when it is not registered).
-func (c *Conn) Resolvers(ctx context.Context, id string) ([]Resolver, error) {
-	return sqldb.List(ctx, c.query, "list resolvers", func(r *sql.Rows) (Resolver, error) {
-		var v Resolver
+func (c *Conn) Resolvers(ctx context.Context, id string) ([]record.Resolver, error) {
+	return sqldb.List(ctx, c.query, "list resolvers", func(r *sql.Rows) (record.Resolver, error) {
+		var v record.Resolver
 		var caps, meta string
 		if err := r.Scan(&v.ID, &v.Label, &v.Description, &v.Type, &caps, &v.CostPerInvocation, &v.CostPerToken, &v.LatencyEstimate,
 			&v.UsageCount, &v.SuccessCount, &v.FailureCount, &v.AvgCost, &v.BuiltBy, &v.BuiltForNode, &meta); err != nil {
@@ -97,22 +80,6 @@ const (
 	Delivered = "delivered"
 	Declined  = "declined"
 )
-
-// CapabilityRequest is a capability_requests row (a HIRE request).
-type CapabilityRequest struct {
-	ID          string         `json:"id"`
-	RootID      string         `json:"root_id"`
-	Capability  string         `json:"capability_tag"`
-	Fingerprint string         `json:"request_fingerprint"`
-	Status      string         `json:"status"`
-	ResolverID  string         `json:"resolver_id,omitempty"`
-	Detail      map[string]any `json:"detail"`
-	// Nodes are the nodes waiting on it, in the order they met it: the
-	// one that asked (Detail's node_id) first, then any other node of
-	// the run that met the same gap; a node invalidated or ended since
-	// is left out.
-	Nodes []string `json:"waiting_node_ids"`
-}
 
 // AddRequest inserts a requested capability request, asked for node, and
 // returns its id; node waits on it. When the run has asked for the same
@@ -168,9 +135,9 @@ func (c *Conn) PriorRequest(ctx context.Context, root, tag, fingerprint string) 
 
 // Requests lists capability requests in the order they were asked, each
 // with the nodes waiting on it: the open ones, or all with all.
-func (c *Conn) Requests(ctx context.Context, all bool) ([]CapabilityRequest, error) {
-	reqs, err := sqldb.List(ctx, c.query, "list capability requests", func(r *sql.Rows) (CapabilityRequest, error) {
-		var q CapabilityRequest
+func (c *Conn) Requests(ctx context.Context, all bool) ([]record.CapabilityRequest, error) {
+	reqs, err := sqldb.List(ctx, c.query, "list capability requests", func(r *sql.Rows) (record.CapabilityRequest, error) {
+		var q record.CapabilityRequest
 		var d string
 		if err := r.Scan(&q.ID, &q.RootID, &q.Capability, &q.Fingerprint, &q.Status, &q.ResolverID, &d); err != nil {
 			return q, err

@@ -380,13 +380,6 @@ func nullJSON(v any) any {
 	return asJSON(v)
 }
 
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
 // idList decodes a JSON array of ids.
 func idList(node, text string) ([]string, error) {
 	var out []string

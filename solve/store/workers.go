@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/llmkernels/kernels/internal/sqldb"
+	"github.com/llmkernels/kernels/solve/record"
 )
 
 // SettleOpenOf settles at the amount they hold the open reservations of
@@ -31,8 +32,8 @@ func (s *Store) SettleOpenOf(ctx context.Context, root string, pick func(OpenRes
 
 // ArtifactsOf lists a node's artifacts of one type, oldest first (the
 // run's stored workspace: its base and the merges of verified leaves).
-func (c *Conn) ArtifactsOf(ctx context.Context, node, typ string) ([]Artifact, error) {
-	return sqldb.List(ctx, c.query, "list the "+typ+" artifacts of "+node, func(r *sql.Rows) (Artifact, error) { return scanArtifact(r) },
+func (c *Conn) ArtifactsOf(ctx context.Context, node, typ string) ([]record.Artifact, error) {
+	return sqldb.List(ctx, c.query, "list the "+typ+" artifacts of "+node, func(r *sql.Rows) (record.Artifact, error) { return scanArtifact(r) },
 		"SELECT "+artifactCols+" FROM artifacts a WHERE a.node_id = ? AND a.type = ? ORDER BY a.{seq}", node, typ)
 }
 

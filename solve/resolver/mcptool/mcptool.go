@@ -18,7 +18,7 @@ import (
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/llm/mcp"
 	"github.com/llmkernels/kernels/solve/loop"
-	"github.com/llmkernels/kernels/solve/store"
+	"github.com/llmkernels/kernels/solve/record"
 )
 
 // ServerName is the name a hired tool's server is given: its tools are
@@ -31,13 +31,13 @@ const maxOutput = 100_000
 
 // Resolver is one hired MCP tool.
 type Resolver struct {
-	entry store.Resolver
+	entry record.Resolver
 	tool  loop.MCPTool
 }
 
 // New is the resolver of a registry entry made by solve hire --mcp
 // (loop.HiredMCP is not nil for it).
-func New(entry store.Resolver, tool loop.MCPTool) *Resolver {
+func New(entry record.Resolver, tool loop.MCPTool) *Resolver {
 	return &Resolver{entry: entry, tool: tool}
 }
 

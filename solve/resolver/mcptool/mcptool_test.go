@@ -11,7 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/llmkernels/kernels/solve/loop"
-	"github.com/llmkernels/kernels/solve/store"
+	"github.com/llmkernels/kernels/solve/record"
 )
 
 // A hired tool answers resolve with its text, the route's parameters as
@@ -33,7 +33,7 @@ func TestAHiredMCPToolResolves(t *testing.T) {
 	})
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	defer hs.Close()
-	entry := store.Resolver{ID: "human-x-1", CostPerInvocation: 0.5}
+	entry := record.Resolver{ID: "human-x-1", CostPerInvocation: 0.5}
 	call := &loop.Call{Op: loop.OpResolve, Params: map[string]any{"board": "A"}}
 	out, err := New(entry, loop.MCPTool{URL: hs.URL, Tool: "read", Offered: "hired__read"}).Resolve(context.Background(), call)
 	if err != nil || !strings.Contains(string(out.Answer), `71C {\"board\":\"A\"}`) || out.Cost != 0.5 {

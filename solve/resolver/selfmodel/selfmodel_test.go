@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/llmkernels/kernels/solve/loop"
+	"github.com/llmkernels/kernels/solve/record"
 	"github.com/llmkernels/kernels/solve/store"
 )
 
@@ -20,10 +21,10 @@ func TestCandidatesAreTheBootResolversAndThoseProvidingACapability(t *testing.T)
 	if err := loop.Boot(ctx, st); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.UpsertResolver(ctx, store.Resolver{ID: "tool-csv-1", Label: "csv", Type: "digital", Capabilities: []string{"csv_to_json"}, BuiltBy: "system"}); err != nil {
+	if err := st.UpsertResolver(ctx, record.Resolver{ID: "tool-csv-1", Label: "csv", Type: "digital", Capabilities: []string{"csv_to_json"}, BuiltBy: "system"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.UpsertResolver(ctx, store.Resolver{ID: "tool-pdf-2", Label: "pdf", Type: "digital", Capabilities: []string{"pdf"}, BuiltBy: "system"}); err != nil {
+	if err := st.UpsertResolver(ctx, record.Resolver{ID: "tool-pdf-2", Label: "pdf", Type: "digital", Capabilities: []string{"pdf"}, BuiltBy: "system"}); err != nil {
 		t.Fatal(err)
 	}
 	r := New(st)

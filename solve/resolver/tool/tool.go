@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 
 	"github.com/llmkernels/kernels/solve/loop"
+	"github.com/llmkernels/kernels/solve/record"
 	"github.com/llmkernels/kernels/solve/store"
 	"github.com/llmkernels/kernels/solve/workspace"
 )
@@ -20,13 +21,13 @@ import (
 // Resolver is one registered command resolver.
 type Resolver struct {
 	st      *store.Store
-	entry   store.Resolver
+	entry   record.Resolver
 	sandbox workspace.Sandbox
 }
 
 // New runs the registry entry's metadata.command, confined by sb with the
 // network a person allowed it; st holds its files.
-func New(st *store.Store, entry store.Resolver, sb workspace.Sandbox) *Resolver {
+func New(st *store.Store, entry record.Resolver, sb workspace.Sandbox) *Resolver {
 	sb.Network = loop.AllowedNetwork(entry)
 	return &Resolver{st: st, entry: entry, sandbox: sb}
 }

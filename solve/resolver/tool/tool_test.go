@@ -13,6 +13,7 @@ import (
 
 	"github.com/llmkernels/kernels/internal/proc"
 	"github.com/llmkernels/kernels/internal/proc/proctest"
+	"github.com/llmkernels/kernels/solve/record"
 
 	"github.com/llmkernels/kernels/solve/loop"
 	"github.com/llmkernels/kernels/solve/store"
@@ -40,7 +41,7 @@ func TestAToolRunsItsCommandWithItsFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := New(st, store.Resolver{ID: "tool-say-1", CostPerInvocation: 0.001, Metadata: map[string]any{"command": `sh "$SOLVE_TOOL_DIR/say.sh"`, "tool_artifact_id": art}}, workspace.Sandbox{})
+	r := New(st, record.Resolver{ID: "tool-say-1", CostPerInvocation: 0.001, Metadata: map[string]any{"command": `sh "$SOLVE_TOOL_DIR/say.sh"`, "tool_artifact_id": art}}, workspace.Sandbox{})
 	if cost, secs := r.Estimate(ctx, &loop.Call{}); cost != 0.001 || secs != 1 {
 		t.Errorf("estimate %v %v", cost, secs)
 	}
@@ -59,13 +60,13 @@ func TestAToolFailsPermanentlyWithTheReason(t *testing.T) {
 	st := open(t)
 	var re *loop.ResolverError
 	for _, tc := range []struct {
-		entry store.Resolver
+		entry record.Resolver
 		ws    string
 		mode  string
 	}{
-		{store.Resolver{ID: "h", Metadata: map[string]any{"command": "true"}}, "", "no_workspace"},
-		{store.Resolver{ID: "h", Metadata: map[string]any{"command": "exit 4"}}, t.TempDir(), "command_failed"},
-		{store.Resolver{ID: "h", Metadata: map[string]any{"command": "true", "tool_artifact_id": "gone"}}, t.TempDir(), "tool_missing"},
+		{record.Resolver{ID: "h", Metadata: map[string]any{"command": "true"}}, "", "no_workspace"},
+		{record.Resolver{ID: "h", Metadata: map[string]any{"command": "exit 4"}}, t.TempDir(), "command_failed"},
+		{record.Resolver{ID: "h", Metadata: map[string]any{"command": "true", "tool_artifact_id": "gone"}}, t.TempDir(), "tool_missing"},
 	} {
 		if _, err := New(st, tc.entry, workspace.Sandbox{}).Resolve(ctx, &loop.Call{Workspace: tc.ws}); !errors.As(err, &re) || !re.Permanent || re.Mode != tc.mode {
 			t.Errorf("%+v: %v, want %s", tc.entry, err, tc.mode)
@@ -99,7 +100,7 @@ func TestABuiltToolRunsConfined(t *testing.T) {
 		t.Fatal(err)
 	}
 	sb := workspace.Sandbox{Limits: proc.Limits{Processes: 64, Memory: 1 << 30, Output: 1 << 20}}
-	r := New(st, store.Resolver{ID: "tool-escape-1", Metadata: map[string]any{"command": `python3 "$SOLVE_TOOL_DIR/escape.py"`, "tool_artifact_id": art}}, sb)
+	r := New(st, record.Resolver{ID: "tool-escape-1", Metadata: map[string]any{"command": `python3 "$SOLVE_TOOL_DIR/escape.py"`, "tool_artifact_id": art}}, sb)
 	out, err := r.Resolve(ctx, &loop.Call{Op: loop.OpResolve, Workspace: ws})
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +131,7 @@ func TestAToolReachesWhatAPersonAllowed(t *testing.T) {
 		{map[string]any{"command": command, "network": []any{"localhost:" + port}}, false},
 		{map[string]any{"command": command, "network": []any{"localhost:" + port}, "network_allowed": []any{"localhost:" + port}}, true},
 	} {
-		out, err := New(open(t), store.Resolver{ID: "tool-net-1", Metadata: tc.meta}, workspace.Sandbox{}).Resolve(context.Background(), &loop.Call{Op: loop.OpResolve, Workspace: t.TempDir()})
+		out, err := New(open(t), record.Resolver{ID: "tool-net-1", Metadata: tc.meta}, workspace.Sandbox{}).Resolve(context.Background(), &loop.Call{Op: loop.OpResolve, Workspace: t.TempDir()})
 		if got := err == nil && strings.Contains(string(out.Answer), "CONNECTED"); got != tc.want {
 			t.Errorf("%v: connected %v (%v), want %v", tc.meta, got, err, tc.want)
 		}
