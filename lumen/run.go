@@ -80,6 +80,9 @@ type RunReport struct {
 	SpentDay float64        `json:"spent_today_usd"` // recorded in memory today, every process
 	Stopped  string         `json:"stopped"`         // one of the Stop constants
 	Detail   string         `json:"detail,omitempty"`
+	// CostNote labels the run's cost when its calls were scripted
+	// (llm.Client.CostNote): what they would have cost, nothing charged.
+	CostNote string `json:"cost_note,omitempty"`
 }
 
 // Limited reports whether the run stopped before its natural end: a
@@ -265,6 +268,9 @@ func (r *runState) finish(why, detail string) (*RunReport, error) {
 	rep.Stopped, rep.Detail = why, detail
 	rep.Elapsed = time.Since(r.start)
 	rep.Usage = r.in.spentSince(r.base)
+	r.in.mu.Lock()
+	rep.CostNote = r.in.opts.Client.CostNote(r.in.currentModel())
+	r.in.mu.Unlock()
 	day, err := r.in.mem.Spend(context.WithoutCancel(r.ctx), memory.Day(r.in.opts.Now()))
 	rep.SpentDay = day
 	return rep, err

@@ -88,9 +88,9 @@ func (c *Config) ClientWithKey(key string, notice io.Writer) (*llm.Client, error
 		return nil, err
 	}
 	if c.Provider == Script {
-		fmt.Fprintf(notice, "note: responses are scripted from %s (--provider script); no model is called\n", c.Script)
+		fmt.Fprintf(notice, "note: responses are scripted from %s (--provider script): no model is called and nothing is charged; costs are metered as a real run on the same models would be\n", c.Script)
 	}
-	client := &llm.Client{Provider: p, Fallback: c.Fallback, NoCache: c.NoCache}
+	client := &llm.Client{Provider: p, Fallback: c.Fallback, NoCache: c.NoCache, Scripted: c.Provider == Script}
 	switch {
 	case c.PricesFile != "":
 		if client.Prices, err = llm.LoadPrices(c.PricesFile); err != nil {
