@@ -77,7 +77,7 @@ func TestReadSideReturnsPlainStructs(t *testing.T) {
 // the kind.
 func TestAScriptedRunsMoneyIsLabelledInStatusAndReport(t *testing.T) {
 	ctx := context.Background()
-	const note = " (scripted: what claude-opus-4-6 would charge; nothing is charged)"
+	const note = "scripted: what claude-opus-4-6 would charge; nothing is charged"
 	for _, scripted := range []bool{true, false} {
 		k, err := solve.Open(ctx, filepath.Join(t.TempDir(), "kernel.db"))
 		if err != nil {
@@ -102,7 +102,7 @@ func TestAScriptedRunsMoneyIsLabelledInStatusAndReport(t *testing.T) {
 			t.Fatal(err)
 		}
 		md := rep.Markdown("g.svg", "m.mmd")
-		if res.CostNote != want || runs[0].CostNote != want || rep.Status.Result.CostNote != want || strings.Contains(md, note) != scripted {
+		if res.CostNote != want || runs[0].CostNote != want || rep.Status.Result.CostNote != want || strings.Contains(md, "of $1.00 ("+note+") · ") != scripted {
 			t.Errorf("scripted %v: cost notes %q, %q, %q, want %q; report:\n%s", scripted, res.CostNote, runs[0].CostNote, rep.Status.Result.CostNote, want, md)
 		}
 	}

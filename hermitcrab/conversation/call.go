@@ -148,8 +148,8 @@ type CallOptions struct {
 
 // CallResult is what a call did.
 type CallResult struct {
-	// CostNote labels the call's cost when its client is scripted
-	// (llm.Client.CostNote): what the models would charge, nothing
+	// CostNote says what the call's money is when its client is
+	// scripted (llm.ScriptedNote): what the models would charge, nothing
 	// charged; "" for a real provider.
 	CostNote string          `json:"cost_note,omitempty"`
 	Text     string          `json:"text"`
@@ -225,7 +225,10 @@ func (c *Caller) Call(ctx context.Context, messages []llm.Message, opts CallOpti
 	}
 	loop := &llm.Loop{Client: client, Handlers: handlers, MaxLoops: params.MaxToolLoops, Observe: c.opts.Observe}
 	res, err := loop.Run(ctx, req)
-	out := &CallResult{Result: res, Params: params, Prompt: compiled, Shell: state.shell, Trimmed: trimmed, CostNote: client.CostNote(calledModels(res)...)}
+	out := &CallResult{Result: res, Params: params, Prompt: compiled, Shell: state.shell, Trimmed: trimmed}
+	if client.Scripted {
+		out.CostNote = llm.ScriptedNote(calledModels(res)...)
+	}
 	out.Notes = append(append(append(out.Notes, params.Notes...), compiled.Problems...), res.Notes...)
 	if res != nil {
 		out.Messages = res.Messages
@@ -390,7 +393,11 @@ var ErrNoShell = errors.New("no shell was built")
 // CostLine is the call's cost line (llm.CostLine), labelled when its
 // client was scripted: what the page and the CLI show after a boot.
 func (r *CallResult) CostLine() string {
-	return llm.CostLine(r.Result.CostUSD, r.Result.Usage) + r.CostNote
+	line := llm.CostLine(r.Result.CostUSD, r.Result.Usage)
+	if r.CostNote != "" {
+		line += " (" + r.CostNote + ")"
+	}
+	return line
 }
 
 // calledModels are the models that answered res's requests, each once.

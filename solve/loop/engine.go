@@ -87,10 +87,19 @@ type Result struct {
 	CacheReadTokens  int `json:"cache_read_input_tokens"`
 	// CacheReadShare is the part of the input read from the cache (0 to 1).
 	CacheReadShare float64 `json:"cache_read_share"`
-	// CostNote labels the money of a run started on a scripted provider
-	// (Request.Scripted), once where it is shown: " (scripted: what
-	// MODEL would charge; nothing is charged)"; "" for a real run.
+	// CostNote says what the money of a run started on a scripted
+	// provider (Request.Scripted) is: "scripted: what MODEL would charge;
+	// nothing is charged" (llm.ScriptedNote); "" for a real run.
 	CostNote string `json:"cost_note,omitempty"`
+}
+
+// CostLabel is CostNote as shown once after the run's money: " (…)", or
+// "" for a real run.
+func (r *Result) CostLabel() string {
+	if r.CostNote == "" {
+		return ""
+	}
+	return " (" + r.CostNote + ")"
 }
 
 // Usage is the run's tokens as an llm.Usage (for llm.CostLine).
@@ -442,7 +451,7 @@ func costNote(ctx context.Context, st *store.Store, root string) (string, error)
 	if err != nil || !cfg.Scripted {
 		return "", err
 	}
-	return " (" + llm.ScriptedNote(cfg.Model) + ")", nil
+	return llm.ScriptedNote(cfg.Model), nil
 }
 
 // loadConfig reads the settings a run was started with.
