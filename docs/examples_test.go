@@ -6,9 +6,13 @@
 //
 //	<!-- runnable expect="wrote swe.json" -->
 //	<!-- runnable expect="usage" exit=2 -->
+//	<!-- runnable expect="achieved" limit=5m -->
 //
 // The block runs under bash -e; it must exit with the status given (0 when
-// none) and its output (stdout and stderr) must hold the expected fragment.
+// none) within its limit (a Go duration; a minute when none) and its
+// output (stdout and stderr) must hold the expected fragment. A longer
+// limit is for an example that builds and tests Go code (solve run --demo
+// runs go test), which a loaded machine makes slow.
 // The runnable blocks of one file run in order in one directory, so a
 // tutorial's later steps see what its earlier steps made; `bin/NAME` and
 // `NAME` both find the binaries, and the repository's files (scripts under
@@ -19,6 +23,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -37,9 +42,13 @@ type example struct {
 	script string
 	expect string
 	exit   int
+	limit  time.Duration
 }
 
-var marker = regexp.MustCompile(`^<!-- runnable expect="([^"]+)"(?: exit=(\d+))? -->$`)
+// defaultLimit is an example's time limit when its marker gives none.
+const defaultLimit = time.Minute
+
+var marker = regexp.MustCompile(`^<!-- runnable expect="([^"]+)"(?: exit=(\d+))?(?: limit=(\S+))? -->$`)
 
 // examples reads the runnable blocks of one Markdown file. A marker not
 // followed by a ```sh block is an error, so a marker cannot silently run
@@ -76,13 +85,20 @@ func examples(root, rel string) ([]example, error) {
 			m := marker.FindStringSubmatch(line)
 			if m == nil {
 				if strings.HasPrefix(line, "<!-- runnable") {
-					return nil, fmt.Errorf("%s:%d: malformed marker %q (want <!-- runnable expect=\"TEXT\" [exit=N] -->)", rel, n, line)
+					return nil, fmt.Errorf("%s:%d: malformed marker %q (want <!-- runnable expect=\"TEXT\" [exit=N] [limit=DURATION] -->)", rel, n, line)
 				}
 				continue
 			}
-			ex := example{file: rel, line: n, expect: m[1]}
+			ex := example{file: rel, line: n, expect: m[1], limit: defaultLimit}
 			if m[2] != "" {
 				ex.exit, _ = strconv.Atoi(m[2])
+			}
+			if m[3] != "" {
+				d, err := time.ParseDuration(m[3])
+				if err != nil || d <= 0 {
+					return nil, fmt.Errorf("%s:%d: limit %q is not a duration such as 5m", rel, n, m[3])
+				}
+				ex.limit = d
 			}
 			pending = &ex
 		}
@@ -135,9 +151,9 @@ func TestEveryRunnableExampleRuns(t *testing.T) {
 		total += len(exs)
 		t.Run(rel, func(t *testing.T) {
 			dir := sandbox(t, root, bin)
-			env := environment(dir, bin)
+			env := environment(t, dir, bin)
 			for _, ex := range exs {
-				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				ctx, cancel := context.WithTimeout(context.Background(), ex.limit)
 				cmd := exec.CommandContext(ctx, "bash", "-e", "-o", "pipefail", "-c", ex.script)
 				cmd.Dir, cmd.Env = dir, env
 				var out bytes.Buffer
@@ -149,6 +165,10 @@ func TestEveryRunnableExampleRuns(t *testing.T) {
 					code = ee.ExitCode()
 				} else if err != nil {
 					t.Fatalf("%s:%d: %v", ex.file, ex.line, err)
+				}
+				if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+					t.Errorf("%s:%d: stopped after its limit of %s\n%s\noutput:\n%s", ex.file, ex.line, ex.limit, ex.script, out.String())
+					continue
 				}
 				if code != ex.exit {
 					t.Errorf("%s:%d: exit status %d, want %d\n%s\noutput:\n%s", ex.file, ex.line, code, ex.exit, ex.script, out.String())
@@ -193,8 +213,11 @@ func sandbox(t *testing.T, root, bin string) string {
 }
 
 // environment is the caller's, without any provider key or kernel setting,
-// with a home, data and config of the sandbox's own.
-func environment(dir, bin string) []string {
+// with a home, data and config of the sandbox's own. Go's build cache stays
+// the caller's (it holds only compiled packages, keyed by their inputs):
+// in a fresh home every go test an example runs (solve run --demo's)
+// would compile the standard library first.
+func environment(t *testing.T, dir, bin string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
@@ -208,6 +231,13 @@ func environment(dir, bin string) []string {
 		env = append(env, kv)
 	}
 	home := filepath.Join(dir, "home")
+	if os.Getenv("GOCACHE") == "" {
+		if cache, err := exec.Command("go", "env", "GOCACHE").Output(); err == nil && len(bytes.TrimSpace(cache)) > 0 {
+			env = append(env, "GOCACHE="+string(bytes.TrimSpace(cache)))
+		} else {
+			t.Logf("no Go build cache to share (%v): examples that run go test compile from scratch", err)
+		}
+	}
 	return append(env,
 		"HOME="+home,
 		"XDG_DATA_HOME="+filepath.Join(home, ".local", "share"),

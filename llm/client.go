@@ -24,6 +24,23 @@ type Client struct {
 	// NoCache sends every request without cache breakpoints
 	// (Request.WithoutCache): the commands' --no-cache.
 	NoCache bool
+	// Scripted marks a client whose provider answers from a script
+	// (llm/script): no model is called and nothing is charged. Its calls
+	// are metered all the same, at the models the requests name, so that
+	// budgets, caps and holds act as in a real run; whatever shows that
+	// money labels it with CostNote.
+	Scripted bool
+}
+
+// CostNote labels money a client's calls were metered at, once per
+// output: "" for a real provider; for a scripted one, " (scripted: what
+// claude-sonnet-4-6 would charge; nothing is charged)", naming the models
+// the calls were priced at.
+func (c *Client) CostNote(models ...string) string {
+	if c == nil || !c.Scripted {
+		return ""
+	}
+	return " (" + ScriptedNote(models...) + ")"
 }
 
 // BetaProvider is a Provider that sends anthropic-beta values with every

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -140,6 +141,27 @@ func PricesWith(override PriceTable) PriceTable {
 	})
 	maps.Copy(table, override)
 	return table
+}
+
+// ScriptedNote says what money metered on a scripted provider is: what
+// the models named would charge for the same calls, nothing charged.
+// Every kernel labels such money with it (Client.CostNote), so the rule
+// reads the same everywhere.
+func ScriptedNote(models ...string) string {
+	var names []string
+	for _, m := range models {
+		if m != "" && !slices.Contains(names, m) {
+			names = append(names, m)
+		}
+	}
+	what := "the kernel's models"
+	switch n := len(names); {
+	case n == 1:
+		what = names[0]
+	case n > 1:
+		what = strings.Join(names[:n-1], ", ") + " and " + names[n-1]
+	}
+	return "scripted: what " + what + " would charge; nothing is charged"
 }
 
 // CostLine is the cost line every kernel prints: "cost $0.0123, 84% of

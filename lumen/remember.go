@@ -26,6 +26,9 @@ func (in *Instance) charge(step string, calls []*llm.Call, u *Usage) {
 	var cost Usage
 	for _, c := range calls {
 		one := callUsage(c)
+		if in.opts.Client.Scripted {
+			one.ScriptedUSD = one.CostUSD
+		}
 		cost.Add(one)
 		if in.opts.OnCall != nil {
 			in.opts.OnCall(CallReport{Step: step, Model: c.Model, Usage: one, Latency: c.Latency})
@@ -70,16 +73,22 @@ func (in *Instance) spentSince(base Usage) Usage {
 	return in.Spent().Sub(base)
 }
 
+// currentModel is the model that last answered, else the one configured.
+// The caller holds in.mu or is the only goroutine using the instance.
+func (in *Instance) currentModel() string {
+	if in.model != "" {
+		return in.model
+	}
+	return in.opts.Model
+}
+
 // modelName is the provider and model recorded on memories: the model
 // that last answered, else the one configured; "" without an LLM.
 func (in *Instance) modelName() string {
 	if in.opts.Client == nil {
 		return ""
 	}
-	model := in.model
-	if model == "" {
-		model = in.opts.Model
-	}
+	model := in.currentModel()
 	provider := in.opts.Provider
 	if provider == "" {
 		provider = "llm"

@@ -218,8 +218,8 @@ func (r *RunReport) Text() string {
 	for _, l := range []string{LoopAction, LoopExplore} {
 		loops = append(loops, fmt.Sprintf("%d %s", r.ByLoop[l], l))
 	}
-	return fmt.Sprintf("run: %d cycles (%s; %d idle, %d failed) in %s; %s; $%.4f spent today (UTC, every process); stopped: %s%s",
-		r.Cycles, strings.Join(loops, ", "), r.Idle, r.Failed, r.Elapsed.Round(time.Second), UsageText(r.Usage), r.SpentDay, r.Stopped, detail(r.Detail))
+	return fmt.Sprintf("run: %d cycles (%s; %d idle, %d failed) in %s; %s%s; $%.4f spent today (UTC, every process); stopped: %s%s",
+		r.Cycles, strings.Join(loops, ", "), r.Idle, r.Failed, r.Elapsed.Round(time.Second), UsageText(r.Usage), detail(r.CostNote), r.SpentDay, r.Stopped, detail(r.Detail))
 }
 
 func detail(s string) string {

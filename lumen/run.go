@@ -80,6 +80,10 @@ type RunReport struct {
 	SpentDay float64        `json:"spent_today_usd"` // recorded in memory today, every process
 	Stopped  string         `json:"stopped"`         // one of the Stop constants
 	Detail   string         `json:"detail,omitempty"`
+	// CostNote says what the run's money is when its calls were
+	// scripted (llm.ScriptedNote): what they would have cost, nothing
+	// charged; "" for a real provider.
+	CostNote string `json:"cost_note,omitempty"`
 }
 
 // Limited reports whether the run stopped before its natural end: a
@@ -265,6 +269,11 @@ func (r *runState) finish(why, detail string) (*RunReport, error) {
 	rep.Stopped, rep.Detail = why, detail
 	rep.Elapsed = time.Since(r.start)
 	rep.Usage = r.in.spentSince(r.base)
+	if r.in.opts.Client.Scripted {
+		r.in.mu.Lock()
+		rep.CostNote = llm.ScriptedNote(r.in.currentModel())
+		r.in.mu.Unlock()
+	}
 	day, err := r.in.mem.Spend(context.WithoutCancel(r.ctx), memory.Day(r.in.opts.Now()))
 	rep.SpentDay = day
 	return rep, err

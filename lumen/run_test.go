@@ -284,6 +284,36 @@ func TestStepLinesAndTotalsShowTokensCostAndTheChoice(t *testing.T) {
 	}
 }
 
+// A scripted client's calls are metered as a real run on the same model
+// would be, and what shows that money says it was charged to no one: the
+// run's totals once, and lumen status beside the day's spend. A real
+// client's money carries no such label.
+func TestScriptedMoneyIsMeteredAndLabelledAsNotCharged(t *testing.T) {
+	const note = "scripted: what claude-haiku-4-5 would charge; nothing is charged"
+	for _, scriptedClient := range []bool{true, false} {
+		in, _ := pricedInstance(t, 1, "")
+		in.opts.Client.Scripted = scriptedClient
+		rep, err := in.Run(context.Background(), RunOptions{Cycles: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := in.Status(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, status := rep.Text(), st.Text()
+		if !strings.Contains(text, "cost $0.4500") || !strings.Contains(status, "$0.4500 today") {
+			t.Errorf("scripted %v: the calls were not metered at the model's price:\n%s\n%s", scriptedClient, text, status)
+		}
+		if got := strings.Contains(text, "cost $0.4500, 0% of input from cache ("+note+")"); got != scriptedClient {
+			t.Errorf("scripted %v: run totals labelled %v:\n%s", scriptedClient, got, text)
+		}
+		if got := strings.Contains(status, "; of it, $0.4500 "+note); got != scriptedClient {
+			t.Errorf("scripted %v: status labelled %v:\n%s", scriptedClient, got, status)
+		}
+	}
+}
+
 // A spend cap counts dollars from the price table: with a model the table
 // does not price, every call costs $0 and the cap would never stop the
 // run. The run refuses to start instead, before any call.

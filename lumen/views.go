@@ -11,6 +11,7 @@ import (
 	"github.com/llmkernels/kernels/internal/clip"
 	"github.com/llmkernels/kernels/internal/option"
 	"github.com/llmkernels/kernels/internal/proc"
+	"github.com/llmkernels/kernels/llm"
 
 	"github.com/llmkernels/kernels/lumen/memory"
 	"github.com/llmkernels/kernels/lumen/skill"
@@ -44,7 +45,10 @@ type Status struct {
 	// UsageToday is what those calls add up to: tokens, and how many of
 	// the input tokens were read from the prompt cache.
 	UsageToday Usage `json:"usage_today"`
-	StaleAfter int   `json:"stale_after_cycles"`
+	// ScriptedModels are the models today's scripted spend
+	// (UsageToday.ScriptedUSD) was metered at.
+	ScriptedModels []string `json:"scripted_models,omitempty"`
+	StaleAfter     int      `json:"stale_after_cycles"`
 	// Confinement is how skills run: confined (with what), refused (not
 	// available here), or unconfined (--unconfined).
 	Confinement string `json:"confinement"`
@@ -157,6 +161,11 @@ func (in *Instance) Status(ctx context.Context) (*Status, error) {
 	if st.UsageToday, err = in.mem.DayUsage(ctx, memory.Day(now)); err != nil {
 		return nil, err
 	}
+	if st.UsageToday.ScriptedUSD > 0 {
+		if st.ScriptedModels, err = in.mem.ScriptedModels(ctx, memory.Day(now)); err != nil {
+			return nil, err
+		}
+	}
 	return st, nil
 }
 
@@ -236,6 +245,9 @@ func (s *Status) Text() string {
 	fmt.Fprintf(&b, "spent     $%.4f today (UTC, recorded in memory)", s.SpentToday)
 	if u := s.UsageToday; u.Calls > 0 {
 		fmt.Fprintf(&b, ": %d calls, %s", u.Calls, cacheShare(u))
+	}
+	if u := s.UsageToday; u.ScriptedUSD > 0 {
+		fmt.Fprintf(&b, "; of it, $%.4f %s", u.ScriptedUSD, llm.ScriptedNote(s.ScriptedModels...))
 	}
 	b.WriteString("\n")
 	rows = nil

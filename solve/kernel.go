@@ -176,6 +176,7 @@ func (k *Kernel) Run(ctx context.Context, req RunRequest, o Options) (*Result, e
 		return nil, err
 	}
 	defer closeRemote()
+	req.Scripted = o.Client != nil && o.Client.Scripted
 	return loop.Run(ctx, k.st, req, lo)
 }
 

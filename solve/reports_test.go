@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/solve"
 	"github.com/llmkernels/kernels/solve/loop"
 	"github.com/llmkernels/kernels/solve/store"
@@ -67,5 +68,42 @@ func TestReadSideReturnsPlainStructs(t *testing.T) {
 	}
 	if _, err := k.Status(ctx, "nope"); err == nil {
 		t.Error("status of an unknown root")
+	}
+}
+
+// A run on a scripted client says, wherever its money is read back (the
+// result, solve status, the report), that the money is what its model
+// would charge and that nothing was charged; a real run says nothing of
+// the kind.
+func TestAScriptedRunsMoneyIsLabelledInStatusAndReport(t *testing.T) {
+	ctx := context.Background()
+	const note = "scripted: what claude-opus-4-6 would charge; nothing is charged"
+	for _, scripted := range []bool{true, false} {
+		k, err := solve.Open(ctx, filepath.Join(t.TempDir(), "kernel.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer k.Close()
+		res, err := k.Run(ctx, loop.Request{Goal: "tree 2", BudgetUSD: 1, Time: time.Hour, Model: "claude-opus-4-6"},
+			solve.Options{Client: &llm.Client{Scripted: scripted}, Resolvers: map[string]loop.Resolver{loop.ClaudeCodeID: &treeResolver{}}})
+		if err != nil || res.Outcome != loop.OutcomeAchieved {
+			t.Fatalf("run %+v %v", res, err)
+		}
+		want := ""
+		if scripted {
+			want = note
+		}
+		runs, err := k.Runs(ctx)
+		if err != nil || len(runs) != 1 {
+			t.Fatal(runs, err)
+		}
+		rep, err := k.Report(ctx, res.RootID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		md := rep.Markdown("g.svg", "m.mmd")
+		if res.CostNote != want || runs[0].CostNote != want || rep.Status.Result.CostNote != want || strings.Contains(md, "of $1.00 ("+note+") · ") != scripted {
+			t.Errorf("scripted %v: cost notes %q, %q, %q, want %q; report:\n%s", scripted, res.CostNote, runs[0].CostNote, rep.Status.Result.CostNote, want, md)
+		}
 	}
 }

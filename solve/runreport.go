@@ -158,7 +158,7 @@ func (r *RunReport) Markdown(ganttFile, mermaidFile string) string {
 		w(" · σ_system %.2f · assembly `%s`", res.SigmaSystem, res.ArtifactID)
 	}
 	w(" · spent $%.4f of $%.2f", res.SpentUSD, res.AllocatedUSD)
-	w("%s", UnknownNote(res.SpentUSD, res.UnknownUSD))
+	w("%s%s", UnknownNote(res.SpentUSD, res.UnknownUSD), res.CostLabel())
 	if res.ReservedUSD > 0 {
 		w(" ($%.4f held by calls in flight)", res.ReservedUSD)
 	}

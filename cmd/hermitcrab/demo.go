@@ -55,9 +55,10 @@ func (f *flags) demoSetup(cmd *cobra.Command, out io.Writer) (temp string, err e
 	p := &f.app.Provider
 	p.Provider, p.Script, p.Model, p.Fallback, p.BaseURL, p.From = provider.Script, file, "", nil, "", nil
 	fmt.Fprintf(out, `hermitcrab demo: this is a demo. A scripted model plays the LLM (its answers are
-in %s): no API key, no network, nothing is charged. The kernel,
-its blocks, the compiler and the page are real: the instance boots, builds its
-face and answers a few messages; the page says it is a demo.
+in %s): no API key, no network, nothing is charged; the costs shown are
+what these calls would cost on the models its wake block names for each tier.
+The kernel, its blocks, the compiler and the page are real: the instance
+boots, builds its face and answers a few messages; the page says it is a demo.
 `, file)
 	return temp, nil
 }

@@ -662,7 +662,7 @@ without recompile is an error: no shell was built.`,
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "shell %d built (%d characters of JSX); %s\n", res.Shell.ID, len(res.Shell.Source), llm.CostLine(res.Result.CostUSD, res.Result.Usage))
+				fmt.Fprintf(cmd.ErrOrStderr(), "shell %d built (%d characters of JSX); %s\n", res.Shell.ID, len(res.Shell.Source), res.CostLine())
 				if print {
 					fmt.Fprintln(cmd.OutOrStdout(), termtext.Block(res.Shell.Source))
 				}

@@ -370,7 +370,7 @@ func TestRunSaysWhenTheNextCycleIsDueUnlessQuiet(t *testing.T) {
 		if err := cmd.Run(); err != nil {
 			t.Fatalf("lumen %v: %v\n%s", args, err, errb.String())
 		}
-		said := strings.Contains(errb.String(), "next cycle at ") && strings.Contains(errb.String(), "explore scripted: ") &&
+		said := strings.Contains(errb.String(), "next cycle at ") && strings.Contains(errb.String(), "explore claude-sonnet-4-6: ") &&
 			strings.Contains(errb.String(), "% of input from cache, ")
 		if said == quiet || !strings.Contains(out.String(), "cycle 2 · ") || !strings.Contains(out.String(), "stopped: cycles") {
 			t.Errorf("quiet %v: stdout:\n%s\nstderr:\n%s", quiet, out.String(), errb.String())

@@ -75,11 +75,12 @@ func (d *demoFlags) instance(cmd *cobra.Command, app *cli.App, o *options, scrip
 	p := &app.Provider
 	p.Provider, p.Script, p.Model, p.Fallback, p.BaseURL, p.From = provider.Script, files[0], "", nil, "", nil
 	fmt.Fprintf(cmd.OutOrStdout(), `lumen demo: this is a demo. A scripted model plays the LLM (its answers are in
-%s): no API key, no network, nothing is charged. The kernel is
-real: it scores every choice, runs the chat skill, enforces who may write
-what and records every step as a memory.
+%s): no API key, no network, nothing is charged; the costs shown are
+what these calls would cost on %s. The kernel is real: it scores every
+choice, runs the chat skill, enforces who may write what and records every
+step as a memory.
 demo instance: %s
-`, filepath.Join(o.dir, ".lumen-demo-*.json"), o.dir)
+`, filepath.Join(o.dir, ".lumen-demo-*.json"), defaultModels[provider.Script], o.dir)
 	return files, nil
 }
 

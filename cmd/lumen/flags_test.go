@@ -20,8 +20,8 @@ func TestKernelErrorsAreToldInTheCommandsTerms(t *testing.T) {
 		status int
 		want   string
 	}{
-		{[]string{"run", "--max-cost", "1", "--provider", "script", "--script", filepath.Join(testdata, "demo-run.json"), "--dir", dir},
-			2, `--prices has no price for model "scripted"`},
+		{[]string{"run", "--max-cost", "1", "--provider", "script", "--model", "my-local-model", "--script", filepath.Join(testdata, "demo-run.json"), "--dir", dir},
+			2, `--prices has no price for model "my-local-model"`},
 		{[]string{"status", "--dir", filepath.Join(dir, "nothing")}, 1, "run `lumen init --dir " + filepath.Join(dir, "nothing") + "` first, or pass --dir"},
 		{[]string{"memory", "search", " ", "--dir", dir}, 2, "QUERY is empty"},
 	} {

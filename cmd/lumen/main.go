@@ -25,7 +25,7 @@ import (
 var defaultModels = map[string]string{
 	provider.Anthropic: llm.DefaultModel,
 	provider.OpenAI:    "gpt-4.1",
-	provider.Script:    "scripted",
+	provider.Script:    llm.DefaultModel,
 }
 
 type options struct {

@@ -39,7 +39,7 @@ func TestChatStopsCleanlyOnSIGTERMAndUsageErrorsExit2(t *testing.T) {
 	chat := clitest.Start(t, exec.Command(bin, "chat", "--dir", dir, "--provider", "script", "--script", "../../docs/examples/ping.json"))
 	// The scripted provider's notice comes once the command runs, after
 	// the signal handling is in place.
-	clitest.Until(t, chat.Stderr, "no model is called\n")
+	clitest.Until(t, chat.Stderr, "costs are metered as a real run on the same models would be\n")
 	stderr, _, err := chat.Stop(t, syscall.SIGTERM)
 	if err != nil || !strings.Contains(stderr, "lumen: SIGTERM: stopping cleanly") {
 		t.Fatalf("chat ended with %v after SIGTERM; stderr %q", err, stderr)

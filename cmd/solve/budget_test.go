@@ -71,9 +71,10 @@ func TestOverBudgetHiresAndAddedBudgetLetsResumeComplete(t *testing.T) {
 		if n := count(t, db, "SELECT COUNT(*) FROM capability_requests WHERE status = 'requested'"); n != 0 {
 			t.Errorf("%d requests still open", n)
 		}
-		// The human's top-up is part of the run's allowance (before: only
+		// The human's top-up is part of the run's allowance, the money
+		// labelled as scripted (before: only
 		// --budget was counted, "spent $0.06 of $0.05").
-		if st := runSolve(t, dir, "status", root); !strings.Contains(st.stdout, " of $1.05 · LLM calls") {
+		if st := runSolve(t, dir, "status", root); !strings.Contains(st.stdout, " of $1.05"+scriptedOpus+" · LLM calls") {
 			t.Errorf("status does not count the top-up in the allowance:\n%s", st.stdout)
 		}
 	})
@@ -162,3 +163,7 @@ func TestARootWaitingForAHumanAtAssemblyIsWaitingNotStopped(t *testing.T) {
 		invariants(t, dir, root)
 	})
 }
+
+// scriptedOpus is the label of a scripted run's money: the tests' runs are
+// scripted, metered at solve's default model.
+const scriptedOpus = " (scripted: what claude-opus-4-6 would charge; nothing is charged)"

@@ -91,7 +91,7 @@ func (d *demoFlags) prepare(cmd *cobra.Command, app *cli.App, args []string, req
 	req.BudgetUSD = demoBudget
 	*timeCap = demoTime
 	fmt.Fprintf(cmd.OutOrStdout(), `solve demo: this is a demo. A scripted model plays the LLM (its answers are
-in %s): no API key, no network, nothing is charged; the amounts
+in %s): no API key, no network, nothing is charged; the costs
 shown are what these calls would cost on %s. Everything else is the
 real kernel: the loop, the budget ledger, go test in the workspace, the merge
 and the report.

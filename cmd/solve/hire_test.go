@@ -227,7 +227,7 @@ func TestATopUpOfASharedRequestIsSharedByItsWaitingNodes(t *testing.T) {
 		if n := count(t, db, "SELECT COUNT(DISTINCT node_id) FROM budget_ledger WHERE description = 'HIRE: budget added by a human' AND amount = 0.5"); n != 2 {
 			t.Errorf("%d nodes got $0.50 of the top-up, want both", n)
 		}
-		if st := runSolve(t, dir, "status", root); !strings.Contains(st.stdout, " of $6.00 · LLM calls") {
+		if st := runSolve(t, dir, "status", root); !strings.Contains(st.stdout, " of $6.00"+scriptedOpus+" · LLM calls") {
 			t.Errorf("status does not count the top-up once in the allowance:\n%s", st.stdout)
 		}
 	})

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -430,7 +431,7 @@ func printResult(w io.Writer, r *solve.Result) {
 	default:
 		fmt.Fprintf(w, "the goal was not achieved; see 'solve status %s' and 'solve log --node ID'\n", r.RootID)
 	}
-	fmt.Fprintf(w, "LLM calls: %d · spent $%.4f of $%.2f%s · nodes %d\n", r.LLMCalls, r.SpentUSD, r.AllocatedUSD, solve.UnknownNote(r.SpentUSD, r.UnknownUSD), r.Nodes)
+	fmt.Fprintf(w, "LLM calls: %d · spent $%.4f of $%.2f%s%s · nodes %d\n", r.LLMCalls, r.SpentUSD, r.AllocatedUSD, solve.UnknownNote(r.SpentUSD, r.UnknownUSD), r.CostLabel(), r.Nodes)
 	if r.LLMCalls > 0 {
 		fmt.Fprintln(w, tokenLine(r))
 	}
@@ -1073,8 +1074,21 @@ func statusCommand() *cobra.Command {
 				if len(runs) == 0 {
 					fmt.Fprintln(w, "no runs in this kernel.db; start one with solve run")
 				}
+				// A scripted run's money is marked on its row and
+				// labelled once under the list, each label once.
+				var notes []string
 				for _, r := range runs {
-					fmt.Fprintf(w, "%s  %-17s  σ_system %.2f  spent $%.4f of $%.2f  %d nodes  %q\n", r.RootID, r.Outcome, r.SigmaSystem, r.SpentUSD, r.AllocatedUSD, r.Nodes, cli.Line(r.Goal, 60))
+					mark := ""
+					if r.CostNote != "" {
+						mark = "*"
+						if !slices.Contains(notes, r.CostNote) {
+							notes = append(notes, r.CostNote)
+						}
+					}
+					fmt.Fprintf(w, "%s  %-17s  σ_system %.2f  spent $%.4f%s of $%.2f  %d nodes  %q\n", r.RootID, r.Outcome, r.SigmaSystem, r.SpentUSD, mark, r.AllocatedUSD, r.Nodes, cli.Line(r.Goal, 60))
+				}
+				for _, n := range notes {
+					fmt.Fprintf(w, "* %s\n", n)
 				}
 				printConfinement(w)
 				return nil
@@ -1158,7 +1172,7 @@ func printStatus(out io.Writer, st *solve.RunStatus) {
 		}
 	}
 	r := st.Result
-	fmt.Fprintf(w, "outcome %s · σ_system %.2f · spent $%.4f of $%.2f%s", r.Outcome, r.SigmaSystem, r.SpentUSD, r.AllocatedUSD, solve.UnknownNote(r.SpentUSD, r.UnknownUSD))
+	fmt.Fprintf(w, "outcome %s · σ_system %.2f · spent $%.4f of $%.2f%s%s", r.Outcome, r.SigmaSystem, r.SpentUSD, r.AllocatedUSD, solve.UnknownNote(r.SpentUSD, r.UnknownUSD), r.CostLabel())
 	if r.ReservedUSD > 0 {
 		fmt.Fprintf(w, " ($%.4f held by calls in flight)", r.ReservedUSD)
 	}

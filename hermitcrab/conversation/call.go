@@ -149,6 +149,10 @@ type CallOptions struct {
 
 // CallResult is what a call did.
 type CallResult struct {
+	// CostNote says what the call's money is when its client is
+	// scripted (llm.ScriptedNote): what the models would charge, nothing
+	// charged; "" for a real provider.
+	CostNote string          `json:"cost_note,omitempty"`
 	Text     string          `json:"text"`
 	Messages []llm.Message   `json:"messages"` // the window the call saw, then the turns it added
 	Added    []llm.Message   `json:"added"`    // the turns the call added: replies and tool results
@@ -224,6 +228,9 @@ func (c *Caller) Call(ctx context.Context, messages []llm.Message, opts CallOpti
 	loop := &llm.Loop{Client: client, Handlers: handlers, MaxLoops: params.MaxToolLoops, Observe: c.opts.Observe}
 	res, err := loop.Run(ctx, req)
 	out := &CallResult{Result: res, Params: params, Prompt: compiled, Shell: state.shell, Trimmed: trimmed}
+	if client.Scripted {
+		out.CostNote = llm.ScriptedNote(calledModels(res)...)
+	}
 	out.Notes = append(append(append(out.Notes, params.Notes...), compiled.Problems...), res.Notes...)
 	if res != nil {
 		out.Messages = res.Messages
@@ -415,6 +422,28 @@ func startsTurn(messages []llm.Message, i int) bool {
 
 // ErrNoShell is Boot's error when the LLM ended without calling recompile.
 var ErrNoShell = errors.New("no shell was built")
+
+// CostLine is the call's cost line (llm.CostLine), labelled when its
+// client was scripted: what the page and the CLI show after a boot.
+func (r *CallResult) CostLine() string {
+	line := llm.CostLine(r.Result.CostUSD, r.Result.Usage)
+	if r.CostNote != "" {
+		line += " (" + r.CostNote + ")"
+	}
+	return line
+}
+
+// calledModels are the models that answered res's requests, each once.
+func calledModels(res *llm.Result) []string {
+	var models []string
+	if res == nil {
+		return nil
+	}
+	for _, c := range res.Calls {
+		models = append(models, c.Model)
+	}
+	return models
+}
 
 // Boot wakes the instance (spec §2): a deep-tier call with the single user
 // message "BOOT" that ends when the LLM calls recompile. It returns the

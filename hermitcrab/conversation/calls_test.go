@@ -57,6 +57,27 @@ func TestBootCallsRecompileAndStoresTheJSX(t *testing.T) {
 	}
 }
 
+// A boot on a scripted client is metered at the deep tier's model, and its
+// cost line (the one the page and the CLI show) says once that nothing was
+// charged; on a real client it does not.
+func TestABootsCostLineSaysWhenItWasScripted(t *testing.T) {
+	const note = " (scripted: what claude-opus-4-6 would charge; nothing is charged)"
+	for _, scripted := range []bool{true, false} {
+		k, _ := kerneltest.New(t, `{"responses":[{"content":[`+kerneltest.ToolUse("t1", "recompile", map[string]string{"jsx": "function Shell() { return <div/>; }"})+`]}]}`)
+		client := *k.Conversation().Client()
+		client.Scripted = scripted
+		k.Conversation().SetClient(&client)
+		res, err := k.Conversation().Boot(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		line := res.CostLine()
+		if res.Result.CostUSD <= 0 || strings.HasSuffix(line, ", 0% of input from cache"+note) != scripted || strings.Contains(line, "scripted") != scripted {
+			t.Errorf("scripted %v: cost line %q", scripted, line)
+		}
+	}
+}
+
 func TestBootWithoutRecompileBuildsNoShell(t *testing.T) {
 	k, _ := kerneltest.New(t, `{"responses":[{"content":[{"type":"text","text":"Hello, I am awake."}]}]}`)
 	_, err := k.Conversation().Boot(context.Background())

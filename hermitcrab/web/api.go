@@ -253,7 +253,7 @@ func (s *Server) postBoot(w http.ResponseWriter, _ *http.Request) {
 			s.hub.send(event{"type": "boot_error", "error": err.Error(), "auth": authError(err)})
 			return
 		}
-		s.hub.send(event{"type": "status", "text": fmt.Sprintf("shell %d built; boot %s", res.Shell.ID, llm.CostLine(res.Result.CostUSD, res.Result.Usage)), "level": conversation.LevelSuccess})
+		s.hub.send(event{"type": "status", "text": fmt.Sprintf("shell %d built; boot %s", res.Shell.ID, res.CostLine()), "level": conversation.LevelSuccess})
 	}()
 	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
 }

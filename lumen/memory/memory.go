@@ -91,6 +91,11 @@ type Usage struct {
 	CacheReadTokens  int     `json:"cache_read_tokens,omitempty"`
 	CacheWriteTokens int     `json:"cache_write_tokens,omitempty"`
 	CostUSD          float64 `json:"cost_usd"`
+	// ScriptedUSD is the part of CostUSD metered on a scripted provider:
+	// what the calls would have cost on the models they name, nothing
+	// charged (llm.Client.Scripted). It counts against the caps as the
+	// rest does; what shows it says so.
+	ScriptedUSD float64 `json:"scripted_usd,omitempty"`
 }
 
 // Add adds o to u.
@@ -101,12 +106,14 @@ func (u *Usage) Add(o Usage) {
 	u.CacheReadTokens += o.CacheReadTokens
 	u.CacheWriteTokens += o.CacheWriteTokens
 	u.CostUSD += o.CostUSD
+	u.ScriptedUSD += o.ScriptedUSD
 }
 
 // Sub is u less o: what was spent since o was u.
 func (u Usage) Sub(o Usage) Usage {
 	return Usage{Calls: u.Calls - o.Calls, InputTokens: u.InputTokens - o.InputTokens, OutputTokens: u.OutputTokens - o.OutputTokens,
-		CacheReadTokens: u.CacheReadTokens - o.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens - o.CacheWriteTokens, CostUSD: u.CostUSD - o.CostUSD}
+		CacheReadTokens: u.CacheReadTokens - o.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens - o.CacheWriteTokens, CostUSD: u.CostUSD - o.CostUSD,
+		ScriptedUSD: u.ScriptedUSD - o.ScriptedUSD}
 }
 
 // Zero reports whether u records no call.

@@ -214,6 +214,27 @@ func (s *Store) spend(ctx context.Context, day string) (float64, error) {
 	return v, nil
 }
 
+// ScriptedModels are the models (without their provider) of the memories
+// of a UTC day that record scripted spend (Usage.ScriptedUSD): what that
+// money was metered at.
+func (s *Store) ScriptedModels(ctx context.Context, day string) ([]string, error) {
+	return heal(s, func() ([]string, error) {
+		if err := s.Sync(ctx); err != nil {
+			return nil, err
+		}
+		return sqldb.List(ctx, s.db.QueryContext, "memory index", func(r *sql.Rows) (string, error) {
+			var model string
+			err := r.Scan(&model)
+			_, name, found := strings.Cut(model, "/")
+			if !found {
+				name = model
+			}
+			return name, err
+		}, `SELECT DISTINCT coalesce(json_extract(line, '$.model'), '') FROM memories
+			WHERE day = ? AND json_valid(line) AND json_extract(line, '$.usage.scripted_usd') > 0 ORDER BY 1`, day)
+	})
+}
+
 // DayUsage is what the LLM calls the memories of a UTC day record add
 // up to: calls, tokens (cache reads and writes included) and cost.
 func (s *Store) DayUsage(ctx context.Context, day string) (Usage, error) {
@@ -228,9 +249,9 @@ func (s *Store) dayUsage(ctx context.Context, day string) (Usage, error) {
 	err := s.db.QueryRowContext(ctx, `SELECT coalesce(sum(json_extract(line, '$.usage.calls')), 0),
 		coalesce(sum(json_extract(line, '$.usage.input_tokens')), 0), coalesce(sum(json_extract(line, '$.usage.output_tokens')), 0),
 		coalesce(sum(json_extract(line, '$.usage.cache_read_tokens')), 0), coalesce(sum(json_extract(line, '$.usage.cache_write_tokens')), 0),
-		coalesce(sum(cost), 0)
+		coalesce(sum(cost), 0), coalesce(sum(json_extract(line, '$.usage.scripted_usd')), 0)
 		FROM memories WHERE day = ? AND json_valid(line) AND json_type(line, '$.usage') = 'object'`, day).
-		Scan(&u.Calls, &u.InputTokens, &u.OutputTokens, &u.CacheReadTokens, &u.CacheWriteTokens, &u.CostUSD)
+		Scan(&u.Calls, &u.InputTokens, &u.OutputTokens, &u.CacheReadTokens, &u.CacheWriteTokens, &u.CostUSD, &u.ScriptedUSD)
 	if err != nil {
 		return Usage{}, fmt.Errorf("memory index: %w", err)
 	}

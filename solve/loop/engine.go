@@ -45,6 +45,10 @@ type Request struct {
 	// MCP are the MCP servers whose tools claude-code-0 is offered when it
 	// resolves or verifies (runmcp.go).
 	MCP []MCPServer
+	// Scripted: the calls are scripted (llm.Client.Scripted), metered as
+	// Model would charge for them, nothing charged; the run's results say
+	// so (Result.CostNote).
+	Scripted bool
 }
 
 // Options are how this process runs (not stored with the run).
@@ -91,6 +95,19 @@ type Result struct {
 	CacheReadTokens  int `json:"cache_read_input_tokens"`
 	// CacheReadShare is the part of the input read from the cache (0 to 1).
 	CacheReadShare float64 `json:"cache_read_share"`
+	// CostNote says what the money of a run started on a scripted
+	// provider (Request.Scripted) is: "scripted: what MODEL would charge;
+	// nothing is charged" (llm.ScriptedNote); "" for a real run.
+	CostNote string `json:"cost_note,omitempty"`
+}
+
+// CostLabel is CostNote as shown once after the run's money: " (…)", or
+// "" for a real run.
+func (r *Result) CostLabel() string {
+	if r.CostNote == "" {
+		return ""
+	}
+	return " (" + r.CostNote + ")"
 }
 
 // Usage is the run's tokens as an llm.Usage (for llm.CostLine).
@@ -121,6 +138,7 @@ type runConfig struct {
 	BudgetUSD   float64     `json:"budget_usd"`
 	TimeSeconds float64     `json:"time_seconds"`
 	MCP         []MCPServer `json:"mcp,omitempty"`
+	Scripted    bool        `json:"scripted,omitempty"`
 }
 
 // engine is one dispatch loop over one root's tree.
@@ -218,7 +236,7 @@ func Run(ctx context.Context, st *store.Store, req Request, opts Options) (*Resu
 		return nil, err
 	}
 	cfg := runConfig{Goal: req.Goal, Workspace: req.Workspace, Model: req.Model, Workers: req.Workers, TMax: req.TMax,
-		Interactive: req.Interactive, BudgetUSD: req.BudgetUSD, TimeSeconds: req.Time.Seconds(), MCP: req.MCP}
+		Interactive: req.Interactive, BudgetUSD: req.BudgetUSD, TimeSeconds: req.Time.Seconds(), MCP: req.MCP, Scripted: req.Scripted}
 	if opts.Remote != nil {
 		if err := remoteUsable(cfg); err != nil {
 			return nil, err
@@ -449,6 +467,19 @@ func Resume(ctx context.Context, st *store.Store, root string, opts Options) (*R
 func settledMessage(o store.OpenReservation, why string) string {
 	return fmt.Sprintf("Node %s: SETTLED %s %s at its reservation $%.4f, an unknown outcome, and the %.1fs it ran of %.1fs held (%s)",
 		store.Short(o.Node), o.Resolver, o.Op, o.Cost, o.Ran(), o.Time, why)
+}
+
+// costNote is Result.CostNote, from the settings the run was started
+// with; "" for a root with none (a plan's).
+func costNote(ctx context.Context, st *store.Store, root string) (string, error) {
+	if a, err := st.LatestArtifact(ctx, root, "run_config"); err != nil || a == nil {
+		return "", err
+	}
+	cfg, err := loadConfig(ctx, st, root)
+	if err != nil || !cfg.Scripted {
+		return "", err
+	}
+	return llm.ScriptedNote(cfg.Model), nil
 }
 
 // loadConfig reads the settings a run was started with.
@@ -920,6 +951,9 @@ func Outcome(ctx context.Context, st *store.Store, root string) (*Result, error)
 	}
 	r.InputTokens, r.OutputTokens, r.CacheWriteTokens, r.CacheReadTokens = tok.Input, tok.Output, tok.CacheWrite, tok.CacheRead
 	r.CacheReadShare = r.Usage().CacheReadShare()
+	if r.CostNote, err = costNote(ctx, st, root); err != nil {
+		return nil, err
+	}
 	if r.Nodes, err = st.LiveNodeCount(ctx, root); err != nil {
 		return nil, err
 	}

@@ -65,6 +65,30 @@ func TestMakeProducesAPlanThatPassesEveryCheck(t *testing.T) {
 	}
 }
 
+// A plan made on a scripted client meters its calls at the model, and its
+// summary and report say once that the money is what the model would
+// charge, nothing charged; the live lines leave that to the notice. A
+// real client's plan says nothing of the kind.
+func TestAScriptedPlansCostIsLabelledOnce(t *testing.T) {
+	const note = "(scripted: what claude-opus-4-6 would charge; nothing is charged)"
+	for _, isScripted := range []bool{true, false} {
+		client := scripted(t, "swe_agent.json")
+		client.Scripted = isScripted
+		var progress strings.Builder
+		p, err := Make(context.Background(), openStore(t), client, Request{Goal: sweGoal, Model: "claude-opus-4-6", Retries: 2, Progress: &progress})
+		if err != nil {
+			t.Fatal(err)
+		}
+		summary, report := Summary(p, Files{}), Report(p, "g.svg")
+		if p.Usage.CostUSD <= 0 || strings.Contains(progress.String(), note) {
+			t.Errorf("scripted %v: cost $%f; live lines:\n%s", isScripted, p.Usage.CostUSD, progress.String())
+		}
+		if strings.Contains(summary, note) != isScripted || strings.Count(report, note) != map[bool]int{true: 1}[isScripted] {
+			t.Errorf("scripted %v: summary:\n%s\nreport:\n%s", isScripted, summary, report)
+		}
+	}
+}
+
 // A retry's wait is said rounded, as a person reads it (not 712.345µs).
 func TestMakeSaysARetrysWaitRounded(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("..", "..", "cmd", "solve", "testdata", "swe_agent.json"))

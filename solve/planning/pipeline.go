@@ -92,12 +92,8 @@ func (r *run) progress(format string, args ...any) {
 		return
 	}
 	u := r.plan.Usage
-	cost := fmt.Sprintf("$%.4f", u.CostUSD)
-	if u.Unpriced {
-		cost += " (some calls unpriced)"
-	}
 	fmt.Fprintf(r.req.Progress, "solve: [%s] %s · LLM calls %d · tokens %d in / %d out · cost %s · %s\n",
-		r.stage, fmt.Sprintf(format, args...), u.Calls, u.InputTokens, u.OutputTokens, cost, time.Since(r.start).Round(time.Millisecond))
+		r.stage, fmt.Sprintf(format, args...), u.Calls, u.InputTokens, u.OutputTokens, r.plan.cost(false), time.Since(r.start).Round(time.Millisecond))
 }
 
 // observe meters every answered call and reports retries.
@@ -158,6 +154,7 @@ func Make(ctx context.Context, st *store.Store, client *llm.Client, req Request)
 	r.plan = &Plan{Schema: SchemaVersion, RootID: store.NewID(), Goal: req.Goal,
 		Inputs: Inputs{Constraints: append([]string{}, req.Constraints...), BudgetUSD: req.BudgetUSD, TimeHours: req.TimeHours},
 		Run:    RunInfo{StartedAt: r.start.UTC().Format(time.RFC3339), MaxWallSeconds: req.MaxWall.Seconds(), DB: st.Path()}}
+	r.plan.Usage.Scripted = client.Scripted
 	budget, hours := 0.0, 0.0
 	if req.BudgetUSD != nil {
 		budget = *req.BudgetUSD

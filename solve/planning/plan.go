@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 
+	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/solve/planning/smt"
 )
 
@@ -265,6 +266,25 @@ type Usage struct {
 	OutputTokens int     `json:"output_tokens"`
 	CostUSD      float64 `json:"cost_usd"`
 	Unpriced     bool    `json:"unpriced,omitempty"`
+	// Scripted: the calls were scripted (llm.Client.Scripted), so CostUSD
+	// is what the model would charge for them, and nothing was charged.
+	Scripted bool `json:"scripted,omitempty"`
+}
+
+// cost is how the plan's outputs show what planning cost: the dollars,
+// whether some calls were unpriced and, with note, what scripted money is
+// (once per output: the live lines leave it to the scripted provider's
+// notice).
+func (p *Plan) cost(note bool) string {
+	u := p.Usage
+	cost := fmt.Sprintf("$%.4f", u.CostUSD)
+	if u.Unpriced {
+		cost += " (some calls unpriced)"
+	}
+	if note && u.Scripted {
+		cost += " (" + llm.ScriptedNote(p.Run.Model) + ")"
+	}
+	return cost
 }
 
 // RunInfo describes the planning run.

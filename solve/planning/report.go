@@ -142,12 +142,8 @@ func (r *reportWriter) w(format string, args ...any) { _, _ = fmt.Fprintf(r, for
 // says what was planned and at what price.
 func (r *reportWriter) header(p *Plan) {
 	r.w("# Plan: %s\n\n", md(p.Goal))
-	cost := fmt.Sprintf("$%.4f", p.Usage.CostUSD)
-	if p.Usage.Unpriced {
-		cost += " (some calls unpriced)"
-	}
 	r.w("Root node `%s` · %s · model %s · %d LLM calls, %d tokens in, %d out, %s · %.1fs wall (cap %s)\n\n",
-		p.RootID, md(p.Schema), orDash(md(p.Run.Model)), p.Usage.Calls, p.Usage.InputTokens, p.Usage.OutputTokens, cost, p.Run.WallSeconds, capText(p.Run.MaxWallSeconds))
+		p.RootID, md(p.Schema), orDash(md(p.Run.Model)), p.Usage.Calls, p.Usage.InputTokens, p.Usage.OutputTokens, p.cost(true), p.Run.WallSeconds, capText(p.Run.MaxWallSeconds))
 }
 
 // verdicts tables each constraint's verdict before and after repair, and
@@ -480,11 +476,7 @@ func Summary(p *Plan, f Files) string {
 	if p.SMT != nil {
 		fmt.Fprintf(&b, "smt: %s\n", smtText(p.SMT))
 	}
-	cost := fmt.Sprintf("$%.4f", p.Usage.CostUSD)
-	if p.Usage.Unpriced {
-		cost += " (some calls unpriced)"
-	}
-	fmt.Fprintf(&b, "LLM: %d calls, %d tokens in, %d out, %s\n", p.Usage.Calls, p.Usage.InputTokens, p.Usage.OutputTokens, cost)
+	fmt.Fprintf(&b, "LLM: %d calls, %d tokens in, %d out, %s\n", p.Usage.Calls, p.Usage.InputTokens, p.Usage.OutputTokens, p.cost(true))
 	files := []string{f.JSON, f.Report, f.Mermaid, f.Gantt}
 	fmt.Fprintf(&b, "wrote %s\n", strings.Join(files, ", "))
 	return b.String()

@@ -266,7 +266,7 @@ func (c *checkedWriter) Write(p []byte) (int, error) {
 var defaultPingModels = map[string]string{
 	provider.Anthropic: llm.DefaultFastModel,
 	provider.OpenAI:    "gpt-4o-mini",
-	provider.Script:    "scripted",
+	provider.Script:    llm.DefaultFastModel,
 }
 
 func (a *App) pingCommand() *cobra.Command {
@@ -308,7 +308,7 @@ func (a *App) ping(ctx context.Context, out, notice io.Writer, prompt string) er
 		return err
 	}
 	u := call.Usage
-	cost := fmt.Sprintf("$%.6f", call.CostUSD)
+	cost := fmt.Sprintf("$%.6f%s", call.CostUSD, client.CostNote(call.Model))
 	if !call.Priced {
 		cost = "unpriced (add the model to a --prices file)"
 	}

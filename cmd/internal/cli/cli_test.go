@@ -42,14 +42,17 @@ func TestPingWithAScriptSaysItIsScripted(t *testing.T) {
 	if err := os.WriteFile(path, []byte(pongScript), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, notice, err := run(t, "ping", "--provider", "script", "--script", path, "--model", "claude-haiku-4-5")
+	// No --model: the scripted call is metered at the model a real ping
+	// would call, and the cost says that nothing was charged.
+	out, notice, err := run(t, "ping", "--provider", "script", "--script", path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, `claude-haiku-4-5 answered`) || !strings.Contains(out, `"pong"`) || !strings.Contains(out, "cost $1.000000") {
+	if !strings.Contains(out, `claude-haiku-4-5 answered`) || !strings.Contains(out, `"pong"`) ||
+		!strings.Contains(out, "cost $1.000000 (scripted: what claude-haiku-4-5 would charge; nothing is charged);") {
 		t.Fatalf("output: %s", out)
 	}
-	if !strings.Contains(notice, "responses are scripted from "+path) {
+	if !strings.Contains(notice, "responses are scripted from "+path+" (--provider script): no model is called and nothing is charged") {
 		t.Fatalf("the scripted notice is missing: %q", notice)
 	}
 }

@@ -62,7 +62,7 @@ type Config struct {
 // AddFlags declares the shared provider flags on fs.
 func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Provider, "provider", Anthropic,
-		"LLM provider: anthropic (ANTHROPIC_API_KEY), openai (OPENAI_API_KEY; OPENAI_BASE_URL for Ollama, vLLM, llama.cpp) or script (canned responses from --script, for tests and demos); env LLMKERNELS_PROVIDER")
+		"LLM provider: anthropic (ANTHROPIC_API_KEY), openai (OPENAI_API_KEY; OPENAI_BASE_URL for Ollama, vLLM, llama.cpp) or script (canned responses from --script, for tests and demos: nothing is charged, and the costs shown are what the same calls would cost on the models used); env LLMKERNELS_PROVIDER")
 	fs.StringVar(&c.Model, "model", "", "model to use instead of the kernel's own choice; env LLMKERNELS_MODEL")
 	fs.StringSliceVar(&c.Fallback, "fallback", nil, "models tried in order when the model is unavailable (comma-separated); env LLMKERNELS_FALLBACK")
 	fs.StringVar(&c.Script, "script", "", "script file of canned responses for --provider script (format: docs/scripts.md); env LLMKERNELS_SCRIPT")
@@ -88,9 +88,9 @@ func (c *Config) ClientWithKey(key string, notice io.Writer) (*llm.Client, error
 		return nil, err
 	}
 	if c.Provider == Script {
-		fmt.Fprintf(notice, "note: responses are scripted from %s (--provider script); no model is called\n", c.Script)
+		fmt.Fprintf(notice, "note: responses are scripted from %s (--provider script): no model is called and nothing is charged; costs are metered as a real run on the same models would be\n", c.Script)
 	}
-	client := &llm.Client{Provider: p, Fallback: c.Fallback, NoCache: c.NoCache}
+	client := &llm.Client{Provider: p, Fallback: c.Fallback, NoCache: c.NoCache, Scripted: c.Provider == Script}
 	switch {
 	case c.PricesFile != "":
 		if client.Prices, err = llm.LoadPrices(c.PricesFile); err != nil {
