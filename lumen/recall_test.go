@@ -17,7 +17,7 @@ import (
 
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/llm/script"
-	"github.com/llmkernels/kernels/lumen/internal/dayfiles"
+	"github.com/llmkernels/kernels/lumen/internal/dayfilestest"
 	"github.com/llmkernels/kernels/lumen/memory"
 )
 
@@ -115,7 +115,7 @@ func writeChatInstance(root string, c chatInstance) ([]string, error) {
 		return nil, err
 	}
 	r := rand.New(rand.NewPCG(c.seed, c.seed+1))
-	files := dayfiles.New(filepath.Join(root, "data", "memory"))
+	files := dayfilestest.New(filepath.Join(root, "data", "memory"))
 	count := 0
 	write := func(m memory.Memory) (string, error) {
 		m.ID = memory.NewID(m.Timestamp)

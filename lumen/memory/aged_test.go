@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/llmkernels/kernels/lumen/internal/dayfiles"
+	"github.com/llmkernels/kernels/lumen/internal/dayfilestest"
 )
 
 // aged describes a generated instance that has lived a long time: chat,
@@ -50,7 +50,7 @@ var plantedFacts = []struct{ text, lexical, paraphrase string }{
 func writeAged(dir string, a aged) ([]fact, error) {
 	r := rand.New(rand.NewPCG(a.seed, a.seed+1))
 	words := vocabulary(rand.New(rand.NewPCG(1, 2)))
-	files := dayfiles.New(dir)
+	files := dayfilestest.New(dir)
 	write := func(m Memory) error {
 		if m.ID == "" {
 			m.ID = NewID(m.Timestamp)

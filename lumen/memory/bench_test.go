@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmkernels/kernels/lumen/internal/dayfiles"
+	"github.com/llmkernels/kernels/lumen/internal/dayfilestest"
 )
 
 // fixture is one instance's memory with 100,000 memories, built once per
@@ -67,7 +67,7 @@ func build100k(b *testing.B) *Store {
 		words := vocabulary(r)
 		authors := []string{Self, Kernel, Goal, External}
 		ts := time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)
-		files := dayfiles.New(fixture.dir)
+		files := dayfilestest.New(fixture.dir)
 		for i := 0; i < 100_000 && fixture.err == nil; i++ {
 			ts = ts.Add(time.Duration(3+r.IntN(600)) * time.Second)
 			m := Memory{Timestamp: ts, Author: authors[r.IntN(4)], Weight: 0.3 + 0.6*r.Float64(),

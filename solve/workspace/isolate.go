@@ -252,21 +252,6 @@ func Diff(dir string, base Manifest) ([]File, error) {
 	return out, nil
 }
 
-// BaseHashes records, for each file an attempt writes, the content the
-// workspace held when the attempt was made ("" = no file): what Merge
-// requires it still holds.
-func BaseHashes(dir string, files []File) (map[string]string, error) {
-	out := map[string]string{}
-	for _, f := range files {
-		h, err := Hash(dir, f.Path)
-		if err != nil {
-			return nil, err
-		}
-		out[f.Path] = h
-	}
-	return out, nil
-}
-
 // ConflictError is a merge refused because files changed in the
 // workspace since the attempt was made (another node's merge, or a
 // person's edit).

@@ -72,7 +72,7 @@ func TestMergeRefusesFilesChangedSinceTheAttempt(t *testing.T) {
 		t.Fatal(err)
 	}
 	mine := []File{{Path: "shared.go", Content: "mine"}, {Path: "own.go", Content: "own"}}
-	base, err := BaseHashes(ws, mine)
+	base, err := baseHashes(ws, mine)
 	if err != nil || base["own.go"] != "" || base["shared.go"] == "" {
 		t.Fatalf("base %v %v", base, err)
 	}
@@ -129,4 +129,19 @@ func TestUsableRefusesMissingAndUnwritableDirectories(t *testing.T) {
 	if err := Usable(ro); err == nil || !strings.Contains(err.Error(), "cannot be written") {
 		t.Errorf("read-only: %v", err)
 	}
+}
+
+// baseHashes records, for each file an attempt writes, the content the
+// workspace held when the attempt was made ("" = no file): what Merge
+// requires it still holds.
+func baseHashes(dir string, files []File) (map[string]string, error) {
+	out := map[string]string{}
+	for _, f := range files {
+		h, err := Hash(dir, f.Path)
+		if err != nil {
+			return nil, err
+		}
+		out[f.Path] = h
+	}
+	return out, nil
 }

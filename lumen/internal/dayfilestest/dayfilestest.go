@@ -1,10 +1,10 @@
-// Package dayfiles writes memory lines in bulk, as the tests and
+// Package dayfilestest writes memory lines in bulk, as the tests and
 // benchmarks that generate long-lived instances need: one buffered writer
 // per day file (DIR/YYYY/YYYY-MM-DD.jsonl, the layout lumen/memory reads),
 // flushed and closed by Close. The kernel itself appends line by line
 // under a lock (memory.Store.Append); these files are written by one
 // writer before anything reads them.
-package dayfiles
+package dayfilestest
 
 import (
 	"bufio"
