@@ -107,7 +107,7 @@ func (in *Instance) interrupted(ctx context.Context, step string, stopped *strin
 		return false, nil
 	}
 	*stopped = step
-	_, err := in.remember(memory.Kernel, step, "interrupted", fmt.Sprintf("interrupted: stopped after %s at the user's request (Ctrl-C or SIGTERM); the cycle ends here", strings.ToUpper(step)), nil)
+	_, err := in.remember(memory.Kernel, step, "interrupted", fmt.Sprintf("interrupted: stopped after %s at the user's request (Ctrl-C, SIGTERM or a closed output); the cycle ends here", strings.ToUpper(step)), nil)
 	return true, err
 }
 
@@ -119,7 +119,7 @@ func (in *Instance) stepFailed(step string, err error) error {
 		return in.logErr(step, err)
 	}
 	if _, werr := in.remember(memory.Kernel, step, "interrupted",
-		fmt.Sprintf("interrupted: stopped during %s at the user's request (Ctrl-C or SIGTERM); the answer under way was dropped, nothing of it kept", strings.ToUpper(step)),
+		fmt.Sprintf("interrupted: stopped during %s at the user's request (Ctrl-C, SIGTERM or a closed output); the answer under way was dropped, nothing of it kept", strings.ToUpper(step)),
 		map[string]any{"error": err.Error()}); werr != nil {
 		return errors.Join(err, fmt.Errorf("recording that %s was interrupted: %w", step, werr))
 	}

@@ -3,7 +3,6 @@ package lumen
 import (
 	"fmt"
 	"log/slog"
-	"math"
 	"time"
 
 	"github.com/llmkernels/kernels/internal/option"
@@ -148,7 +147,8 @@ func (o Options) Check() error {
 }
 
 // Check refuses what no limit can mean: a negative count, duration or
-// cap (-1 is not "no limit": 0 is), and a cap that is not a number; each
+// cap (-1 is not "no limit": 0 is), and a cap that is not a finite number
+// up to option.MaxUSD; each
 // as an *OptionError naming the field.
 func (ro RunOptions) Check() error {
 	switch {
@@ -167,8 +167,8 @@ func (ro RunOptions) Check() error {
 		field string
 		usd   float64
 	}{{"max_cost", ro.MaxCost}, {"max_cost_day", ro.MaxCostDay}} {
-		if c.usd < 0 || math.IsNaN(c.usd) {
-			return option.Errorf(c.field, "%v: give a cap in US dollars, e.g. 2, or 0 for no cap", c.usd)
+		if err := option.CheckUSD(c.field, c.usd, true, "give a cap in US dollars, e.g. 2, or 0 for no cap"); err != nil {
+			return err
 		}
 	}
 	return nil

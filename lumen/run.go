@@ -311,7 +311,7 @@ func (r *runState) interrupted() (*RunReport, error) {
 			where, after = fmt.Sprintf("between cycles, after cycle %d", r.last.N), r.last.N
 		}
 		if _, err := r.in.remember(memory.Kernel, "run", "interrupted",
-			fmt.Sprintf("interrupted: lumen run stopped %s at the user's request (Ctrl-C or SIGTERM); running it again goes on", where),
+			fmt.Sprintf("interrupted: lumen run stopped %s at the user's request (Ctrl-C, SIGTERM or a closed output); running it again goes on", where),
 			map[string]any{"after_cycle": after}); err != nil {
 			rep, ferr := r.finish(StopInterrupted, "")
 			return rep, errors.Join(fmt.Errorf("lumen run: recording where the run stopped: %w", err), ferr)

@@ -19,21 +19,23 @@ func CheckPlanRequest(req PlanRequest) error {
 	switch {
 	case strings.TrimSpace(req.Goal) == "":
 		return option.Errorf("goal", "is empty: give the goal to plan, e.g. \"Build X within 24h for <$500\"")
-	case req.BudgetUSD != nil && !(*req.BudgetUSD > 0 && !math.IsInf(*req.BudgetUSD, 0)):
-		return option.Errorf("budget_usd", "%v: give a positive amount in USD", *req.BudgetUSD)
 	case req.TimeHours != nil && !(*req.TimeHours > 0 && !math.IsInf(*req.TimeHours, 0)):
 		return option.Errorf("time", "%v: give a positive duration such as 24h", time.Duration(*req.TimeHours*float64(time.Hour)))
+	case req.BudgetUSD != nil:
+		return option.CheckUSD("budget_usd", *req.BudgetUSD, false, "give a positive amount in USD")
 	}
 	return nil
 }
 
 // CheckRunRequest refuses a run the kernel cannot start.
 func CheckRunRequest(req RunRequest) error {
-	switch {
-	case strings.TrimSpace(req.Goal) == "":
+	if strings.TrimSpace(req.Goal) == "" {
 		return option.Errorf("goal", "is empty: give the goal to solve, e.g. \"Add a Median function with tests\"")
-	case !(req.BudgetUSD > 0) || math.IsInf(req.BudgetUSD, 0):
-		return option.Errorf("budget_usd", "%v: give a positive, finite budget in USD, e.g. 2", req.BudgetUSD)
+	}
+	if err := option.CheckUSD("budget_usd", req.BudgetUSD, false, "give a positive, finite budget in USD, e.g. 2"); err != nil {
+		return err
+	}
+	switch {
 	case req.Time <= 0:
 		return option.Errorf("time", "%s: give a positive duration such as 30m", req.Time)
 	case req.Workers < 0:
@@ -54,12 +56,13 @@ func CheckWorkers(workers int) error {
 	return nil
 }
 
-// CheckHireAnswer refuses an answer whose amounts are negative or not
-// finite, or whose network allowance goes without a command.
+// CheckHireAnswer refuses an answer whose amounts are negative, not
+// finite or (money) above option.MaxUSD, or whose network allowance goes without a command.
 func CheckHireAnswer(a HireAnswer) error {
+	if err := option.CheckUSD("add_usd", a.AddUSD, true, "give a positive, finite amount in USD"); err != nil {
+		return err
+	}
 	switch {
-	case a.AddUSD < 0 || math.IsInf(a.AddUSD, 0) || math.IsNaN(a.AddUSD):
-		return option.Errorf("add_usd", "%v: give a positive, finite amount in USD", a.AddUSD)
 	case a.AddSeconds < 0 || math.IsInf(a.AddSeconds, 0) || math.IsNaN(a.AddSeconds):
 		return option.Errorf("add_seconds", "%s: give a positive duration", time.Duration(a.AddSeconds*float64(time.Second)))
 	case len(a.Network) > 0 && a.Command == "":

@@ -23,6 +23,7 @@ import (
 	"github.com/llmkernels/kernels/cmd/internal/provider"
 	"github.com/llmkernels/kernels/hermitcrab"
 	"github.com/llmkernels/kernels/internal/atomicfile"
+	"github.com/llmkernels/kernels/internal/option"
 	"github.com/llmkernels/kernels/internal/termtext"
 	"github.com/llmkernels/kernels/llm"
 )
@@ -185,8 +186,8 @@ func (f *flags) check() error {
 		return cli.Usagef("--mcp-call-timeout %v: give a duration above 0, e.g. 30s", f.mcpTimeout)
 	case f.caps.Wakes <= 0:
 		return cli.Usagef("--max-wakes %d: give at least 1 wake a day (serve --no-wake runs no triggers)", f.caps.Wakes)
-	case !(f.caps.CostUSD > 0): // NaN too
-		return cli.Usagef("--max-wake-cost %v: give a daily cap in US dollars above 0, e.g. 1 (serve --no-wake runs no triggers)", f.caps.CostUSD)
+	case !(f.caps.CostUSD > 0 && f.caps.CostUSD <= option.MaxUSD): // NaN and Inf too
+		return cli.Usagef("--max-wake-cost %v: give a daily cap in US dollars above 0 and at most 1000000, e.g. 1 (serve --no-wake runs no triggers)", f.caps.CostUSD)
 	}
 	if u := f.beachURL(); u != "" {
 		if err := hermitcrab.CheckBeachURL(u); err != nil {

@@ -211,6 +211,7 @@ func TestExitStatusesAndVersion(t *testing.T) {
 			{"wake", "--provider", "gemini"}, {"wake", "--daemon", "--interval", "0", "--provider", "script", "--script", "testdata/boot.json"},
 			{"blocks", "list", "--data", ""}, {"blocks", "list", "--max-block-bytes", "0"}, {"blocks", "list", "--max-wakes", "-1"},
 			{"wake", "status", "--max-wake-cost", "NaN"}, {"wake", "status", "--max-wake-cost", "-1"},
+			{"wake", "status", "--max-wake-cost", "Inf"}, {"wake", "status", "--max-wake-cost", "1e308"},
 			{"beach", "passport", "list", "--limit", "-1"}, {"beach", "marks", "https://example.org", "--limit", "-5"}, {"beach", "inbox", "--after", "-1"},
 			{"beach", "serve", "--window", "0"}, {"beach", "serve", "--agent-rate", "NaN"}, {"beach", "serve", "--addr-rate", "0"},
 			{"beach", "serve", "--max-body", "-1"}, {"beach", "serve", "--addr-burst", "0"},

@@ -221,6 +221,8 @@ func TestUsageMistakesExit2AndRunNothing(t *testing.T) {
 		"--backoff -1s: give the wait":               append([]string{"run", "--backoff", "-1s"}, script...),
 		"--max-cost -1: give a cap":                  append([]string{"run", "--max-cost", "-1"}, script...),
 		"--max-cost-day NaN: give a cap":             append([]string{"run", "--max-cost-day", "NaN"}, script...),
+		"--max-cost +Inf: give a cap":                append([]string{"run", "--max-cost", "Inf"}, script...),
+		"--max-cost-day 1e+308: give a cap":          append([]string{"run", "--max-cost-day", "1e308"}, script...),
 		`unknown --provider "bogus"`:                 {"run", "--provider", "bogus"},
 		`unknown --provider "bogus" `:                {"chat", "--provider", "bogus"},
 		"--provider script needs --script":           {"run", "--provider", "script"},

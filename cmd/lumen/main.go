@@ -250,7 +250,7 @@ from a script, offline and free.`,
 					return nil
 				case in1, ok = <-lines:
 				}
-				if !ok {
+				if !ok || ctx.Err() != nil { // select picks either when a line is ready as ctx ends
 					return nil
 				}
 				if in1.err != nil {

@@ -82,6 +82,75 @@ func TestRunInterruptedBetweenCyclesRecordsWhereItStopped(t *testing.T) {
 	}
 }
 
+// A reader that goes away (lumen run | head -1) stops the run as Ctrl-C
+// does: exit 5 and a kernel memory saying where it stopped, never a death
+// by SIGPIPE with nothing recorded.
+func TestRunWhoseOutputClosesStopsAsCtrlCDoes(t *testing.T) {
+	bin, dir := lumenInstance(t)
+	testdata, _ := filepath.Abs("../../lumen/testdata")
+	cmd := exec.Command(bin, "run", "--dir", dir, "--interval", "1s",
+		"--provider", "script", "--script", filepath.Join(testdata, "demo-run.json"))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bufio.NewReader(stdout).ReadString('\n'); err != nil { // cycle 1's report: head -1
+		t.Fatal(err)
+	}
+	stdout.Close()
+	_ = cmd.Wait() // the exit status is checked below
+	if code := cmd.ProcessState.ExitCode(); code != 5 || !strings.Contains(stderr.String(), "lumen: standard output closed: stopping cleanly") {
+		t.Fatalf("lumen run with its output closed: exit %d (%v), stderr:\n%s", code, cmd.ProcessState, stderr.String())
+	}
+	out, err := exec.Command(bin, "memory", "--author", "kernel", "--dir", dir).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), "interrupted: lumen run stopped between cycles") || !strings.Contains(string(out), "a closed output") {
+		t.Fatalf("no memory of where the run stopped:\n%s", out)
+	}
+}
+
+// lumen chat | head -1 ends the chat when the next answer finds no reader:
+// exit 5, never a death by SIGPIPE, and the next line is not taken.
+func TestChatWhoseOutputClosesStops(t *testing.T) {
+	bin, dir := lumenInstance(t)
+	cmd := exec.Command(bin, "chat", "--dir", dir, "--provider", "script", "--script", "../../docs/examples/ping.json")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(stdin, "Hello\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bufio.NewReader(stdout).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Close()
+	if _, err := io.WriteString(stdin, "Again\n"); err != nil { // its answer finds no reader
+		t.Fatal(err)
+	}
+	_ = cmd.Wait() // the exit status is checked below
+	if code := cmd.ProcessState.ExitCode(); code != 5 || !strings.Contains(stderr.String(), "lumen: standard output closed: stopping cleanly") {
+		t.Fatalf("lumen chat with its output closed: exit %d (%v), stderr:\n%s", code, cmd.ProcessState, stderr.String())
+	}
+}
+
 // Ctrl-C while a turn's answer streams in (here the stream stalls after
 // the thinking began) stops the call at once and exits 5, saying nothing
 // of the answer is kept; on a pipe the thinking shows as one plain line.

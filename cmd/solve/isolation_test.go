@@ -491,6 +491,8 @@ func TestNonsenseFlagsAreRefused(t *testing.T) {
 	}{
 		{[]string{"--budget", "Inf"}, "--budget +Inf: give a positive, finite budget"},
 		{[]string{"--budget", "NaN"}, "--budget NaN: give a positive, finite budget"},
+		{[]string{"--budget", "1e308"}, "--budget 1e+308: give a positive, finite budget in USD, e.g. 2 (at most $1,000,000)"},
+		{[]string{"--budget", "1000000.01"}, "--budget 1.00000001e+06: give a positive"},
 		{[]string{"--workers", "-3"}, "--workers -3: give at least 1"},
 		{[]string{"--tmax", "-1"}, "--tmax -1: give at least 1 attempt"},
 		{[]string{"--tmax", "0"}, "--tmax 0: give at least 1 attempt"},
@@ -507,6 +509,9 @@ func TestNonsenseFlagsAreRefused(t *testing.T) {
 	}
 	if r := runSolve(t, dir, "hire", "abc", "--add-budget", "Inf"); r.code != cli.ExitUsage || !strings.Contains(r.stderr, "--add-budget +Inf") {
 		t.Errorf("hire --add-budget Inf: exit %d %q", r.code, r.stderr)
+	}
+	if r := runSolve(t, dir, "hire", "abc", "--add-budget", "1e308"); r.code != cli.ExitUsage || !strings.Contains(r.stderr, "--add-budget 1e+308: give a positive, finite amount in USD (at most $1,000,000)") {
+		t.Errorf("hire --add-budget 1e308: exit %d %q", r.code, r.stderr)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "kernel.db")); err == nil {
 		t.Error("a refused command created kernel.db")

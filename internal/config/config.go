@@ -321,6 +321,10 @@ func (f *File) parse(data []byte) error {
 				problems = append(problems, problem{line, dotted + ": give " + kind.want})
 			case isTable:
 				check(key, sub)
+			case (name == Fallback || name == Beta) && slices.ContainsFunc(v.([]any), func(e any) bool { return strings.TrimSpace(e.(string)) == "" }):
+				// An empty name is no model (or beta) to try: it showed as
+				// ", claude-x" and was passed on as a model named "".
+				problems = append(problems, problem{line, dotted + `: an empty name in the list: remove it, or name each, e.g. ["claude-haiku-4-5"]`})
 			case isString && dotted == Output && !slices.Contains(OutputLevels, o):
 				problems = append(problems, problem{line, fmt.Sprintf("output %q: choose %s", o, strings.Join(OutputLevels, ", "))})
 			}

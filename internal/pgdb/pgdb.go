@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -77,21 +78,57 @@ func Redact(dsn string) string {
 type URLError struct {
 	URL    string // the URL as Redact shows it
 	Reason string
+	// Password is whether a password character a URL reserves may be the
+	// cause: only then does the message say how to escape one, so that a
+	// bad port or sslmode is not blamed on the password.
+	Password bool
 }
 
 func (e *URLError) Error() string {
+	if !e.Password {
+		return fmt.Sprintf("PostgreSQL %s: %s", e.URL, e.Reason)
+	}
 	return fmt.Sprintf("PostgreSQL %s: %s (in a password, write # ? %% @ / : as %%23 %%3F %%25 %%40 %%2F %%3A, or give the password in PGPASSWORD)", e.URL, e.Reason)
 }
 
 // UsageError marks a URLError as a mistake on the command line.
 func (e *URLError) UsageError() bool { return true }
 
-// ParseError is the error for a URL that pgx cannot parse. pgx's and
-// net/url's own messages quote the URL, password and all, so they are not
-// passed on; the hint names the usual cause, a password with characters a
-// URL reserves.
-func ParseError(dsn string) error {
-	return &URLError{URL: Redact(dsn), Reason: "the URL does not parse"}
+// ParseError is the error for a URL that pgx cannot parse (err, from
+// pgx.ParseConfig). pgx's message quotes the URL, password and all (its
+// redaction is best effort), so only what follows the quoted URL is
+// passed on: "invalid port", "failed to configure TLS (sslmode is
+// invalid)". The escaping hint is given when the password holds a
+// character a URL reserves, the usual cause.
+func ParseError(dsn string, err error) error {
+	reason := "the URL does not parse"
+	if msg := err.Error(); strings.HasPrefix(msg, "cannot parse `") {
+		if i := strings.LastIndex(msg, "`: "); i >= 0 {
+			reason += ": " + msg[i+len("`: "):]
+		}
+	}
+	if ne, ok := errors.AsType[*strconv.NumError](err); ok {
+		// "invalid connect_timeout (strconv.ParseInt: ...)": say it plainly.
+		reason, _, _ = strings.Cut(reason, " (strconv.")
+		reason += fmt.Sprintf(" (%q is not a whole number)", ne.Num)
+	}
+	return &URLError{URL: Redact(dsn), Reason: reason, Password: passwordNeedsEscaping(dsn)}
+}
+
+// passwordNeedsEscaping is whether the URL's password holds a character a
+// URL reserves, unescaped, or a % that starts no escape.
+func passwordNeedsEscaping(dsn string) bool {
+	_, rest, _ := strings.Cut(dsn, "://")
+	at := strings.LastIndexByte(rest, '@')
+	if at < 0 {
+		return false
+	}
+	_, pw, ok := strings.Cut(rest[:at], ":")
+	if !ok {
+		return false
+	}
+	_, err := url.PathUnescape(pw)
+	return err != nil || strings.ContainsAny(pw, "#?@/:")
 }
 
 // CheckURL refuses, before anything is dialled, a URL whose parts are
@@ -111,14 +148,14 @@ func CheckURL(dsn string) error {
 	at := strings.IndexByte(rest, '@')
 	switch {
 	case strings.Count(rest, "@") > 1:
-		return &URLError{URL: Redact(dsn), Reason: "the URL holds more than one @"}
+		return &URLError{URL: Redact(dsn), Reason: "the URL holds more than one @", Password: true}
 	case at > host:
-		return &URLError{URL: Redact(dsn), Reason: "the URL holds an @ after the host (in a database name or a parameter, write @ as %40)"}
+		return &URLError{URL: Redact(dsn), Reason: "the URL holds an @ after the host (in a database name or a parameter, write @ as %40)", Password: true}
 	case at >= 0 && strings.ContainsAny(rest[:at], "#?"):
-		return &URLError{URL: Redact(dsn), Reason: "the URL's user part holds an unescaped # or ?"}
+		return &URLError{URL: Redact(dsn), Reason: "the URL's user part holds an unescaped # or ?", Password: true}
 	}
 	if _, err := pgx.ParseConfig(dsn); err != nil {
-		return ParseError(dsn)
+		return ParseError(dsn, err)
 	}
 	return nil
 }
@@ -146,7 +183,7 @@ func Open(ctx context.Context, dsn string, o Options) (*sql.DB, error) {
 	}
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return nil, ParseError(dsn)
+		return nil, ParseError(dsn, err)
 	}
 	if cfg.ConnectTimeout == 0 {
 		// An unreachable host otherwise waits for the kernel's TCP

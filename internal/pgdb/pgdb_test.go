@@ -154,3 +154,21 @@ func TestUnavailable(t *testing.T) {
 		t.Errorf("a refused connection: Unavailable(%v) = false", err)
 	}
 }
+
+// A URL that does not parse for another reason than its password (a port
+// out of range, an unknown sslmode, a timeout that is no number) says what
+// does not parse, without blaming the password or showing it.
+func TestAURLThatDoesNotParseSaysWhy(t *testing.T) {
+	for dsn, want := range map[string]string{
+		"postgres://me:Secr3t@h:1/db?sslmode=bogus":      "the URL does not parse: failed to configure TLS (sslmode is invalid)",
+		"postgres://me:Secr3t@h:99999/db":                "the URL does not parse: invalid port",
+		"postgres://me:Secr3t@h/db?connect_timeout=soon": `the URL does not parse: invalid connect_timeout ("soon" is not a whole number)`,
+		"postgres://me@h:99999/db":                       "the URL does not parse: invalid port",
+	} {
+		err := CheckURL(dsn)
+		ue, ok := errors.AsType[*URLError](err)
+		if !ok || !ue.UsageError() || !strings.HasSuffix(err.Error(), want) || strings.Contains(err.Error(), "in a password") || strings.Contains(err.Error(), "Secr3t") {
+			t.Errorf("CheckURL(%q) = %v, want a usage error ending %q", dsn, err, want)
+		}
+	}
+}

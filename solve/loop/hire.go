@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/llmkernels/kernels/internal/clip"
+	"github.com/llmkernels/kernels/internal/option"
 	"github.com/llmkernels/kernels/internal/plainjson"
 	"github.com/llmkernels/kernels/solve/kg"
 	"github.com/llmkernels/kernels/solve/record"
@@ -302,8 +303,10 @@ func openRequest(reqs []record.CapabilityRequest, prefix string) (*record.Capabi
 // an answer that is not exactly one kind.
 func checkAnswer(a HireAnswer) error {
 	for _, v := range []float64{a.AddUSD, a.AddSeconds} {
-		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("HireAnswer: add $%v and %vs: give positive, finite amounts (a top-up never takes money or time away)", a.AddUSD, a.AddSeconds)
+		// The money cap keeps the ledger's sums finite: no top-up adds
+		// more than option.MaxUSD.
+		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) || a.AddUSD > option.MaxUSD {
+			return fmt.Errorf("HireAnswer: add $%v and %vs: give positive, finite amounts, at most $1,000,000 (a top-up never takes money or time away)", a.AddUSD, a.AddSeconds)
 		}
 	}
 	set := 0

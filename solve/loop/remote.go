@@ -130,7 +130,7 @@ func openRemote(ctx context.Context, url string, readOnly bool) (*Remote, error)
 	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, pgdb.ParseError(url)
+		return nil, pgdb.ParseError(url, err)
 	}
 	if readOnly {
 		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"

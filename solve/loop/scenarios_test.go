@@ -206,7 +206,7 @@ func TestOverBudgetHireAnsweredWithBudgetResumes(t *testing.T) {
 		}
 		// A negative or non-finite amount would take money away or make the
 		// budget infinite (the CLI refuses them; so does the library).
-		for _, a := range []loop.HireAnswer{{AddUSD: -5, AddSeconds: 60}, {AddUSD: math.Inf(1)}, {AddUSD: 1, AddSeconds: math.NaN()}, {AddSeconds: -1, AddUSD: 1}} {
+		for _, a := range []loop.HireAnswer{{AddUSD: -5, AddSeconds: 60}, {AddUSD: math.Inf(1)}, {AddUSD: 1e308}, {AddUSD: 1_000_000.01}, {AddUSD: 1, AddSeconds: math.NaN()}, {AddSeconds: -1, AddUSD: 1}} {
 			if _, err := loop.Answer(context.Background(), k.st, reqs[0].ID[:8], a); err == nil || !strings.Contains(err.Error(), "positive, finite") {
 				t.Errorf("answer %+v: %v", a, err)
 			}

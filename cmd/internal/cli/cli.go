@@ -25,6 +25,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -87,13 +88,17 @@ func New(name, short, long string) *App {
 // a signal stopped a command that then failed; 1 when standard output could
 // not be written).
 func (a *App) Run() {
-	stdout := &checkedWriter{w: os.Stdout}
+	ctx, interrupt, stop := notifySignals(context.Background(), a.Root.Name(), os.Stderr)
+	// A closed standard output (lumen run | head -1) stops the command as
+	// Ctrl-C does: it has no one left to report to.
+	stdout := &checkedWriter{w: os.Stdout, closed: func() { interrupt(outputClosed) }}
 	a.Root.SetOut(stdout)
 	a.Root.SetErr(os.Stderr)
-	ctx, stop := notifySignals(context.Background(), a.Root.Name(), os.Stderr)
 	status := a.Execute(ctx, os.Args[1:])
 	stop()
-	if status == ExitOK && stdout.err != nil {
+	if status == ExitOK && signalOf(ctx) == outputClosed {
+		status = ExitStopped // said when it closed; the rest was not read
+	} else if status == ExitOK && stdout.err != nil {
 		fmt.Fprintf(os.Stderr, "%s: writing standard output: %v\n", a.Root.Name(), stdout.err)
 		status = ExitFailure
 	}
@@ -195,32 +200,47 @@ func (a *App) prepare() {
 	walk(a.Root)
 }
 
+// outputClosed is what stops a command whose standard output's reader has
+// gone.
+const outputClosed = "standard output closed"
+
 // stoppedBy is the cancellation cause notifySignals records.
 type stoppedBy struct{ signal string }
 
 func (s *stoppedBy) Error() string { return "stopped by " + s.signal }
 
 // notifySignals returns a context cancelled by the first SIGINT or SIGTERM
-// (on Windows: Ctrl-C, and closing the console window), with a line on w
-// saying so. Default handling is then restored, so a second signal ends the
-// process at once, for a user whose command is slow to stop.
-func notifySignals(parent context.Context, name string, w io.Writer) (context.Context, func()) {
+// (on Windows: Ctrl-C, and closing the console window), or by interrupt,
+// with a line on w saying so. Default handling is then restored, so a
+// second signal ends the process at once, for a user whose command is slow
+// to stop. SIGPIPE is caught until stop, so that a write to a closed
+// standard output fails (checkedWriter calls interrupt) instead of killing
+// the process before it records where it stopped.
+func notifySignals(parent context.Context, name string, w io.Writer) (ctx context.Context, interrupt func(why string), stop func()) {
 	ctx, cancel := context.WithCancelCause(parent)
-	sigs := make(chan os.Signal, 1)
+	sigs, pipe := make(chan os.Signal, 1), make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(pipe, syscall.SIGPIPE) // never read: it is the write's error that counts
+	var once sync.Once
+	stopWith := func(why, then string) {
+		once.Do(func() {
+			fmt.Fprintf(w, "%s: %s: stopping cleanly%s\n", name, why, then)
+			cancel(&stoppedBy{why})
+		})
+	}
 	done := make(chan struct{})
 	go func() {
 		select {
 		case s := <-sigs:
 			signal.Stop(sigs)
-			n := signalName(s)
-			fmt.Fprintf(w, "%s: %s: stopping cleanly (send it again to quit at once)\n", name, n)
-			cancel(&stoppedBy{n})
+			stopWith(signalName(s), " (send it again to quit at once)")
 		case <-done:
 		}
 	}()
-	return ctx, func() {
+	interrupt = func(why string) { stopWith(why, "") }
+	return ctx, interrupt, func() {
 		signal.Stop(sigs)
+		signal.Stop(pipe)
 		close(done)
 		cancel(nil)
 	}
@@ -247,8 +267,9 @@ func signalOf(ctx context.Context) string {
 // checkedWriter remembers the first write error, so that a command whose
 // output was lost cannot exit 0. Later writes fail with the same error.
 type checkedWriter struct {
-	w   io.Writer
-	err error
+	w      io.Writer
+	err    error
+	closed func() // called when the reader has gone (EPIPE)
 }
 
 func (c *checkedWriter) Write(p []byte) (int, error) {
@@ -258,6 +279,9 @@ func (c *checkedWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	if err != nil {
 		c.err = err
+		if errors.Is(err, syscall.EPIPE) && c.closed != nil {
+			c.closed()
+		}
 	}
 	return n, err
 }
