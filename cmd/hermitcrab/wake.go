@@ -197,8 +197,8 @@ wakes. With --json: {"triggers", "problems", "caps", "today", "recent"}
 				for _, p := range s.Problems {
 					fmt.Fprintln(w, "problem:", termtext.Line(p))
 				}
-				fmt.Fprintf(w, "caps: %d wakes and $%.2f a day; today (%s): %d wakes, %s\n", s.Caps.Wakes, s.Caps.CostUSD, s.Today.Day, s.Today.Wakes,
-					llm.CostLine(s.Today.CostUSD, s.Today.Usage.Tokens))
+				fmt.Fprintf(w, "caps: %d wakes and $%.2f a day; today (%s): %d wakes, %s%s\n", s.Caps.Wakes, s.Caps.CostUSD, s.Today.Day, s.Today.Wakes,
+					llm.CostLine(s.Today.CostUSD, s.Today.Usage.Tokens), s.Today.Usage.ScriptedPart())
 				for _, wk := range s.Recent {
 					line := termtext.Line(fmt.Sprintf("  #%d %s %s %s: %s", wk.ID, wk.At.Local().Format("2006-01-02 15:04"), wk.Where, wk.Status, wk.Reason))
 					if wk.Reply != "" {

@@ -688,7 +688,11 @@ func (r *Runner) runWake(ctx context.Context, t trigger.Trigger, w *store.Wake, 
 		// with the share read from the prompt cache.
 		if spent != nil {
 			if u, calls := spent.Usage(); calls > 0 {
-				if err := r.store.AddUsage(fctx, store.UsageWake, w.Day, calls, u, spent.Spent()); err != nil {
+				scripted := false
+				if c := r.conv.Client(); c != nil {
+					scripted = c.Scripted
+				}
+				if err := r.store.AddUsage(fctx, store.UsageWake, w.Day, calls, u, spent.Spent(), scripted); err != nil {
 					r.log.Warn("recording a wake's usage", "wake", w.ID, "err", err)
 				}
 			}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/llmkernels/kernels/hermitcrab"
+	"github.com/llmkernels/kernels/llm/llmtest"
+	"github.com/llmkernels/kernels/llm/script"
+)
+
+// pricedReplies is a script of n answers that each bill 1000 input and
+// 100 output tokens, so that every call costs something.
+const pricedReply = `{"content":[{"type":"text","text":"ok"}],"usage":{"input_tokens":1000,"output_tokens":100}}`
+
+func pricedScript(n int) string {
+	return `{"responses":[` + strings.TrimSuffix(strings.Repeat(pricedReply+",", n), ",") + `]}`
+}
+
+// The money hermitcrab keeps (tools list's last 7 days, wake status's
+// today) labels the part a scripted provider was metered at, in text and
+// in --json, and shows real money as it is.
+func TestStoredMoneyLabelsItsScriptedPart(t *testing.T) {
+	data := withTriggers(t, "webhook ci tier 1: look at the build")
+	scriptFile := filepath.Join(t.TempDir(), "priced.json")
+	if err := os.WriteFile(scriptFile, []byte(pricedScript(1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := script.Parse([]byte(pricedScript(2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := llmtest.NewServer(s)
+	defer fake.Close()
+	mustHC(t, data, "sk-ant-test-key\n", "key", "set")
+	post := func() {
+		k, err := hermitcrab.Open(data, hermitcrab.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer k.Close()
+		if _, err := k.Wakes().Webhook(context.Background(), "ci", []byte(`{"build":1}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	note := "scripted: what the kernel's models would charge; nothing is charged"
+	type usage struct {
+		CostUSD     float64  `json:"cost_usd"`
+		ScriptedUSD *float64 `json:"scripted_usd"`
+	}
+	toolsWeek := func() (string, usage) {
+		text, _ := mustHC(t, data, "", "tools", "list")
+		js, _ := mustHC(t, data, "", "tools", "list", "--json")
+		var doc struct {
+			Usage usage `json:"usage_7_days"`
+		}
+		if err := json.Unmarshal([]byte(js), &doc); err != nil || doc.Usage.CostUSD <= 0 {
+			t.Fatalf("tools list --json: %s %v", js, err)
+		}
+		return text, doc.Usage
+	}
+	wakeToday := func() (string, usage) {
+		text, _ := mustHC(t, data, "", "wake", "status")
+		js, _ := mustHC(t, data, "", "wake", "status", "--json")
+		var doc struct {
+			Today struct {
+				Usage usage `json:"usage"`
+			} `json:"today"`
+		}
+		if err := json.Unmarshal([]byte(js), &doc); err != nil || doc.Today.Usage.CostUSD <= 0 {
+			t.Fatalf("wake status --json: %s %v", js, err)
+		}
+		return text, doc.Today.Usage
+	}
+
+	// A real provider (the fake Anthropic API): no label, no scripted part.
+	mustHC(t, data, "hello\n", "chat", "--base-url", fake.URL)
+	post()
+	mustHC(t, data, "", "--base-url", fake.URL, "wake")
+	for what, show := range map[string]func() (string, usage){"tools list": toolsWeek, "wake status": wakeToday} {
+		text, u := show()
+		if strings.Contains(text, "scripted") || u.ScriptedUSD != nil {
+			t.Fatalf("%s after real calls labels money scripted: %s %+v", what, text, u)
+		}
+	}
+
+	// The same again scripted: half of each figure is now scripted, and
+	// the text says so once, with the amount.
+	mustHC(t, data, "hello\n", "chat", "--provider", "script", "--script", scriptFile)
+	post()
+	mustHC(t, data, "", "--provider", "script", "--script", scriptFile, "wake")
+	for what, show := range map[string]func() (string, usage){"tools list": toolsWeek, "wake status": wakeToday} {
+		text, u := show()
+		if u.ScriptedUSD == nil || math.Abs(*u.ScriptedUSD-u.CostUSD/2) > 1e-9 {
+			t.Fatalf("%s --json: the scripted part of %+v is not half", what, u)
+		}
+		want := fmt.Sprintf("; of it, $%.4f %s\n", *u.ScriptedUSD, note)
+		if !strings.Contains(text, want) || strings.Count(text, "scripted") != 1 {
+			t.Fatalf("%s does not label its scripted part once as %q:\n%s", what, want, text)
+		}
+	}
+}
