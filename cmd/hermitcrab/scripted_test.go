@@ -15,7 +15,7 @@ import (
 	"github.com/llmkernels/kernels/llm/script"
 )
 
-// pricedReplies is a script of n answers that each bill 1000 input and
+// pricedScript is a script of n answers that each bill 1000 input and
 // 100 output tokens, so that every call costs something.
 const pricedReply = `{"content":[{"type":"text","text":"ok"}],"usage":{"input_tokens":1000,"output_tokens":100}}`
 
@@ -24,8 +24,10 @@ func pricedScript(n int) string {
 }
 
 // The money hermitcrab keeps (tools list's last 7 days, wake status's
-// today) labels the part a scripted provider was metered at, in text and
-// in --json, and shows real money as it is.
+// today, each wake's cost) labels the part a scripted provider was
+// metered at, in text and in --json, and shows real money as it is. A
+// wake here is tier 1, claude-haiku-4-5: $0.0015 for its 1000 tokens in
+// and 100 out.
 func TestStoredMoneyLabelsItsScriptedPart(t *testing.T) {
 	data := withTriggers(t, "webhook ci tier 1: look at the build")
 	scriptFile := filepath.Join(t.TempDir(), "priced.json")
@@ -82,7 +84,9 @@ func TestStoredMoneyLabelsItsScriptedPart(t *testing.T) {
 	// A real provider (the fake Anthropic API): no label, no scripted part.
 	mustHC(t, data, "hello\n", "chat", "--base-url", fake.URL)
 	post()
-	mustHC(t, data, "", "--base-url", fake.URL, "wake")
+	if out, _ := mustHC(t, data, "", "--base-url", fake.URL, "wake"); !strings.Contains(out, "($0.0015)") || strings.Contains(out, "scripted") {
+		t.Fatalf("a real wake's line: %s", out)
+	}
 	for what, show := range map[string]func() (string, usage){"tools list": toolsWeek, "wake status": wakeToday} {
 		text, u := show()
 		if strings.Contains(text, "scripted") || u.ScriptedUSD != nil {
@@ -94,7 +98,19 @@ func TestStoredMoneyLabelsItsScriptedPart(t *testing.T) {
 	// the text says so once, with the amount.
 	mustHC(t, data, "hello\n", "chat", "--provider", "script", "--script", scriptFile)
 	post()
-	mustHC(t, data, "", "--provider", "script", "--script", scriptFile, "wake")
+	if out, _ := mustHC(t, data, "", "--provider", "script", "--script", scriptFile, "wake"); !strings.Contains(out, "($0.0015*)") || !strings.HasSuffix(out, "\n* "+note+"\n") {
+		t.Fatalf("a scripted wake's line: %s", out)
+	}
+	var recent struct {
+		Recent []struct {
+			CostUSD     float64  `json:"cost_usd"`
+			ScriptedUSD *float64 `json:"scripted_usd"`
+		} `json:"recent"`
+	}
+	if js, _ := mustHC(t, data, "", "wake", "status", "--json"); json.Unmarshal([]byte(js), &recent) != nil || len(recent.Recent) != 2 ||
+		recent.Recent[0].ScriptedUSD == nil || *recent.Recent[0].ScriptedUSD != recent.Recent[0].CostUSD || recent.Recent[1].ScriptedUSD != nil {
+		t.Fatalf("wake status --json: the wakes' scripted_usd: %s", js)
+	}
 	for what, show := range map[string]func() (string, usage){"tools list": toolsWeek, "wake status": wakeToday} {
 		text, u := show()
 		if u.ScriptedUSD == nil || math.Abs(*u.ScriptedUSD-u.CostUSD/2) > 1e-9 {
