@@ -121,4 +121,12 @@ func TestStoredMoneyLabelsItsScriptedPart(t *testing.T) {
 			t.Fatalf("%s does not label its scripted part once as %q:\n%s", what, want, text)
 		}
 	}
+
+	// The caps count scripted spend as real: $0.0030 spent today and a
+	// wake estimated at $0.0015 pass a cap of $0.004, which real spend
+	// alone ($0.0015) would not.
+	post()
+	if out, _ := mustHC(t, data, "", "--provider", "script", "--script", scriptFile, "--max-wake-cost", "0.004", "wake"); !strings.Contains(out, "skipped: the daily cap of $0.00") {
+		t.Fatalf("a wake past the cap with scripted spend: %s", out)
+	}
 }
