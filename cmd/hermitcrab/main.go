@@ -867,7 +867,8 @@ The web page's 'reset tools' control (hermitcrab serve) does the same.`}
 set_tools gave one, then the total, and what the LLM calls of the last 7 days cost, with
 the share of their input read from the prompt cache (the tools are its first part).
 With --json: {"tools": [{"name", "characters", "definition"}], "definition_characters",
-"usage_7_days": {"calls", "tokens", "cost_usd"}} (docs/configuration.md).`,
+"usage_7_days": {"calls", "tokens", "cost_usd", "scripted_usd"}}, scripted_usd the part
+metered on a scripted provider, which nothing charged (docs/configuration.md).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withReady(cmd, true, func(k *hermitcrab.Kernel) error {
 				doc, err := k.Conversation().ToolList(cmd.Context())
@@ -895,7 +896,7 @@ With --json: {"tools": [{"name", "characters", "definition"}], "definition_chara
 					fmt.Fprintf(w, "%s (a definition of %d characters)\n", termtext.Line(t.Name), t.Characters)
 				}
 				fmt.Fprintf(w, "%d tools; definitions given with set_tools: %d characters\n", len(doc.Tools), doc.DefinitionCharacters)
-				fmt.Fprintf(w, "calls in the last 7 days: %d, %s\n", week.Calls, llm.CostLine(week.CostUSD, week.Tokens))
+				fmt.Fprintf(w, "calls in the last 7 days: %d, %s%s\n", week.Calls, llm.CostLine(week.CostUSD, week.Tokens), week.ScriptedPart())
 				return nil
 			})
 		},

@@ -145,9 +145,14 @@ func printReport(w io.Writer, r *hermitcrab.WakeReport) {
 	for _, e := range r.Errors {
 		fmt.Fprintln(w, "error:", termtext.Line(e))
 	}
+	scripted := false
 	for _, wk := range r.Wakes {
 		line := fmt.Sprintf("%s %s tier %d %s: %s", wk.At.Local().Format("2006-01-02 15:04:05"), wk.Where, wk.Tier, wk.Status, wk.Reason)
-		if wk.CostUSD > 0 {
+		switch {
+		case wk.ScriptedUSD > 0: // starred, and the star explained once below
+			line += fmt.Sprintf(" ($%.4f*)", wk.CostUSD)
+			scripted = true
+		case wk.CostUSD > 0:
 			line += fmt.Sprintf(" ($%.4f)", wk.CostUSD)
 		}
 		if wk.Reply != "" {
@@ -157,6 +162,9 @@ func printReport(w io.Writer, r *hermitcrab.WakeReport) {
 	}
 	if len(r.Wakes) == 0 && len(r.Errors) == 0 {
 		fmt.Fprintln(w, "no trigger was due")
+	}
+	if scripted {
+		fmt.Fprintln(w, "* "+llm.ScriptedNote())
 	}
 }
 
@@ -197,8 +205,8 @@ wakes. With --json: {"triggers", "problems", "caps", "today", "recent"}
 				for _, p := range s.Problems {
 					fmt.Fprintln(w, "problem:", termtext.Line(p))
 				}
-				fmt.Fprintf(w, "caps: %d wakes and $%.2f a day; today (%s): %d wakes, %s\n", s.Caps.Wakes, s.Caps.CostUSD, s.Today.Day, s.Today.Wakes,
-					llm.CostLine(s.Today.CostUSD, s.Today.Usage.Tokens))
+				fmt.Fprintf(w, "caps: %d wakes and $%.2f a day; today (%s): %d wakes, %s%s\n", s.Caps.Wakes, s.Caps.CostUSD, s.Today.Day, s.Today.Wakes,
+					llm.CostLine(s.Today.CostUSD, s.Today.Usage.Tokens), s.Today.Usage.ScriptedPart())
 				for _, wk := range s.Recent {
 					line := termtext.Line(fmt.Sprintf("  #%d %s %s %s: %s", wk.ID, wk.At.Local().Format("2006-01-02 15:04"), wk.Where, wk.Status, wk.Reason))
 					if wk.Reply != "" {

@@ -29,7 +29,7 @@ func (c *Caller) llmClient(ctx context.Context, tier int) *llm.Client {
 			observe(e)
 		}
 		if e.Kind == llm.EventResponse && e.Call != nil {
-			c.recordUsage(ctx, keep, tier, e.Call)
+			c.recordUsage(ctx, keep, tier, e.Call, cl.Scripted)
 		}
 	}
 	return budget.Meter(ctx, &rec)
@@ -37,8 +37,9 @@ func (c *Caller) llmClient(ctx context.Context, tier int) *llm.Client {
 
 // recordUsage logs an answered request, "tier 2 claude-sonnet-4-6: 2300
 // tokens in, 410 out, cost $0.0123, 84% of input from cache, 2.1s", and
-// with keep adds it to the day's usage.
-func (c *Caller) recordUsage(ctx context.Context, keep bool, tier int, call *llm.Call) {
+// with keep adds it to the day's usage, to its scripted part when a
+// scripted provider answered.
+func (c *Caller) recordUsage(ctx context.Context, keep bool, tier int, call *llm.Call, scripted bool) {
 	u := call.Usage
 	who := fmt.Sprintf("tier %d", tier)
 	if tier == 0 {
@@ -52,7 +53,7 @@ func (c *Caller) recordUsage(ctx context.Context, keep bool, tier int, call *llm
 	// Counted even when the call's context ends now: the answer was paid for.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := c.store.AddUsage(sctx, store.UsageCall, time.Now().Format(time.DateOnly), 1, u, call.CostUSD); err != nil {
+	if err := c.store.AddUsage(sctx, store.UsageCall, time.Now().Format(time.DateOnly), 1, u, call.CostUSD, scripted); err != nil {
 		c.log.Warn("keeping a call's usage", "err", err)
 	}
 }
@@ -78,5 +79,6 @@ func (c *Caller) RecordPageCall(ctx context.Context, model string, u llm.Usage, 
 		table = cl.Prices
 	}
 	cost, _ := table.Cost(model, u) // an unknown model counts nothing: the log line says $0
-	c.recordUsage(ctx, !budget.Carried(ctx), 0, &llm.Call{Model: model, Usage: u, CostUSD: cost, Latency: latency})
+	// The Anthropic API answered: a real call, whatever the client is.
+	c.recordUsage(ctx, !budget.Carried(ctx), 0, &llm.Call{Model: model, Usage: u, CostUSD: cost, Latency: latency}, false)
 }

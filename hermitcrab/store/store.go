@@ -51,7 +51,7 @@ type Store struct {
 }
 
 // schema is the store's file: application_id "HCRB". Step 1 holds the
-// blocks, conversations, shells and settings; steps 2 and 3 what the wake
+// blocks, conversations, shells and settings; steps 2 to 4 what the wake
 // triggers keep (wakes.go).
 // Files from before the marker carried a schema_version table at version 1,
 // which is step 1's tables; that table is left in them, unused.
@@ -80,7 +80,7 @@ CREATE TABLE shells (
 CREATE TABLE settings (
 	key   TEXT PRIMARY KEY,
 	value TEXT NOT NULL
-);`, wakeTables, wakeAnswers},
+);`, wakeTables, wakeAnswers, wakeScripted},
 	// Read-only commands (blocks list and show, bsp) read only step 1's
 	// tables, so they read a file from before step 2 as it is.
 	ReadOnlyFrom: 1,

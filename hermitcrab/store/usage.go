@@ -16,6 +16,20 @@ type Usage struct {
 	Calls   int       `json:"calls"`
 	Tokens  llm.Usage `json:"tokens"`
 	CostUSD float64   `json:"cost_usd"`
+	// ScriptedUSD is the part of CostUSD metered on a scripted provider
+	// (llm.Client.Scripted): what the model would charge, nothing
+	// charged. Whatever shows CostUSD labels this part (llm.ScriptedNote).
+	ScriptedUSD float64 `json:"scripted_usd,omitempty"`
+}
+
+// ScriptedPart labels the scripted part of the money, to follow the cost
+// line that shows it: "; of it, $0.0123 scripted: what the kernel's models
+// would charge; nothing is charged", or "" when none of it was scripted.
+func (u Usage) ScriptedPart() string {
+	if u.ScriptedUSD <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("; of it, $%.4f %s", u.ScriptedUSD, llm.ScriptedNote())
 }
 
 // Kinds of usage AddUsage keeps apart.
@@ -30,9 +44,15 @@ func usageKey(kind, day string) string { return "usage:" + kind + ":" + day }
 
 // AddUsage adds the usage of calls answered calls to the day's tally of
 // its kind, in one statement, so that processes sharing the store (serve,
-// wake --daemon) never lose each other's calls.
-func (s *Store) AddUsage(ctx context.Context, kind, day string, calls int, u llm.Usage, costUSD float64) error {
-	one, err := json.Marshal(Usage{Calls: calls, Tokens: u, CostUSD: costUSD})
+// wake --daemon) never lose each other's calls. With scripted the calls
+// were metered on a scripted provider, and their cost is also added to the
+// tally's scripted part.
+func (s *Store) AddUsage(ctx context.Context, kind, day string, calls int, u llm.Usage, costUSD float64, scripted bool) error {
+	one := Usage{Calls: calls, Tokens: u, CostUSD: costUSD}
+	if scripted {
+		one.ScriptedUSD = costUSD
+	}
+	text, err := json.Marshal(one)
 	if err != nil {
 		return err
 	}
@@ -45,8 +65,10 @@ func (s *Store) AddUsage(ctx context.Context, kind, day string, calls int, u llm
 					'output_tokens', json_extract(value, '$.tokens.output_tokens') + json_extract(excluded.value, '$.tokens.output_tokens'),
 					'cache_creation_input_tokens', json_extract(value, '$.tokens.cache_creation_input_tokens') + json_extract(excluded.value, '$.tokens.cache_creation_input_tokens'),
 					'cache_read_input_tokens', json_extract(value, '$.tokens.cache_read_input_tokens') + json_extract(excluded.value, '$.tokens.cache_read_input_tokens')),
-				'cost_usd', json_extract(value, '$.cost_usd') + json_extract(excluded.value, '$.cost_usd'))`,
-			usageKey(kind, day), string(one))
+				'cost_usd', json_extract(value, '$.cost_usd') + json_extract(excluded.value, '$.cost_usd'),
+				-- a tally kept before the scripted part existed has none: 0
+				'scripted_usd', coalesce(json_extract(value, '$.scripted_usd'), 0) + coalesce(json_extract(excluded.value, '$.scripted_usd'), 0))`,
+			usageKey(kind, day), string(text))
 		if err != nil {
 			return fmt.Errorf("adding a call's usage: %w", err)
 		}
@@ -74,6 +96,7 @@ func (s *Store) UsageSince(ctx context.Context, kind, fromDay string) (Usage, er
 			total.Calls += u.Calls
 			total.Tokens = total.Tokens.Add(u.Tokens)
 			total.CostUSD += u.CostUSD
+			total.ScriptedUSD += u.ScriptedUSD
 		}
 	}
 	return total, nil

@@ -38,18 +38,21 @@ type TriggerState struct {
 
 // Wake is one time a trigger fired, or would have.
 type Wake struct {
-	ID       int64     `json:"id"`
-	Trigger  string    `json:"trigger"` // the trigger's key
-	Where    string    `json:"where"`   // "wake 0.4.1" when it fired
-	Due      string    `json:"due"`     // the due time or events it fired for
-	At       time.Time `json:"at"`
-	Day      string    `json:"day"` // the local date the daily caps count it in
-	Tier     int       `json:"tier"`
-	Status   string    `json:"status"`
-	Reason   string    `json:"reason"` // why it fired, or why it was skipped
-	Reply    string    `json:"reply"`  // "" (null in JSON) while it has none: skipped, running
-	CostUSD  float64   `json:"cost_usd"`
-	Finished time.Time `json:"finished"` // zero (null in JSON) until it ended
+	ID      int64     `json:"id"`
+	Trigger string    `json:"trigger"` // the trigger's key
+	Where   string    `json:"where"`   // "wake 0.4.1" when it fired
+	Due     string    `json:"due"`     // the due time or events it fired for
+	At      time.Time `json:"at"`
+	Day     string    `json:"day"` // the local date the daily caps count it in
+	Tier    int       `json:"tier"`
+	Status  string    `json:"status"`
+	Reason  string    `json:"reason"` // why it fired, or why it was skipped
+	Reply   string    `json:"reply"`  // "" (null in JSON) while it has none: skipped, running
+	CostUSD float64   `json:"cost_usd"`
+	// ScriptedUSD is CostUSD when a scripted provider answered the wake
+	// (llm.Client.Scripted): what the model would charge, nothing charged.
+	ScriptedUSD float64   `json:"scripted_usd,omitempty"`
+	Finished    time.Time `json:"finished"` // zero (null in JSON) until it ended
 }
 
 // MarshalJSON writes every field, whatever the status, as
@@ -347,7 +350,10 @@ type WakeEnd struct {
 	// running says why).
 	Reason  string
 	CostUSD float64
-	At      time.Time
+	// Scripted: a scripted provider answered, so CostUSD is what the model
+	// would charge and nothing was charged.
+	Scripted bool
+	At       time.Time
 	// GiveBack: the model never answered the wake, so the messages and
 	// posts it carried were never seen; they wait for the next wake.
 	GiveBack bool
@@ -365,8 +371,8 @@ func (s *Store) FinishWake(ctx context.Context, id int64, end WakeEnd) error {
 				return fmt.Errorf("wake %d: %w", id, err)
 			}
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE wakes SET status = ?, reply = ?, cost = ?, finished = ?, reason = CASE WHEN ? = '' THEN reason ELSE ? END WHERE id = ?`,
-			end.Status, end.Reply, end.CostUSD, stamp(end.At), end.Reason, end.Reason, id)
+		_, err := tx.ExecContext(ctx, `UPDATE wakes SET status = ?, reply = ?, cost = ?, scripted = ?, finished = ?, reason = CASE WHEN ? = '' THEN reason ELSE ? END WHERE id = ?`,
+			end.Status, end.Reply, end.CostUSD, end.Scripted, stamp(end.At), end.Reason, end.Reason, id)
 		if err != nil {
 			return fmt.Errorf("wake %d: %w", id, err)
 		}
@@ -412,10 +418,11 @@ func (s *Store) WakeRecorded(ctx context.Context, trigger, due string) (bool, er
 // WakeAnswered records that a running wake got an answer from the model
 // and what it has spent so far: a process killed during the wake leaves
 // its spending counted against the day's cap, and what the wake carried
-// delivered (the model saw it).
-func (s *Store) WakeAnswered(ctx context.Context, id int64, cost float64) error {
+// delivered (the model saw it). scripted: a scripted provider answered
+// (WakeEnd.Scripted).
+func (s *Store) WakeAnswered(ctx context.Context, id int64, cost float64, scripted bool) error {
 	return s.db.Write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE wakes SET cost = ?, answered = 1 WHERE id = ? AND status = ?`, cost, id, WakeRunning)
+		_, err := tx.ExecContext(ctx, `UPDATE wakes SET cost = ?, scripted = ?, answered = 1 WHERE id = ? AND status = ?`, cost, scripted, id, WakeRunning)
 		if err != nil {
 			return fmt.Errorf("wake %d: %w", id, err)
 		}
@@ -528,10 +535,24 @@ func (s *Store) Wakes(ctx context.Context, after int64, limit int) ([]Wake, erro
 	if limit <= 0 {
 		limit = 100
 	}
+	// A file from before step 4, opened read-only, has no scripted
+	// column: none of its wakes was marked scripted.
+	scripted := "0"
+	var has int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('wakes') WHERE name = 'scripted'`).Scan(&has); err != nil {
+		return nil, fmt.Errorf("listing wakes: %w", err)
+	}
+	if has > 0 {
+		scripted = "scripted"
+	}
 	out, err := sqldb.List(ctx, s.db.QueryContext, "listing wakes", func(r *sql.Rows) (Wake, error) {
 		var w Wake
 		var at, finished string
-		err := r.Scan(&w.ID, &w.Trigger, &w.Where, &w.Due, &at, &w.Day, &w.Tier, &w.Status, &w.Reason, &w.Reply, &w.CostUSD, &finished)
+		var isScripted bool
+		err := r.Scan(&w.ID, &w.Trigger, &w.Where, &w.Due, &at, &w.Day, &w.Tier, &w.Status, &w.Reason, &w.Reply, &w.CostUSD, &isScripted, &finished)
+		if isScripted {
+			w.ScriptedUSD = w.CostUSD
+		}
 		if err == nil {
 			w.At, err = parseTime(at)
 		}
@@ -539,7 +560,7 @@ func (s *Store) Wakes(ctx context.Context, after int64, limit int) ([]Wake, erro
 			w.Finished, err = parseTime(finished)
 		}
 		return w, err
-	}, `SELECT id, trigger, place, due, at, day, tier, status, reason, reply, cost, finished FROM wakes WHERE id > ? ORDER BY id DESC LIMIT ?`, after, limit)
+	}, `SELECT id, trigger, place, due, at, day, tier, status, reason, reply, cost, `+scripted+`, finished FROM wakes WHERE id > ? ORDER BY id DESC LIMIT ?`, after, limit)
 	if out == nil && err == nil {
 		out = []Wake{} // a JSON list, never null
 	}
@@ -807,3 +828,8 @@ CREATE INDEX events_pending ON events (hook, wake, id);`)
 // (WakeAnswered), so what the wake carried counts as delivered even when
 // its process is killed afterwards.
 const wakeAnswers = `ALTER TABLE wakes ADD COLUMN answered INTEGER NOT NULL DEFAULT 0;`
+
+// wakeScripted is step 4: scripted is 1 on a wake a scripted provider
+// answered (WakeEnd.Scripted), whose cost nothing charged; the wakes
+// before it were real.
+const wakeScripted = `ALTER TABLE wakes ADD COLUMN scripted INTEGER NOT NULL DEFAULT 0;`

@@ -623,6 +623,13 @@ func (r *Runner) fire(ctx context.Context, t trigger.Trigger, p *pending, caps t
 	return &w, nil
 }
 
+// scripted reports whether a scripted provider answers the wakes: their
+// cost is then what the model would charge, and nothing is charged.
+func (r *Runner) scripted() bool {
+	c := r.conv.Client()
+	return c != nil && c.Scripted
+}
+
 func (r *Runner) notifyWake(w store.Wake) {
 	if r.opts.OnWake != nil {
 		r.opts.OnWake(w)
@@ -655,7 +662,7 @@ func (r *Runner) wakeBudget(ctx context.Context, w *store.Wake, capUSD, shareUSD
 		prices = c.Prices
 	}
 	return budget.New(limit, name, prices, func(total float64) {
-		if err := r.store.WakeAnswered(context.WithoutCancel(ctx), w.ID, total); err != nil {
+		if err := r.store.WakeAnswered(context.WithoutCancel(ctx), w.ID, total, r.scripted()); err != nil {
 			r.log.Warn("recording a wake's spending", "wake", w.ID, "err", err)
 		}
 	}), nil
@@ -673,7 +680,11 @@ func (r *Runner) runWake(ctx context.Context, t trigger.Trigger, w *store.Wake, 
 	var spent *budget.Budget // the wake's budget, once made
 	finish := func(end store.WakeEnd) {
 		end.Reply, end.At = clip.Text(end.Reply, conversation.SummaryChars), r.now()
+		end.Scripted = r.scripted()
 		w.Status, w.Reply, w.CostUSD, w.Finished = end.Status, end.Reply, end.CostUSD, end.At
+		if end.Scripted {
+			w.ScriptedUSD = end.CostUSD
+		}
 		if end.Reason != "" {
 			w.Reason = end.Reason
 		}
@@ -688,7 +699,7 @@ func (r *Runner) runWake(ctx context.Context, t trigger.Trigger, w *store.Wake, 
 		// with the share read from the prompt cache.
 		if spent != nil {
 			if u, calls := spent.Usage(); calls > 0 {
-				if err := r.store.AddUsage(fctx, store.UsageWake, w.Day, calls, u, spent.Spent()); err != nil {
+				if err := r.store.AddUsage(fctx, store.UsageWake, w.Day, calls, u, spent.Spent(), end.Scripted); err != nil {
 					r.log.Warn("recording a wake's usage", "wake", w.ID, "err", err)
 				}
 			}

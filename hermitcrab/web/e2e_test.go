@@ -339,6 +339,7 @@ func TestThePageShowsWhatWokeTheInstanceWhileThePersonWasAway(t *testing.T) {
 		entry(map[string]string{"last_user_contains": "BOOT"},
 			thinking("Build."), toolUseBlock("toolu_1", "recompile", map[string]string{"jsx": "function Shell(props) { return <h1 id=\"greeting\">Hello.</h1>; }"})),
 		entry(map[string]string{"last_user_contains": "[wake]"}, textBlock("The build failed; I wrote a note in stash for you.")),
+		entry(map[string]string{"last_user_contains": "[wake]"}, textBlock("It failed again.")),
 	})
 	ctx := context.Background()
 	k := b.srv.Kernel()
@@ -359,6 +360,26 @@ func TestThePageShowsWhatWokeTheInstanceWhileThePersonWasAway(t *testing.T) {
 		p.textContent.includes('woke') && p.textContent.includes('I wrote a note in stash for you'); })()`
 	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](shows)); err != nil {
 		t.Fatalf("the open page did not show the wake: %v", err)
+	}
+	// A real wake's cost is shown as it is; once a scripted provider
+	// answers, that wake's cost is starred and the star explained once.
+	if real, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.getElementById('hc-away').textContent`)); err != nil || strings.Contains(real, "*") || strings.Contains(real, "scripted") {
+		t.Fatalf("a real wake labelled scripted: %q %v", real, err)
+	}
+	scripted := *k.Conversation().Client()
+	scripted.Scripted = true
+	k.Conversation().SetClient(&scripted)
+	if _, err := k.Wakes().Webhook(ctx, "ci", []byte(`{"build":8,"status":"failed"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := k.Wakes().RunTriggers(ctx); err != nil || len(r.Wakes) != 1 || r.Wakes[0].Status != store.WakeDone || r.Wakes[0].ScriptedUSD <= 0 {
+		t.Fatalf("the scripted wake: %+v %v", r, err)
+	}
+	labelled := `(() => { const p = document.getElementById('hc-away'); return !!p && p.querySelectorAll('.hc-away-wake').length === 2 &&
+		(p.textContent.match(/\*/g) || []).length === 2 &&
+		p.textContent.split("scripted: what the kernel's models would charge; nothing is charged").length === 2; })()`
+	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](labelled)); err != nil {
+		t.Fatalf("the scripted wake's cost is not labelled once: %v", err)
 	}
 	b.do(t, "a later visit", chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("greeting")))
 	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](shows)); err != nil {

@@ -717,7 +717,12 @@
     }
     for (const w of wakes.slice().sort((a, b) => a.id - b.id)) {
       const when = new Date(w.at).toLocaleString();
-      const cost = w.cost_usd ? ` · $${w.cost_usd.toFixed(4)}` : '';
+      // A scripted wake's cost is starred, the star explained once under
+      // the list (llm.ScriptedNote's words).
+      const cost = w.cost_usd ? ` · $${w.cost_usd.toFixed(4)}${w.scripted_usd ? '*' : ''}` : '';
+      if (w.scripted_usd && !document.getElementById('hc-away-scripted')) {
+        away.list.after(el('p', { id: 'hc-away-scripted', style: 'margin: 0 0 12px' }, "* scripted: what the kernel's models would charge; nothing is charged"));
+      }
       const reply = w.reply ? ` — ${w.reply.slice(0, 300)}` : '';
       const row = el('li', { class: 'hc-away-wake', 'data-status': w.status }, `${when} · ${w.where} · tier ${w.tier} · ${w.status}${cost}: ${w.reason}${reply}`);
       const old = away.rows.get(w.id);
