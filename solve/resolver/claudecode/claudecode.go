@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -318,9 +319,43 @@ func (c *Resolver) Ceiling(ctx context.Context, t *loop.Call) float64 {
 		}
 		in = requestBytes(req)
 	}
-	plain, _ := c.prices().Cost(t.Model, llm.Usage{InputTokens: in, OutputTokens: maxTokens})
-	written, _ := c.prices().Cost(t.Model, llm.Usage{CacheCreationInputTokens: in, OutputTokens: maxTokens})
-	return max(plain, written)
+	var most float64
+	for _, m := range c.reached(t.Model) {
+		plain, _ := c.prices().Cost(m, llm.Usage{InputTokens: in, OutputTokens: maxTokens})
+		written, _ := c.prices().Cost(m, llm.Usage{CacheCreationInputTokens: in, OutputTokens: maxTokens})
+		most = max(most, plain, written)
+	}
+	return most
+}
+
+// reached is every model a request for model may be answered by: model,
+// then the client's fallback models after it, tried in order when one is
+// unavailable (llm.Client.Send sends the same request to each).
+func (c *Resolver) reached(model string) []string {
+	var fallback []string
+	if c.client != nil {
+		fallback = c.client.Fallback
+	}
+	if i := slices.Index(fallback, model); i >= 0 {
+		return fallback[i:]
+	}
+	return append([]string{model}, fallback...)
+}
+
+// rates are the dearest input, cache-write and output prices of the
+// models a request for model may reach (reached), the rates a request's
+// worst case is counted at: a fallback to a dearer model is paid out of
+// the same hold. ok is false when the call's own model has no price.
+func (c *Resolver) rates(model string) (in, out float64, ok bool) {
+	if _, ok := c.prices().Lookup(model); !ok {
+		return 0, 0, false
+	}
+	for _, m := range c.reached(model) {
+		if p, priced := c.prices().Lookup(m); priced {
+			in, out = max(in, p.Input, p.CacheWrite), max(out, p.Output)
+		}
+	}
+	return in, out, true
 }
 
 // capped fits a request under the call's MaxCost: max_tokens lowered so
@@ -331,13 +366,13 @@ func (c *Resolver) Ceiling(ctx context.Context, t *loop.Call) float64 {
 // cannot pay for its input is not sent.
 func (c *Resolver) capped(t *loop.Call, req *llm.Request, l layout, user string) (llm.JSONOptions, error) {
 	opts := llm.JSONOptions{Instruction: l.instruction}
-	p, ok := c.prices().Lookup(t.Model)
-	if t.MaxCost <= 0 || !ok || p.Output <= 0 {
+	inRate, outRate, ok := c.rates(t.Model)
+	if t.MaxCost <= 0 || !ok || outRate <= 0 {
 		return opts, nil
 	}
 	const perToken = 1e-6
-	in := float64(l.bytes(user)) * max(p.Input, p.CacheWrite) * perToken
-	n := math.Floor((t.MaxCost - in) / (p.Output * perToken))
+	in := float64(l.bytes(user)) * inRate * perToken
+	n := math.Floor((t.MaxCost - in) / (outRate * perToken))
 	if n < 1 {
 		return opts, loop.Permanent("over_budget", fmt.Errorf("claude-code-0: $%.6f reserved does not pay for the request's input ($%.6f at most)", t.MaxCost, in))
 	}
@@ -478,15 +513,15 @@ func requestBytes(r *llm.Request) int {
 // round that cannot pay for its input and one token out is not sent, and
 // the attempt fails (over_budget) with what was spent.
 func (c *Resolver) roundBudget(t *loop.Call) func(*llm.Request, *llm.Result) error {
-	p, priced := c.prices().Lookup(t.Model)
+	inRate, outRate, priced := c.rates(t.Model)
 	return func(r *llm.Request, done *llm.Result) error {
-		if t.MaxCost <= 0 || !priced || p.Output <= 0 {
+		if t.MaxCost <= 0 || !priced || outRate <= 0 {
 			return nil
 		}
 		const perToken = 1e-6
-		in := float64(requestBytes(r)) * max(p.Input, p.CacheWrite) * perToken
+		in := float64(requestBytes(r)) * inRate * perToken
 		left := t.MaxCost - done.CostUSD
-		n := math.Floor((left - in) / (p.Output * perToken))
+		n := math.Floor((left - in) / (outRate * perToken))
 		if n < 1 {
 			return loop.Permanent("over_budget", fmt.Errorf("claude-code-0: the tool loop stopped before request %d: its input may cost $%.6f and $%.6f is left of the $%.6f reserved for the call", len(done.Calls)+1, in, left, t.MaxCost))
 		}

@@ -284,3 +284,43 @@ func TestAToolLoopIsCappedInRounds(t *testing.T) {
 		t.Fatalf("err %v after %d requests", err, len(p.Requests()))
 	}
 }
+
+// A model that is unavailable sends the request on to the client's
+// fallback models (llm.Client.Send), at their prices: the ceiling and the
+// capped max_tokens count the dearest model the call may reach, so that
+// a fallback to a dearer model stays inside what was reserved.
+func TestACappedCallStaysUnderItsHoldOnADearerFallback(t *testing.T) {
+	const answers = `[{"match": {"model": "claude-haiku-4-5"}, "error": {"status": 529, "type": "overloaded_error", "message": "overloaded"}},
+		{"match": {"model": "claude-opus-4-1"}, "response": {"content": [{"type": "text", "text": "{\"summary\": \"ok\"}"}]}}]`
+	c, p := client(t, answers)
+	c.Fallback = []string{"claude-opus-4-1"}
+	r := New(c)
+	call := &loop.Call{Op: loop.OpAssemble, Goal: "Ship it", Model: "claude-haiku-4-5"}
+	ceiling := r.Ceiling(context.Background(), call)
+	call.MaxCost = ceiling / 2
+	out, err := r.Resolve(context.Background(), call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := p.Requests()[len(p.Requests())-1]
+	if sent.Model != "claude-opus-4-1" {
+		t.Fatalf("the fallback was not reached: %s", sent.Model)
+	}
+	in := 0
+	for _, b := range sent.System {
+		in += len(b.Text)
+	}
+	for _, b := range sent.Messages[0].Content {
+		in += len(b.Text)
+	}
+	worst, _ := llm.DefaultPriceTable().Cost("claude-opus-4-1", llm.Usage{CacheCreationInputTokens: in, OutputTokens: sent.MaxTokens})
+	if worst > call.MaxCost {
+		t.Errorf("max_tokens %d on the fallback: worst case $%.6f over the $%.6f held", sent.MaxTokens, worst, call.MaxCost)
+	}
+	if uncapped, _ := llm.DefaultPriceTable().Cost("claude-opus-4-1", llm.Usage{CacheCreationInputTokens: in, OutputTokens: 8000}); ceiling < uncapped {
+		t.Errorf("ceiling $%.6f below the fallback's worst case $%.6f", ceiling, uncapped)
+	}
+	if out.Cost > call.MaxCost {
+		t.Errorf("the call cost $%.6f of $%.6f held", out.Cost, call.MaxCost)
+	}
+}
