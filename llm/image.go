@@ -22,6 +22,10 @@ var ImageTypes = []string{"image/jpeg", "image/png", "image/gif", "image/webp"}
 const (
 	MaxImageBase64 = 5 << 20 // bytes of base64 data
 	MaxImageSide   = 8000    // pixels of width or height
+	// In a request of more than ManyImages images, each may have at most
+	// MaxImageSideMany pixels a side.
+	ManyImages       = 20
+	MaxImageSideMany = 2000
 )
 
 // ImageType is the media type of the image data holds, read from its first
@@ -105,6 +109,30 @@ func checkImage(src *ImageSource) string {
 	}
 	if t := ImageType(data); t != src.MediaType {
 		return fmt.Sprintf("source.base64.data: Image does not match the provided media type %s", src.MediaType)
+	}
+	return ""
+}
+
+// checkSides says what the API would refuse in a base64 image's size: a
+// side over MaxImageSide pixels, or over MaxImageSideMany in a request
+// of more than ManyImages images (many). An image whose size cannot be
+// read is left to checkImage.
+func checkSides(src *ImageSource, many bool) string {
+	if src == nil || src.Type != "base64" {
+		return ""
+	}
+	data, err := base64.StdEncoding.DecodeString(strings.NewReplacer("\r", "", "\n", "").Replace(src.Data))
+	if err != nil {
+		return ""
+	}
+	w, h, err := ImageSize(data)
+	switch {
+	case err != nil:
+		return ""
+	case w > MaxImageSide || h > MaxImageSide:
+		return fmt.Sprintf("source.base64.data: At least one of the image dimensions exceed max allowed size: %d pixels", MaxImageSide)
+	case many && (w > MaxImageSideMany || h > MaxImageSideMany):
+		return fmt.Sprintf("source.base64.data: At least one of the image dimensions exceed max allowed size for many-image requests: %d pixels", MaxImageSideMany)
 	}
 	return ""
 }
