@@ -133,8 +133,19 @@ type Resolver struct {
 }
 
 // New is claude-code-0 asking client (nil: every call fails with a
-// permanent no_llm error).
-func New(client *llm.Client) *Resolver { return &Resolver{client: client} }
+// permanent no_llm error). Its requests are retried only after answers
+// that refused the work (llm.RetryPolicy.Unbilled): each call is paid out
+// of one hold, which a second billed attempt could overspend; the loop
+// retries a call that may have been billed under a new hold, and settles
+// the first at what it held (ResolverError.MaybeBilled).
+func New(client *llm.Client) *Resolver {
+	if client != nil {
+		held := *client
+		held.Retry.Unbilled = true
+		client = &held
+	}
+	return &Resolver{client: client}
+}
 
 // outputTokensEstimate is the answer size assumed by estimate_cost_time.
 const outputTokensEstimate = 1000
@@ -591,7 +602,7 @@ func ask[T any](ctx context.Context, c *llm.Client, req *llm.Request, opts llm.J
 	}
 	fail := func(permanent bool, mode string, err error) error {
 		return &loop.ResolverError{Permanent: permanent, Mode: mode, Err: err, Cost: out.Cost, Usage: out.Usage, Seconds: out.Seconds, LLMCalls: len(calls),
-			NotInFlight: errors.Is(err, llm.ErrNotInFlight)}
+			NotInFlight: errors.Is(err, llm.ErrNotInFlight), MaybeBilled: llm.MayBeBilled(err)}
 	}
 	if err != nil {
 		var soe *llm.StructuredOutputError

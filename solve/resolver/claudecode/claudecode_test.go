@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/llm/script"
@@ -322,5 +323,22 @@ func TestACappedCallStaysUnderItsHoldOnADearerFallback(t *testing.T) {
 	}
 	if out.Cost > call.MaxCost {
 		t.Errorf("the call cost $%.6f of $%.6f held", out.Cost, call.MaxCost)
+	}
+}
+
+// A request answered with an error that may have been billed (a 500) is
+// not sent again inside the call, whatever the client's retries: a second
+// billed attempt could overspend the call's hold. The failure says it may
+// have been billed, so the loop settles it at its hold and asks again.
+func TestACallMayBeBilledOnceInsideItsHold(t *testing.T) {
+	c, p := client(t, `[{"error": {"status": 500, "type": "api_error", "message": "internal"}}, {"content": [{"type": "text", "text": "{\"summary\": \"ok\"}"}]}]`)
+	c.Retry = llm.RetryPolicy{MaxAttempts: 4, Sleep: func(context.Context, time.Duration) error { return nil }}
+	_, err := New(c).Resolve(context.Background(), &loop.Call{Op: loop.OpAssemble, Goal: "Ship it", Model: "claude-sonnet-4-5", MaxCost: 1})
+	var re *loop.ResolverError
+	if !errors.As(err, &re) || re.Mode != "llm_unavailable" || re.Permanent || !re.MaybeBilled || len(p.Requests()) != 1 {
+		t.Fatalf("%v (%+v), %d requests", err, re, len(p.Requests()))
+	}
+	if c.Retry.Unbilled {
+		t.Error("New changed the caller's client")
 	}
 }
