@@ -354,17 +354,24 @@ func (c *Resolver) reached(model string) []string {
 }
 
 // rates are the dearest input, cache-write and output prices of the
-// models a request for model may reach (reached), the rates a request's
-// worst case is counted at: a fallback to a dearer model is paid out of
-// the same hold. ok is false when the call's own model has no price.
-func (c *Resolver) rates(model string) (in, out float64, ok bool) {
+// models a request for model may reach (reached), the rates a request of
+// at most tokens tokens of prompt has its worst case counted at: a
+// fallback to a dearer model is paid out of the same hold, and a model's
+// long-prompt rates count once the request may pass their threshold. ok
+// is false when the call's own model has no price.
+func (c *Resolver) rates(model string, tokens int) (in, out float64, ok bool) {
 	if _, ok := c.prices().Lookup(model); !ok {
 		return 0, 0, false
 	}
 	for _, m := range c.reached(model) {
-		if p, priced := c.prices().Lookup(m); priced {
-			in, out = max(in, p.Input, p.CacheWrite), max(out, p.Output)
+		p, priced := c.prices().Lookup(m)
+		if !priced {
+			continue
 		}
+		if p.LongPrompt != nil && p.LongPromptOver > 0 && tokens > p.LongPromptOver {
+			p = *p.LongPrompt
+		}
+		in, out = max(in, p.Input, p.CacheWrite), max(out, p.Output)
 	}
 	return in, out, true
 }
@@ -377,7 +384,7 @@ func (c *Resolver) rates(model string) (in, out float64, ok bool) {
 // cannot pay for its input is not sent.
 func (c *Resolver) capped(t *loop.Call, req *llm.Request, l layout, user string) (llm.JSONOptions, error) {
 	opts := llm.JSONOptions{Instruction: l.instruction}
-	inRate, outRate, ok := c.rates(t.Model)
+	inRate, outRate, ok := c.rates(t.Model, l.bytes(user))
 	if t.MaxCost <= 0 || !ok || outRate <= 0 {
 		return opts, nil
 	}
@@ -524,13 +531,14 @@ func requestBytes(r *llm.Request) int {
 // round that cannot pay for its input and one token out is not sent, and
 // the attempt fails (over_budget) with what was spent.
 func (c *Resolver) roundBudget(t *loop.Call) func(*llm.Request, *llm.Result) error {
-	inRate, outRate, priced := c.rates(t.Model)
 	return func(r *llm.Request, done *llm.Result) error {
+		bytes := requestBytes(r)
+		inRate, outRate, priced := c.rates(t.Model, bytes)
 		if t.MaxCost <= 0 || !priced || outRate <= 0 {
 			return nil
 		}
 		const perToken = 1e-6
-		in := float64(requestBytes(r)) * inRate * perToken
+		in := float64(bytes) * inRate * perToken
 		left := t.MaxCost - done.CostUSD
 		n := math.Floor((left - in) / (outRate * perToken))
 		if n < 1 {

@@ -342,3 +342,29 @@ func TestACallMayBeBilledOnceInsideItsHold(t *testing.T) {
 		t.Error("New changed the caller's client")
 	}
 }
+
+// A model whose long prompts cost more (claude-haiku-5-5, over 100,000
+// tokens) has a round whose request may pass that counted at the long
+// rates: the second round, carrying a 100,000-character tool result, is
+// sent only if its worst case at those rates fits what is left.
+func TestAToolLoopCountsALongPromptAtItsRates(t *testing.T) {
+	c, p := client(t, `[`+useBoard+`, `+answerBoard+`]`)
+	call := toolCall(boardTool(100_000))
+	call.Model, call.MaxCost = "claude-haiku-5-5", 0.05
+	_, err := New(c).Resolve(context.Background(), call)
+	long, _ := llm.DefaultPriceTable().Lookup("claude-haiku-5-5")
+	reqs := p.Requests()
+	if len(reqs) < 2 {
+		var re *loop.ResolverError
+		if !errors.As(err, &re) || re.Mode != "over_budget" {
+			t.Fatalf("err %v after %d requests", err, len(reqs))
+		}
+		return
+	}
+	first, _ := llm.DefaultPriceTable().Cost(call.Model, llm.Usage{InputTokens: 3000, OutputTokens: 50})
+	second := reqs[1]
+	worst := (float64(requestBytes(second))*long.LongPrompt.CacheWrite + float64(second.MaxTokens)*long.LongPrompt.Output) / 1e6
+	if first+worst > call.MaxCost {
+		t.Errorf("the second round (max_tokens %d) may cost $%.4f at the long rates; $%.4f of $%.2f was left", second.MaxTokens, worst, call.MaxCost-first, call.MaxCost)
+	}
+}
