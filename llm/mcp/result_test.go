@@ -32,6 +32,7 @@ func TestResultsBecomeWhatTheModelCanRead(t *testing.T) {
 		{"too wide", &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{MIMEType: "image/png", Data: pngImage(2001, 1)}}}, "[image of type image/png left out: 2001x1 pixels, over the 2000 a side the model takes once a conversation holds more than 20 images]", len(pngImage(2001, 1))},
 		{"too tall a webp", &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{MIMEType: "image/webp", Data: webpImage(10, 9000, 0)}}}, "[image of type image/webp left out: 10x9000 pixels, over the 2000 a side the model takes once a conversation holds more than 20 images]", 30},
 		{"not an image", &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{MIMEType: "image/png", Data: []byte("<svg/>")}}}, "[image of type image/png left out: its data is not an image of a type the model takes (image/jpeg, image/png, image/gif, image/webp)]", 6},
+		{"a PNG cut short", &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{MIMEType: "image/png", Data: pngImage(40, 40)[:60]}}}, "[image of type image/png left out: it does not decode as image/png (cut short or damaged)]", 60},
 		{"a broken header", &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{MIMEType: "image/png", Data: []byte("\x89PNG\r\n\x1a\n-not-really")}}}, "[image of type image/png left out: its header does not read as image/png]", 19},
 	} {
 		out, size := output(c.res, red, true)
