@@ -76,6 +76,29 @@ func webpSize(b []byte) (int, int, error) {
 	return 0, 0, errWebP
 }
 
+// ImageTokens bounds the input tokens of the images in blocks (and in the
+// tool results among them) beyond their base64 bytes: the API counts an
+// image at about width × height / 750 tokens (less once it shrinks a large
+// one), which for an image that compresses well is far more than its
+// bytes. An image whose size cannot be read adds nothing (the API refuses
+// it); one by URL or file id is not counted.
+func ImageTokens(blocks []ContentBlock) int {
+	n := 0
+	for _, b := range blocks {
+		if src := b.Source; b.Type == BlockImage && src != nil && src.Type == "base64" {
+			data, err := base64.StdEncoding.DecodeString(strings.NewReplacer("\r", "", "\n", "").Replace(src.Data))
+			if err != nil {
+				continue
+			}
+			if w, h, err := ImageSize(data); err == nil {
+				n += max(0, w*h/750+1-len(src.Data))
+			}
+		}
+		n += ImageTokens(b.Content.Blocks)
+	}
+	return n
+}
+
 // checkImage says what the API would refuse in an image block's source,
 // or "": a base64 image must be of one of ImageTypes, its data base64 of
 // at most MaxImageBase64 bytes, and of the type its media_type says.
