@@ -120,6 +120,15 @@ func notInFlight(err error, maybeBilled bool) error {
 	return fmt.Errorf("%w (%w)", err, ErrNotInFlight)
 }
 
+// MayBeBilled reports whether err is an answer of the API that may have
+// come after the model ran, and so may have been billed, at a cost no one
+// knows: no answer at all, a timeout, a 5xx, an error in the stream. An
+// answer that refused the work (409, 429, 503, 529, or any 4xx) is not.
+func MayBeBilled(err error) bool {
+	e, ok := AsAPIError(err)
+	return ok && e.Retryable() && !refused(e)
+}
+
 // refused reports whether an attempt's error is an answer the API gives
 // before doing the work (rate limited, overloaded, a conflict): it is not
 // billed. Anything else a retry follows (no answer at all, a timeout, a
@@ -170,6 +179,12 @@ type RetryPolicy struct {
 	MaxDelay    time.Duration                                    // one wait at most; default 30s
 	MaxWait     time.Duration                                    // all waits together at most; default 90s
 	Sleep       func(ctx context.Context, d time.Duration) error // default waits on a timer; tests replace it
+	// Unbilled retries, and falls back after, only answers that refused
+	// the work (409, 429, 503, 529), which are not billed: an attempt
+	// that may have been billed (MayBeBilled) ends the Send with its
+	// error. For a caller that holds money for each request, which a
+	// second billed attempt could overspend: it retries under a new hold.
+	Unbilled bool
 }
 
 func (p RetryPolicy) withDefaults() RetryPolicy {
@@ -256,7 +271,7 @@ func (c *Client) Send(ctx context.Context, req *Request) (*Call, error) {
 			return call, nil
 		}
 		apiErr, ok := AsAPIError(err)
-		if !ok || !apiErr.ModelUnavailable() || ctx.Err() != nil || len(models) == 1 {
+		if !ok || !apiErr.ModelUnavailable() || ctx.Err() != nil || len(models) == 1 || (c.Retry.Unbilled && maybeBilled) {
 			return nil, err
 		}
 		unavailable.Models = append(unavailable.Models, model)
@@ -311,7 +326,7 @@ func (c *Client) sendWithRetry(ctx context.Context, req *Request, maybeBilled *b
 		if ok && !refused(apiErr) {
 			*maybeBilled = true
 		}
-		if !ok || !apiErr.Retryable() || attempt >= p.MaxAttempts || ctx.Err() != nil {
+		if !ok || !apiErr.Retryable() || (p.Unbilled && !refused(apiErr)) || attempt >= p.MaxAttempts || ctx.Err() != nil {
 			return nil, attempt, err
 		}
 		wait := p.delay(attempt, apiErr.RetryAfter)

@@ -528,3 +528,37 @@ func TestNoCacheSendsNoBreakpoint(t *testing.T) {
 		t.Fatalf("sent %s; the caller's request lost its breakpoints: %v", sent, req.CacheControl == nil)
 	}
 }
+
+// TestUnbilledRetriesOnlyRefusals pins RetryPolicy.Unbilled: an answer
+// that refused the work is retried (and falls back), one that may have
+// been billed ends the Send, with an error MayBeBilled says so of, and so
+// does an overloaded model after a billed attempt (no fallback).
+func TestUnbilledRetriesOnlyRefusals(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		steps  []func(*Request) (*Response, error)
+		sent   int
+		billed bool // the Send's error may have been billed; "" for a success
+		ok     bool
+	}{
+		{"a refusal is retried", []func(*Request) (*Response, error){fail(529, "overloaded_error"), answer("ok")}, 2, false, true},
+		{"a 500 is not", []func(*Request) (*Response, error){fail(500, "api_error"), answer("ok")}, 1, true, false},
+		{"nor no answer", []func(*Request) (*Response, error){fail(0, "connection_error"), answer("ok")}, 1, true, false},
+		{"nor an error in the stream", []func(*Request) (*Response, error){func(*Request) (*Response, error) {
+			return nil, &APIError{Type: "overloaded_error", InStream: true}
+		}, answer("ok")}, 1, true, false},
+	} {
+		var waits []time.Duration
+		p := &fakeProvider{steps: c.steps}
+		policy := recordSleeps(&waits)
+		policy.Unbilled = true
+		client := &Client{Provider: p, Retry: policy, Fallback: []string{"m", "n"}}
+		_, err := client.Send(context.Background(), simpleRequest("m"))
+		if (err == nil) != c.ok || len(p.models) != c.sent || MayBeBilled(err) != c.billed {
+			t.Errorf("%s: %v after %d requests (%v), may be billed %v", c.name, err, len(p.models), p.models, MayBeBilled(err))
+		}
+	}
+	if MayBeBilled(&APIError{Status: 429, Type: "rate_limit_error"}) || MayBeBilled(&APIError{Status: 400}) || MayBeBilled(nil) {
+		t.Error("a refusal, a bad request or no error may be billed")
+	}
+}

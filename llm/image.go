@@ -22,6 +22,10 @@ var ImageTypes = []string{"image/jpeg", "image/png", "image/gif", "image/webp"}
 const (
 	MaxImageBase64 = 5 << 20 // bytes of base64 data
 	MaxImageSide   = 8000    // pixels of width or height
+	// In a request of more than ManyImages images, each may have at most
+	// MaxImageSideMany pixels a side.
+	ManyImages       = 20
+	MaxImageSideMany = 2000
 )
 
 // ImageType is the media type of the image data holds, read from its first
@@ -72,6 +76,29 @@ func webpSize(b []byte) (int, int, error) {
 	return 0, 0, errWebP
 }
 
+// ImageTokens bounds the input tokens of the images in blocks (and in the
+// tool results among them) beyond their base64 bytes: the API counts an
+// image at about width × height / 750 tokens (less once it shrinks a large
+// one), which for an image that compresses well is far more than its
+// bytes. An image whose size cannot be read adds nothing (the API refuses
+// it); one by URL or file id is not counted.
+func ImageTokens(blocks []ContentBlock) int {
+	n := 0
+	for _, b := range blocks {
+		if src := b.Source; b.Type == BlockImage && src != nil && src.Type == "base64" {
+			data, err := base64.StdEncoding.DecodeString(strings.NewReplacer("\r", "", "\n", "").Replace(src.Data))
+			if err != nil {
+				continue
+			}
+			if w, h, err := ImageSize(data); err == nil {
+				n += max(0, w*h/750+1-len(src.Data))
+			}
+		}
+		n += ImageTokens(b.Content.Blocks)
+	}
+	return n
+}
+
 // checkImage says what the API would refuse in an image block's source,
 // or "": a base64 image must be of one of ImageTypes, its data base64 of
 // at most MaxImageBase64 bytes, and of the type its media_type says.
@@ -105,6 +132,30 @@ func checkImage(src *ImageSource) string {
 	}
 	if t := ImageType(data); t != src.MediaType {
 		return fmt.Sprintf("source.base64.data: Image does not match the provided media type %s", src.MediaType)
+	}
+	return ""
+}
+
+// checkSides says what the API would refuse in a base64 image's size: a
+// side over MaxImageSide pixels, or over MaxImageSideMany in a request
+// of more than ManyImages images (many). An image whose size cannot be
+// read is left to checkImage.
+func checkSides(src *ImageSource, many bool) string {
+	if src == nil || src.Type != "base64" {
+		return ""
+	}
+	data, err := base64.StdEncoding.DecodeString(strings.NewReplacer("\r", "", "\n", "").Replace(src.Data))
+	if err != nil {
+		return ""
+	}
+	w, h, err := ImageSize(data)
+	switch {
+	case err != nil:
+		return ""
+	case w > MaxImageSide || h > MaxImageSide:
+		return fmt.Sprintf("source.base64.data: At least one of the image dimensions exceed max allowed size: %d pixels", MaxImageSide)
+	case many && (w > MaxImageSideMany || h > MaxImageSideMany):
+		return fmt.Sprintf("source.base64.data: At least one of the image dimensions exceed max allowed size for many-image requests: %d pixels", MaxImageSideMany)
 	}
 	return ""
 }

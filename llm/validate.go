@@ -208,6 +208,7 @@ func checkMessages(req *Request) []string {
 		add("messages.0.role: the first message must use the user role, got %q", req.Messages[0].Role)
 	}
 	last := len(req.Messages) - 1
+	var images []placedImage // every image of the request, in order
 	for i, m := range req.Messages {
 		if m.Role != RoleUser && m.Role != RoleAssistant {
 			add("messages.%d.role: must be user or assistant, got %q", i, m.Role)
@@ -226,7 +227,12 @@ func checkMessages(req *Request) []string {
 			case (b.Type == BlockThinking || b.Type == BlockRedactedThinking) && m.Role != RoleAssistant:
 				add("messages.%d.content.%d: %s blocks may only appear in assistant messages", i, j, b.Type)
 			}
-			v = append(v, checkImages(fmt.Sprintf("messages.%d.content.%d", i, j), b)...)
+			v = append(v, checkImages(fmt.Sprintf("messages.%d.content.%d", i, j), b, &images)...)
+		}
+	}
+	for _, img := range images {
+		if p := checkSides(img.src, len(images) > ManyImages); p != "" {
+			add("%s.%s", img.at, p)
 		}
 	}
 	turns := combine(req.Messages)
@@ -253,17 +259,24 @@ type turn struct {
 	msgs  []Message
 }
 
+// placedImage is an image block's source and where it is in the request.
+type placedImage struct {
+	at  string
+	src *ImageSource
+}
+
 // checkImages checks the image b is, or the images of the tool result b
-// is, as the API does (checkImage).
-func checkImages(at string, b ContentBlock) []string {
+// is, as the API does (checkImage), and adds each to images, for the rule on their sides (checkSides).
+func checkImages(at string, b ContentBlock, images *[]placedImage) []string {
 	var v []string
 	if b.Type == BlockImage {
+		*images = append(*images, placedImage{at, b.Source})
 		if p := checkImage(b.Source); p != "" {
 			v = append(v, at+"."+p)
 		}
 	}
 	for k, inner := range b.Content.Blocks {
-		v = append(v, checkImages(fmt.Sprintf("%s.content.%d", at, k), inner)...)
+		v = append(v, checkImages(fmt.Sprintf("%s.content.%d", at, k), inner, images)...)
 	}
 	return v
 }

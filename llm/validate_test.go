@@ -1,7 +1,11 @@
 package llm
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
+	"image"
+	"image/png"
 	"math"
 	"strings"
 	"testing"
@@ -61,6 +65,19 @@ func TestCheckRequestCatchesEachRule(t *testing.T) {
 		{"an image that is not base64", func(r *Request) {
 			r.Messages[0].Content = append(r.Messages[0].Content, pngBlock("image/png", "not base64!"))
 		}, "not valid base64"},
+		// In a request of more than 20 images each may have 2,000 pixels
+		// a side at most, wherever the images are.
+		{"twenty images, one 2001 pixels wide", func(r *Request) { r.Messages[0].Content = append(r.Messages[0].Content, images(20, wide)...) }, ""},
+		{"twenty-one images, one 2001 pixels wide", func(r *Request) {
+			r.Messages = append(r.Messages, Message{Role: RoleAssistant, Content: []ContentBlock{use}},
+				Message{Role: RoleUser, Content: []ContentBlock{ToolResultBlock("toolu_1", ToolResultContent{Blocks: images(11, wide[:20]+"\n"+wide[20:])}, false)}},
+				UserText("and more"))
+			r.Messages[0].Content = append(r.Messages[0].Content, images(10, "")...)
+		}, "messages.2.content.0.content.10.source.base64.data: At least one of the image dimensions exceed max allowed size for many-image requests: 2000 pixels"},
+		{"an image 8001 pixels tall", func(r *Request) {
+			r.Messages[0].Content = append(r.Messages[0].Content, pngBlock("image/png", pngBase64(1, MaxImageSide+1)))
+		}, "exceed max allowed size: 8000 pixels"},
+		{"twenty-one images of 2000 pixels", func(r *Request) { r.Messages[0].Content = append(r.Messages[0].Content, images(21, square)...) }, ""},
 		{"no model", func(r *Request) { r.Model = "" }, "model: field required"},
 		{"no max_tokens", func(r *Request) { r.MaxTokens = 0 }, "max_tokens: must be at least 1"},
 		{"no messages", func(r *Request) { r.Messages = nil }, "at least one message"},
@@ -247,6 +264,32 @@ func TestCheckRequestCatchesEachRule(t *testing.T) {
 		})
 	}
 }
+
+// images are n PNG blocks: pixels, and last the PNG last in base64
+// (none when "").
+func images(n int, last string) []ContentBlock {
+	var b []ContentBlock
+	for range n - 1 {
+		b = append(b, pngBlock("image/png", pixel))
+	}
+	if last == "" {
+		last = pixel
+	}
+	return append(b, pngBlock("image/png", last))
+}
+
+// pngBase64 is a PNG of w by h pixels, in base64.
+func pngBase64(w, h int) string {
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, image.NewGray(image.Rect(0, 0, w, h))); err != nil {
+		panic(err)
+	}
+	return base64.StdEncoding.EncodeToString(buf.Bytes())
+}
+
+// wide is one pixel over the side a request of many images may have;
+// square is at it.
+var wide, square = pngBase64(MaxImageSideMany+1, 1), pngBase64(MaxImageSideMany, MaxImageSideMany)
 
 // pixel is a PNG of one pixel, in base64.
 const pixel = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAADklEQVR4nGJiAAQAAP//AAYAA/rQWa4AAAAASUVORK5CYII="

@@ -89,7 +89,8 @@ func (b *Budget) price(model string) llm.Price {
 
 // worstCase is the most req can cost at price p, and the input tokens it
 // counts: no token is shorter than a byte, so the request's bytes as sent,
-// plus framingTokens, bound its input; all of max_tokens (thinking
+// plus framingTokens and what its images cost beyond their bytes
+// (llm.ImageTokens), bound its input; all of max_tokens (thinking
 // included) bounds its output. When the request marks a cache breakpoint,
 // every input token is counted at the cache-write price if that is higher
 // (writing the whole prompt is the dearest case; a one-hour write costs
@@ -100,6 +101,9 @@ func worstCase(req *llm.Request, p llm.Price) (usd float64, inputTokens int, err
 		return 0, 0, fmt.Errorf("pricing the request: %w", err)
 	}
 	inputTokens = len(wire) + framingTokens
+	for _, m := range req.Messages {
+		inputTokens += llm.ImageTokens(m.Content) // an image's tokens go by its pixels, not its bytes
+	}
 	in := p.Input
 	if write, marked := cacheWrite(req, p); marked {
 		in = max(in, write)

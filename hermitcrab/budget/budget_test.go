@@ -2,6 +2,7 @@ package budget
 
 import (
 	"context"
+	"encoding/base64"
 	"math"
 	"testing"
 
@@ -48,5 +49,21 @@ func TestTheBudgetMeterKeepsTheProvidersBetas(t *testing.T) {
 	}
 	if !llm.HasBeta(c.Betas(), llm.BetaInterleavedThinking) {
 		t.Errorf("betas under the meter: %q", c.Betas())
+	}
+}
+
+// An image costs about width × height / 750 tokens, whatever its bytes: a
+// 2,000-pixel square WebP of one colour is a few dozen bytes, and its
+// tokens are counted from its size.
+func TestTheWorstCaseCountsAnImageByItsPixels(t *testing.T) {
+	b := []byte("RIFF\x00\x00\x00\x00WEBPVP8X\x0a\x00\x00\x00\x00\x00\x00\x00")
+	const side = 1999 // the header holds the side less one
+	b = append(b, side&0xff, side>>8, 0, side&0xff, side>>8, 0)
+	img := llm.ContentBlock{Type: llm.BlockImage, Source: &llm.ImageSource{Type: "base64", MediaType: "image/webp", Data: base64.StdEncoding.EncodeToString(b)}}
+	req := &llm.Request{Model: "claude-sonnet-4-6", MaxTokens: 1, Messages: []llm.Message{{Role: llm.RoleUser, Content: []llm.ContentBlock{
+		llm.ToolResultBlock("toolu_1", llm.ToolResultContent{Blocks: []llm.ContentBlock{img}}, false)}}}}
+	price, _ := llm.DefaultPriceTable().Lookup(req.Model)
+	if _, n, err := worstCase(req, price); err != nil || n < 2000*2000/750 {
+		t.Errorf("%d input tokens counted (%v), want at least %d", n, err, 2000*2000/750)
 	}
 }

@@ -120,6 +120,11 @@ func (s *Server) Received() []Received {
 	return out
 }
 
+// MaxRequestBytes is the most a Messages request's body may hold: the
+// API answers a larger one 413 request_too_large. A conversation that
+// gathers images (5 MB each at most) reaches it after a few.
+const MaxRequestBytes = 32 << 20
+
 // decodeRequest is body as a Messages request, or nil when it is not one.
 func decodeRequest(body []byte) *llm.Request {
 	var req llm.Request
@@ -156,6 +161,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	case readErr != nil:
 		reply.error(http.StatusBadRequest, "invalid_request_error", "reading the request body: "+readErr.Error(), 0)
+		return
+	case len(body) > MaxRequestBytes:
+		reply.error(http.StatusRequestEntityTooLarge, "request_too_large", "Request exceeds the maximum allowed number of bytes.", 0)
 		return
 	}
 	if msg := checkBody(body); msg != "" {

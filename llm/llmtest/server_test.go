@@ -112,6 +112,21 @@ func TestServerRejectsMissingAPIKeyWith401(t *testing.T) {
 	}
 }
 
+// A body over 32 MB is refused as the API refuses it, using no entry.
+func TestServerRejectsABodyOver32MB(t *testing.T) {
+	srv := NewServer(mustParse(t, oneAnswer))
+	defer srv.Close()
+	body, _ := json.Marshal(userRequest("hi"))
+	pad := func(n int) string {
+		return string(body[:len(body)-1]) + `,"metadata":{"user_id":"` + strings.Repeat("a", n) + `"}}`
+	}
+	over := pad(MaxRequestBytes - len(pad(0)) + 1)
+	post(t, srv, validHeaders(), over).wantError(t, 413, "request_too_large", "maximum allowed number of bytes")
+	if srv.Remaining() != 1 {
+		t.Errorf("the entry was used by a refused request")
+	}
+}
+
 func TestServerRejectsMissingVersionHeaderWith400(t *testing.T) {
 	srv := NewServer(mustParse(t, oneAnswer))
 	defer srv.Close()

@@ -23,7 +23,8 @@
 //   - Results: text is made inert and cleared of the server's secrets.
 //     With Options.Images, an image the API would take (one of its four
 //     types as read from its data, whatever type the server named; within
-//     its 5 MB and 8,000 pixels a side; within 10 MiB of images a result)
+//     its 5 MB and 2,000 pixels a side, its limit in a request of many
+//     images; within 10 MiB of images a result)
 //     passes as an image block; any other image, and every image without
 //     Options.Images (a kernel that reads results as text), is named in a
 //     line, as is what the model never takes (audio, binary resources). Long text is not cut here: the Loop cuts

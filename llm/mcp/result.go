@@ -1,9 +1,14 @@
 package mcp
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"image"
+	_ "image/gif"  // registers GIF for image.Decode
+	_ "image/jpeg" // registers JPEG
+	_ "image/png"  // registers PNG
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -25,7 +30,8 @@ const noContent = "(the tool returned no content)"
 // type the API does not take (read from its data: a media type that
 // names another of the API's types is corrected, since the API refuses an
 // image that is not what its media_type says), over the API's limits on
-// size or sides, or over room, the base64 bytes left of the result's
+// size or sides (2,000 pixels, the API's limit in a request of many
+// images), or over room, the base64 bytes left of the result's
 // share.
 func imageBlock(c *mcp.ImageContent, withImages bool, room int) (llm.ContentBlock, string) {
 	if !withImages {
@@ -43,11 +49,25 @@ func imageBlock(c *mcp.ImageContent, withImages bool, room int) (llm.ContentBloc
 		return llm.ContentBlock{}, fmt.Sprintf("the images of one result may take %d bytes in base64 in all", maxResultImages)
 	case err != nil:
 		return llm.ContentBlock{}, fmt.Sprintf("its header does not read as %s", typ)
-	case w > llm.MaxImageSide || h > llm.MaxImageSide:
-		return llm.ContentBlock{}, fmt.Sprintf("%dx%d pixels, over the %d a side the model takes", w, h, llm.MaxImageSide)
+	case typ != "image/webp" && !decodes(c.Data):
+		// The API refuses an image it cannot decode, and a conversation
+		// that keeps one is refused on every later turn. (WebP has no
+		// decoder here: its header is all that is checked.)
+		return llm.ContentBlock{}, fmt.Sprintf("it does not decode as %s (cut short or damaged)", typ)
+	case w > llm.MaxImageSideMany || h > llm.MaxImageSideMany:
+		// The API takes up to 8,000 a side, but only 2,000 in a request
+		// of more than 20 images: a larger image would have every later
+		// request of a conversation that gathers images refused.
+		return llm.ContentBlock{}, fmt.Sprintf("%dx%d pixels, over the %d a side the model takes once a conversation holds more than %d images", w, h, llm.MaxImageSideMany, llm.ManyImages)
 	}
 	data := base64.StdEncoding.EncodeToString(c.Data)
 	return llm.ContentBlock{Type: llm.BlockImage, Source: &llm.ImageSource{Type: "base64", MediaType: typ, Data: data}}, ""
+}
+
+// decodes reports whether data decodes whole as a JPEG, PNG or GIF.
+func decodes(data []byte) bool {
+	_, _, err := image.Decode(bytes.NewReader(data))
+	return err == nil
 }
 
 // output turns a tool's result into what the model reads, and says how many

@@ -29,9 +29,10 @@ func TestResultsBecomeWhatTheModelCanRead(t *testing.T) {
 		{"embedded blob", &mcp.CallToolResult{Content: []mcp.Content{&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "file:///a.bin", MIMEType: "application/octet-stream", Blob: []byte{1, 2, 3}}}}}, "[resource file:///a.bin (application/octet-stream, 3 bytes of binary data) was left out: the model reads text and images only]", 3},
 		{"an echoed secret", &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "token t0ken-t0ken"}}}, "token [redacted]", 17},
 		{"a huge image", &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{MIMEType: "image/png", Data: padded(pngImage(1, 1), 4<<20)}}}, "[image of type image/png left out: 5592408 bytes in base64, over the 5242880 an image may take]", 4 << 20},
-		{"too wide", &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{MIMEType: "image/png", Data: pngImage(8001, 1)}}}, "[image of type image/png left out: 8001x1 pixels, over the 8000 a side the model takes]", len(pngImage(8001, 1))},
-		{"too tall a webp", &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{MIMEType: "image/webp", Data: webpImage(10, 9000, 0)}}}, "[image of type image/webp left out: 10x9000 pixels, over the 8000 a side the model takes]", 30},
+		{"too wide", &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{MIMEType: "image/png", Data: pngImage(2001, 1)}}}, "[image of type image/png left out: 2001x1 pixels, over the 2000 a side the model takes once a conversation holds more than 20 images]", len(pngImage(2001, 1))},
+		{"too tall a webp", &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{MIMEType: "image/webp", Data: webpImage(10, 9000, 0)}}}, "[image of type image/webp left out: 10x9000 pixels, over the 2000 a side the model takes once a conversation holds more than 20 images]", 30},
 		{"not an image", &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{MIMEType: "image/png", Data: []byte("<svg/>")}}}, "[image of type image/png left out: its data is not an image of a type the model takes (image/jpeg, image/png, image/gif, image/webp)]", 6},
+		{"a PNG cut short", &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{MIMEType: "image/png", Data: pngImage(40, 40)[:60]}}}, "[image of type image/png left out: it does not decode as image/png (cut short or damaged)]", 60},
 		{"a broken header", &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{MIMEType: "image/png", Data: []byte("\x89PNG\r\n\x1a\n-not-really")}}}, "[image of type image/png left out: its header does not read as image/png]", 19},
 	} {
 		out, size := output(c.res, red, true)
@@ -40,7 +41,7 @@ func TestResultsBecomeWhatTheModelCanRead(t *testing.T) {
 		}
 	}
 	// An image the API takes, at its limit, is passed on as one.
-	out, _ := output(&mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{MIMEType: "image/webp", Data: webpImage(8000, 8000, 3*llm.MaxImageBase64/4)}}}, red, true)
+	out, _ := output(&mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{MIMEType: "image/webp", Data: webpImage(2000, 2000, 3*llm.MaxImageBase64/4)}}}, red, true)
 	if b := out.Content.Blocks; len(b) != 1 || b[0].Type != llm.BlockImage || b[0].Source.MediaType != "image/webp" || len(b[0].Source.Data) != llm.MaxImageBase64 {
 		t.Errorf("image: %d blocks", len(b))
 	}

@@ -106,7 +106,8 @@ func (s *stepCtx) paid(ctx context.Context, r Resolver, resolverID string, c *Ca
 	interrupted := err != nil && cctx.Err() != nil // at the deadline, or stopped (Ctrl-C)
 	cancel()
 	// What the call cost: its own account, or the amount reserved when it
-	// was cut off with a request in flight (the cost of an interrupted
+	// was cut off with a request in flight, or its last request got an
+	// answer that may have been billed (re.MaybeBilled) (the cost of such a
 	// request is unknown, and so is whether it was billed: the reservation
 	// is the most it was allowed to cost, and what it adds to the call's
 	// own account is marked unknown). Cut off with none in flight (waiting
@@ -125,7 +126,7 @@ func (s *stepCtx) paid(ctx context.Context, r Resolver, resolverID string, c *Ca
 		spent, known = res.Cost, 0 // a cost below zero or not a number: the most it was allowed
 	}
 	unknown := 0.0
-	if interrupted && (re == nil || !re.NotInFlight) && known < res.Cost {
+	if (interrupted && (re == nil || !re.NotInFlight) || re != nil && re.MaybeBilled) && known < res.Cost {
 		unknown, spent = res.Cost-known, math.Max(spent, res.Cost)
 	}
 	if timedOut {

@@ -177,6 +177,11 @@ type ResolverError struct {
 	// Cost is all it cost, and its reservation is settled at Cost, not at
 	// the amount held.
 	NotInFlight bool
+	// MaybeBilled: the call's last request got an answer that may have
+	// come after the model ran (no answer, a timeout, a 5xx, an error in
+	// the stream, llm.MayBeBilled): what it cost is unknown, and its
+	// reservation is settled at the amount held, marked unknown.
+	MaybeBilled bool
 }
 
 func (e *ResolverError) Error() string {

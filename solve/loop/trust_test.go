@@ -769,3 +769,44 @@ func TestANegativeOrNaNCostCreatesNoMoney(t *testing.T) {
 		}
 	}
 }
+
+// A call whose request got an answer that may have been billed (a 500,
+// no answer, an error in the stream) cost what no one knows: it is
+// settled at its reservation, marked unknown, and the call is asked again
+// under a new one.
+func TestACallThatMayHaveBeenBilledIsSettledAtItsHold(t *testing.T) {
+	k := newKernel(t)
+	const goal = "Name the queue"
+	f := newFake(nil)
+	o := k.options(f)
+	o.Resolvers[loop.ClaudeCodeID] = &billedOnce{fake: f, op: loop.OpResolve}
+	res := k.run(t, request(goal), o)
+	db := k.db(t)
+	if n := count(t, db, `SELECT COUNT(*) FROM budget_ledger l JOIN budget_reservations r ON r.id = l.reservation_id
+		WHERE r.operation = 'resolve' AND l.unknown_amount = r.amount AND r.amount > 0`); n != 1 || res.UnknownUSD <= 0 {
+		t.Errorf("the call that may have been billed is not of unknown outcome in the ledger (run: $%v unknown, outcome %s)", res.UnknownUSD, res.Outcome)
+	}
+	if n := count(t, db, "SELECT COUNT(*) FROM budget_reservations WHERE operation = 'resolve'"); n < 2 {
+		t.Errorf("the call was not asked again: %d resolve reservations", n)
+	}
+}
+
+// billedOnce is the fake whose first call of op fails as a request that
+// may have been billed, having cost nothing it knows of.
+type billedOnce struct {
+	*fake
+	op   string
+	mu   sync.Mutex
+	done bool
+}
+
+func (b *billedOnce) Resolve(ctx context.Context, c *loop.Call) (*loop.Output, error) {
+	b.mu.Lock()
+	first := c.Op == b.op && !b.done
+	b.done = b.done || first
+	b.mu.Unlock()
+	if !first {
+		return b.fake.Resolve(ctx, c)
+	}
+	return nil, &loop.ResolverError{Mode: "llm_unavailable", Err: errors.New("500 api_error"), MaybeBilled: true}
+}

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -132,8 +133,19 @@ type Resolver struct {
 }
 
 // New is claude-code-0 asking client (nil: every call fails with a
-// permanent no_llm error).
-func New(client *llm.Client) *Resolver { return &Resolver{client: client} }
+// permanent no_llm error). Its requests are retried only after answers
+// that refused the work (llm.RetryPolicy.Unbilled): each call is paid out
+// of one hold, which a second billed attempt could overspend; the loop
+// retries a call that may have been billed under a new hold, and settles
+// the first at what it held (ResolverError.MaybeBilled).
+func New(client *llm.Client) *Resolver {
+	if client != nil {
+		held := *client
+		held.Retry.Unbilled = true
+		client = &held
+	}
+	return &Resolver{client: client}
+}
 
 // outputTokensEstimate is the answer size assumed by estimate_cost_time.
 const outputTokensEstimate = 1000
@@ -318,9 +330,50 @@ func (c *Resolver) Ceiling(ctx context.Context, t *loop.Call) float64 {
 		}
 		in = requestBytes(req)
 	}
-	plain, _ := c.prices().Cost(t.Model, llm.Usage{InputTokens: in, OutputTokens: maxTokens})
-	written, _ := c.prices().Cost(t.Model, llm.Usage{CacheCreationInputTokens: in, OutputTokens: maxTokens})
-	return max(plain, written)
+	var most float64
+	for _, m := range c.reached(t.Model) {
+		plain, _ := c.prices().Cost(m, llm.Usage{InputTokens: in, OutputTokens: maxTokens})
+		written, _ := c.prices().Cost(m, llm.Usage{CacheCreationInputTokens: in, OutputTokens: maxTokens})
+		most = max(most, plain, written)
+	}
+	return most
+}
+
+// reached is every model a request for model may be answered by: model,
+// then the client's fallback models after it, tried in order when one is
+// unavailable (llm.Client.Send sends the same request to each).
+func (c *Resolver) reached(model string) []string {
+	var fallback []string
+	if c.client != nil {
+		fallback = c.client.Fallback
+	}
+	if i := slices.Index(fallback, model); i >= 0 {
+		return fallback[i:]
+	}
+	return append([]string{model}, fallback...)
+}
+
+// rates are the dearest input, cache-write and output prices of the
+// models a request for model may reach (reached), the rates a request of
+// at most tokens tokens of prompt has its worst case counted at: a
+// fallback to a dearer model is paid out of the same hold, and a model's
+// long-prompt rates count once the request may pass their threshold. ok
+// is false when the call's own model has no price.
+func (c *Resolver) rates(model string, tokens int) (in, out float64, ok bool) {
+	if _, ok := c.prices().Lookup(model); !ok {
+		return 0, 0, false
+	}
+	for _, m := range c.reached(model) {
+		p, priced := c.prices().Lookup(m)
+		if !priced {
+			continue
+		}
+		if p.LongPrompt != nil && p.LongPromptOver > 0 && tokens > p.LongPromptOver {
+			p = *p.LongPrompt
+		}
+		in, out = max(in, p.Input, p.CacheWrite), max(out, p.Output)
+	}
+	return in, out, true
 }
 
 // capped fits a request under the call's MaxCost: max_tokens lowered so
@@ -331,13 +384,13 @@ func (c *Resolver) Ceiling(ctx context.Context, t *loop.Call) float64 {
 // cannot pay for its input is not sent.
 func (c *Resolver) capped(t *loop.Call, req *llm.Request, l layout, user string) (llm.JSONOptions, error) {
 	opts := llm.JSONOptions{Instruction: l.instruction}
-	p, ok := c.prices().Lookup(t.Model)
-	if t.MaxCost <= 0 || !ok || p.Output <= 0 {
+	inRate, outRate, ok := c.rates(t.Model, l.bytes(user))
+	if t.MaxCost <= 0 || !ok || outRate <= 0 {
 		return opts, nil
 	}
 	const perToken = 1e-6
-	in := float64(l.bytes(user)) * max(p.Input, p.CacheWrite) * perToken
-	n := math.Floor((t.MaxCost - in) / (p.Output * perToken))
+	in := float64(l.bytes(user)) * inRate * perToken
+	n := math.Floor((t.MaxCost - in) / (outRate * perToken))
 	if n < 1 {
 		return opts, loop.Permanent("over_budget", fmt.Errorf("claude-code-0: $%.6f reserved does not pay for the request's input ($%.6f at most)", t.MaxCost, in))
 	}
@@ -478,15 +531,16 @@ func requestBytes(r *llm.Request) int {
 // round that cannot pay for its input and one token out is not sent, and
 // the attempt fails (over_budget) with what was spent.
 func (c *Resolver) roundBudget(t *loop.Call) func(*llm.Request, *llm.Result) error {
-	p, priced := c.prices().Lookup(t.Model)
 	return func(r *llm.Request, done *llm.Result) error {
-		if t.MaxCost <= 0 || !priced || p.Output <= 0 {
+		bytes := requestBytes(r)
+		inRate, outRate, priced := c.rates(t.Model, bytes)
+		if t.MaxCost <= 0 || !priced || outRate <= 0 {
 			return nil
 		}
 		const perToken = 1e-6
-		in := float64(requestBytes(r)) * max(p.Input, p.CacheWrite) * perToken
+		in := float64(bytes) * inRate * perToken
 		left := t.MaxCost - done.CostUSD
-		n := math.Floor((left - in) / (p.Output * perToken))
+		n := math.Floor((left - in) / (outRate * perToken))
 		if n < 1 {
 			return loop.Permanent("over_budget", fmt.Errorf("claude-code-0: the tool loop stopped before request %d: its input may cost $%.6f and $%.6f is left of the $%.6f reserved for the call", len(done.Calls)+1, in, left, t.MaxCost))
 		}
@@ -556,7 +610,7 @@ func ask[T any](ctx context.Context, c *llm.Client, req *llm.Request, opts llm.J
 	}
 	fail := func(permanent bool, mode string, err error) error {
 		return &loop.ResolverError{Permanent: permanent, Mode: mode, Err: err, Cost: out.Cost, Usage: out.Usage, Seconds: out.Seconds, LLMCalls: len(calls),
-			NotInFlight: errors.Is(err, llm.ErrNotInFlight)}
+			NotInFlight: errors.Is(err, llm.ErrNotInFlight), MaybeBilled: llm.MayBeBilled(err)}
 	}
 	if err != nil {
 		var soe *llm.StructuredOutputError

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/llmkernels/kernels/llm"
 	"github.com/llmkernels/kernels/llm/script"
@@ -282,5 +283,88 @@ func TestAToolLoopIsCappedInRounds(t *testing.T) {
 	var re *loop.ResolverError
 	if !errors.As(err, &re) || re.Mode != "tool_rounds" || len(p.Requests()) != maxRounds {
 		t.Fatalf("err %v after %d requests", err, len(p.Requests()))
+	}
+}
+
+// A model that is unavailable sends the request on to the client's
+// fallback models (llm.Client.Send), at their prices: the ceiling and the
+// capped max_tokens count the dearest model the call may reach, so that
+// a fallback to a dearer model stays inside what was reserved.
+func TestACappedCallStaysUnderItsHoldOnADearerFallback(t *testing.T) {
+	const answers = `[{"match": {"model": "claude-haiku-4-5"}, "error": {"status": 529, "type": "overloaded_error", "message": "overloaded"}},
+		{"match": {"model": "claude-opus-4-1"}, "response": {"content": [{"type": "text", "text": "{\"summary\": \"ok\"}"}]}}]`
+	c, p := client(t, answers)
+	c.Fallback = []string{"claude-opus-4-1"}
+	r := New(c)
+	call := &loop.Call{Op: loop.OpAssemble, Goal: "Ship it", Model: "claude-haiku-4-5"}
+	ceiling := r.Ceiling(context.Background(), call)
+	call.MaxCost = ceiling / 2
+	out, err := r.Resolve(context.Background(), call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := p.Requests()[len(p.Requests())-1]
+	if sent.Model != "claude-opus-4-1" {
+		t.Fatalf("the fallback was not reached: %s", sent.Model)
+	}
+	in := 0
+	for _, b := range sent.System {
+		in += len(b.Text)
+	}
+	for _, b := range sent.Messages[0].Content {
+		in += len(b.Text)
+	}
+	worst, _ := llm.DefaultPriceTable().Cost("claude-opus-4-1", llm.Usage{CacheCreationInputTokens: in, OutputTokens: sent.MaxTokens})
+	if worst > call.MaxCost {
+		t.Errorf("max_tokens %d on the fallback: worst case $%.6f over the $%.6f held", sent.MaxTokens, worst, call.MaxCost)
+	}
+	if uncapped, _ := llm.DefaultPriceTable().Cost("claude-opus-4-1", llm.Usage{CacheCreationInputTokens: in, OutputTokens: 8000}); ceiling < uncapped {
+		t.Errorf("ceiling $%.6f below the fallback's worst case $%.6f", ceiling, uncapped)
+	}
+	if out.Cost > call.MaxCost {
+		t.Errorf("the call cost $%.6f of $%.6f held", out.Cost, call.MaxCost)
+	}
+}
+
+// A request answered with an error that may have been billed (a 500) is
+// not sent again inside the call, whatever the client's retries: a second
+// billed attempt could overspend the call's hold. The failure says it may
+// have been billed, so the loop settles it at its hold and asks again.
+func TestACallMayBeBilledOnceInsideItsHold(t *testing.T) {
+	c, p := client(t, `[{"error": {"status": 500, "type": "api_error", "message": "internal"}}, {"content": [{"type": "text", "text": "{\"summary\": \"ok\"}"}]}]`)
+	c.Retry = llm.RetryPolicy{MaxAttempts: 4, Sleep: func(context.Context, time.Duration) error { return nil }}
+	_, err := New(c).Resolve(context.Background(), &loop.Call{Op: loop.OpAssemble, Goal: "Ship it", Model: "claude-sonnet-4-5", MaxCost: 1})
+	var re *loop.ResolverError
+	if !errors.As(err, &re) || re.Mode != "llm_unavailable" || re.Permanent || !re.MaybeBilled || len(p.Requests()) != 1 {
+		t.Fatalf("%v (%+v), %d requests", err, re, len(p.Requests()))
+	}
+	if c.Retry.Unbilled {
+		t.Error("New changed the caller's client")
+	}
+}
+
+// A model whose long prompts cost more (claude-haiku-5-5, over 100,000
+// tokens) has a round whose request may pass that counted at the long
+// rates: the second round, carrying a 100,000-character tool result, is
+// sent only if its worst case at those rates fits what is left.
+func TestAToolLoopCountsALongPromptAtItsRates(t *testing.T) {
+	c, p := client(t, `[`+useBoard+`, `+answerBoard+`]`)
+	call := toolCall(boardTool(100_000))
+	call.Model, call.MaxCost = "claude-haiku-5-5", 0.05
+	_, err := New(c).Resolve(context.Background(), call)
+	long, _ := llm.DefaultPriceTable().Lookup("claude-haiku-5-5")
+	reqs := p.Requests()
+	if len(reqs) < 2 {
+		var re *loop.ResolverError
+		if !errors.As(err, &re) || re.Mode != "over_budget" {
+			t.Fatalf("err %v after %d requests", err, len(reqs))
+		}
+		return
+	}
+	first, _ := llm.DefaultPriceTable().Cost(call.Model, llm.Usage{InputTokens: 3000, OutputTokens: 50})
+	second := reqs[1]
+	worst := (float64(requestBytes(second))*long.LongPrompt.CacheWrite + float64(second.MaxTokens)*long.LongPrompt.Output) / 1e6
+	if first+worst > call.MaxCost {
+		t.Errorf("the second round (max_tokens %d) may cost $%.4f at the long rates; $%.4f of $%.2f was left", second.MaxTokens, worst, call.MaxCost-first, call.MaxCost)
 	}
 }
