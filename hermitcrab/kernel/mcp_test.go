@@ -208,23 +208,7 @@ func TestAToolNotChosenNeverRuns(t *testing.T) {
 // TestMCPResultsReachTheLLMInert pins that what a server answers reaches
 // the model with its control characters shown as escapes.
 func TestMCPResultsReachTheLLMInert(t *testing.T) {
-	dir := t.TempDir()
-	addServers(t, dir, stdioServer(t, "tests", "serve"))
-	js := kerneltest.Replies(
-		kerneltest.ToolUse("t1", "set_tools", map[string]any{"tools": []string{"tests__hostile"}}),
-		kerneltest.TextBlock("chosen"),
-		kerneltest.ToolUse("t2", "tests__hostile", map[string]any{}),
-		kerneltest.TextBlock("done"),
-	)
-	k, p := scriptedKernel(t, dir, js)
-	for _, line := range []string{"choose", "call"} {
-		if _, err := k.Conversation().Say(context.Background(), "c", line, light); err != nil {
-			t.Fatal(err)
-		}
-	}
-	reqs := p.Requests()
-	b := toolResults(reqs[len(reqs)-1])["t2"]
-	content := b.Content.String()
+	content := chooseThenCall(t, "tests__hostile").Content.String()
 	if strings.ContainsAny(content, "\x1b\x07\u202e") || !strings.Contains(content, `ok\x1b]0;pwned`) {
 		t.Errorf("the server's text did not reach the LLM inert: %q", content)
 	}
@@ -462,22 +446,7 @@ func TestTheMCPConnectorCarriesTheChosenToolsOfRemoteServers(t *testing.T) {
 // scripted API's checks take, and the TIFF the API does not take is a
 // line naming it.
 func TestAnMCPImageReachesTheLLMAsAnImage(t *testing.T) {
-	dir := t.TempDir()
-	addServers(t, dir, stdioServer(t, "tests", "serve"))
-	js := kerneltest.Replies(
-		kerneltest.ToolUse("t1", "set_tools", map[string]any{"tools": []string{"tests__chart"}}),
-		kerneltest.TextBlock("chosen"),
-		kerneltest.ToolUse("t2", "tests__chart", map[string]any{}),
-		kerneltest.TextBlock("seen"),
-	)
-	k, p := scriptedKernel(t, dir, js)
-	for _, line := range []string{"choose", "draw"} {
-		if _, err := k.Conversation().Say(context.Background(), "c", line, light); err != nil {
-			t.Fatal(err)
-		}
-	}
-	reqs := p.Requests()
-	b := toolResults(reqs[len(reqs)-1])["t2"].Content.Blocks
+	b := chooseThenCall(t, "tests__chart").Content.Blocks
 	if len(b) != 3 || b[0].Text != "the chart:" || b[1].Type != llm.BlockImage || b[1].Source.MediaType != "image/png" ||
 		b[2].Text != "[image of type image/tiff left out: its data is not an image of a type the model takes (image/jpeg, image/png, image/gif, image/webp)]" {
 		t.Errorf("the chart's result: %+v", b)
@@ -524,4 +493,27 @@ func TestThePagesToolLoopLeavesTheConnectorsToolsToTheAPI(t *testing.T) {
 	if r := results["t2"]; r.IsError || r.Content.String() != "echo: x" {
 		t.Errorf("the kernel's tool: %q", r.Content.String())
 	}
+}
+
+// chooseThenCall has the LLM of a kernel with the test's stdio server
+// choose tool with set_tools in one exchange and call it in the next, and
+// returns the tool's result as the second call's request carried it.
+func chooseThenCall(t *testing.T, tool string) llm.ContentBlock {
+	t.Helper()
+	dir := t.TempDir()
+	addServers(t, dir, stdioServer(t, "tests", "serve"))
+	js := kerneltest.Replies(
+		kerneltest.ToolUse("t1", "set_tools", map[string]any{"tools": []string{tool}}),
+		kerneltest.TextBlock("chosen"),
+		kerneltest.ToolUse("t2", tool, map[string]any{}),
+		kerneltest.TextBlock("done"),
+	)
+	k, p := scriptedKernel(t, dir, js)
+	for _, line := range []string{"choose", "call"} {
+		if _, err := k.Conversation().Say(context.Background(), "c", line, light); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := p.Requests()
+	return toolResults(reqs[len(reqs)-1])["t2"]
 }
