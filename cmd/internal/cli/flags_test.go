@@ -1,6 +1,9 @@
 package cli
 
 import (
+	"bytes"
+	"context"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -10,6 +13,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llmkernels/kernels/internal/proc"
 )
 
 // flagCall is a pflag definition: String("name", …), StringVar(&v,
@@ -98,7 +105,6 @@ var stillNamed = map[string]string{
 	"solve/loop/runmcp.go --unconfined":            "open: solve run should name --unconfined",
 	"solve/loop/runmcp.go --mcp":                   "open: solve run should name --mcp",
 	"internal/httpguard/httpguard.go --allow-host": "open: shown on the page; should say it in words",
-	"internal/proc/confine.go --unconfined":        "open: the commands should name --unconfined",
 }
 
 // No library error names one of our flags: a library (everything outside
@@ -188,4 +194,19 @@ func typeName(e ast.Expr) string {
 		return typeName(e.X)
 	}
 	return ""
+}
+
+// A refusal to run unconfined says so in words in the library; the
+// command adds the flag that lifts it.
+func TestTheCommandNamesTheFlagThatLiftsAConfinementRefusal(t *testing.T) {
+	app := New("kernel", "test", "test")
+	app.Root.AddCommand(&cobra.Command{Use: "skill", RunE: func(*cobra.Command, []string) error {
+		return fmt.Errorf("run skill x: %w", &proc.UnavailableError{Reason: "this Linux kernel has no Landlock"})
+	}})
+	var errOut bytes.Buffer
+	app.Root.SetErr(&errOut)
+	if status := app.Execute(context.Background(), []string{"skill"}); status != ExitFailure ||
+		!strings.Contains(errOut.String(), "no Landlock") || !strings.Contains(errOut.String(), "--unconfined runs it unconfined") {
+		t.Fatalf("exit %d\n%s", status, errOut.String())
+	}
 }
