@@ -95,6 +95,8 @@ var (
 	ErrEmptyCore = loop.ErrEmptyCore
 	// ErrRemoteMCP: remote workers cannot offer a run's MCP servers.
 	ErrRemoteMCP = loop.ErrRemoteMCP
+	// ErrMCPCommandConfined: an MCP server's command cannot run confined.
+	ErrMCPCommandConfined = loop.ErrMCPCommandConfined
 	// ErrNoNetworkDeclared: the resolver declares no network to allow.
 	ErrNoNetworkDeclared = loop.ErrNoNetworkDeclared
 )

@@ -15,6 +15,7 @@ import (
 
 	"github.com/llmkernels/kernels/cmd/internal/cli"
 	"github.com/llmkernels/kernels/cmd/internal/provider"
+	"github.com/llmkernels/kernels/internal/option"
 	"github.com/llmkernels/kernels/internal/pgdb"
 	"github.com/llmkernels/kernels/solve"
 )
@@ -245,6 +246,9 @@ func commandHint(err error, resume func(root string, remote bool) string) error 
 	if errors.Is(err, solve.ErrRemoteMCP) {
 		return reworded(err, solve.ErrRemoteMCP, "remote workers cannot offer a run's MCP servers yet; run it without --remote")
 	}
+	if errors.Is(err, solve.ErrMCPCommandConfined) {
+		return reworded(err, solve.ErrMCPCommandConfined, "solve cannot confine the process an MCP server's command starts: give --unconfined to run it, or give the server by its URL with --mcp")
+	}
 	return err
 }
 
@@ -256,6 +260,9 @@ type rewordedError struct {
 }
 
 func reworded(err, part error, text string) error {
+	if o, ok := err.(*option.Error); ok { // still the option error the command names the flag of
+		return &option.Error{Field: o.Field, Problem: strings.Replace(o.Problem, part.Error(), text, 1), Err: o.Err}
+	}
 	return &rewordedError{msg: strings.Replace(err.Error(), part.Error(), text, 1), err: err}
 }
 

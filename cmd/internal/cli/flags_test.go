@@ -102,8 +102,6 @@ var stillNamed = map[string]string{
 	"solve/planning/smt/smt.go --version":          "z3's own flag: the error is of the command z3 --version",
 	"hermitcrab/skills/install.go --name":          "open: the skills command should name --name",
 	"hermitcrab/skills/install.go --replace":       "open: the skills command should name --replace",
-	"solve/loop/runmcp.go --unconfined":            "open: solve run should name --unconfined",
-	"solve/loop/runmcp.go --mcp":                   "open: solve run should name --mcp",
 	"internal/httpguard/httpguard.go --allow-host": "open: shown on the page; should say it in words",
 }
 
