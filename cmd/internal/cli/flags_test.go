@@ -100,8 +100,6 @@ func errorText(call *ast.CallExpr) bool {
 // be added.
 var stillNamed = map[string]string{
 	"solve/planning/smt/smt.go --version":          "z3's own flag: the error is of the command z3 --version",
-	"hermitcrab/skills/install.go --name":          "open: the skills command should name --name",
-	"hermitcrab/skills/install.go --replace":       "open: the skills command should name --replace",
 	"internal/httpguard/httpguard.go --allow-host": "open: shown on the page; should say it in words",
 }
 
