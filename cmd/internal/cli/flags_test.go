@@ -96,11 +96,9 @@ func errorText(call *ast.CallExpr) bool {
 }
 
 // stillNamed are the library errors that name a flag of ours all the
-// same, each with why. Those marked "open" are left of issue 22: none may
-// be added.
+// same, each with why: a foreign program's flag of the same name.
 var stillNamed = map[string]string{
-	"solve/planning/smt/smt.go --version":          "z3's own flag: the error is of the command z3 --version",
-	"internal/httpguard/httpguard.go --allow-host": "open: shown on the page; should say it in words",
+	"solve/planning/smt/smt.go --version": "z3's own flag: the error is of the command z3 --version",
 }
 
 // No library error names one of our flags: a library (everything outside
