@@ -38,6 +38,9 @@ type (
 	// RunStoppedError is a run stopped before its end by its context
 	// (Ctrl-C, SIGTERM): Kernel.Resume continues it.
 	RunStoppedError = loop.StoppedError
+	// ResumeError is a run this process cannot take further that a
+	// resume continues (remote workers or not, and when).
+	ResumeError = loop.ResumeError
 	// RunRequest is a goal for the SOLVE loop (Kernel.Run).
 	RunRequest = loop.Request
 	// RunMCPServer is an MCP server whose tools a run offers claude-code-0
@@ -90,6 +93,12 @@ var (
 	ErrLeaseLost = store.ErrLeaseLost
 	// ErrEmptyCore: a run's irreducible core has no constraint.
 	ErrEmptyCore = loop.ErrEmptyCore
+	// ErrRemoteMCP: remote workers cannot offer a run's MCP servers.
+	ErrRemoteMCP = loop.ErrRemoteMCP
+	// ErrMCPCommandConfined: an MCP server's command cannot run confined.
+	ErrMCPCommandConfined = loop.ErrMCPCommandConfined
+	// ErrNoNetworkDeclared: the resolver declares no network to allow.
+	ErrNoNetworkDeclared = loop.ErrNoNetworkDeclared
 )
 
 // WritePlan writes a plan as FILE (.json added if missing), BASE.md,

@@ -254,7 +254,7 @@ func TestBeachFromTheCommandLine(t *testing.T) {
 		out, _ := io.ReadAll(resp.Body)
 		return string(out)
 	}
-	if out := post("evil.example"); !strings.Contains(out, "--allow-host") {
+	if out := post("evil.example"); !strings.Contains(out, "start the server allowing the host name evil.example") {
 		t.Fatalf("foreign Host: %s", out)
 	}
 	if out := post("localhost"); !strings.Contains(out, `"nonce"`) {

@@ -193,7 +193,7 @@ func TestServeDemoContactsNoMCPServer(t *testing.T) {
 		t.Errorf("the demo contacted the MCP server %d times", n)
 	}
 	// The demo takes no key: the instance's own stays as it was.
-	if status, body := post("api/key", `{"key": "sk-ant-demo-overwrite"}`); status != http.StatusForbidden || !strings.Contains(body, "the demo does not take keys") || !strings.Contains(body, "serve without --demo") {
+	if status, body := post("api/key", `{"key": "sk-ant-demo-overwrite"}`); status != http.StatusForbidden || !strings.Contains(body, "the demo does not take keys") || !strings.Contains(body, "start hermitcrab without the demo to use your key") {
 		t.Errorf("POST /api/key in the demo: %d %s", status, body)
 	}
 	if key, err := os.ReadFile(filepath.Join(data, "api_key")); string(key) != "sk-ant-own\n" {

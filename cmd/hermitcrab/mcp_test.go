@@ -179,8 +179,13 @@ func TestSkillsAddAndRemove(t *testing.T) {
 	if list, _ := mustHC(t, data, "", "skills", "list"); !strings.Contains(list, "- charts: Draw charts.") {
 		t.Errorf("list after add: %q", list)
 	}
-	if _, errOut, err := hc(t, data, "", "skills", "add", src); exitCode(err) != 2 || !strings.Contains(errOut, "--replace") {
+	if _, errOut, err := hc(t, data, "", "skills", "add", src); exitCode(err) != 2 || !strings.Contains(errOut, `a skill named "charts" is installed already: --replace replaces it, 'hermitcrab skills remove charts' removes it`) {
 		t.Errorf("a second add: exit %d, %q", exitCode(err), errOut)
+	}
+	badName := filepath.Join(t.TempDir(), "Charts")
+	write(filepath.Join(badName, "SKILL.md"), "---\ndescription: Draw charts.\n---\nbody\n")
+	if _, errOut, err := hc(t, data, "", "skills", "add", badName); exitCode(err) != 2 || !strings.Contains(errOut, "(--name gives the skill another name than its folder's)") {
+		t.Errorf("add of a folder whose name is no skill's: exit %d, %q", exitCode(err), errOut)
 	}
 	if out, _ := mustHC(t, data, "", "skills", "add", src, "--replace", "--name", "plots"); !strings.Contains(out, "added skill plots") {
 		t.Errorf("add --name: %q", out)

@@ -61,12 +61,19 @@ func printSkill(w io.Writer, s hermitcrab.Skill) {
 	fmt.Fprintf(w, "%s (%d bytes in every prompt)\n", s.IndexLine, s.IndexBytes)
 }
 
-// skillUsage makes what the person must fix a usage error (exit 2).
+// skillUsage makes what the person must fix a usage error (exit 2), with
+// the flag or command that does the rest.
 func skillUsage(err error) error {
-	if _, ok := errors.AsType[*hermitcrab.SkillError](err); ok {
-		return cli.Exit(cli.ExitUsage, err)
+	e, ok := errors.AsType[*hermitcrab.SkillError](err)
+	switch {
+	case !ok:
+		return err
+	case e.Taken != "":
+		err = fmt.Errorf("%s: --replace replaces it, 'hermitcrab skills remove %s' removes it", e.Reason, e.Taken)
+	case e.FolderName:
+		err = fmt.Errorf("%s (--name gives the skill another name than its folder's)", e.Reason)
 	}
-	return err
+	return cli.Exit(cli.ExitUsage, err)
 }
 
 func (f *flags) skillsAddCommand() *cobra.Command {

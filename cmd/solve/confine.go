@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -62,6 +63,9 @@ see docs/configuration.md. A hired command is allowed with solve hire REQUEST
 			}
 			return withKernel(cmd.Context(), db, false, func(k *solve.Kernel) error {
 				a, err := k.AllowNetwork(cmd.Context(), args[0])
+				if errors.Is(err, solve.ErrNoNetworkDeclared) {
+					return reworded(err, solve.ErrNoNetworkDeclared, "it declares no network need, so there is nothing to allow (a hired command is allowed with solve hire REQUEST --resolver-command CMD --allow-network)")
+				}
 				if err != nil {
 					return err
 				}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/llmkernels/kernels/cmd/internal/cli"
 	"github.com/llmkernels/kernels/cmd/internal/provider"
+	"github.com/llmkernels/kernels/internal/option"
 	"github.com/llmkernels/kernels/internal/pgdb"
 	"github.com/llmkernels/kernels/solve"
 )
@@ -224,16 +225,50 @@ func shellWord(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// stoppedHint is err with the resume command replaced by resume, when err
-// is a run stopped before its end: the library's hint knows neither the
-// database nor the demo.
-func stoppedHint(err error, resume func(root string, remote bool) string) error {
+// commandHint is err with the library's advice in words replaced by the
+// command line that takes it: the resume command (from resume: the
+// library knows neither the database nor the demo) for a run stopped
+// before its end or one a resume continues, and the flag that keeps a
+// run from remote workers.
+func commandHint(err error, resume func(root string, remote bool) string) error {
 	var s *solve.RunStoppedError
-	if !errors.As(err, &s) {
-		return err
+	if errors.As(err, &s) {
+		return &hintedStop{RunStoppedError: s, resume: resume(s.Root, s.Remote)}
 	}
-	return &hintedStop{RunStoppedError: s, resume: resume(s.Root, s.Remote)}
+	var r *solve.ResumeError
+	if errors.As(err, &r) {
+		how := "continue with '" + resume(r.Root, r.Remote) + "'"
+		if r.When != "" {
+			how += " " + r.When
+		}
+		return reworded(err, r, r.Err.Error()+" ("+how+")")
+	}
+	if errors.Is(err, solve.ErrRemoteMCP) {
+		return reworded(err, solve.ErrRemoteMCP, "remote workers cannot offer a run's MCP servers yet; run it without --remote")
+	}
+	if errors.Is(err, solve.ErrMCPCommandConfined) {
+		return reworded(err, solve.ErrMCPCommandConfined, "solve cannot confine the process an MCP server's command starts: give --unconfined to run it, or give the server by its URL with --mcp")
+	}
+	return err
 }
+
+// rewordedError is err with the text of one error it wraps said
+// otherwise: what wraps it (the node, the operation) is kept.
+type rewordedError struct {
+	msg string
+	err error
+}
+
+func reworded(err, part error, text string) error {
+	if o, ok := err.(*option.Error); ok { // still the option error the command names the flag of
+		return &option.Error{Field: o.Field, Problem: strings.Replace(o.Problem, part.Error(), text, 1), Err: o.Err}
+	}
+	return &rewordedError{msg: strings.Replace(err.Error(), part.Error(), text, 1), err: err}
+}
+
+func (e *rewordedError) Error() string { return e.msg }
+
+func (e *rewordedError) Unwrap() error { return e.err }
 
 // hintedStop is a *solve.RunStoppedError that names the whole resume command.
 type hintedStop struct {

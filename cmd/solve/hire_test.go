@@ -341,7 +341,7 @@ func TestHireAllowNetworkIsRecordedAndListed(t *testing.T) {
 	if r := runSolve(t, dir, "resolvers"); !strings.Contains(r.stdout, "network allowed: all") {
 		t.Errorf("the listing does not show the allowance:\n%s", r.stdout)
 	}
-	if r := runSolve(t, dir, "resolvers", "allow", "codex-tools-0", "--network"); r.code != 1 || !strings.Contains(r.stderr, "declares no network need") {
+	if r := runSolve(t, dir, "resolvers", "allow", "codex-tools-0", "--network"); r.code != 1 || !strings.Contains(r.stderr, "declares no network need") || !strings.Contains(r.stderr, "solve hire REQUEST --resolver-command CMD --allow-network") {
 		t.Errorf("allow a resolver that declares nothing: exit %d\n%s", r.code, r.stderr)
 	}
 }

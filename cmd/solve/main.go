@@ -647,7 +647,7 @@ on the command line.`,
 					return fmt.Errorf("%w: confirm at least one constraint or give --constraint", solve.ErrEmptyCore)
 				}
 				if err != nil {
-					return stopped(stoppedHint(err, func(root string, remote bool) string { return resumeLine(root, db, remote, &demo) }))
+					return stopped(commandHint(err, func(root string, remote bool) string { return resumeLine(root, db, remote, &demo) }))
 				}
 				clearLive(opts)
 				printResult(cmd.OutOrStdout(), r)
@@ -732,7 +732,7 @@ for a human, 5 stopped.`,
 				}
 				r, err := k.Resume(cmd.Context(), root, opts)
 				if err != nil {
-					return stopped(stoppedHint(err, func(root string, remote bool) string { return resumeLine(root, db, remote, &demo) }))
+					return stopped(commandHint(err, func(root string, remote bool) string { return resumeLine(root, db, remote, &demo) }))
 				}
 				clearLive(opts)
 				printResult(cmd.OutOrStdout(), r)

@@ -329,7 +329,7 @@ func TestTheDatabaseGoingAwayMidRunLosesNoMoney(t *testing.T) {
 	case <-time.After(120 * time.Second):
 		t.Fatalf("the coordinator did not stop when its database went away:\n%s", errb.String())
 	}
-	if s := errb.String(); !strings.Contains(s, "does not answer (continue with solve resume") || !strings.Contains(s, "xxxxx@"+u.Host+"/"+name) {
+	if s := errb.String(); !strings.Contains(s, "(continue with 'solve resume "+root[:8]) || !strings.Contains(s, "once it answers)") || !strings.Contains(s, "xxxxx@"+u.Host+"/"+name) {
 		t.Errorf("the coordinator's error does not name the database:\n%s", s)
 	}
 	time.Sleep(2 * time.Second) // the worker meets the missing database too

@@ -108,8 +108,11 @@ func TestARunOffersItsMCPServersToolsToTheModel(t *testing.T) {
 		sc := writeEntries(t, dir, camSteps(t))
 		args := []string{"run", camGoal, "--provider", "script", "--script", sc, "--budget", "5", "--time", "1h",
 			"--mcp", "board=" + srv.URL, "--mcp", "gone=" + down, "--mcp", "junk=" + junk.URL, "--mcp-command", "cam=" + self + " " + mcpServerArg, "--unconfined"}
+		if r := runSolve(t, dir, args[:len(args)-1]...); r.code != 2 || !strings.Contains(r.stderr, "--mcp-command cam: solve cannot confine the process an MCP server's command starts; give --unconfined to run it") {
+			t.Fatalf("run --mcp-command without --unconfined: exit %d\n%s", r.code, r.stderr)
+		}
 		if strings.HasPrefix(dbOf(dir), "postgres") {
-			if r := runSolve(t, dir, append(args, "--remote")...); r.code == 0 || !strings.Contains(r.stderr, "remote workers cannot offer a run's MCP servers") {
+			if r := runSolve(t, dir, append(args, "--remote")...); r.code == 0 || !strings.Contains(r.stderr, "remote workers cannot offer a run's MCP servers yet; run it without --remote") {
 				t.Fatalf("run --remote --mcp: exit %d\n%s", r.code, r.stderr)
 			}
 		}
@@ -167,7 +170,7 @@ func TestAResumedRunOffersTheSameMCPServers(t *testing.T) {
 	if r := finish(t, cmd); r.code == 0 {
 		t.Fatalf("the run was not killed:\n%s%s", r.stdout, r.stderr)
 	}
-	if r := runSolve(t, dir, "resume", "--provider", "script", "--script", sc); r.code == 0 || !strings.Contains(r.stderr, "--unconfined") {
+	if r := runSolve(t, dir, "resume", "--provider", "script", "--script", sc); r.code == 0 || !strings.Contains(r.stderr, "give --unconfined to run it, or give the server by its URL with --mcp") {
 		t.Fatalf("resume without --unconfined: exit %d, want a refusal naming --unconfined\n%s", r.code, r.stderr)
 	}
 	r := runSolve(t, dir, "resume", "--provider", "script", "--script", sc, "--unconfined")

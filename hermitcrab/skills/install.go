@@ -18,13 +18,30 @@ const (
 
 // InvalidError is the error of Add or Remove for what the person must
 // fix: a folder that is not a skill Add installs, a name that is taken or
-// not a skill's. Reason says why.
-type InvalidError struct{ Reason string }
+// not a skill's. Reason says why; Taken and FolderName say what else
+// the person may do, which a command names in its own terms.
+type InvalidError struct {
+	Reason     string
+	Taken      string // the name of the installed skill Add would replace: it may be replaced or removed
+	FolderName bool   // the refused name was the folder's: another may be given
+}
 
-func (e *InvalidError) Error() string { return e.Reason }
+func (e *InvalidError) Error() string {
+	switch {
+	case e.Taken != "":
+		return e.Reason + ": replace it, or remove it first"
+	case e.FolderName:
+		return e.Reason + " (give the skill another name than its folder's)"
+	}
+	return e.Reason
+}
 
 func invalid(format string, args ...any) error {
 	return &InvalidError{Reason: fmt.Sprintf(format, args...)}
+}
+
+func taken(name string) error {
+	return &InvalidError{Reason: fmt.Sprintf("a skill named %q is installed already", name), Taken: name}
 }
 
 // Add installs the skill in the folder src as the skill name (the folder's
@@ -55,11 +72,11 @@ func (d Dir) Add(src, name string, replace bool) (Skill, error) {
 		name = filepath.Base(abs)
 	}
 	if err := CheckName(name); err != nil {
-		return Skill{}, &InvalidError{Reason: err.Error() + " (--name gives the skill another name than its folder's)"}
+		return Skill{}, &InvalidError{Reason: err.Error(), FolderName: true}
 	}
 	dest := filepath.Join(d.Path, name)
 	if _, err := os.Lstat(dest); err == nil && !replace {
-		return Skill{}, invalid("a skill named %q is installed already: --replace replaces it, `skills remove %s` removes it", name, name)
+		return Skill{}, taken(name)
 	}
 	if err := os.MkdirAll(d.Path, 0o700); err != nil {
 		return Skill{}, fmt.Errorf("add skill %q: %w", name, err)
@@ -93,7 +110,7 @@ func (d Dir) Add(src, name string, replace bool) (Skill, error) {
 	}
 	if err := os.Rename(filepath.Join(tmp, name), dest); err != nil {
 		if _, serr := os.Lstat(dest); serr == nil { // installed meanwhile by someone else
-			return Skill{}, invalid("a skill named %q is installed already: --replace replaces it", name)
+			return Skill{}, taken(name)
 		}
 		return Skill{}, fmt.Errorf("add skill %q: %w", name, err)
 	}

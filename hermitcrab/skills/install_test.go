@@ -95,7 +95,7 @@ func TestAddRefusesToReplaceUnlessAsked(t *testing.T) {
 	}
 	newer := folder(t, "charts", map[string]string{"SKILL.md": strings.Replace(charts, "Draw charts.", "Draw better charts.", 1)})
 	_, err := d.Add(newer, "", false)
-	if _, ok := errors.AsType[*InvalidError](err); !ok || !strings.Contains(err.Error(), "installed already: --replace replaces it") {
+	if _, ok := errors.AsType[*InvalidError](err); !ok || !strings.Contains(err.Error(), "installed already: replace it, or remove it first") {
 		t.Fatalf("a second add: %v", err)
 	}
 	if list, _, _ := d.List(); list[0].Description != "Draw charts." {

@@ -201,7 +201,7 @@ func (s *Server) postKey(w http.ResponseWriter, r *http.Request) {
 // errDemoKey is the demo's answer to a key given or removed: its data
 // directory may be a real instance's (--data), whose key is not the
 // demo's to replace.
-var errDemoKey = errors.New("the demo does not take keys: it plays a scripted model; serve without --demo to use your key")
+var errDemoKey = errors.New("the demo does not take keys: it plays a scripted model; start hermitcrab without the demo to use your key")
 
 // refuseKeyInDemo answers a key route 403 in the demo; it reports whether
 // it did.

@@ -159,7 +159,7 @@ func (g *Guard) Allowed(hostHeader string) bool {
 func (g *Guard) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !g.Allowed(r.Host) {
-			writeError(w, http.StatusMisdirectedRequest, "", fmt.Sprintf("host %q is not a name this server answers to; if it is yours, start the server with --allow-host %s", clip.Text(r.Host, 100), clip.Text(hostOnly(r.Host), 100)))
+			writeError(w, http.StatusMisdirectedRequest, "", fmt.Sprintf("host %q is not a name this server answers to; if it is yours, start the server allowing the host name %s (its --help says how)", clip.Text(r.Host, 100), clip.Text(hostOnly(r.Host), 100)))
 			return
 		}
 		limit := g.maxBody

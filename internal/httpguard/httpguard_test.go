@@ -74,8 +74,8 @@ func TestHostRule(t *testing.T) {
 	for _, h := range refused {
 		resp := do(t, srv, h, nil)
 		body, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != http.StatusMisdirectedRequest || !strings.Contains(string(body), "--allow-host") {
-			t.Errorf("Host %q: status %d %s, want 421 naming --allow-host", h, resp.StatusCode, body)
+		if resp.StatusCode != http.StatusMisdirectedRequest || !strings.Contains(string(body), "start the server allowing the host name") {
+			t.Errorf("Host %q: status %d %s, want 421 saying how to allow it", h, resp.StatusCode, body)
 		}
 	}
 	if reached.Load() != before {

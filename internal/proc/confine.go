@@ -184,7 +184,7 @@ func Describe(unconfined bool, l Limits) string {
 type UnavailableError struct{ Reason string }
 
 func (e *UnavailableError) Error() string {
-	return "confinement is not available here (" + e.Reason + "): model-written code is not run unconfined unless you pass --unconfined"
+	return "confinement is not available here (" + e.Reason + "): model-written code is not run unconfined unless the person running the kernel says so"
 }
 
 // ErrProcessLimit is Result.Stopped when the runner stopped a confined

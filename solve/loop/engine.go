@@ -214,10 +214,36 @@ func remoteUsable(cfg runConfig) error {
 	case cfg.Interactive:
 		return errors.New("an interactive run asks its questions on this terminal; it cannot send its steps to remote workers")
 	case len(cfg.MCP) > 0:
-		return errors.New("remote workers cannot offer a run's MCP servers yet; run it without --remote")
+		return ErrRemoteMCP
 	}
 	return nil
 }
+
+// ErrRemoteMCP refuses remote workers to a run that offers MCP servers.
+var ErrRemoteMCP = errors.New("remote workers cannot offer a run's MCP servers yet; run it without remote workers")
+
+// ResumeError is a run this process cannot take further that a resume
+// continues: Remote says whether the resume sends its steps to remote
+// workers, When (in words, or "") when to resume. Err says why.
+type ResumeError struct {
+	Root   string
+	Remote bool
+	When   string
+	Err    error
+}
+
+func (e *ResumeError) Error() string {
+	how := "resume the run without remote workers"
+	if e.Remote {
+		how = "resume the run with remote workers"
+	}
+	if e.When != "" {
+		how += " " + e.When
+	}
+	return e.Err.Error() + " (" + how + ")"
+}
+
+func (e *ResumeError) Unwrap() error { return e.Err }
 
 // ErrEmptyCore is the refusal of an interactive run whose irreducible
 // core is empty.
@@ -685,16 +711,16 @@ func (e *engine) workers() int {
 // it.
 type StoppedError struct {
 	Root   string
-	Remote bool  // continued with solve resume --remote
+	Remote bool  // continued by a resume with remote workers
 	Cause  error // the context's cause
 }
 
 func (e *StoppedError) Error() string {
-	resume := "solve resume " + store.Short(e.Root)
+	how := "resuming it continues it"
 	if e.Remote {
-		resume += " --remote"
+		how = "resuming it with remote workers continues it"
 	}
-	return fmt.Sprintf("run %s stopped before its end; continue it with '%s'", store.Short(e.Root), resume)
+	return fmt.Sprintf("run %s stopped before its end; %s", store.Short(e.Root), how)
 }
 
 func (e *StoppedError) Unwrap() error { return e.Cause }

@@ -2,6 +2,7 @@ package loop
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -61,6 +62,10 @@ func CheckNetwork(network []string) error {
 	return err
 }
 
+// ErrNoNetworkDeclared refuses to allow the network to a resolver that
+// declares no need of it.
+var ErrNoNetworkDeclared = errors.New("it declares no network need, so there is nothing to allow (a hired command's network is allowed when it is hired)")
+
 // AllowNetwork records a person's allowance for the registered tool id:
 // what it declares. It is recorded in the registry (and shown by solve
 // resolvers) and applies to every later run of the tool.
@@ -75,7 +80,7 @@ func AllowNetwork(ctx context.Context, st *store.Store, id string) ([]string, er
 	e := rs[0]
 	declared := DeclaredNetwork(e)
 	if len(declared) == 0 {
-		return nil, fmt.Errorf("resolver %s declares no network need, so there is nothing to allow (a hired command is allowed with solve hire … --allow-network)", id)
+		return nil, fmt.Errorf("resolver %s: %w", id, ErrNoNetworkDeclared)
 	}
 	if e.Metadata == nil {
 		e.Metadata = map[string]any{}

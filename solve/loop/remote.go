@@ -263,7 +263,8 @@ func (e *engine) unanswered(err error) error {
 	if !pgdb.Unavailable(err) {
 		return err
 	}
-	return fmt.Errorf("PostgreSQL %s does not answer (continue with solve resume %s --remote once it does): %w", e.opts.Remote.name, store.Short(e.root), pgdb.OneLine(err, ""))
+	return &ResumeError{Root: e.root, Remote: true, When: "once it answers",
+		Err: fmt.Errorf("PostgreSQL %s does not answer: %w", e.opts.Remote.name, pgdb.OneLine(err, ""))}
 }
 
 // enqueue inserts the step's job, or finds the step's unfinished job,

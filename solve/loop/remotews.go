@@ -60,7 +60,7 @@ func baseFiles(ctx context.Context, c *store.Conn, root string) ([]workspace.Fil
 		return nil, err
 	}
 	if base == nil {
-		return nil, fmt.Errorf("run %s has no stored workspace (%s): it was started without --remote; resume it without --remote", store.Short(root), artWorkspaceBase)
+		return nil, &ResumeError{Root: root, Err: fmt.Errorf("run %s has no stored workspace (%s): it was started without remote workers", store.Short(root), artWorkspaceBase)}
 	}
 	return readFiles(ctx, c, base.ID)
 }

@@ -42,6 +42,10 @@ const (
 // in: producing a node's output, and judging one.
 var toolOps = []string{OpResolve, OpVerify}
 
+// ErrMCPCommandConfined refuses an MCP server started by a command when
+// the person did not allow unconfined commands.
+var ErrMCPCommandConfined = errors.New("solve cannot confine the process an MCP server's command starts: allow unconfined commands to run it, or give the server by its URL")
+
 // CheckMCP refuses servers a run could not offer: a malformed one, two
 // of one name, or one started by a command when the person did not allow
 // unconfined commands.
@@ -50,7 +54,7 @@ func CheckMCP(servers []MCPServer, unconfined bool) error {
 	for i, s := range servers {
 		list[i] = s.server()
 		if s.Command != "" && !unconfined {
-			return option.Errorf("mcp_command", "%s: solve cannot confine the process an MCP server's command starts: give --unconfined to run it, or give the server by its URL with --mcp", s.Name)
+			return option.Errorf("mcp_command", "%s: %w", s.Name, ErrMCPCommandConfined)
 		}
 	}
 	err := mcpCheck(list)

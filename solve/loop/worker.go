@@ -167,7 +167,7 @@ func (w *stepWorker) engine(ctx context.Context, root string) (e *engine, cleanu
 	}
 	if lease == "" {
 		cleanup()
-		return nil, nil, fmt.Errorf("run %s: %w (no coordinator holds it: continue it with solve resume --remote)", store.Short(root), store.ErrLeaseLost)
+		return nil, nil, &ResumeError{Root: root, Remote: true, Err: fmt.Errorf("run %s: %w (no coordinator holds it)", store.Short(root), store.ErrLeaseLost)}
 	}
 	e.owner, e.stored = lease, cfg.Workspace != ""
 	if e.patterns, err = w.st.GoalPatterns(ctx, root); err != nil {

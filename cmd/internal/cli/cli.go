@@ -32,6 +32,7 @@ import (
 
 	"github.com/llmkernels/kernels/cmd/internal/provider"
 	"github.com/llmkernels/kernels/internal/config"
+	"github.com/llmkernels/kernels/internal/proc"
 	"github.com/llmkernels/kernels/internal/termtext"
 	"github.com/llmkernels/kernels/llm"
 )
@@ -145,7 +146,7 @@ func settingsError(err error) bool {
 }
 
 // flagHint names the flags that answer the runtime's typed errors: package
-// llm speaks in no flags, the commands do.
+// llm and the basement speak in no flags, the commands do.
 func flagHint(err error) string {
 	apiErr, isAPI := llm.AsAPIError(err)
 	switch {
@@ -153,6 +154,8 @@ func flagHint(err error) string {
 		return " (choose one with --model)"
 	case errors.As(err, new(*llm.UnavailableError)):
 		return " (try later, or choose other models with --model and --fallback)"
+	case errors.As(err, new(*proc.UnavailableError)):
+		return " (--unconfined runs it unconfined, with your user's rights)"
 	case isAPI && apiErr.Status == 401:
 		return " (the provider refused the API key: check ANTHROPIC_API_KEY or OPENAI_API_KEY, or choose another provider with --provider)"
 	}
