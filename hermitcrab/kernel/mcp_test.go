@@ -275,16 +275,8 @@ func TestSetToolsRefusesWhatNoServerOffers(t *testing.T) {
 	dir := t.TempDir()
 	addServers(t, dir, stdioServer(t, "tests", "serve"))
 	// A server that broke after it was added: its command answers garbage.
-	reg := mcp.Registry{Path: filepath.Join(dir, kernel.MCPFile)}
-	servers, err := reg.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
 	broken := stdioServer(t, "broken", "garbage")
-	data, _ := json.Marshal(map[string]any{"servers": append(servers, broken)})
-	if err := os.WriteFile(reg.Path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	addByHand(t, dir, broken)
 	k, _ := scriptedKernel(t, dir, `{"responses":[]}`)
 	ctx := context.Background()
 	before, err := k.Conversation().ActiveTools(ctx)
@@ -381,17 +373,9 @@ func TestRemovingAServerTakesItsLineOutOfCapabilities(t *testing.T) {
 func TestTheMCPConnectorCarriesTheChosenToolsOfRemoteServers(t *testing.T) {
 	dir := t.TempDir()
 	addServers(t, dir, stdioServer(t, "tests", "serve"))
-	reg := mcp.Registry{Path: filepath.Join(dir, kernel.MCPFile)}
-	servers, err := reg.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Written by hand: add would connect, and nothing answers at this URL.
 	remote := mcp.Server{Name: "docs", URL: "https://docs.example/mcp", Headers: map[string]string{"Authorization": "Bearer tok-123456"}}
-	data, _ := json.Marshal(map[string]any{"servers": append(servers, remote)})
-	if err := os.WriteFile(reg.Path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	addByHand(t, dir, remote)
 	answer := `{"type":"mcp_tool_use","id":"mcptoolu_1","name":"search","server_name":"docs","input":{"q":"go"}},` +
 		`{"type":"mcp_tool_result","tool_use_id":"mcptoolu_1","is_error":false,"content":[{"type":"text","text":"found"}]},{"type":"text","text":"found it"}`
 	client, fake := kerneltest.FakeAnthropic(t, kerneltest.Replies(
@@ -461,16 +445,8 @@ func TestAnMCPImageReachesTheLLMAsAnImage(t *testing.T) {
 func TestThePagesToolLoopLeavesTheConnectorsToolsToTheAPI(t *testing.T) {
 	dir := t.TempDir()
 	addServers(t, dir, stdioServer(t, "tests", "serve"))
-	reg := mcp.Registry{Path: filepath.Join(dir, kernel.MCPFile)}
-	servers, err := reg.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
 	remote := mcp.Server{Name: "docs", URL: "https://docs.example/mcp"} // by hand: nothing answers there
-	data, _ := json.Marshal(map[string]any{"servers": append(servers, remote)})
-	if err := os.WriteFile(reg.Path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	addByHand(t, dir, remote)
 	client, fake := kerneltest.FakeAnthropic(t, kerneltest.Replies(
 		kerneltest.ToolUse("t1", "docs__search", map[string]string{"q": "go"})+","+kerneltest.ToolUse("t2", "tests__echo", map[string]string{"text": "x"}),
 		kerneltest.TextBlock("done"),
@@ -516,4 +492,20 @@ func chooseThenCall(t *testing.T, tool string) llm.ContentBlock {
 	}
 	reqs := p.Requests()
 	return toolResults(reqs[len(reqs)-1])["t2"]
+}
+
+// addByHand writes srv into the registry of dir beside the servers added
+// there, without connecting to it as add would: a server that is broken
+// now, or one nothing answers for.
+func addByHand(t *testing.T, dir string, srv mcp.Server) {
+	t.Helper()
+	reg := mcp.Registry{Path: filepath.Join(dir, kernel.MCPFile)}
+	servers, err := reg.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := json.Marshal(map[string]any{"servers": append(servers, srv)})
+	if err := os.WriteFile(reg.Path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
